@@ -1,0 +1,375 @@
+"""Typed Kubernetes objects holding what scheduling needs.
+
+Decoded with msgspec straight from API JSON (or from YAML-loaded dicts): unknown
+fields are ignored, a wrong type is an error naming the object and the field path.
+The original mapping is kept in ``raw`` only where a caller must send it back
+(extender payloads, simulate output), never re-derived.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+
+__all__ = [
+    "Affinity",
+    "Container",
+    "ContainerImage",
+    "ContainerPort",
+    "DecodeError",
+    "InvalidObjectError",
+    "KObject",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Namespace",
+    "Node",
+    "NodeAffinity",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "ObjectMeta",
+    "OwnerReference",
+    "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
+    "PodAntiAffinity",
+    "PodDisruptionBudget",
+    "PodSpec",
+    "PodStatus",
+    "PreferredSchedulingTerm",
+    "PriorityClass",
+    "Taint",
+    "Toleration",
+    "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
+    "decode",
+    "decode_json",
+    "object_ref",
+]
+
+Quantity = str | int | float
+ResourceList = dict[str, Quantity]
+
+
+class InvalidObjectError(ValueError):
+    """An object whose fields cannot be interpreted; the message names object and field.
+
+    Raised by decoding, quantity parsing and selector compilation alike; the
+    scheduling runtime turns it into UnschedulableAndUnresolvable for that pod only.
+    """
+
+
+class DecodeError(InvalidObjectError):
+    """A manifest whose fields have the wrong shape."""
+
+
+class _S(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    pass
+
+
+class OwnerReference(_S):
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    api_version: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(_S):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: list[OwnerReference] = []
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+
+
+# ---- selectors -------------------------------------------------------------------
+
+
+class LabelSelectorRequirement(_S):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(_S):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class NodeSelectorRequirement(_S):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_S):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(_S):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(_S):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_S):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class PodAffinityTerm(_S):
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = []
+    mismatch_label_keys: list[str] = []
+
+
+class WeightedPodAffinityTerm(_S):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_S):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class PodAntiAffinity(_S):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class Affinity(_S):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
+
+
+class Taint(_S):
+    key: str
+    effect: str
+    value: str = ""
+    time_added: str | None = None
+
+
+class Toleration(_S):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class TopologySpreadConstraint(_S):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
+# ---- pods ------------------------------------------------------------------------
+
+
+class ContainerPort(_S):
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = msgspec.field(default="", name="hostIP")
+    name: str = ""
+
+
+class ResourceRequirements(_S):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class Container(_S):
+    name: str = ""
+    image: str = ""
+    ports: list[ContainerPort] = []
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    restart_policy: str | None = None
+
+
+class PodSchedulingGate(_S):
+    name: str
+
+
+class PodSpec(_S):
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: ResourceList = {}
+    scheduling_gates: list[PodSchedulingGate] = []
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
+    host_network: bool = False
+    resources: ResourceRequirements | None = None
+
+
+class PodCondition(_S):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    last_probe_time: str | None = None
+
+
+class PodStatus(_S):
+    phase: str = ""
+    nominated_node_name: str = ""
+    conditions: list[PodCondition] = []
+    start_time: str | None = None
+
+
+class Pod(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+    kind: str = "Pod"
+    api_version: str = "v1"
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+# ---- nodes -----------------------------------------------------------------------
+
+
+class ContainerImage(_S):
+    names: list[str] = []
+    size_bytes: int = 0
+
+
+class NodeSpec(_S):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+    pod_cidr: str = msgspec.field(default="", name="podCIDR")
+
+
+class NodeStatus(_S):
+    capacity: ResourceList = {}
+    allocatable: ResourceList = {}
+    images: list[ContainerImage] = []
+
+
+class Node(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+    kind: str = "Node"
+    api_version: str = "v1"
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
+# ---- others ----------------------------------------------------------------------
+
+
+class Namespace(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    kind: str = "Namespace"
+    api_version: str = "v1"
+
+
+class PriorityClass(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str | None = None
+    kind: str = "PriorityClass"
+    api_version: str = "scheduling.k8s.io/v1"
+
+
+class PodDisruptionBudgetSpec(_S):
+    selector: LabelSelector | None = None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+class PodDisruptionBudgetStatus(_S):
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+    disrupted_pods: dict[str, str] = {}
+
+
+class PodDisruptionBudget(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
+    kind: str = "PodDisruptionBudget"
+    api_version: str = "policy/v1"
+
+
+KObject = Pod | Node | Namespace | PriorityClass | PodDisruptionBudget
+T = TypeVar("T", bound=_S)
+
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def object_ref(raw: Any) -> str:
+    """A short name for an object in error messages: ``Pod default/web-0``."""
+    if not isinstance(raw, dict):
+        return f"<{type(raw).__name__}>"
+    kind = raw.get("kind") or "object"
+    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    name = meta.get("name", "?") if meta else "?"
+    ns = meta.get("namespace") if meta else None
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def _field_path(err: msgspec.ValidationError) -> str:
+    # msgspec says "... - at `$.spec.containers[0]`"; keep Kubernetes-style paths.
+    msg = str(err)
+    return msg.replace("`$.", "`").replace("`$`", "`<root>`")
+
+
+def decode(raw: Any, cls: type[T]) -> T:
+    """Decode a YAML/JSON-loaded mapping into ``cls``, naming the object on error."""
+    try:
+        return msgspec.convert(raw, cls, strict=True)
+    except msgspec.ValidationError as e:
+        raise DecodeError(f"{object_ref(raw)}: {_field_path(e)}") from None
+
+
+def decode_json(data: bytes, cls: type[T]) -> T:
+    """Decode API JSON bytes directly (no intermediate dicts) into ``cls``."""
+    dec = _DECODERS.get(cls)
+    if dec is None:
+        dec = _DECODERS[cls] = msgspec.json.Decoder(cls)
+    try:
+        return dec.decode(data)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as e:
+        ref = object_ref(msgspec.json.decode(data)) if data else cls.__name__
+        raise DecodeError(f"{ref}: {_field_path(e)}") from None
+    except msgspec.DecodeError as e:
+        raise DecodeError(f"{cls.__name__}: invalid JSON: {e}") from None

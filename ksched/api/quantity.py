@@ -1,0 +1,85 @@
+"""Kubernetes resource quantities with exact arithmetic.
+
+Quantities are parsed into ``fractions.Fraction`` so that ``0.1`` CPU is exactly 100
+millicores and ``1e3`` is exactly 1000; rounding happens only where Kubernetes rounds
+(``MilliValue()`` and ``Value()`` both round up, away from zero).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from functools import lru_cache
+
+__all__ = ["QuantityError", "milli_value", "parse_quantity", "value"]
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+# <sign><digits>[.<digits>] then a suffix: binary SI, decimal SI, or a decimal exponent.
+_RE = re.compile(
+    r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+)
+
+
+@lru_cache(maxsize=4096)
+def _parse_str(text: str) -> Fraction:
+    m = _RE.match(text)
+    if m is None:
+        raise QuantityError(f"invalid quantity {text!r}")
+    num = Fraction(m.group("num"))
+    if m.group("bin"):
+        return num * _BINARY[m.group("bin")]
+    if m.group("exp"):
+        exp = int(m.group("exp")[1:])
+        if abs(exp) > 64:
+            raise QuantityError(f"quantity exponent out of range: {text!r}")
+        return num * Fraction(10) ** exp
+    return num * _DECIMAL[m.group("dec") or ""]
+
+
+def parse_quantity(raw: object) -> Fraction:
+    """Parse a quantity from a manifest value (string, or a YAML int/float)."""
+    if isinstance(raw, bool):
+        raise QuantityError(f"quantity must be a string or number, not {raw!r}")
+    if isinstance(raw, int):
+        return Fraction(raw)
+    if isinstance(raw, float):
+        if not math.isfinite(raw):
+            raise QuantityError(f"quantity must be finite: {raw!r}")
+        # YAML floats are decimal text; go through repr to keep 0.1 == 1/10.
+        return _parse_str(repr(raw))
+    if isinstance(raw, str):
+        return _parse_str(raw.strip()) if raw != raw.strip() else _parse_str(raw)
+    raise QuantityError(f"quantity must be a string or number, not {type(raw).__name__}")
+
+
+def _round_away(q: Fraction) -> int:
+    return math.ceil(q) if q >= 0 else math.floor(q)
+
+
+def milli_value(raw: object) -> int:
+    """``resource.Quantity.MilliValue()``: thousandths, rounded up."""
+    return _round_away(parse_quantity(raw) * 1000)
+
+
+def value(raw: object) -> int:
+    """``resource.Quantity.Value()``: whole units, rounded up."""
+    return _round_away(parse_quantity(raw))

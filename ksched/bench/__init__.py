@@ -1,0 +1,145 @@
+"""``ksched bench``: scheduler_perf-style workloads, in process.
+
+Nodes and pods follow scheduler_perf's templates (node-default: 4 CPU, 32Gi, 110
+pods; pod-default: 100m / 500Mi). ``--init-pods`` are scheduled first and not
+measured; then the measured pods go through the real scheduler (queue, cycle,
+cache, binding) on a simulated cluster, and we report throughput, per-pod
+attempt latency percentiles and peak RSS.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from ..api.objects import Node, Pod, decode
+from ..framework.types import PodInfo
+from ..sim.cluster_file import ClusterFile
+from ..sim.simulator import Simulation
+
+__all__ = ["WORKLOADS", "Workload", "run_bench"]
+
+Manifest = dict[str, Any]
+Workload = Callable[[int, int, int], tuple[list[Manifest], list[Manifest], list[Manifest]]]
+
+
+def node_default(i: int, zones: int = 0) -> Manifest:
+    name = f"scheduler-perf-{i:05d}"
+    labels = {"kubernetes.io/hostname": name}
+    if zones:
+        labels["topology.kubernetes.io/zone"] = f"zone-{i % zones}"
+    alloc = {"pods": "110", "cpu": "4", "memory": "32Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"capacity": alloc, "allocatable": alloc},
+    }
+
+
+def pod_default(name: str, namespace: str = "sched-test", **extra: Any) -> Manifest:
+    spec: dict[str, Any] = {
+        "schedulerName": "ksched",
+        "containers": [{
+            "name": "pause",
+            "image": "registry.k8s.io/pause:3.10",
+            "ports": [{"containerPort": 80}],
+            "resources": {"limits": {"cpu": "100m", "memory": "500Mi"},
+                          "requests": {"cpu": "100m", "memory": "500Mi"}},
+        }],
+    }
+    spec.update(extra)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
+            "spec": spec}
+
+
+def scheduling_basic(nodes: int, pods: int, init_pods: int) -> tuple[list[Manifest], list[Manifest], list[Manifest]]:
+    return (
+        [node_default(i) for i in range(nodes)],
+        [pod_default(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
+        [pod_default(f"pod-{i}", "sched-1") for i in range(pods)],
+    )
+
+
+WORKLOADS: dict[str, Workload] = {
+    "SchedulingBasic": scheduling_basic,
+}
+
+
+def _peak_rss_mb() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(r / 1024 if sys.platform != "darwin" else r / (1024 * 1024), 1)
+
+
+def run_bench(
+    workload: str,
+    *,
+    nodes: int,
+    pods: int,
+    init_pods: int = 0,
+    config: Any,
+    registry: Any,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict[str, Any]:
+    node_ms, init_ms, measured_ms = WORKLOADS[workload](nodes, pods, init_pods)
+    cf = ClusterFile(
+        nodes=[(decode(m, Node), m) for m in node_ms],
+        pods=[(decode(m, Pod), m) for m in init_ms],
+    )
+    sim = Simulation(cf, config, registry, seed=seed)
+    measured = [PodInfo(decode(m, Pod), m) for m in measured_ms]
+    latencies: list[float] = []
+    result: dict[str, Any] = {}
+
+    async def main() -> None:
+        pending = sim._load()  # noqa: SLF001 - bench drives the simulation in two phases
+        await sim.drive(10 * max(1, len(pending)))
+        sim.add_pending(measured)
+        last = [time.perf_counter()]
+        done = [0]
+
+        def on_attempt(_: Any) -> None:
+            now = time.perf_counter()
+            latencies.append(now - last[0])
+            last[0] = now
+            done[0] += 1
+            if progress and done[0] % 500 == 0:
+                print(f"\r{workload}: {done[0]}/{pods} pods", end="", file=sys.stderr, flush=True)
+
+        t0 = time.perf_counter()
+        last[0] = t0
+        await sim.drive(10 * pods, on_attempt)
+        elapsed = time.perf_counter() - t0
+        if progress:
+            print(file=sys.stderr)
+        scheduled = sum(1 for p in sim.cluster.pods.values()
+                        if p.node_name and p.namespace == "sched-1")
+        lat = sorted(latencies)
+
+        def pct(p: float) -> float:
+            if not lat:
+                return 0.0
+            return round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 3)
+
+        result.update({
+            "workload": workload,
+            "nodes": nodes,
+            "pods": pods,
+            "mode": "in-process",
+            "scheduled": scheduled,
+            "seconds": round(elapsed, 3),
+            "pods_per_second": round(scheduled / elapsed, 1) if elapsed > 0 else 0.0,
+            "p50_ms": pct(0.50),
+            "p99_ms": pct(0.99),
+            "peak_rss_mb": _peak_rss_mb(),
+        })
+
+    anyio.run(main)
+    return result

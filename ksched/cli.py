@@ -1,0 +1,200 @@
+"""The ``ksched`` command line.
+
+Exit codes: 0 success (including simulations where pods stay unschedulable),
+2 bad input (config, cluster file, plugin that fails to load) with one line per
+problem on stderr, before anything touches a cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+EXIT_BAD_INPUT = 2
+
+
+def _die(lines: Sequence[str]) -> int:
+    for line in lines:
+        print(line, file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _registry() -> Any:
+    from .framework.registry import PluginLoadError, default_registry
+
+    try:
+        return default_registry()
+    except PluginLoadError as e:
+        raise SystemExit(_die([f"ksched: {e}"])) from None
+
+
+def _load_config(path: str | None, registry: Any) -> Any:
+    from .config import ConfigError, load_config
+    from .plugins import NOT_YET_IMPLEMENTED
+
+    known = set(registry.names()) | set(NOT_YET_IMPLEMENTED)
+    try:
+        cfg, warnings = load_config(path, known)
+    except ConfigError as e:
+        raise SystemExit(_die(str(e).splitlines())) from None
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return cfg
+
+
+def _build_check(cfg: Any, registry: Any, source: str) -> None:
+    """Instantiate every profile's framework once so plugin args errors exit 2 up front."""
+    from .framework.runtime import FrameworkError
+    from .scheduler.scheduler import build_frameworks
+
+    try:
+        build_frameworks(cfg, registry)
+    except FrameworkError as e:
+        raise SystemExit(_die([f"{source}: {e}"])) from None
+
+
+# ---- simulate ------------------------------------------------------------------------
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .sim import ClusterFileError, load_cluster, simulate
+
+    registry = _registry()
+    cfg = _load_config(args.config, registry)
+    _build_check(cfg, registry, args.config or "<default config>")
+    try:
+        cluster = load_cluster(args.cluster)
+    except ClusterFileError as e:
+        return _die([str(e)])
+    results = simulate(cluster, cfg, registry, seed=args.seed, explain=args.explain)
+    if args.output == "json":
+        print(json.dumps({"pods": [r.to_dict(args.explain) for r in results]}, indent=2))
+        return 0
+    rows = [("POD", "NODE", "STATUS", "MESSAGE")]
+    for r in results:
+        msg = r.message
+        if r.preempted:
+            msg = (msg + " " if msg else "") + f"(preempted: {', '.join(r.preempted)})"
+        rows.append((f"{r.namespace}/{r.name}", r.node or "-", r.status, msg))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(c.ljust(widths[i]) for i, c in enumerate(row[:3])) + "  " + row[3])
+    if args.explain:
+        for r in results:
+            if r.explain:
+                print(f"\n# {r.namespace}/{r.name}")
+                print(json.dumps(r.explain, indent=2))
+    scheduled = sum(1 for r in results if r.status == "Scheduled")
+    print(f"\n{scheduled}/{len(results)} pods scheduled", file=sys.stderr)
+    return 0
+
+
+# ---- bench ---------------------------------------------------------------------------
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import WORKLOADS, run_bench
+
+    if args.workload not in WORKLOADS:
+        return _die([f"ksched bench: unknown workload {args.workload!r}; available: {', '.join(sorted(WORKLOADS))}"])
+    if args.nodes <= 0 or args.pods <= 0 or args.init_pods < 0:
+        return _die(["ksched bench: --nodes and --pods must be positive, --init-pods non-negative"])
+    registry = _registry()
+    cfg = _load_config(args.config, registry)
+    _build_check(cfg, registry, args.config or "<default config>")
+    result = run_bench(
+        args.workload, nodes=args.nodes, pods=args.pods, init_pods=args.init_pods, config=cfg,
+        registry=registry, seed=args.seed, progress=sys.stderr.isatty() and args.output != "json",
+    )
+    if args.output == "json":
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k:>16}: {v}")
+    return 0
+
+
+# ---- config / plugins ----------------------------------------------------------------
+
+
+def cmd_config_validate(args: argparse.Namespace) -> int:
+    from .config import validate_file
+    from .plugins import NOT_YET_IMPLEMENTED
+
+    registry = _registry()
+    text, problems, warnings = validate_file(args.file, set(registry.names()) | set(NOT_YET_IMPLEMENTED))
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if problems or text is None:
+        return _die(problems)
+    cfg = _load_config(args.file, registry)
+    _build_check(cfg, registry, args.file)
+    print(text, end="")
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    registry = _registry()
+    rows = [(s.name, ", ".join(s.points) or "(factory)", s.distribution) for s in registry]
+    rows.sort()
+    if args.output == "json":
+        print(json.dumps([{"name": n, "extensionPoints": p.split(", "), "distribution": d} for n, p, d in rows]))
+        return 0
+    head = ("NAME", "EXTENSION POINTS", "DISTRIBUTION")
+    w0 = max(len(r[0]) for r in [head, *rows])
+    w1 = max(len(r[1]) for r in [head, *rows])
+    for r in [head, *rows]:
+        print(f"{r[0].ljust(w0)}  {r[1].ljust(w1)}  {r[2]}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ksched", description="A Kubernetes scheduler with Python plugins.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("simulate", help="schedule the pending pods of a manifest file in memory")
+    s.add_argument("--cluster", required=True, help="nodes and pods as YAML/JSON manifests")
+    s.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
+    s.add_argument("--output", choices=("table", "json"), default="table")
+    s.add_argument("--seed", type=int, default=0, help="seed for tie-breaking among equal scores")
+    s.add_argument("--explain", action="store_true", help="per-node filter verdicts and scores")
+    s.set_defaults(fn=cmd_simulate)
+
+    b = sub.add_parser("bench", help="scheduler_perf-style in-process benchmark")
+    b.add_argument("--workload", default="SchedulingBasic")
+    b.add_argument("--nodes", type=int, default=500)
+    b.add_argument("--pods", type=int, default=1000)
+    b.add_argument("--init-pods", type=int, default=0)
+    b.add_argument("--config")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--output", choices=("table", "json"), default="table")
+    b.set_defaults(fn=cmd_bench)
+
+    c = sub.add_parser("config", help="configuration tools")
+    csub = c.add_subparsers(dest="config_command", required=True)
+    v = csub.add_parser("validate", help="print the effective config (defaults filled in), or the errors")
+    v.add_argument("file")
+    v.set_defaults(fn=cmd_config_validate)
+
+    pl = sub.add_parser("plugins", help="list every discovered plugin")
+    pl.add_argument("--output", choices=("table", "json"), default="table")
+    pl.set_defaults(fn=cmd_plugins)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        rc: int = args.fn(args)
+    except SystemExit as e:
+        return int(e.code) if isinstance(e.code, int) else 1
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""kube-scheduler's ``KubeSchedulerConfiguration`` (v1): load, default, validate, dump.
+
+A kube-scheduler config file should mean the same under ksched; see ``defaults`` for
+the few deliberate divergences.
+"""
+
+from ksched.config.defaults import (
+    DEFAULT_MULTI_POINT,
+    PLUGINS_WITH_DEFAULT_ARGS,
+    UNIMPLEMENTED_UPSTREAM_PLUGINS,
+    default_plugin_args,
+    default_plugins,
+    merge_plugin_set,
+    merge_plugins,
+    set_defaults,
+)
+from ksched.config.load import (
+    decode_config,
+    default_config,
+    dump_yaml,
+    load_config,
+    load_config_data,
+    to_dict,
+    validate_file,
+)
+from ksched.config.types import (
+    API_VERSION,
+    API_VERSION_V1BETA3,
+    DEFAULT_SCHEDULER_NAME,
+    EXTENSION_POINTS,
+    KIND,
+    ClientConnection,
+    ConfigError,
+    Extender,
+    ExtenderManagedResource,
+    ExtenderTLSConfig,
+    KubeSchedulerConfiguration,
+    LeaderElection,
+    PluginConfig,
+    PluginRef,
+    Plugins,
+    PluginSet,
+    Profile,
+    format_duration,
+    parse_duration,
+)
+from ksched.config.validation import REMOVED_PLUGINS, validate
+
+__all__ = [
+    "API_VERSION",
+    "API_VERSION_V1BETA3",
+    "DEFAULT_MULTI_POINT",
+    "DEFAULT_SCHEDULER_NAME",
+    "EXTENSION_POINTS",
+    "KIND",
+    "PLUGINS_WITH_DEFAULT_ARGS",
+    "REMOVED_PLUGINS",
+    "UNIMPLEMENTED_UPSTREAM_PLUGINS",
+    "ClientConnection",
+    "ConfigError",
+    "Extender",
+    "ExtenderManagedResource",
+    "ExtenderTLSConfig",
+    "KubeSchedulerConfiguration",
+    "LeaderElection",
+    "PluginConfig",
+    "PluginRef",
+    "PluginSet",
+    "Plugins",
+    "Profile",
+    "decode_config",
+    "default_config",
+    "default_plugin_args",
+    "default_plugins",
+    "dump_yaml",
+    "format_duration",
+    "load_config",
+    "load_config_data",
+    "merge_plugin_set",
+    "merge_plugins",
+    "parse_duration",
+    "set_defaults",
+    "to_dict",
+    "validate",
+    "validate_file",
+]

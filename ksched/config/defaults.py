@@ -1,0 +1,269 @@
+"""Defaulting identical to kube-scheduler's v1 ``SetDefaults_*`` and ``mergePlugins``.
+
+Following upstream keeps a kube-scheduler config file meaning the same thing under
+ksched. Divergences, all deliberate:
+
+* With no profiles, the single default profile is named ``ksched``, not
+  ``default-scheduler`` (the loader also uses ``ksched`` for a lone profile that omits
+  ``schedulerName``), so ksched can run beside kube-scheduler.
+* The volume plugins (``UNIMPLEMENTED_UPSTREAM_PLUGINS``) are not implemented by ksched.
+  They are dropped from the effective plugin set: silently when they come from the
+  defaults, with a warning when the user enabled them. Disabling them is fine.
+* ``clientConnection.contentType`` defaults to ``application/json`` (ksched's client
+  has no protobuf) and the leader-election lock is named ``ksched``.
+* An extender ``httpTimeout`` of 0 is shown as upstream's effective 5s.
+* ``percentageOfNodesToScore`` stays None (upstream writes 0); both mean adaptive.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from ksched.config.types import (
+    DEFAULT_SCHEDULER_NAME,
+    EXTENSION_POINTS,
+    KubeSchedulerConfiguration,
+    PluginConfig,
+    PluginRef,
+    Plugins,
+    PluginSet,
+    Profile,
+)
+
+__all__ = [
+    "DEFAULT_MULTI_POINT",
+    "PLUGINS_WITH_DEFAULT_ARGS",
+    "UNIMPLEMENTED_UPSTREAM_PLUGINS",
+    "default_plugin_args",
+    "default_plugins",
+    "merge_plugin_set",
+    "merge_plugins",
+    "set_defaults",
+]
+
+# getDefaultPlugins() of kube-scheduler v1, in order (the EBS/GCEPD/AzureDisk limit
+# plugins upstream removed are omitted; DynamicResources is feature-gated upstream).
+DEFAULT_MULTI_POINT: list[PluginRef] = [
+    PluginRef("SchedulingGates"),
+    PluginRef("PrioritySort"),
+    PluginRef("NodeUnschedulable"),
+    PluginRef("NodeName"),
+    PluginRef("TaintToleration", 3),
+    PluginRef("NodeAffinity", 2),
+    PluginRef("NodePorts"),
+    PluginRef("NodeResourcesFit", 1),
+    PluginRef("VolumeRestrictions"),
+    PluginRef("NodeVolumeLimits"),
+    PluginRef("VolumeBinding"),
+    PluginRef("VolumeZone"),
+    PluginRef("PodTopologySpread", 2),
+    PluginRef("InterPodAffinity", 2),
+    PluginRef("DefaultPreemption"),
+    PluginRef("NodeResourcesBalancedAllocation", 1),
+    PluginRef("ImageLocality", 1),
+    PluginRef("DefaultBinder"),
+]
+
+UNIMPLEMENTED_UPSTREAM_PLUGINS: frozenset[str] = frozenset(
+    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"}
+)
+
+
+def default_plugins() -> Plugins:
+    """A fresh copy of the default plugin set (callers mutate what they get)."""
+    return Plugins(multi_point=PluginSet(enabled=copy.deepcopy(DEFAULT_MULTI_POINT)))
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """Upstream ``mergePluginSet``.
+
+    A re-configured default keeps the default's position; "*" in disabled drops all
+    defaults of the point; other custom plugins follow in the user's order. Duplicate
+    custom names are kept (the framework rejects them), as upstream does.
+    """
+    disabled = [PluginRef(p.name) for p in custom.disabled]
+    disabled += [PluginRef(p.name) for p in default.disabled]
+    disabled_names = {p.name for p in disabled}
+    # Later duplicates win the in-place replacement, as with upstream's map.
+    custom_by_name = {p.name: (i, p) for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginRef] = []
+    if "*" not in disabled_names:
+        for p in default.enabled:
+            if p.name in disabled_names:
+                continue
+            if p.name in custom_by_name:
+                index, p = custom_by_name[p.name]
+                replaced.add(index)
+            enabled.append(copy.deepcopy(p))
+    enabled += [copy.deepcopy(p) for i, p in enumerate(custom.enabled) if i not in replaced]
+    return PluginSet(enabled=enabled, disabled=disabled)
+
+
+def merge_plugins(default: Plugins, custom: Plugins | None) -> Plugins:
+    """Upstream ``mergePlugins``: every extension point, multiPoint included."""
+    if custom is None:
+        return copy.deepcopy(default)
+    merged = Plugins()
+    for attr, _ in EXTENSION_POINTS:
+        setattr(merged, attr, merge_plugin_set(default.point(attr), custom.point(attr)))
+    return merged
+
+
+# --- plugin args ----------------------------------------------------------------
+
+
+def _default_resources() -> list[dict[str, Any]]:
+    return [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+
+
+def _weights_zero_to_one(resources: Any) -> None:
+    if isinstance(resources, list):
+        for r in resources:
+            if isinstance(r, dict) and not r.get("weight"):
+                r["weight"] = 1
+
+
+def _default_preemption(a: dict[str, Any]) -> None:
+    if a.get("minCandidateNodesPercentage") is None:
+        a["minCandidateNodesPercentage"] = 10
+    if a.get("minCandidateNodesAbsolute") is None:
+        a["minCandidateNodesAbsolute"] = 100
+
+
+def _inter_pod_affinity(a: dict[str, Any]) -> None:
+    if a.get("hardPodAffinityWeight") is None:
+        a["hardPodAffinityWeight"] = 1
+    if a.get("ignorePreferredTermsOfExistingPods") is None:
+        a["ignorePreferredTermsOfExistingPods"] = False
+
+
+def _node_affinity(a: dict[str, Any]) -> None:
+    """NodeAffinityArgs has no defaults but, being a known kind, still gets an entry."""
+
+
+def _balanced_allocation(a: dict[str, Any]) -> None:
+    if not a.get("resources"):
+        a["resources"] = _default_resources()
+    else:
+        _weights_zero_to_one(a["resources"])
+
+
+def _node_resources_fit(a: dict[str, Any]) -> None:
+    strategy = a.get("scoringStrategy")
+    if strategy is None:
+        # The type is only defaulted with the whole strategy, as upstream: an explicit
+        # strategy without a type is left for the plugin's validation to reject.
+        a["scoringStrategy"] = {"type": "LeastAllocated", "resources": _default_resources()}
+        return
+    if not isinstance(strategy, dict):
+        return
+    if not strategy.get("resources"):
+        strategy["resources"] = _default_resources()
+    else:
+        _weights_zero_to_one(strategy["resources"])
+
+
+def _pod_topology_spread(a: dict[str, Any]) -> None:
+    if not a.get("defaultingType"):
+        a["defaultingType"] = "System"
+
+
+_ARGS_DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "DefaultPreemption": _default_preemption,
+    "InterPodAffinity": _inter_pod_affinity,
+    "NodeAffinity": _node_affinity,
+    "NodeResourcesBalancedAllocation": _balanced_allocation,
+    "NodeResourcesFit": _node_resources_fit,
+    "PodTopologySpread": _pod_topology_spread,
+}
+
+# In-tree plugins with a registered ``<Name>Args`` kind: upstream adds a defaulted
+# pluginConfig entry for each one that is enabled.
+PLUGINS_WITH_DEFAULT_ARGS: frozenset[str] = frozenset(_ARGS_DEFAULTERS)
+
+
+def default_plugin_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Args with upstream's ``SetDefaults_<Name>Args`` applied; user fields win.
+
+    Returns a new dict for the in-tree plugins above and ``args`` itself for any other
+    name, so a framework can call it for every plugin (out-of-tree ones default their
+    own args).
+    """
+    defaulter = _ARGS_DEFAULTERS.get(name)
+    if defaulter is None:
+        return args
+    out = copy.deepcopy(args)
+    defaulter(out)
+    return out
+
+
+# --- whole configuration ----------------------------------------------------------
+
+
+def _enabled_names(plugins: Plugins) -> set[str]:
+    return {p.name for attr, _ in EXTENSION_POINTS for p in plugins.point(attr).enabled}
+
+
+def _default_profile(prof: Profile, path: str) -> list[str]:
+    warnings: list[str] = []
+    for attr, key in EXTENSION_POINTS:
+        for j, p in enumerate(prof.plugins.point(attr).enabled):
+            if p.name in UNIMPLEMENTED_UPSTREAM_PLUGINS:
+                warnings.append(
+                    f"{path}.plugins.{key}.enabled[{j}]: plugin {p.name!r} is not "
+                    "implemented by ksched; ignoring it"
+                )
+    merged = merge_plugins(default_plugins(), prof.plugins)
+    for attr, _ in EXTENSION_POINTS:
+        ps = merged.point(attr)
+        ps.enabled = [p for p in ps.enabled if p.name not in UNIMPLEMENTED_UPSTREAM_PLUGINS]
+    prof.plugins = merged
+
+    configs: list[PluginConfig] = []
+    for j, pc in enumerate(prof.plugin_config):
+        if pc.name in UNIMPLEMENTED_UPSTREAM_PLUGINS:
+            warnings.append(
+                f"{path}.pluginConfig[{j}]: plugin {pc.name!r} is not implemented by "
+                "ksched; ignoring its args"
+            )
+            continue
+        configs.append(PluginConfig(pc.name, default_plugin_args(pc.name, pc.args)))
+    existing = {pc.name for pc in configs}
+    for name in sorted((_enabled_names(merged) & PLUGINS_WITH_DEFAULT_ARGS) - existing):
+        configs.append(PluginConfig(name, default_plugin_args(name, {})))
+    prof.plugin_config = configs
+    return warnings
+
+
+def set_defaults(cfg: KubeSchedulerConfiguration) -> list[str]:
+    """Default ``cfg`` in place like upstream ``SetDefaults_KubeSchedulerConfiguration``.
+
+    Returns warnings (path-prefixed, no source). Idempotent, so a dumped effective
+    config loads back unchanged. Fields upstream defaults from nil pointers are the
+    dataclass defaults; only Go zero-value defaults are applied here.
+    """
+    if not cfg.profiles:
+        cfg.profiles.append(Profile(scheduler_name=DEFAULT_SCHEDULER_NAME))
+    warnings: list[str] = []
+    for i, prof in enumerate(cfg.profiles):
+        warnings += _default_profile(prof, f"profiles[{i}]")
+
+    le = cfg.leader_election
+    le.resource_lock = le.resource_lock or "leases"
+    le.resource_namespace = le.resource_namespace or "kube-system"
+    le.resource_name = le.resource_name or DEFAULT_SCHEDULER_NAME
+    le.lease_duration = le.lease_duration or 15.0
+    le.renew_deadline = le.renew_deadline or 10.0
+    le.retry_period = le.retry_period or 2.0
+
+    cc = cfg.client_connection
+    cc.content_type = cc.content_type or "application/json"
+    cc.qps = cc.qps or 50.0
+    cc.burst = cc.burst or 100
+
+    for ext in cfg.extenders:
+        ext.http_timeout = ext.http_timeout or 5.0
+    return warnings

@@ -1,0 +1,313 @@
+"""Validation mirroring kube-scheduler's ``ValidateKubeSchedulerConfiguration`` (v1).
+
+Messages follow apimachinery's field errors (``path: Invalid value: 0: detail``) so
+they read like kube-scheduler's. Plugin args are not checked here: each plugin
+validates its own when the framework builds it. Beyond upstream, ksched also checks
+(marked below): plugin names against a registry, extender ``urlPrefix`` presence and
+a non-negative ``httpTimeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Any
+
+from ksched.config.types import (
+    API_VERSION,
+    EXTENSION_POINTS,
+    KubeSchedulerConfiguration,
+    PluginSet,
+    Profile,
+    format_duration,
+)
+
+__all__ = ["REMOVED_PLUGINS", "validate"]
+
+# invalidPluginsByVersion: plugins removed by v1, rejected outside multiPoint.
+REMOVED_PLUGINS: frozenset[str] = frozenset(
+    {"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"}
+)
+
+
+def _show(value: Any) -> str:
+    """A bad value as Go's field errors print it (%v for scalars, %q for strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _invalid(path: str, value: Any, detail: str) -> str:
+    return f"{path}: Invalid value: {_show(value)}: {detail}"
+
+
+def _required(path: str) -> str:
+    return f"{path}: Required value"
+
+
+# --- names (apimachinery IsQualifiedName, v1helper.IsExtendedResourceName) --------
+
+_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QNAME = re.compile(_QNAME_FMT)
+_QNAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character"
+)
+_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + r"(\." + _DNS_LABEL_FMT + ")*"
+_DNS_SUBDOMAIN = re.compile(_DNS_SUBDOMAIN_FMT)
+_DNS_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _qualified_name_errors(value: str) -> list[str]:
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 characters")
+            if not _DNS_SUBDOMAIN.fullmatch(prefix):
+                errs.append(
+                    "prefix part "
+                    + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
+                )
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _QNAME.fullmatch(name):
+        errs.append(
+            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def _is_extended_resource_name(name: str) -> bool:
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not _qualified_name_errors("requests." + name)
+
+
+# --- sections --------------------------------------------------------------------
+
+
+def _validate_connection_and_election(cfg: KubeSchedulerConfiguration) -> list[str]:
+    errs: list[str] = []
+    cc = cfg.client_connection
+    if cc.burst < 0:
+        errs.append(_invalid("clientConnection.burst", cc.burst, "must be non-negative"))
+    le = cfg.leader_election
+    if not le.leader_elect:
+        return errs
+    p = "leaderElection"
+    for key, seconds in (
+        ("leaseDuration", le.lease_duration),
+        ("renewDeadline", le.renew_deadline),
+        ("retryPeriod", le.retry_period),
+    ):
+        if seconds <= 0:
+            errs.append(f"{p}.{key}: Invalid value: {format_duration(seconds)}: "
+                        "must be greater than zero")
+    if le.lease_duration <= le.renew_deadline:
+        # Upstream prints renewDeadline as the bad value; showing both is clearer.
+        errs.append(
+            f"{p}.leaseDuration: Invalid value: {format_duration(le.lease_duration)}: must be "
+            f"greater than renewDeadline ({format_duration(le.renew_deadline)})"
+        )
+    for key, value in (
+        ("resourceLock", le.resource_lock),
+        ("resourceNamespace", le.resource_namespace),
+        ("resourceName", le.resource_name),
+    ):
+        if not value:
+            errs.append(_required(f"{p}.{key}"))
+    if le.resource_lock != "leases":
+        errs.append(
+            _invalid(f"{p}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"')
+        )
+    return errs
+
+
+def _validate_percentage(path: str, value: int | None) -> list[str]:
+    if value is not None and not 0 <= value <= 100:
+        return [_invalid(path, value, "not in valid range [0-100]")]
+    return []
+
+
+def _removed(path: str, name: str, api_version: str) -> str:
+    return _invalid(
+        path,
+        name,
+        f"was invalid in version {_show(API_VERSION)} "
+        f"(KubeSchedulerConfiguration is version {_show(api_version)})",
+    )
+
+
+def _unknown(path: str, name: str, known: Collection[str]) -> str:
+    return f"{path}: unknown plugin {_show(name)}; available: {', '.join(sorted(known))}"
+
+
+def _validate_profile(
+    path: str, api_version: str, prof: Profile, known: Collection[str] | None
+) -> list[str]:
+    errs: list[str] = []
+    if not prof.scheduler_name:
+        errs.append(_required(f"{path}.schedulerName"))
+    errs += _validate_percentage(f"{path}.percentageOfNodesToScore",
+                                 prof.percentage_of_nodes_to_score)
+    for attr, key in EXTENSION_POINTS:
+        for j, p in enumerate(prof.plugins.point(attr).enabled):
+            where = f"{path}.plugins.{key}.enabled[{j}]"
+            # Upstream does not check multiPoint for removed plugins; the registry does.
+            if p.name in REMOVED_PLUGINS and key != "multiPoint":
+                errs.append(_removed(where, p.name, api_version))
+            elif known is not None and p.name not in known:
+                errs.append(_unknown(where, p.name, known))  # ksched
+    seen: set[str] = set()
+    for j, pc in enumerate(prof.plugin_config):
+        where = f"{path}.pluginConfig[{j}]"
+        if pc.name in seen:
+            errs.append(f"{where}: Duplicate value: {_show(pc.name)}")
+        seen.add(pc.name)
+        if pc.name in REMOVED_PLUGINS:
+            errs.append(_removed(where, pc.name, api_version))
+        elif known is not None and pc.name not in known:
+            errs.append(_unknown(where, pc.name, known))  # ksched
+    return errs
+
+
+def _show_plugin_set(ps: PluginSet) -> str:
+    def refs(items: list[Any]) -> list[dict[str, Any]]:
+        return [
+            {"name": p.name} | ({} if p.weight is None else {"weight": p.weight}) for p in items
+        ]
+
+    return json.dumps({"enabled": refs(ps.enabled), "disabled": refs(ps.disabled)})
+
+
+def _validate_common_queue_sort(profiles: list[Profile]) -> list[str]:
+    """Upstream ``validateCommonQueueSort``: compares the explicit queueSort sets only.
+
+    A queue sort chosen through multiPoint is not visible here (upstream neither); the
+    framework must check that every profile ended up with the same one.
+    """
+    errs: list[str] = []
+    canon = profiles[0].plugins.queue_sort
+    name = canon.enabled[0].name if canon.enabled else ""
+    if len(canon.enabled) > 1:
+        errs.append(_invalid("profiles[0].plugins.queueSort.enabled", len(canon.enabled),
+                             "only one queue sort plugin can be enabled"))
+    args: dict[str, Any] | None = None
+    for pc in profiles[0].plugin_config:
+        if name and pc.name == name:
+            args = pc.args
+    for i in range(1, len(profiles)):
+        curr = profiles[i].plugins.queue_sort
+        if curr != canon:
+            errs.append(
+                f"profiles[{i}].plugins.queueSort: Invalid value: {_show_plugin_set(curr)}: "
+                "must be the same for all profiles"
+            )
+        for pc in profiles[i].plugin_config:
+            if name and pc.name == name and pc.args != args:
+                errs.append(
+                    f"profiles[{i}].pluginConfig.args: Invalid value: {json.dumps(pc.args)}: "
+                    "queueSort must be the same for all profiles"
+                )
+    return errs
+
+
+def _validate_extenders(cfg: KubeSchedulerConfiguration) -> list[str]:
+    errs: list[str] = []
+    binders = 0
+    managed: set[str] = set()
+    for i, ext in enumerate(cfg.extenders):
+        path = f"extenders[{i}]"
+        if not ext.url_prefix:
+            errs.append(_required(f"{path}.urlPrefix"))  # ksched
+        if ext.prioritize_verb and ext.weight <= 0:
+            errs.append(
+                _invalid(f"{path}.weight", ext.weight, "must have a positive weight applied to it")
+            )
+        if ext.bind_verb:
+            binders += 1
+        if ext.http_timeout < 0:  # ksched
+            errs.append(f"{path}.httpTimeout: Invalid value: {format_duration(ext.http_timeout)}"
+                        ": must be greater than or equal to 0")
+        for j, res in enumerate(ext.managed_resources):
+            where = f"{path}.managedResources[{j}].name"
+            msgs = _qualified_name_errors(res.name)
+            errs += [_invalid(where, res.name, m) for m in msgs]
+            if not msgs and not _is_extended_resource_name(res.name):
+                errs.append(_invalid(where, res.name, "is an invalid extended resource name"))
+            if res.name in managed:
+                errs.append(
+                    _invalid(where, res.name, "duplicate extender managed resource name")
+                )
+            managed.add(res.name)
+    if binders > 1:
+        errs.append(
+            _invalid("extenders", f"found {binders} extenders implementing bind",
+                     "only one extender can implement bind")
+        )
+    return errs
+
+
+def validate(
+    cfg: KubeSchedulerConfiguration, known_plugins: Collection[str] | None = None
+) -> list[str]:
+    """Every problem in a defaulted configuration, in upstream's order; empty if valid.
+
+    With ``known_plugins`` (the registry's names), every enabled plugin and every
+    pluginConfig entry must name one of them. Paths index the defaulted (merged)
+    plugin lists, as upstream's do.
+    """
+    errs = _validate_connection_and_election(cfg)
+    if cfg.parallelism <= 0:
+        errs.append(_invalid("parallelism", cfg.parallelism,
+                             "should be an integer value greater than zero"))
+    if not cfg.profiles:
+        errs.append(_required("profiles"))
+    else:
+        seen: dict[str, int] = {}
+        for i, prof in enumerate(cfg.profiles):
+            path = f"profiles[{i}]"
+            errs += _validate_profile(path, cfg.api_version, prof, known_plugins)
+            if prof.scheduler_name in seen:
+                # Upstream shows the other profile's path; the name is what users grep for.
+                errs.append(
+                    f"{path}.schedulerName: Duplicate value: {_show(prof.scheduler_name)}"
+                )
+            seen[prof.scheduler_name] = i
+        errs += _validate_common_queue_sort(cfg.profiles)
+    errs += _validate_percentage("percentageOfNodesToScore", cfg.percentage_of_nodes_to_score)
+    if cfg.pod_initial_backoff_seconds <= 0:
+        errs.append(_invalid("podInitialBackoffSeconds", cfg.pod_initial_backoff_seconds,
+                             "must be greater than 0"))
+    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
+        errs.append(_invalid("podMaxBackoffSeconds", cfg.pod_max_backoff_seconds,
+                             "must be greater than or equal to PodInitialBackoffSeconds"))
+    errs += _validate_extenders(cfg)
+    return errs

@@ -1,0 +1,47 @@
+"""Per-attempt scratch space shared by a profile's plugins (``framework.CycleState``)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["CycleState", "StateData"]
+
+
+@runtime_checkable
+class StateData(Protocol):
+    """Values that must be deep-copied when the state is cloned for a preemption dry run."""
+
+    def clone(self) -> StateData: ...
+
+
+class CycleState:
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        # Plugins whose PreFilter/PreScore returned Skip; the runtime skips them later.
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """The stored value; ``KeyError`` when absent (upstream's ErrNotFound)."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def clone(self) -> CycleState:
+        c = CycleState()
+        c._data = {k: (v.clone() if isinstance(v, StateData) else v) for k, v in self._data.items()}
+        c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.skip_score_plugins = set(self.skip_score_plugins)
+        return c

@@ -1,0 +1,104 @@
+"""What a plugin may reach beyond its arguments (``framework.Handle``).
+
+Plugins touch the cluster only through this: the snapshot of the current cycle,
+the pods waiting at Permit, an event recorder, the clock, and a ``ClusterClient``
+that the daemon, the extender server and ``ksched simulate`` each implement — so
+one plugin runs unchanged in all three.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..util.clock import Clock, RealClock
+from .snapshot import Snapshot
+from .types import PodInfo
+from .waiting_pods import WaitingPods
+
+if TYPE_CHECKING:
+    from .runtime import Framework
+
+__all__ = [
+    "BindError",
+    "ClusterClient",
+    "EventRecorder",
+    "Handle",
+    "NullCluster",
+    "RecordedEvent",
+    "RecordingEventRecorder",
+]
+
+
+class BindError(Exception):
+    """A failed bind. ``retry`` says whether requeueing can help (5xx, timeouts)."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+class ClusterClient(Protocol):
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        """Assign ``pod`` to ``node_name``; raise ``BindError``."""
+
+    async def delete_pod(self, pod: PodInfo) -> None: ...
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None: ...
+
+    async def get_object(self, api_path: str) -> dict[str, Any] | None:
+        """GET an arbitrary object by API path (e.g. a PodGroup); None when absent."""
+
+
+class NullCluster:
+    """A cluster that accepts everything (the extender server with no API)."""
+
+    def __init__(self) -> None:
+        self.bound: list[tuple[str, str]] = []
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        self.bound.append((pod.key, node_name))
+
+    async def delete_pod(self, pod: PodInfo) -> None:
+        return None
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        return None
+
+    async def get_object(self, api_path: str) -> dict[str, Any] | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    pod: str
+    type: str
+    reason: str
+    action: str
+    note: str
+
+
+class EventRecorder(Protocol):
+    def event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None: ...
+
+
+class RecordingEventRecorder:
+    def __init__(self) -> None:
+        self.events: list[RecordedEvent] = []
+
+    def event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None:
+        self.events.append(RecordedEvent(pod.key, type_, reason, action, note))
+
+
+@dataclass
+class Handle:
+    cluster: ClusterClient = field(default_factory=NullCluster)
+    recorder: EventRecorder = field(default_factory=RecordingEventRecorder)
+    clock: Clock = field(default_factory=RealClock)
+    waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+    snapshot: Snapshot = field(default_factory=Snapshot)
+    parallelism: int = 16
+    # Set by the runtime once the profile's framework exists (PluginsRunner role).
+    framework: Framework | None = None
+    # Extra informer-backed listers (namespaces, PDBs, custom objects) by kind.
+    listers: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,304 @@
+"""Every extension point of the scheduling framework, in one place.
+
+A plugin is any object with a ``name`` and some of the methods below; which
+extension points it serves is decided by which methods it has (as Go decides by
+interface), so third-party plugins need not inherit from anything. The base classes
+here exist for type checking and documentation.
+
+CPU-bound points (PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit)
+are plain methods; I/O points (PreBind, Bind, PostBind) are coroutines. Filter and
+Score may additionally have a batch form (``filter_batch``/``score_batch``) that
+evaluates every node at once over the snapshot's numpy columns; the runtime prefers
+it when present and keeps the per-node form for explanations and diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+
+from .cycle_state import CycleState
+from .snapshot import BoolArray, IntArray, Snapshot
+from .status import Status
+from .types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from .handle import Handle
+
+__all__ = [
+    "EXTENSION_POINTS",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "BindPlugin",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "EnqueueExtensions",
+    "FilterPlugin",
+    "NodeToStatus",
+    "PermitPlugin",
+    "Plugin",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterExtensions",
+    "PreFilterPlugin",
+    "PreFilterResult",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "QueueingHint",
+    "ReservePlugin",
+    "ScorePlugin",
+    "extension_points_of",
+]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_TOTAL_SCORE = 2**63 - 1
+
+
+class Plugin:
+    """Base of all plugins. ``Args`` (optional) parses and validates the plugin's args."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        self.args = args
+        self.handle = handle
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Nodes a PreFilter plugin narrows the cycle to; ``None`` means all nodes."""
+
+    node_names: set[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+    # Filled by preemption so simulate/daemon can report and delete victims.
+    victims: list[PodInfo] = field(default_factory=list)
+
+
+class NodeToStatus:
+    """Per-node rejection statuses plus one status for nodes absent from the map."""
+
+    __slots__ = ("absent", "statuses")
+
+    def __init__(self, absent: Status | None = None) -> None:
+        self.statuses: dict[str, Status] = {}
+        self.absent = absent
+
+    def set(self, node: str, status: Status) -> None:
+        self.statuses[node] = status
+
+    def get(self, node: str) -> Status | None:
+        s = self.statuses.get(node)
+        return s if s is not None else self.absent
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    """Implement ``sort_key`` (fast: a heap key) or ``less`` (upstream style)."""
+
+    def less(self, a: Any, b: Any) -> bool:
+        raise NotImplementedError
+
+
+class PreFilterExtensions(Protocol):
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None: ...
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status | None: ...
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+    # Optional batch form: a boolean mask over all snapshot rows (True = fits).
+    filter_batch: ClassVar[Callable[..., BoolArray] | None] = None
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    """``score`` returns 0..100 after normalization; raise to fail the attempt."""
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        raise NotImplementedError
+
+    # Optional batch form: raw scores for the given snapshot rows.
+    score_batch: ClassVar[Callable[..., IntArray] | None] = None
+    # Optional: normalize the raw scores of the scored nodes in place.
+    normalize_score: ClassVar[Callable[..., Status | None] | None] = None
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        """Allow (Success), reject, or Wait with a timeout in seconds."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Return Skip to let the next bind plugin bind."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    async def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+# ---- queueing hints (EnqueueExtensions) ----------------------------------------------
+
+
+class QueueingHint:
+    QUEUE = "Queue"
+    SKIP = "QueueSkip"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A kind of cluster change: resource (Node, Pod, AssignedPod, ...) and action flags."""
+
+    resource: str
+    action: str  # Add, Delete, Update, UpdateNodeLabel, UpdateNodeTaint, UpdateNodeAllocatable, ...
+    label: str = ""
+
+    def matches(self, other: ClusterEvent) -> bool:
+        """Whether a registered event (self) covers an incoming one (other)."""
+        if self.resource not in ("*", other.resource):
+            return False
+        if self.action in ("*", other.action):
+            return True
+        # "Update" covers every specific update action.
+        return self.action == "Update" and other.action.startswith("Update")
+
+
+HintFn = Callable[[PodInfo, Any, Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: HintFn | None = None
+
+
+class EnqueueExtensions(Protocol):
+    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+# ---- discovery -----------------------------------------------------------------------
+
+# Extension point name (as in KubeSchedulerConfiguration) -> the method that marks it.
+EXTENSION_POINTS: dict[str, str] = {
+    "preEnqueue": "pre_enqueue",
+    "queueSort": "less|sort_key",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+    "postBind": "post_bind",
+}
+
+_BASE_METHODS = {
+    "pre_enqueue": PreEnqueuePlugin.pre_enqueue,
+    "less": QueueSortPlugin.less,
+    "pre_filter": PreFilterPlugin.pre_filter,
+    "filter": FilterPlugin.filter,
+    "post_filter": PostFilterPlugin.post_filter,
+    "pre_score": PreScorePlugin.pre_score,
+    "score": ScorePlugin.score,
+    "reserve": ReservePlugin.reserve,
+    "permit": PermitPlugin.permit,
+    "pre_bind": PreBindPlugin.pre_bind,
+    "bind": BindPlugin.bind,
+    "post_bind": PostBindPlugin.post_bind,
+}
+
+
+def _implements(cls: type, method: str) -> bool:
+    fn = getattr(cls, method, None)
+    if fn is None or not callable(fn):
+        return False
+    # A method inherited unchanged from our abstract base does not count.
+    return fn is not _BASE_METHODS.get(method)
+
+
+def extension_points_of(plugin: object | type) -> list[str]:
+    """Extension points a plugin (class or instance) implements, in framework order."""
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    out = []
+    for point, methods in EXTENSION_POINTS.items():
+        if any(_implements(cls, m) for m in methods.split("|")):
+            out.append(point)
+    return out
+
+
+def as_status(result: Status | None) -> Status:
+    from .status import SUCCESS
+
+    return SUCCESS if result is None else result
+
+
+_ = np  # numpy is part of the batch-method contract (BoolArray/IntArray)

@@ -1,0 +1,730 @@
+"""The framework of one profile: its plugins per extension point and how they run.
+
+Construction follows kube-scheduler's ``NewFramework``: instantiate every plugin
+named anywhere in the profile once, fill each extension point from its own list,
+expand ``multiPoint``, and compute score weights. Running follows
+``frameworkImpl``: plugins in configured order, the first rejection wins, any
+exception becomes an Error status naming the plugin (a malformed pod becomes
+UnschedulableAndUnresolvable instead), and nothing a plugin does stops the scheduler.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import numpy as np
+
+from ..api.objects import InvalidObjectError
+from .cycle_state import CycleState
+from .handle import Handle
+from .interface import (
+    MAX_NODE_SCORE,
+    MAX_TOTAL_SCORE,
+    MIN_NODE_SCORE,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    extension_points_of,
+)
+from .registry import PluginArgsError, Registry, parse_plugin_args
+from .snapshot import BoolArray, IntArray, Snapshot
+from .status import SUCCESS, Code, Status
+from .types import NodeInfo, PodInfo
+from .waiting_pods import WaitingPod
+
+__all__ = ["FilterOutcome", "Framework", "FrameworkError", "ScoreOutcome"]
+
+
+class FrameworkError(ValueError):
+    """A profile whose plugin configuration cannot be assembled."""
+
+
+_POINT_ATTR = {
+    "preEnqueue": "pre_enqueue",
+    "queueSort": "queue_sort",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+    "postBind": "post_bind",
+}
+
+
+def _status(result: Status | None, plugin: str) -> Status:
+    if result is None:
+        return SUCCESS
+    if not result.plugin and result.code != Code.SUCCESS:
+        result.plugin = plugin
+    return result
+
+
+def _from_exception(e: BaseException, plugin: str, point: str) -> Status:
+    if isinstance(e, InvalidObjectError):
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(e), plugin=plugin)
+    st = Status(Code.ERROR, f'running {point} plugin "{plugin}": {type(e).__name__}: {e}', plugin=plugin)
+    st.cause = e
+    return st
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """What Filter found: feasible rows (in evaluation order) and how many nodes it looked at."""
+
+    feasible: np.ndarray[Any, np.dtype[np.intp]]
+    processed: int
+    statuses: NodeToStatus
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    # Per-plugin verdicts per node, only with explain=True.
+    explain: dict[str, dict[str, str]] | None = None
+
+
+@dataclass(slots=True)
+class ScoreOutcome:
+    totals: IntArray
+    # plugin -> (raw, normalized, weighted), only with explain=True.
+    per_plugin: dict[str, tuple[IntArray, IntArray, IntArray]] | None = None
+
+
+class Framework:
+    def __init__(
+        self,
+        profile: Any,
+        registry: Registry,
+        handle: Handle | None = None,
+        *,
+        default_args: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self.profile_name: str = profile.scheduler_name
+        self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
+        self.handle = handle if handle is not None else Handle()
+        self.handle.framework = self
+        plugins = profile.plugins
+        args_by_name: dict[str, dict[str, Any]] = {}
+        for pc in profile.plugin_config:
+            args_by_name[pc.name] = dict(pc.args or {})
+
+        # 1. one instance per plugin named anywhere.
+        wanted: list[str] = []
+        for point in [*_POINT_ATTR.values(), "multi_point"]:
+            for ref in getattr(plugins, point).enabled:
+                if ref.name not in wanted:
+                    wanted.append(ref.name)
+        self.plugins: dict[str, Any] = {}
+        for name in wanted:
+            spec = registry.get(name)
+            if spec is None:
+                raise FrameworkError(
+                    f'profile "{self.profile_name}": unknown plugin "{name}"; available: '
+                    + ", ".join(registry.names())
+                )
+            raw = args_by_name.get(name, {})
+            if default_args is not None:
+                raw = default_args(name, raw)
+            try:
+                args = parse_plugin_args(spec, raw)
+                inst = spec.factory(args, self.handle)
+            except (PluginArgsError, FrameworkError) as e:
+                raise FrameworkError(f'profile "{self.profile_name}": {e}') from None
+            except (TypeError, ValueError) as e:
+                raise FrameworkError(f'profile "{self.profile_name}": plugin {name}: args: {e}') from None
+            if not getattr(inst, "name", None):
+                try:
+                    inst.name = name
+                except AttributeError:
+                    pass
+            self.plugins[name] = inst
+
+        # 2. per-point lists from the explicit extension points.
+        self._lists: dict[str, list[Any]] = {}
+        for point, attr in _POINT_ATTR.items():
+            lst = []
+            for ref in getattr(plugins, attr).enabled:
+                inst = self.plugins[ref.name]
+                if point not in extension_points_of(inst):
+                    raise FrameworkError(
+                        f'profile "{self.profile_name}": plugin "{ref.name}" does not extend {point} plugin'
+                    )
+                if inst in lst:
+                    raise FrameworkError(
+                        f'profile "{self.profile_name}": plugin "{ref.name}" already registered as "{point}"'
+                    )
+                lst.append(inst)
+            self._lists[point] = lst
+        # 3. multiPoint expansion (frameworkImpl.expandMultiPointPlugins).
+        if plugins.multi_point.enabled:
+            self._expand_multi_point(plugins)
+        # 4. score weights: explicit Score weights first, then multiPoint's.
+        self.weights: dict[str, int] = {}
+        total = 0
+        for ref in [*plugins.score.enabled, *plugins.multi_point.enabled]:
+            inst = self.plugins[ref.name]
+            if "score" not in extension_points_of(inst) or ref.name in self.weights:
+                continue
+            w = ref.weight or 1
+            self.weights[ref.name] = w
+            if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
+                raise FrameworkError(f'profile "{self.profile_name}": total score of Score plugins could overflow')
+            total += w * MAX_NODE_SCORE
+
+        if len(self._lists["queueSort"]) != 1:
+            raise FrameworkError(
+                f'profile "{self.profile_name}": exactly one queue sort plugin must be enabled, '
+                f'found {len(self._lists["queueSort"])}'
+            )
+        if not self._lists["bind"]:
+            raise FrameworkError(f'profile "{self.profile_name}": at least one bind plugin is needed')
+
+        self.pre_enqueue_plugins = self._lists["preEnqueue"]
+        self.queue_sort_plugin = self._lists["queueSort"][0]
+        self.pre_filter_plugins = self._lists["preFilter"]
+        self.filter_plugins = self._lists["filter"]
+        self.post_filter_plugins = self._lists["postFilter"]
+        self.pre_score_plugins = self._lists["preScore"]
+        self.score_plugins = self._lists["score"]
+        self.reserve_plugins = self._lists["reserve"]
+        self.permit_plugins = self._lists["permit"]
+        self.pre_bind_plugins = self._lists["preBind"]
+        self.bind_plugins = self._lists["bind"]
+        self.post_bind_plugins = self._lists["postBind"]
+        # Extenders (HTTP) join filter/score/bind; set by the scheduler when configured.
+        self.extenders: list[Any] = []
+
+    def _expand_multi_point(self, plugins: Any) -> None:
+        for point, attr in _POINT_ATTR.items():
+            pset = getattr(plugins, attr)
+            enabled = [r.name for r in pset.enabled]
+            disabled = {r.name for r in pset.disabled}
+            if "*" in disabled:
+                continue
+            multi: list[str] = []
+            overrides: list[str] = []
+            for ref in plugins.multi_point.enabled:
+                inst = self.plugins[ref.name]
+                if point not in extension_points_of(inst) or ref.name in disabled:
+                    continue
+                if ref.name in enabled:
+                    if ref.name not in overrides:
+                        overrides.append(ref.name)
+                    continue
+                if ref.name in multi:
+                    raise FrameworkError(
+                        f'profile "{self.profile_name}": plugin "{ref.name}" already registered as "{point}"'
+                    )
+                multi.append(ref.name)
+            ordered = [n for n in enabled if n in overrides] + multi + [n for n in enabled if n not in overrides]
+            self._lists[point] = [self.plugins[n] for n in ordered]
+
+    # -- introspection ------------------------------------------------------------------
+    def list_plugins(self) -> dict[str, list[str]]:
+        """Effective plugin names per extension point, for /configz and tests."""
+        return {p: [i.name for i in lst] for p, lst in self._lists.items()}
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    # -- PreEnqueue / QueueSort -------------------------------------------------------
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        for p in self.pre_enqueue_plugins:
+            try:
+                st = _status(p.pre_enqueue(pod), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "PreEnqueue")
+            if not st.is_success():
+                return st
+        return SUCCESS
+
+    def queue_sort_key(self) -> Callable[[Any], Any]:
+        """A heap key from the QueueSort plugin: its ``sort_key``, or ``less`` via cmp_to_key."""
+        p = self.queue_sort_plugin
+        key = getattr(p, "sort_key", None)
+        if key is not None:
+            return key  # type: ignore[no-any-return]
+        less = p.less
+
+        def cmp(a: Any, b: Any) -> int:
+            if less(a, b):
+                return -1
+            if less(b, a):
+                return 1
+            return 0
+
+        return functools.cmp_to_key(cmp)
+
+    # -- PreFilter ---------------------------------------------------------------------
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
+        result: PreFilterResult | None = None
+        rejected_by: set[str] = set()
+        narrowed_by: list[str] = []
+        for p in self.pre_filter_plugins:
+            try:
+                r, raw = p.pre_filter(state, pod, snap)
+            except Exception as e:
+                return None, _from_exception(e, p.name, "PreFilter"), {p.name}
+            st = _status(raw, p.name)
+            if st.is_skip():
+                state.skip_filter_plugins.add(p.name)
+                continue
+            if not st.is_success():
+                if st.is_rejected():
+                    rejected_by.add(p.name)
+                    return None, st, rejected_by
+                return None, Status(Code.ERROR, f'running PreFilter plugin "{p.name}": {st.message()}',
+                                    plugin=p.name), rejected_by
+            if r is not None and not r.all_nodes():
+                narrowed_by.append(p.name)
+                result = r if result is None else result.merge(r)
+                assert result.node_names is not None
+                if not result.node_names:
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed_by)}]"
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name), set(narrowed_by)
+        if narrowed_by:
+            state.write("__prefilter_narrowed__", narrowed_by)
+        return result, SUCCESS, rejected_by
+
+    # -- Filter ------------------------------------------------------------------------
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """All Filter plugins on one node, stopping at the first rejection."""
+        if node.error is not None:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, node.error)
+        skip = state.skip_filter_plugins
+        for p in self.filter_plugins:
+            if p.name in skip:
+                continue
+            try:
+                st = _status(p.filter(state, pod, node), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "Filter")
+            if not st.is_success():
+                if not st.is_rejected():
+                    return Status(Code.ERROR, f'running "{p.name}" filter plugin: {st.message()}', plugin=p.name)
+                return st
+        return SUCCESS
+
+    def run_filter_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo]
+    ) -> Status:
+        """``RunFilterPluginsWithNominatedPods``: the nominated pods (priority >= pod's,
+        already selected by the caller) must fit alongside the pod, and the pod must fit
+        without them too, in case they never arrive."""
+        st = SUCCESS
+        pods_added = False
+        for first in (True, False):
+            state_used, node_used = state, node
+            if first:
+                if nominated:
+                    state_used, node_used = state.clone(), node.clone()
+                    for npi in nominated:
+                        node_used.add_pod(npi)
+                        add = self.run_pre_filter_add_pod(state_used, pod, npi, node_used)
+                        if not add.is_success():
+                            return add
+                    pods_added = True
+            elif not pods_added or not st.is_success():
+                break
+            st = self.run_filter_plugins(state_used, pod, node_used)
+            if not st.is_success() and not st.is_rejected():
+                return st
+        return st
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            try:
+                st = _status(ext.add_pod(state, pod, to_add, node), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "PreFilterExtensionAddPod")
+            if not st.is_success():
+                return st
+        return SUCCESS
+
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            try:
+                st = _status(ext.remove_pod(state, pod, to_remove, node), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "PreFilterExtensionRemovePod")
+            if not st.is_success():
+                return st
+        return SUCCESS
+
+    def find_feasible(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        candidates: np.ndarray[Any, np.dtype[np.intp]],
+        start: int,
+        num_to_find: int,
+        nominated: dict[int, list[PodInfo]] | None = None,
+        *,
+        explain: bool = False,
+    ) -> FilterOutcome:
+        """Filter ``candidates`` from ``start`` (round-robin) until ``num_to_find`` fit.
+
+        Batch plugins produce masks over every node at once; per-node plugins then
+        run only on nodes the masks let through, in rotation order, until enough
+        are found. Statuses of rejected nodes are computed only when no node fits
+        (the FitError needs them) or when explaining.
+        """
+        n = len(candidates)
+        statuses = NodeToStatus()
+        if n == 0:
+            return FilterOutcome(np.empty(0, dtype=np.intp), 0, statuses)
+        start %= n
+        order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
+        skip = state.skip_filter_plugins
+        active = [p for p in self.filter_plugins if p.name not in skip]
+        batch: list[tuple[Any, BoolArray]] = []
+        per_node: list[Any] = []
+        mask: BoolArray = snap.valid[order]
+        unsched: set[str] = set()
+        error: Status | None = None
+        for p in active:
+            fb = getattr(p, "filter_batch", None)
+            if fb is None:
+                per_node.append(p)
+                continue
+            try:
+                m = fb(state, pod, snap)
+            except Exception as e:
+                error = _from_exception(e, p.name, "Filter")
+                break
+            mo = m[order]
+            if not mo.all():
+                newly = mask & ~mo
+                if newly.any():
+                    unsched.add(p.name)
+                mask &= mo
+            batch.append((p, m))
+        if error is not None:
+            return self._error_outcome(error, order, snap, statuses)
+        nominated = nominated or {}
+        slow_rows = nominated.keys() if nominated else ()
+        if not per_node and not slow_rows:
+            pos = np.flatnonzero(mask)
+            if len(pos) > num_to_find:
+                pos = pos[:num_to_find]
+                processed = int(pos[-1]) + 1
+            else:
+                processed = n
+            feasible = order[pos]
+        else:
+            found: list[int] = []
+            processed = n
+            infos = snap.node_infos
+            for k in range(n):
+                row = int(order[k])
+                if not mask[k] and row not in nominated:
+                    continue
+                ni = infos[row]
+                if row in nominated:
+                    st = self.run_filter_with_nominated_pods(state, pod, ni, nominated[row])
+                else:
+                    st = SUCCESS
+                    for p in per_node:
+                        try:
+                            st = _status(p.filter(state, pod, ni), p.name)
+                        except Exception as e:
+                            st = _from_exception(e, p.name, "Filter")
+                        if not st.is_success():
+                            break
+                if st.code == Code.ERROR:
+                    return self._error_outcome(st, order, snap, statuses)
+                if st.is_success():
+                    found.append(row)
+                    if len(found) >= num_to_find:
+                        processed = k + 1
+                        break
+                else:
+                    mask[k] = False
+                    if st.plugin:
+                        unsched.add(st.plugin)
+                    statuses.set(ni.name, st)
+            feasible = np.array(found, dtype=np.intp)
+        out = FilterOutcome(feasible, processed, statuses, unsched)
+        if len(feasible) == 0 or explain:
+            self._diagnose(state, pod, snap, order[:processed], mask[:processed], out, explain, batch, nominated)
+        return out
+
+    def _error_outcome(self, st: Status, order: Any, snap: Snapshot, statuses: NodeToStatus) -> FilterOutcome:
+        out = FilterOutcome(np.empty(0, dtype=np.intp), len(order), statuses, set())
+        out.statuses.absent = st
+        return out
+
+    def _diagnose(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: Any,
+        passed: BoolArray,
+        out: FilterOutcome,
+        explain: bool,
+        batch: list[tuple[Any, BoolArray]],
+        nominated: dict[int, list[PodInfo]],
+    ) -> None:
+        """Per-node status of the first rejecting plugin, exactly as a node-by-node run gives."""
+        infos = snap.node_infos
+        batch_masks = {p.name: m for p, m in batch}
+        skip = state.skip_filter_plugins
+        verdicts: dict[str, dict[str, str]] | None = {} if explain else None
+        for k, row in enumerate(rows):
+            ni = infos[int(row)]
+            if verdicts is not None:
+                verdicts[ni.name] = self._explain_node(state, pod, ni)
+            if passed[k] or ni.name in out.statuses.statuses:
+                continue
+            if int(row) in nominated:
+                continue
+            if ni.error is not None:
+                out.statuses.set(ni.name, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ni.error))
+                continue
+            for p in self.filter_plugins:
+                if p.name in skip:
+                    continue
+                m = batch_masks.get(p.name)
+                if m is not None and m[int(row)]:
+                    continue
+                try:
+                    st = _status(p.filter(state, pod, ni), p.name)
+                except Exception as e:
+                    st = _from_exception(e, p.name, "Filter")
+                if not st.is_success():
+                    out.statuses.set(ni.name, st)
+                    if st.plugin:
+                        out.unschedulable_plugins.add(st.plugin)
+                    break
+        out.explain = verdicts
+
+    def _explain_node(self, state: CycleState, pod: PodInfo, ni: NodeInfo) -> dict[str, str]:
+        v: dict[str, str] = {}
+        if ni.error is not None:
+            v["(node)"] = ni.error
+        for p in self.filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                v[p.name] = "Skip"
+                continue
+            try:
+                st = _status(p.filter(state, pod, ni), p.name)
+            except Exception as e:
+                st = _from_exception(e, p.name, "Filter")
+            v[p.name] = "Success" if st.is_success() else f"{st.code.label}: {st.message()}"
+        return v
+
+    # -- PostFilter ------------------------------------------------------------------------
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        reasons: list[str] = []
+        for p in self.post_filter_plugins:
+            try:
+                r, raw = p.post_filter(state, pod, statuses)
+            except Exception as e:
+                return None, _from_exception(e, p.name, "PostFilter")
+            st = _status(raw, p.name)
+            if st.is_success():
+                return r, st
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, st
+            if not st.is_rejected():
+                return None, st
+            reasons.extend(st.all_reasons())
+        return None, Status(Code.UNSCHEDULABLE, *reasons)
+
+    # -- PreScore / Score ---------------------------------------------------------------
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        for p in self.pre_score_plugins:
+            try:
+                st = _status(p.pre_score(state, pod, nodes), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "PreScore")
+            if st.is_skip():
+                state.skip_score_plugins.add(p.name)
+                continue
+            if not st.is_success():
+                return Status(Code.ERROR, f'running PreScore plugin "{p.name}": {st.message()}', plugin=p.name)
+        return SUCCESS
+
+    def run_score(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: np.ndarray[Any, np.dtype[np.intp]],
+        *,
+        explain: bool = False,
+    ) -> tuple[ScoreOutcome | None, Status]:
+        totals = np.zeros(len(rows), dtype=np.int64)
+        per: dict[str, tuple[IntArray, IntArray, IntArray]] | None = {} if explain else None
+        infos = snap.node_infos
+        for p in self.score_plugins:
+            if p.name in state.skip_score_plugins:
+                continue
+            try:
+                sb = getattr(p, "score_batch", None)
+                if sb is not None:
+                    raw = np.asarray(sb(state, pod, snap, rows), dtype=np.int64)
+                else:
+                    sc = p.score
+                    raw = np.fromiter((sc(state, pod, infos[int(r)]) for r in rows),
+                                      dtype=np.int64, count=len(rows))
+                scores = raw.copy() if per is not None else raw
+                norm = getattr(p, "normalize_score", None)
+                if norm is not None:
+                    st = _status(norm(state, pod, scores), p.name)
+                    if not st.is_success():
+                        return None, Status(Code.ERROR, f'running Normalize on Score plugins: plugin "{p.name}": '
+                                            f"{st.message()}", plugin=p.name)
+            except Exception as e:
+                return None, _from_exception(e, p.name, "Score")
+            if len(scores) and (int(scores.min()) < MIN_NODE_SCORE or int(scores.max()) > MAX_NODE_SCORE):
+                bad = int(scores.min()) if int(scores.min()) < MIN_NODE_SCORE else int(scores.max())
+                return None, Status(
+                    Code.ERROR,
+                    f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    plugin=p.name,
+                )
+            weighted = scores * self.weights.get(p.name, 1)
+            totals += weighted
+            if per is not None:
+                per[p.name] = (raw, scores, weighted)
+        return ScoreOutcome(totals, per), SUCCESS
+
+    # -- Reserve / Permit -------------------------------------------------------------------
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.reserve_plugins:
+            try:
+                st = _status(p.reserve(state, pod, node_name), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "Reserve")
+            if not st.is_success():
+                if st.is_rejected():
+                    return st
+                return Status(Code.ERROR, f'running Reserve plugin "{p.name}": {st.message()}', plugin=p.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        # Reverse order, as upstream; a raising Unreserve must not skip the others.
+        for p in reversed(self.reserve_plugins):
+            try:
+                p.unreserve(state, pod, node_name)
+            except Exception:  # noqa: S112 - logged by the caller's status path
+                continue
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        timeouts: dict[str, float] = {}
+        for p in self.permit_plugins:
+            try:
+                raw, timeout = p.permit(state, pod, node_name)
+            except Exception as e:
+                return _from_exception(e, p.name, "Permit")
+            st = _status(raw, p.name)
+            if st.is_success():
+                continue
+            if st.is_rejected():
+                return st
+            if st.is_wait():
+                timeouts[p.name] = float(timeout)
+                continue
+            return Status(Code.ERROR, f'running Permit plugin "{p.name}": {st.message()}', plugin=p.name)
+        if timeouts:
+            self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts))
+            return Status(Code.WAIT, f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
+        return SUCCESS
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status:
+        wp = self.handle.waiting_pods.get(pod.uid or pod.key)
+        if wp is None:
+            return SUCCESS
+        clock = self.handle.clock
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def timer(plugin: str, seconds: float) -> None:
+                    await clock.sleep(seconds)
+                    wp.reject(plugin, f'rejected due to timeout after waiting {_go_duration(seconds)} at plugin {plugin}')
+
+                for plugin, seconds in sorted(wp.pending.items(), key=lambda kv: kv[1]):
+                    tg.start_soon(timer, plugin, seconds)
+                st = await wp.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.handle.waiting_pods.remove(pod.uid or pod.key)
+        return st
+
+    # -- PreBind / Bind / PostBind --------------------------------------------------------
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.pre_bind_plugins:
+            try:
+                st = _status(await p.pre_bind(state, pod, node_name), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "PreBind")
+            if not st.is_success():
+                if st.is_rejected():
+                    return st
+                return Status(Code.ERROR, f'running PreBind plugin "{p.name}": {st.message()}', plugin=p.name)
+        return SUCCESS
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.bind_plugins:
+            try:
+                st = _status(await p.bind(state, pod, node_name), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "Bind")
+            if st.is_skip():
+                continue
+            if not st.is_success():
+                if st.is_rejected():
+                    return st
+                err = Status(Code.ERROR, f'running Bind plugin "{p.name}": {st.message()}', plugin=p.name)
+                err.cause = st.cause
+                return err
+            return st
+        return Status(Code.SKIP)
+
+    async def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for p in self.post_bind_plugins:
+            try:
+                await p.post_bind(state, pod, node_name)
+            except Exception:  # noqa: S112 - PostBind is informational upstream too
+                continue
+
+
+def _go_duration(seconds: float) -> str:
+    """Format seconds like Go's time.Duration.String() for messages."""
+    if seconds == 0:
+        return "0s"
+    if seconds < 1:
+        ms = seconds * 1000
+        return f"{ms:g}ms"
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    out = ""
+    if h:
+        out += f"{int(h)}h"
+    if h or m:
+        out += f"{int(m)}m"
+    s_text = f"{s:.9f}".rstrip("0").rstrip(".") if not math.isclose(s, round(s)) else str(int(round(s)))
+    return out + s_text + "s"

@@ -1,0 +1,285 @@
+"""PodInfo and NodeInfo: the scheduler's precomputed views of pods and nodes.
+
+A ``PodInfo`` parses a pod's requests once; a ``NodeInfo`` keeps running aggregates
+of the pods on a node, so plugins never re-sum a node's pods. Both mirror
+kube-scheduler's ``framework.PodInfo``/``framework.NodeInfo``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api.objects import InvalidObjectError, Node, Pod
+from ..api.resources import CPU, MEMORY, Resource, ResourceError, pod_requests
+
+__all__ = [
+    "HostPortInfo",
+    "ImageStateSummary",
+    "InvalidObjectError",
+    "NodeInfo",
+    "PodInfo",
+    "next_generation",
+]
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    return next(_generation)
+
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+
+class HostPortInfo:
+    """Used host ports per IP (``framework.HostPortInfo``); 0.0.0.0 conflicts with every IP."""
+
+    __slots__ = ("ports",)
+
+    def __init__(self) -> None:
+        self.ports: dict[str, set[tuple[str, int]]] = {}
+
+    @staticmethod
+    def _sanitize(ip: str, protocol: str) -> tuple[str, str]:
+        return (ip or DEFAULT_BIND_ALL_HOST_IP), (protocol or "TCP")
+
+    def add(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._sanitize(ip, protocol)
+        self.ports.setdefault(ip, set()).add((protocol, port))
+
+    def remove(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._sanitize(ip, protocol)
+        s = self.ports.get(ip)
+        if s is not None:
+            s.discard((protocol, port))
+            if not s:
+                del self.ports[ip]
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self.ports.values())
+
+    def check_conflict(self, ip: str, protocol: str, port: int) -> bool:
+        if port <= 0:
+            return False
+        ip, protocol = self._sanitize(ip, protocol)
+        pp = (protocol, port)
+        if ip == DEFAULT_BIND_ALL_HOST_IP:
+            return any(pp in s for s in self.ports.values())
+        for key in (DEFAULT_BIND_ALL_HOST_IP, ip):
+            s = self.ports.get(key)
+            if s is not None and pp in s:
+                return True
+        return False
+
+    def clone(self) -> HostPortInfo:
+        h = HostPortInfo()
+        h.ports = {k: set(v) for k, v in self.ports.items()}
+        return h
+
+
+class PodInfo:
+    """A pod plus what scheduling derives from it once (requests, priority).
+
+    ``error`` is set instead of raising when the pod's resources do not parse: the
+    scheduling cycle reports it as the pod's Unschedulable message.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "cache",
+        "error",
+        "non_zero_cpu",
+        "non_zero_mem",
+        "pod",
+        "raw",
+        "requests",
+    )
+
+    def __init__(self, pod: Pod, raw: dict[str, Any] | None = None) -> None:
+        self.pod = pod
+        self.raw = raw
+        self.error: str | None = None
+        # Per-plugin precomputations keyed by plugin name (e.g. compiled selectors).
+        self.cache: dict[str, Any] = {}
+        try:
+            pr = pod_requests(pod)
+        except ResourceError as e:
+            self.error = str(e)
+            self.requests = Resource()
+            self.non_zero_cpu = 0
+            self.non_zero_mem = 0
+        else:
+            self.requests = pr.requests
+            self.non_zero_cpu = pr.non_zero_milli_cpu
+            self.non_zero_mem = pr.non_zero_memory
+
+    @property
+    def name(self) -> str:
+        return self.pod.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.metadata.namespace
+
+    @property
+    def uid(self) -> str:
+        return self.pod.metadata.uid
+
+    @property
+    def key(self) -> str:
+        m = self.pod.metadata
+        return f"{m.namespace}/{m.name}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.pod.metadata.labels
+
+    @property
+    def priority(self) -> int:
+        p = self.pod.spec.priority
+        return p if p is not None else 0
+
+    @property
+    def node_name(self) -> str:
+        return self.pod.spec.node_name
+
+    def has_affinity(self) -> bool:
+        a = self.pod.spec.affinity
+        return a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None)
+
+    def has_required_anti_affinity(self) -> bool:
+        a = self.pod.spec.affinity
+        return (
+            a is not None
+            and a.pod_anti_affinity is not None
+            and bool(a.pod_anti_affinity.required_during_scheduling_ignored_during_execution)
+        )
+
+    def with_pod(self, pod: Pod, raw: dict[str, Any] | None = None) -> PodInfo:
+        return PodInfo(pod, raw if raw is not None else self.raw)
+
+    def assumed_on(self, node_name: str) -> PodInfo:
+        """A copy with ``spec.nodeName`` set, sharing the parsed requests (no re-parse)."""
+        import msgspec
+
+        spec = msgspec.structs.replace(self.pod.spec, node_name=node_name)
+        out = PodInfo.__new__(PodInfo)
+        out.pod = msgspec.structs.replace(self.pod, spec=spec)
+        out.raw = self.raw
+        out.error = self.error
+        out.cache = self.cache
+        out.requests = self.requests
+        out.non_zero_cpu = self.non_zero_cpu
+        out.non_zero_mem = self.non_zero_mem
+        return out
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"
+
+
+@dataclass(slots=True)
+class ImageStateSummary:
+    size: int
+    num_nodes: int
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """A node with aggregates over the pods assigned (or assumed) to it."""
+
+    node: Node | None = None
+    pods: list[PodInfo] = field(default_factory=list)
+    pods_with_affinity: list[PodInfo] = field(default_factory=list)
+    pods_with_required_anti_affinity: list[PodInfo] = field(default_factory=list)
+    used_ports: HostPortInfo = field(default_factory=HostPortInfo)
+    requested: Resource = field(default_factory=Resource)
+    non_zero_requested: Resource = field(default_factory=Resource)
+    allocatable: Resource = field(default_factory=Resource)
+    image_states: dict[str, ImageStateSummary] = field(default_factory=dict)
+    generation: int = 0
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name if self.node is not None else ""
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.error = None
+        try:
+            self.allocatable = Resource.from_list(
+                node.status.allocatable, f"Node {node.metadata.name}: status.allocatable"
+            )
+        except ResourceError as e:
+            self.allocatable = Resource()
+            self.error = str(e)
+        self.generation = next_generation()
+
+    def add_pod(self, pi: PodInfo) -> None:
+        self.pods.append(pi)
+        if pi.has_affinity():
+            self.pods_with_affinity.append(pi)
+        if pi.has_required_anti_affinity():
+            self.pods_with_required_anti_affinity.append(pi)
+        self._update(pi, 1)
+
+    def remove_pod(self, pi: PodInfo) -> bool:
+        uid, key = pi.uid, pi.key
+        for i, p in enumerate(self.pods):
+            if (p.uid == uid and uid) or (not uid and p.key == key):
+                del self.pods[i]
+                for lst in (self.pods_with_affinity, self.pods_with_required_anti_affinity):
+                    for j, q in enumerate(lst):
+                        if q is p:
+                            del lst[j]
+                            break
+                self._update(p, -1)
+                return True
+        return False
+
+    def _update(self, pi: PodInfo, sign: int) -> None:
+        r = pi.requests
+        req = self.requested
+        req.milli_cpu += sign * r.milli_cpu
+        req.memory += sign * r.memory
+        req.ephemeral_storage += sign * r.ephemeral_storage
+        for k, v in r.scalar.items():
+            req.scalar[k] = req.scalar.get(k, 0) + sign * v
+        nz = self.non_zero_requested
+        nz.milli_cpu += sign * pi.non_zero_cpu
+        nz.memory += sign * pi.non_zero_mem
+        for c in pi.pod.spec.containers:
+            for p in c.ports:
+                if sign > 0:
+                    self.used_ports.add(p.host_ip, p.protocol, p.host_port)
+                else:
+                    self.used_ports.remove(p.host_ip, p.protocol, p.host_port)
+        self.generation = next_generation()
+
+    def clone(self) -> NodeInfo:
+        return NodeInfo(
+            node=self.node,
+            pods=list(self.pods),
+            pods_with_affinity=list(self.pods_with_affinity),
+            pods_with_required_anti_affinity=list(self.pods_with_required_anti_affinity),
+            used_ports=self.used_ports.clone(),
+            requested=self.requested.clone(),
+            non_zero_requested=self.non_zero_requested.clone(),
+            allocatable=self.allocatable.clone(),
+            image_states=self.image_states,
+            generation=self.generation,
+            error=self.error,
+        )
+
+    def resource_fields(self) -> dict[str, Any]:
+        return {
+            "requested": self.requested.to_dict(),
+            "nonZeroRequested": {CPU: self.non_zero_requested.milli_cpu, MEMORY: self.non_zero_requested.memory},
+            "allocatable": self.allocatable.to_dict(),
+        }

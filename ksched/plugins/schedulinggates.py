@@ -1,0 +1,31 @@
+"""SchedulingGates: pods with ``spec.schedulingGates`` stay out of activeQ."""
+
+from __future__ import annotations
+
+from ..framework.interface import ClusterEvent, ClusterEventWithHint, PreEnqueuePlugin, QueueingHint
+from ..framework.status import Code, Status
+from ..framework.types import PodInfo
+from . import names
+
+__all__ = ["SchedulingGates"]
+
+
+class SchedulingGates(PreEnqueuePlugin):
+    name = names.SCHEDULING_GATES
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        gates = pod.pod.spec.scheduling_gates
+        if not gates:
+            return None
+        gate_names = [g.name for g in gates]
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                      f"waiting for scheduling gates: [{' '.join(gate_names)}]")
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodSchedulingGatesEliminated"), _gates_removed)]
+
+
+def _gates_removed(pod: PodInfo, old: object, new: object) -> str:
+    if isinstance(new, PodInfo) and (new.uid or new.key) == (pod.uid or pod.key) and not new.pod.spec.scheduling_gates:
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP

@@ -1,0 +1,271 @@
+"""One pod through the framework, top to bottom (``schedule_one.go``).
+
+scheduling cycle (sync, CPU only):
+    snapshot → PreFilter → Filter (round-robin, percentageOfNodesToScore)
+    → PostFilter when nothing fits → PreScore/Score/Normalize/weights → select
+    → assume → Reserve → Permit
+binding cycle (async, runs beside the next scheduling cycles):
+    WaitOnPermit → PreBind → Bind → PostBind; Unreserve + forget on any failure.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..framework.cycle_state import CycleState
+from ..framework.diagnosis import Diagnosis, FitError
+from ..framework.interface import PostFilterResult
+from ..framework.runtime import Framework
+from ..framework.status import SUCCESS, Code, Status
+from ..framework.types import PodInfo
+
+if TYPE_CHECKING:
+    from ..queue.scheduling_queue import QueuedPodInfo
+    from .scheduler import Scheduler
+
+__all__ = [
+    "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
+    "MIN_FEASIBLE_NODES_TO_FIND",
+    "CycleResult",
+    "num_feasible_nodes_to_find",
+    "scheduling_cycle",
+    "select_host",
+]
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int | None, num_all: int) -> int:
+    """How many feasible nodes are enough (adaptive: 50 − nodes/125 %, at least 5 %, at least 100)."""
+    if num_all < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all
+    pct = percentage if percentage is not None else (global_percentage or 0)
+    if pct == 0:
+        pct = 50 - num_all // 125
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    n = num_all * pct // 100
+    return max(n, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def select_host(totals: np.ndarray[Any, Any], rng: random.Random) -> int:
+    """Index of a highest total; ties broken uniformly at random.
+
+    Equivalent in distribution to upstream's reservoir sampling over the tied
+    nodes, with one random draw instead of one per tie.
+    """
+    best = totals.max()
+    ties = np.flatnonzero(totals == best)
+    if len(ties) == 1:
+        return int(ties[0])
+    return int(ties[rng.randrange(len(ties))])
+
+
+@dataclass(slots=True)
+class CycleResult:
+    """Outcome of a scheduling cycle."""
+
+    status: Status
+    node: str = ""
+    assumed: PodInfo | None = None
+    fit_error: FitError | None = None
+    post_filter: PostFilterResult | None = None
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+    explain: dict[str, Any] | None = None
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+
+    @property
+    def message(self) -> str:
+        if self.fit_error is not None:
+            return str(self.fit_error)
+        return self.status.message()
+
+
+def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
+    """Nodes with pods nominated there of priority >= the pod's (``addGENominatedPods``)."""
+    nominator = sched.queue.nominator
+    if not len(nominator):
+        return {}
+    snap = sched.snapshot
+    out: dict[int, list[PodInfo]] = {}
+    me = pod.uid or pod.key
+    for node, pods in nominator.nodes().items():
+        row = snap.row(node)
+        if row is None:
+            continue
+        sel = [p for p in pods if p.priority >= pod.priority and (p.uid or p.key) != me]
+        if sel:
+            out[row] = sel
+    return out
+
+
+def find_nodes_that_fit_pod(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool
+) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Diagnosis, int, dict[str, Any] | None]:
+    snap = sched.snapshot
+    diagnosis = Diagnosis()
+    empty = np.empty(0, dtype=np.intp)
+    pre_res, st, rejected = fw.run_pre_filter(state, pod, snap)
+    diagnosis.unschedulable_plugins |= rejected
+    if not st.is_success():
+        if not st.is_rejected():
+            raise _CycleError(st)
+        diagnosis.node_to_status.absent = st
+        diagnosis.pre_filter_msg = st.message()
+        if st.plugin:
+            diagnosis.unschedulable_plugins.add(st.plugin)
+        return empty, diagnosis, 0, None
+    nominated = _nominated_rows(sched, pod)
+    # A node nominated by an earlier preemption is tried first, alone.
+    nominated_node = pod.pod.status.nominated_node_name or sched.queue.nominator.nominated_node(pod)
+    if nominated_node and not explain:
+        row = snap.row(nominated_node)
+        if row is not None and (pre_res is None or pre_res.node_names is None
+                                or nominated_node in pre_res.node_names):
+            out = fw.find_feasible(state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated)
+            if len(out.feasible):
+                return out.feasible, diagnosis, 1, None
+    if pre_res is not None and pre_res.node_names is not None:
+        rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
+        candidates = np.array(rows, dtype=np.intp)
+        narrowed = [p.name for p in fw.pre_filter_plugins
+                    if p.name not in state.skip_filter_plugins]
+        diagnosis.node_to_status.absent = Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(_narrowing(state, narrowed)))}]",
+        )
+    else:
+        candidates = snap.all_rows
+    num_to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score,
+                                             len(candidates))
+    out = fw.find_feasible(state, pod, snap, candidates, sched.next_start_node_index, num_to_find,
+                           nominated, explain=explain)
+    if snap.n:
+        sched.next_start_node_index = (sched.next_start_node_index + out.processed) % snap.n
+    diagnosis.node_to_status.statuses.update(out.statuses.statuses)
+    if out.statuses.absent is not None and out.statuses.absent.code == Code.ERROR:
+        raise _CycleError(out.statuses.absent)
+    diagnosis.unschedulable_plugins |= out.unschedulable_plugins
+    feasible = out.feasible
+    explain_out: dict[str, Any] | None = {"filter": out.explain} if explain else None
+    if len(feasible) and fw.extenders:
+        feasible = sched.run_extender_filters(fw, pod, feasible, diagnosis)
+    return feasible, diagnosis, out.processed, explain_out
+
+
+def _narrowing(state: CycleState, names: list[str]) -> list[str]:
+    got = state.get("__prefilter_narrowed__")
+    return list(got) if got else names
+
+
+class _CycleError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+def schedule_pod(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool
+) -> CycleResult:
+    snap = sched.snapshot
+    if snap.n == 0:
+        return CycleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
+                           fit_error=FitError(pod.key, 0, Diagnosis()))
+    feasible, diagnosis, processed, explain_out = find_nodes_that_fit_pod(sched, fw, state, pod, explain)
+    if len(feasible) == 0:
+        fe = FitError(pod.key, snap.n, diagnosis)
+        return CycleResult(Status(Code.UNSCHEDULABLE, str(fe)), fit_error=fe, diagnosis=diagnosis,
+                           explain=explain_out)
+    infos = snap.node_infos
+    if len(feasible) == 1 and not explain:
+        return CycleResult(SUCCESS, infos[int(feasible[0])].name, evaluated_nodes=1 + len(diagnosis.node_to_status),
+                           feasible_nodes=1, diagnosis=diagnosis)
+    totals, st, per = prioritize_nodes(sched, fw, state, pod, feasible, explain)
+    if not st.is_success():
+        raise _CycleError(st)
+    i = select_host(totals, sched.rng)
+    res = CycleResult(SUCCESS, infos[int(feasible[i])].name, evaluated_nodes=len(feasible) + len(diagnosis.node_to_status),
+                      feasible_nodes=len(feasible), diagnosis=diagnosis)
+    if explain_out is not None:
+        names = [infos[int(r)].name for r in feasible]
+        scores: dict[str, Any] = {}
+        for plugin, (raw, norm, weighted) in (per or {}).items():
+            scores[plugin] = {n: {"raw": int(raw[k]), "normalized": int(norm[k]), "weighted": int(weighted[k])}
+                              for k, n in enumerate(names)}
+        explain_out["score"] = scores
+        explain_out["total"] = {n: int(totals[k]) for k, n in enumerate(names)}
+        res.explain = explain_out
+    return res
+
+
+def prioritize_nodes(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, feasible: Any, explain: bool
+) -> tuple[np.ndarray[Any, Any], Status, Any]:
+    if not fw.score_plugins and not fw.extenders:
+        return np.ones(len(feasible), dtype=np.int64), SUCCESS, None
+    infos = sched.snapshot.node_infos
+    st = fw.run_pre_score(state, pod, [infos[int(r)] for r in feasible])
+    if not st.is_success():
+        return np.empty(0), st, None
+    out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=explain)
+    if out is None:
+        return np.empty(0), st, None
+    totals = out.totals
+    if fw.extenders:
+        totals = totals + sched.run_extender_prioritize(fw, pod, feasible)
+    return totals, SUCCESS, out.per_plugin
+
+
+def scheduling_cycle(sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo,
+                     explain: bool = False) -> CycleResult:
+    pod = qpi.pod_info
+    if pod.error is not None:
+        st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error)
+        return CycleResult(st)
+    sched.cache.update_snapshot(sched.snapshot)
+    try:
+        res = schedule_pod(sched, fw, state, pod, explain)
+    except _CycleError as e:
+        return CycleResult(e.status)
+    if res.fit_error is not None:
+        fe = res.fit_error
+        if fw.post_filter_plugins and res.status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            pf, pst = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
+            if pst.code == Code.ERROR:
+                return CycleResult(pst, fit_error=None, explain=res.explain)
+            msg = pst.message()
+            fe.diagnosis.post_filter_msg = msg
+            res.post_filter = pf
+            if pst.plugin:
+                fe.diagnosis.unschedulable_plugins.add(pst.plugin)
+        res.status = Status(Code.UNSCHEDULABLE, str(fe))
+        return res
+    if not res.status.is_success():
+        return res
+    assumed = pod.assumed_on(res.node)
+    try:
+        sched.cache.assume_pod(assumed, res.node)
+    except Exception as e:
+        return CycleResult(Status(Code.ERROR, str(e)))
+    res.assumed = assumed
+    st = fw.run_reserve(state, assumed, res.node)
+    if not st.is_success():
+        fw.run_unreserve(state, assumed, res.node)
+        sched.cache.forget_pod(assumed)
+        res.status = st
+        return res
+    st = fw.run_permit(state, assumed, res.node)
+    if not st.is_success() and not st.is_wait():
+        fw.run_unreserve(state, assumed, res.node)
+        sched.cache.forget_pod(assumed)
+        res.status = st
+        return res
+    res.status = SUCCESS
+    return res

@@ -1,0 +1,328 @@
+"""The Scheduler: wires config → frameworks, cache, queue, and runs the loop.
+
+Data flows one way: informer events (or simulate's cluster) call the ``on_*``
+handlers, which feed the cache and queue; the loop pops pods, runs the scheduling
+cycle synchronously, and starts each binding cycle in the scheduler's own task
+group with a bound on in-flight bindings. Outcomes go to an ``Observer`` (events,
+status patches, metrics in the daemon; result rows in simulate).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+import structlog
+
+from ..api.objects import Node
+from ..framework.cycle_state import CycleState
+from ..framework.handle import BindError, ClusterClient, EventRecorder, Handle, RecordingEventRecorder
+from ..framework.registry import Registry
+from ..framework.runtime import Framework
+from ..framework.snapshot import Snapshot
+from ..framework.status import Code, Status
+from ..framework.types import PodInfo
+from ..framework.waiting_pods import WaitingPods
+from ..queue import events as ev
+from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
+from ..util.clock import Clock, RealClock
+from ..cache import Cache
+from .schedule_one import CycleResult, scheduling_cycle
+
+__all__ = ["Observer", "Scheduler", "build_frameworks"]
+
+log = structlog.get_logger("ksched.scheduler")
+
+
+class Observer(Protocol):
+    """Receives outcomes; must not block (the daemon queues its API calls)."""
+
+    def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None: ...
+
+    def failed(self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None) -> None: ...
+
+
+class _NullObserver:
+    def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
+        return None
+
+    def failed(self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None) -> None:
+        return None
+
+
+def drop_unimplemented(config: Any, registry: Registry) -> list[str]:
+    """Remove default plugins ksched does not implement yet (listed in NOT_YET_IMPLEMENTED)."""
+    from ..plugins import NOT_YET_IMPLEMENTED
+
+    dropped: list[str] = []
+    for prof in config.profiles:
+        for attr in ("pre_enqueue", "queue_sort", "pre_filter", "filter", "post_filter", "pre_score",
+                     "score", "reserve", "permit", "pre_bind", "bind", "post_bind", "multi_point"):
+            ps = getattr(prof.plugins, attr)
+            keep = [r for r in ps.enabled if r.name in registry or r.name not in NOT_YET_IMPLEMENTED]
+            dropped += [r.name for r in ps.enabled if r not in keep]
+            ps.enabled = keep
+    return sorted(set(dropped))
+
+
+def build_frameworks(
+    config: Any,
+    registry: Registry,
+    *,
+    cluster: ClusterClient | None = None,
+    recorder: EventRecorder | None = None,
+    clock: Clock | None = None,
+    snapshot: Snapshot | None = None,
+    waiting_pods: WaitingPods | None = None,
+) -> dict[str, Framework]:
+    """One framework per profile, sharing snapshot, waiting pods and cluster client."""
+    from ..config import default_plugin_args
+
+    drop_unimplemented(config, registry)
+    snapshot = snapshot if snapshot is not None else Snapshot()
+    waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
+    out: dict[str, Framework] = {}
+    for prof in config.profiles:
+        kw: dict[str, Any] = {
+            "snapshot": snapshot,
+            "waiting_pods": waiting_pods,
+            "parallelism": config.parallelism,
+            "clock": clock or RealClock(),
+            "recorder": recorder or RecordingEventRecorder(),
+        }
+        if cluster is not None:
+            kw["cluster"] = cluster
+        out[prof.scheduler_name] = Framework(prof, registry, Handle(**kw), default_args=default_plugin_args)
+    return out
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: Any,
+        registry: Registry,
+        *,
+        cluster: ClusterClient,
+        clock: Clock | None = None,
+        observer: Observer | None = None,
+        recorder: EventRecorder | None = None,
+        seed: int | None = None,
+        max_in_flight_bindings: int = 64,
+        explain: bool = False,
+        assumed_ttl: float = 30.0,
+    ) -> None:
+        self.config = config
+        self.clock: Clock = clock or RealClock()
+        self.cluster = cluster
+        self.snapshot = Snapshot()
+        self.waiting_pods = WaitingPods()
+        self.frameworks = build_frameworks(
+            config, registry, cluster=cluster, recorder=recorder, clock=self.clock,
+            snapshot=self.snapshot, waiting_pods=self.waiting_pods,
+        )
+        self.cache = Cache(self.clock, assumed_ttl=assumed_ttl)
+        self.queue = SchedulingQueue(
+            self.frameworks,
+            clock=self.clock,
+            initial_backoff=float(config.pod_initial_backoff_seconds),
+            max_backoff=float(config.pod_max_backoff_seconds),
+            on_move=self._on_queue_move,
+        )
+        for fw in self.frameworks.values():
+            fw.handle.listers["nominator"] = self.queue.nominator
+            fw.handle.listers["queue"] = self.queue
+        self.observer: Observer = observer or _NullObserver()
+        self.percentage_of_nodes_to_score: int | None = config.percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+        self.rng = random.Random(seed)
+        self.explain = explain
+        self.explanations: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._binding_limit = anyio.Semaphore(max_in_flight_bindings)
+        self.in_flight_bindings = 0
+        self.hooks: list[Callable[[str, dict[str, Any]], None]] = []
+        self.stopping = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        # preemptor uid -> victims it evicted ("ns/name"), for simulate's output.
+        self.preemptions: dict[str, list[str]] = {}
+
+    # -- informer handlers (cluster → cache/queue) ------------------------------------------
+    def responsible_for(self, pod: PodInfo) -> bool:
+        return pod.pod.spec.scheduler_name in self.frameworks
+
+    def on_node_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node)
+
+    def on_node_update(self, old: Node, new: Node) -> None:
+        self.cache.update_node(new)
+        for e in ev.node_update_events(old, new):
+            self.queue.move_all_to_active_or_backoff(e, old, new)
+
+    def on_node_delete(self, node: Node) -> None:
+        self.cache.remove_node(node.metadata.name)
+
+    def on_pod_add(self, pod: PodInfo) -> None:
+        if pod.node_name:
+            self.cache.add_pod(pod)
+            self.queue.nominator.delete(pod)
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
+        elif self.responsible_for(pod):
+            self.queue.add(pod, pod.pod.spec.scheduler_name)
+
+    def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
+        if new.node_name:
+            if not old.node_name:
+                # Just bound (by us or someone else): leave the queue, confirm in cache.
+                self.queue.delete(old)
+                self.cache.add_pod(new)
+                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, new)
+            else:
+                self.cache.update_pod(old, new)
+                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_UPDATE, old, new)
+        elif self.responsible_for(new):
+            self.queue.update(old, new)
+
+    def on_pod_delete(self, pod: PodInfo) -> None:
+        if pod.node_name or self.cache.is_assumed(pod):
+            self.cache.remove_pod(pod)
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
+        self.queue.delete(pod)
+        wp = self.waiting_pods.get(pod.uid or pod.key)
+        if wp is not None:
+            wp.reject("", "pod deleted")
+
+    def on_other_event(self, event: Any, old: Any = None, new: Any = None) -> None:
+        """Custom resources (PodGroups, ...) plugins registered for."""
+        self.queue.move_all_to_active_or_backoff(event, old, new)
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Schedule until cancelled; bindings run in this task group and are awaited on exit."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self.queue.run_flushers)
+            task_status.started()
+            while not self.stopping:
+                qpi = await self.queue.pop()
+                if qpi is None:
+                    break
+                await self.schedule_one(qpi, tg)
+                await anyio.lowlevel.checkpoint()
+            tg.cancel_scope.cancel()
+
+    async def schedule_one(self, qpi: QueuedPodInfo, tg: anyio.abc.TaskGroup) -> None:
+        """One scheduling cycle now; the binding cycle is started in ``tg``."""
+        fw = self.frameworks[qpi.profile]
+        pod = qpi.pod_info
+        state = CycleState()
+        res = scheduling_cycle(self, fw, state, qpi, self.explain)
+        if res.explain is not None:
+            self.remember_explanation(pod.key, res.explain)
+        if not res.status.is_success():
+            self.handle_failure(fw, qpi, res.status, res)
+            return
+        assert res.assumed is not None
+        await self._binding_limit.acquire()
+        self.in_flight_bindings += 1
+        tg.start_soon(self.binding_cycle, fw, state, qpi, res.assumed, res.node)
+
+    def remember_explanation(self, key: str, data: dict[str, Any]) -> None:
+        self.explanations[key] = data
+        self.explanations.move_to_end(key)
+        while len(self.explanations) > 1000:
+            self.explanations.popitem(last=False)
+
+    async def binding_cycle(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str
+    ) -> None:
+        try:
+            st = await fw.wait_on_permit(assumed)
+            if st.is_success():
+                st = await fw.run_pre_bind(state, assumed, node)
+            if st.is_success():
+                st = await self.bind(fw, state, assumed, node)
+            if not st.is_success():
+                self.handle_binding_failure(fw, state, qpi, assumed, node, st)
+                return
+            self.cache.finish_binding(assumed)
+            self.queue.done(qpi.pod_info)
+            self.observer.scheduled(assumed, node, qpi.profile, qpi.attempts)
+            await fw.run_post_bind(state, assumed, node)
+        finally:
+            self.in_flight_bindings -= 1
+            self._binding_limit.release()
+
+    async def bind(self, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for ext in fw.extenders:
+            if ext.is_binder() and ext.is_interested(pod):
+                try:
+                    await ext.bind(pod, node)
+                except Exception as e:
+                    st = Status(Code.ERROR, f"extender {ext.name}: {e}")
+                    st.cause = e
+                    return st
+                return Status()
+        return await fw.run_bind(state, pod, node)
+
+    def handle_binding_failure(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str, st: Status
+    ) -> None:
+        fw.run_unreserve(state, assumed, node)
+        self.cache.forget_pod(assumed)
+        # Resources freed: pods waiting on them may fit now (upstream: AssignedPodDelete).
+        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
+        cause = st.cause
+        if isinstance(cause, BindError) and not cause.retry:
+            # 409/404: the pod is gone or bound elsewhere; the watch will tell us. No retry.
+            self.queue.done(qpi.pod_info)
+            log.info("binding rejected, not retrying", pod=qpi.pod_info.key, node=node, error=str(cause))
+            return
+        self.handle_failure(fw, qpi, st, None)
+
+    def handle_failure(self, fw: Framework, qpi: QueuedPodInfo, st: Status, res: CycleResult | None) -> None:
+        """``handleSchedulingFailure``: requeue (pool or backoff), nominate, report."""
+        pod = qpi.pod_info
+        is_error = st.code == Code.ERROR
+        reason = "SchedulerError" if is_error else "Unschedulable"
+        if res is not None and res.fit_error is not None:
+            d = res.fit_error.diagnosis
+            qpi.unschedulable_plugins = set(d.unschedulable_plugins)
+            qpi.pending_plugins = set(d.pending_plugins)
+        elif st.plugin and not is_error:
+            qpi.unschedulable_plugins = {st.plugin}
+        else:
+            qpi.unschedulable_plugins = set()
+        message = res.message if res is not None and res.fit_error is not None else st.message()
+        if pod.error is not None:
+            # The pod's own fields are broken: nothing in the cluster can fix it, only an update.
+            qpi.unschedulable_plugins = {"__invalid__"}
+        self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+        pf = res.post_filter if res is not None else None
+        if pf is not None and pf.nominated_node_name:
+            self.queue.nominator.add(pod, pf.nominated_node_name)
+            if self._tg is not None:
+                self._tg.start_soon(self._preempt, pod, pf.nominated_node_name, list(pf.victims))
+        self.observer.failed(pod, qpi.profile, reason, message, res)
+        for hook in self.hooks:
+            hook("failed", {"pod": pod.key, "reason": reason, "message": message})
+
+    async def _preempt(self, preemptor: PodInfo, node: str, victims: list[PodInfo]) -> None:
+        """Record the nomination in the API, then evict the victims (``prepareCandidate``)."""
+        try:
+            await self.cluster.set_nominated_node(preemptor, node)
+        except Exception as e:
+            log.warning("setting nominatedNodeName failed", pod=preemptor.key, node=node, error=str(e))
+        for v in victims:
+            try:
+                await self.cluster.delete_pod(v)
+            except Exception as e:
+                log.warning("deleting preemption victim failed", pod=v.key, preemptor=preemptor.key, error=str(e))
+                continue
+            self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(v.key)
+
+    def _on_queue_move(self, event: str, queue: str) -> None:
+        return None

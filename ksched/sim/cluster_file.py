@@ -1,0 +1,126 @@
+"""Read a cluster from ordinary manifests (``kubectl get nodes,pods -o yaml`` output).
+
+Multi-document YAML, JSON, and ``kind: List`` are all accepted. Objects of kinds
+the scheduler does not use are skipped; kinds it uses must decode, and a decode
+failure names the file and the object.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..api.objects import (
+    DecodeError,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    decode,
+    object_ref,
+)
+
+__all__ = ["ClusterFile", "ClusterFileError", "load_cluster", "parse_cluster"]
+
+
+class ClusterFileError(ValueError):
+    """A cluster file that cannot be used; one line naming the file and the object."""
+
+
+@dataclass
+class ClusterFile:
+    nodes: list[tuple[Node, dict[str, Any]]] = field(default_factory=list)
+    pods: list[tuple[Pod, dict[str, Any]]] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
+    others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+_KINDS: dict[str, Any] = {
+    "Node": Node,
+    "Pod": Pod,
+    "Namespace": Namespace,
+    "PriorityClass": PriorityClass,
+    "PodDisruptionBudget": PodDisruptionBudget,
+}
+
+
+def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise ClusterFileError(f"{source}: expected a Kubernetes object (a mapping), got {type(doc).__name__}")
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        for item in doc["items"]:
+            _flatten(item, source, out)
+        return
+    out.append(doc)
+
+
+def parse_cluster(text: str, source: str) -> ClusterFile:
+    try:
+        if text.lstrip().startswith(("{", "[")):
+            docs: list[Any] = [json.loads(text)]
+        else:
+            docs = list(yaml.safe_load_all(text))
+    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ClusterFileError(f"{source}: not valid YAML/JSON: {first}") from None
+    objs: list[dict[str, Any]] = []
+    for d in docs:
+        if isinstance(d, list):
+            for x in d:
+                _flatten(x, source, objs)
+        else:
+            _flatten(d, source, objs)
+    cf = ClusterFile()
+    seen: set[tuple[str, str, str]] = set()
+    for raw in objs:
+        kind = raw.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise ClusterFileError(f"{source}: {object_ref(raw)}: kind: Required value")
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            raise ClusterFileError(f"{source}: {object_ref(raw)}: metadata.name: Required value")
+        cls = _KINDS.get(kind)
+        if cls is None:
+            cf.others.setdefault(kind, []).append(raw)
+            continue
+        if kind == "Pod":
+            raw.setdefault("metadata", {}).setdefault("namespace", "default")
+        ident = (kind, str(meta.get("namespace", "")), str(meta["name"]))
+        if ident in seen:
+            raise ClusterFileError(f"{source}: {object_ref(raw)}: duplicate object")
+        seen.add(ident)
+        try:
+            obj = decode(raw, cls)
+        except DecodeError as e:
+            raise ClusterFileError(f"{source}: {e}") from None
+        if kind == "Node":
+            cf.nodes.append((obj, raw))
+        elif kind == "Pod":
+            cf.pods.append((obj, raw))
+        elif kind == "Namespace":
+            cf.namespaces.append(obj)
+        elif kind == "PriorityClass":
+            cf.priority_classes.append(obj)
+        else:
+            cf.pdbs.append(obj)
+    return cf
+
+
+def load_cluster(path: str) -> ClusterFile:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ClusterFileError(f"{path}: {e.strerror or e}") from None
+    return parse_cluster(text, path)

@@ -1,0 +1,244 @@
+"""``ksched simulate``: the real scheduler against an in-memory cluster on virtual time.
+
+The same Scheduler, frameworks, queue and cache as the daemon; the cluster client
+applies binds and deletions to the in-memory cluster and feeds the resulting
+events back, as the informers would. Time is a FakeClock that jumps to the next
+deadline (backoff expiry, Permit timeout) whenever nothing else can run, so a
+simulation is deterministic for a seed and never sleeps.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import msgspec
+
+from ..api.objects import Pod
+from ..framework.handle import BindError, RecordingEventRecorder
+from ..framework.registry import Registry
+from ..framework.types import PodInfo
+from ..scheduler.schedule_one import CycleResult
+from ..scheduler.scheduler import Scheduler
+from ..util.clock import FakeClock
+from .cluster_file import ClusterFile
+
+__all__ = ["PodResult", "SimulatedCluster", "Simulation", "simulate"]
+
+
+@dataclass
+class PodResult:
+    namespace: str
+    name: str
+    node: str | None
+    status: str
+    message: str
+    preempted: list[str] = field(default_factory=list)
+    explain: dict[str, Any] | None = None
+
+    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "namespace": self.namespace,
+            "name": self.name,
+            "node": self.node,
+            "status": self.status,
+            "message": self.message,
+            "preempted": self.preempted,
+        }
+        if explain:
+            d["explain"] = self.explain
+        return d
+
+
+class SimulatedCluster:
+    """ClusterClient over in-memory pods; every change is echoed to the scheduler as a watch event."""
+
+    def __init__(self, cluster: ClusterFile) -> None:
+        self.pods: dict[str, PodInfo] = {}
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.sched: Scheduler | None = None
+        self.deleted: list[str] = []
+        for kind, items in cluster.others.items():
+            for raw in items:
+                meta = raw.get("metadata", {})
+                self.objects[f"{kind}/{meta.get('namespace', '')}/{meta.get('name', '')}"] = raw
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        cur = self.pods.get(pod.uid)
+        if cur is None:
+            raise BindError(f'pods "{pod.name}" not found', retry=False)
+        if cur.node_name:
+            raise BindError(f'pod {pod.key} is already assigned to node "{cur.node_name}"', retry=False)
+        spec = msgspec.structs.replace(cur.pod.spec, node_name=node_name)
+        new = cur.with_pod(msgspec.structs.replace(cur.pod, spec=spec))
+        self.pods[pod.uid] = new
+        assert self.sched is not None
+        self.sched.on_pod_update(cur, new)
+
+    async def delete_pod(self, pod: PodInfo) -> None:
+        cur = self.pods.pop(pod.uid, None)
+        if cur is None:
+            return
+        self.deleted.append(cur.key)
+        assert self.sched is not None
+        self.sched.on_pod_delete(cur)
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        cur = self.pods.get(pod.uid)
+        if cur is None:
+            return
+        status = msgspec.structs.replace(cur.pod.status, nominated_node_name=node_name)
+        new = cur.with_pod(msgspec.structs.replace(cur.pod, status=status))
+        self.pods[pod.uid] = new
+        assert self.sched is not None
+        self.sched.on_pod_update(cur, new)
+
+    async def get_object(self, api_path: str) -> dict[str, Any] | None:
+        return self.objects.get(api_path)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.results: OrderedDict[str, PodResult] = OrderedDict()
+
+    def _put(self, key: str, r: PodResult) -> None:
+        self.results.pop(key, None)
+        self.results[key] = r
+
+    def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
+        self._put(pod.uid, PodResult(pod.namespace, pod.name, node, "Scheduled", ""))
+
+    def failed(self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None) -> None:
+        status = "Error" if reason == "SchedulerError" else "Unschedulable"
+        self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
+
+
+def _admit(pod: Pod, raw: dict[str, Any], classes: dict[str, int], global_default: int) -> Pod:
+    """What admission would have done: uid and priority from the PriorityClass."""
+    meta = pod.metadata
+    if not meta.uid:
+        meta = msgspec.structs.replace(meta, uid=f"sim-{meta.namespace}-{meta.name}")
+    spec = pod.spec
+    if spec.priority is None:
+        value = classes.get(spec.priority_class_name, global_default) if spec.priority_class_name else global_default
+        spec = msgspec.structs.replace(spec, priority=value)
+    return msgspec.structs.replace(pod, metadata=meta, spec=spec)
+
+
+class Simulation:
+    def __init__(
+        self,
+        cluster: ClusterFile,
+        config: Any,
+        registry: Registry,
+        *,
+        seed: int | None = 0,
+        explain: bool = False,
+        max_attempts_per_pod: int = 20,
+    ) -> None:
+        self.cluster_file = cluster
+        self.clock = FakeClock()
+        self.cluster = SimulatedCluster(cluster)
+        self.recorder = _Recorder()
+        self.events = RecordingEventRecorder()
+        self.sched = Scheduler(
+            config, registry, cluster=self.cluster, clock=self.clock, observer=self.recorder,
+            recorder=self.events, seed=seed, explain=explain, assumed_ttl=0,
+        )
+        self.cluster.sched = self.sched
+        self.explain = explain
+        self.max_attempts = max_attempts_per_pod
+
+    def _load(self) -> list[PodInfo]:
+        cf = self.cluster_file
+        classes = {pc.metadata.name: pc.value for pc in cf.priority_classes}
+        global_default = next((pc.value for pc in cf.priority_classes if pc.global_default), 0)
+        for node, _raw in cf.nodes:
+            self.sched.on_node_add(node)
+        pending: list[PodInfo] = []
+        for pod, raw in cf.pods:
+            if pod.status.phase in ("Succeeded", "Failed"):
+                continue
+            pi = PodInfo(_admit(pod, raw, classes, global_default), raw)
+            self.cluster.pods[pi.uid] = pi
+            if pi.node_name:
+                self.sched.on_pod_add(pi)
+        for pi in self.cluster.pods.values():
+            if not pi.node_name and self.sched.responsible_for(pi):
+                pending.append(pi)
+                self.sched.on_pod_add(pi)
+        return pending
+
+    async def _settle(self) -> None:
+        """Let started binding cycles run until each finished or waits (Permit)."""
+        sched = self.sched
+        for _ in range(10000):
+            await anyio.sleep(0)
+            waiting = sum(1 for wp in sched.waiting_pods if not wp.done)
+            if sched.in_flight_bindings <= waiting:
+                return
+
+    async def run(self) -> list[PodResult]:
+        pending = self._load()
+        await self.drive(self.max_attempts * max(1, len(pending)))
+        return self._results(pending)
+
+    def add_pending(self, pods: list[PodInfo]) -> None:
+        """More pending pods (bench: the measured batch after the init pods)."""
+        for pi in pods:
+            self.cluster.pods[pi.uid] = pi
+            self.sched.on_pod_add(pi)
+
+    async def drive(self, budget: int, on_attempt: Any = None) -> None:
+        """Run the scheduler until nothing can happen any more (or ``budget`` attempts).
+
+        ``on_attempt(qpi)`` is called after each attempt's binding cycle settled.
+        """
+        sched = self.sched
+        q = sched.queue
+        async with anyio.create_task_group() as tg:
+            sched._tg = tg  # noqa: SLF001 - the scheduler's task group for victim deletions
+            while budget > 0:
+                qpi = q.pop_nowait()
+                if qpi is not None:
+                    budget -= 1
+                    await sched.schedule_one(qpi, tg)
+                    await self._settle()
+                    if on_attempt is not None:
+                        on_attempt(qpi)
+                    continue
+                await self._settle()
+                if q.has_active():
+                    continue
+                # Nothing runnable: jump virtual time to the next deadline, if any.
+                deadlines = [t for t in (q.next_backoff_expiry(), self.clock.next_deadline()) if t is not None]
+                if not deadlines:
+                    break
+                self.clock.set(min(deadlines))
+                q.flush_backoff_completed()
+            tg.cancel_scope.cancel()
+            sched._tg = None  # noqa: SLF001
+
+    def _results(self, pending: list[PodInfo]) -> list[PodResult]:
+        out: list[PodResult] = []
+        rec = self.recorder.results
+        gated = {q.pod_info.uid: q for q in self.sched.queue.unschedulable_pods() if q.gated}
+        for pi in pending:
+            if pi.uid not in rec:
+                q = gated.get(pi.uid)
+                msg = q.gating_status.message() if q is not None and q.gating_status else "pod was not attempted"
+                rec[pi.uid] = PodResult(pi.namespace, pi.name, None, "Unschedulable", msg)
+        for uid, r in rec.items():
+            r.preempted = sorted(self.sched.preemptions.get(uid, []))
+            if self.explain:
+                r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
+            out.append(r)
+        return out
+
+
+def simulate(cluster: ClusterFile, config: Any, registry: Registry, *, seed: int | None = 0,
+             explain: bool = False) -> list[PodResult]:
+    sim = Simulation(cluster, config, registry, seed=seed, explain=explain)
+    return anyio.run(sim.run)

@@ -1,0 +1,23 @@
+"""Test support: an in-process API server with kube-apiserver semantics, plus builders.
+
+Nothing in ksched.testing imports the rest of ksched, so tests against this server exercise
+the daemon against an independent implementation of the API.
+"""
+
+from ._store import APIStatusError
+from .apiserver import VERSION_INFO, TestAPIServer, serving
+from .faults import Faults, RecordedRequest
+from .objects import make_namespace, make_node, make_pod, make_priority_class
+
+__all__ = [
+    "VERSION_INFO",
+    "APIStatusError",
+    "Faults",
+    "RecordedRequest",
+    "TestAPIServer",
+    "make_namespace",
+    "make_node",
+    "make_pod",
+    "make_priority_class",
+    "serving",
+]

@@ -1,0 +1,63 @@
+"""`python -m ksched.testing apiserver ...`: run the test API server as its own process, so
+tests can start the daemon (or kubectl) against it out of process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+
+from .apiserver import TestAPIServer
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ksched.testing")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("apiserver", help="serve the test API server until SIGTERM/SIGINT")
+    a.add_argument("--host", default="127.0.0.1")
+    a.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    a.add_argument("--kubeconfig-out", help="write a kubeconfig for the server here")
+    a.add_argument("--history", type=int, default=1000, help="watch events kept per resource")
+    a.add_argument("--bookmark-interval", type=float, default=1.0, help="seconds")
+    a.add_argument(
+        "--graceful-pod-deletion",
+        action="store_true",
+        help="bound pods get a deletionTimestamp instead of vanishing (no kubelet finishes it)",
+    )
+    return p
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    server = TestAPIServer(
+        args.host,
+        args.port,
+        history=args.history,
+        bookmark_interval=args.bookmark_interval,
+        graceful_pod_deletion=args.graceful_pod_deletion,
+    )
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        if args.kubeconfig_out:
+            server.write_kubeconfig(args.kubeconfig_out)
+        print(server.url, flush=True)
+        await stop.wait()
+    finally:
+        await server.stop()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "apiserver":
+        return asyncio.run(_serve(args))
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,854 @@
+"""An in-process HTTP server with kube-apiserver semantics, for testing against real clients.
+
+There is no real kube-apiserver in the test environment, so this server is what the daemon,
+kubectl and the official clients talk to. It works on plain JSON dicts and imports nothing from
+ksched outside ksched.testing, so it can never share a bug with the code under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import contextlib
+import logging
+import platform
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import yaml
+from aiohttp import web
+
+from . import _resources as R
+from ._resources import ResourceInfo
+from ._selectors import FieldSelector, LabelSelector, SelectorError
+from ._store import (
+    ABORT,
+    BOOKMARK,
+    CLOSE,
+    EVENT,
+    JSON,
+    APIStatusError,
+    DeleteOptions,
+    Store,
+    bad_request,
+    clone,
+    encode,
+    status_body,
+)
+from .faults import Faults, RecordedRequest, RequestAttrs
+
+__all__ = ["APIStatusError", "TestAPIServer"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+JSONList = list[JSON]
+RequestList = list[RecordedRequest]
+
+VERSION_INFO: JSON = {
+    "major": "1",
+    "minor": "31",
+    "gitVersion": "v1.31.0-ksched-testing",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2024-08-13T00:00:00Z",
+    "goVersion": "go1.22.5",
+    "compiler": "gc",
+    "platform": "linux/"
+    + {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine()),
+}
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+_PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/json-patch+json": "json",
+}
+_NOT_FOUND_TEXT = "404 page not found\n"
+_RECORDED = "ksched_recorded"
+
+
+def _json(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=encode(obj), status=status, content_type="application/json", headers=headers
+    )
+
+
+def _decode_body(raw: bytes) -> Any:
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as e:
+        raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")
+
+
+@dataclass(frozen=True)
+class _Route:
+    attrs: RequestAttrs
+    res: ResourceInfo | None = None
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+    doc: Any = None  # a non-resource answer (discovery, version, ...)
+
+
+class TestAPIServer:
+    """kube-apiserver semantics over plain HTTP (no auth) on a local port.
+
+    Use `async with TestAPIServer() as srv` inside an event loop, or
+    `with TestAPIServer().run_in_thread() as srv` from synchronous code. The store helpers
+    (`create`, `get`, `list`, ...) run the same code as HTTP requests, so watchers see their
+    changes, and they may be called from any thread.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        history: int = 1000,
+        bookmark_interval: float = 1.0,
+        graceful_pod_deletion: bool = False,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.bookmark_interval = bookmark_interval
+        self.store = Store(history=history, graceful_pod_deletion=graceful_pod_deletion)
+        self.faults = Faults()
+        self.faults.bind(self._drop_watches)
+        self._requests: list[RecordedRequest] = []
+        self._requests_lock = threading.Lock()
+        self._runner: web.AppRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._bootstrap()
+
+    def _bootstrap(self) -> None:
+        for ns in DEFAULT_NAMESPACES:
+            self.store.create(R.NAMESPACES, None, {"metadata": {"name": ns}})
+        for name, value, text in (
+            (
+                "system-node-critical",
+                2000001000,
+                "Used for system critical pods that must not be moved from their current node.",
+            ),
+            (
+                "system-cluster-critical",
+                2000000000,
+                "Used for system critical pods that must run in the cluster, but can be moved "
+                "to another node if necessary.",
+            ),
+        ):
+            self.store.create(
+                R.PRIORITY_CLASSES,
+                None,
+                {
+                    "metadata": {"name": name},
+                    "value": value,
+                    "description": text,
+                    "preemptionPolicy": "PreemptLowerPriority",
+                },
+            )
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=0.5)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        self._runner = runner
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    async def stop(self) -> None:
+        self.store.drop_watches()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        self._loop = None
+        self._loop_thread = None
+
+    async def __aenter__(self) -> TestAPIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @contextlib.contextmanager
+    def run_in_thread(self) -> Iterator[TestAPIServer]:
+        """Serve from a background thread with its own event loop (for sync tests and
+        subprocess clients such as kubectl)."""
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as e:  # reported to the caller below
+                failure.append(e)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            try:
+                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for t in pending:
+                    t.cancel()
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+
+        thread = threading.Thread(target=serve, name="ksched-test-apiserver", daemon=True)
+        thread.start()
+        ready.wait(30)
+        if failure:
+            thread.join(5)
+            raise failure[0]
+        try:
+            yield self
+        finally:
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self.stop(), loop).result(30)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(30)
+
+    def kubeconfig(self, *, namespace: str = "default") -> JSON:
+        name = "ksched-testing"
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "users": [{"name": name, "user": {}}],
+            "contexts": [
+                {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
+            ],
+            "current-context": name,
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
+        """Write a kubeconfig (plain HTTP, no credentials) whose current context is this server."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace), sort_keys=False))
+        return out
+
+    # -- running store code on the loop thread --------------------------------------------------
+
+    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = self._loop
+        if loop is None or threading.get_ident() == self._loop_thread or not loop.is_running():
+            return fn(*args, **kwargs)
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                fut.set_result(fn(*args, **kwargs))
+            except BaseException as e:  # re-raised in the calling thread
+                fut.set_exception(e)
+
+        loop.call_soon_threadsafe(run)
+        return fut.result(timeout=60)
+
+    def _drop_watches(self, resource: str | None, abort: bool) -> int:
+        res = R.lookup(resource) if resource else None
+        return self._call(self.store.drop_watches, res, abort=abort)
+
+    # -- store helpers for tests ----------------------------------------------------------------
+
+    @staticmethod
+    def resource(kind: str) -> ResourceInfo:
+        """Resolve "pods", "Pod", "po", "leases.coordination.k8s.io", ... to a resource."""
+        return R.lookup(kind)
+
+    def create(self, obj: JSON, namespace: str | None = None) -> JSON:
+        """Create like a POST would (defaults, admission, events); returns the stored object."""
+        key = (obj.get("apiVersion", ""), obj.get("kind", ""))
+        res = R.BY_KIND.get(key)
+        if res is None:
+            raise ValueError(f"unsupported apiVersion/kind {key}")
+        ns = namespace or (obj.get("metadata") or {}).get("namespace")
+        return clone(self._call(self.store.create, res, ns, obj))
+
+    def get(self, kind: str, namespace: str | None, name: str) -> JSON:
+        return clone(self._call(self.store.get, R.lookup(kind), namespace, name))
+
+    def try_get(self, kind: str, namespace: str | None, name: str) -> JSON | None:
+        try:
+            return self.get(kind, namespace, name)
+        except APIStatusError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> JSONList:
+        res = R.lookup(kind)
+        labels = LabelSelector.parse(label_selector)
+        fields = FieldSelector.parse(field_selector, res.field_getters())
+        items, _ = self._call(self.store.list, res, namespace, labels, fields)
+        return [clone(o) for o in items]
+
+    def update(self, obj: JSON) -> JSON:
+        """PUT semantics: a metadata.resourceVersion in obj is a precondition."""
+        res, ns, name = self._identify(obj)
+        return clone(self._call(self.store.update, res, ns, name, obj))
+
+    def update_status(self, obj: JSON) -> JSON:
+        res, ns, name = self._identify(obj)
+        return clone(self._call(self.store.update, res, ns, name, obj, subresource="status"))
+
+    def patch(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+    ) -> JSON:
+        """patch_type: "merge", "strategic" or "json"."""
+        res = R.lookup(kind)
+        return clone(
+            self._call(
+                self.store.patch, res, namespace, name, patch_type, patch, subresource=subresource
+            )
+        )
+
+    def delete(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> JSON:
+        opts = DeleteOptions(uid, resource_version, grace_period_seconds)
+        return clone(self._call(self.store.delete, R.lookup(kind), namespace, name, opts))
+
+    def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
+        """What a scheduler's POST pods/{name}/binding does."""
+        meta: JSON = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        binding = {"kind": "Binding", "apiVersion": "v1", "metadata": meta,
+                   "target": {"kind": "Node", "name": node}}  # fmt: skip
+        self._call(self.store.bind, namespace, name, binding)
+
+    @property
+    def objects(self) -> dict[str, JSONList]:
+        """Snapshot of all stored objects by resource ("pods", "leases.coordination.k8s.io")."""
+
+        def snap() -> dict[str, JSONList]:
+            return {
+                q: [clone(o) for _, o in sorted(bucket.items())]
+                for q, bucket in self.store.objects.items()
+            }
+
+        return self._call(snap)
+
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion handed out."""
+        return self.store.rv
+
+    def compact(self, kind: str | None = None) -> None:
+        """Forget watch history so watches from any older resourceVersion get 410 Expired."""
+        res = R.lookup(kind) if kind else None
+        self._call(self.store.compact, res)
+
+    def _identify(self, obj: JSON) -> tuple[ResourceInfo, str | None, str]:
+        key = (obj.get("apiVersion", ""), obj.get("kind", ""))
+        res = R.BY_KIND.get(key)
+        if res is None:
+            raise ValueError(f"unsupported apiVersion/kind {key}")
+        meta = obj.get("metadata") or {}
+        return res, meta.get("namespace"), meta.get("name", "")
+
+    # -- watch inspection -----------------------------------------------------------------------
+
+    def watcher_count(self, kind: str | None = None) -> int:
+        """Open watch streams (on `kind`, or all)."""
+        res = R.lookup(kind) if kind else None
+
+        def count() -> int:
+            if res is None:
+                return len(self.store.all_watchers())
+            return len(self.store.watchers[res.qualified])
+
+        return self._call(count)
+
+    def wait_for_watchers(
+        self, count: int = 1, kind: str | None = None, timeout: float = 10.0
+    ) -> None:
+        """Block until `count` watches are open; for thread-mode servers (see run_in_thread)."""
+        deadline = time.monotonic() + timeout
+        while self.watcher_count(kind) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fewer than {count} watches on {kind or 'anything'} opened")
+            time.sleep(0.01)
+
+    async def wait_for_watchers_async(
+        self, count: int = 1, kind: str | None = None, timeout: float = 10.0
+    ) -> None:
+        """Like wait_for_watchers, for tests running on the server's own loop."""
+        async with asyncio.timeout(timeout):
+            while self.watcher_count(kind) < count:
+                await asyncio.sleep(0.01)
+
+    # -- request recording ----------------------------------------------------------------------
+
+    @property
+    def requests(self) -> RequestList:
+        with self._requests_lock:
+            return list(self._requests)
+
+    def clear_requests(self) -> None:
+        with self._requests_lock:
+            self._requests.clear()
+
+    def find_requests(
+        self,
+        *,
+        method: str | None = None,
+        verb: str | None = None,
+        resource: str | None = None,
+        subresource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        status: int | None = None,
+    ) -> RequestList:
+        """Recorded requests matching every given attribute (resource may be "pods/binding")."""
+        if resource and "/" in resource and subresource is None:
+            resource, subresource = resource.split("/", 1)
+        want = {
+            "method": method.upper() if method else None,
+            "verb": verb,
+            "resource": resource,
+            "subresource": subresource,
+            "namespace": namespace,
+            "name": name,
+            "status": status,
+        }
+        return [
+            r
+            for r in self.requests
+            if all(v is None or getattr(r, k) == v for k, v in want.items())
+        ]
+
+    def count_requests(self, **match: Any) -> int:
+        return len(self.find_requests(**match))
+
+    def _record(
+        self, request: web.Request, attrs: RequestAttrs | None, status: int, raw: bytes
+    ) -> None:
+        body: Any = None
+        if raw:
+            try:
+                body = msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                body = raw.decode("utf-8", "replace")
+        rec = RecordedRequest(
+            method=request.method,
+            path=request.path,
+            query=dict(request.query),
+            status=status,
+            verb=attrs.verb if attrs else None,
+            resource=attrs.resource if attrs else None,
+            subresource=attrs.subresource if attrs else None,
+            namespace=attrs.namespace if attrs else None,
+            name=attrs.name if attrs else None,
+            content_type=request.content_type if raw else None,
+            body=body,
+            time=time.time(),
+        )
+        with self._requests_lock:
+            self._requests.append(rec)
+        request[_RECORDED] = True
+
+    # -- HTTP -----------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/_testing" or request.path.startswith("/_testing/"):
+            return await self._handle_testing(request)
+        raw = await request.read() if request.method in ("POST", "PUT", "PATCH", "DELETE") else b""
+        attrs: RequestAttrs | None = None
+        resp: web.StreamResponse
+        try:
+            route = self._route(request)
+            attrs = route.attrs
+            delay = self.faults.latency(attrs)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            failure = self.faults.take_failure(attrs)
+            if failure is not None:
+                headers = {}
+                if failure.retry_after is not None:
+                    headers["Retry-After"] = str(failure.retry_after)
+                status = status_body(failure.code, failure.message, failure.reason)
+                if failure.retry_after is not None:
+                    status["details"] = {"retryAfterSeconds": failure.retry_after}
+                resp = _json(status, failure.code, headers)
+            elif route.res is None:
+                resp = self._serve_doc(route)
+            else:
+                resp = await self._serve_resource(request, route, raw)
+        except APIStatusError as e:
+            resp = _json(e.status, e.code)
+        except SelectorError as e:
+            resp = _json(status_body(400, str(e)), 400)
+        except Exception as e:  # answer like kube would, never with a traceback
+            log.exception("test apiserver: %s %s failed", request.method, request.path)
+            resp = _json(status_body(500, f"Internal error occurred: {e}"), 500)
+        if not request.get(_RECORDED):
+            self._record(request, attrs, resp.status, raw)
+        return resp
+
+    def _serve_doc(self, route: _Route) -> web.StreamResponse:
+        if isinstance(route.doc, str):
+            status = 404 if route.doc == _NOT_FOUND_TEXT else 200
+            return web.Response(text=route.doc, status=status, content_type="text/plain")
+        return _json(route.doc)
+
+    def _route(self, request: web.Request) -> _Route:
+        segs = [s for s in request.path.split("/") if s]
+        q = request.query
+        method = request.method
+
+        def doc(body: Any) -> _Route:
+            return _Route(RequestAttrs("get"), doc=body)
+
+        if not segs:
+            return doc({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/version"]})
+        head = segs[0]
+        if head in ("healthz", "livez", "readyz") and len(segs) == 1:
+            return doc("ok")
+        if head == "version" and len(segs) == 1:
+            return doc(VERSION_INFO)
+        if head == "api":
+            if len(segs) == 1:
+                return doc(
+                    {
+                        "kind": "APIVersions",
+                        "versions": ["v1"],
+                        "serverAddressByClientCIDRs": [
+                            {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{self.host}:{self.port}"}
+                        ],
+                    }
+                )
+            group, version, rest = "", segs[1], segs[2:]
+        elif head == "apis":
+            if len(segs) == 1:
+                return doc(R.api_group_list())
+            if len(segs) == 2:
+                g = R.api_group(segs[1])
+                return doc(g if g is not None else _NOT_FOUND_TEXT)
+            group, version, rest = segs[1], segs[2], segs[3:]
+        else:
+            return doc(_NOT_FOUND_TEXT)
+        resources = R.BY_GROUP_VERSION.get((group, version))
+        if resources is None:
+            return doc(_NOT_FOUND_TEXT)
+        if not rest:
+            return doc(R.resource_list(group, version))
+        watch = _flag(q.get("watch"))
+        if rest[0] == "watch":
+            watch, rest = True, rest[1:]
+        namespace: str | None = None
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and rest[2] in resources
+            and resources[rest[2]].namespaced
+        ):
+            namespace, rest = rest[1], rest[2:]
+        res = resources.get(rest[0]) if rest else None
+        if res is None or len(rest) > 3:
+            raise APIStatusError.make(404, "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and sub not in res.subresources:
+            raise APIStatusError.make(404, "the server could not find the requested resource")
+        if res.namespaced and namespace is None and name is not None:
+            raise APIStatusError.make(404, "the server could not find the requested resource")
+        verb = self._verb(method, res, name, sub, watch, namespace)
+        attrs = RequestAttrs(verb, res.plural, res.qualified, sub, namespace, name)
+        return _Route(attrs, res, namespace, name, sub)
+
+    @staticmethod
+    def _verb(
+        method: str, res: ResourceInfo, name: str | None, sub: str | None, watch: bool,
+        namespace: str | None,
+    ) -> str:  # fmt: skip
+        not_allowed = APIStatusError.make(
+            405, "the server does not allow this method on the requested resource"
+        )
+        if res is R.BINDINGS:
+            if method == "POST" and name is None and namespace is not None:
+                return "create"
+            raise not_allowed
+        if sub == "binding":
+            if method == "POST":
+                return "create"
+            raise not_allowed
+        if method == "GET":
+            if name is None or (watch and sub is None):
+                return "watch" if watch else "list"
+            return "get"
+        if sub == "status" and method not in ("PUT", "PATCH"):
+            raise not_allowed
+        if method == "POST" and name is None and (namespace is not None or not res.namespaced):
+            return "create"
+        if method == "PUT" and name is not None:
+            return "update"
+        if method == "PATCH" and name is not None:
+            return "patch"
+        if method == "DELETE":
+            return "delete" if name is not None else "deletecollection"
+        raise not_allowed
+
+    async def _serve_resource(
+        self, request: web.Request, route: _Route, raw: bytes
+    ) -> web.StreamResponse:
+        res = route.res
+        assert res is not None
+        q = request.query
+        verb = route.attrs.verb
+        ns, name, sub = route.namespace, route.name, route.subresource
+        dry_run = "All" in q.getall("dryRun", [])
+        store = self.store
+        if verb in ("list", "watch", "deletecollection"):
+            labels = LabelSelector.parse(q.get("labelSelector"))
+            fields = FieldSelector.parse(q.get("fieldSelector"), res.field_getters())
+            if verb == "watch":
+                return await self._serve_watch(request, route, labels, fields)
+            items, rv = store.list(res, ns, labels, fields)
+            if verb == "deletecollection":
+                opts = DeleteOptions.from_body(_decode_body(raw) if raw.strip() else None, dict(q))
+                gone = [
+                    store.delete(res, o["metadata"].get("namespace"), o["metadata"]["name"], opts,
+                                 dry_run=dry_run)
+                    for o in items
+                ]  # fmt: skip
+                return self._list_response(res, gone, store.rv, q)
+            return self._list_response(res, items, rv, q)
+        assert name is not None or verb == "create"
+        if verb == "get":
+            assert name is not None
+            return _json(store.get(res, ns, name))
+        if verb == "delete":
+            assert name is not None
+            opts = DeleteOptions.from_body(_decode_body(raw) if raw.strip() else None, dict(q))
+            return _json(store.delete(res, ns, name, opts, dry_run=dry_run))
+        body = _decode_body(raw) if raw.strip() else None
+        if body is None:
+            raise bad_request("the request body is empty")
+        if verb == "create":
+            if sub == "binding" or res is R.BINDINGS:
+                assert ns is not None
+                pod = name if name is not None else ((body.get("metadata") or {}).get("name") or "")
+                store.bind(ns, pod, body, dry_run=dry_run)
+                success = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                           "status": "Success", "code": 201}  # fmt: skip
+                return _json(success, 201)
+            return _json(store.create(res, ns, body, dry_run=dry_run), 201)
+        assert name is not None
+        if verb == "update":
+            return _json(store.update(res, ns, name, body, subresource=sub, dry_run=dry_run))
+        patch_type = _PATCH_TYPES.get(request.content_type, request.content_type)
+        obj = store.patch(res, ns, name, patch_type, body, subresource=sub, dry_run=dry_run)
+        return _json(obj)
+
+    def _list_response(
+        self, res: ResourceInfo, items: JSONList, rv: int, q: Mapping[str, str]
+    ) -> web.Response:
+        meta: JSON = {"resourceVersion": str(rv)}
+        cont = q.get("continue")
+        if cont:
+            try:
+                token = msgspec.json.decode(base64.urlsafe_b64decode(cont.encode()))
+                start = (token["start"][0], token["start"][1])
+                meta["resourceVersion"] = str(int(token["rv"]))
+            except Exception:
+                raise bad_request(f"continue key is not valid: {cont!r}") from None
+            items = [o for o in items if _obj_key(o) > start]
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            raise bad_request(f"invalid limit {q.get('limit')!r}") from None
+        if 0 < limit < len(items):
+            remaining = len(items) - limit
+            items = items[:limit]
+            token_rv = int(meta["resourceVersion"])
+            token = {"rv": token_rv, "start": list(_obj_key(items[-1]))}
+            meta["continue"] = base64.urlsafe_b64encode(encode(token)).decode()
+            meta["remainingItemCount"] = remaining
+        if not res.crd:  # typed lists omit kind/apiVersion in items; unstructured ones keep them
+            items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
+        return _json(
+            {
+                "kind": f"{res.kind}List",
+                "apiVersion": res.api_version,
+                "metadata": meta,
+                "items": items,
+            }
+        )
+
+    async def _serve_watch(
+        self, request: web.Request, route: _Route, labels: LabelSelector, fields: FieldSelector
+    ) -> web.StreamResponse:
+        res = route.res
+        assert res is not None
+        q = request.query
+        timeout: float | None = None
+        if q.get("timeoutSeconds"):
+            try:
+                timeout = float(q["timeoutSeconds"])
+            except ValueError:
+                raise bad_request(f"invalid timeoutSeconds {q['timeoutSeconds']!r}") from None
+        bookmarks = _flag(q.get("allowWatchBookmarks"))
+        watcher = self.store.open_watch(
+            res,
+            route.namespace,
+            labels,
+            fields,
+            q.get("resourceVersion"),
+            name=route.name,
+            send_initial_events=_flag(q.get("sendInitialEvents")),
+        )
+        resp = web.StreamResponse(
+            status=200,
+            headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
+        )
+        resp.enable_chunked_encoding()
+        try:
+            await resp.prepare(request)
+        except BaseException:
+            self.store.close_watch(watcher)
+            raise
+        self._record(request, route.attrs, 200, b"")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + timeout if timeout else None
+        interval = self.bookmark_interval if bookmarks and self.bookmark_interval > 0 else None
+        next_bookmark = started + interval if interval else None
+        sent = 0
+        abort = False
+        try:
+            while True:
+                now = loop.time()
+                if deadline is not None and now >= deadline:
+                    break
+                if next_bookmark is not None and interval is not None and now >= next_bookmark:
+                    # queued, so it can never overtake events it claims to cover
+                    watcher.queue.put_nowait((BOOKMARK, self.store.bookmark_line(res)))
+                    next_bookmark = now + interval
+                waits = [t - now for t in (deadline, next_bookmark) if t is not None]
+                try:
+                    async with asyncio.timeout(max(min(waits), 0) if waits else None):
+                        kind, line = await watcher.queue.get()
+                except TimeoutError:
+                    continue
+                if kind == CLOSE:
+                    break
+                if kind == ABORT:
+                    abort = True
+                    break
+                await resp.write(line)
+                if kind == EVENT:
+                    sent += 1
+                    limit = self.faults.watch_event_limit(route.attrs)
+                    if limit is not None and sent >= limit:
+                        break
+        except (ConnectionError, RuntimeError):
+            abort = True  # the client went away
+        finally:
+            self.store.close_watch(watcher)
+        if abort:
+            if request.transport is not None:
+                request.transport.abort()
+            return resp
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await resp.write_eof()
+        return resp
+
+    async def _handle_testing(self, request: web.Request) -> web.StreamResponse:
+        """Control endpoints for out-of-process tests; never recorded or faulted."""
+        path = request.path.rstrip("/")
+        try:
+            if path == "/_testing/requests":
+                if request.method == "DELETE":
+                    self.clear_requests()
+                    return _json({"items": []})
+                return _json({"items": [r.to_json() for r in self.requests]})
+            if path == "/_testing/faults":
+                if request.method == "DELETE":
+                    self.faults.clear()
+                    return _json(self.faults.snapshot())
+                if request.method == "POST":
+                    spec = _decode_body(await request.read())
+                    specs = spec if isinstance(spec, list) else [spec]
+                    result: JSON = {}
+                    for s in specs:
+                        result = self.faults.apply(s)
+                    return _json(result)
+                return _json(self.faults.snapshot())
+            if path == "/_testing/compact" and request.method == "POST":
+                kind = request.query.get("resource")
+                self.store.compact(R.lookup(kind) if kind else None)
+                return _json({"resourceVersion": str(self.store.rv)})
+            if path == "/_testing/watchers":
+                return _json({"count": len(self.store.all_watchers())})
+        except (ValueError, KeyError, TypeError) as e:
+            return _json(status_body(400, str(e)), 400)
+        except APIStatusError as e:
+            return _json(e.status, e.code)
+        return web.Response(text=_NOT_FOUND_TEXT, status=404, content_type="text/plain")
+
+
+def _obj_key(obj: JSON) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+@contextlib.asynccontextmanager
+async def serving(**kwargs: Any) -> AsyncIterator[TestAPIServer]:
+    """`async with serving(...) as srv`: a started server on the current loop."""
+    async with TestAPIServer(**kwargs) as srv:
+        yield srv

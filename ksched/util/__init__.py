@@ -1,0 +1,1 @@
+"""Small async and time helpers that know nothing of scheduling."""

@@ -1,0 +1,417 @@
+import copy
+from typing import Any
+
+import pytest
+
+from ksched.config import (
+    API_VERSION,
+    DEFAULT_MULTI_POINT,
+    KIND,
+    UNIMPLEMENTED_UPSTREAM_PLUGINS,
+    ClientConnection,
+    KubeSchedulerConfiguration,
+    LeaderElection,
+    PluginConfig,
+    PluginRef,
+    PluginSet,
+    Profile,
+    decode_config,
+    default_config,
+    default_plugin_args,
+    load_config_data,
+    merge_plugin_set,
+    set_defaults,
+)
+
+# kube-scheduler v1 getDefaultPlugins(), minus the in-tree volume limit plugins upstream removed.
+UPSTREAM_MULTI_POINT = [
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+]
+EFFECTIVE_MULTI_POINT = [
+    (n, w) for n, w in UPSTREAM_MULTI_POINT if n not in UNIMPLEMENTED_UPSTREAM_PLUGINS
+]
+DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+DEFAULT_PLUGIN_CONFIG = [
+    PluginConfig("DefaultPreemption",
+                 {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}),
+    PluginConfig("InterPodAffinity",
+                 {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False}),
+    PluginConfig("NodeAffinity", {}),
+    PluginConfig("NodeResourcesBalancedAllocation", {"resources": DEFAULT_RESOURCES}),
+    PluginConfig("NodeResourcesFit",
+                 {"scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES}}),
+    PluginConfig("PodTopologySpread", {"defaultingType": "System"}),
+]
+
+
+def names(refs: list[PluginRef]) -> list[tuple[str, int | None]]:
+    return [(p.name, p.weight) for p in refs]
+
+
+def load(doc: dict[str, Any]) -> tuple[KubeSchedulerConfiguration, list[str]]:
+    return load_config_data({"apiVersion": API_VERSION, "kind": KIND, **doc}, "c.yaml")
+
+
+def test_default_multi_point_matches_upstream_order_and_weights() -> None:
+    assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT
+    assert {
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"
+    } == UNIMPLEMENTED_UPSTREAM_PLUGINS
+
+
+def test_default_config_scalars() -> None:
+    cfg = default_config()
+    assert cfg.api_version == API_VERSION
+    assert cfg.kind == KIND
+    assert cfg.parallelism == 16
+    assert cfg.percentage_of_nodes_to_score is None
+    assert cfg.pod_initial_backoff_seconds == 1
+    assert cfg.pod_max_backoff_seconds == 10
+    assert cfg.delay_cache_until_active is False
+    assert cfg.extenders == []
+    assert cfg.leader_election == LeaderElection(
+        leader_elect=True, lease_duration=15.0, renew_deadline=10.0, retry_period=2.0,
+        resource_lock="leases", resource_name="ksched", resource_namespace="kube-system",
+    )
+    assert cfg.client_connection == ClientConnection(
+        kubeconfig="", qps=50.0, burst=100, content_type="application/json",
+        accept_content_types="",
+    )
+
+
+def test_default_profile_plugins_and_args() -> None:
+    cfg = default_config()
+    assert len(cfg.profiles) == 1
+    prof = cfg.profiles[0]
+    assert prof.scheduler_name == "ksched"
+    assert prof.percentage_of_nodes_to_score is None
+    assert names(prof.plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
+    assert prof.plugins.multi_point.disabled == []
+    assert prof.plugins.filter == PluginSet()
+    assert prof.plugins.score == PluginSet()
+    assert prof.plugin_config == DEFAULT_PLUGIN_CONFIG
+
+
+def test_default_list_is_not_shared_with_configs() -> None:
+    cfg = default_config()
+    cfg.profiles[0].plugins.multi_point.enabled[0].name = "Changed"
+    cfg.profiles[0].plugin_config[3].args["resources"][0]["weight"] = 9
+    fresh = default_config()
+    assert fresh.profiles[0].plugins.multi_point.enabled[0].name == "SchedulingGates"
+    assert fresh.profiles[0].plugin_config == DEFAULT_PLUGIN_CONFIG
+    assert DEFAULT_MULTI_POINT[0].name == "SchedulingGates"
+
+
+# --- mergePluginSet -------------------------------------------------------------------
+
+DEF = PluginSet(enabled=[PluginRef("A"), PluginRef("B", 2), PluginRef("C")])
+
+
+def test_merge_empty_custom_keeps_defaults() -> None:
+    assert merge_plugin_set(DEF, PluginSet()) == DEF
+
+
+def test_merge_disable_star_drops_all_defaults_but_keeps_custom() -> None:
+    got = merge_plugin_set(
+        DEF, PluginSet(enabled=[PluginRef("X"), PluginRef("B", 7)], disabled=[PluginRef("*")])
+    )
+    assert names(got.enabled) == [("X", None), ("B", 7)]
+    assert got.disabled == [PluginRef("*")]
+
+
+def test_merge_reconfigured_default_keeps_its_position() -> None:
+    got = merge_plugin_set(DEF, PluginSet(enabled=[PluginRef("X"), PluginRef("B", 5)]))
+    assert names(got.enabled) == [("A", None), ("B", 5), ("C", None), ("X", None)]
+
+
+def test_merge_reconfigured_default_replaces_weight_entirely() -> None:
+    # Upstream replaces the plugin struct: a re-listed default without weight loses it.
+    got = merge_plugin_set(DEF, PluginSet(enabled=[PluginRef("B")]))
+    assert names(got.enabled) == [("A", None), ("B", None), ("C", None)]
+
+
+def test_merge_disabled_default_then_enabled_is_appended() -> None:
+    got = merge_plugin_set(
+        DEF, PluginSet(enabled=[PluginRef("B", 3)], disabled=[PluginRef("B")])
+    )
+    assert names(got.enabled) == [("A", None), ("C", None), ("B", 3)]
+    assert got.disabled == [PluginRef("B")]
+
+
+def test_merge_disabled_weights_are_dropped_and_default_disabled_follow() -> None:
+    default = PluginSet(enabled=[PluginRef("A")], disabled=[PluginRef("D")])
+    got = merge_plugin_set(default, PluginSet(disabled=[PluginRef("A", 4)]))
+    assert got.enabled == []
+    assert got.disabled == [PluginRef("A"), PluginRef("D")]
+
+
+def test_merge_duplicate_custom_last_replaces_first_is_appended() -> None:
+    got = merge_plugin_set(DEF, PluginSet(enabled=[PluginRef("B", 1), PluginRef("B", 9)]))
+    assert names(got.enabled) == [("A", None), ("B", 9), ("C", None), ("B", 1)]
+
+
+def test_merge_does_not_alias_inputs() -> None:
+    custom = PluginSet(enabled=[PluginRef("X", 1)])
+    got = merge_plugin_set(DEF, custom)
+    got.enabled[0].weight = 100
+    got.enabled[-1].weight = 100
+    assert DEF.enabled[0].weight is None
+    assert custom.enabled[0].weight == 1
+
+
+# --- profiles through set_defaults ------------------------------------------------------
+
+
+def test_multi_point_custom_plugin_appended_and_default_reconfigured_in_place() -> None:
+    cfg, warnings = load({"profiles": [{"plugins": {"multiPoint": {"enabled": [
+        {"name": "Foo", "weight": 4}, {"name": "TaintToleration", "weight": 5},
+    ]}}}]})
+    assert warnings == []
+    got = names(cfg.profiles[0].plugins.multi_point.enabled)
+    expected = [(n, 5 if n == "TaintToleration" else w) for n, w in EFFECTIVE_MULTI_POINT]
+    assert got == [*expected, ("Foo", 4)]
+
+
+def test_multi_point_disable_star_and_reenable_in_user_order() -> None:
+    cfg, _ = load({"profiles": [{"plugins": {"multiPoint": {
+        "enabled": [{"name": "DefaultBinder"}, {"name": "PrioritySort"}],
+        "disabled": [{"name": "*"}],
+    }}}]})
+    mp = cfg.profiles[0].plugins.multi_point
+    assert names(mp.enabled) == [("DefaultBinder", None), ("PrioritySort", None)]
+    assert mp.disabled == [PluginRef("*")]
+    # No default-args plugin is enabled any more, so no pluginConfig is added.
+    assert cfg.profiles[0].plugin_config == []
+
+
+def test_specific_extension_point_has_no_defaults_and_keeps_user_lists() -> None:
+    cfg, _ = load({"profiles": [{"plugins": {
+        "filter": {"enabled": [{"name": "Foo"}, {"name": "Bar"}]},
+        "score": {"enabled": [{"name": "Foo", "weight": 3}], "disabled": [{"name": "*"}]},
+    }}]})
+    plugins = cfg.profiles[0].plugins
+    assert names(plugins.filter.enabled) == [("Foo", None), ("Bar", None)]
+    assert names(plugins.score.enabled) == [("Foo", 3)]
+    assert plugins.score.disabled == [PluginRef("*")]
+    assert names(plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
+
+
+def test_disabled_default_loses_its_default_args() -> None:
+    cfg, _ = load({"profiles": [{"plugins": {"multiPoint": {
+        "disabled": [{"name": "InterPodAffinity"}, {"name": "NodeResourcesFit"}],
+    }}}]})
+    assert [pc.name for pc in cfg.profiles[0].plugin_config] == [
+        "DefaultPreemption", "NodeAffinity", "NodeResourcesBalancedAllocation",
+        "PodTopologySpread",
+    ]
+
+
+def test_default_args_added_for_plugin_enabled_at_any_point() -> None:
+    cfg, _ = load({"profiles": [{"plugins": {
+        "multiPoint": {"disabled": [{"name": "*"}]},
+        "filter": {"enabled": [{"name": "NodeAffinity"}]},
+    }}]})
+    assert cfg.profiles[0].plugin_config == [PluginConfig("NodeAffinity", {})]
+
+
+def test_unimplemented_plugins_from_defaults_are_dropped_silently() -> None:
+    cfg, warnings = load({})
+    assert warnings == []
+    enabled = {p.name for p in cfg.profiles[0].plugins.multi_point.enabled}
+    assert not enabled & UNIMPLEMENTED_UPSTREAM_PLUGINS
+
+
+def test_unimplemented_plugins_named_by_user_are_dropped_with_warnings() -> None:
+    cfg, warnings = load({"profiles": [{
+        "plugins": {
+            "filter": {"enabled": [{"name": "Foo"}, {"name": "VolumeBinding"}]},
+            "multiPoint": {"enabled": [{"name": "DynamicResources"}]},
+        },
+        "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 5}}],
+    }]})
+    assert warnings == [
+        "c.yaml: profiles[0].plugins.filter.enabled[1]: plugin 'VolumeBinding' is not "
+        "implemented by ksched; ignoring it",
+        "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: plugin 'DynamicResources' is not "
+        "implemented by ksched; ignoring it",
+        "c.yaml: profiles[0].pluginConfig[0]: plugin 'VolumeBinding' is not implemented by "
+        "ksched; ignoring its args",
+    ]
+    prof = cfg.profiles[0]
+    assert names(prof.plugins.filter.enabled) == [("Foo", None)]
+    assert names(prof.plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
+    assert "VolumeBinding" not in [pc.name for pc in prof.plugin_config]
+
+
+def test_disabling_unimplemented_plugins_is_fine() -> None:
+    cfg, warnings = load({"profiles": [{"plugins": {"multiPoint": {
+        "disabled": [{"name": "VolumeBinding"}, {"name": "VolumeZone"}],
+    }}}]})
+    assert warnings == []
+    assert cfg.profiles[0].plugins.multi_point.disabled == [
+        PluginRef("VolumeBinding"), PluginRef("VolumeZone")
+    ]
+    assert names(cfg.profiles[0].plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
+
+
+def test_user_plugin_config_first_then_defaults_sorted() -> None:
+    cfg, _ = load({"profiles": [{"pluginConfig": [
+        {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}},
+        {"name": "Custom", "args": {"x": 1}},
+        {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 50}},
+    ]}]})
+    pcs = cfg.profiles[0].plugin_config
+    assert [pc.name for pc in pcs] == [
+        "PodTopologySpread", "Custom", "DefaultPreemption",
+        "InterPodAffinity", "NodeAffinity", "NodeResourcesBalancedAllocation", "NodeResourcesFit",
+    ]
+    assert pcs[0].args["defaultingType"] == "List"
+    assert len(pcs[0].args["defaultConstraints"]) == 1
+    assert pcs[1].args == {"x": 1}
+    assert pcs[2].args == {"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 100}
+
+
+def test_single_profile_without_name_is_ksched_but_explicit_empty_is_kept() -> None:
+    cfg, _ = load({"profiles": [{"plugins": {}}]})
+    assert cfg.profiles[0].scheduler_name == "ksched"
+    cfg2, _, _ = decode_config({"apiVersion": API_VERSION, "kind": KIND,
+                                "profiles": [{"schedulerName": ""}]})
+    assert cfg2 is not None
+    assert cfg2.profiles[0].scheduler_name == ""
+
+
+def test_several_profiles_get_no_default_name() -> None:
+    cfg, _, _ = decode_config({"apiVersion": API_VERSION, "kind": KIND,
+                               "profiles": [{}, {"schedulerName": "b"}]})
+    assert cfg is not None
+    assert [p.scheduler_name for p in cfg.profiles] == ["", "b"]
+
+
+def test_zero_values_defaulted_like_upstream() -> None:
+    cfg, _ = load({
+        "leaderElection": {"leaseDuration": "0s", "renewDeadline": "0s", "retryPeriod": "0s",
+                           "resourceLock": "", "resourceName": "", "resourceNamespace": ""},
+        "clientConnection": {"qps": 0, "burst": 0, "contentType": ""},
+        "extenders": [{"urlPrefix": "http://e", "httpTimeout": "0s"}],
+    })
+    assert cfg.leader_election == LeaderElection()
+    assert cfg.client_connection == ClientConnection()
+    assert cfg.extenders[0].http_timeout == 5.0
+
+
+def test_explicit_values_are_not_overridden() -> None:
+    cfg, _ = load({
+        "parallelism": 4, "percentageOfNodesToScore": 30,
+        "podInitialBackoffSeconds": 2, "podMaxBackoffSeconds": 20,
+        "leaderElection": {"leaderElect": False, "leaseDuration": "30s",
+                           "resourceName": "mine", "resourceNamespace": "ns"},
+        "clientConnection": {"qps": 10.5, "burst": 7, "contentType": "application/yaml",
+                             "kubeconfig": "/k"},
+    })
+    assert (cfg.parallelism, cfg.percentage_of_nodes_to_score) == (4, 30)
+    assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (2, 20)
+    le = cfg.leader_election
+    assert (le.leader_elect, le.lease_duration, le.resource_name, le.resource_namespace) == (
+        False, 30.0, "mine", "ns")
+    cc = cfg.client_connection
+    assert (cc.qps, cc.burst, cc.content_type, cc.kubeconfig) == (
+        10.5, 7, "application/yaml", "/k")
+
+
+def test_set_defaults_is_idempotent() -> None:
+    cfg, _ = load({"profiles": [{"schedulerName": "a", "plugins": {
+        "multiPoint": {"enabled": [{"name": "Foo"}], "disabled": [{"name": "ImageLocality"}]},
+        "filter": {"enabled": [{"name": "VolumeZone"}]},
+    }}]})
+    again = copy.deepcopy(cfg)
+    assert set_defaults(again) == []
+    assert again == cfg
+
+
+def test_set_defaults_adds_profile_when_none() -> None:
+    cfg = KubeSchedulerConfiguration(profiles=[])
+    set_defaults(cfg)
+    assert [p.scheduler_name for p in cfg.profiles] == ["ksched"]
+    cfg2 = KubeSchedulerConfiguration(profiles=[Profile("a"), Profile("b")])
+    set_defaults(cfg2)
+    assert [p.scheduler_name for p in cfg2.profiles] == ["a", "b"]
+
+
+# --- plugin args -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("DefaultPreemption", {},
+         {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}),
+        ("DefaultPreemption", {"minCandidateNodesAbsolute": 0},
+         {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 0}),
+        ("InterPodAffinity", {"ignorePreferredTermsOfExistingPods": True},
+         {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": True}),
+        ("InterPodAffinity", {"hardPodAffinityWeight": 0},
+         {"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": False}),
+        ("NodeAffinity", {}, {}),
+        ("NodeAffinity", {"addedAffinity": {"x": 1}}, {"addedAffinity": {"x": 1}}),
+        ("NodeResourcesBalancedAllocation", {}, {"resources": DEFAULT_RESOURCES}),
+        ("NodeResourcesBalancedAllocation", {"resources": []}, {"resources": DEFAULT_RESOURCES}),
+        ("NodeResourcesBalancedAllocation",
+         {"resources": [{"name": "cpu"}, {"name": "example.com/gpu", "weight": 0},
+                        {"name": "memory", "weight": 3}]},
+         {"resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/gpu", "weight": 1},
+                        {"name": "memory", "weight": 3}]}),
+        ("NodeResourcesFit", {"ignoredResources": ["a"]},
+         {"ignoredResources": ["a"],
+          "scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES}}),
+        ("NodeResourcesFit", {"scoringStrategy": {"type": "MostAllocated"}},
+         {"scoringStrategy": {"type": "MostAllocated", "resources": DEFAULT_RESOURCES}}),
+        ("NodeResourcesFit",
+         {"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                              "requestedToCapacityRatio": {"shape": [
+                                  {"utilization": 0, "score": 0},
+                                  {"utilization": 100, "score": 10}]}}},
+         {"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                              "requestedToCapacityRatio": {"shape": [
+                                  {"utilization": 0, "score": 0},
+                                  {"utilization": 100, "score": 10}]},
+                              "resources": DEFAULT_RESOURCES}}),
+        ("NodeResourcesFit",
+         {"scoringStrategy": {"type": "LeastAllocated",
+                              "resources": [{"name": "cpu", "weight": 0}]}},
+         {"scoringStrategy": {"type": "LeastAllocated",
+                              "resources": [{"name": "cpu", "weight": 1}]}}),
+        # Upstream does not default the type of an explicit strategy.
+        ("NodeResourcesFit", {"scoringStrategy": {}},
+         {"scoringStrategy": {"resources": DEFAULT_RESOURCES}}),
+        ("PodTopologySpread", {}, {"defaultingType": "System"}),
+        ("PodTopologySpread", {"defaultingType": "List"}, {"defaultingType": "List"}),
+    ],
+)
+def test_default_plugin_args(name: str, args: dict[str, Any], expected: dict[str, Any]) -> None:
+    before = copy.deepcopy(args)
+    assert default_plugin_args(name, args) == expected
+    assert args == before  # the caller's dict is not mutated
+
+
+def test_default_plugin_args_leaves_other_plugins_untouched() -> None:
+    args: dict[str, Any] = {"anything": [1, 2]}
+    assert default_plugin_args("MyOutOfTreePlugin", args) is args
+    assert default_plugin_args("MyOutOfTreePlugin", {}) == {}

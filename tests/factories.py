@@ -1,0 +1,104 @@
+"""Builders for pods, nodes and snapshots in tests (plain manifests in, ksched objects out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ksched.api.objects import Node, Pod, decode
+from ksched.framework.snapshot import Snapshot
+from ksched.framework.types import NodeInfo, PodInfo
+
+__all__ = ["make_node", "make_node_info", "make_pod", "make_snapshot", "pod_manifest"]
+
+_counter = 0
+
+
+def pod_manifest(
+    name: str = "",
+    namespace: str = "default",
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+    requests: dict[str, Any] | None = None,
+    containers: list[dict[str, Any]] | None = None,
+    node_name: str = "",
+    labels: dict[str, str] | None = None,
+    priority: int | None = None,
+    uid: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    global _counter
+    _counter += 1
+    name = name or f"pod-{_counter}"
+    if containers is None:
+        req: dict[str, Any] = dict(requests or {})
+        if cpu is not None:
+            req["cpu"] = cpu
+        if memory is not None:
+            req["memory"] = memory
+        containers = [{"name": "c", "image": "pause", "resources": {"requests": req} if req else {}}]
+    s: dict[str, Any] = {"containers": containers, "schedulerName": "ksched"}
+    if node_name:
+        s["nodeName"] = node_name
+    if priority is not None:
+        s["priority"] = priority
+    s.update(spec)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}-{_counter}",
+                     "labels": labels or {}},
+        "spec": s,
+    }
+
+
+def make_pod(name: str = "", namespace: str = "default", **kw: Any) -> PodInfo:
+    m = pod_manifest(name, namespace, **kw)
+    return PodInfo(decode(m, Pod), m)
+
+
+def make_node(
+    name: str,
+    *,
+    cpu: str | int = "4",
+    memory: str = "32Gi",
+    pods: int = 110,
+    allocatable: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, Any]] | None = None,
+    unschedulable: bool = False,
+    images: list[dict[str, Any]] | None = None,
+) -> Node:
+    alloc: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": pods}
+    if allocatable:
+        alloc.update(allocatable)
+    m: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"unschedulable": unschedulable, "taints": taints or []},
+        "status": {"allocatable": alloc, "capacity": alloc, "images": images or []},
+    }
+    return decode(m, Node)
+
+
+def make_node_info(node: Node, pods: list[PodInfo] = ()) -> NodeInfo:  # type: ignore[assignment]
+    ni = NodeInfo()
+    ni.set_node(node)
+    for p in pods:
+        ni.add_pod(p)
+    return ni
+
+
+def make_snapshot(nodes: list[Node], pods: list[PodInfo] = ()) -> Snapshot:  # type: ignore[assignment]
+    """A snapshot built through the real cache (node-tree order, image states)."""
+    from ksched.cache import Cache
+
+    cache = Cache()
+    for n in nodes:
+        cache.add_node(n)
+    for p in pods:
+        cache.add_pod(p)
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    return snap
