@@ -617,11 +617,12 @@ def _extender_dict(ext: Extender) -> dict[str, Any]:
 def to_dict(cfg: KubeSchedulerConfiguration) -> dict[str, Any]:
     """The config in kube camelCase, field order as upstream's v1 struct, durations as Go.
 
-    ``percentageOfNodesToScore`` is omitted when None (adaptive).
+    Always written as v1 (a v1beta3 file is read as v1), like kube-scheduler's
+    ``--write-config-to``. ``percentageOfNodesToScore`` is omitted when None (adaptive).
     """
     le, cc = cfg.leader_election, cfg.client_connection
     out: dict[str, Any] = {
-        "apiVersion": cfg.api_version,
+        "apiVersion": API_VERSION,
         "kind": cfg.kind,
         "parallelism": cfg.parallelism,
         "leaderElection": {

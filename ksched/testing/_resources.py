@@ -222,5 +222,62 @@ def api_group(group: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(group)}
 
 
+def _gv_path(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def openapi_v3_root() -> dict[str, Any]:
+    paths = {
+        _gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash=ksched"}
+        for (g, v) in BY_GROUP_VERSION
+    }
+    return {"paths": paths}
+
+
+def openapi_v3_group_version(group: str, version: str) -> dict[str, Any] | None:
+    """A stub OpenAPI v3 document: only PATCH operations carrying the `fieldValidation` query
+    parameter, no schemas.
+
+    That is exactly what kubectl's query-param verifier looks for, so `kubectl create/apply`
+    leave validation to the server instead of downloading a schema to validate client-side.
+    No requestBody is declared, so kubectl computes apply patches from its compiled-in types.
+    """
+    rs = BY_GROUP_VERSION.get((group, version))
+    if rs is None:
+        return None
+    params = [
+        {"name": p, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+        for p in ("dryRun", "fieldManager", "fieldValidation", "force")
+    ]
+    paths: dict[str, Any] = {}
+    for r in rs.values():
+        if "patch" not in r.verbs:
+            continue
+        base = "/" + _gv_path(group, version)
+        item = (
+            f"{base}/namespaces/{{namespace}}/{r.plural}/{{name}}"
+            if r.namespaced
+            else f"{base}/{r.plural}/{{name}}"
+        )
+        paths[item] = {
+            "patch": {
+                "operationId": f"patch{r.kind}",
+                "parameters": params,
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": {
+                    "group": group,
+                    "version": version,
+                    "kind": r.kind,
+                },
+            }
+        }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.31.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
+
+
 def api_group_list() -> dict[str, Any]:
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_doc(g) for g in GROUPS]}

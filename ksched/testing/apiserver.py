@@ -561,6 +561,16 @@ class TestAPIServer:
             return doc("ok")
         if head == "version" and len(segs) == 1:
             return doc(VERSION_INFO)
+        if head == "openapi" and segs[1:2] == ["v3"]:
+            if len(segs) == 2:
+                return doc(R.openapi_v3_root())
+            if segs[2] == "api" and len(segs) == 4:
+                spec = R.openapi_v3_group_version("", segs[3])
+            elif segs[2] == "apis" and len(segs) == 5:
+                spec = R.openapi_v3_group_version(segs[3], segs[4])
+            else:
+                spec = None
+            return doc(spec if spec is not None else _NOT_FOUND_TEXT)
         if head == "api":
             if len(segs) == 1:
                 return doc(

@@ -60,6 +60,11 @@ def test_v1beta3_is_accepted_with_deprecation_warning() -> None:
     assert warnings[0].startswith("config.yaml: apiVersion: kubescheduler.config.k8s.io/v1beta3")
     assert "deprecated" in warnings[0]
     assert "change apiVersion to kubescheduler.config.k8s.io/v1" in warnings[0]
+    # The effective config is written as v1 and then loads without the warning.
+    assert to_dict(cfg)["apiVersion"] == API_VERSION
+    again, warnings = load_config_data(to_dict(cfg), "config.yaml")
+    assert warnings == []
+    assert again.parallelism == 3 and again.profiles == cfg.profiles
 
 
 @pytest.mark.parametrize(

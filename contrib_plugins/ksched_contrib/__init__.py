@@ -1,0 +1,1 @@
+"""ksched-contrib: plugins shipped apart from ksched; ksched never imports this package."""
