@@ -221,13 +221,22 @@ def _aggregate(
 class _Acc:
     """Resource accumulator protocol used by ``_aggregate`` for both request flavours."""
 
-    def add(self, other: _Acc) -> None: ...
-    def set_max(self, other: _Acc) -> None: ...
-    def clone(self) -> _Acc: ...
+    def add(self, other: _Acc) -> None:
+        raise NotImplementedError
+
+    def set_max(self, other: _Acc) -> None:
+        raise NotImplementedError
+
+    def clone(self) -> _Acc:
+        raise NotImplementedError
+
     @classmethod
-    def zero(cls) -> _Acc: ...
+    def zero(cls) -> _Acc:
+        raise NotImplementedError
+
     @classmethod
-    def of(cls, c: Container, where: str) -> _Acc: ...
+    def of(cls, c: Container, where: str) -> _Acc:
+        raise NotImplementedError
 
 
 class _Full(Resource, _Acc):  # type: ignore[misc]

@@ -196,8 +196,6 @@ class Framework:
         self.pre_bind_plugins = self._lists["preBind"]
         self.bind_plugins = self._lists["bind"]
         self.post_bind_plugins = self._lists["postBind"]
-        # Extenders (HTTP) join filter/score/bind; set by the scheduler when configured.
-        self.extenders: list[Any] = []
 
     def _expand_multi_point(self, plugins: Any) -> None:
         for point, attr in _POINT_ATTR.items():

@@ -36,7 +36,10 @@ class Snapshot:
         self.node_infos: list[NodeInfo] = list(node_infos)
         self.index: dict[str, int] = {ni.name: i for i, ni in enumerate(self.node_infos)}
         n = self.n = len(self.node_infos)
-        z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
+
+        def z() -> IntArray:
+            return np.zeros(n, dtype=np.int64)
+
         self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods = z(), z(), z(), z()
         self.req_cpu, self.req_mem, self.req_eph, self.num_pods = z(), z(), z(), z()
         self.nz_cpu, self.nz_mem = z(), z()

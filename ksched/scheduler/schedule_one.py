@@ -155,8 +155,6 @@ def find_nodes_that_fit_pod(
     diagnosis.unschedulable_plugins |= out.unschedulable_plugins
     feasible = out.feasible
     explain_out: dict[str, Any] | None = {"filter": out.explain} if explain else None
-    if len(feasible) and fw.extenders:
-        feasible = sched.run_extender_filters(fw, pod, feasible, diagnosis)
     return feasible, diagnosis, out.processed, explain_out
 
 
@@ -208,7 +206,7 @@ def schedule_pod(
 def prioritize_nodes(
     sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, feasible: Any, explain: bool
 ) -> tuple[np.ndarray[Any, Any], Status, Any]:
-    if not fw.score_plugins and not fw.extenders:
+    if not fw.score_plugins:
         return np.ones(len(feasible), dtype=np.int64), SUCCESS, None
     infos = sched.snapshot.node_infos
     st = fw.run_pre_score(state, pod, [infos[int(r)] for r in feasible])
@@ -217,10 +215,7 @@ def prioritize_nodes(
     out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=explain)
     if out is None:
         return np.empty(0), st, None
-    totals = out.totals
-    if fw.extenders:
-        totals = totals + sched.run_extender_prioritize(fw, pod, feasible)
-    return totals, SUCCESS, out.per_plugin
+    return out.totals, SUCCESS, out.per_plugin
 
 
 def scheduling_cycle(sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo,

@@ -244,7 +244,7 @@ class Scheduler:
             if st.is_success():
                 st = await fw.run_pre_bind(state, assumed, node)
             if st.is_success():
-                st = await self.bind(fw, state, assumed, node)
+                st = await fw.run_bind(state, assumed, node)
             if not st.is_success():
                 self.handle_binding_failure(fw, state, qpi, assumed, node, st)
                 return
@@ -255,18 +255,6 @@ class Scheduler:
         finally:
             self.in_flight_bindings -= 1
             self._binding_limit.release()
-
-    async def bind(self, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for ext in fw.extenders:
-            if ext.is_binder() and ext.is_interested(pod):
-                try:
-                    await ext.bind(pod, node)
-                except Exception as e:
-                    st = Status(Code.ERROR, f"extender {ext.name}: {e}")
-                    st.cause = e
-                    return st
-                return Status()
-        return await fw.run_bind(state, pod, node)
 
     def handle_binding_failure(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str, st: Status

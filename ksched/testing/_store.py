@@ -13,7 +13,7 @@ import random
 import re
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -298,21 +298,30 @@ class StoredEvent:
         src = self.obj if self.obj is not None else self.prev
         return ((src or {}).get("metadata") or {}).get("namespace") or ""
 
-    def line(self, kind: str) -> bytes:
-        """The JSON line for this change as seen by a watcher (encoded once, shared)."""
-        cached = self._encoded.get(kind)
-        if cached is not None:
-            return cached
+    def object_for(self, kind: str) -> JSON:
         if kind == "DELETED":
             # kube sends the last state it had, stamped with the RV of the change
             prev = self.prev or {}
             obj = dict(prev)
             obj["metadata"] = {**(prev.get("metadata") or {}), "resourceVersion": str(self.rv)}
-        else:
-            obj = self.obj or {}
-        line = encode({"type": kind, "object": obj}) + b"\n"
-        self._encoded[kind] = line
-        return line
+            return obj
+        return self.obj or {}
+
+    def line(self, kind: str) -> bytes:
+        """The JSON line for this change as seen by a watcher (encoded once, shared)."""
+        cached = self._encoded.get(kind)
+        if cached is None:
+            cached = event_line(kind, self.object_for(kind))
+            self._encoded[kind] = cached
+        return cached
+
+
+def event_line(kind: str, obj: JSON) -> bytes:
+    return encode({"type": kind, "object": obj}) + b"\n"
+
+
+# Re-encodes an event's object for one watcher (server-side printing); None = plain JSON.
+Renderer = Callable[[str, JSON], bytes]
 
 
 class Watcher:
@@ -325,8 +334,10 @@ class Watcher:
         labels: LabelSelector,
         fields: FieldSelector,
         name: str | None = None,
+        render: Renderer | None = None,
     ) -> None:
         self.res = res
+        self.render = render
         self.namespace = namespace
         self.labels = labels
         self.fields = fields
@@ -351,7 +362,10 @@ class Watcher:
             kind = "DELETED"
         else:
             return
-        self.queue.put_nowait((EVENT, ev.line(kind)))
+        if self.render is None:
+            self.queue.put_nowait((EVENT, ev.line(kind)))
+        else:
+            self.queue.put_nowait((EVENT, self.render(kind, ev.object_for(kind))))
 
     def close(self, abort: bool = False) -> None:
         self.queue.put_nowait((ABORT if abort else CLOSE, b""))
@@ -885,13 +899,15 @@ class Store:
         *,
         name: str | None = None,
         send_initial_events: bool = False,
+        render: Renderer | None = None,
     ) -> Watcher:
         """Register a watcher with its backlog (initial state or replay) already queued."""
-        w = Watcher(res, ns if res.namespaced else None, labels, fields, name)
+        w = Watcher(res, ns if res.namespaced else None, labels, fields, name, render)
         if send_initial_events or resource_version in (None, "", "0"):
+            draw = render or event_line
             for obj in self.list(res, w.namespace, labels, fields)[0]:
                 if w.matches(obj):
-                    w.queue.put_nowait((EVENT, encode({"type": "ADDED", "object": obj}) + b"\n"))
+                    w.queue.put_nowait((EVENT, draw("ADDED", obj)))
             if send_initial_events:
                 mark = self.bookmark_line(res, initial_events_end=True)
                 w.queue.put_nowait((BOOKMARK, mark))
@@ -905,7 +921,7 @@ class Store:
                 status = status_body(
                     410, f"too old resource version: {since} ({oldest})", "Expired"
                 )
-                w.queue.put_nowait((EVENT, encode({"type": "ERROR", "object": status}) + b"\n"))
+                w.queue.put_nowait((EVENT, event_line("ERROR", status)))
                 w.close()
                 return w
             for ev in self.history[res.qualified]:

@@ -39,8 +39,10 @@ from ._store import (
     bad_request,
     clone,
     encode,
+    event_line,
     status_body,
 )
+from ._tables import table, wants_table
 from .faults import Faults, RecordedRequest, RequestAttrs
 
 __all__ = ["APIStatusError", "TestAPIServer"]
@@ -676,12 +678,18 @@ class TestAPIServer:
                                  dry_run=dry_run)
                     for o in items
                 ]  # fmt: skip
-                return self._list_response(res, gone, store.rv, q)
-            return self._list_response(res, items, rv, q)
+                return self._list_response(res, gone, store.rv, q, False)
+            return self._list_response(
+                res, items, rv, q, wants_table(request.headers.get("Accept", ""))
+            )
         assert name is not None or verb == "create"
         if verb == "get":
             assert name is not None
-            return _json(store.get(res, ns, name))
+            obj = store.get(res, ns, name)
+            if sub is None and wants_table(request.headers.get("Accept", "")):
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                return _json(table(res, [obj], meta, q.get("includeObject", "Metadata")))
+            return _json(obj)
         if verb == "delete":
             assert name is not None
             opts = DeleteOptions.from_body(_decode_body(raw) if raw.strip() else None, dict(q))
@@ -706,7 +714,7 @@ class TestAPIServer:
         return _json(obj)
 
     def _list_response(
-        self, res: ResourceInfo, items: JSONList, rv: int, q: Mapping[str, str]
+        self, res: ResourceInfo, items: JSONList, rv: int, q: Mapping[str, str], as_table: bool
     ) -> web.Response:
         meta: JSON = {"resourceVersion": str(rv)}
         cont = q.get("continue")
@@ -729,6 +737,8 @@ class TestAPIServer:
             token = {"rv": token_rv, "start": list(_obj_key(items[-1]))}
             meta["continue"] = base64.urlsafe_b64encode(encode(token)).decode()
             meta["remainingItemCount"] = remaining
+        if as_table:
+            return _json(table(res, items, meta, q.get("includeObject", "Metadata")))
         if not res.crd:  # typed lists omit kind/apiVersion in items; unstructured ones keep them
             items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
         return _json(
@@ -753,6 +763,13 @@ class TestAPIServer:
             except ValueError:
                 raise bad_request(f"invalid timeoutSeconds {q['timeoutSeconds']!r}") from None
         bookmarks = _flag(q.get("allowWatchBookmarks"))
+        render: Callable[[str, JSON], bytes] | None = None
+        if wants_table(request.headers.get("Accept", "")):
+            include = q.get("includeObject", "Metadata")
+
+            def render(kind: str, obj: JSON) -> bytes:
+                return event_line(kind, table(res, [obj], {}, include))
+
         watcher = self.store.open_watch(
             res,
             route.namespace,
@@ -761,6 +778,7 @@ class TestAPIServer:
             q.get("resourceVersion"),
             name=route.name,
             send_initial_events=_flag(q.get("sendInitialEvents")),
+            render=render,
         )
         resp = web.StreamResponse(
             status=200,
