@@ -336,11 +336,14 @@ T = TypeVar("T", bound=_S)
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 
 
-def object_ref(raw: Any) -> str:
-    """A short name for an object in error messages: ``Pod default/web-0``."""
+def object_ref(raw: Any, kind: str = "object") -> str:
+    """A short name for an object in error messages: ``Pod default/web-0``.
+
+    ``kind`` is used when the mapping has none (items of API list responses do not).
+    """
     if not isinstance(raw, dict):
         return f"<{type(raw).__name__}>"
-    kind = raw.get("kind") or "object"
+    kind = raw.get("kind") or kind
     meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
     name = meta.get("name", "?") if meta else "?"
     ns = meta.get("namespace") if meta else None
@@ -358,7 +361,7 @@ def decode(raw: Any, cls: type[T]) -> T:
     try:
         return msgspec.convert(raw, cls, strict=True)
     except msgspec.ValidationError as e:
-        raise DecodeError(f"{object_ref(raw)}: {_field_path(e)}") from None
+        raise DecodeError(f"{object_ref(raw, cls.__name__)}: {_field_path(e)}") from None
 
 
 def decode_json(data: bytes, cls: type[T]) -> T:
@@ -369,7 +372,7 @@ def decode_json(data: bytes, cls: type[T]) -> T:
     try:
         return dec.decode(data)  # type: ignore[no-any-return]
     except msgspec.ValidationError as e:
-        ref = object_ref(msgspec.json.decode(data)) if data else cls.__name__
+        ref = object_ref(msgspec.json.decode(data), cls.__name__) if data else cls.__name__
         raise DecodeError(f"{ref}: {_field_path(e)}") from None
     except msgspec.DecodeError as e:
         raise DecodeError(f"{cls.__name__}: invalid JSON: {e}") from None

@@ -1,8 +1,9 @@
 """Kubernetes resource quantities with exact arithmetic.
 
 Quantities are parsed into ``fractions.Fraction`` so that ``0.1`` CPU is exactly 100
-millicores and ``1e3`` is exactly 1000; rounding happens only where Kubernetes rounds
-(``MilliValue()`` and ``Value()`` both round up, away from zero).
+millicores and ``1e3`` is exactly 1000; rounding happens only where Kubernetes rounds:
+parsing rounds up to a whole nanounit (and caps binary-suffixed amounts at the largest
+int64), ``MilliValue()`` and ``Value()`` round up, all away from zero.
 """
 
 from __future__ import annotations
@@ -34,9 +35,21 @@ _DECIMAL = {
 }
 # <sign><digits>[.<digits>] then a suffix: binary SI, decimal SI, or a decimal exponent.
 _RE = re.compile(
-    r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))$"
 )
+
+
+_NANO = Fraction(1, 10**9)
+# ParseQuantity caps BinarySI amounts at the largest int64 (``maxAllowed``).
+_MAX_BINARY = Fraction(2**63 - 1)
+
+
+def _to_nano(q: Fraction) -> Fraction:
+    """Round away from zero to a whole number of nanounits, as ParseQuantity does."""
+    if q.denominator == 1 or (10**9) % q.denominator == 0:
+        return q
+    return _round_away(q * 10**9) * _NANO
 
 
 @lru_cache(maxsize=4096)
@@ -46,13 +59,19 @@ def _parse_str(text: str) -> Fraction:
         raise QuantityError(f"invalid quantity {text!r}")
     num = Fraction(m.group("num"))
     if m.group("bin"):
-        return num * _BINARY[m.group("bin")]
+        q = num * _BINARY[m.group("bin")]
+        if abs(q) > _MAX_BINARY:
+            q = _MAX_BINARY if q > 0 else -_MAX_BINARY
+        return _to_nano(q)
     if m.group("exp"):
         exp = int(m.group("exp")[1:])
-        if abs(exp) > 64:
+        if exp < -64:
+            # Far below a nanounit: any non-zero amount rounds up to 1n.
+            return _NANO if num > 0 else -_NANO if num < 0 else Fraction(0)
+        if exp > 64:
             raise QuantityError(f"quantity exponent out of range: {text!r}")
-        return num * Fraction(10) ** exp
-    return num * _DECIMAL[m.group("dec") or ""]
+        return _to_nano(num * Fraction(10) ** exp)
+    return _to_nano(num * _DECIMAL[m.group("dec") or ""])
 
 
 def parse_quantity(raw: object) -> Fraction:

@@ -7,16 +7,18 @@ prefixed-native, attachable-volumes) resources in whole units.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .objects import Container, InvalidObjectError, Pod, Quantity
-from .quantity import QuantityError, milli_value, value
+from .quantity import QuantityError, milli_value, parse_quantity, value
 
 __all__ = [
     "CPU",
-    "DEFAULT_MILLI_CPU_REQUEST",
     "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
     "EPHEMERAL_STORAGE",
     "MEMORY",
     "PODS",
@@ -41,11 +43,30 @@ def is_prefixed_native(name: str) -> bool:
     return "kubernetes.io/" in name
 
 
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def _is_qualified_name(value: str) -> bool:
+    """``validation.IsQualifiedName``: ``[prefix/]name``, DNS-subdomain prefix, 63-char name."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME_PART.fullmatch(name) is not None
+
+
 def is_extended_resource(name: str) -> bool:
-    """``v1helper.IsExtendedResourceName``: domain-prefixed, not kubernetes.io, not requests.*."""
+    """``v1helper.IsExtendedResourceName``: domain-prefixed, not kubernetes.io, not requests.*,
+    and a qualified name once given the quota prefix ``requests.``."""
     if "/" not in name or is_prefixed_native(name) or name.startswith("requests."):
         return False
-    return True
+    return _is_qualified_name("requests." + name)
 
 
 def is_scalar_resource(name: str) -> bool:
@@ -173,116 +194,94 @@ class PodRequests:
     non_zero_memory: int
 
 
-def _container_requests(c: Container) -> Mapping[str, Quantity]:
+# Exact resource lists: upstream adds and maxes ``resource.Quantity`` values and only
+# rounds (MilliValue/Value) once, on the pod total. A parsed quantity is a whole number
+# of nanounits, so integers of nanounits are exact.
+_Exact = dict[str, int]
+_NANO = 10**9
+_NON_MISSING: dict[str, int] = {
+    CPU: DEFAULT_MILLI_CPU_REQUEST * (_NANO // 1000),
+    MEMORY: DEFAULT_MEMORY_REQUEST * _NANO,
+}
+
+
+@lru_cache(maxsize=4096)
+def _nanos(q: Quantity) -> int:
+    n = parse_quantity(q) * _NANO
+    assert n.denominator == 1
+    return n.numerator
+
+
+def _exact(rl: Mapping[str, Quantity], where: str) -> _Exact:
+    out: _Exact = {}
+    for name, q in rl.items():
+        try:
+            out[name] = _nanos(q)
+        except QuantityError as e:
+            raise ResourceError(f"{where}.{name}: {e}") from None
+    return out
+
+
+def _container_requests(c: Container, where: str) -> _Exact:
+    """A container's requests, exact; the error names the field that did not parse."""
     # kube-apiserver defaults a missing request to its limit; do the same for manifests
     # that never went through an apiserver (simulate, extender payloads).
-    req = c.resources.requests
+    out = _exact(c.resources.requests, f"{where}.resources.requests")
     lim = c.resources.limits
-    if not lim:
-        return req
-    merged = dict(lim)
-    merged.update(req)
-    return merged
+    if lim:
+        missing = {k: v for k, v in lim.items() if k not in out}
+        out.update(_exact(missing, f"{where}.resources.limits"))
+    return out
 
 
-def _non_zero(reqs: Mapping[str, Quantity], where: str) -> tuple[int, int]:
-    try:
-        cpu = milli_value(reqs[CPU]) if CPU in reqs else DEFAULT_MILLI_CPU_REQUEST
-        mem = value(reqs[MEMORY]) if MEMORY in reqs else DEFAULT_MEMORY_REQUEST
-    except QuantityError as e:
-        raise ResourceError(f"{where}: {e}") from None
-    return cpu, mem
+def _add(into: _Exact, other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _max(into: _Exact, other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        if k not in into or v > into[k]:
+            into[k] = v
 
 
 def _aggregate(
-    containers: Iterable[tuple[Container, str]],
-    init_containers: Iterable[tuple[Container, str]],
-    one: type[_Acc],
-) -> _Acc:
-    """``resourcehelper.PodRequests``: sum(containers) with sidecars, max'd with each init container."""
-    total = one.zero()
-    for c, where in containers:
-        total.add(one.of(c, where))
-    restartable = one.zero()
-    init_max = one.zero()
-    for c, where in init_containers:
-        r = one.of(c, where)
-        if c.restart_policy == "Always":
-            total.add(r)
-            restartable.add(r)
-            r = restartable.clone()
+    containers: Iterable[_Exact], init_containers: Iterable[tuple[_Exact, bool]]
+) -> _Exact:
+    """``resourcehelper.AggregateContainerRequests``: sum(containers) plus sidecars,
+    max'd with each init container (which runs beside the sidecars started before it)."""
+    total: _Exact = {}
+    for c in containers:
+        _add(total, c)
+    restartable: _Exact = {}
+    init_max: _Exact = {}
+    for c, sidecar in init_containers:
+        if sidecar:
+            _add(total, c)
+            _add(restartable, c)
+            _max(init_max, restartable)
         else:
-            r.add(restartable)
-        init_max.set_max(r)
-    total.set_max(init_max)
+            tmp = dict(c)
+            _add(tmp, restartable)
+            _max(init_max, tmp)
+    _max(total, init_max)
     return total
 
 
-class _Acc:
-    """Resource accumulator protocol used by ``_aggregate`` for both request flavours."""
-
-    def add(self, other: _Acc) -> None:
-        raise NotImplementedError
-
-    def set_max(self, other: _Acc) -> None:
-        raise NotImplementedError
-
-    def clone(self) -> _Acc:
-        raise NotImplementedError
-
-    @classmethod
-    def zero(cls) -> _Acc:
-        raise NotImplementedError
-
-    @classmethod
-    def of(cls, c: Container, where: str) -> _Acc:
-        raise NotImplementedError
+def _with_defaults(reqs: _Exact) -> _Exact:
+    """``applyNonMissing``: cpu/memory defaults for a container that requests none."""
+    if CPU in reqs and MEMORY in reqs:
+        return reqs
+    out = dict(reqs)
+    for k, v in _NON_MISSING.items():
+        out.setdefault(k, v)
+    return out
 
 
-class _Full(Resource, _Acc):  # type: ignore[misc]
-    __slots__ = ()
-
-    @classmethod
-    def zero(cls) -> _Full:
-        return cls()
-
-    @classmethod
-    def of(cls, c: Container, where: str) -> _Full:
-        r = cls()
-        r.add_list(_container_requests(c), f"{where}.resources.requests")
-        return r
-
-    def clone(self) -> _Full:
-        return _Full(self.milli_cpu, self.memory, self.ephemeral_storage,
-                     self.allowed_pod_number, dict(self.scalar))
-
-
-class _NonZero(_Acc):
-    __slots__ = ("cpu", "mem")
-
-    def __init__(self, cpu: int = 0, mem: int = 0) -> None:
-        self.cpu, self.mem = cpu, mem
-
-    @classmethod
-    def zero(cls) -> _NonZero:
-        return cls()
-
-    @classmethod
-    def of(cls, c: Container, where: str) -> _NonZero:
-        return cls(*_non_zero(_container_requests(c), f"{where}.resources.requests"))
-
-    def add(self, other: _Acc) -> None:
-        assert isinstance(other, _NonZero)
-        self.cpu += other.cpu
-        self.mem += other.mem
-
-    def set_max(self, other: _Acc) -> None:
-        assert isinstance(other, _NonZero)
-        self.cpu = max(self.cpu, other.cpu)
-        self.mem = max(self.mem, other.mem)
-
-    def clone(self) -> _NonZero:
-        return _NonZero(self.cpu, self.mem)
+def _round(nanos: int, unit: int = _NANO) -> int:
+    """Whole ``unit``s (a nanounit count per unit), rounded away from zero like Value()."""
+    n = -(-abs(nanos) // unit)
+    return n if nanos >= 0 else -n
 
 
 def pod_requests(pod: Pod) -> PodRequests:
@@ -292,19 +291,26 @@ def pod_requests(pod: Pod) -> PodRequests:
     """
     ref = f"Pod {pod.metadata.namespace}/{pod.metadata.name}"
     spec = pod.spec
-    cs = [(c, f"{ref}: spec.containers[{i}]") for i, c in enumerate(spec.containers)]
-    ics = [(c, f"{ref}: spec.initContainers[{i}]") for i, c in enumerate(spec.init_containers)]
-    full = _aggregate(cs, ics, _Full)
-    nz = _aggregate(cs, ics, _NonZero)
-    assert isinstance(full, _Full) and isinstance(nz, _NonZero)
+    cs = [_container_requests(c, f"{ref}: spec.containers[{i}]")
+          for i, c in enumerate(spec.containers)]
+    ics = [
+        (_container_requests(c, f"{ref}: spec.initContainers[{i}]"), c.restart_policy == "Always")
+        for i, c in enumerate(spec.init_containers)
+    ]
+    full = _aggregate(cs, ics)
+    nz = _aggregate([_with_defaults(c) for c in cs], [(_with_defaults(c), a) for c, a in ics])
     if spec.overhead:
-        over = Resource()
-        try:
-            over.add_list(spec.overhead, f"{ref}: spec.overhead")
-        except ResourceError:
-            raise
-        full.add(over)
-        nz.cpu += over.milli_cpu
-        nz.mem += over.memory
-    req = Resource(full.milli_cpu, full.memory, full.ephemeral_storage, 0, full.scalar)
-    return PodRequests(req, nz.cpu, nz.mem)
+        over = _exact(spec.overhead, f"{ref}: spec.overhead")
+        _add(full, over)
+        _add(nz, over)
+    req = Resource()
+    for name, q in full.items():
+        if name == CPU:
+            req.milli_cpu = _round(q, _NANO // 1000)
+        elif name == MEMORY:
+            req.memory = _round(q)
+        elif name == EPHEMERAL_STORAGE:
+            req.ephemeral_storage = _round(q)
+        elif name != PODS and is_scalar_resource(name):
+            req.scalar[name] = _round(q)
+    return PodRequests(req, _round(nz.get(CPU, 0), _NANO // 1000), _round(nz.get(MEMORY, 0)))

@@ -1,15 +1,21 @@
-"""Scheduler cache (``internal/cache``): the source of truth for the snapshot.
+"""Scheduler cache (``pkg/scheduler/backend/cache``): the source of truth for the snapshot.
 
 Assigned pods arrive from the watch; a pod the scheduler picked a node for is
 *assumed* at Reserve so the next cycle already sees its resources, then confirmed
 when its binding comes back from the watch, forgotten when binding fails, and
-expired when its binding is never observed within the TTL. Snapshots are
-incremental: only nodes changed since the previous snapshot are cloned into it.
+expired when its binding is never observed within the TTL after it was sent.
+Transitions upstream rejects (assume twice, update an assumed pod, forget a pod
+that is not assumed) raise ``CacheError`` without changing anything; the
+scheduler's event handlers log them, as upstream's do.
+
+Snapshots are incremental: only nodes changed since the previous snapshot are
+cloned into it; adding or removing a node re-lays the rows out in node-tree order
+(reusing the clones of unchanged nodes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +24,11 @@ from ..framework.snapshot import Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation
 from ..util.clock import Clock, RealClock
 
-__all__ = ["Cache", "CacheError", "node_tree_order"]
+__all__ = ["Cache", "CacheError", "node_tree_order", "zone_key"]
 
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+CLEANUP_PERIOD = 1.0  # upstream cleanAssumedPeriod
 
 
 class CacheError(RuntimeError):
@@ -65,16 +72,21 @@ class _PodState:
 
 class Cache:
     def __init__(self, clock: Clock | None = None, assumed_ttl: float = 30.0) -> None:
-        self.clock = clock or RealClock()
-        self.assumed_ttl = assumed_ttl  # upstream durationToExpireAssumedPod (15m→0 means never; we use 30s)
+        self.clock: Clock = clock or RealClock()
+        # Seconds an assumed pod may stay unconfirmed after its binding was sent;
+        # 0 never expires (upstream's durationToExpireAssumedPod is 0 nowadays).
+        self.assumed_ttl = assumed_ttl
         self.nodes: dict[str, NodeInfo] = {}
+        # nodeTree: zone -> node names (zones in first-seen order), node -> zone.
         self._zones: dict[str, list[str]] = {}
         self._node_zone: dict[str, str] = {}
         self.pod_states: dict[str, _PodState] = {}
         self.assumed: set[str] = set()
         self._images: dict[str, tuple[ImageStateSummary, set[str]]] = {}
+        # Nodes changed since the last snapshot, and whether rows must be re-laid out.
         self._dirty: set[str] = set()
         self._structure_changed = True
+        self._last_snap: Snapshot | None = None
 
     # -- nodes ---------------------------------------------------------------------------
     def _node_info(self, name: str) -> NodeInfo:
@@ -95,45 +107,41 @@ class Cache:
         return ni
 
     def update_node(self, node: Node) -> NodeInfo:
-        name = node.metadata.name
-        old = self.nodes.get(name)
-        if old is not None and old.node is not None:
-            oz = self._node_zone.get(name)
-            nz = zone_key(node)
-            if oz != nz:
-                self._zone_remove(name)
+        """``UpdateNode``: a zone change moves the node to the end of its new zone."""
         return self.add_node(node)
 
     def remove_node(self, name: str) -> None:
+        """``RemoveNode``: the NodeInfo outlives the node while pods still reference it."""
         ni = self.nodes.get(name)
-        if ni is None:
-            return
+        if ni is None or ni.node is None:
+            raise CacheError(f"node {name} is not found")
         self._remove_images(ni)
         self._zone_remove(name)
         if ni.pods:
-            # Pods still reference it (deletion events may arrive later): keep a node-less entry.
+            # Pod deletions come on another watch and may arrive later.
             ni.node = None
             ni.generation = next_generation()
         else:
             del self.nodes[name]
         self._dirty.discard(name)
-        self._structure_changed = True
 
     def _zone_add(self, name: str, zone: str) -> None:
-        if self._node_zone.get(name) == zone:
+        old = self._node_zone.get(name)
+        if old == zone:
             return
+        if old is not None:
+            self._zone_remove(name)
         self._node_zone[name] = zone
         self._zones.setdefault(zone, []).append(name)
         self._structure_changed = True
 
     def _zone_remove(self, name: str) -> None:
+        """``nodeTree.removeNode``: order-preserving; an emptied zone leaves the rotation."""
         zone = self._node_zone.pop(name, None)
         if zone is None:
             return
         lst = self._zones[zone]
-        i = lst.index(name)
-        lst[i] = lst[-1]  # upstream removes by swapping in the last node
-        lst.pop()
+        lst.remove(name)
         if not lst:
             del self._zones[zone]
         self._structure_changed = True
@@ -170,8 +178,6 @@ class Cache:
     def _add_to_node(self, pod: PodInfo, node: str) -> None:
         self._node_info(node).add_pod(pod)
         self._dirty.add(node)
-        if self.nodes[node].node is None:
-            self._structure_changed = True
 
     def _remove_from_node(self, pod: PodInfo, node: str) -> None:
         ni = self.nodes.get(node)
@@ -183,7 +189,13 @@ class Cache:
             del self.nodes[node]
             self._dirty.discard(node)
 
+    def _drop(self, key: str, st: _PodState) -> None:
+        self._remove_from_node(st.pod, st.node)
+        del self.pod_states[key]
+        self.assumed.discard(key)
+
     def assume_pod(self, pod: PodInfo, node: str) -> None:
+        """``AssumePod``: account the pod on ``node`` before the binding is even sent."""
         key = self._key(pod)
         if key in self.pod_states:
             raise CacheError(f"pod {pod.key} (uid {pod.uid}) is in the cache, so can't be assumed")
@@ -192,104 +204,128 @@ class Cache:
         self.assumed.add(key)
 
     def finish_binding(self, pod: PodInfo) -> None:
-        """Binding sent; start the expiry clock for the assumed pod."""
+        """``FinishBinding``: the binding was sent; the expiry clock starts now."""
         st = self.pod_states.get(self._key(pod))
         if st is not None and st.assumed:
             st.binding_finished = True
             st.deadline = self.clock.now() + self.assumed_ttl if self.assumed_ttl > 0 else None
 
     def forget_pod(self, pod: PodInfo) -> None:
+        """``ForgetPod``: the binding failed; give the node its resources back."""
         key = self._key(pod)
         st = self.pod_states.get(key)
-        if st is None:
-            return
-        if not st.assumed:
+        if st is not None and pod.node_name and st.node != pod.node_name:
+            raise CacheError(
+                f"pod {pod.key} was assumed on {pod.node_name} but assigned to {st.node}"
+            )
+        if st is None or not st.assumed:
             raise CacheError(f"pod {pod.key} wasn't assumed so cannot be forgotten")
-        self._remove_from_node(st.pod, st.node)
-        del self.pod_states[key]
-        self.assumed.discard(key)
+        self._drop(key, st)
 
     def is_assumed(self, pod: PodInfo) -> bool:
         return self._key(pod) in self.assumed
 
     def add_pod(self, pod: PodInfo) -> None:
-        """An assigned pod seen by the watch; confirms an assumed pod."""
+        """``AddPod``: an assigned pod seen by the watch; confirms an assumed one.
+
+        An assumed pod is replaced by the observed version (on the node it was
+        really bound to, should that differ); an expired one is simply re-added.
+        """
         key = self._key(pod)
         node = pod.node_name
         st = self.pod_states.get(key)
-        if st is not None and st.assumed:
-            if st.node != node:
-                # Bound somewhere else than we assumed (another scheduler won): move it.
-                self._remove_from_node(st.pod, st.node)
-                self._add_to_node(pod, node)
-            else:
-                self._remove_from_node(st.pod, st.node)
-                self._add_to_node(pod, node)
-            self.pod_states[key] = _PodState(pod, node)
-            self.assumed.discard(key)
-            return
+        if st is not None and not st.assumed:
+            raise CacheError(f"pod {pod.key} was already in added state")
         if st is not None:
-            self.update_pod(st.pod, pod)
-            return
+            self._remove_from_node(st.pod, st.node)
+            self.assumed.discard(key)
         self._add_to_node(pod, node)
         self.pod_states[key] = _PodState(pod, node)
 
     def update_pod(self, old: PodInfo, new: PodInfo) -> None:
+        """``UpdatePod``: only for added pods; an assumed pod must be confirmed by an Add first."""
         key = self._key(old)
         st = self.pod_states.get(key)
         if st is None:
-            self.add_pod(new)
-            return
+            raise CacheError(f"pod {old.key} is not added to scheduler cache, so cannot be updated")
         if st.assumed:
-            # An assumed pod updated by the watch is now confirmed (upstream: add).
-            self.add_pod(new)
-            return
+            raise CacheError(f"assumed pod {old.key} should not be updated")
+        # Upstream exits on a node change (corrupted cache); we follow the new version.
         self._remove_from_node(st.pod, st.node)
         self._add_to_node(new, new.node_name)
         self.pod_states[key] = _PodState(new, new.node_name)
 
     def remove_pod(self, pod: PodInfo) -> None:
+        """``RemovePod``: removes the cached version (assumed or added) from its node."""
         key = self._key(pod)
-        st = self.pod_states.pop(key, None)
+        st = self.pod_states.get(key)
         if st is None:
-            return
-        self.assumed.discard(key)
-        self._remove_from_node(st.pod, st.node)
+            raise CacheError(f"pod {pod.key} is not found in scheduler cache, so cannot be removed")
+        self._drop(key, st)
 
     def get_pod(self, pod: PodInfo) -> PodInfo | None:
         st = self.pod_states.get(self._key(pod))
         return st.pod if st is not None else None
 
     def cleanup_expired(self) -> list[PodInfo]:
-        """Drop assumed pods whose binding was never observed (``cleanupAssumedPods``)."""
+        """``cleanupAssumedPods``: drop assumed pods whose binding was sent but never observed."""
         now = self.clock.now()
         expired = []
         for key in list(self.assumed):
             st = self.pod_states[key]
-            if st.binding_finished and st.deadline is not None and now >= st.deadline:
+            if not st.binding_finished or st.deadline is None:
+                continue  # binding still in progress, or TTL disabled
+            if now > st.deadline:
                 expired.append(st.pod)
-                self._remove_from_node(st.pod, st.node)
-                del self.pod_states[key]
-                self.assumed.discard(key)
+                self._drop(key, st)
         return expired
+
+    async def run_cleanup(
+        self,
+        interval: float = CLEANUP_PERIOD,
+        on_expired: Callable[[list[PodInfo]], None] | None = None,
+    ) -> None:
+        """Expire assumed pods every ``interval`` seconds of the injected clock, until cancelled."""
+        while True:
+            await self.clock.sleep(interval)
+            expired = self.cleanup_expired()
+            if expired and on_expired is not None:
+                on_expired(expired)
 
     # -- snapshots -------------------------------------------------------------------------
     def node_count(self) -> int:
         return len(self._node_zone)
 
+    def node_order(self) -> list[str]:
+        return node_tree_order(self._zones)
+
     def update_snapshot(self, snap: Snapshot) -> int:
-        """Bring ``snap`` up to date; returns how many node rows were refreshed."""
-        if self._structure_changed:
-            order = node_tree_order(self._zones)
-            snap.rebuild([self.nodes[n].clone() for n in order])
+        """Bring ``snap`` up to date; returns how many NodeInfos were cloned.
+
+        Only the snapshot this cache last updated can be updated incrementally;
+        any other one is rebuilt from scratch.
+        """
+        if self._structure_changed or snap is not self._last_snap:
+            reuse = snap is self._last_snap
+            dirty = self._dirty
+            infos: list[NodeInfo] = []
+            cloned = 0
+            for name in node_tree_order(self._zones):
+                old = snap.get(name) if reuse and name not in dirty else None
+                if old is None:
+                    old = self.nodes[name].clone()
+                    cloned += 1
+                infos.append(old)
+            snap.rebuild(infos)
             self._structure_changed = False
             self._dirty.clear()
-            return len(order)
+            self._last_snap = snap
+            return cloned
         count = 0
         for name in self._dirty:
             i = snap.row(name)
             ni = self.nodes.get(name)
-            if i is None or ni is None:
+            if i is None or ni is None or ni.node is None:
                 continue
             snap.replace(i, ni.clone())
             count += 1
@@ -297,17 +333,38 @@ class Cache:
         return count
 
     def dump(self) -> dict[str, Any]:
-        """JSON-ready view for /debug/cache."""
+        """JSON-ready view for /debug/cache: node aggregates, node-tree order, assumed pods."""
+
+        def node_row(name: str, ni: NodeInfo) -> dict[str, Any]:
+            return {
+                "zone": self._node_zone.get(name, "").replace("\x00", ""),
+                "deleted": ni.node is None,
+                "generation": ni.generation,
+                "pods": [p.key for p in ni.pods],
+                "podsWithAffinity": len(ni.pods_with_affinity),
+                "podsWithRequiredAntiAffinity": len(ni.pods_with_required_anti_affinity),
+                "usedPorts": sorted(f"{ip}/{proto}/{port}" for ip, pp in ni.used_ports.ports.items()
+                                    for proto, port in pp),
+                "images": len(ni.image_states),
+                **ni.resource_fields(),
+            }
+
+        assumed = []
+        for key in sorted(self.assumed):
+            st = self.pod_states[key]
+            assumed.append({
+                "pod": st.pod.key,
+                "node": st.node,
+                "bindingFinished": st.binding_finished,
+                "deadline": st.deadline,
+            })
         return {
-            "nodes": {
-                name: {
-                    "pods": [p.key for p in ni.pods],
-                    "generation": ni.generation,
-                    **ni.resource_fields(),
-                }
-                for name, ni in sorted(self.nodes.items())
-            },
-            "assumedPods": sorted(self.pod_states[k].pod.key for k in self.assumed),
+            "now": self.clock.now(),
+            "nodeTree": node_tree_order(self._zones),
+            "nodes": {name: node_row(name, ni) for name, ni in sorted(self.nodes.items())},
+            "assumedPods": assumed,
+            "pods": len(self.pod_states),
+            "images": len(self._images),
         }
 
     def list_pods(self) -> Iterable[PodInfo]:

@@ -52,6 +52,8 @@ class FitError(Exception):
             items = sorted(f"{v} {k}" for k, v in self.reason_histogram().items())
             if items:
                 msg += f" {', '.join(items)}."
+        # Upstream appends the PostFilter message as is: preemption's own FitError text
+        # already ends with a period.
         if d.post_filter_msg:
-            msg += f" {d.post_filter_msg}."
+            msg += f" {d.post_filter_msg}"
         return msg

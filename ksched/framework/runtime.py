@@ -648,7 +648,7 @@ class Framework:
                 continue
             return Status(Code.ERROR, f'running Permit plugin "{p.name}": {st.message()}', plugin=p.name)
         if timeouts:
-            self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts))
+            self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.handle.clock.now()))
             return Status(Code.WAIT, f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
         return SUCCESS
 
@@ -657,11 +657,12 @@ class Framework:
         if wp is None:
             return SUCCESS
         clock = self.handle.clock
+        start = wp.created if wp.created is not None else clock.now()
         try:
             async with anyio.create_task_group() as tg:
 
                 async def timer(plugin: str, seconds: float) -> None:
-                    await clock.sleep(seconds)
+                    await clock.sleep(start + seconds - clock.now())
                     wp.reject(plugin, f'rejected due to timeout after waiting {_go_duration(seconds)} at plugin {plugin}')
 
                 for plugin, seconds in sorted(wp.pending.items(), key=lambda kv: kv[1]):

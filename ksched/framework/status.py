@@ -124,16 +124,37 @@ def _error_text(err: BaseException) -> str:
 SUCCESS = Status()
 
 
+# framework.statusPrecedence: anything else (Wait, Skip, Pending) ranks between
+# Unschedulable and Success.
+_PRECEDENCE = {
+    Code.ERROR: 3,
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: 2,
+    Code.UNSCHEDULABLE: 1,
+    Code.SUCCESS: -1,
+}
+
+
 def merge_statuses(statuses: Iterable[Status]) -> Status:
-    """Highest code wins; reasons are concatenated (``framework.PluginToStatus.Merge``)."""
+    """``framework.PluginToStatus.Merge``: one status for several plugins' verdicts.
+
+    The code (and plugin) of the highest precedence wins, Error > UnschedulableAndUnresolvable
+    > Unschedulable > any other > Success, the first status of that precedence breaking
+    ties; every status's reasons are concatenated in order, the merged Error keeping the
+    error that caused it.
+    """
     final: Status | None = None
+    error: BaseException | None = None
     reasons: list[str] = []
     for s in statuses:
-        if s.code == Code.ERROR:
-            return s
-        if final is None or s.code > final.code:
+        if final is None or _PRECEDENCE.get(s.code, 0) > _PRECEDENCE.get(final.code, 0):
             final = s
-        reasons.extend(s.all_reasons())
+        if s.code == Code.ERROR and error is None and s.error is not None:
+            error = s.error
+            reasons.extend(s.reasons)
+        else:
+            reasons.extend(s.all_reasons())
     if final is None:
         return SUCCESS
-    return Status(final.code, *reasons, plugin=final.plugin)
+    merged = Status(final.code, *reasons, plugin=final.plugin, error=error)
+    merged.cause = final.cause
+    return merged

@@ -254,7 +254,9 @@ class NodeInfo:
         nz = self.non_zero_requested
         nz.milli_cpu += sign * pi.non_zero_cpu
         nz.memory += sign * pi.non_zero_mem
-        for c in pi.pod.spec.containers:
+        spec = pi.pod.spec
+        # Host ports of containers and of sidecars (``util.GetHostPorts``).
+        for c in (*[ic for ic in spec.init_containers if ic.restart_policy == "Always"], *spec.containers):
             for p in c.ports:
                 if sign > 0:
                     self.used_ports.add(p.host_ip, p.protocol, p.host_port)

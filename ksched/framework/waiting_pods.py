@@ -21,10 +21,15 @@ MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 
 class WaitingPod:
-    def __init__(self, pod: PodInfo, node_name: str, timeouts: dict[str, float]) -> None:
+    def __init__(
+        self, pod: PodInfo, node_name: str, timeouts: dict[str, float], created: float | None = None
+    ) -> None:
         self.pod = pod
         self.node_name = node_name
         self.pending: dict[str, float] = {p: min(t, MAX_PERMIT_TIMEOUT) for p, t in timeouts.items()}
+        # Clock time at Permit: timeouts run from here (upstream starts its timers in
+        # newWaitingPod), not from whenever the binding cycle gets to wait.
+        self.created = created
         self.status: Status | None = None
         self._done = anyio.Event()
 

@@ -18,6 +18,14 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "PrioritySort": "queuesort:PrioritySort",
     "SchedulingGates": "schedulinggates:SchedulingGates",
     "DefaultBinder": "defaultbinder:DefaultBinder",
+    "NodeAffinity": "nodeaffinity:NodeAffinity",
+    "TaintToleration": "tainttoleration:TaintToleration",
+    "NodePorts": "nodeports:NodePorts",
+    "NodeName": "nodename:NodeName",
+    "NodeUnschedulable": "nodeunschedulable:NodeUnschedulable",
+    "NodeResourcesFit": "noderesources:Fit",
+    "NodeResourcesBalancedAllocation": "noderesources:BalancedAllocation",
+    "ImageLocality": "imagelocality:ImageLocality",
 }
 
 

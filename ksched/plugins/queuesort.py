@@ -14,8 +14,9 @@ class PrioritySort(QueueSortPlugin):
     name = names.PRIORITY_SORT
 
     def less(self, a: Any, b: Any) -> bool:
-        pa, pb = a.pod_info.priority, b.pod_info.priority
-        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+        pa: int = a.pod_info.priority
+        pb: int = b.pod_info.priority
+        return pa > pb or (pa == pb and bool(a.timestamp < b.timestamp))
 
     def sort_key(self, qpi: Any) -> tuple[int, float]:
         """Heap key equivalent to ``less`` (ties fall back to insertion order)."""

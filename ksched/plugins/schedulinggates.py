@@ -22,10 +22,13 @@ class SchedulingGates(PreEnqueuePlugin):
                       f"waiting for scheduling gates: [{' '.join(gate_names)}]")
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodSchedulingGatesEliminated"), _gates_removed)]
+        event = ClusterEvent("Pod", "UpdatePodSchedulingGatesEliminated")
+        return [ClusterEventWithHint(event, _gates_removed)]
 
 
 def _gates_removed(pod: PodInfo, old: object, new: object) -> str:
-    if isinstance(new, PodInfo) and (new.uid or new.key) == (pod.uid or pod.key) and not new.pod.spec.scheduling_gates:
+    """Queue the gated pod itself once its last gate is gone (upstream compares UIDs)."""
+    if (isinstance(new, PodInfo) and (new.uid or new.key) == (pod.uid or pod.key)
+            and not new.pod.spec.scheduling_gates):
         return QueueingHint.QUEUE
     return QueueingHint.SKIP

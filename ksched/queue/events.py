@@ -1,23 +1,35 @@
 """Cluster events that can move pods out of the unschedulable pool.
 
 Names follow kube-scheduler's ``framework.ClusterEvent`` labels so metrics
-(``scheduler_queue_incoming_pods_total{event}``) read the same.
+(``scheduler_queue_incoming_pods_total{event}``) read the same. Incoming events
+about pods use resource ``AssignedPod`` (bound pods) or ``Pod`` (the pending pod
+itself); a plugin that registers resource ``Pod`` hears both, as upstream's
+``matchEventResources`` lets ``Pod`` cover assignedPod and unschedulablePod.
 """
 
 from __future__ import annotations
 
 from ..api.objects import Node
 from ..framework.interface import ClusterEvent
+from ..framework.types import PodInfo
 
 __all__ = [
     "ASSIGNED_POD_ADD",
     "ASSIGNED_POD_DELETE",
     "ASSIGNED_POD_UPDATE",
+    "BACKOFF_COMPLETE",
+    "FORCE_ACTIVATE",
     "NODE_ADD",
     "NODE_DELETE",
+    "POD_ADD",
+    "SCHEDULE_ATTEMPT_FAILURE",
     "UNSCHEDULABLE_TIMEOUT",
+    "UNSCHEDULED_POD_UPDATE",
     "WILDCARD",
+    "is_wildcard",
+    "matches",
     "node_update_events",
+    "pod_update_events",
 ]
 
 NODE_ADD = ClusterEvent("Node", "Add", "NodeAdd")
@@ -30,11 +42,76 @@ UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "*", "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent("*", "*", "ForceActivate")
 WILDCARD = ClusterEvent("*", "*", "WildCardEvent")
 
+# Labels of queue moves that are not cluster events (metrics only).
+POD_ADD = "PodAdd"
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+
+# resource "AssignedPod"/"Pod" -> label prefix of the specific pod-update events.
+_POD_LABEL_PREFIX = {"AssignedPod": "AssignedPod", "Pod": "UnscheduledPod"}
+
+
+def is_wildcard(event: ClusterEvent) -> bool:
+    """``ClusterEventIsWildCard``: an event that may help every pod (flush, force-activate)."""
+    return event.resource == "*" and event.action == "*"
+
+
+def matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
+    """``MatchClusterEvents``: whether a plugin's registered event covers an incoming one.
+
+    A wildcard registration covers everything; a wildcard incoming event is
+    matched only by a wildcard registration (the queue handles those itself).
+    """
+    if is_wildcard(registered):
+        return True
+    r, res = registered.resource, incoming.resource
+    if not (r == "*" or r == res or (r == "Pod" and res == "AssignedPod")):
+        return False
+    a = registered.action
+    return a in ("*", incoming.action) or (a == "Update" and incoming.action.startswith("Update"))
+
+
+def _scaled_down(old: PodInfo, new: PodInfo) -> bool:
+    o, n = old.requests, new.requests
+    if n.milli_cpu < o.milli_cpu or n.memory < o.memory:
+        return True
+    if n.ephemeral_storage < o.ephemeral_storage:
+        return True
+    return any(n.scalar.get(k, 0) < v for k, v in o.scalar.items())
+
+
+def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
+    """``PodSchedulingPropertiesChange``: the specific UpdatePodXYZ events of a pod update.
+
+    Falls back to a plain Update (heard only by plugins registering Pod/Update)
+    when nothing scheduling-relevant changed.
+    """
+    resource = "AssignedPod" if new.node_name else "Pod"
+    prefix = _POD_LABEL_PREFIX[resource]
+    o, n = old.pod, new.pod
+    out: list[ClusterEvent] = []
+    if o.metadata.labels != n.metadata.labels:
+        out.append(ClusterEvent(resource, "UpdatePodLabel", f"{prefix}LabelChange"))
+    if _scaled_down(old, new):
+        out.append(ClusterEvent(resource, "UpdatePodScaleDown", f"{prefix}RequestScaledDown"))
+    if o.spec.scheduling_gates and not n.spec.scheduling_gates:
+        out.append(ClusterEvent(resource, "UpdatePodSchedulingGatesEliminated",
+                                f"{prefix}SchedulingGateEliminatedChange"))
+    if len(o.spec.tolerations) != len(n.spec.tolerations):
+        out.append(ClusterEvent(resource, "UpdatePodToleration", f"{prefix}TolerationChange"))
+    if not out:
+        out.append(ASSIGNED_POD_UPDATE if resource == "AssignedPod" else UNSCHEDULED_POD_UPDATE)
+    return out
+
 
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
-    """The specific NodeUpdate actions between two versions (``nodeSchedulingPropertiesChange``)."""
+    """The specific NodeUpdate actions between two versions (``NodeSchedulingPropertiesChange``).
+
+    Like upstream, cordoning is not an event (it can only make pods less
+    schedulable); uncordoning is reported as a taint change.
+    """
     out = []
-    if old.spec.unschedulable != new.spec.unschedulable:
+    if old.spec.unschedulable != new.spec.unschedulable and not new.spec.unschedulable:
         out.append(ClusterEvent("Node", "UpdateNodeTaint", "NodeSpecUnschedulableChange"))
     if old.status.allocatable != new.status.allocatable:
         out.append(ClusterEvent("Node", "UpdateNodeAllocatable", "NodeAllocatableChange"))

@@ -1,4 +1,9 @@
-"""Pods nominated to nodes by preemption, which Filter must account for."""
+"""Pods nominated to nodes by preemption, which Filter must account for.
+
+Mirrors upstream's ``nominator``: one entry per pod (re-adding replaces it), the
+latest PodInfo is kept so Filter sees current requests, and a nomination made in
+memory survives an update that does not mention nominatedNodeName at all.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ class Nominator:
         return pod.uid or pod.key
 
     def add(self, pod: PodInfo, node_name: str = "") -> None:
-        """Nominate ``pod`` to ``node_name`` (or its status.nominatedNodeName)."""
+        """Nominate ``pod`` to ``node_name`` (override), or to its status.nominatedNodeName."""
         self.delete(pod)
         node = node_name or pod.pod.status.nominated_node_name
         if not node:
@@ -26,19 +31,27 @@ class Nominator:
         self._by_node.setdefault(node, []).append(pod)
 
     def delete(self, pod: PodInfo) -> None:
-        node = self._node_of.pop(self._key(pod), None)
+        key = self._key(pod)
+        node = self._node_of.pop(key, None)
         if node is None:
             return
         lst = self._by_node[node]
-        key = self._key(pod)
         lst[:] = [p for p in lst if self._key(p) != key]
         if not lst:
             del self._by_node[node]
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
-        node = self._node_of.get(self._key(old), "")
-        # A pod update from the API may not carry a nomination made in memory yet.
-        self.add(new, new.pod.status.nominated_node_name or node)
+        """``UpdateNominatedPod``: keep an in-memory nomination only if neither version names one.
+
+        An update that adds, changes or clears status.nominatedNodeName wins; one
+        that says nothing (common right after preemption, before our own status
+        patch is observed) must not drop the node reserved in memory.
+        """
+        keep = ""
+        if not old.pod.status.nominated_node_name and not new.pod.status.nominated_node_name:
+            keep = self._node_of.get(self._key(old), "")
+        self.delete(old)
+        self.add(new, keep)
 
     def nominated_node(self, pod: PodInfo) -> str:
         return self._node_of.get(self._key(pod), "")

@@ -1,24 +1,40 @@
-"""PriorityQueue (``internal/queue/scheduling_queue.go``).
+"""PriorityQueue (``pkg/scheduler/backend/queue/scheduling_queue.go``), queueing hints on.
 
 Three places a pending pod can be: activeQ (a heap in QueueSort order, popped by
 the scheduling loop), backoffQ (a heap by backoff expiry) and the unschedulable
-pool. A rejected pod waits in the pool until a cluster event that one of its
-rejecting plugins registered for (and whose queueing hint says Queue) arrives;
-events seen while the pod's attempt was in flight are replayed when it comes back,
-so none is lost. Time comes from the injected clock.
+pool. A pod rejected by some plugins waits in the pool until a cluster event that
+one of those plugins registered for (and whose queueing hint says Queue) arrives.
+Events seen while a pod's attempt is in flight are kept and replayed when the
+attempt ends, so none is lost. PreEnqueue plugins gate pods out of activeQ.
+
+Two ksched-specific choices, both behaviour-preserving:
+
+* the pool is indexed by (profile, rejecting plugin), so an event only looks at
+  pods rejected by plugins that registered it, not at every unschedulable pod;
+* a pod deleted or updated while in flight is remembered here (upstream asks the
+  informer when the attempt fails), so a deleted pod is not requeued and an
+  updated one comes back in its latest version.
+
+Time comes from the injected clock; nothing here sleeps on the wall clock.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-from ..framework.interface import ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..framework.interface import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    extension_points_of,
+)
 from ..framework.runtime import Framework
 from ..framework.status import Status
 from ..framework.types import PodInfo
@@ -26,10 +42,36 @@ from ..util.clock import Clock, RealClock
 from . import events as ev
 from .nominator import Nominator
 
-__all__ = ["QueuedPodInfo", "SchedulingQueue"]
+__all__ = [
+    "ACTIVE_Q",
+    "BACKOFF_Q",
+    "INVALID_POD_PLUGIN",
+    "QUEUE_AFTER_BACKOFF",
+    "QUEUE_IMMEDIATELY",
+    "QUEUE_SKIP",
+    "UNSCHEDULABLE",
+    "UNSCHEDULABLE_Q_TIME_INTERVAL",
+    "QueuedPodInfo",
+    "SchedulingQueue",
+]
 
-UNSCHEDULABLE_Q_TIME_INTERVAL = 5 * 60.0  # podMaxInUnschedulablePodsDuration
+UNSCHEDULABLE_Q_TIME_INTERVAL = 5 * 60.0  # DefaultPodMaxInUnschedulablePodsDuration
+BACKOFF_FLUSH_PERIOD = 1.0
+LEFTOVER_FLUSH_PERIOD = 30.0
 ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE = "active", "backoff", "unschedulable"
+
+# queueingStrategy, in increasing strength.
+QUEUE_SKIP, QUEUE_AFTER_BACKOFF, QUEUE_IMMEDIATELY = 0, 1, 2
+
+# Pseudo rejector the scheduler records for pods whose own fields are broken: only
+# an update of the pod itself (or the periodic flush) can help them.
+INVALID_POD_PLUGIN = "__invalid__"
+
+# Extension points whose plugins never reject a pod, so never need queueing hints.
+_NON_REJECTING = frozenset({"queueSort", "preScore", "score", "postBind"})
+
+HintFn = Callable[[PodInfo, Any, Any], str]
+_Registration = tuple[ClusterEvent, str, HintFn | None]
 
 
 @dataclass(slots=True, eq=False)
@@ -42,9 +84,8 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     gated: bool = False
+    gating_plugin: str = ""
     gating_status: Status | None = None
-    # True when the last failure was an error/bind failure: back off on requeue.
-    backoff_on_requeue: bool = True
 
     @property
     def pod(self) -> PodInfo:
@@ -59,14 +100,39 @@ class QueuedPodInfo:
         return self.pod_info.priority
 
 
-def _pod_updated_meaningfully(old: PodInfo, new: PodInfo) -> bool:
-    """Changes that can alter scheduling (``isPodUpdated`` minus status/metadata noise)."""
-    o, n = old.pod, new.pod
-    return (
-        o.metadata.labels != n.metadata.labels
-        or o.spec != n.spec
-        or o.metadata.annotations != n.metadata.annotations
-    )
+def _key(pod: PodInfo) -> str:
+    return pod.uid or pod.key
+
+
+def _same_pod_updated(pod: PodInfo, old: Any, new: Any) -> str:
+    """Hint of INVALID_POD_PLUGIN: only an update of this very pod may fix it."""
+    if isinstance(new, PodInfo) and _key(new) == _key(pod):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _registrations(fw: Framework) -> list[_Registration]:
+    """``buildQueueingHintMap`` for one profile.
+
+    A plugin without ``events_to_register`` may be helped by anything, so it gets
+    the wildcard event (``defaultEnqueueExtension``); one that registers nothing is
+    only helped by the periodic flush.
+    """
+    out: list[_Registration] = []
+    for name, plugin in fw.plugins.items():
+        if set(extension_points_of(plugin)) <= _NON_REJECTING:
+            continue
+        reg = getattr(plugin, "events_to_register", None)
+        if reg is None:
+            out.append((ev.WILDCARD, name, None))
+            continue
+        for item in reg() or ():
+            if isinstance(item, ClusterEventWithHint):
+                out.append((item.event, name, item.hint))
+            else:
+                out.append((item, name, None))
+    out.append((ClusterEvent("Pod", "Update"), INVALID_POD_PLUGIN, _same_pod_updated))
+    return out
 
 
 class SchedulingQueue:
@@ -81,7 +147,7 @@ class SchedulingQueue:
         on_move: Callable[[str, str], None] | None = None,
     ) -> None:
         self.frameworks = frameworks
-        self.clock = clock or RealClock()
+        self.clock: Clock = clock or RealClock()
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -89,24 +155,41 @@ class SchedulingQueue:
         fw = next(iter(frameworks.values()))
         self._sort_key = fw.queue_sort_key()
         self._seq = itertools.count()
-        self._active: list[tuple[Any, int, QueuedPodInfo]] = []
-        self._backoff: list[tuple[float, int, QueuedPodInfo]] = []
+        # Location of every queued pod, and the pod itself.
         self._where: dict[str, str] = {}
         self._entries: dict[str, QueuedPodInfo] = {}
-        self._unschedulable: dict[str, QueuedPodInfo] = {}
-        self._in_flight: dict[str, int] = {}
-        self._event_log: list[tuple[int, ClusterEvent, Any, Any]] = []
+        # Heaps with lazy deletion: an entry is live iff its token is the pod's current one.
+        self._active: list[tuple[Any, int, QueuedPodInfo]] = []
+        self._active_tok: dict[str, int] = {}
+        self._backoff: list[tuple[float, int, QueuedPodInfo]] = []
+        self._backoff_tok: dict[str, int] = {}
+        # The unschedulable pool (insertion-ordered) and its index by rejecting plugin.
+        self._pool: dict[str, QueuedPodInfo] = {}
+        self._pool_seq: dict[str, int] = {}
+        self._pool_rejectors: dict[str, tuple[str, ...]] = {}
+        self._pool_idx: dict[tuple[str, str], set[str]] = {}
+        self._pool_any: set[str] = set()
+        self._gated: set[str] = set()
+        # In-flight pods (popped, Done not called yet), oldest first, with the event
+        # sequence number at pop time; events seen meanwhile, in arrival order.
+        self._in_flight: OrderedDict[str, int] = OrderedDict()
+        self._in_flight_latest: dict[str, PodInfo] = {}
+        self._in_flight_deleted: set[str] = set()
+        self._events: deque[tuple[int, ClusterEvent, Any, Any]] = deque()
         self._event_seq = 0
-        self._cycle = 0
+        self.scheduling_cycle = 0
         self._wakeup = anyio.Event()
         self._closed = False
         self._on_move = on_move
-        # plugin name -> registered events (profile-qualified), from EnqueueExtensions.
-        self._plugin_events: dict[tuple[str, str], list[ClusterEventWithHint] | None] = {}
-        for prof, f in frameworks.items():
-            for name, p in f.plugins.items():
-                reg = getattr(p, "events_to_register", None)
-                self._plugin_events[(prof, name)] = list(reg()) if reg is not None else None
+        # Queueing hints per profile, and per (profile, plugin) its registered events.
+        self._regs: dict[str, list[_Registration]] = {
+            p: _registrations(f) for p, f in frameworks.items()
+        }
+        self._plugin_events: dict[tuple[str, str], list[ClusterEvent]] = {}
+        for prof, regs in self._regs.items():
+            for event, plugin, _ in regs:
+                self._plugin_events.setdefault((prof, plugin), []).append(event)
+        self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
 
     # -- helpers ------------------------------------------------------------------------
     def _notify(self) -> None:
@@ -117,139 +200,333 @@ class SchedulingQueue:
             self._on_move(event, queue)
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
-        """initial × 2^(attempts-1), capped at max (``calculateBackoffDuration``)."""
+        """``calculateBackoffDuration``: initial * 2^(attempts-1) capped at max; 0 if untried."""
+        if qpi.attempts == 0:
+            return 0.0
         d = self.initial_backoff
         for _ in range(1, qpi.attempts):
-            d *= 2
-            if d > self.max_backoff:
+            if d > self.max_backoff - d:
                 return self.max_backoff
-        return min(d, self.max_backoff)
+            d += d
+        return d
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
         return qpi.timestamp + self.backoff_duration(qpi)
 
     def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        if qpi.gated or not qpi.backoff_on_requeue or qpi.attempts == 0:
+        if qpi.gated:
             return False
         return self.backoff_expiry(qpi) > self.clock.now()
 
     def _push_active(self, qpi: QueuedPodInfo, event: str) -> None:
-        self._where[qpi.key] = ACTIVE_Q
-        self._entries[qpi.key] = qpi
-        heapq.heappush(self._active, (self._sort_key(qpi), next(self._seq), qpi))
+        key = qpi.key
+        tok = next(self._seq)
+        self._where[key] = ACTIVE_Q
+        self._entries[key] = qpi
+        self._active_tok[key] = tok
+        heapq.heappush(self._active, (self._sort_key(qpi), tok, qpi))
+        if len(self._active) > 2 * len(self._active_tok) + 64:
+            self._active = [e for e in self._active if self._active_tok.get(e[2].key) == e[1]]
+            heapq.heapify(self._active)
         self._count(event, ACTIVE_Q)
         self._notify()
 
     def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
-        self._where[qpi.key] = BACKOFF_Q
-        self._entries[qpi.key] = qpi
-        heapq.heappush(self._backoff, (self.backoff_expiry(qpi), next(self._seq), qpi))
+        key = qpi.key
+        tok = next(self._seq)
+        self._where[key] = BACKOFF_Q
+        self._entries[key] = qpi
+        self._backoff_tok[key] = tok
+        heapq.heappush(self._backoff, (self.backoff_expiry(qpi), tok, qpi))
+        if len(self._backoff) > 2 * len(self._backoff_tok) + 64:
+            self._backoff = [e for e in self._backoff if self._backoff_tok.get(e[2].key) == e[1]]
+            heapq.heapify(self._backoff)
         self._count(event, BACKOFF_Q)
 
     def _push_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
-        self._where[qpi.key] = UNSCHEDULABLE
-        self._entries[qpi.key] = qpi
-        self._unschedulable[qpi.key] = qpi
+        key = qpi.key
+        self._where[key] = UNSCHEDULABLE
+        self._entries[key] = qpi
+        self._pool[key] = qpi
+        self._pool_seq[key] = next(self._seq)
+        rejectors = tuple(qpi.unschedulable_plugins | qpi.pending_plugins)
+        self._pool_rejectors[key] = rejectors
+        if rejectors:
+            for plugin in rejectors:
+                self._pool_idx.setdefault((qpi.profile, plugin), set()).add(key)
+        else:
+            self._pool_any.add(key)
+        if qpi.gated:
+            self._gated.add(key)
         self._count(event, UNSCHEDULABLE)
 
     def _remove(self, key: str) -> QueuedPodInfo | None:
+        """Take a pod out of whichever queue holds it (heap entries die lazily)."""
         where = self._where.pop(key, None)
-        qpi = self._entries.pop(key, None)
-        if where == UNSCHEDULABLE:
-            self._unschedulable.pop(key, None)
-        # Heap entries are dropped lazily: _where no longer points at them.
+        if where is None:
+            return None
+        qpi = self._entries.pop(key)
+        if where == ACTIVE_Q:
+            del self._active_tok[key]
+        elif where == BACKOFF_Q:
+            del self._backoff_tok[key]
+        else:
+            del self._pool[key]
+            del self._pool_seq[key]
+            self._gated.discard(key)
+            rejectors = self._pool_rejectors.pop(key)
+            if not rejectors:
+                self._pool_any.discard(key)
+            for plugin in rejectors:
+                idx = self._pool_idx[(qpi.profile, plugin)]
+                idx.discard(key)
+                if not idx:
+                    del self._pool_idx[(qpi.profile, plugin)]
         return qpi
 
     def _gate(self, qpi: QueuedPodInfo) -> bool:
-        """Run PreEnqueue; True when the pod may enter activeQ."""
-        fw = self.frameworks[qpi.profile]
-        st = fw.run_pre_enqueue(qpi.pod_info)
-        qpi.gated = not st.is_success()
-        qpi.gating_status = None if st.is_success() else st
-        if qpi.gated and st.plugin:
-            qpi.unschedulable_plugins = {st.plugin}
-        return not qpi.gated
+        """Run PreEnqueue; True when the pod may enter activeQ (``runPreEnqueuePlugins``)."""
+        fw = self.frameworks.get(qpi.profile)
+        st = fw.run_pre_enqueue(qpi.pod_info) if fw is not None else None
+        if st is None or st.is_success():
+            qpi.gated, qpi.gating_plugin, qpi.gating_status = False, "", None
+            return True
+        qpi.gated, qpi.gating_plugin, qpi.gating_status = True, st.plugin, st
+        if st.plugin:
+            qpi.unschedulable_plugins.add(st.plugin)
+        return False
+
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """``moveToActiveQ`` for a pod in no queue: activeQ, or the pool if PreEnqueue gates it."""
+        if not self._gate(qpi):
+            self._push_unschedulable(qpi, event)
+            return False
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self.clock.now()
+        self._push_active(qpi, event)
+        if event == ev.POD_ADD:
+            self.nominator.add(qpi.pod_info)
+        return True
+
+    def _requeue(self, qpi: QueuedPodInfo, strategy: int, event: str) -> str:
+        """``requeuePodWithQueueingStrategy`` for a pod in no queue; returns where it went."""
+        if strategy == QUEUE_SKIP:
+            self._push_unschedulable(qpi, event)
+            return UNSCHEDULABLE
+        if strategy == QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi):
+            self._push_backoff(qpi, event)
+            return BACKOFF_Q
+        return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE
+
+    # -- queueing hints -------------------------------------------------------------------
+    def _matching(self, profile: str, event: ClusterEvent) -> dict[str, list[HintFn | None]]:
+        """Plugins of ``profile`` that registered ``event``, with their hints (cached)."""
+        ck = (profile, event)
+        m = self._match_cache.get(ck)
+        if m is None:
+            m = {}
+            for reg, plugin, hint in self._regs.get(profile, ()):
+                if ev.matches(reg, event):
+                    m.setdefault(plugin, []).append(hint)
+            self._match_cache[ck] = m
+        return m
+
+    def _event_of_interest(self, event: ClusterEvent) -> bool:
+        return ev.is_wildcard(event) or any(self._matching(p, event) for p in self._regs)
+
+    def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> int:
+        """``isPodWorthRequeuing``: the strongest strategy among the rejectors' hints."""
+        unsched, pending = qpi.unschedulable_plugins, qpi.pending_plugins
+        if not unsched and not pending:
+            return QUEUE_AFTER_BACKOFF
+        if ev.is_wildcard(event):
+            # A wildcard event carrying an object targets only that pod (ForceActivate).
+            if new is not None and not (isinstance(new, PodInfo) and _key(new) == qpi.key):
+                return QUEUE_SKIP
+            return QUEUE_AFTER_BACKOFF
+        matching = self._matching(qpi.profile, event)
+        if not matching:
+            return QUEUE_SKIP
+        strategy = QUEUE_SKIP
+        for plugin in (unsched | pending) if pending else unsched:
+            hints = matching.get(plugin)
+            if not hints:
+                continue
+            for hint in hints:
+                if hint is not None:
+                    try:
+                        if hint(qpi.pod_info, old, new) == QueueingHint.SKIP:
+                            continue
+                    except Exception:  # upstream treats a failing hint as Queue
+                        pass
+                if plugin in pending:
+                    return QUEUE_IMMEDIATELY
+                if not pending:
+                    return QUEUE_AFTER_BACKOFF
+                strategy = QUEUE_AFTER_BACKOFF
+        return strategy
+
+    def _gating_plugin_cares(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+        regs = self._plugin_events.get((qpi.profile, qpi.gating_plugin), ())
+        return any(ev.matches(r, event) for r in regs)
+
+    def _candidates(self, event: ClusterEvent) -> list[QueuedPodInfo]:
+        """Pool pods some rejector of which registered ``event``, in pool order."""
+        pool = self._pool
+        if ev.is_wildcard(event):
+            return list(pool.values())
+        keys: set[str] = set(self._pool_any)
+        for profile in self._regs:
+            for plugin in self._matching(profile, event):
+                s = self._pool_idx.get((profile, plugin))
+                if s:
+                    keys |= s
+        if not keys:
+            return []
+        if 2 * len(keys) >= len(pool):
+            return [q for k, q in pool.items() if k in keys]
+        seq = self._pool_seq
+        return [pool[k] for k in sorted(keys, key=seq.__getitem__)]
+
+    def _move_pods(
+        self,
+        pods: Iterable[QueuedPodInfo],
+        event: ClusterEvent,
+        old: Any,
+        new: Any,
+        pre_check: Callable[[PodInfo], bool] | None = None,
+    ) -> int:
+        """``movePodsToActiveOrBackoffQueue``: requeue the pool pods the event may help."""
+        moved = 0
+        for qpi in pods:
+            if pre_check is not None and not pre_check(qpi.pod_info):
+                continue
+            if qpi.gated and not self._gating_plugin_cares(qpi, event):
+                continue
+            strategy = self._worth_requeuing(qpi, event, old, new)
+            if strategy == QUEUE_SKIP:
+                continue
+            self._remove(qpi.key)
+            if self._requeue(qpi, strategy, event.label) != UNSCHEDULABLE:
+                moved += 1
+        if self._in_flight:
+            self._event_seq += 1
+            self._events.append((self._event_seq, event, old, new))
+        return moved
 
     # -- pod lifecycle -----------------------------------------------------------------
     def add(self, pod: PodInfo, profile: str) -> None:
-        """A new pending pod."""
-        qpi = QueuedPodInfo(pod, profile, self.clock.now())
-        key = qpi.key
+        """A new pending pod: activeQ, or the pool when a PreEnqueue plugin gates it."""
+        key = _key(pod)
         if key in self._where or key in self._in_flight:
-            self.update(self._entries[key].pod_info if key in self._entries else pod, pod)
+            cur = self._entries.get(key)
+            old = cur.pod_info if cur is not None else self._in_flight_latest.get(key, pod)
+            self.update(old, pod)
             return
-        if pod.pod.status.nominated_node_name:
-            self.nominator.add(pod)
-        if self._gate(qpi):
-            self._push_active(qpi, "PodAdd")
-        else:
-            self._push_unschedulable(qpi, "PodAdd")
+        self._move_to_active(QueuedPodInfo(pod, profile, self.clock.now()), ev.POD_ADD)
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
-        key = new.uid or new.key
-        qpi = self._entries.get(key)
-        self.nominator.update(old, new)
-        if qpi is None:
+        """``Update``: an unassigned pod changed.
+
+        In flight: remember the change as an in-flight event (and the newest
+        version). In activeQ/backoffQ: replace it in place. In the pool: requeue
+        it if a rejecting plugin's hint says the change may help. Elsewhere: add it.
+        """
+        rv = new.pod.metadata.resource_version
+        if old is not new and rv and rv == old.pod.metadata.resource_version:
+            return  # a resync carrying the same object
+        key = _key(new)
+        events = ev.pod_update_events(old, new)
+        if key in self._in_flight:
+            self._in_flight_latest[key] = new
+            for e in events:
+                self._event_seq += 1
+                self._events.append((self._event_seq, e, old, new))
             return
         where = self._where.get(key)
-        meaningful = _pod_updated_meaningfully(qpi.pod_info, new)
+        if where is None:
+            if new.pod.spec.scheduler_name in self.frameworks:
+                self.add(new, new.pod.spec.scheduler_name)
+            return
+        qpi = self._entries[key]
         qpi.pod_info = new
-        if where == UNSCHEDULABLE and meaningful:
+        self.nominator.update(old, new)
+        if where == ACTIVE_Q:
+            # Re-heap under a new token: the QueueSort key may depend on what changed.
+            tok = next(self._seq)
+            self._active_tok[key] = tok
+            heapq.heappush(self._active, (self._sort_key(qpi), tok, qpi))
+            return
+        if where == BACKOFF_Q:
+            return
+        for e in events:
+            strategy = self._worth_requeuing(qpi, e, old, new)
+            if strategy == QUEUE_SKIP:
+                continue
             self._remove(key)
-            if not self._gate(qpi):
-                self._push_unschedulable(qpi, ev.UNSCHEDULED_POD_UPDATE.label)
-            elif self.is_backing_off(qpi):
-                self._push_backoff(qpi, ev.UNSCHEDULED_POD_UPDATE.label)
-            else:
-                self._push_active(qpi, ev.UNSCHEDULED_POD_UPDATE.label)
-        elif where == ACTIVE_Q:
-            # Re-heap: the sort key may have changed (priority).
-            self._remove(key)
-            self._push_active(qpi, ev.UNSCHEDULED_POD_UPDATE.label)
+            if self._requeue(qpi, strategy, e.label) != UNSCHEDULABLE:
+                return
 
     def delete(self, pod: PodInfo) -> None:
-        key = pod.uid or pod.key
-        self._remove(key)
+        """The pod is gone (or bound): out of every queue, and not requeued if in flight."""
+        key = _key(pod)
         self.nominator.delete(pod)
+        if self._remove(key) is None and key in self._in_flight:
+            self._in_flight_deleted.add(key)
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
-        """Move pods (e.g. a gang's siblings) straight to activeQ."""
+        """``Activate``: pods in the pool or backoffQ go straight to activeQ (e.g. a gang's
+        siblings); for an in-flight pod a targeted ForceActivate is recorded instead."""
         for pod in pods:
-            key = pod.uid or pod.key
-            where = self._where.get(key)
-            if where in (UNSCHEDULABLE, BACKOFF_Q):
+            key = _key(pod)
+            if self._where.get(key) in (UNSCHEDULABLE, BACKOFF_Q):
                 qpi = self._remove(key)
                 assert qpi is not None
-                if self._gate(qpi):
-                    self._push_active(qpi, ev.FORCE_ACTIVATE.label)
-                else:
-                    self._push_unschedulable(qpi, ev.FORCE_ACTIVATE.label)
+                self._move_to_active(qpi, ev.FORCE_ACTIVATE.label)
+            elif key in self._in_flight:
+                self._event_seq += 1
+                self._events.append((self._event_seq, ev.FORCE_ACTIVATE, None, pod))
 
     # -- popping ----------------------------------------------------------------------
     def pop_nowait(self) -> QueuedPodInfo | None:
+        """The head of activeQ (after moving pods whose backoff ended), now in flight."""
         self.flush_backoff_completed()
         while self._active:
-            _, _, qpi = heapq.heappop(self._active)
-            if self._where.get(qpi.key) != ACTIVE_Q or self._entries.get(qpi.key) is not qpi:
+            _, tok, qpi = heapq.heappop(self._active)
+            key = qpi.key
+            if self._active_tok.get(key) != tok:
                 continue
-            self._remove(qpi.key)
+            self._remove(key)
+            if key in self._in_flight:
+                continue  # tracked twice: drop the duplicate, as upstream does
             qpi.attempts += 1
-            if qpi.initial_attempt_timestamp is None:
-                qpi.initial_attempt_timestamp = self.clock.now()
-            self._cycle += 1
-            self._in_flight[qpi.key] = self._event_seq
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+            self.scheduling_cycle += 1
+            self._in_flight[key] = self._event_seq
             return qpi
         return None
 
     async def pop(self) -> QueuedPodInfo | None:
-        """Next pod by QueueSort; waits for one. None once closed."""
+        """Next pod by QueueSort; waits (on the injected clock) for one. None once closed."""
         while not self._closed:
             qpi = self.pop_nowait()
             if qpi is not None:
                 return qpi
             self._wakeup = anyio.Event()
-            with anyio.move_on_after(1.0):  # re-check backoffQ at least every second
+            expiry = self.next_backoff_expiry()
+            if expiry is None:
                 await self._wakeup.wait()
+                continue
+            async with anyio.create_task_group() as tg:
+
+                async def timer(delay: float) -> None:
+                    await self.clock.sleep(delay)
+                    self._notify()
+
+                tg.start_soon(timer, expiry - self.clock.now())
+                await self._wakeup.wait()
+                tg.cancel_scope.cancel()
         return None
 
     def close(self) -> None:
@@ -257,163 +534,210 @@ class SchedulingQueue:
         self._notify()
 
     def done(self, pod: PodInfo) -> None:
-        """The attempt is over (scheduled, or re-queued already)."""
-        self._in_flight.pop(pod.uid or pod.key, None)
+        """The attempt is over (bound, or requeued already); drop events nobody needs."""
+        self._done(_key(pod))
+
+    def _done(self, key: str) -> None:
+        self._in_flight_latest.pop(key, None)
+        self._in_flight_deleted.discard(key)
+        if self._in_flight.pop(key, None) is None:
+            return
         if not self._in_flight:
-            self._event_log.clear()
-        elif self._event_log:
-            oldest = min(self._in_flight.values())
-            self._event_log = [e for e in self._event_log if e[0] > oldest]
+            self._events.clear()
+            return
+        oldest = next(iter(self._in_flight.values()))
+        events = self._events
+        while events and events[0][0] <= oldest:
+            events.popleft()
+
+    def _in_flight_strategy(self, qpi: QueuedPodInfo) -> int:
+        """``determineSchedulingHintForInFlightPod``: did an event during the attempt help?"""
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            return QUEUE_AFTER_BACKOFF  # an error, not a rejection: retry after backoff
+        start = self._in_flight.get(qpi.key)
+        if start is None:
+            return QUEUE_AFTER_BACKOFF
+        strategy = QUEUE_SKIP
+        for seq, event, old, new in self._events:
+            if seq <= start:
+                continue
+            s = self._worth_requeuing(qpi, event, old, new)
+            if s == QUEUE_IMMEDIATELY:
+                return s
+            if s == QUEUE_AFTER_BACKOFF:
+                strategy = s
+                if not qpi.pending_plugins:
+                    return s
+        return strategy
 
     def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, *, error: bool = False) -> None:
-        """Back from a failed attempt: to the pool, or straight on if an event already helped."""
+        """``AddUnschedulableIfNotPresent``: back from a failed attempt.
+
+        To the pool, unless an event seen during the attempt may help (then backoffQ
+        or activeQ). ``error`` means no plugin rejected it (an internal or API
+        error): retried after backoff whatever happens in the cluster. A pod deleted
+        during the attempt is dropped; one updated comes back in its latest version.
+        """
         key = qpi.key
-        if key in self._where:
-            return
-        qpi.timestamp = self.clock.now()
-        qpi.backoff_on_requeue = True
-        start = self._in_flight.get(key)
-        moved_by: ClusterEvent | None = None
-        if error or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
-            # Errors are retried after backoff, whatever happens in the cluster.
-            self._push_backoff(qpi, "ScheduleAttemptFailure")
-            self.done(qpi.pod_info)
-            return
-        if start is not None:
-            for seq, event, old, new in self._event_log:
-                if seq > start and self._worth_requeuing(qpi, event, old, new):
-                    moved_by = event
-                    break
-        if moved_by is not None:
-            if self.is_backing_off(qpi):
-                self._push_backoff(qpi, moved_by.label or "ScheduleAttemptFailure")
-            else:
-                self._push_active(qpi, moved_by.label or "ScheduleAttemptFailure")
-        else:
-            self._push_unschedulable(qpi, "ScheduleAttemptFailure")
-        self.done(qpi.pod_info)
+        try:
+            if key in self._where or key in self._in_flight_deleted:
+                return
+            latest = self._in_flight_latest.get(key)
+            if latest is not None:
+                qpi.pod_info = latest
+            if error:
+                qpi.unschedulable_plugins = set()
+                qpi.pending_plugins = set()
+            qpi.timestamp = self.clock.now()
+            self._requeue(qpi, self._in_flight_strategy(qpi), ev.SCHEDULE_ATTEMPT_FAILURE)
+        finally:
+            self._done(key)
 
     # -- events -----------------------------------------------------------------------
-    def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
-        """``isPodWorthRequeuing``: some rejecting plugin registered the event and its hint says Queue."""
-        if event.resource == "*":
-            return True
-        rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
-        if not rejectors:
-            return True
-        for plugin in rejectors:
-            regs = self._plugin_events.get((qpi.profile, plugin))
-            if regs is None:
-                return True  # no EnqueueExtensions: every event may help
-            for reg in regs:
-                if not reg.event.matches(event):
-                    continue
-                if reg.hint is None:
-                    return True
-                try:
-                    if reg.hint(qpi.pod_info, old, new) == QueueingHint.QUEUE:
-                        return True
-                except Exception:
-                    return True  # upstream queues on hint errors
-        return False
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        pre_check: Callable[[PodInfo], bool] | None = None,
+    ) -> int:
+        """A cluster event: requeue every pool pod it may help; returns how many left the pool.
 
-    def move_all_to_active_or_backoff(self, event: ClusterEvent, old: Any = None, new: Any = None) -> int:
-        """A cluster event: move every unschedulable pod it may help; returns how many moved."""
-        if self._in_flight:
-            self._event_seq += 1
-            self._event_log.append((self._event_seq, event, old, new))
-        moved = 0
-        for key, qpi in list(self._unschedulable.items()):
-            if qpi.gated:
-                continue
-            if not self._worth_requeuing(qpi, event, old, new):
-                continue
-            self._remove(key)
-            if self.is_backing_off(qpi):
-                self._push_backoff(qpi, event.label)
-            else:
-                self._push_active(qpi, event.label)
-            moved += 1
+        ``pre_check`` (upstream ``PreEnqueueCheck``) can exclude pods up front.
+        """
+        if not self._event_of_interest(event):
+            return 0
+        moved = self._move_pods(self._candidates(event), event, old, new, pre_check)
+        if moved:
+            self._notify()
         return moved
 
     def flush_backoff_completed(self) -> int:
+        """``flushBackoffQCompleted``: pods whose backoff ended go to activeQ."""
         now = self.clock.now()
         moved = 0
-        while self._backoff and self._backoff[0][0] <= now:
-            _, _, qpi = heapq.heappop(self._backoff)
-            if self._where.get(qpi.key) != BACKOFF_Q or self._entries.get(qpi.key) is not qpi:
+        heap, toks = self._backoff, self._backoff_tok
+        while heap:
+            t, tok, qpi = heap[0]
+            if toks.get(qpi.key) != tok:
+                heapq.heappop(heap)
                 continue
+            if t > now:
+                break
+            heapq.heappop(heap)
             self._remove(qpi.key)
-            self._push_active(qpi, "BackoffComplete")
-            moved += 1
+            if self._move_to_active(qpi, ev.BACKOFF_COMPLETE):
+                moved += 1
         return moved
 
     def flush_unschedulable_leftover(self) -> int:
+        """``flushUnschedulablePodsLeftover``: pods pooled longer than the limit are retried."""
         now = self.clock.now()
-        stale = [q for q in self._unschedulable.values()
-                 if not q.gated and now - q.timestamp > self.max_in_unschedulable]
-        for qpi in stale:
-            self._remove(qpi.key)
-            if self.is_backing_off(qpi):
-                self._push_backoff(qpi, ev.UNSCHEDULABLE_TIMEOUT.label)
-            else:
-                self._push_active(qpi, ev.UNSCHEDULABLE_TIMEOUT.label)
-        return len(stale)
+        limit = self.max_in_unschedulable
+        stale = [q for q in self._pool.values() if now - q.timestamp > limit]
+        if not stale:
+            return 0
+        moved = self._move_pods(stale, ev.UNSCHEDULABLE_TIMEOUT, None, None)
+        if moved:
+            self._notify()
+        return moved
 
     async def run_flushers(self) -> None:
-        """Periodic flushes (1 s backoff, 30 s leftover), owned by the caller's task group."""
-        tick = 0
-        while not self._closed:
-            await self.clock.sleep(1.0)
-            if self.flush_backoff_completed():
-                self._notify()
-            tick += 1
-            if tick % 30 == 0 and self.flush_unschedulable_leftover():
-                self._notify()
+        """The periodic flushes (backoff every 1 s, leftover every 30 s), on the injected clock."""
+
+        async def every(period: float, fn: Callable[[], int]) -> None:
+            while not self._closed:
+                await self.clock.sleep(period)
+                if fn():
+                    self._notify()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(every, BACKOFF_FLUSH_PERIOD, self.flush_backoff_completed)
+            tg.start_soon(every, LEFTOVER_FLUSH_PERIOD, self.flush_unschedulable_leftover)
 
     # -- introspection ---------------------------------------------------------------------
     def next_backoff_expiry(self) -> float | None:
-        while self._backoff:
-            t, _, qpi = self._backoff[0]
-            if self._where.get(qpi.key) == BACKOFF_Q and self._entries.get(qpi.key) is qpi:
+        heap, toks = self._backoff, self._backoff_tok
+        while heap:
+            t, tok, qpi = heap[0]
+            if toks.get(qpi.key) == tok:
                 return t
-            heapq.heappop(self._backoff)
+            heapq.heappop(heap)
         return None
 
     def has_active(self) -> bool:
-        return any(self._where.get(q.key) == ACTIVE_Q and self._entries.get(q.key) is q
-                   for _, _, q in self._active)
+        return bool(self._active_tok)
+
+    def location(self, pod: PodInfo) -> str | None:
+        """Where the pod is: active, backoff, unschedulable, "inFlight" or None."""
+        key = _key(pod)
+        where = self._where.get(key)
+        if where is None and key in self._in_flight:
+            return "inFlight"
+        return where
+
+    def get(self, pod: PodInfo) -> QueuedPodInfo | None:
+        return self._entries.get(_key(pod))
 
     def pending_counts(self) -> dict[str, int]:
-        counts = {ACTIVE_Q: 0, BACKOFF_Q: 0, UNSCHEDULABLE: 0, "gated": 0}
-        for key, where in self._where.items():
-            if where == UNSCHEDULABLE and self._entries[key].gated:
-                counts["gated"] += 1
-            else:
-                counts[where] += 1
-        return counts
+        """Pods per queue as ``scheduler_pending_pods{queue}`` counts them (gated apart)."""
+        gated = len(self._gated)
+        return {
+            ACTIVE_Q: len(self._active_tok),
+            BACKOFF_Q: len(self._backoff_tok),
+            UNSCHEDULABLE: len(self._pool) - gated,
+            "gated": gated,
+        }
 
     def unschedulable_pods(self) -> list[QueuedPodInfo]:
-        return list(self._unschedulable.values())
+        return list(self._pool.values())
+
+    def active_pods(self) -> list[QueuedPodInfo]:
+        """activeQ in pop order (for debugging and tests; O(n log n))."""
+        live = [e for e in self._active if self._active_tok.get(e[2].key) == e[1]]
+        return [e[2] for e in sorted(live, key=lambda e: (e[0], e[1]))]
+
+    def backoff_pods(self) -> list[QueuedPodInfo]:
+        live = [e for e in self._backoff if self._backoff_tok.get(e[2].key) == e[1]]
+        return [e[2] for e in sorted(live, key=lambda e: (e[0], e[1]))]
 
     def in_flight(self) -> int:
         return len(self._in_flight)
 
     def dump(self) -> dict[str, Any]:
-        def row(q: QueuedPodInfo) -> dict[str, Any]:
-            return {
-                "pod": q.pod_info.key,
-                "profile": q.profile,
-                "attempts": q.attempts,
-                "unschedulablePlugins": sorted(q.unschedulable_plugins),
-                "gated": q.gated,
-                "gatingMessage": q.gating_status.message() if q.gating_status else "",
-                "backoffExpiry": self.backoff_expiry(q) if q.attempts else None,
-            }
+        """JSON-ready view for /debug/queue: every pending pod, where and why."""
 
-        out: dict[str, Any] = {ACTIVE_Q: [], BACKOFF_Q: [], UNSCHEDULABLE: []}
-        for key, where in sorted(self._where.items()):
-            out[where].append(row(self._entries[key]))
-        out["inFlight"] = sorted(self._in_flight)
-        out["nominated"] = {n: [p.key for p in ps] for n, ps in sorted(self.nominator.nodes().items())}
-        return out
+        def row(q: QueuedPodInfo) -> dict[str, Any]:
+            d: dict[str, Any] = {
+                "pod": q.pod_info.key,
+                "uid": q.pod_info.uid,
+                "profile": q.profile,
+                "priority": q.priority,
+                "attempts": q.attempts,
+                "timestamp": q.timestamp,
+                "initialAttemptTimestamp": q.initial_attempt_timestamp,
+                "unschedulablePlugins": sorted(q.unschedulable_plugins),
+                "pendingPlugins": sorted(q.pending_plugins),
+            }
+            if q.gated:
+                d["gatingPlugin"] = q.gating_plugin
+                d["gatingMessage"] = q.gating_status.message() if q.gating_status else ""
+            if q.attempts:
+                d["backoffExpiry"] = self.backoff_expiry(q)
+            return d
+
+        pool = sorted(self._pool.values(), key=lambda q: q.pod_info.key)
+        return {
+            "now": self.clock.now(),
+            "counts": self.pending_counts(),
+            "schedulingCycle": self.scheduling_cycle,
+            ACTIVE_Q: [row(q) for q in self.active_pods()],
+            BACKOFF_Q: [row(q) for q in self.backoff_pods()],
+            UNSCHEDULABLE: [row(q) for q in pool if not q.gated],
+            "gated": [row(q) for q in pool if q.gated],
+            "inFlight": list(self._in_flight),
+            "inFlightEvents": [e[1].label for e in self._events],
+            "nominated": {
+                n: [p.key for p in ps] for n, ps in sorted(self.nominator.nodes().items())
+            },
+        }

@@ -30,7 +30,7 @@ from ..framework.waiting_pods import WaitingPods
 from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
-from ..cache import Cache
+from ..cache import Cache, CacheError
 from .schedule_one import CycleResult, scheduling_cycle
 
 __all__ = ["Observer", "Scheduler", "build_frameworks"]
@@ -153,6 +153,16 @@ class Scheduler:
     def responsible_for(self, pod: PodInfo) -> bool:
         return pod.pod.spec.scheduler_name in self.frameworks
 
+    @staticmethod
+    def _cache_op(op: Callable[..., Any], *args: Any) -> bool:
+        """Apply an informer event to the cache; like upstream, a rejected one is logged."""
+        try:
+            op(*args)
+        except CacheError as e:
+            log.error("scheduler cache update failed", error=str(e))
+            return False
+        return True
+
     def on_node_add(self, node: Node) -> None:
         self.cache.add_node(node)
         self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node)
@@ -163,11 +173,11 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(e, old, new)
 
     def on_node_delete(self, node: Node) -> None:
-        self.cache.remove_node(node.metadata.name)
+        self._cache_op(self.cache.remove_node, node.metadata.name)
 
     def on_pod_add(self, pod: PodInfo) -> None:
         if pod.node_name:
-            self.cache.add_pod(pod)
+            self._cache_op(self.cache.add_pod, pod)
             self.queue.nominator.delete(pod)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
         elif self.responsible_for(pod):
@@ -178,22 +188,36 @@ class Scheduler:
             if not old.node_name:
                 # Just bound (by us or someone else): leave the queue, confirm in cache.
                 self.queue.delete(old)
-                self.cache.add_pod(new)
+                self._cache_op(self.cache.add_pod, new)
                 self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, new)
             else:
-                self.cache.update_pod(old, new)
-                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_UPDATE, old, new)
+                self._cache_op(self.cache.update_pod, old, new)
+                for e in ev.pod_update_events(old, new):
+                    self.queue.move_all_to_active_or_backoff(e, old, new)
         elif self.responsible_for(new):
+            if self.cache.is_assumed(new):
+                return  # being bound: upstream ignores updates of assumed pods
             self.queue.update(old, new)
+            nominated = old.pod.status.nominated_node_name
+            if nominated and nominated != new.pod.status.nominated_node_name:
+                # Lower-or-equal priority pods treated it as already on that node.
+                self.queue.move_all_to_active_or_backoff(
+                    ev.ASSIGNED_POD_DELETE, old, None, _le_priority(new.priority))
 
     def on_pod_delete(self, pod: PodInfo) -> None:
-        if pod.node_name or self.cache.is_assumed(pod):
-            self.cache.remove_pod(pod)
+        if pod.node_name:
+            self._cache_op(self.cache.remove_pod, pod)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
+            return
+        # An assumed pod stays in the cache until its binding cycle fails and forgets it.
         self.queue.delete(pod)
         wp = self.waiting_pods.get(pod.uid or pod.key)
         if wp is not None:
             wp.reject("", "pod deleted")
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
+        elif pod.pod.status.nominated_node_name:
+            self.queue.move_all_to_active_or_backoff(
+                ev.ASSIGNED_POD_DELETE, pod, None, _le_priority(pod.priority))
 
     def on_other_event(self, event: Any, old: Any = None, new: Any = None) -> None:
         """Custom resources (PodGroups, ...) plugins registered for."""
@@ -226,6 +250,8 @@ class Scheduler:
             self.handle_failure(fw, qpi, res.status, res)
             return
         assert res.assumed is not None
+        # Assumed on a node now, so no longer a nominated pod (upstream ``assume``).
+        self.queue.nominator.delete(pod)
         await self._binding_limit.acquire()
         self.in_flight_bindings += 1
         tg.start_soon(self.binding_cycle, fw, state, qpi, res.assumed, res.node)
@@ -239,8 +265,20 @@ class Scheduler:
     async def binding_cycle(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str
     ) -> None:
+        holding = True
         try:
-            st = await fw.wait_on_permit(assumed)
+            wp = self.waiting_pods.get(assumed.uid or assumed.key)
+            if wp is not None and not wp.done:
+                # A pod parked at Permit (e.g. waiting for its gang) must not hold a
+                # binding slot, or a gang larger than the bound could never assemble.
+                self._binding_limit.release()
+                holding = False
+                st = await fw.wait_on_permit(assumed)
+                if st.is_success():
+                    await self._binding_limit.acquire()
+                    holding = True
+            else:
+                st = await fw.wait_on_permit(assumed)
             if st.is_success():
                 st = await fw.run_pre_bind(state, assumed, node)
             if st.is_success():
@@ -254,22 +292,31 @@ class Scheduler:
             await fw.run_post_bind(state, assumed, node)
         finally:
             self.in_flight_bindings -= 1
-            self._binding_limit.release()
+            if holding:
+                self._binding_limit.release()
 
     def handle_binding_failure(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str, st: Status
     ) -> None:
+        """``handleBindingCycleError``: Unreserve, forget, requeue (unless final), free resources."""
         fw.run_unreserve(state, assumed, node)
-        self.cache.forget_pod(assumed)
-        # Resources freed: pods waiting on them may fit now (upstream: AssignedPodDelete).
-        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
+        forgotten = self._cache_op(self.cache.forget_pod, assumed)
+        # Forgetting frees resources, which is an AssignedPodDelete for the pool. For a
+        # rejection the move waits until the pod itself is requeued and skips it, so the
+        # event cannot count as "seen while in flight" and bypass its rejecting plugin.
+        if forgotten and not st.is_rejected():
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
         cause = st.cause
         if isinstance(cause, BindError) and not cause.retry:
             # 409/404: the pod is gone or bound elsewhere; the watch will tell us. No retry.
             self.queue.done(qpi.pod_info)
             log.info("binding rejected, not retrying", pod=qpi.pod_info.key, node=node, error=str(cause))
-            return
-        self.handle_failure(fw, qpi, st, None)
+        else:
+            self.handle_failure(fw, qpi, st, None)
+        if forgotten and st.is_rejected():
+            me = assumed.uid or assumed.key
+            self.queue.move_all_to_active_or_backoff(
+                ev.ASSIGNED_POD_DELETE, assumed, None, lambda p: (p.uid or p.key) != me)
 
     def handle_failure(self, fw: Framework, qpi: QueuedPodInfo, st: Status, res: CycleResult | None) -> None:
         """``handleSchedulingFailure``: requeue (pool or backoff), nominate, report."""
@@ -314,3 +361,8 @@ class Scheduler:
 
     def _on_queue_move(self, event: str, queue: str) -> None:
         return None
+
+
+def _le_priority(priority: int) -> Callable[[PodInfo], bool]:
+    """``getLEPriorityPreCheck``: only pods that a nominated pod of ``priority`` could block."""
+    return lambda p: p.priority <= priority

@@ -48,11 +48,18 @@ class ResourceInfo:
         return f"{self.kind}.{self.group}" if self.group else self.kind
 
     def field_getters(self) -> dict[str, FieldGetter]:
-        paths = {"metadata.name": "metadata.name"}
-        if self.namespaced:
-            paths["metadata.namespace"] = "metadata.namespace"
-        paths.update(self.fields)
-        return field_getters(paths)
+        """The field labels `fieldSelector` accepts for this resource (built once)."""
+        cached = _GETTERS.get(self.qualified)
+        if cached is None:
+            paths = {"metadata.name": "metadata.name"}
+            if self.namespaced:
+                paths["metadata.namespace"] = "metadata.namespace"
+            paths.update(self.fields)
+            cached = _GETTERS[self.qualified] = field_getters(paths)
+        return cached
+
+
+_GETTERS: dict[str, dict[str, FieldGetter]] = {}
 
 
 _POD_FIELDS = {
@@ -91,20 +98,39 @@ _EVENTS_V1_FIELDS = (
 )
 
 PODS = ResourceInfo(
-    "", "v1", "pods", "Pod", True,
-    short_names=("po",), subresources=("binding", "status"), categories=("all",),
-    status_subresource=True, fields=_POD_FIELDS,
-)  # fmt: skip
+    "",
+    "v1",
+    "pods",
+    "Pod",
+    True,
+    short_names=("po",),
+    subresources=("binding", "status"),
+    categories=("all",),
+    status_subresource=True,
+    fields=_POD_FIELDS,
+)
 NODES = ResourceInfo(
-    "", "v1", "nodes", "Node", False,
-    short_names=("no",), subresources=("status",), status_subresource=True,
+    "",
+    "v1",
+    "nodes",
+    "Node",
+    False,
+    short_names=("no",),
+    subresources=("status",),
+    status_subresource=True,
     fields={"spec.unschedulable": "spec.unschedulable"},
-)  # fmt: skip
+)
 NAMESPACES = ResourceInfo(
-    "", "v1", "namespaces", "Namespace", False,
-    short_names=("ns",), subresources=("status",), status_subresource=True,
+    "",
+    "v1",
+    "namespaces",
+    "Namespace",
+    False,
+    short_names=("ns",),
+    subresources=("status",),
+    status_subresource=True,
     fields={"status.phase": "status.phase"},
-)  # fmt: skip
+)
 CORE_EVENTS = ResourceInfo(
     "", "v1", "events", "Event", True, short_names=("ev",), fields=_CORE_EVENT_FIELDS
 )
@@ -114,23 +140,44 @@ EVENTS_V1 = ResourceInfo(
 )
 LEASES = ResourceInfo("coordination.k8s.io", "v1", "leases", "Lease", True)
 PDBS = ResourceInfo(
-    "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
-    short_names=("pdb",), subresources=("status",), has_generation=True,
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+    True,
+    short_names=("pdb",),
+    subresources=("status",),
+    has_generation=True,
     status_subresource=True,
-)  # fmt: skip
+)
 PRIORITY_CLASSES = ResourceInfo(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)
 )
 POD_GROUPS = ResourceInfo(
-    "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True,
-    short_names=("pg", "pgs"), subresources=("status",), crd=True, has_generation=True,
+    "scheduling.x-k8s.io",
+    "v1alpha1",
+    "podgroups",
+    "PodGroup",
+    True,
+    short_names=("pg", "pgs"),
+    subresources=("status",),
+    crd=True,
+    has_generation=True,
     status_subresource=True,
-)  # fmt: skip
+)
 
 RESOURCES: tuple[ResourceInfo, ...] = (
-    PODS, NODES, NAMESPACES, CORE_EVENTS, BINDINGS, EVENTS_V1, LEASES, PDBS, PRIORITY_CLASSES,
+    PODS,
+    NODES,
+    NAMESPACES,
+    CORE_EVENTS,
+    BINDINGS,
+    EVENTS_V1,
+    LEASES,
+    PDBS,
+    PRIORITY_CLASSES,
     POD_GROUPS,
-)  # fmt: skip
+)
 STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r is not BINDINGS)
 
 # (group, version) -> plural -> info

@@ -13,7 +13,7 @@ import random
 import re
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -123,11 +123,14 @@ def already_exists(res: ResourceInfo, name: str) -> APIStatusError:
 def conflict(
     res: ResourceInfo, name: str, why: str, *, qualified: str | None = None
 ) -> APIStatusError:
+    """`qualified` overrides the resource in the message ("pods/binding", or the Kind that
+    BeforeDelete uses); details split it into kind and group like schema.GroupResource."""
     what = qualified or res.qualified
+    kind, _, group = what.partition(".")
     details: JSON = {"name": name}
-    if res.group and qualified is None:
-        details["group"] = res.group
-    details["kind"] = what.split(".", 1)[0] if qualified else res.plural
+    if group:
+        details["group"] = group
+    details["kind"] = kind
     return APIStatusError.make(
         409, f'Operation cannot be fulfilled on {what} "{name}": {why}', "Conflict", details
     )
@@ -407,7 +410,6 @@ class Store:
 
     def __init__(self, *, history: int = 1000, graceful_pod_deletion: bool = False) -> None:
         self.rv = 0
-        self.history_size = history
         self.graceful_pod_deletion = graceful_pod_deletion
         self.objects: dict[str, dict[Key, JSON]] = {r.qualified: {} for r in R.STORED}
         self.history: dict[str, deque[StoredEvent]] = {
@@ -445,7 +447,7 @@ class Store:
         return ((ns or "") if res.namespaced else "", name)
 
     def _require_namespace(self, ns: str) -> None:
-        if (("", ns)) not in self.objects[R.NAMESPACES.qualified]:
+        if ("", ns) not in self.objects[R.NAMESPACES.qualified]:
             raise not_found(R.NAMESPACES, ns)
 
     def _check_type(self, res: ResourceInfo, obj: Any) -> JSON:
@@ -481,9 +483,8 @@ class Store:
         fields: FieldSelector | None = None,
     ) -> tuple[builtins.list[JSON], int]:
         bucket = self._bucket(res)
-        keys: Iterable[Key] = sorted(bucket)
         out = []
-        for key in keys:
+        for key in sorted(bucket):
             if ns is not None and res.namespaced and key[0] != ns:
                 continue
             obj = bucket[key]
@@ -608,6 +609,21 @@ class Store:
         status = pod.setdefault("status", {})
         if isinstance(status, dict):
             status.setdefault("phase", "Pending")
+            conds = status.setdefault("conditions", [])
+            gated = spec.get("schedulingGates")
+            if gated and not any(c.get("type") == "PodScheduled" for c in conds):
+                conds.append(
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "lastProbeTime": None,
+                        "lastTransitionTime": None,
+                        "reason": "SchedulingGated",
+                        "message": "Scheduling is blocked due to non-empty scheduling gates",
+                    }
+                )
+            if not conds:
+                del status["conditions"]
 
     # -- update / patch -------------------------------------------------------------------------
 
@@ -621,7 +637,6 @@ class Store:
         subresource: str | None = None,
         dry_run: bool = False,
     ) -> JSON:
-        current = self.get(res, ns, name)
         new = self._check_type(res, body)
         meta = new["metadata"]
         if (meta.get("name") or name) != name:
@@ -634,6 +649,7 @@ class Store:
                 "the namespace of the provided object does not match the namespace sent on the "
                 "request"
             )
+        current = self.get(res, ns, name)
         uid = meta.get("uid")
         cur_meta = current["metadata"]
         if uid and uid != cur_meta["uid"]:
@@ -866,15 +882,19 @@ class Store:
             )
         if cur_meta.get("deletionTimestamp"):
             raise conflict(
-                R.PODS, name, f"pod {name} is being deleted, cannot be assigned to a host",
+                R.PODS,
+                name,
+                f"pod {name} is being deleted, cannot be assigned to a host",
                 qualified="pods/binding",
-            )  # fmt: skip
+            )
         node = (current.get("spec") or {}).get("nodeName")
         if node:
             raise conflict(
-                R.PODS, name, f'pod {name} is already assigned to node "{node}"',
+                R.PODS,
+                name,
+                f'pod {name} is already assigned to node "{node}"',
                 qualified="pods/binding",
-            )  # fmt: skip
+            )
         new = clone(current)
         new.setdefault("spec", {})["nodeName"] = target["name"]
         if meta.get("annotations"):

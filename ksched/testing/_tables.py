@@ -87,7 +87,7 @@ def _pod_row(pod: JSON) -> list[Any]:
         pod["metadata"]["name"],
         f"{ready}/{len(spec.get('containers') or [])}",
         _pod_status(pod),
-        restarts,
+        str(restarts),
         _age(pod),
         status.get("podIP") or "<none>",
         spec.get("nodeName") or "<none>",

@@ -3,6 +3,23 @@
 There is no real kube-apiserver in the test environment, so this server is what the daemon,
 kubectl and the official clients talk to. It works on plain JSON dicts and imports nothing from
 ksched outside ksched.testing, so it can never share a bug with the code under test.
+
+Where it knowingly differs from kube-apiserver (so tests stay simple, or because nothing here
+plays kubelet or the namespace controller):
+
+- Pod status given on create is kept (kube resets it), so tests can seed running pods.
+- Deleting a pod removes it at once; with graceful_pod_deletion=True a bound pod instead gets
+  a deletionTimestamp and stays until deleted with gracePeriodSeconds=0. Finalizers are honoured.
+- Deleting a namespace removes it and everything in it at once (no Terminating phase).
+- core/v1 and events.k8s.io/v1 Events are stored separately, without conversion between them.
+- Lists always show the current state: resourceVersion/resourceVersionMatch on a list are
+  ignored and continue tokens do not pin a snapshot. A watch from a resourceVersion newer than
+  the server's starts from now.
+- No authentication, protobuf, managedFields or server-side apply (apply patches get 415), and
+  validation is limited to names, pod containers, pod spec immutability and scheduling gates.
+- /openapi/v3 is a stub holding only PATCH operations that advertise `fieldValidation`: that is
+  what kubectl probes before `create`/`apply`, and with it kubectl leaves validation to the
+  server instead of failing to download a schema (no `--validate=false` needed).
 """
 
 from __future__ import annotations
@@ -74,7 +91,7 @@ _PATCH_TYPES = {
     "application/json-patch+json": "json",
 }
 _NOT_FOUND_TEXT = "404 page not found\n"
-_RECORDED = "ksched_recorded"
+_RECORDED = web.RequestKey("ksched_recorded", bool)
 
 
 def _json(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
@@ -173,14 +190,14 @@ class TestAPIServer:
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
+        )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=0.5)
+        site = web.TCPSite(runner, self.host, self.port)
         await site.start()
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        if runner.addresses:  # the real port when 0 asked for any free one
+            self.port = int(runner.addresses[0][1])
         self._runner = runner
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -369,8 +386,12 @@ class TestAPIServer:
         meta: JSON = {"name": name, "namespace": namespace}
         if uid:
             meta["uid"] = uid
-        binding = {"kind": "Binding", "apiVersion": "v1", "metadata": meta,
-                   "target": {"kind": "Node", "name": node}}  # fmt: skip
+        binding = {
+            "kind": "Binding",
+            "apiVersion": "v1",
+            "metadata": meta,
+            "target": {"kind": "Node", "name": node},
+        }
         self._call(self.store.bind, namespace, name, binding)
 
     @property
@@ -496,7 +517,7 @@ class TestAPIServer:
             subresource=attrs.subresource if attrs else None,
             namespace=attrs.namespace if attrs else None,
             name=attrs.name if attrs else None,
-            content_type=request.content_type if raw else None,
+            content_type=request.headers.get("Content-Type") if raw else None,
             body=body,
             time=time.time(),
         )
@@ -625,9 +646,13 @@ class TestAPIServer:
 
     @staticmethod
     def _verb(
-        method: str, res: ResourceInfo, name: str | None, sub: str | None, watch: bool,
+        method: str,
+        res: ResourceInfo,
+        name: str | None,
+        sub: str | None,
+        watch: bool,
         namespace: str | None,
-    ) -> str:  # fmt: skip
+    ) -> str:
         not_allowed = APIStatusError.make(
             405, "the server does not allow this method on the requested resource"
         )
@@ -674,10 +699,15 @@ class TestAPIServer:
             if verb == "deletecollection":
                 opts = DeleteOptions.from_body(_decode_body(raw) if raw.strip() else None, dict(q))
                 gone = [
-                    store.delete(res, o["metadata"].get("namespace"), o["metadata"]["name"], opts,
-                                 dry_run=dry_run)
+                    store.delete(
+                        res,
+                        o["metadata"].get("namespace"),
+                        o["metadata"]["name"],
+                        opts,
+                        dry_run=dry_run,
+                    )
                     for o in items
-                ]  # fmt: skip
+                ]
                 return self._list_response(res, gone, store.rv, q, False)
             return self._list_response(
                 res, items, rv, q, wants_table(request.headers.get("Accept", ""))
@@ -694,6 +724,13 @@ class TestAPIServer:
             assert name is not None
             opts = DeleteOptions.from_body(_decode_body(raw) if raw.strip() else None, dict(q))
             return _json(store.delete(res, ns, name, opts, dry_run=dry_run))
+        if verb == "patch" and request.content_type not in _PATCH_TYPES:
+            accepted = [t for t in _PATCH_TYPES if not (res.crd and "strategic" in t)]
+            raise APIStatusError.make(
+                415,
+                "the body of the request was in an unknown format - accepted media types "
+                f"include: {', '.join(accepted)}",
+            )
         body = _decode_body(raw) if raw.strip() else None
         if body is None:
             raise bad_request("the request body is empty")
@@ -702,14 +739,19 @@ class TestAPIServer:
                 assert ns is not None
                 pod = name if name is not None else ((body.get("metadata") or {}).get("name") or "")
                 store.bind(ns, pod, body, dry_run=dry_run)
-                success = {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                           "status": "Success", "code": 201}  # fmt: skip
+                success = {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 201,
+                }
                 return _json(success, 201)
             return _json(store.create(res, ns, body, dry_run=dry_run), 201)
         assert name is not None
         if verb == "update":
             return _json(store.update(res, ns, name, body, subresource=sub, dry_run=dry_run))
-        patch_type = _PATCH_TYPES.get(request.content_type, request.content_type)
+        patch_type = _PATCH_TYPES[request.content_type]
         obj = store.patch(res, ns, name, patch_type, body, subresource=sub, dry_run=dry_run)
         return _json(obj)
 
@@ -810,20 +852,32 @@ class TestAPIServer:
                 waits = [t - now for t in (deadline, next_bookmark) if t is not None]
                 try:
                     async with asyncio.timeout(max(min(waits), 0) if waits else None):
-                        kind, line = await watcher.queue.get()
+                        item = await watcher.queue.get()
                 except TimeoutError:
                     continue
-                if kind == CLOSE:
-                    break
-                if kind == ABORT:
-                    abort = True
-                    break
-                await resp.write(line)
-                if kind == EVENT:
-                    sent += 1
-                    limit = self.faults.watch_event_limit(route.attrs)
-                    if limit is not None and sent >= limit:
+                # drain what is already queued into one write: one syscall per burst, not per
+                # event, when thousands of objects change at once
+                limit = self.faults.watch_event_limit(route.attrs)
+                batch: list[bytes] = []
+                done = False
+                while True:
+                    kind, line = item
+                    if kind in (CLOSE, ABORT):
+                        done, abort = True, kind == ABORT
                         break
+                    batch.append(line)
+                    if kind == EVENT:
+                        sent += 1
+                        if limit is not None and sent >= limit:
+                            done = True
+                            break
+                    if watcher.queue.empty() or len(batch) >= 512:
+                        break
+                    item = watcher.queue.get_nowait()
+                if batch:
+                    await resp.write(b"".join(batch))
+                if done:
+                    break
         except (ConnectionError, RuntimeError):
             abort = True  # the client went away
         finally:

@@ -1,0 +1,123 @@
+"""ImageLocality: favours nodes that already have the pod's container images.
+
+Upstream scoring: each init and regular container image present on the node adds its
+size scaled by the share of nodes holding it (``size * numNodes / totalNodes``, the
+"node heating" damper, in float64 then truncated); the sum is clamped to
+[23MB, 1000MB x containers] and mapped linearly onto 0..100. Image names get
+upstream's normalisation only (":latest" when untagged), so "nginx" does not match a
+node listing "docker.io/library/nginx:latest", exactly as in kube-scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..framework.cycle_state import CycleState
+from ..framework.interface import ScorePlugin
+from ..framework.snapshot import IntArray, Snapshot
+from ..framework.types import ImageStateSummary, NodeInfo, PodInfo
+from . import names
+
+__all__ = ["ImageLocality", "calculate_priority", "normalized_image_name"]
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+MAX_NODE_SCORE = 100
+
+_PodImages = tuple[tuple[str, ...], tuple[tuple[str, int], ...]]
+
+
+def normalized_image_name(name: str) -> str:
+    """Upstream ``normalizedImageName``: append ":latest" when the name has no tag."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:
+    spread = float(state.num_nodes) / float(total_nodes)
+    return int(float(state.size) * spread)
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    # Both factors are non-negative here, so floor division equals Go's.
+    return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+class ImageLocality(ScorePlugin):
+    name = names.IMAGE_LOCALITY
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        self._key = f"{self.name}#{id(self)}"
+
+    def _images(self, pod: PodInfo) -> _PodImages:
+        """Normalised image names (init containers first) and each distinct one's count."""
+        cached: _PodImages | None = pod.cache.get(self._key)
+        if cached is None:
+            spec = pod.pod.spec
+            imgs = tuple(normalized_image_name(c.image)
+                         for c in [*spec.init_containers, *spec.containers])
+            counts: dict[str, int] = {}
+            for img in imgs:
+                counts[img] = counts.get(img, 0) + 1
+            cached = (imgs, tuple(counts.items()))
+            pod.cache[self._key] = cached
+        return cached
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        if self.handle is None:
+            raise RuntimeError("ImageLocality needs the framework handle's snapshot")
+        images, _ = self._images(pod)
+        total = self.handle.snapshot.n
+        states = node.image_states
+        sum_scores = 0
+        for img in images:
+            st = states.get(img)
+            if st is not None:
+                sum_scores += scaled_image_score(st, total)
+        return calculate_priority(sum_scores, len(images))
+
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
+    ) -> IntArray:
+        images, counts = self._images(pod)
+        n = len(rows)
+        if not images or n == 0:
+            # calculate_priority(0, 0) is 0 for every node.
+            return np.zeros(n, dtype=np.int64)
+        infos = snap.node_infos
+        rl = rows.tolist()
+        total = snap.n
+        sums = np.zeros(n, dtype=np.int64)
+        # Image presence lives in per-node dicts, so each distinct image costs one pass
+        # over the scored rows; the (integer) sum does not depend on container order.
+        dicts = [infos[r].image_states for r in rl] if len(counts) > 1 else None
+        for img, mult in counts:
+            vals = ([d.get(img) for d in dicts] if dicts is not None
+                    else [infos[r].image_states.get(img) for r in rl])
+            if vals.count(None) == n:
+                continue
+            ids = set(map(id, vals))
+            ids.discard(id(None))
+            if len(ids) == 1:
+                # The cache shares one summary per image across nodes: score it once.
+                st = next(v for v in vals if v is not None)
+                present = np.fromiter(map(bool, vals), dtype=np.bool_, count=n)
+                sums += present * (scaled_image_score(st, total) * mult)
+            else:
+                sums += np.array([0 if v is None else scaled_image_score(v, total) for v in vals],
+                                 dtype=np.int64) * mult
+        max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
+        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+        span = max_threshold - MIN_THRESHOLD
+        out: IntArray = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // span
+        return out

@@ -1,0 +1,114 @@
+"""NodePorts: a pod's host ports must be free on the node.
+
+Mirrors kube-scheduler's ``nodeports`` plugin: PreFilter collects the pod's host
+ports (containers and restartable init containers) and skips the Filter for pods
+without any; a conflict is Unschedulable (preemption can free a port). Only nodes
+already using host ports can conflict, so the batch form checks just those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..api.objects import ContainerPort
+from ..framework.cycle_state import CycleState
+from ..framework.interface import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
+)
+from ..framework.snapshot import BoolArray, Snapshot
+from ..framework.status import Code, Status
+from ..framework.types import HostPortInfo, NodeInfo, PodInfo
+from . import names
+from .helper import all_true, get_host_ports
+
+__all__ = ["ERR_REASON", "NodePorts", "fits", "fits_ports"]
+
+ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+PRE_FILTER_KEY = "PreFilter" + names.NODE_PORTS
+_NOT_FOUND = f'reading "{PRE_FILTER_KEY}" from cycleState: not found'
+_CACHE = names.NODE_PORTS + "/hostPorts"
+
+
+def pod_host_ports(pod: PodInfo) -> list[ContainerPort]:
+    """``util.GetHostPorts`` of the pod, computed once per pod."""
+    ports: list[ContainerPort] | None = pod.cache.get(_CACHE)
+    if ports is None:
+        ports = pod.cache[_CACHE] = get_host_ports(pod.pod)
+    return ports
+
+
+def fits_ports(want: Sequence[ContainerPort], used: HostPortInfo) -> bool:
+    """``fitsPorts``: no wanted port conflicts with one in use."""
+    return not any(used.check_conflict(p.host_ip, p.protocol, p.host_port) for p in want)
+
+
+def fits(pod: PodInfo, node: NodeInfo) -> bool:
+    """``nodeports.Fits``."""
+    return fits_ports(pod_host_ports(pod), node.used_ports)
+
+
+class NodePorts(PreFilterPlugin, FilterPlugin):
+    name = names.NODE_PORTS
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        ports = pod_host_ports(pod)
+        if not ports:
+            return None, Status(Code.SKIP)
+        state.write(PRE_FILTER_KEY, ports)
+        return None, None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        want: list[ContainerPort] | None = state.get(PRE_FILTER_KEY)
+        if want is None:
+            return Status(Code.ERROR, _NOT_FOUND)
+        if fits_ports(want, node.used_ports):
+            return None
+        return Status(Code.UNSCHEDULABLE, ERR_REASON)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        want: list[ContainerPort] | None = state.get(PRE_FILTER_KEY)
+        if want is None:
+            raise RuntimeError(_NOT_FOUND)
+        out: BoolArray | None = None
+        for i, ni in enumerate(snap.node_infos):
+            used = ni.used_ports
+            if used.ports and not fits_ports(want, used):
+                if out is None:
+                    out = np.ones(snap.n, dtype=np.bool_)
+                out[i] = False
+        return out if out is not None else all_true(snap.n)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Assigned pod deletions (hinted) and Node Add; QueueingHints on, as upstream."""
+        return [
+            ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"),
+                                 self.is_schedulable_after_pod_deleted),
+            ClusterEventWithHint(ClusterEvent("Node", "Add")),
+        ]
+
+    def is_schedulable_after_pod_deleted(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """Queue only when the deleted pod held a port the rejected pod wants."""
+        if not isinstance(old, PodInfo):
+            raise TypeError(f"expected PodInfo, got {type(old).__name__}")
+        deleted = old.pod
+        if not deleted.spec.node_name and not deleted.status.nominated_node_name:
+            return QueueingHint.SKIP
+        ports = get_host_ports(deleted)
+        if not ports:
+            return QueueingHint.SKIP
+        freed = HostPortInfo()
+        for p in ports:
+            freed.add(p.host_ip, p.protocol, p.host_port)
+        if fits_ports(pod_host_ports(pod), freed):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE

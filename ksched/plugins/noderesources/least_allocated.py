@@ -1,0 +1,49 @@
+"""LeastAllocated: favours nodes with more unrequested capacity (upstream ``leastResourceScorer``).
+
+score = sum(weight * (capacity - requested) * 100 / capacity) / sum(weight), in Go's
+integer arithmetic; a resource requested beyond capacity scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...framework.snapshot import IntArray
+from .resource_allocation import MAX_NODE_SCORE, Column, tdiv, tdiv_vec, weighted_mean
+
+__all__ = ["LeastAllocated", "least_requested_score"]
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return tdiv((capacity - requested) * MAX_NODE_SCORE, capacity)
+
+
+class LeastAllocated:
+    def __init__(self, weights: Sequence[int]) -> None:
+        self.weights = tuple(weights)
+
+    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, w in enumerate(self.weights):
+            cap = allocatable[i]
+            if cap == 0:
+                continue
+            node_score += least_requested_score(requested[i], cap) * w
+            weight_sum += w
+        return 0 if weight_sum == 0 else tdiv(node_score, weight_sum)
+
+    def score_vec(self, cols: list[Column], n: int) -> IntArray:
+        node_score = np.zeros(n, dtype=np.int64)
+        weight_sum = np.zeros(n, dtype=np.int64)
+        for i, req, _, cap in cols:
+            w = self.weights[i]
+            missing = cap == 0
+            s = tdiv_vec((cap - req) * MAX_NODE_SCORE, np.where(missing, 1, cap))
+            s[missing | (req > cap)] = 0
+            node_score += s * w
+            weight_sum += np.where(missing, 0, w)
+        return weighted_mean(node_score, weight_sum)

@@ -1,0 +1,310 @@
+"""The resource-allocation scorer shared by NodeResourcesFit and BalancedAllocation.
+
+Mirrors upstream ``resourceAllocationScorer``: for every configured resource take the
+node's allocatable, what the node already has requested ("allocated") and that plus
+the pod's request ("requested"); a resource the node does not have (allocatable 0), or
+an extended resource the pod does not ask for, is left out. A strategy turns the three
+vectors into a score. The per-node and the batch (numpy) forms share each formula,
+so they agree bit for bit; Go's truncating integer division is reproduced exactly.
+
+Also holds what the two plugins' args have in common: ``ResourceSpec`` and a small
+decoder whose messages read like kube-scheduler's field errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ...api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
+from ...framework.registry import PluginArgsError
+from ...framework.snapshot import IntArray, Snapshot
+from ...framework.types import NodeInfo, PodInfo
+
+__all__ = [
+    "Column",
+    "ResourceAllocationScorer",
+    "ResourceSpec",
+    "Strategy",
+    "tdiv",
+    "tdiv_vec",
+    "weighted_mean",
+]
+
+MAX_NODE_SCORE = 100
+
+_KIND_CPU, _KIND_MEMORY, _KIND_EPH, _KIND_SCALAR, _KIND_NONE = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """One resource a scoring strategy looks at, with its weight (``config.ResourceSpec``)."""
+
+    name: str
+    weight: int = 1
+
+
+def tdiv(a: int, b: int) -> int:
+    """Go's integer division (truncates toward zero; Python's ``//`` floors)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def tdiv_vec(a: IntArray, b: IntArray) -> IntArray:
+    """``tdiv`` over arrays; ``b`` must be non-zero. Takes the floor path when all signs agree."""
+    if a.size == 0 or (int(a.min()) >= 0 and int(b.min()) > 0):
+        return a // b
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def weighted_mean(node_score: IntArray, weight_sum: IntArray) -> IntArray:
+    """``nodeScore / weightSum`` per row, 0 where no resource counted."""
+    none = weight_sum == 0
+    out = tdiv_vec(node_score, np.where(none, 1, weight_sum))
+    out[none] = 0
+    return out
+
+
+# One considered resource in the batch form: (index into the configured resources,
+# requested = allocated + pod request, allocated, allocatable), one entry per row.
+Column = tuple[int, IntArray, IntArray, IntArray]
+
+
+class Strategy(Protocol):
+    """Turns per-resource (requested, allocated, allocatable) into a node score.
+
+    Resources with allocatable 0 are to be ignored (upstream skips them the same way).
+    """
+
+    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int: ...
+
+    def score_vec(self, cols: list[Column], n: int) -> IntArray: ...
+
+
+def _kind(name: str) -> int:
+    if name == CPU:
+        return _KIND_CPU
+    if name == MEMORY:
+        return _KIND_MEMORY
+    if name == EPHEMERAL_STORAGE:
+        return _KIND_EPH
+    # Upstream's default branch only finds names in ScalarResources, which only ever
+    # holds scalar resource names: anything else (pods, storage, ...) scores nothing.
+    return _KIND_SCALAR if is_scalar_resource(name) else _KIND_NONE
+
+
+class ResourceAllocationScorer:
+    """Upstream ``resourceAllocationScorer`` with a per-node and a batch form.
+
+    ``use_requested`` picks the node's plain requests for cpu/memory (BalancedAllocation)
+    instead of the non-zero-defaulted ones (NodeResourcesFit), and likewise the pod's.
+    """
+
+    def __init__(self, resources: Sequence[ResourceSpec], use_requested: bool,
+                 strategy: Strategy) -> None:
+        self.resources = tuple(resources)
+        self.use_requested = use_requested
+        self.strategy = strategy
+        self._kinds = tuple(_kind(r.name) for r in self.resources)
+
+    # -- the pod side (calculatePodResourceRequestList) --------------------------------
+    def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
+        """The pod's request per configured resource, as upstream computes it for scoring."""
+        r = pod.requests
+        out: list[int] = []
+        for spec, kind in zip(self.resources, self._kinds, strict=True):
+            if kind == _KIND_CPU:
+                out.append(r.milli_cpu if self.use_requested else pod.non_zero_cpu)
+            elif kind == _KIND_MEMORY:
+                out.append(r.memory if self.use_requested else pod.non_zero_mem)
+            elif kind == _KIND_EPH:
+                out.append(r.ephemeral_storage)
+            elif kind == _KIND_SCALAR:
+                out.append(r.scalar.get(spec.name, 0))
+            else:
+                out.append(0)
+        return tuple(out)
+
+    def _check(self) -> None:
+        if not self.resources:
+            # Upstream returns an Error status "resources not found".
+            raise ValueError("resources not found")
+
+    # -- per node (score / calculateResourceAllocatableRequest) --------------------------
+    def score(self, ni: NodeInfo, pod_requests: Sequence[int]) -> int:
+        self._check()
+        n = len(self.resources)
+        requested = [0] * n
+        allocated = [0] * n
+        allocatable = [0] * n
+        alloc_res = ni.allocatable
+        node_req = ni.requested
+        base = node_req if self.use_requested else ni.non_zero_requested
+        for i, kind in enumerate(self._kinds):
+            pr = pod_requests[i]
+            if kind == _KIND_CPU:
+                a, used = alloc_res.milli_cpu, base.milli_cpu
+            elif kind == _KIND_MEMORY:
+                a, used = alloc_res.memory, base.memory
+            elif kind == _KIND_EPH:
+                a, used = alloc_res.ephemeral_storage, node_req.ephemeral_storage
+            elif kind == _KIND_SCALAR and pr != 0:
+                name = self.resources[i].name
+                a = alloc_res.scalar.get(name, 0)
+                used = node_req.scalar.get(name, 0)
+            else:
+                continue
+            if a == 0:
+                continue
+            allocatable[i] = a
+            allocated[i] = used
+            requested[i] = used + pr
+        return self.strategy.score(requested, allocated, allocatable)
+
+    # -- batch ---------------------------------------------------------------------------
+    def columns(self, snap: Snapshot, rows: IntArray, pod_requests: Sequence[int]) -> list[Column]:
+        """Columns of the considered resources for ``rows`` (ones skipped on all rows left out)."""
+        cols: list[Column] = []
+        ur = self.use_requested
+        for i, kind in enumerate(self._kinds):
+            pr = pod_requests[i]
+            if kind == _KIND_CPU:
+                alloc = snap.alloc_cpu[rows]
+                used = (snap.req_cpu if ur else snap.nz_cpu)[rows]
+            elif kind == _KIND_MEMORY:
+                alloc = snap.alloc_mem[rows]
+                used = (snap.req_mem if ur else snap.nz_mem)[rows]
+            elif kind == _KIND_EPH:
+                alloc = snap.alloc_eph[rows]
+                used = snap.req_eph[rows]
+            elif kind == _KIND_SCALAR and pr != 0:
+                a_col, r_col = snap.scalar_columns(self.resources[i].name)
+                alloc = a_col[rows]
+                used = r_col[rows]
+            else:
+                continue
+            cols.append((i, used + pr if pr else used, used, alloc))
+        return cols
+
+    def score_rows(self, snap: Snapshot, rows: IntArray, pod_requests: Sequence[int]) -> IntArray:
+        self._check()
+        return self.strategy.score_vec(self.columns(snap, rows, pod_requests), len(rows))
+
+
+# ---- args decoding and field errors ------------------------------------------------------
+
+
+def show(value: Any) -> str:
+    """A bad value as apimachinery prints it (%v for numbers, quoted strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _got(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str | int | float):
+        return repr(value)
+    return type(value).__name__
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class ArgsErrors:
+    """Collects decoding and validation problems, then raises them as one ``PluginArgsError``.
+
+    One problem keeps its path on the error; several are joined like an apimachinery
+    aggregate (``[a, b]``).
+    """
+
+    def __init__(self, plugin: str) -> None:
+        self.plugin = plugin
+        self.errors: list[tuple[str, str]] = []
+
+    def fail(self, path: str, msg: str) -> None:
+        self.errors.append((path, msg))
+
+    def invalid(self, path: str, value: Any, detail: str) -> None:
+        self.fail(path, f"Invalid value: {show(value)}: {detail}")
+
+    def raise_if_any(self) -> None:
+        if not self.errors:
+            return
+        if len(self.errors) == 1:
+            path, msg = self.errors[0]
+            raise PluginArgsError(self.plugin, path, msg)
+        joined = ", ".join(f"{p}: {m}" if p else m for p, m in self.errors)
+        raise PluginArgsError(self.plugin, "", f"[{joined}]")
+
+    # -- typed getters: a wrong type is reported and the default used ---------------------
+    def obj(self, raw: Any, path: str, fields: Sequence[str]) -> dict[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail(path, f"must be an object, got {_got(raw)}")
+            return {}
+        out: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key not in fields:
+                self.fail(join(path, str(key)), "unknown field")
+            elif value is not None:
+                out[key] = value
+        return out
+
+    def lst(self, m: dict[str, Any], key: str, path: str) -> list[Any]:
+        value = m.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(join(path, key), f"must be a list, got {_got(value)}")
+            return []
+        return value
+
+    def string(self, m: dict[str, Any], key: str, path: str) -> str:
+        value = m.get(key, "")
+        if not isinstance(value, str):
+            self.fail(join(path, key), f"must be a string, got {_got(value)}")
+            return ""
+        return value
+
+    def integer(self, m: dict[str, Any], key: str, path: str, bits: int = 32) -> int:
+        value = m.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.fail(join(path, key), f"must be an integer, got {_got(value)}")
+            return 0
+        lo, hi = _INT32 if bits == 32 else _INT64
+        if not lo <= value <= hi:
+            self.fail(join(path, key), f"must be a {bits}-bit integer, got {value}")
+            return 0
+        return value
+
+    def resources(self, raw: list[Any], path: str) -> list[ResourceSpec]:
+        """``[]ResourceSpec``; a missing or 0 weight becomes 1, as upstream's v1 defaulting."""
+        out: list[ResourceSpec] = []
+        for i, item in enumerate(raw):
+            p = f"{path}[{i}]"
+            m = self.obj(item, p, ("name", "weight"))
+            weight = self.integer(m, "weight", p, bits=64)
+            out.append(ResourceSpec(self.string(m, "name", p), weight or 1))
+        return out
+
+
+def join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))

@@ -1,0 +1,84 @@
+"""NodeUnschedulable: cordoned nodes (``spec.unschedulable``) take only pods tolerating it.
+
+A pod tolerating the ``node.kubernetes.io/unschedulable:NoSchedule`` taint also
+tolerates ``spec.unschedulable``, as upstream. The batch form is the snapshot's
+``unschedulable`` column, negated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..api.objects import Node, Taint
+from ..api.selectors import tolerations_tolerate_taint
+from ..framework.cycle_state import CycleState
+from ..framework.interface import ClusterEvent, ClusterEventWithHint, FilterPlugin, QueueingHint
+from ..framework.snapshot import BoolArray, Snapshot
+from ..framework.status import Code, Status
+from ..framework.types import NodeInfo, PodInfo
+from . import names
+from .helper import all_true
+
+__all__ = ["ERR_REASON_UNSCHEDULABLE", "TAINT_NODE_UNSCHEDULABLE", "NodeUnschedulable"]
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect="NoSchedule")
+_CACHE = names.NODE_UNSCHEDULABLE + "/tolerates"
+
+
+def tolerates_unschedulable(pod: PodInfo) -> bool:
+    """Whether the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule`` (cached)."""
+    v = pod.cache.get(_CACHE)
+    if v is None:
+        v = tolerations_tolerate_taint(pod.pod.spec.tolerations, _UNSCHEDULABLE_TAINT)
+        pod.cache[_CACHE] = v
+    return bool(v)
+
+
+class NodeUnschedulable(FilterPlugin):
+    name = names.NODE_UNSCHEDULABLE
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if node.node is None or not node.node.spec.unschedulable:
+            return None
+        if tolerates_unschedulable(pod):
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        if tolerates_unschedulable(pod):
+            return all_true(snap.n)
+        return np.logical_not(snap.unschedulable)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Node Add|UpdateNodeTaint and the pod's own toleration updates (QueueingHints on)."""
+        node_hint = self.is_schedulable_after_node_change
+        return [
+            ClusterEventWithHint(ClusterEvent("Node", "Add"), node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeTaint"), node_hint),
+            ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodToleration"),
+                                 self.is_schedulable_after_pod_toleration_change),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """Queue when a schedulable node is added or a node is uncordoned."""
+        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+            raise TypeError(f"expected Node, got {type(old).__name__}, {type(new).__name__}")
+        if new.spec.unschedulable:
+            return QueueingHint.SKIP
+        if old is None or old.spec.unschedulable:
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def is_schedulable_after_pod_toleration_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """Queue when the rejected pod itself now tolerates the unschedulable taint."""
+        if not isinstance(new, PodInfo) or (old is not None and not isinstance(old, PodInfo)):
+            raise TypeError(f"expected PodInfo, got {type(old).__name__}, {type(new).__name__}")
+        if (new.uid or new.key) != (pod.uid or pod.key):
+            return QueueingHint.SKIP
+        if tolerations_tolerate_taint(new.pod.spec.tolerations, _UNSCHEDULABLE_TAINT):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP

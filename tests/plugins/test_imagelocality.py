@@ -1,0 +1,117 @@
+"""ImageLocality: upstream image_locality_test.go table, ported (per node and batch)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ksched.api.objects import Node, decode
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.handle import Handle
+from ksched.framework.types import PodInfo
+from ksched.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
+from tests.factories import make_pod, make_snapshot
+
+MB = 1024 * 1024
+
+
+def image_node(name: str, images: list[tuple[list[str], int]]) -> Node:
+    return decode({"metadata": {"name": name}, "status": {
+        "images": [{"names": n, "sizeBytes": size} for n, size in images]}}, Node)
+
+
+def pod(containers: list[str], init: list[str] | None = None) -> PodInfo:
+    spec: dict[str, Any] = {}
+    if init:
+        spec["initContainers"] = [{"name": f"i{i}", "image": img} for i, img in enumerate(init)]
+    return make_pod(containers=[{"name": f"c{i}", "image": img}
+                                for i, img in enumerate(containers)], **spec)
+
+
+NODE_40_300_2000 = [(["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40 * MB),
+                    (["gcr.io/300:latest", "gcr.io/300:v1"], 300 * MB),
+                    (["gcr.io/2000:latest"], 2000 * MB)]
+NODE_250_10 = [(["gcr.io/250:latest"], 250 * MB), (["gcr.io/10:latest", "gcr.io/10:v1"], 10 * MB)]
+NODE_600_40_900 = [(["gcr.io/600:latest"], 600 * MB), (["gcr.io/40:latest"], 40 * MB),
+                   (["gcr.io/900:latest"], 900 * MB)]
+NODE_300_600_900 = [(["gcr.io/300:latest"], 300 * MB), (["gcr.io/600:latest"], 600 * MB),
+                    (["gcr.io/900:latest"], 900 * MB)]
+NODE_4000_30 = [(["gcr.io/4000:latest"], 4000 * MB), (["gcr.io/30:latest"], 30 * MB)]
+NODE_20_30_40 = [(["gcr.io/20:latest"], 20 * MB), (["gcr.io/30:latest"], 30 * MB),
+                 (["gcr.io/40:latest"], 40 * MB)]
+NO_IMAGES: list[tuple[list[str], int]] = []
+
+
+@pytest.mark.parametrize(("name", "make", "nodes", "want"), [
+    ("two images spread on two nodes, prefer the larger image one",
+     lambda: pod(["gcr.io/40", "gcr.io/250"]), [NODE_40_300_2000, NODE_250_10], [0, 5]),
+    ("two images on one node, prefer this node",
+     lambda: pod(["gcr.io/40", "gcr.io/300"]), [NODE_40_300_2000, NODE_250_10], [7, 0]),
+    ("if exceed limit, use limit",
+     lambda: pod(["gcr.io/10", "gcr.io/4000"]), [NODE_4000_30, NODE_250_10], [100, 0]),
+    ("if exceed limit, use limit (with node which has no images present)",
+     lambda: pod(["gcr.io/10", "gcr.io/4000"]), [NODE_4000_30, NODE_250_10, NO_IMAGES],
+     [66, 0, 0]),
+    ("pod with multiple large images, node2 is preferred",
+     lambda: pod(["gcr.io/300", "gcr.io/600", "gcr.io/900"]),
+     [NODE_600_40_900, NODE_300_600_900, NO_IMAGES], [32, 36, 0]),
+    ("pod with multiple small images",
+     lambda: pod(["gcr.io/30", "gcr.io/40"]), [NODE_20_30_40, NODE_4000_30], [1, 0]),
+    ("include InitContainers: two images spread on two nodes, prefer the larger image one",
+     lambda: pod(["gcr.io/30"], init=["gcr.io/300"]), [NODE_40_300_2000, NODE_20_30_40], [6, 0]),
+])
+def test_image_locality_priority(name: str, make: Any, nodes: list[Any], want: list[int]) -> None:
+    ns = [image_node(f"node{i + 1}", imgs) for i, imgs in enumerate(nodes)]
+    snap = make_snapshot(ns)
+    plugin = ImageLocality(None, Handle(snapshot=snap))
+    p = make()
+    state = CycleState()
+    per_node = []
+    for n in ns:
+        ni = snap.get(n.metadata.name)
+        assert ni is not None
+        per_node.append(plugin.score(state, p, ni))
+    assert per_node == want
+    rows = np.array([snap.row(n.metadata.name) for n in ns], dtype=np.intp)
+    assert plugin.score_batch(state, p, snap, rows).tolist() == want
+
+
+def _digest(content: str) -> str:
+    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(("image", "want"), [
+    ("root", "root:latest"),
+    ("gcr.io:5000/root", "gcr.io:5000/root:latest"),
+    ("root:tag", "root:tag"),
+    ("root@" + _digest("root"), "root@" + _digest("root")),
+])
+def test_normalized_image_name(image: str, want: str) -> None:
+    assert normalized_image_name(image) == want
+
+
+def test_calculate_priority_bounds() -> None:
+    assert calculate_priority(0, 0) == 0
+    assert calculate_priority(10 * MB, 1) == 0
+    assert calculate_priority(5000 * MB, 2) == 100
+
+
+def test_pod_without_containers_scores_zero() -> None:
+    snap = make_snapshot([image_node("node1", NODE_250_10)])
+    plugin = ImageLocality(None, Handle(snapshot=snap))
+    p = make_pod(containers=[])
+    ni = snap.get("node1")
+    assert ni is not None
+    assert plugin.score(CycleState(), p, ni) == 0
+    assert plugin.score_batch(CycleState(), p, snap, np.array([0], dtype=np.intp)).tolist() == [0]
+
+
+def test_registered_with_framework() -> None:
+    from ksched.framework.registry import default_registry
+
+    spec = default_registry(entry_points=False).get("ImageLocality")
+    assert spec is not None and spec.cls is ImageLocality
+    assert spec.points == ["score"]

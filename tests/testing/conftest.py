@@ -1,0 +1,21 @@
+"""Fixtures for the ksched.testing tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ksched.testing import TestAPIServer
+from ksched.testing.pytest_plugin import apiserver, apiserver_kubeconfig
+
+from ._http import Client
+
+__all__ = ["apiserver", "apiserver_kubeconfig"]
+
+
+@pytest.fixture
+def http(apiserver: TestAPIServer) -> Iterator[Client]:
+    client = Client(apiserver.url)
+    yield client
+    client.close()

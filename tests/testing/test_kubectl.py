@@ -1,0 +1,183 @@
+"""kubectl (a client nobody here wrote) against the test API server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ksched.testing import TestAPIServer
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
+
+MANIFEST = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+  labels:
+    zone: a
+status:
+  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+  conditions:
+  - {type: Ready, status: "True"}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  containers:
+  - name: c
+    image: nginx
+"""
+
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def kubectl(apiserver: TestAPIServer, tmp_path: Path) -> Kubectl:
+    config = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    base = [
+        "kubectl",
+        "--kubeconfig",
+        str(config),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--request-timeout=10s",
+    ]
+
+    def run(
+        *args: str, check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [*base, *args], capture_output=True, text=True, timeout=30, input=stdin
+        )
+        if check:
+            assert proc.returncode == 0, proc.stderr
+        return proc
+
+    return run
+
+
+def test_create_get_label_patch_delete(
+    kubectl: Kubectl, apiserver: TestAPIServer, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "objs.yaml"
+    manifest.write_text(MANIFEST)
+    created = kubectl("create", "-f", str(manifest))
+    assert "node/node-a created" in created.stdout and "pod/web created" in created.stdout
+
+    pods = json.loads(kubectl("get", "pods", "-o", "json").stdout)
+    (web,) = pods["items"]
+    assert web["metadata"]["name"] == "web" and web["spec"]["schedulerName"] == "default-scheduler"
+
+    nodes = kubectl("get", "nodes").stdout.splitlines()
+    assert nodes[0].split()[:2] == ["NAME", "STATUS"]
+    assert nodes[1].split()[:2] == ["node-a", "Ready"]
+    wide = kubectl("get", "pods", "-o", "wide").stdout
+    assert "NODE" in wide and "Pending" in wide
+
+    kubectl("label", "pod", "web", "tier=front")
+    kubectl("patch", "pod", "web", "--type=merge", "-p", '{"metadata":{"annotations":{"a":"b"}}}')
+    kubectl("patch", "pod", "web", "-p", '{"spec":{"containers":[{"name":"c","image":"nginx:2"}]}}')
+    stored = apiserver.get("pods", "default", "web")
+    assert stored["metadata"]["labels"] == {"app": "web", "tier": "front"}
+    assert stored["metadata"]["annotations"] == {"a": "b"}
+    assert stored["spec"]["containers"] == [{"name": "c", "image": "nginx:2"}]
+
+    kubectl(
+        "patch",
+        "node",
+        "node-a",
+        "--subresource=status",
+        "-p",
+        '{"status":{"conditions":[{"type":"Ready","status":"False"}]}}',
+    )
+    assert "NotReady" in kubectl("get", "node", "node-a").stdout
+
+    jsonpath = kubectl(
+        "get", "pods", "-l", "tier=front", "-o", "jsonpath={.items[*].metadata.name}"
+    )
+    assert jsonpath.stdout == "web"
+
+    refused = kubectl("create", "-f", str(manifest), check=False)
+    assert refused.returncode != 0 and "AlreadyExists" in refused.stderr
+
+    assert 'pod "web" deleted' in kubectl("delete", "pod", "web").stdout
+    assert apiserver.try_get("pods", "default", "web") is None
+    missing = kubectl("get", "pod", "web", check=False)
+    assert missing.returncode != 0 and 'pods "web" not found' in missing.stderr
+
+
+def test_apply_and_events(kubectl: Kubectl, apiserver: TestAPIServer) -> None:
+    applied = kubectl("apply", "-f", "-", stdin=MANIFEST)
+    assert "pod/web created" in applied.stdout
+    again = kubectl("apply", "-f", "-", stdin=MANIFEST.replace("image: nginx", "image: nginx:3"))
+    assert "pod/web configured" in again.stdout
+    assert apiserver.get("pods", "default", "web")["spec"]["containers"][0]["image"] == "nginx:3"
+    apiserver.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "web.1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"},
+            "reason": "Scheduled",
+            "message": "assigned",
+            "type": "Normal",
+        }
+    )
+    events = json.loads(kubectl("get", "events", "-o", "json").stdout)
+    assert [e["reason"] for e in events["items"]] == ["Scheduled"]
+
+
+def test_get_pods_watch(kubectl: Kubectl, apiserver: TestAPIServer, tmp_path: Path) -> None:
+    apiserver.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "a", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    )
+    config = apiserver.write_kubeconfig(tmp_path / "kc-watch")
+    proc = subprocess.Popen(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache2"),
+            "get",
+            "pods",
+            "--watch",
+            "--output-watch-events",
+            "--request-timeout=20s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        header = proc.stdout.readline()
+        assert header.split()[:2] == ["EVENT", "NAME"]
+        assert proc.stdout.readline().split()[:2] == ["ADDED", "a"]
+        apiserver.wait_for_watchers(1, "pods")
+        apiserver.bind("default", "a", "node-a")
+        assert proc.stdout.readline().split()[:2] == ["MODIFIED", "a"]
+        apiserver.delete("pods", "default", "a")
+        assert proc.stdout.readline().split()[:2] == ["DELETED", "a"]
+        apiserver.faults.drop_watches()  # kubectl ends when the server closes the watch
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
