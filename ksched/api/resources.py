@@ -207,9 +207,7 @@ _NON_MISSING: dict[str, int] = {
 
 @lru_cache(maxsize=4096)
 def _nanos(q: Quantity) -> int:
-    n = parse_quantity(q) * _NANO
-    assert n.denominator == 1
-    return n.numerator
+    return int(parse_quantity(q) * _NANO)  # exact: parsing rounds to whole nanounits
 
 
 def _exact(rl: Mapping[str, Quantity], where: str) -> _Exact:

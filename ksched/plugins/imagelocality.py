@@ -104,13 +104,12 @@ class ImageLocality(ScorePlugin):
         for img, mult in counts:
             vals = ([d.get(img) for d in dicts] if dicts is not None
                     else [infos[r].image_states.get(img) for r in rl])
-            if vals.count(None) == n:
+            absent = vals.count(None)
+            if absent == n:
                 continue
-            ids = set(map(id, vals))
-            ids.discard(id(None))
-            if len(ids) == 1:
+            st = next(v for v in vals if v is not None)
+            if vals.count(st) == n - absent:
                 # The cache shares one summary per image across nodes: score it once.
-                st = next(v for v in vals if v is not None)
                 present = np.fromiter(map(bool, vals), dtype=np.bool_, count=n)
                 sums += present * (scaled_image_score(st, total) * mult)
             else:

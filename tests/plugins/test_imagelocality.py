@@ -115,3 +115,26 @@ def test_registered_with_framework() -> None:
     spec = default_registry(entry_points=False).get("ImageLocality")
     assert spec is not None and spec.cls is ImageLocality
     assert spec.points == ["score"]
+
+
+def test_batch_with_per_node_image_summaries() -> None:
+    """Nodes holding their own (differing) summaries of an image: batch still matches."""
+    from ksched.framework.snapshot import Snapshot
+    from ksched.framework.types import ImageStateSummary
+    from tests.factories import make_node_info
+
+    infos = []
+    for i, (size, num) in enumerate([(500 * MB, 1), (900 * MB, 2), (0, 0), (300 * MB, 3)]):
+        ni = make_node_info(image_node(f"node{i}", []))
+        if num:
+            ni.image_states = {"gcr.io/x:latest": ImageStateSummary(size, num),
+                               "gcr.io/y:v1": ImageStateSummary(size // 2, num)}
+        infos.append(ni)
+    snap = Snapshot(infos)
+    plugin = ImageLocality(None, Handle(snapshot=snap))
+    p = pod(["gcr.io/x", "gcr.io/x", "gcr.io/y:v1"], init=["gcr.io/y:v1"])
+    per_node = [plugin.score(CycleState(), p, ni) for ni in infos]
+    rows = np.array([3, 1, 0, 2], dtype=np.intp)
+    assert plugin.score_batch(CycleState(), p, snap, rows).tolist() == [per_node[r] for r in rows]
+    # e.g. node0: (2 * 500M/4 + 2 * 250M/4 - 23M) * 100 / (4 * 1000M - 23M) = 8
+    assert per_node == [8, 33, 0, 16]

@@ -65,18 +65,25 @@ def pods(draw: st.DrawFn, node: str = "") -> PodInfo:
 
 
 @st.composite
-def nodes(draw: st.DrawFn, name: str) -> Node:
+def nodes(draw: st.DrawFn, name: str, dense: bool = False) -> Node:
+    """A node; ``dense`` gives it a positive amount of every resource (the batch fast paths)."""
     alloc: dict[str, str] = {}
-    if draw(st.integers(0, 5)):
+    if dense:
+        alloc = {"cpu": f"{draw(st.integers(1, 20000))}m",
+                 "memory": str(draw(st.integers(1, 2**44))),
+                 "ephemeral-storage": str(draw(st.integers(1, 2**44))),
+                 "pods": str(draw(st.integers(1, 6)))}
+        alloc.update({res: str(draw(st.integers(1, 12))) for res in (GPU, FOO, HUGE)})
+    if not dense and draw(st.integers(0, 5)):
         alloc["cpu"] = f"{draw(st.one_of(st.just(0), st.integers(0, 20000)))}m"
-    if draw(st.integers(0, 5)):
+    if not dense and draw(st.integers(0, 5)):
         alloc["memory"] = str(draw(amount))
-    if draw(st.booleans()):
+    if not dense and draw(st.booleans()):
         alloc["ephemeral-storage"] = str(draw(amount))
-    if draw(st.integers(0, 5)):
+    if not dense and draw(st.integers(0, 5)):
         alloc["pods"] = str(draw(st.integers(0, 6)))
     for res in (GPU, FOO, HUGE):
-        if draw(st.booleans()):
+        if not dense and draw(st.booleans()):
             alloc[res] = str(draw(st.integers(0, 12)))
     images = [{"names": [img if ":" in img.rsplit("/", 1)[-1] else img + ":latest"],
                "sizeBytes": draw(st.integers(0, 3000 * 2**20))}
@@ -88,7 +95,8 @@ def nodes(draw: st.DrawFn, name: str) -> Node:
 @st.composite
 def clusters(draw: st.DrawFn) -> tuple[Snapshot, PodInfo]:
     n = draw(st.integers(1, 7))
-    ns = [draw(nodes(f"node{i}")) for i in range(n)]
+    dense = draw(st.booleans())
+    ns = [draw(nodes(f"node{i}", dense)) for i in range(n)]
     existing = [draw(pods(node=f"node{draw(st.integers(0, n - 1))}"))
                 for _ in range(draw(st.integers(0, 10)))]
     return make_snapshot(ns, existing), draw(pods())

@@ -7,12 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from ksched.testing import TestAPIServer
-from ksched.testing.pytest_plugin import apiserver, apiserver_kubeconfig
 
 from ._http import Client
-
-__all__ = ["apiserver", "apiserver_kubeconfig"]
-
 
 @pytest.fixture
 def http(apiserver: TestAPIServer) -> Iterator[Client]:

@@ -108,12 +108,14 @@ def balanced_resource_score(values: Sequence[int], allocatable: Sequence[int]) -
 
 def _balanced_vec(values: list[IntArray], caps: list[IntArray], n: int) -> IntArray:
     """``balanced_resource_score`` per row, with the same float64 operations in the same order."""
+    if all(bool(c.all()) for c in caps):
+        return _balanced_dense(values, caps, n)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n, dtype=np.float64)
     fracs: list[tuple[BoolArray, FloatArray]] = []
     for v, cap in zip(values, caps, strict=True):
         valid = cap != 0
-        f = v.astype(np.float64) / np.where(valid, cap, 1).astype(np.float64)
+        f = v / np.where(valid, cap, 1)  # int64 / int64: both cast to float64, as in Go
         f[f > 1] = 1.0
         f[~valid] = 0.0
         total += f  # adding 0.0 for skipped resources leaves the sum unchanged
@@ -139,6 +141,29 @@ def _balanced_vec(values: list[IntArray], caps: list[IntArray], n: int) -> IntAr
             d = f - mean
             acc = np.where(valid, acc + d * d, acc)
         std = np.where(many, np.sqrt(acc / cnt), std)
+    out: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return out
+
+
+def _balanced_dense(values: list[IntArray], caps: list[IntArray], n: int) -> IntArray:
+    """``_balanced_vec`` when every row has every resource (the common case)."""
+    fracs = [np.minimum(v / cap, 1.0) for v, cap in zip(values, caps, strict=True)]
+    k = len(fracs)
+    if k < 2:
+        return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
+    if k == 2:
+        std = np.abs((fracs[0] - fracs[1]) / 2)
+    else:
+        total = fracs[0].copy()
+        for f in fracs[1:]:
+            total += f
+        mean = total / float(k)
+        d = fracs[0] - mean
+        acc = d * d
+        for f in fracs[1:]:
+            d = f - mean
+            acc += d * d
+        std = np.sqrt(acc / float(k))
     out: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     return out
 

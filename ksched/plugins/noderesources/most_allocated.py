@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...framework.snapshot import IntArray
-from .resource_allocation import MAX_NODE_SCORE, Column, tdiv, tdiv_vec, weighted_mean
+from .resource_allocation import MAX_NODE_SCORE, Column, dense, tdiv, tdiv_vec, weighted_mean
 
 __all__ = ["MostAllocated", "most_requested_score"]
 
@@ -39,6 +39,12 @@ class MostAllocated:
         return 0 if weight_sum == 0 else tdiv(node_score, weight_sum)
 
     def score_vec(self, cols: list[Column], n: int) -> IntArray:
+        if dense(cols):
+            total = np.zeros(n, dtype=np.int64)
+            for i, req, _, cap in cols:
+                total += np.minimum(req, cap) * MAX_NODE_SCORE // cap * self.weights[i]
+            wsum = sum(self.weights[i] for i, *_ in cols)
+            return total // wsum if wsum else total
         node_score = np.zeros(n, dtype=np.int64)
         weight_sum = np.zeros(n, dtype=np.int64)
         for i, req, _, cap in cols:

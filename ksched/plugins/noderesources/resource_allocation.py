@@ -30,6 +30,7 @@ __all__ = [
     "ResourceAllocationScorer",
     "ResourceSpec",
     "Strategy",
+    "dense",
     "tdiv",
     "tdiv_vec",
     "weighted_mean",
@@ -68,6 +69,13 @@ def weighted_mean(node_score: IntArray, weight_sum: IntArray) -> IntArray:
     out = tdiv_vec(node_score, np.where(none, 1, weight_sum))
     out[none] = 0
     return out
+
+
+def dense(cols: list[Column]) -> bool:
+    """Whether every row has every considered resource and nothing is negative, so that
+    floor division is Go's division and no row needs skipping."""
+    return all(len(cap) == 0 or (int(cap.min()) > 0 and int(req.min()) >= 0)
+               for _, req, _, cap in cols)
 
 
 # One considered resource in the batch form: (index into the configured resources,
