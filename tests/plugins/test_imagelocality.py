@@ -11,9 +11,10 @@ import pytest
 from ksched.api.objects import Node, decode
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
-from ksched.framework.types import PodInfo
+from ksched.framework.snapshot import Snapshot
+from ksched.framework.types import ImageStateSummary, PodInfo
 from ksched.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
-from tests.factories import make_pod, make_snapshot
+from tests.factories import make_node_info, make_pod, make_snapshot
 
 MB = 1024 * 1024
 
@@ -119,10 +120,6 @@ def test_registered_with_framework() -> None:
 
 def test_batch_with_per_node_image_summaries() -> None:
     """Nodes holding their own (differing) summaries of an image: batch still matches."""
-    from ksched.framework.snapshot import Snapshot
-    from ksched.framework.types import ImageStateSummary
-    from tests.factories import make_node_info
-
     infos = []
     for i, (size, num) in enumerate([(500 * MB, 1), (900 * MB, 2), (0, 0), (300 * MB, 3)]):
         ni = make_node_info(image_node(f"node{i}", []))

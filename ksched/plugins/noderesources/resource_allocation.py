@@ -49,6 +49,11 @@ class ResourceSpec:
     weight: int = 1
 
 
+# One considered resource in the batch form: (index into the configured resources,
+# requested = allocated + pod request, allocated, allocatable), one entry per row.
+Column = tuple[int, IntArray, IntArray, IntArray]
+
+
 def tdiv(a: int, b: int) -> int:
     """Go's integer division (truncates toward zero; Python's ``//`` floors)."""
     q = abs(a) // abs(b)
@@ -76,11 +81,6 @@ def dense(cols: list[Column]) -> bool:
     floor division is Go's division and no row needs skipping."""
     return all(len(cap) == 0 or (int(cap.min()) > 0 and int(req.min()) >= 0)
                for _, req, _, cap in cols)
-
-
-# One considered resource in the batch form: (index into the configured resources,
-# requested = allocated + pod request, allocated, allocatable), one entry per row.
-Column = tuple[int, IntArray, IntArray, IntArray]
 
 
 class Strategy(Protocol):
