@@ -16,12 +16,32 @@ import numpy.typing as npt
 from ..api.objects import Taint
 from .types import NodeInfo
 
-__all__ = ["BoolArray", "IntArray", "Snapshot"]
+__all__ = ["BoolArray", "IntArray", "NodeInfoView", "Snapshot"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 TaintKey = tuple[tuple[str, str, str], ...]
+
+
+class NodeInfoView(Sequence[NodeInfo]):
+    """The NodeInfos of some snapshot rows, without building a list per cycle."""
+
+    __slots__ = ("_infos", "rows")
+
+    def __init__(self, infos: list[NodeInfo], rows: npt.NDArray[np.intp]) -> None:
+        self._infos = infos
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> NodeInfo:  # type: ignore[override]
+        return self._infos[int(self.rows[i])]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        infos = self._infos
+        return (infos[r] for r in self.rows.tolist())
 
 
 class Snapshot:

@@ -20,6 +20,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.diagnosis import Diagnosis, FitError
 from ..framework.interface import PostFilterResult
 from ..framework.runtime import Framework
+from ..framework.snapshot import NodeInfoView
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
 
@@ -208,8 +209,7 @@ def prioritize_nodes(
 ) -> tuple[np.ndarray[Any, Any], Status, Any]:
     if not fw.score_plugins:
         return np.ones(len(feasible), dtype=np.int64), SUCCESS, None
-    infos = sched.snapshot.node_infos
-    st = fw.run_pre_score(state, pod, [infos[int(r)] for r in feasible])
+    st = fw.run_pre_score(state, pod, NodeInfoView(sched.snapshot.node_infos, feasible))
     if not st.is_success():
         return np.empty(0), st, None
     out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=explain)
