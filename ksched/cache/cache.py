@@ -61,6 +61,12 @@ def node_tree_order(zones: dict[str, list[str]]) -> list[str]:
         i += 1
 
 
+def _zone_label(key: str) -> str:
+    """A zone key for humans: "zone", or "region/zone" when the region is set."""
+    region, _, zone = key.partition(":\x00:")
+    return f"{region}/{zone}" if region else zone
+
+
 @dataclass(slots=True)
 class _PodState:
     pod: PodInfo
@@ -337,7 +343,7 @@ class Cache:
 
         def node_row(name: str, ni: NodeInfo) -> dict[str, Any]:
             return {
-                "zone": self._node_zone.get(name, "").replace("\x00", ""),
+                "zone": _zone_label(self._node_zone.get(name, "")),
                 "deleted": ni.node is None,
                 "generation": ni.generation,
                 "pods": [p.key for p in ni.pods],

@@ -71,6 +71,7 @@ class Snapshot:
         self._labels: dict[str, tuple[npt.NDArray[np.int32], dict[str, int]]] = {}
         self._scalars: dict[str, tuple[IntArray, IntArray]] = {}
         self._names: npt.NDArray[np.str_] | None = None
+        self._images: dict[str, IntArray] = {}
         self.have_pods_with_affinity: list[NodeInfo] = []
         self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
         for i, ni in enumerate(self.node_infos):
@@ -83,6 +84,8 @@ class Snapshot:
         old = self.node_infos[i]
         self.node_infos[i] = ni
         self._fill(i, ni)
+        if old.node is not ni.node:
+            self._images.clear()
         if old.node is not ni.node and old.node is not None and ni.node is not None:
             if old.node.metadata.labels != ni.node.metadata.labels:
                 for key in self._labels:
@@ -176,6 +179,24 @@ class Snapshot:
                         vid = vocab[v] = len(vocab)
                     ids[i] = vid
             col = self._labels[key] = (ids, vocab)
+        return col
+
+    # -- image columns -------------------------------------------------------------------
+    def image_scores(self, name: str) -> IntArray:
+        """ImageLocality's scaled score of image ``name`` per node (0 where absent).
+
+        ``size * numNodes / totalNodes`` truncated, as upstream's ``scaledImageScore``;
+        cached until a node object (its image list) changes.
+        """
+        col = self._images.get(name)
+        if col is None:
+            col = np.zeros(self.n, dtype=np.int64)
+            total = float(self.n)
+            for i, ni in enumerate(self.node_infos):
+                st = ni.image_states.get(name)
+                if st is not None:
+                    col[i] = int(float(st.size) * (float(st.num_nodes) / total))
+            self._images[name] = col
         return col
 
     # -- scalar (extended) resource columns ---------------------------------------------

@@ -22,7 +22,11 @@ MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 class WaitingPod:
     def __init__(
-        self, pod: PodInfo, node_name: str, timeouts: dict[str, float], created: float | None = None
+        self,
+        pod: PodInfo,
+        node_name: str,
+        timeouts: dict[str, float],
+        created: float | None = None,
     ) -> None:
         self.pod = pod
         self.node_name = node_name

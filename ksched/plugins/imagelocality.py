@@ -94,27 +94,10 @@ class ImageLocality(ScorePlugin):
         if not images or n == 0:
             # calculate_priority(0, 0) is 0 for every node.
             return np.zeros(n, dtype=np.int64)
-        infos = snap.node_infos
-        rl = rows.tolist()
-        total = snap.n
         sums = np.zeros(n, dtype=np.int64)
-        # Image presence lives in per-node dicts, so each distinct image costs one pass
-        # over the scored rows; the (integer) sum does not depend on container order.
-        dicts = [infos[r].image_states for r in rl] if len(counts) > 1 else None
         for img, mult in counts:
-            vals = ([d.get(img) for d in dicts] if dicts is not None
-                    else [infos[r].image_states.get(img) for r in rl])
-            absent = vals.count(None)
-            if absent == n:
-                continue
-            st = next(v for v in vals if v is not None)
-            if vals.count(st) == n - absent:
-                # The cache shares one summary per image across nodes: score it once.
-                present = np.fromiter(map(bool, vals), dtype=np.bool_, count=n)
-                sums += present * (scaled_image_score(st, total) * mult)
-            else:
-                sums += np.array([0 if v is None else scaled_image_score(v, total) for v in vals],
-                                 dtype=np.int64) * mult
+            col = snap.image_scores(img)
+            sums += col[rows] * mult
         max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
         clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
         span = max_threshold - MIN_THRESHOLD

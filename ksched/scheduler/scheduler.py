@@ -10,6 +10,7 @@ status patches, metrics in the daemon; result rows in simulate).
 from __future__ import annotations
 
 import random
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -33,7 +34,7 @@ from ..util.clock import Clock, RealClock
 from ..cache import Cache, CacheError
 from .schedule_one import CycleResult, scheduling_cycle
 
-__all__ = ["Observer", "Scheduler", "build_frameworks"]
+__all__ = ["MetricsRecorder", "Observer", "Scheduler", "build_frameworks"]
 
 log = structlog.get_logger("ksched.scheduler")
 
@@ -44,6 +45,24 @@ class Observer(Protocol):
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None: ...
 
     def failed(self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None) -> None: ...
+
+
+class MetricsRecorder(Protocol):
+    """Metrics callbacks (``ksched.metrics.SchedulerMetrics``); each must be cheap."""
+
+    def cycle_started(self, fw: Framework, state: CycleState) -> None: ...
+
+    def cycle_finished(self, fw: Framework, state: CycleState, seconds: float) -> None: ...
+
+    def attempt_finished(
+        self, qpi: QueuedPodInfo, result: str, seconds: float, sli_seconds: float | None = None
+    ) -> None: ...
+
+    def queue_incoming(self, event: str, queue: str) -> None: ...
+
+
+# CycleState key holding the attempt's perf_counter start, for the binding-cycle metrics.
+_ATTEMPT_START = "ksched.io/attempt-start"
 
 
 class _NullObserver:
@@ -144,6 +163,7 @@ class Scheduler:
         self._binding_limit = anyio.Semaphore(max_in_flight_bindings)
         self.in_flight_bindings = 0
         self.hooks: list[Callable[[str, dict[str, Any]], None]] = []
+        self.metrics: MetricsRecorder | None = None
         self.stopping = False
         self._tg: anyio.abc.TaskGroup | None = None
         # preemptor uid -> victims it evicted ("ns/name"), for simulate's output.
@@ -243,11 +263,22 @@ class Scheduler:
         fw = self.frameworks[qpi.profile]
         pod = qpi.pod_info
         state = CycleState()
-        res = scheduling_cycle(self, fw, state, qpi, self.explain)
+        m = self.metrics
+        if m is not None:
+            start = time.perf_counter()
+            state.write(_ATTEMPT_START, start)
+            m.cycle_started(fw, state)
+            res = scheduling_cycle(self, fw, state, qpi, self.explain)
+            m.cycle_finished(fw, state, time.perf_counter() - start)
+        else:
+            res = scheduling_cycle(self, fw, state, qpi, self.explain)
         if res.explain is not None:
             self.remember_explanation(pod.key, res.explain)
         if not res.status.is_success():
             self.handle_failure(fw, qpi, res.status, res)
+            if m is not None:
+                result = "error" if res.status.code == Code.ERROR else "unschedulable"
+                m.attempt_finished(qpi, result, time.perf_counter() - start)
             return
         assert res.assumed is not None
         # Assumed on a node now, so no longer a nominated pod (upstream ``assume``).
@@ -283,12 +314,20 @@ class Scheduler:
                 st = await fw.run_pre_bind(state, assumed, node)
             if st.is_success():
                 st = await fw.run_bind(state, assumed, node)
+            m = self.metrics
             if not st.is_success():
                 self.handle_binding_failure(fw, state, qpi, assumed, node, st)
+                if m is not None and _ATTEMPT_START in state:
+                    result = "unschedulable" if st.is_rejected() else "error"
+                    m.attempt_finished(qpi, result, time.perf_counter() - state.read(_ATTEMPT_START))
                 return
             self.cache.finish_binding(assumed)
             self.queue.done(qpi.pod_info)
             self.observer.scheduled(assumed, node, qpi.profile, qpi.attempts)
+            if m is not None and _ATTEMPT_START in state:
+                first = qpi.initial_attempt_timestamp
+                m.attempt_finished(qpi, "scheduled", time.perf_counter() - state.read(_ATTEMPT_START),
+                                   None if first is None else self.clock.now() - first)
             await fw.run_post_bind(state, assumed, node)
         finally:
             self.in_flight_bindings -= 1
@@ -298,7 +337,7 @@ class Scheduler:
     def handle_binding_failure(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str, st: Status
     ) -> None:
-        """``handleBindingCycleError``: Unreserve, forget, requeue (unless final), free resources."""
+        """``handleBindingCycleError``: Unreserve, forget, requeue unless final, free resources."""
         fw.run_unreserve(state, assumed, node)
         forgotten = self._cache_op(self.cache.forget_pod, assumed)
         # Forgetting frees resources, which is an AssignedPodDelete for the pool. For a
@@ -360,7 +399,8 @@ class Scheduler:
             self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(v.key)
 
     def _on_queue_move(self, event: str, queue: str) -> None:
-        return None
+        if self.metrics is not None:
+            self.metrics.queue_incoming(event, queue)
 
 
 def _le_priority(priority: int) -> Callable[[PodInfo], bool]:

@@ -32,6 +32,11 @@ def ungate(pi: PodInfo) -> PodInfo:
     return pi.with_pod(msgspec.structs.replace(pi.pod, spec=spec))
 
 
+def nominated(pi: PodInfo, node: str) -> PodInfo:
+    status = msgspec.structs.replace(pi.pod.status, nominated_node_name=node)
+    return pi.with_pod(msgspec.structs.replace(pi.pod, status=status))
+
+
 def annotate(pi: PodInfo) -> PodInfo:
     meta = msgspec.structs.replace(pi.pod.metadata, annotations={"a": "b"})
     return pi.with_pod(msgspec.structs.replace(pi.pod, metadata=meta))
@@ -324,8 +329,9 @@ def test_update_while_in_flight_is_replayed_and_the_latest_version_requeued() ->
 
 def test_pod_deleted_while_in_flight_is_not_requeued() -> None:
     q = make_queue()
-    pod = make_pod("p", status={"nominatedNodeName": "n1"})
+    pod = nominated(make_pod("p"), "n1")
     q.add(pod, "ksched")
+    assert q.nominator.nominated_node(pod) == "n1"
     qpi = pop(q)
     q.delete(pod)
     fail(q, qpi, "NodeAddOnly")
@@ -487,10 +493,10 @@ def test_pod_with_invalid_fields_waits_for_its_own_update() -> None:
 def test_delete_leaves_every_queue(where: str) -> None:
     q = make_queue()
     if where == "gated":
-        pod = make_pod("p", schedulingGates=GATE, status={"nominatedNodeName": "n1"})
+        pod = nominated(make_pod("p", schedulingGates=GATE), "n1")
         q.add(pod, "ksched")
     else:
-        pod = make_pod("p", status={"nominatedNodeName": "n1"})
+        pod = nominated(make_pod("p"), "n1")
         q.add(pod, "ksched")
         if where != ACTIVE_Q:
             qpi = pop(q)
