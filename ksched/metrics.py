@@ -197,6 +197,7 @@ class SchedulerMetrics:
         self._children: dict[tuple[Any, ...], Any] = {}
         self._swaps: dict[int, _Swap] = {}
         self._sampled: _Swap | None = None
+        self._paused = False
         self._state = _StateCollector()
         r.register(self._state)
 
@@ -281,6 +282,10 @@ class SchedulerMetrics:
             c = self._set_child(key, self.queue_incoming_pods.labels(queue, event))
         c.inc()
 
+    def paused(self, on: bool) -> None:
+        """Stop (or resume) timing framework calls, e.g. while /debug/explain re-runs a cycle."""
+        self._paused = on
+
     # -- exposition ---------------------------------------------------------------------------
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric in this registry."""
@@ -313,6 +318,8 @@ class SchedulerMetrics:
         self, fn: Callable[..., Any], point: str, profile: str, status_of: Callable[[Any], str]
     ) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._paused:
+                return fn(*args, **kwargs)
             t0 = _perf()
             try:
                 out = fn(*args, **kwargs)

@@ -17,6 +17,7 @@ from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
+SELECTOR = {"matchLabels": {"a": "b"}}
 
 
 def zoned(name: str, zone: str, **kw: object) -> Node:
@@ -51,7 +52,7 @@ def test_node_aggregates_follow_pods() -> None:
     }])
     aff = make_pod("aff", cpu="100m", affinity={"podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}}}]}})
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}]}})
     besteffort = make_pod("be")
     for p in (web, aff, besteffort):
         c.add_pod(bound(p, "n1"))
@@ -318,7 +319,7 @@ def test_affinity_lists_follow_incremental_updates() -> None:
     c.update_snapshot(snap)
     aff = make_pod("aff", affinity={"podAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}}}]}})
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}]}})
     c.add_pod(bound(aff, "n2"))
     c.update_snapshot(snap)
     assert [ni.name for ni in snap.have_pods_with_affinity] == ["n2"]
@@ -334,8 +335,10 @@ def test_affinity_lists_follow_incremental_updates() -> None:
 def test_dump_is_json_and_shows_nodes_tree_and_assumed_pods() -> None:
     c, clock = cache_with("n1", ttl=30)
     c.add_node(zoned("z1", "a"))
-    web = make_pod("web", containers=[{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}],
-                                       "resources": {"requests": {"cpu": "1"}}}])
+    web = make_pod("web", containers=[{
+        "name": "c", "ports": [{"containerPort": 80, "hostPort": 80}],
+        "resources": {"requests": {"cpu": "1"}},
+    }])
     c.add_pod(bound(web, "n1"))
     assumed = make_pod("a").assumed_on("z1")
     c.assume_pod(assumed, "z1")

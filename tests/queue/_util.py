@@ -125,7 +125,9 @@ class InverseSort:
         return a.priority < b.priority or (a.priority == b.priority and a.timestamp < b.timestamp)
 
 
-FILTERS = ["NodeAddOnly", "Hinted", "RaisingHint", "NoExt", "NothingHelps", "PodDelete", "OwnLabels"]
+FILTERS = [
+    "NodeAddOnly", "Hinted", "RaisingHint", "NoExt", "NothingHelps", "PodDelete", "OwnLabels",
+]
 
 
 def registry() -> Registry:
@@ -156,7 +158,9 @@ def config(points: dict[str, list[str]] | None = None, **top: Any) -> Any:
     return cfg
 
 
-def frameworks(clock: FakeClock, points: dict[str, list[str]] | None = None) -> dict[str, Framework]:
+def frameworks(
+    clock: FakeClock, points: dict[str, list[str]] | None = None
+) -> dict[str, Framework]:
     pts = {"filter": FILTERS, "preEnqueue": ["SchedulingGates", "LabelGate"], **(points or {})}
     return build_frameworks(config(pts), registry(), clock=clock)
 

@@ -42,8 +42,8 @@ def test_index_moves_what_a_full_scan_would(
     clock = FakeClock()
     q = make_queue(clock)
     for i, (_, _, gated) in enumerate(pods):
-        kw = {"schedulingGates": [{"name": "g"}]} if gated else {}
-        q.add(make_pod(f"p{i}", **kw), "ksched")
+        gates = [{"name": "g"}] if gated else []
+        q.add(make_pod(f"p{i}", schedulingGates=gates), "ksched")
     while (qpi := q.pop_nowait()) is not None:
         i = int(qpi.pod.name[1:])
         unsched, pending, _ = pods[i]

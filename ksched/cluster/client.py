@@ -1,0 +1,638 @@
+"""The one place ksched talks HTTP to kube-apiserver.
+
+kubernetes_asyncio supplies what is hard to get right — kubeconfig parsing (exec plugins,
+token files, client certificates, proxies), in-cluster service accounts, TLS — and its
+aiohttp session. Requests and responses bypass its generated models: bodies are raw JSON
+bytes that callers decode straight into ksched's msgspec structs, which is an order of
+magnitude cheaper for the pod and node volumes a scheduler sees.
+
+Every request passes a client-side token bucket (``clientConnection.qps``/``burst``, like
+client-go's ``flowcontrol`` limiter); a watch counts once, when it is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import socket
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+import anyio
+import msgspec
+import structlog
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from ..util.clock import Clock, RealClock
+
+__all__ = [
+    "APIClient",
+    "APIConnectionError",
+    "APIError",
+    "RateLimiter",
+    "WatchEvent",
+]
+
+log = structlog.get_logger("ksched.cluster.client")
+
+JSON_CT = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+DEFAULT_KUBECONFIG = "~/.kube/config"
+# client-go's Request.maxRetries: how often a Retry-After answer (429, 5xx) is honoured.
+MAX_RETRY_AFTER = 10
+# client-go caches a kubeconfig tokenFile for this long before reading it again.
+TOKEN_FILE_PERIOD = 60.0
+# Refresh an exec credential this long before it expires (client-go: 10 s skew).
+EXPIRY_SKEW = dt.timedelta(seconds=10)
+
+WatchEvent = tuple[str, msgspec.Raw]
+"""A watch event: its type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) and raw object JSON."""
+
+
+class APIError(Exception):
+    """A non-2xx answer; ``status``/``reason``/``message`` come from the returned Status."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        body: bytes = b"",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}" if status else f"{reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+        self.retry_after = retry_after
+
+    @property
+    def is_expired(self) -> bool:
+        """410 Gone/Expired: the resourceVersion asked for is no longer in the watch window."""
+        return self.status == 410 or self.reason in ("Expired", "Gone")
+
+    @classmethod
+    def from_response(
+        cls, status: int, body: bytes, retry_after: float | None = None
+    ) -> APIError:
+        reason, message = _status_text(status, body)
+        return cls(status, reason, message, body=body, retry_after=retry_after)
+
+
+class APIConnectionError(APIError):
+    """No HTTP answer at all (refused, reset, timed out): status 0, always retriable."""
+
+    def __init__(self, message: str, *, reason: str = "ConnectionError") -> None:
+        super().__init__(0, reason, message)
+
+
+class _Status(msgspec.Struct):
+    reason: str = ""
+    message: str = ""
+    code: int = 0
+
+
+def _status_text(status: int, body: bytes) -> tuple[str, str]:
+    try:
+        st = msgspec.json.decode(body, type=_Status)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        text = body.decode("utf-8", "replace").strip()
+        return _default_reason(status), text[:512] or f"HTTP {status}"
+    return st.reason or _default_reason(status), st.message or f"HTTP {status}"
+
+
+def _default_reason(status: int) -> str:
+    return {
+        400: "BadRequest",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "NotFound",
+        405: "MethodNotAllowed",
+        409: "Conflict",
+        410: "Gone",
+        415: "UnsupportedMediaType",
+        422: "Invalid",
+        429: "TooManyRequests",
+        500: "InternalError",
+        503: "ServiceUnavailable",
+        504: "Timeout",
+    }.get(status, "Unknown")
+
+
+class RateLimiter:
+    """Token bucket (``qps`` refill, ``burst`` capacity) like client-go's default limiter.
+
+    ``acquire`` reserves a token and sleeps until it is due, so waiters are served in
+    arrival order and a burst never exceeds ``burst``. ``qps <= 0`` disables limiting.
+    """
+
+    def __init__(self, qps: float, burst: int, *, clock: Clock | None = None) -> None:
+        self.qps = float(qps)
+        self.burst = max(1, int(burst))
+        self.clock: Clock = clock or RealClock()
+        self._tokens = float(self.burst)
+        self._last = self.clock.now()
+
+    def _refill(self) -> None:
+        now = self.clock.now()
+        if now > self._last:
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = max(self._last, now)
+
+    def try_acquire(self) -> bool:
+        if self.qps <= 0:
+            return True
+        self._refill()
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        self._refill()
+        self._tokens -= 1.0  # reserve now (no await in between), then wait until it is due
+        if self._tokens >= 0.0:
+            return
+        wait = -self._tokens / self.qps
+        try:
+            await self.clock.sleep(wait)
+        except BaseException:
+            self._tokens = min(float(self.burst), self._tokens + 1.0)  # give the slot back
+            raise
+
+    @property
+    def tokens(self) -> float:
+        self._refill()
+        return self._tokens
+
+
+class _WatchLine(msgspec.Struct):
+    type: str
+    object: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _ListMeta(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+    # "continue" is a keyword
+    continue_: str = msgspec.field(default="", name="continue")
+
+
+class _List(msgspec.Struct):
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+    items: list[msgspec.Raw] | None = None
+
+
+class _CredentialRefresher:
+    """Keeps the bearer token of a kubeconfig user fresh, as client-go's transport does.
+
+    exec plugins run again once their credential nears ``expirationTimestamp`` (or after
+    a 401 when they gave none); a ``tokenFile`` is re-read every minute (bound service
+    account tokens rotate). kubernetes_asyncio reads both only once at load time.
+    """
+
+    def __init__(self, loader: Any, configuration: Configuration, clock: Clock) -> None:
+        self.loader = loader
+        self.configuration = configuration
+        self.clock = clock
+        user = getattr(loader, "_user", None)
+        self.exec = user is not None and "exec" in user
+        self.token_file: Path | None = None
+        if user is not None and not self.exec and "tokenFile" in user and not user.safe_get(
+            "token"
+        ):
+            path = Path(os.path.expanduser(str(user["tokenFile"])))
+            if not path.is_absolute() and getattr(user, "path", None):
+                path = Path(os.path.dirname(os.path.abspath(user.path))) / path
+            self.token_file = path
+        self._token_read_at = clock.now()
+        self._force = False
+        self._lock = anyio.Lock()
+
+    def invalidate(self) -> None:
+        """A 401: the server no longer accepts the credential."""
+        self._force = True
+
+    def _exec_due(self) -> bool:
+        if self._force:
+            return True
+        expiry = getattr(self.loader, "exec_plugin_expiry", None)
+        if expiry is None:
+            return False
+        return bool(expiry - EXPIRY_SKEW <= dt.datetime.now(dt.UTC))
+
+    async def __call__(self, configuration: Configuration) -> None:
+        if self.exec:
+            if not self._exec_due():
+                return
+            async with self._lock:
+                if not self._exec_due():
+                    return
+                self._force = False
+                if hasattr(self.loader, "exec_plugin_expiry"):
+                    del self.loader.exec_plugin_expiry
+                await self.loader.load_from_exec_plugin()
+                token = getattr(self.loader, "token", None)
+                if token:
+                    configuration.api_key["BearerToken"] = token
+        elif self.token_file is not None:
+            if not self._force and self.clock.now() - self._token_read_at < TOKEN_FILE_PERIOD:
+                return
+            self._force = False
+            self._token_read_at = self.clock.now()
+            try:
+                token = self.token_file.read_text().strip()
+            except OSError as e:
+                log.warning("reading token file failed", path=str(self.token_file), error=str(e))
+                return
+            if token:
+                configuration.api_key["BearerToken"] = f"Bearer {token}"
+
+
+class APIClient:
+    """Raw-bytes Kubernetes API access over kubernetes_asyncio's configured aiohttp session.
+
+    Create it inside the event loop (the session binds to it), preferably with
+    ``from_kubeconfig``/``in_cluster``/``auto``; close it with ``close`` or ``async with``.
+    """
+
+    def __init__(
+        self,
+        configuration: Configuration,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        clock: Clock | None = None,
+        request_timeout: float = 60.0,
+        user_agent: str = "ksched",
+        credential_refresher: Any = None,
+    ) -> None:
+        self.configuration = configuration
+        self.clock: Clock = clock or RealClock()
+        self.limiter = RateLimiter(qps, burst, clock=self.clock)
+        self.request_timeout = request_timeout
+        self.user_agent = user_agent
+        self._refresher: _CredentialRefresher | None = credential_refresher
+        if credential_refresher is not None:
+            configuration.refresh_api_key_hook = credential_refresher
+        self.api_client = ApiClient(configuration)
+        self.requests_sent = 0
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        return str(self.configuration.host).rstrip("/")
+
+    @classmethod
+    async def from_kubeconfig(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        master: str | None = None,
+        qps: float = 50.0,
+        burst: int = 100,
+        **kwargs: Any,
+    ) -> APIClient:
+        """Load a kubeconfig (``path`` may be a ``:``-separated list like $KUBECONFIG);
+        ``master`` overrides the cluster's server URL like ``--master`` does."""
+        cfg = Configuration()
+        file = os.path.expanduser(str(path)) if path is not None else None
+        loader = await k8s_config.load_kube_config(
+            config_file=file, context=context, client_configuration=cfg, persist_config=False
+        )
+        if master:
+            cfg.host = master.rstrip("/")
+        clock = kwargs.get("clock") or RealClock()
+        kwargs["clock"] = clock
+        refresher = _CredentialRefresher(loader, cfg, clock)
+        return cls(cfg, qps=qps, burst=burst, credential_refresher=refresher, **kwargs)
+
+    @classmethod
+    async def in_cluster(
+        cls,
+        *,
+        master: str | None = None,
+        qps: float = 50.0,
+        burst: int = 100,
+        loader_kwargs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> APIClient:
+        """The pod's service account; kubernetes_asyncio re-reads the rotating token."""
+        cfg = Configuration()
+        k8s_config.load_incluster_config(client_configuration=cfg, **dict(loader_kwargs or {}))
+        if master:
+            cfg.host = master.rstrip("/")
+        return cls(cfg, qps=qps, burst=burst, **kwargs)
+
+    @classmethod
+    async def for_master(
+        cls, master: str, *, qps: float = 50.0, burst: int = 100, **kwargs: Any
+    ) -> APIClient:
+        """Only ``--master`` given and no kubeconfig found: no credentials."""
+        cfg = Configuration()
+        cfg.host = master.rstrip("/")
+        return cls(cfg, qps=qps, burst=burst, **kwargs)
+
+    @classmethod
+    async def auto(
+        cls,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        master: str | None = None,
+        *,
+        context: str | None = None,
+        qps: float = 50.0,
+        burst: int = 100,
+        environ: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> APIClient:
+        """``--kubeconfig`` if given; else $KUBECONFIG; else the service account when running
+        in a pod (KUBERNETES_SERVICE_HOST); else ~/.kube/config; ``master`` wins over any
+        server URL found."""
+        env = os.environ if environ is None else environ
+        if kubeconfig:
+            return await cls.from_kubeconfig(
+                kubeconfig, context=context, master=master, qps=qps, burst=burst, **kwargs
+            )
+        if env.get("KUBECONFIG"):
+            return await cls.from_kubeconfig(
+                env["KUBECONFIG"], context=context, master=master, qps=qps, burst=burst, **kwargs
+            )
+        if env.get("KUBERNETES_SERVICE_HOST"):
+            return await cls.in_cluster(master=master, qps=qps, burst=burst, **kwargs)
+        default = os.path.expanduser(DEFAULT_KUBECONFIG)
+        if os.path.exists(default):
+            return await cls.from_kubeconfig(
+                default, context=context, master=master, qps=qps, burst=burst, **kwargs
+            )
+        if master:
+            return await cls.for_master(master, qps=qps, burst=burst, **kwargs)
+        raise k8s_config.ConfigException(
+            "no cluster configuration: pass --kubeconfig or --master, set $KUBECONFIG, "
+            "run in a pod, or create ~/.kube/config"
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+    async def __aenter__(self) -> APIClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- transport ------------------------------------------------------------------------------
+
+    @property
+    def _session(self) -> aiohttp.ClientSession:
+        session: aiohttp.ClientSession = self.api_client.rest_client.pool_manager
+        return session
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON_CT, "User-Agent": self.user_agent}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        # auth_settings() runs refresh_api_key_hook (exec / token file / service account).
+        auth = await self.configuration.auth_settings()
+        bearer = auth.get("BearerToken")
+        if bearer and bearer.get("value"):
+            headers["Authorization"] = str(bearer["value"])
+        return headers
+
+    def _url(self, path: str, params: Mapping[str, Any] | None) -> str:
+        url = self.host + (path if path.startswith("/") else "/" + path)
+        if params:
+            q = {k: _param(v) for k, v in params.items() if v is not None}
+            if q:
+                url += "?" + urlencode(q)
+        return url
+
+    def _request_kwargs(self) -> dict[str, Any]:
+        rc = self.api_client.rest_client
+        kw: dict[str, Any] = {}
+        if getattr(rc, "proxy", None):
+            kw["proxy"] = rc.proxy
+            if getattr(rc, "proxy_headers", None):
+                kw["proxy_headers"] = rc.proxy_headers
+        if getattr(rc, "server_hostname", None):
+            kw["server_hostname"] = rc.server_hostname
+        return kw
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON_CT,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> tuple[int, bytes]:
+        """One rate-limited request; ``body`` may be bytes or anything msgspec encodes.
+
+        Raises ``APIError`` on a non-2xx answer when ``check`` (else returns it), and
+        ``APIConnectionError`` when there is no answer. A 429/5xx with Retry-After is
+        retried up to 10 times, like client-go.
+        """
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else msgspec.json.encode(body)
+        url = self._url(path, params)
+        tmo = aiohttp.ClientTimeout(total=timeout if timeout is not None else self.request_timeout)
+        retries = 0
+        while True:
+            await self.limiter.acquire()
+            headers = await self._headers(content_type if data is not None else None)
+            self.requests_sent += 1
+            try:
+                async with self._session.request(
+                    method, url, data=data, headers=headers, timeout=tmo, **self._request_kwargs()
+                ) as resp:
+                    raw = await resp.read()
+                    status = resp.status
+                    retry_after = _retry_after(resp.headers.get("Retry-After"))
+            except (aiohttp.ClientError, OSError) as e:
+                raise APIConnectionError(f"{method} {path}: {_describe(e)}") from e
+            except TimeoutError as e:
+                raise APIConnectionError(f"{method} {path}: timed out", reason="Timeout") from e
+            if 200 <= status < 300:
+                return status, raw
+            if status == 401 and self._refresher is not None:
+                self._refresher.invalidate()
+            if (
+                retry_after is not None
+                and (status == 429 or status >= 500)
+                and retries < MAX_RETRY_AFTER
+            ):
+                retries += 1
+                await self.clock.sleep(retry_after)
+                continue
+            if check:
+                raise APIError.from_response(status, raw, retry_after)
+            return status, raw
+
+    async def get(self, path: str, params: Mapping[str, Any] | None = None) -> bytes:
+        """GET returning the raw body (decode with ``ksched.api.objects.decode_json``)."""
+        return (await self.request("GET", path, params=params))[1]
+
+    async def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        return msgspec.json.decode(await self.get(path, params))
+
+    async def list(
+        self, path: str, params: Mapping[str, Any] | None = None, *, page_size: int = 500
+    ) -> tuple[list[msgspec.Raw], str]:
+        """All items of a collection (paged by ``page_size``, 0 = one request) as raw JSON,
+        and the list's resourceVersion.
+
+        Like client-go's pager, an expired continue token falls back to one full list.
+        """
+        base = dict(params or {})
+        items: list[msgspec.Raw] = []
+        cont = ""
+        while True:
+            q = dict(base)
+            if page_size > 0:
+                q["limit"] = page_size
+            if cont:
+                q["continue"] = cont
+            try:
+                raw = await self.get(path, q)
+            except APIError as e:
+                if not (cont and e.is_expired):
+                    raise
+                log.info("list continue token expired, listing in full", path=path)
+                raw = await self.get(path, base)
+                items.clear()
+                cont = ""
+            lst = msgspec.json.decode(raw, type=_List)
+            items.extend(lst.items or ())
+            cont = lst.metadata.continue_
+            if not cont:
+                return items, lst.metadata.resource_version
+
+    async def watch(
+        self,
+        path: str,
+        resource_version: str,
+        *,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        params: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream a watch's events (newline-delimited JSON) until the server ends it.
+
+        Raises ``APIError`` if the watch cannot be opened (e.g. 410 for an expired
+        resourceVersion) and ``APIConnectionError`` if the stream breaks; an ERROR event
+        is yielded as is for the caller to interpret.
+        """
+        q: dict[str, Any] = dict(params or {})
+        q["watch"] = "true"
+        if resource_version:
+            q["resourceVersion"] = resource_version
+        q["timeoutSeconds"] = int(timeout_seconds)
+        if allow_bookmarks:
+            q["allowWatchBookmarks"] = "true"
+        url = self._url(path, q)
+        # the server ends the watch at timeoutSeconds; the client deadline only catches a
+        # connection that died silently
+        tmo = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_connect=30)
+        await self.limiter.acquire()
+        headers = await self._headers(None)
+        self.requests_sent += 1
+        try:
+            resp = await self._session.request(
+                "GET", url, headers=headers, timeout=tmo, **self._request_kwargs()
+            )
+        except (aiohttp.ClientError, OSError) as e:
+            raise APIConnectionError(f"watch {path}: {_describe(e)}") from e
+        except TimeoutError as e:
+            raise APIConnectionError(f"watch {path}: timed out", reason="Timeout") from e
+        async with contextlib.AsyncExitStack() as stack:
+            stack.callback(resp.release)
+            if resp.status != 200:
+                raw = await _read_quietly(resp)
+                if resp.status == 401 and self._refresher is not None:
+                    self._refresher.invalidate()
+                raise APIError.from_response(resp.status, raw)
+            buf = bytearray()
+            try:
+                async for chunk in resp.content.iter_any():
+                    buf += chunk
+                    start = 0
+                    while True:
+                        nl = buf.find(b"\n", start)
+                        if nl < 0:
+                            break
+                        line = bytes(buf[start:nl])
+                        start = nl + 1
+                        if line.strip():
+                            yield _decode_line(line)
+                    if start:
+                        del buf[:start]
+            except (aiohttp.ClientError, OSError) as e:
+                raise APIConnectionError(f"watch {path}: {_describe(e)}") from e
+            except TimeoutError as e:
+                raise APIConnectionError(f"watch {path}: timed out", reason="Timeout") from e
+            if buf.strip():
+                yield _decode_line(bytes(buf))
+
+
+def _decode_line(line: bytes) -> WatchEvent:
+    try:
+        ev = msgspec.json.decode(line, type=_WatchLine)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise APIError(
+            500, "InternalError", f"unable to decode an event from the watch stream: {e}"
+        ) from None
+    return ev.type, ev.object
+
+
+async def _read_quietly(resp: aiohttp.ClientResponse) -> bytes:
+    try:
+        return await resp.read()
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        return b""
+
+
+def _param(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(int(value)))
+    except ValueError:
+        return None
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def hostname() -> str:
+    """This machine's name for reportingInstance (the pod name when in a pod)."""
+    return os.environ.get("HOSTNAME") or socket.gethostname()
