@@ -148,6 +148,14 @@ class Simulation:
             recorder=self.events, seed=seed, explain=explain, assumed_ttl=0,
         )
         self.cluster.sched = self.sched
+        # Informer-backed listers as the daemon provides them to plugins.
+        listers = {
+            "namespaces": {ns.metadata.name: ns for ns in cluster.namespaces},
+            "pdbs": {f"{p.metadata.namespace}/{p.metadata.name}": p for p in cluster.pdbs},
+            "priorityclasses": {pc.metadata.name: pc for pc in cluster.priority_classes},
+        }
+        for fw in self.sched.frameworks.values():
+            fw.handle.listers.update(listers)
         self.explain = explain
         self.max_attempts = max_attempts_per_pod
 
