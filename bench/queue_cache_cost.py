@@ -40,9 +40,12 @@ def node(i: int, cpu: str = "4", zones: int = 3) -> Node:
                    "status": {"allocatable": alloc, "capacity": alloc}}, Node)
 
 
+PROFILE = default_config().profiles[0].scheduler_name
+
+
 def pod(name: str, cpu: str = "100m", node_name: str = "") -> PodInfo:
     spec: dict[str, Any] = {
-        "schedulerName": "default-scheduler",
+        "schedulerName": PROFILE,
         "containers": [{"name": "c", "image": "pause",
                         "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}}}],
     }
@@ -111,7 +114,7 @@ def bench_queue(n_pods: int) -> None:
     fws = build_frameworks(default_config(), default_registry(entry_points=False), clock=clock)
     q = SchedulingQueue(fws, clock=clock)
     pods = [pod(f"p-{j}", cpu="8") for j in range(n_pods)]  # too big for the 4-CPU nodes
-    row("add", timed(lambda: [q.add(p, "default-scheduler") for p in pods]), n_pods, "pod")
+    row("add", timed(lambda: [q.add(p, PROFILE) for p in pods]), n_pods, "pod")
     popped = []
 
     def pop_all() -> None:

@@ -56,6 +56,13 @@ def _build_check(cfg: Any, registry: Any, source: str) -> None:
         build_frameworks(cfg, registry)
     except FrameworkError as e:
         raise SystemExit(_die([f"{source}: {e}"])) from None
+    if cfg.extenders:
+        from .extender.client import ExtenderConfigError, ExtenderSet
+
+        try:
+            ExtenderSet.from_config(cfg.extenders)  # TLS material loads
+        except ExtenderConfigError as e:
+            raise SystemExit(_die([f"{source}: {e}"])) from None
 
 
 # ---- simulate ------------------------------------------------------------------------
@@ -104,19 +111,43 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _die([f"ksched bench: unknown workload {args.workload!r}; available: {', '.join(sorted(WORKLOADS))}"])
     if args.nodes <= 0 or args.pods <= 0 or args.init_pods < 0:
         return _die(["ksched bench: --nodes and --pods must be positive, --init-pods non-negative"])
+    if args.baseline and args.mode != "e2e":
+        return _die(["ksched bench: --baseline needs --mode e2e"])
     registry = _registry()
     cfg = _load_config(args.config, registry)
     _build_check(cfg, registry, args.config or "<default config>")
-    result = run_bench(
-        args.workload, nodes=args.nodes, pods=args.pods, init_pods=args.init_pods, config=cfg,
-        registry=registry, seed=args.seed, progress=sys.stderr.isatty() and args.output != "json",
-    )
+    if args.mode == "e2e":
+        from .bench.e2e import run_e2e_bench
+
+        result = run_e2e_bench(
+            args.workload, nodes=args.nodes, pods=args.pods, init_pods=args.init_pods,
+            config=cfg, registry=registry, seed=args.seed, baseline=args.baseline,
+            progress=sys.stderr.isatty() and args.output != "json",
+        )
+    else:
+        result = run_bench(
+            args.workload, nodes=args.nodes, pods=args.pods, init_pods=args.init_pods,
+            config=cfg, registry=registry, seed=args.seed,
+            progress=sys.stderr.isatty() and args.output != "json",
+        )
     if args.output == "json":
         print(json.dumps(result))
     else:
         for k, v in result.items():
             print(f"{k:>16}: {v}")
     return 0
+
+
+# ---- run -----------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .daemon.main import run
+
+    registry = _registry()
+    cfg = _load_config(args.config, registry)
+    _build_check(cfg, registry, args.config or "<default config>")
+    return run(args, cfg, registry)
 
 
 # ---- config / plugins ----------------------------------------------------------------
@@ -153,6 +184,55 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- extender ------------------------------------------------------------------------
+
+
+def cmd_extender(args: argparse.Namespace) -> int:
+    """Serve a profile's plugins as a kube-scheduler HTTP extender until SIGTERM/SIGINT."""
+    import signal
+    import ssl
+
+    import anyio
+
+    from .extender.server import serve, server_ssl_context
+    from .logging import configure
+
+    if bool(args.tls_cert) != bool(args.tls_key):
+        return _die(["ksched extender: --tls-cert and --tls-key go together"])
+    if args.client_ca and not args.tls_cert:
+        return _die(["ksched extender: --client-ca needs --tls-cert and --tls-key"])
+    if args.max_request_bytes <= 0:
+        return _die(["ksched extender: --max-request-bytes must be positive"])
+    registry = _registry()
+    cfg = _load_config(args.config, registry)
+    _build_check(cfg, registry, args.config)
+    names = [p.scheduler_name for p in cfg.profiles]
+    if args.profile and args.profile not in names:
+        return _die([f"ksched extender: unknown profile {args.profile!r}; the config has: "
+                     + ", ".join(names)])
+    ctx = None
+    if args.tls_cert:
+        try:
+            ctx = server_ssl_context(args.tls_cert, args.tls_key, args.client_ca)
+        except (OSError, ssl.SSLError) as e:
+            return _die([f"ksched extender: TLS: {e}"])
+    configure(None, args.v)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: serve(
+                cfg, registry, profile=args.profile, host=args.bind_address, port=args.port,
+                ssl_context=ctx, kubeconfig=args.kubeconfig,
+                max_body_bytes=args.max_request_bytes))
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+    anyio.run(main)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ksched", description="A Kubernetes scheduler with Python plugins.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -173,7 +253,28 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--config")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--output", choices=("table", "json"), default="table")
+    b.add_argument("--mode", choices=("in-process", "e2e"), default="in-process",
+                   help="e2e: the daemon against the test API server over HTTP")
+    b.add_argument("--baseline", choices=("null",),
+                   help="e2e only: also run a bind-only scheduler and report the ratio")
     b.set_defaults(fn=cmd_bench)
+
+    r = sub.add_parser("run", help="schedule the pods of a cluster (the daemon)")
+    r.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
+    r.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    r.add_argument("--master", help="API server URL; overrides the kubeconfig's server")
+    le = r.add_mutually_exclusive_group()
+    le.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=None,
+                    help="not supported yet (exits 2)")
+    le.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
+                    help="run without leader election")
+    r.add_argument("--bind-address", default="127.0.0.1",
+                   help="address of the health/metrics/debug HTTP server (default: loopback only)")
+    r.add_argument("--port", type=int, default=10259, help="HTTP port (plain HTTP); 0 picks a free one")
+    r.add_argument("--log-format", choices=("json", "console"),
+                   help="default: console on a terminal, JSON otherwise")
+    r.add_argument("-v", "--v", dest="v", type=int, default=0, help="log verbosity (klog levels)")
+    r.set_defaults(fn=cmd_run)
 
     c = sub.add_parser("config", help="configuration tools")
     csub = c.add_subparsers(dest="config_command", required=True)
@@ -184,6 +285,22 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plugins", help="list every discovered plugin")
     pl.add_argument("--output", choices=("table", "json"), default="table")
     pl.set_defaults(fn=cmd_plugins)
+
+    from .extender import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+
+    x = sub.add_parser("extender", help="serve a profile's plugins as a kube-scheduler extender")
+    x.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
+    x.add_argument("--profile", help="schedulerName of the profile to serve (default: the first)")
+    x.add_argument("--bind-address", default="0.0.0.0")
+    x.add_argument("--port", type=int, default=DEFAULT_PORT)
+    x.add_argument("--tls-cert", help="serving certificate (PEM)")
+    x.add_argument("--tls-key", help="serving key (PEM)")
+    x.add_argument("--client-ca", help="require client certificates signed by this CA")
+    x.add_argument("--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames "
+                   "requests, /bind)")
+    x.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    x.add_argument("-v", type=int, default=0, help="log verbosity")
+    x.set_defaults(fn=cmd_extender)
     return p
 
 

@@ -55,8 +55,73 @@ def scheduling_basic(nodes: int, pods: int, init_pods: int) -> tuple[list[Manife
     )
 
 
+_Result = tuple[list[Manifest], list[Manifest], list[Manifest]]
+
+
+def _with_pod_affinity(m: Manifest, labels: dict[str, str], kind: str, key: str) -> Manifest:
+    """scheduler_perf's pod-with-pod-(anti-)affinity.yaml: a required term selecting the
+    pod's own label in both benchmark namespaces."""
+    m["metadata"]["labels"] = dict(labels)
+    term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": key,
+            "namespaces": ["sched-1", "sched-0"]}
+    m["spec"]["affinity"] = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return m
+
+
+def scheduling_pod_affinity(nodes: int, pods: int, init_pods: int) -> _Result:
+    """Every node in zone1; all pods want a color=blue pod in their zone."""
+    zone = "topology.kubernetes.io/zone"
+    node_ms = [node_default(i) for i in range(nodes)]
+    for m in node_ms:
+        m["metadata"]["labels"][zone] = "zone1"
+
+    def pod(name: str, ns: str) -> Manifest:
+        return _with_pod_affinity(pod_default(name, ns), {"color": "blue"}, "podAffinity", zone)
+
+    return (
+        node_ms,
+        [pod(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
+        [pod(f"pod-{i}", "sched-1") for i in range(pods)],
+    )
+
+
+def scheduling_pod_anti_affinity(nodes: int, pods: int, init_pods: int) -> _Result:
+    """All pods refuse to share a node with another color=green pod."""
+    def pod(name: str, ns: str) -> Manifest:
+        return _with_pod_affinity(pod_default(name, ns), {"color": "green"}, "podAntiAffinity",
+                                  "kubernetes.io/hostname")
+
+    return (
+        [node_default(i) for i in range(nodes)],
+        [pod(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
+        [pod(f"pod-{i}", "sched-1") for i in range(pods)],
+    )
+
+
+def topology_spreading(nodes: int, pods: int, init_pods: int) -> _Result:
+    """scheduler_perf's TopologySpreading: nodes over 3 zones, plain init pods, measured pods
+    (pod-with-topology-spreading.yaml) with a hard zone spread, maxSkew 1, on color=blue."""
+    zone = "topology.kubernetes.io/zone"
+    spread = [{"maxSkew": 1, "topologyKey": zone, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"color": "blue"}}}]
+
+    def pod(name: str) -> Manifest:
+        m = pod_default(name, "sched-1", topologySpreadConstraints=spread)
+        m["metadata"]["labels"] = {"color": "blue"}
+        return m
+
+    return (
+        [node_default(i, zones=3) for i in range(nodes)],
+        [pod_default(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
+        [pod(f"pod-{i}") for i in range(pods)],
+    )
+
+
 WORKLOADS: dict[str, Workload] = {
     "SchedulingBasic": scheduling_basic,
+    "SchedulingPodAffinity": scheduling_pod_affinity,
+    "SchedulingPodAntiAffinity": scheduling_pod_anti_affinity,
+    "TopologySpreading": topology_spreading,
 }
 
 

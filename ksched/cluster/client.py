@@ -16,7 +16,7 @@ import contextlib
 import datetime as dt
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -81,9 +81,7 @@ class APIError(Exception):
         return self.status == 410 or self.reason in ("Expired", "Gone")
 
     @classmethod
-    def from_response(
-        cls, status: int, body: bytes, retry_after: float | None = None
-    ) -> APIError:
+    def from_response(cls, status: int, body: bytes, retry_after: float | None = None) -> APIError:
         reason, message = _status_text(status, body)
         return cls(status, reason, message, body=body, retry_after=retry_after)
 
@@ -208,8 +206,11 @@ class _CredentialRefresher:
         user = getattr(loader, "_user", None)
         self.exec = user is not None and "exec" in user
         self.token_file: Path | None = None
-        if user is not None and not self.exec and "tokenFile" in user and not user.safe_get(
-            "token"
+        if (
+            user is not None
+            and not self.exec
+            and "tokenFile" in user
+            and not user.safe_get("token")
         ):
             path = Path(os.path.expanduser(str(user["tokenFile"])))
             if not path.is_absolute() and getattr(user, "path", None):
@@ -331,7 +332,9 @@ class APIClient:
     ) -> APIClient:
         """The pod's service account; kubernetes_asyncio re-reads the rotating token."""
         cfg = Configuration()
-        k8s_config.load_incluster_config(client_configuration=cfg, **dict(loader_kwargs or {}))
+        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=cfg, **dict(loader_kwargs or {})
+        )
         if master:
             cfg.host = master.rstrip("/")
         return cls(cfg, qps=qps, burst=burst, **kwargs)
@@ -355,11 +358,13 @@ class APIClient:
         qps: float = 50.0,
         burst: int = 100,
         environ: Mapping[str, str] | None = None,
+        loader_kwargs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> APIClient:
         """``--kubeconfig`` if given; else $KUBECONFIG; else the service account when running
         in a pod (KUBERNETES_SERVICE_HOST); else ~/.kube/config; ``master`` wins over any
-        server URL found."""
+        server URL found. ``loader_kwargs`` go to kubernetes_asyncio's in-cluster loader
+        (token_filename, cert_filename, environ)."""
         env = os.environ if environ is None else environ
         if kubeconfig:
             return await cls.from_kubeconfig(
@@ -370,7 +375,9 @@ class APIClient:
                 env["KUBECONFIG"], context=context, master=master, qps=qps, burst=burst, **kwargs
             )
         if env.get("KUBERNETES_SERVICE_HOST"):
-            return await cls.in_cluster(master=master, qps=qps, burst=burst, **kwargs)
+            return await cls.in_cluster(
+                master=master, qps=qps, burst=burst, loader_kwargs=loader_kwargs, **kwargs
+            )
         default = os.path.expanduser(DEFAULT_KUBECONFIG)
         if os.path.exists(default):
             return await cls.from_kubeconfig(
@@ -414,7 +421,7 @@ class APIClient:
         auth = await self.configuration.auth_settings()
         bearer = auth.get("BearerToken")
         if bearer and bearer.get("value"):
-            headers["Authorization"] = str(bearer["value"])
+            headers["Authorization"] = str(bearer["value"]).strip()  # token files end in \n
         return headers
 
     def _url(self, path: str, params: Mapping[str, Any] | None) -> str:
@@ -537,7 +544,7 @@ class APIClient:
         timeout_seconds: int,
         allow_bookmarks: bool = True,
         params: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Stream a watch's events (newline-delimited JSON) until the server ends it.
 
         Raises ``APIError`` if the watch cannot be opened (e.g. 410 for an expired

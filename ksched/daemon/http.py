@@ -117,7 +117,9 @@ class DebugServer:
 
     # -- health -----------------------------------------------------------------------------
     @staticmethod
-    def _health(request: web.Request, name: str, checks: list[tuple[str, str | None]]) -> web.Response:
+    def _health(
+        request: web.Request, name: str, checks: list[tuple[str, str | None]]
+    ) -> web.Response:
         """checks: (name, None when healthy else the reason)."""
         failed = [c for c, why in checks if why is not None]
         verbose = "verbose" in request.query

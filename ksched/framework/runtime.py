@@ -534,7 +534,12 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
+        """``RunPostFilterPlugins``: the first success (or UnschedulableAndUnresolvable)
+        wins; otherwise every rejection's reasons, attributed to the first rejector, with
+        the last result a plugin returned (e.g. one clearing the nomination)."""
         reasons: list[str] = []
+        result: PostFilterResult | None = None
+        rejector = ""
         for p in self.post_filter_plugins:
             try:
                 r, raw = p.post_filter(state, pod, statuses)
@@ -546,9 +551,14 @@ class Framework:
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return r, st
             if not st.is_rejected():
-                return None, st
+                if st.code == Code.ERROR:
+                    return None, st
+                return None, Status(Code.ERROR, st.message(), plugin=p.name)
+            if r is not None:
+                result = r
             reasons.extend(st.all_reasons())
-        return None, Status(Code.UNSCHEDULABLE, *reasons)
+            rejector = rejector or p.name
+        return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
     # -- PreScore / Score ---------------------------------------------------------------
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:

@@ -11,7 +11,7 @@ __all__ = ["BUILTIN_PLUGINS", "NOT_YET_IMPLEMENTED", "register_builtins"]
 
 # Default kube-scheduler plugins ksched has not implemented yet; dropped from the
 # effective plugin set with a warning rather than failing every default config.
-NOT_YET_IMPLEMENTED: frozenset[str] = frozenset({"PodTopologySpread", "InterPodAffinity", "DefaultPreemption"})
+NOT_YET_IMPLEMENTED: frozenset[str] = frozenset()
 
 # name -> "module:Class" (imported lazily so `ksched plugins` stays fast)
 BUILTIN_PLUGINS: dict[str, str] = {
@@ -26,6 +26,9 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "NodeResourcesFit": "noderesources:Fit",
     "NodeResourcesBalancedAllocation": "noderesources:BalancedAllocation",
     "ImageLocality": "imagelocality:ImageLocality",
+    "DefaultPreemption": "defaultpreemption:DefaultPreemption",
+    "InterPodAffinity": "interpodaffinity:InterPodAffinity",
+    "PodTopologySpread": "podtopologyspread:PodTopologySpread",
 }
 
 

@@ -4,6 +4,9 @@ scheduling cycle (sync, CPU only):
     snapshot → PreFilter → Filter (round-robin, percentageOfNodesToScore)
     → PostFilter when nothing fits → PreScore/Score/Normalize/weights → select
     → assume → Reserve → Permit
+extenders (only for a pod some configured extender is interested in): the cycle is then
+    awaited, pausing after Filter for extender Filter and after Score for Prioritize;
+    without extenders the same code runs synchronously (``_run_sync``).
 binding cycle (async, runs beside the next scheduling cycles):
     WaitOnPermit → PreBind → Bind → PostBind; Unreserve + forget on any failure.
 """
@@ -11,8 +14,9 @@ binding cycle (async, runs beside the next scheduling cycles):
 from __future__ import annotations
 
 import random
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -25,6 +29,7 @@ from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
 
 if TYPE_CHECKING:
+    from ..extender.client import ExtenderSet
     from ..queue.scheduling_queue import QueuedPodInfo
     from .scheduler import Scheduler
 
@@ -34,6 +39,7 @@ __all__ = [
     "CycleResult",
     "num_feasible_nodes_to_find",
     "scheduling_cycle",
+    "scheduling_cycle_async",
     "select_host",
 ]
 
@@ -107,8 +113,9 @@ def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
     return out
 
 
-def find_nodes_that_fit_pod(
-    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool
+async def find_nodes_that_fit_pod(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool,
+    ext: ExtenderSet | None = None,
 ) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Diagnosis, int, dict[str, Any] | None]:
     snap = sched.snapshot
     diagnosis = Diagnosis()
@@ -131,8 +138,14 @@ def find_nodes_that_fit_pod(
         if row is not None and (pre_res is None or pre_res.node_names is None
                                 or nominated_node in pre_res.node_names):
             out = fw.find_feasible(state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated)
-            if len(out.feasible):
-                return out.feasible, diagnosis, 1, None
+            found = out.feasible
+            if len(found) and ext is not None:
+                try:
+                    found = await _extender_filter(sched, ext, pod, found, diagnosis)
+                except _CycleError:
+                    found = found[:0]  # upstream logs it and searches all nodes
+            if len(found):
+                return found, diagnosis, 1, None
     if pre_res is not None and pre_res.node_names is not None:
         rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
         candidates = np.array(rows, dtype=np.intp)
@@ -146,7 +159,8 @@ def find_nodes_that_fit_pod(
         candidates = snap.all_rows
     num_to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score,
                                              len(candidates))
-    out = fw.find_feasible(state, pod, snap, candidates, sched.next_start_node_index, num_to_find,
+    start = sched.next_start_node_index
+    out = fw.find_feasible(state, pod, snap, candidates, start, num_to_find,
                            nominated, explain=explain)
     if snap.n:
         sched.next_start_node_index = (sched.next_start_node_index + out.processed) % snap.n
@@ -155,6 +169,11 @@ def find_nodes_that_fit_pod(
         raise _CycleError(out.statuses.absent)
     diagnosis.unschedulable_plugins |= out.unschedulable_plugins
     feasible = out.feasible
+    if ext is not None and len(feasible):
+        feasible = await _extender_filter(sched, ext, pod, feasible, diagnosis)
+        if not len(feasible):
+            _record_filter_statuses(fw, state, pod, snap, candidates, start, out, nominated,
+                                    diagnosis)
     explain_out: dict[str, Any] | None = {"filter": out.explain} if explain else None
     return feasible, diagnosis, out.processed, explain_out
 
@@ -170,14 +189,81 @@ class _CycleError(Exception):
         self.status = status
 
 
+async def _extender_filter(
+    sched: Scheduler, ext: ExtenderSet, pod: PodInfo, rows: Any, diagnosis: Diagnosis
+) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """``findNodesThatPassExtenders``: a failing non-ignorable extender fails the cycle."""
+    out, st = await ext.filter(pod, sched.snapshot, rows, diagnosis)
+    if not st.is_success():
+        raise _CycleError(st)
+    return out
+
+
+def _record_filter_statuses(
+    fw: Framework, state: CycleState, pod: PodInfo, snap: Any, candidates: Any, start: int,
+    out: Any, nominated: dict[int, list[PodInfo]], diagnosis: Diagnosis,
+) -> None:
+    """The in-tree verdicts of the evaluated nodes that failed Filter.
+
+    ``find_feasible`` computes them only when no node passes; when extenders then reject
+    every node that did, the FitError (and preemption) still needs them all, as upstream.
+    """
+    n = len(candidates)
+    if not n:
+        return
+    s = start % n
+    order = np.concatenate((candidates[s:], candidates[:s]))[: out.processed]
+    passed = set(out.feasible.tolist())
+    statuses = diagnosis.node_to_status
+    infos = snap.node_infos
+    for row in order.tolist():
+        ni = infos[row]
+        if row in passed or ni.name in statuses.statuses:
+            continue
+        if row in nominated:
+            st = fw.run_filter_with_nominated_pods(state, pod, ni, nominated[row])
+        else:
+            st = fw.run_filter_plugins(state, pod, ni)
+        if not st.is_success():
+            statuses.set(ni.name, st)
+            if st.plugin:
+                diagnosis.unschedulable_plugins.add(st.plugin)
+
+
+_T = TypeVar("_T")
+
+
+def _run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run a cycle coroutine that has no extender I/O to await, synchronously.
+
+    One copy of the cycle serves both paths: without extenders nothing in it awaits, so
+    the hot path stays synchronous (no event-loop round trip per pod).
+    """
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("the synchronous scheduling cycle awaited I/O")
+
+
 def schedule_pod(
     sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool
+) -> CycleResult:
+    """The scheduling algorithm without extenders (also /debug/explain's)."""
+    return _run_sync(_schedule_pod(sched, fw, state, pod, explain, None))
+
+
+async def _schedule_pod(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool,
+    ext: ExtenderSet | None,
 ) -> CycleResult:
     snap = sched.snapshot
     if snap.n == 0:
         return CycleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
                            fit_error=FitError(pod.key, 0, Diagnosis()))
-    feasible, diagnosis, processed, explain_out = find_nodes_that_fit_pod(sched, fw, state, pod, explain)
+    feasible, diagnosis, _processed, explain_out = await find_nodes_that_fit_pod(
+        sched, fw, state, pod, explain, ext)
     if len(feasible) == 0:
         fe = FitError(pod.key, snap.n, diagnosis)
         return CycleResult(Status(Code.UNSCHEDULABLE, str(fe)), fit_error=fe, diagnosis=diagnosis,
@@ -186,7 +272,7 @@ def schedule_pod(
     if len(feasible) == 1 and not explain:
         return CycleResult(SUCCESS, infos[int(feasible[0])].name, evaluated_nodes=1 + len(diagnosis.node_to_status),
                            feasible_nodes=1, diagnosis=diagnosis)
-    totals, st, per = prioritize_nodes(sched, fw, state, pod, feasible, explain)
+    totals, st, per = await prioritize_nodes(sched, fw, state, pod, feasible, explain, ext)
     if not st.is_success():
         raise _CycleError(st)
     i = select_host(totals, sched.rng)
@@ -204,10 +290,11 @@ def schedule_pod(
     return res
 
 
-def prioritize_nodes(
-    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, feasible: Any, explain: bool
+async def prioritize_nodes(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, feasible: Any, explain: bool,
+    ext: ExtenderSet | None = None,
 ) -> tuple[np.ndarray[Any, Any], Status, Any]:
-    if not fw.score_plugins:
+    if not fw.score_plugins and ext is None:
         return np.ones(len(feasible), dtype=np.int64), SUCCESS, None
     st = fw.run_pre_score(state, pod, NodeInfoView(sched.snapshot.node_infos, feasible))
     if not st.is_success():
@@ -215,31 +302,57 @@ def prioritize_nodes(
     out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=explain)
     if out is None:
         return np.empty(0), st, None
+    if ext is not None:
+        # Extender score * weight * (MaxNodeScore / MaxExtenderPriority), added to the total.
+        extra = await ext.prioritize(pod, sched.snapshot, feasible)
+        if extra is not None:
+            if out.per_plugin is not None:
+                out.per_plugin["Extender"] = (extra, extra, extra)
+            return out.totals + extra, SUCCESS, out.per_plugin
     return out.totals, SUCCESS, out.per_plugin
 
 
 def scheduling_cycle(sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo,
                      explain: bool = False) -> CycleResult:
+    """One scheduling cycle, synchronously: extenders are not consulted."""
+    return _run_sync(_scheduling_cycle(sched, fw, state, qpi, explain, None))
+
+
+async def scheduling_cycle_async(sched: Scheduler, fw: Framework, state: CycleState,
+                                 qpi: QueuedPodInfo, explain: bool = False) -> CycleResult:
+    """One scheduling cycle awaiting the extenders interested in the pod.
+
+    The in-tree parts stay synchronous CPU work; the cycle yields to the event loop only
+    for extender Filter (after the in-tree Filter) and Prioritize (after Score). Informer
+    events arriving meanwhile change the cache, not this cycle's snapshot (its NodeInfos
+    are clones), just as upstream's cycle runs beside its informers.
+    """
+    ext = sched.extenders
+    if ext is None or not ext.interested(qpi.pod_info):
+        return scheduling_cycle(sched, fw, state, qpi, explain)
+    return await _scheduling_cycle(sched, fw, state, qpi, explain, ext)
+
+
+async def _scheduling_cycle(sched: Scheduler, fw: Framework, state: CycleState,
+                            qpi: QueuedPodInfo, explain: bool, ext: ExtenderSet | None,
+                            ) -> CycleResult:
     pod = qpi.pod_info
     if pod.error is not None:
         st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error)
         return CycleResult(st)
     sched.cache.update_snapshot(sched.snapshot)
     try:
-        res = schedule_pod(sched, fw, state, pod, explain)
+        res = await _schedule_pod(sched, fw, state, pod, explain, ext)
     except _CycleError as e:
         return CycleResult(e.status)
     if res.fit_error is not None:
         fe = res.fit_error
         if fw.post_filter_plugins and res.status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            # As upstream, even a PostFilter error leaves the attempt Unschedulable with
+            # the FitError, its message appended; only a result changes the nomination.
             pf, pst = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
-            if pst.code == Code.ERROR:
-                return CycleResult(pst, fit_error=None, explain=res.explain)
-            msg = pst.message()
-            fe.diagnosis.post_filter_msg = msg
+            fe.diagnosis.post_filter_msg = pst.message()
             res.post_filter = pf
-            if pst.plugin:
-                fe.diagnosis.unschedulable_plugins.add(pst.plugin)
         res.status = Status(Code.UNSCHEDULABLE, str(fe))
         return res
     if not res.status.is_success():

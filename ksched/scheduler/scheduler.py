@@ -13,7 +13,7 @@ import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -32,7 +32,10 @@ from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
 from ..cache import Cache, CacheError
-from .schedule_one import CycleResult, scheduling_cycle
+from .schedule_one import CycleResult, scheduling_cycle, scheduling_cycle_async
+
+if TYPE_CHECKING:
+    from ..extender.client import ExtenderSet
 
 __all__ = ["MetricsRecorder", "Observer", "Scheduler", "build_frameworks"]
 
@@ -139,6 +142,13 @@ class Scheduler:
         self.cluster = cluster
         self.snapshot = Snapshot()
         self.waiting_pods = WaitingPods()
+        # HTTP extenders (config.extenders); None keeps every cycle synchronous.
+        self.extenders: ExtenderSet | None = None
+        if config.extenders:
+            from ..extender.client import ExtenderSet, apply_ignored_resources
+
+            apply_ignored_resources(config)  # before the NodeResourcesFit args are parsed
+            self.extenders = ExtenderSet.from_config(config.extenders)
         self.frameworks = build_frameworks(
             config, registry, cluster=cluster, recorder=recorder, clock=self.clock,
             snapshot=self.snapshot, waiting_pods=self.waiting_pods,
@@ -154,10 +164,18 @@ class Scheduler:
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.listers["queue"] = self.queue
+        if self.extenders is not None:
+            self.extenders.register_requeue(self.queue)
         self.observer: Observer = observer or _NullObserver()
         self.percentage_of_nodes_to_score: int | None = config.percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.rng = random.Random(seed)
+        # Preemptor keys whose victims are still being evicted: DefaultPreemption's
+        # PreEnqueue holds them back meanwhile (async preemption).
+        self.preempting: set[str] = set()
+        for fw in self.frameworks.values():
+            fw.handle.listers["preempting"] = self.preempting
+            fw.handle.listers["rng"] = self.rng
         self.explain = explain
         self.explanations: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._binding_limit = anyio.Semaphore(max_in_flight_bindings)
@@ -225,17 +243,21 @@ class Scheduler:
                     ev.ASSIGNED_POD_DELETE, old, None, _le_priority(new.priority))
 
     def on_pod_delete(self, pod: PodInfo) -> None:
-        if pod.node_name:
+        assumed = self.cache.is_assumed(pod)
+        if pod.node_name or assumed:
+            # An assumed pod (binding in flight, or bound but not yet observed: the event
+            # may carry a stale unbound version) frees its node now; its failing binding
+            # cycle then has nothing left to forget.
             self._cache_op(self.cache.remove_pod, pod)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
-            return
-        # An assumed pod stays in the cache until its binding cycle fails and forgets it.
+            if pod.node_name:
+                return
         self.queue.delete(pod)
         wp = self.waiting_pods.get(pod.uid or pod.key)
         if wp is not None:
             wp.reject("", "pod deleted")
-            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
-        elif pod.pod.status.nominated_node_name:
+        elif not assumed and pod.pod.status.nominated_node_name:
+            # Lower-or-equal priority pods treated it as already on its nominated node.
             self.queue.move_all_to_active_or_backoff(
                 ev.ASSIGNED_POD_DELETE, pod, None, _le_priority(pod.priority))
 
@@ -268,10 +290,16 @@ class Scheduler:
             start = time.perf_counter()
             state.write(_ATTEMPT_START, start)
             m.cycle_started(fw, state)
-            res = scheduling_cycle(self, fw, state, qpi, self.explain)
+            if self.extenders is None:
+                res = scheduling_cycle(self, fw, state, qpi, self.explain)
+            else:
+                self.extenders.register_metrics(getattr(m, "registry", None))
+                res = await scheduling_cycle_async(self, fw, state, qpi, self.explain)
             m.cycle_finished(fw, state, time.perf_counter() - start)
-        else:
+        elif self.extenders is None:
             res = scheduling_cycle(self, fw, state, qpi, self.explain)
+        else:
+            res = await scheduling_cycle_async(self, fw, state, qpi, self.explain)
         if res.explain is not None:
             self.remember_explanation(pod.key, res.explain)
         if not res.status.is_success():
@@ -313,7 +341,9 @@ class Scheduler:
             if st.is_success():
                 st = await fw.run_pre_bind(state, assumed, node)
             if st.is_success():
-                st = await fw.run_bind(state, assumed, node)
+                # An interested extender with a bindVerb binds instead of the Bind plugins.
+                ext = None if self.extenders is None else await self.extenders.bind(assumed, node)
+                st = ext if ext is not None else await fw.run_bind(state, assumed, node)
             m = self.metrics
             if not st.is_success():
                 self.handle_binding_failure(fw, state, qpi, assumed, node, st)
@@ -339,7 +369,9 @@ class Scheduler:
     ) -> None:
         """``handleBindingCycleError``: Unreserve, forget, requeue unless final, free resources."""
         fw.run_unreserve(state, assumed, node)
-        forgotten = self._cache_op(self.cache.forget_pod, assumed)
+        # Not assumed any more: deleted (already removed) or confirmed by the watch.
+        forgotten = self.cache.is_assumed(assumed) and self._cache_op(
+            self.cache.forget_pod, assumed)
         # Forgetting frees resources, which is an AssignedPodDelete for the pool. For a
         # rejection the move waits until the pod itself is requeued and skips it, so the
         # event cannot count as "seen while in flight" and bypass its rejecting plugin.
@@ -374,29 +406,99 @@ class Scheduler:
         if pod.error is not None:
             # The pod's own fields are broken: nothing in the cluster can fix it, only an update.
             qpi.unschedulable_plugins = {"__invalid__"}
-        self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
         pf = res.post_filter if res is not None else None
-        if pf is not None and pf.nominated_node_name:
-            self.queue.nominator.add(pod, pf.nominated_node_name)
-            if self._tg is not None:
-                self._tg.start_soon(self._preempt, pod, pf.nominated_node_name, list(pf.victims))
+        preempt_on = pf.nominated_node_name if pf is not None and self._tg is not None else ""
+        # Victims already terminating need no second eviction (``prepareCandidateAsync``).
+        victims = [v for v in pf.victims if v.pod.metadata.deletion_timestamp is None] \
+            if pf is not None and preempt_on else []
+        if victims:
+            # Before requeueing: an event seen in flight must not retry it mid-eviction.
+            self.preempting.add(pod.uid or pod.key)
+        self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+        self._nominate(fw, qpi.pod_info, res)
+        if preempt_on and self._tg is not None:
+            self._tg.start_soon(self._preempt, fw, qpi.pod_info, preempt_on, victims)
         self.observer.failed(pod, qpi.profile, reason, message, res)
         for hook in self.hooks:
             hook("failed", {"pod": pod.key, "reason": reason, "message": message})
 
-    async def _preempt(self, preemptor: PodInfo, node: str, victims: list[PodInfo]) -> None:
-        """Record the nomination in the API, then evict the victims (``prepareCandidate``)."""
+    def _nominate(self, fw: Framework, pod: PodInfo, res: CycleResult | None) -> None:
+        """``AddNominatedPod`` with the attempt's NominatingInfo.
+
+        A PostFilter result overrides (an empty name clears); a FitError without one
+        keeps what the pod's status says; any other failure (error, Reserve/Permit or
+        binding failure, no PostFilter plugin) clears. The API side of clearing is the
+        observer's status patch (``updatePod``), as upstream.
+        """
+        nominator = self.queue.nominator
+        fe = res.fit_error if res is not None else None
+        if fe is None or fe.num_all_nodes == 0 or not fw.post_filter_plugins:
+            nominator.delete(pod)
+            return
+        pf = res.post_filter if res is not None else None
+        if pf is None:
+            if self.queue.location(pod) is not None:  # not deleted meanwhile
+                nominator.add(pod)
+        elif pf.nominated_node_name and self.queue.location(pod) is not None:
+            nominator.add(pod, pf.nominated_node_name)
+        else:
+            nominator.delete(pod)
+
+    async def _preempt(
+        self, fw: Framework, preemptor: PodInfo, node: str, victims: list[PodInfo]
+    ) -> None:
+        """Record the nomination, then evict the victims (``prepareCandidateAsync``).
+
+        Lower-priority pods nominated to the node lose that nomination (they may no
+        longer fit). The preemptor leaves the ``preempting`` set just before its last
+        victim goes, so that victim's deletion event can requeue it; if an eviction
+        fails it is activated rather than left waiting for events that may not come.
+        """
+        key = preemptor.uid or preemptor.key
+        failed = False
         try:
-            await self.cluster.set_nominated_node(preemptor, node)
-        except Exception as e:
-            log.warning("setting nominatedNodeName failed", pod=preemptor.key, node=node, error=str(e))
-        for v in victims:
             try:
-                await self.cluster.delete_pod(v)
+                await self.cluster.set_nominated_node(preemptor, node)
             except Exception as e:
-                log.warning("deleting preemption victim failed", pod=v.key, preemptor=preemptor.key, error=str(e))
-                continue
-            self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(v.key)
+                log.warning("setting nominatedNodeName failed", pod=preemptor.key, node=node,
+                            error=str(e))
+            if not victims:
+                return
+            for p in self.queue.nominator.pods_for_node(node):
+                if p.priority < preemptor.priority and p.pod.status.nominated_node_name:
+                    try:
+                        await self.cluster.set_nominated_node(p, "")
+                    except Exception as e:
+                        failed = True
+                        log.warning("clearing nominatedNodeName failed", pod=p.key, error=str(e))
+            for i, v in enumerate(victims):
+                if i == len(victims) - 1:
+                    self.preempting.discard(key)
+                if not await self._evict(fw, preemptor, node, v):
+                    failed = True
+                    if i < len(victims) - 1:
+                        break  # upstream skips the last victim once one eviction failed
+        finally:
+            self.preempting.discard(key)
+            if failed:
+                self.queue.activate([preemptor])
+
+    async def _evict(self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo) -> bool:
+        """``PreemptPod``: reject a victim waiting at Permit, else delete it."""
+        wp = self.waiting_pods.get(victim.uid or victim.key)
+        if wp is not None:
+            wp.reject("DefaultPreemption", "preempted")
+        else:
+            try:
+                await self.cluster.delete_pod(victim)
+            except Exception as e:
+                log.warning("deleting preemption victim failed", pod=victim.key,
+                            preemptor=preemptor.key, error=str(e))
+                return False
+        self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(victim.key)
+        fw.handle.recorder.event(victim, "Normal", "Preempted", "Preempting",
+                                 f"Preempted by pod {preemptor.uid} on node {node}")
+        return True
 
     def _on_queue_move(self, event: str, queue: str) -> None:
         if self.metrics is not None:

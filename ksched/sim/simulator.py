@@ -9,6 +9,7 @@ simulation is deterministic for a seed and never sleeps.
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,6 +149,14 @@ class Simulation:
             recorder=self.events, seed=seed, explain=explain, assumed_ttl=0,
         )
         self.cluster.sched = self.sched
+        ext = self.sched.extenders
+        if ext is not None:
+            # Extenders are real HTTP calls here too: they get the manifests' node objects,
+            # and a pod an extender bound is bound in the simulated cluster, as the watch
+            # would report it.
+            for node, raw in cluster.nodes:
+                ext.nodes.set_raw(node, raw)
+            ext.on_bound = self.cluster.bind
         # Informer-backed listers as the daemon provides them to plugins.
         listers = {
             "namespaces": {ns.metadata.name: ns for ns in cluster.namespaces},
@@ -182,6 +191,17 @@ class Simulation:
     async def _settle(self) -> None:
         """Let started binding cycles run until each finished or waits (Permit)."""
         sched = self.sched
+        ext = sched.extenders
+        if ext is not None and any(e.is_binder for e in ext.extenders):
+            # An extender's bind is a real HTTP call: give it real time, up to its timeout.
+            limit = max(e.timeout for e in ext.extenders) + 1.0
+            with anyio.move_on_after(limit):
+                for i in itertools.count():
+                    await anyio.sleep(0 if i < 100 else 0.001)
+                    waiting = sum(1 for wp in sched.waiting_pods if not wp.done)
+                    if sched.in_flight_bindings <= waiting:
+                        return
+            return
         for _ in range(10000):
             await anyio.sleep(0)
             waiting = sum(1 for wp in sched.waiting_pods if not wp.done)
@@ -190,7 +210,11 @@ class Simulation:
 
     async def run(self) -> list[PodResult]:
         pending = self._load()
-        await self.drive(self.max_attempts * max(1, len(pending)))
+        try:
+            await self.drive(self.max_attempts * max(1, len(pending)))
+        finally:
+            if self.sched.extenders is not None:
+                await self.sched.extenders.aclose()
         return self._results(pending)
 
     def add_pending(self, pods: list[PodInfo]) -> None:

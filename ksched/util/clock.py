@@ -47,7 +47,12 @@ class FakeClock:
             return
         ev = anyio.Event()
         heapq.heappush(self._sleepers, (self._now + seconds, next(self._seq), ev))
-        await ev.wait()
+        try:
+            await ev.wait()
+        finally:
+            # A cancelled sleeper (a Permit timer after an allow) must not leave a
+            # phantom deadline behind for next_deadline()/advance_to_next().
+            ev.set()
 
     def next_deadline(self) -> float | None:
         while self._sleepers and self._sleepers[0][2].is_set():

@@ -74,10 +74,11 @@ class Waiter(PermitPlugin):
         return [ClusterEventWithHint(ClusterEvent("Node", "Add"))]
 
 
-class PairUp(PermitPlugin):
-    """Gang of two: the first pod of a gang waits, the second allows it."""
+class Quorum(PermitPlugin):
+    """Gang scheduling: pods labelled gang=<g> wait at Permit until 3 of the gang are there."""
 
-    name = "PairUp"
+    name = "Quorum"
+    size = 3
 
     def permit(
         self, state: CycleState, pod: PodInfo, node_name: str
@@ -87,7 +88,7 @@ class PairUp(PermitPlugin):
         if not gang:
             return None, 0.0
         waiting = [wp for wp in self.handle.waiting_pods if wp.pod.labels.get("gang") == gang]
-        if waiting:
+        if len(waiting) + 1 >= self.size:
             for wp in waiting:
                 wp.allow(self.name)
             return None, 0.0
@@ -204,11 +205,11 @@ class Harness:
     def __init__(self, *, max_in_flight_bindings: int = 64, nodes: int = 1) -> None:
         reg = Registry()
         register_builtins(reg)
-        for cls in (Recorder, Waiter, PairUp, RejectPreBind, FlakyBinder):
+        for cls in (Recorder, Waiter, Quorum, RejectPreBind, FlakyBinder):
             reg.register(cls.name, cls, "tests")
         cfg = config({
             "reserve": ["Recorder"],
-            "permit": ["Waiter", "PairUp"],
+            "permit": ["Waiter", "Quorum"],
             "preBind": ["RejectPreBind"],
             "bind": ["FlakyBinder"],
         })
@@ -351,11 +352,12 @@ async def test_pod_deleted_while_waiting_is_dropped_everywhere() -> None:
 
 async def test_gang_larger_than_the_binding_bound_still_assembles() -> None:
     h = Harness(max_in_flight_bindings=1)
-    h.add("a", labels={"gang": "g"})
-    h.add("b", labels={"gang": "g"})
+    for name in "abc":
+        h.add(name, labels={"gang": "g"})
     async with anyio.create_task_group() as tg:
-        await h.drive(tg, advance=False)
-    assert h.cluster.bound == {"a": "n0", "b": "n0"} and h.clock.now() == 0
+        await h.drive(tg)
+    # Waiting at Permit does not hold a binding slot, so the third pod gets scheduled.
+    assert h.cluster.bound == {"a": "n0", "b": "n0", "c": "n0"} and h.clock.now() == 0
 
 
 # -- PreBind / Bind failures ---------------------------------------------------------------------

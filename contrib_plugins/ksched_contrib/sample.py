@@ -1,0 +1,91 @@
+"""Sample: logs what it sees at PreFilter, Filter and PreBind, and changes nothing.
+
+A template for new plugins and a debugging aid: enable it in a profile to watch
+which pods and nodes the framework hands to plugins, with the plugin's own args
+(the ``favorite_*`` fields of the scheduling-framework KEP's example config) in
+every line as structured fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.handle import Handle
+from ksched.framework.interface import (
+    ClusterEventWithHint,
+    FilterPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+)
+from ksched.framework.snapshot import Snapshot
+from ksched.framework.status import Status
+from ksched.framework.types import NodeInfo, PodInfo
+
+from ._args import check_fields, get_int, get_str, resolve
+
+__all__ = ["Sample"]
+
+NAME = "Sample"
+log = structlog.get_logger("ksched_contrib.sample")
+
+
+class Sample(PreFilterPlugin, FilterPlugin, PreBindPlugin):
+    name = NAME
+
+    @dataclass(frozen=True, slots=True)
+    class Args:
+        favorite_color: str = ""
+        favorite_number: int = 0
+        thanks_to: str = ""
+
+        @classmethod
+        def parse(cls, plugin: str, data: dict[str, Any]) -> Sample.Args:
+            check_fields(plugin, data, ["favorite_color", "favorite_number", "thanks_to"])
+            return cls(
+                favorite_color=get_str(plugin, data, "favorite_color", ""),
+                favorite_number=get_int(plugin, data, "favorite_number", 0),
+                thanks_to=get_str(plugin, data, "thanks_to", ""),
+            )
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        parsed: Sample.Args = resolve(self.Args, self.name, args)
+        super().__init__(parsed, handle)
+        self.favorite_color = parsed.favorite_color
+        self.favorite_number = parsed.favorite_number
+        self.thanks_to = parsed.thanks_to
+
+    def _log(self, point: str, pod: PodInfo, node: str | None) -> None:
+        fw = self.handle.framework if self.handle is not None else None
+        log.info(
+            f"{self.name} {point}",
+            plugin=self.name,
+            extension_point=point,
+            pod=pod.key,
+            node=node,
+            profile=fw.profile_name if fw is not None else None,
+            favorite_color=self.favorite_color,
+            favorite_number=self.favorite_number,
+            thanks_to=self.thanks_to,
+        )
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        self._log("PreFilter", pod, None)
+        return None, None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        self._log("Filter", pod, node.name)
+        return None
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        self._log("PreBind", pod, node_name)
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Sample never rejects a pod, so no event needs to requeue one for it."""
+        return []

@@ -1,0 +1,354 @@
+"""``ksched bench --mode e2e``: the real daemon against an API server over HTTP.
+
+The test API server (``python -m ksched.testing apiserver``) runs as its own process, so
+it does not share the scheduler's CPU, as a real kube-apiserver would not. Per scheduler
+measured, a fresh server gets the workload's nodes, running init pods (created with
+``nodeName`` set) and the measured pending pods; then the scheduler starts, lists them
+all, and the clock runs from informer sync until its pod informer has seen every measured
+pod bound. That measures draining a backlog: the scheduler's own throughput, not the
+rate at which a client can create pods.
+
+``--baseline null`` runs, in the same invocation and on the same client stack (APIClient,
+informers, ``APIClusterClient`` binder, same binding concurrency), a scheduler without
+plugins that binds each pending pod to the next node round-robin. The ratio of the two
+throughputs is what ksched's scheduling (queue, cache, snapshot, plugins, metrics, events)
+costs over the bare minimum any scheduler pays for API I/O.
+
+Client-side rate limiting (``clientConnection.qps``) is disabled for both: it would cap
+both at the same rate and measure nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import aiohttp
+import anyio
+import anyio.abc
+
+from ..api.objects import Node
+from ..framework.types import PodInfo
+from .workloads import WORKLOADS, Manifest
+
+__all__ = ["NullScheduler", "run_e2e_bench"]
+
+CREATE_CONCURRENCY = 32
+
+
+class _NullHandle:
+    def __init__(self) -> None:
+        self.listers: dict[str, Any] = {}
+
+
+class _NullFramework:
+    """Just enough of a Framework for ``connect_scheduler`` (it fills handle.listers)."""
+
+    def __init__(self) -> None:
+        self.handle = _NullHandle()
+
+
+class NullScheduler:
+    """The baseline: informers in, binds out, no scheduling logic at all."""
+
+    def __init__(self, client: Any, profiles: list[str], *, max_in_flight_bindings: int = 64
+                 ) -> None:
+        from ..cluster import APIClusterClient
+
+        self.frameworks: dict[str, Any] = {p: _NullFramework() for p in profiles}
+        self.binder = APIClusterClient(client)
+        self.nodes: dict[str, None] = {}
+        self._node_list: list[str] = []
+        self.pending: deque[PodInfo] = deque()
+        self._wakeup = anyio.Event()
+        self._limit = anyio.Semaphore(max_in_flight_bindings)
+        self._next = 0
+        self.bound = 0
+        self.errors = 0
+
+    # -- informer handlers -------------------------------------------------------------------
+    def on_node_add(self, node: Node) -> None:
+        self.nodes[node.metadata.name] = None
+        self._node_list = list(self.nodes)
+        self._wakeup.set()
+
+    def on_node_update(self, old: Node, new: Node) -> None:
+        return None
+
+    def on_node_delete(self, node: Node) -> None:
+        self.nodes.pop(node.metadata.name, None)
+        self._node_list = list(self.nodes)
+
+    def on_pod_add(self, pod: PodInfo) -> None:
+        if not pod.node_name and pod.pod.spec.scheduler_name in self.frameworks:
+            self.pending.append(pod)
+            self._wakeup.set()
+
+    def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
+        return None
+
+    def on_pod_delete(self, pod: PodInfo) -> None:
+        return None
+
+    # -- loop --------------------------------------------------------------------------------
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            while True:
+                if not self.pending or not self._node_list:
+                    self._wakeup = anyio.Event()
+                    await self._wakeup.wait()
+                    continue
+                pod = self.pending.popleft()
+                nodes = self._node_list
+                node = nodes[self._next % len(nodes)]
+                self._next += 1
+                await self._limit.acquire()
+                tg.start_soon(self._bind, pod, node)
+                await anyio.lowlevel.checkpoint()
+
+    async def _bind(self, pod: PodInfo, node: str) -> None:
+        try:
+            await self.binder.bind(pod, node)
+            self.bound += 1
+        except Exception:
+            self.errors += 1
+        finally:
+            self._limit.release()
+
+
+# -- the API server process and the objects in it ------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def _apiserver_process() -> AsyncIterator[str]:
+    """A test API server in its own process; yields its URL."""
+    cmd = [sys.executable, "-m", "ksched.testing", "apiserver", "--port", "0",
+           "--history", "200000", "--bookmark-interval", "0"]
+    proc = await anyio.open_process(cmd, stderr=None)
+    try:
+        assert proc.stdout is not None
+        buf = b""
+        with anyio.fail_after(60):
+            while b"\n" not in buf:
+                chunk = await proc.stdout.receive()
+                buf += chunk
+        yield buf.split(b"\n", 1)[0].decode().strip()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        with anyio.move_on_after(10) as scope:
+            await proc.wait()
+        if scope.cancelled_caught:
+            proc.kill()
+            await proc.wait()
+        await proc.aclose()
+
+
+async def _create_all(url: str, objects: list[Manifest]) -> None:
+    """POST the objects in order (namespaces, nodes, pods) from a few concurrent workers."""
+    todo = iter(objects)
+    conn = aiohttp.TCPConnector(limit=CREATE_CONCURRENCY)
+    async with aiohttp.ClientSession(connector=conn) as session:
+
+        async def worker() -> None:
+            for obj in todo:
+                kind = obj["kind"]
+                ns = obj["metadata"].get("namespace")
+                path = {"Namespace": "/api/v1/namespaces", "Node": "/api/v1/nodes"}.get(
+                    kind, f"/api/v1/namespaces/{ns}/pods")
+                async with session.post(url + path, json=obj) as resp:
+                    if resp.status >= 300:
+                        raise RuntimeError(f"creating {kind} {obj['metadata']['name']}: "
+                                           f"{resp.status} {await resp.text()}")
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(CREATE_CONCURRENCY):
+                tg.start_soon(worker)
+
+
+def _objects(workload: str, nodes: int, pods: int, init_pods: int
+             ) -> tuple[list[Manifest], str]:
+    node_ms, init_ms, measured_ms = WORKLOADS[workload](nodes, pods, init_pods)
+    namespaces = sorted({m["metadata"].get("namespace", "default")
+                         for m in [*init_ms, *measured_ms]})
+    out: list[Manifest] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                           for n in namespaces if n != "default"]
+    out += node_ms
+    names = [m["metadata"]["name"] for m in node_ms]
+    for i, m in enumerate(init_ms):
+        m = copy.deepcopy(m)
+        m["metadata"].pop("uid", None)
+        m["spec"]["nodeName"] = names[i % len(names)]
+        out.append(m)
+    for m in measured_ms:
+        m = copy.deepcopy(m)
+        m["metadata"].pop("uid", None)
+        out.append(m)
+    measured_ns = measured_ms[0]["metadata"].get("namespace", "default") if measured_ms else ""
+    return out, measured_ns
+
+
+class _BoundCounter:
+    """Counts measured pods the pod informer has seen bound (the API's truth)."""
+
+    def __init__(self, namespace: str, target: int) -> None:
+        self.namespace = namespace
+        self.target = target
+        self.seen: set[str] = set()
+        self.done = anyio.Event()
+        self.last = 0.0
+
+    def _see(self, pod: PodInfo) -> None:
+        if pod.node_name and pod.namespace == self.namespace and pod.key not in self.seen:
+            self.seen.add(pod.key)
+            self.last = time.perf_counter()
+            if len(self.seen) >= self.target:
+                self.done.set()
+
+    def on_add(self, pod: PodInfo) -> None:
+        self._see(pod)
+
+    def on_update(self, old: PodInfo, new: PodInfo) -> None:
+        self._see(new)
+
+
+async def _measure(
+    name: str,
+    url: str,
+    config: Any,
+    registry: Any,
+    namespace: str,
+    pods: int,
+    timeout: float,
+    seed: int,
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    from ..cluster import APIClient, connect_scheduler
+    from ..daemon import SchedulerDaemon
+
+    counter = _BoundCounter(namespace, pods)
+    client = await APIClient.for_master(url, qps=0)
+    t_start = time.perf_counter()
+    try:
+        if name == "ksched":
+            daemon = SchedulerDaemon(
+                config, registry=registry, client=client, port=0, seed=seed,
+                on_informers=lambda inf: inf.pods.add_handlers(counter.on_add, counter.on_update),
+            )
+            async with daemon:
+                await daemon.wait_ready(timeout)
+                t0 = time.perf_counter()
+                await _wait(counter, timeout, progress, name)
+                t1 = counter.last
+        else:
+            null = NullScheduler(client, [p.scheduler_name for p in config.profiles])
+            informers = connect_scheduler(null, client)
+            informers.pods.add_handlers(counter.on_add, counter.on_update)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(informers.run)
+                await informers.wait_synced()
+                t0 = time.perf_counter()
+                tg.start_soon(null.run)
+                await _wait(counter, timeout, progress, name)
+                t1 = counter.last
+                tg.cancel_scope.cancel()
+    finally:
+        await client.close()
+    elapsed = max(t1 - t0, 1e-9) if counter.seen else 0.0
+    scheduled = len(counter.seen)
+    return {
+        "scheduler": name,
+        "scheduled": scheduled,
+        "sync_seconds": round(t0 - t_start, 3),
+        "seconds": round(elapsed, 3),
+        "pods_per_second": round(scheduled / elapsed, 1) if elapsed > 0 else 0.0,
+    }
+
+
+async def _wait(counter: _BoundCounter, timeout: float, progress: Callable[[str], None] | None,
+                name: str) -> None:
+    with anyio.move_on_after(timeout):
+        while not counter.done.is_set():
+            with anyio.move_on_after(0.5):
+                await counter.done.wait()
+            if progress is not None:
+                progress(f"{name}: {len(counter.seen)}/{counter.target} pods bound")
+
+
+def run_e2e_bench(
+    workload: str,
+    *,
+    nodes: int,
+    pods: int,
+    init_pods: int = 0,
+    config: Any,
+    registry: Any,
+    seed: int = 0,
+    baseline: str | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Measure ksched (and the baseline) end to end; see the module docstring."""
+    from ..logging import configure
+
+    configure(None, 0, stream=sys.stderr)
+    config.client_connection.qps = 0.0  # unlimited (see module docstring)
+    objects, namespace = _objects(workload, nodes, pods, init_pods)
+    timeout = max(120.0, pods / 20)
+
+    def report(line: str) -> None:
+        print(f"\r{line}   ", end="", file=sys.stderr, flush=True)
+
+    show = report if progress else None
+
+    async def one(name: str) -> dict[str, Any]:
+        async with _apiserver_process() as url:
+            t = time.perf_counter()
+            await _create_all(url, objects)
+            if show is not None:
+                show(f"{name}: created {len(objects)} objects in {time.perf_counter() - t:.1f}s")
+            r = await _measure(name, url, config, registry, namespace, pods, timeout, seed, show)
+            if show is not None:
+                print(file=sys.stderr)
+            return r
+
+    async def main() -> dict[str, Any]:
+        runs: dict[str, dict[str, Any]] = {}
+        if baseline == "null":
+            runs["null"] = await one("null")
+        runs["ksched"] = await one("ksched")
+        return runs
+
+    runs = anyio.run(main)
+    k = runs["ksched"]
+    result: dict[str, Any] = {
+        "workload": workload,
+        "nodes": nodes,
+        "pods": pods,
+        "init_pods": init_pods,
+        "mode": "e2e",
+        "scheduled": k["scheduled"],
+        "seconds": k["seconds"],
+        "pods_per_second": k["pods_per_second"],
+        "sync_seconds": k["sync_seconds"],
+        "peak_rss_mb": _peak_rss_mb(),
+        "cpus": os.cpu_count(),
+    }
+    if "null" in runs:
+        b = runs["null"]
+        result["baseline"] = b
+        result["ratio"] = (round(k["pods_per_second"] / b["pods_per_second"], 3)
+                           if b["pods_per_second"] else None)
+    return result
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(r / 1024 if sys.platform != "darwin" else r / (1024 * 1024), 1)

@@ -1,0 +1,389 @@
+"""Scheduling outcomes written back to the API: pod conditions and events.k8s.io/v1 Events.
+
+The scheduling loop must never wait on the API, so ``StatusReporter`` only enqueues: the
+Observer and EventRecorder calls append to a bounded in-memory queue (dropping the
+oldest work, with a log line, when the API cannot keep up) and workers in the reporter's
+own task group make the calls.
+
+A failure is reported like kube-scheduler's ``handleSchedulingFailure``: a
+``FailedScheduling`` Warning event with the (truncated) message, then ``updatePod``'s
+strategic-merge patch of the PodScheduled=False condition on ``pods/{name}/status``,
+skipped when the pod already carries the identical condition.
+
+Events follow client-go's events/v1 recorder, rate-limited: the first occurrence of an
+event (same pod, type, reason, action and note) is created at once; repeats are counted
+in ``series.count``/``series.lastObservedTime`` and written as one patch of the existing
+Event at most once per ``series_interval`` (60 s) — so a pod stuck failing the same way
+produces one Event object and a patch a minute, not a write per attempt. A series ends
+(and the next occurrence creates a new Event) after ``finish_after`` (6 min, client-go's
+``finishTime``) without repeats. Unlike client-go the key leaves out the pod's
+resourceVersion, which changes with every status patch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import structlog
+
+from ..framework.types import PodInfo
+from ..util.clock import Clock, RealClock
+from .binder import pod_path
+from .client import STRATEGIC_MERGE_PATCH, APIClient, APIConnectionError, APIError, hostname
+
+__all__ = ["NOTE_LENGTH_LIMIT", "StatusReporter", "truncate_message"]
+
+log = structlog.get_logger("ksched.cluster.status")
+
+# events/v1 validation: note ≤ 1 kB (kube-scheduler's truncateMessage uses the same limit)
+NOTE_LENGTH_LIMIT = 1024
+EVENTS_API = "/apis/events.k8s.io/v1"
+# client-go retry.DefaultBackoff for PatchPodStatus: 10 ms * 5^n, 4 tries.
+_PATCH_RETRY_DELAYS = (0.01, 0.05, 0.25)
+
+
+def truncate_message(message: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
+    if len(message) <= limit:
+        return message
+    suffix = " ..."
+    return message[: limit - len(suffix)] + suffix
+
+
+def micro_time(t: dt.datetime | None = None) -> str:
+    """metav1.MicroTime's JSON form (RFC 3339, microseconds, UTC)."""
+    t = t or dt.datetime.now(dt.UTC)
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(t: dt.datetime | None = None) -> str:
+    t = t or dt.datetime.now(dt.UTC)
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+EventKey = tuple[str, str, str, str, str, str, str]
+
+
+@dataclass
+class _Series:
+    """One deduplicated event: the Event object written and its unwritten repeats."""
+
+    event: dict[str, Any]
+    count: int = 1
+    last_seen: float = 0.0  # clock time of the latest occurrence
+    last_write: float = 0.0  # clock time of the latest API write for it
+    last_observed: str = ""  # MicroTime of the latest occurrence
+    dirty: bool = False  # repeats not yet written
+
+
+@dataclass
+class _Work:
+    kind: str  # "event" | "series" | "condition"
+    path: str
+    body: dict[str, Any]
+    key: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class StatusReporter:
+    """The daemon's scheduler ``Observer`` and framework ``EventRecorder``.
+
+    Run ``run()`` in a task group; ``scheduled``/``failed``/``event`` never block.
+    """
+
+    def __init__(
+        self,
+        client: APIClient,
+        *,
+        controller: str = "ksched",
+        instance: str | None = None,
+        max_queue: int = 10_000,
+        workers: int = 4,
+        series_interval: float = 60.0,
+        finish_after: float = 360.0,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.controller = controller
+        self.instance = instance or f"{controller}-{hostname()}"
+        self.max_queue = max_queue
+        self.workers = max(1, workers)
+        self.series_interval = series_interval
+        self.finish_after = finish_after
+        self.clock: Clock = clock or RealClock()
+        self._queue: deque[_Work] = deque()
+        self._wakeup: anyio.Event | None = None
+        self._busy = 0
+        self._series: dict[EventKey, _Series] = {}
+        # uid -> (reason, message, resourceVersion) of the last condition we patched, so a
+        # repeat failure before the watch shows our patch is not patched again
+        self._conditions: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
+        # counters (metrics, tests)
+        self.dropped = 0
+        self.suppressed = 0
+        self.api_errors = 0
+        self._last_drop_log = -1e18
+
+    # -- Observer -------------------------------------------------------------------------------
+
+    def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
+        self._conditions.pop(pod.uid or pod.key, None)
+        self.event(
+            pod,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+        )
+
+    def failed(
+        self, pod: PodInfo, profile: str, reason: str, message: str, result: object | None
+    ) -> None:
+        self.event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        self._update_condition(pod, reason, message, result)
+
+    # -- EventRecorder --------------------------------------------------------------------------
+
+    def event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None:
+        note = truncate_message(note)
+        key: EventKey = (pod.namespace, pod.name, pod.uid, type_, reason, action, note)
+        now = self.clock.now()
+        wall = micro_time()
+        s = self._series.get(key)
+        if s is not None and now - s.last_seen <= self.finish_after:
+            s.count += 1
+            s.last_seen = now
+            s.last_observed = wall
+            if now - s.last_write >= self.series_interval:
+                self._write_series(key, s, now)
+            else:
+                s.dirty = True
+                self.suppressed += 1
+            return
+        ev = self._new_event(pod, type_, reason, action, note, wall)
+        self._series[key] = _Series(ev, last_seen=now, last_write=now, last_observed=wall)
+        ns = ev["metadata"]["namespace"]
+        self._enqueue(_Work("event", f"{EVENTS_API}/namespaces/{ns}/events", ev, key))
+
+    def _new_event(
+        self, pod: PodInfo, type_: str, reason: str, action: str, note: str, wall: str
+    ) -> dict[str, Any]:
+        meta = pod.pod.metadata
+        regarding: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": meta.namespace,
+            "name": meta.name,
+        }
+        if meta.uid:
+            regarding["uid"] = meta.uid
+        if meta.resource_version:
+            regarding["resourceVersion"] = meta.resource_version
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta.name}.{time.time_ns():x}",
+                "namespace": meta.namespace or "default",
+            },
+            "eventTime": wall,
+            "reportingController": self.controller,
+            "reportingInstance": self.instance,
+            "action": action,
+            "reason": reason,
+            "regarding": regarding,
+            "note": note,
+            "type": type_,
+        }
+
+    def _write_series(self, key: EventKey, s: _Series, now: float) -> None:
+        s.dirty = False
+        s.last_write = now
+        ev = s.event
+        ns, name = ev["metadata"]["namespace"], ev["metadata"]["name"]
+        series = {"count": s.count, "lastObservedTime": s.last_observed}
+        self._enqueue(
+            _Work("series", f"{EVENTS_API}/namespaces/{ns}/events/{name}", {"series": series}, key)
+        )
+
+    def _tick(self) -> None:
+        """Flush repeats whose interval has passed; end series that went quiet."""
+        now = self.clock.now()
+        for key, s in list(self._series.items()):
+            if s.dirty and now - s.last_write >= self.series_interval:
+                self._write_series(key, s, now)
+            if now - s.last_seen > self.finish_after:
+                if s.dirty:
+                    self._write_series(key, s, now)
+                del self._series[key]
+
+    # -- conditions -----------------------------------------------------------------------------
+
+    def _update_condition(
+        self, pod: PodInfo, reason: str, message: str, result: object | None
+    ) -> None:
+        """``updatePod``: PodScheduled=False with reason and message, unless already so."""
+        status = pod.pod.status
+        current = next((c for c in status.conditions if c.type == "PodScheduled"), None)
+        identical = (
+            current is not None
+            and current.status == "False"
+            and current.reason == reason
+            and current.message == message
+        )
+        uid = pod.uid or pod.key
+        rv = pod.pod.metadata.resource_version
+        if not identical and self._conditions.get(uid) == (reason, message, rv):
+            identical = True  # we patched it already; the watch has not caught up yet
+        # PostFilter said "no nomination" (preemption found nothing): clear a stale one,
+        # as upstream's nominatingInfo ModeOverride with an empty name does.
+        post = getattr(result, "post_filter", None)
+        clear_nnn = (
+            post is not None
+            and not getattr(post, "nominated_node_name", "")
+            and bool(status.nominated_node_name)
+        )
+        if identical and not clear_nnn:
+            return
+        cond: dict[str, Any] = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": (
+                current.last_transition_time
+                if current is not None
+                and current.status == "False"
+                and current.last_transition_time
+                else rfc3339()
+            ),
+        }
+        patch_status: dict[str, Any] = {"conditions": [cond]}
+        others = [c.type for c in status.conditions]
+        if others:
+            if "PodScheduled" not in others:
+                others.append("PodScheduled")
+            patch_status["$setElementOrder/conditions"] = [{"type": t} for t in others]
+        if clear_nnn:
+            patch_status["nominatedNodeName"] = None
+        self._conditions[uid] = (reason, message, rv)
+        self._conditions.move_to_end(uid)
+        while len(self._conditions) > 10_000:
+            self._conditions.popitem(last=False)
+        self._enqueue(
+            _Work(
+                "condition", pod_path(pod.namespace, pod.name, "status"), {"status": patch_status}
+            )
+        )
+
+    # -- queue & workers ------------------------------------------------------------------------
+
+    def _enqueue(self, work: _Work) -> None:
+        if len(self._queue) >= self.max_queue:
+            dropped = self._queue.popleft()
+            self.dropped += 1
+            now = self.clock.now()
+            if now - self._last_drop_log >= 10.0:
+                self._last_drop_log = now
+                log.warning(
+                    "status/event queue full, dropping oldest work",
+                    dropped_kind=dropped.kind,
+                    path=dropped.path,
+                    dropped_total=self.dropped,
+                )
+        self._queue.append(work)
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue) + self._busy
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Workers plus the series ticker, until cancelled."""
+        async with anyio.create_task_group() as tg:
+            for i in range(self.workers):
+                tg.start_soon(self._worker, name=f"status worker {i}")
+            tg.start_soon(self._ticker, name="event series ticker")
+            task_status.started()
+
+    async def _ticker(self) -> None:
+        period = max(0.01, min(self.series_interval, self.finish_after) / 4)
+        while True:
+            await self.clock.sleep(period)
+            self._tick()
+
+    async def _worker(self) -> None:
+        while True:
+            if not self._queue:
+                if self._wakeup is None:
+                    self._wakeup = anyio.Event()
+                await self._wakeup.wait()
+                continue
+            work = self._queue.popleft()
+            self._busy += 1
+            try:
+                await self._perform(work)
+            except APIError as e:
+                self.api_errors += 1
+                log.warning(
+                    "status/event write failed", kind=work.kind, path=work.path, error=str(e)
+                )
+            except Exception:
+                self.api_errors += 1
+                log.exception("status/event write failed", kind=work.kind, path=work.path)
+            finally:
+                self._busy -= 1
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Wait until everything queued so far has been written (tests, shutdown)."""
+        with anyio.fail_after(timeout):
+            while self.pending:
+                await anyio.sleep(0.005)
+
+    async def _perform(self, work: _Work) -> None:
+        if work.kind == "event":
+            await self.client.request("POST", work.path, body=work.body)
+        elif work.kind == "series":
+            try:
+                await self.client.request(
+                    "PATCH", work.path, body=work.body, content_type=STRATEGIC_MERGE_PATCH
+                )
+            except APIError as e:
+                if e.status != 404:
+                    raise
+                # the Event expired (TTL) or was deleted: create it anew, with the series
+                s = self._series.get(work.key)
+                if s is None:
+                    return
+                ev = dict(s.event)
+                ev["series"] = work.body["series"]
+                ns = ev["metadata"]["namespace"]
+                await self.client.request("POST", f"{EVENTS_API}/namespaces/{ns}/events", body=ev)
+        elif work.kind == "condition":
+            await self._patch_status(work)
+
+    async def _patch_status(self, work: _Work) -> None:
+        """PatchPodStatus with client-go's retry on internal errors and unavailability."""
+        for delay in (*_PATCH_RETRY_DELAYS, None):
+            try:
+                await self.client.request(
+                    "PATCH", work.path, body=work.body, content_type=STRATEGIC_MERGE_PATCH
+                )
+                return
+            except APIError as e:
+                if e.status == 404:
+                    return  # the pod is gone; nothing to report on
+                retriable = isinstance(e, APIConnectionError) or e.status in (500, 503)
+                if not retriable or delay is None:
+                    raise
+                await anyio.sleep(delay)

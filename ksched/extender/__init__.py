@@ -1,0 +1,15 @@
+"""kube-scheduler HTTP extenders, both ways.
+
+* ``client``: ksched calling extenders configured in ``KubeSchedulerConfiguration.extenders``
+  (Filter, Prioritize, Bind, ProcessPreemption), in ``ksched run`` and ``ksched simulate``;
+* ``server``: ``ksched extender`` serving a profile's plugins to a stock kube-scheduler;
+* ``wire``: the ``k8s.io/kube-scheduler/extender/v1`` types in Go's JSON encoding.
+
+Only constants live here, so ``ksched --help`` does not import aiohttp.
+"""
+
+DEFAULT_PORT = 8888
+# Full NodeLists of big clusters are large (5000 nodes is about 25 MiB); beyond this, 400.
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_PORT"]

@@ -1,0 +1,560 @@
+"""``ksched extender``: one profile's plugins served as a kube-scheduler HTTP extender.
+
+A stock kube-scheduler (or ksched itself) POSTs extender/v1 payloads to ``/filter``,
+``/prioritize``, ``/preempt`` and ``/bind``; the answers come from the very plugin code
+``ksched run`` uses — a ``Framework`` over a ``Snapshot``:
+
+* without ``--kubeconfig`` the snapshot holds the request's NodeList and no pods, so
+  node-local plugins (resources against allocatable, taints, affinity to node labels,
+  unschedulable) answer, and nodeCacheCapable (NodeNames-only) requests cannot be;
+* with ``--kubeconfig`` informers keep a warm cache of nodes and bound pods, so stateful
+  plugins (existing pods, inter-pod affinity, topology spread) answer, NodeNames-only
+  requests work, and ``/bind`` posts the Binding through the API.
+
+Filter: PreFilter, then Filter on the requested nodes; Unschedulable nodes go to
+``FailedNodes``, UnschedulableAndUnresolvable ones to ``FailedAndUnresolvableNodes``.
+Prioritize: PreScore/Score/NormalizeScore and weights as in the scheduler; the weighted
+0..100 average (total / sum of the weights that scored) is scaled to 0..10, rounded.
+Preempt: a candidate node stays when the pod passes Filter with its victims removed
+(nodes the extender knows nothing about are passed through untouched).
+
+Errors: a body that is not valid JSON, has wrong types or is over the size limit gets 400
+``{"Error": ...}``; a plugin failure during Filter or Bind is a 200 whose ``Error`` is set,
+which kube-scheduler turns into a failed call; Prioritize and Preempt have no Error field,
+so their failures are a 500 ``{"Error": ...}``. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import numpy as np
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from ..api.objects import DecodeError, InvalidObjectError, Node, ObjectMeta, Pod, decode
+from ..cache import Cache, CacheError
+from ..framework.cycle_state import CycleState
+from ..framework.handle import ClusterClient, NullCluster
+from ..framework.interface import MAX_NODE_SCORE
+from ..framework.registry import Registry
+from ..framework.runtime import Framework
+from ..framework.snapshot import NodeInfoView, Snapshot
+from ..framework.status import Code, Status
+from ..framework.types import NodeInfo, PodInfo
+from ..scheduler.scheduler import build_frameworks
+from . import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
+from .wire import MAX_EXTENDER_PRIORITY
+
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_PORT",
+    "ExtenderServer",
+    "make_app",
+    "serve",
+    "server_ssl_context",
+    "start",
+]
+
+log = structlog.get_logger("ksched.extender.server")
+
+_JSON = "application/json"
+
+
+class BadRequest(Exception):
+    """The request itself is wrong (400)."""
+
+
+class CallFailed(Exception):
+    """The call could not be answered (500 where the result type has no Error field)."""
+
+
+class NotReady(Exception):
+    """The informer caches are not synced yet (503)."""
+
+
+@dataclass(slots=True)
+class _Nodes:
+    """The requested nodes: names in request order, their snapshot rows, raw objects."""
+
+    names: list[str]
+    rows: list[int | None]
+    raw: list[wire.JSONObject] | None
+
+
+class _CacheFeeder:
+    """What the informers drive (``SchedulerLike``): nodes and bound pods into the cache.
+
+    Pending pods are of no interest: the scheduler asking sends the pod it schedules.
+    """
+
+    def __init__(self, cache: Cache, frameworks: Mapping[str, Framework]) -> None:
+        self.cache = cache
+        self.frameworks = frameworks
+
+    def _op(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except CacheError as e:
+            log.warning("extender cache update failed", error=str(e))
+
+    def on_node_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+
+    def on_node_update(self, old: Node, new: Node) -> None:
+        self.cache.update_node(new)
+
+    def on_node_delete(self, node: Node) -> None:
+        self._op(self.cache.remove_node, node.metadata.name)
+
+    def on_pod_add(self, pod: PodInfo) -> None:
+        if pod.node_name:
+            self._op(self.cache.add_pod, pod)
+
+    def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
+        if new.node_name and old.node_name:
+            self._op(self.cache.update_pod, old, new)
+        elif new.node_name:
+            self._op(self.cache.add_pod, new)
+
+    def on_pod_delete(self, pod: PodInfo) -> None:
+        if pod.node_name:
+            self._op(self.cache.remove_pod, pod)
+
+
+class ExtenderServer:
+    """The extender verbs over one profile's framework (HTTP lives in ``make_app``)."""
+
+    def __init__(
+        self,
+        config: Any,
+        registry: Registry,
+        *,
+        profile: str | None = None,
+        cluster: ClusterClient | None = None,
+        stateful: bool = False,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self.snapshot = Snapshot()
+        self.cluster: ClusterClient = cluster if cluster is not None else NullCluster()
+        self.can_bind = cluster is not None
+        self.frameworks = build_frameworks(config, registry, cluster=self.cluster,
+                                           snapshot=self.snapshot)
+        name = profile or config.profiles[0].scheduler_name
+        if name not in self.frameworks:
+            raise ValueError(f"unknown profile {name!r}; the config has: "
+                             + ", ".join(sorted(self.frameworks)))
+        self.profile = name
+        self.fw = self.frameworks[name]
+        # Stateful (informer-fed) cache, or None: each request brings its nodes.
+        self.cache: Cache | None = Cache(assumed_ttl=0) if stateful else None
+        self.feeder = _CacheFeeder(self.cache, self.frameworks) if self.cache else None
+        self.synced = not stateful
+        self.max_body_bytes = max_body_bytes
+        self.metrics = CollectorRegistry()
+        self.requests = Counter(
+            "ksched_extender_server_requests", "Extender requests served, by verb and HTTP code.",
+            ["verb", "code"], registry=self.metrics)
+        self.duration = Histogram(
+            "ksched_extender_server_request_duration_seconds",
+            "Extender request latency in seconds, by verb.", ["verb"], registry=self.metrics,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+
+    # -- request → snapshot ---------------------------------------------------------------------
+
+    def _pod(self, raw: wire.JSONObject | None) -> PodInfo:
+        if raw is None:
+            raise BadRequest("Pod: required")
+        try:
+            return PodInfo(decode(raw, Pod), raw)
+        except DecodeError as e:
+            raise BadRequest(str(e)) from None
+
+    def _nodes(self, args: wire.ExtenderArgs) -> _Nodes:
+        """Make ``self.snapshot`` current for the request and find the requested nodes in it."""
+        if self.cache is None:
+            if args.nodes is None:
+                if args.node_names is not None:
+                    raise CallFailed("NodeNames-only (nodeCacheCapable) requests need the "
+                                     "extender to run with --kubeconfig")
+                raise BadRequest("Nodes: required")
+            cache = Cache(assumed_ttl=0)
+            for i, raw in enumerate(args.nodes):
+                try:
+                    node = decode(raw, Node)
+                except DecodeError as e:
+                    raise BadRequest(f"Nodes.items[{i}]: {e}") from None
+                if not node.metadata.name:
+                    raise BadRequest(f"Nodes.items[{i}]: metadata.name: required")
+                cache.add_node(node)
+            cache.update_snapshot(self.snapshot)
+            names = [_name(raw) for raw in args.nodes]
+            return _Nodes(names, [self.snapshot.row(n) for n in names], args.nodes)
+        if not self.synced:
+            raise NotReady("the extender's informer caches are not synced yet")
+        self.cache.update_snapshot(self.snapshot)
+        if args.nodes is not None:
+            names = [_name(raw) for raw in args.nodes]
+        elif args.node_names is not None:
+            names = list(args.node_names)
+        else:
+            raise BadRequest("Nodes or NodeNames: required")
+        return _Nodes(names, [self.snapshot.row(n) for n in names], args.nodes)
+
+    # -- verbs ----------------------------------------------------------------------------------
+
+    def filter(self, args: wire.ExtenderArgs) -> wire.ExtenderFilterResult:
+        pod = self._pod(args.pod)
+        req = self._nodes(args)
+        fw, snap = self.fw, self.snapshot
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        passed: set[str] = set()
+
+        def reject(name: str, st: Status) -> None:
+            target = unresolvable if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+            target[name] = st.message()
+
+        def result() -> wire.ExtenderFilterResult:
+            keep = [i for i, n in enumerate(req.names) if n in passed]
+            if req.raw is not None:
+                return wire.ExtenderFilterResult(nodes=[req.raw[i] for i in keep],
+                                                 failed_nodes=failed,
+                                                 failed_and_unresolvable_nodes=unresolvable)
+            return wire.ExtenderFilterResult(node_names=[req.names[i] for i in keep],
+                                             failed_nodes=failed,
+                                             failed_and_unresolvable_nodes=unresolvable)
+
+        if pod.error is not None:
+            for n in req.names:
+                unresolvable[n] = pod.error
+            return result()
+        state = CycleState()
+        pre, st, _ = fw.run_pre_filter(state, pod, snap)
+        if not st.is_success():
+            if not st.is_rejected():
+                return wire.ExtenderFilterResult(error=st.message())
+            for n in req.names:
+                reject(n, st)
+            return result()
+        allowed = pre.node_names if pre is not None and pre.node_names is not None else None
+        candidates: list[int] = []
+        for name, row in zip(req.names, req.rows, strict=True):
+            if row is None:
+                failed[name] = "node not found in the extender's cache"
+            elif allowed is not None and name not in allowed:
+                plugins = state.get("__prefilter_narrowed__") or []
+                unresolvable[name] = ("node(s) didn't satisfy plugin(s) "
+                                      f"[{' '.join(sorted(plugins))}]")
+            else:
+                candidates.append(row)
+        rows = np.array(sorted(set(candidates)), dtype=np.intp)
+        out = fw.find_feasible(state, pod, snap, rows, 0, len(rows))
+        if out.statuses.absent is not None and out.statuses.absent.code == Code.ERROR:
+            return wire.ExtenderFilterResult(error=out.statuses.absent.message())
+        ok = {int(r) for r in out.feasible}
+        infos = snap.node_infos
+        for r in rows:
+            ni = infos[int(r)]
+            if int(r) in ok:
+                passed.add(ni.name)
+                continue
+            st = out.statuses.statuses.get(ni.name) or fw.run_filter_plugins(state, pod, ni)
+            if st.code == Code.ERROR:
+                return wire.ExtenderFilterResult(error=st.message())
+            if st.is_success():  # cannot happen: Filter is deterministic
+                passed.add(ni.name)
+            else:
+                reject(ni.name, st)
+        return result()
+
+    def prioritize(self, args: wire.ExtenderArgs) -> list[wire.HostPriority]:
+        pod = self._pod(args.pod)
+        req = self._nodes(args)
+        fw, snap = self.fw, self.snapshot
+        known = [r for r in req.rows if r is not None]
+        scores: dict[int, int] = {}
+        if pod.error is None and known and fw.score_plugins:
+            state = CycleState()
+            # Score plugins may read what their PreFilter stored; a rejection is not ours to
+            # report here (Filter does), scoring goes on.
+            _, st, _ = fw.run_pre_filter(state, pod, snap)
+            if st.code == Code.ERROR:
+                raise CallFailed(st.message())
+            rows = np.array(known, dtype=np.intp)
+            st = fw.run_pre_score(state, pod, NodeInfoView(snap.node_infos, rows))
+            if not st.is_success():
+                raise CallFailed(st.message())
+            res, st = fw.run_score(state, pod, snap, rows)
+            if res is None:
+                raise CallFailed(st.message())
+            wsum = sum(fw.weights.get(p.name, 1) for p in fw.score_plugins
+                       if p.name not in state.skip_score_plugins)
+            den = 2 * MAX_NODE_SCORE * wsum
+            for r, total in zip(known, res.totals.tolist(), strict=True):
+                # round(total / wsum / 100 * 10), in integers
+                scores[r] = (2 * MAX_EXTENDER_PRIORITY * total + den // 2) // den if den else 0
+        return [wire.HostPriority(n, scores.get(r, 0) if r is not None else 0)
+                for n, r in zip(req.names, req.rows, strict=True)]
+
+    def preempt(self, args: wire.ExtenderPreemptionArgs) -> wire.ExtenderPreemptionResult:
+        pod = self._pod(args.pod)
+        wanted: dict[str, tuple[list[str], int]] = {}
+        if args.node_name_to_meta_victims is not None:
+            for node, mv in args.node_name_to_meta_victims.items():
+                uids = [p.uid if p else "" for p in (mv.pods or [])] if mv else []
+                wanted[node] = (uids, mv.num_pdb_violations if mv else 0)
+        for node, v in (args.node_name_to_victims or {}).items():
+            uids = [_uid(p) for p in (v.pods or [])] if v else []
+            wanted[node] = (uids, v.num_pdb_violations if v else 0)
+        keep = dict(wanted)
+        if self.cache is not None and wanted:
+            if not self.synced:
+                raise NotReady("the extender's informer caches are not synced yet")
+            self.cache.update_snapshot(self.snapshot)
+            keep = self._check_victims(pod, wanted)
+        return wire.ExtenderPreemptionResult({
+            node: wire.MetaVictims([wire.MetaPod(u) for u in uids], npdb)
+            for node, (uids, npdb) in keep.items()})
+
+    def _check_victims(self, pod: PodInfo, wanted: dict[str, tuple[list[str], int]],
+                       ) -> dict[str, tuple[list[str], int]]:
+        """The candidates on which the pod passes Filter once their victims are gone."""
+        fw, snap = self.fw, self.snapshot
+        state = CycleState()
+        pre, st, _ = fw.run_pre_filter(state, pod, snap)
+        if st.code == Code.ERROR:
+            raise CallFailed(st.message())
+        if not st.is_success():
+            return {}
+        out: dict[str, tuple[list[str], int]] = {}
+        for node, (uids, npdb) in wanted.items():
+            ni = snap.get(node)
+            if ni is None:
+                out[node] = (uids, npdb)  # unknown to us: not ours to veto
+                continue
+            if pre is not None and pre.node_names is not None and node not in pre.node_names:
+                continue
+            fits = _fits_without(fw, state.clone(), pod, ni.clone(), uids)
+            if fits is None:
+                continue
+            if fits.code == Code.ERROR:
+                raise CallFailed(fits.message())
+            if fits.is_success():
+                out[node] = (uids, npdb)
+        return out
+
+    async def bind(self, args: wire.ExtenderBindingArgs) -> wire.ExtenderBindingResult:
+        if not self.can_bind:
+            return wire.ExtenderBindingResult(
+                "this ksched extender has no API server to bind through (start it with "
+                "--kubeconfig)")
+        meta = ObjectMeta(name=args.pod_name, namespace=args.pod_namespace, uid=args.pod_uid)
+        try:
+            await self.cluster.bind(PodInfo(Pod(metadata=meta)), args.node)
+        except Exception as e:
+            return wire.ExtenderBindingResult(str(e) or type(e).__name__)
+        return wire.ExtenderBindingResult("")
+
+
+def _fits_without(fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo,
+                  uids: Sequence[str]) -> Status | None:
+    """Filter on ``ni`` with the victims removed (None: a victim is not on that node)."""
+    for uid in uids:
+        victim = next((p for p in ni.pods if p.uid == uid), None)
+        if victim is None:
+            return None
+        ni.remove_pod(victim)
+        st = fw.run_pre_filter_remove_pod(state, pod, victim, ni)
+        if not st.is_success():
+            return st
+    return fw.run_filter_plugins(state, pod, ni)
+
+
+def _name(raw: wire.JSONObject) -> str:
+    meta = raw.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _uid(raw: wire.JSONObject) -> str:
+    meta = raw.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    return uid if isinstance(uid, str) else ""
+
+
+# ---- HTTP ------------------------------------------------------------------------------------
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.Response(status=status, body=wire.encode(wire.ExtenderBindingResult(message)),
+                        content_type=_JSON)
+
+
+async def _read_body(request: web.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise BadRequest(f"request body of {request.content_length} bytes is over the limit "
+                         f"of {limit} bytes")
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.content.iter_chunked(1 << 16):
+        total += len(chunk)
+        if total > limit:
+            raise BadRequest(f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+def make_app(server: ExtenderServer) -> web.Application:
+    """The aiohttp application: the four verbs plus /healthz, /readyz and /metrics."""
+    app = web.Application(client_max_size=server.max_body_bytes)
+
+    def endpoint(verb: str, decoder: Callable[[Any], Any], call: Handler) -> Any:
+        async def handle(request: web.Request) -> web.Response:
+            start = time.perf_counter()
+            resp = await _answer(request, verb, decoder, call)
+            server.requests.labels(verb, str(resp.status)).inc()
+            server.duration.labels(verb).observe(time.perf_counter() - start)
+            return resp
+
+        return handle
+
+    async def _answer(request: web.Request, verb: str, decoder: Callable[[Any], Any],
+                      call: Handler) -> web.Response:
+        try:
+            body = await _read_body(request, server.max_body_bytes)
+            try:
+                args = decoder(wire.parse_json(body))
+            except wire.WireError as e:
+                raise BadRequest(str(e)) from None
+            out = await call(args)
+        except BadRequest as e:
+            return _error(400, str(e))
+        except NotReady as e:
+            return _error(503, str(e))
+        except CallFailed as e:
+            if verb in ("filter", "bind"):
+                err: Any = (wire.ExtenderFilterResult(error=str(e)) if verb == "filter"
+                            else wire.ExtenderBindingResult(str(e)))
+                return web.Response(body=wire.encode(err), content_type=_JSON)
+            return _error(500, str(e))
+        except InvalidObjectError as e:
+            return _error(400, str(e))
+        except Exception as e:
+            log.exception("extender request failed", verb=verb)
+            return _error(500, f"internal error: {type(e).__name__}: {e}")
+        return web.Response(body=wire.encode(out), content_type=_JSON)
+
+    async def do_filter(a: wire.ExtenderArgs) -> Any:
+        return server.filter(a)
+
+    async def do_prioritize(a: wire.ExtenderArgs) -> Any:
+        return server.prioritize(a)
+
+    async def do_preempt(a: wire.ExtenderPreemptionArgs) -> Any:
+        return server.preempt(a)
+
+    async def do_bind(a: wire.ExtenderBindingArgs) -> Any:
+        return await server.bind(a)
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(request: web.Request) -> web.Response:
+        if server.synced:
+            return web.Response(text="ok")
+        return web.Response(status=503, text="informer caches not synced")
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(server.metrics),
+                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+    app.router.add_post("/filter", endpoint("filter", wire.decode_extender_args, do_filter))
+    app.router.add_post("/prioritize",
+                        endpoint("prioritize", wire.decode_extender_args, do_prioritize))
+    app.router.add_post("/preempt", endpoint("preempt", wire.decode_preemption_args, do_preempt))
+    app.router.add_post("/bind", endpoint("bind", wire.decode_binding_args, do_bind))
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
+    """Serving TLS; with ``client_ca`` a client certificate signed by it is required."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    if client_ca:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(cafile=client_ca)
+    return ctx
+
+
+async def start(server: ExtenderServer, host: str = "127.0.0.1", port: int = 0,
+                ssl_context: ssl.SSLContext | None = None) -> tuple[web.AppRunner, int]:
+    """Serve ``server`` in the running loop; the runner (``await runner.cleanup()`` to stop)
+    and the bound port."""
+    runner = web.AppRunner(make_app(server), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+    await site.start()
+    addrs = runner.addresses
+    return runner, int(addrs[0][1]) if addrs else port
+
+
+async def serve(
+    config: Any,
+    registry: Registry,
+    *,
+    profile: str | None = None,
+    host: str = "0.0.0.0",
+    port: int = DEFAULT_PORT,
+    ssl_context: ssl.SSLContext | None = None,
+    kubeconfig: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the extender until cancelled; ``task_status`` receives the bound port."""
+    if kubeconfig is None:
+        server = ExtenderServer(config, registry, profile=profile, max_body_bytes=max_body_bytes)
+        runner, bound = await start(server, host, port, ssl_context)
+        log.info("ksched extender serving", profile=server.profile, port=bound, stateful=False)
+        try:
+            task_status.started(bound)
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runner.cleanup()
+        return
+    from ..cluster.binder import APIClusterClient
+    from ..cluster.client import APIClient
+    from ..cluster.wiring import connect_scheduler
+
+    cc = config.client_connection
+    async with await APIClient.from_kubeconfig(kubeconfig, qps=cc.qps, burst=cc.burst) as api:
+        server = ExtenderServer(config, registry, profile=profile, cluster=APIClusterClient(api),
+                                stateful=True, max_body_bytes=max_body_bytes)
+        assert server.feeder is not None
+        informers = connect_scheduler(server.feeder, api)
+        runner, bound = await start(server, host, port, ssl_context)
+        log.info("ksched extender serving", profile=server.profile, port=bound, stateful=True)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(informers.run)
+                task_status.started(bound)
+                await informers.wait_synced()
+                server.synced = True
+                log.info("extender informer caches synced")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runner.cleanup()

@@ -1,0 +1,39 @@
+"""DefaultPreemption (PostFilter) and the generic preemption logic it is built on."""
+
+from __future__ import annotations
+
+from .default_preemption import (
+    DefaultPreemption,
+    DefaultPreemptionArgs,
+    IsEligiblePodFunc,
+    filter_pods_with_pdb_violation,
+    pod_terminating_by_preemption,
+)
+from .preemption import (
+    PREEMPTING_LISTER,
+    Candidate,
+    Evaluator,
+    MoreImportantPodFunc,
+    Victims,
+    get_earliest_pod_start_time,
+    get_pod_start_time,
+    more_important_pod,
+    pick_one_node_for_preemption,
+)
+
+__all__ = [
+    "PREEMPTING_LISTER",
+    "Candidate",
+    "DefaultPreemption",
+    "DefaultPreemptionArgs",
+    "Evaluator",
+    "IsEligiblePodFunc",
+    "MoreImportantPodFunc",
+    "Victims",
+    "filter_pods_with_pdb_violation",
+    "get_earliest_pod_start_time",
+    "get_pod_start_time",
+    "more_important_pod",
+    "pick_one_node_for_preemption",
+    "pod_terminating_by_preemption",
+]

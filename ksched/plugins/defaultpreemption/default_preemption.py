@@ -1,0 +1,330 @@
+"""DefaultPreemption: make room for a pod that fits nowhere by evicting lower-priority pods.
+
+A PostFilter plugin (upstream ``plugins/defaultpreemption``): on a node where the
+preemptor failed only for reasons removing pods can fix, remove every lower-priority
+pod, check the preemptor fits (accounting for pods nominated there), then give back
+("reprieve") as many pods as still leave room — PDB-protected ones first, most
+important first — so the victims are the fewest and least important. The node whose
+victims hurt least is nominated; the scheduler evicts them and the preemptor is
+scheduled there once they are gone.
+
+PreEnqueue holds the preemptor back while the scheduler is still evicting its victims
+(upstream's async preemption, on by default since v1.33), so it is not retried, and
+does not preempt again, half-way.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...api.objects import PodDisruptionBudget, PodSpec
+from ...api.selectors import SelectorError, compile_label_selector
+from ...framework.cycle_state import CycleState
+from ...framework.handle import Handle
+from ...framework.interface import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    NodeToStatus,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreEnqueuePlugin,
+    QueueingHint,
+)
+from ...framework.runtime import Framework
+from ...framework.status import SUCCESS, Code, Status
+from ...framework.types import NodeInfo, PodInfo
+from .. import names
+from ..noderesources.resource_allocation import ArgsErrors
+from .preemption import (
+    PREEMPTING_LISTER,
+    Candidate,
+    Evaluator,
+    MoreImportantPodFunc,
+    Victims,
+    more_important_pod,
+    sort_by_importance,
+)
+
+__all__ = [
+    "DefaultPreemption",
+    "DefaultPreemptionArgs",
+    "IsEligiblePodFunc",
+    "filter_pods_with_pdb_violation",
+    "pod_terminating_by_preemption",
+]
+
+PREEMPT_NEVER = "Never"
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+NO_VICTIMS = "No preemption victims found for incoming pod"
+WAITING = "waiting for the preemption for this pod to be finished"
+
+IsEligiblePodFunc = Callable[[NodeInfo, PodInfo, PodInfo], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs:
+    """``DefaultPreemptionArgs`` after v1 defaulting (10 %, 100 nodes)."""
+
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+    @classmethod
+    def parse(cls, plugin_name: str, data: dict[str, Any]) -> DefaultPreemptionArgs:
+        """Decode pluginConfig args, default missing fields, validate as upstream."""
+        errs = ArgsErrors(plugin_name)
+        fields = ("minCandidateNodesPercentage", "minCandidateNodesAbsolute")
+        m = errs.obj(data, "", fields)
+        pct = errs.integer(m, fields[0], "") if fields[0] in m else 10
+        absolute = errs.integer(m, fields[1], "") if fields[1] in m else 100
+        errs.raise_if_any()
+        args = cls(pct, absolute)
+        args.validate(errs)
+        errs.raise_if_any()
+        return args
+
+    def validate(self, errs: ArgsErrors) -> None:
+        """``ValidateDefaultPreemptionArgs``: same checks, paths and messages."""
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        if pct < 0 or pct > 100:
+            errs.invalid("minCandidateNodesPercentage", pct, "not in valid range [0, 100]")
+        if absolute < 0:
+            errs.invalid("minCandidateNodesAbsolute", absolute, "not in valid range [0, inf)")
+        if pct == 0 and absolute == 0:
+            errs.invalid("minCandidateNodesPercentage", pct,
+                         "cannot be zero at the same time as minCandidateNodesAbsolute")
+            errs.invalid("minCandidateNodesAbsolute", absolute,
+                         "cannot be zero at the same time as minCandidateNodesPercentage")
+
+
+def pod_terminating_by_preemption(pod: PodInfo) -> bool:
+    """Being deleted, and the (first) DisruptionTarget condition says the scheduler did it."""
+    p = pod.pod
+    if p.metadata.deletion_timestamp is None:
+        return False
+    for c in p.status.conditions:
+        if c.type == "DisruptionTarget":
+            return c.status == "True" and c.reason == "PreemptionByScheduler"
+    return False
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """``filterPodsWithPDBViolation``: (violating, non-violating), order kept.
+
+    Each matching PDB (same namespace, non-empty valid selector) spends one of its
+    ``disruptionsAllowed`` per pod not already listed in ``disruptedPods``; a pod whose
+    eviction drives some budget below zero violates it.
+    """
+    allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
+    selectors: list[Any] = []
+    for pdb in pdbs:
+        try:
+            sel = compile_label_selector(pdb.spec.selector)
+        except SelectorError:
+            sel = None  # an invalid selector matches nothing
+        selectors.append(None if sel is None or sel.empty or sel.nothing else sel)
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pi in pods:
+        violated = False
+        labels = pi.labels
+        if labels:
+            ns, name = pi.namespace, pi.name
+            for i, pdb in enumerate(pdbs):
+                sel = selectors[i]
+                if sel is None or pdb.metadata.namespace != ns or not sel.matches(labels):
+                    continue
+                if name in pdb.status.disrupted_pods:
+                    continue  # eviction already processed by the API server
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pi)
+    return violating, non_violating
+
+
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
+    name = names.DEFAULT_PREEMPTION
+    Args = DefaultPreemptionArgs
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        if args is None or isinstance(args, dict):
+            args = DefaultPreemptionArgs.parse(self.name, args or {})
+        super().__init__(args, handle if handle is not None else Handle())
+        self.args: DefaultPreemptionArgs = args
+        self.handle: Handle
+        # Extension hooks as upstream: extra victim eligibility (on top of lower
+        # priority) and victim ordering, most important first.
+        self.is_eligible_pod: IsEligiblePodFunc = _always
+        self.more_important_pod: MoreImportantPodFunc = more_important_pod
+        # Offset source: tests pin it; otherwise the scheduler's seeded RNG when the
+        # handle carries one, else a fixed-seed RNG (deterministic either way).
+        self.offset_rand: Callable[[int], int] | None = None
+        self._rng = random.Random(0)
+        self.evaluator = Evaluator(self.name, self.handle, self)
+
+    # -- PostFilter ------------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        result, st = self.evaluator.preempt(state, pod, statuses)
+        msg = st.message()
+        if msg:
+            return result, Status(st.code, "preemption: " + msg)
+        return result, st
+
+    # -- PreEnqueue (async preemption) --------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        running = self.handle.listers.get(PREEMPTING_LISTER)
+        if running and (pod.uid or pod.key) in running:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING)
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Assigned pod deletions un-gate a preemptor, but whether it is worth retrying is
+        for the plugins that rejected it to say: this hint always skips (as upstream)."""
+        return [ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"), _skip)]
+
+    # -- preemption.Interface ----------------------------------------------------------------
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        """At least minCandidateNodesPercentage % / minCandidateNodesAbsolute, at most all."""
+        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        return self._offset(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def _offset(self, num_nodes: int) -> int:
+        if self.offset_rand is not None:
+            return self.offset_rand(num_nodes)
+        rng = self.handle.listers.get("rng")
+        if not isinstance(rng, random.Random):
+            rng = self._rng
+        return rng.randrange(num_nodes) if num_nodes > 0 else 0
+
+    def candidates_to_victims_map(self, candidates: Sequence[Candidate]) -> dict[str, Victims]:
+        return {c.name: c.victims for c in candidates}
+
+    def ordered_score_funcs(
+        self, nodes_to_victims: Mapping[str, Victims]
+    ) -> list[Callable[[str], float]] | None:
+        return None
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]:
+        """Not with preemptionPolicy Never; not while victims it already chose on its
+        nominated node are still terminating (unless that node became hopeless)."""
+        spec: PodSpec = pod.pod.spec
+        if spec.preemption_policy == PREEMPT_NEVER:
+            return False, NOT_ELIGIBLE_NEVER
+        nominated = pod.pod.status.nominated_node_name
+        if nominated:
+            if (nominated_node_status is not None
+                    and nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                return True, ""
+            ni = self.handle.snapshot.get(nominated)
+            if ni is not None:
+                for p in ni.pods:
+                    if self._preemption_allowed(ni, p, pod) and pod_terminating_by_preemption(p):
+                        return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    def _preemption_allowed(self, ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        return victim.priority < preemptor.priority and self.is_eligible_pod(ni, victim, preemptor)
+
+    def _nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
+        """Pods nominated to the node that the preemptor must leave room for
+        (``addGENominatedPods``: priority >= the preemptor's, not itself)."""
+        nominator = self.handle.listers.get("nominator")
+        if nominator is None or not len(nominator):
+            return []
+        me = pod.uid or pod.key
+        prio = pod.priority
+        return [p for p in nominator.pods_for_node(node_name)
+                if p.priority >= prio and (p.uid or p.key) != me]
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node_info: NodeInfo,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """``SelectVictimsOnNode`` on copies of the state and node: the fewest, least
+        important pods whose removal lets ``pod`` pass every Filter plugin."""
+        fw = self.handle.framework
+        assert fw is not None, "DefaultPreemption needs its framework on the handle"
+        potential = [pi for pi in node_info.pods if self._preemption_allowed(node_info, pi, pod)]
+        if not potential:
+            # The node did not change, so filtering it again cannot help.
+            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+        for pi in potential:
+            node_info.remove_pod(pi)
+            err = _extension_status(
+                fw.run_pre_filter_remove_pod(state, pod, pi, node_info), "RemovePod")
+            if err is not None:
+                return [], 0, err
+        nominated = self._nominated_pods(pod, node_info.name)
+        # Not fitting even without every lower-priority pod: preemption cannot help here
+        # (affinity to a victim is deliberately not considered, as upstream).
+        st = fw.run_filter_with_nominated_pods(state, pod, node_info, nominated)
+        if not st.is_success():
+            return [], 0, st
+        sort_by_importance(potential, self.more_important_pod)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+        num_violating = 0
+        for group, counts in ((violating, True), (non_violating, False)):
+            for pi in group:
+                fits, err = _reprieve(fw, state, pod, node_info, pi, nominated)
+                if err is not None:
+                    return [], 0, err
+                if not fits:
+                    victims.append(pi)
+                    if counts:
+                        num_violating += 1
+        if violating and non_violating:
+            # Keep victims most important first (pickOneNodeForPreemption reads [0]).
+            sort_by_importance(victims, self.more_important_pod)
+        return victims, num_violating, SUCCESS
+
+
+def _reprieve(
+    fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo, pi: PodInfo,
+    nominated: list[PodInfo],
+) -> tuple[bool, Status | None]:
+    """Put ``pi`` back; keep it if ``pod`` still fits, else remove it again (a victim)."""
+    ni.add_pod(pi)
+    err = _extension_status(fw.run_pre_filter_add_pod(state, pod, pi, ni), "AddPod")
+    if err is not None:
+        return False, err
+    if fw.run_filter_with_nominated_pods(state, pod, ni, nominated).is_success():
+        return True, None
+    ni.remove_pod(pi)
+    err = _extension_status(fw.run_pre_filter_remove_pod(state, pod, pi, ni), "RemovePod")
+    return False, err
+
+
+def _extension_status(st: Status, op: str) -> Status | None:
+    """A failing PreFilter extension as upstream's wrapped error status; None on success."""
+    if st.is_success():
+        return None
+    if st.cause is not None:  # an exception, already worded by the runtime
+        return Status(Code.ERROR, st.message(), plugin=st.plugin)
+    return Status(Code.ERROR, f'running {op} on PreFilter plugin "{st.plugin}": {st.message()}',
+                  plugin=st.plugin)
+
+
+def _always(ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+    return True
+
+
+def _skip(pod: PodInfo, old: Any, new: Any) -> str:
+    return QueueingHint.SKIP

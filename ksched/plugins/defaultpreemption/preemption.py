@@ -1,0 +1,378 @@
+"""Generic preemption (upstream ``pkg/scheduler/framework/preemption``).
+
+The ``Evaluator`` runs the steps every preemption plugin shares: check the preemptor
+may preempt at all, dry-run victim selection on the nodes where removing pods could
+help (a bounded sample starting at a random offset), pick the best candidate and
+return it as a ``PostFilterResult``. What is plugin-specific (eligibility, how victims
+are chosen on one node, how many nodes to sample) comes from a ``PreemptionInterface``
+— ``DefaultPreemption`` is one.
+
+Unlike upstream the Evaluator does not evict: the victims travel in the result and
+the scheduler deletes them (and records the nomination) asynchronously, as upstream's
+async preemption does. The dry run is sequential, which makes the sampled set equal to
+upstream's with parallelism 1; where upstream iterates a Go map (node statuses,
+candidates) we keep snapshot/dry-run order, so ties resolve deterministically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ...api.objects import PodDisruptionBudget
+from ...framework.cycle_state import CycleState
+from ...framework.diagnosis import Diagnosis, FitError
+from ...framework.handle import Handle
+from ...framework.interface import NodeToStatus, PostFilterResult
+from ...framework.status import SUCCESS, Code, Status
+from ...framework.types import NodeInfo, PodInfo
+
+__all__ = [
+    "PREEMPTING_LISTER",
+    "Candidate",
+    "Evaluator",
+    "MoreImportantPodFunc",
+    "PreemptionInterface",
+    "Victims",
+    "aggregate_errors",
+    "get_earliest_pod_start_time",
+    "get_pod_start_time",
+    "lower_priority_nominated_pods",
+    "more_important_pod",
+    "nodes_for_status_code",
+    "pick_one_node_for_preemption",
+]
+
+# ``handle.listers`` key of the set of preemptor keys (uid or ns/name) whose victims
+# the scheduler is still evicting; PreEnqueue holds those pods back meanwhile.
+PREEMPTING_LISTER = "preempting"
+
+NO_NODES_AVAILABLE = "no nodes available"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_CANDIDATE = "no candidate node for preemption"
+
+_MAX_INT32 = 2**31 - 1
+_START_TIME_CACHE = "DefaultPreemption/startTime"
+
+MoreImportantPodFunc = Callable[[PodInfo, PodInfo], bool]
+
+
+@dataclass(slots=True)
+class Victims:
+    """``extenderv1.Victims``: pods to evict (most important first) and PDB violations."""
+
+    pods: list[PodInfo] = field(default_factory=list)
+    num_pdb_violations: int = 0
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A node the preemptor fits on once ``victims`` are gone."""
+
+    name: str
+    victims: Victims
+
+
+class PreemptionInterface(Protocol):
+    """What a preemption plugin decides (upstream ``preemption.Interface``)."""
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]: ...
+
+    def candidates_to_victims_map(self, candidates: Sequence[Candidate]) -> dict[str, Victims]: ...
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]: ...
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]: ...
+
+    def ordered_score_funcs(
+        self, nodes_to_victims: Mapping[str, Victims]
+    ) -> list[Callable[[str], float]] | None: ...
+
+
+# ---- pod helpers (pkg/scheduler/util) --------------------------------------------------------
+
+
+def get_pod_start_time(pod: PodInfo) -> float:
+    """``util.GetPodStartTime`` as seconds; a pod not started yet counts as newest.
+
+    Upstream substitutes ``time.Now()`` for a missing start time; +inf orders the same
+    against any past start and makes two unstarted pods tie instead of depending on
+    call order.
+    """
+    cache = pod.cache
+    t = cache.get(_START_TIME_CACHE)
+    if t is None:
+        t = math.inf
+        raw = pod.pod.status.start_time
+        if raw:
+            try:
+                t = dt.datetime.fromisoformat(raw).timestamp()
+            except ValueError:
+                t = math.inf
+        cache[_START_TIME_CACHE] = t
+    return float(t)
+
+
+def more_important_pod(pod1: PodInfo, pod2: PodInfo) -> bool:
+    """``util.MoreImportantPod``: higher priority, then the one running longer."""
+    p1, p2 = pod1.priority, pod2.priority
+    if p1 != p2:
+        return p1 > p2
+    return get_pod_start_time(pod1) < get_pod_start_time(pod2)
+
+
+def importance_key(pod: PodInfo) -> tuple[int, float]:
+    """Sort key equivalent to ``more_important_pod`` (most important first)."""
+    return -pod.priority, get_pod_start_time(pod)
+
+
+def sort_by_importance(pods: list[PodInfo], more_important: MoreImportantPodFunc | None) -> None:
+    """Sort in place, most important first; stable, like Go's sort on short slices."""
+    if more_important is None or more_important is more_important_pod:
+        pods.sort(key=importance_key)
+        return
+
+    def cmp(a: PodInfo, b: PodInfo) -> int:
+        if more_important(a, b):
+            return -1
+        if more_important(b, a):
+            return 1
+        return 0
+
+    pods.sort(key=functools.cmp_to_key(cmp))
+
+
+def get_earliest_pod_start_time(victims: Victims) -> float | None:
+    """``util.GetEarliestPodStartTime``: earliest start among the highest-priority victims."""
+    if not victims.pods:
+        return None
+    earliest = get_pod_start_time(victims.pods[0])
+    max_priority = victims.pods[0].priority
+    for p in victims.pods:
+        prio = p.priority
+        if prio == max_priority:
+            t = get_pod_start_time(p)
+            if t < earliest:
+                earliest = t
+        elif prio > max_priority:
+            max_priority = prio
+            earliest = get_pod_start_time(p)
+    return earliest
+
+
+def aggregate_errors(messages: Sequence[str]) -> str:
+    """``utilerrors.NewAggregate(errs).Error()``: one message as is, several deduped in []."""
+    if len(messages) == 1:
+        return messages[0]
+    seen: list[str] = []
+    for m in messages:
+        if m not in seen:
+            seen.append(m)
+    if len(seen) == 1:
+        return seen[0]
+    return "[" + ", ".join(seen) + "]"
+
+
+def _absent(m: NodeToStatus) -> Status:
+    """Status of nodes missing from the map; none recorded means UnschedulableAndUnresolvable
+    (``NewDefaultNodeToStatus``)."""
+    return m.absent if m.absent is not None else Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+def nodes_for_status_code(m: NodeToStatus, nodes: Sequence[NodeInfo], code: Code) -> list[NodeInfo]:
+    """``NodeToStatus.NodesForStatusCode`` in snapshot order (upstream: map order)."""
+    absent = _absent(m)
+    statuses = m.statuses
+    if absent.code == code:
+        if not statuses:
+            return list(nodes)
+        return [ni for ni in nodes if statuses.get(ni.name, absent).code == code]
+    if not statuses:
+        return []
+    return [ni for ni in nodes if (st := statuses.get(ni.name)) is not None and st.code == code]
+
+
+def lower_priority_nominated_pods(handle: Handle, pod: PodInfo, node_name: str) -> list[PodInfo]:
+    """``getLowerPriorityNominatedPods``: nominated to ``node_name`` with lower priority."""
+    nominator = handle.listers.get("nominator")
+    if nominator is None:
+        return []
+    return [p for p in nominator.pods_for_node(node_name) if p.priority < pod.priority]
+
+
+# ---- candidate selection -------------------------------------------------------------------
+
+
+def pick_one_node_for_preemption(
+    nodes_to_victims: Mapping[str, Victims],
+    score_funcs: Sequence[Callable[[str], float]] | None = None,
+) -> str:
+    """``pickOneNodeForPreemption``: the best node by successive tie-breaking scores.
+
+    Defaults, each applied only to the nodes tied on all previous ones: fewest PDB
+    violations, lowest highest-victim priority, smallest sum of (shifted) priorities,
+    fewest victims, latest start of the highest-priority victims; then the first
+    node (in candidate order here, Go map order upstream).
+    """
+    if not nodes_to_victims:
+        return ""
+    candidates = list(nodes_to_victims)
+    if not score_funcs:
+
+        def min_pdb_violations(node: str) -> float:
+            return -nodes_to_victims[node].num_pdb_violations
+
+        def min_highest_priority(node: str) -> float:
+            return -nodes_to_victims[node].pods[0].priority
+
+        def min_sum_priorities(node: str) -> float:
+            # MaxInt32+1 makes every term positive, so more negative-priority pods
+            # never look better than fewer.
+            return -sum(p.priority + _MAX_INT32 + 1 for p in nodes_to_victims[node].pods)
+
+        def min_num_pods(node: str) -> float:
+            return -len(nodes_to_victims[node].pods)
+
+        def latest_start_time(node: str) -> float:
+            earliest = get_earliest_pod_start_time(nodes_to_victims[node])
+            return -math.inf if earliest is None else earliest
+
+        score_funcs = [min_pdb_violations, min_highest_priority, min_sum_priorities,
+                       min_num_pods, latest_start_time]
+    for f in score_funcs:
+        selected: list[str] = []
+        best = -math.inf
+        for node in candidates:
+            score = f(node)
+            if score > best:
+                best = score
+                selected = []
+            if score == best:
+                selected.append(node)
+        if len(selected) == 1:
+            return selected[0]
+        if selected:
+            candidates = selected
+    return candidates[0]
+
+
+class Evaluator:
+    """``preemption.Evaluator`` without eviction (the scheduler evicts from the result)."""
+
+    def __init__(self, plugin_name: str, handle: Handle, iface: PreemptionInterface) -> None:
+        self.plugin_name = plugin_name
+        self.handle = handle
+        self.iface = iface
+
+    def _pdbs(self) -> list[PodDisruptionBudget]:
+        pdbs: Any = self.handle.listers.get("pdbs")
+        if not pdbs:
+            return []
+        return list(pdbs.values()) if isinstance(pdbs, Mapping) else list(pdbs)
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, m: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        """``Evaluator.Preempt``.
+
+        ``(None, Unschedulable)`` leaves the nomination alone (not eligible, nothing to
+        pick); ``(PostFilterResult(""), Unschedulable)`` with a FitError text clears it
+        (no node helps); ``(PostFilterResult(node, victims), Success)`` nominates.
+        """
+        # 1) Is the preemptor allowed to preempt at all?
+        nominated = pod.pod.status.nominated_node_name
+        nominated_status = m.get(nominated) if nominated in m.statuses else _absent(m)
+        ok, msg = self.iface.pod_eligible_to_preempt_others(pod, nominated_status)
+        if not ok:
+            return None, Status(Code.UNSCHEDULABLE, msg)
+
+        # 2) Candidates from a dry run on the nodes where removing pods may help.
+        all_nodes = self.handle.snapshot.node_infos
+        if not all_nodes:
+            return None, Status(Code.ERROR, NO_NODES_AVAILABLE)
+        candidates, statuses, errors = self.find_candidates(state, all_nodes, pod, m)
+        if errors and not candidates:
+            return None, Status(Code.ERROR, aggregate_errors(errors))
+        if not candidates:
+            statuses.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_HELPFUL)
+            fe = FitError(pod.key, len(all_nodes), Diagnosis(node_to_status=statuses))
+            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, str(fe))
+
+        # 3) (extenders: ksched's scheduler calls none.)  4) The best candidate.
+        best = self.select_candidate(candidates)
+        if best is None or not best.name:
+            return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
+        return PostFilterResult(best.name, list(best.victims.pods)), SUCCESS
+
+    def find_candidates(
+        self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: PodInfo, m: NodeToStatus
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """``findCandidates``: only nodes whose filter status was plain Unschedulable."""
+        potential = nodes_for_status_code(m, all_nodes, Code.UNSCHEDULABLE)
+        if not potential:
+            return [], NodeToStatus(), []
+        offset, num = self.iface.get_offset_and_num_candidates(len(potential))
+        return self.dry_run_preemption(state, pod, potential, self._pdbs(), offset, num)
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        potential_nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PodDisruptionBudget],
+        offset: int,
+        num_candidates: int,
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """``DryRunPreemption``: victims per node on copies, from ``offset`` round-robin.
+
+        Stops once ``num_candidates`` are found and at least one violates no PDB; each
+        list keeps at most ``num_candidates`` (upstream's fixed-size candidate lists).
+        Non-violating candidates come first.
+        """
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses = NodeToStatus()
+        errors: list[str] = []
+        n = len(potential_nodes)
+        select = self.iface.select_victims_on_node
+        for i in range(n):
+            ni = potential_nodes[(offset + i) % n]
+            name = ni.name
+            pods, num_violations, st = select(state.clone(), pod, ni.clone(), pdbs)
+            if st.is_success() and pods:
+                c = Candidate(name, Victims(pods, num_violations))
+                lst = non_violating if num_violations == 0 else violating
+                if len(lst) < num_candidates:
+                    lst.append(c)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    break
+                continue
+            if st.is_success():
+                st = Status(Code.ERROR, f'expected at least one victim pod on node "{name}"')
+            if st.code == Code.ERROR:
+                errors.append(st.message())
+            statuses.set(name, st)
+        return non_violating + violating, statuses, errors
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        """``SelectCandidate``."""
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
+        victims_map = self.iface.candidates_to_victims_map(candidates)
+        funcs = self.iface.ordered_score_funcs(victims_map)
+        node = pick_one_node_for_preemption(victims_map, funcs)
+        victims = victims_map.get(node)
+        if victims is not None:
+            return Candidate(node, victims)
+        return candidates[0]

@@ -1,0 +1,232 @@
+"""The InterPodAffinity plugin (upstream ``interpodaffinity/plugin.go``).
+
+The work is in ``filtering`` and ``scoring``; this class wires them to the framework,
+keeps the per-snapshot ``ClusterIndex`` and answers queueing hints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...api.objects import Namespace, Node
+from ...framework.cycle_state import CycleState
+from ...framework.interface import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHint,
+    ScorePlugin,
+)
+from ...framework.snapshot import BoolArray, IntArray, Snapshot
+from ...framework.status import Status
+from ...framework.types import NodeInfo, PodInfo
+from .. import names
+from ..helper import RowArray
+from .args import InterPodAffinityArgs
+from .filtering import (
+    PRE_FILTER_STATE_KEY,
+    PreFilterState,
+    compute_pre_filter,
+    filter_mask,
+    filter_node,
+)
+from .index import ClusterIndex
+from .scoring import (
+    PRE_SCORE_STATE_KEY,
+    PreScoreState,
+    compute_pre_score,
+    normalize,
+    score_node,
+    score_rows,
+)
+from .terms import NamespaceLabels, no_namespace_labels, pod_matches_all_terms, pod_terms
+
+__all__ = ["InterPodAffinity"]
+
+
+def _not_found(key: str) -> str:
+    return f'error reading "{key}" from cycleState: not found'
+
+
+class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = names.INTER_POD_AFFINITY
+    Args = InterPodAffinityArgs
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        if not isinstance(args, InterPodAffinityArgs):
+            args = InterPodAffinityArgs.parse(self.name, dict(args or {}))
+        super().__init__(args, handle)
+        self.index = ClusterIndex()
+
+    def _namespaces(self) -> NamespaceLabels:
+        listers = getattr(self.handle, "listers", None) or {}
+        lister: Mapping[str, Namespace] | None = listers.get("namespaces")
+        return NamespaceLabels(lister)
+
+    def _snapshot(self, nodes: Sequence[NodeInfo]) -> Snapshot:
+        snap = getattr(self.handle, "snapshot", None)
+        if isinstance(snap, Snapshot):
+            return snap
+        return Snapshot(list(nodes))
+
+    # -- PreFilter / Filter ------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        s, st = compute_pre_filter(self.index, nodes, pod, self._namespaces())
+        if s is not None:
+            state.write(PRE_FILTER_STATE_KEY, s)
+        return None, st
+
+    def pre_filter_extensions(self) -> InterPodAffinity:
+        return self
+
+    def _pre_filter_state(self, state: CycleState) -> PreFilterState | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        return s if isinstance(s, PreFilterState) else None
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo,
+                node: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state)
+        if s is None:
+            return Status.as_error(_not_found(PRE_FILTER_STATE_KEY))
+        s.update_with_pod(to_add, node.node, 1)
+        return None
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo,
+                   node: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state)
+        if s is None:
+            return Status.as_error(_not_found(PRE_FILTER_STATE_KEY))
+        s.update_with_pod(to_remove, node.node, -1)
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state)
+        if s is None:
+            return Status.as_error(_not_found(PRE_FILTER_STATE_KEY))
+        return filter_node(s, node)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        s = self._pre_filter_state(state)
+        if s is None:
+            raise RuntimeError(_not_found(PRE_FILTER_STATE_KEY))
+        return filter_mask(s, snap)
+
+    # -- PreScore / Score ------------------------------------------------------------------------
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        a = self.args
+        s, st = compute_pre_score(self.index, self._snapshot(nodes), pod, self._namespaces(),
+                                  a.hard_pod_affinity_weight,
+                                  a.ignore_preferred_terms_of_existing_pods)
+        if s is not None:
+            state.write(PRE_SCORE_STATE_KEY, s)
+        return st
+
+    def _pre_score_state(self, state: CycleState) -> PreScoreState:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            raise RuntimeError(_not_found(PRE_SCORE_STATE_KEY))
+        return s
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return score_node(self._pre_score_state(state), node)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot,
+                    rows: RowArray) -> IntArray:
+        return score_rows(self._pre_score_state(state), snap, rows)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> Status | None:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return Status.as_error(_not_found(PRE_SCORE_STATE_KEY))
+        normalize(s, scores)
+        return None
+
+    # -- queueing hints ----------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Pods added, relabelled or deleted (resource Pod, so the pending pod's own relabel
+        is heard too); nodes added or relabelled (QueueingHints on: no UpdateNodeTaint)."""
+        pod_hint = self.is_schedulable_after_pod_change
+        node_hint = self.is_schedulable_after_node_change
+        return [
+            ClusterEventWithHint(ClusterEvent("Pod", "Add"), pod_hint),
+            ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodLabel"), pod_hint),
+            ClusterEventWithHint(ClusterEvent("Pod", "Delete"), pod_hint),
+            ClusterEventWithHint(ClusterEvent("Node", "Add"), node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeLabel"), node_hint),
+        ]
+
+    def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """Queue when the pending pod itself changed, a scheduled pod starts matching all its
+        affinity terms, or one matching all its anti-affinity terms (or whose anti-affinity
+        matches it) goes away. The pod's own terms match with nil namespace labels, as
+        upstream's hint does."""
+        for p in (old, new):
+            if p is not None and not isinstance(p, PodInfo):
+                raise TypeError(f"expected PodInfo, got {type(p).__name__}")
+        if new is not None and _same_pod(new, pod):
+            return QueueingHint.QUEUE
+        if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+            return QueueingHint.SKIP
+        terms = pod_terms(pod)
+        if terms.error:
+            return QueueingHint.QUEUE
+
+        def all_match(ts: tuple[Any, ...], p: PodInfo) -> bool:
+            return pod_matches_all_terms(ts, p.namespace, p.labels, no_namespace_labels)
+
+        aff, anti = terms.required_affinity, terms.required_anti_affinity
+        if new is not None and old is not None:
+            if not all_match(aff, old) and all_match(aff, new):
+                return QueueingHint.QUEUE
+            if all_match(anti, old) and not all_match(anti, new):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        if new is not None:
+            return QueueingHint.QUEUE if all_match(aff, new) else QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.SKIP
+        if all_match(anti, old):
+            return QueueingHint.QUEUE
+        nsl = self._namespaces()
+        for t in pod_terms(old).required_anti_affinity:
+            if t.matches(pod.namespace, pod.labels, nsl):
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """Queue when a node joins or moves between domains of the pod's affinity topology
+        keys, is added at all (with anti-affinity), or leaves an anti-affinity domain."""
+        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+            raise TypeError(f"expected Node, got {type(old).__name__}, {type(new).__name__}")
+        terms = pod_terms(pod)
+        if terms.error:
+            return QueueingHint.QUEUE
+        labels = new.metadata.labels
+        old_labels = old.metadata.labels if old is not None else None
+        for t in terms.required_affinity:
+            key = t.topology_key
+            if old_labels is None:
+                if key in labels:
+                    return QueueingHint.QUEUE
+                continue
+            if key in labels and old_labels.get(key) != labels[key]:
+                return QueueingHint.QUEUE  # gained the key, or changed its value
+        for t in terms.required_anti_affinity:
+            if old_labels is None:
+                return QueueingHint.QUEUE
+            key = t.topology_key
+            if key in old_labels and old_labels[key] != labels.get(key):
+                return QueueingHint.QUEUE  # lost the key, or changed its value
+        return QueueingHint.SKIP
+
+
+def _same_pod(a: PodInfo, b: PodInfo) -> bool:
+    return (a.uid == b.uid) if (a.uid or b.uid) else a.key == b.key

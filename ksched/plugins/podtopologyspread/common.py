@@ -1,0 +1,339 @@
+"""What Filter and Score share: parsed constraints, default selectors, node inclusion
+and the per-node counts of matching pods.
+
+Counting matching pods is the expensive part of upstream's PreFilter/PreScore (every pod
+of every node, every cycle). Here a ``PodCounter`` per (namespace, selector) keeps a
+count per snapshot row and recounts only the rows whose NodeInfo object was replaced
+since it last looked: the cache swaps in a fresh clone for every node that changed and,
+as upstream, nothing mutates a snapshot's NodeInfo during a cycle (preemption and
+nominated pods work on clones). Rows are compared by ``id()``; the counter keeps the
+objects it counted alive so an id cannot be reused meanwhile. A cycle then costs one
+pass over the rows' ids plus numpy.
+
+Default constraints (``defaultConstraints``/System defaulting) select pods with upstream's
+``helper.DefaultSelector``: the selectors of the Services, ReplicationController,
+ReplicaSet or StatefulSet that own or select the pod. These are read from
+``handle.listers`` under ``services``, ``replicationcontrollers``, ``replicasets`` and
+``statefulsets`` (mappings "namespace/name" -> raw object dict or typed object) when
+present. ksched does not watch those kinds yet, so when a lister is absent:
+
+* Services are unknown and contribute nothing (upstream would AND their selectors in);
+* a pod whose controller is an RC/ReplicaSet/StatefulSet uses its own labels, minus the
+  per-pod ones controllers stamp (``statefulset.kubernetes.io/pod-name``,
+  ``apps.kubernetes.io/pod-index``, ``controller-revision-hash``), as the controller's
+  selector: the controller writes its template labels on every replica, so siblings
+  match, which is what the real selector selects in the common case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from ...api.objects import LabelSelector, Node, Toleration, TopologySpreadConstraint
+from ...api.selectors import (
+    Selector,
+    compile_label_selector,
+    find_untolerated_taint,
+    selector_from_set,
+)
+from ...framework.snapshot import BoolArray, IntArray, Snapshot
+from ...framework.types import NodeInfo, PodInfo
+from ..helper import do_not_schedule_taint
+from ..nodeaffinity import RequiredNodeAffinity
+
+__all__ = [
+    "HONOR",
+    "HOSTNAME",
+    "IGNORE",
+    "ZONE",
+    "Constraint",
+    "PodCounter",
+    "count_pods",
+    "default_selector",
+    "filter_constraints",
+    "node_has_keys",
+    "row_ids",
+    "taint_ok_mask",
+    "untolerated",
+]
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+HONOR = "Honor"
+IGNORE = "Ignore"
+MAX_INT32 = 2**31 - 1
+
+_PER_POD_LABELS = frozenset({
+    "statefulset.kubernetes.io/pod-name",
+    "apps.kubernetes.io/pod-index",
+    "controller-revision-hash",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """Upstream's internal ``topologySpreadConstraint``: selector parsed, defaults applied."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+    @property
+    def honor_affinity(self) -> bool:
+        return self.node_affinity_policy == HONOR
+
+    @property
+    def honor_taints(self) -> bool:
+        return self.node_taints_policy == HONOR
+
+
+def filter_constraints(
+    constraints: Sequence[TopologySpreadConstraint],
+    pod_labels: Mapping[str, str],
+    action: str,
+    where: str,
+) -> tuple[Constraint, ...]:
+    """``filterTopologySpreadConstraints``: the constraints of one ``whenUnsatisfiable``.
+
+    ``matchLabelKeys`` values taken from the pod are ANDed into the selector (a nil
+    selector stays "nothing", as ``mergeLabelSetWithSelector`` leaves it).
+    """
+    out: list[Constraint] = []
+    for i, c in enumerate(constraints):
+        if c.when_unsatisfiable != action:
+            continue
+        sel = compile_label_selector(c.label_selector, f"{where}[{i}].labelSelector")
+        if c.match_label_keys and not sel.nothing:
+            extra = {k: pod_labels[k] for k in c.match_label_keys if k in pod_labels}
+            if extra:
+                sel = Selector(selector_from_set(extra).requirements + sel.requirements)
+        out.append(Constraint(
+            c.max_skew, c.topology_key, sel,
+            c.min_domains if c.min_domains is not None else 1,
+            c.node_affinity_policy if c.node_affinity_policy is not None else HONOR,
+            c.node_taints_policy if c.node_taints_policy is not None else IGNORE,
+        ))
+    return tuple(out)
+
+
+def with_selector(constraints: Iterable[Constraint], sel: Selector) -> tuple[Constraint, ...]:
+    return tuple(replace(c, selector=sel) for c in constraints)
+
+
+def node_has_keys(labels: Mapping[str, str], constraints: Iterable[Constraint]) -> bool:
+    """``nodeLabelsMatchSpreadConstraints``: the node has every topology key."""
+    return all(c.topology_key in labels for c in constraints)
+
+
+def count_pods(pods: Iterable[PodInfo], sel: Selector, namespace: str) -> int:
+    """``countPodsMatchSelector``: same-namespace, non-terminating pods the selector matches.
+
+    An empty selector counts nothing (upstream returns 0 for ``selector.Empty()``).
+    """
+    if sel.empty or sel.nothing:
+        return 0
+    n = 0
+    for p in pods:
+        m = p.pod.metadata
+        if m.deletion_timestamp is None and m.namespace == namespace and sel.matches(m.labels):
+            n += 1
+    return n
+
+
+# ---- node inclusion policies ---------------------------------------------------------
+
+
+def untolerated(node: Node, tolerations: Sequence[Toleration]) -> bool:
+    """A NoSchedule/NoExecute taint of ``node`` the pod does not tolerate."""
+    taint = find_untolerated_taint(node.spec.taints, tolerations, do_not_schedule_taint)
+    return taint is not None
+
+
+def taint_ok_mask(snap: Snapshot, tolerations: Sequence[Toleration]) -> BoolArray | None:
+    """Rows without an untolerated NoSchedule/NoExecute taint; None when every row is fine."""
+    if len(snap.taint_sets) == 1:
+        return None
+    bad = np.array([find_untolerated_taint(ts, tolerations, do_not_schedule_taint) is not None
+                    for ts in snap.taint_sets], dtype=np.bool_)
+    if not bad.any():
+        return None
+    return np.asarray(~bad[snap.taint_ids])
+
+
+def matches_inclusion(
+    c: Constraint, pod: PodInfo, node: Node, required: RequiredNodeAffinity
+) -> bool:
+    """``matchNodeInclusionPolicies`` for one node (parse problems count as no match)."""
+    labels = node.metadata.labels
+    if c.honor_affinity and not required.matches(labels, node.metadata.name):
+        return False
+    return not (c.honor_taints and untolerated(node, pod.pod.spec.tolerations))
+
+
+# ---- counting matching pods ----------------------------------------------------------
+
+
+def row_ids(snap: Snapshot) -> IntArray:
+    """Each row's NodeInfo ``id()``: the fingerprint ``PodCounter`` diffs against."""
+    return np.fromiter(map(id, snap.node_infos), dtype=np.int64, count=snap.n)
+
+
+class PodCounter:
+    """Matching pods per snapshot row for one (namespace, selector), updated incrementally."""
+
+    __slots__ = ("_counts", "_ids", "_pinned", "namespace", "selector")
+
+    def __init__(self, namespace: str, selector: Selector) -> None:
+        self.namespace = namespace
+        self.selector = selector
+        self._ids: IntArray | None = None
+        self._pinned: list[NodeInfo] = []
+        self._counts: IntArray = np.zeros(0, dtype=np.int64)
+
+    def counts(self, snap: Snapshot, ids: IntArray) -> IntArray:
+        """Counts aligned with ``snap``'s rows (``ids`` from ``row_ids``; do not mutate)."""
+        infos = snap.node_infos
+        sel, ns = self.selector, self.namespace
+        if self._ids is None or len(self._ids) != len(ids):
+            self._counts = np.fromiter((count_pods(ni.pods, sel, ns) for ni in infos),
+                                       dtype=np.int64, count=snap.n)
+        else:
+            changed = np.flatnonzero(self._ids != ids)
+            if len(changed) == 0:
+                return self._counts
+            counts = self._counts.copy()
+            for r in changed.tolist():
+                counts[r] = count_pods(infos[r].pods, sel, ns)
+            self._counts = counts
+        self._ids = ids
+        self._pinned = list(infos)
+        return self._counts
+
+
+class CounterCache:
+    """``PodCounter``s by (namespace, selector), bounded so departed workloads are dropped."""
+
+    __slots__ = ("_by_key", "limit")
+
+    def __init__(self, limit: int = 256) -> None:
+        self._by_key: dict[tuple[str, Selector], PodCounter] = {}
+        self.limit = limit
+
+    def get(self, namespace: str, sel: Selector) -> PodCounter:
+        key = (namespace, sel)
+        c = self._by_key.get(key)
+        if c is None:
+            if len(self._by_key) >= self.limit:
+                self._by_key.clear()
+            c = self._by_key[key] = PodCounter(namespace, sel)
+        return c
+
+
+# ---- default selector ----------------------------------------------------------------
+
+_RC = ("", "v1", "ReplicationController")
+_RS = ("apps", "v1", "ReplicaSet")
+_SS = ("apps", "v1", "StatefulSet")
+
+
+def _field(obj: Any, *path: str) -> Any:
+    """``obj.path...`` for typed objects, ``obj[camelCase]...`` for raw dicts."""
+    for name in path:
+        if obj is None:
+            return None
+        obj = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, _snake(name), None)
+    return obj
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + ch.lower() if ch.isupper() else ch for ch in name)
+
+
+def _parse_group_version(gv: str) -> tuple[str, str] | None:
+    """``schema.ParseGroupVersion``: None for a malformed string."""
+    if not gv or gv == "/":
+        return "", ""
+    n = gv.count("/")
+    if n == 0:
+        return "", gv
+    if n == 1:
+        group, _, version = gv.partition("/")
+        return group, version
+    return None
+
+
+def _controller_of(pod: PodInfo) -> Any:
+    """``metav1.GetControllerOfNoCopy``: the owner reference marked controller, if any."""
+    for ref in pod.pod.metadata.owner_references:
+        if ref.controller:
+            return ref
+    return None
+
+
+def _label_selector(raw: Any) -> Selector | None:
+    """A controller's ``spec.selector`` as a Selector; None when it does not parse."""
+    if raw is None:
+        return compile_label_selector(None)
+    try:
+        ls = raw if isinstance(raw, LabelSelector) else msgspec.convert(raw, LabelSelector)
+        return compile_label_selector(ls)
+    except (msgspec.ValidationError, ValueError):
+        return None
+
+
+def _matches_set(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def default_selector(pod: PodInfo, listers: Mapping[str, Any]) -> Selector:
+    """``helper.DefaultSelector`` over ``handle.listers``, with the fallback described above."""
+    ns = pod.namespace
+    labels = pod.labels
+    label_set: dict[str, str] = {}
+    services = listers.get("services")
+    if services is not None:
+        for svc in services.values():
+            if _field(svc, "metadata", "namespace") != ns:
+                continue
+            sel = _field(svc, "spec", "selector")
+            if sel is None:  # a nil selector matches nothing, not everything
+                continue
+            if _matches_set(sel, labels):
+                label_set.update(sel)
+    selector = selector_from_set(label_set)
+    owner = _controller_of(pod)
+    if owner is None:
+        return selector
+    gv = _parse_group_version(owner.api_version)
+    if gv is None:
+        return selector
+    gvk = (*gv, owner.kind)
+    if gvk not in (_RC, _RS, _SS):
+        return selector
+    lister_name = {_RC: "replicationcontrollers", _RS: "replicasets",
+                   _SS: "statefulsets"}[gvk]
+    lister = listers.get(lister_name)
+    if lister is None:
+        own = {k: v for k, v in labels.items() if k not in _PER_POD_LABELS}
+        if gvk == _RC:
+            label_set.update(own)
+            return selector_from_set(label_set)
+        return Selector(selector.requirements + selector_from_set(own).requirements)
+    obj = lister.get(f"{ns}/{owner.name}")
+    if obj is None:
+        return selector
+    if gvk == _RC:
+        label_set.update(_field(obj, "spec", "selector") or {})
+        return selector_from_set(label_set)
+    other = _label_selector(_field(obj, "spec", "selector"))
+    if other is None or other.nothing:
+        return selector
+    return Selector(selector.requirements + other.requirements)

@@ -1,0 +1,330 @@
+"""The PodTopologySpread plugin (upstream ``plugin.go``): constraints, extension points
+and queueing hints; the state computations live in ``filtering`` and ``scoring``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...api.objects import Node, TopologySpreadConstraint
+from ...framework.cycle_state import CycleState
+from ...framework.interface import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHint,
+    ScorePlugin,
+)
+from ...framework.snapshot import BoolArray, IntArray, NodeInfoView, Snapshot
+from ...framework.status import Code, Status
+from ...framework.types import NodeInfo, PodInfo
+from .. import names
+from ..nodeaffinity import required_node_affinity
+from .args import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    SYSTEM_DEFAULTING,
+    PodTopologySpreadArgs,
+)
+from .common import (
+    HOSTNAME,
+    ZONE,
+    Constraint,
+    CounterCache,
+    default_selector,
+    filter_constraints,
+    matches_inclusion,
+    node_has_keys,
+    row_ids,
+    with_selector,
+)
+from .filtering import (
+    ERR_REASON_CONSTRAINTS_NOT_MATCH,
+    ERR_REASON_NODE_LABEL_NOT_MATCH,
+    PRE_FILTER_KEY,
+    PreFilterState,
+    compute_pre_filter_state,
+)
+from .scoring import PRE_SCORE_KEY, PreScoreState, compute_pre_score_state, normalize
+
+__all__ = ["SYSTEM_DEFAULT_CONSTRAINTS", "PodTopologySpread"]
+
+# ``systemDefaultConstraints``: soft spreading over hostnames and zones.
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
+    TopologySpreadConstraint(max_skew=3, topology_key=HOSTNAME,
+                             when_unsatisfiable=SCHEDULE_ANYWAY),
+    TopologySpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable=SCHEDULE_ANYWAY),
+)
+
+_IDS_KEY = "PodTopologySpread/row-ids"
+_NOT_FOUND = 'reading "{}" from cycleState: not found'
+
+
+def _same_pod(a: PodInfo, b: PodInfo) -> bool:
+    return (a.uid or a.key) == (b.uid or b.key)
+
+
+class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    """Spreads pods over topology domains: hard constraints filter, soft ones score."""
+
+    name = names.POD_TOPOLOGY_SPREAD
+    Args = PodTopologySpreadArgs
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        if not isinstance(args, PodTopologySpreadArgs):
+            args = PodTopologySpreadArgs.parse(self.name, dict(args or {}))
+        super().__init__(args, handle)
+        self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
+        self.default_constraints = (SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted
+                                    else args.default_constraints)
+        self.counters = CounterCache()
+        self._cache_key = f"{self.name}#{id(self)}"
+
+    # -- constraints ------------------------------------------------------------------------
+    def _listers(self) -> Mapping[str, Any]:
+        listers = getattr(self.handle, "listers", None)
+        return listers if listers is not None else {}
+
+    def _uses_listers(self) -> bool:
+        listers = self._listers()
+        return any(k in listers for k in
+                   ("services", "replicationcontrollers", "replicasets", "statefulsets"))
+
+    def constraints(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
+        """The pod's own constraints of ``action``, else the default ones (``getConstraints``).
+
+        Cached per pod unless default selectors depend on listers that may change.
+        """
+        key = f"{self._cache_key}/{action}"
+        cached: tuple[Constraint, ...] | None = pod.cache.get(key)
+        if cached is not None:
+            return cached
+        spec = pod.pod.spec
+        cacheable = True
+        if spec.topology_spread_constraints:
+            out = filter_constraints(spec.topology_spread_constraints, pod.labels, action,
+                                     f"Pod {pod.key}: spec.topologySpreadConstraints")
+        else:
+            out = filter_constraints(self.default_constraints, pod.labels, action,
+                                     "defaultConstraints")
+            if out:
+                cacheable = not self._uses_listers()
+                sel = default_selector(pod, self._listers())
+                out = () if sel.empty else with_selector(out, sel)
+        if cacheable:
+            pod.cache[key] = out
+        return out
+
+    def _snapshot(self) -> Snapshot:
+        snap = getattr(self.handle, "snapshot", None)
+        return snap if isinstance(snap, Snapshot) else Snapshot()
+
+    @staticmethod
+    def _row_ids(state: CycleState, snap: Snapshot) -> IntArray:
+        """Row NodeInfo ids, taken once per cycle and shared by PreFilter and PreScore."""
+        got = state.get(_IDS_KEY)
+        if got is not None and got[0] is snap and len(got[1]) == snap.n:
+            ids: IntArray = got[1]
+            return ids
+        ids = row_ids(snap)
+        state.write(_IDS_KEY, (snap, ids))
+        return ids
+
+    # -- PreFilter / Filter -------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:
+            return None, Status(Code.SKIP)
+        ids = self._row_ids(state, nodes)
+        s = compute_pre_filter_state(pod, constraints, nodes, ids, self.counters)
+        state.write(PRE_FILTER_KEY, s)
+        return None, None
+
+    def pre_filter_extensions(self) -> PodTopologySpread:
+        return self
+
+    def _pre_filter_state(self, state: CycleState) -> PreFilterState:
+        s = state.get(PRE_FILTER_KEY)
+        if not isinstance(s, PreFilterState):
+            raise KeyError(_NOT_FOUND.format(PRE_FILTER_KEY))
+        return s
+
+    def add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, to_add, pod, node, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, to_remove, pod, node, -1)
+
+    def _update_with_pod(
+        self, state: CycleState, updated: PodInfo, preemptor: PodInfo, node: NodeInfo,
+        delta: int,
+    ) -> Status | None:
+        """``updateWithPod``: a pod added to or removed from ``node`` in a what-if state."""
+        try:
+            s = self._pre_filter_state(state)
+        except KeyError as e:
+            return Status(Code.ERROR, str(e.args[0]))
+        n = node.node
+        if updated.namespace != preemptor.namespace or n is None:
+            return None
+        labels = n.metadata.labels
+        if not node_has_keys(labels, s.constraints):
+            return None
+        required = required_node_affinity(preemptor)
+        for d in s.domains:
+            c = d.constraint
+            if not c.selector.matches(updated.labels):
+                continue
+            if not matches_inclusion(c, preemptor, n, required):
+                continue
+            d.add(labels[c.topology_key], delta)
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        try:
+            s = self._pre_filter_state(state)
+        except KeyError as e:
+            return Status(Code.ERROR, str(e.args[0]))
+        if node.node is None:
+            return Status(Code.ERROR, "node not found")
+        labels = node.node.metadata.labels
+        for d in s.domains:
+            c = d.constraint
+            value = labels.get(c.topology_key)
+            if value is None:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH)
+            if d.count_of(value) + d.self_match - d.min_match() > c.max_skew:
+                return Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
+        return None
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        s = state.get(PRE_FILTER_KEY)
+        if not isinstance(s, PreFilterState):
+            raise RuntimeError(_NOT_FOUND.format(PRE_FILTER_KEY))
+        return s.fits(snap)
+
+    # -- PreScore / Score ---------------------------------------------------------------------
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        snap = self._snapshot()
+        if snap.n == 0:
+            return Status(Code.SKIP)
+        # Only non-system-default rules require every topology key on a node, so that
+        # nodes without a zone label still get hostname spreading.
+        require_all = bool(pod.pod.spec.topology_spread_constraints) or not self.system_defaulted
+        constraints = self.constraints(pod, SCHEDULE_ANYWAY)
+        if not constraints:
+            return Status(Code.SKIP)
+        rows = self._rows(snap, nodes)
+        ids = self._row_ids(state, snap)
+        s = compute_pre_score_state(pod, constraints, snap, rows, require_all, ids,
+                                    self.counters)
+        state.write(PRE_SCORE_KEY, s)
+        return None
+
+    @staticmethod
+    def _rows(snap: Snapshot, nodes: Sequence[NodeInfo]) -> npt.NDArray[np.intp]:
+        if isinstance(nodes, NodeInfoView):
+            rows = nodes.rows
+            if len(rows) == 0 or snap.node_infos[int(rows[0])] is nodes[0]:
+                return rows
+        out = []
+        for ni in nodes:
+            r = snap.row(ni.name)
+            if r is None:
+                raise ValueError(f"node {ni.name!r} is not in the snapshot")
+            out.append(r)
+        return np.array(out, dtype=np.intp)
+
+    def _pre_score_state(self, state: CycleState) -> PreScoreState:
+        s = state.get(PRE_SCORE_KEY)
+        if not isinstance(s, PreScoreState):
+            raise RuntimeError(f'error reading "{PRE_SCORE_KEY}" from cycleState: not found')
+        return s
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return self._pre_score_state(state).score_node(node)
+
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: npt.NDArray[np.intp]
+    ) -> IntArray:
+        return self._pre_score_state(state).score_rows(rows)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> Status | None:
+        normalize(self._pre_score_state(state), scores)
+        return None
+
+    # -- queueing hints -----------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Assigned pods added, relabelled or deleted (and the pod's own tolerations, for
+        taint-honoring constraints); nodes added, deleted, relabelled or retainted."""
+        pod_hint = self.is_schedulable_after_pod_change
+        node_hint = self.is_schedulable_after_node_change
+        return [
+            *(ClusterEventWithHint(ClusterEvent("Pod", a), pod_hint)
+              for a in ("Add", "UpdatePodLabel", "UpdatePodToleration", "Delete")),
+            *(ClusterEventWithHint(ClusterEvent("Node", a), node_hint)
+              for a in ("Add", "Delete", "UpdateNodeLabel", "UpdateNodeTaint")),
+        ]
+
+    def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """Queue when a pod of the namespace starts or stops matching a hard constraint."""
+        for obj in (old, new):
+            if obj is not None and not isinstance(obj, PodInfo):
+                raise TypeError(f"expected PodInfo, got {type(obj).__name__}")
+
+        def involved(p: PodInfo) -> bool:
+            return _same_pod(p, pod) or (bool(p.node_name) and p.namespace == pod.namespace)
+
+        if (new is not None and not involved(new)) or (old is not None and not involved(old)):
+            return QueueingHint.SKIP
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        if old is not None and new is not None:
+            if (_same_pod(new, pod) and old.pod.spec.tolerations != new.pod.spec.tolerations
+                    and any(c.honor_taints for c in constraints)):
+                return QueueingHint.QUEUE
+            if old.labels == new.labels:
+                return QueueingHint.SKIP
+            for c in constraints:
+                if c.selector.matches(old.labels) != c.selector.matches(new.labels):
+                    return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        changed = new if new is not None else old
+        if changed is not None and any(c.selector.matches(changed.labels) for c in constraints):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """Queue when a node gains or loses the topology keys, changes a key's value or
+        its taints, or when a node having every key comes or goes."""
+        for obj in (old, new):
+            if obj is not None and not isinstance(obj, Node):
+                raise TypeError(f"expected Node, got {type(obj).__name__}")
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        was = old is not None and node_has_keys(old.metadata.labels, constraints)
+        now = new is not None and node_has_keys(new.metadata.labels, constraints)
+        if old is not None and new is not None:
+            if was != now:
+                return QueueingHint.QUEUE
+            ol, nl = old.metadata.labels, new.metadata.labels
+            moved = any(ol.get(c.topology_key, "") != nl.get(c.topology_key, "")
+                        for c in constraints)
+            if now and (moved or old.spec.taints != new.spec.taints):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        if new is not None:
+            return QueueingHint.QUEUE if now else QueueingHint.SKIP
+        return QueueingHint.QUEUE if was else QueueingHint.SKIP

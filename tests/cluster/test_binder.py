@@ -1,0 +1,116 @@
+"""APIClusterClient: binding outcomes and the other ClusterClient writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from ksched.api.objects import Pod
+from ksched.cluster import APIClient, APIClusterClient
+from ksched.framework.handle import BindError
+from ksched.framework.types import PodInfo
+from ksched.testing import TestAPIServer, make_pod
+
+pytestmark = pytest.mark.anyio
+
+
+def info(obj: dict[str, Any]) -> PodInfo:
+    return PodInfo(msgspec.convert(obj, Pod), obj)
+
+
+async def test_bind_sets_node_name_with_uid_precondition(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    await APIClusterClient(client).bind(pod, "node-1")
+    assert apiserver.get("pods", "default", "web")["spec"]["nodeName"] == "node-1"
+    (req,) = apiserver.find_requests(resource="pods/binding")
+    assert req.method == "POST"
+    assert req.path == "/api/v1/namespaces/default/pods/web/binding"
+    assert req.body == {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "web", "namespace": "default", "uid": pod.uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+    }
+
+
+async def test_bind_conflict_is_final(apiserver: TestAPIServer, client: APIClient) -> None:
+    pod = info(apiserver.create(make_pod("web", node_name="elsewhere")))
+    with pytest.raises(BindError) as err:
+        await APIClusterClient(client).bind(pod, "node-1")
+    assert err.value.retry is False
+    assert "already assigned" in str(err.value)
+
+
+async def test_bind_uid_mismatch_is_final(apiserver: TestAPIServer, client: APIClient) -> None:
+    old = info(apiserver.create(make_pod("web")))
+    apiserver.delete("pods", "default", "web")
+    apiserver.create(make_pod("web"))  # same name, new UID
+    with pytest.raises(BindError) as err:
+        await APIClusterClient(client).bind(old, "node-1")
+    assert err.value.retry is False
+    assert "nodeName" not in apiserver.get("pods", "default", "web")["spec"]
+
+
+async def test_bind_missing_pod_is_final(apiserver: TestAPIServer, client: APIClient) -> None:
+    pod = info(make_pod("ghost"))
+    with pytest.raises(BindError) as err:
+        await APIClusterClient(client).bind(pod, "node-1")
+    assert err.value.retry is False
+
+
+async def test_bind_server_error_is_retriable(apiserver: TestAPIServer, client: APIClient) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(1, resource="pods/binding", code=500)
+    with pytest.raises(BindError) as err:
+        await APIClusterClient(client).bind(pod, "node-1")
+    assert err.value.retry is True
+    await APIClusterClient(client).bind(pod, "node-1")  # the retry succeeds
+
+
+async def test_bind_timeout_and_connection_errors_are_retriable(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.add_latency(1.0, resource="pods/binding", count=1)
+    with pytest.raises(BindError) as err:
+        await APIClusterClient(client, bind_timeout=0.1).bind(pod, "node-1")
+    assert err.value.retry is True
+    async with await APIClient.for_master("http://127.0.0.1:1", qps=0) as dead:
+        with pytest.raises(BindError) as err:
+            await APIClusterClient(dead).bind(pod, "node-1")
+    assert err.value.retry is True
+
+
+async def test_delete_pod_with_uid_precondition(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    cc = APIClusterClient(client)
+    victim = info(apiserver.create(make_pod("victim")))
+    await cc.delete_pod(victim)
+    assert apiserver.try_get("pods", "default", "victim") is None
+    (req,) = apiserver.find_requests(verb="delete", resource="pods")
+    assert req.body["preconditions"] == {"uid": victim.uid}
+    await cc.delete_pod(victim)  # already gone: fine
+    apiserver.create(make_pod("victim"))  # recreated: the old decision must not delete it
+    await cc.delete_pod(victim)
+    assert apiserver.try_get("pods", "default", "victim") is not None
+
+
+async def test_set_nominated_node_and_get_object(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    cc = APIClusterClient(client)
+    pod = info(apiserver.create(make_pod("pre")))
+    await cc.set_nominated_node(pod, "node-2")
+    assert apiserver.get("pods", "default", "pre")["status"]["nominatedNodeName"] == "node-2"
+    (req,) = apiserver.find_requests(verb="patch", resource="pods/status")
+    assert req.content_type == "application/merge-patch+json"
+    await cc.set_nominated_node(pod, "")
+    assert "nominatedNodeName" not in apiserver.get("pods", "default", "pre").get("status", {})
+    got = await cc.get_object("/api/v1/namespaces/default/pods/pre")
+    assert got is not None and got["metadata"]["uid"] == pod.uid
+    assert await cc.get_object("/api/v1/namespaces/default/pods/none") is None

@@ -1,0 +1,229 @@
+"""StatusReporter: the PodScheduled condition, events.k8s.io/v1 Events, dedup, bounds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from ksched.api.objects import Pod
+from ksched.cluster import APIClient, StatusReporter
+from ksched.cluster.status import NOTE_LENGTH_LIMIT
+from ksched.framework.interface import PostFilterResult
+from ksched.framework.types import PodInfo
+from ksched.testing import TestAPIServer, make_pod
+from ksched.util.clock import FakeClock
+
+from .conftest import eventually
+
+pytestmark = pytest.mark.anyio
+
+FIT_ERROR = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available."
+MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def info(obj: dict[str, Any]) -> PodInfo:
+    return PodInfo(msgspec.convert(obj, Pod), obj)
+
+
+@asynccontextmanager
+async def running(reporter: StatusReporter) -> AsyncIterator[StatusReporter]:
+    async with anyio.create_task_group() as tg:
+        await tg.start(reporter.run)
+        yield reporter
+        await reporter.drain()
+        tg.cancel_scope.cancel()
+
+
+def events(apiserver: TestAPIServer) -> list[dict[str, Any]]:
+    return apiserver.list("events.events.k8s.io", "default")
+
+
+async def test_failure_patches_condition_and_records_event(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    async with running(StatusReporter(client, instance="ksched-host1")) as r:
+        r.failed(pod, "default-scheduler", "Unschedulable", FIT_ERROR, None)
+    stored = apiserver.get("pods", "default", "web")
+    (cond,) = [c for c in stored["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert cond["status"] == "False"
+    assert cond["reason"] == "Unschedulable"
+    assert cond["message"] == FIT_ERROR
+    assert cond["lastTransitionTime"]
+    (patch,) = apiserver.find_requests(verb="patch", resource="pods/status")
+    assert patch.content_type == "application/strategic-merge-patch+json"
+    assert patch.body["status"]["conditions"][0]["type"] == "PodScheduled"
+
+    (ev,) = events(apiserver)
+    assert ev["reason"] == "FailedScheduling"
+    assert ev["type"] == "Warning"
+    assert ev["action"] == "Scheduling"
+    assert ev["note"] == FIT_ERROR
+    assert ev["reportingController"] == "ksched"
+    assert ev["reportingInstance"] == "ksched-host1"
+    assert MICRO_TIME.match(ev["eventTime"])
+    assert ev["regarding"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "default",
+        "name": "web",
+        "uid": pod.uid,
+        "resourceVersion": pod.pod.metadata.resource_version,
+    }
+    assert ev["metadata"]["name"].startswith("web.")
+
+
+async def test_scheduler_error_reason_and_default_instance(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    async with running(StatusReporter(client)) as r:
+        r.failed(pod, "default-scheduler", "SchedulerError", "boom", None)
+    cond = apiserver.get("pods", "default", "web")["status"]["conditions"][-1]
+    assert (cond["reason"], cond["message"]) == ("SchedulerError", "boom")
+    assert events(apiserver)[0]["reportingInstance"].startswith("ksched-")
+
+
+async def test_scheduled_event(apiserver: TestAPIServer, client: APIClient) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    async with running(StatusReporter(client)) as r:
+        r.scheduled(pod, "node-1", "default-scheduler", 1)
+    (ev,) = events(apiserver)
+    assert ev["reason"] == "Scheduled"
+    assert ev["type"] == "Normal"
+    assert ev["action"] == "Binding"
+    assert ev["note"] == "Successfully assigned default/web to node-1"
+    assert apiserver.count_requests(verb="patch") == 0  # binding sets PodScheduled=True
+
+
+async def test_identical_condition_is_not_patched(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    obj = make_pod("web")
+    obj["status"] = {
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
+        ]
+    }
+    pod = info(apiserver.create(obj))
+    async with running(StatusReporter(client)) as r:
+        r.failed(pod, "default-scheduler", "Unschedulable", "m", None)
+        r.failed(pod, "default-scheduler", "Unschedulable", "other", None)
+    assert apiserver.count_requests(verb="patch", resource="pods/status") == 1
+
+
+async def test_repeated_failures_make_one_event_then_a_series(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    clock = FakeClock()
+    pod = info(apiserver.create(make_pod("stuck")))
+    async with running(StatusReporter(client, clock=clock)) as r:
+        for _ in range(5):
+            r.failed(pod, "default-scheduler", "Unschedulable", FIT_ERROR, None)
+            clock.advance(5)
+        await r.drain()
+        assert apiserver.count_requests(verb="create", resource="events") == 1
+        assert apiserver.count_requests(verb="patch", resource="events") == 0
+        # the condition is written once: repeats before the watch catches up are skipped
+        assert apiserver.count_requests(verb="patch", resource="pods/status") == 1
+        assert r.suppressed == 4
+
+        clock.advance(60)  # the series interval passes: one patch carries the count
+        await eventually(lambda: apiserver.count_requests(verb="patch", resource="events") == 1)
+        (ev,) = events(apiserver)
+        assert ev["series"]["count"] == 5
+        assert MICRO_TIME.match(ev["series"]["lastObservedTime"])
+
+        r.failed(pod, "default-scheduler", "Unschedulable", "a different message", None)
+        await r.drain()
+        assert apiserver.count_requests(verb="create", resource="events") == 2
+
+        clock.advance(400)  # quiet past finishTime: the next repeat starts a new Event
+        await anyio.sleep(0.05)
+        r.failed(pod, "default-scheduler", "Unschedulable", FIT_ERROR, None)
+    assert apiserver.count_requests(verb="create", resource="events") == 3
+
+
+async def test_series_patch_recreates_a_vanished_event(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    clock = FakeClock()
+    pod = info(apiserver.create(make_pod("stuck")))
+    async with running(StatusReporter(client, clock=clock, series_interval=10)) as r:
+        r.event(pod, "Warning", "FailedScheduling", "Scheduling", "x")
+        await r.drain()
+        (ev,) = events(apiserver)
+        apiserver.delete("events.events.k8s.io", "default", ev["metadata"]["name"])
+        clock.advance(11)
+        r.event(pod, "Warning", "FailedScheduling", "Scheduling", "x")  # due: patched at once
+        await eventually(lambda: len(events(apiserver)) == 1)
+    (again,) = events(apiserver)
+    assert again["series"]["count"] == 2
+
+
+async def test_long_messages_are_truncated_in_events_only(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    long = "x" * 3000
+    async with running(StatusReporter(client)) as r:
+        r.failed(pod, "default-scheduler", "Unschedulable", long, None)
+    (ev,) = events(apiserver)
+    assert len(ev["note"]) == NOTE_LENGTH_LIMIT and ev["note"].endswith(" ...")
+    cond = apiserver.get("pods", "default", "web")["status"]["conditions"][-1]
+    assert cond["message"] == long
+
+
+async def test_failed_preemption_clears_nominated_node(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    obj = make_pod("pre")
+    obj["status"] = {"nominatedNodeName": "node-1"}
+    pod = info(apiserver.create(obj))
+
+    class Result:
+        post_filter = PostFilterResult(nominated_node_name="")
+
+    async with running(StatusReporter(client)) as r:
+        r.failed(pod, "default-scheduler", "Unschedulable", "no", Result())
+    assert "nominatedNodeName" not in apiserver.get("pods", "default", "pre")["status"]
+
+
+async def test_queue_is_bounded_dropping_oldest(client: APIClient) -> None:
+    r = StatusReporter(client, max_queue=2)  # not running: nothing is written
+    pod = info({**make_pod("web"), "metadata": {"name": "web", "namespace": "default"}})
+    for i in range(5):
+        r.event(pod, "Warning", "FailedScheduling", "Scheduling", f"message {i}")
+    assert r.dropped == 3
+    assert r.pending == 2
+    assert [w.body["note"] for w in r._queue] == ["message 3", "message 4"]
+
+
+async def test_api_errors_do_not_stop_the_worker(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(1, verb="create", resource="events", code=403)
+    async with running(StatusReporter(client, workers=1)) as r:
+        r.event(pod, "Normal", "A", "Act", "first")
+        await r.drain()
+        r.event(pod, "Normal", "B", "Act", "second")
+    assert [e["note"] for e in events(apiserver)] == ["second"]
+    assert r.api_errors == 1
+
+
+async def test_condition_patch_retries_internal_errors(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(2, verb="patch", resource="pods/status", code=500)
+    async with running(StatusReporter(client)) as r:
+        r.failed(pod, "default-scheduler", "Unschedulable", "m", None)
+    assert apiserver.count_requests(verb="patch", resource="pods/status") == 3
+    assert apiserver.get("pods", "default", "web")["status"]["conditions"][-1]["message"] == "m"

@@ -1,0 +1,297 @@
+"""End-to-end fixtures: the daemon against an API server over real HTTP.
+
+Every test gets an ``E2E`` environment for a target:
+
+* ``apiserver``: a fresh in-process test API server (``ksched.testing``), with fault
+  injection and request recording;
+* ``cluster``: the real cluster of ``$KSCHED_E2E_KUBECONFIG`` (skipped when unset). Objects
+  are namespaced and uniquely named — a fresh namespace, fake nodes labelled with the run
+  id, pods selecting those nodes and using a run-unique schedulerName, so the cluster's own
+  scheduler and workloads are never touched — and removed afterwards. Tests that need
+  faults or request counts skip there.
+
+Tests are synchronous; the daemon runs on an event loop in a helper thread (an anyio
+blocking portal), exactly as it would embedded in another program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from ksched.testing import Faults, TestAPIServer
+
+T = TypeVar("T")
+JSON = dict[str, Any]
+
+REAL_KUBECONFIG = os.environ.get("KSCHED_E2E_KUBECONFIG")
+TARGETS = [
+    "apiserver",
+    pytest.param(
+        "cluster",
+        marks=pytest.mark.skipif(not REAL_KUBECONFIG, reason="KSCHED_E2E_KUBECONFIG is not set"),
+    ),
+]
+
+
+def wait_for(cond: Callable[[], T], timeout: float = 15.0, interval: float = 0.05,
+             what: str = "condition") -> T:
+    """Poll ``cond`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class Kube:
+    """Minimal raw-JSON API access through the official client's transport and auth."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        from kubernetes import config
+
+        self.client = config.new_client_from_config(config_file=str(kubeconfig))
+        self.cfg = self.client.configuration
+
+    def close(self) -> None:
+        self.client.close()
+
+    def request(self, method: str, path: str, body: Any = None,
+                content_type: str = "application/json") -> tuple[int, Any]:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        auth = self.cfg.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers["Authorization"] = auth["value"]
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            resp = self.client.rest_client.request(
+                method, self.cfg.host + path, headers=headers,
+                body=body, _request_timeout=30)
+            resp.read()
+        except ApiException as e:
+            return int(e.status or 0), json.loads(e.body) if e.body else None
+        data = resp.data
+        return resp.status, json.loads(data) if data else None
+
+    def ok(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        status, data = self.request(method, path, body, **kw)
+        if status >= 300:
+            raise AssertionError(f"{method} {path}: {status} {data}")
+        return data
+
+
+@dataclass
+class E2E:
+    """One test's view of its target."""
+
+    target: str
+    kubeconfig: Path
+    kube: Kube
+    run_id: str
+    namespace: str
+    scheduler_name: str
+    tmp: Path
+    server: TestAPIServer | None = None
+    nodes: list[str] = field(default_factory=list)
+
+    # -- capabilities ----------------------------------------------------------------------
+    @property
+    def faults(self) -> Faults:
+        if self.server is None:
+            pytest.skip("needs the test API server's fault injection")
+        return self.server.faults
+
+    def need_server(self) -> TestAPIServer:
+        if self.server is None:
+            pytest.skip("needs the test API server")
+        return self.server
+
+    # -- objects -----------------------------------------------------------------------------
+    def node_name(self, name: str) -> str:
+        return f"e2e-{self.run_id}-{name}"
+
+    def create_node(self, name: str, *, cpu: str = "4", memory: str = "16Gi",
+                    pods: str = "110") -> str:
+        full = self.node_name(name)
+        alloc = {"cpu": cpu, "memory": memory, "pods": pods}
+        body: JSON = {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": full, "labels": {"ksched-e2e": self.run_id,
+                                                  "kubernetes.io/hostname": full}},
+            "status": {"capacity": alloc, "allocatable": alloc,
+                       "conditions": [{"type": "Ready", "status": "True"}]},
+        }
+        self.kube.ok("POST", "/api/v1/nodes", body)
+        self.nodes.append(full)
+        return full
+
+    def create_pod(self, name: str, *, cpu: str = "100m", memory: str = "64Mi",
+                   scheduler_name: str | None = None) -> JSON:
+        body: JSON = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {
+                "schedulerName": scheduler_name or self.scheduler_name,
+                "nodeSelector": {"ksched-e2e": self.run_id},
+                "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+            },
+        }
+        data: JSON = self.kube.ok("POST", f"/api/v1/namespaces/{self.namespace}/pods", body)
+        return data
+
+    def pod(self, name: str) -> JSON:
+        data: JSON = self.kube.ok("GET", f"/api/v1/namespaces/{self.namespace}/pods/{name}")
+        return data
+
+    def node_of(self, name: str) -> str | None:
+        node: str | None = self.pod(name)["spec"].get("nodeName")
+        return node
+
+    def wait_bound(self, name: str, timeout: float = 15.0) -> str:
+        return wait_for(lambda: self.node_of(name), timeout, what=f"pod {name} to be bound")
+
+    def events(self, pod: str, reason: str | None = None) -> list[JSON]:
+        data = self.kube.ok("GET", f"/apis/events.k8s.io/v1/namespaces/{self.namespace}/events")
+        out = [e for e in data["items"] if (e.get("regarding") or {}).get("name") == pod]
+        return [e for e in out if reason is None or e.get("reason") == reason]
+
+    def condition(self, pod: str, type_: str = "PodScheduled") -> JSON | None:
+        for c in self.pod(pod).get("status", {}).get("conditions") or []:
+            if c.get("type") == type_:
+                return dict(c)
+        return None
+
+    # -- the scheduler -----------------------------------------------------------------------
+    def config(self, **top: Any) -> JSON:
+        cfg: JSON = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "clientConnection": {"qps": 500, "burst": 1000},
+            "profiles": [{"schedulerName": self.scheduler_name}],
+        }
+        cfg.update(top)
+        return cfg
+
+    def write_config(self, cfg: JSON | None = None, name: str = "config.yaml") -> Path:
+        path = self.tmp / name
+        path.write_text(yaml.safe_dump(cfg if cfg is not None else self.config()))
+        return path
+
+    @contextlib.contextmanager
+    def daemon(self, cfg: JSON | None = None, *, wait_ready: bool = True,
+               **kw: Any) -> Iterator[DaemonHandle]:
+        """A SchedulerDaemon on its own event loop thread; stopped (gracefully) on exit."""
+        from ksched.cluster import APIClient
+        from ksched.config import load_config_data
+        from ksched.daemon import SchedulerDaemon
+        from ksched.framework.registry import default_registry
+
+        registry = default_registry()
+        config, _ = load_config_data(cfg if cfg is not None else self.config())
+        with start_blocking_portal() as portal:
+            client = portal.call(lambda: APIClient.from_kubeconfig(self.kubeconfig, qps=0))
+            try:
+                d = SchedulerDaemon(config, registry=registry, client=client, port=0,
+                                    shutdown_timeout=5.0, **kw)
+                with portal.wrap_async_context_manager(d):
+                    h = DaemonHandle(d, portal)
+                    if wait_ready:
+                        portal.call(d.wait_ready, 20.0)
+                    yield h
+            finally:
+                portal.call(client.close)
+
+
+@dataclass
+class DaemonHandle:
+    daemon: Any
+    portal: BlockingPortal
+
+    @property
+    def url(self) -> str:
+        return str(self.daemon.url)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the daemon's loop (a consistent read of scheduler state)."""
+        async def run() -> T:
+            return fn()
+
+        return self.portal.call(run)
+
+    def get(self, path: str) -> tuple[int, str]:
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """The value of one sample in Prometheus text output (None when absent)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return float(s.value)
+    return None
+
+
+@pytest.fixture(params=TARGETS)
+def e2e(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E2E]:
+    run_id = uuid.uuid4().hex[:8]
+    if request.param == "apiserver":
+        with TestAPIServer(bookmark_interval=1.0).run_in_thread() as srv:
+            kubeconfig = srv.write_kubeconfig(tmp_path / "kubeconfig")
+            kube = Kube(kubeconfig)
+            env = E2E("apiserver", kubeconfig, kube, run_id, f"e2e-{run_id}",
+                      f"ksched-e2e-{run_id}", tmp_path, server=srv)
+            kube.ok("POST", "/api/v1/namespaces", {"metadata": {"name": env.namespace}})
+            try:
+                yield env
+            finally:
+                kube.close()
+        return
+    assert REAL_KUBECONFIG
+    kubeconfig = Path(REAL_KUBECONFIG)
+    kube = Kube(kubeconfig)
+    env = E2E("cluster", kubeconfig, kube, run_id, f"ksched-e2e-{run_id}",
+              f"ksched-e2e-{run_id}", tmp_path)
+    kube.ok("POST", "/api/v1/namespaces", {"metadata": {"name": env.namespace}})
+    try:
+        yield env
+    finally:
+        _cleanup_real(env)
+        kube.close()
+
+
+def _cleanup_real(env: E2E) -> None:
+    """Pods on fake nodes never get a kubelet to finish deletion: force them, then the rest."""
+    ns = env.namespace
+    status, data = env.kube.request("GET", f"/api/v1/namespaces/{ns}/pods")
+    for p in (data or {}).get("items", []) if status == 200 else []:
+        env.kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{p['metadata']['name']}",
+                         {"gracePeriodSeconds": 0})
+    for n in env.nodes:
+        env.kube.request("DELETE", f"/api/v1/nodes/{n}")
+    env.kube.request("DELETE", f"/api/v1/namespaces/{ns}")

@@ -1,0 +1,168 @@
+"""The daemon end to end: scheduling decisions, failure reporting, API faults, endpoints."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from .conftest import E2E, metric, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_pods_bound_where_the_algorithm_says(e2e: E2E) -> None:
+    small = e2e.create_node("small", cpu="1", memory="2Gi")
+    big = e2e.create_node("big", cpu="8", memory="32Gi")
+    e2e.create_pod("fits-only-big", cpu="4", memory="8Gi")
+    e2e.create_pod("fits-anywhere", cpu="100m")
+    with e2e.daemon():
+        assert e2e.wait_bound("fits-only-big") == big
+        assert e2e.wait_bound("fits-anywhere") in (small, big)
+        # a pod created while running, after the sync
+        e2e.create_pod("late", cpu="3", memory="1Gi")  # 3.9 CPU left on big
+        assert e2e.wait_bound("late") == big
+        wait_for(lambda: e2e.events("late", "Scheduled"), what="Scheduled event")
+    ev = e2e.events("late", "Scheduled")[0]
+    assert ev["note"] == f"Successfully assigned {e2e.namespace}/late to {big}"
+    assert ev["reportingController"] == e2e.scheduler_name
+
+
+def test_unschedulable_pod_reported_then_scheduled_when_a_node_fits(e2e: E2E) -> None:
+    e2e.create_node("a", cpu="1")
+    e2e.create_node("b", cpu="2")
+    e2e.create_pod("huge", cpu="3")
+    with e2e.daemon() as d:
+        cond = wait_for(lambda: e2e.condition("huge"), what="PodScheduled condition")
+        assert cond["status"] == "False"
+        assert cond["reason"] == "Unschedulable"
+        # the FitError text (what follows "preemption:" is the PostFilter plugin's business)
+        assert cond["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+        wait_for(lambda: e2e.events("huge", "FailedScheduling"), what="FailedScheduling event")
+        time.sleep(1.5)  # a retry now would be a bug: nothing changed in the cluster
+        events = e2e.events("huge", "FailedScheduling")
+        assert len(events) == 1, events
+        assert events[0]["type"] == "Warning"
+        assert events[0]["note"] == cond["message"]
+        status, body = d.get(f"/debug/explain?pod={e2e.namespace}/huge")
+        assert status == 200
+        explain = json.loads(body)
+        assert explain["lastAttempt"]["message"] == cond["message"]
+        verdicts = explain["explain"]["filter"]
+        assert sorted(verdicts) == sorted(e2e.nodes)
+        assert all("Insufficient cpu" in v["NodeResourcesFit"] for v in verdicts.values())
+        big = e2e.create_node("c", cpu="4")
+        t0 = time.monotonic()
+        assert e2e.wait_bound("huge", timeout=12) == big
+        # NodeAdd moves it out of the pool; at most the (1 s) initial backoff remains
+        assert time.monotonic() - t0 < 5
+    assert len(e2e.events("huge", "FailedScheduling")) == 1
+
+
+def test_dropped_watches_and_410_lose_no_pod(e2e: E2E) -> None:
+    srv = e2e.need_server()
+    nodes = [e2e.create_node(f"n{i}") for i in range(3)]
+    with e2e.daemon() as d:
+        names = []
+        for i in range(30):
+            e2e.create_pod(f"p{i}")
+            names.append(f"p{i}")
+            if i == 10:
+                srv.faults.drop_watches(resource="pods", abort=True)
+            if i == 20:
+                # forget history, then cut the stream: the re-watch gets 410 and relists
+                srv.compact("pods")
+                srv.faults.drop_watches(resource="pods")
+        for n in names:
+            assert e2e.wait_bound(n) in nodes
+        pods = d.daemon.informers.pods
+        assert pods.watches >= 3  # first watch, after the cut, after the clean close
+        assert pods.lists >= 2  # the 410 made it relist
+        assert d.call(lambda: d.daemon.scheduler.queue.dump()["counts"]["active"]) == 0
+    for n in names:
+        binds = srv.count_requests(verb="create", resource="pods", subresource="binding",
+                                   namespace=e2e.namespace, name=n)
+        assert binds == 1, (n, binds)
+
+
+def test_bind_conflict_is_not_retried(e2e: E2E) -> None:
+    srv = e2e.need_server()
+    node = e2e.create_node("only")
+    other = e2e.create_node("other", cpu="1")
+    e2e.faults.fail_next(1, verb="create", resource="pods", subresource="binding",
+                         namespace=e2e.namespace, name="contested", code=409,
+                         reason="Conflict", message="pod is already assigned")
+    e2e.create_pod("contested", cpu="2")  # only fits "only"
+    with e2e.daemon() as d:
+
+        def binds() -> int:
+            return srv.count_requests(verb="create", resource="pods", subresource="binding",
+                                      name="contested")
+
+        wait_for(lambda: binds() == 1, what="the binding attempt")
+        time.sleep(2.5)  # longer than the initial backoff: a retry would have happened
+        assert binds() == 1
+        assert e2e.node_of("contested") is None
+        assert d.call(lambda: d.daemon.scheduler.queue.dump()["counts"]) == {
+            "active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+        # whoever won the conflict binds it; the scheduler's cache follows the watch
+        srv.bind(e2e.namespace, "contested", other)
+        wait_for(lambda: d.call(
+            lambda: [p.key for p in d.daemon.scheduler.cache.nodes[other].pods]),
+            what="the cache to see the pod on the other node")
+    assert e2e.node_of("contested") == other
+    assert binds() == 1
+    assert node != other
+
+
+def test_bind_server_errors_are_retried(e2e: E2E) -> None:
+    srv = e2e.need_server()
+    node = e2e.create_node("n")
+    e2e.faults.fail_next(2, verb="create", resource="pods", subresource="binding",
+                         name="flaky", code=500)
+    e2e.create_pod("flaky")
+    with e2e.daemon():
+        assert e2e.wait_bound("flaky", timeout=15) == node
+    assert srv.count_requests(verb="create", resource="pods", subresource="binding",
+                              name="flaky") == 3
+
+
+def test_readyz_waits_for_sync_and_metrics_reflect_reality(e2e: E2E) -> None:
+    srv = e2e.need_server()
+    for i in range(2):
+        e2e.create_node(f"n{i}", cpu="2")
+    srv.faults.add_latency(1.5, verb="list", resource="nodes", count=1)
+    with e2e.daemon(wait_ready=False) as d:
+        status, body = d.get("/readyz?verbose")
+        assert status == 503
+        assert "[-]informer-sync failed" in body
+        assert d.get("/healthz") == (200, "ok")
+        d.call(lambda: None)
+        d.portal.call(d.daemon.wait_ready, 20.0)
+        assert d.get("/readyz") == (200, "ok")
+        for i in range(3):
+            e2e.create_pod(f"ok{i}")
+        e2e.create_pod("too-big", cpu="5")
+        for i in range(3):
+            e2e.wait_bound(f"ok{i}")
+        wait_for(lambda: e2e.condition("too-big"), what="unschedulable condition")
+        _, text = d.get("/metrics")
+        prof = e2e.scheduler_name
+        assert metric(text, "scheduler_schedule_attempts_total", result="scheduled",
+                      profile=prof) == 3
+        assert metric(text, "scheduler_schedule_attempts_total", result="unschedulable",
+                      profile=prof) == 1
+        assert metric(text, "scheduler_pending_pods", queue="unschedulable") == 1
+        assert metric(text, "scheduler_pending_pods", queue="active") == 0
+        assert metric(text, "scheduler_unschedulable_pods", plugin="NodeResourcesFit",
+                      profile=prof) == 1
+        assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == 2
+        assert metric(text, "scheduler_scheduler_cache_size", type="pods") == 3
+        assert metric(text, "scheduler_queue_incoming_pods_total", event="PodAdd",
+                      queue="active") == 4
+        assert metric(text, "scheduler_scheduling_attempt_duration_seconds_count",
+                      result="scheduled", profile=prof) == 3
+        assert metric(text, "scheduler_pod_scheduling_attempts_count") == 3
+        assert metric(text, "scheduler_framework_extension_point_duration_seconds_count",
+                      extension_point="Bind", status="Success", profile=prof) == 3
