@@ -68,9 +68,17 @@ def _build_check(cfg: Any, registry: Any, source: str) -> None:
 # ---- simulate ------------------------------------------------------------------------
 
 
+def _log_to_stderr() -> None:
+    """Plugin logs must not corrupt simulate/bench output on stdout."""
+    from .logging import configure
+
+    configure(None, 0, stream=sys.stderr)
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .sim import ClusterFileError, load_cluster, simulate
 
+    _log_to_stderr()
     registry = _registry()
     cfg = _load_config(args.config, registry)
     _build_check(cfg, registry, args.config or "<default config>")
@@ -107,6 +115,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import WORKLOADS, run_bench
 
+    _log_to_stderr()
     if args.workload not in WORKLOADS:
         return _die([f"ksched bench: unknown workload {args.workload!r}; available: {', '.join(sorted(WORKLOADS))}"])
     if args.nodes <= 0 or args.pods <= 0 or args.init_pods < 0:
@@ -223,13 +232,17 @@ def cmd_extender(args: argparse.Namespace) -> int:
             tg.start_soon(lambda: serve(
                 cfg, registry, profile=args.profile, host=args.bind_address, port=args.port,
                 ssl_context=ctx, kubeconfig=args.kubeconfig,
-                max_body_bytes=args.max_request_bytes))
+                max_body_bytes=args.max_request_bytes, health_port=args.health_port))
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     return
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except Exception as e:  # a missing kubeconfig, a port in use: one line, no traceback
+        print(f"ksched extender: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -261,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="schedule the pods of a cluster (the daemon)")
     r.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
-    r.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    r.add_argument("--kubeconfig",
+                   help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
     r.add_argument("--master", help="API server URL; overrides the kubeconfig's server")
     le = r.add_mutually_exclusive_group()
     le.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=None,
@@ -270,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run without leader election")
     r.add_argument("--bind-address", default="127.0.0.1",
                    help="address of the health/metrics/debug HTTP server (default: loopback only)")
-    r.add_argument("--port", type=int, default=10259, help="HTTP port (plain HTTP); 0 picks a free one")
+    r.add_argument("--port", type=int, default=10259,
+                   help="HTTP port (plain HTTP); 0 picks a free one")
     r.add_argument("--log-format", choices=("json", "console"),
                    help="default: console on a terminal, JSON otherwise")
     r.add_argument("-v", "--v", dest="v", type=int, default=0, help="log verbosity (klog levels)")
@@ -299,6 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames "
                    "requests, /bind)")
     x.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    x.add_argument("--health-port", type=int, help="also serve /healthz, /readyz and /metrics "
+                   "here over plain HTTP (probes carry no client certificate)")
     x.add_argument("-v", type=int, default=0, help="log verbosity")
     x.set_defaults(fn=cmd_extender)
     return p

@@ -20,7 +20,7 @@ from typing import Any, Literal, TextIO
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-__all__ = ["LogFormat", "configure", "enabled", "get_logger", "verbosity"]
+__all__ = ["LogFormat", "configure", "enabled", "get_logger", "reset", "verbosity"]
 
 LogFormat = Literal["json", "console"]
 
@@ -106,7 +106,7 @@ def configure(
         renderer = structlog.processors.JSONRenderer(default=str)
     else:
         tail = []
-        renderer = structlog.dev.ConsoleRenderer(colors=_isatty(out))
+        renderer = structlog.dev.ConsoleRenderer(colors=_isatty(out), timestamp_key="ts")
     processors: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         _verbosity_filter,
@@ -130,6 +130,18 @@ def configure(
             root.removeHandler(h)
     root.addHandler(_StdlibHandler())
     root.setLevel(logging.DEBUG if _verbosity >= 6 else logging.WARNING)
+
+
+def reset() -> None:
+    """Undo ``configure`` (structlog defaults, stdlib routing removed), e.g. between tests."""
+    global _verbosity
+    _verbosity = 0
+    structlog.reset_defaults()
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if isinstance(h, _StdlibHandler):
+            root.removeHandler(h)
+    root.setLevel(logging.WARNING)
 
 
 def _isatty(stream: Any) -> bool:

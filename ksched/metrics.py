@@ -95,7 +95,8 @@ _FRAMEWORK_ASYNC_POINTS: dict[str, tuple[str, Callable[[Any], str]]] = {
 _PLUGIN_SYNC: dict[str, tuple[str, str, Callable[[Any], str]]] = {
     "pre_filter": ("preFilter", "PreFilter", lambda r: _label(r[1])),
     "filter": ("filter", "Filter", _label),
-    "filter_batch": ("filter", "Filter", lambda r: "Success"),
+    # a batch call covers every node: Success when any node passed
+    "filter_batch": ("filter", "Filter", lambda r: "Success" if r.any() else "Unschedulable"),
     "post_filter": ("postFilter", "PostFilter", lambda r: _label(r[1])),
     "pre_score": ("preScore", "PreScore", _label),
     "score": ("score", "Score", lambda r: "Success"),

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from ksched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
@@ -62,6 +63,7 @@ __all__ = [
 ]
 
 NAME = "Coscheduling"
+log = structlog.get_logger("ksched_contrib.coscheduling")
 # handle.listers keys. "podgroups": Mapping "namespace/name" -> raw PodGroup object.
 PODGROUPS_LISTER = "podgroups"
 # Optional: Mapping (any key) -> PodInfo of every non-terminal pod, bound or pending.
@@ -111,6 +113,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         self.backed_off: dict[str, float] = {}
         # Scheduler clock minus wall clock, fixed at first use so sort keys stay stable.
         self._clock_offset: float | None = None
+        self._warned_no_lister = False
 
     @property
     def _handle(self) -> Handle:
@@ -121,6 +124,12 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
     def podgroup(self, namespace: str, name: str) -> PodGroup | None:
         store = self._handle.listers.get(PODGROUPS_LISTER)
         if store is None:
+            if not self._warned_no_lister:
+                # Said once: otherwise every gang pod fails with "PodGroup not found"
+                # and nothing tells the operator why.
+                self._warned_no_lister = True
+                log.warning("no PodGroup lister: every PodGroup counts as missing",
+                            plugin=self.name, lister=PODGROUPS_LISTER)
             return None
         raw = store.get(f"{namespace}/{name}")
         return parse_podgroup(raw) if raw is not None else None
@@ -213,8 +222,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             return (-pod.priority, t, pod.key, pod.key)
         try:
             pg = self.podgroup(pod.namespace, group)
-        except ValueError:
-            pg = None  # a malformed PodGroup is reported at PreFilter, never here
+        except Exception:
+            # A malformed PodGroup is reported at PreFilter; a queue push must never fail.
+            pg = None
         if pg is not None:
             t = self._clock_time(pg.creation_timestamp)
         return (-pod.priority, t, f"{pod.namespace}/{group}", pod.key)

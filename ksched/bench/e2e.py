@@ -243,9 +243,9 @@ async def _measure(
             )
             async with daemon:
                 await daemon.wait_ready(timeout)
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), time.process_time()
                 await _wait(counter, timeout, progress, name)
-                t1 = counter.last
+                t1, cpu1 = counter.last, time.process_time()
         else:
             null = NullScheduler(client, [p.scheduler_name for p in config.profiles])
             informers = connect_scheduler(null, client)
@@ -253,10 +253,10 @@ async def _measure(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(informers.run)
                 await informers.wait_synced()
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), time.process_time()
                 tg.start_soon(null.run)
                 await _wait(counter, timeout, progress, name)
-                t1 = counter.last
+                t1, cpu1 = counter.last, time.process_time()
                 tg.cancel_scope.cancel()
     finally:
         await client.close()
@@ -268,6 +268,8 @@ async def _measure(
         "sync_seconds": round(t0 - t_start, 3),
         "seconds": round(elapsed, 3),
         "pods_per_second": round(scheduled / elapsed, 1) if elapsed > 0 else 0.0,
+        # the scheduler process's CPU per pod: robust to other load on the machine
+        "cpu_ms_per_pod": round((cpu1 - cpu0) * 1000 / scheduled, 3) if scheduled else None,
     }
 
 
@@ -336,6 +338,7 @@ def run_e2e_bench(
         "seconds": k["seconds"],
         "pods_per_second": k["pods_per_second"],
         "sync_seconds": k["sync_seconds"],
+        "cpu_ms_per_pod": k["cpu_ms_per_pod"],
         "peak_rss_mb": _peak_rss_mb(),
         "cpus": os.cpu_count(),
     }

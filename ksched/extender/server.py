@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_PORT",
     "ExtenderServer",
     "make_app",
+    "make_health_app",
     "serve",
     "server_ssl_context",
     "start",
@@ -467,6 +468,24 @@ def make_app(server: ExtenderServer) -> web.Application:
     async def do_bind(a: wire.ExtenderBindingArgs) -> Any:
         return await server.bind(a)
 
+    app.router.add_post("/filter", endpoint("filter", wire.decode_extender_args, do_filter))
+    app.router.add_post("/prioritize",
+                        endpoint("prioritize", wire.decode_extender_args, do_prioritize))
+    app.router.add_post("/preempt", endpoint("preempt", wire.decode_preemption_args, do_preempt))
+    app.router.add_post("/bind", endpoint("bind", wire.decode_binding_args, do_bind))
+    _add_health_routes(app, server)
+    return app
+
+
+def make_health_app(server: ExtenderServer) -> web.Application:
+    """/healthz, /readyz and /metrics alone, for a plain-HTTP port beside an mTLS one
+    (kubelet probes and Prometheus carry no client certificate)."""
+    app = web.Application()
+    _add_health_routes(app, server)
+    return app
+
+
+def _add_health_routes(app: web.Application, server: ExtenderServer) -> None:
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -479,15 +498,9 @@ def make_app(server: ExtenderServer) -> web.Application:
         return web.Response(body=generate_latest(server.metrics),
                             headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
-    app.router.add_post("/filter", endpoint("filter", wire.decode_extender_args, do_filter))
-    app.router.add_post("/prioritize",
-                        endpoint("prioritize", wire.decode_extender_args, do_prioritize))
-    app.router.add_post("/preempt", endpoint("preempt", wire.decode_preemption_args, do_preempt))
-    app.router.add_post("/bind", endpoint("bind", wire.decode_binding_args, do_bind))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    return app
 
 
 def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
@@ -501,10 +514,12 @@ def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl
 
 
 async def start(server: ExtenderServer, host: str = "127.0.0.1", port: int = 0,
-                ssl_context: ssl.SSLContext | None = None) -> tuple[web.AppRunner, int]:
+                ssl_context: ssl.SSLContext | None = None, *, health_only: bool = False,
+                ) -> tuple[web.AppRunner, int]:
     """Serve ``server`` in the running loop; the runner (``await runner.cleanup()`` to stop)
     and the bound port."""
-    runner = web.AppRunner(make_app(server), access_log=None, handle_signals=False)
+    app = make_health_app(server) if health_only else make_app(server)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
@@ -522,20 +537,43 @@ async def serve(
     ssl_context: ssl.SSLContext | None = None,
     kubeconfig: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    health_port: int | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the extender until cancelled; ``task_status`` receives the bound port."""
-    if kubeconfig is None:
-        server = ExtenderServer(config, registry, profile=profile, max_body_bytes=max_body_bytes)
+    """Run the extender until cancelled; ``task_status`` receives the bound port.
+
+    ``health_port``: also serve /healthz, /readyz and /metrics there over plain HTTP.
+    """
+    runners: list[web.AppRunner] = []
+
+    async def listen(server: ExtenderServer) -> int:
         runner, bound = await start(server, host, port, ssl_context)
-        log.info("ksched extender serving", profile=server.profile, port=bound, stateful=False)
-        try:
-            task_status.started(bound)
+        runners.append(runner)
+        if health_port is not None:
+            runners.append((await start(server, host, health_port, health_only=True))[0])
+        log.info("ksched extender serving", profile=server.profile, port=bound,
+                 stateful=server.cache is not None, tls=ssl_context is not None)
+        return bound
+
+    try:
+        if kubeconfig is None:
+            server = ExtenderServer(config, registry, profile=profile,
+                                    max_body_bytes=max_body_bytes)
+            task_status.started(await listen(server))
             await anyio.sleep_forever()
-        finally:
-            with anyio.CancelScope(shield=True):
-                await runner.cleanup()
-        return
+        else:
+            await _serve_stateful(config, registry, profile, kubeconfig, max_body_bytes, listen,
+                                  task_status)
+    finally:
+        with anyio.CancelScope(shield=True):
+            for r in runners:
+                await r.cleanup()
+
+
+async def _serve_stateful(
+    config: Any, registry: Registry, profile: str | None, kubeconfig: str, max_body_bytes: int,
+    listen: Callable[[ExtenderServer], Awaitable[int]], task_status: anyio.abc.TaskStatus[int],
+) -> None:
     from ..cluster.binder import APIClusterClient
     from ..cluster.client import APIClient
     from ..cluster.wiring import connect_scheduler
@@ -546,15 +584,9 @@ async def serve(
                                 stateful=True, max_body_bytes=max_body_bytes)
         assert server.feeder is not None
         informers = connect_scheduler(server.feeder, api)
-        runner, bound = await start(server, host, port, ssl_context)
-        log.info("ksched extender serving", profile=server.profile, port=bound, stateful=True)
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(informers.run)
-                task_status.started(bound)
-                await informers.wait_synced()
-                server.synced = True
-                log.info("extender informer caches synced")
-        finally:
-            with anyio.CancelScope(shield=True):
-                await runner.cleanup()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(informers.run)
+            task_status.started(await listen(server))
+            await informers.wait_synced()
+            server.synced = True
+            log.info("extender informer caches synced")

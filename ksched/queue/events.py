@@ -24,6 +24,7 @@ __all__ = [
     "POD_ADD",
     "SCHEDULE_ATTEMPT_FAILURE",
     "UNSCHEDULABLE_TIMEOUT",
+    "UNSCHEDULED_POD_ADD",
     "UNSCHEDULED_POD_UPDATE",
     "WILDCARD",
     "is_wildcard",
@@ -37,6 +38,7 @@ NODE_DELETE = ClusterEvent("Node", "Delete", "NodeDelete")
 ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", "Add", "AssignedPodAdd")
 ASSIGNED_POD_UPDATE = ClusterEvent("AssignedPod", "Update", "AssignedPodUpdate")
 ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", "Delete", "AssignedPodDelete")
+UNSCHEDULED_POD_ADD = ClusterEvent("Pod", "Add", "UnscheduledPodAdd")
 UNSCHEDULED_POD_UPDATE = ClusterEvent("Pod", "Update", "UnscheduledPodUpdate")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "*", "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent("*", "*", "ForceActivate")

@@ -220,6 +220,8 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
         elif self.responsible_for(pod):
             self.queue.add(pod, pod.pod.spec.scheduler_name)
+            # A new sibling can unblock pods rejected for want of peers (gangs, affinity).
+            self.queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
         if new.node_name:

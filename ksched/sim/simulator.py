@@ -162,6 +162,13 @@ class Simulation:
             "namespaces": {ns.metadata.name: ns for ns in cluster.namespaces},
             "pdbs": {f"{p.metadata.namespace}/{p.metadata.name}": p for p in cluster.pdbs},
             "priorityclasses": {pc.metadata.name: pc for pc in cluster.priority_classes},
+            # Custom objects plugins read synchronously (Coscheduling's PodGroups).
+            "podgroups": {
+                f"{pg.get('metadata', {}).get('namespace') or 'default'}/{pg['metadata']['name']}": pg
+                for pg in cluster.others.get("PodGroup", [])
+            },
+            # Every non-terminal pod, for any scheduler (PodInfo values).
+            "pods": self.cluster.pods,
         }
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)

@@ -59,21 +59,23 @@ def config(plugins: dict[str, Any], plugin_config: list[dict[str, Any]] | None =
     return cfg
 
 
-def provide_listers(sim: Simulation) -> None:
+def provide_listers(sim: Simulation, pods: bool = True) -> None:
     """The listers Coscheduling reads, unless simulate provides them already: PodGroups by
-    "namespace/name" (raw objects from the cluster file) and every pod of the cluster."""
+    "namespace/name" (raw objects from the cluster file) and, with ``pods``, every pod of
+    the cluster (without it the plugin counts a group's pods from the cache and queue)."""
     groups = {f"{(g.get('metadata') or {}).get('namespace') or 'default'}/"
               f"{(g.get('metadata') or {}).get('name')}": g
               for g in sim.cluster_file.others.get("PodGroup", [])}
     for fw in sim.sched.frameworks.values():
         fw.handle.listers.setdefault("podgroups", groups)
-        fw.handle.listers.setdefault("pods", sim.cluster.pods)
+        if pods:
+            fw.handle.listers.setdefault("pods", sim.cluster.pods)
 
 
-def run(objs: list[dict[str, Any]], cfg: Any, seed: int = 0, explain: bool = False
-        ) -> tuple[Simulation, dict[str, PodResult]]:
+def run(objs: list[dict[str, Any]], cfg: Any, seed: int = 0, explain: bool = False,
+        pods_lister: bool = True) -> tuple[Simulation, dict[str, PodResult]]:
     cf = parse_cluster(yaml.safe_dump_all(objs), "scenario.yaml")
     sim = Simulation(cf, cfg, default_registry(), seed=seed, explain=explain)
-    provide_listers(sim)
+    provide_listers(sim, pods_lister)
     results = anyio.run(sim.run)
     return sim, {r.name: r for r in results}

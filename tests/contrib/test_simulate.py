@@ -129,23 +129,26 @@ def test_sample_logs_what_it_sees_with_its_args() -> None:
 # ---- Coscheduling ------------------------------------------------------------------------
 
 
-def test_gang_that_fits_is_scheduled_whole() -> None:
+@pytest.mark.parametrize("pods_lister", [True, False])
+def test_gang_that_fits_is_scheduled_whole(pods_lister: bool) -> None:
     sim, res = run([
         node("n1", cpu="2"), node("n2", cpu="2"),
         podgroup("g", 3),
         pod("a", "1", group="g"), pod("b", "1", group="g"), pod("c", "1", group="g"),
-    ], config(GANG))
+    ], config(GANG), pods_lister=pods_lister)
     assert {n: r.status for n, r in res.items()} == dict.fromkeys("abc", "Scheduled")
     assert_no_reservations(sim)
 
 
-def test_gang_with_room_for_two_of_three_schedules_none_and_frees_the_room() -> None:
+@pytest.mark.parametrize("pods_lister", [True, False])
+def test_gang_with_room_for_two_of_three_schedules_none_and_frees_the_room(
+        pods_lister: bool) -> None:
     sim, res = run([
         node("n1", cpu="2"),
         podgroup("g", 3),
         pod("a", "1", group="g"), pod("b", "1", group="g"), pod("c", "1", group="g"),
         pod("other", "1"),
-    ], config(GANG))
+    ], config(GANG), pods_lister=pods_lister)
     # All or nothing: two members fitted and were parked at Permit, the third fitted
     # nowhere, so PostFilter rejected the parked two and their cpu went to "other".
     assert {n: r.status for n in "abc" for r in [res[n]]} == dict.fromkeys("abc", "Unschedulable")
@@ -198,9 +201,10 @@ def test_queue_sort_keeps_each_gang_together() -> None:
     assert {n for n, r in res.items() if r.status == "Scheduled"} == {"b1", "b2"}
 
 
-def test_prefilter_rejects_a_group_with_too_few_pods() -> None:
+@pytest.mark.parametrize("pods_lister", [True, False])
+def test_prefilter_rejects_a_group_with_too_few_pods(pods_lister: bool) -> None:
     _, res = run([node("n1"), podgroup("g", 3), pod("a", group="g"), pod("b", group="g")],
-                 config(GANG))
+                 config(GANG), pods_lister=pods_lister)
     for n in "ab":
         assert res[n].status == "Unschedulable"
         assert res[n].message.startswith(

@@ -63,22 +63,29 @@ def test_unschedulable_pod_reported_then_scheduled_when_a_node_fits(e2e: E2E) ->
 def test_dropped_watches_and_410_lose_no_pod(e2e: E2E) -> None:
     srv = e2e.need_server()
     nodes = [e2e.create_node(f"n{i}") for i in range(3)]
+    names = [f"p{i}" for i in range(32)]
     with e2e.daemon() as d:
-        names = []
-        for i in range(30):
-            e2e.create_pod(f"p{i}")
-            names.append(f"p{i}")
-            if i == 10:
+        pods = d.daemon.informers.pods
+        for i, name in enumerate(names):
+            e2e.create_pod(name)
+            if i == 7:  # connection cut mid-stream: resume from the last resourceVersion
                 srv.faults.drop_watches(resource="pods", abort=True)
-            if i == 20:
-                # forget history, then cut the stream: the re-watch gets 410 and relists
-                srv.compact("pods")
+            elif i == 15:  # a forced 410 on the re-watch: relist
+                srv.faults.fail_next(1, verb="watch", resource="pods", code=410,
+                                     reason="Expired", message="too old resource version")
                 srv.faults.drop_watches(resource="pods")
+            elif i == 23:
+                # a real 410: the re-watch is held back while pods are created and the
+                # history is compacted, so its resourceVersion is gone by then
+                wait_for(lambda: pods.lists >= 2, what="the relist after the forced 410")
+                srv.wait_for_watchers(1, "pods")
+                srv.faults.add_latency(0.5, verb="watch", resource="pods", count=1)
+                srv.faults.drop_watches(resource="pods")
+            elif i == 27:
+                srv.compact("pods")
         for n in names:
             assert e2e.wait_bound(n) in nodes
-        pods = d.daemon.informers.pods
-        assert pods.watches >= 3  # first watch, after the cut, after the clean close
-        assert pods.lists >= 2  # the 410 made it relist
+        assert pods.lists >= 3
         assert d.call(lambda: d.daemon.scheduler.queue.dump()["counts"]["active"]) == 0
     for n in names:
         binds = srv.count_requests(verb="create", resource="pods", subresource="binding",

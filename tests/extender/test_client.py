@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from ksched.api.objects import Pod, decode
 from ksched.config.types import Extender, ExtenderManagedResource
 from ksched.extender.client import (
     ExtenderError,
@@ -15,7 +16,6 @@ from ksched.extender.client import (
     PreemptionVictims,
 )
 from ksched.framework.types import PodInfo
-from ksched.api.objects import Pod, decode
 from tests.factories import make_node, make_pod, make_snapshot
 
 from .conftest import FakeExtender, golden, golden_node, golden_obj, golden_pod, node_info
@@ -80,7 +80,7 @@ async def test_filter_errors(fake: FakeExtender) -> None:
     with pytest.raises(ExtenderError, match="claims a filtered node 'node-z' which is not found"):
         await e.filter(golden_pod(), nodes)
     fake.on("filter", {"error": "quota exhausted"})
-    with pytest.raises(ExtenderError, match="^quota exhausted$"):
+    with pytest.raises(ExtenderError, match=r"^quota exhausted$"):
         await e.filter(golden_pod(), nodes)
     fake.on("filter", b"{}", status=503)
     with pytest.raises(ExtenderError, match=r"failed filter with extender at URL .*/ext/filter, "
@@ -95,7 +95,7 @@ async def test_filter_errors(fake: FakeExtender) -> None:
     fake.on("filter", {}, delay=1.0)
     e.timeout = 0.05
     await e.aclose()  # the timeout belongs to the session
-    with pytest.raises(ExtenderError, match="Client.Timeout exceeded"):
+    with pytest.raises(ExtenderError, match=r"Client\.Timeout exceeded"):
         await e.filter(golden_pod(), nodes)
     await e.aclose()
 
@@ -118,7 +118,7 @@ async def test_prioritize_and_bind(fake: FakeExtender) -> None:
     await e.bind(golden_pod(), "node-a")
     assert fake.bodies("bind") == [golden("bind_args.json")]
     fake.on("bind", golden("bind_result_lowercase_error.json"))
-    with pytest.raises(ExtenderError, match="^node-a is draining$"):
+    with pytest.raises(ExtenderError, match=r"^node-a is draining$"):
         await e.bind(golden_pod(), "node-a")
     await e.aclose()
 
@@ -145,7 +145,7 @@ async def test_process_preemption_both_modes(fake: FakeExtender) -> None:
     # The set: a non-ignorable failure is an Error status, empty victims are invalid.
     s = ExtenderSet([meta])
     fake.on("preempt", {"NodeNameToMetaVictims": {"node-a": {"Pods": []}}})
-    got, st = await s.process_preemption(golden_pod(), victims, snap)
+    _got, st = await s.process_preemption(golden_pod(), victims, snap)
     assert st.message() == 'expected at least one victim pod on node "node-a"'
     await full.aclose()
     await s.aclose()

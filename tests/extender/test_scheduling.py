@@ -59,9 +59,9 @@ async def test_extender_rejection_is_requeued_by_any_event(fake: FakeExtender) -
     fake.on("filter", {"FailedNodes": {"node-a": "no"}})
     cfg = config([extender(fake, filterVerb="filter")])
     _, sim = await simulate(cfg, [node_manifest("node-a")], [pod_manifest("p")])
-    regs = sim.sched.queue._regs["ksched"]  # noqa: SLF001 - the registration under test
+    regs = sim.sched.queue._regs["ksched"]
     assert (ev.WILDCARD, EXTENDER_NAME, None) in regs
-    assert sim.sched.queue._worth_requeuing(  # noqa: SLF001
+    assert sim.sched.queue._worth_requeuing(
         next(iter(sim.sched.queue.unschedulable_pods())),
         ev.ClusterEvent("Namespace", "Update"), None, None) != 0
 
@@ -81,7 +81,7 @@ async def test_ignorable_extender_timing_out_is_skipped(fake: FakeExtender) -> N
 async def test_non_ignorable_extender_failure_fails_the_attempt(fake: FakeExtender) -> None:
     fake.on("filter", b"oops", status=500)
     cfg = config([extender(fake, filterVerb="filter")])
-    res, sim = await simulate(cfg, NODES, [pod_manifest("p")], max_attempts=2)
+    res, _sim = await simulate(cfg, NODES, [pod_manifest("p")], max_attempts=2)
     assert res["p"].status == "Error"
     assert res["p"].message == (f"failed filter with extender at URL {fake.url}/filter, code 500")
     # Requeued with backoff and tried again.

@@ -1,0 +1,70 @@
+"""A scheduler driven in memory (``ksched.sim``) with metrics attached, for unit tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import pytest
+
+from ksched.config import default_config
+from ksched.daemon.explain import Outcomes
+from ksched.framework.registry import default_registry
+from ksched.metrics import SchedulerMetrics
+from ksched.sim import Simulation, parse_cluster
+
+CLUSTER = """
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1},
+   status: {allocatable: {cpu: "2", memory: 8Gi, pods: "10"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2},
+   status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: small, namespace: default, uid: u1},
+   spec: {schedulerName: ksched, containers: [{name: c, resources: {requests: {cpu: 100m}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: mid, namespace: default, uid: u2},
+   spec: {schedulerName: ksched, containers: [{name: c, resources: {requests: {cpu: "3"}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: huge, namespace: default, uid: u3},
+   spec: {schedulerName: ksched, containers: [{name: c, resources: {requests: {cpu: "8"}}}]}}
+"""
+
+
+def simulated(metrics: SchedulerMetrics | None = None, cluster: str = CLUSTER) -> Simulation:
+    """The example cluster scheduled to completion: small and mid bound, huge unschedulable."""
+    sim = Simulation(parse_cluster(cluster, "test"), default_config(), default_registry(), seed=0)
+    if metrics is not None:
+        metrics.attach(sim.sched)
+    anyio.run(sim.run)
+    return sim
+
+
+@dataclass
+class FakeDaemon:
+    """What DebugServer reads from a SchedulerDaemon, over a simulated scheduler."""
+
+    sim: Simulation | None
+    synced: bool = True
+    stopping: bool = False
+    metrics: SchedulerMetrics = field(default_factory=lambda: SchedulerMetrics(seed=0))
+    outcomes: Outcomes = field(default_factory=Outcomes)
+    config: Any = field(default_factory=default_config)
+
+    @property
+    def scheduler_if_started(self) -> Any:
+        return self.sim.sched if self.sim is not None else None
+
+    def liveness_checks(self) -> list[tuple[str, str | None]]:
+        return [("ping", None)]
+
+    def readiness_checks(self) -> list[tuple[str, str | None]]:
+        return [("ping", None),
+                ("informer-sync", None if self.synced else "informers have not synced yet"),
+                ("shutdown", "shutting down" if self.stopping else None)]
+
+
+@pytest.fixture
+def sim_metrics() -> tuple[Simulation, SchedulerMetrics]:
+    m = SchedulerMetrics(seed=0, plugin_sample_percent=100)
+    return simulated(m), m

@@ -1,0 +1,199 @@
+"""The daemon's HTTP endpoints: health, metrics, configz, debug, and 4xx JSON on bad input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from ksched.daemon.http import DebugServer
+from ksched.metrics import SchedulerMetrics
+
+from .conftest import FakeDaemon, simulated
+
+Response = tuple[int, str, str]  # status, content type, body
+
+
+def serve(daemon: FakeDaemon, *requests: tuple[str, str]) -> list[Response]:
+    """Start a DebugServer for ``daemon`` on a free port and make the requests in order."""
+
+    async def main() -> list[Response]:
+        srv = DebugServer(daemon, "127.0.0.1", 0)  # type: ignore[arg-type]
+        await srv.start()
+        out = []
+        try:
+            async with aiohttp.ClientSession() as s:
+                for method, path in requests:
+                    async with s.request(method, srv.url + path) as r:
+                        out.append((r.status, r.content_type, await r.text()))
+        finally:
+            await srv.stop()
+        return out
+
+    return anyio.run(main)
+
+
+def one(daemon: FakeDaemon, path: str, method: str = "GET") -> Response:
+    return serve(daemon, (method, path))[0]
+
+
+@pytest.fixture(scope="module")
+def daemon() -> FakeDaemon:
+    m = SchedulerMetrics(seed=0)
+    return FakeDaemon(simulated(m), metrics=m)
+
+
+@pytest.mark.parametrize(("method", "path", "status"), [
+    ("GET", "/nope", 404),
+    ("GET", "/debug", 404),
+    ("GET", "/debug/queue/extra", 404),
+    ("POST", "/metrics", 405),
+    ("DELETE", "/debug/queue", 405),
+    ("GET", "/debug/explain", 400),
+    ("GET", "/debug/explain?pod=", 400),
+    ("GET", "/debug/explain?pod=justname", 400),
+    ("GET", "/debug/explain?pod=a/b/c", 400),
+    ("GET", "/debug/explain?pod=/x", 400),
+    ("GET", "/debug/explain?pod=a/b&pod=c/d", 400),
+    ("GET", "/debug/explain?pod=default/small&verbose=1", 400),
+    ("GET", "/debug/explain?pod=default/nosuchpod", 404),
+    ("GET", "/debug/queue?x=1", 400),
+    ("GET", "/debug/cache?node=n1", 400),
+])
+def test_bad_requests_get_json_errors(daemon: FakeDaemon, method: str, path: str,
+                                      status: int) -> None:
+    got, ctype, body = one(daemon, path, method)
+    assert got == status
+    assert ctype == "application/json"
+    err = json.loads(body)
+    assert set(err) == {"error"} and err["error"]
+    assert "Traceback" not in body
+
+
+def test_health_endpoints(daemon: FakeDaemon) -> None:
+    assert one(daemon, "/healthz")[::2] == (200, "ok")
+    assert one(daemon, "/livez")[::2] == (200, "ok")
+    assert one(daemon, "/readyz")[::2] == (200, "ok")
+    status, _, body = one(daemon, "/readyz?verbose")
+    assert status == 200
+    assert body.splitlines() == ["[+]ping ok", "[+]informer-sync ok", "[+]shutdown ok",
+                                 "readyz check passed"]
+
+
+def test_readyz_503_until_synced_and_while_stopping() -> None:
+    d = FakeDaemon(None, synced=False)
+    status, _, body = one(d, "/readyz")
+    assert status == 503
+    assert "[-]informer-sync failed: informers have not synced yet" in body
+    assert body.rstrip().endswith("readyz check failed")
+    assert one(d, "/healthz")[0] == 200  # alive, just not ready
+    assert one(d, "/readyz?exclude=informer-sync")[0] == 200
+    d.synced, d.stopping = True, True
+    assert one(d, "/readyz")[0] == 503
+    # debug endpoints before the scheduler exists
+    status, ctype, body = one(d, "/debug/queue")
+    assert (status, ctype) == (503, "application/json") and "error" in json.loads(body)
+
+
+def test_metrics_endpoint(daemon: FakeDaemon) -> None:
+    status, ctype, body = one(daemon, "/metrics")
+    assert status == 200 and ctype == "text/plain"
+    assert 'scheduler_schedule_attempts_total{profile="ksched",result="scheduled"} 2.0' in body
+    assert 'scheduler_pending_pods{queue="unschedulable"} 1.0' in body
+
+
+def test_configz(daemon: FakeDaemon) -> None:
+    status, ctype, body = one(daemon, "/configz")
+    assert (status, ctype) == (200, "application/json")
+    cfg = json.loads(body)["componentconfig"]
+    assert cfg["kind"] == "KubeSchedulerConfiguration"
+    assert cfg["profiles"][0]["schedulerName"] == "ksched"
+
+
+def test_debug_queue_and_cache(daemon: FakeDaemon) -> None:
+    status, _, body = one(daemon, "/debug/queue")
+    q = json.loads(body)
+    assert status == 200
+    assert [p["pod"] for p in q["unschedulable"]] == ["default/huge"]
+    assert q["unschedulable"][0]["unschedulablePlugins"] == ["NodeResourcesFit"]
+    status, _, body = one(daemon, "/debug/cache")
+    c = json.loads(body)
+    assert status == 200
+    assert sorted(c["nodes"]) == ["n1", "n2"]
+    assert sorted(p for n in c["nodes"].values() for p in n["pods"]) == [
+        "default/mid", "default/small"]
+
+
+def test_explain_recomputes_without_side_effects(daemon: FakeDaemon) -> None:
+    assert daemon.sim is not None
+    sched = daemon.sim.sched
+    before = (sched.next_start_node_index, sched.rng.getstate(), sched.queue.dump()["counts"],
+              sorted(p.key for p in sched.cache.list_pods()))
+    attempts = daemon.metrics.registry.get_sample_value(
+        "scheduler_framework_extension_point_duration_seconds_count",
+        {"extension_point": "Filter", "status": "Unschedulable", "profile": "ksched"})
+    status, _, body = one(daemon, "/debug/explain?pod=default/huge")
+    assert status == 200
+    out: dict[str, Any] = json.loads(body)
+    assert out["queue"] == "unschedulable"
+    assert out["unschedulablePlugins"] == ["NodeResourcesFit"]
+    ex = out["explain"]
+    assert ex["result"] == "Unschedulable" and ex["node"] is None
+    assert ex["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert set(ex["filter"]) == {"n1", "n2"}
+    assert "Insufficient cpu" in ex["filter"]["n1"]["NodeResourcesFit"]
+    after = (sched.next_start_node_index, sched.rng.getstate(), sched.queue.dump()["counts"],
+             sorted(p.key for p in sched.cache.list_pods()))
+    assert after == before
+    assert daemon.metrics.registry.get_sample_value(
+        "scheduler_framework_extension_point_duration_seconds_count",
+        {"extension_point": "Filter", "status": "Unschedulable", "profile": "ksched"}) == attempts
+
+
+def test_explain_scores_for_a_pod_that_would_fit() -> None:
+    sim = simulated()
+    sched = sim.sched
+    huge = next(q for q in sched.queue.unschedulable_pods())
+    from tests.factories import make_node
+
+    sched.on_node_add(make_node("n3", cpu="16"))  # now it fits, but is not popped yet
+    d = FakeDaemon(sim)
+    d.outcomes.failed(huge.pod_info, "Unschedulable", "0/2 nodes are available", None)
+    status, _, body = one(d, "/debug/explain?pod=default/huge")
+    assert status == 200
+    out = json.loads(body)
+    assert out["lastAttempt"]["result"] == "Unschedulable"
+    ex = out["explain"]
+    assert ex["result"] == "Scheduled" and ex["node"] == "n3"
+    assert "NodeResourcesFit" in ex["score"]
+    assert set(ex["total"]) == {"n3"}
+
+
+def test_explain_of_a_bound_pod_shows_the_last_attempt(daemon: FakeDaemon) -> None:
+    assert daemon.sim is not None
+    small = next(p for p in daemon.sim.sched.cache.list_pods() if p.name == "small")
+    daemon.outcomes.scheduled(small, "n2", 1)
+    status, _, body = one(daemon, "/debug/explain?pod=default/small")
+    assert status == 200
+    out = json.loads(body)
+    assert out["lastAttempt"]["result"] == "Scheduled"
+    assert out["lastAttempt"]["node"] == "n2"
+    assert out["explain"] is None
+
+
+def test_handler_failure_is_a_json_500() -> None:
+    class Broken(FakeDaemon):
+        @property
+        def config(self) -> Any:  # type: ignore[override]
+            raise RuntimeError("boom")
+
+        @config.setter
+        def config(self, v: Any) -> None:
+            pass
+
+    status, ctype, body = one(Broken(None), "/configz")
+    assert (status, ctype) == (500, "application/json")
+    assert json.loads(body) == {"error": "internal error: RuntimeError"}
