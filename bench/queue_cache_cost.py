@@ -69,7 +69,7 @@ def timed(fn: Callable[[], object], repeat: int = 1) -> float:
 
 def row(what: str, seconds: float, per: int = 1, unit: str = "") -> None:
     if per > 1:
-        print(f"  {what:<62} {seconds * 1e3:9.1f} ms total  {seconds / per * 1e6:8.2f} us/{unit}")
+        print(f"  {what:<62} {seconds * 1e3:9.3f} ms total  {seconds / per * 1e6:8.3f} us/{unit}")
     else:
         print(f"  {what:<62} {seconds * 1e3:9.3f} ms")
 
@@ -83,7 +83,8 @@ def bench_cache(n_nodes: int, n_pods: int) -> None:
     row("add nodes", timed(lambda: [cache.add_node(n) for n in nodes]), n_nodes, "node")
     row("add assigned pods", timed(lambda: [cache.add_pod(p) for p in pods]), n_pods, "pod")
     snap = Snapshot()
-    row("first snapshot (clone every node, fill columns)", timed(lambda: cache.update_snapshot(snap)))
+    row("first snapshot (clone every node, fill columns)",
+        timed(lambda: cache.update_snapshot(snap)))
     row("snapshot update, nothing changed", timed(lambda: cache.update_snapshot(snap), 20))
 
     rng = random.Random(0)
@@ -137,7 +138,8 @@ def bench_queue(n_pods: int) -> None:
         ("NodeLabelChange (no rejector registered it)",
          ev.node_update_events(small, decode({**_raw(small), "metadata": {
              "name": small.metadata.name, "labels": {"x": "y"}}}, Node))[0], small, small),
-        ("AssignedPodAdd (no rejector registered it)", ev.ASSIGNED_POD_ADD, None, pod("x", node_name="n")),
+        ("AssignedPodAdd (no rejector registered it)", ev.ASSIGNED_POD_ADD, None,
+         pod("x", node_name="n")),
         ("NodeAdd, 4-CPU node: Fit's hint says QueueSkip for all", ev.NODE_ADD, None, small),
     ]
     for label, event, old, new in cases:

@@ -68,11 +68,24 @@ def _build_check(cfg: Any, registry: Any, source: str) -> None:
 # ---- simulate ------------------------------------------------------------------------
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at write time (tests swap it)."""
+
+    def write(self, s: str) -> int:
+        return sys.stderr.write(s)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def _log_to_stderr() -> None:
     """Plugin logs must not corrupt simulate/bench output on stdout."""
     from .logging import configure
 
-    configure(None, 0, stream=sys.stderr)
+    configure(None, 0, stream=_CurrentStderr())  # type: ignore[arg-type]
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

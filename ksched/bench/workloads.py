@@ -117,11 +117,35 @@ def topology_spreading(nodes: int, pods: int, init_pods: int) -> _Result:
     )
 
 
+def preemption_basic(nodes: int, pods: int, init_pods: int) -> _Result:
+    """scheduler_perf's PreemptionBasic: low-priority init pods (900m, pod-low-priority.yaml)
+    fill every node, four to a node by default (initPods = 4 x initNodes); each measured
+    pod (pod-high-priority.yaml: priority 10, 3000m) fits only by preempting three of them."""
+
+    def resources(cpu: str) -> dict[str, Any]:
+        r = {"cpu": cpu, "memory": "500Mi"}
+        return {"limits": dict(r), "requests": dict(r)}
+
+    def pod(name: str, ns: str, cpu: str, **extra: Any) -> Manifest:
+        m = pod_default(name, ns, **extra)
+        m["spec"]["containers"][0]["resources"] = resources(cpu)
+        return m
+
+    init = init_pods or 4 * nodes
+    return (
+        [node_default(i) for i in range(nodes)],
+        [pod(f"init-pod-{i}", "sched-0", "900m", terminationGracePeriodSeconds=0)
+         for i in range(init)],
+        [pod(f"pod-{i}", "sched-1", "3000m", priority=10) for i in range(pods)],
+    )
+
+
 WORKLOADS: dict[str, Workload] = {
     "SchedulingBasic": scheduling_basic,
     "SchedulingPodAffinity": scheduling_pod_affinity,
     "SchedulingPodAntiAffinity": scheduling_pod_anti_affinity,
     "TopologySpreading": topology_spreading,
+    "PreemptionBasic": preemption_basic,
 }
 
 

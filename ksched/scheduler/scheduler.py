@@ -170,9 +170,9 @@ class Scheduler:
         self.percentage_of_nodes_to_score: int | None = config.percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.rng = random.Random(seed)
-        # Preemptor keys whose victims are still being evicted: DefaultPreemption's
-        # PreEnqueue holds them back meanwhile (async preemption).
-        self.preempting: set[str] = set()
+        # Preemptor keys whose victims are still being evicted (to the eviction's token):
+        # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
+        self.preempting: dict[str, object] = {}
         for fw in self.frameworks.values():
             fw.handle.listers["preempting"] = self.preempting
             fw.handle.listers["rng"] = self.rng
@@ -413,13 +413,14 @@ class Scheduler:
         # Victims already terminating need no second eviction (``prepareCandidateAsync``).
         victims = [v for v in pf.victims if v.pod.metadata.deletion_timestamp is None] \
             if pf is not None and preempt_on else []
+        token = object()
         if victims:
             # Before requeueing: an event seen in flight must not retry it mid-eviction.
-            self.preempting.add(pod.uid or pod.key)
+            self.preempting[pod.uid or pod.key] = token
         self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
         self._nominate(fw, qpi.pod_info, res)
         if preempt_on and self._tg is not None:
-            self._tg.start_soon(self._preempt, fw, qpi.pod_info, preempt_on, victims)
+            self._tg.start_soon(self._preempt, fw, qpi.pod_info, preempt_on, victims, token)
         self.observer.failed(pod, qpi.profile, reason, message, res)
         for hook in self.hooks:
             hook("failed", {"pod": pod.key, "reason": reason, "message": message})
@@ -447,7 +448,8 @@ class Scheduler:
             nominator.delete(pod)
 
     async def _preempt(
-        self, fw: Framework, preemptor: PodInfo, node: str, victims: list[PodInfo]
+        self, fw: Framework, preemptor: PodInfo, node: str, victims: list[PodInfo],
+        token: object = None,
     ) -> None:
         """Record the nomination, then evict the victims (``prepareCandidateAsync``).
 
@@ -475,15 +477,20 @@ class Scheduler:
                         log.warning("clearing nominatedNodeName failed", pod=p.key, error=str(e))
             for i, v in enumerate(victims):
                 if i == len(victims) - 1:
-                    self.preempting.discard(key)
+                    self._done_preempting(key, token)
                 if not await self._evict(fw, preemptor, node, v):
                     failed = True
                     if i < len(victims) - 1:
                         break  # upstream skips the last victim once one eviction failed
         finally:
-            self.preempting.discard(key)
+            self._done_preempting(key, token)
             if failed:
                 self.queue.activate([preemptor])
+
+    def _done_preempting(self, key: str, token: object) -> None:
+        """Un-gate the preemptor, unless a newer preemption of it has started meanwhile."""
+        if key in self.preempting and self.preempting[key] is token:
+            del self.preempting[key]
 
     async def _evict(self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo) -> bool:
         """``PreemptPod``: reject a victim waiting at Permit, else delete it."""

@@ -92,9 +92,67 @@ def test_serves_over_tls_until_sigterm(cfg: str, tmp_path: Path) -> None:
 
 
 def test_missing_kubeconfig_is_one_line(cfg: str, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+                                        capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Logging set up onto pytest's captured stdout would outlive this test.
+    monkeypatch.setattr("ksched.logging.configure", lambda *a, **k: None)
     rc = main(["extender", "--config", cfg, "--port", "0", "--kubeconfig",
                str(tmp_path / "missing")])
     assert rc == 1
     err = capsys.readouterr().err
     assert err.startswith("ksched extender: ") and "Traceback" not in err
+
+
+def test_simulate_cli_calls_a_ksched_extender(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ksched simulate`` (its own event loop) against ``ksched extender`` on a thread."""
+    import json
+
+    monkeypatch.setattr("ksched.logging.configure", lambda *a, **k: None)
+
+    from .test_server import _ThreadServer
+
+    srv = _ThreadServer()
+    try:
+        cfg = tmp_path / "sim.yaml"
+        cfg.write_text(f"""apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: ksched
+  plugins:
+    multiPoint:
+      disabled: [{{name: TaintToleration}}]
+extenders:
+- urlPrefix: {srv.url}
+  filterVerb: filter
+  prioritizeVerb: prioritize
+  weight: 1
+  httpTimeout: 2s
+""")
+        cluster = tmp_path / "cluster.yaml"
+        cluster.write_text("""apiVersion: v1
+kind: Node
+metadata: {name: tainted}
+spec:
+  taints: [{key: dedicated, value: db, effect: NoSchedule}]
+status: {allocatable: {cpu: "8", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: open}
+status: {allocatable: {cpu: "1", memory: 1Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  schedulerName: ksched
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m}}}]
+""")
+        assert main(["simulate", "--config", str(cfg), "--cluster", str(cluster),
+                     "--output", "json"]) == 0
+        [pod] = json.loads(capsys.readouterr().out)["pods"]
+        assert (pod["status"], pod["node"]) == ("Scheduled", "open")
+    finally:
+        srv.close()

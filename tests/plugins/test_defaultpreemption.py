@@ -786,3 +786,28 @@ def test_offset_is_seeded_and_in_range() -> None:
     xs = [a.get_offset_and_num_candidates(7)[0] for _ in range(20)]
     assert xs == [b.get_offset_and_num_candidates(7)[0] for _ in range(20)]
     assert all(0 <= x < 7 for x in xs)
+
+
+# ---- the dry run's filter with nominated pods equals the runtime's -----------------------------
+
+
+@pytest.mark.parametrize("plugins", [[FIT], [FIT, PTS]], ids=["no extensions", "extensions"])
+@pytest.mark.parametrize("nominated_cpu", ["100m", "300m"], ids=["fits", "crowds out"])
+def test_trial_filter_matches_run_filter_with_nominated_pods(
+    plugins: Any, nominated_cpu: str
+) -> None:
+    from ksched.plugins.defaultpreemption.default_preemption import _Trial
+
+    env = Env([node("node-a/zone1", VERY_LARGE)],
+              [pod("low", node="node-a", prio=LOW, req=SMALL, labels={"foo": ""})], plugins)
+    p = pod("p", prio=HIGH, req=LARGE, labels={"foo": ""},
+            spread=[(1, "zone", "DoNotSchedule")])
+    nominated = [pod("nom", prio=VERY_HIGH, req={"cpu": nominated_cpu, "memory": "1"},
+                     labels={"foo": ""})]
+    state = env.state_for(p)
+    (ni,) = env.snapshot.node_infos
+    want = env.fw.run_filter_with_nominated_pods(state.clone(), p, ni.clone(), nominated)
+    trial = _Trial(env.fw, state.clone(), p, ni.clone(), nominated)
+    assert trial.ext is (len(plugins) > 1)
+    got = trial.filter()
+    assert (got.code, got.message()) == (want.code, want.message())

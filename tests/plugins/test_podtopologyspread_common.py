@@ -14,10 +14,10 @@ from ksched.plugins.podtopologyspread import PodTopologySpread
 from ksched.plugins.podtopologyspread.common import (
     Constraint,
     PodCounter,
+    changed_rows,
     count_pods,
     default_selector,
     filter_constraints,
-    row_ids,
 )
 from tests.factories import make_snapshot
 
@@ -179,7 +179,7 @@ def test_pod_counter_recounts_only_replaced_rows() -> None:
     snap = Snapshot()
     cache.update_snapshot(snap)
     counter = PodCounter("default", sel(FOO))
-    first = counter.counts(snap, row_ids(snap))
+    first = counter.counts(snap)
     assert dict(zip((ni.name for ni in snap.node_infos), first.tolist(), strict=True)) == {
         "a": 1, "b": 0, "c": 0}
     untouched = {ni.name: ni for ni in snap.node_infos}
@@ -187,7 +187,7 @@ def test_pod_counter_recounts_only_replaced_rows() -> None:
     cache.add_pod(placed("p3@b", foo=""))
     cache.update_snapshot(snap)
     assert snap.get("a") is untouched["a"]
-    got = counter.counts(snap, row_ids(snap))
+    got = counter.counts(snap)
     assert dict(zip((ni.name for ni in snap.node_infos), got.tolist(), strict=True)) == {
         "a": 1, "b": 2, "c": 0}
     assert got is not first and first.tolist() != got.tolist()  # earlier result not mutated
@@ -276,3 +276,15 @@ def test_own_constraints_win_over_defaults() -> None:
         spread(2, "planet", "ScheduleAnyway", {"matchLabels": {"fot": "rok"}})])
     (c,) = p.constraints(pod, "DoNotSchedule")
     assert (c.topology_key, c.max_skew, c.min_domains) == ("zone", 1, 1)
+
+
+def test_changed_rows_finds_replaced_node_infos_across_chunks() -> None:
+    from ksched.framework.types import NodeInfo
+
+    cur = [NodeInfo() for _ in range(300)]
+    prev = list(cur)
+    for r in (0, 127, 128, 299):
+        prev[r] = cur[r].clone()
+        prev[r].generation = -1
+    assert changed_rows(cur, prev) == [0, 127, 128, 299]
+    assert changed_rows(cur, list(cur)) == []

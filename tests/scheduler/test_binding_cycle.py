@@ -4,12 +4,14 @@ bound, and what failures do to cache and queue. FakeClock only; nothing sleeps."
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import anyio
 import anyio.abc
 import msgspec
 import pytest
+import structlog
 
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import BindError
@@ -38,6 +40,13 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def logs() -> Iterator[list[MutableMapping[str, Any]]]:
+    """Capture the scheduler's logs (and never write them to a stream another test closed)."""
+    with structlog.testing.capture_logs() as entries:
+        yield entries
 
 
 # -- fake plugins -------------------------------------------------------------------------
@@ -363,7 +372,9 @@ async def test_gang_larger_than_the_binding_bound_still_assembles() -> None:
 # -- PreBind / Bind failures ---------------------------------------------------------------------
 
 
-async def test_bind_failures_retryable_requeue_with_backoff_final_ones_do_not() -> None:
+async def test_bind_failures_retryable_requeue_with_backoff_final_ones_do_not(
+    logs: list[MutableMapping[str, Any]],
+) -> None:
     h = Harness()
     pods = [h.add(f"p{i}", cpu="1") for i in range(4)]
     h.binder.fail_once["p1"] = BindError("etcd timeout", retry=True)
@@ -385,6 +396,8 @@ async def test_bind_failures_retryable_requeue_with_backoff_final_ones_do_not() 
         assert h.where(pods[1]) == BACKOFF_Q
         assert h.where(pods[2]) is None and h.sched.queue.in_flight() == 0
         assert [n for n, _ in h.out.failed] == ["p1"]
+        assert [e["pod"] for e in logs if e["event"] == "binding rejected, not retrying"] == [
+            "default/p2"]
         await h.drive(tg)  # virtual time runs out p1's backoff; the retry binds
     assert sorted(h.cluster.bound) == ["p0", "p1", "p3"]
     assert h.clock.now() == 1.0

@@ -28,9 +28,9 @@ def node(name: str, cpu: str = "4", memory: str = "8Gi") -> dict[str, Any]:
 
 def pod(name: str, cpu: str, node_name: str = "", labels: dict[str, str] | None = None,
         **spec: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {"schedulerName": "ksched", "containers": [
-        {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}],
-        **spec}
+    requests = {"cpu": cpu, "memory": "128Mi"}
+    s: dict[str, Any] = {"schedulerName": "ksched", **spec, "containers": [
+        {"name": "c", "image": "app:1", "resources": {"requests": requests}}]}
     if node_name:
         s["nodeName"] = node_name
     return {"apiVersion": "v1", "kind": "Pod",

@@ -236,6 +236,22 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
+    def copy_state_for_dry_run(self, state: CycleState) -> CycleState:
+        """The per-node copy of the cycle state the dry run hands to ``select_victims_on_node``.
+
+        Only PreFilter extensions (AddPod/RemovePod) write to it here, so when no active
+        PreFilter plugin has them the state is shared instead of cloned per node; what
+        any plugin observes is the same.
+        """
+        fw = self.handle.framework
+        if fw is None:
+            return state.clone()
+        skip = state.skip_filter_plugins
+        for p in fw.pre_filter_plugins:
+            if p.name not in skip and p.pre_filter_extensions() is not None:
+                return state.clone()
+        return state
+
     def _preemption_allowed(self, ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
         return victim.priority < preemptor.priority and self.is_eligible_pod(ni, victim, preemptor)
 
@@ -265,16 +281,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         if not potential:
             # The node did not change, so filtering it again cannot help.
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+        trial = _Trial(fw, state, pod, node_info, self._nominated_pods(pod, node_info.name))
         for pi in potential:
-            node_info.remove_pod(pi)
-            err = _extension_status(
-                fw.run_pre_filter_remove_pod(state, pod, pi, node_info), "RemovePod")
+            err = trial.remove(pi)
             if err is not None:
                 return [], 0, err
-        nominated = self._nominated_pods(pod, node_info.name)
         # Not fitting even without every lower-priority pod: preemption cannot help here
         # (affinity to a victim is deliberately not considered, as upstream).
-        st = fw.run_filter_with_nominated_pods(state, pod, node_info, nominated)
+        st = trial.filter()
         if not st.is_success():
             return [], 0, st
         sort_by_importance(potential, self.more_important_pod)
@@ -283,33 +297,68 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         num_violating = 0
         for group, counts in ((violating, True), (non_violating, False)):
             for pi in group:
-                fits, err = _reprieve(fw, state, pod, node_info, pi, nominated)
+                # Reprieve: put it back; it stays a victim if the pod no longer fits.
+                err = trial.add(pi)
                 if err is not None:
                     return [], 0, err
-                if not fits:
-                    victims.append(pi)
-                    if counts:
-                        num_violating += 1
+                if trial.filter().is_success():
+                    continue
+                err = trial.remove(pi)
+                if err is not None:
+                    return [], 0, err
+                victims.append(pi)
+                if counts:
+                    num_violating += 1
         if violating and non_violating:
             # Keep victims most important first (pickOneNodeForPreemption reads [0]).
             sort_by_importance(victims, self.more_important_pod)
         return victims, num_violating, SUCCESS
 
 
-def _reprieve(
-    fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo, pi: PodInfo,
-    nominated: list[PodInfo],
-) -> tuple[bool, Status | None]:
-    """Put ``pi`` back; keep it if ``pod`` still fits, else remove it again (a victim)."""
-    ni.add_pod(pi)
-    err = _extension_status(fw.run_pre_filter_add_pod(state, pod, pi, ni), "AddPod")
-    if err is not None:
-        return False, err
-    if fw.run_filter_with_nominated_pods(state, pod, ni, nominated).is_success():
-        return True, None
-    ni.remove_pod(pi)
-    err = _extension_status(fw.run_pre_filter_remove_pod(state, pod, pi, ni), "RemovePod")
-    return False, err
+class _Trial:
+    """One node's dry run: pods removed and added back (through the PreFilter extensions,
+    skipped when no active PreFilter plugin has any) and Filter with the pods nominated there."""
+
+    __slots__ = ("ext", "fw", "ni", "nominated", "pod", "state")
+
+    def __init__(self, fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo,
+                 nominated: list[PodInfo]) -> None:
+        self.fw, self.state, self.pod, self.ni, self.nominated = fw, state, pod, ni, nominated
+        skip = state.skip_filter_plugins
+        self.ext = any(p.name not in skip and p.pre_filter_extensions() is not None
+                       for p in fw.pre_filter_plugins)
+
+    def remove(self, pi: PodInfo) -> Status | None:
+        self.ni.remove_pod(pi)
+        if not self.ext:
+            return None
+        st = self.fw.run_pre_filter_remove_pod(self.state, self.pod, pi, self.ni)
+        return _extension_status(st, "RemovePod")
+
+    def add(self, pi: PodInfo) -> Status | None:
+        self.ni.add_pod(pi)
+        if not self.ext:
+            return None
+        return _extension_status(self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, self.ni),
+                                 "AddPod")
+
+    def filter(self) -> Status:
+        """``RunFilterPluginsWithNominatedPods``: fit with the nominated pods added, then
+        without them. Without active extensions adding them cannot change the cycle state,
+        so only the node is copied (the runtime's version also clones the state)."""
+        fw = self.fw
+        if not self.nominated:
+            return fw.run_filter_plugins(self.state, self.pod, self.ni)
+        if self.ext:
+            return fw.run_filter_with_nominated_pods(self.state, self.pod, self.ni,
+                                                     self.nominated)
+        with_nominated = self.ni.clone()
+        for p in self.nominated:
+            with_nominated.add_pod(p)
+        st = fw.run_filter_plugins(self.state, self.pod, with_nominated)
+        if not st.is_success():
+            return st
+        return fw.run_filter_plugins(self.state, self.pod, self.ni)
 
 
 def _extension_status(st: Status, op: str) -> Status | None:

@@ -344,10 +344,12 @@ class Evaluator:
         errors: list[str] = []
         n = len(potential_nodes)
         select = self.iface.select_victims_on_node
+        copy_state: Callable[[CycleState], CycleState] = getattr(
+            self.iface, "copy_state_for_dry_run", CycleState.clone)
         for i in range(n):
             ni = potential_nodes[(offset + i) % n]
             name = ni.name
-            pods, num_violations, st = select(state.clone(), pod, ni.clone(), pdbs)
+            pods, num_violations, st = select(copy_state(state), pod, ni.clone(), pdbs)
             if st.is_success() and pods:
                 c = Candidate(name, Victims(pods, num_violations))
                 lst = non_violating if num_violations == 0 else violating

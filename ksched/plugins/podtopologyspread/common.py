@@ -6,9 +6,9 @@ of every node, every cycle). Here a ``PodCounter`` per (namespace, selector) kee
 count per snapshot row and recounts only the rows whose NodeInfo object was replaced
 since it last looked: the cache swaps in a fresh clone for every node that changed and,
 as upstream, nothing mutates a snapshot's NodeInfo during a cycle (preemption and
-nominated pods work on clones). Rows are compared by ``id()``; the counter keeps the
-objects it counted alive so an id cannot be reused meanwhile. A cycle then costs one
-pass over the rows' ids plus numpy.
+nominated pods work on clones). The counter keeps the NodeInfos it counted and compares
+them with the snapshot's in chunks of list equality, which is a C loop of identity tests
+(~35µs for 5000 nodes), so a cycle costs that plus numpy.
 
 Default constraints (``defaultConstraints``/System defaulting) select pods with upstream's
 ``helper.DefaultSelector``: the selectors of the Services, ReplicationController,
@@ -53,11 +53,11 @@ __all__ = [
     "ZONE",
     "Constraint",
     "PodCounter",
+    "changed_rows",
     "count_pods",
     "default_selector",
     "filter_constraints",
     "node_has_keys",
-    "row_ids",
     "taint_ok_mask",
     "untolerated",
 ]
@@ -181,40 +181,48 @@ def matches_inclusion(
 # ---- counting matching pods ----------------------------------------------------------
 
 
-def row_ids(snap: Snapshot) -> IntArray:
-    """Each row's NodeInfo ``id()``: the fingerprint ``PodCounter`` diffs against."""
-    return np.fromiter(map(id, snap.node_infos), dtype=np.int64, count=snap.n)
+_CHUNK = 128
+
+
+def changed_rows(cur: list[NodeInfo], prev: list[NodeInfo]) -> list[int]:
+    """Rows whose NodeInfo differs: chunks compared with ``!=`` (identity first, so an
+    unchanged chunk costs pointer tests), then the differing chunks element by element."""
+    out: list[int] = []
+    for start in range(0, len(cur), _CHUNK):
+        a = cur[start:start + _CHUNK]
+        b = prev[start:start + _CHUNK]
+        if a != b:
+            out.extend(start + i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x is not y)
+    return out
 
 
 class PodCounter:
     """Matching pods per snapshot row for one (namespace, selector), updated incrementally."""
 
-    __slots__ = ("_counts", "_ids", "_pinned", "namespace", "selector")
+    __slots__ = ("_counts", "_seen", "namespace", "selector")
 
     def __init__(self, namespace: str, selector: Selector) -> None:
         self.namespace = namespace
         self.selector = selector
-        self._ids: IntArray | None = None
-        self._pinned: list[NodeInfo] = []
+        self._seen: list[NodeInfo] | None = None
         self._counts: IntArray = np.zeros(0, dtype=np.int64)
 
-    def counts(self, snap: Snapshot, ids: IntArray) -> IntArray:
-        """Counts aligned with ``snap``'s rows (``ids`` from ``row_ids``; do not mutate)."""
+    def counts(self, snap: Snapshot) -> IntArray:
+        """Counts aligned with ``snap``'s rows (shared until the next change: do not mutate)."""
         infos = snap.node_infos
         sel, ns = self.selector, self.namespace
-        if self._ids is None or len(self._ids) != len(ids):
+        if self._seen is None or len(self._seen) != len(infos):
             self._counts = np.fromiter((count_pods(ni.pods, sel, ns) for ni in infos),
                                        dtype=np.int64, count=snap.n)
         else:
-            changed = np.flatnonzero(self._ids != ids)
-            if len(changed) == 0:
+            changed = changed_rows(infos, self._seen)
+            if not changed:
                 return self._counts
             counts = self._counts.copy()
-            for r in changed.tolist():
+            for r in changed:
                 counts[r] = count_pods(infos[r].pods, sel, ns)
             self._counts = counts
-        self._ids = ids
-        self._pinned = list(infos)
+        self._seen = list(infos)
         return self._counts
 
 

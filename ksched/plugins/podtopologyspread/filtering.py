@@ -136,7 +136,6 @@ def compute_pre_filter_state(
     pod: PodInfo,
     constraints: tuple[Constraint, ...],
     snap: Snapshot,
-    row_ids: IntArray,
     counters: CounterCache,
 ) -> PreFilterState:
     """``calPreFilterState`` over all rows at once.
@@ -163,7 +162,7 @@ def compute_pre_filter_state(
             elig = elig & affinity
         if c.honor_taints and taints is not None:
             elig = elig & taints
-        per_row = counters.get(pod.namespace, c.selector).counts(snap, row_ids)
+        per_row = counters.get(pod.namespace, c.selector).counts(snap)
         v = len(vocab)
         sel_ids = ids[elig]
         counts = np.zeros(v + 1, dtype=np.int64)

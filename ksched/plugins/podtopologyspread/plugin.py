@@ -41,7 +41,6 @@ from .common import (
     filter_constraints,
     matches_inclusion,
     node_has_keys,
-    row_ids,
     with_selector,
 )
 from .filtering import (
@@ -62,7 +61,6 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
     TopologySpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable=SCHEDULE_ANYWAY),
 )
 
-_IDS_KEY = "PodTopologySpread/row-ids"
 _NOT_FOUND = 'reading "{}" from cycleState: not found'
 
 
@@ -125,17 +123,6 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         snap = getattr(self.handle, "snapshot", None)
         return snap if isinstance(snap, Snapshot) else Snapshot()
 
-    @staticmethod
-    def _row_ids(state: CycleState, snap: Snapshot) -> IntArray:
-        """Row NodeInfo ids, taken once per cycle and shared by PreFilter and PreScore."""
-        got = state.get(_IDS_KEY)
-        if got is not None and got[0] is snap and len(got[1]) == snap.n:
-            ids: IntArray = got[1]
-            return ids
-        ids = row_ids(snap)
-        state.write(_IDS_KEY, (snap, ids))
-        return ids
-
     # -- PreFilter / Filter -------------------------------------------------------------------
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
@@ -143,8 +130,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         constraints = self.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None, Status(Code.SKIP)
-        ids = self._row_ids(state, nodes)
-        s = compute_pre_filter_state(pod, constraints, nodes, ids, self.counters)
+        s = compute_pre_filter_state(pod, constraints, nodes, self.counters)
         state.write(PRE_FILTER_KEY, s)
         return None, None
 
@@ -229,9 +215,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if not constraints:
             return Status(Code.SKIP)
         rows = self._rows(snap, nodes)
-        ids = self._row_ids(state, snap)
-        s = compute_pre_score_state(pod, constraints, snap, rows, require_all, ids,
-                                    self.counters)
+        s = compute_pre_score_state(pod, constraints, snap, rows, require_all, self.counters)
         state.write(PRE_SCORE_KEY, s)
         return None
 

@@ -166,7 +166,6 @@ def compute_pre_score_state(
     snap: Snapshot,
     rows: npt.NDArray[np.intp],
     require_all: bool,
-    row_ids: IntArray,
     counters: CounterCache,
 ) -> PreScoreState:
     """``initPreScoreState`` plus PreScore's count over all nodes, vectorised.
@@ -191,7 +190,7 @@ def compute_pre_score_state(
         taints = taint_ok_mask(snap, pod.pod.spec.tolerations)
     out: list[SoftDomains] = []
     for c, (ids, vocab) in zip(constraints, cols, strict=True):
-        per_row = counters.get(pod.namespace, c.selector).counts(snap, row_ids)
+        per_row = counters.get(pod.namespace, c.selector).counts(snap)
         if c.topology_key == HOSTNAME:
             weight = topology_normalizing_weight(len(kept))
             out.append(SoftDomains(c, ids, vocab, weight, None, None, None, per_row))

@@ -1,0 +1,77 @@
+"""Preemption end to end: the daemon evicts a lower-priority pod through the API, records
+the nomination, and binds the preemptor once the victim is gone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import E2E, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def high_class(e2e: E2E) -> Iterator[str]:
+    name = f"ksched-e2e-{e2e.run_id}-high"
+    e2e.kube.ok("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": name}, "value": 1000})
+    try:
+        yield name
+    finally:
+        e2e.kube.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+def create_pod(e2e: E2E, name: str, cpu: str, **spec: Any) -> None:
+    """Like ``E2E.create_pod``, plus spec fields; victims go at once (no kubelet here)."""
+    body = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": e2e.namespace},
+        "spec": {
+            "schedulerName": e2e.scheduler_name,
+            "nodeSelector": {"ksched-e2e": e2e.run_id},
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
+            **spec,
+        },
+    }
+    e2e.kube.ok("POST", f"/api/v1/namespaces/{e2e.namespace}/pods", body)
+
+
+def gone(e2e: E2E, name: str) -> bool:
+    status, _ = e2e.kube.request("GET", f"/api/v1/namespaces/{e2e.namespace}/pods/{name}")
+    return status == 404
+
+
+def test_high_priority_pod_preempts_and_is_bound(e2e: E2E, high_class: str) -> None:
+    node = e2e.create_node("only", cpu="2")
+    with e2e.daemon():
+        create_pod(e2e, "low-1", "1")
+        create_pod(e2e, "low-2", "1")
+        assert e2e.wait_bound("low-1") == node and e2e.wait_bound("low-2") == node
+        create_pod(e2e, "urgent", "1500m", priorityClassName=high_class)
+        assert e2e.wait_bound("urgent", timeout=20) == node
+        # Both 1-CPU pods had to go for 1.5 CPU.
+        assert gone(e2e, "low-1") and gone(e2e, "low-2")
+        assert e2e.pod("urgent")["status"].get("nominatedNodeName") == node
+        ev = wait_for(lambda: e2e.events("low-1", "Preempted"), what="Preempted event")[0]
+    uid = e2e.pod("urgent")["metadata"]["uid"]
+    assert ev["note"] == f"Preempted by pod {uid} on node {node}"
+
+
+def test_preemption_policy_never_waits_without_evicting(e2e: E2E, high_class: str) -> None:
+    e2e.create_node("only", cpu="1")
+    with e2e.daemon():
+        create_pod(e2e, "low", "1")
+        e2e.wait_bound("low")
+        create_pod(e2e, "polite", "1", priorityClassName=high_class, preemptionPolicy="Never")
+        cond = wait_for(lambda: e2e.condition("polite"), what="PodScheduled condition")
+        assert cond is not None and cond["message"] == (
+            "0/1 nodes are available: 1 Insufficient cpu. "
+            "preemption: not eligible due to preemptionPolicy=Never.")
+        assert not gone(e2e, "low")
+        assert e2e.node_of("polite") is None

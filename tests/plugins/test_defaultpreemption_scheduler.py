@@ -1,0 +1,342 @@
+"""DefaultPreemption inside the scheduler: nomination, eviction of the victims, the
+preemptor held back (PreEnqueue) while they go, then scheduled on its nominated node;
+nominations cleared when no longer meaningful. FakeClock only; nothing sleeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+import pytest
+
+from ksched.config import load_config_data
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.handle import BindError
+from ksched.framework.interface import PermitPlugin
+from ksched.framework.registry import Registry
+from ksched.framework.status import Code, Status
+from ksched.framework.types import PodInfo
+from ksched.plugins import register_builtins
+from ksched.queue.scheduling_queue import ACTIVE_Q, UNSCHEDULABLE
+from ksched.scheduler.schedule_one import CycleResult
+from ksched.scheduler.scheduler import Scheduler
+from ksched.util.clock import FakeClock
+from tests.factories import make_node, make_pod
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class HoldAtPermit(PermitPlugin):
+    """Pods labelled hold=yes wait at Permit (until preempted, in these tests)."""
+
+    name = "HoldAtPermit"
+
+    def permit(
+        self, state: CycleState, pod: PodInfo, node_name: str
+    ) -> tuple[Status | None, float]:
+        if pod.labels.get("hold") == "yes":
+            return Status(Code.WAIT), 600.0
+        return None, 0.0
+
+
+class Cluster:
+    """The API server: writes update its pods and echo back as watch events. Deletions
+    can be held (``hold``) or made to fail (``fail``)."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodInfo] = {}
+        self.sched: Scheduler | None = None
+        self.deleted: list[str] = []
+        self.nominations: list[tuple[str, str]] = []
+        self.hold: anyio.Event | None = None
+        self.fail: set[str] = set()
+
+    def create(self, pod: PodInfo) -> None:
+        assert self.sched is not None
+        self.pods[pod.uid] = pod
+        self.sched.on_pod_add(pod)
+
+    def remove(self, pod: PodInfo) -> None:
+        assert self.sched is not None
+        self.sched.on_pod_delete(self.pods.pop(pod.uid))
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        assert self.sched is not None
+        cur = self.pods.get(pod.uid)
+        if cur is None:
+            raise BindError(f'pods "{pod.name}" not found', retry=False)
+        new = cur.with_pod(msgspec.structs.replace(
+            cur.pod, spec=msgspec.structs.replace(cur.pod.spec, node_name=node_name)))
+        self.pods[pod.uid] = new
+        self.sched.on_pod_update(cur, new)
+
+    async def delete_pod(self, pod: PodInfo) -> None:
+        assert self.sched is not None
+        if self.hold is not None:
+            await self.hold.wait()
+        if pod.name in self.fail:
+            raise RuntimeError("etcdserver: request timed out")
+        cur = self.pods.pop(pod.uid, None)
+        if cur is not None:
+            self.deleted.append(cur.name)
+            self.sched.on_pod_delete(cur)
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        assert self.sched is not None
+        self.nominations.append((pod.name, node_name))
+        cur = self.pods.get(pod.uid)
+        if cur is None:
+            return
+        status = msgspec.structs.replace(cur.pod.status, nominated_node_name=node_name)
+        new = cur.with_pod(msgspec.structs.replace(cur.pod, status=status))
+        self.pods[pod.uid] = new
+        self.sched.on_pod_update(cur, new)
+
+    async def get_object(self, api_path: str) -> dict[str, Any] | None:
+        return None
+
+
+class Harness:
+    def __init__(self, *, nodes: int = 1, cpu: str = "4") -> None:
+        reg = Registry()
+        register_builtins(reg)
+        reg.register(HoldAtPermit.name, HoldAtPermit, "tests")
+        data = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "ksched",
+                          "plugins": {"permit": {"enabled": [{"name": "HoldAtPermit"}]}}}],
+        }
+        cfg, _ = load_config_data(data, "test", None)
+        self.clock = FakeClock()
+        self.cluster = Cluster()
+        self.sched = Scheduler(cfg, reg, cluster=self.cluster, clock=self.clock, seed=1,
+                               assumed_ttl=0)
+        self.cluster.sched = self.sched
+        self.fw = self.sched.frameworks["ksched"]
+        for i in range(nodes):
+            self.sched.on_node_add(make_node(f"n{i}", cpu=cpu, memory="8Gi"))
+
+    def running(self, name: str, node: str, cpu: str, prio: int = 0, **kw: Any) -> PodInfo:
+        pod = make_pod(name, cpu=cpu, node_name=node, priority=prio, **kw)
+        self.cluster.create(pod)
+        return pod
+
+    def pending(self, name: str, cpu: str, prio: int = 0, **kw: Any) -> PodInfo:
+        pod = make_pod(name, cpu=cpu, priority=prio, **kw)
+        self.cluster.create(pod)
+        return pod
+
+    def current(self, pod: PodInfo) -> PodInfo:
+        return self.cluster.pods[pod.uid]
+
+    async def settle(self) -> None:
+        for _ in range(200):
+            await anyio.lowlevel.checkpoint()
+
+    async def attempt(self, tg: anyio.abc.TaskGroup) -> PodInfo:
+        qpi = self.sched.queue.pop_nowait()
+        assert qpi is not None
+        self.sched._tg = tg  # the loop's task group runs the evictions
+        await self.sched.schedule_one(qpi, tg)
+        await self.settle()
+        return qpi.pod_info
+
+    async def drive(self, tg: anyio.abc.TaskGroup, attempts: int = 50) -> None:
+        q = self.sched.queue
+        self.sched._tg = tg
+        while attempts > 0:
+            qpi = q.pop_nowait()
+            if qpi is not None:
+                attempts -= 1
+                await self.sched.schedule_one(qpi, tg)
+                await self.settle()
+                continue
+            await self.settle()
+            if q.has_active():
+                continue
+            deadlines = [t for t in (q.next_backoff_expiry(), self.clock.next_deadline())
+                         if t is not None]
+            if not deadlines:
+                return
+            self.clock.set(min(deadlines))
+            q.flush_backoff_completed()
+
+
+async def test_preemptor_is_nominated_and_then_scheduled_on_the_nominated_node() -> None:
+    h = Harness(nodes=2)
+    h.running("low-0", "n0", "4")
+    h.running("low-1", "n1", "3", prio=10)
+    high = h.pending("high", "2", prio=1000)
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        # n0's victim has the lower priority; the nomination is in memory and the API.
+        assert h.sched.queue.nominator.nominated_node(high) == "n0"
+        assert h.current(high).pod.status.nominated_node_name == "n0"
+        assert h.cluster.deleted == ["low-0"]
+        assert h.sched.preemptions == {high.uid: ["default/low-0"]}
+        await h.drive(tg)
+        tg.cancel_scope.cancel()
+    assert h.current(high).node_name == "n0"
+    assert len(h.sched.queue.nominator) == 0  # cleared once bound
+    assert h.sched.preempting == {}
+
+
+async def test_preemptor_is_held_back_while_its_victims_are_evicted() -> None:
+    h = Harness(nodes=1)
+    h.running("low-a", "n0", "2")
+    h.running("low-b", "n0", "2")
+    high = h.pending("high", "4", prio=1000)
+    h.cluster.hold = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        assert set(h.sched.preempting) == {high.uid}
+        # A node that would fit arrives: the pod backs off, then is held at PreEnqueue
+        # instead of being retried mid-eviction.
+        h.sched.on_node_add(make_node("n1", cpu="8", memory="8Gi"))
+        expiry = h.sched.queue.next_backoff_expiry()
+        assert expiry is not None
+        h.clock.set(expiry)
+        assert h.sched.queue.flush_backoff_completed() == 0
+        qpi = h.sched.queue.get(high)
+        assert qpi is not None and h.sched.queue.location(high) == UNSCHEDULABLE
+        assert qpi.gated and qpi.gating_plugin == "DefaultPreemption"
+        assert qpi.gating_status is not None and qpi.gating_status.message() == (
+            "waiting for the preemption for this pod to be finished")
+        h.cluster.hold.set()
+        await h.settle()
+        # The last victim's deletion requeued it.
+        assert h.cluster.deleted == ["low-a", "low-b"]
+        assert h.sched.preempting == {}
+        assert h.sched.queue.location(high) in (ACTIVE_Q, "backoff")
+        await h.drive(tg)
+        tg.cancel_scope.cancel()
+    assert h.current(high).node_name == "n0"  # the nominated node is tried first
+
+
+async def test_failed_eviction_activates_the_preemptor() -> None:
+    h = Harness(nodes=1)
+    h.running("low-a", "n0", "2")
+    h.running("stuck", "n0", "2")
+    high = h.pending("high", "4", prio=1000)
+    h.cluster.fail = {"low-a"}
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        tg.cancel_scope.cancel()
+    # The first eviction failed: the last one is not attempted and the pod is retried.
+    assert h.cluster.deleted == []
+    assert h.sched.preempting == {}
+    assert h.sched.queue.location(high) == ACTIVE_Q
+
+
+async def test_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
+    h = Harness(nodes=1)
+    waiting = h.pending("waiting", "4", labels={"hold": "yes"})
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        wp = h.sched.waiting_pods.get(waiting.uid)
+        assert wp is not None and not wp.done
+        high = h.pending("high", "4", prio=1000)
+        await h.attempt(tg)
+        assert wp.done and wp.status is not None
+        assert (wp.status.code, wp.status.message()) == (Code.UNSCHEDULABLE, "preempted")
+        assert h.cluster.deleted == []
+        assert h.sched.preemptions == {high.uid: ["default/waiting"]}
+        await h.drive(tg, attempts=3)
+        tg.cancel_scope.cancel()
+    assert h.current(high).node_name == "n0"
+    assert h.current(waiting).node_name == ""
+
+
+async def test_lower_priority_nominations_on_the_chosen_node_are_cleared() -> None:
+    h = Harness(nodes=1)
+    h.running("low", "n0", "4")
+    mid = make_pod("mid", cpu="1", priority=500)
+    status = msgspec.structs.replace(mid.pod.status, nominated_node_name="n0")
+    mid = mid.with_pod(msgspec.structs.replace(mid.pod, status=status))
+    h.cluster.create(mid)
+    assert h.sched.queue.nominator.nominated_node(mid) == "n0"
+    h.pending("high", "4", prio=1000)
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)  # PrioritySort: high first
+        tg.cancel_scope.cancel()
+    assert ("mid", "") in h.cluster.nominations
+    assert h.sched.queue.nominator.nominated_node(mid) == ""
+
+
+async def test_deleting_the_preemptor_clears_its_nomination() -> None:
+    h = Harness(nodes=1)
+    h.running("low", "n0", "4")
+    high = h.pending("high", "4", prio=1000)
+    h.cluster.hold = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        assert h.sched.queue.nominator.nominated_node(high) == "n0"
+        h.cluster.remove(high)
+        assert len(h.sched.queue.nominator) == 0
+        h.cluster.hold.set()
+        await h.settle()
+        tg.cancel_scope.cancel()
+
+
+async def test_binding_failure_clears_the_nomination() -> None:
+    h = Harness(nodes=1)
+    pod = make_pod("p", cpu="1")
+    status = msgspec.structs.replace(pod.pod.status, nominated_node_name="n0")
+    pod = pod.with_pod(msgspec.structs.replace(pod.pod, status=status))
+    h.cluster.create(pod)
+    qpi = h.sched.queue.pop_nowait()
+    assert qpi is not None and h.sched.queue.nominator.nominated_node(pod) == "n0"
+    h.sched.handle_failure(h.fw, qpi, Status(Code.ERROR, "bind: boom"), None)
+    assert h.sched.queue.nominator.nominated_node(pod) == ""
+
+
+async def test_unschedulable_without_a_post_filter_result_keeps_the_status_nomination() -> None:
+    """A FitError whose PostFilter returned no result (ModeNoop) keeps what the status says."""
+    h = Harness(nodes=1)
+    h.running("low", "n0", "4")
+    pod = make_pod("never", cpu="4", priority=1000, preemptionPolicy="Never")
+    status = msgspec.structs.replace(pod.pod.status, nominated_node_name="n0")
+    pod = pod.with_pod(msgspec.structs.replace(pod.pod, status=status))
+    h.cluster.create(pod)
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        tg.cancel_scope.cancel()
+    assert h.sched.queue.nominator.nominated_node(pod) == "n0"
+    assert h.cluster.deleted == []
+
+
+async def test_no_candidate_clears_the_nomination() -> None:
+    h = Harness(nodes=1)
+    h.running("peer", "n0", "4")
+    pod = make_pod("p", cpu="4")
+    status = msgspec.structs.replace(pod.pod.status, nominated_node_name="n0")
+    pod = pod.with_pod(msgspec.structs.replace(pod.pod, status=status))
+    h.cluster.create(pod)
+    seen: list[CycleResult | None] = []
+
+    class Obs:
+        def scheduled(self, *a: Any) -> None: ...
+
+        def failed(self, pod: PodInfo, profile: str, reason: str, message: str,
+                   result: CycleResult | None) -> None:
+            seen.append(result)
+
+    h.sched.observer = Obs()
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        tg.cancel_scope.cancel()
+    assert h.sched.queue.nominator.nominated_node(pod) == ""
+    (res,) = seen
+    assert res is not None and res.post_filter is not None
+    assert res.post_filter.nominated_node_name == ""
+    assert res.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod.")
