@@ -254,7 +254,10 @@ def cmd_extender(args: argparse.Namespace) -> int:
     try:
         anyio.run(main)
     except Exception as e:  # a missing kubeconfig, a port in use: one line, no traceback
-        print(f"ksched extender: {type(e).__name__}: {e}", file=sys.stderr)
+        err: BaseException = e
+        while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+            err = err.exceptions[0]
+        print(f"ksched extender: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
     return 0
 

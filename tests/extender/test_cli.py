@@ -100,7 +100,9 @@ def test_missing_kubeconfig_is_one_line(cfg: str, tmp_path: Path,
                str(tmp_path / "missing")])
     assert rc == 1
     err = capsys.readouterr().err
-    assert err.startswith("ksched extender: ") and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("ksched extender: ConfigException: "), err
+    assert "Traceback" not in err and "ExceptionGroup" not in err
 
 
 def test_simulate_cli_calls_a_ksched_extender(tmp_path: Path,
