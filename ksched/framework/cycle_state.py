@@ -41,7 +41,13 @@ class CycleState:
 
     def clone(self) -> CycleState:
         c = CycleState()
-        c._data = {k: (v.clone() if isinstance(v, StateData) else v) for k, v in self._data.items()}
+        # A ``clone`` attribute lookup instead of isinstance(v, StateData): runtime Protocol
+        # checks cost ~20 µs per clone, and preemption clones per candidate node.
+        data = {}
+        for k, v in self._data.items():
+            fn = getattr(v, "clone", None)
+            data[k] = fn() if fn is not None else v
+        c._data = data
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
         return c

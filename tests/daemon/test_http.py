@@ -187,7 +187,7 @@ def test_explain_of_a_bound_pod_shows_the_last_attempt(daemon: FakeDaemon) -> No
 def test_handler_failure_is_a_json_500() -> None:
     class Broken(FakeDaemon):
         @property
-        def config(self) -> Any:  # type: ignore[override]
+        def config(self) -> Any:
             raise RuntimeError("boom")
 
         @config.setter

@@ -45,7 +45,7 @@ TARGETS = [
 ]
 
 
-def wait_for(cond: Callable[[], T], timeout: float = 15.0, interval: float = 0.05,
+def wait_for(cond: Callable[[], T | None], timeout: float = 15.0, interval: float = 0.05,
              what: str = "condition") -> T:
     """Poll ``cond`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -64,7 +64,8 @@ class Kube:
     def __init__(self, kubeconfig: Path) -> None:
         from kubernetes import config
 
-        self.client = config.new_client_from_config(config_file=str(kubeconfig))
+        self.client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig))
         self.cfg = self.client.configuration
 
     def close(self) -> None:

@@ -37,8 +37,10 @@ def test_unschedulable_pod_reported_then_scheduled_when_a_node_fits(e2e: E2E) ->
         cond = wait_for(lambda: e2e.condition("huge"), what="PodScheduled condition")
         assert cond["status"] == "False"
         assert cond["reason"] == "Unschedulable"
-        # the FitError text (what follows "preemption:" is the PostFilter plugin's business)
-        assert cond["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+        # the FitError text (what follows "preemption:" is the PostFilter plugin's business);
+        # a real cluster has more nodes, which the pod's nodeSelector rules out
+        assert cond["message"].startswith("0/")
+        assert " nodes are available: 2 Insufficient cpu" in cond["message"]
         wait_for(lambda: e2e.events("huge", "FailedScheduling"), what="FailedScheduling event")
         time.sleep(1.5)  # a retry now would be a bug: nothing changed in the cluster
         events = e2e.events("huge", "FailedScheduling")
@@ -50,8 +52,8 @@ def test_unschedulable_pod_reported_then_scheduled_when_a_node_fits(e2e: E2E) ->
         explain = json.loads(body)
         assert explain["lastAttempt"]["message"] == cond["message"]
         verdicts = explain["explain"]["filter"]
-        assert sorted(verdicts) == sorted(e2e.nodes)
-        assert all("Insufficient cpu" in v["NodeResourcesFit"] for v in verdicts.values())
+        assert set(e2e.nodes) <= set(verdicts)
+        assert all("Insufficient cpu" in verdicts[n]["NodeResourcesFit"] for n in e2e.nodes)
         big = e2e.create_node("c", cpu="4")
         t0 = time.monotonic()
         assert e2e.wait_bound("huge", timeout=12) == big
@@ -135,19 +137,23 @@ def test_bind_server_errors_are_retried(e2e: E2E) -> None:
                               name="flaky") == 3
 
 
-def test_readyz_waits_for_sync_and_metrics_reflect_reality(e2e: E2E) -> None:
+def test_readyz_is_503_until_the_informers_synced(e2e: E2E) -> None:
     srv = e2e.need_server()
-    for i in range(2):
-        e2e.create_node(f"n{i}", cpu="2")
+    e2e.create_node("n")
     srv.faults.add_latency(1.5, verb="list", resource="nodes", count=1)
     with e2e.daemon(wait_ready=False) as d:
         status, body = d.get("/readyz?verbose")
         assert status == 503
         assert "[-]informer-sync failed" in body
         assert d.get("/healthz") == (200, "ok")
-        d.call(lambda: None)
         d.portal.call(d.daemon.wait_ready, 20.0)
         assert d.get("/readyz") == (200, "ok")
+
+
+def test_metrics_reflect_reality(e2e: E2E) -> None:
+    for i in range(2):
+        e2e.create_node(f"n{i}", cpu="2")
+    with e2e.daemon() as d:
         for i in range(3):
             e2e.create_pod(f"ok{i}")
         e2e.create_pod("too-big", cpu="5")
@@ -164,8 +170,12 @@ def test_readyz_waits_for_sync_and_metrics_reflect_reality(e2e: E2E) -> None:
         assert metric(text, "scheduler_pending_pods", queue="active") == 0
         assert metric(text, "scheduler_unschedulable_pods", plugin="NodeResourcesFit",
                       profile=prof) == 1
-        assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == 2
-        assert metric(text, "scheduler_scheduler_cache_size", type="pods") == 3
+        nodes, pods = d.call(lambda: (d.daemon.scheduler.cache.node_count(),
+                                      len(d.daemon.scheduler.cache.pod_states)))
+        assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == nodes
+        assert metric(text, "scheduler_scheduler_cache_size", type="pods") == pods
+        if e2e.server is not None:  # a real cluster has more nodes and pods
+            assert (nodes, pods) == (2, 3)
         assert metric(text, "scheduler_queue_incoming_pods_total", event="PodAdd",
                       queue="active") == 4
         assert metric(text, "scheduler_scheduling_attempt_duration_seconds_count",
