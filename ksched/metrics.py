@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     ProcessCollector,
     generate_latest,
@@ -193,6 +194,20 @@ class SchedulerMetrics:
             "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"], registry=r,
         )
+        # client-go's leader election metrics (component-base's leaderelection adapter).
+        self.leader_election_master_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"], registry=r,
+        )
+        self.leader_election_slowpath = Counter(
+            "leader_election_slowpath",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the "
+            "string used to identify the lease. Please make sure to group by name.",
+            ["name"], registry=r,
+        )
         if process_metrics:
             ProcessCollector(registry=r)
         self._children: dict[tuple[Any, ...], Any] = {}
@@ -282,6 +297,16 @@ class SchedulerMetrics:
         if c is None:
             c = self._set_child(key, self.queue_incoming_pods.labels(queue, event))
         c.inc()
+
+    # -- the leader elector's hooks (``ksched.cluster.leaderelection.LeaderMetrics``) ------
+    def leader_on(self, name: str) -> None:
+        self.leader_election_master_status.labels(name).set(1)
+
+    def leader_off(self, name: str) -> None:
+        self.leader_election_master_status.labels(name).set(0)
+
+    def slowpath_exercised(self, name: str) -> None:
+        self.leader_election_slowpath.labels(name).inc()
 
     def paused(self, on: bool) -> None:
         """Stop (or resume) timing framework calls, e.g. while /debug/explain re-runs a cycle."""

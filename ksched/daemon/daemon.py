@@ -15,14 +15,29 @@ Every background task lives in the daemon's task group. Shutdown (``stop()`` or 
 ``async with``) stops taking pods, gives in-flight binding cycles ``shutdown_timeout``
 seconds to finish, flushes queued events/status patches briefly, then cancels the rest.
 
+Under systemd (``$NOTIFY_SOCKET``) the daemon reports READY=1 once the informers have
+synced, STOPPING=1 when shutdown starts, and WATCHDOG=1 pings while the scheduling loop is
+healthy (``sdnotify``).
+
 The scheduling loop is the daemon's own rather than ``Scheduler.run()``: the same
 pop → ``schedule_one`` steps, but bindings go to a task group that is drained, not
 cancelled, when the loop stops.
+
+With leader election (``leaderElection.leaderElect``, a ``coordination.k8s.io`` Lease; see
+``ksched.cluster.leaderelection``) every instance keeps its informers and cache warm and
+serves health, but only the leader runs the scheduling loop, as kube-scheduler: candidates
+start electing once synced. A leader that cannot renew within renewDeadline is fenced at
+once — the running scheduling cycle is cancelled, no new pod is popped, and bind, evict and
+nomination writes are refused — while bindings already past that point get until the lease
+could expire for the others; then the daemon stops (``leadership_lost``; ``ksched run``
+exits 1 like kube-scheduler's "leaderelection lost"). On shutdown the lease is released
+only after the in-flight bindings are done, so a standby takes over within a retry period.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -34,6 +49,14 @@ import anyio.lowlevel
 from .. import logging as klog
 from ..cluster import APIClient, APIClusterClient, ClusterInformers, StatusReporter
 from ..cluster import connect_scheduler as _connect
+from ..cluster.leaderelection import (
+    LeaderElector,
+    LeaseLock,
+    lease_lock_client,
+    new_identity,
+    resolve_lease_namespace,
+)
+from ..framework.handle import BindError
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..metrics import SchedulerMetrics
@@ -41,6 +64,7 @@ from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from .explain import Outcomes
 from .http import DebugServer
+from .sdnotify import SdNotifier
 
 __all__ = ["DEFAULT_BIND_ADDRESS", "DEFAULT_PORT", "SchedulerDaemon"]
 
@@ -80,6 +104,37 @@ class _DaemonObserver:
                      err=message, v=2)
 
 
+class _FencedClusterClient(APIClusterClient):
+    """The binder, refusing writes once leadership is lost: a binding cycle that started
+    before the loss but reaches Bind after it must not race the new leader."""
+
+    def __init__(self, client: APIClient, may_write: Callable[[], bool]) -> None:
+        super().__init__(client)
+        self.may_write = may_write
+
+    def _check(self, what: str) -> None:
+        if not self.may_write():
+            raise _NotLeader(f"{what}: not the leader any more")
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        if not self.may_write():
+            raise BindError(f"binding {pod.key} to {node_name}: not the leader any more",
+                            retry=True)
+        await super().bind(pod, node_name)
+
+    async def delete_pod(self, pod: PodInfo) -> None:
+        self._check(f"deleting {pod.key}")
+        await super().delete_pod(pod)
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        self._check(f"nominating {pod.key}")
+        await super().set_nominated_node(pod, node_name)
+
+
+class _NotLeader(RuntimeError):
+    pass
+
+
 class SchedulerDaemon:
     """One scheduler serving ``config``'s profiles against a cluster (see module doc)."""
 
@@ -99,11 +154,18 @@ class SchedulerDaemon:
         seed: int | None = None,
         max_in_flight_bindings: int = 64,
         on_informers: Callable[[ClusterInformers], None] | None = None,
+        notifier: SdNotifier | None = None,
+        leader_elect: bool | None = None,
+        identity: str | None = None,
     ) -> None:
         """``client`` (owned by the caller) or ``kubeconfig``/``master`` (a client is made and
         closed by the daemon). ``port=0`` picks a free port; ``explain=True`` records every
         attempt's full explanation (slow: for debugging only). ``on_informers`` may add
-        handlers to the informers before they start (benchmarks, embedding programs)."""
+        handlers to the informers before they start (benchmarks, embedding programs).
+        ``notifier`` tells systemd about readiness, shutdown and liveness (default: from
+        ``$NOTIFY_SOCKET``/``$WATCHDOG_USEC``, a no-op when unset; see ``sdnotify``).
+        ``leader_elect`` overrides ``config.leader_election.leader_elect``; ``identity`` the
+        Lease holder identity (default ``hostname_uuid``)."""
         if registry is None:
             from ..framework.registry import default_registry
 
@@ -122,6 +184,7 @@ class SchedulerDaemon:
         self.seed = seed
         self.max_in_flight_bindings = max_in_flight_bindings
         self.on_informers = on_informers
+        self.notifier = notifier if notifier is not None else SdNotifier.from_env()
         self.outcomes = Outcomes()
         self._sched: Scheduler | None = None
         self.reporter: StatusReporter | None = None
@@ -134,6 +197,18 @@ class SchedulerDaemon:
         self._stopping = False
         self._loop_scope: anyio.CancelScope | None = None
         self._stopped = False
+        self._cycle_started: float | None = None  # monotonic start of the running cycle
+        self.leader_elect = (
+            config.leader_election.leader_elect if leader_elect is None else leader_elect)
+        self.identity = identity
+        self.elector: LeaderElector | None = None
+        self._leading = anyio.Event()
+        self._lost = anyio.Event()
+        self._elect_done = anyio.Event()
+        self._elect_started = False
+        self._elect_sync_scope: anyio.CancelScope | None = None
+        self._cycle_scope: anyio.CancelScope | None = None
+        self._bindings_scope: anyio.CancelScope | None = None
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -167,16 +242,67 @@ class SchedulerDaemon:
     def stopping(self) -> bool:
         return self._stopping
 
+    @property
+    def leading(self) -> bool:
+        """Scheduling is allowed: leader election is off, or this daemon holds the lease."""
+        return self.elector is None or self.elector.leading
+
+    @property
+    def leadership_lost(self) -> bool:
+        """The lease could not be renewed: the daemon stopped scheduling for good."""
+        return self._lost.is_set()
+
+    async def wait_leading(self, timeout: float | None = None) -> None:
+        with anyio.fail_after(timeout):
+            await self._leading.wait()
+
+    async def wait_leadership_lost(self) -> None:
+        await self._lost.wait()
+
+    def _election_checks(self) -> list[tuple[str, str | None]]:
+        """client-go's HealthzAdaptor (kube-scheduler: on /healthz and /readyz)."""
+        return [] if self.elector is None else [("leaderElection", self.elector.check())]
+
     def liveness_checks(self) -> list[tuple[str, str | None]]:
         loop = "scheduling loop exited" if self._loop_done.is_set() and not self._stopping else None
-        return [("ping", None), ("scheduler", loop)]
+        return [("ping", None), ("scheduler", loop), *self._election_checks()]
 
     def readiness_checks(self) -> list[tuple[str, str | None]]:
         return [
             ("ping", None),
             ("informer-sync", None if self.synced else "informers have not synced yet"),
             ("shutdown", "shutting down" if self._stopping else None),
+            *self._election_checks(),
         ]
+
+    def loop_healthy(self) -> bool:
+        """For the systemd watchdog: the scheduling loop is waiting (for the sync, for pods)
+        or its current cycle started less than a watchdog interval ago, and it has not
+        exited on its own."""
+        if self._loop_done.is_set() and not self._stopping:
+            return False
+        started, limit = self._cycle_started, self.notifier.watchdog_interval
+        return started is None or limit is None or time.monotonic() - started < limit
+
+    async def _notify_ready(self) -> None:
+        """READY=1 once synced (a standby too: it is up, waiting for the lease), or at once
+        for a candidate that syncs only after winning (delayCacheUntilActive); STATUS= says
+        which, and changes when this instance starts leading."""
+        assert self.informers is not None
+        profiles = ", ".join(sorted(self.scheduler.frameworks))
+        if self.elector is None:
+            await self.informers.wait_synced()
+            if not self._stopping:
+                self.notifier.ready(f"Informers synced; scheduling for {profiles}")
+            return
+        if not self.config.delay_cache_until_active:
+            await self.informers.wait_synced()
+        if self._stopping:
+            return
+        self.notifier.ready(f"Waiting for the lease {self.elector.lock.describe()}")
+        await self._leading.wait()
+        if not self._stopping:
+            self.notifier.status(f"Leading; scheduling for {profiles}")
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         """Until the informers have synced and the scheduling loop runs."""
@@ -220,9 +346,19 @@ class SchedulerDaemon:
             stack.push_async_callback(self._client.close)
         client = self._client
         profiles = [p.scheduler_name for p in cfg.profiles]
+        if self.leader_elect:
+            le = cfg.leader_election
+            lock_client = await lease_lock_client(client, le.renew_deadline)
+            stack.push_async_callback(lock_client.close)
+            lock = LeaseLock(lock_client, resolve_lease_namespace(le.resource_namespace),
+                             le.resource_name, self.identity or new_identity())
+            self.elector = LeaderElector(
+                lock, lease_duration=le.lease_duration, renew_deadline=le.renew_deadline,
+                retry_period=le.retry_period, name=le.resource_name, metrics=self.metrics,
+                event_component=profiles[0] if profiles else None)
         self.reporter = StatusReporter(client, controller=_controller(profiles))
         sched = Scheduler(
-            cfg, self.registry, cluster=APIClusterClient(client),
+            cfg, self.registry, cluster=_FencedClusterClient(client, lambda: self.leading),
             observer=_DaemonObserver(self.reporter, self.outcomes), recorder=self.reporter,
             seed=self.seed, explain=self.explain,
             max_in_flight_bindings=self.max_in_flight_bindings,
@@ -239,16 +375,68 @@ class SchedulerDaemon:
         tg = await stack.enter_async_context(anyio.create_task_group())
         self._tg = tg
         await tg.start(self.reporter.run)
-        tg.start_soon(self.informers.run, name="informers")
+        if self.elector is None or not cfg.delay_cache_until_active:
+            tg.start_soon(self.informers.run, name="informers")
+        if self.elector is not None:
+            tg.start_soon(self._elect, name="leader election")
         tg.start_soon(self._schedule, name="scheduling loop")
+        if self.notifier.enabled:
+            tg.start_soon(self._notify_ready, name="sd_notify READY")
+            tg.start_soon(self.notifier.run_watchdog, self.loop_healthy, name="sd_notify watchdog")
+
+    async def _elect(self) -> None:
+        """Candidates elect once synced (kube-scheduler: unless delayCacheUntilActive)."""
+        assert self.elector is not None and self.informers is not None
+        self._elect_started = True
+        try:
+            if not self.config.delay_cache_until_active:
+                with anyio.CancelScope() as scope:
+                    self._elect_sync_scope = scope
+                    await self.informers.wait_synced()
+            await self.elector.run(self._leading.set, self._stopped_leading)
+        finally:
+            self._elect_done.set()
+
+    def _stopped_leading(self) -> None:
+        """Fence now: cancel the running cycle, pop nothing more, and let bindings already
+        started run only until the lease could expire for the others."""
+        self._lost.set()
+        if self._sched is not None:
+            self._sched.stopping = True
+        if self._loop_scope is not None and not self._ready.is_set():
+            self._loop_scope.cancel()
+        if self._cycle_scope is not None:
+            self._cycle_scope.cancel()
+        if self._bindings_scope is not None and self.elector is not None:
+            expiry = anyio.current_time() + self.elector.lease_remaining()
+            self._bindings_scope.deadline = min(self._bindings_scope.deadline, expiry)
+
+    async def _stop_electing(self) -> None:
+        """Stop renewing, then release the lease — only now, with no binding in flight, may
+        a standby take over (client-go's ReleaseOnCancel, after the guarded work)."""
+        elector = self.elector
+        assert elector is not None
+        elector.stop()
+        if self._elect_sync_scope is not None:
+            self._elect_sync_scope.cancel()
+        if self._elect_started:
+            with anyio.move_on_after(elector.request_timeout + 1.0):
+                await self._elect_done.wait()
+        await elector.release()
 
     async def _schedule(self) -> None:
         sched = self.scheduler
         assert self.informers is not None
         with anyio.CancelScope() as scope:
             self._loop_scope = scope
-            if self._stopping:
+            if self._stopping or self._lost.is_set():
                 scope.cancel()
+            if self.elector is not None:
+                await self._leading.wait()
+                if self.config.delay_cache_until_active:
+                    log.info("starting informers now that this instance leads")
+                    assert self._tg is not None
+                    self._tg.start_soon(self.informers.run, name="informers")
             await self.informers.wait_synced()
             log.info("informers synced, scheduling", profiles=sorted(sched.frameworks),
                      nodes=sched.cache.node_count(),
@@ -257,20 +445,30 @@ class SchedulerDaemon:
                 aux.start_soon(sched.queue.run_flushers, name="queue flushers")
                 aux.start_soon(sched.cache.run_cleanup, name="assumed pod expiry")
                 async with anyio.create_task_group() as bindings:
+                    self._bindings_scope = bindings.cancel_scope
                     sched._tg = bindings  # preemption tasks drain with the bindings
                     self._ready.set()
-                    # Shutdown cancels only this scope: an idle pop, never a cycle or binding.
-                    while not self._stopping:
-                        qpi = await sched.queue.pop()
-                        if qpi is None:
-                            break
-                        await sched.schedule_one(qpi, bindings)
-                        await anyio.lowlevel.checkpoint()
+                    # Shutdown ends the loop between cycles; a lost lease cancels even a
+                    # running cycle (this scope), never a binding already started.
+                    with anyio.CancelScope() as cycles:
+                        self._cycle_scope = cycles
+                        while not self._stopping and not self._lost.is_set():
+                            qpi = await sched.queue.pop()
+                            if qpi is None:
+                                break
+                            self._cycle_started = time.monotonic()
+                            await sched.schedule_one(qpi, bindings)
+                            self._cycle_started = None
+                            await anyio.lowlevel.checkpoint()
+                    self._cycle_scope = self._cycle_started = None
                     n = sched.in_flight_bindings
                     if n:
                         log.info("waiting for in-flight bindings", bindings=n,
                                  timeout=self.shutdown_timeout)
-                    bindings.cancel_scope.deadline = anyio.current_time() + self.shutdown_timeout
+                    bindings.cancel_scope.deadline = min(
+                        bindings.cancel_scope.deadline,
+                        anyio.current_time() + self.shutdown_timeout)
+                self._bindings_scope = None
                 sched._tg = None
                 aux.cancel_scope.cancel()
         self._loop_done.set()
@@ -280,6 +478,7 @@ class SchedulerDaemon:
         if self._stopping:
             return
         self._stopping = True
+        self.notifier.stopping("Shutting down: finishing in-flight bindings")
         if self._sched is not None:
             self._sched.stopping = True
             self._sched.queue.close()
@@ -302,6 +501,8 @@ class SchedulerDaemon:
                 if self._loop_scope is not None or self._ready.is_set():
                     with anyio.move_on_after(self.shutdown_timeout + 1.0):
                         await self._loop_done.wait()
+                if self.elector is not None:
+                    await self._stop_electing()
                 if self.reporter is not None and exc_type is None:
                     with contextlib.suppress(TimeoutError):
                         await self.reporter.drain(STATUS_FLUSH_TIMEOUT)
@@ -311,6 +512,7 @@ class SchedulerDaemon:
             # The caller's own exception (if any) propagates from its ``async with``; only
             # failures of the daemon's tasks are raised here.
             await stack.__aexit__(None, None, None)
+            self.notifier.close()
             log.info("scheduler stopped")
 
 

@@ -2,8 +2,15 @@
 
 Configuration is loaded and every profile's framework is built before anything touches
 the cluster, so a bad config exits 2 without a single API request. SIGTERM/SIGINT start a
-graceful shutdown (stop taking pods, let in-flight bindings finish within 30 s) and the
-process exits 0; a second signal during shutdown uses the default action (immediate exit).
+graceful shutdown (stop taking pods, let in-flight bindings finish within 30 s, release
+the leader lease) and the process exits 0; a second signal during shutdown uses the default
+action (immediate exit).
+
+``--leader-elect``/``--no-leader-elect`` override ``leaderElection.leaderElect`` in the
+config, as upstream's ``ApplyLeaderElectionTo`` (``/configz`` shows the effective value).
+A leader that loses its lease exits 1 after a brief fenced wind-down, as kube-scheduler
+does ("leaderelection lost"): its supervisor restarts it as a fresh candidate, which is
+simpler and safer than turning a cache built as leader (assumed pods) back into a follower.
 """
 
 from __future__ import annotations
@@ -16,38 +23,44 @@ import anyio
 
 from .. import logging as klog
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "LEADER_ELECTION_UNSUPPORTED", "run"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "apply_leader_election_flag", "run"]
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
-LEADER_ELECTION_UNSUPPORTED = "leader election is not supported yet; use --no-leader-elect"
 
 
-def leader_election_mode(flag: bool | None, config_value: bool) -> tuple[bool, str | None]:
-    """(ok, warning): ``--leader-elect`` cannot be honoured yet; the config default (true, as
-    upstream) is ignored with a warning; ``--no-leader-elect`` runs silently without it."""
-    if flag is True:
-        return False, None
-    if flag is None and config_value:
-        return True, ("leader election is not supported yet: running without it, so only one "
-                      "ksched instance may serve these profiles (pass --no-leader-elect to "
-                      "silence this warning)")
-    return True, None
+def apply_leader_election_flag(flag: bool | None, config: Any) -> list[str]:
+    """Let the flag (when given) override ``leaderElection.leaderElect``; return the problems
+    of the resulting election settings — the file was validated with its own leaderElect,
+    which skips these rules when false — and what the elector itself would reject."""
+    from ..cluster.leaderelection import check_timings
+    from ..config import validate
+
+    le = config.leader_election
+    if flag is not None:
+        le.leader_elect = flag
+    if not le.leader_elect:
+        return []
+    problems = [p for p in validate(config) if p.startswith("leaderElection")]
+    if not problems:
+        timing = check_timings(le.lease_duration, le.renew_deadline, le.retry_period)
+        if timing is not None:
+            problems.append(f"couldn't create leader elector: {timing}")
+    return problems
 
 
 def run(args: Any, config: Any, registry: Any) -> int:
-    """Run the daemon until SIGTERM/SIGINT; returns the exit status."""
-    ok, warning = leader_election_mode(args.leader_elect, config.leader_election.leader_elect)
-    if not ok:
-        print(f"ksched run: {LEADER_ELECTION_UNSUPPORTED}", file=sys.stderr)
+    """Run the daemon until SIGTERM/SIGINT (exit 0) or a lost lease (exit 1)."""
+    problems = apply_leader_election_flag(args.leader_elect, config)
+    if problems:
+        for p in problems:
+            print(f"ksched run: {p}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.port < 0 or args.port > 65535:
         print(f"ksched run: --port {args.port} is out of range", file=sys.stderr)
         return EXIT_BAD_INPUT
     klog.configure(args.log_format, args.v)
     log = klog.get_logger("ksched.run")
-    if warning:
-        log.warning(warning)
     try:
         return anyio.run(_serve, args, config, registry, log)
     except KeyboardInterrupt:
@@ -81,15 +94,30 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
                 log.error("ksched failed to start", error=str(e))
                 return EXIT_FAILURE
             log.info("ksched started", url=daemon.url,
-                     profiles=[p.scheduler_name for p in config.profiles])
+                     profiles=[p.scheduler_name for p in config.profiles],
+                     leader_elect=daemon.leader_elect)
+            lost = False
             try:
-                async for signum in signals:
-                    log.info("shutting down", signal=signal.Signals(signum).name)
-                    break
+                async with anyio.create_task_group() as tg:
+
+                    async def on_lost() -> None:
+                        nonlocal lost
+                        await daemon.wait_leadership_lost()
+                        lost = True
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(on_lost)
+                    async for signum in signals:
+                        log.info("shutting down", signal=signal.Signals(signum).name)
+                        break
+                    tg.cancel_scope.cancel()
             except BaseException as e:
                 await daemon.aclose(type(e), e, e.__traceback__)
                 raise
         await daemon.aclose()
     finally:
         await client.close()
+    if lost:
+        log.error("exiting: leader election lost")
+        return EXIT_FAILURE
     return 0

@@ -550,7 +550,7 @@ def test_pre_filter_state_add_remove_pod(
 
 
 def test_pre_filter_state_clone_is_deep() -> None:
-    """TestPreFilterStateClone: a clone equals its source and does not share updates."""
+    """TestPreFilterStateClone: a clone equals its source and updates do not leak either way."""
     plugin, snap = setup(
         [pod("p", labels={"foo": "bar"}, node="node1")], [node("node1", {"name": "node1"})])
     cs = new_state()
@@ -561,8 +561,15 @@ def test_pre_filter_state_clone_is_deep() -> None:
     assert c is not s
     assert c.anti_affinity_counts.to_dict() == s.anti_affinity_counts.to_dict() == {
         ("name", "node1"): 1}
-    c.anti_affinity_counts.update("name", "node1", 5)
+    node1 = node_info(snap, "node1").node
+    other = pod("q", labels={"foo": "bar"}, node="node1")
+    c.update_with_pod(other, node1, 1)
+    assert c.anti_affinity_counts.to_dict() == {("name", "node1"): 2}
     assert s.anti_affinity_counts.to_dict() == {("name", "node1"): 1}
+    c2 = s.clone()
+    s.update_with_pod(other, node1, -1)
+    assert s.anti_affinity_counts.to_dict() == {}
+    assert c2.anti_affinity_counts.to_dict() == {("name", "node1"): 1}
     assert cs.clone().read(PRE_FILTER_STATE_KEY) is not s
 
 

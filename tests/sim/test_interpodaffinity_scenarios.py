@@ -152,3 +152,15 @@ def test_preemption_evicts_the_pod_a_high_priority_anti_affinity_refuses() -> No
     assert vip.status == "Scheduled", vip.message
     assert vip.node == "n1"
     assert vip.preempted == ["default/low-1"]
+
+
+def test_pending_pod_is_requeued_when_a_matching_pod_is_bound() -> None:
+    """The AssignedPod/Add hint: "web" fails first (no db anywhere), then db binds."""
+    res = run([
+        node("a1", "a"), node("b1", "b"),
+        pod("web", WEB, required("podAffinity", term({"app": "db"}, ZONE)), priority=10),
+        pod("db", {"app": "db"}, priority=0),
+    ], NO_POST_FILTER)
+    assert res["db"].status == "Scheduled"
+    assert res["web"].status == "Scheduled"
+    assert res["web"].node == res["db"].node  # one node per zone here

@@ -46,10 +46,12 @@ _NO_LABELS: Mapping[str, str] = {}
 
 
 class PreFilterState:
-    """``preFilterState``; cloned (counts copied) for preemption dry runs."""
+    """``preFilterState``. Clones share the counts until either side updates them
+    (preemption clones the state for every candidate node but updates few)."""
 
-    __slots__ = ("affinity_counts", "anti_affinity_counts", "existing_anti_affinity_counts",
-                 "namespace_labels", "pod", "self_match", "terms")
+    __slots__ = ("_owned", "affinity_counts", "anti_affinity_counts",
+                 "existing_anti_affinity_counts", "namespace_labels", "pod", "self_match",
+                 "terms")
 
     def __init__(
         self,
@@ -66,6 +68,7 @@ class PreFilterState:
         self.existing_anti_affinity_counts = existing
         self.affinity_counts = affinity
         self.anti_affinity_counts = anti_affinity
+        self._owned = True
         # Whether the pod matches all its own affinity terms (the first pod of a group).
         self.self_match = pod_matches_all_terms(
             terms.required_affinity, pod.namespace, pod.labels, namespace_labels)
@@ -74,13 +77,22 @@ class PreFilterState:
         out = PreFilterState.__new__(PreFilterState)
         out.pod, out.terms, out.namespace_labels = self.pod, self.terms, self.namespace_labels
         out.self_match = self.self_match
-        out.existing_anti_affinity_counts = self.existing_anti_affinity_counts.clone()
-        out.affinity_counts = self.affinity_counts.clone()
-        out.anti_affinity_counts = self.anti_affinity_counts.clone()
+        out.existing_anti_affinity_counts = self.existing_anti_affinity_counts
+        out.affinity_counts = self.affinity_counts
+        out.anti_affinity_counts = self.anti_affinity_counts
+        out._owned = self._owned = False
         return out
+
+    def _own(self) -> None:
+        if not self._owned:
+            self.existing_anti_affinity_counts = self.existing_anti_affinity_counts.clone()
+            self.affinity_counts = self.affinity_counts.clone()
+            self.anti_affinity_counts = self.anti_affinity_counts.clone()
+            self._owned = True
 
     def update_with_pod(self, other: PodInfo, node: Node | None, multiplier: int) -> None:
         """``updateWithPod``: count ``other`` on ``node`` in (+1) or out (-1)."""
+        self._own()
         labels = node.metadata.labels if node is not None else _NO_LABELS
         nsl = self.namespace_labels
         me = self.pod
@@ -103,13 +115,14 @@ def _update(counts: TopologyCounts, labels: Mapping[str, str], key: str, delta: 
 
 
 def compute_pre_filter(
-    index: ClusterIndex, snap: Snapshot, pod: PodInfo, namespaces: NamespaceLabels
+    index: ClusterIndex, snap: Snapshot, pod: PodInfo, namespaces: NamespaceLabels,
+    token: object = None,
 ) -> tuple[PreFilterState | None, Status | None]:
     """PreFilter's counts over every node of ``snap``; Skip when nothing can reject."""
     terms = pod_terms(pod)
     if terms.error:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {terms.error}")
-    index.sync(snap)
+    index.sync(snap, token)
     n = snap.n
     ns, labels = pod.namespace, pod.labels
 

@@ -110,8 +110,7 @@ class ClusterIndex:
     def __init__(self) -> None:
         self._snap: Snapshot | None = None
         self._infos: list[NodeInfo] | None = None
-        self._seen: list[NodeInfo] = []
-        self._ids: IntArray = np.zeros(0, dtype=np.int64)
+        self._token: object = None
         self._gens: IntArray = np.zeros(0, dtype=np.int64)
         self._row_keys: list[dict[RowKey, int]] = []
         self.n = 0
@@ -123,25 +122,25 @@ class ClusterIndex:
         # (term, weight): preferred affinity with +weight, preferred anti-affinity with -weight.
         self.preferred: dict[tuple[AffinityTerm, int], RowCounts] = {}
 
-    def sync(self, snap: Snapshot) -> None:
-        """Re-read the rows whose NodeInfo was replaced or changed since the last call.
+    def sync(self, snap: Snapshot, token: object = None) -> None:
+        """Re-read the rows whose NodeInfo changed since the last call.
 
-        The snapshot swaps in a new NodeInfo for every node that changed; generations
-        also catch a NodeInfo changed in place.
+        Every NodeInfo change draws a new generation from a global counter and a clone
+        keeps it, so comparing generations finds exactly the changed rows. ``token``
+        (the cycle's CycleState) skips the check when PreScore follows PreFilter in the
+        same cycle, as the snapshot cannot change in between.
         """
         infos = snap.node_infos
         n = len(infos)
         if snap is not self._snap or infos is not self._infos or n != self.n:
             self._rebuild(snap)
-            return
-        if n == 0:
-            return
-        ids = np.fromiter(map(id, infos), dtype=np.int64, count=n)
-        gens = np.fromiter(map(_GENERATION, infos), dtype=np.int64, count=n)
-        changed = np.flatnonzero((ids != self._ids) | (gens != self._gens))
-        for i in changed.tolist():
-            self._reindex(i, infos[i])
-        self._ids, self._gens = ids, gens
+        elif token is None or token is not self._token:
+            gens = np.fromiter(map(_GENERATION, infos), dtype=np.int64, count=n)
+            changed = np.flatnonzero(gens != self._gens)
+            for i in changed.tolist():
+                self._reindex(i, infos[i])
+            self._gens = gens
+        self._token = token
 
     def _rebuild(self, snap: Snapshot) -> None:
         infos = snap.node_infos
@@ -151,11 +150,9 @@ class ClusterIndex:
         self.required_anti_affinity.clear()
         self.required_affinity.clear()
         self.preferred.clear()
-        self._seen = list(infos)
         self._row_keys = [{} for _ in infos]
         for i, ni in enumerate(infos):
             self._reindex(i, ni)
-        self._ids = np.fromiter(map(id, infos), dtype=np.int64, count=self.n)
         self._gens = np.fromiter(map(_GENERATION, infos), dtype=np.int64, count=self.n)
 
     @staticmethod
@@ -175,7 +172,6 @@ class ClusterIndex:
         return out
 
     def _reindex(self, row: int, ni: NodeInfo) -> None:
-        self._seen[row] = ni
         old = self._row_keys[row]
         new = self._contents(ni)
         for k, c in old.items():

@@ -77,7 +77,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
-        s, st = compute_pre_filter(self.index, nodes, pod, self._namespaces())
+        s, st = compute_pre_filter(self.index, nodes, pod, self._namespaces(), state)
         if s is not None:
             state.write(PRE_FILTER_STATE_KEY, s)
         return None, st
@@ -124,7 +124,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         a = self.args
         s, st = compute_pre_score(self.index, self._snapshot(nodes), pod, self._namespaces(),
                                   a.hard_pod_affinity_weight,
-                                  a.ignore_preferred_terms_of_existing_pods)
+                                  a.ignore_preferred_terms_of_existing_pods, state)
         if s is not None:
             state.write(PRE_SCORE_STATE_KEY, s)
         return st

@@ -68,6 +68,7 @@ def compute_pre_score(
     namespaces: NamespaceLabels,
     hard_pod_affinity_weight: int,
     ignore_preferred_terms_of_existing_pods: bool,
+    token: object = None,
 ) -> tuple[PreScoreState | None, Status | None]:
     """Skip when no existing pod contributes anywhere (upstream's empty topologyScore)."""
     has_constraints = has_preferred_terms(pod.pod)
@@ -76,7 +77,7 @@ def compute_pre_score(
     terms = pod_terms(pod)
     if terms.error:
         return None, Status(Code.ERROR, f"failed to parse pod: {terms.error}")
-    index.sync(snap)
+    index.sync(snap, token)
     n = snap.n
     weights: dict[str, IntArray] = {}
     touched: dict[str, BoolArray] = {}

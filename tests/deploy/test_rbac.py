@@ -1,0 +1,236 @@
+"""RBAC: the roles in deploy/ (and systemd/rbac.yaml) grant exactly the (resource, verb)
+pairs ksched uses — no more (least privilege), no less (a forbidden request would stall
+scheduling in production only).
+
+Two derivations from the code:
+
+* static: every API path the daemon's modules can build (module constants, f-strings,
+  ``pod_path`` subresources), so a resource added on a rarely taken path is noticed;
+* dynamic: the requests the daemon actually sends to the test API server while it lists,
+  watches, binds, retries a failed binding (an event series), reports an unschedulable pod
+  and preempts — recorded by the server as kube-apiserver's RequestInfo (verb, resource,
+  subresource) and compared with the rules as a set.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+
+from ksched.cluster import APIClient
+from ksched.config import load_config_data
+from ksched.daemon import SchedulerDaemon
+from ksched.testing import TestAPIServer, make_node, make_pod, make_priority_class
+
+from ._manifests import DEPLOY, JSON, ROOT, find, kustomize, load, rules_of
+
+# Roles the deploy/ base grants to ksched's service account (the contrib overlay adds
+# podgroups, checked below); the extender's own RBAC lives in deploy/extender.
+LEASES = ("coordination.k8s.io", "leases")
+ESCALATING_VERBS = {"*", "escalate", "bind", "impersonate"}
+
+Pair = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+
+
+def granted() -> set[Pair]:
+    objs = kustomize(DEPLOY)
+    rules = rules_of(find(objs, "ClusterRole", "ksched")) | rules_of(find(objs, "Role"))
+    return {(g, r, v) for g, r, v, _ in rules}
+
+
+# ---- no wildcards, nothing escalating ---------------------------------------------------
+
+
+def _all_roles() -> list[JSON]:
+    objs = [*kustomize(DEPLOY), *kustomize(DEPLOY / "overlays" / "contrib"),
+            *kustomize(DEPLOY / "overlays" / "extender"), *load(ROOT / "systemd" / "rbac.yaml")]
+    return [o for o in objs if o["kind"] in ("Role", "ClusterRole")]
+
+
+def test_no_wildcards_no_escalation_no_secrets() -> None:
+    roles = _all_roles()
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            where = f"{role['kind']} {role['metadata']['name']}: {rule}"
+            assert "nonResourceURLs" not in rule, where
+            for field in ("apiGroups", "resources", "verbs"):
+                assert not any("*" in x for x in rule[field]), where
+            assert not ESCALATING_VERBS & set(rule["verbs"]), where
+            assert not {"secrets", "configmaps", "serviceaccounts/token"} & set(
+                rule["resources"]), where
+    bindings = [o for o in (*kustomize(DEPLOY), *kustomize(DEPLOY / "overlays" / "contrib"))
+                if o["kind"].endswith("Binding")]
+    assert all(b["roleRef"]["name"] not in ("cluster-admin", "admin", "edit") for b in bindings)
+
+
+def test_systemd_role_matches_the_in_cluster_one() -> None:
+    """Host installs bind the same ClusterRole, plus the same Lease Role in kube-system."""
+    host = load(ROOT / "systemd" / "rbac.yaml")
+    base = kustomize(DEPLOY)
+    assert rules_of(find(host, "Role")) == rules_of(find(base, "Role"))
+    assert find(host, "ClusterRoleBinding")["roleRef"]["name"] == find(
+        base, "ClusterRole")["metadata"]["name"]
+    cfg = yaml.safe_load((ROOT / "systemd" / "config.yaml").read_text())
+    assert find(host, "Role")["metadata"]["namespace"] == cfg["leaderElection"][
+        "resourceNamespace"]
+    assert {n for *_, n in rules_of(find(host, "Role")) if n} == {
+        cfg["leaderElection"]["resourceName"]}
+
+
+# ---- static: the API paths in the code --------------------------------------------------
+
+_CORE = re.compile(r"^/api/v1/(?:namespaces/\{\}/)?([a-z]+)")
+_GROUP = re.compile(r"^/apis/([a-z0-9.-]+)/v[0-9a-z]+/(?:namespaces/\{\}/)?([a-z]+)")
+
+
+def _sources() -> list[Path]:
+    pkg = ROOT / "ksched"
+    files = [*sorted((pkg / "cluster").glob("*.py")), *sorted((pkg / "daemon").glob("*.py"))]
+    # leader election, wherever it lives
+    files += [p for p in sorted(pkg.rglob("*.py"))
+              if "leader" in p.name and p.parent.name not in ("cluster", "daemon", "testing")]
+    return files
+
+
+def _templates(tree: ast.Module) -> list[str]:
+    """Every string literal and f-string, with module constants substituted and other
+    placeholders as ``{}``."""
+    consts: dict[str, str] = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            consts[node.targets[0].id] = node.value.value
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+        elif isinstance(node, ast.JoinedStr):
+            parts = []
+            for v in node.values:
+                if isinstance(v, ast.Constant):
+                    parts.append(str(v.value))
+                elif (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name)
+                      and v.value.id in consts):
+                    parts.append(consts[v.value.id])
+                else:
+                    parts.append("{}")
+            out.append("".join(parts))
+    return out
+
+
+def referenced_resources() -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for path in _sources():
+        tree = ast.parse(path.read_text())
+        for t in _templates(tree):
+            if m := _CORE.match(t):
+                found.add(("", m.group(1)))
+            elif m := _GROUP.match(t):
+                found.add((m.group(1), m.group(2)))
+        for node in ast.walk(tree):  # pod_path(ns, name, "binding")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "pod_path" and len(node.args) == 3
+                    and isinstance(node.args[2], ast.Constant)):
+                found.add(("", f"pods/{node.args[2].value}"))
+    return found
+
+
+def test_static_paths_are_exactly_the_granted_resources() -> None:
+    code = referenced_resources()
+    assert ("", "pods/binding") in code and ("events.k8s.io", "events") in code  # sanity
+    rbac = {(g, r) for g, r, _ in granted()}
+    assert code - rbac == set(), "ksched builds API paths the roles do not grant"
+    unused = rbac - code
+    if LEASES not in code:
+        # the Role is for --leader-elect; allowed until the election code exists
+        unused.discard(LEASES)
+    assert unused == set(), "the roles grant resources no code path uses"
+
+
+# ---- dynamic: what the daemon sends -------------------------------------------------------
+
+
+def _group(path: str) -> str:
+    parts = path.strip("/").split("/")
+    return "" if parts[0] == "api" else parts[1]
+
+
+def _config() -> Any:
+    return load_config_data({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False}})[0]
+
+
+async def _bound(srv: TestAPIServer, name: str) -> str:
+    with anyio.fail_after(15):
+        while not (node := srv.get("pods", "default", name)["spec"].get("nodeName")):
+            await anyio.sleep(0.02)
+    return str(node)
+
+
+async def _scenario(srv: TestAPIServer) -> None:
+    srv.create(make_node("big", cpu="4"))
+    srv.create(make_node("small", cpu="1", labels={"size": "small"}))
+    srv.create(make_priority_class("high", 1000))
+    srv.create(make_pod("victim", cpu="1", node_name="small"))
+    client = await APIClient.for_master(srv.url, qps=0)
+    try:
+        async with SchedulerDaemon(_config(), client=client, port=0) as d:
+            await d.wait_ready(15)
+            assert d.reporter is not None
+            d.reporter.series_interval = 0.0  # write every repeat of an event at once
+            # a binding that fails twice the same way: FailedScheduling, then its series
+            srv.faults.fail_next(2, verb="create", resource="pods/binding", code=500,
+                                 message="injected")
+            srv.create(make_pod("retried", cpu="100m", scheduler_name="ksched"))
+            assert await _bound(srv, "retried") == "big"
+            # fits nowhere: FailedScheduling and the PodScheduled=False condition
+            srv.create(make_pod("nowhere", scheduler_name="ksched",
+                                nodeSelector={"size": "huge"}))
+            # preemption: the victim is deleted, the preemptor nominated and bound
+            srv.create(make_pod("urgent", cpu="1", scheduler_name="ksched",
+                                priority_class_name="high", nodeSelector={"size": "small"}))
+            assert await _bound(srv, "urgent") == "small"
+            with anyio.fail_after(10):
+                while not any(c.get("type") == "PodScheduled" for c in srv.get(
+                        "pods", "default", "nowhere").get("status", {}).get("conditions", [])):
+                    await anyio.sleep(0.02)
+            await d.reporter.drain(10)
+    finally:
+        await client.close()
+
+
+def test_requests_sent_are_exactly_the_granted_pairs() -> None:
+    async def main() -> set[Pair]:
+        async with TestAPIServer() as srv:
+            await _scenario(srv)
+            used = {(_group(r.path), r.resource + (f"/{r.subresource}" if r.subresource else ""),
+                     r.verb) for r in srv.requests if r.resource and r.verb}
+            assert srv.count_requests(verb="delete", resource="pods", name="victim") == 1
+            return used
+
+    used = anyio.run(main)
+    rbac = granted()
+    assert used - rbac == set(), "requests the roles would forbid"
+    unexercised = rbac - used
+    if not any(r[:2] == LEASES for r in used):
+        # the lease rules are for --leader-elect, not exercised by a single instance
+        unexercised = {r for r in unexercised if r[:2] != LEASES}
+    assert unexercised == set(), "rules no request needed"
+
+
+def test_contrib_podgroup_rules_are_read_only(contrib: Any) -> None:
+    objs = kustomize(DEPLOY / "overlays" / "contrib")
+    extra = rules_of(find(objs, "ClusterRole", "ksched-podgroups"))
+    assert {v for *_, v, _ in extra} == {"list", "watch"}  # an informer, nothing else
+    from ksched_contrib.coscheduling import PODGROUP_RESOURCE  # type: ignore[import-not-found]
+
+    plural, _, version_group = PODGROUP_RESOURCE.partition(".")  # podgroups.v1alpha1.<group>
+    assert {(g, r) for g, r, *_ in extra} == {(version_group.split(".", 1)[1], plural)}

@@ -1,0 +1,308 @@
+"""High availability: several ``ksched run --leader-elect`` processes on one Lease.
+
+Short timings keep the file fast (leaseDuration 2 s, renewDeadline 1.5 s, retryPeriod
+0.25 s). Each daemon gets its own ``$HOSTNAME``, which becomes the prefix of its Lease
+identity and the suffix of its events' reportingInstance, so leases, events and bindings
+can be attributed to processes. Measured failover times are printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import E2E, metric, wait_for
+
+pytestmark = pytest.mark.e2e
+
+LD, RD, RP = 2.0, 1.5, 0.25
+FAST = {"leaseDuration": "2s", "renewDeadline": "1500ms", "retryPeriod": "250ms"}
+# Upstream's defaults but a shorter retry period: a released lease must not need 15 s.
+DEFAULTISH = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "500ms"}
+
+
+class Daemon:
+    """One ``ksched run`` process; its JSON log lines are collected by a reader thread."""
+
+    def __init__(self, e2e: E2E, name: str, timings: dict[str, str]) -> None:
+        self.name = name
+        cfg = e2e.config(leaderElection={
+            "leaderElect": False,  # the flag below turns it on, as upstream's override
+            "resourceName": f"ksched-{e2e.run_id}",
+            "resourceNamespace": e2e.namespace,
+            **timings,
+        })
+        path = e2e.write_config(cfg, f"{name}.yaml")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", HOSTNAME=name)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "ksched", "run", "--config", str(path), "--kubeconfig",
+             str(e2e.kubeconfig), "--leader-elect", "--port", "0", "--log-format", "json",
+             "-v", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.log: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = ""
+        self.identity = ""
+
+    def _read(self) -> None:
+        assert self.p.stdout is not None
+        for line in self.p.stdout:
+            try:
+                self.lines.put(json.loads(line))
+            except ValueError:
+                self.lines.put({"msg": line.rstrip()})
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self.log.append(self.lines.get_nowait())
+            except queue.Empty:
+                return
+
+    def logged(self, msg: str) -> dict[str, Any] | None:
+        self._drain()
+        return next((e for e in self.log if e.get("msg") == msg), None)
+
+    def wait_log(self, msg: str, timeout: float = 20.0) -> dict[str, Any]:
+        return wait_for(lambda: self.logged(msg), timeout, what=f"{self.name}: log {msg!r}")
+
+    def started(self) -> None:
+        self.url = str(self.wait_log("serving health, metrics and debug endpoints")["url"])
+        self.identity = str(self.wait_log("attempting to acquire leader lease")["identity"])
+        assert self.identity.startswith(f"{self.name}_")
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=5) as r:
+                return int(r.status), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return int(e.code), e.read().decode()
+        except OSError:
+            return 0, ""
+
+    def master_status(self) -> float | None:
+        status, text = self.get("/metrics")
+        return metric(text, "leader_election_master_status") if status == 200 else None
+
+    @property
+    def alive(self) -> bool:
+        return self.p.poll() is None
+
+    def kill(self) -> None:
+        if self.alive:
+            self.p.kill()
+            self.p.wait(10)
+
+
+@pytest.fixture
+def daemons(e2e: E2E) -> Iterator[list[Daemon]]:
+    started: list[Daemon] = []
+    yield started
+    for d in started:
+        d.kill()
+
+
+def start(e2e: E2E, daemons: list[Daemon], n: int, timings: dict[str, str]) -> list[Daemon]:
+    new = [Daemon(e2e, f"ha-{len(daemons) + i}", timings) for i in range(n)]
+    daemons.extend(new)
+    for d in new:
+        d.started()
+    for d in new:
+        wait_for(lambda d=d: d.get("/readyz")[0] == 200, 20, what=f"{d.name} ready")
+    return new
+
+
+def lease(e2e: E2E) -> dict[str, Any]:
+    spec: dict[str, Any] = e2e.kube.ok(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{e2e.namespace}/leases/"
+               f"ksched-{e2e.run_id}")["spec"]
+    return spec
+
+
+def holder(e2e: E2E) -> str:
+    status, data = e2e.kube.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{e2e.namespace}/leases/"
+               f"ksched-{e2e.run_id}")
+    return str(((data or {}).get("spec") or {}).get("holderIdentity") or "") \
+        if status == 200 else ""
+
+
+def leader(e2e: E2E, ds: list[Daemon], timeout: float = 10.0) -> Daemon:
+    """The daemon the Lease names, once exactly one daemon reports itself as master."""
+    def one() -> Daemon | None:
+        h = holder(e2e)
+        live = [d for d in ds if d.alive]
+        statuses = {d.name: d.master_status() for d in live}
+        leaders = [d for d in live if statuses[d.name] == 1.0]
+        if len(leaders) == 1 and leaders[0].identity == h and all(
+                statuses[d.name] == 0.0 for d in live if d is not leaders[0]):
+            return leaders[0]
+        return None
+
+    return wait_for(one, timeout, what="exactly one leader")
+
+
+def bound_by(e2e: E2E, pod: str) -> str:
+    """The hostname of the daemon that reported the pod's Scheduled event."""
+    (ev,) = wait_for(lambda: e2e.events(pod, "Scheduled"), 10, what=f"{pod} Scheduled event")
+    return str(ev["reportingInstance"]).removeprefix(f"{e2e.scheduler_name}-")
+
+
+def assert_each_bound_once(e2e: E2E, pods: list[str]) -> None:
+    """The server saw exactly one binding per pod, none rejected (no double binding)."""
+    srv = e2e.need_server()
+    reqs = [r for r in srv.find_requests(resource="pods/binding")
+            if r.namespace == e2e.namespace]
+    assert [r for r in reqs if r.status >= 300] == []
+    counts = Counter(r.name for r in reqs)
+    assert counts == Counter(pods), counts
+    for p in pods:
+        assert len(e2e.events(p, "Scheduled")) == 1
+
+
+def test_one_leader_of_three_and_sigkill_failover(e2e: E2E, daemons: list[Daemon]) -> None:
+    e2e.need_server()
+    e2e.create_node("n1")
+    ds = start(e2e, daemons, 3, FAST)
+    first = leader(e2e, ds)
+    spec = lease(e2e)
+    assert spec["leaseDurationSeconds"] == 2
+    transitions = spec["leaseTransitions"]
+    pods = [f"before-{i}" for i in range(5)]
+    for p in pods:
+        e2e.create_pod(p)
+    for p in pods:
+        e2e.wait_bound(p)
+        assert bound_by(e2e, p) == first.name
+    # Only the leader schedules, but every follower's cache is warm.
+    for d in ds:
+        _, text = d.get("/metrics")
+        assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == 1.0
+
+    first.p.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    first.p.wait(5)
+    after = [f"after-{i}" for i in range(5)]
+    for p in after:
+        e2e.create_pod(p)
+    second = leader(e2e, ds, timeout=LD + 3 * RP + 5)
+    took_over = time.monotonic() - killed
+    for p in after:
+        e2e.wait_bound(p, timeout=10)
+    bound = time.monotonic() - killed
+    print(f"\nSIGKILL failover: new leader after {took_over:.2f}s, "
+          f"pods bound after {bound:.2f}s (leaseDuration {LD}s, retryPeriod {RP}s)")
+    assert second is not first
+    # A standby must wait out the lease it last saw renewed, then win its next retry.
+    assert LD - RP <= took_over <= LD + 2.2 * RP + 1.5
+    assert bound <= LD + 2.2 * RP + 2.5
+    assert {bound_by(e2e, p) for p in after} == {second.name}
+    assert lease(e2e)["leaseTransitions"] == transitions + 1
+    assert_each_bound_once(e2e, pods + after)
+
+
+def test_sigterm_releases_the_lease_for_a_fast_handover(
+    e2e: E2E, daemons: list[Daemon]
+) -> None:
+    srv = e2e.need_server()
+    e2e.create_node("n1")
+    ds = start(e2e, daemons, 2, DEFAULTISH)
+    first = leader(e2e, ds)
+    (standby,) = [d for d in ds if d is not first]
+    transitions = lease(e2e)["leaseTransitions"]
+    e2e.create_pod("before")
+    e2e.wait_bound("before")
+
+    first.p.send_signal(signal.SIGTERM)
+    stopped = time.monotonic()
+    assert first.p.wait(10) == 0
+    e2e.create_pod("after")
+    wait_for(lambda: holder(e2e) == standby.identity, 5, interval=0.02,
+             what="the standby to take over")
+    took_over = time.monotonic() - stopped
+    e2e.wait_bound("after", timeout=5)
+    bound = time.monotonic() - stopped
+    print(f"\nSIGTERM handover: new leader after {took_over:.2f}s, pod bound after "
+          f"{bound:.2f}s (leaseDuration 15s, retryPeriod 0.5s)")
+    # Released: no need to wait out the 15 s lease, about one (jittered) retry period.
+    assert took_over < 2.0
+    assert first.logged("released lease") is not None
+    # The release itself: holder cleared, transitions kept, leaseDurationSeconds 1.
+    released = [r.body["spec"] for r in srv.find_requests(resource="leases", verb="update")
+                if r.status == 200 and r.body["spec"]["holderIdentity"] == ""]
+    assert len(released) == 1
+    assert released[0]["leaseDurationSeconds"] == 1
+    assert released[0]["leaseTransitions"] == transitions
+    spec = lease(e2e)
+    assert spec["leaseTransitions"] == transitions + 1
+    assert spec["leaseDurationSeconds"] == 15
+    assert leader(e2e, ds) is standby
+    assert bound_by(e2e, "after") == standby.name
+    assert_each_bound_once(e2e, ["before", "after"])
+
+
+def test_a_leader_that_cannot_renew_steps_down(e2e: E2E, daemons: list[Daemon]) -> None:
+    srv = e2e.need_server()
+    e2e.create_node("n1")
+    ds = start(e2e, daemons, 2, FAST)
+    first = leader(e2e, ds)
+    (standby,) = [d for d in ds if d is not first]
+    e2e.create_pod("before")
+    e2e.wait_bound("before")
+
+    # Every lease write (and read) fails from now on: nobody can renew or acquire.
+    srv.faults.fail_next(100_000, verb="update", resource="leases", code=500)
+    srv.faults.fail_next(100_000, verb="get", resource="leases", code=500)
+    faulted = time.monotonic()
+    lost = first.wait_log("leaderelection lost", timeout=RP + RD + 3)
+    stepped_down = time.monotonic() - faulted
+    assert first.p.wait(10) == 1  # kube-scheduler exits on a lost lease too
+    assert stepped_down <= RP + RD + 1.0
+    assert lost["identity"] == first.identity
+    print(f"\nrenew failures: leader stepped down {stepped_down:.2f}s after the API started "
+          f"failing (renewDeadline {RD}s), exit status 1")
+    # No one leads while the faults last: the pod stays pending.
+    e2e.create_pod("during")
+    time.sleep(LD + 2 * RP)
+    assert e2e.node_of("during") is None
+    assert standby.master_status() == 0.0
+    assert [r for r in srv.find_requests(resource="pods/binding", name="during")] == []
+
+    srv.faults.clear()
+    healed = time.monotonic()
+    assert leader(e2e, [standby], timeout=5) is standby
+    e2e.wait_bound("during", timeout=5)
+    print(f"after the API recovered the standby led and bound within "
+          f"{time.monotonic() - healed:.2f}s")
+    assert bound_by(e2e, "during") == standby.name
+    assert_each_bound_once(e2e, ["before", "during"])
+
+
+def test_health_and_configz_of_candidates(e2e: E2E, daemons: list[Daemon]) -> None:
+    e2e.need_server()
+    ds = start(e2e, daemons, 2, FAST)
+    first = leader(e2e, ds)
+    for d in ds:
+        status, text = d.get("/readyz?verbose")
+        assert status == 200 and "[+]leaderElection ok" in text, text
+        status, body = d.get("/configz")
+        assert json.loads(body)["componentconfig"]["leaderElection"]["leaderElect"] is True
+    assert first.logged("successfully acquired lease") is not None
+    (other,) = [d for d in ds if d is not first]
+    seen = other.wait_log("new leader observed")
+    assert seen["identity"] == first.identity
