@@ -63,6 +63,9 @@ class Snapshot:
         self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods = z(), z(), z(), z()
         self.req_cpu, self.req_mem, self.req_eph, self.num_pods = z(), z(), z(), z()
         self.nz_cpu, self.nz_mem = z(), z()
+        # NodeInfo.generation per row: plugins that keep per-node indexes find the rows
+        # changed since their last look with one vector comparison.
+        self.generations = z()
         self.unschedulable: BoolArray = np.zeros(n, dtype=np.bool_)
         self.valid: BoolArray = np.ones(n, dtype=np.bool_)
         self.taint_ids = np.zeros(n, dtype=np.int32)
@@ -117,6 +120,7 @@ class Snapshot:
         self.num_pods[i] = len(ni.pods)
         self.nz_cpu[i] = ni.non_zero_requested.milli_cpu
         self.nz_mem[i] = ni.non_zero_requested.memory
+        self.generations[i] = ni.generation
         node = ni.node
         self.valid[i] = node is not None and ni.error is None
         if node is None:

@@ -144,14 +144,10 @@ def referenced_resources() -> set[tuple[str, str]]:
 
 def test_static_paths_are_exactly_the_granted_resources() -> None:
     code = referenced_resources()
-    assert ("", "pods/binding") in code and ("events.k8s.io", "events") in code  # sanity
+    assert {("", "pods/binding"), ("events.k8s.io", "events"), LEASES} <= code  # sanity
     rbac = {(g, r) for g, r, _ in granted()}
     assert code - rbac == set(), "ksched builds API paths the roles do not grant"
-    unused = rbac - code
-    if LEASES not in code:
-        # the Role is for --leader-elect; allowed until the election code exists
-        unused.discard(LEASES)
-    assert unused == set(), "the roles grant resources no code path uses"
+    assert rbac - code == set(), "the roles grant resources no code path uses"
 
 
 # ---- dynamic: what the daemon sends -------------------------------------------------------
@@ -165,7 +161,10 @@ def _group(path: str) -> str:
 def _config() -> Any:
     return load_config_data({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False}})[0]
+        # the base's Lease name; short periods so the leader renews during the scenario
+        "leaderElection": {"leaderElect": True, "resourceName": "ksched",
+                           "leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "500ms"},
+    })[0]
 
 
 async def _bound(srv: TestAPIServer, name: str) -> str:
@@ -183,6 +182,7 @@ async def _scenario(srv: TestAPIServer) -> None:
     client = await APIClient.for_master(srv.url, qps=0)
     try:
         async with SchedulerDaemon(_config(), client=client, port=0) as d:
+            await d.wait_leading(15)
             await d.wait_ready(15)
             assert d.reporter is not None
             d.reporter.series_interval = 0.0  # write every repeat of an event at once
@@ -203,27 +203,39 @@ async def _scenario(srv: TestAPIServer) -> None:
                         "pods", "default", "nowhere").get("status", {}).get("conditions", [])):
                     await anyio.sleep(0.02)
             await d.reporter.drain(10)
+            await anyio.sleep(1.2)  # a renewal or two
     finally:
         await client.close()
 
 
-def test_requests_sent_are_exactly_the_granted_pairs() -> None:
-    async def main() -> set[Pair]:
+def _allowed(req: Any, rules: set[tuple[str, str, str, str]]) -> tuple[str, str, str, str] | None:
+    """The rule that authorizes ``req`` as RBAC would (a named rule only for that name)."""
+    resource = req.resource + (f"/{req.subresource}" if req.subresource else "")
+    for rule in sorted(rules):
+        g, r, v, name = rule
+        if (g, r, v) == (_group(req.path), resource, req.verb) and name in ("", req.name):
+            return rule
+    return None
+
+
+def test_requests_sent_are_exactly_the_granted_rules() -> None:
+    async def main() -> list[Any]:
         async with TestAPIServer() as srv:
             await _scenario(srv)
-            used = {(_group(r.path), r.resource + (f"/{r.subresource}" if r.subresource else ""),
-                     r.verb) for r in srv.requests if r.resource and r.verb}
             assert srv.count_requests(verb="delete", resource="pods", name="victim") == 1
-            return used
+            return [r for r in srv.requests if r.resource and r.verb]
 
-    used = anyio.run(main)
-    rbac = granted()
-    assert used - rbac == set(), "requests the roles would forbid"
-    unexercised = rbac - used
-    if not any(r[:2] == LEASES for r in used):
-        # the lease rules are for --leader-elect, not exercised by a single instance
-        unexercised = {r for r in unexercised if r[:2] != LEASES}
-    assert unexercised == set(), "rules no request needed"
+    requests = anyio.run(main)
+    objs = kustomize(DEPLOY)
+    rules = rules_of(find(objs, "ClusterRole", "ksched")) | rules_of(find(objs, "Role"))
+    used = [(f"{req.verb} {req.path}", _allowed(req, rules)) for req in requests]
+    assert [k for k, rule in used if rule is None] == [], "requests RBAC would forbid"
+    assert rules - {rule for _, rule in used} == set(), "rules no request needed"
+    # the Role is namespaced: every lease and core event request stays in its namespace
+    role_ns = find(objs, "Role")["metadata"]["namespace"]
+    scoped = [r for r in requests if (_group(r.path), r.resource) in (LEASES, ("", "events"))]
+    assert scoped and {r.namespace for r in scoped} == {"kube-system"}
+    assert role_ns == "ksched"  # the base config names it; this test's config keeps the default
 
 
 def test_contrib_podgroup_rules_are_read_only(contrib: Any) -> None:

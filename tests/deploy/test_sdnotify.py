@@ -220,7 +220,8 @@ def test_no_watchdog_interval_means_no_pings(abstract_socket: tuple[str, NotifyS
 
 def _config(**top: Any) -> Any:
     cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-           "leaderElection": {"leaderElect": False}, **top}
+           "leaderElection": {"leaderElect": False}}
+    cfg.update(top)
     return load_config_data(cfg)[0]
 
 
@@ -259,6 +260,29 @@ def test_daemon_notifies_ready_after_sync_and_stopping(
     kinds = [m.split("\n")[0] for _, m in sm.seen]
     assert kinds.index("READY=1") < kinds.index("STOPPING=1")
     assert kinds.count("WATCHDOG=1") >= 2
+
+
+def test_a_candidate_is_ready_when_synced_and_says_when_it_leads(
+        abstract_socket: tuple[str, NotifySocket]) -> None:
+    """With leader election a standby is up (READY=1) once synced; STATUS= tells which."""
+    address, sm = abstract_socket
+
+    async def main() -> None:
+        async with TestAPIServer() as srv:
+            client = await APIClient.for_master(srv.url, qps=0)
+            try:
+                cfg = _config(leaderElection={"leaderElect": True, "resourceName": "ksched"})
+                async with SchedulerDaemon(cfg, client=client, port=0,
+                                           notifier=SdNotifier(address)) as d:
+                    await d.wait_leading(15)
+                    await anyio.to_thread.run_sync(sm.wait, "STATUS=Leading")
+            finally:
+                await client.close()
+
+    anyio.run(main)
+    msgs = [m for _, m in sm.seen]
+    assert msgs[0] == "READY=1\nSTATUS=Waiting for the lease kube-system/ksched"
+    assert msgs[1] == "STATUS=Leading; scheduling for ksched"
 
 
 def test_a_stuck_cycle_withholds_watchdog_pings(

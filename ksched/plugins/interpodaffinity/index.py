@@ -15,7 +15,6 @@ topology value with one ``bincount`` over the snapshot's label column; only rows
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -101,7 +100,6 @@ class SignatureGroup(RowCounts):
         self.labels = labels
 
 
-_GENERATION = attrgetter("generation")
 
 
 class ClusterIndex:
@@ -135,11 +133,12 @@ class ClusterIndex:
         if snap is not self._snap or infos is not self._infos or n != self.n:
             self._rebuild(snap)
         elif token is None or token is not self._token:
-            gens = np.fromiter(map(_GENERATION, infos), dtype=np.int64, count=n)
+            gens = snap.generations
             changed = np.flatnonzero(gens != self._gens)
-            for i in changed.tolist():
-                self._reindex(i, infos[i])
-            self._gens = gens
+            if len(changed):
+                for i in changed.tolist():
+                    self._reindex(i, infos[i])
+                self._gens = gens.copy()
         self._token = token
 
     def _rebuild(self, snap: Snapshot) -> None:
@@ -153,7 +152,7 @@ class ClusterIndex:
         self._row_keys = [{} for _ in infos]
         for i, ni in enumerate(infos):
             self._reindex(i, ni)
-        self._gens = np.fromiter(map(_GENERATION, infos), dtype=np.int64, count=self.n)
+        self._gens = snap.generations.copy()
 
     @staticmethod
     def _contents(ni: NodeInfo) -> dict[RowKey, int]:
