@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--master", help="API server URL; overrides the kubeconfig's server")
     le = r.add_mutually_exclusive_group()
     le.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=None,
-                    help="not supported yet (exits 2)")
+                    help="elect a leader through a Lease (overrides leaderElection.leaderElect)")
     le.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
                     help="run without leader election")
     r.add_argument("--bind-address", default="127.0.0.1",

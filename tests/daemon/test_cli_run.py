@@ -8,7 +8,8 @@ import pytest
 
 from ksched import logging as klog
 from ksched.cli import build_parser, main
-from ksched.daemon.main import LEADER_ELECTION_UNSUPPORTED, leader_election_mode
+from ksched.config import load_config_data
+from ksched.daemon.main import apply_leader_election_flag
 
 
 def test_flags_parse() -> None:
@@ -26,22 +27,46 @@ def test_flags_parse() -> None:
         build_parser().parse_args(["run", "--leader-elect", "--no-leader-elect"])
 
 
-@pytest.mark.parametrize(("flag", "config", "ok", "warns"), [
-    (True, True, False, False),
-    (True, False, False, False),
-    (None, True, True, True),  # upstream's default leaderElect: true, not honoured yet
-    (None, False, True, False),
-    (False, True, True, False),
+@pytest.mark.parametrize(("flag", "config", "effective"), [
+    (True, False, True),
+    (None, True, True),  # upstream's default
+    (None, False, False),
+    (False, True, False),
 ])
-def test_leader_election_mode(flag: bool | None, config: bool, ok: bool, warns: bool) -> None:
-    got_ok, warning = leader_election_mode(flag, config)
-    assert got_ok is ok
-    assert (warning is not None) is warns
+def test_leader_elect_flag_overrides_the_config(flag: bool | None, config: bool,
+                                                effective: bool) -> None:
+    cfg, _ = load_config_data({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                               "kind": "KubeSchedulerConfiguration",
+                               "leaderElection": {"leaderElect": config}})
+    assert apply_leader_election_flag(flag, cfg) == []
+    assert cfg.leader_election.leader_elect is effective
 
 
-def test_leader_elect_flag_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--leader-elect", "--master", "http://127.0.0.1:1"]) == 2
-    assert LEADER_ELECTION_UNSUPPORTED in capsys.readouterr().err
+def test_leader_elect_flag_validates_the_election_settings() -> None:
+    # Valid with leaderElect false (the rules are skipped), invalid once the flag turns it on.
+    data = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False, "leaseDuration": "5s",
+                               "renewDeadline": "10s"}}
+    cfg, _ = load_config_data(data)
+    assert apply_leader_election_flag(True, cfg) == [
+        "leaderElection.leaseDuration: Invalid value: 5s: must be greater than renewDeadline "
+        "(10s)"]
+    data["leaderElection"] = {"leaderElect": True, "renewDeadline": "2s", "retryPeriod": "2s"}
+    cfg, _ = load_config_data(data)
+    assert apply_leader_election_flag(None, cfg) == [
+        "couldn't create leader elector: renewDeadline must be greater than "
+        "retryPeriod*JitterFactor"]
+
+
+def test_bad_leader_election_timing_exits_2(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                   "kind: KubeSchedulerConfiguration\n"
+                   "leaderElection: {renewDeadline: 2s, retryPeriod: 2s}\n")
+    assert main(["run", "--config", str(cfg), "--master", "http://127.0.0.1:1"]) == 2
+    assert "renewDeadline must be greater than retryPeriod*JitterFactor" in (
+        capsys.readouterr().err)
 
 
 def test_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,6 +29,8 @@ from ksched.daemon import SchedulerDaemon
 from ksched.daemon.sdnotify import SdNotifier, parse_notify_socket, parse_watchdog_usec
 from ksched.testing import TestAPIServer, make_node, make_pod
 
+from ._mdwe import mdwe_argv, mdwe_supported
+
 # ---- a fake service manager ----------------------------------------------------------------
 
 
@@ -386,7 +388,8 @@ def test_ksched_run_under_a_notify_socket(
         abstract_socket: tuple[str, NotifySocket]) -> None:
     """The process systemd would start: READY=1 once nodes and pods are listed (never
     before /readyz says 200), WATCHDOG=1 every half WATCHDOG_USEC while it schedules,
-    STOPPING=1 on SIGTERM, then exit 0."""
+    STOPPING=1 on SIGTERM, then exit 0 — with MemoryDenyWriteExecute's restriction in force
+    where the kernel offers it."""
     address, sm = abstract_socket
     apiserver.create(make_node("n1"))
     apiserver.faults.add_latency(0.5, verb="list", resource="nodes")
@@ -397,10 +400,12 @@ def test_ksched_run_under_a_notify_socket(
     env = {**os.environ, "NOTIFY_SOCKET": address, "WATCHDOG_USEC": "400000",
            "PYTHONUNBUFFERED": "1"}
     env.pop("WATCHDOG_PID", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ksched", "run", "--config", str(cfg), "--kubeconfig",
-         str(apiserver_kubeconfig), "--port", "0", "--log-format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    argv = [sys.executable, "-m", "ksched", "run", "--config", str(cfg), "--kubeconfig",
+            str(apiserver_kubeconfig), "--port", "0", "--log-format", "json"]
+    if mdwe_supported():  # as under the unit's MemoryDenyWriteExecute=yes
+        argv = mdwe_argv(argv)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
     try:
         url = _wait_url(proc)
         t_ready, ready = sm.wait("READY=1", 30)

@@ -132,14 +132,18 @@ def test_bad_config_exits_2_before_any_request(e2e: E2E, tmp_path: Path) -> None
     assert srv.requests == []
 
 
-def test_leader_elect_flag_exits_2(e2e: E2E) -> None:
+def test_leader_elect_flag_with_bad_timings_exits_2(e2e: E2E, tmp_path: Path) -> None:
+    # leaderElect false skips the election rules when loading; the flag turns them on.
     srv = e2e.need_server()
+    cfg = tmp_path / "le.yaml"
+    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                   "leaderElection: {leaderElect: false, leaseDuration: 5s, renewDeadline: 10s}\n")
     srv.clear_requests()
     r = subprocess.run(
-        [sys.executable, "-m", "ksched", "run", "--kubeconfig", str(e2e.kubeconfig),
-         "--leader-elect", "--port", "0"],
+        [sys.executable, "-m", "ksched", "run", "--config", str(cfg), "--kubeconfig",
+         str(e2e.kubeconfig), "--leader-elect", "--port", "0"],
         capture_output=True, text=True, timeout=60,
     )
     assert r.returncode == 2
-    assert "leader election is not supported yet; use --no-leader-elect" in r.stderr
+    assert "leaderElection.leaseDuration: Invalid value: 5s" in r.stderr
     assert srv.requests == []
