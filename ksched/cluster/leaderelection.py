@@ -1,8 +1,9 @@
 """Leader election over a ``coordination.k8s.io/v1`` Lease, as client-go's ``leaderelection``.
 
 Why not kubernetes_asyncio's elector: it keeps no ``leaseTransitions``, cannot release the
-lease on shutdown, and judges expiry by the remote ``renewTime`` — so a skewed clock on any
-candidate can make two leaders. This module follows client-go (``leaderelection.go``,
+lease (its lock asserts a non-empty holder), measures expiry with the wall clock (a clock
+step can end a lease early) and writes naive local times rather than MicroTime; nor does
+it fence or expose a health check. This module follows client-go (``leaderelection.go``,
 ``resourcelock/leaselock.go``, ``healthzadaptor.go``) instead:
 
 * Expiry is judged with the *local* clock only: a candidate remembers when it last saw the
@@ -461,7 +462,9 @@ class LeaderElector:
                 remaining = start + self.renew_deadline - self.clock.now()
                 if remaining <= 0:
                     break
-                ok = await self.try_acquire_or_renew(min(self.request_timeout, remaining))
+                # The round's deadline bounds the whole attempt (fast path, GET and PUT).
+                with anyio.move_on_after(remaining):
+                    ok = await self.try_acquire_or_renew(min(self.request_timeout, remaining))
                 if ok:
                     break
                 remaining = start + self.renew_deadline - self.clock.now()

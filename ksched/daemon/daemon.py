@@ -260,7 +260,8 @@ class SchedulerDaemon:
         await self._lost.wait()
 
     def _election_checks(self) -> list[tuple[str, str | None]]:
-        """client-go's HealthzAdaptor (kube-scheduler: on /healthz and /readyz)."""
+        """client-go's HealthzAdaptor: kube-scheduler has it on /healthz and /readyz; here
+        /livez shares /healthz's checks, so it has it too."""
         return [] if self.elector is None else [("leaderElection", self.elector.check())]
 
     def liveness_checks(self) -> list[tuple[str, str | None]]:
@@ -393,6 +394,8 @@ class SchedulerDaemon:
                 with anyio.CancelScope() as scope:
                     self._elect_sync_scope = scope
                     await self.informers.wait_synced()
+                if scope.cancelled_caught:
+                    return
             await self.elector.run(self._leading.set, self._stopped_leading)
         finally:
             self._elect_done.set()

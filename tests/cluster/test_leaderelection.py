@@ -135,15 +135,21 @@ def elector(api: FakeAPI, clock: FakeClock, identity: str, **kw: Any) -> LeaderE
     return LeaderElector(lock, **opts)
 
 
+async def settle() -> None:
+    """Let the other tasks run until they wait again (the fake API only checkpoints)."""
+    for _ in range(50):
+        await anyio.lowlevel.checkpoint()
+
+
 async def advance(clock: FakeClock, seconds: float) -> None:
     """Move virtual time forward, letting every sleeper that falls due run in order."""
     end = clock.now() + seconds
-    await anyio.wait_all_tasks_blocked()
+    await settle()
     while (t := clock.next_deadline()) is not None and t <= end:
         clock.set(t)
-        await anyio.wait_all_tasks_blocked()
+        await settle()
     clock.set(end)
-    await anyio.wait_all_tasks_blocked()
+    await settle()
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ def validate_models(obj: dict[str, Any]) -> list[str]:
 
 
 def validate_jsonschema(obj: dict[str, Any]) -> list[str]:
-    import kubernetes_validate
+    import kubernetes_validate  # type: ignore[import-untyped,unused-ignore]
 
     try:
         kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)

@@ -102,11 +102,11 @@ def _templates(tree: ast.Module) -> list[str]:
     """Every string literal and f-string, with module constants substituted and other
     placeholders as ``{}``."""
     consts: dict[str, str] = {}
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-            consts[node.targets[0].id] = node.value.value
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+            consts[stmt.targets[0].id] = stmt.value.value
     out: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -137,8 +137,9 @@ def referenced_resources() -> set[tuple[str, str]]:
         for node in ast.walk(tree):  # pod_path(ns, name, "binding")
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                     and node.func.id == "pod_path" and len(node.args) == 3
-                    and isinstance(node.args[2], ast.Constant)):
-                found.add(("", f"pods/{node.args[2].value}"))
+                    and isinstance(node.args[2], ast.Constant)
+                    and isinstance(node.args[2].value, str)):
+                found.add(("", "pods/" + node.args[2].value))
     return found
 
 

@@ -37,9 +37,9 @@ DEFAULTISH = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "50
 class Daemon:
     """One ``ksched run`` process; its JSON log lines are collected by a reader thread."""
 
-    def __init__(self, e2e: E2E, name: str, timings: dict[str, str]) -> None:
+    def __init__(self, e2e: E2E, name: str, timings: dict[str, str], **top: Any) -> None:
         self.name = name
-        cfg = e2e.config(leaderElection={
+        cfg = e2e.config(**top, leaderElection={
             "leaderElect": False,  # the flag below turns it on, as upstream's override
             "resourceName": f"ksched-{e2e.run_id}",
             "resourceNamespace": e2e.namespace,
@@ -117,12 +117,13 @@ def daemons(e2e: E2E) -> Iterator[list[Daemon]]:
         d.kill()
 
 
-def start(e2e: E2E, daemons: list[Daemon], n: int, timings: dict[str, str]) -> list[Daemon]:
-    new = [Daemon(e2e, f"ha-{len(daemons) + i}", timings) for i in range(n)]
+def start(e2e: E2E, daemons: list[Daemon], n: int, timings: dict[str, str], *,
+          ready: bool = True, **top: Any) -> list[Daemon]:
+    new = [Daemon(e2e, f"ha-{len(daemons) + i}", timings, **top) for i in range(n)]
     daemons.extend(new)
     for d in new:
         d.started()
-    for d in new:
+    for d in new if ready else ():
         wait_for(lambda d=d: d.get("/readyz")[0] == 200, 20, what=f"{d.name} ready")
     return new
 
@@ -306,3 +307,69 @@ def test_health_and_configz_of_candidates(e2e: E2E, daemons: list[Daemon]) -> No
     (other,) = [d for d in ds if d is not first]
     seen = other.wait_log("new leader observed")
     assert seen["identity"] == first.identity
+    # client-go's LeaseLock.RecordEvent: a core/v1 Event on the Lease.
+    events = wait_for(lambda: [
+        e for e in e2e.kube.ok("GET", f"/api/v1/namespaces/{e2e.namespace}/events")["items"]
+        if e.get("reason") == "LeaderElection"], 5, what="a LeaderElection event")
+    assert [e["message"] for e in events] == [f"{first.identity} became leader"]
+    assert events[0]["involvedObject"]["kind"] == "Lease"
+    assert events[0]["source"]["component"] == e2e.scheduler_name
+
+
+def test_delay_cache_until_active(e2e: E2E, daemons: list[Daemon]) -> None:
+    """Only the leader runs informers; a standby lists the cluster once it takes over."""
+    e2e.need_server()
+    e2e.create_node("n1")
+    ds = start(e2e, daemons, 2, FAST, ready=False, delayCacheUntilActive=True)
+    first = leader(e2e, ds)
+    (standby,) = [d for d in ds if d is not first]
+    wait_for(lambda: first.get("/readyz")[0] == 200, 10, what="the leader to be ready")
+    status, text = standby.get("/readyz?verbose")
+    assert status == 503 and "[-]informer-sync failed" in text
+    _, text = standby.get("/metrics")
+    assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == 0.0
+    first.kill()
+    e2e.create_pod("p")
+    assert leader(e2e, [standby], timeout=LD + 3 * RP + 5) is standby
+    e2e.wait_bound("p", timeout=10)
+    wait_for(lambda: standby.get("/readyz")[0] == 200, 5, what="the new leader to be ready")
+    assert_each_bound_once(e2e, ["p"])
+
+
+def test_embedded_daemon_is_fenced_after_losing_the_lease(e2e: E2E) -> None:
+    """In-process: a lost lease stops scheduling for good and the binder refuses writes."""
+    import msgspec
+
+    from ksched.api.objects import Pod
+    from ksched.framework.handle import BindError
+    from ksched.framework.types import PodInfo
+
+    srv = e2e.need_server()
+    node = e2e.create_node("n1")
+    cfg = e2e.config(leaderElection={"leaderElect": True, "resourceName": "embedded",
+                                     "resourceNamespace": e2e.namespace, **FAST})
+    with e2e.daemon(cfg, wait_ready=False, identity="embedded-a") as h:
+        d = h.daemon
+        h.portal.call(d.wait_leading, 20.0)
+        assert d.leading and not d.leadership_lost
+        e2e.create_pod("before")
+        e2e.wait_bound("before")
+        srv.faults.fail_next(100_000, verb="update", resource="leases", code=500)
+        srv.faults.fail_next(100_000, verb="get", resource="leases", code=500)
+        wait_for(lambda: d.leadership_lost, RP + RD + 2, what="the lease to be lost")
+        assert not d.leading
+        assert d.elector.observed_record.holder_identity == "embedded-a"
+        _, text = h.get("/metrics")
+        assert metric(text, "leader_election_master_status") == 0.0
+        e2e.create_pod("after")
+        time.sleep(0.5)
+        assert e2e.node_of("after") is None
+        pod = e2e.pod("after")
+        info = PodInfo(msgspec.convert(pod, Pod), pod)
+        with pytest.raises(BindError, match="not the leader"):
+            h.portal.call(d.scheduler.cluster.bind, info, node)
+        srv.faults.clear()
+    assert e2e.node_of("after") is None
+    assert_each_bound_once(e2e, ["before"])
+    # Shutdown released the lease it still held on paper.
+    assert srv.get("leases", e2e.namespace, "embedded")["spec"]["holderIdentity"] == ""
