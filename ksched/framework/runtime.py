@@ -32,7 +32,7 @@ from .interface import (
     extension_points_of,
 )
 from .registry import PluginArgsError, Registry, parse_plugin_args
-from .snapshot import BoolArray, IntArray, Snapshot
+from .snapshot import BoolArray, IntArray, Snapshot, all_true
 from .status import SUCCESS, Code, Status
 from .types import NodeInfo, PodInfo
 from .waiting_pods import WaitingPod
@@ -86,6 +86,24 @@ class FilterOutcome:
     unschedulable_plugins: set[str] = field(default_factory=set)
     # Per-plugin verdicts per node, only with explain=True.
     explain: dict[str, dict[str, str]] | None = None
+
+
+_min_reduce = np.minimum.reduce
+_max_reduce = np.maximum.reduce
+
+
+class _Rotation:
+    """``candidates`` rotated to start at ``start``, built only if needed."""
+
+    __slots__ = ("candidates", "start")
+
+    def __init__(self, candidates: np.ndarray[Any, np.dtype[np.intp]], start: int) -> None:
+        self.candidates = candidates
+        self.start = start
+
+    def array(self) -> np.ndarray[Any, np.dtype[np.intp]]:
+        c, s = self.candidates, self.start
+        return np.concatenate((c[s:], c[:s])) if s else c
 
 
 @dataclass(slots=True)
@@ -390,15 +408,29 @@ class Framework:
         if n == 0:
             return FilterOutcome(np.empty(0, dtype=np.intp), 0, statuses)
         start %= n
-        order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
         skip = state.skip_filter_plugins
-        active = [p for p in self.filter_plugins if p.name not in skip]
         batch: list[tuple[Any, BoolArray]] = []
         per_node: list[Any] = []
-        mask: BoolArray = snap.valid[order]
         unsched: set[str] = set()
         error: Status | None = None
-        for p in active:
+        # The batch masks are combined over snapshot rows (one AND and one count per
+        # mask that can reject anything; the shared all-True mask costs nothing) and put
+        # in rotation order once. "Some node this plugin rejected had passed the plugins
+        # before it" does not depend on the order, only on the candidate set: for all
+        # rows it is a drop in the count of passing rows.
+        everything = candidates is snap.all_rows
+        ones = all_true(snap.n)
+        valid = snap.valid
+        combined: BoolArray | None = None  # None: just ``valid``
+        passing = -1  # rows of ``combined`` still passing, when known
+        order: Any = None
+        mask: BoolArray | None = None  # in rotation order, once computed
+        if not everything:
+            order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
+            mask = valid[order]
+        for p in self.filter_plugins:
+            if p.name in skip:
+                continue
             fb = getattr(p, "filter_batch", None)
             if fb is None:
                 per_node.append(p)
@@ -408,17 +440,59 @@ class Framework:
             except Exception as e:
                 error = _from_exception(e, p.name, "Filter")
                 break
-            mo = m[order]
-            if not mo.all():
-                newly = mask & ~mo
-                if newly.any():
-                    unsched.add(p.name)
-                mask &= mo
             batch.append((p, m))
+            if m is ones:
+                continue
+            if mask is not None:
+                mo = m[order]
+                if not mo.all():
+                    newly = mask & ~mo
+                    if newly.any():
+                        unsched.add(p.name)
+                    mask &= mo
+                continue
+            if combined is None:
+                if passing < 0:
+                    passing = int(np.count_nonzero(valid))
+                combined = np.logical_and(valid, m)
+            else:
+                np.logical_and(combined, m, out=combined)
+            left = int(np.count_nonzero(combined))
+            if left < passing:
+                unsched.add(p.name)
+            passing = left
         if error is not None:
-            return self._error_outcome(error, order, snap, statuses)
+            return self._error_outcome(error, candidates, snap, statuses)
+        if order is None:
+            order = _Rotation(candidates, start)
         nominated = nominated or {}
         slow_rows = nominated.keys() if nominated else ()
+        if mask is None and not per_node and not slow_rows and not explain:
+            # Rows are their own positions: the first feasible rows at or after ``start``,
+            # then from the beginning, are the first feasible ones in rotation order.
+            rows = np.flatnonzero(valid if combined is None else combined)
+            total = len(rows)
+            k = int(np.searchsorted(rows, start)) if start else 0
+            if total > num_to_find:
+                if total - k >= num_to_find:
+                    feasible = rows[k:k + num_to_find]
+                else:
+                    feasible = np.concatenate((rows[k:], rows[:num_to_find - (total - k)]))
+                processed = (int(feasible[-1]) - start) % n + 1
+            else:
+                feasible = np.concatenate((rows[k:], rows[:k])) if k else rows
+                processed = n
+            out = FilterOutcome(feasible, processed, statuses, unsched)
+            if len(feasible) == 0:
+                order = order.array()
+                mask = (valid if combined is None else combined)[order]
+                self._diagnose(state, pod, snap, order[:processed], mask[:processed], out, explain,
+                               batch, nominated)
+            return out
+        if isinstance(order, _Rotation):
+            order = order.array()
+        if mask is None:
+            mask = (valid if combined is None else combined)[order]
         if not per_node and not slow_rows:
             pos = np.flatnonzero(mask)
             if len(pos) > num_to_find:
@@ -583,11 +657,14 @@ class Framework:
         *,
         explain: bool = False,
     ) -> tuple[ScoreOutcome | None, Status]:
-        totals = np.zeros(len(rows), dtype=np.int64)
+        n = len(rows)
+        totals: IntArray | None = None
         per: dict[str, tuple[IntArray, IntArray, IntArray]] | None = {} if explain else None
         infos = snap.node_infos
+        skip = state.skip_score_plugins
+        weights = self.weights
         for p in self.score_plugins:
-            if p.name in state.skip_score_plugins:
+            if p.name in skip:
                 continue
             try:
                 sb = getattr(p, "score_batch", None)
@@ -596,7 +673,7 @@ class Framework:
                 else:
                     sc = p.score
                     raw = np.fromiter((sc(state, pod, infos[int(r)]) for r in rows),
-                                      dtype=np.int64, count=len(rows))
+                                      dtype=np.int64, count=n)
                 scores = raw.copy() if per is not None else raw
                 norm = getattr(p, "normalize_score", None)
                 if norm is not None:
@@ -606,18 +683,25 @@ class Framework:
                                             f"{st.message()}", plugin=p.name)
             except Exception as e:
                 return None, _from_exception(e, p.name, "Score")
-            if len(scores) and (int(scores.min()) < MIN_NODE_SCORE or int(scores.max()) > MAX_NODE_SCORE):
-                bad = int(scores.min()) if int(scores.min()) < MIN_NODE_SCORE else int(scores.max())
-                return None, Status(
-                    Code.ERROR,
-                    f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
-                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    plugin=p.name,
-                )
-            weighted = scores * self.weights.get(p.name, 1)
-            totals += weighted
+            if n:
+                lo, hi = int(_min_reduce(scores)), int(_max_reduce(scores))
+                if lo < MIN_NODE_SCORE or hi > MAX_NODE_SCORE:
+                    bad = lo if lo < MIN_NODE_SCORE else hi
+                    return None, Status(
+                        Code.ERROR,
+                        f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        plugin=p.name,
+                    )
+            weighted = scores * weights.get(p.name, 1)
+            if totals is None:
+                totals = weighted if per is None else weighted.copy()
+            else:
+                totals += weighted
             if per is not None:
                 per[p.name] = (raw, scores, weighted)
+        if totals is None:
+            totals = np.zeros(n, dtype=np.int64)
         return ScoreOutcome(totals, per), SUCCESS
 
     # -- Reserve / Permit -------------------------------------------------------------------

@@ -8,7 +8,8 @@ changed since the previous cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -16,12 +17,27 @@ import numpy.typing as npt
 from ..api.objects import Taint
 from .types import NodeInfo
 
-__all__ = ["BoolArray", "IntArray", "NodeInfoView", "Snapshot"]
+__all__ = ["BoolArray", "IntArray", "NodeInfoView", "RowCache", "Snapshot", "all_true"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 TaintKey = tuple[tuple[str, str, str], ...]
+
+_ALL_TRUE: dict[int, BoolArray] = {}
+
+
+def all_true(n: int) -> BoolArray:
+    """A shared read-only all-True mask: a batch Filter's cheap answer when nothing can
+    fail. Filter recognises it by identity and skips it (no copy, no reduction)."""
+    m = _ALL_TRUE.get(n)
+    if m is None:
+        if len(_ALL_TRUE) > 16:
+            _ALL_TRUE.clear()
+        m = np.ones(n, dtype=np.bool_)
+        m.flags.writeable = False
+        _ALL_TRUE[n] = m
+    return m
 
 
 class NodeInfoView(Sequence[NodeInfo]):
@@ -44,15 +60,87 @@ class NodeInfoView(Sequence[NodeInfo]):
         return (infos[r] for r in self.rows.tolist())
 
 
+K = TypeVar("K", bound=Hashable)
+
+
+class RowCache(Generic[K]):
+    """A per-row column that depends only on the row's NodeInfo and a key (a pod's
+    requests, say), kept up to date through the snapshot's change log.
+
+    ``full(snap, key)`` computes the column for every row (the batch form); ``row(snap,
+    i, key)`` one row's value (the per-node form, which must agree with it). A column is
+    computed once per key and snapshot epoch; afterwards only replaced rows are
+    recomputed, so replicas of one pod pay a gather per cycle instead of the batch
+    arithmetic. Columns are returned read-only.
+    """
+
+    __slots__ = ("_entries", "full", "incremental", "max_keys", "row")
+
+    def __init__(
+        self,
+        full: Callable[[Snapshot, K], npt.NDArray[Any]],
+        row: Callable[[Snapshot, int, K], Any],
+        *,
+        max_keys: int = 32,
+        incremental: int = 64,
+    ) -> None:
+        self.full = full
+        self.row = row
+        self.max_keys = max_keys
+        self.incremental = incremental
+        # key -> [snapshot, epoch, log position, column]
+        self._entries: dict[K, list[Any]] = {}
+
+    def get(self, snap: Snapshot, key: K) -> npt.NDArray[Any]:
+        e = self._entries.get(key)
+        if e is not None and e[0] is snap:
+            rows = snap.changed_rows(e[1], e[2])
+            if rows is not None and len(rows) <= self.incremental:
+                col: npt.NDArray[Any] = e[3]
+                if not rows:
+                    return col
+                col.flags.writeable = True
+                try:
+                    for i in set(rows):
+                        col[i] = self.row(snap, i, key)
+                except Exception:  # noqa: BLE001 - the batch form decides (and raises)
+                    del self._entries[key]
+                else:
+                    e[2] = snap.log_position
+                    return col
+                finally:
+                    col.flags.writeable = False
+        col = self.full(snap, key)
+        col.flags.writeable = False
+        if len(self._entries) >= self.max_keys:
+            self._entries.clear()
+        self._entries[key] = [snap, snap.epoch, snap.log_position, col]
+        return col
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
 class Snapshot:
     """Nodes of one scheduling cycle; rows are indices into ``node_infos``."""
 
     def __init__(self, node_infos: Sequence[NodeInfo] = ()) -> None:
         self.generation = 0
+        # Change log for plugins that keep per-row caches: ``epoch`` changes when the rows
+        # are rebuilt, and ``replace`` appends the row it changed to ``_log``. A consumer
+        # remembers (epoch, log position) and asks ``changed_rows`` for what changed since.
+        self.epoch = 0
+        self._log: list[int] = []
+        self._log_base = 0
+        # Bumped whenever the image columns are dropped (a node object changed).
+        self.images_version = 0
         self.rebuild(node_infos)
 
     # -- construction (called by the cache) ----------------------------------------
     def rebuild(self, node_infos: Sequence[NodeInfo]) -> None:
+        self.epoch += 1
+        self._log_base += len(self._log)
+        self._log = []
         self.node_infos: list[NodeInfo] = list(node_infos)
         self.index: dict[str, int] = {ni.name: i for i, ni in enumerate(self.node_infos)}
         n = self.n = len(self.node_infos)
@@ -87,8 +175,16 @@ class Snapshot:
         old = self.node_infos[i]
         self.node_infos[i] = ni
         self._fill(i, ni)
+        log = self._log
+        log.append(i)
+        if len(log) > 4096 and len(log) > 2 * self.n:
+            # Consumers this far behind see None and recompute everything.
+            half = len(log) // 2
+            del log[:half]
+            self._log_base += half
         if old.node is not ni.node:
             self._images.clear()
+            self.images_version += 1
         if old.node is not ni.node and old.node is not None and ni.node is not None:
             if old.node.metadata.labels != ni.node.metadata.labels:
                 for key in self._labels:
@@ -101,6 +197,18 @@ class Snapshot:
                 or bool(old.pods_with_required_anti_affinity) != bool(ni.pods_with_required_anti_affinity)
                 or old.pods_with_affinity or ni.pods_with_affinity):
             self._refresh_affinity_lists()
+
+    @property
+    def log_position(self) -> int:
+        """Where the change log ends now (pass it to ``changed_rows`` later)."""
+        return self._log_base + len(self._log)
+
+    def changed_rows(self, epoch: int, position: int) -> list[int] | None:
+        """Rows replaced since ``log_position`` was ``position`` in ``epoch`` (possibly
+        with repeats), or None when that cannot be told (rebuilt since, or too long ago)."""
+        if epoch != self.epoch or position < self._log_base:
+            return None
+        return self._log[position - self._log_base:]
 
     def _refresh_affinity_lists(self) -> None:
         self.have_pods_with_affinity = [ni for ni in self.node_infos if ni.pods_with_affinity]

@@ -27,7 +27,7 @@ from ..api.selectors import (
     Selector,
     parse_int64,
 )
-from ..framework.snapshot import BoolArray, IntArray, Snapshot
+from ..framework.snapshot import BoolArray, IntArray, Snapshot, all_true
 from ..framework.status import Status
 
 __all__ = [
@@ -70,21 +70,6 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: IntArray) 
         q = max_priority - q
     scores[:] = q
     return None
-
-
-_ALL_TRUE: dict[int, BoolArray] = {}
-
-
-def all_true(n: int) -> BoolArray:
-    """A shared read-only all-True mask: a batch Filter's cheap answer when nothing can fail."""
-    m = _ALL_TRUE.get(n)
-    if m is None:
-        if len(_ALL_TRUE) > 16:
-            _ALL_TRUE.clear()
-        m = np.ones(n, dtype=np.bool_)
-        m.flags.writeable = False
-        _ALL_TRUE[n] = m
-    return m
 
 
 def do_not_schedule_taint(t: Taint) -> bool:

@@ -58,6 +58,9 @@ class ImageLocality(ScorePlugin):
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._key = f"{self.name}#{id(self)}"
+        # (containers, image counts) -> (snapshot, epoch, images_version, scores per row)
+        self._columns: dict[tuple[int, tuple[tuple[str, int], ...]],
+                            tuple[Snapshot, int, int, IntArray]] = {}
 
     def _images(self, pod: PodInfo) -> _PodImages:
         """Normalised image names (init containers first) and each distinct one's count."""
@@ -94,10 +97,25 @@ class ImageLocality(ScorePlugin):
         if not images or n == 0:
             # calculate_priority(0, 0) is 0 for every node.
             return np.zeros(n, dtype=np.int64)
-        sums = np.zeros(n, dtype=np.int64)
+        # The scores of every row depend only on the pod's images and the snapshot's image
+        # columns (not on pods): computed once per image set until a node object changes.
+        key = (len(images), counts)
+        got = self._columns.get(key)
+        if got is None or got[0] is not snap or got[1] != snap.epoch \
+                or got[2] != snap.images_version:
+            if len(self._columns) >= 32:
+                self._columns.clear()
+            got = (snap, snap.epoch, snap.images_version, self._score_all(snap, images, counts))
+            self._columns[key] = got
+        out: IntArray = got[3][rows]
+        return out
+
+    @staticmethod
+    def _score_all(snap: Snapshot, images: tuple[str, ...],
+                   counts: tuple[tuple[str, int], ...]) -> IntArray:
+        sums = np.zeros(snap.n, dtype=np.int64)
         for img, mult in counts:
-            col = snap.image_scores(img)
-            sums += col[rows] * mult
+            sums += snap.image_scores(img) * mult
         max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
         clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
         span = max_threshold - MIN_THRESHOLD

@@ -4,6 +4,7 @@ offline, and fit together (ports, probes, labels, config, leader election, secur
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -264,3 +265,30 @@ def test_readme_commands_name_real_kustomizations() -> None:
     assert len(dirs) >= 3
     for d in dirs:
         assert (ROOT / d / "kustomization.yaml").is_file(), d
+
+
+def test_readme_customizing_overlay_renders(tmp_path: Path) -> None:
+    text = (DEPLOY / "README.md").read_text()
+    block = re.search(r"```yaml\n(# my-ksched/kustomization.yaml\n.*?)```", text, re.S)
+    assert block is not None
+    overlay = tmp_path / "my-ksched"
+    overlay.mkdir()
+    base = os.path.relpath(DEPLOY / "base", overlay)
+    (overlay / "kustomization.yaml").write_text(
+        block.group(1).replace("../ksched/deploy/base", base))
+    custom = yaml.safe_load((DEPLOY / "base" / "config.yaml").read_text())
+    custom["clientConnection"]["qps"] = 20
+    (overlay / "config.yaml").write_text(yaml.safe_dump(custom))
+    objs = kustomize(overlay)
+    assert _validate_all(objs) == []
+    assert _container(objs)["image"] == "registry.example.com/ksched:0.1.0"
+    assert yaml.safe_load(find(objs, "ConfigMap")["data"]["config.yaml"]) == custom
+
+
+def test_image_tags_follow_the_project_version() -> None:
+    import tomllib
+
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        version = tomllib.load(f)["project"]["version"]
+    assert _container(kustomize(DEPLOY))["image"] == f"ksched:{version}"
+    assert _container(kustomize(TARGETS["contrib"]))["image"] == f"ksched:{version}-contrib"

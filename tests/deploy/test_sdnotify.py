@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +286,39 @@ def test_a_candidate_is_ready_when_synced_and_says_when_it_leads(
     msgs = [m for _, m in sm.seen]
     assert msgs[0] == "READY=1\nSTATUS=Waiting for the lease kube-system/ksched"
     assert msgs[1] == "STATUS=Leading; scheduling for ksched"
+
+
+@pytest.mark.parametrize("delay_cache", [False, True])
+def test_a_standby_is_ready_while_another_instance_leads(
+        abstract_socket: tuple[str, NotifySocket], delay_cache: bool) -> None:
+    """Another holder's lease is valid: this instance never leads here, yet systemd's start
+    completes — after the sync, or at once with delayCacheUntilActive (which syncs only
+    after winning)."""
+    address, sm = abstract_socket
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    async def main() -> None:
+        async with TestAPIServer() as srv:
+            srv.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                        "metadata": {"name": "ksched", "namespace": "kube-system"},
+                        "spec": {"holderIdentity": "other-host", "leaseDurationSeconds": 60,
+                                 "acquireTime": now, "renewTime": now}})
+            client = await APIClient.for_master(srv.url, qps=0)
+            try:
+                cfg = _config(leaderElection={"leaderElect": True, "resourceName": "ksched"},
+                              delayCacheUntilActive=delay_cache)
+                async with SchedulerDaemon(cfg, client=client, port=0,
+                                           notifier=SdNotifier(address)) as d:
+                    await anyio.to_thread.run_sync(sm.wait, "READY=1", 10.0)
+                    assert not d.leading
+                    assert d.synced is not delay_cache
+            finally:
+                await client.close()
+
+    anyio.run(main)
+    assert [m for _, m in sm.seen if m.startswith("READY")] == [
+        "READY=1\nSTATUS=Waiting for the lease kube-system/ksched"]
+    assert not any(m.startswith("STATUS=Leading") for _, m in sm.seen)
 
 
 def test_a_stuck_cycle_withholds_watchdog_pings(

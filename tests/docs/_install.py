@@ -1,24 +1,24 @@
 """Installing examples/plugin-package offline, as a user's ``pip install`` would.
 
 ``pip install --no-deps --no-index --no-build-isolation --target DIR`` of a copy of the
-source tree (nothing is written into the repository). Where pip cannot build it offline
-(no ``wheel`` for this setuptools), the same files are installed by hand: the package
-plus a ``.dist-info`` generated from the distribution's pyproject.toml — METADATA and
-entry_points.txt are all ``importlib.metadata`` reads to discover plugins. An installation
-already in the environment (``pip install -e examples/plugin-package``) is used as is.
+source tree (nothing is written into the repository), with tests/contrib's pip call.
+Where pip cannot build it offline (no ``wheel`` for this setuptools), the same files are
+installed by hand: the package plus a ``.dist-info`` generated from the distribution's
+pyproject.toml — METADATA and entry_points.txt are all ``importlib.metadata`` reads to
+discover plugins. An installation already in the environment
+(``pip install -e examples/plugin-package``) is used as is.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import tomllib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from ..contrib._install import _pip
 
 __all__ = ["DIST", "PACKAGE_DIR", "Installed", "install"]
 
@@ -69,12 +69,7 @@ def install(base: Path) -> Installed:
         pass
     src, target = base / "src", base / "target"
     shutil.copytree(PACKAGE_DIR, src, ignore=_IGNORE)
-    env = {**os.environ, "PIP_ROOT_USER_ACTION": "ignore", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PIP_NO_INPUT": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(target), str(src)],
-        capture_output=True, text=True, env=env, timeout=180, check=False)
+    proc = _pip(src, target)  # the same offline pip install as ksched-contrib's
     if proc.returncode == 0:
         return Installed(target, "pip")
     shutil.rmtree(target, ignore_errors=True)

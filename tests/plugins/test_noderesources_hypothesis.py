@@ -175,3 +175,59 @@ def test_image_locality_batch_matches_per_node(cluster: tuple[Snapshot, PodInfo]
     per_node = [plugin.score(CycleState(), pod, snap.node_infos[r]) for r in rows]
     assert batch.tolist() == per_node
     assert all(0 <= s <= 100 for s in per_node)
+
+
+@st.composite
+def changing_clusters(draw: st.DrawFn) -> tuple[Any, Snapshot, PodInfo, list[PodInfo]]:
+    """A cluster through the real cache, plus pods to add to it one by one afterwards."""
+    from ksched.cache import Cache
+
+    n = draw(st.integers(1, 6))
+    dense = draw(st.booleans())
+    cache = Cache()
+    for i in range(n):
+        cache.add_node(draw(nodes(f"node{i}", dense)))
+    for _ in range(draw(st.integers(0, 6))):
+        cache.add_pod(draw(pods(node=f"node{draw(st.integers(0, n - 1))}")))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    later = [draw(pods(node=f"node{draw(st.integers(0, n - 1))}"))
+             for _ in range(draw(st.integers(1, 6)))]
+    return cache, snap, draw(pods()), later
+
+
+@SETTINGS
+@given(cluster=changing_clusters(), args=fit_args())
+def test_cached_columns_follow_changed_rows(
+    cluster: tuple[Any, Snapshot, PodInfo, list[PodInfo]], args: dict[str, Any],
+) -> None:
+    """Filter masks and scores kept per pod request stay equal to the per-node forms as
+    the snapshot's rows change (row-by-row updates through the change log)."""
+    cache, snap, pod, later = cluster
+    fit = Fit(FitArgs.parse("NodeResourcesFit", args))
+    balanced = BalancedAllocation(BalancedAllocationArgs.parse(
+        "NodeResourcesBalancedAllocation", {}))
+    image = ImageLocality(None, Handle(snapshot=snap))
+    # An identical pod (a replica) shares the cached columns; the pod itself is reused too.
+    replica = PodInfo(pod.pod, pod.raw)
+
+    def check(p: PodInfo) -> None:
+        state = CycleState()
+        fit.pre_filter(state, p, snap)
+        balanced.pre_score(state, p, snap.node_infos)
+        mask = fit.filter_batch(state, p, snap)
+        assert [bool(m) for m in mask] == [fit.filter(state, p, ni) is None
+                                           for ni in snap.node_infos]
+        rows = np.arange(snap.n, dtype=np.intp)[::-1]
+        for plugin in (fit, balanced, image):
+            batch = plugin.score_batch(state, p, snap, rows)
+            assert batch.tolist() == [plugin.score(state, p, snap.node_infos[r]) for r in rows]
+
+    check(pod)
+    epoch = snap.epoch
+    for extra in later:
+        cache.add_pod(extra)
+        cache.update_snapshot(snap)
+        assert snap.epoch == epoch  # rows replaced, not rebuilt: the incremental path
+        check(replica)
+        check(pod)

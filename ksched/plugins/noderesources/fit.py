@@ -39,7 +39,7 @@ from ...framework.interface import (
     QueueingHint,
     ScorePlugin,
 )
-from ...framework.snapshot import BoolArray, IntArray, Snapshot
+from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
 from .. import names
@@ -268,6 +268,51 @@ class _PodData:
     nothing: bool
     score_requests: tuple[int, ...] = ()
     has_score_requests: bool = False
+    mask_key: _MaskKey | None = None
+
+
+# (requests nothing, cpu, memory, ephemeral-storage, checked scalars): what the mask
+# depends on besides the node.
+_MaskKey = tuple[bool, int, int, int, tuple[tuple[str, int], ...]]
+
+
+def _fit_mask(snap: Snapshot, key: _MaskKey) -> BoolArray:
+    """``fitsRequest`` over every row: the pod count, then each requested resource."""
+    nothing, cpu, mem, eph, scalars = key
+    mask: BoolArray = snap.num_pods < snap.alloc_pods  # len(pods)+1 <= allowed
+    if nothing:
+        return mask
+    for q, alloc, used in (
+        (cpu, snap.alloc_cpu, snap.req_cpu),
+        (mem, snap.alloc_mem, snap.req_mem),
+        (eph, snap.alloc_eph, snap.req_eph),
+    ):
+        if q > 0:
+            mask &= (alloc - used) >= q
+    for name, q in scalars:
+        alloc, used = snap.scalar_columns(name)
+        mask &= (alloc - used) >= q
+    return mask
+
+
+def _fits_row(snap: Snapshot, r: int, key: _MaskKey) -> bool:
+    """``_fit_mask`` of one row."""
+    nothing, cpu, mem, eph, scalars = key
+    if not snap.num_pods[r] < snap.alloc_pods[r]:
+        return False
+    if nothing:
+        return True
+    if cpu > 0 and snap.alloc_cpu[r] - snap.req_cpu[r] < cpu:
+        return False
+    if mem > 0 and snap.alloc_mem[r] - snap.req_mem[r] < mem:
+        return False
+    if eph > 0 and snap.alloc_eph[r] - snap.req_eph[r] < eph:
+        return False
+    for name, q in scalars:
+        alloc, used = snap.scalar_columns(name)
+        if alloc[r] - used[r] < q:
+            return False
+    return True
 
 
 _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
@@ -286,6 +331,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         strategy = args.scoring_strategy
         self.scorer = ResourceAllocationScorer(strategy.resources, False, build_strategy(strategy))
         self._key = f"{self.name}#{id(self)}"
+        self._masks: RowCache[_MaskKey] = RowCache(_fit_mask, _fits_row)
 
     def _data(self, pod: PodInfo) -> _PodData:
         d: _PodData | None = pod.cache.get(self._key)
@@ -317,24 +363,17 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         return Status(code, *(r.reason for r in lacking))
 
     def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        """The fit mask, cached per distinct request (replicas share one) and brought up
+        to date with the rows the snapshot replaced since; read-only for the caller."""
         if PRE_FILTER_STATE_KEY not in state:
             raise RuntimeError(_NOT_FOUND)
         d = self._data(pod)
-        mask: BoolArray = snap.num_pods < snap.alloc_pods  # len(pods)+1 <= allowed
-        if d.nothing:
-            return mask
-        req = pod.requests
-        for q, alloc, used in (
-            (req.milli_cpu, snap.alloc_cpu, snap.req_cpu),
-            (req.memory, snap.alloc_mem, snap.req_mem),
-            (req.ephemeral_storage, snap.alloc_eph, snap.req_eph),
-        ):
-            if q > 0:
-                mask &= (alloc - used) >= q
-        for name, q in d.scalars:
-            alloc, used = snap.scalar_columns(name)
-            mask &= (alloc - used) >= q
-        return mask
+        key = d.mask_key
+        if key is None:
+            req = pod.requests
+            key = d.mask_key = (d.nothing, req.milli_cpu, req.memory, req.ephemeral_storage,
+                                d.scalars)
+        return self._masks.get(snap, key)
 
     # -- PreScore / Score ----------------------------------------------------------------
     def _score_requests(self, pod: PodInfo) -> tuple[int, ...]:

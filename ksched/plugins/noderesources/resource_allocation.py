@@ -22,7 +22,7 @@ import numpy as np
 
 from ...api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 from ...framework.registry import PluginArgsError
-from ...framework.snapshot import IntArray, Snapshot
+from ...framework.snapshot import IntArray, RowCache, Snapshot
 from ...framework.types import NodeInfo, PodInfo
 
 __all__ = [
@@ -119,6 +119,9 @@ class ResourceAllocationScorer:
         self.use_requested = use_requested
         self.strategy = strategy
         self._kinds = tuple(_kind(r.name) for r in self.resources)
+        # Scores of every row per distinct pod request, updated row by row as nodes
+        # change: replicas pay one gather per cycle.
+        self._columns: RowCache[tuple[int, ...]] = RowCache(self._score_all, self._score_row)
 
     # -- the pod side (calculatePodResourceRequestList) --------------------------------
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
@@ -201,7 +204,15 @@ class ResourceAllocationScorer:
 
     def score_rows(self, snap: Snapshot, rows: IntArray, pod_requests: Sequence[int]) -> IntArray:
         self._check()
+        out: IntArray = self._columns.get(snap, tuple(pod_requests))[rows]
+        return out
+
+    def _score_all(self, snap: Snapshot, pod_requests: tuple[int, ...]) -> IntArray:
+        rows = snap.all_rows
         return self.strategy.score_vec(self.columns(snap, rows, pod_requests), len(rows))
+
+    def _score_row(self, snap: Snapshot, i: int, pod_requests: tuple[int, ...]) -> int:
+        return self.score(snap.node_infos[i], pod_requests)
 
 
 # ---- args decoding and field errors ------------------------------------------------------
