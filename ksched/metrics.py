@@ -10,7 +10,10 @@ live in one process. The hot path pays only for what it must:
   and cache when ``/metrics`` is scraped, never maintained per event;
 * extension points are timed with one ``perf_counter`` pair per framework call, and
   individual plugins only in a sampled 10 % of scheduling cycles, as upstream's
-  ``pluginMetricsSamplePercent``.
+  ``pluginMetricsSamplePercent``;
+* the scheduling loop's counters and histograms observe into plain Python numbers (one
+  bisect, no lock: the scheduler is one event-loop thread) that are added to
+  prometheus_client's values whenever samples are read (a scrape, ``collect()``).
 
 Differences from upstream worth knowing: ``framework_extension_point_duration_seconds`` also
 has ``extension_point="Filter"`` (ksched filters all nodes in one batched call, which is worth
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import random
 import time
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +60,72 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 SAMPLED_KEY = "ksched.io/record-plugin-metrics"
 
 _perf = time.perf_counter
+
+
+class _FastHistogram(Histogram):
+    """A Histogram whose ``observe`` costs one bisect and two additions.
+
+    Observations collect in plain Python numbers and are moved into prometheus_client's
+    (locked) values when the child's samples are read, so every reader — exposition,
+    ``collect()``, ``get_sample_value`` — sees them. Meant for one thread (the event
+    loop): an observation racing a scrape from another thread could be lost.
+    """
+
+    def _metric_init(self) -> None:
+        super()._metric_init()
+        self._bounds = list(self._upper_bounds)
+        self._pending = [0] * len(self._bounds)
+        self._pending_sum = 0.0
+        self._dirty = False
+
+    def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
+        if exemplar or amount != amount or self._is_parent():
+            self._flush()
+            super().observe(amount, exemplar)  # raises for a labelled parent, as before
+            return
+        self._pending[bisect_left(self._bounds, amount)] += 1
+        self._pending_sum += amount
+        self._dirty = True
+
+    def _flush(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        pending = self._pending
+        for i, c in enumerate(pending):
+            if c:
+                self._buckets[i].inc(c)
+                pending[i] = 0
+        self._sum.inc(self._pending_sum)
+        self._pending_sum = 0.0
+
+    def _child_samples(self) -> Any:
+        self._flush()
+        return super()._child_samples()
+
+
+class _FastCounter(Counter):
+    """A Counter whose ``inc`` adds to a plain number (see ``_FastHistogram``)."""
+
+    def _metric_init(self) -> None:
+        super()._metric_init()
+        self._pending = 0.0
+
+    def inc(self, amount: float = 1, exemplar: dict[str, str] | None = None) -> None:
+        if exemplar or amount < 0 or self._is_parent():
+            super().inc(amount, exemplar)  # raises for a labelled parent or amount < 0
+            return
+        self._pending += amount
+
+    def _child_samples(self) -> Any:
+        if self._pending:
+            self._value.inc(self._pending)
+            self._pending = 0.0
+        return super()._child_samples()
+
+    def reset(self) -> None:
+        self._pending = 0.0
+        super().reset()
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -150,46 +220,46 @@ class SchedulerMetrics:
         r = self.registry
         self.plugin_sample_percent = plugin_sample_percent
         self._rng = random.Random(seed)
-        self.schedule_attempts = Counter(
+        self.schedule_attempts = _FastCounter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
             "could not be scheduled, while 'error' means an internal scheduler problem.",
             ["result", "profile"], registry=r,
         )
-        self.scheduling_attempt_duration = Histogram(
+        self.scheduling_attempt_duration = _FastHistogram(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r,
         )
-        self.scheduling_algorithm_duration = Histogram(
+        self.scheduling_algorithm_duration = _FastHistogram(
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15), registry=r,
         )
-        self.pod_scheduling_sli_duration = Histogram(
+        self.pod_scheduling_sli_duration = _FastHistogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
             "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
             "queue and might involve multiple scheduling attempts.",
             ["attempts"], buckets=exponential_buckets(0.01, 2, 20), registry=r,
         )
-        self.pod_scheduling_attempts = Histogram(
+        self.pod_scheduling_attempts = _FastHistogram(
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
             buckets=exponential_buckets(1, 2, 5), registry=r,
         )
-        self.framework_extension_point_duration = Histogram(
+        self.framework_extension_point_duration = _FastHistogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
             buckets=exponential_buckets(0.0001, 2, 12), registry=r,
         )
-        self.plugin_execution_duration = Histogram(
+        self.plugin_execution_duration = _FastHistogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
             buckets=exponential_buckets(0.00001, 1.5, 20), registry=r,
         )
-        self.queue_incoming_pods = Counter(
+        self.queue_incoming_pods = _FastCounter(
             "scheduler_queue_incoming_pods",
             "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"], registry=r,
@@ -343,6 +413,12 @@ class SchedulerMetrics:
     def _timed(
         self, fn: Callable[..., Any], point: str, profile: str, status_of: Callable[[Any], str]
     ) -> Callable[..., Any]:
+        children: dict[str, Any] = {}
+
+        def child(status: str) -> Any:
+            c = children[status] = self._ep_child(point, status, profile)
+            return c
+
         def timed(*args: Any, **kwargs: Any) -> Any:
             if self._paused:
                 return fn(*args, **kwargs)
@@ -352,7 +428,10 @@ class SchedulerMetrics:
             except BaseException:
                 self._ep_child(point, "Error", profile).observe(_perf() - t0)
                 raise
-            self._ep_child(point, status_of(out), profile).observe(_perf() - t0)
+            t1 = _perf()
+            status = status_of(out)
+            c = children.get(status)
+            (c if c is not None else child(status)).observe(t1 - t0)
             return out
 
         return timed
@@ -364,6 +443,8 @@ class SchedulerMetrics:
         profile: str,
         status_of: Callable[[Any], str],
     ) -> Callable[..., Awaitable[Any]]:
+        children: dict[str, Any] = {}
+
         async def timed(*args: Any, **kwargs: Any) -> Any:
             t0 = _perf()
             try:
@@ -371,7 +452,12 @@ class SchedulerMetrics:
             except BaseException:
                 self._ep_child(point, "Error", profile).observe(_perf() - t0)
                 raise
-            self._ep_child(point, status_of(out), profile).observe(_perf() - t0)
+            t1 = _perf()
+            status = status_of(out)
+            c = children.get(status)
+            if c is None:
+                c = children[status] = self._ep_child(point, status, profile)
+            c.observe(t1 - t0)
             return out
 
         return timed

@@ -19,15 +19,15 @@ use. Behaviour, messages and args follow kubernetes-sigs/scheduler-plugins'
 
 PodGroups and pods are read through ``handle.listers`` (see ``PODGROUPS_LISTER`` and
 ``PODS_LISTER``) because plugin extension points are synchronous and cannot await
-the API.
+the API; ``watch_resources`` has ``ksched run`` keep the PodGroup lister filled.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 from ksched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
@@ -45,6 +45,7 @@ from ksched.framework.interface import (
     QueueingHint,
     QueueSortPlugin,
     ReservePlugin,
+    WatchedResource,
 )
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.status import Code, Status
@@ -56,6 +57,7 @@ from .podgroup import POD_GROUP_LABEL, PodGroup, parse_podgroup
 __all__ = [
     "DEFAULT_PERMIT_WAITING_TIME_SECONDS",
     "PODGROUPS_LISTER",
+    "PODGROUPS_PATH",
     "PODGROUP_RESOURCE",
     "PODS_LISTER",
     "QUEUE_LISTER",
@@ -72,6 +74,8 @@ PODS_LISTER = "pods"
 QUEUE_LISTER = "queue"
 # Resource name of PodGroup cluster events, in upstream's GVK form.
 PODGROUP_RESOURCE = "podgroups.v1alpha1.scheduling.x-k8s.io"
+# The PodGroup collection ``ksched run`` watches into the lister (all namespaces).
+PODGROUPS_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
 DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60
 # PostFilter leaves the parked members alone when at most this fraction is missing.
 _SMALL_GAP = 0.1
@@ -87,6 +91,10 @@ def _in_group(pod: PodInfo, pg: PodGroup) -> bool:
 
 class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlugin, ReservePlugin):
     name = NAME
+    # ksched run: a PodGroup informer fills handle.listers["podgroups"] and reports changes.
+    watch_resources: ClassVar[Sequence[WatchedResource]] = (
+        WatchedResource(PODGROUPS_PATH, PODGROUPS_LISTER, PODGROUP_RESOURCE),
+    )
 
     @dataclass(frozen=True, slots=True)
     class Args:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..api.objects import Node
 from ..framework.snapshot import Snapshot
-from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation
+from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation, same_for_node
 from ..util.clock import Clock, RealClock
 
 __all__ = ["Cache", "CacheError", "node_tree_order", "zone_key"]
@@ -243,6 +243,14 @@ class Cache:
         if st is not None and not st.assumed:
             raise CacheError(f"pod {pod.key} was already in added state")
         if st is not None:
+            ni = self.nodes.get(node) if st.node == node else None
+            if ni is not None and same_for_node(st.pod, pod) and ni.swap_pod(st.pod, pod):
+                # The usual confirmation: the bound version counts exactly as the assumed
+                # one did, so the node (and the snapshot rows, and every per-row cache
+                # derived from them) stays as it is.
+                self.assumed.discard(key)
+                self.pod_states[key] = _PodState(pod, node)
+                return
             self._remove_from_node(st.pod, st.node)
             self.assumed.discard(key)
         self._add_to_node(pod, node)

@@ -224,6 +224,14 @@ class _CredentialRefresher:
         """A 401: the server no longer accepts the credential."""
         self._force = True
 
+    def due(self) -> bool:
+        """Whether ``__call__`` would do anything now (else the current token stands)."""
+        if self.exec:
+            return self._exec_due()
+        if self.token_file is not None:
+            return self._force or self.clock.now() - self._token_read_at >= TOKEN_FILE_PERIOD
+        return False
+
     def _exec_due(self) -> bool:
         if self._force:
             return True
@@ -299,6 +307,9 @@ class APIClient:
         )
         self._env_proxy = _env_proxy_for(self.host) if not getattr(rc, "proxy", None) else None
         self.requests_sent = 0
+        # Per-request constants: headers per (content type, bearer), timeouts per value.
+        self._header_cache: dict[tuple[str | None, str | None], dict[str, str]] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -426,15 +437,48 @@ class APIClient:
         return session
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON_CT, "User-Agent": self.user_agent}
-        if content_type is not None:
-            headers["Content-Type"] = content_type
-        # auth_settings() runs refresh_api_key_hook (exec / token file / service account).
-        auth = await self.configuration.auth_settings()
-        bearer = auth.get("BearerToken")
-        if bearer and bearer.get("value"):
-            headers["Authorization"] = str(bearer["value"]).strip()  # token files end in \n
+        """The request headers (shared: callers must not modify them)."""
+        cfg = self.configuration
+        hook = cfg.refresh_api_key_hook
+        if hook is None or (hook is self._refresher and not self._refresher.due()):
+            # What auth_settings() would return, without awaiting a hook with nothing to do.
+            token = cfg.api_key.get("BearerToken")
+            if token:
+                prefix = cfg.api_key_prefix.get("BearerToken")
+                value: Any = f"{prefix} {token}" if prefix else token
+            else:
+                value = None
+        else:
+            # auth_settings() runs refresh_api_key_hook (exec / token file / service account).
+            auth = await cfg.auth_settings()
+            bearer = auth.get("BearerToken")
+            value = bearer.get("value") if bearer else None
+        bearer_value = str(value).strip() if value else None  # token files end in \n
+        key = (content_type, bearer_value)
+        headers = self._header_cache.get(key)
+        if headers is None:
+            headers = {"Accept": JSON_CT, "User-Agent": self.user_agent}
+            if content_type is not None:
+                headers["Content-Type"] = content_type
+            if bearer_value:
+                headers["Authorization"] = bearer_value
+            if len(self._header_cache) >= 16:
+                self._header_cache.clear()
+            self._header_cache[key] = headers
         return headers
+
+    def credentials_rejected(self) -> None:
+        """A 401 answer: have the credential refreshed before the next request."""
+        if self._refresher is not None:
+            self._refresher.invalidate()
+
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        t = self._timeouts.get(seconds)
+        if t is None:
+            if len(self._timeouts) >= 16:
+                self._timeouts.clear()
+            t = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
+        return t
 
     def _url(self, path: str, params: Mapping[str, Any] | None) -> str:
         url = self.host + (path if path.startswith("/") else "/" + path)
@@ -478,10 +522,12 @@ class APIClient:
         if body is not None:
             data = body if isinstance(body, bytes) else msgspec.json.encode(body)
         url = self._url(path, params)
-        tmo = aiohttp.ClientTimeout(total=timeout if timeout is not None else self.request_timeout)
+        tmo = self._timeout(timeout if timeout is not None else self.request_timeout)
         retries = 0
+        limiter = self.limiter
         while True:
-            await self.limiter.acquire()
+            if limiter.qps > 0:
+                await limiter.acquire()
             headers = await self._headers(content_type if data is not None else None)
             self.requests_sent += 1
             try:

@@ -142,6 +142,10 @@ class Informer(Generic[T]):
     ``decode`` turns raw object JSON into ``T``; it may raise ``InvalidObjectError`` or
     ``DecodeSkip`` for an object to be logged and skipped (the pod decoder instead
     returns a PodInfo carrying the error, so the scheduler reports it).
+
+    ``missing_ok``: a collection the server does not serve (404 on the list: a CRD that is
+    not installed) counts as empty and synced; the list is retried with backoff until the
+    collection appears, and if it disappears later its objects are delivered as deletes.
     """
 
     def __init__(
@@ -160,6 +164,7 @@ class Informer(Generic[T]):
         page_size: int = 500,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        missing_ok: bool = False,
     ) -> None:
         self.client = client
         self.path = path
@@ -174,6 +179,8 @@ class Informer(Generic[T]):
         self.rng = rng or random.Random()
         self.backoff = backoff or Backoff(clock=self.clock, rng=self.rng)
         self.page_size = page_size
+        self.missing_ok = missing_ok
+        self.not_served = False  # missing_ok: the last list answered 404
         self.store: dict[str, T] = {}
         self.last_sync_resource_version = ""
         self._rv_unavailable = False
@@ -337,8 +344,35 @@ class Informer(Generic[T]):
             gone = store.pop(key)
             self._notify_delete(gone)
 
+    async def _list_until_served(self) -> None:
+        """``_list``, but a 404 (missing_ok) empties the store, marks it synced and retries."""
+        while True:
+            try:
+                await self._list()
+            except APIError as e:
+                if e.status != 404:
+                    raise
+            else:
+                if self.not_served:
+                    self.not_served = False
+                    log.info("collection is served now", informer=self.name, path=self.path)
+                return
+            if not self.not_served:
+                self.not_served = True
+                log.warning("collection not served (CRD not installed?); using an empty store",
+                            informer=self.name, path=self.path)
+            self._replace([])
+            self.last_sync_resource_version = ""
+            if not self.has_synced:
+                self.has_synced = True
+                self._synced_event().set()
+            await self.backoff.wait()
+
     async def _list_and_watch(self) -> None:
-        await self._list()
+        if self.missing_ok:
+            await self._list_until_served()
+        else:
+            await self._list()
         while True:
             start = self.clock.now()
             timeout = int(self.min_watch_timeout * (self.rng.random() + 1.0))

@@ -30,12 +30,21 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 import structlog
 
 from ..framework.types import PodInfo
 from ..util.clock import Clock, RealClock
 from .binder import pod_path
-from .client import STRATEGIC_MERGE_PATCH, APIClient, APIConnectionError, APIError, hostname
+from .client import (
+    JSON_CT,
+    STRATEGIC_MERGE_PATCH,
+    APIClient,
+    APIConnectionError,
+    APIError,
+    hostname,
+)
+from .pipeline import PipelinedConnection, as_error
 
 __all__ = ["NOTE_LENGTH_LIMIT", "StatusReporter", "truncate_message"]
 
@@ -57,8 +66,25 @@ def truncate_message(message: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
 
 def micro_time(t: dt.datetime | None = None) -> str:
     """metav1.MicroTime's JSON form (RFC 3339, microseconds, UTC)."""
-    t = t or dt.datetime.now(dt.UTC)
+    if t is None:
+        return _micro_now()
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_second_text: tuple[int, str] = (-1, "")
+
+
+def _micro_now() -> str:
+    """``micro_time()`` of now; the date and time up to the second are formatted once per
+    second (an event is recorded per scheduled pod)."""
+    global _second_text
+    ns = time.time_ns()
+    sec, rest = divmod(ns, 1_000_000_000)
+    cached, text = _second_text
+    if cached != sec:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+        _second_text = (sec, text)
+    return f"{text}.{rest // 1000:06d}Z"
 
 
 def rfc3339(t: dt.datetime | None = None) -> str:
@@ -67,6 +93,8 @@ def rfc3339(t: dt.datetime | None = None) -> str:
 
 
 EventKey = tuple[str, str, str, str, str, str, str]
+
+_encode = msgspec.json.Encoder().encode
 
 
 @dataclass
@@ -107,8 +135,16 @@ class StatusReporter:
         series_interval: float = 60.0,
         finish_after: float = 360.0,
         clock: Clock | None = None,
+        pipelining: bool = True,
+        batch_size: int = 64,
     ) -> None:
+        """``pipelining``: write queued Events in batches on one connection
+        (``ksched.cluster.pipeline``), at most ``batch_size`` per write."""
         self.client = client
+        self.pipelining = pipelining
+        self.batch_size = max(1, batch_size)
+        self._pipe: PipelinedConnection | None = None
+        self._event_lock = anyio.Lock()
         self.controller = controller
         self.instance = instance or f"{controller}-{hostname()}"
         self.max_queue = max_queue
@@ -310,11 +346,18 @@ class StatusReporter:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Workers plus the series ticker, until cancelled."""
-        async with anyio.create_task_group() as tg:
-            for i in range(self.workers):
-                tg.start_soon(self._worker, name=f"status worker {i}")
-            tg.start_soon(self._ticker, name="event series ticker")
-            task_status.started()
+        if self.pipelining and self._pipe is None:
+            self._pipe = PipelinedConnection.for_client(self.client)
+        try:
+            async with anyio.create_task_group() as tg:
+                for i in range(self.workers):
+                    tg.start_soon(self._worker, name=f"status worker {i}")
+                tg.start_soon(self._ticker, name="event series ticker")
+                task_status.started()
+        finally:
+            if self._pipe is not None:
+                self._pipe.close()
+                self._pipe = None
 
     async def _ticker(self) -> None:
         period = max(0.01, min(self.series_interval, self.finish_after) / 4)
@@ -323,26 +366,74 @@ class StatusReporter:
             self._tick()
 
     async def _worker(self) -> None:
+        # Events (the bulk: one per scheduled pod) go out in pipelined batches, one batch at
+        # a time on one connection, so that what queues up meanwhile makes the next batch;
+        # anything else, or with a client that cannot pipeline, one request at a time.
         while True:
-            if not self._queue:
+            q = self._queue
+            if not q:
                 if self._wakeup is None:
                     self._wakeup = anyio.Event()
                 await self._wakeup.wait()
                 continue
-            work = self._queue.popleft()
+            if q[0].kind == "event" and self._pipe is not None:
+                async with self._event_lock:
+                    batch: list[_Work] = []
+                    while q and q[0].kind == "event" and len(batch) < self.batch_size:
+                        batch.append(q.popleft())
+                    if not batch:
+                        continue  # another worker took them
+                    self._busy += len(batch)
+                    try:
+                        await self._post_events(self._pipe, batch)
+                    finally:
+                        self._busy -= len(batch)
+                continue
+            work = q.popleft()
             self._busy += 1
             try:
                 await self._perform(work)
             except APIError as e:
-                self.api_errors += 1
-                log.warning(
-                    "status/event write failed", kind=work.kind, path=work.path, error=str(e)
-                )
+                self._write_failed(work, e)
             except Exception:
                 self.api_errors += 1
                 log.exception("status/event write failed", kind=work.kind, path=work.path)
             finally:
                 self._busy -= 1
+
+    def _write_failed(self, work: _Work, e: APIError) -> None:
+        self.api_errors += 1
+        log.warning("status/event write failed", kind=work.kind, path=work.path, error=str(e))
+
+    async def _post_events(self, pipe: PipelinedConnection, batch: list[_Work]) -> None:
+        """Create the batch's Events in one pipelined write; an answer asking to retry later
+        (Retry-After) is retried through ``APIClient.request``, which honours it."""
+        try:
+            results = await pipe.batch(
+                [("POST", w.path, _encode(w.body), JSON_CT) for w in batch])
+        except Exception:
+            self.api_errors += len(batch)
+            log.exception("status/event write failed", kind="event", events=len(batch))
+            return
+        for work, r in zip(batch, results, strict=True):
+            err = r if isinstance(r, BaseException) else as_error(r)
+            if err is None:
+                continue
+            if not isinstance(err, APIError):
+                self.api_errors += 1
+                log.error("status/event write failed", kind=work.kind, path=work.path,
+                          error=f"{type(err).__name__}: {err}")
+                continue
+            if err.status == 401:
+                self.client.credentials_rejected()
+            if err.retry_after is not None and (err.status == 429 or err.status >= 500):
+                try:
+                    await self.clock.sleep(err.retry_after)
+                    await self._perform(work)
+                except APIError as e:
+                    self._write_failed(work, e)
+                continue
+            self._write_failed(work, err)
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait until everything queued so far has been written (tests, shutdown)."""

@@ -2,21 +2,29 @@
 
 Nodes and pods go to the scheduler's ``on_*`` handlers (which route pods to the queue or
 the cache by nodeName and schedulerName); namespaces, PodDisruptionBudgets and
-PriorityClasses only fill listers that plugins read through ``handle.listers``.
+PriorityClasses only fill listers that plugins read through ``handle.listers``, as does
+the pod store (``"pods"``: PodInfo of every non-terminal pod, whatever its scheduler).
+Custom collections an enabled plugin declares in ``watch_resources`` (Coscheduling's
+PodGroups, say) get an informer of raw objects each: a lister under the declared key, and
+their changes reach the scheduler as ``on_other_event`` cluster events.
 Scheduling must wait for ``wait_synced``: a scheduler that starts before the node and
 pod lists are in would place pods on a partial view of the cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
-from ..api.objects import Namespace, Node, PodDisruptionBudget, PriorityClass
+import msgspec
+import structlog
+
+from ..api.objects import Namespace, Node, ObjectMeta, PodDisruptionBudget, PriorityClass
+from ..framework.interface import ClusterEvent, WatchedResource
 from ..framework.types import PodInfo
 from .client import APIClient
 from .decoding import pod_decoder, pod_meta, struct_decoder
-from .informer import Backoff, Informer, InformerSet
+from .informer import Backoff, DecodeSkip, Informer, InformerSet
 
 __all__ = [
     "NODES_PATH",
@@ -25,7 +33,10 @@ __all__ = [
     "ClusterInformers",
     "SchedulerLike",
     "connect_scheduler",
+    "watched_resources",
 ]
+
+log = structlog.get_logger("ksched.cluster.wiring")
 
 PODS_PATH = "/api/v1/pods"
 NODES_PATH = "/api/v1/nodes"
@@ -67,15 +78,83 @@ class ClusterInformers(InformerSet):
         self.namespaces = namespaces
         self.pdbs = pdbs
         self.priority_classes = priority_classes
+        # Plugins' custom collections (raw objects), by their handle.listers key.
+        self.custom: dict[str, Informer[dict[str, Any]]] = {}
 
     @property
     def listers(self) -> dict[str, Any]:
-        """``handle.listers`` entries: namespaces by name, PDBs by ns/name, classes by name."""
+        """``handle.listers`` entries: namespaces by name, PDBs by ns/name, classes by name,
+        pods (PodInfo) by ns/name, plus the plugins' custom collections."""
         return {
             "namespaces": self.namespaces.store,
             "pdbs": self.pdbs.store,
             "priorityclasses": self.priority_classes.store,
+            "pods": self.pods.store,
+            **{key: inf.store for key, inf in self.custom.items()},
         }
+
+
+_BUILTIN_LISTERS = frozenset({"namespaces", "pdbs", "priorityclasses", "pods"})
+
+
+def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
+    """The ``watch_resources`` of every plugin enabled in ``frameworks``, once each.
+
+    Two declarations of the same lister key must be identical (ValueError otherwise).
+    """
+    out: dict[str, WatchedResource] = {}
+    for fw in frameworks:
+        plugins: Mapping[str, Any] = getattr(fw, "plugins", None) or {}
+        for name, plugin in plugins.items():
+            for wr in getattr(plugin, "watch_resources", None) or ():
+                if not isinstance(wr, WatchedResource):
+                    raise ValueError(f"plugin {name}: watch_resources: expected "
+                                     f"WatchedResource, got {wr!r}")
+                if wr.lister in _BUILTIN_LISTERS:
+                    raise ValueError(f"plugin {name}: watch_resources: handle.listers"
+                                     f"[{wr.lister!r}] is built in")
+                prev = out.setdefault(wr.lister, wr)
+                if prev != wr:
+                    raise ValueError(f"plugin {name}: watch_resources: handle.listers"
+                                     f"[{wr.lister!r}] is declared differently elsewhere: "
+                                     f"{wr} vs {prev}")
+    return list(out.values())
+
+
+def _decode_raw(raw: bytes) -> dict[str, Any]:
+    try:
+        obj = msgspec.json.decode(raw)
+    except msgspec.DecodeError as e:
+        raise DecodeSkip(str(e)) from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        raise DecodeSkip("not an object with metadata")
+    return obj
+
+
+def _raw_meta(obj: dict[str, Any]) -> ObjectMeta:
+    m = obj["metadata"]
+    return ObjectMeta(
+        name=str(m.get("name") or ""),
+        namespace=str(m.get("namespace") or ""),
+        resource_version=str(m.get("resourceVersion") or ""),
+    )
+
+
+def _forward_events(
+    informer: Informer[dict[str, Any]],
+    resource: str,
+    emit: Callable[[ClusterEvent, Any, Any], None],
+) -> None:
+    """Changes of a custom collection as cluster events (label: resource + action, as
+    upstream's ``ClusterEvent.Label()``)."""
+    add = ClusterEvent(resource, "Add", f"{resource}Add")
+    update = ClusterEvent(resource, "Update", f"{resource}Update")
+    delete = ClusterEvent(resource, "Delete", f"{resource}Delete")
+    informer.add_handlers(
+        lambda new: emit(add, None, new),
+        lambda old, new: emit(update, old, new),
+        lambda old: emit(delete, old, None),
+    )
 
 
 def connect_scheduler(
@@ -90,7 +169,10 @@ def connect_scheduler(
     ``await .wait_synced()`` before starting the scheduling loop).
 
     ``profiles`` are the scheduler names served (default: the scheduler's frameworks);
-    only their pending pods keep their raw JSON.
+    only their pending pods keep their raw JSON. Every framework's enabled plugins'
+    ``watch_resources`` get an informer too (see ``WatchedResource``); their events go to
+    ``scheduler.on_other_event(event, old, new)`` when the scheduler has that method.
+    Raises ValueError when two plugins declare one lister key differently.
     """
     names = set(profiles) if profiles is not None else set(scheduler.frameworks)
 
@@ -147,6 +229,23 @@ def connect_scheduler(
         **common,
     )
     informers = ClusterInformers(pods, nodes, namespaces, pdbs, classes)
+    emit: Callable[[ClusterEvent, Any, Any], None] | None = getattr(
+        scheduler, "on_other_event", None)
+    for wr in watched_resources(scheduler.frameworks.values()):
+        custom: Informer[dict[str, Any]] = Informer(
+            client,
+            wr.path,
+            _decode_raw,
+            name=wr.lister,
+            meta=_raw_meta,
+            backoff=make_backoff(),
+            missing_ok=True,
+            **common,
+        )
+        if emit is not None:
+            _forward_events(custom, wr.event_resource, emit)
+        informers.custom[wr.lister] = informers.add(custom)
+        log.info("watching a collection for plugins", path=wr.path, lister=wr.lister)
     listers = informers.listers
     for fw in scheduler.frameworks.values():
         fw.handle.listers.update(listers)

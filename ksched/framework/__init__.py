@@ -26,6 +26,7 @@ from .interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    WatchedResource,
     extension_points_of,
 )
 from .registry import ENTRY_POINT_GROUP, PluginArgsError, PluginLoadError, PluginSpec, Registry
@@ -81,5 +82,6 @@ __all__ = [
     "Status",
     "WaitingPod",
     "WaitingPods",
+    "WatchedResource",
     "extension_points_of",
 ]

@@ -53,6 +53,7 @@ __all__ = [
     "QueueingHint",
     "ReservePlugin",
     "ScorePlugin",
+    "WatchedResource",
     "extension_points_of",
 ]
 
@@ -61,10 +62,37 @@ MIN_NODE_SCORE = 0
 MAX_TOTAL_SCORE = 2**63 - 1
 
 
+@dataclass(frozen=True, slots=True)
+class WatchedResource:
+    """A collection a plugin reads synchronously through ``handle.listers``.
+
+    For every enabled plugin declaring it (``watch_resources``), ``ksched run`` lists and
+    watches ``path`` (all namespaces) and keeps the raw objects (dicts) in
+    ``handle.listers[lister]``, keyed ``namespace/name`` (``name`` if cluster-scoped).
+    Each add, update and delete is then reported to the scheduling queue as
+    ``ClusterEvent(event_resource, "Add" | "Update" | "Delete")``, so pods a plugin
+    rejected come back when an event it registered in ``events_to_register`` happens. A
+    collection the API server does not serve (404: its CRD is not installed) is an empty
+    store, listed again with backoff, and does not hold up readiness.
+    """
+
+    # The collection's API path, e.g. "/apis/scheduling.x-k8s.io/v1alpha1/podgroups".
+    path: str
+    # The ``handle.listers`` key, e.g. "podgroups".
+    lister: str
+    # ``ClusterEvent.resource`` of its events, e.g. "podgroups.v1alpha1.scheduling.x-k8s.io".
+    event_resource: str
+
+
 class Plugin:
-    """Base of all plugins. ``Args`` (optional) parses and validates the plugin's args."""
+    """Base of all plugins. ``Args`` (optional) parses and validates the plugin's args.
+
+    ``watch_resources``: custom collections the daemon must watch into ``handle.listers``
+    for this plugin (see ``WatchedResource``).
+    """
 
     name: ClassVar[str] = ""
+    watch_resources: ClassVar[Sequence[WatchedResource]] = ()
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.args = args
@@ -128,8 +156,12 @@ class QueueSortPlugin(Plugin):
 
 
 class PreFilterExtensions(Protocol):
-    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None: ...
-    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status | None: ...
+    def add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None: ...
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None: ...
 
 
 class PreFilterPlugin(Plugin):
@@ -158,7 +190,9 @@ class PostFilterPlugin(Plugin):
 
 
 class PreScorePlugin(Plugin):
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
         raise NotImplementedError
 
 
@@ -183,7 +217,9 @@ class ReservePlugin(Plugin):
 
 
 class PermitPlugin(Plugin):
-    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+    def permit(
+        self, state: CycleState, pod: PodInfo, node_name: str
+    ) -> tuple[Status | None, float]:
         """Allow (Success), reject, or Wait with a timeout in seconds."""
         raise NotImplementedError
 

@@ -183,6 +183,24 @@ class PodInfo:
         return f"PodInfo({self.key})"
 
 
+def same_for_node(a: PodInfo, b: PodInfo) -> bool:
+    """Whether two versions of a pod are interchangeable in a NodeInfo and in what plugins
+    read from the pods on a node: equal spec (so requests, ports, affinity, priority),
+    identity, labels, annotations, owners and deletion state, and status phase. What may
+    differ is resourceVersion, generation and the rest of the status (conditions), as
+    between an assumed pod and its bound version observed by the watch."""
+    if a.error != b.error or a.pod.spec != b.pod.spec:
+        return False
+    ma, mb = a.pod.metadata, b.pod.metadata
+    sa, sb = a.pod.status, b.pod.status
+    return (ma.uid == mb.uid and ma.name == mb.name and ma.namespace == mb.namespace
+            and ma.labels == mb.labels and ma.annotations == mb.annotations
+            and ma.owner_references == mb.owner_references
+            and ma.creation_timestamp == mb.creation_timestamp
+            and ma.deletion_timestamp == mb.deletion_timestamp
+            and sa.phase == sb.phase and sa.nominated_node_name == sb.nominated_node_name)
+
+
 @dataclass(slots=True)
 class ImageStateSummary:
     size: int
@@ -242,6 +260,24 @@ class NodeInfo:
                 self._update(p, -1)
                 return True
         return False
+
+    def swap_pod(self, old: PodInfo, new: PodInfo) -> bool:
+        """Put ``new`` where ``old`` is (by identity) without touching the aggregates or the
+        generation: only for a version of the same pod that counts exactly the same (see
+        ``same_for_node``). False, changing nothing, if ``old`` is not on the node."""
+        pods = self.pods
+        for i, p in enumerate(pods):
+            if p is old:
+                pods[i] = new
+                break
+        else:
+            return False
+        for lst in (self.pods_with_affinity, self.pods_with_required_anti_affinity):
+            for j, q in enumerate(lst):
+                if q is old:
+                    lst[j] = new
+                    break
+        return True
 
     def _update(self, pi: PodInfo, sign: int) -> None:
         r = pi.requests

@@ -146,6 +146,42 @@ def test_ttl_zero_never_expires() -> None:
     assert c.cleanup_expired() == [] and c.is_assumed(pod)
 
 
+def test_confirming_an_identical_version_leaves_the_node_and_snapshot_alone() -> None:
+    c, _ = cache_with("n1")
+    pod = make_pod("p", cpu="1", labels={"app": "x"})
+    assumed = pod.assumed_on("n1")
+    c.assume_pod(assumed, "n1")
+    snap = Snapshot()
+    c.update_snapshot(snap)
+    gen = c.nodes["n1"].generation
+    # the watch's version: new resourceVersion, otherwise the same pod on the same node
+    meta = msgspec.structs.replace(assumed.pod.metadata, resource_version="42")
+    observed = PodInfo(msgspec.structs.replace(assumed.pod, metadata=meta))
+    c.add_pod(observed)
+    ni = c.nodes["n1"]
+    assert not c.is_assumed(pod) and ni.generation == gen and ni.requested.milli_cpu == 1000
+    assert ni.pods == [observed] and ni.pods[0] is observed
+    assert c.update_snapshot(snap) == 0  # nothing to re-clone
+    c.remove_pod(observed)
+    assert c.nodes["n1"].requested.milli_cpu == 0
+
+
+def test_confirming_a_relabelled_version_updates_the_node() -> None:
+    c, _ = cache_with("n1")
+    pod = make_pod("p", cpu="1", labels={"app": "x"})
+    assumed = pod.assumed_on("n1")
+    c.assume_pod(assumed, "n1")
+    snap = Snapshot()
+    c.update_snapshot(snap)
+    gen = c.nodes["n1"].generation
+    meta = msgspec.structs.replace(assumed.pod.metadata, labels={"app": "y"})
+    observed = PodInfo(msgspec.structs.replace(assumed.pod, metadata=meta))
+    c.add_pod(observed)
+    assert c.nodes["n1"].generation != gen and c.nodes["n1"].pods == [observed]
+    assert c.update_snapshot(snap) == 1
+    assert snap.get("n1").pods[0].labels == {"app": "y"}  # type: ignore[union-attr]
+
+
 def test_assumed_pod_bound_to_another_node_moves_there() -> None:
     c, _ = cache_with("n1", "n2")
     pod = make_pod("p", cpu="1")

@@ -1,0 +1,308 @@
+"""HTTP/1.1 pipelining for batches of small writes (the scheduler's events).
+
+Through aiohttp every request costs the client about as much CPU as the API server spends
+on it, plus a write system call of its own; for the Events a scheduler records per pod
+that is more than the binding it reports. A ``PipelinedConnection`` keeps one keep-alive
+connection and writes a whole batch of requests at once (HTTP/1.1 pipelining: the server
+answers them in order), then reads the answers as they come.
+
+Requests in a batch are independent: each gets its own ``(status, body)`` or exception.
+When the server closes the connection after an answer (``Connection: close``), the
+requests after it were never processed and are sent again on a new connection; when the
+connection breaks, what was not answered fails with ``APIConnectionError`` (it may or may
+not have been processed). Answers with Retry-After are for the caller to retry (through
+``APIClient.request``, which honours it).
+
+Only plain and TLS connections straight to the server are supported; ``APIClient.pipeline``
+returns None behind a proxy, and callers then use ``APIClient.request``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .client import APIConnectionError, APIError, _retry_after
+
+if TYPE_CHECKING:
+    from .client import APIClient
+
+__all__ = ["PipelinedConnection", "Request", "Result"]
+
+# (method, path, body, content type)
+Request = tuple[str, str, bytes, str]
+# (status, body, Retry-After seconds) or the failure
+Result = tuple[int, bytes, float | None] | BaseException
+
+_MAX_HEADER = 64 * 1024
+
+
+class _Unprocessed(Exception):
+    """The server closed the connection before reading this request."""
+
+
+class _ProtocolError(Exception):
+    pass
+
+
+def _parse(buf: bytearray) -> tuple[int, int, bytes, float | None, bool] | None:
+    """One complete response at the start of ``buf``: (consumed, status, body, Retry-After,
+    server closes), or None while incomplete."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buf) > _MAX_HEADER:
+            raise _ProtocolError("response header too long")
+        return None
+    lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
+        raise _ProtocolError(f"malformed status line {lines[0]!r}")
+    try:
+        status = int(parts[1])
+    except ValueError:
+        raise _ProtocolError(f"malformed status line {lines[0]!r}") from None
+    length: int | None = None
+    chunked = False
+    close = parts[0] == "HTTP/1.0"
+    retry_after: float | None = None
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep:
+            continue
+        name = name.strip().lower()
+        value = value.strip()
+        if name == "content-length":
+            try:
+                length = int(value)
+            except ValueError:
+                raise _ProtocolError(f"bad Content-Length {value!r}") from None
+        elif name == "transfer-encoding":
+            chunked = "chunked" in value.lower()
+        elif name == "connection":
+            v = value.lower()
+            if "close" in v:
+                close = True
+            elif "keep-alive" in v:
+                close = False
+        elif name == "retry-after":
+            retry_after = _retry_after(value)
+    pos = end + 4
+    if 100 <= status < 200 or status in (204, 304):
+        return pos, status, b"", retry_after, close
+    if chunked:
+        chunks: list[bytes] = []
+        while True:
+            nl = buf.find(b"\r\n", pos)
+            if nl < 0:
+                return None
+            try:
+                size = int(bytes(buf[pos:nl]).split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise _ProtocolError("bad chunk size") from None
+            pos = nl + 2
+            if size == 0:
+                if buf[pos:pos + 2] == b"\r\n":
+                    pos += 2
+                else:  # trailers
+                    t = buf.find(b"\r\n\r\n", pos)
+                    if t < 0:
+                        return None
+                    pos = t + 4
+                return pos, status, b"".join(chunks), retry_after, close
+            if len(buf) < pos + size + 2:
+                return None
+            chunks.append(bytes(buf[pos:pos + size]))
+            pos += size + 2
+    if length is None:
+        raise _ProtocolError("response without a length cannot be pipelined")
+    if len(buf) < pos + length:
+        return None
+    return pos + length, status, bytes(buf[pos:pos + length]), retry_after, close
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.waiters: deque[asyncio.Future[tuple[int, bytes, float | None]]] = deque()
+        self.usable = True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        try:
+            while self.waiters:
+                r = _parse(self.buf)
+                if r is None:
+                    return
+                consumed, status, body, retry_after, close = r
+                del self.buf[:consumed]
+                if 100 <= status < 200:
+                    continue  # informational: the real answer follows
+                fut = self.waiters.popleft()
+                if not fut.done():
+                    fut.set_result((status, body, retry_after))
+                if close:
+                    self._fail(_Unprocessed())
+                    return
+            if self.buf:
+                raise _ProtocolError("data nobody asked for")
+        except _ProtocolError as e:
+            self._fail(APIConnectionError(f"pipelined request: {e}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.usable = False
+        reason = f": {exc}" if exc else ""
+        self._fail(APIConnectionError(f"pipelined request: connection closed{reason}"),
+                   close=False)
+
+    def _fail(self, exc: BaseException, close: bool = True) -> None:
+        self.usable = False
+        while self.waiters:
+            fut = self.waiters.popleft()
+            if not fut.done():
+                fut.set_exception(exc)
+        if close and self.transport is not None:
+            self.transport.close()
+
+
+class PipelinedConnection:
+    """One connection of ``APIClient`` on which batches of requests are pipelined.
+
+    Not for concurrent use: one task sends a batch and waits for its answers.
+    """
+
+    def __init__(self, client: APIClient, host: str, port: int, ssl_context: ssl.SSLContext | None,
+                 server_hostname: str | None, base_path: str, host_header: str) -> None:
+        self.client = client
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.server_hostname = server_hostname
+        self.base_path = base_path
+        self._host_line = f"Host: {host_header}\r\n".encode("latin-1")
+        self._proto: _Protocol | None = None
+        self._heads: dict[str | None, tuple[dict[str, str], bytes]] = {}
+
+    @classmethod
+    def for_client(cls, client: APIClient) -> PipelinedConnection | None:
+        """None when the client's transport cannot be reproduced (a proxy, an odd TLS setup)."""
+        rc = client.api_client.rest_client
+        if getattr(rc, "proxy", None) or client._env_proxy:  # noqa: SLF001
+            return None
+        parts = urlsplit(client.host)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return None
+        ctx: ssl.SSLContext | None = None
+        if parts.scheme == "https":
+            got: Any = getattr(client._kube_session.connector, "_ssl", None)  # noqa: SLF001
+            if isinstance(got, ssl.SSLContext):
+                ctx = got
+            elif got is True or got is None:
+                ctx = ssl.create_default_context()
+            else:
+                return None  # fingerprints, verify=False shorthands: leave them to aiohttp
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        default = 443 if parts.scheme == "https" else 80
+        host = parts.hostname
+        host_header = f"[{host}]" if ":" in host else host
+        if port != default:
+            host_header = f"{host_header}:{port}"
+        server_hostname = getattr(rc, "server_hostname", None) or (host if ctx else None)
+        return cls(client, host, port, ctx, server_hostname if ctx else None,
+                   parts.path.rstrip("/"), host_header)
+
+    async def _connect(self) -> _Protocol:
+        proto = self._proto
+        if proto is not None and proto.usable and proto.transport is not None \
+                and not proto.transport.is_closing():
+            return proto
+        loop = asyncio.get_running_loop()
+        try:
+            _, proto = await asyncio.wait_for(loop.create_connection(
+                _Protocol, self.host, self.port, ssl=self.ssl_context,
+                server_hostname=self.server_hostname), self.client.request_timeout)
+        except (OSError, TimeoutError) as e:
+            raise APIConnectionError(f"pipelined request: connecting: {e or type(e).__name__}") \
+                from e
+        self._proto = proto
+        return proto
+
+    async def _head(self, content_type: str | None) -> bytes:
+        headers = await self.client._headers(content_type)  # noqa: SLF001
+        got = self._heads.get(content_type)
+        if got is not None and got[0] is headers:
+            return got[1]
+        text = b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers.items())
+        self._heads[content_type] = (headers, self._host_line + text)
+        return self._host_line + text
+
+    async def batch(self, requests: Sequence[Request]) -> list[Result]:
+        """Send ``requests`` back to back and return each one's answer or failure."""
+        client = self.client
+        results: list[Result | None] = [None] * len(requests)
+        todo = list(range(len(requests)))
+        for _attempt in range(2):  # once more for what a closing server did not read
+            limiter = client.limiter
+            if limiter.qps > 0:
+                for _ in todo:
+                    await limiter.acquire()
+            try:
+                proto = await self._connect()
+            except APIConnectionError as e:
+                for i in todo:
+                    results[i] = e
+                break
+            loop = asyncio.get_running_loop()
+            out = bytearray()
+            futs = []
+            for i in todo:
+                method, path, body, ctype = requests[i]
+                out += f"{method} {self.base_path}{path} HTTP/1.1\r\n".encode("latin-1")
+                out += await self._head(ctype)
+                out += b"Content-Length: %d\r\n\r\n" % len(body)
+                out += body
+                fut: asyncio.Future[tuple[int, bytes, float | None]] = loop.create_future()
+                futs.append(fut)
+            proto.waiters.extend(futs)
+            assert proto.transport is not None
+            proto.transport.write(bytes(out))
+            client.requests_sent += len(todo)
+            done, pending = await asyncio.wait(futs, timeout=client.request_timeout)
+            if pending:
+                proto._fail(APIConnectionError("pipelined request: timed out", reason="Timeout"))  # noqa: SLF001
+            again = []
+            for i, fut in zip(todo, futs, strict=True):
+                exc = fut.exception()
+                if isinstance(exc, _Unprocessed):
+                    again.append(i)
+                elif exc is not None:
+                    results[i] = exc
+                else:
+                    results[i] = fut.result()
+            todo = again
+            if not todo:
+                break
+        for i in todo:
+            results[i] = APIConnectionError("pipelined request: the server closed the connection")
+        return [r if r is not None else APIConnectionError("pipelined request: no answer")
+                for r in results]
+
+    def close(self) -> None:
+        if self._proto is not None and self._proto.transport is not None:
+            self._proto.transport.close()
+        self._proto = None
+
+
+def as_error(result: tuple[int, bytes, float | None]) -> APIError | None:
+    """The APIError for a non-2xx answer, as ``APIClient.request`` raises it."""
+    status, body, retry_after = result
+    if 200 <= status < 300:
+        return None
+    return APIError.from_response(status, body, retry_after)

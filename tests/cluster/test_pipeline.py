@@ -1,0 +1,169 @@
+"""PipelinedConnection: batches of requests on one connection, answers in order, and the
+StatusReporter's batched Events (retries, errors, a server that closes in between)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from ksched.api.objects import Pod
+from ksched.cluster import APIClient, StatusReporter
+from ksched.cluster.client import APIConnectionError
+from ksched.cluster.pipeline import PipelinedConnection, _parse, _ProtocolError
+from ksched.framework.types import PodInfo
+from ksched.testing import TestAPIServer, make_pod
+
+pytestmark = pytest.mark.anyio
+
+EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
+
+
+def info(obj: dict[str, Any]) -> PodInfo:
+    return PodInfo(msgspec.convert(obj, Pod), obj)
+
+
+def event(name: str) -> bytes:
+    return msgspec.json.encode({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": "default"},
+        "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "ksched",
+        "reportingInstance": "ksched-1", "action": "Binding", "reason": "Scheduled",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "p"}, "note": name,
+        "type": "Normal",
+    })
+
+
+def test_parse_content_length_chunked_and_partial() -> None:
+    whole = b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}"
+    assert _parse(bytearray(whole)) == (len(whole), 201, b"{}", None, False)
+    assert _parse(bytearray(whole[:-1])) is None
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+               b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+    assert _parse(bytearray(chunked + b"rest")) == (len(chunked), 200, b"abcde", None, True)
+    assert _parse(bytearray(chunked[:-3])) is None
+    trailers = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nA: b\r\n\r\n"
+    assert _parse(bytearray(trailers)) == (len(trailers), 200, b"x", None, False)
+    retry = b"HTTP/1.1 429 Too Many\r\nRetry-After: 3\r\nContent-Length: 0\r\n\r\n"
+    assert _parse(bytearray(retry)) == (len(retry), 429, b"", 3.0, False)
+    with pytest.raises(_ProtocolError):
+        _parse(bytearray(b"SSH-2.0\r\n\r\n"))
+    with pytest.raises(_ProtocolError):
+        _parse(bytearray(b"HTTP/1.1 200 OK\r\n\r\n"))  # no length: not pipelinable
+
+
+async def test_batch_answers_in_order_on_one_connection(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pipe = PipelinedConnection.for_client(client)
+    assert pipe is not None
+    try:
+        results = await pipe.batch([("POST", EVENTS, event(f"e{i}"), "application/json")
+                                    for i in range(20)])
+        assert [r[0] for r in results] == [201] * 20  # type: ignore[index]
+        names = [msgspec.json.decode(r[1])["metadata"]["name"] for r in results]  # type: ignore[index]
+        assert names == [f"e{i}" for i in range(20)]
+        again = await pipe.batch([("POST", EVENTS, event("e0"), "application/json")])
+        assert again[0][0] == 409  # type: ignore[index]  # already exists: an answer, not an error
+    finally:
+        pipe.close()
+    notes = sorted(e["note"] for e in apiserver.list("events.events.k8s.io", "default"))
+    assert notes == sorted(f"e{i}" for i in range(20))
+
+
+async def test_reporter_batches_events_and_retries_retry_after(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pods = [info(apiserver.create(make_pod(f"p{i}"))) for i in range(30)]
+    apiserver.faults.fail_next(1, verb="create", resource="events", code=429, retry_after=0)
+    r = StatusReporter(client, workers=2)
+    for p in pods:  # queued before the workers run: they take them in batches
+        r.scheduled(p, "n1", "ksched", 1)
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        await r.drain()
+        tg.cancel_scope.cancel()
+    notes = sorted(e["note"] for e in apiserver.list("events.events.k8s.io", "default"))
+    assert notes == sorted(f"Successfully assigned default/p{i} to n1" for i in range(30))
+    assert r.api_errors == 0
+    assert apiserver.count_requests(verb="create", resource="events") == 31  # one retried
+
+
+async def test_reporter_counts_failed_events_and_goes_on(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pods = [info(apiserver.create(make_pod(f"p{i}"))) for i in range(3)]
+    apiserver.faults.fail_next(1, verb="create", resource="events", code=403)
+    r = StatusReporter(client, workers=1)
+    for p in pods:
+        r.scheduled(p, "n1", "ksched", 1)
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        await r.drain()
+        tg.cancel_scope.cancel()
+    assert len(apiserver.list("events.events.k8s.io", "default")) == 2
+    assert r.api_errors == 1
+
+
+class _ClosingServer:
+    """Answers the first request of each connection with ``Connection: close`` (and closes),
+    ignoring whatever else was pipelined behind it; records what it answered."""
+
+    def __init__(self) -> None:
+        self.answered: list[bytes] = []
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length"))
+        body = await reader.readexactly(length)
+        self.answered.append(body)
+        writer.write(b"HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        await writer.drain()
+        writer.close()
+
+
+@pytest.fixture
+async def closing_server() -> AsyncIterator[tuple[_ClosingServer, APIClient]]:
+    srv = _ClosingServer()
+    server = await asyncio.start_server(srv.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with await APIClient.for_master(f"http://127.0.0.1:{port}", qps=0) as c:
+        yield srv, c
+    server.close()
+
+
+async def test_requests_a_closing_server_did_not_read_are_sent_again(
+    closing_server: tuple[_ClosingServer, APIClient],
+) -> None:
+    srv, client = closing_server
+    pipe = PipelinedConnection.for_client(client)
+    assert pipe is not None
+    results = await pipe.batch([("POST", "/x", b"a", "text/plain"),
+                                ("POST", "/x", b"b", "text/plain")])
+    pipe.close()
+    assert results == [(201, b"a", None), (201, b"b", None)]
+    assert srv.answered == [b"a", b"b"] and srv.connections == 2
+
+
+async def test_connection_refused_fails_every_request() -> None:
+    async with await APIClient.for_master("http://127.0.0.1:1", qps=0) as client:
+        pipe = PipelinedConnection.for_client(client)
+        assert pipe is not None
+        results = await pipe.batch([("POST", "/x", b"a", "text/plain")] * 2)
+    assert all(isinstance(r, APIConnectionError) for r in results)
+
+
+async def test_no_pipelining_behind_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with await APIClient.for_master("http://10.1.2.3:6443", qps=0) as client:
+        assert PipelinedConnection.for_client(client) is None
