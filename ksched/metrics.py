@@ -79,7 +79,7 @@ class _FastHistogram(Histogram):
         self._dirty = False
 
     def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
-        if exemplar or amount != amount or self._is_parent():
+        if exemplar or amount != amount or (self._labelnames and not self._labelvalues):
             self._flush()
             super().observe(amount, exemplar)  # raises for a labelled parent, as before
             return
@@ -112,7 +112,7 @@ class _FastCounter(Counter):
         self._pending = 0.0
 
     def inc(self, amount: float = 1, exemplar: dict[str, str] | None = None) -> None:
-        if exemplar or amount < 0 or self._is_parent():
+        if exemplar or amount < 0 or (self._labelnames and not self._labelvalues):
             super().inc(amount, exemplar)  # raises for a labelled parent or amount < 0
             return
         self._pending += amount

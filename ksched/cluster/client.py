@@ -8,6 +8,10 @@ magnitude cheaper for the pod and node volumes a scheduler sees.
 
 Every request passes a client-side token bucket (``clientConnection.qps``/``burst``, like
 client-go's ``flowcontrol`` limiter); a watch counts once, when it is opened.
+
+Writes (bindings, patches, lease updates) skip aiohttp's per-request machinery: they go
+over keep-alive connections of ksched's own (``pipeline.ConnectionPool``, same TLS
+context, same headers) unless a proxy is configured. Reads and watches use aiohttp.
 """
 
 from __future__ import annotations
@@ -310,6 +314,9 @@ class APIClient:
         # Per-request constants: headers per (content type, bearer), timeouts per value.
         self._header_cache: dict[tuple[str | None, str | None], dict[str, str]] = {}
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        # Writes go over ksched's own keep-alive connections (``pipeline.ConnectionPool``)
+        # when the transport allows; reads and watches over aiohttp. False: not yet known.
+        self._write_pool: Any = False
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -415,8 +422,22 @@ class APIClient:
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def close(self) -> None:
+        if self._write_pool:
+            self._write_pool.close()
         await self.api_client.close()
         await self._kube_session.close()
+
+    def _writes(self) -> Any:
+        """The ConnectionPool for writes, or None when aiohttp must do them (a proxy...)."""
+        pool = self._write_pool
+        if pool is False:
+            from .pipeline import ConnectionPool
+
+            pool = ConnectionPool.for_client(self)
+            if pool is not None:
+                pool.limit = getattr(self._kube_session.connector, "limit", 0) or pool.limit
+            self._write_pool = pool
+        return pool
 
     async def __aenter__(self) -> APIClient:
         return self
@@ -440,7 +461,8 @@ class APIClient:
         """The request headers (shared: callers must not modify them)."""
         cfg = self.configuration
         hook = cfg.refresh_api_key_hook
-        if hook is None or (hook is self._refresher and not self._refresher.due()):
+        ref = self._refresher
+        if hook is None or (ref is not None and not ref.due() and hook is ref):
             # What auth_settings() would return, without awaiting a hook with nothing to do.
             token = cfg.api_key.get("BearerToken")
             if token:
@@ -522,25 +544,34 @@ class APIClient:
         if body is not None:
             data = body if isinstance(body, bytes) else msgspec.json.encode(body)
         url = self._url(path, params)
-        tmo = self._timeout(timeout if timeout is not None else self.request_timeout)
+        seconds = timeout if timeout is not None else self.request_timeout
+        tmo = self._timeout(seconds)
+        pool = self._writes() if method != "GET" else None
         retries = 0
         limiter = self.limiter
         while True:
             if limiter.qps > 0:
                 await limiter.acquire()
-            headers = await self._headers(content_type if data is not None else None)
+            ctype = content_type if data is not None else None
             self.requests_sent += 1
-            try:
-                async with self._session.request(
-                    method, url, data=data, headers=headers, timeout=tmo, **self._request_kwargs()
-                ) as resp:
-                    raw = await resp.read()
-                    status = resp.status
-                    retry_after = _retry_after(resp.headers.get("Retry-After"))
-            except (aiohttp.ClientError, OSError) as e:
-                raise APIConnectionError(f"{method} {path}: {_describe(e)}") from e
-            except TimeoutError as e:
-                raise APIConnectionError(f"{method} {path}: timed out", reason="Timeout") from e
+            if pool is not None:
+                status, raw, retry_after = await pool.request(
+                    method, url[len(self.host):], data, ctype, seconds)
+            else:
+                headers = await self._headers(ctype)
+                try:
+                    async with self._session.request(
+                        method, url, data=data, headers=headers, timeout=tmo,
+                        **self._request_kwargs()
+                    ) as resp:
+                        raw = await resp.read()
+                        status = resp.status
+                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                except (aiohttp.ClientError, OSError) as e:
+                    raise APIConnectionError(f"{method} {path}: {_describe(e)}") from e
+                except TimeoutError as e:
+                    raise APIConnectionError(f"{method} {path}: timed out", reason="Timeout") \
+                        from e
             if 200 <= status < 300:
                 return status, raw
             if status == 401 and self._refresher is not None:

@@ -1,4 +1,5 @@
-"""HTTP/1.1 pipelining for batches of small writes (the scheduler's events).
+"""ksched's own HTTP/1.1 connections for writes: pipelined batches (the scheduler's
+Events) and a keep-alive pool (bindings, status patches, lease renewals).
 
 Through aiohttp every request costs the client about as much CPU as the API server spends
 on it, plus a write system call of its own; for the Events a scheduler records per pod
@@ -13,8 +14,13 @@ connection breaks, what was not answered fails with ``APIConnectionError`` (it m
 not have been processed). Answers with Retry-After are for the caller to retry (through
 ``APIClient.request``, which honours it).
 
-Only plain and TLS connections straight to the server are supported; ``APIClient.pipeline``
-returns None behind a proxy, and callers then use ``APIClient.request``.
+``ConnectionPool`` uses the same connections one request at a time, for ``APIClient``'s
+writes (bindings, status patches, lease renewals): a keep-alive connection per request in
+flight, reused afterwards, a few system calls and a small parse instead of aiohttp's
+machinery. Reads (lists, watches) stay with aiohttp.
+
+Only plain and TLS connections straight to the server are supported (``for_client``
+returns None behind a proxy or with TLS settings only aiohttp understands).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from .client import APIConnectionError, APIError, _retry_after
 if TYPE_CHECKING:
     from .client import APIClient
 
-__all__ = ["PipelinedConnection", "Request", "Result"]
+__all__ = ["ConnectionPool", "PipelinedConnection", "Request", "Result"]
 
 # (method, path, body, content type)
 Request = tuple[str, str, bytes, str]
@@ -49,9 +55,10 @@ class _ProtocolError(Exception):
     pass
 
 
-def _parse(buf: bytearray) -> tuple[int, int, bytes, float | None, bool] | None:
+def _parse(buf: bytearray, eof: bool = False) -> tuple[int, int, bytes, float | None, bool] | None:
     """One complete response at the start of ``buf``: (consumed, status, body, Retry-After,
-    server closes), or None while incomplete."""
+    server closes), or None while incomplete. A body without a length ends with the
+    connection (``eof``)."""
     end = buf.find(b"\r\n\r\n")
     if end < 0:
         if len(buf) > _MAX_HEADER:
@@ -118,7 +125,9 @@ def _parse(buf: bytearray) -> tuple[int, int, bytes, float | None, bool] | None:
             chunks.append(bytes(buf[pos:pos + size]))
             pos += size + 2
     if length is None:
-        raise _ProtocolError("response without a length cannot be pipelined")
+        if not eof:
+            return None  # the body ends with the connection
+        return len(buf), status, bytes(buf[pos:]), retry_after, True
     if len(buf) < pos + length:
         return None
     return pos + length, status, bytes(buf[pos:pos + length]), retry_after, close
@@ -154,13 +163,23 @@ class _Protocol(asyncio.Protocol):
             if self.buf:
                 raise _ProtocolError("data nobody asked for")
         except _ProtocolError as e:
-            self._fail(APIConnectionError(f"pipelined request: {e}"))
+            self._fail(APIConnectionError(f"bad response: {e}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.usable = False
+        if self.waiters and self.buf and exc is None:
+            try:
+                r = _parse(self.buf, eof=True)  # a body delimited by the end of the connection
+            except _ProtocolError:
+                r = None
+            if r is not None and not 100 <= r[1] < 200:
+                fut = self.waiters.popleft()
+                if not fut.done():
+                    fut.set_result((r[1], r[2], r[3]))
+                self._fail(_Unprocessed(), close=False)
+                return
         reason = f": {exc}" if exc else ""
-        self._fail(APIConnectionError(f"pipelined request: connection closed{reason}"),
-                   close=False)
+        self._fail(APIConnectionError(f"connection closed by the server{reason}"), close=False)
 
     def _fail(self, exc: BaseException, close: bool = True) -> None:
         self.usable = False
@@ -172,11 +191,8 @@ class _Protocol(asyncio.Protocol):
             self.transport.close()
 
 
-class PipelinedConnection:
-    """One connection of ``APIClient`` on which batches of requests are pipelined.
-
-    Not for concurrent use: one task sends a batch and waits for its answers.
-    """
+class _Endpoint:
+    """Where and how ``APIClient`` connects, reproduced for raw connections."""
 
     def __init__(self, client: APIClient, host: str, port: int, ssl_context: ssl.SSLContext | None,
                  server_hostname: str | None, base_path: str, host_header: str) -> None:
@@ -186,22 +202,22 @@ class PipelinedConnection:
         self.ssl_context = ssl_context
         self.server_hostname = server_hostname
         self.base_path = base_path
+        self.host_header = host_header
         self._host_line = f"Host: {host_header}\r\n".encode("latin-1")
-        self._proto: _Protocol | None = None
         self._heads: dict[str | None, tuple[dict[str, str], bytes]] = {}
 
     @classmethod
-    def for_client(cls, client: APIClient) -> PipelinedConnection | None:
+    def for_client(cls, client: APIClient) -> Any:
         """None when the client's transport cannot be reproduced (a proxy, an odd TLS setup)."""
         rc = client.api_client.rest_client
-        if getattr(rc, "proxy", None) or client._env_proxy:  # noqa: SLF001
+        if getattr(rc, "proxy", None) or client._env_proxy:
             return None
         parts = urlsplit(client.host)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return None
         ctx: ssl.SSLContext | None = None
         if parts.scheme == "https":
-            got: Any = getattr(client._kube_session.connector, "_ssl", None)  # noqa: SLF001
+            got: Any = getattr(client._kube_session.connector, "_ssl", None)
             if isinstance(got, ssl.SSLContext):
                 ctx = got
             elif got is True or got is None:
@@ -218,30 +234,43 @@ class PipelinedConnection:
         return cls(client, host, port, ctx, server_hostname if ctx else None,
                    parts.path.rstrip("/"), host_header)
 
-    async def _connect(self) -> _Protocol:
-        proto = self._proto
-        if proto is not None and proto.usable and proto.transport is not None \
-                and not proto.transport.is_closing():
-            return proto
+    async def _open(self, timeout: float) -> _Protocol:
         loop = asyncio.get_running_loop()
         try:
             _, proto = await asyncio.wait_for(loop.create_connection(
                 _Protocol, self.host, self.port, ssl=self.ssl_context,
-                server_hostname=self.server_hostname), self.client.request_timeout)
+                server_hostname=self.server_hostname), timeout)
         except (OSError, TimeoutError) as e:
-            raise APIConnectionError(f"pipelined request: connecting: {e or type(e).__name__}") \
-                from e
-        self._proto = proto
+            raise APIConnectionError(f"connecting to {self.host}:{self.port}: "
+                                     f"{e or type(e).__name__}") from e
         return proto
 
     async def _head(self, content_type: str | None) -> bytes:
-        headers = await self.client._headers(content_type)  # noqa: SLF001
+        headers = await self.client._headers(content_type)
         got = self._heads.get(content_type)
         if got is not None and got[0] is headers:
             return got[1]
         text = b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers.items())
         self._heads[content_type] = (headers, self._host_line + text)
         return self._host_line + text
+
+
+class PipelinedConnection(_Endpoint):
+    """One connection of ``APIClient`` on which batches of requests are pipelined.
+
+    Not for concurrent use: one task sends a batch and waits for its answers.
+    """
+
+    _proto: _Protocol | None = None
+
+    async def _connect(self) -> _Protocol:
+        proto = self._proto
+        if proto is not None and proto.usable and proto.transport is not None \
+                and not proto.transport.is_closing():
+            return proto
+        proto = await self._open(self.client.request_timeout)
+        self._proto = proto
+        return proto
 
     async def batch(self, requests: Sequence[Request]) -> list[Result]:
         """Send ``requests`` back to back and return each one's answer or failure."""
@@ -274,9 +303,9 @@ class PipelinedConnection:
             assert proto.transport is not None
             proto.transport.write(bytes(out))
             client.requests_sent += len(todo)
-            done, pending = await asyncio.wait(futs, timeout=client.request_timeout)
+            _, pending = await asyncio.wait(futs, timeout=client.request_timeout)
             if pending:
-                proto._fail(APIConnectionError("pipelined request: timed out", reason="Timeout"))  # noqa: SLF001
+                proto._fail(APIConnectionError("pipelined request: timed out", reason="Timeout"))
             again = []
             for i, fut in zip(todo, futs, strict=True):
                 exc = fut.exception()
@@ -298,6 +327,94 @@ class PipelinedConnection:
         if self._proto is not None and self._proto.transport is not None:
             self._proto.transport.close()
         self._proto = None
+
+
+class ConnectionPool(_Endpoint):
+    """Keep-alive connections for one request at a time each (see the module doc)."""
+
+    KEEPALIVE = 15.0  # seconds an idle connection is reused (aiohttp's default too)
+
+    def __init__(self, *args: Any, limit: int = 100) -> None:
+        super().__init__(*args)
+        self.limit = max(1, limit)
+        self._idle: deque[tuple[_Protocol, float]] = deque()
+        self._open_count = 0
+        self._freed: asyncio.Event | None = None
+
+    async def _acquire(self, timeout: float) -> _Protocol:
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            idle = self._idle
+            while idle:
+                proto, since = idle.pop()  # the most recently used: the least likely closed
+                if proto.usable and proto.transport is not None \
+                        and not proto.transport.is_closing() and now - since < self.KEEPALIVE:
+                    return proto
+                self._drop(proto)
+            if self._open_count < self.limit:
+                self._open_count += 1
+                try:
+                    return await self._open(timeout)
+                except BaseException:
+                    self._open_count -= 1
+                    raise
+            if self._freed is None:
+                self._freed = asyncio.Event()
+            await self._freed.wait()
+
+    def _drop(self, proto: _Protocol) -> None:
+        self._open_count -= 1
+        if proto.transport is not None:
+            proto.transport.close()
+        self._notify()
+
+    def _notify(self) -> None:
+        if self._freed is not None:
+            self._freed.set()
+            self._freed = None
+
+    async def request(self, method: str, target: str, body: bytes | None,
+                      content_type: str | None, timeout: float) -> tuple[int, bytes, float | None]:
+        """``target`` is the path and query (the client's base path is prepended). Raises
+        ``APIConnectionError`` without an answer; a timeout has reason "Timeout"."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        proto = await self._acquire(timeout)
+        ok = False
+        try:
+            head = await self._head(content_type)
+            data = body or b""
+            fut: asyncio.Future[tuple[int, bytes, float | None]] = loop.create_future()
+            proto.waiters.append(fut)
+            assert proto.transport is not None
+            proto.transport.write(
+                b"%s %s%s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s"
+                % (method.encode("latin-1"), self.base_path.encode("latin-1"),
+                   target.encode("latin-1"), head, len(data), data))
+            try:
+                result = await asyncio.wait_for(fut, max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise APIConnectionError(f"{method} {target}: timed out", reason="Timeout") \
+                    from None
+            except _Unprocessed:
+                raise APIConnectionError(f"{method} {target}: the server closed the connection") \
+                    from None
+            except APIConnectionError as e:
+                raise APIConnectionError(f"{method} {target}: {e.message}") from None
+            ok = proto.usable
+            return result
+        finally:
+            if ok:
+                self._idle.append((proto, loop.time()))
+                self._notify()
+            else:
+                self._drop(proto)
+
+    def close(self) -> None:
+        while self._idle:
+            proto, _ = self._idle.pop()
+            self._drop(proto)
 
 
 def as_error(result: tuple[int, bytes, float | None]) -> APIError | None:

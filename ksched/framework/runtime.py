@@ -426,7 +426,7 @@ class Framework:
         order: Any = None
         mask: BoolArray | None = None  # in rotation order, once computed
         if not everything:
-            order = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
+            order = _Rotation(candidates, start).array()
             mask = valid[order]
         for p in self.filter_plugins:
             if p.name in skip:

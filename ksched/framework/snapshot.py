@@ -103,7 +103,7 @@ class RowCache(Generic[K]):
                 try:
                     for i in set(rows):
                         col[i] = self.row(snap, i, key)
-                except Exception:  # noqa: BLE001 - the batch form decides (and raises)
+                except Exception:  # the batch form decides (and raises)
                     del self._entries[key]
                 else:
                     e[2] = snap.log_position
@@ -155,6 +155,7 @@ class Snapshot:
         # changed since their last look with one vector comparison.
         self.generations = z()
         self.unschedulable: BoolArray = np.zeros(n, dtype=np.bool_)
+        self._any_unschedulable: bool | None = None
         self.valid: BoolArray = np.ones(n, dtype=np.bool_)
         self.taint_ids = np.zeros(n, dtype=np.int32)
         self.taint_sets: list[tuple[Taint, ...]] = [()]
@@ -185,6 +186,7 @@ class Snapshot:
         if old.node is not ni.node:
             self._images.clear()
             self.images_version += 1
+            self._any_unschedulable = None
         if old.node is not ni.node and old.node is not None and ni.node is not None:
             if old.node.metadata.labels != ni.node.metadata.labels:
                 for key in self._labels:
@@ -258,6 +260,13 @@ class Snapshot:
 
     def row(self, name: str) -> int | None:
         return self.index.get(name)
+
+    def any_unschedulable(self) -> bool:
+        """Whether some row is marked unschedulable (kept until a node object changes)."""
+        got = self._any_unschedulable
+        if got is None:
+            got = self._any_unschedulable = bool(self.unschedulable.any())
+        return got
 
     def names(self) -> npt.NDArray[np.str_]:
         if self._names is None:

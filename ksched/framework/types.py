@@ -88,6 +88,11 @@ class PodInfo:
 
     ``error`` is set instead of raising when the pod's resources do not parse: the
     scheduling cycle reports it as the pod's Unschedulable message.
+
+    ``requests``, ``non_zero_cpu``, ``non_zero_mem`` and ``error`` are worked out on first
+    use (``__getattr__`` runs only while a slot is unset): most versions of a pod the
+    informer decodes (each update of a bound pod) are never asked, and a version whose
+    spec equals one already worked out can take its values (``share_derived``).
     """
 
     __slots__ = (
@@ -101,23 +106,50 @@ class PodInfo:
         "requests",
     )
 
+    error: str | None
+    requests: Resource
+    non_zero_cpu: int
+    non_zero_mem: int
+
     def __init__(self, pod: Pod, raw: dict[str, Any] | None = None) -> None:
         self.pod = pod
         self.raw = raw
-        self.error: str | None = None
         # Per-plugin precomputations keyed by plugin name (e.g. compiled selectors).
         self.cache: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for an unset slot: the derived values are computed now.
+        if name in _DERIVED:
+            self._derive()
+            return object.__getattribute__(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _derive(self) -> None:
         try:
-            pr = pod_requests(pod)
+            pr = pod_requests(self.pod)
         except ResourceError as e:
-            self.error = str(e)
+            error: str | None = str(e)
             self.requests = Resource()
             self.non_zero_cpu = 0
             self.non_zero_mem = 0
         else:
+            error = None
             self.requests = pr.requests
             self.non_zero_cpu = pr.non_zero_milli_cpu
             self.non_zero_mem = pr.non_zero_memory
+        if not _has(self, "error"):  # a decoding error set by hand wins
+            self.error = error
+
+    def share_derived(self, other: PodInfo) -> None:
+        """Take ``other``'s requests (and their error) when this version has not worked
+        them out yet; only for a version of the same pod with an equal spec."""
+        if _has(self, "requests"):
+            return
+        self.requests = other.requests
+        self.non_zero_cpu = other.non_zero_cpu
+        self.non_zero_mem = other.non_zero_mem
+        if not _has(self, "error"):
+            self.error = other.error
 
     @property
     def name(self) -> str:
@@ -183,13 +215,29 @@ class PodInfo:
         return f"PodInfo({self.key})"
 
 
+_DERIVED = frozenset({"requests", "non_zero_cpu", "non_zero_mem", "error"})
+
+
+def _has(obj: object, name: str) -> bool:
+    """Whether slot ``name`` is set (without computing it)."""
+    try:
+        object.__getattribute__(obj, name)
+    except AttributeError:
+        return False
+    return True
+
+
 def same_for_node(a: PodInfo, b: PodInfo) -> bool:
     """Whether two versions of a pod are interchangeable in a NodeInfo and in what plugins
     read from the pods on a node: equal spec (so requests, ports, affinity, priority),
     identity, labels, annotations, owners and deletion state, and status phase. What may
     differ is resourceVersion, generation and the rest of the status (conditions), as
-    between an assumed pod and its bound version observed by the watch."""
-    if a.error != b.error or a.pod.spec != b.pod.spec:
+    between an assumed pod ``a`` and its bound version ``b`` observed by the watch. With
+    equal specs, ``b`` takes ``a``'s requests instead of parsing its own."""
+    if a.pod.spec != b.pod.spec:
+        return False
+    b.share_derived(a)  # derived from the equal spec: no second parse
+    if a.error != b.error:
         return False
     ma, mb = a.pod.metadata, b.pod.metadata
     sa, sb = a.pod.status, b.pod.status

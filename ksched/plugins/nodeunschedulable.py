@@ -49,7 +49,7 @@ class NodeUnschedulable(FilterPlugin):
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
-        if tolerates_unschedulable(pod) or not snap.unschedulable.any():
+        if not snap.any_unschedulable() or tolerates_unschedulable(pod):
             return all_true(snap.n)
         return np.logical_not(snap.unschedulable)
 

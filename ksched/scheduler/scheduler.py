@@ -9,10 +9,11 @@ status patches, metrics in the daemon; result rows in simulate).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -184,6 +185,7 @@ class Scheduler:
         self.metrics: MetricsRecorder | None = None
         self.stopping = False
         self._tg: anyio.abc.TaskGroup | None = None
+        self._bindings: _BindingRunner | None = None
         # preemptor uid -> victims it evicted ("ns/name"), for simulate's output.
         self.preemptions: dict[str, list[str]] = {}
 
@@ -313,9 +315,16 @@ class Scheduler:
         assert res.assumed is not None
         # Assumed on a node now, so no longer a nominated pod (upstream ``assume``).
         self.queue.nominator.delete(pod)
-        await self._binding_limit.acquire()
+        limit = self._binding_limit
+        if limit.value > 0:
+            limit.acquire_nowait()  # no event-loop round trip while slots are free
+        else:
+            await limit.acquire()
         self.in_flight_bindings += 1
-        tg.start_soon(self.binding_cycle, fw, state, qpi, res.assumed, res.node)
+        runner = self._bindings
+        if runner is None or runner.tg is not tg or runner.finished:
+            runner = self._bindings = _BindingRunner(tg)
+        runner.start(self.binding_cycle(fw, state, qpi, res.assumed, res.node))
 
     def remember_explanation(self, key: str, data: dict[str, Any]) -> None:
         self.explanations[key] = data
@@ -512,6 +521,67 @@ class Scheduler:
     def _on_queue_move(self, event: str, queue: str) -> None:
         if self.metrics is not None:
             self.metrics.queue_incoming(event, queue)
+
+
+class _BindingRunner:
+    """Binding cycles of one task group, as plain asyncio tasks under one anyio task.
+
+    Spawning an anyio task costs several times what the cycle's own bookkeeping does, at
+    one per pod. The cycles therefore run as asyncio tasks, and a single task in ``tg``
+    stands for them all: it lives while any runs (so the group waits for them, as for
+    its own tasks), cancels them when it is cancelled (a deadline on the group, a lost
+    lease) and waits for them to unwind, and re-raises the first one that failed (so a
+    failing cycle fails the group as before). Once it has finished, the next cycle
+    starts a new runner.
+    """
+
+    __slots__ = ("_error", "_started", "_wake", "finished", "tasks", "tg")
+
+    def __init__(self, tg: anyio.abc.TaskGroup) -> None:
+        self.tg = tg
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.finished = False
+        self._started = False
+        self._error: BaseException | None = None
+        self._wake: asyncio.Event | None = None
+
+    def start(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+        if not self._started:
+            self._started = True
+            self.tg.start_soon(self._run, name="binding cycles")
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and self._error is None:
+            self._error = task.exception()
+        if (not self.tasks or self._error is not None) and self._wake is not None:
+            self._wake.set()
+
+    async def _run(self) -> None:
+        try:
+            while self.tasks and self._error is None:
+                self._wake = asyncio.Event()
+                await self._wake.wait()
+        except BaseException:
+            await self._stop()
+            raise
+        finally:
+            self.finished = True
+        if self._error is not None:
+            await self._stop()
+            raise self._error
+
+    async def _stop(self) -> None:
+        self.finished = True
+        tasks = list(self.tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait(tasks)
 
 
 def _le_priority(priority: int) -> Callable[[PodInfo], bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -52,8 +53,9 @@ def test_parse_content_length_chunked_and_partial() -> None:
     assert _parse(bytearray(retry)) == (len(retry), 429, b"", 3.0, False)
     with pytest.raises(_ProtocolError):
         _parse(bytearray(b"SSH-2.0\r\n\r\n"))
-    with pytest.raises(_ProtocolError):
-        _parse(bytearray(b"HTTP/1.1 200 OK\r\n\r\n"))  # no length: not pipelinable
+    until_close = bytearray(b"HTTP/1.1 200 OK\r\n\r\nbody")
+    assert _parse(until_close) is None  # no length: the body ends with the connection
+    assert _parse(until_close, eof=True) == (len(until_close), 200, b"body", None, True)
 
 
 async def test_batch_answers_in_order_on_one_connection(
@@ -64,11 +66,11 @@ async def test_batch_answers_in_order_on_one_connection(
     try:
         results = await pipe.batch([("POST", EVENTS, event(f"e{i}"), "application/json")
                                     for i in range(20)])
-        assert [r[0] for r in results] == [201] * 20  # type: ignore[index]
-        names = [msgspec.json.decode(r[1])["metadata"]["name"] for r in results]  # type: ignore[index]
+        assert [r[0] for r in results] == [201] * 20
+        names = [msgspec.json.decode(r[1])["metadata"]["name"] for r in results]
         assert names == [f"e{i}" for i in range(20)]
         again = await pipe.batch([("POST", EVENTS, event("e0"), "application/json")])
-        assert again[0][0] == 409  # type: ignore[index]  # already exists: an answer, not an error
+        assert again[0][0] == 409  # already exists: an answer, not an error
     finally:
         pipe.close()
     notes = sorted(e["note"] for e in apiserver.list("events.events.k8s.io", "default"))
@@ -167,3 +169,58 @@ async def test_no_pipelining_behind_a_proxy(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("no_proxy", raising=False)
     async with await APIClient.for_master("http://10.1.2.3:6443", qps=0) as client:
         assert PipelinedConnection.for_client(client) is None
+
+
+async def test_writes_and_batches_over_mutual_tls(tmp_path: Path) -> None:
+    """The raw connections use the client's TLS setup: its CA, its client certificate."""
+    import ssl
+
+    import yaml
+    from aiohttp import web
+
+    from tests.extender.conftest import make_pki
+
+    pki = make_pki(tmp_path)
+    seen: list[tuple[str, str, bytes]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        assert peer, "no client certificate"
+        seen.append((request.method, request.path_qs, await request.read()))
+        return web.json_response({"ok": request.path}, status=201)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=pki.path("ca.pem"))
+    server_ctx.load_cert_chain(pki.path("server.pem"), pki.path("server-key.pem"))
+    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kc = tmp_path / "kc"
+    kc.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}/prefix",
+                                                "certificate-authority": pki.path("ca.pem")}}],
+        "users": [{"name": "u", "user": {"client-certificate": pki.path("client.pem"),
+                                          "client-key": pki.path("client-key.pem")}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }))
+    try:
+        async with await APIClient.from_kubeconfig(kc, qps=0) as c:
+            status, raw = await c.request("PATCH", "/api/v1/a", params={"dryRun": "All"},
+                                          body={"x": 1})
+            assert status == 201 and msgspec.json.decode(raw) == {"ok": "/prefix/api/v1/a"}
+            pipe = PipelinedConnection.for_client(c)
+            assert pipe is not None
+            results = await pipe.batch([("POST", "/b", b"1", "application/json"),
+                                        ("POST", "/c", b"2", "application/json")])
+            pipe.close()
+            assert [r[0] for r in results] == [201, 201]
+    finally:
+        await runner.cleanup()
+    assert seen == [("PATCH", "/prefix/api/v1/a?dryRun=All", b'{"x":1}'),
+                    ("POST", "/prefix/b", b"1"), ("POST", "/prefix/c", b"2")]

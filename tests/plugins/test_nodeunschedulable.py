@@ -119,3 +119,24 @@ def test_batch_agrees_with_per_node(cordoned: list[bool],
     pod = mk_pod(tolerations)
     assert p.filter_batch(CycleState(), pod, Snapshot(infos)).tolist() == [
         p.filter(CycleState(), pod, ni) is None for ni in infos]
+
+
+def test_batch_follows_a_node_cordoned_after_the_snapshot_was_taken() -> None:
+    from ksched.cache import Cache
+    from tests.factories import make_node
+
+    cache = Cache()
+    for name in ("a", "b"):
+        cache.add_node(make_node(name))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    plugin, pod = NodeUnschedulable(), mk_pod()
+    assert plugin.filter_batch(CycleState(), pod, snap).tolist() == [True, True]
+    cache.update_node(make_node("b", unschedulable=True))
+    cache.update_snapshot(snap)
+    assert plugin.filter_batch(CycleState(), pod, snap).tolist() == [True, False]
+    tolerant = mk_pod([UNSCHED_TOL])
+    assert plugin.filter_batch(CycleState(), tolerant, snap).tolist() == [True, True]
+    cache.update_node(make_node("b"))
+    cache.update_snapshot(snap)
+    assert plugin.filter_batch(CycleState(), pod, snap).tolist() == [True, True]

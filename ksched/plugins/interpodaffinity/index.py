@@ -110,6 +110,8 @@ class ClusterIndex:
         self._infos: list[NodeInfo] | None = None
         self._token: object = None
         self._gens: IntArray = np.zeros(0, dtype=np.int64)
+        self._epoch = -1  # the snapshot's change log, read up to here
+        self._position = 0
         self._row_keys: list[dict[RowKey, int]] = []
         self.n = 0
         self._groups: dict[RowKey, RowCounts] = {}
@@ -124,7 +126,8 @@ class ClusterIndex:
         """Re-read the rows whose NodeInfo changed since the last call.
 
         Every NodeInfo change draws a new generation from a global counter and a clone
-        keeps it, so comparing generations finds exactly the changed rows. ``token``
+        keeps it, so comparing generations finds exactly the changed rows; the snapshot's
+        change log says which rows to compare (all of them only when it cannot). ``token``
         (the cycle's CycleState) skips the check when PreScore follows PreFilter in the
         same cycle, as the snapshot cannot change in between.
         """
@@ -134,11 +137,21 @@ class ClusterIndex:
             self._rebuild(snap)
         elif token is None or token is not self._token:
             gens = snap.generations
-            changed = np.flatnonzero(gens != self._gens)
-            if len(changed):
-                for i in changed.tolist():
-                    self._reindex(i, infos[i])
-                self._gens = gens.copy()
+            rows = snap.changed_rows(self._epoch, self._position)
+            if rows is not None:
+                # The snapshot's change log names the replaced rows: no full comparison.
+                for i in set(rows):
+                    g = gens[i]
+                    if g != self._gens[i]:
+                        self._reindex(i, infos[i])
+                        self._gens[i] = g
+            else:
+                changed = np.flatnonzero(gens != self._gens)
+                if len(changed):
+                    for i in changed.tolist():
+                        self._reindex(i, infos[i])
+                    self._gens = gens.copy()
+        self._epoch, self._position = snap.epoch, snap.log_position
         self._token = token
 
     def _rebuild(self, snap: Snapshot) -> None:

@@ -83,6 +83,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                                     else args.default_constraints)
         self.counters = CounterCache()
         self._cache_key = f"{self.name}#{id(self)}"
+        self._default_by_action: dict[str, tuple[Constraint, ...]] = {}
 
     # -- constraints ------------------------------------------------------------------------
     def _listers(self) -> Mapping[str, Any]:
@@ -109,14 +110,25 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             out = filter_constraints(spec.topology_spread_constraints, pod.labels, action,
                                      f"Pod {pod.key}: spec.topologySpreadConstraints")
         else:
-            out = filter_constraints(self.default_constraints, pod.labels, action,
-                                     "defaultConstraints")
+            out = self._defaults(pod, action)
             if out:
                 cacheable = not self._uses_listers()
                 sel = default_selector(pod, self._listers())
                 out = () if sel.empty else with_selector(out, sel)
         if cacheable:
             pod.cache[key] = out
+        return out
+
+    def _defaults(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
+        """The default constraints of ``action``; the same for every pod (so computed once)
+        unless one has matchLabelKeys, which take values from the pod's labels."""
+        got = self._default_by_action.get(action)
+        if got is not None:
+            return got
+        out = filter_constraints(self.default_constraints, pod.labels, action,
+                                 "defaultConstraints")
+        if not any(c.match_label_keys for c in self.default_constraints):
+            self._default_by_action[action] = out
         return out
 
     def _snapshot(self) -> Snapshot:
