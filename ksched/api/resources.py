@@ -7,13 +7,13 @@ prefixed-native, attachable-volumes) resources in whole units.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 from .objects import Container, InvalidObjectError, Pod, Quantity
 from .quantity import QuantityError, milli_value, parse_quantity, value
+from .validation import is_qualified_name
 
 __all__ = [
     "CPU",
@@ -43,30 +43,12 @@ def is_prefixed_native(name: str) -> bool:
     return "kubernetes.io/" in name
 
 
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-
-
-def _is_qualified_name(value: str) -> bool:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, DNS-subdomain prefix, 63-char name."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME_PART.fullmatch(name) is not None
-
-
 def is_extended_resource(name: str) -> bool:
     """``v1helper.IsExtendedResourceName``: domain-prefixed, not kubernetes.io, not requests.*,
     and a qualified name once given the quota prefix ``requests.``."""
     if "/" not in name or is_prefixed_native(name) or name.startswith("requests."):
         return False
-    return _is_qualified_name("requests." + name)
+    return is_qualified_name("requests." + name)
 
 
 def is_scalar_resource(name: str) -> bool:

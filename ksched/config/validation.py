@@ -10,10 +10,10 @@ a non-negative ``httpTimeout``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection
 from typing import Any
 
+from ksched.api.validation import qualified_name_errors
 from ksched.config.types import (
     API_VERSION,
     EXTENSION_POINTS,
@@ -50,58 +50,7 @@ def _required(path: str) -> str:
 
 # --- names (apimachinery IsQualifiedName, v1helper.IsExtendedResourceName) --------
 
-_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME = re.compile(_QNAME_FMT)
-_QNAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character"
-)
-_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + r"(\." + _DNS_LABEL_FMT + ")*"
-_DNS_SUBDOMAIN = re.compile(_DNS_SUBDOMAIN_FMT)
-_DNS_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS_SUBDOMAIN.fullmatch(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _QNAME.fullmatch(name):
-        errs.append(
-            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
+_qualified_name_errors = qualified_name_errors
 
 
 def _is_extended_resource_name(name: str) -> bool:

@@ -355,21 +355,17 @@ class Framework:
         return st
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
-        for p in self.pre_filter_plugins:
-            if p.name in state.skip_filter_plugins:
-                continue
-            ext = p.pre_filter_extensions()
-            if ext is None:
-                continue
-            try:
-                st = _status(ext.add_pod(state, pod, to_add, node), p.name)
-            except Exception as e:
-                return _from_exception(e, p.name, "PreFilterExtensionAddPod")
-            if not st.is_success():
-                return st
-        return SUCCESS
+        return self._run_pre_filter_extension(state, pod, to_add, node, "add_pod", "PreFilterExtensionAddPod")
 
     def run_pre_filter_remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status:
+        return self._run_pre_filter_extension(
+            state, pod, to_remove, node, "remove_pod", "PreFilterExtensionRemovePod"
+        )
+
+    def _run_pre_filter_extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo, method: str, point: str
+    ) -> Status:
+        """AddPod/RemovePod of every PreFilter plugin with extensions, first failure wins."""
         for p in self.pre_filter_plugins:
             if p.name in state.skip_filter_plugins:
                 continue
@@ -377,9 +373,9 @@ class Framework:
             if ext is None:
                 continue
             try:
-                st = _status(ext.remove_pod(state, pod, to_remove, node), p.name)
+                st = _status(getattr(ext, method)(state, pod, other, node), p.name)
             except Exception as e:
-                return _from_exception(e, p.name, "PreFilterExtensionRemovePod")
+                return _from_exception(e, p.name, point)
             if not st.is_success():
                 return st
         return SUCCESS

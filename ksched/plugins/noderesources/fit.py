@@ -27,7 +27,7 @@ from ...api.resources import (
     is_extended_resource,
     is_scalar_resource,
 )
-from ...config.validation import _qualified_name_errors
+from ...api.validation import qualified_name_errors as _qualified_name_errors
 from ...framework.cycle_state import CycleState
 from ...framework.interface import (
     ClusterEvent,

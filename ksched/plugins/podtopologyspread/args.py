@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from ...api.objects import TopologySpreadConstraint
-from ...config.validation import _qualified_name_errors
+from ...api.validation import qualified_name_errors as _qualified_name_errors
 from ...framework.registry import PluginArgsError
 
 __all__ = [

@@ -1,0 +1,88 @@
+"""apimachinery's name and label validation, with its exact messages.
+
+One copy for the config validator, plugin args and selector parsing, so a key that
+kube-scheduler rejects is rejected here with the same words everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["is_qualified_name", "label_value_errors", "qualified_name_errors"]
+
+_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QNAME = re.compile(_QNAME_FMT)
+_QNAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character"
+)
+_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + r"(\." + _DNS_LABEL_FMT + ")*"
+_DNS_SUBDOMAIN = re.compile(_DNS_SUBDOMAIN_FMT)
+_DNS_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+_LABEL_VALUE_FMT = "(" + _QNAME_FMT + ")?"
+_LABEL_VALUE = re.compile(_LABEL_VALUE_FMT)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """``validation.RegexError``: the message, examples and the regex, as Go prints them."""
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """``validation.IsQualifiedName``: ``[DNS-subdomain prefix/]name`` (name ≤ 63 chars)."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 characters")
+            if not _DNS_SUBDOMAIN.fullmatch(prefix):
+                errs.append(
+                    "prefix part "
+                    + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
+                )
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _QNAME.fullmatch(name):
+        errs.append(
+            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def is_qualified_name(value: str) -> bool:
+    return not qualified_name_errors(value)
+
+
+def label_value_errors(value: str) -> list[str]:
+    """``validation.IsValidLabelValue``."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        errs.append(
+            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
+        )
+    return errs
