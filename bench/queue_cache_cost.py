@@ -36,8 +36,13 @@ def node(i: int, cpu: str = "4", zones: int = 3) -> Node:
     name = f"node-{i:05d}"
     labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": f"zone-{i % zones}"}
     alloc = {"cpu": cpu, "memory": "32Gi", "pods": "110"}
-    return decode({"metadata": {"name": name, "labels": labels},
-                   "status": {"allocatable": alloc, "capacity": alloc}}, Node)
+    return decode(
+        {
+            "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": alloc, "capacity": alloc},
+        },
+        Node,
+    )
 
 
 PROFILE = default_config().profiles[0].scheduler_name
@@ -46,13 +51,22 @@ PROFILE = default_config().profiles[0].scheduler_name
 def pod(name: str, cpu: str = "100m", node_name: str = "") -> PodInfo:
     spec: dict[str, Any] = {
         "schedulerName": PROFILE,
-        "containers": [{"name": "c", "image": "pause",
-                        "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}}}],
+        "containers": [
+            {
+                "name": "c",
+                "image": "pause",
+                "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}},
+            }
+        ],
     }
     if node_name:
         spec["nodeName"] = node_name
-    return PodInfo(decode({"metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}"},
-                           "spec": spec}, Pod))
+    return PodInfo(
+        decode(
+            {"metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}"}, "spec": spec},
+            Pod,
+        )
+    )
 
 
 def timed(fn: Callable[[], object], repeat: int = 1) -> float:
@@ -83,8 +97,10 @@ def bench_cache(n_nodes: int, n_pods: int) -> None:
     row("add nodes", timed(lambda: [cache.add_node(n) for n in nodes]), n_nodes, "node")
     row("add assigned pods", timed(lambda: [cache.add_pod(p) for p in pods]), n_pods, "pod")
     snap = Snapshot()
-    row("first snapshot (clone every node, fill columns)",
-        timed(lambda: cache.update_snapshot(snap)))
+    row(
+        "first snapshot (clone every node, fill columns)",
+        timed(lambda: cache.update_snapshot(snap)),
+    )
     row("snapshot update, nothing changed", timed(lambda: cache.update_snapshot(snap), 20))
 
     rng = random.Random(0)
@@ -97,8 +113,12 @@ def bench_cache(n_nodes: int, n_pods: int) -> None:
             cache.assume_pod(p.assumed_on(name), name)
             cache.update_snapshot(snap)
 
-    row("per cycle: assume 1 pod + snapshot update (1 dirty node)", timed(one_dirty), cycles,
-        "cycle")
+    row(
+        "per cycle: assume 1 pod + snapshot update (1 dirty node)",
+        timed(one_dirty),
+        cycles,
+        "cycle",
+    )
     row("full rebuild into a fresh Snapshot", timed(lambda: cache.update_snapshot(Snapshot()), 3))
     extra = iter(range(n_nodes, n_nodes + 10))
 
@@ -135,11 +155,27 @@ def bench_queue(n_pods: int) -> None:
 
     small, big = node(900_000), node(900_001, cpu="64")
     cases: list[tuple[str, Any, Any, Any]] = [
-        ("NodeLabelChange (no rejector registered it)",
-         ev.node_update_events(small, decode({**_raw(small), "metadata": {
-             "name": small.metadata.name, "labels": {"x": "y"}}}, Node))[0], small, small),
-        ("AssignedPodAdd (no rejector registered it)", ev.ASSIGNED_POD_ADD, None,
-         pod("x", node_name="n")),
+        (
+            "NodeLabelChange (no rejector registered it)",
+            ev.node_update_events(
+                small,
+                decode(
+                    {
+                        **_raw(small),
+                        "metadata": {"name": small.metadata.name, "labels": {"x": "y"}},
+                    },
+                    Node,
+                ),
+            )[0],
+            small,
+            small,
+        ),
+        (
+            "AssignedPodAdd (no rejector registered it)",
+            ev.ASSIGNED_POD_ADD,
+            None,
+            pod("x", node_name="n"),
+        ),
         ("NodeAdd, 4-CPU node: Fit's hint says QueueSkip for all", ev.NODE_ADD, None, small),
     ]
     for label, event, old, new in cases:

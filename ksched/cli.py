@@ -130,7 +130,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     _log_to_stderr()
     if args.workload not in WORKLOADS:
-        return _die([f"ksched bench: unknown workload {args.workload!r}; available: {', '.join(sorted(WORKLOADS))}"])
+        return _die(
+            [
+                f"ksched bench: unknown workload {args.workload!r}; "
+                f"available: {', '.join(sorted(WORKLOADS))}"
+            ]
+        )
     if args.nodes <= 0 or args.pods <= 0 or args.init_pods < 0:
         return _die(["ksched bench: --nodes and --pods must be positive, --init-pods non-negative"])
     if args.baseline and args.mode != "e2e":
@@ -142,14 +147,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from .bench.e2e import run_e2e_bench
 
         result = run_e2e_bench(
-            args.workload, nodes=args.nodes, pods=args.pods, init_pods=args.init_pods,
-            config=cfg, registry=registry, seed=args.seed, baseline=args.baseline,
+            args.workload,
+            nodes=args.nodes,
+            pods=args.pods,
+            init_pods=args.init_pods,
+            config=cfg,
+            registry=registry,
+            seed=args.seed,
+            baseline=args.baseline,
             progress=sys.stderr.isatty() and args.output != "json",
         )
     else:
         result = run_bench(
-            args.workload, nodes=args.nodes, pods=args.pods, init_pods=args.init_pods,
-            config=cfg, registry=registry, seed=args.seed,
+            args.workload,
+            nodes=args.nodes,
+            pods=args.pods,
+            init_pods=args.init_pods,
+            config=cfg,
+            registry=registry,
+            seed=args.seed,
             progress=sys.stderr.isatty() and args.output != "json",
         )
     if args.output == "json":
@@ -180,7 +196,9 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
     from .plugins import NOT_YET_IMPLEMENTED
 
     registry = _registry()
-    text, problems, warnings = validate_file(args.file, set(registry.names()) | set(NOT_YET_IMPLEMENTED))
+    text, problems, warnings = validate_file(
+        args.file, set(registry.names()) | set(NOT_YET_IMPLEMENTED)
+    )
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if problems or text is None:
@@ -196,7 +214,14 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     rows = [(s.name, ", ".join(s.points) or "(factory)", s.distribution) for s in registry]
     rows.sort()
     if args.output == "json":
-        print(json.dumps([{"name": n, "extensionPoints": p.split(", "), "distribution": d} for n, p, d in rows]))
+        print(
+            json.dumps(
+                [
+                    {"name": n, "extensionPoints": p.split(", "), "distribution": d}
+                    for n, p, d in rows
+                ]
+            )
+        )
         return 0
     head = ("NAME", "EXTENSION POINTS", "DISTRIBUTION")
     w0 = max(len(r[0]) for r in [head, *rows])
@@ -230,8 +255,12 @@ def cmd_extender(args: argparse.Namespace) -> int:
     _build_check(cfg, registry, args.config)
     names = [p.scheduler_name for p in cfg.profiles]
     if args.profile and args.profile not in names:
-        return _die([f"ksched extender: unknown profile {args.profile!r}; the config has: "
-                     + ", ".join(names)])
+        return _die(
+            [
+                f"ksched extender: unknown profile {args.profile!r}; the config has: "
+                + ", ".join(names)
+            ]
+        )
     ctx = None
     if args.tls_cert:
         try:
@@ -242,10 +271,19 @@ def cmd_extender(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: serve(
-                cfg, registry, profile=args.profile, host=args.bind_address, port=args.port,
-                ssl_context=ctx, kubeconfig=args.kubeconfig,
-                max_body_bytes=args.max_request_bytes, health_port=args.health_port))
+            tg.start_soon(
+                lambda: serve(
+                    cfg,
+                    registry,
+                    profile=args.profile,
+                    host=args.bind_address,
+                    port=args.port,
+                    ssl_context=ctx,
+                    kubeconfig=args.kubeconfig,
+                    max_body_bytes=args.max_request_bytes,
+                    health_port=args.health_port,
+                )
+            )
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async for _ in signals:
                     tg.cancel_scope.cancel()
@@ -263,7 +301,9 @@ def cmd_extender(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ksched", description="A Kubernetes scheduler with Python plugins.")
+    p = argparse.ArgumentParser(
+        prog="ksched", description="A Kubernetes scheduler with Python plugins."
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("simulate", help="schedule the pending pods of a manifest file in memory")
@@ -282,34 +322,60 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--config")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--output", choices=("table", "json"), default="table")
-    b.add_argument("--mode", choices=("in-process", "e2e"), default="in-process",
-                   help="e2e: the daemon against the test API server over HTTP")
-    b.add_argument("--baseline", choices=("null",),
-                   help="e2e only: also run a bind-only scheduler and report the ratio")
+    b.add_argument(
+        "--mode",
+        choices=("in-process", "e2e"),
+        default="in-process",
+        help="e2e: the daemon against the test API server over HTTP",
+    )
+    b.add_argument(
+        "--baseline",
+        choices=("null",),
+        help="e2e only: also run a bind-only scheduler and report the ratio",
+    )
     b.set_defaults(fn=cmd_bench)
 
     r = sub.add_parser("run", help="schedule the pods of a cluster (the daemon)")
     r.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
-    r.add_argument("--kubeconfig",
-                   help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    r.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"
+    )
     r.add_argument("--master", help="API server URL; overrides the kubeconfig's server")
     le = r.add_mutually_exclusive_group()
-    le.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=None,
-                    help="elect a leader through a Lease (overrides leaderElection.leaderElect)")
-    le.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
-                    help="run without leader election")
-    r.add_argument("--bind-address", default="127.0.0.1",
-                   help="address of the health/metrics/debug HTTP server (default: loopback only)")
-    r.add_argument("--port", type=int, default=10259,
-                   help="HTTP port (plain HTTP); 0 picks a free one")
-    r.add_argument("--log-format", choices=("json", "console"),
-                   help="default: console on a terminal, JSON otherwise")
+    le.add_argument(
+        "--leader-elect",
+        dest="leader_elect",
+        action="store_true",
+        default=None,
+        help="elect a leader through a Lease (overrides leaderElection.leaderElect)",
+    )
+    le.add_argument(
+        "--no-leader-elect",
+        dest="leader_elect",
+        action="store_false",
+        help="run without leader election",
+    )
+    r.add_argument(
+        "--bind-address",
+        default="127.0.0.1",
+        help="address of the health/metrics/debug HTTP server (default: loopback only)",
+    )
+    r.add_argument(
+        "--port", type=int, default=10259, help="HTTP port (plain HTTP); 0 picks a free one"
+    )
+    r.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        help="default: console on a terminal, JSON otherwise",
+    )
     r.add_argument("-v", "--v", dest="v", type=int, default=0, help="log verbosity (klog levels)")
     r.set_defaults(fn=cmd_run)
 
     c = sub.add_parser("config", help="configuration tools")
     csub = c.add_subparsers(dest="config_command", required=True)
-    v = csub.add_parser("validate", help="print the effective config (defaults filled in), or the errors")
+    v = csub.add_parser(
+        "validate", help="print the effective config (defaults filled in), or the errors"
+    )
     v.add_argument("file")
     v.set_defaults(fn=cmd_config_validate)
 
@@ -327,11 +393,16 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--tls-cert", help="serving certificate (PEM)")
     x.add_argument("--tls-key", help="serving key (PEM)")
     x.add_argument("--client-ca", help="require client certificates signed by this CA")
-    x.add_argument("--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames "
-                   "requests, /bind)")
+    x.add_argument(
+        "--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames requests, /bind)"
+    )
     x.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    x.add_argument("--health-port", type=int, help="also serve /healthz, /readyz and /metrics "
-                   "here over plain HTTP (probes carry no client certificate)")
+    x.add_argument(
+        "--health-port",
+        type=int,
+        help="also serve /healthz, /readyz and /metrics "
+        "here over plain HTTP (probes carry no client certificate)",
+    )
     x.add_argument("-v", type=int, default=0, help="log verbosity")
     x.set_defaults(fn=cmd_extender)
     return p

@@ -120,7 +120,8 @@ def configure(
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(
-            logging.DEBUG if _verbosity >= 4 else logging.INFO),
+            logging.DEBUG if _verbosity >= 4 else logging.INFO
+        ),
         logger_factory=_Factory(stream),
         cache_logger_on_first_use=False,
     )

@@ -224,45 +224,55 @@ class SchedulerMetrics:
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
             "could not be scheduled, while 'error' means an internal scheduler problem.",
-            ["result", "profile"], registry=r,
+            ["result", "profile"],
+            registry=r,
         )
         self.scheduling_attempt_duration = _FastHistogram(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r,
+            ["result", "profile"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
         )
         self.scheduling_algorithm_duration = _FastHistogram(
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
-            buckets=exponential_buckets(0.001, 2, 15), registry=r,
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
         )
         self.pod_scheduling_sli_duration = _FastHistogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
             "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
             "queue and might involve multiple scheduling attempts.",
-            ["attempts"], buckets=exponential_buckets(0.01, 2, 20), registry=r,
+            ["attempts"],
+            buckets=exponential_buckets(0.01, 2, 20),
+            registry=r,
         )
         self.pod_scheduling_attempts = _FastHistogram(
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
-            buckets=exponential_buckets(1, 2, 5), registry=r,
+            buckets=exponential_buckets(1, 2, 5),
+            registry=r,
         )
         self.framework_extension_point_duration = _FastHistogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
-            buckets=exponential_buckets(0.0001, 2, 12), registry=r,
+            buckets=exponential_buckets(0.0001, 2, 12),
+            registry=r,
         )
         self.plugin_execution_duration = _FastHistogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
-            buckets=exponential_buckets(0.00001, 1.5, 20), registry=r,
+            buckets=exponential_buckets(0.00001, 1.5, 20),
+            registry=r,
         )
         self.queue_incoming_pods = _FastCounter(
             "scheduler_queue_incoming_pods",
             "Number of pods added to scheduling queues by event and queue type.",
-            ["queue", "event"], registry=r,
+            ["queue", "event"],
+            registry=r,
         )
         # client-go's leader election metrics (component-base's leaderelection adapter).
         self.leader_election_master_status = Gauge(
@@ -270,13 +280,15 @@ class SchedulerMetrics:
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
             "backup, 1 indicates master. 'name' is the string used to identify the lease. "
             "Please make sure to group by name.",
-            ["name"], registry=r,
+            ["name"],
+            registry=r,
         )
         self.leader_election_slowpath = Counter(
             "leader_election_slowpath",
             "Total number of slow path exercised in renewing leader leases. 'name' is the "
             "string used to identify the lease. Please make sure to group by name.",
-            ["name"], registry=r,
+            ["name"],
+            registry=r,
         )
         if process_metrics:
             ProcessCollector(registry=r)
@@ -318,7 +330,8 @@ class SchedulerMetrics:
             for attr, (ep, label, status_of) in _PLUGIN_ASYNC.items():
                 if ep in points and callable(getattr(inst, attr, None)):
                     inst.__dict__[attr] = self._plugin_timer_async(
-                        getattr(inst, attr), name, label, status_of)
+                        getattr(inst, attr), name, label, status_of
+                    )
         self._swaps[id(fw)] = swap
 
     # -- hooks called by the Scheduler ------------------------------------------------------
@@ -343,10 +356,13 @@ class SchedulerMetrics:
         """One attempt ended: ``scheduled``, ``unschedulable`` or ``error``."""
         c = self._child(("attempt", result, qpi.profile))
         if c is None:
-            c = self._set_child(("attempt", result, qpi.profile), (
-                self.schedule_attempts.labels(result, qpi.profile),
-                self.scheduling_attempt_duration.labels(result, qpi.profile),
-            ))
+            c = self._set_child(
+                ("attempt", result, qpi.profile),
+                (
+                    self.schedule_attempts.labels(result, qpi.profile),
+                    self.scheduling_attempt_duration.labels(result, qpi.profile),
+                ),
+            )
         c[0].inc()
         c[1].observe(seconds)
         if result == "scheduled":
@@ -400,7 +416,8 @@ class SchedulerMetrics:
         c = self._children.get(key)
         if c is None:
             c = self._children[key] = self.framework_extension_point_duration.labels(
-                point, status, profile)
+                point, status, profile
+            )
         return c
 
     def _plugin_child(self, plugin: str, point: str, status: str) -> Any:

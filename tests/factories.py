@@ -36,7 +36,9 @@ def pod_manifest(
             req["cpu"] = cpu
         if memory is not None:
             req["memory"] = memory
-        containers = [{"name": "c", "image": "pause", "resources": {"requests": req} if req else {}}]
+        containers = [
+            {"name": "c", "image": "pause", "resources": {"requests": req} if req else {}}
+        ]
     s: dict[str, Any] = {"containers": containers, "schedulerName": "ksched"}
     if node_name:
         s["nodeName"] = node_name
@@ -46,8 +48,12 @@ def pod_manifest(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}-{_counter}",
-                     "labels": labels or {}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or f"uid-{name}-{_counter}",
+            "labels": labels or {},
+        },
         "spec": s,
     }
 

@@ -11,12 +11,25 @@ import yaml
 from ksched.cli import main
 
 
-def test_plugins_lists_builtins_with_points_and_distribution(capsys: pytest.CaptureFixture[str]) -> None:
+def test_plugins_lists_builtins_with_points_and_distribution(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["plugins", "--output", "json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    for name in ("PrioritySort", "NodeResourcesFit", "TaintToleration", "NodeAffinity", "DefaultBinder"):
+    for name in (
+        "PrioritySort",
+        "NodeResourcesFit",
+        "TaintToleration",
+        "NodeAffinity",
+        "DefaultBinder",
+    ):
         assert rows[name]["distribution"] == "ksched"
-    assert rows["NodeResourcesFit"]["extensionPoints"] == ["preFilter", "filter", "preScore", "score"]
+    assert rows["NodeResourcesFit"]["extensionPoints"] == [
+        "preFilter",
+        "filter",
+        "preScore",
+        "score",
+    ]
     assert rows["PrioritySort"]["extensionPoints"] == ["queueSort"]
     assert rows["DefaultBinder"]["extensionPoints"] == ["bind"]
 
@@ -28,7 +41,9 @@ def test_plugins_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert any(line.startswith("TaintToleration") for line in lines)
 
 
-def test_config_validate_prints_effective_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_validate_prints_effective_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -42,11 +57,15 @@ def test_config_validate_prints_effective_config(tmp_path: Path, capsys: pytest.
     assert prof["schedulerName"] == "bin-packing"
     fit = next(pc for pc in prof["pluginConfig"] if pc["name"] == "NodeResourcesFit")
     assert fit["args"]["scoringStrategy"]["type"] == "MostAllocated"
-    assert fit["args"]["scoringStrategy"]["resources"] == [{"name": "cpu", "weight": 1},
-                                                           {"name": "memory", "weight": 1}]
+    assert fit["args"]["scoringStrategy"]["resources"] == [
+        {"name": "cpu", "weight": 1},
+        {"name": "memory", "weight": 1},
+    ]
 
 
-def test_config_validate_reports_each_problem_on_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_validate_reports_each_problem_on_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -64,7 +83,9 @@ def test_config_validate_reports_each_problem_on_a_line(tmp_path: Path, capsys: 
     assert 'Duplicate value: "a"' in text
 
 
-def test_config_validate_bad_plugin_args_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_validate_bad_plugin_args_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -77,10 +98,23 @@ def test_config_validate_bad_plugin_args_exit_2(tmp_path: Path, capsys: pytest.C
 
 
 def test_bench_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "--nodes", "50", "--pods", "100", "--init-pods", "20", "--output", "json"]) == 0
+    assert (
+        main(["bench", "--nodes", "50", "--pods", "100", "--init-pods", "20", "--output", "json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"workload", "nodes", "pods", "mode", "scheduled", "seconds", "pods_per_second",
-                        "p50_ms", "p99_ms", "peak_rss_mb"}
+    assert set(out) == {
+        "workload",
+        "nodes",
+        "pods",
+        "mode",
+        "scheduled",
+        "seconds",
+        "pods_per_second",
+        "p50_ms",
+        "p99_ms",
+        "peak_rss_mb",
+    }
     assert out["scheduled"] == 100 and out["workload"] == "SchedulingBasic" and out["nodes"] == 50
     assert out["pods_per_second"] > 0 and out["p99_ms"] >= out["p50_ms"]
 

@@ -107,8 +107,13 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         def parse(cls, plugin: str, data: dict[str, Any]) -> Coscheduling.Args:
             check_fields(plugin, data, ["permitWaitingTimeSeconds", "podGroupBackoffSeconds"])
             return cls(
-                get_int(plugin, data, "permitWaitingTimeSeconds",
-                        DEFAULT_PERMIT_WAITING_TIME_SECONDS, minimum=1),
+                get_int(
+                    plugin,
+                    data,
+                    "permitWaitingTimeSeconds",
+                    DEFAULT_PERMIT_WAITING_TIME_SECONDS,
+                    minimum=1,
+                ),
                 get_int(plugin, data, "podGroupBackoffSeconds", 0, minimum=0),
             )
 
@@ -136,8 +141,11 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
                 # Said once: otherwise every gang pod fails with "PodGroup not found"
                 # and nothing tells the operator why.
                 self._warned_no_lister = True
-                log.warning("no PodGroup lister: every PodGroup counts as missing",
-                            plugin=self.name, lister=PODGROUPS_LISTER)
+                log.warning(
+                    "no PodGroup lister: every PodGroup counts as missing",
+                    plugin=self.name,
+                    lister=PODGROUPS_LISTER,
+                )
             return None
         raw = store.get(f"{namespace}/{name}")
         return parse_podgroup(raw) if raw is not None else None
@@ -250,8 +258,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         until = self.backed_off.get(full)
         if until is not None:
             if self._handle.clock.now() < until:
-                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                                    f"podGroup {full} failed recently")
+                return None, Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"podGroup {full} failed recently"
+                )
             del self.backed_off[full]
         total = len(self.group_pods(pg, pod))
         if total < pg.min_member:
@@ -274,8 +283,13 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         minResources plus minMember pods? Returns the shortfall, or "" when it can."""
         assert pg.min_resources is not None
         want = Resource.from_list(pg.min_resources, f"PodGroup {pg.full_name}: spec.minResources")
-        remaining = {CPU: want.milli_cpu, MEMORY: want.memory,
-                     EPHEMERAL_STORAGE: want.ephemeral_storage, PODS: pg.min_member, **want.scalar}
+        remaining = {
+            CPU: want.milli_cpu,
+            MEMORY: want.memory,
+            EPHEMERAL_STORAGE: want.ephemeral_storage,
+            PODS: pg.min_member,
+            **want.scalar,
+        }
         remaining = {k: v for k, v in remaining.items() if v > 0}
         for ni in snap.node_infos:
             if not remaining:
@@ -384,7 +398,8 @@ def _free_without_group(ni: NodeInfo, pg: PodGroup) -> dict[str, int]:
     free = {
         CPU: alloc.milli_cpu - req.milli_cpu + sum(p.requests.milli_cpu for p in mine),
         MEMORY: alloc.memory - req.memory + sum(p.requests.memory for p in mine),
-        EPHEMERAL_STORAGE: alloc.ephemeral_storage - req.ephemeral_storage
+        EPHEMERAL_STORAGE: alloc.ephemeral_storage
+        - req.ephemeral_storage
         + sum(p.requests.ephemeral_storage for p in mine),
         PODS: alloc.allowed_pod_number - (len(ni.pods) - len(mine)),
     }

@@ -17,16 +17,28 @@ GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 _seq = itertools.count()
 
 
-def make_pod(name: str, *, namespace: str = "default", group: str = "", cpu: str = "100m",
-             node: str = "", priority: int | None = None) -> PodInfo:
-    spec: dict[str, Any] = {"schedulerName": "ksched", "containers": [
-        {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
+def make_pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    group: str = "",
+    cpu: str = "100m",
+    node: str = "",
+    priority: int | None = None,
+) -> PodInfo:
+    spec: dict[str, Any] = {
+        "schedulerName": "ksched",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
+    }
     if node:
         spec["nodeName"] = node
     if priority is not None:
         spec["priority"] = priority
-    meta: dict[str, Any] = {"name": name, "namespace": namespace,
-                            "uid": f"uid-{namespace}-{name}-{next(_seq)}"}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{namespace}-{name}-{next(_seq)}",
+    }
     if group:
         meta["labels"] = {GROUP_LABEL: group}
     raw = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
@@ -35,8 +47,15 @@ def make_pod(name: str, *, namespace: str = "default", group: str = "", cpu: str
 
 def make_node(name: str, cpu: str = "4", pods: int = 110) -> Node:
     alloc = {"cpu": cpu, "memory": "16Gi", "pods": str(pods)}
-    return decode({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                   "status": {"allocatable": alloc}}, Node)
+    return decode(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name},
+            "status": {"allocatable": alloc},
+        },
+        Node,
+    )
 
 
 def node_info(name: str) -> NodeInfo:
@@ -45,13 +64,23 @@ def node_info(name: str) -> NodeInfo:
     return ni
 
 
-def podgroup(name: str, min_member: int, *, namespace: str = "default",
-             created: str | None = None, **spec: Any) -> dict[str, Any]:
+def podgroup(
+    name: str,
+    min_member: int,
+    *,
+    namespace: str = "default",
+    created: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if created:
         meta["creationTimestamp"] = created
-    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": meta,
-            "spec": {"minMember": min_member, **spec}}
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": meta,
+        "spec": {"minMember": min_member, **spec},
+    }
 
 
 @dataclass
@@ -83,10 +112,14 @@ class FakeQueue:
         self.activated.append(sorted(p.name for p in pods))
 
 
-def make_handle(nodes: list[Node], bound: list[PodInfo] = (),  # type: ignore[assignment]
-                *, groups: list[dict[str, Any]] = (),  # type: ignore[assignment]
-                pods: dict[str, PodInfo] | None = None,
-                queue: FakeQueue | None = None) -> tuple[Handle, Cache]:
+def make_handle(
+    nodes: list[Node],
+    bound: list[PodInfo] = (),  # type: ignore[assignment]
+    *,
+    groups: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    pods: dict[str, PodInfo] | None = None,
+    queue: FakeQueue | None = None,
+) -> tuple[Handle, Cache]:
     """A handle as the scheduler builds it: snapshot from a real cache, listers, fake clock."""
     clock = FakeClock(1000.0)
     cache = Cache(clock)
@@ -96,8 +129,9 @@ def make_handle(nodes: list[Node], bound: list[PodInfo] = (),  # type: ignore[as
         cache.add_pod(p)
     snap = Snapshot()
     cache.update_snapshot(snap)
-    listers: dict[str, Any] = {"podgroups": {
-        f"{g['metadata']['namespace']}/{g['metadata']['name']}": g for g in groups}}
+    listers: dict[str, Any] = {
+        "podgroups": {f"{g['metadata']['namespace']}/{g['metadata']['name']}": g for g in groups}
+    }
     if pods is not None:
         listers["pods"] = pods
     if queue is not None:

@@ -25,8 +25,9 @@ from ksched_contrib.podgroup import parse_podgroup, parse_timestamp
 
 def test_args_defaults_and_validation() -> None:
     assert Coscheduling.Args.parse("Coscheduling", {}) == Coscheduling.Args(60, 0)
-    assert Coscheduling.Args.parse("Coscheduling", {
-        "permitWaitingTimeSeconds": 5, "podGroupBackoffSeconds": 30}) == Coscheduling.Args(5, 30)
+    assert Coscheduling.Args.parse(
+        "Coscheduling", {"permitWaitingTimeSeconds": 5, "podGroupBackoffSeconds": 30}
+    ) == Coscheduling.Args(5, 30)
     cases: list[tuple[dict[str, Any], str]] = [
         ({"permitWaitingTimeSeconds": 0}, "args.permitWaitingTimeSeconds: must be at least 1"),
         ({"podGroupBackoffSeconds": -1}, "args.podGroupBackoffSeconds: must be at least 0"),
@@ -39,18 +40,28 @@ def test_args_defaults_and_validation() -> None:
 
 
 def test_parse_podgroup() -> None:
-    pg = parse_podgroup(podgroup("g", 3, namespace="ml", created="2024-05-01T10:00:00Z",
-                                 scheduleTimeoutSeconds=30, minResources={"cpu": "2"}))
+    pg = parse_podgroup(
+        podgroup(
+            "g",
+            3,
+            namespace="ml",
+            created="2024-05-01T10:00:00Z",
+            scheduleTimeoutSeconds=30,
+            minResources={"cpu": "2"},
+        )
+    )
     assert (pg.full_name, pg.min_member, pg.schedule_timeout_seconds) == ("ml/g", 3, 30)
     assert pg.min_resources == {"cpu": "2"}
     assert pg.creation_timestamp == parse_timestamp("2024-05-01T10:00:00+00:00") == 1714557600.0
     bare = parse_podgroup({"metadata": {"name": "x"}})
     assert (bare.namespace, bare.min_member, bare.creation_timestamp) == ("default", 0, None)
     assert parse_timestamp("yesterday") is None and parse_timestamp(None) is None
-    for spec, msg in [({"minMember": "3"}, "spec.minMember: must be an integer, got '3'"),
-                      ({"minMember": -1}, "spec.minMember: must be non-negative"),
-                      ({"scheduleTimeoutSeconds": 1.5}, "spec.scheduleTimeoutSeconds"),
-                      ({"minResources": ["cpu"]}, "spec.minResources: must be a map")]:
+    for spec, msg in [
+        ({"minMember": "3"}, "spec.minMember: must be an integer, got '3'"),
+        ({"minMember": -1}, "spec.minMember: must be non-negative"),
+        ({"scheduleTimeoutSeconds": 1.5}, "spec.scheduleTimeoutSeconds"),
+        ({"minResources": ["cpu"]}, "spec.minResources: must be a map"),
+    ]:
         with pytest.raises(InvalidObjectError, match=f"PodGroup default/bad: {msg}"):
             parse_podgroup({"metadata": {"name": "bad"}, "spec": spec})
 
@@ -59,17 +70,20 @@ def test_parse_podgroup() -> None:
 
 
 def plugin_with(groups: list[dict[str, Any]], **kw: Any) -> tuple[Coscheduling, Handle, Cache]:
-    handle, cache = make_handle([make_node("n1", cpu="4"), make_node("n2", cpu="4")],
-                                groups=groups, **kw)
+    handle, cache = make_handle(
+        [make_node("n1", cpu="4"), make_node("n2", cpu="4")], groups=groups, **kw
+    )
     return Coscheduling(None, handle), handle, cache
 
 
 def test_queue_sort_priority_then_group_age_then_group_name() -> None:
-    cs, handle, _ = plugin_with([
-        podgroup("old", 2, created="2024-01-01T00:00:00Z"),
-        podgroup("new", 2, created="2024-06-01T00:00:00Z"),
-        podgroup("also-new", 2, created="2024-06-01T00:00:00Z"),
-    ])
+    cs, handle, _ = plugin_with(
+        [
+            podgroup("old", 2, created="2024-01-01T00:00:00Z"),
+            podgroup("new", 2, created="2024-06-01T00:00:00Z"),
+            podgroup("also-new", 2, created="2024-06-01T00:00:00Z"),
+        ]
+    )
     now = handle.clock.now()
     q = {
         "new-1": QPI(make_pod("new-1", group="new"), now),
@@ -89,8 +103,7 @@ def test_queue_sort_priority_then_group_age_then_group_name() -> None:
 
 
 def test_queue_sort_missing_group_or_timestamp() -> None:
-    cs, _, _ = plugin_with([podgroup("undated", 2),
-                            podgroup("bad", 2, scheduleTimeoutSeconds="x")])
+    cs, _, _ = plugin_with([podgroup("undated", 2), podgroup("bad", 2, scheduleTimeoutSeconds="x")])
     undated = QPI(make_pod("u", group="undated"), 5.0)
     assert cs.sort_key(undated)[1] == float("-inf")  # Go's zero time: first
     # Without a PodGroup object (or with a malformed one), the pod's own queue time counts.
@@ -122,8 +135,10 @@ def test_prefilter_counts_every_pod_of_the_group() -> None:
     cs, _, _ = plugin_with([podgroup("g", 3)], pods=pods_store(a, b, other_ns))
     res, st = cs.pre_filter(CycleState(), a, None)  # type: ignore[arg-type]
     assert res is None and st is not None and st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert st.message() == ("pre-filter pod a cannot find enough sibling pods, current pods "
-                            "number: 2, minMember of group: 3")
+    assert st.message() == (
+        "pre-filter pod a cannot find enough sibling pods, current pods "
+        "number: 2, minMember of group: 3"
+    )
     c = make_pod("c", group="g")
     cs.handle.listers["pods"] = pods_store(a, b, c)  # type: ignore[union-attr]
     assert cs.pre_filter(CycleState(), a, None) == (None, None)  # type: ignore[arg-type]
@@ -133,8 +148,11 @@ def test_prefilter_without_a_pods_lister_counts_snapshot_and_queue() -> None:
     bound = make_pod("a", group="g", node="n1")
     queued, pooled = make_pod("b", group="g"), make_pod("c", group="g")
     me = make_pod("d", group="g")
-    cs, _, _ = plugin_with([podgroup("g", 4)], bound=[bound],
-                           queue=FakeQueue(active=[queued], pool=[pooled, make_pod("x")]))
+    cs, _, _ = plugin_with(
+        [podgroup("g", 4)],
+        bound=[bound],
+        queue=FakeQueue(active=[queued], pool=[pooled, make_pod("x")]),
+    )
     assert cs.pre_filter(CycleState(), me, None) == (None, None)  # type: ignore[arg-type]
     cs.handle.listers["podgroups"]["default/g"]["spec"]["minMember"] = 5  # type: ignore[union-attr]
     _, st = cs.pre_filter(CycleState(), me, None)  # type: ignore[arg-type]
@@ -151,12 +169,18 @@ def test_prefilter_lets_pods_without_a_group_or_podgroup_through() -> None:
 def test_prefilter_min_resources_excludes_the_groups_own_pods() -> None:
     a, b = make_pod("a", group="g", cpu="3", node="n1"), make_pod("b", group="g")
     filler = make_pod("filler", cpu="3", node="n2")
-    cs, handle, _ = plugin_with([podgroup("g", 2, minResources={"cpu": "4"})],
-                                bound=[a, filler], pods=pods_store(a, b, filler))
+    cs, handle, _ = plugin_with(
+        [podgroup("g", 2, minResources={"cpu": "4"})],
+        bound=[a, filler],
+        pods=pods_store(a, b, filler),
+    )
     # Free without the group: n1 4 cpu (a's 3 given back), n2 1 cpu.
     assert cs.pre_filter(CycleState(), b, handle.snapshot) == (None, None)
     handle.listers["podgroups"]["default/g"]["spec"]["minResources"] = {
-        "cpu": "6", "nvidia.com/gpu": 1, "memory": "1Gi"}
+        "cpu": "6",
+        "nvidia.com/gpu": 1,
+        "memory": "1Gi",
+    }
     _, st = cs.pre_filter(CycleState(), b, handle.snapshot)
     assert st is not None and st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert st.message() == "resource gap: cpu: 1000m, nvidia.com/gpu: 1"
@@ -166,8 +190,9 @@ def test_prefilter_min_resources_excludes_the_groups_own_pods() -> None:
 
 
 def test_prefilter_min_resources_counts_pod_slots() -> None:
-    handle, _ = make_handle([make_node("tiny", pods=1)],
-                            groups=[podgroup("g", 2, minResources={"cpu": "1"})])
+    handle, _ = make_handle(
+        [make_node("tiny", pods=1)], groups=[podgroup("g", 2, minResources={"cpu": "1"})]
+    )
     cs = Coscheduling(None, handle)
     pods = [make_pod("a", group="g"), make_pod("b", group="g")]
     handle.listers["pods"] = pods_store(*pods)
@@ -194,8 +219,9 @@ def assume(cache: Cache, handle: Handle, pod: PodInfo, node: str = "n1") -> PodI
 
 def test_permit_waits_for_min_member_then_releases_the_whole_gang() -> None:
     queue = FakeQueue()
-    cs, handle, cache = plugin_with([podgroup("g", 3, scheduleTimeoutSeconds=30),
-                                     podgroup("h", 2)], queue=queue)
+    cs, handle, cache = plugin_with(
+        [podgroup("g", 3, scheduleTimeoutSeconds=30), podgroup("h", 2)], queue=queue
+    )
     a, b, c = (make_pod(n, group="g") for n in "abc")
     other = make_pod("x", group="h")
     waiting = []
@@ -209,7 +235,10 @@ def test_permit_waits_for_min_member_then_releases_the_whole_gang() -> None:
     refresh(handle, cache)
     assert cs.permit(CycleState(), assume(cache, handle, c), "n1") == (None, 0.0)
     assert [wp.status.code if wp.status else None for wp in waiting] == [
-        Code.SUCCESS, Code.SUCCESS, None]
+        Code.SUCCESS,
+        Code.SUCCESS,
+        None,
+    ]
 
 
 def test_permit_default_timeout_and_sibling_activation() -> None:
@@ -254,8 +283,9 @@ def gang(n_waiting: int, min_member: int, **kw: Any) -> tuple[Coscheduling, Hand
             parked.append(park(handle, pod, verdict))
     outsider = make_pod("o", group="h")
     refresh(handle, cache)
-    parked.append(park(handle, outsider,
-                       cs.permit(CycleState(), assume(cache, handle, outsider), "n1")))
+    parked.append(
+        park(handle, outsider, cs.permit(CycleState(), assume(cache, handle, outsider), "n1"))
+    )
     same_name_other_ns = make_pod("p", group="g", namespace="elsewhere")
     parked.append(park(handle, same_name_other_ns, (Status(Code.WAIT), 60.0)))
     refresh(handle, cache)
@@ -267,10 +297,15 @@ def test_post_filter_rejects_the_parked_members_of_that_group_only() -> None:
     res, st = cs.post_filter(CycleState(), make_pod("m2", group="g"), NodeToStatus())
     assert res is not None and res.nominated_node_name == ""
     assert st is not None and st.code == Code.UNSCHEDULABLE
-    assert st.message() == ("PodGroup default/g gets rejected due to Pod m2 is unschedulable "
-                            "even after PostFilter")
+    assert st.message() == (
+        "PodGroup default/g gets rejected due to Pod m2 is unschedulable even after PostFilter"
+    )
     assert [wp.status.message() if wp.status else None for wp in parked] == [
-        "optimistic rejection in PostFilter", "optimistic rejection in PostFilter", None, None]
+        "optimistic rejection in PostFilter",
+        "optimistic rejection in PostFilter",
+        None,
+        None,
+    ]
     assert parked[0].status is not None and parked[0].status.plugin == "Coscheduling"
     assert cs.backed_off == {}
 
@@ -294,8 +329,7 @@ def test_post_filter_for_a_pod_without_a_group() -> None:
 
 def test_group_backoff_rejects_at_prefilter_until_it_expires() -> None:
     members = [make_pod(f"m{i}", group="g") for i in range(3)]
-    handle, _ = make_handle([make_node("n1")], groups=[podgroup("g", 3)],
-                            pods=pods_store(*members))
+    handle, _ = make_handle([make_node("n1")], groups=[podgroup("g", 3)], pods=pods_store(*members))
     cs = Coscheduling({"podGroupBackoffSeconds": 20}, handle)
     cs.post_filter(CycleState(), members[2], NodeToStatus())
     assert cs.backed_off == {"default/g": handle.clock.now() + 20}
@@ -316,7 +350,11 @@ def test_unreserve_rejects_the_groups_parked_members() -> None:
     assert cs.reserve(CycleState(), make_pod("m2", group="g"), "n1") is None
     cs.unreserve(CycleState(), make_pod("m2", group="g"), "n1")
     assert [wp.status.message() if wp.status else None for wp in parked] == [
-        "rejection in Unreserve", "rejection in Unreserve", None, None]
+        "rejection in Unreserve",
+        "rejection in Unreserve",
+        None,
+        None,
+    ]
     cs.unreserve(CycleState(), make_pod("solo"), "n1")  # no group: nothing to do
 
 
@@ -327,8 +365,10 @@ def test_events_and_sibling_hint() -> None:
     cs, _, _ = plugin_with([])
     regs = cs.events_to_register()
     assert [r.event for r in regs] == [
-        ClusterEvent("Pod", "Add"), ClusterEvent(PODGROUP_RESOURCE, "Add"),
-        ClusterEvent(PODGROUP_RESOURCE, "Update")]
+        ClusterEvent("Pod", "Add"),
+        ClusterEvent(PODGROUP_RESOURCE, "Add"),
+        ClusterEvent(PODGROUP_RESOURCE, "Update"),
+    ]
     hint = regs[0].hint
     assert hint is not None
     me = make_pod("a", group="g")

@@ -24,36 +24,59 @@ from ksched_contrib.shortnodename import ShortNodeName
 # ---- args --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("cls", "data", "expected"), [
-    (PodNameLength, {}, PodNameLength.Args(4)),
-    (PodNameLength, {"maxNameLength": 0}, PodNameLength.Args(0)),
-    (Lucky, {}, Lucky.Args(None)),
-    (Lucky, {"seed": None}, Lucky.Args(None)),
-    (Lucky, {"seed": -3}, Lucky.Args(-3)),
-    (Sample, {}, Sample.Args("", 0, "")),
-    (Sample, {"favorite_color": "#326CE5", "favorite_number": 7, "thanks_to": "thockin"},
-     Sample.Args("#326CE5", 7, "thockin")),
-])
+@pytest.mark.parametrize(
+    ("cls", "data", "expected"),
+    [
+        (PodNameLength, {}, PodNameLength.Args(4)),
+        (PodNameLength, {"maxNameLength": 0}, PodNameLength.Args(0)),
+        (Lucky, {}, Lucky.Args(None)),
+        (Lucky, {"seed": None}, Lucky.Args(None)),
+        (Lucky, {"seed": -3}, Lucky.Args(-3)),
+        (Sample, {}, Sample.Args("", 0, "")),
+        (
+            Sample,
+            {"favorite_color": "#326CE5", "favorite_number": 7, "thanks_to": "thockin"},
+            Sample.Args("#326CE5", 7, "thockin"),
+        ),
+    ],
+)
 def test_args_parse(cls: Any, data: dict[str, Any], expected: Any) -> None:
     assert cls.Args.parse(cls.name, data) == expected
 
 
-@pytest.mark.parametrize(("cls", "data", "path", "message"), [
-    (PodNameLength, {"maxNameLength": -1}, "maxNameLength", "must be at least 0, got -1"),
-    (PodNameLength, {"maxNameLength": 4.5}, "maxNameLength", "must be an integer, got 4.5"),
-    (PodNameLength, {"maxNameLength": False}, "maxNameLength", "must be an integer, got False"),
-    (PodNameLength, {"max_name_length": 3}, "max_name_length",
-     "unknown field (known fields: maxNameLength)"),
-    (Lucky, {"seed": "42"}, "seed", "must be an integer or null, got '42'"),
-    (Sample, {"favorite_color": 3}, "favorite_color", "must be a string, got 3"),
-    (Sample, {"favorite_number": "seven"}, "favorite_number", "must be an integer, got 'seven'"),
-    (Sample, {"thanks_to": ["a"]}, "thanks_to", "must be a string, got ['a']"),
-    (Sample, {"favoriteColor": "red"}, "favoriteColor",
-     "unknown field (known fields: favorite_color, favorite_number, thanks_to)"),
-    (ShortNodeName, None, "", ""),
-])
-def test_args_errors_name_the_field(cls: Any, data: dict[str, Any] | None, path: str,
-                                    message: str) -> None:
+@pytest.mark.parametrize(
+    ("cls", "data", "path", "message"),
+    [
+        (PodNameLength, {"maxNameLength": -1}, "maxNameLength", "must be at least 0, got -1"),
+        (PodNameLength, {"maxNameLength": 4.5}, "maxNameLength", "must be an integer, got 4.5"),
+        (PodNameLength, {"maxNameLength": False}, "maxNameLength", "must be an integer, got False"),
+        (
+            PodNameLength,
+            {"max_name_length": 3},
+            "max_name_length",
+            "unknown field (known fields: maxNameLength)",
+        ),
+        (Lucky, {"seed": "42"}, "seed", "must be an integer or null, got '42'"),
+        (Sample, {"favorite_color": 3}, "favorite_color", "must be a string, got 3"),
+        (
+            Sample,
+            {"favorite_number": "seven"},
+            "favorite_number",
+            "must be an integer, got 'seven'",
+        ),
+        (Sample, {"thanks_to": ["a"]}, "thanks_to", "must be a string, got ['a']"),
+        (
+            Sample,
+            {"favoriteColor": "red"},
+            "favoriteColor",
+            "unknown field (known fields: favorite_color, favorite_number, thanks_to)",
+        ),
+        (ShortNodeName, None, "", ""),
+    ],
+)
+def test_args_errors_name_the_field(
+    cls: Any, data: dict[str, Any] | None, path: str, message: str
+) -> None:
     if data is None:
         assert getattr(cls, "Args", None) is None  # no args at all
         return
@@ -81,8 +104,9 @@ def test_extension_points() -> None:
 # ---- PodNameLength -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "fits"), [("pod1", True), ("p", True), ("pod12", False),
-                                            ("test-pod", False)])
+@pytest.mark.parametrize(
+    ("name", "fits"), [("pod1", True), ("p", True), ("pod12", False), ("test-pod", False)]
+)
 def test_pod_name_length_default_limit(name: str, fits: bool) -> None:
     plugin = PodNameLength()
     st = plugin.filter(CycleState(), make_pod(name), node_info("n1"))
@@ -99,8 +123,9 @@ def test_pod_name_length_batch_agrees_with_filter() -> None:
     for name in ("abcde", "abcdef"):
         mask = plugin.filter_batch(CycleState(), make_pod(name), snap)
         assert mask.dtype == np.bool_ and len(mask) == 3
-        assert bool(mask.all()) == (plugin.filter(CycleState(), make_pod(name), node_info("a"))
-                                    is None)
+        assert bool(mask.all()) == (
+            plugin.filter(CycleState(), make_pod(name), node_info("a")) is None
+        )
         assert bool(mask.any()) == bool(mask.all())
     assert plugin.events_to_register() == []
 
@@ -111,8 +136,9 @@ def test_pod_name_length_batch_agrees_with_filter() -> None:
 def test_short_node_name_raw_and_normalized() -> None:
     plugin = ShortNodeName()
     names = ["a", "node-1", "a-very-long-node-name-indeed"]
-    raw = np.array([plugin.score(CycleState(), make_pod("p"), node_info(n)) for n in names],
-                   dtype=np.int64)
+    raw = np.array(
+        [plugin.score(CycleState(), make_pod("p"), node_info(n)) for n in names], dtype=np.int64
+    )
     assert raw.tolist() == [19, 14, 0]
     assert plugin.normalize_score(CycleState(), make_pod("p"), raw) is None
     assert raw.tolist() == [100, 73, 0]
@@ -162,16 +188,17 @@ def test_lucky_draws_once_per_node_per_attempt() -> None:
 
 
 def test_sample_logs_each_point_with_structured_fields() -> None:
-    plugin = Sample({"favorite_color": "blue", "favorite_number": 3, "thanks_to": "you"},
-                    Handle())
+    plugin = Sample({"favorite_color": "blue", "favorite_number": 3, "thanks_to": "you"}, Handle())
     pod, state = make_pod("web"), CycleState()
     with structlog.testing.capture_logs() as logs:
         assert plugin.pre_filter(state, pod, Snapshot([node_info("n1")])) == (None, None)
         assert plugin.filter(state, pod, node_info("n1")) is None
         assert anyio.run(plugin.pre_bind, state, pod, "n1") is None
     assert [(e["event"], e["extension_point"], e["node"]) for e in logs] == [
-        ("Sample PreFilter", "PreFilter", None), ("Sample Filter", "Filter", "n1"),
-        ("Sample PreBind", "PreBind", "n1")]
+        ("Sample PreFilter", "PreFilter", None),
+        ("Sample Filter", "Filter", "n1"),
+        ("Sample PreBind", "PreBind", "n1"),
+    ]
     for e in logs:
         assert e["log_level"] == "info"
         assert (e["pod"], e["plugin"], e["profile"]) == ("default/web", "Sample", None)

@@ -127,8 +127,13 @@ class Resource:
             self.scalar[k] = max(self.scalar.get(k, 0), v)
 
     def clone(self) -> Resource:
-        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage,
-                        self.allowed_pod_number, dict(self.scalar))
+        return Resource(
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pod_number,
+            dict(self.scalar),
+        )
 
     def get(self, name: str) -> int:
         if name == CPU:
@@ -147,12 +152,21 @@ class Resource:
         return out
 
     def is_zero(self) -> bool:
-        return (self.milli_cpu == 0 and self.memory == 0 and self.ephemeral_storage == 0
-                and self.allowed_pod_number == 0 and not any(self.scalar.values()))
+        return (
+            self.milli_cpu == 0
+            and self.memory == 0
+            and self.ephemeral_storage == 0
+            and self.allowed_pod_number == 0
+            and not any(self.scalar.values())
+        )
 
     def to_dict(self) -> dict[str, int]:
-        d = {CPU: self.milli_cpu, MEMORY: self.memory, EPHEMERAL_STORAGE: self.ephemeral_storage,
-             PODS: self.allowed_pod_number}
+        d = {
+            CPU: self.milli_cpu,
+            MEMORY: self.memory,
+            EPHEMERAL_STORAGE: self.ephemeral_storage,
+            PODS: self.allowed_pod_number,
+        }
         d.update(self.scalar)
         return d
 
@@ -271,8 +285,10 @@ def pod_requests(pod: Pod) -> PodRequests:
     """
     ref = f"Pod {pod.metadata.namespace}/{pod.metadata.name}"
     spec = pod.spec
-    cs = [_container_requests(c, f"{ref}: spec.containers[{i}]")
-          for i, c in enumerate(spec.containers)]
+    cs = [
+        _container_requests(c, f"{ref}: spec.containers[{i}]")
+        for i, c in enumerate(spec.containers)
+    ]
     ics = [
         (_container_requests(c, f"{ref}: spec.initContainers[{i}]"), c.restart_policy == "Always")
         for i, c in enumerate(spec.init_containers)

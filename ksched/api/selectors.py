@@ -131,19 +131,26 @@ def _requirement(
 ) -> LabelRequirement:
     allowed = _NODE_OPS if node else _LABEL_OPS
     if op not in allowed:
-        raise SelectorError(f"{where}.operator: Unsupported value: {_q(op)}: supported values: "
-                            + ", ".join(f'"{a}"' for a in allowed))
+        raise SelectorError(
+            f"{where}.operator: Unsupported value: {_q(op)}: supported values: "
+            + ", ".join(f'"{a}"' for a in allowed)
+        )
     if op in (IN, NOT_IN) and not values:
-        raise SelectorError(f"{where}.values: Required value: must be specified when "
-                            "`operator` is 'In' or 'NotIn'")
+        raise SelectorError(
+            f"{where}.values: Required value: must be specified when `operator` is 'In' or 'NotIn'"
+        )
     if op in (EXISTS, DOES_NOT_EXIST) and values:
-        raise SelectorError(f"{where}.values: Forbidden: may not be specified when "
-                            "`operator` is 'Exists' or 'DoesNotExist'")
+        raise SelectorError(
+            f"{where}.values: Forbidden: may not be specified when "
+            "`operator` is 'Exists' or 'DoesNotExist'"
+        )
     number = 0
     if op in (GT, LT):
         if len(values) != 1:
-            raise SelectorError(f"{where}.values: Required value: must be specified single value "
-                                "when `operator` is 'Lt' or 'Gt'")
+            raise SelectorError(
+                f"{where}.values: Required value: must be specified single value "
+                "when `operator` is 'Lt' or 'Gt'"
+            )
         # A non-integer bound is not an API validation error: node selectors report it
         # lazily (see _value_problem), as labels.NewRequirement does upstream.
         number = parse_int64(values[0]) or 0
@@ -175,8 +182,10 @@ def _key_problem(key: str) -> str:
     if len(name) > 63:
         return "name part must be no more than 63 characters"
     if not _NAME_RE.fullmatch(name):
-        return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-                "start and end with an alphanumeric character")
+        return (
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character"
+        )
     return ""
 
 
@@ -193,8 +202,10 @@ def _value_problem(req: NodeSelectorRequirement, where: str) -> str:
     if req.operator in (GT, LT):
         for i, v in enumerate(req.values):
             if parse_int64(v) is None:
-                return (f"{where}.values[{i}]: Invalid value: {_q(v)}: "
-                        "for 'Gt', 'Lt' operators, the value must be an integer")
+                return (
+                    f"{where}.values[{i}]: Invalid value: {_q(v)}: "
+                    "for 'Gt', 'Lt' operators, the value must be an integer"
+                )
     for i, v in enumerate(req.values):
         msgs = []
         if len(v) > 63:
@@ -273,14 +284,18 @@ def _field_reqs(
     for i, r in enumerate(reqs):
         w = f"{where}[{i}]"
         if r.operator not in (IN, NOT_IN):
-            raise SelectorError(f"{w}.operator: Invalid value: {_q(r.operator)}: "
-                                "not a valid selector operator")
+            raise SelectorError(
+                f"{w}.operator: Invalid value: {_q(r.operator)}: not a valid selector operator"
+            )
         if len(r.values) != 1:
-            raise SelectorError(f"{w}.values: Required value: must be only one value when "
-                                "`operator` is 'In' or 'NotIn' for node field selector")
+            raise SelectorError(
+                f"{w}.values: Required value: must be only one value when "
+                "`operator` is 'In' or 'NotIn' for node field selector"
+            )
         if r.key != "metadata.name":
-            raise SelectorError(f"{w}.key: Invalid value: {_q(r.key)}: "
-                                "not a valid field selector key")
+            raise SelectorError(
+                f"{w}.key: Invalid value: {_q(r.key)}: not a valid field selector key"
+            )
         out.append(LabelRequirement(r.key, r.operator, frozenset(r.values)))
     return tuple(out)
 
@@ -307,10 +322,12 @@ class CompiledNodeSelector:
 
 
 def compile_node_selector(sel: NodeSelector, where: str) -> CompiledNodeSelector:
-    return CompiledNodeSelector(tuple(
-        compile_node_selector_term(t, f"{where}.nodeSelectorTerms[{i}]")
-        for i, t in enumerate(sel.node_selector_terms)
-    ))
+    return CompiledNodeSelector(
+        tuple(
+            compile_node_selector_term(t, f"{where}.nodeSelectorTerms[{i}]")
+            for i, t in enumerate(sel.node_selector_terms)
+        )
+    )
 
 
 def tolerates_taint(t: Toleration, taint: Taint) -> bool:

@@ -55,7 +55,7 @@ def run_bench(
     result: dict[str, Any] = {}
 
     async def main() -> None:
-        pending = sim._load()  # noqa: SLF001 - bench drives the simulation in two phases
+        pending = sim._load()
         await sim.drive(10 * max(1, len(pending)))
         sim.add_pending(measured)
         # As the daemon does once its informers have synced (SchedulerDaemon
@@ -79,8 +79,9 @@ def run_bench(
         elapsed = time.perf_counter() - t0
         if progress:
             print(file=sys.stderr)
-        scheduled = sum(1 for p in sim.cluster.pods.values()
-                        if p.node_name and p.namespace == "sched-1")
+        scheduled = sum(
+            1 for p in sim.cluster.pods.values() if p.node_name and p.namespace == "sched-1"
+        )
         lat = sorted(latencies)
 
         def pct(p: float) -> float:
@@ -88,18 +89,20 @@ def run_bench(
                 return 0.0
             return round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 3)
 
-        result.update({
-            "workload": workload,
-            "nodes": nodes,
-            "pods": pods,
-            "mode": "in-process",
-            "scheduled": scheduled,
-            "seconds": round(elapsed, 3),
-            "pods_per_second": round(scheduled / elapsed, 1) if elapsed > 0 else 0.0,
-            "p50_ms": pct(0.50),
-            "p99_ms": pct(0.99),
-            "peak_rss_mb": _peak_rss_mb(),
-        })
+        result.update(
+            {
+                "workload": workload,
+                "nodes": nodes,
+                "pods": pods,
+                "mode": "in-process",
+                "scheduled": scheduled,
+                "seconds": round(elapsed, 3),
+                "pods_per_second": round(scheduled / elapsed, 1) if elapsed > 0 else 0.0,
+                "p50_ms": pct(0.50),
+                "p99_ms": pct(0.99),
+                "peak_rss_mb": _peak_rss_mb(),
+            }
+        )
 
     try:
         anyio.run(main)

@@ -57,8 +57,9 @@ class _NullFramework:
 class NullScheduler:
     """The baseline: informers in, binds out, no scheduling logic at all."""
 
-    def __init__(self, client: Any, profiles: list[str], *, max_in_flight_bindings: int = 64
-                 ) -> None:
+    def __init__(
+        self, client: Any, profiles: list[str], *, max_in_flight_bindings: int = 64
+    ) -> None:
         from ..cluster import APIClusterClient
 
         self.frameworks: dict[str, Any] = {p: _NullFramework() for p in profiles}
@@ -128,8 +129,18 @@ class NullScheduler:
 @contextlib.asynccontextmanager
 async def _apiserver_process() -> AsyncIterator[tuple[str, int]]:
     """A test API server in its own process; yields its URL and pid."""
-    cmd = [sys.executable, "-m", "ksched.testing", "apiserver", "--port", "0",
-           "--history", "200000", "--bookmark-interval", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ksched.testing",
+        "apiserver",
+        "--port",
+        "0",
+        "--history",
+        "200000",
+        "--bookmark-interval",
+        "0",
+    ]
     proc = await anyio.open_process(cmd, stderr=None)
     try:
         assert proc.stdout is not None
@@ -161,24 +172,30 @@ async def _create_all(url: str, objects: list[Manifest]) -> None:
                 kind = obj["kind"]
                 ns = obj["metadata"].get("namespace")
                 path = {"Namespace": "/api/v1/namespaces", "Node": "/api/v1/nodes"}.get(
-                    kind, f"/api/v1/namespaces/{ns}/pods")
+                    kind, f"/api/v1/namespaces/{ns}/pods"
+                )
                 async with session.post(url + path, json=obj) as resp:
                     if resp.status >= 300:
-                        raise RuntimeError(f"creating {kind} {obj['metadata']['name']}: "
-                                           f"{resp.status} {await resp.text()}")
+                        raise RuntimeError(
+                            f"creating {kind} {obj['metadata']['name']}: "
+                            f"{resp.status} {await resp.text()}"
+                        )
 
         async with anyio.create_task_group() as tg:
             for _ in range(CREATE_CONCURRENCY):
                 tg.start_soon(worker)
 
 
-def _objects(workload: str, nodes: int, pods: int, init_pods: int
-             ) -> tuple[list[Manifest], str]:
+def _objects(workload: str, nodes: int, pods: int, init_pods: int) -> tuple[list[Manifest], str]:
     node_ms, init_ms, measured_ms = WORKLOADS[workload](nodes, pods, init_pods)
-    namespaces = sorted({m["metadata"].get("namespace", "default")
-                         for m in [*init_ms, *measured_ms]})
-    out: list[Manifest] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                           for n in namespaces if n != "default"]
+    namespaces = sorted(
+        {m["metadata"].get("namespace", "default") for m in [*init_ms, *measured_ms]}
+    )
+    out: list[Manifest] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+        for n in namespaces
+        if n != "default"
+    ]
     out += node_ms
     names = [m["metadata"]["name"] for m in node_ms]
     for i, m in enumerate(init_ms):
@@ -238,7 +255,11 @@ async def _measure(
     try:
         if name == "ksched":
             daemon = SchedulerDaemon(
-                config, registry=registry, client=client, port=0, seed=seed,
+                config,
+                registry=registry,
+                client=client,
+                port=0,
+                seed=seed,
                 on_informers=lambda inf: inf.pods.add_handlers(counter.on_add, counter.on_update),
             )
             async with daemon:
@@ -273,8 +294,9 @@ async def _measure(
     }
 
 
-async def _wait(counter: _BoundCounter, timeout: float, progress: Callable[[str], None] | None,
-                name: str) -> None:
+async def _wait(
+    counter: _BoundCounter, timeout: float, progress: Callable[[str], None] | None, name: str
+) -> None:
     with anyio.move_on_after(timeout):
         while not counter.done.is_set():
             with anyio.move_on_after(0.5):
@@ -318,8 +340,9 @@ def run_e2e_bench(
             r = await _measure(name, url, config, registry, namespace, pods, timeout, seed, show)
             # The API server's CPU per pod says whether it, not the scheduler, was the limit.
             cpu = _cpu_seconds(pid) - cpu0
-            r["apiserver_cpu_ms_per_pod"] = (round(cpu * 1000 / r["scheduled"], 3)
-                                             if r["scheduled"] and cpu >= 0 else None)
+            r["apiserver_cpu_ms_per_pod"] = (
+                round(cpu * 1000 / r["scheduled"], 3) if r["scheduled"] and cpu >= 0 else None
+            )
             if show is not None:
                 print(file=sys.stderr)
             return r
@@ -351,8 +374,9 @@ def run_e2e_bench(
     if "null" in runs:
         b = runs["null"]
         result["baseline"] = b
-        result["ratio"] = (round(k["pods_per_second"] / b["pods_per_second"], 3)
-                           if b["pods_per_second"] else None)
+        result["ratio"] = (
+            round(k["pods_per_second"] / b["pods_per_second"], 3) if b["pods_per_second"] else None
+        )
     return result
 
 

@@ -33,21 +33,30 @@ def node_default(i: int, zones: int = 0) -> Manifest:
 def pod_default(name: str, namespace: str = "sched-test", **extra: Any) -> Manifest:
     spec: dict[str, Any] = {
         "schedulerName": "ksched",
-        "containers": [{
-            "name": "pause",
-            "image": "registry.k8s.io/pause:3.10",
-            "ports": [{"containerPort": 80}],
-            "resources": {"limits": {"cpu": "100m", "memory": "500Mi"},
-                          "requests": {"cpu": "100m", "memory": "500Mi"}},
-        }],
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"containerPort": 80}],
+                "resources": {
+                    "limits": {"cpu": "100m", "memory": "500Mi"},
+                    "requests": {"cpu": "100m", "memory": "500Mi"},
+                },
+            }
+        ],
     }
     spec.update(extra)
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
-            "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
+        "spec": spec,
+    }
 
 
-def scheduling_basic(nodes: int, pods: int, init_pods: int) -> tuple[list[Manifest], list[Manifest], list[Manifest]]:
+def scheduling_basic(
+    nodes: int, pods: int, init_pods: int
+) -> tuple[list[Manifest], list[Manifest], list[Manifest]]:
     return (
         [node_default(i) for i in range(nodes)],
         [pod_default(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
@@ -62,8 +71,11 @@ def _with_pod_affinity(m: Manifest, labels: dict[str, str], kind: str, key: str)
     """scheduler_perf's pod-with-pod-(anti-)affinity.yaml: a required term selecting the
     pod's own label in both benchmark namespaces."""
     m["metadata"]["labels"] = dict(labels)
-    term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": key,
-            "namespaces": ["sched-1", "sched-0"]}
+    term = {
+        "labelSelector": {"matchLabels": dict(labels)},
+        "topologyKey": key,
+        "namespaces": ["sched-1", "sched-0"],
+    }
     m["spec"]["affinity"] = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     return m
 
@@ -87,9 +99,11 @@ def scheduling_pod_affinity(nodes: int, pods: int, init_pods: int) -> _Result:
 
 def scheduling_pod_anti_affinity(nodes: int, pods: int, init_pods: int) -> _Result:
     """All pods refuse to share a node with another color=green pod."""
+
     def pod(name: str, ns: str) -> Manifest:
-        return _with_pod_affinity(pod_default(name, ns), {"color": "green"}, "podAntiAffinity",
-                                  "kubernetes.io/hostname")
+        return _with_pod_affinity(
+            pod_default(name, ns), {"color": "green"}, "podAntiAffinity", "kubernetes.io/hostname"
+        )
 
     return (
         [node_default(i) for i in range(nodes)],
@@ -102,8 +116,14 @@ def topology_spreading(nodes: int, pods: int, init_pods: int) -> _Result:
     """scheduler_perf's TopologySpreading: nodes over 3 zones, plain init pods, measured pods
     (pod-with-topology-spreading.yaml) with a hard zone spread, maxSkew 1, on color=blue."""
     zone = "topology.kubernetes.io/zone"
-    spread = [{"maxSkew": 1, "topologyKey": zone, "whenUnsatisfiable": "DoNotSchedule",
-               "labelSelector": {"matchLabels": {"color": "blue"}}}]
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": zone,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+    ]
 
     def pod(name: str) -> Manifest:
         m = pod_default(name, "sched-1", topologySpreadConstraints=spread)
@@ -134,8 +154,10 @@ def preemption_basic(nodes: int, pods: int, init_pods: int) -> _Result:
     init = init_pods or 4 * nodes
     return (
         [node_default(i) for i in range(nodes)],
-        [pod(f"init-pod-{i}", "sched-0", "900m", terminationGracePeriodSeconds=0)
-         for i in range(init)],
+        [
+            pod(f"init-pod-{i}", "sched-0", "900m", terminationGracePeriodSeconds=0)
+            for i in range(init)
+        ],
         [pod(f"pod-{i}", "sched-1", "3000m", priority=10) for i in range(pods)],
     )
 
@@ -147,5 +169,3 @@ WORKLOADS: dict[str, Workload] = {
     "TopologySpreading": topology_spreading,
     "PreemptionBasic": preemption_basic,
 }
-
-

@@ -357,8 +357,11 @@ class Cache:
                 "pods": [p.key for p in ni.pods],
                 "podsWithAffinity": len(ni.pods_with_affinity),
                 "podsWithRequiredAntiAffinity": len(ni.pods_with_required_anti_affinity),
-                "usedPorts": sorted(f"{ip}/{proto}/{port}" for ip, pp in ni.used_ports.ports.items()
-                                    for proto, port in pp),
+                "usedPorts": sorted(
+                    f"{ip}/{proto}/{port}"
+                    for ip, pp in ni.used_ports.ports.items()
+                    for proto, port in pp
+                ),
                 "images": len(ni.image_states),
                 **ni.resource_fields(),
             }
@@ -366,12 +369,14 @@ class Cache:
         assumed = []
         for key in sorted(self.assumed):
             st = self.pod_states[key]
-            assumed.append({
-                "pod": st.pod.key,
-                "node": st.node,
-                "bindingFinished": st.binding_finished,
-                "deadline": st.deadline,
-            })
+            assumed.append(
+                {
+                    "pod": st.pod.key,
+                    "node": st.node,
+                    "bindingFinished": st.binding_finished,
+                    "deadline": st.deadline,
+                }
+            )
         return {
             "now": self.clock.now(),
             "nodeTree": node_tree_order(self._zones),

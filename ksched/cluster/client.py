@@ -306,8 +306,10 @@ class APIClient:
         rc = self.api_client.rest_client
         self._kube_session: aiohttp.ClientSession = rc.pool_manager
         rc.pool_manager = aiohttp.ClientSession(
-            connector=self._kube_session.connector, connector_owner=False,
-            trust_env=False, read_bufsize=2**21,
+            connector=self._kube_session.connector,
+            connector_owner=False,
+            trust_env=False,
+            read_bufsize=2**21,
         )
         self._env_proxy = _env_proxy_for(self.host) if not getattr(rc, "proxy", None) else None
         self.requests_sent = 0
@@ -556,13 +558,18 @@ class APIClient:
             self.requests_sent += 1
             if pool is not None:
                 status, raw, retry_after = await pool.request(
-                    method, url[len(self.host):], data, ctype, seconds)
+                    method, url[len(self.host) :], data, ctype, seconds
+                )
             else:
                 headers = await self._headers(ctype)
                 try:
                     async with self._session.request(
-                        method, url, data=data, headers=headers, timeout=tmo,
-                        **self._request_kwargs()
+                        method,
+                        url,
+                        data=data,
+                        headers=headers,
+                        timeout=tmo,
+                        **self._request_kwargs(),
                     ) as resp:
                         raw = await resp.read()
                         status = resp.status
@@ -570,8 +577,7 @@ class APIClient:
                 except (aiohttp.ClientError, OSError) as e:
                     raise APIConnectionError(f"{method} {path}: {_describe(e)}") from e
                 except TimeoutError as e:
-                    raise APIConnectionError(f"{method} {path}: timed out", reason="Timeout") \
-                        from e
+                    raise APIConnectionError(f"{method} {path}: timed out", reason="Timeout") from e
             if 200 <= status < 300:
                 return status, raw
             if status == 401 and self._refresher is not None:

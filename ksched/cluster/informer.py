@@ -359,8 +359,11 @@ class Informer(Generic[T]):
                 return
             if not self.not_served:
                 self.not_served = True
-                log.warning("collection not served (CRD not installed?); using an empty store",
-                            informer=self.name, path=self.path)
+                log.warning(
+                    "collection not served (CRD not installed?); using an empty store",
+                    informer=self.name,
+                    path=self.path,
+                )
             self._replace([])
             self.last_sync_resource_version = ""
             if not self.has_synced:

@@ -75,15 +75,17 @@ LEASES_API = "/apis/coordination.k8s.io/v1"
 EVENT_TIMEOUT = 5.0
 
 
-def check_timings(lease_duration: float, renew_deadline: float, retry_period: float
-                  ) -> str | None:
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> str | None:
     """``NewLeaderElector``'s checks, in its order and words (None when fine)."""
     if lease_duration <= renew_deadline:
         return "leaseDuration must be greater than renewDeadline"
     if renew_deadline <= JITTER_FACTOR * retry_period:
         return "renewDeadline must be greater than retryPeriod*JitterFactor"
-    for name, value in (("leaseDuration", lease_duration), ("renewDeadline", renew_deadline),
-                        ("retryPeriod", retry_period)):
+    for name, value in (
+        ("leaseDuration", lease_duration),
+        ("renewDeadline", renew_deadline),
+        ("retryPeriod", retry_period),
+    ):
         if value <= 0:
             return f"{name} must be greater than zero"
     return None
@@ -220,8 +222,12 @@ class LeaseLock:
 
     def object_ref(self) -> dict[str, Any]:
         meta = (self.lease or {}).get("metadata") or {}
-        ref = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-               "namespace": self.namespace, "name": self.name}
+        ref = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "namespace": self.namespace,
+            "name": self.name,
+        }
         if meta.get("uid"):
             ref["uid"] = meta["uid"]
         if meta.get("resourceVersion"):
@@ -336,8 +342,12 @@ class LeaderElector:
             return
         self.reported_leader = holder
         if holder:
-            log.info("new leader observed", lease=self.lock.describe(), identity=holder,
-                     me=holder == self.identity)
+            log.info(
+                "new leader observed",
+                lease=self.lock.describe(),
+                identity=holder,
+                me=holder == self.identity,
+            )
         else:
             log.info("lease released by its holder", lease=self.lock.describe())
         if self.on_new_leader is not None:
@@ -359,12 +369,16 @@ class LeaderElector:
         if self.is_leader() and self.is_lease_valid(self.clock.now()):
             old = self.observed_record
             record = dataclasses.replace(
-                record, acquire_time=old.acquire_time, leader_transitions=old.leader_transitions)
+                record, acquire_time=old.acquire_time, leader_transitions=old.leader_transitions
+            )
             try:
                 await self._bounded(self.lock.update(record, timeout), timeout)
             except Exception as e:
-                log.error("Failed to update lock optimistically, falling back to slow path",
-                          lease=self.lock.describe(), error=_err(e))
+                log.error(
+                    "Failed to update lock optimistically, falling back to slow path",
+                    lease=self.lock.describe(),
+                    error=_err(e),
+                )
             else:
                 self._set_observed(record)
                 self.renewed_at = started
@@ -374,34 +388,41 @@ class LeaderElector:
             old = await self._bounded(self.lock.get(timeout), timeout)
         except APIError as e:
             if e.status != 404:
-                log.error("error retrieving resource lock", lease=self.lock.describe(),
-                          error=_err(e))
+                log.error(
+                    "error retrieving resource lock", lease=self.lock.describe(), error=_err(e)
+                )
                 return False
             try:
                 await self._bounded(self.lock.create(record, timeout), timeout)
             except Exception as e:
-                log.error("error initially creating leader election record",
-                          lease=self.lock.describe(), error=_err(e))
+                log.error(
+                    "error initially creating leader election record",
+                    lease=self.lock.describe(),
+                    error=_err(e),
+                )
                 return False
             self._set_observed(record)
             self.renewed_at = started
             return True
         except Exception as e:
-            log.error("error retrieving resource lock", lease=self.lock.describe(),
-                      error=_err(e))
+            log.error("error retrieving resource lock", lease=self.lock.describe(), error=_err(e))
             return False
         # 3. Record obtained: a change restarts the local expiry clock.
         if old != self._observed_raw:
             self._set_observed(old)
             self._observed_raw = old
         if old.holder_identity and self.is_lease_valid(self.clock.now()) and not self.is_leader():
-            log.debug("lock is held by another candidate and has not yet expired",
-                      lease=self.lock.describe(), holder=old.holder_identity)
+            log.debug(
+                "lock is held by another candidate and has not yet expired",
+                lease=self.lock.describe(),
+                holder=old.holder_identity,
+            )
             return False
         # 4. Take it over (a transition) or renew it (the slow path).
         if self.is_leader():
             record = dataclasses.replace(
-                record, acquire_time=old.acquire_time, leader_transitions=old.leader_transitions)
+                record, acquire_time=old.acquire_time, leader_transitions=old.leader_transitions
+            )
             if self.metrics is not None:
                 self.metrics.slowpath_exercised(self.name)
         else:
@@ -445,8 +466,12 @@ class LeaderElector:
             ok = await self.try_acquire_or_renew()
             self._maybe_report_transition()
             if ok:
-                log.info("successfully acquired lease", lease=desc, identity=self.identity,
-                         transitions=self.observed_record.leader_transitions)
+                log.info(
+                    "successfully acquired lease",
+                    lease=desc,
+                    identity=self.identity,
+                    transitions=self.observed_record.leader_transitions,
+                )
                 return True
             await self._pause(self.retry_period * (1 + self.rng.random() * JITTER_FACTOR))
         return False
@@ -473,8 +498,12 @@ class LeaderElector:
                 await self._pause(min(self.retry_period, remaining))
             self._maybe_report_transition()
             if not ok and not self._stop_requested:
-                log.error("failed to renew lease", lease=desc, identity=self.identity,
-                          renew_deadline=self.renew_deadline)
+                log.error(
+                    "failed to renew lease",
+                    lease=desc,
+                    identity=self.identity,
+                    renew_deadline=self.renew_deadline,
+                )
                 return False
             if ok:
                 log.debug("successfully renewed lease", lease=desc, v=5)
@@ -502,8 +531,7 @@ class LeaderElector:
                 if await self.renew():
                     return
                 self._stop_leading()
-                log.error("leaderelection lost", lease=self.lock.describe(),
-                          identity=self.identity)
+                log.error("leaderelection lost", lease=self.lock.describe(), identity=self.identity)
                 on_stopped_leading()
                 self._record_event("stopped leading")
             finally:
@@ -533,7 +561,8 @@ class LeaderElector:
         with anyio.CancelScope(shield=True):
             try:
                 await self._bounded(
-                    self.lock.update(record, self.renew_deadline), self.renew_deadline)
+                    self.lock.update(record, self.renew_deadline), self.renew_deadline
+                )
             except Exception as e:
                 log.error("Failed to release lock", lease=self.lock.describe(), error=_err(e))
             else:
@@ -562,8 +591,10 @@ class LeaderElector:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{self.lock.name}.{time.time_ns():x}",
-                         "namespace": self.lock.namespace},
+            "metadata": {
+                "name": f"{self.lock.name}.{time.time_ns():x}",
+                "namespace": self.lock.namespace,
+            },
             "involvedObject": ref,
             "reason": "LeaderElection",
             "message": f"{self.identity} {what}",

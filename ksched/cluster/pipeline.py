@@ -112,7 +112,7 @@ def _parse(buf: bytearray, eof: bool = False) -> tuple[int, int, bytes, float | 
                 raise _ProtocolError("bad chunk size") from None
             pos = nl + 2
             if size == 0:
-                if buf[pos:pos + 2] == b"\r\n":
+                if buf[pos : pos + 2] == b"\r\n":
                     pos += 2
                 else:  # trailers
                     t = buf.find(b"\r\n\r\n", pos)
@@ -122,7 +122,7 @@ def _parse(buf: bytearray, eof: bool = False) -> tuple[int, int, bytes, float | 
                 return pos, status, b"".join(chunks), retry_after, close
             if len(buf) < pos + size + 2:
                 return None
-            chunks.append(bytes(buf[pos:pos + size]))
+            chunks.append(bytes(buf[pos : pos + size]))
             pos += size + 2
     if length is None:
         if not eof:
@@ -130,7 +130,7 @@ def _parse(buf: bytearray, eof: bool = False) -> tuple[int, int, bytes, float | 
         return len(buf), status, bytes(buf[pos:]), retry_after, True
     if len(buf) < pos + length:
         return None
-    return pos + length, status, bytes(buf[pos:pos + length]), retry_after, close
+    return pos + length, status, bytes(buf[pos : pos + length]), retry_after, close
 
 
 class _Protocol(asyncio.Protocol):
@@ -194,8 +194,16 @@ class _Protocol(asyncio.Protocol):
 class _Endpoint:
     """Where and how ``APIClient`` connects, reproduced for raw connections."""
 
-    def __init__(self, client: APIClient, host: str, port: int, ssl_context: ssl.SSLContext | None,
-                 server_hostname: str | None, base_path: str, host_header: str) -> None:
+    def __init__(
+        self,
+        client: APIClient,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None,
+        server_hostname: str | None,
+        base_path: str,
+        host_header: str,
+    ) -> None:
         self.client = client
         self.host = host
         self.port = port
@@ -231,18 +239,33 @@ class _Endpoint:
         if port != default:
             host_header = f"{host_header}:{port}"
         server_hostname = getattr(rc, "server_hostname", None) or (host if ctx else None)
-        return cls(client, host, port, ctx, server_hostname if ctx else None,
-                   parts.path.rstrip("/"), host_header)
+        return cls(
+            client,
+            host,
+            port,
+            ctx,
+            server_hostname if ctx else None,
+            parts.path.rstrip("/"),
+            host_header,
+        )
 
     async def _open(self, timeout: float) -> _Protocol:
         loop = asyncio.get_running_loop()
         try:
-            _, proto = await asyncio.wait_for(loop.create_connection(
-                _Protocol, self.host, self.port, ssl=self.ssl_context,
-                server_hostname=self.server_hostname), timeout)
+            _, proto = await asyncio.wait_for(
+                loop.create_connection(
+                    _Protocol,
+                    self.host,
+                    self.port,
+                    ssl=self.ssl_context,
+                    server_hostname=self.server_hostname,
+                ),
+                timeout,
+            )
         except (OSError, TimeoutError) as e:
-            raise APIConnectionError(f"connecting to {self.host}:{self.port}: "
-                                     f"{e or type(e).__name__}") from e
+            raise APIConnectionError(
+                f"connecting to {self.host}:{self.port}: {e or type(e).__name__}"
+            ) from e
         return proto
 
     async def _head(self, content_type: str | None) -> bytes:
@@ -265,8 +288,12 @@ class PipelinedConnection(_Endpoint):
 
     async def _connect(self) -> _Protocol:
         proto = self._proto
-        if proto is not None and proto.usable and proto.transport is not None \
-                and not proto.transport.is_closing():
+        if (
+            proto is not None
+            and proto.usable
+            and proto.transport is not None
+            and not proto.transport.is_closing()
+        ):
             return proto
         proto = await self._open(self.client.request_timeout)
         self._proto = proto
@@ -320,8 +347,10 @@ class PipelinedConnection(_Endpoint):
                 break
         for i in todo:
             results[i] = APIConnectionError("pipelined request: the server closed the connection")
-        return [r if r is not None else APIConnectionError("pipelined request: no answer")
-                for r in results]
+        return [
+            r if r is not None else APIConnectionError("pipelined request: no answer")
+            for r in results
+        ]
 
     def close(self) -> None:
         if self._proto is not None and self._proto.transport is not None:
@@ -348,8 +377,12 @@ class ConnectionPool(_Endpoint):
             idle = self._idle
             while idle:
                 proto, since = idle.pop()  # the most recently used: the least likely closed
-                if proto.usable and proto.transport is not None \
-                        and not proto.transport.is_closing() and now - since < self.KEEPALIVE:
+                if (
+                    proto.usable
+                    and proto.transport is not None
+                    and not proto.transport.is_closing()
+                    and now - since < self.KEEPALIVE
+                ):
                     return proto
                 self._drop(proto)
             if self._open_count < self.limit:
@@ -374,8 +407,9 @@ class ConnectionPool(_Endpoint):
             self._freed.set()
             self._freed = None
 
-    async def request(self, method: str, target: str, body: bytes | None,
-                      content_type: str | None, timeout: float) -> tuple[int, bytes, float | None]:
+    async def request(
+        self, method: str, target: str, body: bytes | None, content_type: str | None, timeout: float
+    ) -> tuple[int, bytes, float | None]:
         """``target`` is the path and query (the client's base path is prepended). Raises
         ``APIConnectionError`` without an answer; a timeout has reason "Timeout"."""
         loop = asyncio.get_running_loop()
@@ -390,16 +424,25 @@ class ConnectionPool(_Endpoint):
             assert proto.transport is not None
             proto.transport.write(
                 b"%s %s%s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s"
-                % (method.encode("latin-1"), self.base_path.encode("latin-1"),
-                   target.encode("latin-1"), head, len(data), data))
+                % (
+                    method.encode("latin-1"),
+                    self.base_path.encode("latin-1"),
+                    target.encode("latin-1"),
+                    head,
+                    len(data),
+                    data,
+                )
+            )
             try:
                 result = await asyncio.wait_for(fut, max(0.0, deadline - loop.time()))
             except TimeoutError:
-                raise APIConnectionError(f"{method} {target}: timed out", reason="Timeout") \
-                    from None
+                raise APIConnectionError(
+                    f"{method} {target}: timed out", reason="Timeout"
+                ) from None
             except _Unprocessed:
-                raise APIConnectionError(f"{method} {target}: the server closed the connection") \
-                    from None
+                raise APIConnectionError(
+                    f"{method} {target}: the server closed the connection"
+                ) from None
             except APIConnectionError as e:
                 raise APIConnectionError(f"{method} {target}: {e.message}") from None
             ok = proto.usable

@@ -409,8 +409,7 @@ class StatusReporter:
         """Create the batch's Events in one pipelined write; an answer asking to retry later
         (Retry-After) is retried through ``APIClient.request``, which honours it."""
         try:
-            results = await pipe.batch(
-                [("POST", w.path, _encode(w.body), JSON_CT) for w in batch])
+            results = await pipe.batch([("POST", w.path, _encode(w.body), JSON_CT) for w in batch])
         except Exception:
             self.api_errors += len(batch)
             log.exception("status/event write failed", kind="event", events=len(batch))
@@ -421,8 +420,12 @@ class StatusReporter:
                 continue
             if not isinstance(err, APIError):
                 self.api_errors += 1
-                log.error("status/event write failed", kind=work.kind, path=work.path,
-                          error=f"{type(err).__name__}: {err}")
+                log.error(
+                    "status/event write failed",
+                    kind=work.kind,
+                    path=work.path,
+                    error=f"{type(err).__name__}: {err}",
+                )
                 continue
             if err.status == 401:
                 self.client.credentials_rejected()

@@ -108,16 +108,20 @@ def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
         for name, plugin in plugins.items():
             for wr in getattr(plugin, "watch_resources", None) or ():
                 if not isinstance(wr, WatchedResource):
-                    raise ValueError(f"plugin {name}: watch_resources: expected "
-                                     f"WatchedResource, got {wr!r}")
+                    raise ValueError(
+                        f"plugin {name}: watch_resources: expected WatchedResource, got {wr!r}"
+                    )
                 if wr.lister in _BUILTIN_LISTERS:
-                    raise ValueError(f"plugin {name}: watch_resources: handle.listers"
-                                     f"[{wr.lister!r}] is built in")
+                    raise ValueError(
+                        f"plugin {name}: watch_resources: handle.listers[{wr.lister!r}] is built in"
+                    )
                 prev = out.setdefault(wr.lister, wr)
                 if prev != wr:
-                    raise ValueError(f"plugin {name}: watch_resources: handle.listers"
-                                     f"[{wr.lister!r}] is declared differently elsewhere: "
-                                     f"{wr} vs {prev}")
+                    raise ValueError(
+                        f"plugin {name}: watch_resources: handle.listers"
+                        f"[{wr.lister!r}] is declared differently elsewhere: "
+                        f"{wr} vs {prev}"
+                    )
     return list(out.values())
 
 
@@ -230,7 +234,8 @@ def connect_scheduler(
     )
     informers = ClusterInformers(pods, nodes, namespaces, pdbs, classes)
     emit: Callable[[ClusterEvent, Any, Any], None] | None = getattr(
-        scheduler, "on_other_event", None)
+        scheduler, "on_other_event", None
+    )
     for wr in watched_resources(scheduler.frameworks.values()):
         custom: Informer[dict[str, Any]] = Informer(
             client,

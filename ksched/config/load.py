@@ -136,8 +136,13 @@ class _Decoder:
         return out
 
     def _get(
-        self, m: dict[str, Any], key: str, path: str, default: _T,
-        check: Callable[[Any], bool], want: str,
+        self,
+        m: dict[str, Any],
+        key: str,
+        path: str,
+        default: _T,
+        check: Callable[[Any], bool],
+        want: str,
     ) -> _T:
         if key not in m:
             return default
@@ -155,8 +160,12 @@ class _Decoder:
 
     def number(self, m: dict[str, Any], key: str, path: str, default: float) -> float:
         value = self._get(
-            m, key, path, default,
-            lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number",
+            m,
+            key,
+            path,
+            default,
+            lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+            "a number",
         )
         return float(value)
 
@@ -176,7 +185,11 @@ class _Decoder:
         return value
 
     def integer(
-        self, m: dict[str, Any], key: str, path: str, default: int,
+        self,
+        m: dict[str, Any],
+        key: str,
+        path: str,
+        default: int,
         bounds: tuple[int, int] = _INT32,
     ) -> int:
         value = self.opt_int(m, key, path, bounds)
@@ -272,10 +285,19 @@ def _profile(d: _Decoder, raw: Any, path: str, only: bool) -> Profile:
 
 
 def _leader_election(d: _Decoder, raw: Any, path: str) -> LeaderElection:
-    m = d.obj(raw, path, (
-        "leaderElect", "leaseDuration", "renewDeadline", "retryPeriod",
-        "resourceLock", "resourceName", "resourceNamespace",
-    ))
+    m = d.obj(
+        raw,
+        path,
+        (
+            "leaderElect",
+            "leaseDuration",
+            "renewDeadline",
+            "retryPeriod",
+            "resourceLock",
+            "resourceName",
+            "resourceNamespace",
+        ),
+    )
     le = LeaderElection()
     return LeaderElection(
         leader_elect=d.boolean(m, "leaderElect", path, le.leader_elect),
@@ -301,10 +323,20 @@ def _client_connection(d: _Decoder, raw: Any, path: str) -> ClientConnection:
 
 
 def _tls_config(d: _Decoder, raw: Any, path: str) -> ExtenderTLSConfig:
-    m = d.obj(raw, path, (
-        "insecure", "serverName", "certFile", "keyFile", "caFile",
-        "certData", "keyData", "caData",
-    ))
+    m = d.obj(
+        raw,
+        path,
+        (
+            "insecure",
+            "serverName",
+            "certFile",
+            "keyFile",
+            "caFile",
+            "certData",
+            "keyData",
+            "caData",
+        ),
+    )
     return ExtenderTLSConfig(
         insecure=d.boolean(m, "insecure", path),
         server_name=d.string(m, "serverName", path),
@@ -318,11 +350,24 @@ def _tls_config(d: _Decoder, raw: Any, path: str) -> ExtenderTLSConfig:
 
 
 def _extender(d: _Decoder, raw: Any, path: str) -> Extender:
-    m = d.obj(raw, path, (
-        "urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb",
-        "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources",
-        "ignorable",
-    ))
+    m = d.obj(
+        raw,
+        path,
+        (
+            "urlPrefix",
+            "filterVerb",
+            "preemptVerb",
+            "prioritizeVerb",
+            "weight",
+            "bindVerb",
+            "enableHTTPS",
+            "tlsConfig",
+            "httpTimeout",
+            "nodeCacheCapable",
+            "managedResources",
+            "ignorable",
+        ),
+    )
     ext = Extender(
         url_prefix=d.string(m, "urlPrefix", path),
         filter_verb=d.string(m, "filterVerb", path),
@@ -338,19 +383,32 @@ def _extender(d: _Decoder, raw: Any, path: str) -> Extender:
     ext.node_cache_capable = d.boolean(m, "nodeCacheCapable", path)
     for where, item in d.items(m, "managedResources", path):
         rm = d.obj(item, where, ("name", "ignoredByScheduler"))
-        ext.managed_resources.append(ExtenderManagedResource(
-            d.string(rm, "name", where), d.boolean(rm, "ignoredByScheduler", where)
-        ))
+        ext.managed_resources.append(
+            ExtenderManagedResource(
+                d.string(rm, "name", where), d.boolean(rm, "ignoredByScheduler", where)
+            )
+        )
     ext.ignorable = d.boolean(m, "ignorable", path)
     return ext
 
 
 _TOP_FIELDS = (
-    "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
-    "percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds",
-    "profiles", "extenders", "delayCacheUntilActive",
+    "apiVersion",
+    "kind",
+    "parallelism",
+    "leaderElection",
+    "clientConnection",
+    "percentageOfNodesToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "profiles",
+    "extenders",
+    "delayCacheUntilActive",
     # Accepted for kube-scheduler compatibility; ksched has no use for them.
-    "healthzBindAddress", "metricsBindAddress", "enableProfiling", "enableContentionProfiling",
+    "healthzBindAddress",
+    "metricsBindAddress",
+    "enableProfiling",
+    "enableContentionProfiling",
 )
 
 
@@ -370,8 +428,11 @@ def _type_meta(d: _Decoder, data: dict[str, Any], warnings: list[str]) -> str:
     elif version == API_VERSION_V1BETA3:
         warnings.append(_V1BETA3_WARNING)
     elif version != API_VERSION:
-        d.fail("apiVersion", f"Unsupported value: {json.dumps(version)}: supported values: "
-                             f'"{API_VERSION}", "{API_VERSION_V1BETA3}" (deprecated)')
+        d.fail(
+            "apiVersion",
+            f"Unsupported value: {json.dumps(version)}: supported values: "
+            f'"{API_VERSION}", "{API_VERSION_V1BETA3}" (deprecated)',
+        )
     if kind is None:
         d.fail("kind", "Required value")
     elif kind != KIND:
@@ -560,10 +621,12 @@ def _profile_dict(prof: Profile) -> dict[str, Any]:
     out: dict[str, Any] = {"schedulerName": prof.scheduler_name}
     if prof.percentage_of_nodes_to_score is not None:
         out["percentageOfNodesToScore"] = prof.percentage_of_nodes_to_score
-    out["plugins"] = {key: _plugin_set_dict(prof.plugins.point(attr))
-                      for attr, key in EXTENSION_POINTS}
-    out["pluginConfig"] = [{"name": pc.name, "args": _plain_copy(pc.args)}
-                           for pc in prof.plugin_config]
+    out["plugins"] = {
+        key: _plugin_set_dict(prof.plugins.point(attr)) for attr, key in EXTENSION_POINTS
+    }
+    out["pluginConfig"] = [
+        {"name": pc.name, "args": _plain_copy(pc.args)} for pc in prof.plugin_config
+    ]
     return out
 
 
@@ -655,5 +718,6 @@ def to_dict(cfg: KubeSchedulerConfiguration) -> dict[str, Any]:
 
 
 def dump_yaml(cfg: KubeSchedulerConfiguration) -> str:
-    return yaml.safe_dump(to_dict(cfg), sort_keys=False, default_flow_style=False,
-                          allow_unicode=True)
+    return yaml.safe_dump(
+        to_dict(cfg), sort_keys=False, default_flow_style=False, allow_unicode=True
+    )

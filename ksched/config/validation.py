@@ -77,8 +77,9 @@ def _validate_connection_and_election(cfg: KubeSchedulerConfiguration) -> list[s
         ("retryPeriod", le.retry_period),
     ):
         if seconds <= 0:
-            errs.append(f"{p}.{key}: Invalid value: {format_duration(seconds)}: "
-                        "must be greater than zero")
+            errs.append(
+                f"{p}.{key}: Invalid value: {format_duration(seconds)}: must be greater than zero"
+            )
     if le.lease_duration <= le.renew_deadline:
         # Upstream prints renewDeadline as the bad value; showing both is clearer.
         errs.append(
@@ -124,8 +125,9 @@ def _validate_profile(
     errs: list[str] = []
     if not prof.scheduler_name:
         errs.append(_required(f"{path}.schedulerName"))
-    errs += _validate_percentage(f"{path}.percentageOfNodesToScore",
-                                 prof.percentage_of_nodes_to_score)
+    errs += _validate_percentage(
+        f"{path}.percentageOfNodesToScore", prof.percentage_of_nodes_to_score
+    )
     for attr, key in EXTENSION_POINTS:
         for j, p in enumerate(prof.plugins.point(attr).enabled):
             where = f"{path}.plugins.{key}.enabled[{j}]"
@@ -166,8 +168,13 @@ def _validate_common_queue_sort(profiles: list[Profile]) -> list[str]:
     canon = profiles[0].plugins.queue_sort
     name = canon.enabled[0].name if canon.enabled else ""
     if len(canon.enabled) > 1:
-        errs.append(_invalid("profiles[0].plugins.queueSort.enabled", len(canon.enabled),
-                             "only one queue sort plugin can be enabled"))
+        errs.append(
+            _invalid(
+                "profiles[0].plugins.queueSort.enabled",
+                len(canon.enabled),
+                "only one queue sort plugin can be enabled",
+            )
+        )
     args: dict[str, Any] | None = None
     for pc in profiles[0].plugin_config:
         if name and pc.name == name:
@@ -203,8 +210,10 @@ def _validate_extenders(cfg: KubeSchedulerConfiguration) -> list[str]:
         if ext.bind_verb:
             binders += 1
         if ext.http_timeout < 0:  # ksched
-            errs.append(f"{path}.httpTimeout: Invalid value: {format_duration(ext.http_timeout)}"
-                        ": must be greater than or equal to 0")
+            errs.append(
+                f"{path}.httpTimeout: Invalid value: {format_duration(ext.http_timeout)}"
+                ": must be greater than or equal to 0"
+            )
         for j, res in enumerate(ext.managed_resources):
             where = f"{path}.managedResources[{j}].name"
             msgs = _qualified_name_errors(res.name)
@@ -212,14 +221,15 @@ def _validate_extenders(cfg: KubeSchedulerConfiguration) -> list[str]:
             if not msgs and not _is_extended_resource_name(res.name):
                 errs.append(_invalid(where, res.name, "is an invalid extended resource name"))
             if res.name in managed:
-                errs.append(
-                    _invalid(where, res.name, "duplicate extender managed resource name")
-                )
+                errs.append(_invalid(where, res.name, "duplicate extender managed resource name"))
             managed.add(res.name)
     if binders > 1:
         errs.append(
-            _invalid("extenders", f"found {binders} extenders implementing bind",
-                     "only one extender can implement bind")
+            _invalid(
+                "extenders",
+                f"found {binders} extenders implementing bind",
+                "only one extender can implement bind",
+            )
         )
     return errs
 
@@ -235,8 +245,9 @@ def validate(
     """
     errs = _validate_connection_and_election(cfg)
     if cfg.parallelism <= 0:
-        errs.append(_invalid("parallelism", cfg.parallelism,
-                             "should be an integer value greater than zero"))
+        errs.append(
+            _invalid("parallelism", cfg.parallelism, "should be an integer value greater than zero")
+        )
     if not cfg.profiles:
         errs.append(_required("profiles"))
     else:
@@ -246,17 +257,25 @@ def validate(
             errs += _validate_profile(path, cfg.api_version, prof, known_plugins)
             if prof.scheduler_name in seen:
                 # Upstream shows the other profile's path; the name is what users grep for.
-                errs.append(
-                    f"{path}.schedulerName: Duplicate value: {_show(prof.scheduler_name)}"
-                )
+                errs.append(f"{path}.schedulerName: Duplicate value: {_show(prof.scheduler_name)}")
             seen[prof.scheduler_name] = i
         errs += _validate_common_queue_sort(cfg.profiles)
     errs += _validate_percentage("percentageOfNodesToScore", cfg.percentage_of_nodes_to_score)
     if cfg.pod_initial_backoff_seconds <= 0:
-        errs.append(_invalid("podInitialBackoffSeconds", cfg.pod_initial_backoff_seconds,
-                             "must be greater than 0"))
+        errs.append(
+            _invalid(
+                "podInitialBackoffSeconds",
+                cfg.pod_initial_backoff_seconds,
+                "must be greater than 0",
+            )
+        )
     if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
-        errs.append(_invalid("podMaxBackoffSeconds", cfg.pod_max_backoff_seconds,
-                             "must be greater than or equal to PodInitialBackoffSeconds"))
+        errs.append(
+            _invalid(
+                "podMaxBackoffSeconds",
+                cfg.pod_max_backoff_seconds,
+                "must be greater than or equal to PodInitialBackoffSeconds",
+            )
+        )
     errs += _validate_extenders(cfg)
     return errs

@@ -91,8 +91,14 @@ class _DaemonObserver:
         self.reporter.scheduled(pod, node, profile, attempts)
         self.outcomes.scheduled(pod, node, attempts)
         if klog.enabled(2):
-            log.info("Successfully bound pod to node", pod=pod.key, node=node, profile=profile,
-                     attempts=attempts, v=2)
+            log.info(
+                "Successfully bound pod to node",
+                pod=pod.key,
+                node=node,
+                profile=profile,
+                attempts=attempts,
+                v=2,
+            )
 
     def failed(
         self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
@@ -100,11 +106,22 @@ class _DaemonObserver:
         self.reporter.failed(pod, profile, reason, message, result)
         self.outcomes.failed(pod, reason, message, result)
         if reason == "SchedulerError":
-            log.error("Error scheduling pod; retrying", pod=pod.key, node=None, profile=profile,
-                      err=message)
+            log.error(
+                "Error scheduling pod; retrying",
+                pod=pod.key,
+                node=None,
+                profile=profile,
+                err=message,
+            )
         elif klog.enabled(2):
-            log.info("Unable to schedule pod; waiting", pod=pod.key, node=None, profile=profile,
-                     err=message, v=2)
+            log.info(
+                "Unable to schedule pod; waiting",
+                pod=pod.key,
+                node=None,
+                profile=profile,
+                err=message,
+                v=2,
+            )
 
 
 class _FencedClusterClient(APIClusterClient):
@@ -121,8 +138,9 @@ class _FencedClusterClient(APIClusterClient):
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         if not self.may_write():
-            raise BindError(f"binding {pod.key} to {node_name}: not the leader any more",
-                            retry=True)
+            raise BindError(
+                f"binding {pod.key} to {node_name}: not the leader any more", retry=True
+            )
         await super().bind(pod, node_name)
 
     async def delete_pod(self, pod: PodInfo) -> None:
@@ -210,7 +228,8 @@ class SchedulerDaemon:
         self._froze_gc = False
         self._cycle_started: float | None = None  # monotonic start of the running cycle
         self.leader_elect = (
-            config.leader_election.leader_elect if leader_elect is None else leader_elect)
+            config.leader_election.leader_elect if leader_elect is None else leader_elect
+        )
         self.identity = identity
         self.elector: LeaderElector | None = None
         self._leading = anyio.Event()
@@ -362,17 +381,30 @@ class SchedulerDaemon:
             le = cfg.leader_election
             lock_client = await lease_lock_client(client, le.renew_deadline)
             stack.push_async_callback(lock_client.close)
-            lock = LeaseLock(lock_client, resolve_lease_namespace(le.resource_namespace),
-                             le.resource_name, self.identity or new_identity())
+            lock = LeaseLock(
+                lock_client,
+                resolve_lease_namespace(le.resource_namespace),
+                le.resource_name,
+                self.identity or new_identity(),
+            )
             self.elector = LeaderElector(
-                lock, lease_duration=le.lease_duration, renew_deadline=le.renew_deadline,
-                retry_period=le.retry_period, name=le.resource_name, metrics=self.metrics,
-                event_component=profiles[0] if profiles else None)
+                lock,
+                lease_duration=le.lease_duration,
+                renew_deadline=le.renew_deadline,
+                retry_period=le.retry_period,
+                name=le.resource_name,
+                metrics=self.metrics,
+                event_component=profiles[0] if profiles else None,
+            )
         self.reporter = StatusReporter(client, controller=_controller(profiles))
         sched = Scheduler(
-            cfg, self.registry, cluster=_FencedClusterClient(client, lambda: self.leading),
-            observer=_DaemonObserver(self.reporter, self.outcomes), recorder=self.reporter,
-            seed=self.seed, explain=self.explain,
+            cfg,
+            self.registry,
+            cluster=_FencedClusterClient(client, lambda: self.leading),
+            observer=_DaemonObserver(self.reporter, self.outcomes),
+            recorder=self.reporter,
+            seed=self.seed,
+            explain=self.explain,
             max_in_flight_bindings=self.max_in_flight_bindings,
         )
         self._sched = sched
@@ -452,9 +484,12 @@ class SchedulerDaemon:
                     assert self._tg is not None
                     self._tg.start_soon(self.informers.run, name="informers")
             await self.informers.wait_synced()
-            log.info("informers synced, scheduling", profiles=sorted(sched.frameworks),
-                     nodes=sched.cache.node_count(),
-                     pending=sum(sched.queue.pending_counts().values()))
+            log.info(
+                "informers synced, scheduling",
+                profiles=sorted(sched.frameworks),
+                nodes=sched.cache.node_count(),
+                pending=sum(sched.queue.pending_counts().values()),
+            )
             if self.freeze_gc_after_sync:
                 _freeze_heap()
                 self._froze_gc = True
@@ -480,11 +515,14 @@ class SchedulerDaemon:
                     self._cycle_scope = self._cycle_started = None
                     n = sched.in_flight_bindings
                     if n:
-                        log.info("waiting for in-flight bindings", bindings=n,
-                                 timeout=self.shutdown_timeout)
+                        log.info(
+                            "waiting for in-flight bindings",
+                            bindings=n,
+                            timeout=self.shutdown_timeout,
+                        )
                     bindings.cancel_scope.deadline = min(
-                        bindings.cancel_scope.deadline,
-                        anyio.current_time() + self.shutdown_timeout)
+                        bindings.cancel_scope.deadline, anyio.current_time() + self.shutdown_timeout
+                    )
                 self._bindings_scope = None
                 sched._tg = None
                 aux.cancel_scope.cancel()

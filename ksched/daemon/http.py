@@ -58,9 +58,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        msg = {404: f"not found: {request.path}",
-               405: f"method {request.method} not allowed on {request.path}"}.get(
-            e.status, e.reason)
+        msg = {
+            404: f"not found: {request.path}",
+            405: f"method {request.method} not allowed on {request.path}",
+        }.get(e.status, e.reason)
         return _error(e.status, msg)
     except Exception as e:
         log.error("debug endpoint failed", path=request.path, error=f"{type(e).__name__}: {e}")
@@ -97,8 +98,9 @@ class DebugServer:
         return app
 
     async def start(self) -> None:
-        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
-                               shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            self.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:
@@ -136,8 +138,9 @@ class DebugServer:
                 lines.append(f"[-]{c} failed: {why}")
         failed = [c for c in failed if c not in exclude]
         lines.append(f"{name} check {'failed' if failed else 'passed'}")
-        return web.Response(text="\n".join(lines) + "\n", status=503 if failed else 200,
-                            content_type="text/plain")
+        return web.Response(
+            text="\n".join(lines) + "\n", status=503 if failed else 200, content_type="text/plain"
+        )
 
     async def _ping(self, request: web.Request) -> web.Response:
         return web.Response(text="ok", content_type="text/plain")
@@ -201,8 +204,9 @@ class DebugServer:
         qpi = find_pending(sched, key)
         recorded = sched.explanations.get(key)
         if qpi is None and last is None and recorded is None:
-            return _error(404, f"pod {key} is neither pending in the scheduling queue nor "
-                               "recently attempted")
+            return _error(
+                404, f"pod {key} is neither pending in the scheduling queue nor recently attempted"
+            )
         out: dict[str, Any] = {"pod": key, "lastAttempt": last}
         if recorded is not None:
             out["recorded"] = recorded

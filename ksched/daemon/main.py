@@ -93,9 +93,12 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
             except OSError as e:  # e.g. the port is taken
                 log.error("ksched failed to start", error=str(e))
                 return EXIT_FAILURE
-            log.info("ksched started", url=daemon.url,
-                     profiles=[p.scheduler_name for p in config.profiles],
-                     leader_elect=daemon.leader_elect)
+            log.info(
+                "ksched started",
+                url=daemon.url,
+                profiles=[p.scheduler_name for p in config.profiles],
+                leader_elect=daemon.leader_elect,
+            )
             lost = False
             try:
                 async with anyio.create_task_group() as tg:

@@ -93,15 +93,18 @@ class SdNotifier:
         self.sent = 0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, pid: int | None = None
-                 ) -> SdNotifier:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, pid: int | None = None
+    ) -> SdNotifier:
         """From ``$NOTIFY_SOCKET``, ``$WATCHDOG_USEC`` and ``$WATCHDOG_PID``."""
         env = os.environ if environ is None else environ
         raw = env.get("NOTIFY_SOCKET")
         address = parse_notify_socket(raw)
         if raw and address is None:
-            log.warning("NOTIFY_SOCKET is not a path or an abstract socket name; not notifying",
-                        notify_socket=raw)
+            log.warning(
+                "NOTIFY_SOCKET is not a path or an abstract socket name; not notifying",
+                notify_socket=raw,
+            )
         watchdog = parse_watchdog_usec(env.get("WATCHDOG_USEC"), env.get("WATCHDOG_PID"), pid)
         return cls(address, watchdog=watchdog if address is not None else None)
 
@@ -165,8 +168,10 @@ class SdNotifier:
                 if skipped:
                     log.info("scheduling loop healthy again: watchdog pings resumed")
             elif not skipped:
-                log.warning("scheduling loop unhealthy: withholding watchdog pings",
-                            watchdog_seconds=interval)
+                log.warning(
+                    "scheduling loop unhealthy: withholding watchdog pings",
+                    watchdog_seconds=interval,
+                )
             skipped = not ok
             await anyio.sleep(interval / 2)
 

@@ -157,10 +157,12 @@ def ssl_context_for(cfg: Extender) -> ssl.SSLContext | None:
     if insecure and has_ca:
         raise ExtenderConfigError(
             f"extender {cfg.url_prefix}: specifying a root certificates file with the insecure "
-            "flag is not allowed")
+            "flag is not allowed"
+        )
     if has_cert != has_key:
         raise ExtenderConfigError(
-            f"extender {cfg.url_prefix}: tlsConfig needs both a client certificate and its key")
+            f"extender {cfg.url_prefix}: tlsConfig needs both a client certificate and its key"
+        )
     ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     try:
         if t is not None and has_ca:
@@ -178,8 +180,9 @@ def ssl_context_for(cfg: Extender) -> ssl.SSLContext | None:
     return ctx
 
 
-def _load_cert_chain(ctx: ssl.SSLContext, cert_data: bytes, cert_file: str, key_data: bytes,
-                     key_file: str) -> None:
+def _load_cert_chain(
+    ctx: ssl.SSLContext, cert_data: bytes, cert_file: str, key_data: bytes, key_file: str
+) -> None:
     # The ssl module loads client certificates from files only; PEM data goes through a
     # private temporary directory that is removed right after.
     if not cert_data and not key_data:
@@ -211,8 +214,13 @@ RequestObserver = Callable[[str, str, str, float], None]
 class HTTPExtender:
     """One configured extender (upstream ``HTTPExtender``), over a lazily opened aiohttp session."""
 
-    def __init__(self, cfg: Extender, *, nodes: NodeEncoder | None = None,
-                 observe: RequestObserver | None = None) -> None:
+    def __init__(
+        self,
+        cfg: Extender,
+        *,
+        nodes: NodeEncoder | None = None,
+        observe: RequestObserver | None = None,
+    ) -> None:
         self.url_prefix = cfg.url_prefix
         self.filter_verb = cfg.filter_verb
         self.prioritize_verb = cfg.prioritize_verb
@@ -294,8 +302,9 @@ class HTTPExtender:
             try:
                 out = msgspec.json.decode(data)
             except msgspec.DecodeError as e:
-                raise ExtenderError(f"decoding the {verb} answer of extender at URL {url}: "
-                                    f"{e}") from None
+                raise ExtenderError(
+                    f"decoding the {verb} answer of extender at URL {url}: {e}"
+                ) from None
             result = "success"
             return out
         finally:
@@ -314,11 +323,14 @@ class HTTPExtender:
             async with session.post(url, data=body, **kw) as resp:
                 if resp.status != 200:
                     raise ExtenderError(
-                        f"failed {verb} with extender at URL {url}, code {resp.status}")
+                        f"failed {verb} with extender at URL {url}, code {resp.status}"
+                    )
                 return await resp.read()
         except TimeoutError:
-            raise ExtenderError(f'Post "{url}": context deadline exceeded (Client.Timeout '
-                                "exceeded while awaiting headers)") from None
+            raise ExtenderError(
+                f'Post "{url}": context deadline exceeded (Client.Timeout '
+                "exceeded while awaiting headers)"
+            ) from None
         except aiohttp.ClientError as e:
             raise ExtenderError(f'Post "{url}": {e or type(e).__name__}') from None
 
@@ -328,7 +340,8 @@ class HTTPExtender:
             return wire.encode_args_raw(pod_json(pod), None, names)
         enc = self.nodes.encode
         return wire.encode_args_raw(
-            pod_json(pod), [enc(ni.node) for ni in nodes if ni.node is not None], None)
+            pod_json(pod), [enc(ni.node) for ni in nodes if ni.node is not None], None
+        )
 
     # -- verbs ---------------------------------------------------------------------------------
 
@@ -354,8 +367,10 @@ class HTTPExtender:
         for name in kept:
             ni = by_name.get(name)
             if ni is None:
-                raise ExtenderError(f"extender {self.url_prefix!r} claims a filtered node "
-                                    f"{name!r} which is not found in the input node list")
+                raise ExtenderError(
+                    f"extender {self.url_prefix!r} claims a filtered node "
+                    f"{name!r} which is not found in the input node list"
+                )
             out.append(ni)
         return FilterResult(out, res.failed_nodes or {}, res.failed_and_unresolvable_nodes or {})
 
@@ -368,7 +383,8 @@ class HTTPExtender:
             return wire.decode_host_priority_list(raw)
         except wire.WireError as e:
             raise ExtenderError(
-                f"extender {self.url_prefix}: {self.prioritize_verb}: {e}") from None
+                f"extender {self.url_prefix}: {self.prioritize_verb}: {e}"
+            ) from None
 
     async def bind(self, pod: PodInfo, node: str) -> None:
         """``Bind``: the extender posts the Binding; its non-empty Error is a failure."""
@@ -384,7 +400,10 @@ class HTTPExtender:
             raise ExtenderError(res.error)
 
     async def process_preemption(
-        self, pod: PodInfo, node_to_victims: Mapping[str, PreemptionVictims], snapshot: Snapshot,
+        self,
+        pod: PodInfo,
+        node_to_victims: Mapping[str, PreemptionVictims],
+        snapshot: Snapshot,
     ) -> dict[str, PreemptionVictims]:
         """``ProcessPreemption``: the candidates (and victims) the extender agrees with.
 
@@ -392,18 +411,29 @@ class HTTPExtender:
         always names victims by UID, resolved against the pods on that node in ``snapshot``.
         """
         if not self.preempt_verb:
-            raise ExtenderError(f"preempt verb is not defined for extender {self.url_prefix} "
-                                "but run into ProcessPreemption")
+            raise ExtenderError(
+                f"preempt verb is not defined for extender {self.url_prefix} "
+                "but run into ProcessPreemption"
+            )
         pod_obj = msgspec.json.decode(pod_json(pod))
         if self.node_cache_capable:
-            args = wire.ExtenderPreemptionArgs(pod=pod_obj, node_name_to_meta_victims={
-                n: wire.MetaVictims([wire.MetaPod(p.uid) for p in v.pods], v.num_pdb_violations)
-                for n, v in node_to_victims.items()})
+            args = wire.ExtenderPreemptionArgs(
+                pod=pod_obj,
+                node_name_to_meta_victims={
+                    n: wire.MetaVictims([wire.MetaPod(p.uid) for p in v.pods], v.num_pdb_violations)
+                    for n, v in node_to_victims.items()
+                },
+            )
         else:
-            args = wire.ExtenderPreemptionArgs(pod=pod_obj, node_name_to_victims={
-                n: wire.Victims([msgspec.json.decode(pod_json(p)) for p in v.pods],
-                                v.num_pdb_violations)
-                for n, v in node_to_victims.items()})
+            args = wire.ExtenderPreemptionArgs(
+                pod=pod_obj,
+                node_name_to_victims={
+                    n: wire.Victims(
+                        [msgspec.json.decode(pod_json(p)) for p in v.pods], v.num_pdb_violations
+                    )
+                    for n, v in node_to_victims.items()
+                },
+            )
         raw = await self.send(self.preempt_verb, wire.encode(args))
         try:
             res = wire.decode_preemption_result(raw)
@@ -421,7 +451,8 @@ class HTTPExtender:
                 if found is None:
                     raise ExtenderError(
                         f"extender: {self.url_prefix} claims to preempt pod (UID: {uid}) on "
-                        f"node: {node}, but the pod is not found on that node")
+                        f"node: {node}, but the pod is not found on that node"
+                    )
                 victims.pods.append(found)
             out[node] = victims
         return out
@@ -444,11 +475,14 @@ class ExtenderMetrics:
             "ksched_extender_requests",
             "Extender HTTP calls by extender, verb and result (success, error, or ignored: "
             "an ignorable extender's error that scheduling skipped).",
-            ["extender", "verb", "result"], registry=None,
+            ["extender", "verb", "result"],
+            registry=None,
         )
         self.duration = Histogram(
-            "ksched_extender_request_duration_seconds", "Extender HTTP call latency in seconds.",
-            ["extender", "verb"], registry=None,
+            "ksched_extender_request_duration_seconds",
+            "Extender HTTP call latency in seconds.",
+            ["extender", "verb"],
+            registry=None,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
         )
         self._registries: list[CollectorRegistry] = []
@@ -474,11 +508,17 @@ class ExtenderMetrics:
 class ExtenderSet:
     """The configured extenders, as the scheduling and binding cycles use them."""
 
-    def __init__(self, extenders: Sequence[HTTPExtender], *, nodes: NodeEncoder | None = None,
-                 metrics: ExtenderMetrics | None = None) -> None:
+    def __init__(
+        self,
+        extenders: Sequence[HTTPExtender],
+        *,
+        nodes: NodeEncoder | None = None,
+        metrics: ExtenderMetrics | None = None,
+    ) -> None:
         # Ignorable extenders go last (upstream buildExtenders).
         self.extenders = [e for e in extenders if not e.ignorable] + [
-            e for e in extenders if e.ignorable]
+            e for e in extenders if e.ignorable
+        ]
         self.nodes = nodes if nodes is not None else NodeEncoder()
         self.metrics = metrics if metrics is not None else ExtenderMetrics()
         for e in self.extenders:
@@ -523,12 +563,20 @@ class ExtenderSet:
             cache.clear()
 
     def _skip(self, e: HTTPExtender, verb: str, pod: PodInfo, err: Exception) -> None:
-        log.warning("skipping extender as it returned error and has ignorable flag set",
-                    extender=e.name, verb=verb, pod=pod.key, error=str(err))
+        log.warning(
+            "skipping extender as it returned error and has ignorable flag set",
+            extender=e.name,
+            verb=verb,
+            pod=pod.key,
+            error=str(err),
+        )
         self.metrics.ignored(e.name, verb)
 
     async def filter(
-        self, pod: PodInfo, snap: Snapshot, rows: np.ndarray[Any, np.dtype[np.intp]],
+        self,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: np.ndarray[Any, np.dtype[np.intp]],
         diagnosis: Diagnosis,
     ) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Status]:
         """``findNodesThatPassExtenders`` over snapshot rows; failures go into ``diagnosis``."""
@@ -560,7 +608,10 @@ class ExtenderSet:
         return out, SUCCESS
 
     async def prioritize(
-        self, pod: PodInfo, snap: Snapshot, rows: np.ndarray[Any, np.dtype[np.intp]],
+        self,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: np.ndarray[Any, np.dtype[np.intp]],
     ) -> np.ndarray[Any, np.dtype[np.int64]] | None:
         """The extenders' weighted scores per row (``score * weight * 10``), None if none ran."""
         exts = [e for e in self.extenders if e.is_prioritizer and e.is_interested(pod)]
@@ -576,8 +627,12 @@ class ExtenderSet:
                 scores = await e.prioritize(pod, nodes)
             except ExtenderError as err:
                 # Upstream ignores prioritize failures of any extender: others still score.
-                log.info("extender prioritize failed; no score given by this extender",
-                         extender=e.name, pod=pod.key, error=str(err))
+                log.info(
+                    "extender prioritize failed; no score given by this extender",
+                    extender=e.name,
+                    pod=pod.key,
+                    error=str(err),
+                )
                 self.metrics.ignored(e.name, e.prioritize_verb)
                 return
             for hp in scores:
@@ -616,7 +671,10 @@ class ExtenderSet:
         return None
 
     async def process_preemption(
-        self, pod: PodInfo, victims: Mapping[str, PreemptionVictims], snapshot: Snapshot,
+        self,
+        pod: PodInfo,
+        victims: Mapping[str, PreemptionVictims],
+        snapshot: Snapshot,
     ) -> tuple[dict[str, PreemptionVictims], Status]:
         """``callExtenders`` of preemption: each interested preempting extender narrows the
         candidate nodes in turn; an Error status when a non-ignorable one fails."""
@@ -638,8 +696,9 @@ class ExtenderSet:
                     if e.ignorable:
                         del got[node]
                         continue
-                    return {}, Status(Code.ERROR,
-                                      f'expected at least one victim pod on node "{node}"')
+                    return {}, Status(
+                        Code.ERROR, f'expected at least one victim pod on node "{node}"'
+                    )
             current = got
         return current, SUCCESS
 
@@ -652,8 +711,9 @@ def apply_ignored_resources(config: KubeSchedulerConfiguration) -> list[str]:
     """Managed resources marked ``ignoredByScheduler`` become NodeResourcesFit's
     ``ignoredResources`` in every profile (upstream ``buildExtenders``: they replace the
     configured list). Returns the names."""
-    names = [r.name for e in config.extenders for r in e.managed_resources
-             if r.ignored_by_scheduler]
+    names = [
+        r.name for e in config.extenders for r in e.managed_resources if r.ignored_by_scheduler
+    ]
     if names:
         for prof in config.profiles:
             for pc in prof.plugin_config:

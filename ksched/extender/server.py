@@ -146,12 +146,14 @@ class ExtenderServer:
         self.snapshot = Snapshot()
         self.cluster: ClusterClient = cluster if cluster is not None else NullCluster()
         self.can_bind = cluster is not None
-        self.frameworks = build_frameworks(config, registry, cluster=self.cluster,
-                                           snapshot=self.snapshot)
+        self.frameworks = build_frameworks(
+            config, registry, cluster=self.cluster, snapshot=self.snapshot
+        )
         name = profile or config.profiles[0].scheduler_name
         if name not in self.frameworks:
-            raise ValueError(f"unknown profile {name!r}; the config has: "
-                             + ", ".join(sorted(self.frameworks)))
+            raise ValueError(
+                f"unknown profile {name!r}; the config has: " + ", ".join(sorted(self.frameworks))
+            )
         self.profile = name
         self.fw = self.frameworks[name]
         # Stateful (informer-fed) cache, or None: each request brings its nodes.
@@ -161,12 +163,18 @@ class ExtenderServer:
         self.max_body_bytes = max_body_bytes
         self.metrics = CollectorRegistry()
         self.requests = Counter(
-            "ksched_extender_server_requests", "Extender requests served, by verb and HTTP code.",
-            ["verb", "code"], registry=self.metrics)
+            "ksched_extender_server_requests",
+            "Extender requests served, by verb and HTTP code.",
+            ["verb", "code"],
+            registry=self.metrics,
+        )
         self.duration = Histogram(
             "ksched_extender_server_request_duration_seconds",
-            "Extender request latency in seconds, by verb.", ["verb"], registry=self.metrics,
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+            "Extender request latency in seconds, by verb.",
+            ["verb"],
+            registry=self.metrics,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+        )
 
     # -- request → snapshot ---------------------------------------------------------------------
 
@@ -183,8 +191,10 @@ class ExtenderServer:
         if self.cache is None:
             if args.nodes is None:
                 if args.node_names is not None:
-                    raise CallFailed("NodeNames-only (nodeCacheCapable) requests need the "
-                                     "extender to run with --kubeconfig")
+                    raise CallFailed(
+                        "NodeNames-only (nodeCacheCapable) requests need the "
+                        "extender to run with --kubeconfig"
+                    )
                 raise BadRequest("Nodes: required")
             cache = Cache(assumed_ttl=0)
             for i, raw in enumerate(args.nodes):
@@ -226,12 +236,16 @@ class ExtenderServer:
         def result() -> wire.ExtenderFilterResult:
             keep = [i for i, n in enumerate(req.names) if n in passed]
             if req.raw is not None:
-                return wire.ExtenderFilterResult(nodes=[req.raw[i] for i in keep],
-                                                 failed_nodes=failed,
-                                                 failed_and_unresolvable_nodes=unresolvable)
-            return wire.ExtenderFilterResult(node_names=[req.names[i] for i in keep],
-                                             failed_nodes=failed,
-                                             failed_and_unresolvable_nodes=unresolvable)
+                return wire.ExtenderFilterResult(
+                    nodes=[req.raw[i] for i in keep],
+                    failed_nodes=failed,
+                    failed_and_unresolvable_nodes=unresolvable,
+                )
+            return wire.ExtenderFilterResult(
+                node_names=[req.names[i] for i in keep],
+                failed_nodes=failed,
+                failed_and_unresolvable_nodes=unresolvable,
+            )
 
         if pod.error is not None:
             for n in req.names:
@@ -252,8 +266,9 @@ class ExtenderServer:
                 failed[name] = "node not found in the extender's cache"
             elif allowed is not None and name not in allowed:
                 plugins = state.get("__prefilter_narrowed__") or []
-                unresolvable[name] = ("node(s) didn't satisfy plugin(s) "
-                                      f"[{' '.join(sorted(plugins))}]")
+                unresolvable[name] = (
+                    f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+                )
             else:
                 candidates.append(row)
         rows = np.array(sorted(set(candidates)), dtype=np.intp)
@@ -296,14 +311,19 @@ class ExtenderServer:
             res, st = fw.run_score(state, pod, snap, rows)
             if res is None:
                 raise CallFailed(st.message())
-            wsum = sum(fw.weights.get(p.name, 1) for p in fw.score_plugins
-                       if p.name not in state.skip_score_plugins)
+            wsum = sum(
+                fw.weights.get(p.name, 1)
+                for p in fw.score_plugins
+                if p.name not in state.skip_score_plugins
+            )
             den = 2 * MAX_NODE_SCORE * wsum
             for r, total in zip(known, res.totals.tolist(), strict=True):
                 # round(total / wsum / 100 * 10), in integers
                 scores[r] = (2 * MAX_EXTENDER_PRIORITY * total + den // 2) // den if den else 0
-        return [wire.HostPriority(n, scores.get(r, 0) if r is not None else 0)
-                for n, r in zip(req.names, req.rows, strict=True)]
+        return [
+            wire.HostPriority(n, scores.get(r, 0) if r is not None else 0)
+            for n, r in zip(req.names, req.rows, strict=True)
+        ]
 
     def preempt(self, args: wire.ExtenderPreemptionArgs) -> wire.ExtenderPreemptionResult:
         pod = self._pod(args.pod)
@@ -321,12 +341,18 @@ class ExtenderServer:
                 raise NotReady("the extender's informer caches are not synced yet")
             self.cache.update_snapshot(self.snapshot)
             keep = self._check_victims(pod, wanted)
-        return wire.ExtenderPreemptionResult({
-            node: wire.MetaVictims([wire.MetaPod(u) for u in uids], npdb)
-            for node, (uids, npdb) in keep.items()})
+        return wire.ExtenderPreemptionResult(
+            {
+                node: wire.MetaVictims([wire.MetaPod(u) for u in uids], npdb)
+                for node, (uids, npdb) in keep.items()
+            }
+        )
 
-    def _check_victims(self, pod: PodInfo, wanted: dict[str, tuple[list[str], int]],
-                       ) -> dict[str, tuple[list[str], int]]:
+    def _check_victims(
+        self,
+        pod: PodInfo,
+        wanted: dict[str, tuple[list[str], int]],
+    ) -> dict[str, tuple[list[str], int]]:
         """The candidates on which the pod passes Filter once their victims are gone."""
         fw, snap = self.fw, self.snapshot
         state = CycleState()
@@ -356,7 +382,8 @@ class ExtenderServer:
         if not self.can_bind:
             return wire.ExtenderBindingResult(
                 "this ksched extender has no API server to bind through (start it with "
-                "--kubeconfig)")
+                "--kubeconfig)"
+            )
         meta = ObjectMeta(name=args.pod_name, namespace=args.pod_namespace, uid=args.pod_uid)
         try:
             await self.cluster.bind(PodInfo(Pod(metadata=meta)), args.node)
@@ -365,8 +392,9 @@ class ExtenderServer:
         return wire.ExtenderBindingResult("")
 
 
-def _fits_without(fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo,
-                  uids: Sequence[str]) -> Status | None:
+def _fits_without(
+    fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo, uids: Sequence[str]
+) -> Status | None:
     """Filter on ``ni`` with the victims removed (None: a victim is not on that node)."""
     for uid in uids:
         victim = next((p for p in ni.pods if p.uid == uid), None)
@@ -395,14 +423,16 @@ def _uid(raw: wire.JSONObject) -> str:
 
 
 def _error(status: int, message: str) -> web.Response:
-    return web.Response(status=status, body=wire.encode(wire.ExtenderBindingResult(message)),
-                        content_type=_JSON)
+    return web.Response(
+        status=status, body=wire.encode(wire.ExtenderBindingResult(message)), content_type=_JSON
+    )
 
 
 async def _read_body(request: web.Request, limit: int) -> bytes:
     if request.content_length is not None and request.content_length > limit:
-        raise BadRequest(f"request body of {request.content_length} bytes is over the limit "
-                         f"of {limit} bytes")
+        raise BadRequest(
+            f"request body of {request.content_length} bytes is over the limit of {limit} bytes"
+        )
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.content.iter_chunked(1 << 16):
@@ -430,8 +460,9 @@ def make_app(server: ExtenderServer) -> web.Application:
 
         return handle
 
-    async def _answer(request: web.Request, verb: str, decoder: Callable[[Any], Any],
-                      call: Handler) -> web.Response:
+    async def _answer(
+        request: web.Request, verb: str, decoder: Callable[[Any], Any], call: Handler
+    ) -> web.Response:
         try:
             body = await _read_body(request, server.max_body_bytes)
             try:
@@ -445,8 +476,11 @@ def make_app(server: ExtenderServer) -> web.Application:
             return _error(503, str(e))
         except CallFailed as e:
             if verb in ("filter", "bind"):
-                err: Any = (wire.ExtenderFilterResult(error=str(e)) if verb == "filter"
-                            else wire.ExtenderBindingResult(str(e)))
+                err: Any = (
+                    wire.ExtenderFilterResult(error=str(e))
+                    if verb == "filter"
+                    else wire.ExtenderBindingResult(str(e))
+                )
                 return web.Response(body=wire.encode(err), content_type=_JSON)
             return _error(500, str(e))
         except InvalidObjectError as e:
@@ -469,8 +503,9 @@ def make_app(server: ExtenderServer) -> web.Application:
         return await server.bind(a)
 
     app.router.add_post("/filter", endpoint("filter", wire.decode_extender_args, do_filter))
-    app.router.add_post("/prioritize",
-                        endpoint("prioritize", wire.decode_extender_args, do_prioritize))
+    app.router.add_post(
+        "/prioritize", endpoint("prioritize", wire.decode_extender_args, do_prioritize)
+    )
     app.router.add_post("/preempt", endpoint("preempt", wire.decode_preemption_args, do_preempt))
     app.router.add_post("/bind", endpoint("bind", wire.decode_binding_args, do_bind))
     _add_health_routes(app, server)
@@ -495,8 +530,10 @@ def _add_health_routes(app: web.Application, server: ExtenderServer) -> None:
         return web.Response(status=503, text="informer caches not synced")
 
     async def metrics(request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(server.metrics),
-                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+        return web.Response(
+            body=generate_latest(server.metrics),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
@@ -513,9 +550,14 @@ def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl
     return ctx
 
 
-async def start(server: ExtenderServer, host: str = "127.0.0.1", port: int = 0,
-                ssl_context: ssl.SSLContext | None = None, *, health_only: bool = False,
-                ) -> tuple[web.AppRunner, int]:
+async def start(
+    server: ExtenderServer,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ssl_context: ssl.SSLContext | None = None,
+    *,
+    health_only: bool = False,
+) -> tuple[web.AppRunner, int]:
     """Serve ``server`` in the running loop; the runner (``await runner.cleanup()`` to stop)
     and the bound port."""
     app = make_health_app(server) if health_only else make_app(server)
@@ -551,19 +593,26 @@ async def serve(
         runners.append(runner)
         if health_port is not None:
             runners.append((await start(server, host, health_port, health_only=True))[0])
-        log.info("ksched extender serving", profile=server.profile, port=bound,
-                 stateful=server.cache is not None, tls=ssl_context is not None)
+        log.info(
+            "ksched extender serving",
+            profile=server.profile,
+            port=bound,
+            stateful=server.cache is not None,
+            tls=ssl_context is not None,
+        )
         return bound
 
     try:
         if kubeconfig is None:
-            server = ExtenderServer(config, registry, profile=profile,
-                                    max_body_bytes=max_body_bytes)
+            server = ExtenderServer(
+                config, registry, profile=profile, max_body_bytes=max_body_bytes
+            )
             task_status.started(await listen(server))
             await anyio.sleep_forever()
         else:
-            await _serve_stateful(config, registry, profile, kubeconfig, max_body_bytes, listen,
-                                  task_status)
+            await _serve_stateful(
+                config, registry, profile, kubeconfig, max_body_bytes, listen, task_status
+            )
     finally:
         with anyio.CancelScope(shield=True):
             for r in runners:
@@ -571,8 +620,13 @@ async def serve(
 
 
 async def _serve_stateful(
-    config: Any, registry: Registry, profile: str | None, kubeconfig: str, max_body_bytes: int,
-    listen: Callable[[ExtenderServer], Awaitable[int]], task_status: anyio.abc.TaskStatus[int],
+    config: Any,
+    registry: Registry,
+    profile: str | None,
+    kubeconfig: str,
+    max_body_bytes: int,
+    listen: Callable[[ExtenderServer], Awaitable[int]],
+    task_status: anyio.abc.TaskStatus[int],
 ) -> None:
     from ..cluster.binder import APIClusterClient
     from ..cluster.client import APIClient
@@ -580,8 +634,14 @@ async def _serve_stateful(
 
     cc = config.client_connection
     async with await APIClient.from_kubeconfig(kubeconfig, qps=cc.qps, burst=cc.burst) as api:
-        server = ExtenderServer(config, registry, profile=profile, cluster=APIClusterClient(api),
-                                stateful=True, max_body_bytes=max_body_bytes)
+        server = ExtenderServer(
+            config,
+            registry,
+            profile=profile,
+            cluster=APIClusterClient(api),
+            stateful=True,
+            max_body_bytes=max_body_bytes,
+        )
         assert server.feeder is not None
         informers = connect_scheduler(server.feeder, api)
         async with anyio.create_task_group() as tg:

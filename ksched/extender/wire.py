@@ -357,8 +357,11 @@ def decode_filter_result(v: Any) -> ExtenderFilterResult:
         node_names=_list(f.get("NodeNames"), f"{s}.NodeNames", "[]string", _str),
         failed_nodes=_map(f.get("FailedNodes"), f"{s}.FailedNodes", "v1.FailedNodesMap", _str),
         failed_and_unresolvable_nodes=_map(
-            f.get("FailedAndUnresolvableNodes"), f"{s}.FailedAndUnresolvableNodes",
-            "v1.FailedNodesMap", _str),
+            f.get("FailedAndUnresolvableNodes"),
+            f"{s}.FailedAndUnresolvableNodes",
+            "v1.FailedNodesMap",
+            _str,
+        ),
         error=_str(f.get("Error"), f"{s}.Error"),
     )
 
@@ -367,16 +370,18 @@ def _host_priority(v: Any, field: str) -> HostPriority:
     if v is None:
         return HostPriority()
     f = _fields(v, "HostPriority", ("Host", "Score"), "HostPriority")
-    return HostPriority(_str(f.get("Host"), "HostPriority.Host"),
-                        _int64(f.get("Score"), "HostPriority.Score"))
+    return HostPriority(
+        _str(f.get("Host"), "HostPriority.Host"), _int64(f.get("Score"), "HostPriority.Score")
+    )
 
 
 def decode_host_priority_list(v: Any) -> list[HostPriority]:
     if v is None:
         return []
     if not isinstance(v, list):
-        raise WireError(f"json: cannot unmarshal {_jtype(v)} into Go value of type "
-                        "v1.HostPriorityList")
+        raise WireError(
+            f"json: cannot unmarshal {_jtype(v)} into Go value of type v1.HostPriorityList"
+        )
     return [_host_priority(x, "HostPriority") for x in v]
 
 
@@ -432,11 +437,18 @@ def decode_preemption_args(v: Any) -> ExtenderPreemptionArgs:
     f = _top(v, s, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"))
     return ExtenderPreemptionArgs(
         pod=_object(f.get("Pod"), f"{s}.Pod", "v1.Pod"),
-        node_name_to_victims=_map(f.get("NodeNameToVictims"), f"{s}.NodeNameToVictims",
-                                  "map[string]*v1.Victims", _victims_of),
-        node_name_to_meta_victims=_map(f.get("NodeNameToMetaVictims"),
-                                       f"{s}.NodeNameToMetaVictims",
-                                       "map[string]*v1.MetaVictims", _meta_victims_of),
+        node_name_to_victims=_map(
+            f.get("NodeNameToVictims"),
+            f"{s}.NodeNameToVictims",
+            "map[string]*v1.Victims",
+            _victims_of,
+        ),
+        node_name_to_meta_victims=_map(
+            f.get("NodeNameToMetaVictims"),
+            f"{s}.NodeNameToMetaVictims",
+            "map[string]*v1.MetaVictims",
+            _meta_victims_of,
+        ),
     )
 
 
@@ -444,6 +456,10 @@ def decode_preemption_result(v: Any) -> ExtenderPreemptionResult:
     s = "ExtenderPreemptionResult"
     f = _top(v, s, ("NodeNameToMetaVictims",))
     return ExtenderPreemptionResult(
-        _map(f.get("NodeNameToMetaVictims"), f"{s}.NodeNameToMetaVictims",
-             "map[string]*v1.MetaVictims", _meta_victims_of)
+        _map(
+            f.get("NodeNameToMetaVictims"),
+            f"{s}.NodeNameToMetaVictims",
+            "map[string]*v1.MetaVictims",
+            _meta_victims_of,
+        )
     )

@@ -79,7 +79,9 @@ def _spec_from_target(name: str, target: Any, distribution: str) -> PluginSpec:
         return PluginSpec(name, factory, cls, distribution, extension_points_of(cls))
     if callable(target):
         return PluginSpec(name, target, None, distribution, [])
-    raise PluginLoadError(f"entry point {name} ({distribution}): {target!r} is neither a class nor a factory")
+    raise PluginLoadError(
+        f"entry point {name} ({distribution}): {target!r} is neither a class nor a factory"
+    )
 
 
 class Registry:
@@ -89,7 +91,8 @@ class Registry:
     def register(self, name: str, target: Any, distribution: str = "ksched") -> None:
         if name in self._specs:
             raise PluginLoadError(
-                f"plugin {name!r} from {distribution} is already registered by {self._specs[name].distribution}"
+                f"plugin {name!r} from {distribution} is already registered by "
+                f"{self._specs[name].distribution}"
             )
         self._specs[name] = _spec_from_target(name, target, distribution)
 

@@ -10,6 +10,7 @@ UnschedulableAndUnresolvable instead), and nothing a plugin does stops the sched
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -71,7 +72,9 @@ def _status(result: Status | None, plugin: str) -> Status:
 def _from_exception(e: BaseException, plugin: str, point: str) -> Status:
     if isinstance(e, InvalidObjectError):
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(e), plugin=plugin)
-    st = Status(Code.ERROR, f'running {point} plugin "{plugin}": {type(e).__name__}: {e}', plugin=plugin)
+    st = Status(
+        Code.ERROR, f'running {point} plugin "{plugin}": {type(e).__name__}: {e}', plugin=plugin
+    )
     st.cause = e
     return st
 
@@ -154,12 +157,12 @@ class Framework:
             except (PluginArgsError, FrameworkError) as e:
                 raise FrameworkError(f'profile "{self.profile_name}": {e}') from None
             except (TypeError, ValueError) as e:
-                raise FrameworkError(f'profile "{self.profile_name}": plugin {name}: args: {e}') from None
+                raise FrameworkError(
+                    f'profile "{self.profile_name}": plugin {name}: args: {e}'
+                ) from None
             if not getattr(inst, "name", None):
-                try:
+                with contextlib.suppress(AttributeError):
                     inst.name = name
-                except AttributeError:
-                    pass
             self.plugins[name] = inst
 
         # 2. per-point lists from the explicit extension points.
@@ -170,11 +173,13 @@ class Framework:
                 inst = self.plugins[ref.name]
                 if point not in extension_points_of(inst):
                     raise FrameworkError(
-                        f'profile "{self.profile_name}": plugin "{ref.name}" does not extend {point} plugin'
+                        f'profile "{self.profile_name}": plugin "{ref.name}" '
+                        f"does not extend {point} plugin"
                     )
                 if inst in lst:
                     raise FrameworkError(
-                        f'profile "{self.profile_name}": plugin "{ref.name}" already registered as "{point}"'
+                        f'profile "{self.profile_name}": plugin "{ref.name}" '
+                        f'already registered as "{point}"'
                     )
                 lst.append(inst)
             self._lists[point] = lst
@@ -191,16 +196,20 @@ class Framework:
             w = ref.weight or 1
             self.weights[ref.name] = w
             if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
-                raise FrameworkError(f'profile "{self.profile_name}": total score of Score plugins could overflow')
+                raise FrameworkError(
+                    f'profile "{self.profile_name}": total score of Score plugins could overflow'
+                )
             total += w * MAX_NODE_SCORE
 
         if len(self._lists["queueSort"]) != 1:
             raise FrameworkError(
                 f'profile "{self.profile_name}": exactly one queue sort plugin must be enabled, '
-                f'found {len(self._lists["queueSort"])}'
+                f"found {len(self._lists['queueSort'])}"
             )
         if not self._lists["bind"]:
-            raise FrameworkError(f'profile "{self.profile_name}": at least one bind plugin is needed')
+            raise FrameworkError(
+                f'profile "{self.profile_name}": at least one bind plugin is needed'
+            )
 
         self.pre_enqueue_plugins = self._lists["preEnqueue"]
         self.queue_sort_plugin = self._lists["queueSort"][0]
@@ -234,10 +243,15 @@ class Framework:
                     continue
                 if ref.name in multi:
                     raise FrameworkError(
-                        f'profile "{self.profile_name}": plugin "{ref.name}" already registered as "{point}"'
+                        f'profile "{self.profile_name}": plugin "{ref.name}" '
+                        f'already registered as "{point}"'
                     )
                 multi.append(ref.name)
-            ordered = [n for n in enabled if n in overrides] + multi + [n for n in enabled if n not in overrides]
+            ordered = (
+                [n for n in enabled if n in overrides]
+                + multi
+                + [n for n in enabled if n not in overrides]
+            )
             self._lists[point] = [self.plugins[n] for n in ordered]
 
     # -- introspection ------------------------------------------------------------------
@@ -296,15 +310,26 @@ class Framework:
                 if st.is_rejected():
                     rejected_by.add(p.name)
                     return None, st, rejected_by
-                return None, Status(Code.ERROR, f'running PreFilter plugin "{p.name}": {st.message()}',
-                                    plugin=p.name), rejected_by
+                return (
+                    None,
+                    Status(
+                        Code.ERROR,
+                        f'running PreFilter plugin "{p.name}": {st.message()}',
+                        plugin=p.name,
+                    ),
+                    rejected_by,
+                )
             if r is not None and not r.all_nodes():
                 narrowed_by.append(p.name)
                 result = r if result is None else result.merge(r)
                 assert result.node_names is not None
                 if not result.node_names:
                     msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed_by)}]"
-                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name), set(narrowed_by)
+                    return (
+                        result,
+                        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name),
+                        set(narrowed_by),
+                    )
         if narrowed_by:
             state.write("__prefilter_narrowed__", narrowed_by)
         return result, SUCCESS, rejected_by
@@ -324,7 +349,11 @@ class Framework:
                 return _from_exception(e, p.name, "Filter")
             if not st.is_success():
                 if not st.is_rejected():
-                    return Status(Code.ERROR, f'running "{p.name}" filter plugin: {st.message()}', plugin=p.name)
+                    return Status(
+                        Code.ERROR,
+                        f'running "{p.name}" filter plugin: {st.message()}',
+                        plugin=p.name,
+                    )
                 return st
         return SUCCESS
 
@@ -354,16 +383,28 @@ class Framework:
                 return st
         return st
 
-    def run_pre_filter_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
-        return self._run_pre_filter_extension(state, pod, to_add, node, "add_pod", "PreFilterExtensionAddPod")
+    def run_pre_filter_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status:
+        return self._run_pre_filter_extension(
+            state, pod, to_add, node, "add_pod", "PreFilterExtensionAddPod"
+        )
 
-    def run_pre_filter_remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status:
+    def run_pre_filter_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status:
         return self._run_pre_filter_extension(
             state, pod, to_remove, node, "remove_pod", "PreFilterExtensionRemovePod"
         )
 
     def _run_pre_filter_extension(
-        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo, method: str, point: str
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        other: PodInfo,
+        node: NodeInfo,
+        method: str,
+        point: str,
     ) -> Status:
         """AddPod/RemovePod of every PreFilter plugin with extensions, first failure wins."""
         for p in self.pre_filter_plugins:
@@ -471,9 +512,9 @@ class Framework:
             k = int(np.searchsorted(rows, start)) if start else 0
             if total > num_to_find:
                 if total - k >= num_to_find:
-                    feasible = rows[k:k + num_to_find]
+                    feasible = rows[k : k + num_to_find]
                 else:
-                    feasible = np.concatenate((rows[k:], rows[:num_to_find - (total - k)]))
+                    feasible = np.concatenate((rows[k:], rows[: num_to_find - (total - k)]))
                 processed = (int(feasible[-1]) - start) % n + 1
             else:
                 feasible = np.concatenate((rows[k:], rows[:k])) if k else rows
@@ -482,8 +523,17 @@ class Framework:
             if len(feasible) == 0:
                 order = order.array()
                 mask = (valid if combined is None else combined)[order]
-                self._diagnose(state, pod, snap, order[:processed], mask[:processed], out, explain,
-                               batch, nominated)
+                self._diagnose(
+                    state,
+                    pod,
+                    snap,
+                    order[:processed],
+                    mask[:processed],
+                    out,
+                    explain,
+                    batch,
+                    nominated,
+                )
             return out
         if isinstance(order, _Rotation):
             order = order.array()
@@ -532,10 +582,22 @@ class Framework:
             feasible = np.array(found, dtype=np.intp)
         out = FilterOutcome(feasible, processed, statuses, unsched)
         if len(feasible) == 0 or explain:
-            self._diagnose(state, pod, snap, order[:processed], mask[:processed], out, explain, batch, nominated)
+            self._diagnose(
+                state,
+                pod,
+                snap,
+                order[:processed],
+                mask[:processed],
+                out,
+                explain,
+                batch,
+                nominated,
+            )
         return out
 
-    def _error_outcome(self, st: Status, order: Any, snap: Snapshot, statuses: NodeToStatus) -> FilterOutcome:
+    def _error_outcome(
+        self, st: Status, order: Any, snap: Snapshot, statuses: NodeToStatus
+    ) -> FilterOutcome:
         out = FilterOutcome(np.empty(0, dtype=np.intp), len(order), statuses, set())
         out.statuses.absent = st
         return out
@@ -641,7 +703,9 @@ class Framework:
                 state.skip_score_plugins.add(p.name)
                 continue
             if not st.is_success():
-                return Status(Code.ERROR, f'running PreScore plugin "{p.name}": {st.message()}', plugin=p.name)
+                return Status(
+                    Code.ERROR, f'running PreScore plugin "{p.name}": {st.message()}', plugin=p.name
+                )
         return SUCCESS
 
     def run_score(
@@ -668,15 +732,20 @@ class Framework:
                     raw = np.asarray(sb(state, pod, snap, rows), dtype=np.int64)
                 else:
                     sc = p.score
-                    raw = np.fromiter((sc(state, pod, infos[int(r)]) for r in rows),
-                                      dtype=np.int64, count=n)
+                    raw = np.fromiter(
+                        (sc(state, pod, infos[int(r)]) for r in rows), dtype=np.int64, count=n
+                    )
                 scores = raw.copy() if per is not None else raw
                 norm = getattr(p, "normalize_score", None)
                 if norm is not None:
                     st = _status(norm(state, pod, scores), p.name)
                     if not st.is_success():
-                        return None, Status(Code.ERROR, f'running Normalize on Score plugins: plugin "{p.name}": '
-                                            f"{st.message()}", plugin=p.name)
+                        return None, Status(
+                            Code.ERROR,
+                            f'running Normalize on Score plugins: plugin "{p.name}": '
+                            f"{st.message()}",
+                            plugin=p.name,
+                        )
             except Exception as e:
                 return None, _from_exception(e, p.name, "Score")
             if n:
@@ -685,7 +754,8 @@ class Framework:
                     bad = lo if lo < MIN_NODE_SCORE else hi
                     return None, Status(
                         Code.ERROR,
-                        f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
+                        f'plugin "{p.name}" returns an invalid score {bad}, '
+                        "it should in the range of "
                         f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                         plugin=p.name,
                     )
@@ -710,7 +780,9 @@ class Framework:
             if not st.is_success():
                 if st.is_rejected():
                     return st
-                return Status(Code.ERROR, f'running Reserve plugin "{p.name}": {st.message()}', plugin=p.name)
+                return Status(
+                    Code.ERROR, f'running Reserve plugin "{p.name}": {st.message()}', plugin=p.name
+                )
         return SUCCESS
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -718,7 +790,7 @@ class Framework:
         for p in reversed(self.reserve_plugins):
             try:
                 p.unreserve(state, pod, node_name)
-            except Exception:  # noqa: S112 - logged by the caller's status path
+            except Exception:
                 continue
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -736,10 +808,17 @@ class Framework:
             if st.is_wait():
                 timeouts[p.name] = float(timeout)
                 continue
-            return Status(Code.ERROR, f'running Permit plugin "{p.name}": {st.message()}', plugin=p.name)
+            return Status(
+                Code.ERROR, f'running Permit plugin "{p.name}": {st.message()}', plugin=p.name
+            )
         if timeouts:
-            self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.handle.clock.now()))
-            return Status(Code.WAIT, f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
+            self.handle.waiting_pods.add(
+                WaitingPod(pod, node_name, timeouts, self.handle.clock.now())
+            )
+            return Status(
+                Code.WAIT,
+                f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"',
+            )
         return SUCCESS
 
     async def wait_on_permit(self, pod: PodInfo) -> Status:
@@ -753,7 +832,11 @@ class Framework:
 
                 async def timer(plugin: str, seconds: float) -> None:
                     await clock.sleep(start + seconds - clock.now())
-                    wp.reject(plugin, f'rejected due to timeout after waiting {_go_duration(seconds)} at plugin {plugin}')
+                    wp.reject(
+                        plugin,
+                        f"rejected due to timeout after waiting {_go_duration(seconds)} "
+                        f"at plugin {plugin}",
+                    )
 
                 for plugin, seconds in sorted(wp.pending.items(), key=lambda kv: kv[1]):
                     tg.start_soon(timer, plugin, seconds)
@@ -773,7 +856,9 @@ class Framework:
             if not st.is_success():
                 if st.is_rejected():
                     return st
-                return Status(Code.ERROR, f'running PreBind plugin "{p.name}": {st.message()}', plugin=p.name)
+                return Status(
+                    Code.ERROR, f'running PreBind plugin "{p.name}": {st.message()}', plugin=p.name
+                )
         return SUCCESS
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -787,7 +872,9 @@ class Framework:
             if not st.is_success():
                 if st.is_rejected():
                     return st
-                err = Status(Code.ERROR, f'running Bind plugin "{p.name}": {st.message()}', plugin=p.name)
+                err = Status(
+                    Code.ERROR, f'running Bind plugin "{p.name}": {st.message()}', plugin=p.name
+                )
                 err.cause = st.cause
                 return err
             return st
@@ -797,7 +884,7 @@ class Framework:
         for p in self.post_bind_plugins:
             try:
                 await p.post_bind(state, pod, node_name)
-            except Exception:  # noqa: S112 - PostBind is informational upstream too
+            except Exception:
                 continue
 
 
@@ -815,5 +902,5 @@ def _go_duration(seconds: float) -> str:
         out += f"{int(h)}h"
     if h or m:
         out += f"{int(m)}m"
-    s_text = f"{s:.9f}".rstrip("0").rstrip(".") if not math.isclose(s, round(s)) else str(int(round(s)))
+    s_text = f"{s:.9f}".rstrip("0").rstrip(".") if not math.isclose(s, round(s)) else str(round(s))
     return out + s_text + "s"

@@ -195,9 +195,13 @@ class Snapshot:
                 self._scalars[name][0][i] = ni.allocatable.scalar.get(name, 0)
         for name, (_, req) in self._scalars.items():
             req[i] = ni.requested.scalar.get(name, 0)
-        if (bool(old.pods_with_affinity) != bool(ni.pods_with_affinity)
-                or bool(old.pods_with_required_anti_affinity) != bool(ni.pods_with_required_anti_affinity)
-                or old.pods_with_affinity or ni.pods_with_affinity):
+        if (
+            bool(old.pods_with_affinity) != bool(ni.pods_with_affinity)
+            or bool(old.pods_with_required_anti_affinity)
+            != bool(ni.pods_with_required_anti_affinity)
+            or old.pods_with_affinity
+            or ni.pods_with_affinity
+        ):
             self._refresh_affinity_lists()
 
     @property
@@ -210,7 +214,7 @@ class Snapshot:
         with repeats), or None when that cannot be told (rebuilt since, or too long ago)."""
         if epoch != self.epoch or position < self._log_base:
             return None
-        return self._log[position - self._log_base:]
+        return self._log[position - self._log_base :]
 
     def _refresh_affinity_lists(self) -> None:
         self.have_pods_with_affinity = [ni for ni in self.node_infos if ni.pods_with_affinity]
@@ -325,9 +329,15 @@ class Snapshot:
         """Allocatable and requested amounts of a scalar resource per node."""
         col = self._scalars.get(name)
         if col is None:
-            alloc = np.fromiter((ni.allocatable.scalar.get(name, 0) for ni in self.node_infos),
-                                dtype=np.int64, count=self.n)
-            req = np.fromiter((ni.requested.scalar.get(name, 0) for ni in self.node_infos),
-                              dtype=np.int64, count=self.n)
+            alloc = np.fromiter(
+                (ni.allocatable.scalar.get(name, 0) for ni in self.node_infos),
+                dtype=np.int64,
+                count=self.n,
+            )
+            req = np.fromiter(
+                (ni.requested.scalar.get(name, 0) for ni in self.node_infos),
+                dtype=np.int64,
+                count=self.n,
+            )
             col = self._scalars[name] = (alloc, req)
         return col

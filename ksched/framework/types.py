@@ -241,12 +241,18 @@ def same_for_node(a: PodInfo, b: PodInfo) -> bool:
         return False
     ma, mb = a.pod.metadata, b.pod.metadata
     sa, sb = a.pod.status, b.pod.status
-    return (ma.uid == mb.uid and ma.name == mb.name and ma.namespace == mb.namespace
-            and ma.labels == mb.labels and ma.annotations == mb.annotations
-            and ma.owner_references == mb.owner_references
-            and ma.creation_timestamp == mb.creation_timestamp
-            and ma.deletion_timestamp == mb.deletion_timestamp
-            and sa.phase == sb.phase and sa.nominated_node_name == sb.nominated_node_name)
+    return (
+        ma.uid == mb.uid
+        and ma.name == mb.name
+        and ma.namespace == mb.namespace
+        and ma.labels == mb.labels
+        and ma.annotations == mb.annotations
+        and ma.owner_references == mb.owner_references
+        and ma.creation_timestamp == mb.creation_timestamp
+        and ma.deletion_timestamp == mb.deletion_timestamp
+        and sa.phase == sb.phase
+        and sa.nominated_node_name == sb.nominated_node_name
+    )
 
 
 @dataclass(slots=True)
@@ -340,7 +346,10 @@ class NodeInfo:
         nz.memory += sign * pi.non_zero_mem
         spec = pi.pod.spec
         # Host ports of containers and of sidecars (``util.GetHostPorts``).
-        for c in (*[ic for ic in spec.init_containers if ic.restart_policy == "Always"], *spec.containers):
+        for c in (
+            *[ic for ic in spec.init_containers if ic.restart_policy == "Always"],
+            *spec.containers,
+        ):
             for p in c.ports:
                 if sign > 0:
                     self.used_ports.add(p.host_ip, p.protocol, p.host_port)
@@ -366,6 +375,9 @@ class NodeInfo:
     def resource_fields(self) -> dict[str, Any]:
         return {
             "requested": self.requested.to_dict(),
-            "nonZeroRequested": {CPU: self.non_zero_requested.milli_cpu, MEMORY: self.non_zero_requested.memory},
+            "nonZeroRequested": {
+                CPU: self.non_zero_requested.milli_cpu,
+                MEMORY: self.non_zero_requested.memory,
+            },
             "allocatable": self.allocatable.to_dict(),
         }

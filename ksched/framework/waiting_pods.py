@@ -30,7 +30,9 @@ class WaitingPod:
     ) -> None:
         self.pod = pod
         self.node_name = node_name
-        self.pending: dict[str, float] = {p: min(t, MAX_PERMIT_TIMEOUT) for p, t in timeouts.items()}
+        self.pending: dict[str, float] = {
+            p: min(t, MAX_PERMIT_TIMEOUT) for p, t in timeouts.items()
+        }
         # Clock time at Permit: timeouts run from here (upstream starts its timers in
         # newWaitingPod), not from whenever the binding cycle gets to wait.
         self.created = created

@@ -105,7 +105,7 @@ def _vocab_ints(vocab: dict[str, int]) -> tuple[npt.NDArray[np.int64], BoolArray
     _, nums, ok = entry
     if len(nums) < len(vocab):
         # Ids are assigned in insertion order, so the new values are the dict's tail.
-        new = list(vocab)[len(nums):]
+        new = list(vocab)[len(nums) :]
         parsed = [parse_int64(v) for v in new]
         nums = np.concatenate((nums, np.array([p or 0 for p in parsed], dtype=np.int64)))
         ok = np.concatenate((ok, np.array([p is not None for p in parsed], dtype=np.bool_)))

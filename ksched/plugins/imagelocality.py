@@ -59,16 +59,18 @@ class ImageLocality(ScorePlugin):
         super().__init__(args, handle)
         self._key = f"{self.name}#{id(self)}"
         # (containers, image counts) -> (snapshot, epoch, images_version, scores per row)
-        self._columns: dict[tuple[int, tuple[tuple[str, int], ...]],
-                            tuple[Snapshot, int, int, IntArray]] = {}
+        self._columns: dict[
+            tuple[int, tuple[tuple[str, int], ...]], tuple[Snapshot, int, int, IntArray]
+        ] = {}
 
     def _images(self, pod: PodInfo) -> _PodImages:
         """Normalised image names (init containers first) and each distinct one's count."""
         cached: _PodImages | None = pod.cache.get(self._key)
         if cached is None:
             spec = pod.pod.spec
-            imgs = tuple(normalized_image_name(c.image)
-                         for c in [*spec.init_containers, *spec.containers])
+            imgs = tuple(
+                normalized_image_name(c.image) for c in [*spec.init_containers, *spec.containers]
+            )
             counts: dict[str, int] = {}
             for img in imgs:
                 counts[img] = counts.get(img, 0) + 1
@@ -101,8 +103,12 @@ class ImageLocality(ScorePlugin):
         # columns (not on pods): computed once per image set until a node object changes.
         key = (len(images), counts)
         got = self._columns.get(key)
-        if got is None or got[0] is not snap or got[1] != snap.epoch \
-                or got[2] != snap.images_version:
+        if (
+            got is None
+            or got[0] is not snap
+            or got[1] != snap.epoch
+            or got[2] != snap.images_version
+        ):
             if len(self._columns) >= 32:
                 self._columns.clear()
             got = (snap, snap.epoch, snap.images_version, self._score_all(snap, images, counts))
@@ -111,8 +117,9 @@ class ImageLocality(ScorePlugin):
         return out
 
     @staticmethod
-    def _score_all(snap: Snapshot, images: tuple[str, ...],
-                   counts: tuple[tuple[str, int], ...]) -> IntArray:
+    def _score_all(
+        snap: Snapshot, images: tuple[str, ...], counts: tuple[tuple[str, int], ...]
+    ) -> IntArray:
         sums = np.zeros(snap.n, dtype=np.int64)
         for img, mult in counts:
             sums += snap.image_scores(img) * mult

@@ -170,8 +170,10 @@ def required_node_affinity(pod: PodInfo) -> RequiredNodeAffinity:
     req = na.required_during_scheduling_ignored_during_execution if na is not None else None
     compiled = None
     if req is not None:
-        where = (f"Pod {pod.key}: spec.affinity.nodeAffinity."
-                 "requiredDuringSchedulingIgnoredDuringExecution")
+        where = (
+            f"Pod {pod.key}: spec.affinity.nodeAffinity."
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
         compiled = compile_node_selector(req, where)
     out = RequiredNodeAffinity(sel, compiled)
     pod.cache[_REQUIRED_CACHE] = out
@@ -187,8 +189,10 @@ def preferred_terms(pod: PodInfo) -> tuple[PreferredTerms | None, str]:
     prefs = na.preferred_during_scheduling_ignored_during_execution if na is not None else []
     out: tuple[PreferredTerms | None, str] = (None, "")
     if prefs:
-        where = (f"Pod {pod.key}: spec.affinity.nodeAffinity."
-                 "preferredDuringSchedulingIgnoredDuringExecution")
+        where = (
+            f"Pod {pod.key}: spec.affinity.nodeAffinity."
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        )
         out = _compile_preferred(prefs, where)
     pod.cache[_PREFERRED_CACHE] = out
     return out

@@ -91,8 +91,9 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pod deletions (hinted) and Node Add; QueueingHints on, as upstream."""
         return [
-            ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"),
-                                 self.is_schedulable_after_pod_deleted),
+            ClusterEventWithHint(
+                ClusterEvent("AssignedPod", "Delete"), self.is_schedulable_after_pod_deleted
+            ),
             ClusterEventWithHint(ClusterEvent("Node", "Add")),
         ]
 

@@ -59,8 +59,10 @@ class NodeUnschedulable(FilterPlugin):
         return [
             ClusterEventWithHint(ClusterEvent("Node", "Add"), node_hint),
             ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeTaint"), node_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodToleration"),
-                                 self.is_schedulable_after_pod_toleration_change),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", "UpdatePodToleration"),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
         ]
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:

@@ -18,8 +18,10 @@ class SchedulingGates(PreEnqueuePlugin):
         if not gates:
             return None
         gate_names = [g.name for g in gates]
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                      f"waiting for scheduling gates: [{' '.join(gate_names)}]")
+        return Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"waiting for scheduling gates: [{' '.join(gate_names)}]",
+        )
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         event = ClusterEvent("Pod", "UpdatePodSchedulingGatesEliminated")
@@ -28,7 +30,10 @@ class SchedulingGates(PreEnqueuePlugin):
 
 def _gates_removed(pod: PodInfo, old: object, new: object) -> str:
     """Queue the gated pod itself once its last gate is gone (upstream compares UIDs)."""
-    if (isinstance(new, PodInfo) and (new.uid or new.key) == (pod.uid or pod.key)
-            and not new.pod.spec.scheduling_gates):
+    if (
+        isinstance(new, PodInfo)
+        and (new.uid or new.key) == (pod.uid or pod.key)
+        and not new.pod.spec.scheduling_gates
+    ):
         return QueueingHint.QUEUE
     return QueueingHint.SKIP

@@ -50,6 +50,8 @@ ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 def untolerated_reason(taint: Taint) -> str:
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
 PRE_SCORE_KEY = "PreScore" + names.TAINT_TOLERATION
 
 _SIG_CACHE = names.TAINT_TOLERATION + "/signature"
@@ -68,7 +70,8 @@ def count_intolerable_prefer_no_schedule(
 ) -> int:
     """``countIntolerableTaintsPreferNoSchedule``."""
     return sum(
-        1 for t in taints
+        1
+        for t in taints
         if t.effect == TAINT_EFFECT_PREFER_NO_SCHEDULE
         and not tolerations_tolerate_taint(tolerations, t)
     )
@@ -176,8 +179,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         return [
             ClusterEventWithHint(ClusterEvent("Node", "Add"), node_hint),
             ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeTaint"), node_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodToleration"),
-                                 self.is_schedulable_after_pod_toleration_change),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", "UpdatePodToleration"),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
         ]
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:

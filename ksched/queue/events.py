@@ -97,8 +97,13 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
     if _scaled_down(old, new):
         out.append(ClusterEvent(resource, "UpdatePodScaleDown", f"{prefix}RequestScaledDown"))
     if o.spec.scheduling_gates and not n.spec.scheduling_gates:
-        out.append(ClusterEvent(resource, "UpdatePodSchedulingGatesEliminated",
-                                f"{prefix}SchedulingGateEliminatedChange"))
+        out.append(
+            ClusterEvent(
+                resource,
+                "UpdatePodSchedulingGatesEliminated",
+                f"{prefix}SchedulingGateEliminatedChange",
+            )
+        )
     if len(o.spec.tolerations) != len(n.spec.tolerations):
         out.append(ClusterEvent(resource, "UpdatePodToleration", f"{prefix}TolerationChange"))
     if not out:

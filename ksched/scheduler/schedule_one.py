@@ -48,8 +48,13 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
-def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int | None, num_all: int) -> int:
-    """How many feasible nodes are enough (adaptive: 50 − nodes/125 %, at least 5 %, at least 100)."""
+def num_feasible_nodes_to_find(
+    percentage: int | None, global_percentage: int | None, num_all: int
+) -> int:
+    """How many feasible nodes are enough.
+
+    Adaptive: 50 - nodes/125 percent, at least 5 %, and never fewer than 100 nodes.
+    """
     if num_all < MIN_FEASIBLE_NODES_TO_FIND:
         return num_all
     pct = percentage if percentage is not None else (global_percentage or 0)
@@ -114,7 +119,11 @@ def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
 
 
 async def find_nodes_that_fit_pod(
-    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool,
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    explain: bool,
     ext: ExtenderSet | None = None,
 ) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Diagnosis, int, dict[str, Any] | None]:
     snap = sched.snapshot
@@ -135,9 +144,12 @@ async def find_nodes_that_fit_pod(
     nominated_node = pod.pod.status.nominated_node_name or sched.queue.nominator.nominated_node(pod)
     if nominated_node and not explain:
         row = snap.row(nominated_node)
-        if row is not None and (pre_res is None or pre_res.node_names is None
-                                or nominated_node in pre_res.node_names):
-            out = fw.find_feasible(state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated)
+        if row is not None and (
+            pre_res is None or pre_res.node_names is None or nominated_node in pre_res.node_names
+        ):
+            out = fw.find_feasible(
+                state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated
+            )
             found = out.feasible
             if len(found) and ext is not None:
                 try:
@@ -149,19 +161,22 @@ async def find_nodes_that_fit_pod(
     if pre_res is not None and pre_res.node_names is not None:
         rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
         candidates = np.array(rows, dtype=np.intp)
-        narrowed = [p.name for p in fw.pre_filter_plugins
-                    if p.name not in state.skip_filter_plugins]
+        narrowed = [
+            p.name for p in fw.pre_filter_plugins if p.name not in state.skip_filter_plugins
+        ]
         diagnosis.node_to_status.absent = Status(
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
             f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(_narrowing(state, narrowed)))}]",
         )
     else:
         candidates = snap.all_rows
-    num_to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score,
-                                             len(candidates))
+    num_to_find = num_feasible_nodes_to_find(
+        fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, len(candidates)
+    )
     start = sched.next_start_node_index
-    out = fw.find_feasible(state, pod, snap, candidates, start, num_to_find,
-                           nominated, explain=explain)
+    out = fw.find_feasible(
+        state, pod, snap, candidates, start, num_to_find, nominated, explain=explain
+    )
     if snap.n:
         sched.next_start_node_index = (sched.next_start_node_index + out.processed) % snap.n
     diagnosis.node_to_status.statuses.update(out.statuses.statuses)
@@ -172,8 +187,9 @@ async def find_nodes_that_fit_pod(
     if ext is not None and len(feasible):
         feasible = await _extender_filter(sched, ext, pod, feasible, diagnosis)
         if not len(feasible):
-            _record_filter_statuses(fw, state, pod, snap, candidates, start, out, nominated,
-                                    diagnosis)
+            _record_filter_statuses(
+                fw, state, pod, snap, candidates, start, out, nominated, diagnosis
+            )
     explain_out: dict[str, Any] | None = {"filter": out.explain} if explain else None
     return feasible, diagnosis, out.processed, explain_out
 
@@ -200,8 +216,15 @@ async def _extender_filter(
 
 
 def _record_filter_statuses(
-    fw: Framework, state: CycleState, pod: PodInfo, snap: Any, candidates: Any, start: int,
-    out: Any, nominated: dict[int, list[PodInfo]], diagnosis: Diagnosis,
+    fw: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    snap: Any,
+    candidates: Any,
+    start: int,
+    out: Any,
+    nominated: dict[int, list[PodInfo]],
+    diagnosis: Diagnosis,
 ) -> None:
     """The in-tree verdicts of the evaluated nodes that failed Filter.
 
@@ -255,35 +278,58 @@ def schedule_pod(
 
 
 async def _schedule_pod(
-    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool,
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    explain: bool,
     ext: ExtenderSet | None,
 ) -> CycleResult:
     snap = sched.snapshot
     if snap.n == 0:
-        return CycleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
-                           fit_error=FitError(pod.key, 0, Diagnosis()))
+        return CycleResult(
+            Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
+            fit_error=FitError(pod.key, 0, Diagnosis()),
+        )
     feasible, diagnosis, _processed, explain_out = await find_nodes_that_fit_pod(
-        sched, fw, state, pod, explain, ext)
+        sched, fw, state, pod, explain, ext
+    )
     if len(feasible) == 0:
         fe = FitError(pod.key, snap.n, diagnosis)
-        return CycleResult(Status(Code.UNSCHEDULABLE, str(fe)), fit_error=fe, diagnosis=diagnosis,
-                           explain=explain_out)
+        return CycleResult(
+            Status(Code.UNSCHEDULABLE, str(fe)),
+            fit_error=fe,
+            diagnosis=diagnosis,
+            explain=explain_out,
+        )
     infos = snap.node_infos
     if len(feasible) == 1 and not explain:
-        return CycleResult(SUCCESS, infos[int(feasible[0])].name, evaluated_nodes=1 + len(diagnosis.node_to_status),
-                           feasible_nodes=1, diagnosis=diagnosis)
+        return CycleResult(
+            SUCCESS,
+            infos[int(feasible[0])].name,
+            evaluated_nodes=1 + len(diagnosis.node_to_status),
+            feasible_nodes=1,
+            diagnosis=diagnosis,
+        )
     totals, st, per = await prioritize_nodes(sched, fw, state, pod, feasible, explain, ext)
     if not st.is_success():
         raise _CycleError(st)
     i = select_host(totals, sched.rng)
-    res = CycleResult(SUCCESS, infos[int(feasible[i])].name, evaluated_nodes=len(feasible) + len(diagnosis.node_to_status),
-                      feasible_nodes=len(feasible), diagnosis=diagnosis)
+    res = CycleResult(
+        SUCCESS,
+        infos[int(feasible[i])].name,
+        evaluated_nodes=len(feasible) + len(diagnosis.node_to_status),
+        feasible_nodes=len(feasible),
+        diagnosis=diagnosis,
+    )
     if explain_out is not None:
         names = [infos[int(r)].name for r in feasible]
         scores: dict[str, Any] = {}
         for plugin, (raw, norm, weighted) in (per or {}).items():
-            scores[plugin] = {n: {"raw": int(raw[k]), "normalized": int(norm[k]), "weighted": int(weighted[k])}
-                              for k, n in enumerate(names)}
+            scores[plugin] = {
+                n: {"raw": int(raw[k]), "normalized": int(norm[k]), "weighted": int(weighted[k])}
+                for k, n in enumerate(names)
+            }
         explain_out["score"] = scores
         explain_out["total"] = {n: int(totals[k]) for k, n in enumerate(names)}
         res.explain = explain_out
@@ -291,7 +337,12 @@ async def _schedule_pod(
 
 
 async def prioritize_nodes(
-    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, feasible: Any, explain: bool,
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    feasible: Any,
+    explain: bool,
     ext: ExtenderSet | None = None,
 ) -> tuple[np.ndarray[Any, Any], Status, Any]:
     if not fw.score_plugins and ext is None:
@@ -312,14 +363,16 @@ async def prioritize_nodes(
     return out.totals, SUCCESS, out.per_plugin
 
 
-def scheduling_cycle(sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo,
-                     explain: bool = False) -> CycleResult:
+def scheduling_cycle(
+    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, explain: bool = False
+) -> CycleResult:
     """One scheduling cycle, synchronously: extenders are not consulted."""
     return _run_sync(_scheduling_cycle(sched, fw, state, qpi, explain, None))
 
 
-async def scheduling_cycle_async(sched: Scheduler, fw: Framework, state: CycleState,
-                                 qpi: QueuedPodInfo, explain: bool = False) -> CycleResult:
+async def scheduling_cycle_async(
+    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, explain: bool = False
+) -> CycleResult:
     """One scheduling cycle awaiting the extenders interested in the pod.
 
     The in-tree parts stay synchronous CPU work; the cycle yields to the event loop only
@@ -333,9 +386,14 @@ async def scheduling_cycle_async(sched: Scheduler, fw: Framework, state: CycleSt
     return await _scheduling_cycle(sched, fw, state, qpi, explain, ext)
 
 
-async def _scheduling_cycle(sched: Scheduler, fw: Framework, state: CycleState,
-                            qpi: QueuedPodInfo, explain: bool, ext: ExtenderSet | None,
-                            ) -> CycleResult:
+async def _scheduling_cycle(
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    qpi: QueuedPodInfo,
+    explain: bool,
+    ext: ExtenderSet | None,
+) -> CycleResult:
     pod = qpi.pod_info
     if pod.error is not None:
         st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error)

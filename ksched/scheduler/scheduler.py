@@ -21,8 +21,15 @@ import anyio.abc
 import structlog
 
 from ..api.objects import Node
+from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
-from ..framework.handle import BindError, ClusterClient, EventRecorder, Handle, RecordingEventRecorder
+from ..framework.handle import (
+    BindError,
+    ClusterClient,
+    EventRecorder,
+    Handle,
+    RecordingEventRecorder,
+)
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
@@ -32,7 +39,6 @@ from ..framework.waiting_pods import WaitingPods
 from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
-from ..cache import Cache, CacheError
 from .schedule_one import CycleResult, scheduling_cycle, scheduling_cycle_async
 
 if TYPE_CHECKING:
@@ -48,7 +54,9 @@ class Observer(Protocol):
 
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None: ...
 
-    def failed(self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None) -> None: ...
+    def failed(
+        self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
+    ) -> None: ...
 
 
 class MetricsRecorder(Protocol):
@@ -73,7 +81,9 @@ class _NullObserver:
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
         return None
 
-    def failed(self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None) -> None:
+    def failed(
+        self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
+    ) -> None:
         return None
 
 
@@ -83,10 +93,25 @@ def drop_unimplemented(config: Any, registry: Registry) -> list[str]:
 
     dropped: list[str] = []
     for prof in config.profiles:
-        for attr in ("pre_enqueue", "queue_sort", "pre_filter", "filter", "post_filter", "pre_score",
-                     "score", "reserve", "permit", "pre_bind", "bind", "post_bind", "multi_point"):
+        for attr in (
+            "pre_enqueue",
+            "queue_sort",
+            "pre_filter",
+            "filter",
+            "post_filter",
+            "pre_score",
+            "score",
+            "reserve",
+            "permit",
+            "pre_bind",
+            "bind",
+            "post_bind",
+            "multi_point",
+        ):
             ps = getattr(prof.plugins, attr)
-            keep = [r for r in ps.enabled if r.name in registry or r.name not in NOT_YET_IMPLEMENTED]
+            keep = [
+                r for r in ps.enabled if r.name in registry or r.name not in NOT_YET_IMPLEMENTED
+            ]
             dropped += [r.name for r in ps.enabled if r not in keep]
             ps.enabled = keep
     return sorted(set(dropped))
@@ -119,7 +144,9 @@ def build_frameworks(
         }
         if cluster is not None:
             kw["cluster"] = cluster
-        out[prof.scheduler_name] = Framework(prof, registry, Handle(**kw), default_args=default_plugin_args)
+        out[prof.scheduler_name] = Framework(
+            prof, registry, Handle(**kw), default_args=default_plugin_args
+        )
     return out
 
 
@@ -151,8 +178,13 @@ class Scheduler:
             apply_ignored_resources(config)  # before the NodeResourcesFit args are parsed
             self.extenders = ExtenderSet.from_config(config.extenders)
         self.frameworks = build_frameworks(
-            config, registry, cluster=cluster, recorder=recorder, clock=self.clock,
-            snapshot=self.snapshot, waiting_pods=self.waiting_pods,
+            config,
+            registry,
+            cluster=cluster,
+            recorder=recorder,
+            clock=self.clock,
+            snapshot=self.snapshot,
+            waiting_pods=self.waiting_pods,
         )
         self.cache = Cache(self.clock, assumed_ttl=assumed_ttl)
         self.queue = SchedulingQueue(
@@ -244,7 +276,8 @@ class Scheduler:
             if nominated and nominated != new.pod.status.nominated_node_name:
                 # Lower-or-equal priority pods treated it as already on that node.
                 self.queue.move_all_to_active_or_backoff(
-                    ev.ASSIGNED_POD_DELETE, old, None, _le_priority(new.priority))
+                    ev.ASSIGNED_POD_DELETE, old, None, _le_priority(new.priority)
+                )
 
     def on_pod_delete(self, pod: PodInfo) -> None:
         assumed = self.cache.is_assumed(pod)
@@ -263,14 +296,17 @@ class Scheduler:
         elif not assumed and pod.pod.status.nominated_node_name:
             # Lower-or-equal priority pods treated it as already on its nominated node.
             self.queue.move_all_to_active_or_backoff(
-                ev.ASSIGNED_POD_DELETE, pod, None, _le_priority(pod.priority))
+                ev.ASSIGNED_POD_DELETE, pod, None, _le_priority(pod.priority)
+            )
 
     def on_other_event(self, event: Any, old: Any = None, new: Any = None) -> None:
         """Custom resources (PodGroups, ...) plugins registered for."""
         self.queue.move_all_to_active_or_backoff(event, old, new)
 
     # -- the loop ------------------------------------------------------------------------------
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Schedule until cancelled; bindings run in this task group and are awaited on exit."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -360,15 +396,21 @@ class Scheduler:
                 self.handle_binding_failure(fw, state, qpi, assumed, node, st)
                 if m is not None and _ATTEMPT_START in state:
                     result = "unschedulable" if st.is_rejected() else "error"
-                    m.attempt_finished(qpi, result, time.perf_counter() - state.read(_ATTEMPT_START))
+                    m.attempt_finished(
+                        qpi, result, time.perf_counter() - state.read(_ATTEMPT_START)
+                    )
                 return
             self.cache.finish_binding(assumed)
             self.queue.done(qpi.pod_info)
             self.observer.scheduled(assumed, node, qpi.profile, qpi.attempts)
             if m is not None and _ATTEMPT_START in state:
                 first = qpi.initial_attempt_timestamp
-                m.attempt_finished(qpi, "scheduled", time.perf_counter() - state.read(_ATTEMPT_START),
-                                   None if first is None else self.clock.now() - first)
+                m.attempt_finished(
+                    qpi,
+                    "scheduled",
+                    time.perf_counter() - state.read(_ATTEMPT_START),
+                    None if first is None else self.clock.now() - first,
+                )
             await fw.run_post_bind(state, assumed, node)
         finally:
             self.in_flight_bindings -= 1
@@ -376,13 +418,20 @@ class Scheduler:
                 self._binding_limit.release()
 
     def handle_binding_failure(
-        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str, st: Status
+        self,
+        fw: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: PodInfo,
+        node: str,
+        st: Status,
     ) -> None:
         """``handleBindingCycleError``: Unreserve, forget, requeue unless final, free resources."""
         fw.run_unreserve(state, assumed, node)
         # Not assumed any more: deleted (already removed) or confirmed by the watch.
         forgotten = self.cache.is_assumed(assumed) and self._cache_op(
-            self.cache.forget_pod, assumed)
+            self.cache.forget_pod, assumed
+        )
         # Forgetting frees resources, which is an AssignedPodDelete for the pool. For a
         # rejection the move waits until the pod itself is requeued and skips it, so the
         # event cannot count as "seen while in flight" and bypass its rejecting plugin.
@@ -392,15 +441,20 @@ class Scheduler:
         if isinstance(cause, BindError) and not cause.retry:
             # 409/404: the pod is gone or bound elsewhere; the watch will tell us. No retry.
             self.queue.done(qpi.pod_info)
-            log.info("binding rejected, not retrying", pod=qpi.pod_info.key, node=node, error=str(cause))
+            log.info(
+                "binding rejected, not retrying", pod=qpi.pod_info.key, node=node, error=str(cause)
+            )
         else:
             self.handle_failure(fw, qpi, st, None)
         if forgotten and st.is_rejected():
             me = assumed.uid or assumed.key
             self.queue.move_all_to_active_or_backoff(
-                ev.ASSIGNED_POD_DELETE, assumed, None, lambda p: (p.uid or p.key) != me)
+                ev.ASSIGNED_POD_DELETE, assumed, None, lambda p: (p.uid or p.key) != me
+            )
 
-    def handle_failure(self, fw: Framework, qpi: QueuedPodInfo, st: Status, res: CycleResult | None) -> None:
+    def handle_failure(
+        self, fw: Framework, qpi: QueuedPodInfo, st: Status, res: CycleResult | None
+    ) -> None:
         """``handleSchedulingFailure``: requeue (pool or backoff), nominate, report."""
         pod = qpi.pod_info
         is_error = st.code == Code.ERROR
@@ -420,8 +474,11 @@ class Scheduler:
         pf = res.post_filter if res is not None else None
         preempt_on = pf.nominated_node_name if pf is not None and self._tg is not None else ""
         # Victims already terminating need no second eviction (``prepareCandidateAsync``).
-        victims = [v for v in pf.victims if v.pod.metadata.deletion_timestamp is None] \
-            if pf is not None and preempt_on else []
+        victims = (
+            [v for v in pf.victims if v.pod.metadata.deletion_timestamp is None]
+            if pf is not None and preempt_on
+            else []
+        )
         token = object()
         if victims:
             # Before requeueing: an event seen in flight must not retry it mid-eviction.
@@ -457,7 +514,11 @@ class Scheduler:
             nominator.delete(pod)
 
     async def _preempt(
-        self, fw: Framework, preemptor: PodInfo, node: str, victims: list[PodInfo],
+        self,
+        fw: Framework,
+        preemptor: PodInfo,
+        node: str,
+        victims: list[PodInfo],
         token: object = None,
     ) -> None:
         """Record the nomination, then evict the victims (``prepareCandidateAsync``).
@@ -473,8 +534,9 @@ class Scheduler:
             try:
                 await self.cluster.set_nominated_node(preemptor, node)
             except Exception as e:
-                log.warning("setting nominatedNodeName failed", pod=preemptor.key, node=node,
-                            error=str(e))
+                log.warning(
+                    "setting nominatedNodeName failed", pod=preemptor.key, node=node, error=str(e)
+                )
             if not victims:
                 return
             for p in self.queue.nominator.pods_for_node(node):
@@ -510,12 +572,21 @@ class Scheduler:
             try:
                 await self.cluster.delete_pod(victim)
             except Exception as e:
-                log.warning("deleting preemption victim failed", pod=victim.key,
-                            preemptor=preemptor.key, error=str(e))
+                log.warning(
+                    "deleting preemption victim failed",
+                    pod=victim.key,
+                    preemptor=preemptor.key,
+                    error=str(e),
+                )
                 return False
         self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(victim.key)
-        fw.handle.recorder.event(victim, "Normal", "Preempted", "Preempting",
-                                 f"Preempted by pod {preemptor.uid} on node {node}")
+        fw.handle.recorder.event(
+            victim,
+            "Normal",
+            "Preempted",
+            "Preempting",
+            f"Preempted by pod {preemptor.uid} on node {node}",
+        )
         return True
 
     def _on_queue_move(self, event: str, queue: str) -> None:

@@ -56,7 +56,9 @@ def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
     if doc is None:
         return
     if not isinstance(doc, dict):
-        raise ClusterFileError(f"{source}: expected a Kubernetes object (a mapping), got {type(doc).__name__}")
+        raise ClusterFileError(
+            f"{source}: expected a Kubernetes object (a mapping), got {type(doc).__name__}"
+        )
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
         for item in doc["items"]:

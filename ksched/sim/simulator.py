@@ -53,8 +53,13 @@ class PodResult:
         return d
 
 
+def _namespaced_key(raw: dict[str, Any]) -> str:
+    meta = raw.get("metadata", {})
+    return f"{meta.get('namespace') or 'default'}/{meta['name']}"
+
+
 class SimulatedCluster:
-    """ClusterClient over in-memory pods; every change is echoed to the scheduler as a watch event."""
+    """ClusterClient over in-memory pods; changes are echoed to the scheduler as watch events."""
 
     def __init__(self, cluster: ClusterFile) -> None:
         self.pods: dict[str, PodInfo] = {}
@@ -71,7 +76,9 @@ class SimulatedCluster:
         if cur is None:
             raise BindError(f'pods "{pod.name}" not found', retry=False)
         if cur.node_name:
-            raise BindError(f'pod {pod.key} is already assigned to node "{cur.node_name}"', retry=False)
+            raise BindError(
+                f'pod {pod.key} is already assigned to node "{cur.node_name}"', retry=False
+            )
         spec = msgspec.structs.replace(cur.pod.spec, node_name=node_name)
         new = cur.with_pod(msgspec.structs.replace(cur.pod, spec=spec))
         self.pods[pod.uid] = new
@@ -111,7 +118,9 @@ class _Recorder:
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
         self._put(pod.uid, PodResult(pod.namespace, pod.name, node, "Scheduled", ""))
 
-    def failed(self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None) -> None:
+    def failed(
+        self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
+    ) -> None:
         status = "Error" if reason == "SchedulerError" else "Unschedulable"
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
 
@@ -123,7 +132,11 @@ def _admit(pod: Pod, raw: dict[str, Any], classes: dict[str, int], global_defaul
         meta = msgspec.structs.replace(meta, uid=f"sim-{meta.namespace}-{meta.name}")
     spec = pod.spec
     if spec.priority is None:
-        value = classes.get(spec.priority_class_name, global_default) if spec.priority_class_name else global_default
+        value = (
+            classes.get(spec.priority_class_name, global_default)
+            if spec.priority_class_name
+            else global_default
+        )
         spec = msgspec.structs.replace(spec, priority=value)
     return msgspec.structs.replace(pod, metadata=meta, spec=spec)
 
@@ -145,8 +158,15 @@ class Simulation:
         self.recorder = _Recorder()
         self.events = RecordingEventRecorder()
         self.sched = Scheduler(
-            config, registry, cluster=self.cluster, clock=self.clock, observer=self.recorder,
-            recorder=self.events, seed=seed, explain=explain, assumed_ttl=0,
+            config,
+            registry,
+            cluster=self.cluster,
+            clock=self.clock,
+            observer=self.recorder,
+            recorder=self.events,
+            seed=seed,
+            explain=explain,
+            assumed_ttl=0,
         )
         self.cluster.sched = self.sched
         ext = self.sched.extenders
@@ -163,10 +183,7 @@ class Simulation:
             "pdbs": {f"{p.metadata.namespace}/{p.metadata.name}": p for p in cluster.pdbs},
             "priorityclasses": {pc.metadata.name: pc for pc in cluster.priority_classes},
             # Custom objects plugins read synchronously (Coscheduling's PodGroups).
-            "podgroups": {
-                f"{pg.get('metadata', {}).get('namespace') or 'default'}/{pg['metadata']['name']}": pg
-                for pg in cluster.others.get("PodGroup", [])
-            },
+            "podgroups": {_namespaced_key(pg): pg for pg in cluster.others.get("PodGroup", [])},
             # Every non-terminal pod, for any scheduler (PodInfo values).
             "pods": self.cluster.pods,
         }
@@ -243,7 +260,7 @@ class Simulation:
         sched = self.sched
         q = sched.queue
         async with anyio.create_task_group() as tg:
-            sched._tg = tg  # noqa: SLF001 - the scheduler's task group for victim deletions
+            sched._tg = tg
             while budget > 0:
                 qpi = q.pop_nowait()
                 if qpi is not None:
@@ -257,13 +274,17 @@ class Simulation:
                 if q.has_active():
                     continue
                 # Nothing runnable: jump virtual time to the next deadline, if any.
-                deadlines = [t for t in (q.next_backoff_expiry(), self.clock.next_deadline()) if t is not None]
+                deadlines = [
+                    t
+                    for t in (q.next_backoff_expiry(), self.clock.next_deadline())
+                    if t is not None
+                ]
                 if not deadlines:
                     break
                 self.clock.set(min(deadlines))
                 q.flush_backoff_completed()
             tg.cancel_scope.cancel()
-            sched._tg = None  # noqa: SLF001
+            sched._tg = None
 
     def _results(self, pending: list[PodInfo]) -> list[PodResult]:
         out: list[PodResult] = []
@@ -272,7 +293,11 @@ class Simulation:
         for pi in pending:
             if pi.uid not in rec:
                 q = gated.get(pi.uid)
-                msg = q.gating_status.message() if q is not None and q.gating_status else "pod was not attempted"
+                msg = (
+                    q.gating_status.message()
+                    if q is not None and q.gating_status
+                    else "pod was not attempted"
+                )
                 rec[pi.uid] = PodResult(pi.namespace, pi.name, None, "Unschedulable", msg)
         for uid, r in rec.items():
             r.preempted = sorted(self.sched.preemptions.get(uid, []))
@@ -282,7 +307,13 @@ class Simulation:
         return out
 
 
-def simulate(cluster: ClusterFile, config: Any, registry: Registry, *, seed: int | None = 0,
-             explain: bool = False) -> list[PodResult]:
+def simulate(
+    cluster: ClusterFile,
+    config: Any,
+    registry: Registry,
+    *,
+    seed: int | None = 0,
+    explain: bool = False,
+) -> list[PodResult]:
     sim = Simulation(cluster, config, registry, seed=seed, explain=explain)
     return anyio.run(sim.run)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ksched.api.quantity import QuantityError, milli_value, parse_quantity, value
 
-KI, MI, GI, TI, PI, EI = (2**(10 * i) for i in range(1, 7))
+KI, MI, GI, TI, PI, EI = (2 ** (10 * i) for i in range(1, 7))
 MAX_INT64 = 2**63 - 1
 
 
@@ -25,48 +25,109 @@ def dec(i: int, exponent: int) -> Fraction:
 
 # (input, exact value) -- TestQuantityParse's table, where ksched models the value.
 UPSTREAM_PARSE = [
-    ("0", dec(0, 0)), ("0n", dec(0, 0)), ("0u", dec(0, 0)), ("0m", dec(0, 0)),
-    ("0Ki", dec(0, 0)), ("0k", dec(0, 0)), ("0Mi", dec(0, 0)), ("0M", dec(0, 0)),
-    ("0Gi", dec(0, 0)), ("0G", dec(0, 0)), ("0Ti", dec(0, 0)), ("0T", dec(0, 0)),
+    ("0", dec(0, 0)),
+    ("0n", dec(0, 0)),
+    ("0u", dec(0, 0)),
+    ("0m", dec(0, 0)),
+    ("0Ki", dec(0, 0)),
+    ("0k", dec(0, 0)),
+    ("0Mi", dec(0, 0)),
+    ("0M", dec(0, 0)),
+    ("0Gi", dec(0, 0)),
+    ("0G", dec(0, 0)),
+    ("0Ti", dec(0, 0)),
+    ("0T", dec(0, 0)),
     ("1", dec(1, 0)),
     # Binary suffixes
-    ("1Ki", dec(1024, 0)), ("8Ki", dec(8 * 1024, 0)), ("7Mi", dec(7 * MI, 0)),
-    ("6Gi", dec(6 * GI, 0)), ("5Ti", dec(5 * TI, 0)), ("4Pi", dec(4 * PI, 0)),
-    ("3Ei", dec(3 * EI, 0)), ("10Ti", dec(10 * TI, 0)), ("100Ti", dec(100 * TI, 0)),
+    ("1Ki", dec(1024, 0)),
+    ("8Ki", dec(8 * 1024, 0)),
+    ("7Mi", dec(7 * MI, 0)),
+    ("6Gi", dec(6 * GI, 0)),
+    ("5Ti", dec(5 * TI, 0)),
+    ("4Pi", dec(4 * PI, 0)),
+    ("3Ei", dec(3 * EI, 0)),
+    ("10Ti", dec(10 * TI, 0)),
+    ("100Ti", dec(100 * TI, 0)),
     # Decimal suffixes
-    ("5n", dec(5, -9)), ("4u", dec(4, -6)), ("3m", dec(3, -3)), ("9", dec(9, 0)),
-    ("8k", dec(8, 3)), ("50k", dec(5, 4)), ("7M", dec(7, 6)), ("6G", dec(6, 9)),
-    ("5T", dec(5, 12)), ("40T", dec(4, 13)), ("300T", dec(3, 14)), ("2P", dec(2, 15)),
+    ("5n", dec(5, -9)),
+    ("4u", dec(4, -6)),
+    ("3m", dec(3, -3)),
+    ("9", dec(9, 0)),
+    ("8k", dec(8, 3)),
+    ("50k", dec(5, 4)),
+    ("7M", dec(7, 6)),
+    ("6G", dec(6, 9)),
+    ("5T", dec(5, 12)),
+    ("40T", dec(4, 13)),
+    ("300T", dec(3, 14)),
+    ("2P", dec(2, 15)),
     ("1E", dec(1, 18)),
     # Decimal exponents
-    ("1E-3", dec(1, -3)), ("1e3", dec(1, 3)), ("1E6", dec(1, 6)), ("1e9", dec(1, 9)),
-    ("1E12", dec(1, 12)), ("1e15", dec(1, 15)), ("1E18", dec(1, 18)),
+    ("1E-3", dec(1, -3)),
+    ("1e3", dec(1, 3)),
+    ("1E6", dec(1, 6)),
+    ("1e9", dec(1, 9)),
+    ("1E12", dec(1, 12)),
+    ("1e15", dec(1, 15)),
+    ("1E18", dec(1, 18)),
     # Nonstandard but still parsable
-    ("1e14", dec(1, 14)), ("1e13", dec(1, 13)), ("100.035k", dec(100035, 0)),
+    ("1e14", dec(1, 14)),
+    ("1e13", dec(1, 13)),
+    ("100.035k", dec(100035, 0)),
     # Things that look like floating point
-    ("0.001", dec(1, -3)), ("0.0005k", dec(5, -1)), ("0.005", dec(5, -3)),
-    ("0.05", dec(5, -2)), ("0.5", dec(5, -1)), ("0.00050k", dec(5, -1)),
-    ("0.00500", dec(5, -3)), ("0.05000", dec(5, -2)), ("0.50000", dec(5, -1)),
-    ("0.5e0", dec(5, -1)), ("0.5e-1", dec(5, -2)), ("0.5e-2", dec(5, -3)),
+    ("0.001", dec(1, -3)),
+    ("0.0005k", dec(5, -1)),
+    ("0.005", dec(5, -3)),
+    ("0.05", dec(5, -2)),
+    ("0.5", dec(5, -1)),
+    ("0.00050k", dec(5, -1)),
+    ("0.00500", dec(5, -3)),
+    ("0.05000", dec(5, -2)),
+    ("0.50000", dec(5, -1)),
+    ("0.5e0", dec(5, -1)),
+    ("0.5e-1", dec(5, -2)),
+    ("0.5e-2", dec(5, -3)),
     ("10.035M", dec(10035, 3)),
-    ("1.2e3", dec(12, 2)), ("1.3E+6", dec(13, 5)), ("1.40e9", dec(14, 8)),
-    ("1.53E12", dec(153, 10)), ("1.6e15", dec(16, 14)), ("1.7E18", dec(17, 17)),
-    ("9.01", dec(901, -2)), ("8.1k", dec(81, 2)), ("7.123456M", dec(7123456, 0)),
-    ("6.987654321G", dec(6987654321, 0)), ("5.444T", dec(5444, 9)), ("40.1T", dec(401, 11)),
-    ("300.2T", dec(3002, 11)), ("2.5P", dec(25, 14)), ("1.01E", dec(101, 16)),
+    ("1.2e3", dec(12, 2)),
+    ("1.3E+6", dec(13, 5)),
+    ("1.40e9", dec(14, 8)),
+    ("1.53E12", dec(153, 10)),
+    ("1.6e15", dec(16, 14)),
+    ("1.7E18", dec(17, 17)),
+    ("9.01", dec(901, -2)),
+    ("8.1k", dec(81, 2)),
+    ("7.123456M", dec(7123456, 0)),
+    ("6.987654321G", dec(6987654321, 0)),
+    ("5.444T", dec(5444, 9)),
+    ("40.1T", dec(401, 11)),
+    ("300.2T", dec(3002, 11)),
+    ("2.5P", dec(25, 14)),
+    ("1.01E", dec(101, 16)),
     # Things that saturate/round: parsing rounds up to a whole nanounit
-    ("3.001n", dec(4, -9)), ("1.1E-9", dec(2, -9)), ("0.0000000001", dec(1, -9)),
-    ("0.0000000005", dec(1, -9)), ("0.00000000050", dec(1, -9)), ("0.5e-9", dec(1, -9)),
-    ("0.9n", dec(1, -9)), ("0.00000012345", dec(124, -9)), ("0.00000012354", dec(124, -9)),
+    ("3.001n", dec(4, -9)),
+    ("1.1E-9", dec(2, -9)),
+    ("0.0000000001", dec(1, -9)),
+    ("0.0000000005", dec(1, -9)),
+    ("0.00000000050", dec(1, -9)),
+    ("0.5e-9", dec(1, -9)),
+    ("0.9n", dec(1, -9)),
+    ("0.00000012345", dec(124, -9)),
+    ("0.00000012354", dec(124, -9)),
     # ... and binary amounts are capped at the largest int64
-    ("9Ei", Fraction(MAX_INT64)), ("9223372036854775807Ki", Fraction(MAX_INT64)),
+    ("9Ei", Fraction(MAX_INT64)),
+    ("9223372036854775807Ki", Fraction(MAX_INT64)),
     ("12E", dec(12, 18)),
     # Fractional binary amounts
-    ("100.035Ki", dec(10243584, -2)), ("0.5Mi", dec(MI // 2, 0)),
-    ("0.05Gi", dec(536870912, -1)), ("0.025Ti", dec(274877906944, -1)),
+    ("100.035Ki", dec(10243584, -2)),
+    ("0.5Mi", dec(MI // 2, 0)),
+    ("0.05Gi", dec(536870912, -1)),
+    ("0.025Ti", dec(274877906944, -1)),
     # Things written by trolls
-    ("0.000000000001Ki", dec(2, -9)), (".001", dec(1, -3)), (".0001k", dec(100, -3)),
-    ("1.", dec(1, 0)), ("1.G", dec(1, 9)),
+    ("0.000000000001Ki", dec(2, -9)),
+    (".001", dec(1, -3)),
+    (".0001k", dec(100, -3)),
+    ("1.", dec(1, 0)),
+    ("1.G", dec(1, 9)),
 ]
 
 
@@ -80,25 +141,47 @@ def test_upstream_parse_table(text: str, expected: Fraction) -> None:
 
 @pytest.mark.parametrize(
     ("text", "factor"),
-    [("n", Fraction(1, 10**9)), ("u", Fraction(1, 10**6)), ("m", Fraction(1, 1000)),
-     ("", Fraction(1)), ("k", Fraction(10**3)), ("M", Fraction(10**6)), ("G", Fraction(10**9)),
-     ("T", Fraction(10**12)), ("P", Fraction(10**15)), ("E", Fraction(10**18)),
-     ("Ki", Fraction(KI)), ("Mi", Fraction(MI)), ("Gi", Fraction(GI)), ("Ti", Fraction(TI)),
-     ("Pi", Fraction(PI)), ("Ei", Fraction(EI))],
+    [
+        ("n", Fraction(1, 10**9)),
+        ("u", Fraction(1, 10**6)),
+        ("m", Fraction(1, 1000)),
+        ("", Fraction(1)),
+        ("k", Fraction(10**3)),
+        ("M", Fraction(10**6)),
+        ("G", Fraction(10**9)),
+        ("T", Fraction(10**12)),
+        ("P", Fraction(10**15)),
+        ("E", Fraction(10**18)),
+        ("Ki", Fraction(KI)),
+        ("Mi", Fraction(MI)),
+        ("Gi", Fraction(GI)),
+        ("Ti", Fraction(TI)),
+        ("Pi", Fraction(PI)),
+        ("Ei", Fraction(EI)),
+    ],
 )
 def test_every_suffix_scales_exactly(text: str, factor: Fraction) -> None:
     assert parse_quantity("3" + text) == 3 * factor
     # 1.5n is not a whole nanounit: parsing rounds it up to 2n.
-    assert parse_quantity("1.5" + text) == Fraction(math.ceil(Fraction(3, 2) * factor * 10**9),
-                                                    10**9)
+    assert parse_quantity("1.5" + text) == Fraction(
+        math.ceil(Fraction(3, 2) * factor * 10**9), 10**9
+    )
     assert value("2" + text) == math.ceil(2 * factor)
     assert milli_value("2" + text) == math.ceil(2000 * factor)
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("1e3", 1000), ("1E3", 1000), ("1E-3", Fraction(1, 1000)), ("12e6", 12_000_000),
-     ("1e+3", 1000), ("1.5e-3", Fraction(15, 10_000)), ("5e0", 5), ("0e9", 0)],
+    [
+        ("1e3", 1000),
+        ("1E3", 1000),
+        ("1E-3", Fraction(1, 1000)),
+        ("12e6", 12_000_000),
+        ("1e+3", 1000),
+        ("1.5e-3", Fraction(15, 10_000)),
+        ("5e0", 5),
+        ("0e9", 0),
+    ],
 )
 def test_decimal_exponents(text: str, expected: Fraction | int) -> None:
     assert parse_quantity(text) == expected
@@ -186,9 +269,37 @@ def test_whitespace_around_text_is_trimmed_like_unmarshal_json() -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        "", " ", "Ki", "1.2.3", "1KI", "1K", "abc", "1 Gi", "e3", "1e", "1E+", "1e-",
-        "1.1.M", "1+1.0M", "0.1mi", "0.1am", "aoeu", ".5i", "1i", "-3.01i", "-3.01e-",
-        "1e4294967297", "--1", "+-1", "1Mi2", "Mi1", "1m1", "0x10", "1_000", "inf", "NaN",
+        "",
+        " ",
+        "Ki",
+        "1.2.3",
+        "1KI",
+        "1K",
+        "abc",
+        "1 Gi",
+        "e3",
+        "1e",
+        "1E+",
+        "1e-",
+        "1.1.M",
+        "1+1.0M",
+        "0.1mi",
+        "0.1am",
+        "aoeu",
+        ".5i",
+        "1i",
+        "-3.01i",
+        "-3.01e-",
+        "1e4294967297",
+        "--1",
+        "+-1",
+        "1Mi2",
+        "Mi1",
+        "1m1",
+        "0x10",
+        "1_000",
+        "inf",
+        "NaN",
         "\u0661\u0662",  # Arabic-Indic digits: Go only accepts ASCII digits
         "\uff11",  # fullwidth one
         "1\u00a0Gi",
@@ -203,8 +314,10 @@ def test_invalid_text_raises(bad: str) -> None:
         value(bad)
 
 
-@pytest.mark.parametrize("bad", [True, False, None, [], {}, b"1", float("inf"), float("nan"),
-                                 -float("inf"), Fraction(1, 2)])
+@pytest.mark.parametrize(
+    "bad",
+    [True, False, None, [], {}, b"1", float("inf"), float("nan"), -float("inf"), Fraction(1, 2)],
+)
 def test_invalid_types_raise(bad: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(bad)

@@ -22,8 +22,13 @@ GI = 2**30
 MI = 2**20
 
 
-def c(requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
-      *, sidecar: bool = False, name: str = "c") -> dict[str, Any]:
+def c(
+    requests: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+    *,
+    sidecar: bool = False,
+    name: str = "c",
+) -> dict[str, Any]:
     res: dict[str, Any] = {}
     if requests is not None:
         res["requests"] = requests
@@ -35,15 +40,18 @@ def c(requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = No
     return out
 
 
-def pod(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None = None,
-        overhead: dict[str, Any] | None = None, name: str = "p") -> Pod:
+def pod(
+    containers: list[dict[str, Any]],
+    init: list[dict[str, Any]] | None = None,
+    overhead: dict[str, Any] | None = None,
+    name: str = "p",
+) -> Pod:
     spec: dict[str, Any] = {"containers": containers}
     if init is not None:
         spec["initContainers"] = init
     if overhead is not None:
         spec["overhead"] = overhead
-    return decode({"kind": "Pod", "metadata": {"name": name, "namespace": "ns"}, "spec": spec},
-                  Pod)
+    return decode({"kind": "Pod", "metadata": {"name": name, "namespace": "ns"}, "spec": spec}, Pod)
 
 
 def cpu_of(p: Pod) -> int:
@@ -56,32 +64,80 @@ def cpu_of(p: Pod) -> int:
 @pytest.mark.parametrize(
     ("init", "containers", "overhead", "want_cpu", "want_mem"),
     [
-        pytest.param([c({"cpu": "4"})], [c({"cpu": "1"})], None, 4000, 0,
-                     id="larger init container"),
-        pytest.param([c({"cpu": "2"})], [c({"cpu": "2"}), c({"cpu": "3"})], None, 5000, 0,
-                     id="larger containers"),
-        pytest.param([c({"cpu": "2"}, {"cpu": "2"})], [c({"cpu": "2"}), c({"cpu": "3"})],
-                     {"cpu": "1", "memory": "1Gi"}, 6000, GI, id="pod overhead included"),
-        pytest.param([c({"cpu": "1"}, sidecar=True)], [c({"cpu": "1"})], None, 2000, 0,
-                     id="restartable init container"),
+        pytest.param(
+            [c({"cpu": "4"})], [c({"cpu": "1"})], None, 4000, 0, id="larger init container"
+        ),
+        pytest.param(
+            [c({"cpu": "2"})],
+            [c({"cpu": "2"}), c({"cpu": "3"})],
+            None,
+            5000,
+            0,
+            id="larger containers",
+        ),
+        pytest.param(
+            [c({"cpu": "2"}, {"cpu": "2"})],
+            [c({"cpu": "2"}), c({"cpu": "3"})],
+            {"cpu": "1", "memory": "1Gi"},
+            6000,
+            GI,
+            id="pod overhead included",
+        ),
+        pytest.param(
+            [c({"cpu": "1"}, sidecar=True)],
+            [c({"cpu": "1"})],
+            None,
+            2000,
+            0,
+            id="restartable init container",
+        ),
         # max(5, restartable init containers(3+2+1) + regular(1)) = 7
-        pytest.param([c({"cpu": "5"}), c({"cpu": "1"}, sidecar=True),
-                      c({"cpu": "2"}, sidecar=True), c({"cpu": "3"}, sidecar=True)],
-                     [c({"cpu": "1"})], None, 7000, 0, id="multiple restartable init containers"),
+        pytest.param(
+            [
+                c({"cpu": "5"}),
+                c({"cpu": "1"}, sidecar=True),
+                c({"cpu": "2"}, sidecar=True),
+                c({"cpu": "3"}, sidecar=True),
+            ],
+            [c({"cpu": "1"})],
+            None,
+            7000,
+            0,
+            id="multiple restartable init containers",
+        ),
         # init-2 requires 5 + the previously running restartable init containers (1+2) = 8;
         # the restartable init container that starts after it doesn't count.
-        pytest.param([c({"cpu": "5"}), c({"cpu": "1"}, sidecar=True),
-                      c({"cpu": "2"}, sidecar=True), c({"cpu": "5"}),
-                      c({"cpu": "3"}, sidecar=True)],
-                     [c({"cpu": "1"})], None, 8000, 0,
-                     id="multiple restartable and regular init containers"),
-        pytest.param([c({"cpu": "10"}, sidecar=True), c({"cpu": "200"})], [c({"cpu": "100"})],
-                     None, 210_000, 0, id="restartable-init, init and regular"),
+        pytest.param(
+            [
+                c({"cpu": "5"}),
+                c({"cpu": "1"}, sidecar=True),
+                c({"cpu": "2"}, sidecar=True),
+                c({"cpu": "5"}),
+                c({"cpu": "3"}, sidecar=True),
+            ],
+            [c({"cpu": "1"})],
+            None,
+            8000,
+            0,
+            id="multiple restartable and regular init containers",
+        ),
+        pytest.param(
+            [c({"cpu": "10"}, sidecar=True), c({"cpu": "200"})],
+            [c({"cpu": "100"})],
+            None,
+            210_000,
+            0,
+            id="restartable-init, init and regular",
+        ),
     ],
 )
-def test_upstream_pod_requests_table(init: list[dict[str, Any]], containers: list[dict[str, Any]],
-                                     overhead: dict[str, Any] | None, want_cpu: int,
-                                     want_mem: int) -> None:
+def test_upstream_pod_requests_table(
+    init: list[dict[str, Any]],
+    containers: list[dict[str, Any]],
+    overhead: dict[str, Any] | None,
+    want_cpu: int,
+    want_mem: int,
+) -> None:
     r = pod_requests(pod(containers, init, overhead)).requests
     assert r.milli_cpu == want_cpu
     assert r.memory == want_mem
@@ -96,8 +152,10 @@ def test_sidecar_order_matters() -> None:
 
 
 def test_sidecar_memory_and_cpu_are_maxed_per_resource() -> None:
-    p = pod([c({"cpu": "1", "memory": "1Gi"})],
-            [c({"cpu": "500m", "memory": "2Gi"}, sidecar=True), c({"cpu": "3", "memory": "1Gi"})])
+    p = pod(
+        [c({"cpu": "1", "memory": "1Gi"})],
+        [c({"cpu": "500m", "memory": "2Gi"}, sidecar=True), c({"cpu": "3", "memory": "1Gi"})],
+    )
     r = pod_requests(p).requests
     # containers + sidecar = 1.5 cpu, 3Gi; init + sidecar = 3.5 cpu, 3Gi
     assert r.milli_cpu == 3500
@@ -105,19 +163,41 @@ def test_sidecar_memory_and_cpu_are_maxed_per_resource() -> None:
 
 
 def test_sum_of_containers_and_every_resource_kind() -> None:
-    p = pod([
-        c({"cpu": "250m", "memory": "64Mi", "ephemeral-storage": "1Gi",
-           "nvidia.com/gpu": "1", "hugepages-2Mi": "4Mi", "example.com/foo": "3"}),
-        c({"cpu": "0.75", "memory": 64 * MI, "ephemeral-storage": "1G",
-           "nvidia.com/gpu": 2, "attachable-volumes-aws-ebs": "1",
-           "kubernetes.io/batch-hint": "2"}),
-    ])
+    p = pod(
+        [
+            c(
+                {
+                    "cpu": "250m",
+                    "memory": "64Mi",
+                    "ephemeral-storage": "1Gi",
+                    "nvidia.com/gpu": "1",
+                    "hugepages-2Mi": "4Mi",
+                    "example.com/foo": "3",
+                }
+            ),
+            c(
+                {
+                    "cpu": "0.75",
+                    "memory": 64 * MI,
+                    "ephemeral-storage": "1G",
+                    "nvidia.com/gpu": 2,
+                    "attachable-volumes-aws-ebs": "1",
+                    "kubernetes.io/batch-hint": "2",
+                }
+            ),
+        ]
+    )
     r = pod_requests(p).requests
     assert r.milli_cpu == 1000
     assert r.memory == 128 * MI
     assert r.ephemeral_storage == GI + 10**9
-    assert r.scalar == {"nvidia.com/gpu": 3, "hugepages-2Mi": 4 * MI, "example.com/foo": 3,
-                        "attachable-volumes-aws-ebs": 1, "kubernetes.io/batch-hint": 2}
+    assert r.scalar == {
+        "nvidia.com/gpu": 3,
+        "hugepages-2Mi": 4 * MI,
+        "example.com/foo": 3,
+        "attachable-volumes-aws-ebs": 1,
+        "kubernetes.io/batch-hint": 2,
+    }
     assert r.allowed_pod_number == 0
 
 
@@ -128,8 +208,10 @@ def test_unknown_unprefixed_names_are_not_counted() -> None:
 
 
 def test_overhead_is_added_to_requests_and_non_zero_requests() -> None:
-    p = pod([c({"cpu": "1", "memory": "1Gi"})], overhead={"cpu": "250m", "memory": "120Mi",
-                                                          "example.com/x": "1"})
+    p = pod(
+        [c({"cpu": "1", "memory": "1Gi"})],
+        overhead={"cpu": "250m", "memory": "120Mi", "example.com/x": "1"},
+    )
     pr = pod_requests(p)
     assert (pr.requests.milli_cpu, pr.requests.memory) == (1250, GI + 120 * MI)
     assert pr.requests.scalar == {"example.com/x": 1}
@@ -174,29 +256,79 @@ def test_defaults_are_100m_and_200mi() -> None:
     ("containers", "init", "want_cpu", "want_mem", "nz_cpu", "nz_mem"),
     [
         pytest.param([c()], None, 0, 0, 100, 200 * MI, id="requestless container"),
-        pytest.param([c({"cpu": "500m", "memory": "500Mi"})], None, 500, 500 * MI, 500, 500 * MI,
-                     id="1X container with requests"),
-        pytest.param([c({"cpu": "500m", "memory": "500Mi"}), c({"cpu": "700m", "memory": "800Mi"})],
-                     None, 1200, 1300 * MI, 1200, 1300 * MI, id="2X container with requests"),
-        pytest.param([c({"cpu": "0", "memory": "0"})], None, 0, 0, 0, 0,
-                     id="explicit zero stays zero"),
+        pytest.param(
+            [c({"cpu": "500m", "memory": "500Mi"})],
+            None,
+            500,
+            500 * MI,
+            500,
+            500 * MI,
+            id="1X container with requests",
+        ),
+        pytest.param(
+            [c({"cpu": "500m", "memory": "500Mi"}), c({"cpu": "700m", "memory": "800Mi"})],
+            None,
+            1200,
+            1300 * MI,
+            1200,
+            1300 * MI,
+            id="2X container with requests",
+        ),
+        pytest.param(
+            [c({"cpu": "0", "memory": "0"})], None, 0, 0, 0, 0, id="explicit zero stays zero"
+        ),
         pytest.param([c({"cpu": "300m"})], None, 300, 0, 300, 200 * MI, id="only cpu set"),
         pytest.param([c({"memory": "1Gi"})], None, 0, GI, 100, GI, id="only memory set"),
-        pytest.param([c({"cpu": "300m"}), c()], None, 300, 0, 400, 400 * MI,
-                     id="default per container missing it"),
-        pytest.param([c({"example.com/x": "1"})], None, 0, 0, 100, 200 * MI,
-                     id="extended resources do not count as cpu/memory"),
+        pytest.param(
+            [c({"cpu": "300m"}), c()],
+            None,
+            300,
+            0,
+            400,
+            400 * MI,
+            id="default per container missing it",
+        ),
+        pytest.param(
+            [c({"example.com/x": "1"})],
+            None,
+            0,
+            0,
+            100,
+            200 * MI,
+            id="extended resources do not count as cpu/memory",
+        ),
         # Init containers get the defaults too before being max'd in.
-        pytest.param([c({"cpu": "50m", "memory": "10Mi"})], [c()], 50, 10 * MI, 100, 200 * MI,
-                     id="requestless init container"),
-        pytest.param([c({"cpu": "50m", "memory": "10Mi"})], [c({"cpu": "0"})], 50, 10 * MI,
-                     50, 200 * MI, id="init container with explicit zero cpu"),
-        pytest.param([c()], [c(sidecar=True)], 0, 0, 200, 400 * MI,
-                     id="requestless sidecar adds defaults"),
+        pytest.param(
+            [c({"cpu": "50m", "memory": "10Mi"})],
+            [c()],
+            50,
+            10 * MI,
+            100,
+            200 * MI,
+            id="requestless init container",
+        ),
+        pytest.param(
+            [c({"cpu": "50m", "memory": "10Mi"})],
+            [c({"cpu": "0"})],
+            50,
+            10 * MI,
+            50,
+            200 * MI,
+            id="init container with explicit zero cpu",
+        ),
+        pytest.param(
+            [c()], [c(sidecar=True)], 0, 0, 200, 400 * MI, id="requestless sidecar adds defaults"
+        ),
     ],
 )
-def test_non_zero_requests(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None,
-                           want_cpu: int, want_mem: int, nz_cpu: int, nz_mem: int) -> None:
+def test_non_zero_requests(
+    containers: list[dict[str, Any]],
+    init: list[dict[str, Any]] | None,
+    want_cpu: int,
+    want_mem: int,
+    nz_cpu: int,
+    nz_mem: int,
+) -> None:
     pr = pod_requests(pod(containers, init))
     assert (pr.requests.milli_cpu, pr.requests.memory) == (want_cpu, want_mem)
     assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == (nz_cpu, nz_mem)
@@ -237,12 +369,16 @@ def test_yaml_float_requests_are_exact() -> None:
 @pytest.mark.parametrize(
     ("p", "field"),
     [
-        (pod([c({"cpu": "1"}), c({"memory": "1GiB"})]),
-         "spec.containers[1].resources.requests.memory"),
+        (
+            pod([c({"cpu": "1"}), c({"memory": "1GiB"})]),
+            "spec.containers[1].resources.requests.memory",
+        ),
         (pod([c()], [c({"cpu": "abc"})]), "spec.initContainers[0].resources.requests.cpu"),
         (pod([c(limits={"cpu": "x"})]), "spec.containers[0].resources.limits.cpu"),
-        (pod([c({"cpu": "1"}, {"nvidia.com/gpu": "1x"})]),
-         "spec.containers[0].resources.limits.nvidia.com/gpu"),
+        (
+            pod([c({"cpu": "1"}, {"nvidia.com/gpu": "1x"})]),
+            "spec.containers[0].resources.limits.nvidia.com/gpu",
+        ),
         (pod([c()], overhead={"memory": "lots"}), "spec.overhead.memory"),
     ],
 )
@@ -258,10 +394,23 @@ def test_resource_error_names_pod_and_field(p: Pod, field: str) -> None:
 def test_resource_from_list_names_the_field() -> None:
     with pytest.raises(ResourceError, match=r"Node n1: status\.allocatable\.cpu: "):
         Resource.from_list({"cpu": "four"}, "Node n1: status.allocatable")
-    r = Resource.from_list({"cpu": "3500m", "memory": "1Gi", "pods": "110",
-                            "ephemeral-storage": "10Gi", "nvidia.com/gpu": 2, "other": "1"})
-    assert r.to_dict() == {"cpu": 3500, "memory": GI, "ephemeral-storage": 10 * GI,
-                           "pods": 110, "nvidia.com/gpu": 2}
+    r = Resource.from_list(
+        {
+            "cpu": "3500m",
+            "memory": "1Gi",
+            "pods": "110",
+            "ephemeral-storage": "10Gi",
+            "nvidia.com/gpu": 2,
+            "other": "1",
+        }
+    )
+    assert r.to_dict() == {
+        "cpu": 3500,
+        "memory": GI,
+        "ephemeral-storage": 10 * GI,
+        "pods": 110,
+        "nvidia.com/gpu": 2,
+    }
 
 
 # ---- classification -----------------------------------------------------------------
@@ -302,8 +451,14 @@ def test_resource_vector_arithmetic() -> None:
     b = Resource(500, 2 * GI, 5, 1, {"x/y": 2, "a/b": 1})
     s = a.clone()
     s.add(b)
-    assert s.to_dict() == {"cpu": 1500, "memory": 3 * GI, "ephemeral-storage": 5, "pods": 1,
-                           "x/y": 3, "a/b": 1}
+    assert s.to_dict() == {
+        "cpu": 1500,
+        "memory": 3 * GI,
+        "ephemeral-storage": 5,
+        "pods": 1,
+        "x/y": 3,
+        "a/b": 1,
+    }
     s.sub(b)
     assert s == Resource(1000, GI, 0, 0, {"x/y": 1, "a/b": 0})
     m = a.clone()

@@ -85,18 +85,27 @@ def test_nil_selects_nothing_and_empty_selects_everything() -> None:
         ({"matchExpressions": [req("app", "DoesNotExist")]}, {"other": "x"}, True),
         ({"matchExpressions": [req("app", "DoesNotExist")]}, {"app": "x"}, False),
         # matchLabels and matchExpressions are ANDed
-        ({"matchLabels": {"app": "web"}, "matchExpressions": [req("tier", "Exists")]},
-         {"app": "web"}, False),
-        ({"matchLabels": {"app": "web"}, "matchExpressions": [req("tier", "Exists")]},
-         {"app": "web", "tier": "x"}, True),
-        ({"matchExpressions": [req("a", "Exists"), req("a", "NotIn", "1", "2")]},
-         {"a": "3"}, True),
-        ({"matchExpressions": [req("a", "Exists"), req("a", "NotIn", "1", "2")]},
-         {"a": "2"}, False),
+        (
+            {"matchLabels": {"app": "web"}, "matchExpressions": [req("tier", "Exists")]},
+            {"app": "web"},
+            False,
+        ),
+        (
+            {"matchLabels": {"app": "web"}, "matchExpressions": [req("tier", "Exists")]},
+            {"app": "web", "tier": "x"},
+            True,
+        ),
+        ({"matchExpressions": [req("a", "Exists"), req("a", "NotIn", "1", "2")]}, {"a": "3"}, True),
+        (
+            {"matchExpressions": [req("a", "Exists"), req("a", "NotIn", "1", "2")]},
+            {"a": "2"},
+            False,
+        ),
     ],
 )
-def test_label_selector_matching(selector: dict[str, Any], labels: dict[str, str],
-                                 want: bool) -> None:
+def test_label_selector_matching(
+    selector: dict[str, Any], labels: dict[str, str], want: bool
+) -> None:
     assert compile_label_selector(ls(selector)).matches(labels) is want
 
 
@@ -112,11 +121,13 @@ def test_label_selector_matching(selector: dict[str, Any], labels: dict[str, str
         (req("a", "DoesNotExist", "x"), "matchExpressions[0].values", "Forbidden"),
     ],
 )
-def test_invalid_label_selector_raises_with_path(expr: dict[str, Any], field: str,
-                                                  text: str) -> None:
+def test_invalid_label_selector_raises_with_path(
+    expr: dict[str, Any], field: str, text: str
+) -> None:
     sel = ls({"matchExpressions": [req("ok", "Exists"), expr]})
-    where = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]" \
-            ".labelSelector"
+    where = (
+        "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector"
+    )
     with pytest.raises(SelectorError) as ei:
         compile_label_selector(sel, where)
     msg = str(ei.value)
@@ -137,78 +148,188 @@ def test_selector_from_set() -> None:
 
 def match(sel: NodeSelector, labels: dict[str, str] | None = None, name: str = "") -> bool:
     return compile_node_selector(sel, "spec.affinity.nodeAffinity.required").matches(
-        labels or {}, name)
+        labels or {}, name
+    )
 
 
 NODE_SELECTOR_CASES = [
     # (name, terms, node labels, node name, want)
-    ("node matches field selector, but not labels",
-     [{"matchExpressions": [req("label_1", "In", "label_1_val")],
-       "matchFields": [name_in("host_1")]}], {}, "host_1", False),
-    ("node matches field selector and label selector",
-     [{"matchExpressions": [req("label_1", "In", "label_1_val")],
-       "matchFields": [name_in("host_1")]}], {"label_1": "label_1_val"}, "host_1", True),
-    ("second term matches",
-     [{"matchExpressions": [req("label_1", "In", "label_1_val")]},
-      {"matchFields": [name_in("host_1")]}], {}, "host_1", True),
-    ("In operator that matches",
-     [{"matchExpressions": [req("foo", "In", "bar", "value2")]}], {"foo": "bar"}, "n", True),
-    ("Gt operator that matches (leading zeros)",
-     [{"matchExpressions": [req("kernel-version", "Gt", "0204")]}],
-     {"kernel-version": "0206"}, "n", True),
-    ("NotIn operator that matches",
-     [{"matchExpressions": [req("mem-type", "NotIn", "DDR", "DDR2")]}],
-     {"mem-type": "DDR3"}, "n", True),
-    ("Exists operator that matches",
-     [{"matchExpressions": [req("GPU", "Exists")]}], {"GPU": "NVIDIA-GRID-K1"}, "n", True),
-    ("affinity that doesn't match the node's labels",
-     [{"matchExpressions": [req("foo", "In", "value1", "value2")]}], {"foo": "bar"}, "n", False),
+    (
+        "node matches field selector, but not labels",
+        [
+            {
+                "matchExpressions": [req("label_1", "In", "label_1_val")],
+                "matchFields": [name_in("host_1")],
+            }
+        ],
+        {},
+        "host_1",
+        False,
+    ),
+    (
+        "node matches field selector and label selector",
+        [
+            {
+                "matchExpressions": [req("label_1", "In", "label_1_val")],
+                "matchFields": [name_in("host_1")],
+            }
+        ],
+        {"label_1": "label_1_val"},
+        "host_1",
+        True,
+    ),
+    (
+        "second term matches",
+        [
+            {"matchExpressions": [req("label_1", "In", "label_1_val")]},
+            {"matchFields": [name_in("host_1")]},
+        ],
+        {},
+        "host_1",
+        True,
+    ),
+    (
+        "In operator that matches",
+        [{"matchExpressions": [req("foo", "In", "bar", "value2")]}],
+        {"foo": "bar"},
+        "n",
+        True,
+    ),
+    (
+        "Gt operator that matches (leading zeros)",
+        [{"matchExpressions": [req("kernel-version", "Gt", "0204")]}],
+        {"kernel-version": "0206"},
+        "n",
+        True,
+    ),
+    (
+        "NotIn operator that matches",
+        [{"matchExpressions": [req("mem-type", "NotIn", "DDR", "DDR2")]}],
+        {"mem-type": "DDR3"},
+        "n",
+        True,
+    ),
+    (
+        "Exists operator that matches",
+        [{"matchExpressions": [req("GPU", "Exists")]}],
+        {"GPU": "NVIDIA-GRID-K1"},
+        "n",
+        True,
+    ),
+    (
+        "affinity that doesn't match the node's labels",
+        [{"matchExpressions": [req("foo", "In", "value1", "value2")]}],
+        {"foo": "bar"},
+        "n",
+        False,
+    ),
     ("nil/empty []NodeSelectorTerm matches nothing", [], {"foo": "bar"}, "n", False),
-    ("empty MatchExpressions matches nothing", [{"matchExpressions": []}], {"foo": "bar"}, "n",
-     False),
+    (
+        "empty MatchExpressions matches nothing",
+        [{"matchExpressions": []}],
+        {"foo": "bar"},
+        "n",
+        False,
+    ),
     ("empty term matches nothing", [{}], {"foo": "bar"}, "n", False),
-    ("multiple matchExpressions ANDed that match",
-     [{"matchExpressions": [req("GPU", "Exists"), req("GPU", "NotIn", "AMD", "INTER")]}],
-     {"GPU": "NVIDIA-GRID-K1"}, "n", True),
-    ("multiple matchExpressions ANDed that don't match",
-     [{"matchExpressions": [req("GPU", "Exists"), req("GPU", "In", "AMD", "INTER")]}],
-     {"GPU": "NVIDIA-GRID-K1"}, "n", False),
-    ("multiple NodeSelectorTerms ORed",
-     [{"matchExpressions": [req("foo", "In", "bar", "value2")]},
-      {"matchExpressions": [req("diffkey", "In", "wrong", "value2")]}], {"foo": "bar"}, "n", True),
-    ("invalid value in term won't match",
-     [{"matchExpressions": [req("foo", "NotIn", "invalid value: ___@#$%^")]}],
-     {"foo": "bar"}, "n", False),
+    (
+        "multiple matchExpressions ANDed that match",
+        [{"matchExpressions": [req("GPU", "Exists"), req("GPU", "NotIn", "AMD", "INTER")]}],
+        {"GPU": "NVIDIA-GRID-K1"},
+        "n",
+        True,
+    ),
+    (
+        "multiple matchExpressions ANDed that don't match",
+        [{"matchExpressions": [req("GPU", "Exists"), req("GPU", "In", "AMD", "INTER")]}],
+        {"GPU": "NVIDIA-GRID-K1"},
+        "n",
+        False,
+    ),
+    (
+        "multiple NodeSelectorTerms ORed",
+        [
+            {"matchExpressions": [req("foo", "In", "bar", "value2")]},
+            {"matchExpressions": [req("diffkey", "In", "wrong", "value2")]},
+        ],
+        {"foo": "bar"},
+        "n",
+        True,
+    ),
+    (
+        "invalid value in term won't match",
+        [{"matchExpressions": [req("foo", "NotIn", "invalid value: ___@#$%^")]}],
+        {"foo": "bar"},
+        "n",
+        False,
+    ),
     ("matchFields In that matches", [{"matchFields": [name_in("node_1")]}], {}, "node_1", True),
-    ("matchFields In that doesn't match", [{"matchFields": [name_in("node_1")]}], {}, "node_2",
-     False),
-    ("two terms: matchFields doesn't match, matchExpressions matches",
-     [{"matchFields": [name_in("node_1")]},
-      {"matchExpressions": [req("foo", "In", "bar")]}], {"foo": "bar"}, "node_2", True),
-    ("one term: matchFields doesn't match, matchExpressions matches",
-     [{"matchFields": [name_in("node_1")], "matchExpressions": [req("foo", "In", "bar")]}],
-     {"foo": "bar"}, "node_2", False),
-    ("one term: both match",
-     [{"matchFields": [name_in("node_1")], "matchExpressions": [req("foo", "In", "bar")]}],
-     {"foo": "bar"}, "node_1", True),
-    ("two terms: neither matches",
-     [{"matchFields": [name_in("node_1")]},
-      {"matchExpressions": [req("foo", "In", "not-match-to-bar")]}], {"foo": "bar"}, "node_2",
-     False),
+    (
+        "matchFields In that doesn't match",
+        [{"matchFields": [name_in("node_1")]}],
+        {},
+        "node_2",
+        False,
+    ),
+    (
+        "two terms: matchFields doesn't match, matchExpressions matches",
+        [{"matchFields": [name_in("node_1")]}, {"matchExpressions": [req("foo", "In", "bar")]}],
+        {"foo": "bar"},
+        "node_2",
+        True,
+    ),
+    (
+        "one term: matchFields doesn't match, matchExpressions matches",
+        [{"matchFields": [name_in("node_1")], "matchExpressions": [req("foo", "In", "bar")]}],
+        {"foo": "bar"},
+        "node_2",
+        False,
+    ),
+    (
+        "one term: both match",
+        [{"matchFields": [name_in("node_1")], "matchExpressions": [req("foo", "In", "bar")]}],
+        {"foo": "bar"},
+        "node_1",
+        True,
+    ),
+    (
+        "two terms: neither matches",
+        [
+            {"matchFields": [name_in("node_1")]},
+            {"matchExpressions": [req("foo", "In", "not-match-to-bar")]},
+        ],
+        {"foo": "bar"},
+        "node_2",
+        False,
+    ),
     ("matchFields NotIn", [{"matchFields": [name_in("node_1", op="NotIn")]}], {}, "node_2", True),
-    ("matchFields NotIn excludes the node", [{"matchFields": [name_in("node_1", op="NotIn")]}],
-     {}, "node_1", False),
-    ("invalid term is skipped, a later valid term matches",
-     [{"matchExpressions": [req("invalid key", "In", "label_value")]},
-      {"matchExpressions": [req("a", "In", "b")]}], {"a": "b", "invalid key": "label_value"},
-     "n", True),
+    (
+        "matchFields NotIn excludes the node",
+        [{"matchFields": [name_in("node_1", op="NotIn")]}],
+        {},
+        "node_1",
+        False,
+    ),
+    (
+        "invalid term is skipped, a later valid term matches",
+        [
+            {"matchExpressions": [req("invalid key", "In", "label_value")]},
+            {"matchExpressions": [req("a", "In", "b")]},
+        ],
+        {"a": "b", "invalid key": "label_value"},
+        "n",
+        True,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("terms", "labels", "node_name", "want"),
-                         [pytest.param(*c[1:], id=c[0]) for c in NODE_SELECTOR_CASES])
-def test_node_selector_matching(terms: list[dict[str, Any]], labels: dict[str, str],
-                                node_name: str, want: bool) -> None:
+@pytest.mark.parametrize(
+    ("terms", "labels", "node_name", "want"),
+    [pytest.param(*c[1:], id=c[0]) for c in NODE_SELECTOR_CASES],
+)
+def test_node_selector_matching(
+    terms: list[dict[str, Any]], labels: dict[str, str], node_name: str, want: bool
+) -> None:
     assert match(ns(*terms), labels, node_name) is want
 
 
@@ -275,20 +396,28 @@ def test_field_selector_ignored_for_a_node_without_a_name() -> None:
     [
         (req("metadata.labels", "In", "x"), "matchFields[0].key", "not a valid field selector key"),
         (req("spec.nodeName", "In", "x"), "matchFields[0].key", "not a valid field selector key"),
-        (req("metadata.name", "Exists"), "matchFields[0].operator",
-         "not a valid selector operator"),
-        (req("metadata.name", "Gt", "1"), "matchFields[0].operator",
-         "not a valid selector operator"),
+        (
+            req("metadata.name", "Exists"),
+            "matchFields[0].operator",
+            "not a valid selector operator",
+        ),
+        (
+            req("metadata.name", "Gt", "1"),
+            "matchFields[0].operator",
+            "not a valid selector operator",
+        ),
         (req("metadata.name", "In", "a", "b"), "matchFields[0].values", "only one value"),
         (req("metadata.name", "NotIn"), "matchFields[0].values", "only one value"),
     ],
 )
-def test_invalid_match_fields_raise_with_path(field: dict[str, Any], field_path: str,
-                                             text: str) -> None:
+def test_invalid_match_fields_raise_with_path(
+    field: dict[str, Any], field_path: str, text: str
+) -> None:
     where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     with pytest.raises(SelectorError) as ei:
-        compile_node_selector(ns({"matchExpressions": [req("a", "Exists")]},
-                                 {"matchFields": [field]}), where)
+        compile_node_selector(
+            ns({"matchExpressions": [req("a", "Exists")]}, {"matchFields": [field]}), where
+        )
     msg = str(ei.value)
     assert msg.startswith(f"{where}.nodeSelectorTerms[1].{field_path}: "), msg
     assert text in msg
@@ -302,19 +431,35 @@ def test_invalid_match_fields_raise_with_path(field: dict[str, Any], field_path:
         (req("a", "Exists", "x"), "values"),
     ],
 )
-def test_invalid_node_selector_requirements_raise_with_path(expr: dict[str, Any],
-                                                            field_path: str) -> None:
+def test_invalid_node_selector_requirements_raise_with_path(
+    expr: dict[str, Any], field_path: str
+) -> None:
     with pytest.raises(SelectorError) as ei:
-        compile_node_selector_term(decode({"matchExpressions": [expr]}, NodeSelectorTerm),
-                                   "spec.affinity.nodeAffinity.preferred[2].preference")
+        compile_node_selector_term(
+            decode({"matchExpressions": [expr]}, NodeSelectorTerm),
+            "spec.affinity.nodeAffinity.preferred[2].preference",
+        )
     assert str(ei.value).startswith(
-        f"spec.affinity.nodeAffinity.preferred[2].preference.matchExpressions[0].{field_path}: ")
+        f"spec.affinity.nodeAffinity.preferred[2].preference.matchExpressions[0].{field_path}: "
+    )
 
 
 def test_node_selector_supports_all_six_operators() -> None:
-    sel = compile_node_selector(ns({"matchExpressions": [
-        req("a", "In", "1"), req("b", "NotIn", "1"), req("c", "Exists"),
-        req("d", "DoesNotExist"), req("e", "Gt", "1"), req("f", "Lt", "1")]}), "x")
+    sel = compile_node_selector(
+        ns(
+            {
+                "matchExpressions": [
+                    req("a", "In", "1"),
+                    req("b", "NotIn", "1"),
+                    req("c", "Exists"),
+                    req("d", "DoesNotExist"),
+                    req("e", "Gt", "1"),
+                    req("f", "Lt", "1"),
+                ]
+            }
+        ),
+        "x",
+    )
     assert sel.matches({"a": "1", "b": "2", "c": "", "e": "2", "f": "0"}, "n")
     assert not sel.matches({"a": "1", "b": "2", "c": "", "d": "", "e": "2", "f": "0"}, "n")
 
@@ -333,40 +478,92 @@ def taint(key: str, effect: str = "NoSchedule", value: str = "") -> Taint:
 @pytest.mark.parametrize(
     ("toleration", "t", "want"),
     [
-        pytest.param(tol(key="foo", operator="Exists", effect="NoSchedule"), taint("foo"), True,
-                     id="same key and effect, Exists, taint has no value"),
-        pytest.param(tol(key="foo", operator="Exists", effect="NoSchedule"),
-                     taint("foo", value="bar"), True,
-                     id="same key and effect, Exists, taint has some value"),
-        pytest.param(tol(key="", operator="Exists", effect="NoSchedule"),
-                     taint("foo", value="bar"), True,
-                     id="empty key with Exists matches all taints of that effect"),
-        pytest.param(tol(key="foo", operator="Equal", value="bar", effect="NoSchedule"),
-                     taint("foo", value="bar"), True, id="same key, effect and value, Equal"),
-        pytest.param(tol(key="foo", operator="Equal", value="value1", effect="NoSchedule"),
-                     taint("foo", value="value2"), False, id="different values, Equal"),
-        pytest.param(tol(key="foo", operator="Equal", value="bar", effect="NoSchedule"),
-                     taint("foo", "NoExecute", "bar"), False, id="different effects, Equal"),
-        pytest.param(tol(operator="Exists"), taint("anything", "NoExecute", "v"), True,
-                     id="empty key, Exists, no effect tolerates everything"),
-        pytest.param(tol(key="foo", operator="Exists"), taint("foo", "PreferNoSchedule"), True,
-                     id="empty effect matches every effect"),
-        pytest.param(tol(key="foo", value="bar"), taint("foo", value="bar"), True,
-                     id="operator empty means Equal"),
-        pytest.param(tol(key="foo", value="bar"), taint("foo", value="baz"), False,
-                     id="operator empty means Equal (mismatch)"),
-        pytest.param(tol(key="foo"), taint("foo"), True,
-                     id="Equal with both values empty"),
-        pytest.param(tol(key="foo", operator="Equal"), taint("foo", value="x"), False,
-                     id="Equal with empty toleration value vs non-empty taint value"),
-        pytest.param(tol(key="", value="bar"), taint("foo", value="bar"), True,
-                     id="empty key with Equal matches any key with that value"),
-        pytest.param(tol(key="", value="bar"), taint("foo", value="baz"), False,
-                     id="empty key with Equal still compares values"),
-        pytest.param(tol(key="other", operator="Exists"), taint("foo"), False,
-                     id="different key"),
-        pytest.param(tol(key="foo", operator="Bogus"), taint("foo"), False,
-                     id="unknown operator tolerates nothing"),
+        pytest.param(
+            tol(key="foo", operator="Exists", effect="NoSchedule"),
+            taint("foo"),
+            True,
+            id="same key and effect, Exists, taint has no value",
+        ),
+        pytest.param(
+            tol(key="foo", operator="Exists", effect="NoSchedule"),
+            taint("foo", value="bar"),
+            True,
+            id="same key and effect, Exists, taint has some value",
+        ),
+        pytest.param(
+            tol(key="", operator="Exists", effect="NoSchedule"),
+            taint("foo", value="bar"),
+            True,
+            id="empty key with Exists matches all taints of that effect",
+        ),
+        pytest.param(
+            tol(key="foo", operator="Equal", value="bar", effect="NoSchedule"),
+            taint("foo", value="bar"),
+            True,
+            id="same key, effect and value, Equal",
+        ),
+        pytest.param(
+            tol(key="foo", operator="Equal", value="value1", effect="NoSchedule"),
+            taint("foo", value="value2"),
+            False,
+            id="different values, Equal",
+        ),
+        pytest.param(
+            tol(key="foo", operator="Equal", value="bar", effect="NoSchedule"),
+            taint("foo", "NoExecute", "bar"),
+            False,
+            id="different effects, Equal",
+        ),
+        pytest.param(
+            tol(operator="Exists"),
+            taint("anything", "NoExecute", "v"),
+            True,
+            id="empty key, Exists, no effect tolerates everything",
+        ),
+        pytest.param(
+            tol(key="foo", operator="Exists"),
+            taint("foo", "PreferNoSchedule"),
+            True,
+            id="empty effect matches every effect",
+        ),
+        pytest.param(
+            tol(key="foo", value="bar"),
+            taint("foo", value="bar"),
+            True,
+            id="operator empty means Equal",
+        ),
+        pytest.param(
+            tol(key="foo", value="bar"),
+            taint("foo", value="baz"),
+            False,
+            id="operator empty means Equal (mismatch)",
+        ),
+        pytest.param(tol(key="foo"), taint("foo"), True, id="Equal with both values empty"),
+        pytest.param(
+            tol(key="foo", operator="Equal"),
+            taint("foo", value="x"),
+            False,
+            id="Equal with empty toleration value vs non-empty taint value",
+        ),
+        pytest.param(
+            tol(key="", value="bar"),
+            taint("foo", value="bar"),
+            True,
+            id="empty key with Equal matches any key with that value",
+        ),
+        pytest.param(
+            tol(key="", value="bar"),
+            taint("foo", value="baz"),
+            False,
+            id="empty key with Equal still compares values",
+        ),
+        pytest.param(tol(key="other", operator="Exists"), taint("foo"), False, id="different key"),
+        pytest.param(
+            tol(key="foo", operator="Bogus"),
+            taint("foo"),
+            False,
+            id="unknown operator tolerates nothing",
+        ),
     ],
 )
 def test_tolerates_taint(toleration: Toleration, t: Taint, want: bool) -> None:

@@ -46,13 +46,27 @@ def cache_with(*names: str, ttl: float = 30.0) -> tuple[Cache, FakeClock]:
 
 def test_node_aggregates_follow_pods() -> None:
     c, _ = cache_with("n1")
-    web = make_pod("web", containers=[{
-        "name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}],
-        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
-    }])
-    aff = make_pod("aff", cpu="100m", affinity={"podAntiAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}]}})
+    web = make_pod(
+        "web",
+        containers=[
+            {
+                "name": "c",
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+            }
+        ],
+    )
+    aff = make_pod(
+        "aff",
+        cpu="100m",
+        affinity={
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}
+                ]
+            }
+        },
+    )
     besteffort = make_pod("be")
     for p in (web, aff, besteffort):
         c.add_pod(bound(p, "n1"))
@@ -265,8 +279,15 @@ async def test_run_cleanup_expires_on_the_fake_clock() -> None:
 
 def test_node_tree_interleaves_zones_in_first_seen_order() -> None:
     c = Cache(FakeClock())
-    for name, zone in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c"), ("a3", "a"),
-                       ("b2", "b"), ("x", "")]:
+    for name, zone in [
+        ("a1", "a"),
+        ("a2", "a"),
+        ("b1", "b"),
+        ("c1", "c"),
+        ("a3", "a"),
+        ("b2", "b"),
+        ("x", ""),
+    ]:
         c.add_node(zoned(name, zone) if zone else make_node(name))
     assert c.node_order() == ["a1", "b1", "c1", "x", "a2", "b2", "a3"]
     snap = Snapshot()
@@ -312,8 +333,13 @@ def test_snapshot_refreshes_only_dirty_nodes_and_their_columns() -> None:
     # Node object changes: labels, taints, allocatable, unschedulable.
     zone_ids, vocab = snap.label_column(ZONE)
     assert int(zone_ids[i]) == -1
-    node = make_node("n2", cpu="8", labels={ZONE: "z"}, unschedulable=True,
-                     taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    node = make_node(
+        "n2",
+        cpu="8",
+        labels={ZONE: "z"},
+        unschedulable=True,
+        taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}],
+    )
     c.update_node(node)
     assert c.update_snapshot(snap) > 0
     i = snap.row("n2")
@@ -353,9 +379,16 @@ def test_affinity_lists_follow_incremental_updates() -> None:
     c, _ = cache_with("n1", "n2")
     snap = Snapshot()
     c.update_snapshot(snap)
-    aff = make_pod("aff", affinity={"podAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}]}})
+    aff = make_pod(
+        "aff",
+        affinity={
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}
+                ]
+            }
+        },
+    )
     c.add_pod(bound(aff, "n2"))
     c.update_snapshot(snap)
     assert [ni.name for ni in snap.have_pods_with_affinity] == ["n2"]
@@ -371,10 +404,16 @@ def test_affinity_lists_follow_incremental_updates() -> None:
 def test_dump_is_json_and_shows_nodes_tree_and_assumed_pods() -> None:
     c, clock = cache_with("n1", ttl=30)
     c.add_node(zoned("z1", "a"))
-    web = make_pod("web", containers=[{
-        "name": "c", "ports": [{"containerPort": 80, "hostPort": 80}],
-        "resources": {"requests": {"cpu": "1"}},
-    }])
+    web = make_pod(
+        "web",
+        containers=[
+            {
+                "name": "c",
+                "ports": [{"containerPort": 80, "hostPort": 80}],
+                "resources": {"requests": {"cpu": "1"}},
+            }
+        ],
+    )
     c.add_pod(bound(web, "n1"))
     assumed = make_pod("a").assumed_on("z1")
     c.assume_pod(assumed, "z1")
@@ -385,5 +424,6 @@ def test_dump_is_json_and_shows_nodes_tree_and_assumed_pods() -> None:
     assert d["nodes"]["n1"]["usedPorts"] == ["0.0.0.0/TCP/80"]
     assert d["nodes"]["n1"]["requested"]["cpu"] == 1000
     assert d["nodes"]["z1"]["zone"] == "a" and d["nodes"]["n1"]["zone"] == ""
-    assert d["assumedPods"] == [{"pod": "default/a", "node": "z1", "bindingFinished": True,
-                                 "deadline": clock.now() + 30}]
+    assert d["assumedPods"] == [
+        {"pod": "default/a", "node": "z1", "bindingFinished": True, "deadline": clock.now() + 30}
+    ]

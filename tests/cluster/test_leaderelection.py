@@ -65,14 +65,19 @@ class FakeAPI:
     def put_spec(self, **spec: Any) -> None:
         """Another writer changes the Lease (bumps the resourceVersion)."""
         if self.lease is None:
-            self.lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                          "metadata": {"name": "ksched", "namespace": "kube-system"}, "spec": {}}
+            self.lease = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": "ksched", "namespace": "kube-system"},
+                "spec": {},
+            }
         self.rv += 1
         self.lease["spec"] = {**self.lease["spec"], **spec}
         self.lease["metadata"]["resourceVersion"] = str(self.rv)
 
-    async def request(self, method: str, path: str, *, body: Any = None,
-                      timeout: float | None = None, **_: Any) -> tuple[int, bytes]:
+    async def request(
+        self, method: str, path: str, *, body: Any = None, timeout: float | None = None, **_: Any
+    ) -> tuple[int, bytes]:
         await anyio.lowlevel.checkpoint()
         if path.endswith("/events"):
             self.events.append(body)
@@ -129,8 +134,13 @@ class Recorder:
 
 def elector(api: FakeAPI, clock: FakeClock, identity: str, **kw: Any) -> LeaderElector:
     lock = LeaseLock(api, "kube-system", "ksched", identity)  # type: ignore[arg-type]
-    opts: dict[str, Any] = {"lease_duration": LD, "renew_deadline": RD, "retry_period": RP,
-                            "clock": clock, "rng": NoJitter()}
+    opts: dict[str, Any] = {
+        "lease_duration": LD,
+        "renew_deadline": RD,
+        "retry_period": RP,
+        "clock": clock,
+        "rng": NoJitter(),
+    }
     opts.update(kw)
     return LeaderElector(lock, **opts)
 
@@ -205,9 +215,13 @@ async def test_failed_fast_path_falls_back_to_get_and_update() -> None:
 async def test_follower_waits_for_local_expiry_not_the_remote_renew_time() -> None:
     api, clock = FakeAPI(), FakeClock(1000.0)
     # The holder's renewTime is a year old: a skewed clock, not an expired lease.
-    api.put_spec(holderIdentity="other", leaseDurationSeconds=15, leaseTransitions=3,
-                 acquireTime="2025-01-01T00:00:00.000000Z",
-                 renewTime="2025-01-01T00:00:00.000000Z")
+    api.put_spec(
+        holderIdentity="other",
+        leaseDurationSeconds=15,
+        leaseTransitions=3,
+        acquireTime="2025-01-01T00:00:00.000000Z",
+        renewTime="2025-01-01T00:00:00.000000Z",
+    )
     e = elector(api, clock, "b")
     assert not await e.try_acquire_or_renew()
     assert e.get_leader() == "other"
@@ -236,8 +250,12 @@ async def test_empty_holder_or_own_identity_is_taken_at_once() -> None:
     assert api.record().leader_transitions == 8
     # A record naming us (say we lost track of it) is ours to renew: no transition.
     api2 = FakeAPI()
-    api2.put_spec(holderIdentity="c", leaseDurationSeconds=15, leaseTransitions=2,
-                  acquireTime="2026-01-01T00:00:00.000000Z")
+    api2.put_spec(
+        holderIdentity="c",
+        leaseDurationSeconds=15,
+        leaseTransitions=2,
+        acquireTime="2026-01-01T00:00:00.000000Z",
+    )
     e2 = elector(api2, clock, "c")
     assert await e2.try_acquire_or_renew()
     assert api2.record().leader_transitions == 2
@@ -329,8 +347,9 @@ async def test_run_acquires_renews_and_loses_within_the_renew_deadline() -> None
     assert m.status == {"ksched": 0}
     started, stopped = [], []
     async with anyio.create_task_group() as tg:
-        tg.start_soon(e.run, lambda: started.append(clock.now()),
-                      lambda: stopped.append(clock.now()))
+        tg.start_soon(
+            e.run, lambda: started.append(clock.now()), lambda: stopped.append(clock.now())
+        )
         await advance(clock, 0)
         assert started == [0.0] and e.leading and m.status == {"ksched": 1}
         await advance(clock, 10 * RP)
@@ -447,7 +466,8 @@ def test_timing_checks_match_new_leader_elector() -> None:
     assert check_timings(15, 10, 2) is None
     assert check_timings(10, 10, 2) == "leaseDuration must be greater than renewDeadline"
     assert check_timings(15, 2.4, 2) == (
-        "renewDeadline must be greater than retryPeriod*JitterFactor")
+        "renewDeadline must be greater than retryPeriod*JitterFactor"
+    )
     assert check_timings(2, 1.5, 0.25) is None
     with pytest.raises(ValueError, match="leaseDuration must be greater"):
         elector(FakeAPI(), FakeClock(), "a", lease_duration=5.0)
@@ -492,17 +512,24 @@ async def test_lease_lock_on_the_test_api_server(
         with pytest.raises(APIError) as err:
             await a.get()
         assert err.value.status == 404
-        await a.create(LeaderElectionRecord("a", 15, "2026-11-21T10:00:00.123456Z",
-                                            "2026-11-21T10:00:00.123456Z", 0))
+        await a.create(
+            LeaderElectionRecord(
+                "a", 15, "2026-11-21T10:00:00.123456Z", "2026-11-21T10:00:00.123456Z", 0
+            )
+        )
         stored = apiserver.get("leases", "kube-system", "ksched")
         assert stored["spec"] == {
-            "holderIdentity": "a", "leaseDurationSeconds": 15, "leaseTransitions": 0,
+            "holderIdentity": "a",
+            "leaseDurationSeconds": 15,
+            "leaseTransitions": 0,
             "acquireTime": "2026-11-21T10:00:00.123456Z",
-            "renewTime": "2026-11-21T10:00:00.123456Z"}
+            "renewTime": "2026-11-21T10:00:00.123456Z",
+        }
         rec = await b.get()
         assert rec.holder_identity == "a"
-        await a.update(LeaderElectionRecord("a", 15, rec.acquire_time,
-                                            "2026-11-21T10:00:02.000000Z", 0))
+        await a.update(
+            LeaderElectionRecord("a", 15, rec.acquire_time, "2026-11-21T10:00:02.000000Z", 0)
+        )
         with pytest.raises(APIError) as err:  # b's resourceVersion is stale now
             await b.update(LeaderElectionRecord("b", 15, "x", "x", 1))
         assert err.value.status == 409
@@ -516,10 +543,15 @@ async def test_two_electors_on_the_test_api_server(
 ) -> None:
     lc = await lease_lock_client(client, 1.5)
     try:
+
         def make(identity: str) -> LeaderElector:
-            return LeaderElector(LeaseLock(lc, "kube-system", "ha", identity),
-                                 lease_duration=2.0, renew_deadline=1.5, retry_period=0.1,
-                                 name="ha")
+            return LeaderElector(
+                LeaseLock(lc, "kube-system", "ha", identity),
+                lease_duration=2.0,
+                renew_deadline=1.5,
+                retry_period=0.1,
+                name="ha",
+            )
 
         a, b = make("a"), make("b")
         a_done = anyio.Event()

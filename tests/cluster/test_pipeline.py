@@ -29,22 +29,31 @@ def info(obj: dict[str, Any]) -> PodInfo:
 
 
 def event(name: str) -> bytes:
-    return msgspec.json.encode({
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": name, "namespace": "default"},
-        "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "ksched",
-        "reportingInstance": "ksched-1", "action": "Binding", "reason": "Scheduled",
-        "regarding": {"kind": "Pod", "namespace": "default", "name": "p"}, "note": name,
-        "type": "Normal",
-    })
+    return msgspec.json.encode(
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": "default"},
+            "eventTime": "2024-01-01T00:00:00.000000Z",
+            "reportingController": "ksched",
+            "reportingInstance": "ksched-1",
+            "action": "Binding",
+            "reason": "Scheduled",
+            "regarding": {"kind": "Pod", "namespace": "default", "name": "p"},
+            "note": name,
+            "type": "Normal",
+        }
+    )
 
 
 def test_parse_content_length_chunked_and_partial() -> None:
     whole = b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}"
     assert _parse(bytearray(whole)) == (len(whole), 201, b"{}", None, False)
     assert _parse(bytearray(whole[:-1])) is None
-    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-               b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+    )
     assert _parse(bytearray(chunked + b"rest")) == (len(chunked), 200, b"abcde", None, True)
     assert _parse(bytearray(chunked[:-3])) is None
     trailers = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nA: b\r\n\r\n"
@@ -64,8 +73,9 @@ async def test_batch_answers_in_order_on_one_connection(
     pipe = PipelinedConnection.for_client(client)
     assert pipe is not None
     try:
-        results = await pipe.batch([("POST", EVENTS, event(f"e{i}"), "application/json")
-                                    for i in range(20)])
+        results = await pipe.batch(
+            [("POST", EVENTS, event(f"e{i}"), "application/json") for i in range(20)]
+        )
         assert [r[0] for r in results] == [201] * 20
         names = [msgspec.json.decode(r[1])["metadata"]["name"] for r in results]
         assert names == [f"e{i}" for i in range(20)]
@@ -122,12 +132,19 @@ class _ClosingServer:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         head = await reader.readuntil(b"\r\n\r\n")
-        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length"))
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
         body = await reader.readexactly(length)
         self.answered.append(body)
-        writer.write(b"HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: "
-                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        writer.write(
+            b"HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
         await writer.drain()
         writer.close()
 
@@ -148,8 +165,9 @@ async def test_requests_a_closing_server_did_not_read_are_sent_again(
     srv, client = closing_server
     pipe = PipelinedConnection.for_client(client)
     assert pipe is not None
-    results = await pipe.batch([("POST", "/x", b"a", "text/plain"),
-                                ("POST", "/x", b"b", "text/plain")])
+    results = await pipe.batch(
+        [("POST", "/x", b"a", "text/plain"), ("POST", "/x", b"b", "text/plain")]
+    )
     pipe.close()
     assert results == [(201, b"a", None), (201, b"b", None)]
     assert srv.answered == [b"a", b"b"] and srv.connections == 2
@@ -200,27 +218,51 @@ async def test_writes_and_batches_over_mutual_tls(tmp_path: Path) -> None:
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     kc = tmp_path / "kc"
-    kc.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}/prefix",
-                                                "certificate-authority": pki.path("ca.pem")}}],
-        "users": [{"name": "u", "user": {"client-certificate": pki.path("client.pem"),
-                                          "client-key": pki.path("client-key.pem")}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "x",
-    }))
+    kc.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": f"https://127.0.0.1:{port}/prefix",
+                            "certificate-authority": pki.path("ca.pem"),
+                        },
+                    }
+                ],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "client-certificate": pki.path("client.pem"),
+                            "client-key": pki.path("client-key.pem"),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
     try:
         async with await APIClient.from_kubeconfig(kc, qps=0) as c:
-            status, raw = await c.request("PATCH", "/api/v1/a", params={"dryRun": "All"},
-                                          body={"x": 1})
+            status, raw = await c.request(
+                "PATCH", "/api/v1/a", params={"dryRun": "All"}, body={"x": 1}
+            )
             assert status == 201 and msgspec.json.decode(raw) == {"ok": "/prefix/api/v1/a"}
             pipe = PipelinedConnection.for_client(c)
             assert pipe is not None
-            results = await pipe.batch([("POST", "/b", b"1", "application/json"),
-                                        ("POST", "/c", b"2", "application/json")])
+            results = await pipe.batch(
+                [("POST", "/b", b"1", "application/json"), ("POST", "/c", b"2", "application/json")]
+            )
             pipe.close()
             assert [r[0] for r in results] == [201, 201]
     finally:
         await runner.cleanup()
-    assert seen == [("PATCH", "/prefix/api/v1/a?dryRun=All", b'{"x":1}'),
-                    ("POST", "/prefix/b", b"1"), ("POST", "/prefix/c", b"2")]
+    assert seen == [
+        ("PATCH", "/prefix/api/v1/a?dryRun=All", b'{"x":1}'),
+        ("POST", "/prefix/b", b"1"),
+        ("POST", "/prefix/c", b"2"),
+    ]

@@ -114,8 +114,9 @@ async def test_declared_resources_are_watched_into_listers_and_events(
         tg.cancel_scope.cancel()
 
     actions = [(e.resource, e.action, e.label) for e, _, _ in sched.other]
-    assert actions == [(PG_RESOURCE, a, f"{PG_RESOURCE}{a}")
-                       for a in ("Add", "Add", "Update", "Delete")]
+    assert actions == [
+        (PG_RESOURCE, a, f"{PG_RESOURCE}{a}") for a in ("Add", "Add", "Update", "Delete")
+    ]
     _, old, new = sched.other[2]
     assert (old["spec"]["minMember"], new["spec"]["minMember"]) == (3, 4)
     _, old, new = sched.other[3]
@@ -127,8 +128,7 @@ async def test_missing_collection_appearing_later_is_picked_up(
 ) -> None:
     """A 404 (CRD not installed yet) syncs empty; the list is retried until it is served."""
     apiserver.create(podgroup("g", 2))
-    apiserver.faults.fail_next(2, verb="list", resource="podgroups", code=404,
-                               reason="NotFound")
+    apiserver.faults.fail_next(2, verb="list", resource="podgroups", code=404, reason="NotFound")
     sched = WatchingScheduler({"a": [GangLike()]})
     informers = connect_scheduler(sched, client, backoff=fast_backoff())
     pgs = informers.custom["podgroups"]
@@ -151,7 +151,11 @@ async def test_no_declarations_no_extra_informers(client: APIClient) -> None:
     assert informers.custom == {}
     assert len(informers.informers) == 5
     assert set(sched.frameworks["a"].handle.listers) == {
-        "namespaces", "pdbs", "priorityclasses", "pods"}
+        "namespaces",
+        "pdbs",
+        "priorityclasses",
+        "pods",
+    }
 
 
 def test_conflicting_or_builtin_declarations_are_rejected() -> None:

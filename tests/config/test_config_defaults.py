@@ -49,14 +49,19 @@ EFFECTIVE_MULTI_POINT = [
 ]
 DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 DEFAULT_PLUGIN_CONFIG = [
-    PluginConfig("DefaultPreemption",
-                 {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}),
-    PluginConfig("InterPodAffinity",
-                 {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False}),
+    PluginConfig(
+        "DefaultPreemption", {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}
+    ),
+    PluginConfig(
+        "InterPodAffinity",
+        {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
+    ),
     PluginConfig("NodeAffinity", {}),
     PluginConfig("NodeResourcesBalancedAllocation", {"resources": DEFAULT_RESOURCES}),
-    PluginConfig("NodeResourcesFit",
-                 {"scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES}}),
+    PluginConfig(
+        "NodeResourcesFit",
+        {"scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES}},
+    ),
     PluginConfig("PodTopologySpread", {"defaultingType": "System"}),
 ]
 
@@ -72,7 +77,11 @@ def load(doc: dict[str, Any]) -> tuple[KubeSchedulerConfiguration, list[str]]:
 def test_default_multi_point_matches_upstream_order_and_weights() -> None:
     assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT
     assert {
-        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "DynamicResources",
     } == UNIMPLEMENTED_UPSTREAM_PLUGINS
 
 
@@ -87,11 +96,19 @@ def test_default_config_scalars() -> None:
     assert cfg.delay_cache_until_active is False
     assert cfg.extenders == []
     assert cfg.leader_election == LeaderElection(
-        leader_elect=True, lease_duration=15.0, renew_deadline=10.0, retry_period=2.0,
-        resource_lock="leases", resource_name="ksched", resource_namespace="kube-system",
+        leader_elect=True,
+        lease_duration=15.0,
+        renew_deadline=10.0,
+        retry_period=2.0,
+        resource_lock="leases",
+        resource_name="ksched",
+        resource_namespace="kube-system",
     )
     assert cfg.client_connection == ClientConnection(
-        kubeconfig="", qps=50.0, burst=100, content_type="application/json",
+        kubeconfig="",
+        qps=50.0,
+        burst=100,
+        content_type="application/json",
         accept_content_types="",
     )
 
@@ -148,9 +165,7 @@ def test_merge_reconfigured_default_replaces_weight_entirely() -> None:
 
 
 def test_merge_disabled_default_then_enabled_is_appended() -> None:
-    got = merge_plugin_set(
-        DEF, PluginSet(enabled=[PluginRef("B", 3)], disabled=[PluginRef("B")])
-    )
+    got = merge_plugin_set(DEF, PluginSet(enabled=[PluginRef("B", 3)], disabled=[PluginRef("B")]))
     assert names(got.enabled) == [("A", None), ("C", None), ("B", 3)]
     assert got.disabled == [PluginRef("B")]
 
@@ -180,9 +195,22 @@ def test_merge_does_not_alias_inputs() -> None:
 
 
 def test_multi_point_custom_plugin_appended_and_default_reconfigured_in_place() -> None:
-    cfg, warnings = load({"profiles": [{"plugins": {"multiPoint": {"enabled": [
-        {"name": "Foo", "weight": 4}, {"name": "TaintToleration", "weight": 5},
-    ]}}}]})
+    cfg, warnings = load(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {
+                            "enabled": [
+                                {"name": "Foo", "weight": 4},
+                                {"name": "TaintToleration", "weight": 5},
+                            ]
+                        }
+                    }
+                }
+            ]
+        }
+    )
     assert warnings == []
     got = names(cfg.profiles[0].plugins.multi_point.enabled)
     expected = [(n, 5 if n == "TaintToleration" else w) for n, w in EFFECTIVE_MULTI_POINT]
@@ -190,10 +218,20 @@ def test_multi_point_custom_plugin_appended_and_default_reconfigured_in_place() 
 
 
 def test_multi_point_disable_star_and_reenable_in_user_order() -> None:
-    cfg, _ = load({"profiles": [{"plugins": {"multiPoint": {
-        "enabled": [{"name": "DefaultBinder"}, {"name": "PrioritySort"}],
-        "disabled": [{"name": "*"}],
-    }}}]})
+    cfg, _ = load(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {
+                            "enabled": [{"name": "DefaultBinder"}, {"name": "PrioritySort"}],
+                            "disabled": [{"name": "*"}],
+                        }
+                    }
+                }
+            ]
+        }
+    )
     mp = cfg.profiles[0].plugins.multi_point
     assert names(mp.enabled) == [("DefaultBinder", None), ("PrioritySort", None)]
     assert mp.disabled == [PluginRef("*")]
@@ -202,10 +240,21 @@ def test_multi_point_disable_star_and_reenable_in_user_order() -> None:
 
 
 def test_specific_extension_point_has_no_defaults_and_keeps_user_lists() -> None:
-    cfg, _ = load({"profiles": [{"plugins": {
-        "filter": {"enabled": [{"name": "Foo"}, {"name": "Bar"}]},
-        "score": {"enabled": [{"name": "Foo", "weight": 3}], "disabled": [{"name": "*"}]},
-    }}]})
+    cfg, _ = load(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "filter": {"enabled": [{"name": "Foo"}, {"name": "Bar"}]},
+                        "score": {
+                            "enabled": [{"name": "Foo", "weight": 3}],
+                            "disabled": [{"name": "*"}],
+                        },
+                    }
+                }
+            ]
+        }
+    )
     plugins = cfg.profiles[0].plugins
     assert names(plugins.filter.enabled) == [("Foo", None), ("Bar", None)]
     assert names(plugins.score.enabled) == [("Foo", 3)]
@@ -214,20 +263,43 @@ def test_specific_extension_point_has_no_defaults_and_keeps_user_lists() -> None
 
 
 def test_disabled_default_loses_its_default_args() -> None:
-    cfg, _ = load({"profiles": [{"plugins": {"multiPoint": {
-        "disabled": [{"name": "InterPodAffinity"}, {"name": "NodeResourcesFit"}],
-    }}}]})
+    cfg, _ = load(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {
+                            "disabled": [
+                                {"name": "InterPodAffinity"},
+                                {"name": "NodeResourcesFit"},
+                            ],
+                        }
+                    }
+                }
+            ]
+        }
+    )
     assert [pc.name for pc in cfg.profiles[0].plugin_config] == [
-        "DefaultPreemption", "NodeAffinity", "NodeResourcesBalancedAllocation",
+        "DefaultPreemption",
+        "NodeAffinity",
+        "NodeResourcesBalancedAllocation",
         "PodTopologySpread",
     ]
 
 
 def test_default_args_added_for_plugin_enabled_at_any_point() -> None:
-    cfg, _ = load({"profiles": [{"plugins": {
-        "multiPoint": {"disabled": [{"name": "*"}]},
-        "filter": {"enabled": [{"name": "NodeAffinity"}]},
-    }}]})
+    cfg, _ = load(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {"disabled": [{"name": "*"}]},
+                        "filter": {"enabled": [{"name": "NodeAffinity"}]},
+                    }
+                }
+            ]
+        }
+    )
     assert cfg.profiles[0].plugin_config == [PluginConfig("NodeAffinity", {})]
 
 
@@ -239,13 +311,19 @@ def test_unimplemented_plugins_from_defaults_are_dropped_silently() -> None:
 
 
 def test_unimplemented_plugins_named_by_user_are_dropped_with_warnings() -> None:
-    cfg, warnings = load({"profiles": [{
-        "plugins": {
-            "filter": {"enabled": [{"name": "Foo"}, {"name": "VolumeBinding"}]},
-            "multiPoint": {"enabled": [{"name": "DynamicResources"}]},
-        },
-        "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 5}}],
-    }]})
+    cfg, warnings = load(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "filter": {"enabled": [{"name": "Foo"}, {"name": "VolumeBinding"}]},
+                        "multiPoint": {"enabled": [{"name": "DynamicResources"}]},
+                    },
+                    "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 5}}],
+                }
+            ]
+        }
+    )
     assert warnings == [
         "c.yaml: profiles[0].plugins.filter.enabled[1]: plugin 'VolumeBinding' is not "
         "implemented by ksched; ignoring it",
@@ -261,27 +339,62 @@ def test_unimplemented_plugins_named_by_user_are_dropped_with_warnings() -> None
 
 
 def test_disabling_unimplemented_plugins_is_fine() -> None:
-    cfg, warnings = load({"profiles": [{"plugins": {"multiPoint": {
-        "disabled": [{"name": "VolumeBinding"}, {"name": "VolumeZone"}],
-    }}}]})
+    cfg, warnings = load(
+        {
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {
+                            "disabled": [{"name": "VolumeBinding"}, {"name": "VolumeZone"}],
+                        }
+                    }
+                }
+            ]
+        }
+    )
     assert warnings == []
     assert cfg.profiles[0].plugins.multi_point.disabled == [
-        PluginRef("VolumeBinding"), PluginRef("VolumeZone")
+        PluginRef("VolumeBinding"),
+        PluginRef("VolumeZone"),
     ]
     assert names(cfg.profiles[0].plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
 
 
 def test_user_plugin_config_first_then_defaults_sorted() -> None:
-    cfg, _ = load({"profiles": [{"pluginConfig": [
-        {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": [
-            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}},
-        {"name": "Custom", "args": {"x": 1}},
-        {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 50}},
-    ]}]})
+    cfg, _ = load(
+        {
+            "profiles": [
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "PodTopologySpread",
+                            "args": {
+                                "defaultingType": "List",
+                                "defaultConstraints": [
+                                    {
+                                        "maxSkew": 1,
+                                        "topologyKey": "zone",
+                                        "whenUnsatisfiable": "ScheduleAnyway",
+                                    }
+                                ],
+                            },
+                        },
+                        {"name": "Custom", "args": {"x": 1}},
+                        {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 50}},
+                    ]
+                }
+            ]
+        }
+    )
     pcs = cfg.profiles[0].plugin_config
     assert [pc.name for pc in pcs] == [
-        "PodTopologySpread", "Custom", "DefaultPreemption",
-        "InterPodAffinity", "NodeAffinity", "NodeResourcesBalancedAllocation", "NodeResourcesFit",
+        "PodTopologySpread",
+        "Custom",
+        "DefaultPreemption",
+        "InterPodAffinity",
+        "NodeAffinity",
+        "NodeResourcesBalancedAllocation",
+        "NodeResourcesFit",
     ]
     assert pcs[0].args["defaultingType"] == "List"
     assert len(pcs[0].args["defaultConstraints"]) == 1
@@ -292,55 +405,92 @@ def test_user_plugin_config_first_then_defaults_sorted() -> None:
 def test_single_profile_without_name_is_ksched_but_explicit_empty_is_kept() -> None:
     cfg, _ = load({"profiles": [{"plugins": {}}]})
     assert cfg.profiles[0].scheduler_name == "ksched"
-    cfg2, _, _ = decode_config({"apiVersion": API_VERSION, "kind": KIND,
-                                "profiles": [{"schedulerName": ""}]})
+    cfg2, _, _ = decode_config(
+        {"apiVersion": API_VERSION, "kind": KIND, "profiles": [{"schedulerName": ""}]}
+    )
     assert cfg2 is not None
     assert cfg2.profiles[0].scheduler_name == ""
 
 
 def test_several_profiles_get_no_default_name() -> None:
-    cfg, _, _ = decode_config({"apiVersion": API_VERSION, "kind": KIND,
-                               "profiles": [{}, {"schedulerName": "b"}]})
+    cfg, _, _ = decode_config(
+        {"apiVersion": API_VERSION, "kind": KIND, "profiles": [{}, {"schedulerName": "b"}]}
+    )
     assert cfg is not None
     assert [p.scheduler_name for p in cfg.profiles] == ["", "b"]
 
 
 def test_zero_values_defaulted_like_upstream() -> None:
-    cfg, _ = load({
-        "leaderElection": {"leaseDuration": "0s", "renewDeadline": "0s", "retryPeriod": "0s",
-                           "resourceLock": "", "resourceName": "", "resourceNamespace": ""},
-        "clientConnection": {"qps": 0, "burst": 0, "contentType": ""},
-        "extenders": [{"urlPrefix": "http://e", "httpTimeout": "0s"}],
-    })
+    cfg, _ = load(
+        {
+            "leaderElection": {
+                "leaseDuration": "0s",
+                "renewDeadline": "0s",
+                "retryPeriod": "0s",
+                "resourceLock": "",
+                "resourceName": "",
+                "resourceNamespace": "",
+            },
+            "clientConnection": {"qps": 0, "burst": 0, "contentType": ""},
+            "extenders": [{"urlPrefix": "http://e", "httpTimeout": "0s"}],
+        }
+    )
     assert cfg.leader_election == LeaderElection()
     assert cfg.client_connection == ClientConnection()
     assert cfg.extenders[0].http_timeout == 5.0
 
 
 def test_explicit_values_are_not_overridden() -> None:
-    cfg, _ = load({
-        "parallelism": 4, "percentageOfNodesToScore": 30,
-        "podInitialBackoffSeconds": 2, "podMaxBackoffSeconds": 20,
-        "leaderElection": {"leaderElect": False, "leaseDuration": "30s",
-                           "resourceName": "mine", "resourceNamespace": "ns"},
-        "clientConnection": {"qps": 10.5, "burst": 7, "contentType": "application/yaml",
-                             "kubeconfig": "/k"},
-    })
+    cfg, _ = load(
+        {
+            "parallelism": 4,
+            "percentageOfNodesToScore": 30,
+            "podInitialBackoffSeconds": 2,
+            "podMaxBackoffSeconds": 20,
+            "leaderElection": {
+                "leaderElect": False,
+                "leaseDuration": "30s",
+                "resourceName": "mine",
+                "resourceNamespace": "ns",
+            },
+            "clientConnection": {
+                "qps": 10.5,
+                "burst": 7,
+                "contentType": "application/yaml",
+                "kubeconfig": "/k",
+            },
+        }
+    )
     assert (cfg.parallelism, cfg.percentage_of_nodes_to_score) == (4, 30)
     assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (2, 20)
     le = cfg.leader_election
     assert (le.leader_elect, le.lease_duration, le.resource_name, le.resource_namespace) == (
-        False, 30.0, "mine", "ns")
+        False,
+        30.0,
+        "mine",
+        "ns",
+    )
     cc = cfg.client_connection
-    assert (cc.qps, cc.burst, cc.content_type, cc.kubeconfig) == (
-        10.5, 7, "application/yaml", "/k")
+    assert (cc.qps, cc.burst, cc.content_type, cc.kubeconfig) == (10.5, 7, "application/yaml", "/k")
 
 
 def test_set_defaults_is_idempotent() -> None:
-    cfg, _ = load({"profiles": [{"schedulerName": "a", "plugins": {
-        "multiPoint": {"enabled": [{"name": "Foo"}], "disabled": [{"name": "ImageLocality"}]},
-        "filter": {"enabled": [{"name": "VolumeZone"}]},
-    }}]})
+    cfg, _ = load(
+        {
+            "profiles": [
+                {
+                    "schedulerName": "a",
+                    "plugins": {
+                        "multiPoint": {
+                            "enabled": [{"name": "Foo"}],
+                            "disabled": [{"name": "ImageLocality"}],
+                        },
+                        "filter": {"enabled": [{"name": "VolumeZone"}]},
+                    },
+                }
+            ]
+        }
+    )
     again = copy.deepcopy(cfg)
     assert set_defaults(again) == []
     assert again == cfg
@@ -361,46 +511,101 @@ def test_set_defaults_adds_profile_when_none() -> None:
 @pytest.mark.parametrize(
     ("name", "args", "expected"),
     [
-        ("DefaultPreemption", {},
-         {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}),
-        ("DefaultPreemption", {"minCandidateNodesAbsolute": 0},
-         {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 0}),
-        ("InterPodAffinity", {"ignorePreferredTermsOfExistingPods": True},
-         {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": True}),
-        ("InterPodAffinity", {"hardPodAffinityWeight": 0},
-         {"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": False}),
+        (
+            "DefaultPreemption",
+            {},
+            {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
+        ),
+        (
+            "DefaultPreemption",
+            {"minCandidateNodesAbsolute": 0},
+            {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 0},
+        ),
+        (
+            "InterPodAffinity",
+            {"ignorePreferredTermsOfExistingPods": True},
+            {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": True},
+        ),
+        (
+            "InterPodAffinity",
+            {"hardPodAffinityWeight": 0},
+            {"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": False},
+        ),
         ("NodeAffinity", {}, {}),
         ("NodeAffinity", {"addedAffinity": {"x": 1}}, {"addedAffinity": {"x": 1}}),
         ("NodeResourcesBalancedAllocation", {}, {"resources": DEFAULT_RESOURCES}),
         ("NodeResourcesBalancedAllocation", {"resources": []}, {"resources": DEFAULT_RESOURCES}),
-        ("NodeResourcesBalancedAllocation",
-         {"resources": [{"name": "cpu"}, {"name": "example.com/gpu", "weight": 0},
-                        {"name": "memory", "weight": 3}]},
-         {"resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/gpu", "weight": 1},
-                        {"name": "memory", "weight": 3}]}),
-        ("NodeResourcesFit", {"ignoredResources": ["a"]},
-         {"ignoredResources": ["a"],
-          "scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES}}),
-        ("NodeResourcesFit", {"scoringStrategy": {"type": "MostAllocated"}},
-         {"scoringStrategy": {"type": "MostAllocated", "resources": DEFAULT_RESOURCES}}),
-        ("NodeResourcesFit",
-         {"scoringStrategy": {"type": "RequestedToCapacityRatio",
-                              "requestedToCapacityRatio": {"shape": [
-                                  {"utilization": 0, "score": 0},
-                                  {"utilization": 100, "score": 10}]}}},
-         {"scoringStrategy": {"type": "RequestedToCapacityRatio",
-                              "requestedToCapacityRatio": {"shape": [
-                                  {"utilization": 0, "score": 0},
-                                  {"utilization": 100, "score": 10}]},
-                              "resources": DEFAULT_RESOURCES}}),
-        ("NodeResourcesFit",
-         {"scoringStrategy": {"type": "LeastAllocated",
-                              "resources": [{"name": "cpu", "weight": 0}]}},
-         {"scoringStrategy": {"type": "LeastAllocated",
-                              "resources": [{"name": "cpu", "weight": 1}]}}),
+        (
+            "NodeResourcesBalancedAllocation",
+            {
+                "resources": [
+                    {"name": "cpu"},
+                    {"name": "example.com/gpu", "weight": 0},
+                    {"name": "memory", "weight": 3},
+                ]
+            },
+            {
+                "resources": [
+                    {"name": "cpu", "weight": 1},
+                    {"name": "example.com/gpu", "weight": 1},
+                    {"name": "memory", "weight": 3},
+                ]
+            },
+        ),
+        (
+            "NodeResourcesFit",
+            {"ignoredResources": ["a"]},
+            {
+                "ignoredResources": ["a"],
+                "scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES},
+            },
+        ),
+        (
+            "NodeResourcesFit",
+            {"scoringStrategy": {"type": "MostAllocated"}},
+            {"scoringStrategy": {"type": "MostAllocated", "resources": DEFAULT_RESOURCES}},
+        ),
+        (
+            "NodeResourcesFit",
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {
+                        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+                    },
+                }
+            },
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {
+                        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+                    },
+                    "resources": DEFAULT_RESOURCES,
+                }
+            },
+        ),
+        (
+            "NodeResourcesFit",
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "cpu", "weight": 0}],
+                }
+            },
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "cpu", "weight": 1}],
+                }
+            },
+        ),
         # Upstream does not default the type of an explicit strategy.
-        ("NodeResourcesFit", {"scoringStrategy": {}},
-         {"scoringStrategy": {"resources": DEFAULT_RESOURCES}}),
+        (
+            "NodeResourcesFit",
+            {"scoringStrategy": {}},
+            {"scoringStrategy": {"resources": DEFAULT_RESOURCES}},
+        ),
         ("PodTopologySpread", {}, {"defaultingType": "System"}),
         ("PodTopologySpread", {"defaultingType": "List"}, {"defaultingType": "List"}),
     ],

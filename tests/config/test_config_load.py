@@ -77,24 +77,30 @@ def test_v1beta3_is_accepted_with_deprecation_warning() -> None:
     ],
 )
 def test_removed_versions_are_rejected_with_upgrade_hint(version: str, what_changed: str) -> None:
-    problems = problems_of({
-        "apiVersion": f"kubescheduler.config.k8s.io/{version}", "kind": KIND,
-        "profiles": [{"plugins": {"score": {"enabled": [
-            {"name": "NodeResourcesLeastAllocated"}]}}}],
-        "algorithmSource": {"provider": "DefaultProvider"},
-    })
+    problems = problems_of(
+        {
+            "apiVersion": f"kubescheduler.config.k8s.io/{version}",
+            "kind": KIND,
+            "profiles": [
+                {"plugins": {"score": {"enabled": [{"name": "NodeResourcesLeastAllocated"}]}}}
+            ],
+            "algorithmSource": {"provider": "DefaultProvider"},
+        }
+    )
     # Only the version problem: fields of another version would be noise.
     assert len(problems) == 1
     msg = problems[0]
-    assert msg.startswith(f"config.yaml: apiVersion: kubescheduler.config.k8s.io/{version} "
-                          "is no longer supported")
+    assert msg.startswith(
+        f"config.yaml: apiVersion: kubescheduler.config.k8s.io/{version} is no longer supported"
+    )
     assert "change apiVersion to kubescheduler.config.k8s.io/v1" in msg
     assert what_changed in msg
 
 
 def test_policy_kind_is_rejected() -> None:
-    problems = problems_of({"apiVersion": "v1", "kind": "Policy",
-                            "predicates": [{"name": "PodFitsResources"}]})
+    problems = problems_of(
+        {"apiVersion": "v1", "kind": "Policy", "predicates": [{"name": "PodFitsResources"}]}
+    )
     assert len(problems) == 1
     assert problems[0].startswith("config.yaml: kind: Policy: ")
     assert "Policy API was removed in Kubernetes 1.23" in problems[0]
@@ -127,23 +133,32 @@ def test_non_mapping_document() -> None:
 
 
 def test_unknown_fields_anywhere_name_their_path() -> None:
-    problems = problems_of(doc(
-        parallelizm=3,
-        leaderElection={"leaseDurationn": "1s"},
-        clientConnection={"QPS": 1},
-        profiles=[{
-            "schedulerName": "a",
-            "plugins": {
-                "filter": {"enabled": [{"name": "A"}, {"nam": "B"}]},
-                "scores": {},
-                "multiPoint": {"enable": []},
-            },
-            "pluginConfig": [{"name": "X", "arg": {}}],
-        }],
-        extenders=[{"urlPrefix": "http://e", "tlsConfig": {"certfile": "x"},
-                    "managedResources": [{"name": "example.com/r", "ignored": True}]}],
-        featureGates={"Foo": True},
-    ))
+    problems = problems_of(
+        doc(
+            parallelizm=3,
+            leaderElection={"leaseDurationn": "1s"},
+            clientConnection={"QPS": 1},
+            profiles=[
+                {
+                    "schedulerName": "a",
+                    "plugins": {
+                        "filter": {"enabled": [{"name": "A"}, {"nam": "B"}]},
+                        "scores": {},
+                        "multiPoint": {"enable": []},
+                    },
+                    "pluginConfig": [{"name": "X", "arg": {}}],
+                }
+            ],
+            extenders=[
+                {
+                    "urlPrefix": "http://e",
+                    "tlsConfig": {"certfile": "x"},
+                    "managedResources": [{"name": "example.com/r", "ignored": True}],
+                }
+            ],
+            featureGates={"Foo": True},
+        )
+    )
     assert problems == [
         "config.yaml: parallelizm: unknown field",
         "config.yaml: featureGates: unknown field",
@@ -159,10 +174,21 @@ def test_unknown_fields_anywhere_name_their_path() -> None:
 
 
 def test_plugin_args_are_free_form() -> None:
-    cfg, _ = load_config_data(doc(profiles=[{"pluginConfig": [
-        {"name": "Custom", "args": {"whatever": {"nested": [1, "x"]}, "kind": "CustomArgs"}},
-        {"name": "DefaultPreemption", "args": {"unknownKnob": 1}},
-    ]}]))
+    cfg, _ = load_config_data(
+        doc(
+            profiles=[
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "Custom",
+                            "args": {"whatever": {"nested": [1, "x"]}, "kind": "CustomArgs"},
+                        },
+                        {"name": "DefaultPreemption", "args": {"unknownKnob": 1}},
+                    ]
+                }
+            ]
+        )
+    )
     pcs = {pc.name: pc.args for pc in cfg.profiles[0].plugin_config}
     # Out-of-tree args are untouched, type meta included.
     assert pcs["Custom"] == {"whatever": {"nested": [1, "x"]}, "kind": "CustomArgs"}
@@ -170,27 +196,57 @@ def test_plugin_args_are_free_form() -> None:
 
 
 def test_in_tree_args_type_meta_is_checked_and_dropped() -> None:
-    cfg, _ = load_config_data(doc(profiles=[{"pluginConfig": [{"name": "NodeResourcesFit", "args": {
-        "apiVersion": API_VERSION, "kind": "NodeResourcesFitArgs",
-        "scoringStrategy": {"type": "MostAllocated"},
-    }}]}]))
+    cfg, _ = load_config_data(
+        doc(
+            profiles=[
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "NodeResourcesFit",
+                            "args": {
+                                "apiVersion": API_VERSION,
+                                "kind": "NodeResourcesFitArgs",
+                                "scoringStrategy": {"type": "MostAllocated"},
+                            },
+                        }
+                    ]
+                }
+            ]
+        )
+    )
     args = cfg.profiles[0].plugin_config[0].args
     assert "kind" not in args and "apiVersion" not in args
     assert args["scoringStrategy"]["type"] == "MostAllocated"
-    assert problems_of(doc(profiles=[{"pluginConfig": [{"name": "NodeResourcesFit", "args": {
-        "apiVersion": "v1", "kind": "InterPodAffinityArgs"}}]}])) == [
+    assert problems_of(
+        doc(
+            profiles=[
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "NodeResourcesFit",
+                            "args": {"apiVersion": "v1", "kind": "InterPodAffinityArgs"},
+                        }
+                    ]
+                }
+            ]
+        )
+    ) == [
         'config.yaml: profiles[0].pluginConfig[0].args.kind: must be "NodeResourcesFitArgs", '
         "got 'InterPodAffinityArgs'",
-        'config.yaml: profiles[0].pluginConfig[0].args.apiVersion: must be '
+        "config.yaml: profiles[0].pluginConfig[0].args.apiVersion: must be "
         "\"kubescheduler.config.k8s.io/v1\", got 'v1'",
     ]
 
 
 def test_ignored_upstream_fields_are_accepted() -> None:
-    cfg, warnings = load_config_data(doc(
-        healthzBindAddress="0.0.0.0:10251", metricsBindAddress="0.0.0.0:10251",
-        enableProfiling=True, enableContentionProfiling=False,
-    ))
+    cfg, warnings = load_config_data(
+        doc(
+            healthzBindAddress="0.0.0.0:10251",
+            metricsBindAddress="0.0.0.0:10251",
+            enableProfiling=True,
+            enableContentionProfiling=False,
+        )
+    )
     assert warnings == []
     assert cfg == default_config()
     assert problems_of(doc(enableProfiling="yes please")) == [
@@ -199,8 +255,9 @@ def test_ignored_upstream_fields_are_accepted() -> None:
 
 
 def test_null_values_count_as_absent() -> None:
-    cfg, _ = load_config_data(doc(parallelism=None, leaderElection=None, profiles=None,
-                                  extenders=None))
+    cfg, _ = load_config_data(
+        doc(parallelism=None, leaderElection=None, profiles=None, extenders=None)
+    )
     assert cfg == default_config()
 
 
@@ -208,23 +265,35 @@ def test_null_values_count_as_absent() -> None:
 
 
 def test_wrong_types_name_their_path() -> None:
-    problems = problems_of(doc(
-        parallelism="16",
-        percentageOfNodesToScore=12.5,
-        podInitialBackoffSeconds=True,
-        profiles=[{
-            "schedulerName": 7,
-            "percentageOfNodesToScore": "abc",
-            "plugins": {"score": {"enabled": [{"name": "A", "weight": "high"}]},
-                        "filter": {"enabled": {"name": "A"}}},
-            "pluginConfig": [{"name": "A", "args": ["x"]}],
-        }],
-        leaderElection={"leaderElect": "yes", "leaseDuration": 15, "renewDeadline": "10x"},
-        clientConnection={"qps": "fast", "burst": 2**40},
-        extenders=[{"urlPrefix": "http://e", "weight": 1.5, "httpTimeout": "soon",
-                    "tlsConfig": {"caData": "not base64!"}}],
-        delayCacheUntilActive=1,
-    ))
+    problems = problems_of(
+        doc(
+            parallelism="16",
+            percentageOfNodesToScore=12.5,
+            podInitialBackoffSeconds=True,
+            profiles=[
+                {
+                    "schedulerName": 7,
+                    "percentageOfNodesToScore": "abc",
+                    "plugins": {
+                        "score": {"enabled": [{"name": "A", "weight": "high"}]},
+                        "filter": {"enabled": {"name": "A"}},
+                    },
+                    "pluginConfig": [{"name": "A", "args": ["x"]}],
+                }
+            ],
+            leaderElection={"leaderElect": "yes", "leaseDuration": 15, "renewDeadline": "10x"},
+            clientConnection={"qps": "fast", "burst": 2**40},
+            extenders=[
+                {
+                    "urlPrefix": "http://e",
+                    "weight": 1.5,
+                    "httpTimeout": "soon",
+                    "tlsConfig": {"caData": "not base64!"},
+                }
+            ],
+            delayCacheUntilActive=1,
+        )
+    )
     assert problems == [
         "config.yaml: parallelism: must be an integer, got '16'",
         "config.yaml: leaderElection.leaderElect: must be a boolean, got 'yes'",
@@ -238,8 +307,7 @@ def test_wrong_types_name_their_path() -> None:
         "config.yaml: profiles[0].schedulerName: must be a string, got 7",
         "config.yaml: profiles[0].percentageOfNodesToScore: must be an integer, got 'abc'",
         "config.yaml: profiles[0].plugins.filter.enabled: must be a list, got an object",
-        "config.yaml: profiles[0].plugins.score.enabled[0].weight: must be an integer, "
-        "got 'high'",
+        "config.yaml: profiles[0].plugins.score.enabled[0].weight: must be an integer, got 'high'",
         "config.yaml: profiles[0].pluginConfig[0].args: must be an object, got a list",
         "config.yaml: extenders[0].weight: must be an integer, got 1.5",
         "config.yaml: extenders[0].tlsConfig.caData: must be base64-encoded data",
@@ -281,15 +349,22 @@ def test_validation_problems_raise_config_error_with_prefix() -> None:
 
 def test_known_plugins_checked_on_load() -> None:
     with pytest.raises(ConfigError) as info:
-        load_config_data(doc(profiles=[{"plugins": {"filter": {"enabled": [{"name": "Foo"}]}}}]),
-                         "c.yaml", known_plugins=["DefaultBinder"])
-    assert 'c.yaml: profiles[0].plugins.filter.enabled[0]: unknown plugin "Foo"; available: ' \
-           "DefaultBinder" in info.value.problems
+        load_config_data(
+            doc(profiles=[{"plugins": {"filter": {"enabled": [{"name": "Foo"}]}}}]),
+            "c.yaml",
+            known_plugins=["DefaultBinder"],
+        )
+    assert (
+        'c.yaml: profiles[0].plugins.filter.enabled[0]: unknown plugin "Foo"; available: '
+        "DefaultBinder" in info.value.problems
+    )
 
 
 # --- files ----------------------------------------------------------------------------------------
 
-FULL_YAML = HEAD + """\
+FULL_YAML = (
+    HEAD
+    + """\
 parallelism: 8
 percentageOfNodesToScore: 40
 podInitialBackoffSeconds: 2
@@ -350,6 +425,7 @@ extenders:
     ignoredByScheduler: true
   ignorable: true
 """
+)
 
 
 def test_full_yaml_file(tmp_path: Path) -> None:
@@ -375,13 +451,21 @@ def test_full_yaml_file(tmp_path: Path) -> None:
     assert "ImageLocality" not in [p.name for p in mp]
     assert fast.plugins.filter.disabled == [PluginRef("NodePorts")]
     assert fast.plugins.score.enabled == []
-    assert cfg.extenders == [Extender(
-        url_prefix="https://ext:8443/sched", filter_verb="filter", prioritize_verb="prioritize",
-        weight=3, bind_verb="bind", enable_https=True,
-        tls_config=ExtenderTLSConfig(server_name="ext", ca_data=b"hello"),
-        http_timeout=1.5, node_cache_capable=True,
-        managed_resources=[ExtenderManagedResource("example.com/gpu", True)], ignorable=True,
-    )]
+    assert cfg.extenders == [
+        Extender(
+            url_prefix="https://ext:8443/sched",
+            filter_verb="filter",
+            prioritize_verb="prioritize",
+            weight=3,
+            bind_verb="bind",
+            enable_https=True,
+            tls_config=ExtenderTLSConfig(server_name="ext", ca_data=b"hello"),
+            http_timeout=1.5,
+            node_cache_capable=True,
+            managed_resources=[ExtenderManagedResource("example.com/gpu", True)],
+            ignorable=True,
+        )
+    ]
 
 
 def test_json_file_equals_yaml_file(tmp_path: Path) -> None:
@@ -497,18 +581,25 @@ def test_validate_file_ok(tmp_path: Path) -> None:
 
 def test_validate_file_problems_and_warnings(tmp_path: Path) -> None:
     path = write(
-        tmp_path, "bad.yaml",
+        tmp_path,
+        "bad.yaml",
         "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n"
         "parallelism: -1\nprofiles:\n- plugins:\n    filter:\n      enabled:\n"
         "      - name: VolumeZone\n      - name: Nope\n",
     )
     text, problems, warnings = validate_file(path, known_plugins=["NodeName", "PrioritySort"])
     assert text is None
-    assert warnings[0].startswith(f"{path}: apiVersion: kubescheduler.config.k8s.io/v1beta3 is "
-                                  "deprecated")
-    assert warnings[1] == (f"{path}: profiles[0].plugins.filter.enabled[0]: plugin 'VolumeZone' "
-                           "is not implemented by ksched; ignoring it")
-    assert (f"{path}: parallelism: Invalid value: -1: should be an integer value greater than "
-            "zero") in problems
-    assert (f'{path}: profiles[0].plugins.filter.enabled[0]: unknown plugin "Nope"; available: '
-            "NodeName, PrioritySort") in problems
+    assert warnings[0].startswith(
+        f"{path}: apiVersion: kubescheduler.config.k8s.io/v1beta3 is deprecated"
+    )
+    assert warnings[1] == (
+        f"{path}: profiles[0].plugins.filter.enabled[0]: plugin 'VolumeZone' "
+        "is not implemented by ksched; ignoring it"
+    )
+    assert (
+        f"{path}: parallelism: Invalid value: -1: should be an integer value greater than zero"
+    ) in problems
+    assert (
+        f'{path}: profiles[0].plugins.filter.enabled[0]: unknown plugin "Nope"; available: '
+        "NodeName, PrioritySort"
+    ) in problems

@@ -28,42 +28,75 @@ def check(known: list[str] | None = None, **fields: Any) -> list[str]:
 
 def test_default_config_is_valid() -> None:
     assert validate(default_config()) == []
-    implemented = [p.name for p in DEFAULT_MULTI_POINT
-                   if p.name not in UNIMPLEMENTED_UPSTREAM_PLUGINS]
+    implemented = [
+        p.name for p in DEFAULT_MULTI_POINT if p.name not in UNIMPLEMENTED_UPSTREAM_PLUGINS
+    ]
     assert validate(default_config(), implemented) == []
 
 
 @pytest.mark.parametrize(
     ("fields", "expected"),
     [
-        ({"parallelism": 0},
-         ["parallelism: Invalid value: 0: should be an integer value greater than zero"]),
-        ({"parallelism": -3},
-         ["parallelism: Invalid value: -3: should be an integer value greater than zero"]),
-        ({"percentageOfNodesToScore": 101},
-         ["percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]"]),
-        ({"percentageOfNodesToScore": -1},
-         ["percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]"]),
-        ({"profiles": [{"percentageOfNodesToScore": 200}]},
-         ["profiles[0].percentageOfNodesToScore: Invalid value: 200: not in valid range [0-100]"]),
-        ({"podInitialBackoffSeconds": 0, "podMaxBackoffSeconds": 0},
-         ["podInitialBackoffSeconds: Invalid value: 0: must be greater than 0"]),
-        ({"podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 4},
-         ["podMaxBackoffSeconds: Invalid value: 4: must be greater than or equal to "
-          "PodInitialBackoffSeconds"]),
-        ({"clientConnection": {"burst": -1}},
-         ["clientConnection.burst: Invalid value: -1: must be non-negative"]),
-        ({"leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}},
-         ["leaderElection.leaseDuration: Invalid value: 10s: must be greater than "
-          "renewDeadline (10s)"]),
-        ({"leaderElection": {"leaseDuration": "-1s", "retryPeriod": "-500ms"}},
-         ["leaderElection.leaseDuration: Invalid value: -1s: must be greater than zero",
-          "leaderElection.retryPeriod: Invalid value: -500ms: must be greater than zero",
-          "leaderElection.leaseDuration: Invalid value: -1s: must be greater than "
-          "renewDeadline (10s)"]),
-        ({"leaderElection": {"resourceLock": "endpointsleases"}},
-         ['leaderElection.resourceLock: Invalid value: "endpointsleases": resourceLock value '
-          'must be "leases"']),
+        (
+            {"parallelism": 0},
+            ["parallelism: Invalid value: 0: should be an integer value greater than zero"],
+        ),
+        (
+            {"parallelism": -3},
+            ["parallelism: Invalid value: -3: should be an integer value greater than zero"],
+        ),
+        (
+            {"percentageOfNodesToScore": 101},
+            ["percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]"],
+        ),
+        (
+            {"percentageOfNodesToScore": -1},
+            ["percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]"],
+        ),
+        (
+            {"profiles": [{"percentageOfNodesToScore": 200}]},
+            [
+                "profiles[0].percentageOfNodesToScore: Invalid value: 200: not in valid range [0-100]"
+            ],
+        ),
+        (
+            {"podInitialBackoffSeconds": 0, "podMaxBackoffSeconds": 0},
+            ["podInitialBackoffSeconds: Invalid value: 0: must be greater than 0"],
+        ),
+        (
+            {"podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 4},
+            [
+                "podMaxBackoffSeconds: Invalid value: 4: must be greater than or equal to "
+                "PodInitialBackoffSeconds"
+            ],
+        ),
+        (
+            {"clientConnection": {"burst": -1}},
+            ["clientConnection.burst: Invalid value: -1: must be non-negative"],
+        ),
+        (
+            {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}},
+            [
+                "leaderElection.leaseDuration: Invalid value: 10s: must be greater than "
+                "renewDeadline (10s)"
+            ],
+        ),
+        (
+            {"leaderElection": {"leaseDuration": "-1s", "retryPeriod": "-500ms"}},
+            [
+                "leaderElection.leaseDuration: Invalid value: -1s: must be greater than zero",
+                "leaderElection.retryPeriod: Invalid value: -500ms: must be greater than zero",
+                "leaderElection.leaseDuration: Invalid value: -1s: must be greater than "
+                "renewDeadline (10s)",
+            ],
+        ),
+        (
+            {"leaderElection": {"resourceLock": "endpointsleases"}},
+            [
+                'leaderElection.resourceLock: Invalid value: "endpointsleases": resourceLock value '
+                'must be "leases"'
+            ],
+        ),
     ],
 )
 def test_scalar_rules(fields: dict[str, Any], expected: list[str]) -> None:
@@ -71,17 +104,32 @@ def test_scalar_rules(fields: dict[str, Any], expected: list[str]) -> None:
 
 
 def test_valid_edges_pass() -> None:
-    assert check(percentageOfNodesToScore=0, parallelism=1, podInitialBackoffSeconds=3,
-                 podMaxBackoffSeconds=3, profiles=[{"percentageOfNodesToScore": 100}]) == []
+    assert (
+        check(
+            percentageOfNodesToScore=0,
+            parallelism=1,
+            podInitialBackoffSeconds=3,
+            podMaxBackoffSeconds=3,
+            profiles=[{"percentageOfNodesToScore": 100}],
+        )
+        == []
+    )
     # Upstream has no qps check; a negative QPS is passed on to the client.
     assert check(clientConnection={"qps": -1, "burst": 0}) == []
 
 
 def test_leader_election_rules_skipped_when_not_electing() -> None:
-    assert check(leaderElection={
-        "leaderElect": False, "leaseDuration": "-1s", "renewDeadline": "5s",
-        "resourceLock": "endpoints",
-    }) == []
+    assert (
+        check(
+            leaderElection={
+                "leaderElect": False,
+                "leaseDuration": "-1s",
+                "renewDeadline": "5s",
+                "resourceLock": "endpoints",
+            }
+        )
+        == []
+    )
 
 
 def test_leader_election_required_names() -> None:
@@ -110,26 +158,29 @@ def test_scheduler_name_required_with_several_profiles() -> None:
 
 
 def test_duplicate_scheduler_name() -> None:
-    assert check(profiles=[{"schedulerName": "x"}, {"schedulerName": "y"},
-                           {"schedulerName": "x"}]) == [
-        'profiles[2].schedulerName: Duplicate value: "x"'
-    ]
+    assert check(
+        profiles=[{"schedulerName": "x"}, {"schedulerName": "y"}, {"schedulerName": "x"}]
+    ) == ['profiles[2].schedulerName: Duplicate value: "x"']
 
 
 def test_queue_sort_must_match_across_profiles() -> None:
     qs = {"queueSort": {"enabled": [{"name": "MySort"}], "disabled": [{"name": "*"}]}}
-    assert check(profiles=[{"schedulerName": "a", "plugins": qs},
-                           {"schedulerName": "b", "plugins": qs}]) == []
-    assert check(profiles=[{"schedulerName": "a", "plugins": qs},
-                           {"schedulerName": "b"}]) == [
+    assert (
+        check(
+            profiles=[{"schedulerName": "a", "plugins": qs}, {"schedulerName": "b", "plugins": qs}]
+        )
+        == []
+    )
+    assert check(profiles=[{"schedulerName": "a", "plugins": qs}, {"schedulerName": "b"}]) == [
         'profiles[1].plugins.queueSort: Invalid value: {"enabled": [], "disabled": []}: '
         "must be the same for all profiles"
     ]
 
 
 def test_only_one_queue_sort_plugin() -> None:
-    assert check(profiles=[{"plugins": {"queueSort": {"enabled": [
-        {"name": "A"}, {"name": "B"}]}}}]) == [
+    assert check(
+        profiles=[{"plugins": {"queueSort": {"enabled": [{"name": "A"}, {"name": "B"}]}}}]
+    ) == [
         "profiles[0].plugins.queueSort.enabled: Invalid value: 2: only one queue sort plugin "
         "can be enabled"
     ]
@@ -137,9 +188,11 @@ def test_only_one_queue_sort_plugin() -> None:
 
 def test_queue_sort_args_must_match_across_profiles() -> None:
     def prof(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        return {"schedulerName": name,
-                "plugins": {"queueSort": {"enabled": [{"name": "MySort"}]}},
-                "pluginConfig": [{"name": "MySort", "args": args}]}
+        return {
+            "schedulerName": name,
+            "plugins": {"queueSort": {"enabled": [{"name": "MySort"}]}},
+            "pluginConfig": [{"name": "MySort", "args": args}],
+        }
 
     assert check(profiles=[prof("a", {"k": 1}), prof("b", {"k": 1})]) == []
     assert check(profiles=[prof("a", {"k": 1}), prof("b", {"k": 2})]) == [
@@ -150,14 +203,34 @@ def test_queue_sort_args_must_match_across_profiles() -> None:
 
 def test_plugin_weights_are_not_range_checked_like_upstream() -> None:
     # Upstream validation has no weight rule; the framework maps 0 to 1.
-    assert check(profiles=[{"plugins": {"score": {"enabled": [
-        {"name": "A", "weight": -1}, {"name": "B", "weight": 0}]}}}]) == []
+    assert (
+        check(
+            profiles=[
+                {
+                    "plugins": {
+                        "score": {
+                            "enabled": [{"name": "A", "weight": -1}, {"name": "B", "weight": 0}]
+                        }
+                    }
+                }
+            ]
+        )
+        == []
+    )
 
 
 def test_duplicate_plugin_config() -> None:
-    assert check(profiles=[{"pluginConfig": [
-        {"name": "Foo", "args": {}}, {"name": "Bar"}, {"name": "Foo", "args": {"x": 1}},
-    ]}]) == ['profiles[0].pluginConfig[2]: Duplicate value: "Foo"']
+    assert check(
+        profiles=[
+            {
+                "pluginConfig": [
+                    {"name": "Foo", "args": {}},
+                    {"name": "Bar"},
+                    {"name": "Foo", "args": {"x": 1}},
+                ]
+            }
+        ]
+    ) == ['profiles[0].pluginConfig[2]: Duplicate value: "Foo"']
 
 
 def test_plugin_config_for_plugin_not_enabled_is_fine() -> None:
@@ -166,11 +239,17 @@ def test_plugin_config_for_plugin_not_enabled_is_fine() -> None:
 
 def test_removed_plugins_rejected() -> None:
     v = '"kubescheduler.config.k8s.io/v1"'
-    assert check(profiles=[{
-        "plugins": {"filter": {"enabled": [{"name": "NodeName"}, {"name": "EBSLimits"}]},
-                    "multiPoint": {"enabled": [{"name": "AzureDiskLimits"}]}},
-        "pluginConfig": [{"name": "GCEPDLimits"}],
-    }]) == [
+    assert check(
+        profiles=[
+            {
+                "plugins": {
+                    "filter": {"enabled": [{"name": "NodeName"}, {"name": "EBSLimits"}]},
+                    "multiPoint": {"enabled": [{"name": "AzureDiskLimits"}]},
+                },
+                "pluginConfig": [{"name": "GCEPDLimits"}],
+            }
+        ]
+    ) == [
         f'profiles[0].plugins.filter.enabled[1]: Invalid value: "EBSLimits": was invalid in '
         f"version {v} (KubeSchedulerConfiguration is version {v})",
         f'profiles[0].pluginConfig[0]: Invalid value: "GCEPDLimits": was invalid in version {v} '
@@ -183,15 +262,21 @@ def test_known_plugins() -> None:
     avail = "available: DefaultBinder, NodeName, PrioritySort"
     problems = check(
         known,
-        profiles=[{
-            "plugins": {
-                "multiPoint": {"enabled": [{"name": "PrioritySort"}, {"name": "Custom"}],
-                               "disabled": [{"name": "*"}]},
-                "filter": {"enabled": [{"name": "NodeName"}, {"name": "Foo"}],
-                           "disabled": [{"name": "NotARealPlugin"}]},
-            },
-            "pluginConfig": [{"name": "NodeName"}, {"name": "Ghost"}],
-        }],
+        profiles=[
+            {
+                "plugins": {
+                    "multiPoint": {
+                        "enabled": [{"name": "PrioritySort"}, {"name": "Custom"}],
+                        "disabled": [{"name": "*"}],
+                    },
+                    "filter": {
+                        "enabled": [{"name": "NodeName"}, {"name": "Foo"}],
+                        "disabled": [{"name": "NotARealPlugin"}],
+                    },
+                },
+                "pluginConfig": [{"name": "NodeName"}, {"name": "Ghost"}],
+            }
+        ],
     )
     assert problems == [
         f'profiles[0].plugins.filter.enabled[1]: unknown plugin "Foo"; {avail}',
@@ -204,7 +289,8 @@ def test_known_plugins_flags_defaults_missing_from_registry() -> None:
     known = [p.name for p in DEFAULT_MULTI_POINT if p.name != "ImageLocality"]
     problems = validate(default_config(), known)
     index = [p.name for p in default_config().profiles[0].plugins.multi_point.enabled].index(
-        "ImageLocality")
+        "ImageLocality"
+    )
     assert len(problems) == 1
     assert problems[0].startswith(
         f'profiles[0].plugins.multiPoint.enabled[{index}]: unknown plugin "ImageLocality"; '
@@ -216,21 +302,46 @@ def test_known_plugins_flags_defaults_missing_from_registry() -> None:
 
 
 def test_valid_extender() -> None:
-    assert check(extenders=[{
-        "urlPrefix": "http://e", "prioritizeVerb": "p", "weight": 1, "bindVerb": "bind",
-        "managedResources": [{"name": "example.com/gpu"}, {"name": "vendor.io/fpga"}],
-    }]) == []
+    assert (
+        check(
+            extenders=[
+                {
+                    "urlPrefix": "http://e",
+                    "prioritizeVerb": "p",
+                    "weight": 1,
+                    "bindVerb": "bind",
+                    "managedResources": [{"name": "example.com/gpu"}, {"name": "vendor.io/fpga"}],
+                }
+            ]
+        )
+        == []
+    )
 
 
 def test_extender_rules() -> None:
-    problems = check(extenders=[
-        {"prioritizeVerb": "prioritize", "bindVerb": "b", "httpTimeout": "-1s",
-         "managedResources": [{"name": "example.com/gpu"}, {"name": "example.com/gpu"}]},
-        {"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": -2, "bindVerb": "b",
-         "managedResources": [{"name": "example.com/gpu"}, {"name": "cpu"},
-                              {"name": "kubernetes.io/thing"}, {"name": "example.com/bad name"},
-                              {"name": "a/b/c"}]},
-    ])
+    problems = check(
+        extenders=[
+            {
+                "prioritizeVerb": "prioritize",
+                "bindVerb": "b",
+                "httpTimeout": "-1s",
+                "managedResources": [{"name": "example.com/gpu"}, {"name": "example.com/gpu"}],
+            },
+            {
+                "urlPrefix": "http://x",
+                "prioritizeVerb": "p",
+                "weight": -2,
+                "bindVerb": "b",
+                "managedResources": [
+                    {"name": "example.com/gpu"},
+                    {"name": "cpu"},
+                    {"name": "kubernetes.io/thing"},
+                    {"name": "example.com/bad name"},
+                    {"name": "a/b/c"},
+                ],
+            },
+        ]
+    )
     assert problems[:6] == [
         "extenders[0].urlPrefix: Required value",
         "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it",
@@ -270,12 +381,15 @@ def test_extender_weight_zero_with_prioritize_verb() -> None:
 
 
 def test_bad_managed_resource_prefix() -> None:
-    assert check(extenders=[{"urlPrefix": "u", "managedResources": [{"name": "Bad_Domain/x"}]}]) \
-        == ["extenders[0].managedResources[0].name: Invalid value: \"Bad_Domain/x\": prefix part "
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-            "'example.com', regex used for validation is "
-            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"]
+    assert check(
+        extenders=[{"urlPrefix": "u", "managedResources": [{"name": "Bad_Domain/x"}]}]
+    ) == [
+        'extenders[0].managedResources[0].name: Invalid value: "Bad_Domain/x": prefix part '
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+        "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    ]
 
 
 def test_all_problems_collected_in_upstream_order() -> None:

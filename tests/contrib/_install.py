@@ -49,26 +49,50 @@ def _pyproject() -> dict[str, object]:
 
 
 def _pip(src: Path, target: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PIP_ROOT_USER_ACTION": "ignore", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PIP_NO_INPUT": "1"}
+    env = {
+        **os.environ,
+        "PIP_ROOT_USER_ACTION": "ignore",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+    }
     return subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
-         "--target", str(target), str(src)],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 def _by_hand(target: Path) -> None:
     project = _pyproject()
     name, version = str(project["name"]), str(project["version"])
-    shutil.copytree(CONTRIB_DIR / "ksched_contrib", target / "ksched_contrib",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        CONTRIB_DIR / "ksched_contrib",
+        target / "ksched_contrib",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     info = target / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
     groups = project.get("entry-points", {})
     assert isinstance(groups, dict)
-    text = "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
-                   for g, eps in groups.items())
+    text = "".join(
+        f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+        for g, eps in groups.items()
+    )
     (info / "entry_points.txt").write_text(text)
     (info / "INSTALLER").write_text("ksched-tests\n")
 
@@ -77,8 +101,13 @@ def install(base: Path) -> Installed:
     if installed_in_environment():
         return Installed(None, "environment")
     src, target = base / "src", base / "target"
-    shutil.copytree(CONTRIB_DIR, src, ignore=shutil.ignore_patterns(
-        "__pycache__", "build", "*.egg-info", "tests", ".pytest_cache", ".mypy_cache"))
+    shutil.copytree(
+        CONTRIB_DIR,
+        src,
+        ignore=shutil.ignore_patterns(
+            "__pycache__", "build", "*.egg-info", "tests", ".pytest_cache", ".mypy_cache"
+        ),
+    )
     proc = _pip(src, target)
     if proc.returncode == 0:
         return Installed(target, "pip")

@@ -38,26 +38,38 @@ def assert_no_reservations(sim: Simulation) -> None:
 
 
 def test_short_names_win_and_long_pod_names_stay_pending() -> None:
-    _, res = run([
-        node("node-long-name"), node("n1"), node("node-b"),
-        pod("pod1"), pod("test-pod"),
-    ], config({"multiPoint": {"enabled": [{"name": "PodNameLength"},
-                                          {"name": "ShortNodeName"}]}}))
+    _, res = run(
+        [
+            node("node-long-name"),
+            node("n1"),
+            node("node-b"),
+            pod("pod1"),
+            pod("test-pod"),
+        ],
+        config({"multiPoint": {"enabled": [{"name": "PodNameLength"}, {"name": "ShortNodeName"}]}}),
+    )
     assert res["pod1"].status == "Scheduled" and res["pod1"].node == "n1"
     assert res["test-pod"].status == "Unschedulable"
     assert res["test-pod"].message == (
         "0/3 nodes are available: 3 pod name length 8 exceeds 4. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
 
 
 def test_pod_name_length_arg_and_short_node_name_weight() -> None:
-    cfg = config({"multiPoint": {"enabled": [{"name": "PodNameLength"},
-                                             {"name": "ShortNodeName", "weight": 5}]}},
-                 [{"name": "PodNameLength", "args": {"maxNameLength": 8}}])
+    cfg = config(
+        {
+            "multiPoint": {
+                "enabled": [{"name": "PodNameLength"}, {"name": "ShortNodeName", "weight": 5}]
+            }
+        },
+        [{"name": "PodNameLength", "args": {"maxNameLength": 8}}],
+    )
     _, res = run([node("aaaa"), node("bb"), pod("test-pod"), pod("too-long-1")], cfg)
     assert res["test-pod"].node == "bb"
     assert res["too-long-1"].message.startswith(
-        "0/2 nodes are available: 2 pod name length 10 exceeds 8.")
+        "0/2 nodes are available: 2 pod name length 10 exceeds 8."
+    )
 
 
 # ---- Lucky ----------------------------------------------------------------------------------
@@ -68,9 +80,11 @@ LUCKY_CLUSTER = [node(f"n{i}") for i in range(6)] + [pod(f"p{i}") for i in range
 
 def lucky(seed: int | None, **kw: Any) -> tuple[Simulation, dict[str, Any]]:
     args = {"seed": seed} if seed is not None else {}
-    return run(LUCKY_CLUSTER, config(
-        {"multiPoint": {"enabled": [{"name": "Lucky"}]}},
-        [{"name": "Lucky", "args": args}]), **kw)
+    return run(
+        LUCKY_CLUSTER,
+        config({"multiPoint": {"enabled": [{"name": "Lucky"}]}}, [{"name": "Lucky", "args": args}]),
+        **kw,
+    )
 
 
 def test_lucky_is_reproducible_with_a_seed_and_varies_across_seeds() -> None:
@@ -90,14 +104,20 @@ def test_lucky_explanation_agrees_with_the_coin_used_for_the_decision() -> None:
         verdicts = {n: v["Lucky"] for n, v in r.explain["filter"].items()}
         assert verdicts[r.node] == "Success"
         unlucky = {n for n, v in verdicts.items() if v != "Success"}
-        assert all(v == "Unschedulable: node(s) were unlucky" for n, v in verdicts.items()
-                   if n in unlucky)
+        assert all(
+            v == "Unschedulable: node(s) were unlucky" for n, v in verdicts.items() if n in unlucky
+        )
         assert set(r.explain["score"]["Lucky"]) == set(verdicts) - unlucky
 
 
 def test_lucky_rejection_message() -> None:
-    _, res = run([node("only"), *[pod(f"p{i}") for i in range(6)]], config(
-        {"multiPoint": {"enabled": [{"name": "Lucky"}]}}, [{"name": "Lucky", "args": {"seed": 1}}]))
+    _, res = run(
+        [node("only"), *[pod(f"p{i}") for i in range(6)]],
+        config(
+            {"multiPoint": {"enabled": [{"name": "Lucky"}]}},
+            [{"name": "Lucky", "args": {"seed": 1}}],
+        ),
+    )
     statuses = {r.status for r in res.values()}
     assert statuses == {"Scheduled", "Unschedulable"}
     for r in res.values():
@@ -109,8 +129,15 @@ def test_lucky_rejection_message() -> None:
 
 
 def test_sample_logs_what_it_sees_with_its_args() -> None:
-    cfg = config({"multiPoint": {"enabled": [{"name": "Sample"}]}}, [{"name": "Sample", "args": {
-        "favorite_color": "#326CE5", "favorite_number": 7, "thanks_to": "thockin"}}])
+    cfg = config(
+        {"multiPoint": {"enabled": [{"name": "Sample"}]}},
+        [
+            {
+                "name": "Sample",
+                "args": {"favorite_color": "#326CE5", "favorite_number": 7, "thanks_to": "thockin"},
+            }
+        ],
+    )
     with structlog.testing.capture_logs() as logs:
         _, res = run([node("n1"), node("n2"), pod("web")], cfg)
     assert res["web"].status == "Scheduled"
@@ -123,7 +150,11 @@ def test_sample_logs_what_it_sees_with_its_args() -> None:
     assert bind["node"] == res["web"].node and bind["pod"] == "default/web"
     for e in mine:
         assert (e["favorite_color"], e["favorite_number"], e["thanks_to"], e["profile"]) == (
-            "#326CE5", 7, "thockin", "ksched")
+            "#326CE5",
+            7,
+            "thockin",
+            "ksched",
+        )
 
 
 # ---- Coscheduling ------------------------------------------------------------------------
@@ -131,30 +162,43 @@ def test_sample_logs_what_it_sees_with_its_args() -> None:
 
 @pytest.mark.parametrize("pods_lister", [True, False])
 def test_gang_that_fits_is_scheduled_whole(pods_lister: bool) -> None:
-    sim, res = run([
-        node("n1", cpu="2"), node("n2", cpu="2"),
-        podgroup("g", 3),
-        pod("a", "1", group="g"), pod("b", "1", group="g"), pod("c", "1", group="g"),
-    ], config(GANG), pods_lister=pods_lister)
+    sim, res = run(
+        [
+            node("n1", cpu="2"),
+            node("n2", cpu="2"),
+            podgroup("g", 3),
+            pod("a", "1", group="g"),
+            pod("b", "1", group="g"),
+            pod("c", "1", group="g"),
+        ],
+        config(GANG),
+        pods_lister=pods_lister,
+    )
     assert {n: r.status for n, r in res.items()} == dict.fromkeys("abc", "Scheduled")
     assert_no_reservations(sim)
 
 
 @pytest.mark.parametrize("pods_lister", [True, False])
 def test_gang_with_room_for_two_of_three_schedules_none_and_frees_the_room(
-        pods_lister: bool) -> None:
-    sim, res = run([
-        node("n1", cpu="2"),
-        podgroup("g", 3),
-        pod("a", "1", group="g"), pod("b", "1", group="g"), pod("c", "1", group="g"),
-        pod("other", "1"),
-    ], config(GANG), pods_lister=pods_lister)
+    pods_lister: bool,
+) -> None:
+    sim, res = run(
+        [
+            node("n1", cpu="2"),
+            podgroup("g", 3),
+            pod("a", "1", group="g"),
+            pod("b", "1", group="g"),
+            pod("c", "1", group="g"),
+            pod("other", "1"),
+        ],
+        config(GANG),
+        pods_lister=pods_lister,
+    )
     # All or nothing: two members fitted and were parked at Permit, the third fitted
     # nowhere, so PostFilter rejected the parked two and their cpu went to "other".
     assert {n: r.status for n in "abc" for r in [res[n]]} == dict.fromkeys("abc", "Unschedulable")
     assert res["other"].status == "Scheduled" and res["other"].node == "n1"
-    assert "PodGroup default/g gets rejected due to Pod" in " ".join(
-        res[n].message for n in "abc")
+    assert "PodGroup default/g gets rejected due to Pod" in " ".join(res[n].message for n in "abc")
     assert "optimistic rejection in PostFilter" in {res[n].message for n in "abc"}
     assert_no_reservations(sim)
     assert sim.sched.cache.nodes["n1"].requested.milli_cpu == 1000
@@ -163,17 +207,22 @@ def test_gang_with_room_for_two_of_three_schedules_none_and_frees_the_room(
 def test_gang_times_out_and_gives_its_reservations_back() -> None:
     # The third member belongs to another scheduler: it counts towards minMember at
     # PreFilter but never arrives at Permit, so the two parked members time out.
-    sim, res = run([
-        node("n1", cpu="2"),
-        podgroup("g", 3, timeout=10),
-        pod("a", "1", group="g"), pod("b", "1", group="g"),
-        pod("c", "1", group="g", scheduler="someone-else"),
-        pod("big", "2"),
-    ], config(GANG))
+    sim, res = run(
+        [
+            node("n1", cpu="2"),
+            podgroup("g", 3, timeout=10),
+            pod("a", "1", group="g"),
+            pod("b", "1", group="g"),
+            pod("c", "1", group="g", scheduler="someone-else"),
+            pod("big", "2"),
+        ],
+        config(GANG),
+    )
     assert res["a"].status == res["b"].status == "Unschedulable"
     assert {res["a"].message, res["b"].message} <= {
         "rejected due to timeout after waiting 10s at plugin Coscheduling",
-        "rejection in Unreserve"}
+        "rejection in Unreserve",
+    }
     # "big" needed the whole node: it fits once the timed-out members let go.
     assert res["big"].status == "Scheduled" and res["big"].node == "n1"
     assert sim.clock.now() >= 10
@@ -186,8 +235,10 @@ def test_queue_sort_keeps_each_gang_together() -> None:
         podgroup("first", 3, created="2024-01-01T00:00:00Z"),
         podgroup("second", 2, created="2024-01-02T00:00:00Z"),
         # Interleaved on purpose: by file order "second" would complete first.
-        pod("a1", "1", group="first"), pod("b1", "1", group="second"),
-        pod("a2", "1", group="first"), pod("b2", "1", group="second"),
+        pod("a1", "1", group="first"),
+        pod("b1", "1", group="second"),
+        pod("a2", "1", group="first"),
+        pod("b2", "1", group="second"),
         pod("a3", "1", group="first"),
     ]
     sim, res = run(objs, config(GANG))
@@ -203,13 +254,17 @@ def test_queue_sort_keeps_each_gang_together() -> None:
 
 @pytest.mark.parametrize("pods_lister", [True, False])
 def test_prefilter_rejects_a_group_with_too_few_pods(pods_lister: bool) -> None:
-    _, res = run([node("n1"), podgroup("g", 3), pod("a", group="g"), pod("b", group="g")],
-                 config(GANG), pods_lister=pods_lister)
+    _, res = run(
+        [node("n1"), podgroup("g", 3), pod("a", group="g"), pod("b", group="g")],
+        config(GANG),
+        pods_lister=pods_lister,
+    )
     for n in "ab":
         assert res[n].status == "Unschedulable"
         assert res[n].message.startswith(
             f"0/1 nodes are available: pre-filter pod {n} cannot find enough sibling pods, "
-            "current pods number: 2, minMember of group: 3.")
+            "current pods number: 2, minMember of group: 3."
+        )
 
 
 def test_pod_of_a_missing_group_is_rejected_at_permit_and_others_are_untouched() -> None:
@@ -219,7 +274,13 @@ def test_pod_of_a_missing_group_is_rejected_at_permit_and_others_are_untouched()
 
 
 def test_min_resources_checked_at_prefilter() -> None:
-    _, res = run([node("n1", cpu="2"), podgroup("g", 2, minResources={"cpu": "3"}),
-                  pod("a", group="g"), pod("b", group="g")], config(GANG))
-    assert res["a"].message.startswith(
-        "0/1 nodes are available: resource gap: cpu: 1000m.")
+    _, res = run(
+        [
+            node("n1", cpu="2"),
+            podgroup("g", 2, minResources={"cpu": "3"}),
+            pod("a", group="g"),
+            pod("b", group="g"),
+        ],
+        config(GANG),
+    )
+    assert res["a"].message.startswith("0/1 nodes are available: resource gap: cpu: 1000m.")

@@ -59,9 +59,11 @@ class FakeDaemon:
         return [("ping", None)]
 
     def readiness_checks(self) -> list[tuple[str, str | None]]:
-        return [("ping", None),
-                ("informer-sync", None if self.synced else "informers have not synced yet"),
-                ("shutdown", "shutting down" if self.stopping else None)]
+        return [
+            ("ping", None),
+            ("informer-sync", None if self.synced else "informers have not synced yet"),
+            ("shutdown", "shutting down" if self.stopping else None),
+        ]
 
 
 @pytest.fixture

@@ -14,9 +14,25 @@ from ksched.daemon.main import apply_leader_election_flag
 
 def test_flags_parse() -> None:
     args = build_parser().parse_args(
-        ["run", "--config", "c.yaml", "--kubeconfig", "k", "--master", "http://x",
-         "--no-leader-elect", "--bind-address", "0.0.0.0", "--port", "1234",
-         "--log-format", "json", "-v", "3"])
+        [
+            "run",
+            "--config",
+            "c.yaml",
+            "--kubeconfig",
+            "k",
+            "--master",
+            "http://x",
+            "--no-leader-elect",
+            "--bind-address",
+            "0.0.0.0",
+            "--port",
+            "1234",
+            "--log-format",
+            "json",
+            "-v",
+            "3",
+        ]
+    )
     assert (args.config, args.kubeconfig, args.master) == ("c.yaml", "k", "http://x")
     assert args.leader_elect is False
     assert (args.bind_address, args.port, args.log_format, args.v) == ("0.0.0.0", 1234, "json", 3)
@@ -27,58 +43,74 @@ def test_flags_parse() -> None:
         build_parser().parse_args(["run", "--leader-elect", "--no-leader-elect"])
 
 
-@pytest.mark.parametrize(("flag", "config", "effective"), [
-    (True, False, True),
-    (None, True, True),  # upstream's default
-    (None, False, False),
-    (False, True, False),
-])
-def test_leader_elect_flag_overrides_the_config(flag: bool | None, config: bool,
-                                                effective: bool) -> None:
-    cfg, _ = load_config_data({"apiVersion": "kubescheduler.config.k8s.io/v1",
-                               "kind": "KubeSchedulerConfiguration",
-                               "leaderElection": {"leaderElect": config}})
+@pytest.mark.parametrize(
+    ("flag", "config", "effective"),
+    [
+        (True, False, True),
+        (None, True, True),  # upstream's default
+        (None, False, False),
+        (False, True, False),
+    ],
+)
+def test_leader_elect_flag_overrides_the_config(
+    flag: bool | None, config: bool, effective: bool
+) -> None:
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": config},
+        }
+    )
     assert apply_leader_election_flag(flag, cfg) == []
     assert cfg.leader_election.leader_elect is effective
 
 
 def test_leader_elect_flag_validates_the_election_settings() -> None:
     # Valid with leaderElect false (the rules are skipped), invalid once the flag turns it on.
-    data = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-            "leaderElection": {"leaderElect": False, "leaseDuration": "5s",
-                               "renewDeadline": "10s"}}
+    data = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False, "leaseDuration": "5s", "renewDeadline": "10s"},
+    }
     cfg, _ = load_config_data(data)
     assert apply_leader_election_flag(True, cfg) == [
-        "leaderElection.leaseDuration: Invalid value: 5s: must be greater than renewDeadline "
-        "(10s)"]
+        "leaderElection.leaseDuration: Invalid value: 5s: must be greater than renewDeadline (10s)"
+    ]
     data["leaderElection"] = {"leaderElect": True, "renewDeadline": "2s", "retryPeriod": "2s"}
     cfg, _ = load_config_data(data)
     assert apply_leader_election_flag(None, cfg) == [
         "couldn't create leader elector: renewDeadline must be greater than "
-        "retryPeriod*JitterFactor"]
+        "retryPeriod*JitterFactor"
+    ]
 
 
-def test_bad_leader_election_timing_exits_2(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_leader_election_timing_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
-                   "kind: KubeSchedulerConfiguration\n"
-                   "leaderElection: {renewDeadline: 2s, retryPeriod: 2s}\n")
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "leaderElection: {renewDeadline: 2s, retryPeriod: 2s}\n"
+    )
     assert main(["run", "--config", str(cfg), "--master", "http://127.0.0.1:1"]) == 2
     assert "renewDeadline must be greater than retryPeriod*JitterFactor" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
 
 
 def test_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
-                   "kind: KubeSchedulerConfiguration\nparallelism: -1\n")
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\nparallelism: -1\n"
+    )
     assert main(["run", "--config", str(cfg), "--master", "http://127.0.0.1:1"]) == 2
     assert "parallelism" in capsys.readouterr().err
 
 
-def test_unreadable_kubeconfig_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                       ) -> None:
+def test_unreadable_kubeconfig_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     try:
         assert main(["run", "--no-leader-elect", "--kubeconfig", str(tmp_path / "missing")]) == 2
     finally:

@@ -46,25 +46,29 @@ def daemon() -> FakeDaemon:
     return FakeDaemon(simulated(m), metrics=m)
 
 
-@pytest.mark.parametrize(("method", "path", "status"), [
-    ("GET", "/nope", 404),
-    ("GET", "/debug", 404),
-    ("GET", "/debug/queue/extra", 404),
-    ("POST", "/metrics", 405),
-    ("DELETE", "/debug/queue", 405),
-    ("GET", "/debug/explain", 400),
-    ("GET", "/debug/explain?pod=", 400),
-    ("GET", "/debug/explain?pod=justname", 400),
-    ("GET", "/debug/explain?pod=a/b/c", 400),
-    ("GET", "/debug/explain?pod=/x", 400),
-    ("GET", "/debug/explain?pod=a/b&pod=c/d", 400),
-    ("GET", "/debug/explain?pod=default/small&verbose=1", 400),
-    ("GET", "/debug/explain?pod=default/nosuchpod", 404),
-    ("GET", "/debug/queue?x=1", 400),
-    ("GET", "/debug/cache?node=n1", 400),
-])
-def test_bad_requests_get_json_errors(daemon: FakeDaemon, method: str, path: str,
-                                      status: int) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/nope", 404),
+        ("GET", "/debug", 404),
+        ("GET", "/debug/queue/extra", 404),
+        ("POST", "/metrics", 405),
+        ("DELETE", "/debug/queue", 405),
+        ("GET", "/debug/explain", 400),
+        ("GET", "/debug/explain?pod=", 400),
+        ("GET", "/debug/explain?pod=justname", 400),
+        ("GET", "/debug/explain?pod=a/b/c", 400),
+        ("GET", "/debug/explain?pod=/x", 400),
+        ("GET", "/debug/explain?pod=a/b&pod=c/d", 400),
+        ("GET", "/debug/explain?pod=default/small&verbose=1", 400),
+        ("GET", "/debug/explain?pod=default/nosuchpod", 404),
+        ("GET", "/debug/queue?x=1", 400),
+        ("GET", "/debug/cache?node=n1", 400),
+    ],
+)
+def test_bad_requests_get_json_errors(
+    daemon: FakeDaemon, method: str, path: str, status: int
+) -> None:
     got, ctype, body = one(daemon, path, method)
     assert got == status
     assert ctype == "application/json"
@@ -79,8 +83,12 @@ def test_health_endpoints(daemon: FakeDaemon) -> None:
     assert one(daemon, "/readyz")[::2] == (200, "ok")
     status, _, body = one(daemon, "/readyz?verbose")
     assert status == 200
-    assert body.splitlines() == ["[+]ping ok", "[+]informer-sync ok", "[+]shutdown ok",
-                                 "readyz check passed"]
+    assert body.splitlines() == [
+        "[+]ping ok",
+        "[+]informer-sync ok",
+        "[+]shutdown ok",
+        "readyz check passed",
+    ]
 
 
 def test_readyz_503_until_synced_and_while_stopping() -> None:
@@ -124,17 +132,24 @@ def test_debug_queue_and_cache(daemon: FakeDaemon) -> None:
     assert status == 200
     assert sorted(c["nodes"]) == ["n1", "n2"]
     assert sorted(p for n in c["nodes"].values() for p in n["pods"]) == [
-        "default/mid", "default/small"]
+        "default/mid",
+        "default/small",
+    ]
 
 
 def test_explain_recomputes_without_side_effects(daemon: FakeDaemon) -> None:
     assert daemon.sim is not None
     sched = daemon.sim.sched
-    before = (sched.next_start_node_index, sched.rng.getstate(), sched.queue.dump()["counts"],
-              sorted(p.key for p in sched.cache.list_pods()))
+    before = (
+        sched.next_start_node_index,
+        sched.rng.getstate(),
+        sched.queue.dump()["counts"],
+        sorted(p.key for p in sched.cache.list_pods()),
+    )
     attempts = daemon.metrics.registry.get_sample_value(
         "scheduler_framework_extension_point_duration_seconds_count",
-        {"extension_point": "Filter", "status": "Unschedulable", "profile": "ksched"})
+        {"extension_point": "Filter", "status": "Unschedulable", "profile": "ksched"},
+    )
     status, _, body = one(daemon, "/debug/explain?pod=default/huge")
     assert status == 200
     out: dict[str, Any] = json.loads(body)
@@ -145,12 +160,20 @@ def test_explain_recomputes_without_side_effects(daemon: FakeDaemon) -> None:
     assert ex["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     assert set(ex["filter"]) == {"n1", "n2"}
     assert "Insufficient cpu" in ex["filter"]["n1"]["NodeResourcesFit"]
-    after = (sched.next_start_node_index, sched.rng.getstate(), sched.queue.dump()["counts"],
-             sorted(p.key for p in sched.cache.list_pods()))
+    after = (
+        sched.next_start_node_index,
+        sched.rng.getstate(),
+        sched.queue.dump()["counts"],
+        sorted(p.key for p in sched.cache.list_pods()),
+    )
     assert after == before
-    assert daemon.metrics.registry.get_sample_value(
-        "scheduler_framework_extension_point_duration_seconds_count",
-        {"extension_point": "Filter", "status": "Unschedulable", "profile": "ksched"}) == attempts
+    assert (
+        daemon.metrics.registry.get_sample_value(
+            "scheduler_framework_extension_point_duration_seconds_count",
+            {"extension_point": "Filter", "status": "Unschedulable", "profile": "ksched"},
+        )
+        == attempts
+    )
 
 
 def test_explain_scores_for_a_pod_that_would_fit() -> None:

@@ -29,10 +29,18 @@ def buckets(m: SchedulerMetrics, name: str) -> list[float]:
 def test_attempt_outcomes(sim_metrics: tuple[Simulation, SchedulerMetrics]) -> None:
     _, m = sim_metrics
     assert value(m, "scheduler_schedule_attempts_total", result="scheduled", profile="ksched") == 2
-    assert value(m, "scheduler_schedule_attempts_total", result="unschedulable",
-                 profile="ksched") == 1
-    assert value(m, "scheduler_scheduling_attempt_duration_seconds_count", result="scheduled",
-                 profile="ksched") == 2
+    assert (
+        value(m, "scheduler_schedule_attempts_total", result="unschedulable", profile="ksched") == 1
+    )
+    assert (
+        value(
+            m,
+            "scheduler_scheduling_attempt_duration_seconds_count",
+            result="scheduled",
+            profile="ksched",
+        )
+        == 2
+    )
     assert value(m, "scheduler_pod_scheduling_attempts_count") == 2
     assert value(m, "scheduler_pod_scheduling_attempts_sum") == 2
     assert value(m, "scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 2
@@ -46,15 +54,23 @@ def test_queue_and_cache_gauges_are_read_at_scrape_time(
     assert value(m, "scheduler_pending_pods", queue="unschedulable") == 1
     for q in ("active", "backoff", "gated"):
         assert value(m, "scheduler_pending_pods", queue=q) == 0
-    assert value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit",
-                 profile="ksched") == 1
+    assert (
+        value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="ksched") == 1
+    )
     assert value(m, "scheduler_scheduler_cache_size", type="nodes") == 2
     assert value(m, "scheduler_scheduler_cache_size", type="pods") == 2
     assert value(m, "scheduler_scheduler_cache_size", type="assumed_pods") == 0
     assert value(m, "scheduler_goroutines", operation="binding") == 0
     assert value(m, "scheduler_queue_incoming_pods_total", queue="active", event="PodAdd") == 3
-    assert value(m, "scheduler_queue_incoming_pods_total", queue="unschedulable",
-                 event="ScheduleAttemptFailure") == 1
+    assert (
+        value(
+            m,
+            "scheduler_queue_incoming_pods_total",
+            queue="unschedulable",
+            event="ScheduleAttemptFailure",
+        )
+        == 1
+    )
 
 
 def test_extension_points_timed_with_status_and_profile(
@@ -64,13 +80,13 @@ def test_extension_points_timed_with_status_and_profile(
     name = "scheduler_framework_extension_point_duration_seconds_count"
     assert value(m, name, extension_point="PreFilter", status="Success", profile="ksched") == 3
     assert value(m, name, extension_point="Filter", status="Success", profile="ksched") == 2
-    assert value(m, name, extension_point="Filter", status="Unschedulable",
-                 profile="ksched") == 1
+    assert value(m, name, extension_point="Filter", status="Unschedulable", profile="ksched") == 1
     assert value(m, name, extension_point="Bind", status="Success", profile="ksched") == 2
     assert value(m, name, extension_point="Reserve", status="Success", profile="ksched") == 2
     assert value(m, name, extension_point="Permit", status="Success", profile="ksched") == 2
-    assert value(m, name, extension_point="PostFilter", status="Unschedulable",
-                 profile="ksched") == 1
+    assert (
+        value(m, name, extension_point="PostFilter", status="Unschedulable", profile="ksched") == 1
+    )
 
 
 def test_plugins_timed_when_sampled_and_left_unwrapped(
@@ -78,10 +94,13 @@ def test_plugins_timed_when_sampled_and_left_unwrapped(
 ) -> None:
     sim, m = sim_metrics
     name = "scheduler_plugin_execution_duration_seconds_count"
-    assert value(m, name, plugin="NodeResourcesFit", extension_point="Filter",
-                 status="Success") == 2
-    assert value(m, name, plugin="NodeResourcesFit", extension_point="PreFilter",
-                 status="Success") == 3
+    assert (
+        value(m, name, plugin="NodeResourcesFit", extension_point="Filter", status="Success") == 2
+    )
+    assert (
+        value(m, name, plugin="NodeResourcesFit", extension_point="PreFilter", status="Success")
+        == 3
+    )
     assert value(m, name, plugin="DefaultBinder", extension_point="Bind", status="Success") == 2
     # the sampled cycles' wrappers are gone again: plugins are called directly
     fw = sim.sched.frameworks["ksched"]
@@ -94,8 +113,7 @@ def test_unsampled_cycles_record_no_plugin_durations() -> None:
     simulated(m)
     fams = {f.name: f for f in m.registry.collect()}
     assert not fams["scheduler_plugin_execution_duration_seconds"].samples
-    assert value(m, "scheduler_schedule_attempts_total", result="scheduled",
-                 profile="ksched") == 2
+    assert value(m, "scheduler_schedule_attempts_total", result="scheduled", profile="ksched") == 2
 
 
 def test_sampling_rate_is_about_ten_percent() -> None:
@@ -115,15 +133,23 @@ def test_sampling_rate_is_about_ten_percent() -> None:
     assert 400 < hits < 600
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("scheduler_scheduling_attempt_duration_seconds", exponential_buckets(0.001, 2, 15)),
-    ("scheduler_pod_scheduling_sli_duration_seconds", exponential_buckets(0.01, 2, 20)),
-    ("scheduler_pod_scheduling_attempts", [1, 2, 4, 8, 16]),
-    ("scheduler_framework_extension_point_duration_seconds", exponential_buckets(0.0001, 2, 12)),
-    ("scheduler_plugin_execution_duration_seconds", exponential_buckets(0.00001, 1.5, 20)),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("scheduler_scheduling_attempt_duration_seconds", exponential_buckets(0.001, 2, 15)),
+        ("scheduler_pod_scheduling_sli_duration_seconds", exponential_buckets(0.01, 2, 20)),
+        ("scheduler_pod_scheduling_attempts", [1, 2, 4, 8, 16]),
+        (
+            "scheduler_framework_extension_point_duration_seconds",
+            exponential_buckets(0.0001, 2, 12),
+        ),
+        ("scheduler_plugin_execution_duration_seconds", exponential_buckets(0.00001, 1.5, 20)),
+    ],
+)
 def test_upstream_bucket_layouts(
-    sim_metrics: tuple[Simulation, SchedulerMetrics], name: str, expected: list[float],
+    sim_metrics: tuple[Simulation, SchedulerMetrics],
+    name: str,
+    expected: list[float],
 ) -> None:
     _, m = sim_metrics
     assert buckets(m, name) == pytest.approx(expected)
@@ -141,9 +167,13 @@ def test_exposition_names_types_and_label_sets(
         "scheduler_pending_pods": ("gauge", {"queue"}),
         "scheduler_queue_incoming_pods": ("counter", {"event", "queue"}),
         "scheduler_framework_extension_point_duration_seconds": (
-            "histogram", {"extension_point", "profile", "status"}),
+            "histogram",
+            {"extension_point", "profile", "status"},
+        ),
         "scheduler_plugin_execution_duration_seconds": (
-            "histogram", {"plugin", "extension_point", "status"}),
+            "histogram",
+            {"plugin", "extension_point", "status"},
+        ),
         "scheduler_pod_scheduling_sli_duration_seconds": ("histogram", {"attempts"}),
         "scheduler_pod_scheduling_attempts": ("histogram", set()),
         "scheduler_unschedulable_pods": ("gauge", {"plugin", "profile"}),
@@ -162,16 +192,19 @@ def test_several_instances_do_not_collide() -> None:
     a, b = SchedulerMetrics(), SchedulerMetrics()
     simulated(a)
     assert value(a, "scheduler_schedule_attempts_total", result="scheduled", profile="ksched") == 2
-    assert value(b, "scheduler_schedule_attempts_total", result="scheduled",
-                 profile="ksched") is None
+    assert (
+        value(b, "scheduler_schedule_attempts_total", result="scheduled", profile="ksched") is None
+    )
 
 
 def test_unschedulable_gauge_keeps_reporting_zero_once_seen() -> None:
     m = SchedulerMetrics()
     sim = simulated(m)
-    assert value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit",
-                 profile="ksched") == 1
+    assert (
+        value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="ksched") == 1
+    )
     huge = next(q.pod_info for q in sim.sched.queue.unschedulable_pods())
     sim.sched.on_pod_delete(huge)
-    assert value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit",
-                 profile="ksched") == 0
+    assert (
+        value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="ksched") == 0
+    )

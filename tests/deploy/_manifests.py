@@ -36,8 +36,13 @@ def kustomize(path: Path) -> list[JSON]:
         kubectl = shutil.which("kubectl")
         if kubectl is None:
             pytest.skip("kubectl is not installed")
-        r = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True,
-                           timeout=120, check=False)
+        r = subprocess.run(
+            [kubectl, "kustomize", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert r.returncode == 0, f"kubectl kustomize {path}: {r.stderr}"
         _rendered[path] = [d for d in yaml.safe_load_all(r.stdout) if d]
     return _rendered[path]
@@ -54,8 +59,9 @@ def load(path: Path) -> list[JSON]:
 
 
 def find(objs: list[JSON], kind: str, name: str | None = None) -> JSON:
-    hits = [o for o in objs if o["kind"] == kind
-            and (name is None or o["metadata"]["name"] == name)]
+    hits = [
+        o for o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    ]
     assert len(hits) == 1, f"{len(hits)} {kind} {name or ''} in {[o['kind'] for o in objs]}"
     return hits[0]
 

@@ -29,9 +29,16 @@ def mdwe_supported() -> bool:
     """Probed once, in a child, so the test process itself stays unaffected."""
     global _supported
     if _supported is None:
-        _supported = sys.platform.startswith("linux") and subprocess.run(
-            [sys.executable, "-c", _WRAPPER, sys.executable, "-c", "pass"],
-            capture_output=True, timeout=60, check=False).returncode == 0
+        _supported = (
+            sys.platform.startswith("linux")
+            and subprocess.run(
+                [sys.executable, "-c", _WRAPPER, sys.executable, "-c", "pass"],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            ).returncode
+            == 0
+        )
     return _supported
 
 

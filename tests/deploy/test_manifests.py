@@ -26,8 +26,7 @@ TARGETS = {
 
 
 def _validate_all(objs: list[JSON]) -> list[str]:
-    return [f"[{name}] {e}" for name, check in VALIDATORS.items() for o in objs
-            for e in check(o)]
+    return [f"[{name}] {e}" for name, check in VALIDATORS.items() for o in objs for e in check(o)]
 
 
 # ---- schemas --------------------------------------------------------------------------------
@@ -40,9 +39,15 @@ def test_renders_and_validates(target: str) -> None:
     assert _validate_all(objs) == []
 
 
-@pytest.mark.parametrize("path", [
-    *resource_files(DEPLOY / "base"), DEPLOY / "overlays" / "contrib" / "podgroups-rbac.yaml",
-    ROOT / "systemd" / "rbac.yaml"], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [
+        *resource_files(DEPLOY / "base"),
+        DEPLOY / "overlays" / "contrib" / "podgroups-rbac.yaml",
+        ROOT / "systemd" / "rbac.yaml",
+    ],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_manifest_files_validate_without_kubectl(path: Path) -> None:
     assert _validate_all(load(path)) == []
 
@@ -56,22 +61,29 @@ def _typo(key: str, wrong: str, get: Callable[[list[JSON]], JSON]) -> Callable[[
     def mutate(objs: list[JSON]) -> None:
         d = get(objs)
         d[wrong] = d.pop(key)
+
     return mutate
 
 
 # mistake -> (how to make it, a word every error about it must contain)
 MUTATIONS: dict[str, tuple[Callable[[list[JSON]], None], str]] = {
-    "typo readinesProbe": (_typo("readinessProbe", "readinesProbe", _container),
-                           "readinesProbe"),
-    "typo runAsNonroot": (_typo("runAsNonRoot", "runAsNonroot",
-                                lambda o: _container(o)["securityContext"]), "runAsNonroot"),
-    "typo resourceName": (_typo("resourceNames", "resourceName",
-                                lambda o: find(o, "Role")["rules"][1]), "resourceName"),
-    "typo minAvailible": (_typo("minAvailable", "minAvailible",
-                                lambda o: find(o, "PodDisruptionBudget")["spec"]),
-                          "minAvailible"),
-    "replicas as a string": (lambda o: find(o, "Deployment")["spec"].update(replicas="2"),
-                             "replicas"),
+    "typo readinesProbe": (_typo("readinessProbe", "readinesProbe", _container), "readinesProbe"),
+    "typo runAsNonroot": (
+        _typo("runAsNonRoot", "runAsNonroot", lambda o: _container(o)["securityContext"]),
+        "runAsNonroot",
+    ),
+    "typo resourceName": (
+        _typo("resourceNames", "resourceName", lambda o: find(o, "Role")["rules"][1]),
+        "resourceName",
+    ),
+    "typo minAvailible": (
+        _typo("minAvailable", "minAvailible", lambda o: find(o, "PodDisruptionBudget")["spec"]),
+        "minAvailible",
+    ),
+    "replicas as a string": (
+        lambda o: find(o, "Deployment")["spec"].update(replicas="2"),
+        "replicas",
+    ),
     "container without a name": (lambda o: _container(o).pop("name"), "name"),
 }
 
@@ -176,13 +188,19 @@ def test_service_account_is_bound_to_both_roles() -> None:
     sa = find(objs, "ServiceAccount")
     pod = find(objs, "Deployment", "ksched")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == sa["metadata"]["name"]
-    me = {"kind": "ServiceAccount", "name": sa["metadata"]["name"],
-          "namespace": sa["metadata"]["namespace"]}
+    me = {
+        "kind": "ServiceAccount",
+        "name": sa["metadata"]["name"],
+        "namespace": sa["metadata"]["namespace"],
+    }
     for binding, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         b = find(objs, binding)
         assert b["subjects"] == [me]
-        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role,
-                                "name": find(objs, role)["metadata"]["name"]}
+        assert b["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": role,
+            "name": find(objs, role)["metadata"]["name"],
+        }
 
 
 def _write_config(objs: list[JSON], tmp_path: Path) -> tuple[Path, JSON]:
@@ -193,7 +211,8 @@ def _write_config(objs: list[JSON], tmp_path: Path) -> tuple[Path, JSON]:
 
 
 def test_base_config_validates_and_matches_the_lease_role(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     objs = kustomize(DEPLOY)
     path, cfg = _write_config(objs, tmp_path)
     assert main(["config", "validate", str(path)]) == 0, capsys.readouterr().err
@@ -203,19 +222,23 @@ def test_base_config_validates_and_matches_the_lease_role(
     role = find(objs, "Role")
     assert role["metadata"]["namespace"] == le["resourceNamespace"] == "ksched"
     assert {r for r in rules_of(role) if r[3]} == {
-        ("coordination.k8s.io", "leases", v, le["resourceName"]) for v in ("get", "update")}
+        ("coordination.k8s.io", "leases", v, le["resourceName"]) for v in ("get", "update")
+    }
 
 
 # ---- overlays -------------------------------------------------------------------------------
 
 
-def test_contrib_overlay(contrib: Any, tmp_path: Path,
-                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_contrib_overlay(contrib: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     objs = kustomize(TARGETS["contrib"])
     path, cfg = _write_config(objs, tmp_path)
     assert main(["config", "validate", str(path)]) == 0, capsys.readouterr().err
-    enabled = {p["name"] for prof in cfg["profiles"]
-               for point in prof["plugins"].values() for p in point.get("enabled", [])}
+    enabled = {
+        p["name"]
+        for prof in cfg["profiles"]
+        for point in prof["plugins"].values()
+        for p in point.get("enabled", [])
+    }
     assert "Coscheduling" in enabled
     assert _container(objs)["image"].endswith("-contrib")
     assert "--target ksched-contrib" in (ROOT / "Dockerfile").read_text()
@@ -224,13 +247,15 @@ def test_contrib_overlay(contrib: Any, tmp_path: Path,
     b = find(objs, "ClusterRoleBinding", "ksched-podgroups")
     assert b["subjects"][0]["name"] == find(objs, "ServiceAccount")["metadata"]["name"]
     # everything else is the base's
-    base = {(o["kind"], o["metadata"]["name"]) for o in kustomize(DEPLOY)
-            if o["kind"] != "ConfigMap"}
+    base = {
+        (o["kind"], o["metadata"]["name"]) for o in kustomize(DEPLOY) if o["kind"] != "ConfigMap"
+    }
     assert base <= {(o["kind"], o["metadata"]["name"]) for o in objs}
 
 
 def test_contrib_config_without_the_distribution_is_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The base image does not have ksched-contrib: the overlay's config needs its image."""
     from importlib import metadata
 
@@ -252,8 +277,9 @@ def test_extender_overlay_reuses_deploy_extender() -> None:
     assert sorted(p.name for p in overlay.iterdir()) == ["kustomization.yaml"]
     objs = kustomize(overlay)
     plain = kustomize(DEPLOY / "extender")
-    assert ({(o["kind"], o["metadata"]["name"]) for o in objs}
-            == {(o["kind"], o["metadata"]["name"]) for o in plain})
+    assert {(o["kind"], o["metadata"]["name"]) for o in objs} == {
+        (o["kind"], o["metadata"]["name"]) for o in plain
+    }
     c = find(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert c["image"] == _container(kustomize(DEPLOY))["image"]
     assert build_parser().parse_args(c["args"]).command == "extender"
@@ -275,7 +301,8 @@ def test_readme_customizing_overlay_renders(tmp_path: Path) -> None:
     overlay.mkdir()
     base = os.path.relpath(DEPLOY / "base", overlay)
     (overlay / "kustomization.yaml").write_text(
-        block.group(1).replace("../ksched/deploy/base", base))
+        block.group(1).replace("../ksched/deploy/base", base)
+    )
     custom = yaml.safe_load((DEPLOY / "base" / "config.yaml").read_text())
     custom["clientConnection"]["qps"] = 20
     (overlay / "config.yaml").write_text(yaml.safe_dump(custom))

@@ -47,8 +47,12 @@ def granted() -> set[Pair]:
 
 
 def _all_roles() -> list[JSON]:
-    objs = [*kustomize(DEPLOY), *kustomize(DEPLOY / "overlays" / "contrib"),
-            *kustomize(DEPLOY / "overlays" / "extender"), *load(ROOT / "systemd" / "rbac.yaml")]
+    objs = [
+        *kustomize(DEPLOY),
+        *kustomize(DEPLOY / "overlays" / "contrib"),
+        *kustomize(DEPLOY / "overlays" / "extender"),
+        *load(ROOT / "systemd" / "rbac.yaml"),
+    ]
     return [o for o in objs if o["kind"] in ("Role", "ClusterRole")]
 
 
@@ -63,9 +67,13 @@ def test_no_wildcards_no_escalation_no_secrets() -> None:
                 assert not any("*" in x for x in rule[field]), where
             assert not ESCALATING_VERBS & set(rule["verbs"]), where
             assert not {"secrets", "configmaps", "serviceaccounts/token"} & set(
-                rule["resources"]), where
-    bindings = [o for o in (*kustomize(DEPLOY), *kustomize(DEPLOY / "overlays" / "contrib"))
-                if o["kind"].endswith("Binding")]
+                rule["resources"]
+            ), where
+    bindings = [
+        o
+        for o in (*kustomize(DEPLOY), *kustomize(DEPLOY / "overlays" / "contrib"))
+        if o["kind"].endswith("Binding")
+    ]
     assert all(b["roleRef"]["name"] not in ("cluster-admin", "admin", "edit") for b in bindings)
 
 
@@ -74,13 +82,15 @@ def test_systemd_role_matches_the_in_cluster_one() -> None:
     host = load(ROOT / "systemd" / "rbac.yaml")
     base = kustomize(DEPLOY)
     assert rules_of(find(host, "Role")) == rules_of(find(base, "Role"))
-    assert find(host, "ClusterRoleBinding")["roleRef"]["name"] == find(
-        base, "ClusterRole")["metadata"]["name"]
+    assert (
+        find(host, "ClusterRoleBinding")["roleRef"]["name"]
+        == find(base, "ClusterRole")["metadata"]["name"]
+    )
     cfg = yaml.safe_load((ROOT / "systemd" / "config.yaml").read_text())
-    assert find(host, "Role")["metadata"]["namespace"] == cfg["leaderElection"][
-        "resourceNamespace"]
+    assert find(host, "Role")["metadata"]["namespace"] == cfg["leaderElection"]["resourceNamespace"]
     assert {n for *_, n in rules_of(find(host, "Role")) if n} == {
-        cfg["leaderElection"]["resourceName"]}
+        cfg["leaderElection"]["resourceName"]
+    }
 
 
 # ---- static: the API paths in the code --------------------------------------------------
@@ -93,8 +103,11 @@ def _sources() -> list[Path]:
     pkg = ROOT / "ksched"
     files = [*sorted((pkg / "cluster").glob("*.py")), *sorted((pkg / "daemon").glob("*.py"))]
     # leader election, wherever it lives
-    files += [p for p in sorted(pkg.rglob("*.py"))
-              if "leader" in p.name and p.parent.name not in ("cluster", "daemon", "testing")]
+    files += [
+        p
+        for p in sorted(pkg.rglob("*.py"))
+        if "leader" in p.name and p.parent.name not in ("cluster", "daemon", "testing")
+    ]
     return files
 
 
@@ -103,9 +116,13 @@ def _templates(tree: ast.Module) -> list[str]:
     placeholders as ``{}``."""
     consts: dict[str, str] = {}
     for stmt in tree.body:
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name)
-                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
             consts[stmt.targets[0].id] = stmt.value.value
     out: list[str] = []
     for node in ast.walk(tree):
@@ -116,8 +133,11 @@ def _templates(tree: ast.Module) -> list[str]:
             for v in node.values:
                 if isinstance(v, ast.Constant):
                     parts.append(str(v.value))
-                elif (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name)
-                      and v.value.id in consts):
+                elif (
+                    isinstance(v, ast.FormattedValue)
+                    and isinstance(v.value, ast.Name)
+                    and v.value.id in consts
+                ):
                     parts.append(consts[v.value.id])
                 else:
                     parts.append("{}")
@@ -135,10 +155,14 @@ def referenced_resources() -> set[tuple[str, str]]:
             elif m := _GROUP.match(t):
                 found.add((m.group(1), m.group(2)))
         for node in ast.walk(tree):  # pod_path(ns, name, "binding")
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id == "pod_path" and len(node.args) == 3
-                    and isinstance(node.args[2], ast.Constant)
-                    and isinstance(node.args[2].value, str)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "pod_path"
+                and len(node.args) == 3
+                and isinstance(node.args[2], ast.Constant)
+                and isinstance(node.args[2].value, str)
+            ):
                 found.add(("", "pods/" + node.args[2].value))
     return found
 
@@ -160,12 +184,20 @@ def _group(path: str) -> str:
 
 
 def _config() -> Any:
-    return load_config_data({
-        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        # the base's Lease name; short periods so the leader renews during the scenario
-        "leaderElection": {"leaderElect": True, "resourceName": "ksched",
-                           "leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "500ms"},
-    })[0]
+    return load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            # the base's Lease name; short periods so the leader renews during the scenario
+            "leaderElection": {
+                "leaderElect": True,
+                "resourceName": "ksched",
+                "leaseDuration": "4s",
+                "renewDeadline": "3s",
+                "retryPeriod": "500ms",
+            },
+        }
+    )[0]
 
 
 async def _bound(srv: TestAPIServer, name: str) -> str:
@@ -188,20 +220,31 @@ async def _scenario(srv: TestAPIServer) -> None:
             assert d.reporter is not None
             d.reporter.series_interval = 0.0  # write every repeat of an event at once
             # a binding that fails twice the same way: FailedScheduling, then its series
-            srv.faults.fail_next(2, verb="create", resource="pods/binding", code=500,
-                                 message="injected")
+            srv.faults.fail_next(
+                2, verb="create", resource="pods/binding", code=500, message="injected"
+            )
             srv.create(make_pod("retried", cpu="100m", scheduler_name="ksched"))
             assert await _bound(srv, "retried") == "big"
             # fits nowhere: FailedScheduling and the PodScheduled=False condition
-            srv.create(make_pod("nowhere", scheduler_name="ksched",
-                                nodeSelector={"size": "huge"}))
+            srv.create(make_pod("nowhere", scheduler_name="ksched", nodeSelector={"size": "huge"}))
             # preemption: the victim is deleted, the preemptor nominated and bound
-            srv.create(make_pod("urgent", cpu="1", scheduler_name="ksched",
-                                priority_class_name="high", nodeSelector={"size": "small"}))
+            srv.create(
+                make_pod(
+                    "urgent",
+                    cpu="1",
+                    scheduler_name="ksched",
+                    priority_class_name="high",
+                    nodeSelector={"size": "small"},
+                )
+            )
             assert await _bound(srv, "urgent") == "small"
             with anyio.fail_after(10):
-                while not any(c.get("type") == "PodScheduled" for c in srv.get(
-                        "pods", "default", "nowhere").get("status", {}).get("conditions", [])):
+                while not any(
+                    c.get("type") == "PodScheduled"
+                    for c in srv.get("pods", "default", "nowhere")
+                    .get("status", {})
+                    .get("conditions", [])
+                ):
                     await anyio.sleep(0.02)
             await d.reporter.drain(10)
             await anyio.sleep(1.2)  # a renewal or two

@@ -107,29 +107,35 @@ def path_socket(tmp_path: Path) -> Iterator[tuple[str, NotifySocket]]:
 # ---- parsing ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "address"), [
-    ("/run/systemd/notify", b"/run/systemd/notify"),
-    ("@ksched/notify", b"\0ksched/notify"),
-    (None, None),
-    ("", None),
-    ("@", None),
-    ("relative/path", None),
-    ("vsock:2:1234", None),
-])
+@pytest.mark.parametrize(
+    ("value", "address"),
+    [
+        ("/run/systemd/notify", b"/run/systemd/notify"),
+        ("@ksched/notify", b"\0ksched/notify"),
+        (None, None),
+        ("", None),
+        ("@", None),
+        ("relative/path", None),
+        ("vsock:2:1234", None),
+    ],
+)
 def test_notify_socket_addresses(value: str | None, address: bytes | None) -> None:
     assert parse_notify_socket(value) == address
 
 
-@pytest.mark.parametrize(("usec", "pid", "interval"), [
-    ("30000000", None, 30.0),
-    ("500000", "4242", 0.5),  # meant for this process
-    ("500000", "4243", None),  # a child that inherited the environment
-    ("500000", "x", None),
-    ("0", None, None),
-    ("-5", None, None),
-    ("soon", None, None),
-    (None, None, None),
-])
+@pytest.mark.parametrize(
+    ("usec", "pid", "interval"),
+    [
+        ("30000000", None, 30.0),
+        ("500000", "4242", 0.5),  # meant for this process
+        ("500000", "4243", None),  # a child that inherited the environment
+        ("500000", "x", None),
+        ("0", None, None),
+        ("-5", None, None),
+        ("soon", None, None),
+        (None, None, None),
+    ],
+)
 def test_watchdog_usec_and_pid(usec: str | None, pid: str | None, interval: float | None) -> None:
     assert parse_watchdog_usec(usec, pid, pid=4242) == interval
 
@@ -157,8 +163,9 @@ def test_path_socket_receives_assignments(path_socket: tuple[str, NotifySocket])
 
 def test_abstract_socket_and_watchdog_env(abstract_socket: tuple[str, NotifySocket]) -> None:
     address, sm = abstract_socket
-    n = SdNotifier.from_env({"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "2000000",
-                             "WATCHDOG_PID": str(os.getpid())})
+    n = SdNotifier.from_env(
+        {"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "2000000", "WATCHDOG_PID": str(os.getpid())}
+    )
     assert n.watchdog_interval == 2.0
     assert n.ping() and n.status("busy")
     assert sm.wait("WATCHDOG=1")[1] == "WATCHDOG=1"
@@ -222,14 +229,18 @@ def test_no_watchdog_interval_means_no_pings(abstract_socket: tuple[str, NotifyS
 
 
 def _config(**top: Any) -> Any:
-    cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-           "leaderElection": {"leaderElect": False}}
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+    }
     cfg.update(top)
     return load_config_data(cfg)[0]
 
 
 def test_daemon_notifies_ready_after_sync_and_stopping(
-        abstract_socket: tuple[str, NotifySocket]) -> None:
+    abstract_socket: tuple[str, NotifySocket],
+) -> None:
     address, sm = abstract_socket
 
     async def main() -> None:
@@ -239,8 +250,9 @@ def test_daemon_notifies_ready_after_sync_and_stopping(
             notifier = SdNotifier(address, watchdog=0.2)
             srv.faults.add_latency(0.5, verb="list", resource="pods")  # a slow initial list
             try:
-                async with SchedulerDaemon(_config(), client=client, port=0,
-                                           notifier=notifier) as d:
+                async with SchedulerDaemon(
+                    _config(), client=client, port=0, notifier=notifier
+                ) as d:
                     await anyio.sleep(0.3)
                     assert not d.synced
                     assert [m for _, m in sm.drain() if m.startswith("READY")] == []
@@ -266,7 +278,8 @@ def test_daemon_notifies_ready_after_sync_and_stopping(
 
 
 def test_a_candidate_is_ready_when_synced_and_says_when_it_leads(
-        abstract_socket: tuple[str, NotifySocket]) -> None:
+    abstract_socket: tuple[str, NotifySocket],
+) -> None:
     """With leader election a standby is up (READY=1) once synced; STATUS= tells which."""
     address, sm = abstract_socket
 
@@ -275,8 +288,9 @@ def test_a_candidate_is_ready_when_synced_and_says_when_it_leads(
             client = await APIClient.for_master(srv.url, qps=0)
             try:
                 cfg = _config(leaderElection={"leaderElect": True, "resourceName": "ksched"})
-                async with SchedulerDaemon(cfg, client=client, port=0,
-                                           notifier=SdNotifier(address)) as d:
+                async with SchedulerDaemon(
+                    cfg, client=client, port=0, notifier=SdNotifier(address)
+                ) as d:
                     await d.wait_leading(15)
                     await anyio.to_thread.run_sync(sm.wait, "STATUS=Leading")
             finally:
@@ -290,7 +304,8 @@ def test_a_candidate_is_ready_when_synced_and_says_when_it_leads(
 
 @pytest.mark.parametrize("delay_cache", [False, True])
 def test_a_standby_is_ready_while_another_instance_leads(
-        abstract_socket: tuple[str, NotifySocket], delay_cache: bool) -> None:
+    abstract_socket: tuple[str, NotifySocket], delay_cache: bool
+) -> None:
     """Another holder's lease is valid: this instance never leads here, yet systemd's start
     completes — after the sync, or at once with delayCacheUntilActive (which syncs only
     after winning)."""
@@ -299,16 +314,28 @@ def test_a_standby_is_ready_while_another_instance_leads(
 
     async def main() -> None:
         async with TestAPIServer() as srv:
-            srv.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                        "metadata": {"name": "ksched", "namespace": "kube-system"},
-                        "spec": {"holderIdentity": "other-host", "leaseDurationSeconds": 60,
-                                 "acquireTime": now, "renewTime": now}})
+            srv.create(
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": "ksched", "namespace": "kube-system"},
+                    "spec": {
+                        "holderIdentity": "other-host",
+                        "leaseDurationSeconds": 60,
+                        "acquireTime": now,
+                        "renewTime": now,
+                    },
+                }
+            )
             client = await APIClient.for_master(srv.url, qps=0)
             try:
-                cfg = _config(leaderElection={"leaderElect": True, "resourceName": "ksched"},
-                              delayCacheUntilActive=delay_cache)
-                async with SchedulerDaemon(cfg, client=client, port=0,
-                                           notifier=SdNotifier(address)) as d:
+                cfg = _config(
+                    leaderElection={"leaderElect": True, "resourceName": "ksched"},
+                    delayCacheUntilActive=delay_cache,
+                )
+                async with SchedulerDaemon(
+                    cfg, client=client, port=0, notifier=SdNotifier(address)
+                ) as d:
                     await anyio.to_thread.run_sync(sm.wait, "READY=1", 10.0)
                     assert not d.leading
                     assert d.synced is not delay_cache
@@ -317,12 +344,12 @@ def test_a_standby_is_ready_while_another_instance_leads(
 
     anyio.run(main)
     assert [m for _, m in sm.seen if m.startswith("READY")] == [
-        "READY=1\nSTATUS=Waiting for the lease kube-system/ksched"]
+        "READY=1\nSTATUS=Waiting for the lease kube-system/ksched"
+    ]
     assert not any(m.startswith("STATUS=Leading") for _, m in sm.seen)
 
 
-def test_a_stuck_cycle_withholds_watchdog_pings(
-        abstract_socket: tuple[str, NotifySocket]) -> None:
+def test_a_stuck_cycle_withholds_watchdog_pings(abstract_socket: tuple[str, NotifySocket]) -> None:
     """A cycle that never returns (say, an await without a timeout) stops the pings once it
     has run a watchdog interval, so systemd restarts the service."""
     address, sm = abstract_socket
@@ -337,8 +364,13 @@ def test_a_stuck_cycle_withholds_watchdog_pings(
             srv.create(make_node("n1"))
             client = await APIClient.for_master(srv.url, qps=0)
             try:
-                async with SchedulerDaemon(_config(), client=client, port=0, shutdown_timeout=0.2,
-                                           notifier=SdNotifier(address, watchdog=0.4)) as d:
+                async with SchedulerDaemon(
+                    _config(),
+                    client=client,
+                    port=0,
+                    shutdown_timeout=0.2,
+                    notifier=SdNotifier(address, watchdog=0.4),
+                ) as d:
                     await d.wait_ready(10)
                     d.scheduler.schedule_one = stuck  # type: ignore[method-assign]
                     srv.create(make_pod("p1", scheduler_name="ksched"))
@@ -357,15 +389,17 @@ def test_a_stuck_cycle_withholds_watchdog_pings(
 
 
 def test_a_loop_that_exited_on_its_own_is_unhealthy(
-        abstract_socket: tuple[str, NotifySocket]) -> None:
+    abstract_socket: tuple[str, NotifySocket],
+) -> None:
     address, sm = abstract_socket
 
     async def main() -> None:
         async with TestAPIServer() as srv:
             client = await APIClient.for_master(srv.url, qps=0)
             try:
-                async with SchedulerDaemon(_config(), client=client, port=0,
-                                           notifier=SdNotifier(address, watchdog=0.2)) as d:
+                async with SchedulerDaemon(
+                    _config(), client=client, port=0, notifier=SdNotifier(address, watchdog=0.2)
+                ) as d:
                     await d.wait_ready(10)
                     assert d.loop_healthy()
                     d.scheduler.queue.close()  # pop() returns None: the loop ends, unasked
@@ -384,7 +418,8 @@ def test_a_loop_that_exited_on_its_own_is_unhealthy(
 
 
 def test_watchdog_pid_of_another_process_disables_pings(
-        abstract_socket: tuple[str, NotifySocket]) -> None:
+    abstract_socket: tuple[str, NotifySocket],
+) -> None:
     address, sm = abstract_socket
     env = {"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "100000", "WATCHDOG_PID": "1"}
 
@@ -392,8 +427,9 @@ def test_watchdog_pid_of_another_process_disables_pings(
         async with TestAPIServer() as srv:
             client = await APIClient.for_master(srv.url, qps=0)
             try:
-                async with SchedulerDaemon(_config(), client=client, port=0,
-                                           notifier=SdNotifier.from_env(env)) as d:
+                async with SchedulerDaemon(
+                    _config(), client=client, port=0, notifier=SdNotifier.from_env(env)
+                ) as d:
                     await d.wait_ready(10)
                     await anyio.to_thread.run_sync(sm.wait, "READY=1")
                     await anyio.sleep(0.3)
@@ -418,8 +454,11 @@ def _status(url: str) -> int:
 
 @pytest.mark.e2e
 def test_ksched_run_under_a_notify_socket(
-        apiserver: TestAPIServer, apiserver_kubeconfig: Path, tmp_path: Path,
-        abstract_socket: tuple[str, NotifySocket]) -> None:
+    apiserver: TestAPIServer,
+    apiserver_kubeconfig: Path,
+    tmp_path: Path,
+    abstract_socket: tuple[str, NotifySocket],
+) -> None:
     """The process systemd would start: READY=1 once nodes and pods are listed (never
     before /readyz says 200), WATCHDOG=1 every half WATCHDOG_USEC while it schedules,
     STOPPING=1 on SIGTERM, then exit 0 — with MemoryDenyWriteExecute's restriction in force
@@ -428,18 +467,41 @@ def test_ksched_run_under_a_notify_socket(
     apiserver.create(make_node("n1"))
     apiserver.faults.add_latency(0.5, verb="list", resource="nodes")
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False}}))
-    env = {**os.environ, "NOTIFY_SOCKET": address, "WATCHDOG_USEC": "400000",
-           "PYTHONUNBUFFERED": "1"}
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "leaderElection": {"leaderElect": False},
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "NOTIFY_SOCKET": address,
+        "WATCHDOG_USEC": "400000",
+        "PYTHONUNBUFFERED": "1",
+    }
     env.pop("WATCHDOG_PID", None)
-    argv = [sys.executable, "-m", "ksched", "run", "--config", str(cfg), "--kubeconfig",
-            str(apiserver_kubeconfig), "--port", "0", "--log-format", "json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "ksched",
+        "run",
+        "--config",
+        str(cfg),
+        "--kubeconfig",
+        str(apiserver_kubeconfig),
+        "--port",
+        "0",
+        "--log-format",
+        "json",
+    ]
     if mdwe_supported():  # as under the unit's MemoryDenyWriteExecute=yes
         argv = mdwe_argv(argv)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         url = _wait_url(proc)
         t_ready, ready = sm.wait("READY=1", 30)

@@ -88,10 +88,18 @@ def _verify(tmp_path: Path, dropin: str | None = None) -> subprocess.CompletedPr
     if dropin is not None:
         (units / "ksched.service.d").mkdir()
         (units / "ksched.service.d" / "override.conf").write_text(
-            dropin.replace(INSTALLED, _ksched_binary()))
+            dropin.replace(INSTALLED, _ksched_binary())
+        )
     env = {**os.environ, "SYSTEMD_UNIT_PATH": f"{units}:", "SYSTEMD_LOG_COLOR": "0"}
-    return subprocess.run([exe, "verify", "ksched.service"], cwd=units, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [exe, "verify", "ksched.service"],
+        cwd=units,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_systemd_analyze_verify(tmp_path: Path) -> None:
@@ -125,8 +133,13 @@ def test_exposure_is_low(tmp_path: Path) -> None:
     exe = _analyze()
     path = tmp_path / "ksched.service"
     path.write_text(UNIT.read_text())
-    r = subprocess.run([exe, "security", "--offline=yes", "--no-pager", str(path)],
-                       capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        [exe, "security", "--offline=yes", "--no-pager", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     m = re.search(r"Overall exposure level for ksched.service: ([\d.]+)", r.stdout)
     if m is None:
         pytest.skip(f"systemd-analyze security --offline is not supported: {r.stderr[-200:]}")
@@ -164,14 +177,26 @@ def test_hardening(unit: Directives) -> None:
     s = unit["Service"]
     assert _one(unit, "User") == "ksched" and "DynamicUser" not in s
     expected = {
-        "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
-        "PrivateTmp": "yes", "PrivateDevices": "yes", "CapabilityBoundingSet": "",
-        "AmbientCapabilities": "", "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
-        "SystemCallArchitectures": "native", "LockPersonality": "yes",
-        "MemoryDenyWriteExecute": "yes", "RestrictNamespaces": "yes", "RestrictRealtime": "yes",
-        "ProtectKernelTunables": "yes", "ProtectKernelModules": "yes",
-        "ProtectKernelLogs": "yes", "ProtectControlGroups": "yes", "ProtectClock": "yes",
-        "ProtectHostname": "yes", "UMask": "0077",
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "PrivateDevices": "yes",
+        "CapabilityBoundingSet": "",
+        "AmbientCapabilities": "",
+        "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+        "SystemCallArchitectures": "native",
+        "LockPersonality": "yes",
+        "MemoryDenyWriteExecute": "yes",
+        "RestrictNamespaces": "yes",
+        "RestrictRealtime": "yes",
+        "ProtectKernelTunables": "yes",
+        "ProtectKernelModules": "yes",
+        "ProtectKernelLogs": "yes",
+        "ProtectControlGroups": "yes",
+        "ProtectClock": "yes",
+        "ProtectHostname": "yes",
+        "UMask": "0077",
     }
     assert {k: _one(unit, k) for k in expected} == expected
     assert s["SystemCallFilter"][0] == "@system-service"
@@ -179,7 +204,8 @@ def test_hardening(unit: Directives) -> None:
 
 def test_example_config_validates(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["config", "validate", str(ROOT / "systemd" / "config.yaml")]) == 0, (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
 
 
 # ---- MemoryDenyWriteExecute ------------------------------------------------------------------
@@ -197,9 +223,15 @@ def test_ksched_runs_under_memory_deny_write_execute() -> None:
         "prometheus_client\n"
         "from ksched.cli import main\n"
         f"print(ctypes.CDLL(None).prctl({PR_GET_MDWE}, 0, 0, 0, 0), flush=True)\n"
-        f"raise SystemExit(main(['simulate', '--cluster', {cluster!r}, '--output', 'json']))\n")
-    r = subprocess.run(mdwe_argv([sys.executable, "-c", probe]), capture_output=True, text=True,
-                       timeout=120, check=False)
+        f"raise SystemExit(main(['simulate', '--cluster', {cluster!r}, '--output', 'json']))\n"
+    )
+    r = subprocess.run(
+        mdwe_argv([sys.executable, "-c", probe]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     first, _, rest = r.stdout.partition("\n")
     assert first == "1"  # MDWE was in force in the process that scheduled

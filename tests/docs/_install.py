@@ -25,8 +25,9 @@ __all__ = ["DIST", "PACKAGE_DIR", "Installed", "install"]
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = ROOT / "examples" / "plugin-package"
 DIST = "ksched-nodecost"
-_IGNORE = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".pytest_cache",
-                                 ".mypy_cache", ".ruff_cache")
+_IGNORE = shutil.ignore_patterns(
+    "__pycache__", "build", "*.egg-info", ".pytest_cache", ".mypy_cache", ".ruff_cache"
+)
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,15 @@ def _by_hand(src: Path, target: Path) -> None:
     info.mkdir()
     requires = "".join(f"Requires-Dist: {r}\n" for r in project.get("dependencies", []))
     (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}")
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}"
+    )
     groups = project.get("entry-points", {})
-    (info / "entry_points.txt").write_text("".join(
-        f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
-        for g, eps in groups.items()))
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+            for g, eps in groups.items()
+        )
+    )
     (info / "top_level.txt").write_text("".join(f"{p}\n" for p in packages))
     (info / "INSTALLER").write_text("ksched-tests\n")
 

@@ -22,8 +22,7 @@ def _modules() -> list[str]:
 
 
 @pytest.fixture
-def nodecost(nodecost_install: Installed, monkeypatch: pytest.MonkeyPatch
-             ) -> Iterator[Installed]:
+def nodecost(nodecost_install: Installed, monkeypatch: pytest.MonkeyPatch) -> Iterator[Installed]:
     saved = {m: sys.modules.pop(m) for m in _modules()}
     if nodecost_install.path is not None:
         monkeypatch.syspath_prepend(str(nodecost_install.path))

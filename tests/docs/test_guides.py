@@ -17,8 +17,14 @@ from ._install import PACKAGE_DIR, ROOT, Installed
 
 PLUGINS = ROOT / "docs" / "plugins.md"
 SYSTEMD_GUIDE = ROOT / "docs" / "install-systemd.md"
-PAGES = [PLUGINS, SYSTEMD_GUIDE, ROOT / "systemd" / "README.md", ROOT / "deploy" / "README.md",
-         PACKAGE_DIR / "README.md", ROOT / "README.md"]
+PAGES = [
+    PLUGINS,
+    SYSTEMD_GUIDE,
+    ROOT / "systemd" / "README.md",
+    ROOT / "deploy" / "README.md",
+    PACKAGE_DIR / "README.md",
+    ROOT / "README.md",
+]
 
 
 def blocks(path: Path, lang: str) -> list[str]:
@@ -34,8 +40,10 @@ def test_readme_points_to_the_guide_under_writing_a_plugin() -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(page: Path) -> None:
     text = page.read_text()
-    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
-               for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", text, re.M)
+    }
     for target in re.findall(r"\]\(([^)]+)\)", text):
         if re.match(r"[a-z]+:", target):
             continue
@@ -62,8 +70,9 @@ def test_python_blocks_parse() -> None:
         ast.parse(textwrap.dedent(code))
 
 
-def test_documented_config_validates(nodecost: Installed, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_documented_config_validates(
+    nodecost: Installed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     configs = [b for b in blocks(PLUGINS, "yaml") if "KubeSchedulerConfiguration" in b]
     assert configs
     for i, block in enumerate(configs):
@@ -71,7 +80,8 @@ def test_documented_config_validates(nodecost: Installed, tmp_path: Path,
         path.write_text(block)
         assert main(["config", "validate", str(path)]) == 0, capsys.readouterr().err
         assert yaml.safe_load(block) == yaml.safe_load(
-            (PACKAGE_DIR / "examples" / "config.yaml").read_text())
+            (PACKAGE_DIR / "examples" / "config.yaml").read_text()
+        )
 
 
 def test_documented_entry_point_is_the_packages() -> None:
@@ -90,23 +100,28 @@ def _console(after: str) -> list[str]:
         lines = block.splitlines()
         cmd = [i for i, line in enumerate(lines) if line.startswith(f"$ {after}")]
         if cmd:
-            return [line for line in lines[cmd[0] + 1:] if not line.startswith("$")]
+            return [line for line in lines[cmd[0] + 1 :] if not line.startswith("$")]
     raise AssertionError(f"no console block for {after!r}")
 
 
-def test_shown_simulate_output_is_real(nodecost: Installed,
-                                       capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shown_simulate_output_is_real(
+    nodecost: Installed, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(PACKAGE_DIR)
-    assert main(["simulate", "--cluster", "examples/cluster.yaml", "--config",
-                 "examples/config.yaml"]) == 0
+    assert (
+        main(["simulate", "--cluster", "examples/cluster.yaml", "--config", "examples/config.yaml"])
+        == 0
+    )
     printed = [line.rstrip() for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert printed == _console("ksched simulate")
 
 
-def test_shown_args_error_is_real(nodecost: Installed, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shown_args_error_is_real(
+    nodecost: Installed,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cfg = yaml.safe_load((PACKAGE_DIR / "examples" / "config.yaml").read_text())
     cfg["profiles"][0]["pluginConfig"][0]["args"] = {"lable": "x"}
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
@@ -115,8 +130,9 @@ def test_shown_args_error_is_real(nodecost: Installed, tmp_path: Path,
     assert capsys.readouterr().err.splitlines() == _console("ksched config validate")
 
 
-def test_shown_plugins_line_is_real(nodecost: Installed,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_shown_plugins_line_is_real(
+    nodecost: Installed, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["plugins"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("NodeCost"))
     shown = _console("ksched plugins")
@@ -136,9 +152,12 @@ def test_derived_image_snippet_matches_the_image() -> None:
 def test_systemd_guide_commands_name_real_files() -> None:
     text = SYSTEMD_GUIDE.read_text()
     # repository paths (not /etc/systemd/system/... on the host)
-    named = set(re.findall(r"(?<![\w/])((?:systemd|deploy)/[\w./-]+\.(?:yaml|service))\b",
-                           text))
-    assert {"systemd/ksched.service", "systemd/config.yaml", "systemd/rbac.yaml",
-            "deploy/base/clusterrole.yaml"} <= named
+    named = set(re.findall(r"(?<![\w/])((?:systemd|deploy)/[\w./-]+\.(?:yaml|service))\b", text))
+    assert {
+        "systemd/ksched.service",
+        "systemd/config.yaml",
+        "systemd/rbac.yaml",
+        "deploy/base/clusterrole.yaml",
+    } <= named
     for path in named:
         assert (ROOT / path).is_file(), path

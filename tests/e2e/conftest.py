@@ -45,8 +45,12 @@ TARGETS = [
 ]
 
 
-def wait_for(cond: Callable[[], T | None], timeout: float = 15.0, interval: float = 0.05,
-             what: str = "condition") -> T:
+def wait_for(
+    cond: Callable[[], T | None],
+    timeout: float = 15.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
     """Poll ``cond`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -65,14 +69,16 @@ class Kube:
         from kubernetes import config
 
         self.client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig))
+            config_file=str(kubeconfig)
+        )
         self.cfg = self.client.configuration
 
     def close(self) -> None:
         self.client.close()
 
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = "application/json") -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         auth = self.cfg.auth_settings().get("BearerToken")
         if auth and auth.get("value"):
@@ -81,8 +87,8 @@ class Kube:
 
         try:
             resp = self.client.rest_client.request(
-                method, self.cfg.host + path, headers=headers,
-                body=body, _request_timeout=30)
+                method, self.cfg.host + path, headers=headers, body=body, _request_timeout=30
+            )
             resp.read()
         except ApiException as e:
             return int(e.status or 0), json.loads(e.body) if e.body else None
@@ -126,31 +132,50 @@ class E2E:
     def node_name(self, name: str) -> str:
         return f"e2e-{self.run_id}-{name}"
 
-    def create_node(self, name: str, *, cpu: str = "4", memory: str = "16Gi",
-                    pods: str = "110") -> str:
+    def create_node(
+        self, name: str, *, cpu: str = "4", memory: str = "16Gi", pods: str = "110"
+    ) -> str:
         full = self.node_name(name)
         alloc = {"cpu": cpu, "memory": memory, "pods": pods}
         body: JSON = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": full, "labels": {"ksched-e2e": self.run_id,
-                                                  "kubernetes.io/hostname": full}},
-            "status": {"capacity": alloc, "allocatable": alloc,
-                       "conditions": [{"type": "Ready", "status": "True"}]},
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": full,
+                "labels": {"ksched-e2e": self.run_id, "kubernetes.io/hostname": full},
+            },
+            "status": {
+                "capacity": alloc,
+                "allocatable": alloc,
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
         }
         self.kube.ok("POST", "/api/v1/nodes", body)
         self.nodes.append(full)
         return full
 
-    def create_pod(self, name: str, *, cpu: str = "100m", memory: str = "64Mi",
-                   scheduler_name: str | None = None) -> JSON:
+    def create_pod(
+        self,
+        name: str,
+        *,
+        cpu: str = "100m",
+        memory: str = "64Mi",
+        scheduler_name: str | None = None,
+    ) -> JSON:
         body: JSON = {
-            "apiVersion": "v1", "kind": "Pod",
+            "apiVersion": "v1",
+            "kind": "Pod",
             "metadata": {"name": name, "namespace": self.namespace},
             "spec": {
                 "schedulerName": scheduler_name or self.scheduler_name,
                 "nodeSelector": {"ksched-e2e": self.run_id},
-                "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                    }
+                ],
             },
         }
         data: JSON = self.kube.ok("POST", f"/api/v1/namespaces/{self.namespace}/pods", body)
@@ -196,8 +221,9 @@ class E2E:
         return path
 
     @contextlib.contextmanager
-    def daemon(self, cfg: JSON | None = None, *, wait_ready: bool = True,
-               **kw: Any) -> Iterator[DaemonHandle]:
+    def daemon(
+        self, cfg: JSON | None = None, *, wait_ready: bool = True, **kw: Any
+    ) -> Iterator[DaemonHandle]:
         """A SchedulerDaemon on its own event loop thread; stopped (gracefully) on exit."""
         from ksched.cluster import APIClient
         from ksched.config import load_config_data
@@ -209,8 +235,9 @@ class E2E:
         with start_blocking_portal() as portal:
             client = portal.call(lambda: APIClient.from_kubeconfig(self.kubeconfig, qps=0))
             try:
-                d = SchedulerDaemon(config, registry=registry, client=client, port=0,
-                                    shutdown_timeout=5.0, **kw)
+                d = SchedulerDaemon(
+                    config, registry=registry, client=client, port=0, shutdown_timeout=5.0, **kw
+                )
                 with portal.wrap_async_context_manager(d):
                     h = DaemonHandle(d, portal)
                     if wait_ready:
@@ -231,6 +258,7 @@ class DaemonHandle:
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the daemon's loop (a consistent read of scheduler state)."""
+
         async def run() -> T:
             return fn()
 
@@ -265,8 +293,16 @@ def e2e(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E2E]:
         with TestAPIServer(bookmark_interval=1.0).run_in_thread() as srv:
             kubeconfig = srv.write_kubeconfig(tmp_path / "kubeconfig")
             kube = Kube(kubeconfig)
-            env = E2E("apiserver", kubeconfig, kube, run_id, f"e2e-{run_id}",
-                      f"ksched-e2e-{run_id}", tmp_path, server=srv)
+            env = E2E(
+                "apiserver",
+                kubeconfig,
+                kube,
+                run_id,
+                f"e2e-{run_id}",
+                f"ksched-e2e-{run_id}",
+                tmp_path,
+                server=srv,
+            )
             kube.ok("POST", "/api/v1/namespaces", {"metadata": {"name": env.namespace}})
             try:
                 yield env
@@ -276,8 +312,15 @@ def e2e(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E2E]:
     assert REAL_KUBECONFIG
     kubeconfig = Path(REAL_KUBECONFIG)
     kube = Kube(kubeconfig)
-    env = E2E("cluster", kubeconfig, kube, run_id, f"ksched-e2e-{run_id}",
-              f"ksched-e2e-{run_id}", tmp_path)
+    env = E2E(
+        "cluster",
+        kubeconfig,
+        kube,
+        run_id,
+        f"ksched-e2e-{run_id}",
+        f"ksched-e2e-{run_id}",
+        tmp_path,
+    )
     kube.ok("POST", "/api/v1/namespaces", {"metadata": {"name": env.namespace}})
     try:
         yield env
@@ -291,8 +334,11 @@ def _cleanup_real(env: E2E) -> None:
     ns = env.namespace
     status, data = env.kube.request("GET", f"/api/v1/namespaces/{ns}/pods")
     for p in (data or {}).get("items", []) if status == 200 else []:
-        env.kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{p['metadata']['name']}",
-                         {"gracePeriodSeconds": 0})
+        env.kube.request(
+            "DELETE",
+            f"/api/v1/namespaces/{ns}/pods/{p['metadata']['name']}",
+            {"gracePeriodSeconds": 0},
+        )
     for n in env.nodes:
         env.kube.request("DELETE", f"/api/v1/nodes/{n}")
     env.kube.request("DELETE", f"/api/v1/namespaces/{ns}")

@@ -73,8 +73,14 @@ def test_dropped_watches_and_410_lose_no_pod(e2e: E2E) -> None:
             if i == 7:  # connection cut mid-stream: resume from the last resourceVersion
                 srv.faults.drop_watches(resource="pods", abort=True)
             elif i == 15:  # a forced 410 on the re-watch: relist
-                srv.faults.fail_next(1, verb="watch", resource="pods", code=410,
-                                     reason="Expired", message="too old resource version")
+                srv.faults.fail_next(
+                    1,
+                    verb="watch",
+                    resource="pods",
+                    code=410,
+                    reason="Expired",
+                    message="too old resource version",
+                )
                 srv.faults.drop_watches(resource="pods")
             elif i == 23:
                 # a real 410: the re-watch is held back while pods are created and the
@@ -90,8 +96,9 @@ def test_dropped_watches_and_410_lose_no_pod(e2e: E2E) -> None:
         assert pods.lists >= 3
         assert d.call(lambda: d.daemon.scheduler.queue.dump()["counts"]["active"]) == 0
     for n in names:
-        binds = srv.count_requests(verb="create", resource="pods", subresource="binding",
-                                   namespace=e2e.namespace, name=n)
+        binds = srv.count_requests(
+            verb="create", resource="pods", subresource="binding", namespace=e2e.namespace, name=n
+        )
         assert binds == 1, (n, binds)
 
 
@@ -99,27 +106,41 @@ def test_bind_conflict_is_not_retried(e2e: E2E) -> None:
     srv = e2e.need_server()
     node = e2e.create_node("only")
     other = e2e.create_node("other", cpu="1")
-    e2e.faults.fail_next(1, verb="create", resource="pods", subresource="binding",
-                         namespace=e2e.namespace, name="contested", code=409,
-                         reason="Conflict", message="pod is already assigned")
+    e2e.faults.fail_next(
+        1,
+        verb="create",
+        resource="pods",
+        subresource="binding",
+        namespace=e2e.namespace,
+        name="contested",
+        code=409,
+        reason="Conflict",
+        message="pod is already assigned",
+    )
     e2e.create_pod("contested", cpu="2")  # only fits "only"
     with e2e.daemon() as d:
 
         def binds() -> int:
-            return srv.count_requests(verb="create", resource="pods", subresource="binding",
-                                      name="contested")
+            return srv.count_requests(
+                verb="create", resource="pods", subresource="binding", name="contested"
+            )
 
         wait_for(lambda: binds() == 1, what="the binding attempt")
         time.sleep(2.5)  # longer than the initial backoff: a retry would have happened
         assert binds() == 1
         assert e2e.node_of("contested") is None
         assert d.call(lambda: d.daemon.scheduler.queue.dump()["counts"]) == {
-            "active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+            "active": 0,
+            "backoff": 0,
+            "unschedulable": 0,
+            "gated": 0,
+        }
         # whoever won the conflict binds it; the scheduler's cache follows the watch
         srv.bind(e2e.namespace, "contested", other)
-        wait_for(lambda: d.call(
-            lambda: [p.key for p in d.daemon.scheduler.cache.nodes[other].pods]),
-            what="the cache to see the pod on the other node")
+        wait_for(
+            lambda: d.call(lambda: [p.key for p in d.daemon.scheduler.cache.nodes[other].pods]),
+            what="the cache to see the pod on the other node",
+        )
     assert e2e.node_of("contested") == other
     assert binds() == 1
     assert node != other
@@ -128,13 +149,15 @@ def test_bind_conflict_is_not_retried(e2e: E2E) -> None:
 def test_bind_server_errors_are_retried(e2e: E2E) -> None:
     srv = e2e.need_server()
     node = e2e.create_node("n")
-    e2e.faults.fail_next(2, verb="create", resource="pods", subresource="binding",
-                         name="flaky", code=500)
+    e2e.faults.fail_next(
+        2, verb="create", resource="pods", subresource="binding", name="flaky", code=500
+    )
     e2e.create_pod("flaky")
     with e2e.daemon():
         assert e2e.wait_bound("flaky", timeout=15) == node
-    assert srv.count_requests(verb="create", resource="pods", subresource="binding",
-                              name="flaky") == 3
+    assert (
+        srv.count_requests(verb="create", resource="pods", subresource="binding", name="flaky") == 3
+    )
 
 
 def test_readyz_is_503_until_the_informers_synced(e2e: E2E) -> None:
@@ -162,24 +185,49 @@ def test_metrics_reflect_reality(e2e: E2E) -> None:
         wait_for(lambda: e2e.condition("too-big"), what="unschedulable condition")
         _, text = d.get("/metrics")
         prof = e2e.scheduler_name
-        assert metric(text, "scheduler_schedule_attempts_total", result="scheduled",
-                      profile=prof) == 3
-        assert metric(text, "scheduler_schedule_attempts_total", result="unschedulable",
-                      profile=prof) == 1
+        assert (
+            metric(text, "scheduler_schedule_attempts_total", result="scheduled", profile=prof) == 3
+        )
+        assert (
+            metric(text, "scheduler_schedule_attempts_total", result="unschedulable", profile=prof)
+            == 1
+        )
         assert metric(text, "scheduler_pending_pods", queue="unschedulable") == 1
         assert metric(text, "scheduler_pending_pods", queue="active") == 0
-        assert metric(text, "scheduler_unschedulable_pods", plugin="NodeResourcesFit",
-                      profile=prof) == 1
-        nodes, pods = d.call(lambda: (d.daemon.scheduler.cache.node_count(),
-                                      len(d.daemon.scheduler.cache.pod_states)))
+        assert (
+            metric(text, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile=prof)
+            == 1
+        )
+        nodes, pods = d.call(
+            lambda: (
+                d.daemon.scheduler.cache.node_count(),
+                len(d.daemon.scheduler.cache.pod_states),
+            )
+        )
         assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == nodes
         assert metric(text, "scheduler_scheduler_cache_size", type="pods") == pods
         if e2e.server is not None:  # a real cluster has more nodes and pods
             assert (nodes, pods) == (2, 3)
-        assert metric(text, "scheduler_queue_incoming_pods_total", event="PodAdd",
-                      queue="active") == 4
-        assert metric(text, "scheduler_scheduling_attempt_duration_seconds_count",
-                      result="scheduled", profile=prof) == 3
+        assert (
+            metric(text, "scheduler_queue_incoming_pods_total", event="PodAdd", queue="active") == 4
+        )
+        assert (
+            metric(
+                text,
+                "scheduler_scheduling_attempt_duration_seconds_count",
+                result="scheduled",
+                profile=prof,
+            )
+            == 3
+        )
         assert metric(text, "scheduler_pod_scheduling_attempts_count") == 3
-        assert metric(text, "scheduler_framework_extension_point_duration_seconds_count",
-                      extension_point="Bind", status="Success", profile=prof) == 3
+        assert (
+            metric(
+                text,
+                "scheduler_framework_extension_point_duration_seconds_count",
+                extension_point="Bind",
+                status="Success",
+                profile=prof,
+            )
+            == 3
+        )

@@ -56,36 +56,60 @@ def gang(e2e: E2E, contrib: None) -> E2E:
 
 
 def gang_config(e2e: E2E) -> JSON:
-    return e2e.config(profiles=[{
-        "schedulerName": e2e.scheduler_name,
-        "plugins": {
-            "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-            "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
-        },
-        "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}],
-    }])
+    return e2e.config(
+        profiles=[
+            {
+                "schedulerName": e2e.scheduler_name,
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {
+                        "enabled": [{"name": "Coscheduling"}],
+                        "disabled": [{"name": "*"}],
+                    },
+                },
+                "pluginConfig": [
+                    {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}
+                ],
+            }
+        ]
+    )
 
 
 def create_podgroup(e2e: E2E, name: str, min_member: int, timeout: int) -> None:
-    e2e.kube.ok("POST", f"{PODGROUPS}/namespaces/{e2e.namespace}/podgroups", {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": e2e.namespace},
-        "spec": {"minMember": min_member, "scheduleTimeoutSeconds": timeout},
-    })
+    e2e.kube.ok(
+        "POST",
+        f"{PODGROUPS}/namespaces/{e2e.namespace}/podgroups",
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": e2e.namespace},
+            "spec": {"minMember": min_member, "scheduleTimeoutSeconds": timeout},
+        },
+    )
 
 
 def create_pod(e2e: E2E, name: str, cpu: str, group: str | None = None) -> None:
     labels = {GROUP_LABEL: group} if group else {}
-    e2e.kube.ok("POST", f"/api/v1/namespaces/{e2e.namespace}/pods", {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": e2e.namespace, "labels": labels},
-        "spec": {
-            "schedulerName": e2e.scheduler_name,
-            "nodeSelector": {"ksched-e2e": e2e.run_id},
-            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
+    e2e.kube.ok(
+        "POST",
+        f"/api/v1/namespaces/{e2e.namespace}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": e2e.namespace, "labels": labels},
+            "spec": {
+                "schedulerName": e2e.scheduler_name,
+                "nodeSelector": {"ksched-e2e": e2e.run_id},
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+                    }
+                ],
+            },
         },
-    })
+    )
 
 
 def bound(e2e: E2E, names: list[str]) -> dict[str, str | None]:
@@ -95,8 +119,10 @@ def bound(e2e: E2E, names: list[str]) -> dict[str, str | None]:
 def binding_counts(e2e: E2E, names: list[str]) -> dict[str, int] | None:
     if e2e.server is None:
         return None
-    return {n: e2e.server.count_requests(verb="create", resource="pods",
-                                         subresource="binding", name=n) for n in names}
+    return {
+        n: e2e.server.count_requests(verb="create", resource="pods", subresource="binding", name=n)
+        for n in names
+    }
 
 
 def assumed_pods(d: Any) -> list[str]:
@@ -109,8 +135,13 @@ def assumed_pods(d: Any) -> list[str]:
 def rejected_at_permit(e2e: E2E, names: list[str]) -> list[str]:
     """Members whose reservation was taken back: parked at Permit, then rejected."""
     notes = [str(ev.get("note", "")) for n in names for ev in e2e.events(n, "FailedScheduling")]
-    return [m for m in notes if "optimistic rejection in PostFilter" in m
-            or "rejection in Unreserve" in m or "rejected due to timeout" in m]
+    return [
+        m
+        for m in notes
+        if "optimistic rejection in PostFilter" in m
+        or "rejection in Unreserve" in m
+        or "rejected due to timeout" in m
+    ]
 
 
 def test_gang_that_cannot_fit_binds_nothing_and_frees_its_room(gang: E2E) -> None:

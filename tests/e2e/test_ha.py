@@ -39,19 +39,39 @@ class Daemon:
 
     def __init__(self, e2e: E2E, name: str, timings: dict[str, str], **top: Any) -> None:
         self.name = name
-        cfg = e2e.config(**top, leaderElection={
-            "leaderElect": False,  # the flag below turns it on, as upstream's override
-            "resourceName": f"ksched-{e2e.run_id}",
-            "resourceNamespace": e2e.namespace,
-            **timings,
-        })
+        cfg = e2e.config(
+            **top,
+            leaderElection={
+                "leaderElect": False,  # the flag below turns it on, as upstream's override
+                "resourceName": f"ksched-{e2e.run_id}",
+                "resourceNamespace": e2e.namespace,
+                **timings,
+            },
+        )
         path = e2e.write_config(cfg, f"{name}.yaml")
         env = dict(os.environ, PYTHONUNBUFFERED="1", HOSTNAME=name)
         self.p = subprocess.Popen(
-            [sys.executable, "-m", "ksched", "run", "--config", str(path), "--kubeconfig",
-             str(e2e.kubeconfig), "--leader-elect", "--port", "0", "--log-format", "json",
-             "-v", "2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            [
+                sys.executable,
+                "-m",
+                "ksched",
+                "run",
+                "--config",
+                str(path),
+                "--kubeconfig",
+                str(e2e.kubeconfig),
+                "--leader-elect",
+                "--port",
+                "0",
+                "--log-format",
+                "json",
+                "-v",
+                "2",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.log: list[dict[str, Any]] = []
@@ -117,8 +137,15 @@ def daemons(e2e: E2E) -> Iterator[list[Daemon]]:
         d.kill()
 
 
-def start(e2e: E2E, daemons: list[Daemon], n: int, timings: dict[str, str], *,
-          ready: bool = True, **top: Any) -> list[Daemon]:
+def start(
+    e2e: E2E,
+    daemons: list[Daemon],
+    n: int,
+    timings: dict[str, str],
+    *,
+    ready: bool = True,
+    **top: Any,
+) -> list[Daemon]:
     new = [Daemon(e2e, f"ha-{len(daemons) + i}", timings, **top) for i in range(n)]
     daemons.extend(new)
     for d in new:
@@ -130,28 +157,33 @@ def start(e2e: E2E, daemons: list[Daemon], n: int, timings: dict[str, str], *,
 
 def lease(e2e: E2E) -> dict[str, Any]:
     spec: dict[str, Any] = e2e.kube.ok(
-        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{e2e.namespace}/leases/"
-               f"ksched-{e2e.run_id}")["spec"]
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{e2e.namespace}/leases/ksched-{e2e.run_id}"
+    )["spec"]
     return spec
 
 
 def holder(e2e: E2E) -> str:
     status, data = e2e.kube.request(
-        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{e2e.namespace}/leases/"
-               f"ksched-{e2e.run_id}")
-    return str(((data or {}).get("spec") or {}).get("holderIdentity") or "") \
-        if status == 200 else ""
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{e2e.namespace}/leases/ksched-{e2e.run_id}"
+    )
+    return (
+        str(((data or {}).get("spec") or {}).get("holderIdentity") or "") if status == 200 else ""
+    )
 
 
 def leader(e2e: E2E, ds: list[Daemon], timeout: float = 10.0) -> Daemon:
     """The daemon the Lease names, once exactly one daemon reports itself as master."""
+
     def one() -> Daemon | None:
         h = holder(e2e)
         live = [d for d in ds if d.alive]
         statuses = {d.name: d.master_status() for d in live}
         leaders = [d for d in live if statuses[d.name] == 1.0]
-        if len(leaders) == 1 and leaders[0].identity == h and all(
-                statuses[d.name] == 0.0 for d in live if d is not leaders[0]):
+        if (
+            len(leaders) == 1
+            and leaders[0].identity == h
+            and all(statuses[d.name] == 0.0 for d in live if d is not leaders[0])
+        ):
             return leaders[0]
         return None
 
@@ -167,8 +199,7 @@ def bound_by(e2e: E2E, pod: str) -> str:
 def assert_each_bound_once(e2e: E2E, pods: list[str]) -> None:
     """The server saw exactly one binding per pod, none rejected (no double binding)."""
     srv = e2e.need_server()
-    reqs = [r for r in srv.find_requests(resource="pods/binding")
-            if r.namespace == e2e.namespace]
+    reqs = [r for r in srv.find_requests(resource="pods/binding") if r.namespace == e2e.namespace]
     assert [r for r in reqs if r.status >= 300] == []
     counts = Counter(r.name for r in reqs)
     assert counts == Counter(pods), counts
@@ -206,8 +237,10 @@ def test_one_leader_of_three_and_sigkill_failover(e2e: E2E, daemons: list[Daemon
     for p in after:
         e2e.wait_bound(p, timeout=10)
     bound = time.monotonic() - killed
-    print(f"\nSIGKILL failover: new leader after {took_over:.2f}s, "
-          f"pods bound after {bound:.2f}s (leaseDuration {LD}s, retryPeriod {RP}s)")
+    print(
+        f"\nSIGKILL failover: new leader after {took_over:.2f}s, "
+        f"pods bound after {bound:.2f}s (leaseDuration {LD}s, retryPeriod {RP}s)"
+    )
     assert second is not first
     # A standby must wait out the lease it last saw renewed, then win its next retry.
     assert LD - RP <= took_over <= LD + 2.2 * RP + 1.5
@@ -217,9 +250,7 @@ def test_one_leader_of_three_and_sigkill_failover(e2e: E2E, daemons: list[Daemon
     assert_each_bound_once(e2e, pods + after)
 
 
-def test_sigterm_releases_the_lease_for_a_fast_handover(
-    e2e: E2E, daemons: list[Daemon]
-) -> None:
+def test_sigterm_releases_the_lease_for_a_fast_handover(e2e: E2E, daemons: list[Daemon]) -> None:
     srv = e2e.need_server()
     e2e.create_node("n1")
     ds = start(e2e, daemons, 2, DEFAULTISH)
@@ -233,19 +264,25 @@ def test_sigterm_releases_the_lease_for_a_fast_handover(
     stopped = time.monotonic()
     assert first.p.wait(10) == 0
     e2e.create_pod("after")
-    wait_for(lambda: holder(e2e) == standby.identity, 5, interval=0.02,
-             what="the standby to take over")
+    wait_for(
+        lambda: holder(e2e) == standby.identity, 5, interval=0.02, what="the standby to take over"
+    )
     took_over = time.monotonic() - stopped
     e2e.wait_bound("after", timeout=5)
     bound = time.monotonic() - stopped
-    print(f"\nSIGTERM handover: new leader after {took_over:.2f}s, pod bound after "
-          f"{bound:.2f}s (leaseDuration 15s, retryPeriod 0.5s)")
+    print(
+        f"\nSIGTERM handover: new leader after {took_over:.2f}s, pod bound after "
+        f"{bound:.2f}s (leaseDuration 15s, retryPeriod 0.5s)"
+    )
     # Released: no need to wait out the 15 s lease, about one (jittered) retry period.
     assert took_over < 2.0
     assert first.logged("released lease") is not None
     # The release itself: holder cleared, transitions kept, leaseDurationSeconds 1.
-    released = [r.body["spec"] for r in srv.find_requests(resource="leases", verb="update")
-                if r.status == 200 and r.body["spec"]["holderIdentity"] == ""]
+    released = [
+        r.body["spec"]
+        for r in srv.find_requests(resource="leases", verb="update")
+        if r.status == 200 and r.body["spec"]["holderIdentity"] == ""
+    ]
     assert len(released) == 1
     assert released[0]["leaseDurationSeconds"] == 1
     assert released[0]["leaseTransitions"] == transitions
@@ -275,8 +312,10 @@ def test_a_leader_that_cannot_renew_steps_down(e2e: E2E, daemons: list[Daemon]) 
     assert first.p.wait(10) == 1  # kube-scheduler exits on a lost lease too
     assert stepped_down <= RP + RD + 1.0
     assert lost["identity"] == first.identity
-    print(f"\nrenew failures: leader stepped down {stepped_down:.2f}s after the API started "
-          f"failing (renewDeadline {RD}s), exit status 1")
+    print(
+        f"\nrenew failures: leader stepped down {stepped_down:.2f}s after the API started "
+        f"failing (renewDeadline {RD}s), exit status 1"
+    )
     # No one leads while the faults last: the pod stays pending.
     e2e.create_pod("during")
     time.sleep(LD + 2 * RP)
@@ -288,8 +327,9 @@ def test_a_leader_that_cannot_renew_steps_down(e2e: E2E, daemons: list[Daemon]) 
     healed = time.monotonic()
     assert leader(e2e, [standby], timeout=5) is standby
     e2e.wait_bound("during", timeout=5)
-    print(f"after the API recovered the standby led and bound within "
-          f"{time.monotonic() - healed:.2f}s")
+    print(
+        f"after the API recovered the standby led and bound within {time.monotonic() - healed:.2f}s"
+    )
     assert bound_by(e2e, "during") == standby.name
     assert_each_bound_once(e2e, ["before", "during"])
 
@@ -308,9 +348,15 @@ def test_health_and_configz_of_candidates(e2e: E2E, daemons: list[Daemon]) -> No
     seen = other.wait_log("new leader observed")
     assert seen["identity"] == first.identity
     # client-go's LeaseLock.RecordEvent: a core/v1 Event on the Lease.
-    events = wait_for(lambda: [
-        e for e in e2e.kube.ok("GET", f"/api/v1/namespaces/{e2e.namespace}/events")["items"]
-        if e.get("reason") == "LeaderElection"], 5, what="a LeaderElection event")
+    events = wait_for(
+        lambda: [
+            e
+            for e in e2e.kube.ok("GET", f"/api/v1/namespaces/{e2e.namespace}/events")["items"]
+            if e.get("reason") == "LeaderElection"
+        ],
+        5,
+        what="a LeaderElection event",
+    )
     assert [e["message"] for e in events] == [f"{first.identity} became leader"]
     assert events[0]["involvedObject"]["kind"] == "Lease"
     assert events[0]["source"]["component"] == e2e.scheduler_name
@@ -346,8 +392,14 @@ def test_embedded_daemon_is_fenced_after_losing_the_lease(e2e: E2E) -> None:
 
     srv = e2e.need_server()
     node = e2e.create_node("n1")
-    cfg = e2e.config(leaderElection={"leaderElect": True, "resourceName": "embedded",
-                                     "resourceNamespace": e2e.namespace, **FAST})
+    cfg = e2e.config(
+        leaderElection={
+            "leaderElect": True,
+            "resourceName": "embedded",
+            "resourceNamespace": e2e.namespace,
+            **FAST,
+        }
+    )
     with e2e.daemon(cfg, wait_ready=False, identity="embedded-a") as h:
         d = h.daemon
         h.portal.call(d.wait_leading, 20.0)

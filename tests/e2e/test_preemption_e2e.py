@@ -16,9 +16,16 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture
 def high_class(e2e: E2E) -> Iterator[str]:
     name = f"ksched-e2e-{e2e.run_id}-high"
-    e2e.kube.ok("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
-        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-        "metadata": {"name": name}, "value": 1000})
+    e2e.kube.ok(
+        "POST",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": 1000,
+        },
+    )
     try:
         yield name
     finally:
@@ -28,14 +35,20 @@ def high_class(e2e: E2E) -> Iterator[str]:
 def create_pod(e2e: E2E, name: str, cpu: str, **spec: Any) -> None:
     """Like ``E2E.create_pod``, plus spec fields; victims go at once (no kubelet here)."""
     body = {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": e2e.namespace},
         "spec": {
             "schedulerName": e2e.scheduler_name,
             "nodeSelector": {"ksched-e2e": e2e.run_id},
             "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+                }
+            ],
             **spec,
         },
     }
@@ -72,6 +85,7 @@ def test_preemption_policy_never_waits_without_evicting(e2e: E2E, high_class: st
         cond = wait_for(lambda: e2e.condition("polite"), what="PodScheduled condition")
         assert cond is not None and cond["message"] == (
             "0/1 nodes are available: 1 Insufficient cpu. "
-            "preemption: not eligible due to preemptionPolicy=Never.")
+            "preemption: not eligible due to preemptionPolicy=Never."
+        )
         assert not gone(e2e, "low")
         assert e2e.node_of("polite") is None

@@ -29,7 +29,10 @@ class Proc:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.p = subprocess.Popen(
             [sys.executable, "-m", "ksched", "run", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         self.lines: queue.Queue[dict[str, object]] = queue.Queue()
         self.log: list[dict[str, object]] = []
@@ -85,8 +88,21 @@ def _get(url: str) -> int:
 def test_sigterm_lets_bindings_finish_and_exits_0(e2e: E2E, procs: list[Proc]) -> None:
     node = e2e.create_node("n")
     cfg = e2e.write_config()
-    proc = Proc(["--config", str(cfg), "--kubeconfig", str(e2e.kubeconfig), "--no-leader-elect",
-                 "--port", "0", "--log-format", "json", "-v", "2"])
+    proc = Proc(
+        [
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            str(e2e.kubeconfig),
+            "--no-leader-elect",
+            "--port",
+            "0",
+            "--log-format",
+            "json",
+            "-v",
+            "2",
+        ]
+    )
     procs.append(proc)
     url = str(proc.wait_log("serving health, metrics and debug endpoints")["url"])
     wait_for(lambda: _get(url + "/readyz") == 200, 20, what="readyz")
@@ -94,7 +110,10 @@ def test_sigterm_lets_bindings_finish_and_exits_0(e2e: E2E, procs: list[Proc]) -
     assert e2e.wait_bound("first") == node
     line = proc.wait_log("Successfully bound pod to node")
     assert (line["pod"], line["node"], line["profile"]) == (
-        f"{e2e.namespace}/first", node, e2e.scheduler_name)
+        f"{e2e.namespace}/first",
+        node,
+        e2e.scheduler_name,
+    )
     if e2e.server is not None:
         # a slow binding is in flight when the signal arrives: it must complete
         e2e.server.faults.add_latency(1.5, verb="create", resource="pods", subresource="binding")
@@ -118,14 +137,29 @@ def _inflight(url: str) -> bool:
 def test_bad_config_exits_2_before_any_request(e2e: E2E, tmp_path: Path) -> None:
     srv = e2e.need_server()
     bad = tmp_path / "bad.yaml"
-    bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-                   "profiles:\n- schedulerName: x\n  plugins:\n    filter:\n      enabled:\n"
-                   "      - name: NoSuchPlugin\n")
+    bad.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: x\n  plugins:\n    filter:\n      enabled:\n"
+        "      - name: NoSuchPlugin\n"
+    )
     srv.clear_requests()
     r = subprocess.run(
-        [sys.executable, "-m", "ksched", "run", "--config", str(bad), "--kubeconfig",
-         str(e2e.kubeconfig), "--no-leader-elect", "--port", "0"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "ksched",
+            "run",
+            "--config",
+            str(bad),
+            "--kubeconfig",
+            str(e2e.kubeconfig),
+            "--no-leader-elect",
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 2, r.stderr
     assert "NoSuchPlugin" in r.stderr
@@ -136,13 +170,28 @@ def test_leader_elect_flag_with_bad_timings_exits_2(e2e: E2E, tmp_path: Path) ->
     # leaderElect false skips the election rules when loading; the flag turns them on.
     srv = e2e.need_server()
     cfg = tmp_path / "le.yaml"
-    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-                   "leaderElection: {leaderElect: false, leaseDuration: 5s, renewDeadline: 10s}\n")
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection: {leaderElect: false, leaseDuration: 5s, renewDeadline: 10s}\n"
+    )
     srv.clear_requests()
     r = subprocess.run(
-        [sys.executable, "-m", "ksched", "run", "--config", str(cfg), "--kubeconfig",
-         str(e2e.kubeconfig), "--leader-elect", "--port", "0"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "ksched",
+            "run",
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            str(e2e.kubeconfig),
+            "--leader-elect",
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 2
     assert "leaderElection.leaseDuration: Invalid value: 5s" in r.stderr

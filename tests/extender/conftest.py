@@ -144,27 +144,43 @@ def cluster_yaml(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> str
 
 def node_manifest(name: str, cpu: str = "4", **alloc: str) -> dict[str, Any]:
     a = {"cpu": cpu, "memory": "16Gi", "pods": "110", **alloc}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": a, "capacity": a}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": a, "capacity": a},
+    }
 
 
-def pod_manifest(name: str, cpu: str = "100m", scheduler: str = "ksched",
-                 **requests: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"schedulerName": scheduler, "containers": [
-                {"name": "c", "image": "pause",
-                 "resources": {"requests": {"cpu": cpu, **requests}}}]}}
+def pod_manifest(
+    name: str, cpu: str = "100m", scheduler: str = "ksched", **requests: str
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [
+                {"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu, **requests}}}
+            ],
+        },
+    }
 
 
-async def simulate(cfg: Any, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], *,
-                   explain: bool = False, max_attempts: int = 3,
-                   ) -> tuple[dict[str, PodResult], Simulation]:
+async def simulate(
+    cfg: Any,
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    *,
+    explain: bool = False,
+    max_attempts: int = 3,
+) -> tuple[dict[str, PodResult], Simulation]:
     """A simulation in the test's event loop, so fake extenders in the same loop answer."""
     cluster = parse_cluster(cluster_yaml(nodes, pods), "<test>")
-    sim = Simulation(cluster, cfg, default_registry(), seed=0, explain=explain,
-                     max_attempts_per_pod=max_attempts)
+    sim = Simulation(
+        cluster, cfg, default_registry(), seed=0, explain=explain, max_attempts_per_pod=max_attempts
+    )
     results = await sim.run()
     return {r.name: r for r in results}, sim
 
@@ -201,8 +217,9 @@ def _pki_from_files(tmp: Path) -> PKI:
     def r(n: str) -> bytes:
         return (tmp / n).read_bytes()
 
-    return PKI(r("ca.pem"), r("server.pem"), r("server-key.pem"), r("client.pem"),
-               r("client-key.pem"), tmp)
+    return PKI(
+        r("ca.pem"), r("server.pem"), r("server-key.pem"), r("client.pem"), r("client-key.pem"), tmp
+    )
 
 
 def _openssl_pki(tmp: Path) -> PKI:
@@ -210,15 +227,58 @@ def _openssl_pki(tmp: Path) -> PKI:
         subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True)
 
     (tmp / "server.ext").write_text(
-        "subjectAltName=DNS:extender.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        "subjectAltName=DNS:extender.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"
+    )
     (tmp / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1", "-subj", "/CN=ksched-test-ca")
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=ksched-test-ca",
+    )
     for who in ("server", "client"):
-        run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", f"{who}-key.pem", "-out", f"{who}.csr", "-subj", f"/CN={who}")
-        run("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem",
-            "-CAcreateserial", "-out", f"{who}.pem", "-days", "1", "-extfile", f"{who}.ext")
+        run(
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            f"{who}-key.pem",
+            "-out",
+            f"{who}.csr",
+            "-subj",
+            f"/CN={who}",
+        )
+        run(
+            "x509",
+            "-req",
+            "-in",
+            f"{who}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca-key.pem",
+            "-CAcreateserial",
+            "-out",
+            f"{who}.pem",
+            "-days",
+            "1",
+            "-extfile",
+            f"{who}.ext",
+        )
     return _pki_from_files(tmp)
 
 
@@ -237,33 +297,58 @@ def _cryptography_pki(tmp: Path) -> PKI:
         return ec.generate_private_key(ec.SECP256R1())
 
     def pem_key(k: ec.EllipticCurvePrivateKey) -> bytes:
-        return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                               serialization.NoEncryption())
+        return k.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
 
     ca_key = key()
-    ca = (x509.CertificateBuilder().subject_name(name("ksched-test-ca"))
-          .issuer_name(name("ksched-test-ca")).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number())
-          .not_valid_before(now - dt.timedelta(minutes=5))
-          .not_valid_after(now + dt.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                       content_commitment=False, key_encipherment=False,
-                                       data_encipherment=False, key_agreement=False,
-                                       encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
-                         critical=False)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("ksched-test-ca"))
+        .issuer_name(name("ksched-test-ca"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
 
     def leaf(cn: str, usage: Any, sans: list[x509.GeneralName]) -> tuple[bytes, bytes]:
         k = key()
-        b = (x509.CertificateBuilder().subject_name(name(cn)).issuer_name(ca.subject)
-             .public_key(k.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now - dt.timedelta(minutes=5))
-             .not_valid_after(now + dt.timedelta(days=1))
-             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                 ca_key.public_key()), critical=False))
+        b = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn))
+            .issuer_name(ca.subject)
+            .public_key(k.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
         if sans:
             b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         cert = b.sign(ca_key, hashes.SHA256())
@@ -271,13 +356,26 @@ def _cryptography_pki(tmp: Path) -> PKI:
 
     import ipaddress
 
-    server_cert, server_key = leaf("extender", ExtendedKeyUsageOID.SERVER_AUTH, [
-        x509.DNSName("extender.test"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    server_cert, server_key = leaf(
+        "extender",
+        ExtendedKeyUsageOID.SERVER_AUTH,
+        [x509.DNSName("extender.test"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
     client_cert, client_key = leaf("kube-scheduler", ExtendedKeyUsageOID.CLIENT_AUTH, [])
-    pki = PKI(ca.public_bytes(serialization.Encoding.PEM), server_cert, server_key,
-              client_cert, client_key, tmp)
-    for fname, data in (("ca.pem", pki.ca), ("server.pem", server_cert),
-                        ("server-key.pem", server_key), ("client.pem", client_cert),
-                        ("client-key.pem", client_key)):
+    pki = PKI(
+        ca.public_bytes(serialization.Encoding.PEM),
+        server_cert,
+        server_key,
+        client_cert,
+        client_key,
+        tmp,
+    )
+    for fname, data in (
+        ("ca.pem", pki.ca),
+        ("server.pem", server_cert),
+        ("server-key.pem", server_key),
+        ("client.pem", client_cert),
+        ("client-key.pem", client_key),
+    ):
         (tmp / fname).write_bytes(data)
     return pki

@@ -33,15 +33,19 @@ def cfg(tmp_path: Path) -> str:
     return str(p)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--tls-cert", "c.pem"], "--tls-cert and --tls-key go together"),
-    (["--client-ca", "ca.pem"], "--client-ca needs --tls-cert"),
-    (["--profile", "nope"], "unknown profile 'nope'"),
-    (["--max-request-bytes", "0"], "must be positive"),
-    (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.pem"], "TLS:"),
-])
-def test_bad_flags_exit_2(cfg: str, args: list[str], message: str,
-                          capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tls-cert", "c.pem"], "--tls-cert and --tls-key go together"),
+        (["--client-ca", "ca.pem"], "--client-ca needs --tls-cert"),
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--max-request-bytes", "0"], "must be positive"),
+        (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.pem"], "TLS:"),
+    ],
+)
+def test_bad_flags_exit_2(
+    cfg: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["extender", "--config", cfg, *args]) == 2
     assert message in capsys.readouterr().err
 
@@ -56,11 +60,30 @@ def test_serves_over_tls_until_sigterm(cfg: str, tmp_path: Path) -> None:
     pki = make_pki(tmp_path)
     port, health = _free_port(), _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ksched", "extender", "--config", cfg, "--bind-address",
-         "127.0.0.1", "--port", str(port), "--tls-cert", pki.path("server.pem"), "--tls-key",
-         pki.path("server-key.pem"), "--client-ca", pki.path("ca.pem"), "--health-port",
-         str(health)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": "."})
+        [
+            sys.executable,
+            "-m",
+            "ksched",
+            "extender",
+            "--config",
+            cfg,
+            "--bind-address",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--tls-cert",
+            pki.path("server.pem"),
+            "--tls-key",
+            pki.path("server-key.pem"),
+            "--client-ca",
+            pki.path("ca.pem"),
+            "--health-port",
+            str(health),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": "."},
+    )
     try:
         client = ssl.create_default_context(cafile=pki.path("ca.pem"))
         client.load_cert_chain(pki.path("client.pem"), pki.path("client-key.pem"))
@@ -75,8 +98,9 @@ def test_serves_over_tls_until_sigterm(cfg: str, tmp_path: Path) -> None:
                 assert proc.poll() is None, proc.communicate()
                 assert time.monotonic() < deadline, "extender did not start"
                 time.sleep(0.05)
-        req = urllib.request.Request(f"{url}/filter", data=golden("filter_args_nodelist.json"),
-                                     method="POST")
+        req = urllib.request.Request(
+            f"{url}/filter", data=golden("filter_args_nodelist.json"), method="POST"
+        )
         with urllib.request.urlopen(req, context=client, timeout=5) as r:
             assert r.status == 200 and b'"FailedAndUnresolvableNodes":{"node-b"' in r.read()
         with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as r:
@@ -91,13 +115,14 @@ def test_serves_over_tls_until_sigterm(cfg: str, tmp_path: Path) -> None:
     assert b"Traceback" not in err
 
 
-def test_missing_kubeconfig_is_one_line(cfg: str, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_kubeconfig_is_one_line(
+    cfg: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Logging set up onto pytest's captured stdout would outlive this test.
     monkeypatch.setattr("ksched.logging.configure", lambda *a, **k: None)
-    rc = main(["extender", "--config", cfg, "--port", "0", "--kubeconfig",
-               str(tmp_path / "missing")])
+    rc = main(
+        ["extender", "--config", cfg, "--port", "0", "--kubeconfig", str(tmp_path / "missing")]
+    )
     assert rc == 1
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
@@ -105,9 +130,9 @@ def test_missing_kubeconfig_is_one_line(cfg: str, tmp_path: Path,
     assert "Traceback" not in err and "ExceptionGroup" not in err
 
 
-def test_simulate_cli_calls_a_ksched_extender(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_simulate_cli_calls_a_ksched_extender(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``ksched simulate`` (its own event loop) against ``ksched extender`` on a thread."""
     import json
 
@@ -152,8 +177,10 @@ spec:
   schedulerName: ksched
   containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m}}}]
 """)
-        assert main(["simulate", "--config", str(cfg), "--cluster", str(cluster),
-                     "--output", "json"]) == 0
+        assert (
+            main(["simulate", "--config", str(cfg), "--cluster", str(cluster), "--output", "json"])
+            == 0
+        )
         [pod] = json.loads(capsys.readouterr().out)["pods"]
         assert (pod["status"], pod["node"]) == ("Scheduled", "open")
     finally:

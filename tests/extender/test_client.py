@@ -24,8 +24,15 @@ pytestmark = pytest.mark.anyio
 
 
 def ext(fake: FakeExtender, **kw: object) -> HTTPExtender:
-    cfg = Extender(url_prefix=fake.url, filter_verb="filter", prioritize_verb="prioritize",
-                   bind_verb="bind", preempt_verb="preempt", weight=1, http_timeout=2.0)
+    cfg = Extender(
+        url_prefix=fake.url,
+        filter_verb="filter",
+        prioritize_verb="prioritize",
+        bind_verb="bind",
+        preempt_verb="preempt",
+        weight=1,
+        http_timeout=2.0,
+    )
     for k, v in kw.items():
         setattr(cfg, k, v)
     return HTTPExtender(cfg)
@@ -40,8 +47,9 @@ def golden_nodes(e: HTTPExtender) -> list:  # type: ignore[type-arg]
     return out
 
 
-async def test_filter_nodelist_sends_go_bytes_and_reads_both_spellings(fake: FakeExtender,
-                                                                       ) -> None:
+async def test_filter_nodelist_sends_go_bytes_and_reads_both_spellings(
+    fake: FakeExtender,
+) -> None:
     e = ext(fake)
     nodes = golden_nodes(e)
     fake.on("filter", golden("filter_result_nodelist.json"))
@@ -83,8 +91,11 @@ async def test_filter_errors(fake: FakeExtender) -> None:
     with pytest.raises(ExtenderError, match=r"^quota exhausted$"):
         await e.filter(golden_pod(), nodes)
     fake.on("filter", b"{}", status=503)
-    with pytest.raises(ExtenderError, match=r"failed filter with extender at URL .*/ext/filter, "
-                                            "code 503"):
+    with pytest.raises(
+        ExtenderError,
+        match=r"failed filter with extender at URL .*/ext/filter, "
+        "code 503",
+    ):
         await e.filter(golden_pod(), nodes)
     fake.on("filter", b"not json")
     with pytest.raises(ExtenderError, match="decoding the filter answer"):
@@ -152,14 +163,18 @@ async def test_process_preemption_both_modes(fake: FakeExtender) -> None:
 
 
 def test_interest_in_managed_resources() -> None:
-    e = HTTPExtender(Extender(url_prefix="http://x", managed_resources=[
-        ExtenderManagedResource("example.com/gpu")]))
+    e = HTTPExtender(
+        Extender(
+            url_prefix="http://x", managed_resources=[ExtenderManagedResource("example.com/gpu")]
+        )
+    )
     assert e.is_interested(golden_pod())  # requests example.com/gpu
     assert not e.is_interested(make_pod(cpu="1"))
     limits = make_pod(containers=[{"name": "c", "resources": {"limits": {"example.com/gpu": 1}}}])
     assert e.is_interested(limits)
-    init = make_pod(initContainers=[{"name": "i", "resources": {"requests": {
-        "example.com/gpu": 1}}}])
+    init = make_pod(
+        initContainers=[{"name": "i", "resources": {"requests": {"example.com/gpu": 1}}}]
+    )
     assert e.is_interested(init)
     assert HTTPExtender(Extender(url_prefix="http://x")).is_interested(make_pod())
 

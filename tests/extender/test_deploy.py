@@ -32,7 +32,10 @@ def test_kube_scheduler_config_points_at_the_service() -> None:
     assert ext.url_prefix == f"https://{host}:{port}"
     assert ext.tls_config is not None and ext.tls_config.server_name == host
     assert (ext.filter_verb, ext.prioritize_verb, ext.preempt_verb) == (
-        "filter", "prioritize", "preempt")
+        "filter",
+        "prioritize",
+        "preempt",
+    )
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--port=8888" in args and any(a.startswith("--kubeconfig=") for a in args)
     assert ext.node_cache_capable  # the extender keeps an informer cache
@@ -41,8 +44,7 @@ def test_kube_scheduler_config_points_at_the_service() -> None:
 def test_the_served_profile_builds() -> None:
     cm = _docs()["ConfigMap"]["data"]
     reg = default_registry()
-    cfg, _ = load_config_data(yaml.safe_load(cm["config.yaml"]), "config.yaml",
-                              set(reg.names()))
+    cfg, _ = load_config_data(yaml.safe_load(cm["config.yaml"]), "config.yaml", set(reg.names()))
     server = ExtenderServer(cfg, reg, profile="ksched-extender")
     assert server.fw.filter_plugins and server.fw.score_plugins
     kubeconfig = yaml.safe_load(cm["kubeconfig"])

@@ -92,9 +92,11 @@ def lowercase(args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_filter_golden_nodelist_both_spellings(ext: Client) -> None:
-    expected = (b'{"Nodes":{"metadata":{},"items":[' + golden("node-a.json") + b']},'
-                b'"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":'
-                b'{"node-b":"Insufficient example.com/gpu"},"Error":""}')
+    expected = (
+        b'{"Nodes":{"metadata":{},"items":[' + golden("node-a.json") + b"]},"
+        b'"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":'
+        b'{"node-b":"Insufficient example.com/gpu"},"Error":""}'
+    )
     assert await ext.post("filter", golden("filter_args_nodelist.json")) == (200, expected)
     lower = lowercase(golden_obj("filter_args_nodelist.json"))
     assert "nodes" in lower and "items" in lower["nodes"]
@@ -106,8 +108,10 @@ async def test_prioritize_scales_the_weighted_total_to_0_10(ext: Client) -> None
     assert status == 200
     assert [h["Host"] for h in out] == ["node-a", "node-b"]
     assert all(0 <= h["Score"] <= 10 for h in out)
-    big = {"Pod": golden_obj("pod.json"), "Nodes": {"items": [
-        node_manifest("small", cpu="1"), node_manifest("big", cpu="64")]}}
+    big = {
+        "Pod": golden_obj("pod.json"),
+        "Nodes": {"items": [node_manifest("small", cpu="1"), node_manifest("big", cpu="64")]},
+    }
     status, out = await ext.json("prioritize", big)
     scores = {h["Host"]: h["Score"] for h in out}
     assert scores["big"] > scores["small"]
@@ -127,18 +131,21 @@ async def test_preempt_and_bind_without_a_cluster(ext: Client) -> None:
     assert status == 200 and "no API server" in out["Error"]
 
 
-@pytest.mark.parametrize(("verb", "body", "message"), [
-    ("filter", b"", "invalid JSON"),
-    ("filter", b"{", "invalid JSON"),
-    ("filter", b"[]", "into Go value of type v1.ExtenderArgs"),
-    ("filter", b'{"Pod": 1}', "ExtenderArgs.Pod of type v1.Pod"),
-    ("filter", b'{"Nodes": {"items": []}}', "Pod: required"),
-    ("filter", b'{"Pod": {"spec": {"containers": 5}}, "Nodes": {"items": []}}', "containers"),
-    ("filter", b'{"Pod": {}, "Nodes": {"items": [{"metadata": {}}]}}', "metadata.name"),
-    ("prioritize", b'{"Pod": {}, "NodeNames": "x"}', "of type []string"),
-    ("bind", b'{"PodName": 1}', "ExtenderBindingArgs.PodName"),
-    ("preempt", b'{"NodeNameToMetaVictims": []}', "map[string]*v1.MetaVictims"),
-])
+@pytest.mark.parametrize(
+    ("verb", "body", "message"),
+    [
+        ("filter", b"", "invalid JSON"),
+        ("filter", b"{", "invalid JSON"),
+        ("filter", b"[]", "into Go value of type v1.ExtenderArgs"),
+        ("filter", b'{"Pod": 1}', "ExtenderArgs.Pod of type v1.Pod"),
+        ("filter", b'{"Nodes": {"items": []}}', "Pod: required"),
+        ("filter", b'{"Pod": {"spec": {"containers": 5}}, "Nodes": {"items": []}}', "containers"),
+        ("filter", b'{"Pod": {}, "Nodes": {"items": [{"metadata": {}}]}}', "metadata.name"),
+        ("prioritize", b'{"Pod": {}, "NodeNames": "x"}', "of type []string"),
+        ("bind", b'{"PodName": 1}', "ExtenderBindingArgs.PodName"),
+        ("preempt", b'{"NodeNameToMetaVictims": []}', "map[string]*v1.MetaVictims"),
+    ],
+)
 async def test_bad_requests_get_400(ext: Client, verb: str, body: bytes, message: str) -> None:
     status, out = await ext.json(verb, body)
     assert status == 400
@@ -152,8 +159,17 @@ async def test_oversize_bodies_get_400() -> None:
 
 
 async def test_plugin_failures() -> None:
-    cfg = server_config(profiles=[{"schedulerName": "ksched", "plugins": {
-        "filter": {"enabled": [{"name": "Boom"}]}, "score": {"enabled": [{"name": "Boom"}]}}}])
+    cfg = server_config(
+        profiles=[
+            {
+                "schedulerName": "ksched",
+                "plugins": {
+                    "filter": {"enabled": [{"name": "Boom"}]},
+                    "score": {"enabled": [{"name": "Boom"}]},
+                },
+            }
+        ]
+    )
     pod = golden_obj("pod.json")
     pod["metadata"]["labels"]["boom"] = "yes"
     args = {"Pod": pod, "Nodes": {"items": [golden_obj("node-a.json")]}}
@@ -200,8 +216,7 @@ class _ThreadServer:
 
     def post(self, verb: str, body: bytes) -> tuple[int, bytes]:
         async def go() -> tuple[int, bytes]:
-            async with aiohttp.ClientSession() as s, s.post(f"{self.url}/{verb}",
-                                                            data=body) as r:
+            async with aiohttp.ClientSession() as s, s.post(f"{self.url}/{verb}", data=body) as r:
                 return r.status, await r.read()
 
         return asyncio.run_coroutine_threadsafe(go(), self.loop).result(10)
@@ -219,22 +234,56 @@ def thread_server() -> Iterator[_ThreadServer]:
     s.close()
 
 
-_KEYS = ["Pod", "pod", "Nodes", "nodes", "NodeNames", "items", "metadata", "name", "spec",
-         "containers", "resources", "requests", "cpu", "status", "allocatable", "PodName",
-         "Node", "NodeNameToMetaVictims", "Pods", "UID", "x"]
+_KEYS = [
+    "Pod",
+    "pod",
+    "Nodes",
+    "nodes",
+    "NodeNames",
+    "items",
+    "metadata",
+    "name",
+    "spec",
+    "containers",
+    "resources",
+    "requests",
+    "cpu",
+    "status",
+    "allocatable",
+    "PodName",
+    "Node",
+    "NodeNameToMetaVictims",
+    "Pods",
+    "UID",
+    "x",
+]
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**66), 2**66) | st.text(max_size=6)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**66), 2**66)
+    | st.text(max_size=6)
     | st.sampled_from(["1", "100m", "4Gi", "node-a", "-1", "1e3"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner,
-                                                                max_size=4),
-    max_leaves=25)
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
 
 
 def _mutate(data: st.DataObject) -> Any:
     """A golden request with one value somewhere replaced."""
-    obj = golden_obj(data.draw(st.sampled_from(["filter_args_nodelist.json",
-                                                 "filter_args_nodenames.json",
-                                                 "preempt_args_full.json", "bind_args.json"])))
+    obj = golden_obj(
+        data.draw(
+            st.sampled_from(
+                [
+                    "filter_args_nodelist.json",
+                    "filter_args_nodenames.json",
+                    "preempt_args_full.json",
+                    "bind_args.json",
+                ]
+            )
+        )
+    )
     cur = obj
     for _ in range(data.draw(st.integers(0, 5))):
         if isinstance(cur, dict) and cur:
@@ -248,8 +297,11 @@ def _mutate(data: st.DataObject) -> Any:
     return obj
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_fuzz_endpoints(thread_server: _ThreadServer, data: st.DataObject) -> None:
     kind = data.draw(st.sampled_from(["bytes", "json", "mutated"]))
@@ -287,9 +339,16 @@ async def test_informer_backed_mode(apiserver: Any, apiserver_kubeconfig: Path) 
     web = apiserver.get("Pod", "default", "web")
     cfg = server_config()
     async with anyio.create_task_group() as tg:
-        port = await tg.start(lambda task_status: serve(
-            cfg, _registry(), host="127.0.0.1", port=0, kubeconfig=str(apiserver_kubeconfig),
-            task_status=task_status))
+        port = await tg.start(
+            lambda task_status: serve(
+                cfg,
+                _registry(),
+                host="127.0.0.1",
+                port=0,
+                kubeconfig=str(apiserver_kubeconfig),
+                task_status=task_status,
+            )
+        )
         async with aiohttp.ClientSession() as s:
             c = Client(s, f"http://127.0.0.1:{port}")
             with anyio.fail_after(10):
@@ -303,22 +362,45 @@ async def test_informer_backed_mode(apiserver: Any, apiserver_kubeconfig: Path) 
             assert status == 200, out
             assert out["NodeNames"] == ["n2"] and out["Nodes"] is None
             assert out["FailedAndUnresolvableNodes"] == {}
-            assert out["FailedNodes"] == {"n1": "Insufficient cpu",
-                                          "n3": "node not found in the extender's cache"}
+            assert out["FailedNodes"] == {
+                "n1": "Insufficient cpu",
+                "n3": "node not found in the extender's cache",
+            }
             status, out = await c.json("prioritize", args)
             scores = {h["Host"]: h["Score"] for h in out}
             assert scores["n2"] > scores["n1"] and scores["n3"] == 0
             # Preemption: evicting busy makes room on n1; an unknown victim does not.
-            status, out = await c.json("preempt", {"Pod": web, "NodeNameToMetaVictims": {
-                "n1": {"Pods": [{"UID": busy_uid}], "NumPDBViolations": 0},
-                "n2": {"Pods": [{"UID": "nope"}], "NumPDBViolations": 0}}})
+            status, out = await c.json(
+                "preempt",
+                {
+                    "Pod": web,
+                    "NodeNameToMetaVictims": {
+                        "n1": {"Pods": [{"UID": busy_uid}], "NumPDBViolations": 0},
+                        "n2": {"Pods": [{"UID": "nope"}], "NumPDBViolations": 0},
+                    },
+                },
+            )
             assert status == 200 and list(out["NodeNameToMetaVictims"]) == ["n1"]
-            status, out = await c.json("bind", {"PodName": "web", "PodNamespace": "default",
-                                                "PodUID": web["metadata"]["uid"], "Node": "n2"})
+            status, out = await c.json(
+                "bind",
+                {
+                    "PodName": "web",
+                    "PodNamespace": "default",
+                    "PodUID": web["metadata"]["uid"],
+                    "Node": "n2",
+                },
+            )
             assert (status, out) == (200, {"Error": ""})
             assert apiserver.get("Pod", "default", "web")["spec"]["nodeName"] == "n2"
-            status, out = await c.json("bind", {"PodName": "web", "PodNamespace": "default",
-                                                "PodUID": web["metadata"]["uid"], "Node": "n1"})
+            status, out = await c.json(
+                "bind",
+                {
+                    "PodName": "web",
+                    "PodNamespace": "default",
+                    "PodUID": web["metadata"]["uid"],
+                    "Node": "n1",
+                },
+            )
             assert status == 200 and out["Error"]  # already bound: the API's 409
         tg.cancel_scope.cancel()
 
@@ -332,13 +414,25 @@ async def test_ksched_scheduling_through_ksched_extender() -> None:
     runner, port = await start(server)
     try:
         url = f"http://127.0.0.1:{port}"
-        cfg = config([{"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
-                       "weight": 2, "httpTimeout": "2s"}],
-                     profiles=[{"schedulerName": "ksched", "plugins": {"multiPoint": {
-                         "disabled": [{"name": "TaintToleration"}]}}}])
+        cfg = config(
+            [
+                {
+                    "urlPrefix": url,
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "weight": 2,
+                    "httpTimeout": "2s",
+                }
+            ],
+            profiles=[
+                {
+                    "schedulerName": "ksched",
+                    "plugins": {"multiPoint": {"disabled": [{"name": "TaintToleration"}]}},
+                }
+            ],
+        )
         tainted = node_manifest("tainted", cpu="64")
-        tainted["spec"] = {"taints": [{"key": "dedicated", "value": "gpu",
-                                       "effect": "NoSchedule"}]}
+        tainted["spec"] = {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}
         nodes = [tainted, node_manifest("plain", cpu="2"), node_manifest("roomy", cpu="32")]
         res, _ = await simulate(cfg, nodes, [pod_manifest("p", cpu="1500m")], explain=True)
         assert (res["p"].status, res["p"].node) == ("Scheduled", "roomy")
@@ -352,7 +446,8 @@ async def test_ksched_scheduling_through_ksched_extender() -> None:
         res, _ = await simulate(cfg, [tainted], [pod_manifest("q")])
         assert res["q"].status == "Unschedulable"
         assert res["q"].message.startswith(
-            "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}.")
+            "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}."
+        )
         text = generate(server)
         assert 'verb="filter"' in text and 'verb="prioritize"' in text
     finally:

@@ -21,27 +21,33 @@ def test_extender_args_nodelist_and_nodenames_encode_as_go() -> None:
     a, b = golden_obj("node-a.json"), golden_obj("node-b.json")
     assert wire.encode(wire.ExtenderArgs(pod, [a, b])) == golden("filter_args_nodelist.json")
     assert wire.encode(wire.ExtenderArgs(pod, None, ["node-a", "node-b"])) == golden(
-        "filter_args_nodenames.json")
+        "filter_args_nodenames.json"
+    )
     # The client's hot path builds the same bytes from per-object encodings.
     enc = msgspec.json.encode
     assert wire.encode_args_raw(enc(pod), [enc(a), enc(b)], None) == golden(
-        "filter_args_nodelist.json")
+        "filter_args_nodelist.json"
+    )
     assert wire.encode_args_raw(enc(pod), None, ["node-a", "node-b"]) == golden(
-        "filter_args_nodenames.json")
+        "filter_args_nodenames.json"
+    )
 
 
-@pytest.mark.parametrize(("name", "decode"), [
-    ("filter_args_nodelist.json", wire.decode_extender_args),
-    ("filter_args_nodenames.json", wire.decode_extender_args),
-    ("filter_result_nodenames.json", wire.decode_filter_result),
-    ("filter_result_nodelist.json", wire.decode_filter_result),
-    ("prioritize_result.json", wire.decode_host_priority_list),
-    ("bind_args.json", wire.decode_binding_args),
-    ("bind_result.json", wire.decode_binding_result),
-    ("preempt_args_meta.json", wire.decode_preemption_args),
-    ("preempt_args_full.json", wire.decode_preemption_args),
-    ("preempt_result.json", wire.decode_preemption_result),
-])
+@pytest.mark.parametrize(
+    ("name", "decode"),
+    [
+        ("filter_args_nodelist.json", wire.decode_extender_args),
+        ("filter_args_nodenames.json", wire.decode_extender_args),
+        ("filter_result_nodenames.json", wire.decode_filter_result),
+        ("filter_result_nodelist.json", wire.decode_filter_result),
+        ("prioritize_result.json", wire.decode_host_priority_list),
+        ("bind_args.json", wire.decode_binding_args),
+        ("bind_result.json", wire.decode_binding_result),
+        ("preempt_args_meta.json", wire.decode_preemption_args),
+        ("preempt_args_full.json", wire.decode_preemption_args),
+        ("preempt_result.json", wire.decode_preemption_result),
+    ],
+)
 def test_golden_round_trip_is_byte_identical(name: str, decode: Any) -> None:
     assert wire.encode(decode(golden_obj(name))) == golden(name)
 
@@ -55,11 +61,15 @@ def test_lowercase_answers_decode_like_go() -> None:
     assert r.failed_and_unresolvable_nodes == {"node-b": "no example.com/gpu left"}
     assert r.node_names is None and r.error == ""
     assert wire.decode_host_priority_list(golden_obj("prioritize_result_lowercase.json")) == [
-        wire.HostPriority("node-a", 7), wire.HostPriority("node-b", 3)]
+        wire.HostPriority("node-a", 7),
+        wire.HostPriority("node-b", 3),
+    ]
     assert wire.decode_binding_result(golden_obj("bind_result_lowercase_error.json")).error == (
-        "node-a is draining")
+        "node-a is draining"
+    )
     assert wire.decode_preemption_result(golden_obj("preempt_result_lowercase.json")) == (
-        wire.decode_preemption_result(golden_obj("preempt_result.json")))
+        wire.decode_preemption_result(golden_obj("preempt_result.json"))
+    )
 
 
 def test_key_matching_folds_case_and_last_duplicate_wins() -> None:
@@ -73,31 +83,50 @@ def test_key_matching_folds_case_and_last_duplicate_wins() -> None:
 def test_null_is_the_zero_value() -> None:
     assert wire.decode_filter_result(None) == wire.ExtenderFilterResult()
     assert wire.decode_filter_result({"Error": None, "NodeNames": None}) == (
-        wire.ExtenderFilterResult())
+        wire.ExtenderFilterResult()
+    )
     assert wire.decode_host_priority_list(None) == []
     assert wire.decode_host_priority_list([None, {"Host": "a", "Score": None}]) == [
-        wire.HostPriority(), wire.HostPriority("a", 0)]
+        wire.HostPriority(),
+        wire.HostPriority("a", 0),
+    ]
 
 
-@pytest.mark.parametrize(("decode", "value", "message"), [
-    (wire.decode_filter_result, [], "cannot unmarshal array into Go value of type "
-     "v1.ExtenderFilterResult"),
-    (wire.decode_filter_result, {"Error": 5}, "cannot unmarshal number 5 into Go struct field "
-     "ExtenderFilterResult.Error of type string"),
-    (wire.decode_filter_result, {"NodeNames": "a"}, "of type []string"),
-    (wire.decode_filter_result, {"NodeNames": [1]}, "cannot unmarshal number 1"),
-    (wire.decode_filter_result, {"FailedNodes": {"a": 1}}, "FailedNodes"),
-    (wire.decode_filter_result, {"Nodes": {"items": [1]}}, "of type v1.Node"),
-    (wire.decode_host_priority_list, {"Host": "a"}, "of type v1.HostPriorityList"),
-    (wire.decode_host_priority_list, [{"Score": 1.5}], "number 1.5 into Go struct field "
-     "HostPriority.Score of type int64"),
-    (wire.decode_host_priority_list, [{"Score": 2**63}], "of type int64"),
-    (wire.decode_host_priority_list, [{"Score": True}], "cannot unmarshal bool"),
-    (wire.decode_extender_args, {"Pod": "x"}, "ExtenderArgs.Pod of type v1.Pod"),
-    (wire.decode_binding_args, {"PodUID": 7}, "ExtenderBindingArgs.PodUID"),
-    (wire.decode_preemption_args, {"NodeNameToMetaVictims": {"a": {"Pods": [{"UID": 1}]}}},
-     "MetaPod.UID"),
-])
+@pytest.mark.parametrize(
+    ("decode", "value", "message"),
+    [
+        (
+            wire.decode_filter_result,
+            [],
+            "cannot unmarshal array into Go value of type v1.ExtenderFilterResult",
+        ),
+        (
+            wire.decode_filter_result,
+            {"Error": 5},
+            "cannot unmarshal number 5 into Go struct field "
+            "ExtenderFilterResult.Error of type string",
+        ),
+        (wire.decode_filter_result, {"NodeNames": "a"}, "of type []string"),
+        (wire.decode_filter_result, {"NodeNames": [1]}, "cannot unmarshal number 1"),
+        (wire.decode_filter_result, {"FailedNodes": {"a": 1}}, "FailedNodes"),
+        (wire.decode_filter_result, {"Nodes": {"items": [1]}}, "of type v1.Node"),
+        (wire.decode_host_priority_list, {"Host": "a"}, "of type v1.HostPriorityList"),
+        (
+            wire.decode_host_priority_list,
+            [{"Score": 1.5}],
+            "number 1.5 into Go struct field HostPriority.Score of type int64",
+        ),
+        (wire.decode_host_priority_list, [{"Score": 2**63}], "of type int64"),
+        (wire.decode_host_priority_list, [{"Score": True}], "cannot unmarshal bool"),
+        (wire.decode_extender_args, {"Pod": "x"}, "ExtenderArgs.Pod of type v1.Pod"),
+        (wire.decode_binding_args, {"PodUID": 7}, "ExtenderBindingArgs.PodUID"),
+        (
+            wire.decode_preemption_args,
+            {"NodeNameToMetaVictims": {"a": {"Pods": [{"UID": 1}]}}},
+            "MetaPod.UID",
+        ),
+    ],
+)
 def test_wrong_types_are_errors(decode: Any, value: Any, message: str) -> None:
     with pytest.raises(wire.WireError, match=None) as e:
         decode(value)
@@ -116,24 +145,56 @@ def test_maps_encode_with_sorted_keys() -> None:
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False,
-                                                                         allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["Pod", "pod", "Nodes", "NodeNames", "nodenames", "items", "Items",
-                         "metadata", "Host", "Score", "Error", "FailedNodes", "UID", "Pods",
-                         "NodeNameToVictims", "NodeNameToMetaVictims", "PodName", "x"]),
-        inner, max_size=5),
-    max_leaves=20)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "Pod",
+                    "pod",
+                    "Nodes",
+                    "NodeNames",
+                    "nodenames",
+                    "items",
+                    "Items",
+                    "metadata",
+                    "Host",
+                    "Score",
+                    "Error",
+                    "FailedNodes",
+                    "UID",
+                    "Pods",
+                    "NodeNameToVictims",
+                    "NodeNameToMetaVictims",
+                    "PodName",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(_json)
 def test_decoders_raise_only_wire_errors(value: Any) -> None:
-    for decode in (wire.decode_extender_args, wire.decode_filter_result,
-                   wire.decode_host_priority_list, wire.decode_binding_args,
-                   wire.decode_binding_result, wire.decode_preemption_args,
-                   wire.decode_preemption_result):
+    for decode in (
+        wire.decode_extender_args,
+        wire.decode_filter_result,
+        wire.decode_host_priority_list,
+        wire.decode_binding_args,
+        wire.decode_binding_result,
+        wire.decode_preemption_args,
+        wire.decode_preemption_result,
+    ):
         try:
             out = decode(value)
         except wire.WireError:

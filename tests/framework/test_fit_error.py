@@ -13,8 +13,9 @@ from ksched.framework.status import Code, Status
 U, UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
-def diag(statuses: dict[str, Status], absent: Status | None = None, pre: str = "",
-         post: str = "") -> Diagnosis:
+def diag(
+    statuses: dict[str, Status], absent: Status | None = None, pre: str = "", post: str = ""
+) -> Diagnosis:
     nts = NodeToStatus(absent if absent is not None else Status(UU))
     for n, s in statuses.items():
         nts.set(n, s)
@@ -41,8 +42,10 @@ def test_nodes_failed_prefilter() -> None:
 
 def test_nodes_failed_prefilter_and_preemption_failed() -> None:
     d = diag({f"node{i}": Status(U, PRE) for i in (1, 2, 3)}, pre=PRE, post=POST)
-    assert fit(3, d) == ("0/3 nodes are available: Node(s) failed PreFilter plugin "
-                         "FalsePreFilter. Error running PostFilter plugin FailedPostFilter")
+    assert fit(3, d) == (
+        "0/3 nodes are available: Node(s) failed PreFilter plugin "
+        "FalsePreFilter. Error running PostFilter plugin FailedPostFilter"
+    )
 
 
 def test_one_filter_plugin_empty_postfilter() -> None:
@@ -52,18 +55,24 @@ def test_one_filter_plugin_empty_postfilter() -> None:
 
 def test_one_filter_plugin_with_postfilter() -> None:
     d = diag({f"node{i}": Status(U, F1) for i in (1, 2, 3)}, post=POST)
-    assert fit(3, d) == ("0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1."
-                         " Error running PostFilter plugin FailedPostFilter")
+    assert fit(3, d) == (
+        "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1."
+        " Error running PostFilter plugin FailedPostFilter"
+    )
 
 
 def test_two_filter_plugins() -> None:
     d = diag({"node1": Status(U, F1), "node2": Status(U, F1), "node3": Status(U, F2)})
-    assert fit(3, d) == ("0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2,"
-                         " 2 Node(s) failed Filter plugin FalseFilter-1.")
+    assert fit(3, d) == (
+        "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2,"
+        " 2 Node(s) failed Filter plugin FalseFilter-1."
+    )
     d.post_filter_msg = POST
-    assert fit(3, d) == ("0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2,"
-                         " 2 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter"
-                         " plugin FailedPostFilter")
+    assert fit(3, d) == (
+        "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2,"
+        " 2 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter"
+        " plugin FailedPostFilter"
+    )
 
 
 def test_failed_to_permit_or_reserve_on_node() -> None:
@@ -78,10 +87,18 @@ def test_failed_to_permit_or_reserve_on_node() -> None:
 
 def test_kube_scheduler_style_message() -> None:
     taint = "node(s) had untolerated taint {key: value}"
-    d = diag({"a": Status(U, "Insufficient cpu"), "b": Status(U, "Insufficient cpu"),
-              "c": Status(UU, taint), "d": Status(UU, taint), "e": Status(UU, taint)})
-    assert fit(5, d) == ("0/5 nodes are available: 2 Insufficient cpu, "
-                         "3 node(s) had untolerated taint {key: value}.")
+    d = diag(
+        {
+            "a": Status(U, "Insufficient cpu"),
+            "b": Status(U, "Insufficient cpu"),
+            "c": Status(UU, taint),
+            "d": Status(UU, taint),
+            "e": Status(UU, taint),
+        }
+    )
+    assert fit(5, d) == (
+        "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint {key: value}."
+    )
 
 
 def test_sorted_as_go_strings_not_by_count() -> None:
@@ -98,9 +115,13 @@ def test_byte_order_puts_upper_case_first() -> None:
 
 
 def test_multi_reason_statuses_count_every_reason() -> None:
-    d = diag({"n1": Status(U, "Insufficient cpu", "Insufficient memory"),
-              "n2": Status(U, "Insufficient memory"),
-              "n3": Status(U, "Insufficient cpu", "Insufficient memory")})
+    d = diag(
+        {
+            "n1": Status(U, "Insufficient cpu", "Insufficient memory"),
+            "n2": Status(U, "Insufficient memory"),
+            "n3": Status(U, "Insufficient cpu", "Insufficient memory"),
+        }
+    )
     assert fit(3, d) == "0/3 nodes are available: 2 Insufficient cpu, 3 Insufficient memory."
 
 
@@ -112,8 +133,10 @@ def test_error_text_counts_as_a_reason() -> None:
 def test_absent_nodes_take_the_absent_status() -> None:
     absent = Status(UU, "node(s) didn't satisfy plugin(s) [NodeAffinity]")
     d = diag({"n1": Status(U, "Insufficient cpu")}, absent=absent)
-    assert fit(5, d) == ("0/5 nodes are available: 1 Insufficient cpu, "
-                         "4 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+    assert fit(5, d) == (
+        "0/5 nodes are available: 1 Insufficient cpu, "
+        "4 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
 
 
 def test_absent_status_without_reasons_adds_nothing() -> None:
@@ -133,34 +156,49 @@ def test_no_reasons_at_all() -> None:
 
 def test_prefilter_message_replaces_the_histogram() -> None:
     # The framework copies the PreFilter status to every node; it is reported once.
-    d = diag({"n1": Status(UU, "pre"), "n2": Status(U, "other")}, absent=Status(UU, "pre"),
-             pre="pod has unbound immediate PersistentVolumeClaims")
-    assert fit(5, d) == ("0/5 nodes are available: pod has unbound immediate "
-                         "PersistentVolumeClaims.")
+    d = diag(
+        {"n1": Status(UU, "pre"), "n2": Status(U, "other")},
+        absent=Status(UU, "pre"),
+        pre="pod has unbound immediate PersistentVolumeClaims",
+    )
+    assert fit(5, d) == (
+        "0/5 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    )
 
 
 def test_preemption_suffix() -> None:
     # Preemption's PostFilter status message is "preemption: " + its own FitError text,
     # appended as is (it already ends with a period).
-    inner = diag({f"n{i}": Status(UU, "No preemption victims found for incoming pod")
-                  for i in range(5)})
+    inner = diag(
+        {f"n{i}": Status(UU, "No preemption victims found for incoming pod") for i in range(5)}
+    )
     post = "preemption: " + fit(5, inner)
     outer = diag({f"n{i}": Status(U, "Insufficient cpu") for i in range(5)}, post=post)
     assert fit(5, outer) == (
         "0/5 nodes are available: 5 Insufficient cpu. preemption: 0/5 nodes are available: "
-        "5 No preemption victims found for incoming pod.")
+        "5 No preemption victims found for incoming pod."
+    )
 
 
 def test_preemption_suffix_as_kube_scheduler_prints_it() -> None:
-    post = ("preemption: 0/5 nodes are available: 2 Insufficient cpu, 3 Preemption is not "
-            "helpful for scheduling.")
-    d = diag({"a": Status(U, "Insufficient cpu"), "b": Status(U, "Insufficient cpu"),
-              **{f"t{i}": Status(UU, "node(s) had untolerated taint {key: value}")
-                 for i in range(3)}}, post=post)
+    post = (
+        "preemption: 0/5 nodes are available: 2 Insufficient cpu, 3 Preemption is not "
+        "helpful for scheduling."
+    )
+    d = diag(
+        {
+            "a": Status(U, "Insufficient cpu"),
+            "b": Status(U, "Insufficient cpu"),
+            **{f"t{i}": Status(UU, "node(s) had untolerated taint {key: value}") for i in range(3)},
+        },
+        post=post,
+    )
     msg = fit(5, d)
-    assert msg == ("0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated "
-                   "taint {key: value}. preemption: 0/5 nodes are available: 2 Insufficient "
-                   "cpu, 3 Preemption is not helpful for scheduling.")
+    assert msg == (
+        "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated "
+        "taint {key: value}. preemption: 0/5 nodes are available: 2 Insufficient "
+        "cpu, 3 Preemption is not helpful for scheduling."
+    )
     assert not msg.endswith("..")
 
 

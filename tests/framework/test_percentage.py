@@ -30,8 +30,9 @@ from ksched.scheduler.schedule_one import (
         pytest.param(30, None, 500, 150, id="TestFairEvaluationForNodes' 30% of 500"),
     ],
 )
-def test_upstream_table(global_pct: int | None, profile_pct: int | None, num_all: int,
-                        want: int) -> None:
+def test_upstream_table(
+    global_pct: int | None, profile_pct: int | None, num_all: int, want: int
+) -> None:
     assert num_feasible_nodes_to_find(profile_pct, global_pct, num_all) == want
 
 
@@ -79,9 +80,11 @@ def test_constants() -> None:
     assert MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND == 5
 
 
-@given(st.integers(min_value=0, max_value=200_000),
-       st.one_of(st.none(), st.integers(min_value=0, max_value=100)),
-       st.one_of(st.none(), st.integers(min_value=0, max_value=100)))
+@given(
+    st.integers(min_value=0, max_value=200_000),
+    st.one_of(st.none(), st.integers(min_value=0, max_value=100)),
+    st.one_of(st.none(), st.integers(min_value=0, max_value=100)),
+)
 def test_properties(num_all: int, profile: int | None, glob: int | None) -> None:
     n = num_feasible_nodes_to_find(profile, glob, num_all)
     if num_all < 100:

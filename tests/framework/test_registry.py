@@ -104,7 +104,11 @@ def test_register_and_lookup() -> None:
     spec = reg.get("OnlyFilter")
     assert spec is not None
     assert (spec.name, spec.cls, spec.distribution, spec.points) == (
-        "OnlyFilter", OnlyFilter, "mydist", ["filter"])
+        "OnlyFilter",
+        OnlyFilter,
+        "mydist",
+        ["filter"],
+    )
     assert "Duck" in reg and "Missing" not in reg and reg.get("Missing") is None
     assert reg.names() == ["Duck", "OnlyFilter"]
     assert {s.name for s in reg} == {"Duck", "OnlyFilter"}
@@ -153,8 +157,9 @@ class WithParse(FilterPlugin):
                 raise PluginArgsError(plugin, sorted(unknown)[0], "unknown field")
             t = data.get("threshold", 1)
             if not isinstance(t, int) or t < 0:
-                raise PluginArgsError(plugin, "threshold",
-                                      f"must be a non-negative integer, got {t!r}")
+                raise PluginArgsError(
+                    plugin, "threshold", f"must be a non-negative integer, got {t!r}"
+                )
             return cls(t)
 
 
@@ -180,8 +185,9 @@ def test_parse_plugin_args_uses_args_parse() -> None:
     assert parse_plugin_args(spec, None) == WithParse.Args(1)
     with pytest.raises(PluginArgsError) as ei:
         parse_plugin_args(spec, {"threshold": -1})
-    assert str(ei.value) == ("plugin WithParse: args.threshold: "
-                             "must be a non-negative integer, got -1")
+    assert str(ei.value) == (
+        "plugin WithParse: args.threshold: must be a non-negative integer, got -1"
+    )
     assert (ei.value.plugin, ei.value.path) == ("WithParse", "threshold")
     with pytest.raises(PluginArgsError, match=r"args\.bogus: unknown field"):
         parse_plugin_args(spec, {"bogus": 1})
@@ -251,8 +257,13 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[.
     importlib.invalidate_caches()
 
 
-def write_dist(root: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str],
-               version: str = "0.1") -> Path:
+def write_dist(
+    root: Path,
+    dist: str,
+    entry_points: dict[str, str],
+    modules: dict[str, str],
+    version: str = "0.1",
+) -> Path:
     """A distribution installed by hand: modules plus <dist>-<version>.dist-info."""
     root.mkdir(parents=True, exist_ok=True)
     for name, text in modules.items():
@@ -265,12 +276,17 @@ def write_dist(root: Path, dist: str, entry_points: dict[str, str], modules: dic
     return root
 
 
-def test_entry_point_from_a_dist_info_is_discovered(tmp_path: Path,
-                                                    site: Callable[..., Path]) -> None:
-    root = site(write_dist(tmp_path / "site", "kschedtestplugin",
-                           {"MyFilter": "kschedtestplugin:MyFilter",
-                            "MyFactory": "kschedtestplugin:make_plugin"},
-                           {"kschedtestplugin": PLUGIN_MODULE}))
+def test_entry_point_from_a_dist_info_is_discovered(
+    tmp_path: Path, site: Callable[..., Path]
+) -> None:
+    root = site(
+        write_dist(
+            tmp_path / "site",
+            "kschedtestplugin",
+            {"MyFilter": "kschedtestplugin:MyFilter", "MyFactory": "kschedtestplugin:make_plugin"},
+            {"kschedtestplugin": PLUGIN_MODULE},
+        )
+    )
     reg = Registry()
     reg.load_entry_points()
     spec = reg.get("MyFilter")
@@ -284,25 +300,39 @@ def test_entry_point_from_a_dist_info_is_discovered(tmp_path: Path,
     assert type(fac.factory({"team": "red"}, None)).__name__ == "MyFilter"  # type: ignore[arg-type]
 
 
-def test_entry_point_plugin_is_listed_with_builtins(tmp_path: Path, site: Callable[..., Path],
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    site(write_dist(tmp_path / "site", "kschedtestplugin",
-                    {"MyFilter": "kschedtestplugin:MyFilter"},
-                    {"kschedtestplugin": PLUGIN_MODULE}))
+def test_entry_point_plugin_is_listed_with_builtins(
+    tmp_path: Path, site: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    site(
+        write_dist(
+            tmp_path / "site",
+            "kschedtestplugin",
+            {"MyFilter": "kschedtestplugin:MyFilter"},
+            {"kschedtestplugin": PLUGIN_MODULE},
+        )
+    )
     reg = default_registry()
     assert reg.get("MyFilter").distribution == "kschedtestplugin"  # type: ignore[union-attr]
     assert reg.get("PrioritySort").distribution == "ksched"  # type: ignore[union-attr]
     assert main(["plugins", "--output", "json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["MyFilter"] == {"name": "MyFilter", "extensionPoints": ["filter"],
-                                "distribution": "kschedtestplugin"}
+    assert rows["MyFilter"] == {
+        "name": "MyFilter",
+        "extensionPoints": ["filter"],
+        "distribution": "kschedtestplugin",
+    }
 
 
-def test_entry_point_without_the_group_is_not_loaded(tmp_path: Path,
-                                                     site: Callable[..., Path]) -> None:
+def test_entry_point_without_the_group_is_not_loaded(
+    tmp_path: Path, site: Callable[..., Path]
+) -> None:
     root = tmp_path / "site"
-    write_dist(root, "kschedtestplugin", {"MyFilter": "kschedtestplugin:MyFilter"},
-               {"kschedtestplugin": PLUGIN_MODULE})
+    write_dist(
+        root,
+        "kschedtestplugin",
+        {"MyFilter": "kschedtestplugin:MyFilter"},
+        {"kschedtestplugin": PLUGIN_MODULE},
+    )
     ep = next(root.glob("*.dist-info")) / "entry_points.txt"
     ep.write_text("[console_scripts]\nMyFilter = kschedtestplugin:MyFilter\n")
     site(root)
@@ -313,10 +343,16 @@ def test_entry_point_without_the_group_is_not_loaded(tmp_path: Path,
 
 
 def test_broken_entry_point_names_distribution_and_exception(
-        tmp_path: Path, site: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
-    site(write_dist(tmp_path / "site", "kschedbroken",
-                    {"Broken": "kschedbrokenplugin:Broken"},
-                    {"kschedbrokenplugin": 'raise ImportError("libfoo.so.1 not found")\n'}))
+    tmp_path: Path, site: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    site(
+        write_dist(
+            tmp_path / "site",
+            "kschedbroken",
+            {"Broken": "kschedbrokenplugin:Broken"},
+            {"kschedbrokenplugin": 'raise ImportError("libfoo.so.1 not found")\n'},
+        )
+    )
     with pytest.raises(PluginLoadError) as ei:
         Registry().load_entry_points()
     msg = str(ei.value)
@@ -330,29 +366,48 @@ def test_broken_entry_point_names_distribution_and_exception(
     assert len(err) == 1 and "kschedbroken" in err[0] and "libfoo.so.1 not found" in err[0]
 
 
-def test_entry_point_to_a_missing_attribute_or_non_plugin(tmp_path: Path,
-                                                          site: Callable[..., Path]) -> None:
-    site(write_dist(tmp_path / "a", "kschedtestplugin",
-                    {"Missing": "kschedtestplugin:NoSuchClass"},
-                    {"kschedtestplugin": PLUGIN_MODULE}))
+def test_entry_point_to_a_missing_attribute_or_non_plugin(
+    tmp_path: Path, site: Callable[..., Path]
+) -> None:
+    site(
+        write_dist(
+            tmp_path / "a",
+            "kschedtestplugin",
+            {"Missing": "kschedtestplugin:NoSuchClass"},
+            {"kschedtestplugin": PLUGIN_MODULE},
+        )
+    )
     with pytest.raises(PluginLoadError, match=r"Missing.*kschedtestplugin.*AttributeError"):
         Registry().load_entry_points()
 
 
 def test_entry_point_that_is_not_a_plugin(tmp_path: Path, site: Callable[..., Path]) -> None:
-    site(write_dist(tmp_path / "a", "kschedtestplugin",
-                    {"Answer": "kschedtestplugin:NOT_A_PLUGIN"},
-                    {"kschedtestplugin": PLUGIN_MODULE}))
+    site(
+        write_dist(
+            tmp_path / "a",
+            "kschedtestplugin",
+            {"Answer": "kschedtestplugin:NOT_A_PLUGIN"},
+            {"kschedtestplugin": PLUGIN_MODULE},
+        )
+    )
     with pytest.raises(PluginLoadError, match=r"Answer \(kschedtestplugin\).*neither"):
         Registry().load_entry_points()
 
 
 def test_entry_point_clashing_with_a_builtin(tmp_path: Path, site: Callable[..., Path]) -> None:
-    site(write_dist(tmp_path / "site", "kschedtestplugin",
-                    {"PrioritySort": "kschedtestplugin:MyFilter"},
-                    {"kschedtestplugin": PLUGIN_MODULE}))
-    with pytest.raises(PluginLoadError, match=r"'PrioritySort' from kschedtestplugin is already "
-                                              r"registered by ksched"):
+    site(
+        write_dist(
+            tmp_path / "site",
+            "kschedtestplugin",
+            {"PrioritySort": "kschedtestplugin:MyFilter"},
+            {"kschedtestplugin": PLUGIN_MODULE},
+        )
+    )
+    with pytest.raises(
+        PluginLoadError,
+        match=r"'PrioritySort' from kschedtestplugin is already "
+        r"registered by ksched",
+    ):
         default_registry()
     assert "PrioritySort" in default_registry(entry_points=False)
 
@@ -378,11 +433,16 @@ items:
 
 def config(team: str | None) -> str:
     # Only our plugin filters, so the placement is its doing alone.
-    args = f"""
+    args = (
+        f"""
   pluginConfig:
   - name: MyFilter
-    args: {{team: {team}}}""" if team else ""
-    return textwrap.dedent("""\
+    args: {{team: {team}}}"""
+        if team
+        else ""
+    )
+    return (
+        textwrap.dedent("""\
         apiVersion: kubescheduler.config.k8s.io/v1
         kind: KubeSchedulerConfiguration
         profiles:
@@ -390,11 +450,15 @@ def config(team: str | None) -> str:
           plugins:
             multiPoint:
               enabled: [{name: PrioritySort}, {name: DefaultBinder}, {name: MyFilter}]
-              disabled: [{name: "*"}]""") + args + "\n"
+              disabled: [{name: "*"}]""")
+        + args
+        + "\n"
+    )
 
 
-def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], team: str | None
-             ) -> dict[str, dict[str, Any]]:
+def simulate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], team: str | None
+) -> dict[str, dict[str, Any]]:
     cluster, cfg = tmp_path / "cluster.yaml", tmp_path / f"config-{team}.yaml"
     cluster.write_text(CLUSTER)
     cfg.write_text(config(team))
@@ -404,14 +468,22 @@ def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], team: str | Non
     return {p["name"]: p for p in json.loads(out.out)["pods"]}
 
 
-def test_discovered_plugin_runs_in_simulate(tmp_path: Path, site: Callable[..., Path],
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    site(write_dist(tmp_path / "site", "kschedtestplugin",
-                    {"MyFilter": "kschedtestplugin:MyFilter"},
-                    {"kschedtestplugin": PLUGIN_MODULE}))
+def test_discovered_plugin_runs_in_simulate(
+    tmp_path: Path, site: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    site(
+        write_dist(
+            tmp_path / "site",
+            "kschedtestplugin",
+            {"MyFilter": "kschedtestplugin:MyFilter"},
+            {"kschedtestplugin": PLUGIN_MODULE},
+        )
+    )
     pods = simulate(tmp_path, capsys, None)
     assert {n: (p["status"], p["node"]) for n, p in pods.items()} == {
-        "p1": ("Scheduled", "blue-1"), "p2": ("Scheduled", "blue-1")}
+        "p1": ("Scheduled", "blue-1"),
+        "p2": ("Scheduled", "blue-1"),
+    }
     # Its args come from pluginConfig: no node is on team green.
     pods = simulate(tmp_path, capsys, "green")
     for p in pods.values():
@@ -422,7 +494,8 @@ def test_discovered_plugin_runs_in_simulate(tmp_path: Path, site: Callable[..., 
 
 
 def test_simulate_without_the_distribution_rejects_the_config(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cluster, cfg = tmp_path / "cluster.yaml", tmp_path / "config.yaml"
     cluster.write_text(CLUSTER)
     cfg.write_text(config(None))
@@ -434,7 +507,7 @@ def test_simulate_without_the_distribution_rejects_the_config(
 
 # A PEP 517 backend kept in the source tree, so pip builds the wheel offline without
 # setuptools or wheel; the [project] table supplies name, version and entry points.
-BACKEND = '''
+BACKEND = """
 import base64, hashlib, os, tomllib, zipfile
 
 
@@ -467,9 +540,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         for path, data in files.items():
             z.writestr(path, data)
     return wheel
-'''
+"""
 
-PYPROJECT = '''\
+PYPROJECT = """\
 [build-system]
 requires = []
 build-backend = "ksched_test_backend"
@@ -482,23 +555,43 @@ x-modules = ["kschedtestplugin"]
 
 [project.entry-points."ksched.plugins"]
 MyFilter = "kschedtestplugin:MyFilter"
-'''
+"""
 
 
 def test_pip_installed_distribution_is_discovered_and_runs(
-        tmp_path: Path, site: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, site: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "pyproject.toml").write_text(PYPROJECT)
     (src / "ksched_test_backend.py").write_text(BACKEND)
     (src / "kschedtestplugin.py").write_text(PLUGIN_MODULE)
     target = tmp_path / "target"
-    env = {**os.environ, "PIP_ROOT_USER_ACTION": "ignore", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PIP_NO_INPUT": "1"}
+    env = {
+        **os.environ,
+        "PIP_ROOT_USER_ACTION": "ignore",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+    }
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(target), str(src)],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     if proc.returncode != 0:
         pytest.skip(f"pip cannot build/install offline here: {proc.stderr.strip()[-500:]}")
     assert (target / "kschedtestplugin-0.2.dist-info" / "entry_points.txt").exists()

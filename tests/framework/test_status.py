@@ -11,8 +11,14 @@ def test_codes_match_upstream_numbering_and_names() -> None:
     # framework.Code: Success, Error, Unschedulable, UnschedulableAndUnresolvable, Wait, Skip,
     # Pending, in that order.
     assert [c.label for c in sorted(Code)] == [
-        "Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait", "Skip",
-        "Pending"]
+        "Success",
+        "Error",
+        "Unschedulable",
+        "UnschedulableAndUnresolvable",
+        "Wait",
+        "Skip",
+        "Pending",
+    ]
     assert [int(c) for c in sorted(Code)] == list(range(7))
 
 
@@ -111,8 +117,13 @@ def test_merge_precedence(codes: list[Code], want: Code) -> None:
 
 
 def test_merge_concatenates_reasons_in_order() -> None:
-    m = merge_statuses([Status(U, "a", "b", plugin="P1"), Status(UU, "c", plugin="P2"),
-                        Status(U, "d", plugin="P3")])
+    m = merge_statuses(
+        [
+            Status(U, "a", "b", plugin="P1"),
+            Status(UU, "c", plugin="P2"),
+            Status(U, "d", plugin="P3"),
+        ]
+    )
     assert m.code == UU
     assert m.all_reasons() == ["a", "b", "c", "d"]
     assert m.plugin == "P2"  # the plugin of the winning status
@@ -120,8 +131,13 @@ def test_merge_concatenates_reasons_in_order() -> None:
 
 def test_merge_error_wins_but_keeps_everyones_reasons() -> None:
     boom = RuntimeError("boom")
-    m = merge_statuses([Status(U, "a", plugin="P1"), Status.as_error(boom, plugin="P2"),
-                        Status(UU, "c", plugin="P3")])
+    m = merge_statuses(
+        [
+            Status(U, "a", plugin="P1"),
+            Status.as_error(boom, plugin="P2"),
+            Status(UU, "c", plugin="P3"),
+        ]
+    )
     assert m.code == ERR
     assert m.plugin == "P2"
     assert m.error is boom

@@ -77,79 +77,129 @@ class PostFilterCase:
 POST_FILTER_CASES = [
     PostFilterCase(
         "pod with higher priority can be made schedulable",
-        pod("p", prio=HIGH), [pod("p1", node="node1")], [node("node1", ONE_POD)],
-        statuses({"node1": U}), "node1", Code.SUCCESS),
+        pod("p", prio=HIGH),
+        [pod("p1", node="node1")],
+        [node("node1", ONE_POD)],
+        statuses({"node1": U}),
+        "node1",
+        Code.SUCCESS,
+    ),
     PostFilterCase(
         "pod with tied priority is still unschedulable",
-        pod("p"), [pod("p1", node="node1")], [node("node1", ONE_POD)],
-        statuses({"node1": U}), "", U,
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."),
+        pod("p"),
+        [pod("p1", node="node1")],
+        [node("node1", ONE_POD)],
+        statuses({"node1": U}),
+        "",
+        U,
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+    ),
     PostFilterCase(
         "preemption should respect filteredNodesStatuses",
-        pod("p", prio=HIGH), [pod("p1", node="node1")], [node("node1", ONE_POD)],
-        statuses({"node1": UU}), "", U,
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
+        pod("p", prio=HIGH),
+        [pod("p1", node="node1")],
+        [node("node1", ONE_POD)],
+        statuses({"node1": UU}),
+        "",
+        U,
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+    ),
     PostFilterCase(
         "preemption should respect absent NodeToStatusReader entry meaning "
         "UnschedulableAndUnresolvable",
-        pod("p", prio=HIGH), [pod("p1", node="node1")], [node("node1", ONE_POD)],
-        statuses({}), "", U,
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
+        pod("p", prio=HIGH),
+        [pod("p1", node="node1")],
+        [node("node1", ONE_POD)],
+        statuses({}),
+        "",
+        U,
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+    ),
     PostFilterCase(
         "pod can be made schedulable on one node",
         pod("p", prio=MID),
         [pod("p1", prio=HIGH, node="node1"), pod("p2", prio=LOW, node="node2")],
         [node("node1", ONE_POD), node("node2", ONE_POD)],
-        statuses({"node1": U, "node2": U}), "node2", Code.SUCCESS),
+        statuses({"node1": U, "node2": U}),
+        "node2",
+        Code.SUCCESS,
+    ),
     PostFilterCase(
         "pod can be made schedulable on minHighestPriority node",
         pod("p", prio=VERY_HIGH),
-        [pod("p1", labels={"pdb": "non-violating"}, prio=HIGH, node="node1"),
-         pod("p2", labels={"pdb": "violating"}, prio=LOW, node="node1"),
-         pod("p3", labels={"pdb": "violating"}, prio=MID, node="node2")],
+        [
+            pod("p1", labels={"pdb": "non-violating"}, prio=HIGH, node="node1"),
+            pod("p2", labels={"pdb": "violating"}, prio=LOW, node="node1"),
+            pod("p3", labels={"pdb": "violating"}, prio=MID, node="node2"),
+        ],
         [node("node1", ONE_POD), node("node2", ONE_POD)],
-        statuses({"node1": U, "node2": U}), "node2", Code.SUCCESS,
-        pdbs=[pdb("violating-pdb", match_labels={"pdb": "violating"}),
-              pdb("non-violating-pdb", match_labels={"pdb": "non-violating"}, allowed=2**31 - 1)]),
+        statuses({"node1": U, "node2": U}),
+        "node2",
+        Code.SUCCESS,
+        pdbs=[
+            pdb("violating-pdb", match_labels={"pdb": "violating"}),
+            pdb("non-violating-pdb", match_labels={"pdb": "non-violating"}, allowed=2**31 - 1),
+        ],
+    ),
     PostFilterCase(
         "no candidate nodes found, no enough resource after removing low priority pods",
         pod("p", prio=HIGH, req=LARGE),
         [pod("p1", node="node1"), pod("p2", node="node2")],
         [node("node1", NODE_RES), node("node2", NODE_RES)],
-        statuses({"node1": U, "node2": U}), "", U,
-        "preemption: 0/2 nodes are available: 2 Insufficient cpu."),
+        statuses({"node1": U, "node2": U}),
+        "",
+        U,
+        "preemption: 0/2 nodes are available: 2 Insufficient cpu.",
+    ),
     PostFilterCase(
         "no candidate nodes found with mixed reasons, no lower priority pod and no enough CPU "
         "resource",
         pod("p", prio=HIGH, req=LARGE),
-        [pod("p1", node="node1", prio=HIGH), pod("p2", node="node2"),
-         pod("p3", node="node3", prio=HIGH)],
+        [
+            pod("p1", node="node1", prio=HIGH),
+            pod("p2", node="node2"),
+            pod("p3", node="node3", prio=HIGH),
+        ],
         [node("node1", ONE_POD), node("node2", NODE_RES), node("node3", ONE_POD)],
-        statuses({"node1": U, "node2": U, "node3": U}), "", U,
+        statuses({"node1": U, "node2": U, "node3": U}),
+        "",
+        U,
         "preemption: 0/3 nodes are available: 1 Insufficient cpu, "
-        "2 No preemption victims found for incoming pod."),
+        "2 No preemption victims found for incoming pod.",
+    ),
     PostFilterCase(
         "no candidate nodes found with mixed reason, 2 UnschedulableAndUnresolvable nodes and 2 "
         "nodes don't have enough CPU resource",
         pod("p", prio=HIGH, req=LARGE),
         [pod("p1", node="node1"), pod("p2", node="node2")],
         [node(f"node{i}", NODE_RES) for i in range(1, 5)],
-        statuses({"node1": U, "node2": U, "node4": UU}), "", U,
+        statuses({"node1": U, "node2": U, "node4": UU}),
+        "",
+        U,
         "preemption: 0/4 nodes are available: 2 Insufficient cpu, "
-        "2 Preemption is not helpful for scheduling."),
+        "2 Preemption is not helpful for scheduling.",
+    ),
     PostFilterCase(
         "only one node but failed with TestPlugin",
-        pod("p", prio=HIGH, req=LARGE), [pod("p1", node="node1")],
+        pod("p", prio=HIGH, req=LARGE),
+        [pod("p1", node="node1")],
         [node("node1", LARGE, labels={"error": "true"})],
-        statuses({"node1": U}), None, Code.ERROR,
+        statuses({"node1": U}),
+        None,
+        Code.ERROR,
         'preemption: running RemovePod on PreFilter plugin "test-plugin": failed to remove pod: p',
-        extra_prefilter=True),
+        extra_prefilter=True,
+    ),
     PostFilterCase(
         "one failed with TestPlugin and the other pass",
         pod("p", prio=HIGH, req=LARGE),
         [pod("p1", node="node1"), pod("p2", node="node2", req=MEDIUM)],
         [node("node1", LARGE, labels={"error": "true"}), node("node2", LARGE)],
-        statuses({"node1": U, "node2": U}), "node2", Code.SUCCESS, extra_prefilter=True),
+        statuses({"node1": U, "node2": U}),
+        "node2",
+        Code.SUCCESS,
+        extra_prefilter=True,
+    ),
 ]
 
 
@@ -204,8 +254,16 @@ class DryRunCase:
 
 
 def _five(prios: list[int], labels: list[dict[str, str]] | None = None) -> list[PodInfo]:
-    return [pod(f"p{i}", node=f"node{i}", prio=prios[i - 1], req=LARGE,
-                labels=(labels[i - 1] if labels else None)) for i in range(1, 6)]
+    return [
+        pod(
+            f"p{i}",
+            node=f"node{i}",
+            prio=prios[i - 1],
+            req=LARGE,
+            labels=(labels[i - 1] if labels else None),
+        )
+        for i in range(1, 6)
+    ]
 
 
 def _two(prio: int, req: dict[str, str] | None = None) -> list[PodInfo]:
@@ -217,135 +275,257 @@ FOO = {"app": "foo"}
 
 DRY_RUN_CASES = [
     DryRunCase(
-        "a pod that does not fit on any node", ["node1", "node2"],
-        [pod("p", prio=HIGH)], _two(MID),
-        [("FalseFilter", ("filter",))], [{}], [2]),
+        "a pod that does not fit on any node",
+        ["node1", "node2"],
+        [pod("p", prio=HIGH)],
+        _two(MID),
+        [("FalseFilter", ("filter",))],
+        [{}],
+        [2],
+    ),
     DryRunCase(
-        "a pod that fits with no preemption", ["node1", "node2"],
-        [pod("p", prio=HIGH)], _two(MID),
-        [("TrueFilter", ("filter",))], [{}], [2], fake_rc=U),
+        "a pod that fits with no preemption",
+        ["node1", "node2"],
+        [pod("p", prio=HIGH)],
+        _two(MID),
+        [("TrueFilter", ("filter",))],
+        [{}],
+        [2],
+        fake_rc=U,
+    ),
     DryRunCase(
-        "a pod that fits on one node with no preemption", ["node1", "node2"],
-        [pod("node1", prio=HIGH)], _two(MID),
-        [("MatchFilter", ("filter",))], [{}], [2], fake_rc=U),
+        "a pod that fits on one node with no preemption",
+        ["node1", "node2"],
+        [pod("node1", prio=HIGH)],
+        _two(MID),
+        [("MatchFilter", ("filter",))],
+        [{}],
+        [2],
+        fake_rc=U,
+    ),
     DryRunCase(
-        "a pod that fits on both nodes when lower priority pods are preempted", ["node1", "node2"],
+        "a pod that fits on both nodes when lower priority pods are preempted",
+        ["node1", "node2"],
         [pod("p", prio=HIGH, req=LARGE)],
         _two(MID, LARGE),
-        [FIT], [{"node1": (["p1"], 0), "node2": (["p2"], 0)}], [4]),
+        [FIT],
+        [{"node1": (["p1"], 0), "node2": (["p2"], 0)}],
+        [4],
+    ),
     DryRunCase(
         "a pod that would fit on the nodes, but other pods running are higher priority, no "
-        "preemption would happen", ["node1", "node2"],
+        "preemption would happen",
+        ["node1", "node2"],
         [pod("p", prio=LOW, req=LARGE)],
         _two(MID, LARGE),
-        [FIT], [{}], [0]),
+        [FIT],
+        [{}],
+        [0],
+    ),
     DryRunCase(
         "medium priority pod is preempted, but lower priority one stays as it is small",
-        ["node1", "node2"], [pod("p", prio=HIGH, req=LARGE)],
-        [pod("p1.1", node="node1", prio=LOW, req=SMALL),
-         pod("p1.2", node="node1", prio=MID, req=LARGE),
-         pod("p2", node="node2", prio=MID, req=LARGE)],
-        [FIT], [{"node1": (["p1.2"], 0), "node2": (["p2"], 0)}], [5]),
+        ["node1", "node2"],
+        [pod("p", prio=HIGH, req=LARGE)],
+        [
+            pod("p1.1", node="node1", prio=LOW, req=SMALL),
+            pod("p1.2", node="node1", prio=MID, req=LARGE),
+            pod("p2", node="node2", prio=MID, req=LARGE),
+        ],
+        [FIT],
+        [{"node1": (["p1.2"], 0), "node2": (["p2"], 0)}],
+        [5],
+    ),
     DryRunCase(
-        "mixed priority pods are preempted", ["node1", "node2"], [pod("p", prio=HIGH, req=LARGE)],
-        [pod("p1.1", node="node1", prio=MID, req=SMALL),
-         pod("p1.2", node="node1", prio=LOW, req=SMALL),
-         pod("p1.3", node="node1", prio=MID, req=MEDIUM),
-         pod("p1.4", node="node1", prio=HIGH, req=SMALL),
-         pod("p2", node="node2", prio=HIGH, req=LARGE)],
-        [FIT], [{"node1": (["p1.2", "p1.3"], 0)}], [4]),
+        "mixed priority pods are preempted",
+        ["node1", "node2"],
+        [pod("p", prio=HIGH, req=LARGE)],
+        [
+            pod("p1.1", node="node1", prio=MID, req=SMALL),
+            pod("p1.2", node="node1", prio=LOW, req=SMALL),
+            pod("p1.3", node="node1", prio=MID, req=MEDIUM),
+            pod("p1.4", node="node1", prio=HIGH, req=SMALL),
+            pod("p2", node="node2", prio=HIGH, req=LARGE),
+        ],
+        [FIT],
+        [{"node1": (["p1.2", "p1.3"], 0)}],
+        [4],
+    ),
     DryRunCase(
         "mixed priority pods are preempted, pick later StartTime one when priorities are equal",
-        ["node1", "node2"], [pod("p", prio=HIGH, req=LARGE)],
-        [pod("p1.1", node="node1", prio=LOW, req=SMALL, start=epoch(5)),
-         pod("p1.2", node="node1", prio=LOW, req=SMALL, start=epoch(4)),
-         pod("p1.3", node="node1", prio=MID, req=MEDIUM, start=epoch(3)),
-         pod("p1.4", node="node1", prio=HIGH, req=SMALL, start=epoch(2)),
-         pod("p2", node="node2", prio=HIGH, req=LARGE, start=epoch(1))],
-        [FIT], [{"node1": (["p1.1", "p1.3"], 0)}], [4]),
+        ["node1", "node2"],
+        [pod("p", prio=HIGH, req=LARGE)],
+        [
+            pod("p1.1", node="node1", prio=LOW, req=SMALL, start=epoch(5)),
+            pod("p1.2", node="node1", prio=LOW, req=SMALL, start=epoch(4)),
+            pod("p1.3", node="node1", prio=MID, req=MEDIUM, start=epoch(3)),
+            pod("p1.4", node="node1", prio=HIGH, req=SMALL, start=epoch(2)),
+            pod("p2", node="node2", prio=HIGH, req=LARGE, start=epoch(1)),
+        ],
+        [FIT],
+        [{"node1": (["p1.1", "p1.3"], 0)}],
+        [4],
+    ),
     DryRunCase(
-        "pod with anti-affinity is preempted", ["node1", "node2"],
+        "pod with anti-affinity is preempted",
+        ["node1", "node2"],
         [pod("p", labels={"foo": ""}, prio=HIGH, req=SMALL)],
-        [pod("p1.1", node="node1", labels={"foo": ""}, prio=LOW, req=SMALL,
-             anti_affinity_exists=("foo", "hostname")),
-         pod("p1.2", node="node1", prio=MID, req=SMALL),
-         pod("p1.3", node="node1", prio=HIGH, req=SMALL),
-         pod("p2", node="node2", prio=HIGH, req=SMALL)],
-        [FIT, IPA], [{"node1": (["p1.1"], 0)}], [3]),
+        [
+            pod(
+                "p1.1",
+                node="node1",
+                labels={"foo": ""},
+                prio=LOW,
+                req=SMALL,
+                anti_affinity_exists=("foo", "hostname"),
+            ),
+            pod("p1.2", node="node1", prio=MID, req=SMALL),
+            pod("p1.3", node="node1", prio=HIGH, req=SMALL),
+            pod("p2", node="node2", prio=HIGH, req=SMALL),
+        ],
+        [FIT, IPA],
+        [{"node1": (["p1.1"], 0)}],
+        [3],
+    ),
     DryRunCase(
         "preemption to resolve pod topology spread filter failure",
         ["node-a/zone1", "node-b/zone1", "node-x/zone2"],
-        [pod("p", labels={"foo": ""}, prio=HIGH,
-             spread=[(1, "zone", "DoNotSchedule"), (1, "hostname", "DoNotSchedule")])],
-        [pod("pod-a1", node="node-a", labels={"foo": ""}, prio=MID),
-         pod("pod-a2", node="node-a", labels={"foo": ""}, prio=LOW),
-         pod("pod-b1", node="node-b", labels={"foo": ""}, prio=LOW),
-         pod("pod-x1", node="node-x", labels={"foo": ""}, prio=HIGH),
-         pod("pod-x2", node="node-x", labels={"foo": ""}, prio=HIGH)],
-        [PTS], [{"node-a": (["pod-a2"], 0), "node-b": (["pod-b1"], 0)}], [5]),
+        [
+            pod(
+                "p",
+                labels={"foo": ""},
+                prio=HIGH,
+                spread=[(1, "zone", "DoNotSchedule"), (1, "hostname", "DoNotSchedule")],
+            )
+        ],
+        [
+            pod("pod-a1", node="node-a", labels={"foo": ""}, prio=MID),
+            pod("pod-a2", node="node-a", labels={"foo": ""}, prio=LOW),
+            pod("pod-b1", node="node-b", labels={"foo": ""}, prio=LOW),
+            pod("pod-x1", node="node-x", labels={"foo": ""}, prio=HIGH),
+            pod("pod-x2", node="node-x", labels={"foo": ""}, prio=HIGH),
+        ],
+        [PTS],
+        [{"node-a": (["pod-a2"], 0), "node-b": (["pod-b1"], 0)}],
+        [5],
+    ),
     DryRunCase(
         "get Unschedulable in the preemption phase when the filter plugins filtering the nodes",
-        ["node1", "node2"], [pod("p", prio=HIGH, req=LARGE)],
+        ["node1", "node2"],
+        [pod("p", prio=HIGH, req=LARGE)],
         _two(MID, LARGE),
-        [FIT], [{}], [2], fake_rc=U),
+        [FIT],
+        [{}],
+        [2],
+        fake_rc=U,
+    ),
     DryRunCase(
-        "preemption with violation of same pdb", ["node1"], [pod("p", prio=HIGH, req=VERY_LARGE)],
-        [pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
-         pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM)],
-        [FIT], [{"node1": (["p1.1", "p1.2"], 1)}], [3],
-        pdbs=[pdb(match_labels=FOO, allowed=1)]),
-    DryRunCase(
-        "preemption with violation of the pdb with pod whose eviction was processed, the victim "
-        "doesn't belong to DisruptedPods", ["node1"], [pod("p", prio=HIGH, req=VERY_LARGE)],
-        [pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
-         pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM)],
-        [FIT], [{"node1": (["p1.1", "p1.2"], 1)}], [3],
-        pdbs=[pdb(match_labels=FOO, allowed=1, disrupted=["p2"])]),
-    DryRunCase(
-        "preemption with violation of the pdb with pod whose eviction was processed, the victim "
-        "belongs to DisruptedPods", ["node1"], [pod("p", prio=HIGH, req=VERY_LARGE)],
-        [pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
-         pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM)],
-        [FIT], [{"node1": (["p1.1", "p1.2"], 0)}], [3],
-        pdbs=[pdb(match_labels=FOO, allowed=1, disrupted=["p1.2"])]),
-    DryRunCase(
-        "preemption with violation of the pdb with pod whose eviction was processed, the victim "
-        "which belongs to DisruptedPods is treated as 'nonViolating'", ["node1"],
+        "preemption with violation of same pdb",
+        ["node1"],
         [pod("p", prio=HIGH, req=VERY_LARGE)],
-        [pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
-         pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM),
-         pod("p1.3", node="node1", labels=FOO, prio=MID, req=MEDIUM)],
-        [FIT], [{"node1": (["p1.1", "p1.2", "p1.3"], 1)}], [4],
-        pdbs=[pdb(match_labels=FOO, allowed=1, disrupted=["p1.3"])]),
+        [
+            pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+            pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+        ],
+        [FIT],
+        [{"node1": (["p1.1", "p1.2"], 1)}],
+        [3],
+        pdbs=[pdb(match_labels=FOO, allowed=1)],
+    ),
     DryRunCase(
-        "all nodes are possible candidates, but DefaultPreemptionArgs limits to 2", NODES5,
-        [pod("p", prio=HIGH, req=LARGE)], _five([MID] * 5), [FIT],
+        "preemption with violation of the pdb with pod whose eviction was processed, the victim "
+        "doesn't belong to DisruptedPods",
+        ["node1"],
+        [pod("p", prio=HIGH, req=VERY_LARGE)],
+        [
+            pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+            pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+        ],
+        [FIT],
+        [{"node1": (["p1.1", "p1.2"], 1)}],
+        [3],
+        pdbs=[pdb(match_labels=FOO, allowed=1, disrupted=["p2"])],
+    ),
+    DryRunCase(
+        "preemption with violation of the pdb with pod whose eviction was processed, the victim "
+        "belongs to DisruptedPods",
+        ["node1"],
+        [pod("p", prio=HIGH, req=VERY_LARGE)],
+        [
+            pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+            pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+        ],
+        [FIT],
+        [{"node1": (["p1.1", "p1.2"], 0)}],
+        [3],
+        pdbs=[pdb(match_labels=FOO, allowed=1, disrupted=["p1.2"])],
+    ),
+    DryRunCase(
+        "preemption with violation of the pdb with pod whose eviction was processed, the victim "
+        "which belongs to DisruptedPods is treated as 'nonViolating'",
+        ["node1"],
+        [pod("p", prio=HIGH, req=VERY_LARGE)],
+        [
+            pod("p1.1", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+            pod("p1.2", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+            pod("p1.3", node="node1", labels=FOO, prio=MID, req=MEDIUM),
+        ],
+        [FIT],
+        [{"node1": (["p1.1", "p1.2", "p1.3"], 1)}],
+        [4],
+        pdbs=[pdb(match_labels=FOO, allowed=1, disrupted=["p1.3"])],
+    ),
+    DryRunCase(
+        "all nodes are possible candidates, but DefaultPreemptionArgs limits to 2",
+        NODES5,
+        [pod("p", prio=HIGH, req=LARGE)],
+        _five([MID] * 5),
+        [FIT],
         # offset=4 => node5 (yes), node1 (yes)
-        [{"node1": (["p1"], 0), "node5": (["p5"], 0)}], [4],
-        args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1}, offsets=(4,)),
+        [{"node1": (["p1"], 0), "node5": (["p5"], 0)}],
+        [4],
+        args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+        offsets=(4,),
+    ),
     DryRunCase(
-        "some nodes are not possible candidates, DefaultPreemptionArgs limits to 2", NODES5,
-        [pod("p", prio=HIGH, req=LARGE)], _five([MID, VERY_HIGH, MID, MID, VERY_HIGH]), [FIT],
+        "some nodes are not possible candidates, DefaultPreemptionArgs limits to 2",
+        NODES5,
+        [pod("p", prio=HIGH, req=LARGE)],
+        _five([MID, VERY_HIGH, MID, MID, VERY_HIGH]),
+        [FIT],
         # offset=4 => node5 (no), node1 (yes), node2 (no), node3 (yes)
-        [{"node1": (["p1"], 0), "node3": (["p3"], 0)}], [4],
-        args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1}, offsets=(4,)),
+        [{"node1": (["p1"], 0), "node3": (["p3"], 0)}],
+        [4],
+        args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+        offsets=(4,),
+    ),
     DryRunCase(
-        "preemption offset across multiple scheduling cycles and wrap around", NODES5,
-        [pod(f"tp{i}", prio=HIGH, req=LARGE) for i in (1, 2, 3)], _five([MID] * 5), [FIT],
-        [{"node1": (["p1"], 0), "node5": (["p5"], 0)},   # offset=4 => node5, node1
-         {"node2": (["p2"], 0), "node3": (["p3"], 0)},   # offset=1 => node2, node3
-         {"node4": (["p4"], 0), "node5": (["p5"], 0)}],  # offset=3 => node4, node5
+        "preemption offset across multiple scheduling cycles and wrap around",
+        NODES5,
+        [pod(f"tp{i}", prio=HIGH, req=LARGE) for i in (1, 2, 3)],
+        _five([MID] * 5),
+        [FIT],
+        [
+            {"node1": (["p1"], 0), "node5": (["p5"], 0)},  # offset=4 => node5, node1
+            {"node2": (["p2"], 0), "node3": (["p3"], 0)},  # offset=1 => node2, node3
+            {"node4": (["p4"], 0), "node5": (["p5"], 0)},
+        ],  # offset=3 => node4, node5
         [4, 4, 4],
         args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
-        offsets=(4, 1, 3)),
+        offsets=(4, 1, 3),
+    ),
     DryRunCase(
-        "preemption looks past numCandidates until a non-PDB violating node is found", NODES5,
+        "preemption looks past numCandidates until a non-PDB violating node is found",
+        NODES5,
         [pod("p", prio=HIGH, req=LARGE)],
-        _five([MID] * 5, [FOO, FOO, {}, {}, FOO]), [FIT],
+        _five([MID] * 5, [FOO, FOO, {}, {}, FOO]),
+        [FIT],
         # offset=4 => node5 (yes, pdb), node1 (yes, pdb), node2 (no room left, pdb), node3 (yes)
-        [{"node1": (["p1"], 1), "node3": (["p3"], 0), "node5": (["p5"], 1)}], [8],
+        [{"node1": (["p1"], 1), "node3": (["p3"], 0), "node5": (["p5"], 1)}],
+        [8],
         pdbs=[pdb(match_labels=FOO, allowed=0)],
-        args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 2}, offsets=(4,)),
+        args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 2},
+        offsets=(4,),
+    ),
 ]
 
 
@@ -365,17 +545,22 @@ def test_dry_run_preemption(tc: DryRunCase) -> None:
         got, _, _ = env.pl.evaluator.dry_run_preemption(state, p, infos, tc.pdbs, offset, num)
         assert env.fake.calls - prev == tc.filter_calls[cycle], f"cycle {cycle}"
         prev = env.fake.calls
-        assert {c.name: (sorted(v.name for v in c.victims.pods), c.victims.num_pdb_violations)
-                for c in got} == tc.expected[cycle], f"cycle {cycle}"
+        assert {
+            c.name: (sorted(v.name for v in c.victims.pods), c.victims.num_pdb_violations)
+            for c in got
+        } == tc.expected[cycle], f"cycle {cycle}"
 
 
 def test_dry_run_candidates_put_non_violating_first() -> None:
-    env = Env([node(n, VERY_LARGE) for n in NODES5],
-              _five([MID] * 5, [FOO, FOO, {}, {}, FOO]), args={"minCandidateNodesPercentage": 40,
-                                                               "minCandidateNodesAbsolute": 2})
+    env = Env(
+        [node(n, VERY_LARGE) for n in NODES5],
+        _five([MID] * 5, [FOO, FOO, {}, {}, FOO]),
+        args={"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 2},
+    )
     p = pod("p", prio=HIGH, req=LARGE)
-    got, _, _ = env.pl.evaluator.dry_run_preemption(env.state_for(p), p, env.node_infos(),
-                                                     [pdb(match_labels=FOO)], 4, 2)
+    got, _, _ = env.pl.evaluator.dry_run_preemption(
+        env.state_for(p), p, env.node_infos(), [pdb(match_labels=FOO)], 4, 2
+    )
     assert [c.name for c in got] == ["node3", "node5", "node1"]
 
 
@@ -387,98 +572,155 @@ def _t(n: int) -> str:
 
 
 SELECT_CASES: list[tuple[str, list[str], PodInfo, list[PodInfo], set[str]]] = [
-    ("a pod that fits on both nodes when lower priority pods are preempted", ["node1", "node2"],
-     pod("p", prio=HIGH, req=LARGE),
-     [pod("p1", node="node1", prio=MID, req=LARGE, start=_t(0)),
-      pod("p2", node="node2", prio=MID, req=LARGE, start=_t(0))], {"node1", "node2"}),
-    ("node with min highest priority pod is picked", ["node1", "node2", "node3"],
-     pod("p", prio=HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p1.2", node="node1", prio=MID, req=LARGE, start=_t(0)),
-      pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p2.2", node="node2", prio=LOW, req=MEDIUM, start=_t(0)),
-      pod("p3.1", node="node3", prio=LOW, req=MEDIUM, start=_t(0)),
-      pod("p3.2", node="node3", prio=LOW, req=MEDIUM, start=_t(0))], {"node3"}),
-    ("when highest priorities are the same, minimum sum of priorities is picked",
-     ["node1", "node2", "node3"], pod("p", prio=HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p1.2", node="node1", prio=MID, req=LARGE, start=_t(0)),
-      pod("p2.1", node="node2", prio=MID, req=LARGE, start=_t(0)),
-      pod("p2.2", node="node2", prio=LOW, req=MEDIUM, start=_t(0)),
-      pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(0))], {"node2"}),
-    ("when highest priority and sum are the same, minimum number of pods is picked",
-     ["node1", "node2", "node3"], pod("p", prio=HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=MID, req=SMALL, start=_t(0)),
-      pod("p1.2", node="node1", prio=NEG, req=SMALL, start=_t(0)),
-      pod("p1.3", node="node1", prio=MID, req=SMALL, start=_t(0)),
-      pod("p1.4", node="node1", prio=NEG, req=SMALL, start=_t(0)),
-      pod("p2.1", node="node2", prio=MID, req=LARGE, start=_t(0)),
-      pod("p2.2", node="node2", prio=NEG, req=MEDIUM, start=_t(0)),
-      pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p3.2", node="node3", prio=NEG, req=SMALL, start=_t(0)),
-      pod("p3.3", node="node3", prio=LOW, req=SMALL, start=_t(0))], {"node2"}),
-    ("sum of adjusted priorities is considered", ["node1", "node2", "node3"],
-     pod("p", prio=HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=MID, req=SMALL, start=_t(0)),
-      pod("p1.2", node="node1", prio=NEG, req=SMALL, start=_t(0)),
-      pod("p1.3", node="node1", prio=NEG, req=SMALL, start=_t(0)),
-      pod("p2.1", node="node2", prio=MID, req=LARGE, start=_t(0)),
-      pod("p2.2", node="node2", prio=NEG, req=MEDIUM, start=_t(0)),
-      pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p3.2", node="node3", prio=NEG, req=SMALL, start=_t(0)),
-      pod("p3.3", node="node3", prio=LOW, req=SMALL, start=_t(0))], {"node2"}),
-    ("non-overlapping lowest high priority, sum priorities, and number of pods",
-     ["node1", "node2", "node3", "node4"], pod("p", prio=VERY_HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=MID, req=SMALL, start=_t(0)),
-      pod("p1.2", node="node1", prio=LOW, req=SMALL, start=_t(0)),
-      pod("p1.3", node="node1", prio=LOW, req=SMALL, start=_t(0)),
-      pod("p2.1", node="node2", prio=HIGH, req=LARGE, start=_t(0)),
-      pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p3.2", node="node3", prio=LOW, req=SMALL, start=_t(0)),
-      pod("p3.3", node="node3", prio=LOW, req=SMALL, start=_t(0)),
-      pod("p3.4", node="node3", prio=LOW, req=MEDIUM, start=_t(0)),
-      pod("p4.1", node="node4", prio=MID, req=MEDIUM, start=_t(0)),
-      pod("p4.2", node="node4", prio=MID, req=SMALL, start=_t(0)),
-      pod("p4.3", node="node4", prio=MID, req=SMALL, start=_t(0)),
-      pod("p4.4", node="node4", prio=NEG, req=SMALL, start=_t(0))], {"node1"}),
-    ("same priority, same number of victims, different start time for each node's pod",
-     ["node1", "node2", "node3"], pod("p", prio=HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
-      pod("p1.2", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
-      pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(3)),
-      pod("p2.2", node="node2", prio=MID, req=MEDIUM, start=_t(3)),
-      pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(1)),
-      pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(1))], {"node2"}),
-    ("same priority, same number of victims, different start time for all pods",
-     ["node1", "node2", "node3"], pod("p", prio=HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(4)),
-      pod("p1.2", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
-      pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(5)),
-      pod("p2.2", node="node2", prio=MID, req=MEDIUM, start=_t(1)),
-      pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(3)),
-      pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(6))], {"node3"}),
-    ("different priority, same number of victims, different start time for all pods",
-     ["node1", "node2", "node3"], pod("p", prio=HIGH, req=VERY_LARGE),
-     [pod("p1.1", node="node1", prio=LOW, req=MEDIUM, start=_t(4)),
-      pod("p1.2", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
-      pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(6)),
-      pod("p2.2", node="node2", prio=LOW, req=MEDIUM, start=_t(1)),
-      pod("p3.1", node="node3", prio=LOW, req=MEDIUM, start=_t(3)),
-      pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(5))], {"node2"}),
+    (
+        "a pod that fits on both nodes when lower priority pods are preempted",
+        ["node1", "node2"],
+        pod("p", prio=HIGH, req=LARGE),
+        [
+            pod("p1", node="node1", prio=MID, req=LARGE, start=_t(0)),
+            pod("p2", node="node2", prio=MID, req=LARGE, start=_t(0)),
+        ],
+        {"node1", "node2"},
+    ),
+    (
+        "node with min highest priority pod is picked",
+        ["node1", "node2", "node3"],
+        pod("p", prio=HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p1.2", node="node1", prio=MID, req=LARGE, start=_t(0)),
+            pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p2.2", node="node2", prio=LOW, req=MEDIUM, start=_t(0)),
+            pod("p3.1", node="node3", prio=LOW, req=MEDIUM, start=_t(0)),
+            pod("p3.2", node="node3", prio=LOW, req=MEDIUM, start=_t(0)),
+        ],
+        {"node3"},
+    ),
+    (
+        "when highest priorities are the same, minimum sum of priorities is picked",
+        ["node1", "node2", "node3"],
+        pod("p", prio=HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p1.2", node="node1", prio=MID, req=LARGE, start=_t(0)),
+            pod("p2.1", node="node2", prio=MID, req=LARGE, start=_t(0)),
+            pod("p2.2", node="node2", prio=LOW, req=MEDIUM, start=_t(0)),
+            pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
+        ],
+        {"node2"},
+    ),
+    (
+        "when highest priority and sum are the same, minimum number of pods is picked",
+        ["node1", "node2", "node3"],
+        pod("p", prio=HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=MID, req=SMALL, start=_t(0)),
+            pod("p1.2", node="node1", prio=NEG, req=SMALL, start=_t(0)),
+            pod("p1.3", node="node1", prio=MID, req=SMALL, start=_t(0)),
+            pod("p1.4", node="node1", prio=NEG, req=SMALL, start=_t(0)),
+            pod("p2.1", node="node2", prio=MID, req=LARGE, start=_t(0)),
+            pod("p2.2", node="node2", prio=NEG, req=MEDIUM, start=_t(0)),
+            pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p3.2", node="node3", prio=NEG, req=SMALL, start=_t(0)),
+            pod("p3.3", node="node3", prio=LOW, req=SMALL, start=_t(0)),
+        ],
+        {"node2"},
+    ),
+    (
+        "sum of adjusted priorities is considered",
+        ["node1", "node2", "node3"],
+        pod("p", prio=HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=MID, req=SMALL, start=_t(0)),
+            pod("p1.2", node="node1", prio=NEG, req=SMALL, start=_t(0)),
+            pod("p1.3", node="node1", prio=NEG, req=SMALL, start=_t(0)),
+            pod("p2.1", node="node2", prio=MID, req=LARGE, start=_t(0)),
+            pod("p2.2", node="node2", prio=NEG, req=MEDIUM, start=_t(0)),
+            pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p3.2", node="node3", prio=NEG, req=SMALL, start=_t(0)),
+            pod("p3.3", node="node3", prio=LOW, req=SMALL, start=_t(0)),
+        ],
+        {"node2"},
+    ),
+    (
+        "non-overlapping lowest high priority, sum priorities, and number of pods",
+        ["node1", "node2", "node3", "node4"],
+        pod("p", prio=VERY_HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=MID, req=SMALL, start=_t(0)),
+            pod("p1.2", node="node1", prio=LOW, req=SMALL, start=_t(0)),
+            pod("p1.3", node="node1", prio=LOW, req=SMALL, start=_t(0)),
+            pod("p2.1", node="node2", prio=HIGH, req=LARGE, start=_t(0)),
+            pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p3.2", node="node3", prio=LOW, req=SMALL, start=_t(0)),
+            pod("p3.3", node="node3", prio=LOW, req=SMALL, start=_t(0)),
+            pod("p3.4", node="node3", prio=LOW, req=MEDIUM, start=_t(0)),
+            pod("p4.1", node="node4", prio=MID, req=MEDIUM, start=_t(0)),
+            pod("p4.2", node="node4", prio=MID, req=SMALL, start=_t(0)),
+            pod("p4.3", node="node4", prio=MID, req=SMALL, start=_t(0)),
+            pod("p4.4", node="node4", prio=NEG, req=SMALL, start=_t(0)),
+        ],
+        {"node1"},
+    ),
+    (
+        "same priority, same number of victims, different start time for each node's pod",
+        ["node1", "node2", "node3"],
+        pod("p", prio=HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
+            pod("p1.2", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
+            pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(3)),
+            pod("p2.2", node="node2", prio=MID, req=MEDIUM, start=_t(3)),
+            pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(1)),
+            pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(1)),
+        ],
+        {"node2"},
+    ),
+    (
+        "same priority, same number of victims, different start time for all pods",
+        ["node1", "node2", "node3"],
+        pod("p", prio=HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=MID, req=MEDIUM, start=_t(4)),
+            pod("p1.2", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
+            pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(5)),
+            pod("p2.2", node="node2", prio=MID, req=MEDIUM, start=_t(1)),
+            pod("p3.1", node="node3", prio=MID, req=MEDIUM, start=_t(3)),
+            pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(6)),
+        ],
+        {"node3"},
+    ),
+    (
+        "different priority, same number of victims, different start time for all pods",
+        ["node1", "node2", "node3"],
+        pod("p", prio=HIGH, req=VERY_LARGE),
+        [
+            pod("p1.1", node="node1", prio=LOW, req=MEDIUM, start=_t(4)),
+            pod("p1.2", node="node1", prio=MID, req=MEDIUM, start=_t(2)),
+            pod("p2.1", node="node2", prio=MID, req=MEDIUM, start=_t(6)),
+            pod("p2.2", node="node2", prio=LOW, req=MEDIUM, start=_t(1)),
+            pod("p3.1", node="node3", prio=LOW, req=MEDIUM, start=_t(3)),
+            pod("p3.2", node="node3", prio=MID, req=MEDIUM, start=_t(5)),
+        ],
+        {"node2"},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "nodes", "p", "pods", "expected"), SELECT_CASES,
-                         ids=[c[0] for c in SELECT_CASES])
-def test_select_best_candidate(name: str, nodes: list[str], p: PodInfo, pods: list[PodInfo],
-                               expected: set[str]) -> None:
+@pytest.mark.parametrize(
+    ("name", "nodes", "p", "pods", "expected"), SELECT_CASES, ids=[c[0] for c in SELECT_CASES]
+)
+def test_select_best_candidate(
+    name: str, nodes: list[str], p: PodInfo, pods: list[PodInfo], expected: set[str]
+) -> None:
     env = Env([node(n, VERY_LARGE) for n in nodes], pods)
     env.pl.offset_rand = lambda n: 0
     infos = list(env.snapshot.node_infos)
     offset, num = env.pl.get_offset_and_num_candidates(len(infos))
-    candidates, _, _ = env.pl.evaluator.dry_run_preemption(env.state_for(p), p, infos, [], offset,
-                                                           num)
+    candidates, _, _ = env.pl.evaluator.dry_run_preemption(
+        env.state_for(p), p, infos, [], offset, num
+    )
     best = env.pl.evaluator.select_candidate(candidates)
     assert best is not None and best.name in expected
 
@@ -503,62 +745,130 @@ def victim_at_most(prio: int) -> Any:
 
 
 def _by_label() -> list[PodInfo]:
-    return [pod("v1", labels={"preemptible": "no"}, node="node1", prio=MID, req=LARGE),
-            pod("v2", labels={"preemptible": "yes"}, node="node2", prio=MID, req=LARGE),
-            pod("v3", labels={"preemptible": "yes"}, node="node3", prio=LOW, req=LARGE),
-            pod("v4", node="node4", prio=LOW, req=LARGE)]
+    return [
+        pod("v1", labels={"preemptible": "no"}, node="node1", prio=MID, req=LARGE),
+        pod("v2", labels={"preemptible": "yes"}, node="node2", prio=MID, req=LARGE),
+        pod("v3", labels={"preemptible": "yes"}, node="node3", prio=LOW, req=LARGE),
+        pod("v4", node="node4", prio=LOW, req=LARGE),
+    ]
 
 
 def _on_node1(v1_req: dict[str, str]) -> list[PodInfo]:
-    return [pod("v1", node="node1", prio=HIGH, req=v1_req),
-            pod("v2", node="node1", prio=MID, req=SMALL),
-            pod("v3", node="node1", prio=LOW, req=SMALL),
-            pod("v4", node="node2", prio=MID, req=LARGE),
-            pod("v5", node="node3", prio=LOW, req=LARGE)]
+    return [
+        pod("v1", node="node1", prio=HIGH, req=v1_req),
+        pod("v2", node="node1", prio=MID, req=SMALL),
+        pod("v3", node="node1", prio=LOW, req=SMALL),
+        pod("v4", node="node2", prio=MID, req=LARGE),
+        pod("v5", node="node3", prio=LOW, req=LARGE),
+    ]
 
 
 def _three() -> list[PodInfo]:
-    return [pod("v1", node="node1", prio=HIGH, req=LARGE),
-            pod("v2", node="node2", prio=MID, req=LARGE),
-            pod("v3", node="node3", prio=LOW, req=LARGE)]
+    return [
+        pod("v1", node="node1", prio=HIGH, req=LARGE),
+        pod("v2", node="node2", prio=MID, req=LARGE),
+        pod("v3", node="node3", prio=LOW, req=LARGE),
+    ]
 
 
 N4 = ["node1", "node2", "node3", "node4"]
 N3 = ["node1", "node2", "node3"]
 CUSTOM_SELECTION: list[tuple[str, Any, list[str], PodInfo, list[PodInfo], dict[str, list[str]]]] = [
-    ("filter for matching pod label: high priority", label_is("preemptible", "yes"), N4,
-     pod("p1", prio=HIGH, req=LARGE), _by_label(), {"node2": ["v2"], "node3": ["v3"]}),
-    ("filter for matching pod label: mid priority", label_is("preemptible", "yes"), N4,
-     pod("p2", prio=MID, req=LARGE), _by_label(), {"node3": ["v3"]}),
-    ("filter for matching pod label: low priority", label_is("preemptible", "yes"), N4,
-     pod("p3", prio=LOW, req=LARGE), _by_label(), {}),
-    ("filter for matching victim node: high priority", node_is("node1"), N3,
-     pod("p3", prio=HIGH, req=LARGE), _on_node1(MEDIUM), {"node1": ["v2", "v3"]}),
-    ("filter for matching victim node: mid priority", node_is("node1"), N3,
-     pod("p3", prio=MID, req=LARGE), _on_node1(SMALL), {"node1": ["v3"]}),
-    ("filter for matching victim node: low priority", node_is("node1"), N3,
-     pod("p3", prio=LOW, req=LARGE), _on_node1(SMALL), {}),
-    ("only pods at or above specified priority can preempted: high priority",
-     preemptor_at_least(HIGH), N3, pod("p1", prio=HIGH, req=LARGE), _three(),
-     {"node2": ["v2"], "node3": ["v3"]}),
-    ("only pods at or above specified priority can preempted: mid priority",
-     preemptor_at_least(HIGH), N3, pod("p2", prio=MID, req=LARGE), _three(), {}),
-    ("only pods at or below specified priority can be preempted: high priority",
-     victim_at_most(MID), N3, pod("p1", prio=HIGH, req=LARGE), _three(),
-     {"node2": ["v2"], "node3": ["v3"]}),
+    (
+        "filter for matching pod label: high priority",
+        label_is("preemptible", "yes"),
+        N4,
+        pod("p1", prio=HIGH, req=LARGE),
+        _by_label(),
+        {"node2": ["v2"], "node3": ["v3"]},
+    ),
+    (
+        "filter for matching pod label: mid priority",
+        label_is("preemptible", "yes"),
+        N4,
+        pod("p2", prio=MID, req=LARGE),
+        _by_label(),
+        {"node3": ["v3"]},
+    ),
+    (
+        "filter for matching pod label: low priority",
+        label_is("preemptible", "yes"),
+        N4,
+        pod("p3", prio=LOW, req=LARGE),
+        _by_label(),
+        {},
+    ),
+    (
+        "filter for matching victim node: high priority",
+        node_is("node1"),
+        N3,
+        pod("p3", prio=HIGH, req=LARGE),
+        _on_node1(MEDIUM),
+        {"node1": ["v2", "v3"]},
+    ),
+    (
+        "filter for matching victim node: mid priority",
+        node_is("node1"),
+        N3,
+        pod("p3", prio=MID, req=LARGE),
+        _on_node1(SMALL),
+        {"node1": ["v3"]},
+    ),
+    (
+        "filter for matching victim node: low priority",
+        node_is("node1"),
+        N3,
+        pod("p3", prio=LOW, req=LARGE),
+        _on_node1(SMALL),
+        {},
+    ),
+    (
+        "only pods at or above specified priority can preempted: high priority",
+        preemptor_at_least(HIGH),
+        N3,
+        pod("p1", prio=HIGH, req=LARGE),
+        _three(),
+        {"node2": ["v2"], "node3": ["v3"]},
+    ),
+    (
+        "only pods at or above specified priority can preempted: mid priority",
+        preemptor_at_least(HIGH),
+        N3,
+        pod("p2", prio=MID, req=LARGE),
+        _three(),
+        {},
+    ),
+    (
+        "only pods at or below specified priority can be preempted: high priority",
+        victim_at_most(MID),
+        N3,
+        pod("p1", prio=HIGH, req=LARGE),
+        _three(),
+        {"node2": ["v2"], "node3": ["v3"]},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "eligible", "nodes", "p", "pods", "expected"), CUSTOM_SELECTION,
-                         ids=[c[0] for c in CUSTOM_SELECTION])
-def test_custom_selection(name: str, eligible: Any, nodes: list[str], p: PodInfo,
-                          pods: list[PodInfo], expected: dict[str, list[str]]) -> None:
+@pytest.mark.parametrize(
+    ("name", "eligible", "nodes", "p", "pods", "expected"),
+    CUSTOM_SELECTION,
+    ids=[c[0] for c in CUSTOM_SELECTION],
+)
+def test_custom_selection(
+    name: str,
+    eligible: Any,
+    nodes: list[str],
+    p: PodInfo,
+    pods: list[PodInfo],
+    expected: dict[str, list[str]],
+) -> None:
     env = Env([node(n, VERY_LARGE) for n in nodes], pods)
     env.pl.is_eligible_pod = eligible
     infos = list(env.snapshot.node_infos)
     offset, num = env.pl.get_offset_and_num_candidates(len(infos))
-    candidates, _, _ = env.pl.evaluator.dry_run_preemption(env.state_for(p), p, infos, [], offset,
-                                                           num)
+    candidates, _, _ = env.pl.evaluator.dry_run_preemption(
+        env.state_for(p), p, infos, [], offset, num
+    )
     assert len(candidates) == len(expected)
     while candidates:
         selected = env.pl.evaluator.select_candidate(candidates)
@@ -575,17 +885,32 @@ def _by_name(a: PodInfo, b: PodInfo) -> bool:
     return a.name < b.name
 
 
-@pytest.mark.parametrize(("order", "pods", "expected"), [
-    # the newest two pods are selected, despite one with higher priority
-    (_oldest_first, [pod("v1", node="node1", prio=LOW, req=MEDIUM, start=_t(2)),
-                     pod("v2", node="node1", prio=LOW, req=MEDIUM, start=_t(0)),
-                     pod("v3", node="node1", prio=MID, req=MEDIUM, start=_t(1))], ["v3", "v1"]),
-    # the last pods in alphabetic order are selected, despite one with higher priority
-    (_by_name, [pod("foo", uid="v1", node="node1", prio=LOW, req=MEDIUM, start=_t(0)),
+@pytest.mark.parametrize(
+    ("order", "pods", "expected"),
+    [
+        # the newest two pods are selected, despite one with higher priority
+        (
+            _oldest_first,
+            [
+                pod("v1", node="node1", prio=LOW, req=MEDIUM, start=_t(2)),
+                pod("v2", node="node1", prio=LOW, req=MEDIUM, start=_t(0)),
+                pod("v3", node="node1", prio=MID, req=MEDIUM, start=_t(1)),
+            ],
+            ["v3", "v1"],
+        ),
+        # the last pods in alphabetic order are selected, despite one with higher priority
+        (
+            _by_name,
+            [
+                pod("foo", uid="v1", node="node1", prio=LOW, req=MEDIUM, start=_t(0)),
                 pod("bar", uid="v2", node="node1", prio=LOW, req=MEDIUM, start=_t(0)),
-                pod("baz", uid="v3", node="node1", prio=MID, req=MEDIUM, start=_t(0))],
-     ["baz", "foo"]),
-], ids=["select newest pods", "select alphabetically-last pods"])
+                pod("baz", uid="v3", node="node1", prio=MID, req=MEDIUM, start=_t(0)),
+            ],
+            ["baz", "foo"],
+        ),
+    ],
+    ids=["select newest pods", "select alphabetically-last pods"],
+)
 def test_custom_ordering(order: Any, pods: list[PodInfo], expected: list[str]) -> None:
     env = Env([node("node1", VERY_LARGE)], pods)
     env.pl.more_important_pod = order
@@ -602,24 +927,55 @@ def test_custom_ordering(order: Any, pods: list[PodInfo], expected: list[str]) -
 PREEMPTED = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
 
 
-@pytest.mark.parametrize(("p", "pods", "nodes", "nominated_status", "expected"), [
-    (pod("p_with_nominated_node", uid="p", prio=HIGH, nominated="node1"),
-     [pod("p1", prio=LOW, node="node1", terminating=True)], ["node1"],
-     Status(UU, "node(s) had untolerated taint"), True),
-    (pod("p_without_nominated_node", uid="p", prio=HIGH), [], [], None, True),
-    (pod("p_with_preempt_never_policy", uid="p", prio=HIGH, policy="Never"), [], [], None, False),
-    (pod("p_with_nominated_node", uid="p", prio=HIGH, nominated="node1"),
-     [pod("p1", prio=LOW, node="node1", terminating=True, conditions=[PREEMPTED])], ["node1"],
-     None, False),
-    (pod("p_with_nominated_node", uid="p", prio=HIGH, nominated="node1"),
-     [pod("p1", prio=LOW, node="node1", terminating=True)], ["node1"], None, True),
-], ids=["Pod with nominated node", "Pod without nominated node",
+@pytest.mark.parametrize(
+    ("p", "pods", "nodes", "nominated_status", "expected"),
+    [
+        (
+            pod("p_with_nominated_node", uid="p", prio=HIGH, nominated="node1"),
+            [pod("p1", prio=LOW, node="node1", terminating=True)],
+            ["node1"],
+            Status(UU, "node(s) had untolerated taint"),
+            True,
+        ),
+        (pod("p_without_nominated_node", uid="p", prio=HIGH), [], [], None, True),
+        (
+            pod("p_with_preempt_never_policy", uid="p", prio=HIGH, policy="Never"),
+            [],
+            [],
+            None,
+            False,
+        ),
+        (
+            pod("p_with_nominated_node", uid="p", prio=HIGH, nominated="node1"),
+            [pod("p1", prio=LOW, node="node1", terminating=True, conditions=[PREEMPTED])],
+            ["node1"],
+            None,
+            False,
+        ),
+        (
+            pod("p_with_nominated_node", uid="p", prio=HIGH, nominated="node1"),
+            [pod("p1", prio=LOW, node="node1", terminating=True)],
+            ["node1"],
+            None,
+            True,
+        ),
+    ],
+    ids=[
+        "Pod with nominated node",
+        "Pod without nominated node",
         "Pod with 'PreemptNever' preemption policy",
         "preemption victim pod terminating, as indicated by the dedicated DisruptionTarget "
         "condition",
-        "non-victim Pods terminating"])
-def test_pod_eligible_to_preempt_others(p: PodInfo, pods: list[PodInfo], nodes: list[str],
-                                        nominated_status: Status | None, expected: bool) -> None:
+        "non-victim Pods terminating",
+    ],
+)
+def test_pod_eligible_to_preempt_others(
+    p: PodInfo,
+    pods: list[PodInfo],
+    nodes: list[str],
+    nominated_status: Status | None,
+    expected: bool,
+) -> None:
     env = Env([node(n) for n in nodes], pods, [])
     got, _ = env.pl.pod_eligible_to_preempt_others(p, nominated_status)
     assert got is expected
@@ -627,8 +983,11 @@ def test_pod_eligible_to_preempt_others(p: PodInfo, pods: list[PodInfo], nodes: 
 
 def test_terminating_higher_priority_pod_does_not_block() -> None:
     """Only pods the preemptor may preempt count as its terminating victims."""
-    env = Env([node("node1")], [pod("p1", prio=HIGH, node="node1", terminating=True,
-                                    conditions=[PREEMPTED])], [])
+    env = Env(
+        [node("node1")],
+        [pod("p1", prio=HIGH, node="node1", terminating=True, conditions=[PREEMPTED])],
+        [],
+    )
     got, _ = env.pl.pod_eligible_to_preempt_others(pod("p", prio=HIGH, nominated="node1"), None)
     assert got is True
 
@@ -644,23 +1003,54 @@ PREEMPT_PODS = [
 ]
 
 
-@pytest.mark.parametrize(("p", "pods", "nodes", "plugins", "want", "victims"), [
-    (pod("p", prio=HIGH, req=VERY_LARGE, policy="PreemptLowerPriority"), PREEMPT_PODS, N3, [FIT],
-     "node1", ["p1.1", "p1.2"]),
-    (pod("p", labels={"foo": ""}, prio=HIGH,
-         spread=[(1, "zone", "DoNotSchedule"), (1, "hostname", "DoNotSchedule")]),
-     [pod("p-a1", node="node-a", labels={"foo": ""}, prio=HIGH),
-      pod("p-a2", node="node-a", labels={"foo": ""}, prio=HIGH),
-      pod("p-b1", node="node-b", labels={"foo": ""}, prio=LOW),
-      pod("p-x1", node="node-x", labels={"foo": ""}, prio=HIGH),
-      pod("p-x2", node="node-x", labels={"foo": ""}, prio=HIGH)],
-     ["node-a/zone1", "node-b/zone1", "node-x/zone2"], [PTS], "node-b", ["p-b1"]),
-    (pod("p", prio=HIGH, req=VERY_LARGE, policy="Never"), PREEMPT_PODS, N3, [FIT], None, []),
-    (pod("p", prio=HIGH, req=VERY_LARGE), PREEMPT_PODS, N3, [FIT], "node1", ["p1.1", "p1.2"]),
-], ids=["basic preemption logic", "preemption for topology spread constraints",
-        "no preempting in pod", "PreemptionPolicy is nil"])
-def test_preempt(p: PodInfo, pods: list[PodInfo], nodes: list[str], plugins: Any,
-                 want: str | None, victims: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("p", "pods", "nodes", "plugins", "want", "victims"),
+    [
+        (
+            pod("p", prio=HIGH, req=VERY_LARGE, policy="PreemptLowerPriority"),
+            PREEMPT_PODS,
+            N3,
+            [FIT],
+            "node1",
+            ["p1.1", "p1.2"],
+        ),
+        (
+            pod(
+                "p",
+                labels={"foo": ""},
+                prio=HIGH,
+                spread=[(1, "zone", "DoNotSchedule"), (1, "hostname", "DoNotSchedule")],
+            ),
+            [
+                pod("p-a1", node="node-a", labels={"foo": ""}, prio=HIGH),
+                pod("p-a2", node="node-a", labels={"foo": ""}, prio=HIGH),
+                pod("p-b1", node="node-b", labels={"foo": ""}, prio=LOW),
+                pod("p-x1", node="node-x", labels={"foo": ""}, prio=HIGH),
+                pod("p-x2", node="node-x", labels={"foo": ""}, prio=HIGH),
+            ],
+            ["node-a/zone1", "node-b/zone1", "node-x/zone2"],
+            [PTS],
+            "node-b",
+            ["p-b1"],
+        ),
+        (pod("p", prio=HIGH, req=VERY_LARGE, policy="Never"), PREEMPT_PODS, N3, [FIT], None, []),
+        (pod("p", prio=HIGH, req=VERY_LARGE), PREEMPT_PODS, N3, [FIT], "node1", ["p1.1", "p1.2"]),
+    ],
+    ids=[
+        "basic preemption logic",
+        "preemption for topology spread constraints",
+        "no preempting in pod",
+        "PreemptionPolicy is nil",
+    ],
+)
+def test_preempt(
+    p: PodInfo,
+    pods: list[PodInfo],
+    nodes: list[str],
+    plugins: Any,
+    want: str | None,
+    victims: list[str],
+) -> None:
     env = Env([node(n, VERY_LARGE) for n in nodes], pods, plugins)
     m = NodeToStatus(Status(UU))
     for ni in env.snapshot.node_infos:
@@ -675,17 +1065,20 @@ def test_preempt(p: PodInfo, pods: list[PodInfo], nodes: list[str], plugins: Any
     # Called again with nothing unschedulable-but-resolvable: no more preemption.
     res2, st2 = env.pl.evaluator.preempt(env.state_for(p), p, NodeToStatus(Status(UU)))
     assert res2 == PostFilterResult("")
-    assert st2.message() == (f"0/{len(nodes)} nodes are available: {len(nodes)} "
-                             "Preemption is not helpful for scheduling.")
+    assert st2.message() == (
+        f"0/{len(nodes)} nodes are available: {len(nodes)} "
+        "Preemption is not helpful for scheduling."
+    )
 
 
 def test_preempt_again_while_victims_terminate_is_not_eligible() -> None:
     """After preempting, the victims terminate (DisruptionTarget set): a retry of the
     nominated preemptor must not pick more victims."""
-    pods = [pod("p1.1", node="node1", prio=LOW, req=SMALL, terminating=True,
-                conditions=[PREEMPTED]),
-            pod("p1.2", node="node1", prio=LOW, req=SMALL, terminating=True,
-                conditions=[PREEMPTED]), *PREEMPT_PODS[2:]]
+    pods = [
+        pod("p1.1", node="node1", prio=LOW, req=SMALL, terminating=True, conditions=[PREEMPTED]),
+        pod("p1.2", node="node1", prio=LOW, req=SMALL, terminating=True, conditions=[PREEMPTED]),
+        *PREEMPT_PODS[2:],
+    ]
     env = Env([node(n, VERY_LARGE) for n in N3], pods)
     p = pod("p", prio=HIGH, req=VERY_LARGE, nominated="node1")
     m = NodeToStatus(Status(UU))
@@ -694,7 +1087,8 @@ def test_preempt_again_while_victims_terminate_is_not_eligible() -> None:
     res, st = env.pl.post_filter(env.state_for(p), p, m)
     assert res is None
     assert st is not None and st.message() == (
-        "preemption: not eligible due to a terminating pod on the nominated node.")
+        "preemption: not eligible due to a terminating pod on the nominated node."
+    )
 
 
 def test_no_nodes_is_an_error() -> None:
@@ -708,11 +1102,15 @@ def test_no_nodes_is_an_error() -> None:
 # ---- TestPreEnqueue -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("preempting", "check", "want"), [
-    (set(), "p", None),
-    ({"p"}, "p", "waiting for the preemption for this pod to be finished"),
-    ({"p"}, "p_other", None),
-], ids=["no preemption running", "same pod", "different pod"])
+@pytest.mark.parametrize(
+    ("preempting", "check", "want"),
+    [
+        (set(), "p", None),
+        ({"p"}, "p", "waiting for the preemption for this pod to be finished"),
+        ({"p"}, "p_other", None),
+    ],
+    ids=["no preemption running", "same pod", "different pod"],
+)
 def test_pre_enqueue(preempting: set[str], check: str, want: str | None) -> None:
     env = Env([node("node1", ONE_POD)], [pod("p1", node="node1")])
     env.fw.handle.listers[PREEMPTING_LISTER] = preempting
@@ -737,31 +1135,54 @@ def test_args_defaults() -> None:
     assert DefaultPreemption().args == DefaultPreemptionArgs(10, 100)
 
 
-@pytest.mark.parametrize(("args", "want"), [
-    ({"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}, None),
-    ({"minCandidateNodesPercentage": -1, "minCandidateNodesAbsolute": 100},
-     "plugin DefaultPreemption: args.minCandidateNodesPercentage: Invalid value: -1: "
-     "not in valid range [0, 100]"),
-    ({"minCandidateNodesPercentage": 900, "minCandidateNodesAbsolute": 100},
-     "plugin DefaultPreemption: args.minCandidateNodesPercentage: Invalid value: 900: "
-     "not in valid range [0, 100]"),
-    ({"minCandidateNodesPercentage": 20, "minCandidateNodesAbsolute": -1},
-     "plugin DefaultPreemption: args.minCandidateNodesAbsolute: Invalid value: -1: "
-     "not in valid range [0, inf)"),
-    ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
-     "plugin DefaultPreemption: args: [minCandidateNodesPercentage: Invalid value: 0: cannot be "
-     "zero at the same time as minCandidateNodesAbsolute, minCandidateNodesAbsolute: Invalid "
-     "value: 0: cannot be zero at the same time as minCandidateNodesPercentage]"),
-    ({"minCandidateNodesPercentage": -1, "minCandidateNodesAbsolute": -1},
-     "plugin DefaultPreemption: args: [minCandidateNodesPercentage: Invalid value: -1: not in "
-     "valid range [0, 100], minCandidateNodesAbsolute: Invalid value: -1: not in valid range "
-     "[0, inf)]"),
-    ({"minCandidateNodesPercentage": "10"},
-     "plugin DefaultPreemption: args.minCandidateNodesPercentage: must be an integer, got '10'"),
-    ({"minCandidates": 1}, "plugin DefaultPreemption: args.minCandidates: unknown field"),
-], ids=["valid args (default)", "negative minCandidateNodesPercentage",
-        "minCandidateNodesPercentage over 100", "negative minCandidateNodesAbsolute", "all zero",
-        "both negative", "wrong type", "unknown field"])
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        ({"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}, None),
+        (
+            {"minCandidateNodesPercentage": -1, "minCandidateNodesAbsolute": 100},
+            "plugin DefaultPreemption: args.minCandidateNodesPercentage: Invalid value: -1: "
+            "not in valid range [0, 100]",
+        ),
+        (
+            {"minCandidateNodesPercentage": 900, "minCandidateNodesAbsolute": 100},
+            "plugin DefaultPreemption: args.minCandidateNodesPercentage: Invalid value: 900: "
+            "not in valid range [0, 100]",
+        ),
+        (
+            {"minCandidateNodesPercentage": 20, "minCandidateNodesAbsolute": -1},
+            "plugin DefaultPreemption: args.minCandidateNodesAbsolute: Invalid value: -1: "
+            "not in valid range [0, inf)",
+        ),
+        (
+            {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+            "plugin DefaultPreemption: args: [minCandidateNodesPercentage: Invalid value: 0: cannot be "
+            "zero at the same time as minCandidateNodesAbsolute, minCandidateNodesAbsolute: Invalid "
+            "value: 0: cannot be zero at the same time as minCandidateNodesPercentage]",
+        ),
+        (
+            {"minCandidateNodesPercentage": -1, "minCandidateNodesAbsolute": -1},
+            "plugin DefaultPreemption: args: [minCandidateNodesPercentage: Invalid value: -1: not in "
+            "valid range [0, 100], minCandidateNodesAbsolute: Invalid value: -1: not in valid range "
+            "[0, inf)]",
+        ),
+        (
+            {"minCandidateNodesPercentage": "10"},
+            "plugin DefaultPreemption: args.minCandidateNodesPercentage: must be an integer, got '10'",
+        ),
+        ({"minCandidates": 1}, "plugin DefaultPreemption: args.minCandidates: unknown field"),
+    ],
+    ids=[
+        "valid args (default)",
+        "negative minCandidateNodesPercentage",
+        "minCandidateNodesPercentage over 100",
+        "negative minCandidateNodesAbsolute",
+        "all zero",
+        "both negative",
+        "wrong type",
+        "unknown field",
+    ],
+)
 def test_args_validation(args: dict[str, Any], want: str | None) -> None:
     if want is None:
         DefaultPreemptionArgs.parse("DefaultPreemption", args)
@@ -771,13 +1192,22 @@ def test_args_validation(args: dict[str, Any], want: str | None) -> None:
     assert str(e.value) == want
 
 
-@pytest.mark.parametrize(("pct", "absolute", "nodes", "want"), [
-    (10, 100, 10, 10), (10, 100, 1000, 100), (10, 100, 5000, 500), (40, 1, 5, 2),
-    (40, 2, 5, 2), (0, 3, 5, 3), (1, 0, 50, 0),
-])
+@pytest.mark.parametrize(
+    ("pct", "absolute", "nodes", "want"),
+    [
+        (10, 100, 10, 10),
+        (10, 100, 1000, 100),
+        (10, 100, 5000, 500),
+        (40, 1, 5, 2),
+        (40, 2, 5, 2),
+        (0, 3, 5, 3),
+        (1, 0, 50, 0),
+    ],
+)
 def test_calculate_num_candidates(pct: int, absolute: int, nodes: int, want: int) -> None:
-    pl = DefaultPreemption({"minCandidateNodesPercentage": pct,
-                            "minCandidateNodesAbsolute": absolute})
+    pl = DefaultPreemption(
+        {"minCandidateNodesPercentage": pct, "minCandidateNodesAbsolute": absolute}
+    )
     assert pl.calculate_num_candidates(nodes) == want
 
 
@@ -798,12 +1228,15 @@ def test_trial_filter_matches_run_filter_with_nominated_pods(
 ) -> None:
     from ksched.plugins.defaultpreemption.default_preemption import _Trial
 
-    env = Env([node("node-a/zone1", VERY_LARGE)],
-              [pod("low", node="node-a", prio=LOW, req=SMALL, labels={"foo": ""})], plugins)
-    p = pod("p", prio=HIGH, req=LARGE, labels={"foo": ""},
-            spread=[(1, "zone", "DoNotSchedule")])
-    nominated = [pod("nom", prio=VERY_HIGH, req={"cpu": nominated_cpu, "memory": "1"},
-                     labels={"foo": ""})]
+    env = Env(
+        [node("node-a/zone1", VERY_LARGE)],
+        [pod("low", node="node-a", prio=LOW, req=SMALL, labels={"foo": ""})],
+        plugins,
+    )
+    p = pod("p", prio=HIGH, req=LARGE, labels={"foo": ""}, spread=[(1, "zone", "DoNotSchedule")])
+    nominated = [
+        pod("nom", prio=VERY_HIGH, req={"cpu": nominated_cpu, "memory": "1"}, labels={"foo": ""})
+    ]
     state = env.state_for(p)
     (ni,) = env.snapshot.node_infos
     want = env.fw.run_filter_with_nominated_pods(state.clone(), p, ni.clone(), nominated)

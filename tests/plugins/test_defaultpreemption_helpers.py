@@ -68,16 +68,32 @@ def pod(
         spec["preemptionPolicy"] = policy
     if anti_affinity_exists is not None:
         key, topology = anti_affinity_exists
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]},
-            "topologyKey": topology}]}}
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]},
+                        "topologyKey": topology,
+                    }
+                ]
+            }
+        }
     if spread:
         spec["topologySpreadConstraints"] = [
-            {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when,
-             "labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}}
-            for skew, key, when in spread]
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": uid if uid is not None else name,
-                            "labels": dict(labels or {})}
+            {
+                "maxSkew": skew,
+                "topologyKey": key,
+                "whenUnsatisfiable": when,
+                "labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]},
+            }
+            for skew, key, when in spread
+        ]
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": ns,
+        "uid": uid if uid is not None else name,
+        "labels": dict(labels or {}),
+    }
     if terminating:
         meta["deletionTimestamp"] = epoch(59)
     status: dict[str, Any] = {}
@@ -103,8 +119,12 @@ def node(
     lbls = {LABEL_KEYS[i]: v for i, v in enumerate(parts)}
     lbls.update(labels or {})
     alloc: dict[str, Any] = {"pods": "32", **(cap or {})}
-    m = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": parts[0], "labels": lbls},
-         "status": {"capacity": alloc, "allocatable": alloc}}
+    m = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": parts[0], "labels": lbls},
+        "status": {"capacity": alloc, "allocatable": alloc},
+    }
     return decode(m, Node)
 
 
@@ -117,11 +137,14 @@ def pdb(
     disrupted: Sequence[str] = (),
 ) -> PodDisruptionBudget:
     m: dict[str, Any] = {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
         "metadata": {"name": name, "namespace": ns},
         "spec": {"selector": {"matchLabels": dict(match_labels or {})}},
-        "status": {"disruptionsAllowed": allowed,
-                   "disruptedPods": {p: "2024-01-01T00:00:00Z" for p in disrupted}},
+        "status": {
+            "disruptionsAllowed": allowed,
+            "disruptedPods": {p: "2024-01-01T00:00:00Z" for p in disrupted},
+        },
     }
     return decode(m, PodDisruptionBudget)
 
@@ -242,8 +265,12 @@ class Env:
         handle = Handle(snapshot=self.snapshot)
         handle.listers["nominator"] = self.nominator
         handle.listers["pdbs"] = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in pdbs}
-        self.fw = Framework(Profile("test", plugins=ps, plugin_config=config), registry(), handle,
-                            default_args=default_plugin_args)
+        self.fw = Framework(
+            Profile("test", plugins=ps, plugin_config=config),
+            registry(),
+            handle,
+            default_args=default_plugin_args,
+        )
         pl = self.fw.plugins["DefaultPreemption"]
         assert isinstance(pl, DefaultPreemption)
         self.pl = pl

@@ -72,8 +72,11 @@ class Cluster:
         cur = self.pods.get(pod.uid)
         if cur is None:
             raise BindError(f'pods "{pod.name}" not found', retry=False)
-        new = cur.with_pod(msgspec.structs.replace(
-            cur.pod, spec=msgspec.structs.replace(cur.pod.spec, node_name=node_name)))
+        new = cur.with_pod(
+            msgspec.structs.replace(
+                cur.pod, spec=msgspec.structs.replace(cur.pod.spec, node_name=node_name)
+            )
+        )
         self.pods[pod.uid] = new
         self.sched.on_pod_update(cur, new)
 
@@ -111,14 +114,19 @@ class Harness:
         data = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"schedulerName": "ksched",
-                          "plugins": {"permit": {"enabled": [{"name": "HoldAtPermit"}]}}}],
+            "profiles": [
+                {
+                    "schedulerName": "ksched",
+                    "plugins": {"permit": {"enabled": [{"name": "HoldAtPermit"}]}},
+                }
+            ],
         }
         cfg, _ = load_config_data(data, "test", None)
         self.clock = FakeClock()
         self.cluster = Cluster()
-        self.sched = Scheduler(cfg, reg, cluster=self.cluster, clock=self.clock, seed=1,
-                               assumed_ttl=0)
+        self.sched = Scheduler(
+            cfg, reg, cluster=self.cluster, clock=self.clock, seed=1, assumed_ttl=0
+        )
         self.cluster.sched = self.sched
         self.fw = self.sched.frameworks["ksched"]
         for i in range(nodes):
@@ -162,8 +170,9 @@ class Harness:
             await self.settle()
             if q.has_active():
                 continue
-            deadlines = [t for t in (q.next_backoff_expiry(), self.clock.next_deadline())
-                         if t is not None]
+            deadlines = [
+                t for t in (q.next_backoff_expiry(), self.clock.next_deadline()) if t is not None
+            ]
             if not deadlines:
                 return
             self.clock.set(min(deadlines))
@@ -209,7 +218,8 @@ async def test_preemptor_is_held_back_while_its_victims_are_evicted() -> None:
         assert qpi is not None and h.sched.queue.location(high) == UNSCHEDULABLE
         assert qpi.gated and qpi.gating_plugin == "DefaultPreemption"
         assert qpi.gating_status is not None and qpi.gating_status.message() == (
-            "waiting for the preemption for this pod to be finished")
+            "waiting for the preemption for this pod to be finished"
+        )
         h.cluster.hold.set()
         await h.settle()
         # The last victim's deletion requeued it.
@@ -325,8 +335,9 @@ async def test_no_candidate_clears_the_nomination() -> None:
     class Obs:
         def scheduled(self, *a: Any) -> None: ...
 
-        def failed(self, pod: PodInfo, profile: str, reason: str, message: str,
-                   result: CycleResult | None) -> None:
+        def failed(
+            self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
+        ) -> None:
             seen.append(result)
 
     h.sched.observer = Obs()
@@ -339,4 +350,5 @@ async def test_no_candidate_clears_the_nomination() -> None:
     assert res.post_filter.nominated_node_name == ""
     assert res.message == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-        "1 No preemption victims found for incoming pod.")
+        "1 No preemption victims found for incoming pod."
+    )

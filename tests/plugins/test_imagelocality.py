@@ -20,50 +20,96 @@ MB = 1024 * 1024
 
 
 def image_node(name: str, images: list[tuple[list[str], int]]) -> Node:
-    return decode({"metadata": {"name": name}, "status": {
-        "images": [{"names": n, "sizeBytes": size} for n, size in images]}}, Node)
+    return decode(
+        {
+            "metadata": {"name": name},
+            "status": {"images": [{"names": n, "sizeBytes": size} for n, size in images]},
+        },
+        Node,
+    )
 
 
 def pod(containers: list[str], init: list[str] | None = None) -> PodInfo:
     spec: dict[str, Any] = {}
     if init:
         spec["initContainers"] = [{"name": f"i{i}", "image": img} for i, img in enumerate(init)]
-    return make_pod(containers=[{"name": f"c{i}", "image": img}
-                                for i, img in enumerate(containers)], **spec)
+    return make_pod(
+        containers=[{"name": f"c{i}", "image": img} for i, img in enumerate(containers)], **spec
+    )
 
 
-NODE_40_300_2000 = [(["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40 * MB),
-                    (["gcr.io/300:latest", "gcr.io/300:v1"], 300 * MB),
-                    (["gcr.io/2000:latest"], 2000 * MB)]
+NODE_40_300_2000 = [
+    (["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40 * MB),
+    (["gcr.io/300:latest", "gcr.io/300:v1"], 300 * MB),
+    (["gcr.io/2000:latest"], 2000 * MB),
+]
 NODE_250_10 = [(["gcr.io/250:latest"], 250 * MB), (["gcr.io/10:latest", "gcr.io/10:v1"], 10 * MB)]
-NODE_600_40_900 = [(["gcr.io/600:latest"], 600 * MB), (["gcr.io/40:latest"], 40 * MB),
-                   (["gcr.io/900:latest"], 900 * MB)]
-NODE_300_600_900 = [(["gcr.io/300:latest"], 300 * MB), (["gcr.io/600:latest"], 600 * MB),
-                    (["gcr.io/900:latest"], 900 * MB)]
+NODE_600_40_900 = [
+    (["gcr.io/600:latest"], 600 * MB),
+    (["gcr.io/40:latest"], 40 * MB),
+    (["gcr.io/900:latest"], 900 * MB),
+]
+NODE_300_600_900 = [
+    (["gcr.io/300:latest"], 300 * MB),
+    (["gcr.io/600:latest"], 600 * MB),
+    (["gcr.io/900:latest"], 900 * MB),
+]
 NODE_4000_30 = [(["gcr.io/4000:latest"], 4000 * MB), (["gcr.io/30:latest"], 30 * MB)]
-NODE_20_30_40 = [(["gcr.io/20:latest"], 20 * MB), (["gcr.io/30:latest"], 30 * MB),
-                 (["gcr.io/40:latest"], 40 * MB)]
+NODE_20_30_40 = [
+    (["gcr.io/20:latest"], 20 * MB),
+    (["gcr.io/30:latest"], 30 * MB),
+    (["gcr.io/40:latest"], 40 * MB),
+]
 NO_IMAGES: list[tuple[list[str], int]] = []
 
 
-@pytest.mark.parametrize(("name", "make", "nodes", "want"), [
-    ("two images spread on two nodes, prefer the larger image one",
-     lambda: pod(["gcr.io/40", "gcr.io/250"]), [NODE_40_300_2000, NODE_250_10], [0, 5]),
-    ("two images on one node, prefer this node",
-     lambda: pod(["gcr.io/40", "gcr.io/300"]), [NODE_40_300_2000, NODE_250_10], [7, 0]),
-    ("if exceed limit, use limit",
-     lambda: pod(["gcr.io/10", "gcr.io/4000"]), [NODE_4000_30, NODE_250_10], [100, 0]),
-    ("if exceed limit, use limit (with node which has no images present)",
-     lambda: pod(["gcr.io/10", "gcr.io/4000"]), [NODE_4000_30, NODE_250_10, NO_IMAGES],
-     [66, 0, 0]),
-    ("pod with multiple large images, node2 is preferred",
-     lambda: pod(["gcr.io/300", "gcr.io/600", "gcr.io/900"]),
-     [NODE_600_40_900, NODE_300_600_900, NO_IMAGES], [32, 36, 0]),
-    ("pod with multiple small images",
-     lambda: pod(["gcr.io/30", "gcr.io/40"]), [NODE_20_30_40, NODE_4000_30], [1, 0]),
-    ("include InitContainers: two images spread on two nodes, prefer the larger image one",
-     lambda: pod(["gcr.io/30"], init=["gcr.io/300"]), [NODE_40_300_2000, NODE_20_30_40], [6, 0]),
-])
+@pytest.mark.parametrize(
+    ("name", "make", "nodes", "want"),
+    [
+        (
+            "two images spread on two nodes, prefer the larger image one",
+            lambda: pod(["gcr.io/40", "gcr.io/250"]),
+            [NODE_40_300_2000, NODE_250_10],
+            [0, 5],
+        ),
+        (
+            "two images on one node, prefer this node",
+            lambda: pod(["gcr.io/40", "gcr.io/300"]),
+            [NODE_40_300_2000, NODE_250_10],
+            [7, 0],
+        ),
+        (
+            "if exceed limit, use limit",
+            lambda: pod(["gcr.io/10", "gcr.io/4000"]),
+            [NODE_4000_30, NODE_250_10],
+            [100, 0],
+        ),
+        (
+            "if exceed limit, use limit (with node which has no images present)",
+            lambda: pod(["gcr.io/10", "gcr.io/4000"]),
+            [NODE_4000_30, NODE_250_10, NO_IMAGES],
+            [66, 0, 0],
+        ),
+        (
+            "pod with multiple large images, node2 is preferred",
+            lambda: pod(["gcr.io/300", "gcr.io/600", "gcr.io/900"]),
+            [NODE_600_40_900, NODE_300_600_900, NO_IMAGES],
+            [32, 36, 0],
+        ),
+        (
+            "pod with multiple small images",
+            lambda: pod(["gcr.io/30", "gcr.io/40"]),
+            [NODE_20_30_40, NODE_4000_30],
+            [1, 0],
+        ),
+        (
+            "include InitContainers: two images spread on two nodes, prefer the larger image one",
+            lambda: pod(["gcr.io/30"], init=["gcr.io/300"]),
+            [NODE_40_300_2000, NODE_20_30_40],
+            [6, 0],
+        ),
+    ],
+)
 def test_image_locality_priority(name: str, make: Any, nodes: list[Any], want: list[int]) -> None:
     ns = [image_node(f"node{i + 1}", imgs) for i, imgs in enumerate(nodes)]
     snap = make_snapshot(ns)
@@ -84,12 +130,15 @@ def _digest(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode()).hexdigest()
 
 
-@pytest.mark.parametrize(("image", "want"), [
-    ("root", "root:latest"),
-    ("gcr.io:5000/root", "gcr.io:5000/root:latest"),
-    ("root:tag", "root:tag"),
-    ("root@" + _digest("root"), "root@" + _digest("root")),
-])
+@pytest.mark.parametrize(
+    ("image", "want"),
+    [
+        ("root", "root:latest"),
+        ("gcr.io:5000/root", "gcr.io:5000/root:latest"),
+        ("root:tag", "root:tag"),
+        ("root@" + _digest("root"), "root@" + _digest("root")),
+    ],
+)
 def test_normalized_image_name(image: str, want: str) -> None:
     assert normalized_image_name(image) == want
 
@@ -124,8 +173,10 @@ def test_batch_with_per_node_image_summaries() -> None:
     for i, (size, num) in enumerate([(500 * MB, 1), (900 * MB, 2), (0, 0), (300 * MB, 3)]):
         ni = make_node_info(image_node(f"node{i}", []))
         if num:
-            ni.image_states = {"gcr.io/x:latest": ImageStateSummary(size, num),
-                               "gcr.io/y:v1": ImageStateSummary(size // 2, num)}
+            ni.image_states = {
+                "gcr.io/x:latest": ImageStateSummary(size, num),
+                "gcr.io/y:v1": ImageStateSummary(size // 2, num),
+            }
         infos.append(ni)
     snap = Snapshot(infos)
     plugin = ImageLocality(None, Handle(snapshot=snap))

@@ -31,43 +31,74 @@ from tests.plugins.test_interpodaffinity_support import namespace, node, pod
 KEYS = ["zone", "region", "h"]
 NAMESPACES = {"ns1": namespace("ns1", {"team": "a"}), "ns2": namespace("ns2", {"team": "b"})}
 
-node_labels = st.fixed_dictionaries({}, optional={
-    "zone": st.sampled_from(["z1", "z2"]), "region": st.sampled_from(["r1", "r2"]),
-    "h": st.sampled_from(["h1", "h2", "h3"])})
-pod_labels = st.fixed_dictionaries({}, optional={
-    "app": st.sampled_from(["a", "b"]), "tier": st.sampled_from(["x", "y"])})
+node_labels = st.fixed_dictionaries(
+    {},
+    optional={
+        "zone": st.sampled_from(["z1", "z2"]),
+        "region": st.sampled_from(["r1", "r2"]),
+        "h": st.sampled_from(["h1", "h2", "h3"]),
+    },
+)
+pod_labels = st.fixed_dictionaries(
+    {}, optional={"app": st.sampled_from(["a", "b"]), "tier": st.sampled_from(["x", "y"])}
+)
 selector = st.one_of(
-    st.builds(lambda k, v: {"matchLabels": {k: v}}, st.sampled_from(["app", "tier"]),
-              st.sampled_from(["a", "b", "x"])),
-    st.builds(lambda k, op, vs: {"matchExpressions": [
-        {"key": k, "operator": op, **({"values": vs} if op in ("In", "NotIn") else {})}]},
-        st.sampled_from(["app", "tier"]), st.sampled_from(["In", "NotIn", "Exists",
-                                                           "DoesNotExist"]),
-        st.lists(st.sampled_from(["a", "b", "x"]), min_size=1, max_size=2)),
+    st.builds(
+        lambda k, v: {"matchLabels": {k: v}},
+        st.sampled_from(["app", "tier"]),
+        st.sampled_from(["a", "b", "x"]),
+    ),
+    st.builds(
+        lambda k, op, vs: {
+            "matchExpressions": [
+                {"key": k, "operator": op, **({"values": vs} if op in ("In", "NotIn") else {})}
+            ]
+        },
+        st.sampled_from(["app", "tier"]),
+        st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
+        st.lists(st.sampled_from(["a", "b", "x"]), min_size=1, max_size=2),
+    ),
     st.just({}),
 )
-namespaces_part = st.sampled_from([
-    {}, {"namespaces": ["ns1"]}, {"namespaceSelector": {}},
-    {"namespaceSelector": {"matchLabels": {"team": "b"}}},
-    {"namespaces": ["ns2"], "namespaceSelector": {"matchLabels": {"team": "a"}}},
-])
-term = st.builds(lambda s, k, n: {"labelSelector": s, "topologyKey": k, **n},
-                 selector, st.sampled_from(KEYS), namespaces_part)
-weighted = st.builds(lambda w, t: {"weight": w, "podAffinityTerm": t},
-                     st.integers(1, 100), term)
-section = st.fixed_dictionaries({}, optional={
-    "requiredDuringSchedulingIgnoredDuringExecution": st.lists(term, min_size=1, max_size=2),
-    "preferredDuringSchedulingIgnoredDuringExecution": st.lists(weighted, min_size=1,
-                                                                  max_size=2)})
-affinity = st.one_of(st.none(), st.fixed_dictionaries(
-    {}, optional={"podAffinity": section, "podAntiAffinity": section}))
+namespaces_part = st.sampled_from(
+    [
+        {},
+        {"namespaces": ["ns1"]},
+        {"namespaceSelector": {}},
+        {"namespaceSelector": {"matchLabels": {"team": "b"}}},
+        {"namespaces": ["ns2"], "namespaceSelector": {"matchLabels": {"team": "a"}}},
+    ]
+)
+term = st.builds(
+    lambda s, k, n: {"labelSelector": s, "topologyKey": k, **n},
+    selector,
+    st.sampled_from(KEYS),
+    namespaces_part,
+)
+weighted = st.builds(lambda w, t: {"weight": w, "podAffinityTerm": t}, st.integers(1, 100), term)
+section = st.fixed_dictionaries(
+    {},
+    optional={
+        "requiredDuringSchedulingIgnoredDuringExecution": st.lists(term, min_size=1, max_size=2),
+        "preferredDuringSchedulingIgnoredDuringExecution": st.lists(
+            weighted, min_size=1, max_size=2
+        ),
+    },
+)
+affinity = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({}, optional={"podAffinity": section, "podAntiAffinity": section}),
+)
 pod_spec = st.tuples(st.sampled_from(["ns1", "ns2", "ns3"]), pod_labels, affinity)
 
 
-def _pods(specs: list[tuple[str, dict[str, str], Any]], nodes: list[str], offset: int
-          ) -> list[PodInfo]:
-    return [pod(f"p{offset + i}", ns=ns, labels=lb, node=nodes[(offset + i) % len(nodes)],
-                affinity=aff) for i, (ns, lb, aff) in enumerate(specs)]
+def _pods(
+    specs: list[tuple[str, dict[str, str], Any]], nodes: list[str], offset: int
+) -> list[PodInfo]:
+    return [
+        pod(f"p{offset + i}", ns=ns, labels=lb, node=nodes[(offset + i) % len(nodes)], affinity=aff)
+        for i, (ns, lb, aff) in enumerate(specs)
+    ]
 
 
 def _reference(snap: Snapshot, incoming: PodInfo, hard: int) -> tuple[Any, ...]:
@@ -166,8 +197,12 @@ def _check(plugin: InterPodAffinity, snap: Snapshot, incoming: PodInfo, hard: in
     hard=st.sampled_from([0, 1, 7]),
 )
 def test_matches_upstream_loops_fresh_and_incremental(
-    labels: list[dict[str, str]], first: list[Any], later: list[Any], removed: int,
-    incoming: Any, hard: int,
+    labels: list[dict[str, str]],
+    first: list[Any],
+    later: list[Any],
+    removed: int,
+    incoming: Any,
+    hard: int,
 ) -> None:
     names = [f"n{i}" for i in range(len(labels))]
     nodes = [node(nm, lb) for nm, lb in zip(names, labels, strict=True)]

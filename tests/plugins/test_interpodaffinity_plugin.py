@@ -31,13 +31,21 @@ def _plugin() -> InterPodAffinity:
 
 
 def _aff_in() -> MakePod:
-    return MakePod().uid("p").name("p").pod_affinity_in(
-        "service", "region", ["securityscan", "value2"], REQUIRED)
+    return (
+        MakePod()
+        .uid("p")
+        .name("p")
+        .pod_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED)
+    )
 
 
 def _anti_in() -> MakePod:
-    return MakePod().uid("p").name("p").pod_anti_affinity_in(
-        "service", "region", ["securityscan", "value2"], REQUIRED)
+    return (
+        MakePod()
+        .uid("p")
+        .name("p")
+        .pod_anti_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED)
+    )
 
 
 def _other(*, node: bool = True, **labels: str) -> Any:
@@ -48,122 +56,289 @@ def _other(*, node: bool = True, **labels: str) -> Any:
 
 
 POD_CASES: list[tuple[str, Any, Any, Any, str]] = [
-    ("add a pod which matches the pod affinity", _aff_in().obj(), None,
-     _other(service="securityscan"), Q),
-    ("add an un-scheduled pod", _aff_in().obj(), None, _other(node=False, service="securityscan"),
-     S),
+    (
+        "add a pod which matches the pod affinity",
+        _aff_in().obj(),
+        None,
+        _other(service="securityscan"),
+        Q,
+    ),
+    (
+        "add an un-scheduled pod",
+        _aff_in().obj(),
+        None,
+        _other(node=False, service="securityscan"),
+        S,
+    ),
     ("add a pod which doesn't match the pod affinity", _aff_in().obj(), None, _other(aaa="a"), S),
-    ("update a pod from non-match to match pod affinity", _aff_in().obj(), _other(aaa="a"),
-     _other(service="securityscan"), Q),
-    ("the updating pod matches target pod's affinity both before and after label changes",
-     _aff_in().obj(), _other(service="value2"), _other(service="securityscan"), S),
-    ("update an un-scheduled pod", _aff_in().obj(), _other(node=False, aaa="a"),
-     _other(node=False, service="securityscan"), S),
-    ("update a pod from match to non-match the pod affinity", _aff_in().obj(),
-     _other(service="securityscan"), _other(aaa="a"), S),
-    ("update a pod from match to non-match pod's affinity - multiple terms case",
-     MakePod().uid("p").name("p").pod_affinity_exists("aaa", "hostname", REQUIRED)
-     .pod_affinity_exists("bbb", "hostname", REQUIRED).obj(),
-     _other(aaa="a"), _other(service="securityscan"), S),
-    ("update a pod from non-match to match pod's affinity - multiple terms case",
-     MakePod().uid("p").name("p").pod_affinity_exists("aaa", "hostname", REQUIRED)
-     .pod_affinity_exists("bbb", "hostname", REQUIRED).obj(),
-     _other(aaa="a"), _other(aaa="", bbb=""), Q),
-    ("updated pod is the target pod", MakePod().uid("p").name("p").label("foo", "baz").obj(),
-     MakePod().uid("p").name("p").label("foo", "bar").obj(),
-     MakePod().uid("p").name("p").label("foo", "baz").obj(), Q),
-    ("modify pod label to change it from satisfying pod anti-affinity to not satisfying "
-     "anti-affinity", _anti_in().obj(), _other(service="securityscan"), _other(service="aaaa"),
-     Q),
-    ("modify pod label to change it from not satisfying pod anti-affinity to satisfying "
-     "anti-affinity", _anti_in().obj(), _other(service="bbb"), _other(service="securityscan"),
-     S),
-    ("delete a pod which doesn't match pod's anti-affinity", _anti_in().obj(), _other(aaa="a"),
-     None, S),
-    ("delete a pod which matches pod's anti-affinity", _anti_in().obj(),
-     _other(service="securityscan"), None, Q),
-    ("delete a pod with anti-affinity that matches pending pod",
-     MakePod().name("p").label("service", "securityscan").obj(),
-     MakePod().node("fake-node").pod_anti_affinity_in(
-         "service", "region", ["securityscan", "value2"], REQUIRED).obj(), None, Q),
-    ("delete a pod with anti-affinity that doesn't match pending pod",
-     MakePod().name("p").label("service", "foo").obj(),
-     MakePod().node("fake-node").pod_anti_affinity_in(
-         "service", "region", ["securityscan", "value2"], REQUIRED).obj(), None, S),
-    ("delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that "
-     "doesn't match pending pod",
-     MakePod().name("p").pod_anti_affinity_in(
-         "service", "region", ["securityscan", "value2"], REQUIRED).label("service", "foo").obj(),
-     MakePod().node("fake-node").pod_anti_affinity_in(
-         "service", "region", ["securityscan", "value2"], REQUIRED).label("service", "foo").obj(),
-     None, S),
+    (
+        "update a pod from non-match to match pod affinity",
+        _aff_in().obj(),
+        _other(aaa="a"),
+        _other(service="securityscan"),
+        Q,
+    ),
+    (
+        "the updating pod matches target pod's affinity both before and after label changes",
+        _aff_in().obj(),
+        _other(service="value2"),
+        _other(service="securityscan"),
+        S,
+    ),
+    (
+        "update an un-scheduled pod",
+        _aff_in().obj(),
+        _other(node=False, aaa="a"),
+        _other(node=False, service="securityscan"),
+        S,
+    ),
+    (
+        "update a pod from match to non-match the pod affinity",
+        _aff_in().obj(),
+        _other(service="securityscan"),
+        _other(aaa="a"),
+        S,
+    ),
+    (
+        "update a pod from match to non-match pod's affinity - multiple terms case",
+        MakePod()
+        .uid("p")
+        .name("p")
+        .pod_affinity_exists("aaa", "hostname", REQUIRED)
+        .pod_affinity_exists("bbb", "hostname", REQUIRED)
+        .obj(),
+        _other(aaa="a"),
+        _other(service="securityscan"),
+        S,
+    ),
+    (
+        "update a pod from non-match to match pod's affinity - multiple terms case",
+        MakePod()
+        .uid("p")
+        .name("p")
+        .pod_affinity_exists("aaa", "hostname", REQUIRED)
+        .pod_affinity_exists("bbb", "hostname", REQUIRED)
+        .obj(),
+        _other(aaa="a"),
+        _other(aaa="", bbb=""),
+        Q,
+    ),
+    (
+        "updated pod is the target pod",
+        MakePod().uid("p").name("p").label("foo", "baz").obj(),
+        MakePod().uid("p").name("p").label("foo", "bar").obj(),
+        MakePod().uid("p").name("p").label("foo", "baz").obj(),
+        Q,
+    ),
+    (
+        "modify pod label to change it from satisfying pod anti-affinity to not satisfying "
+        "anti-affinity",
+        _anti_in().obj(),
+        _other(service="securityscan"),
+        _other(service="aaaa"),
+        Q,
+    ),
+    (
+        "modify pod label to change it from not satisfying pod anti-affinity to satisfying "
+        "anti-affinity",
+        _anti_in().obj(),
+        _other(service="bbb"),
+        _other(service="securityscan"),
+        S,
+    ),
+    (
+        "delete a pod which doesn't match pod's anti-affinity",
+        _anti_in().obj(),
+        _other(aaa="a"),
+        None,
+        S,
+    ),
+    (
+        "delete a pod which matches pod's anti-affinity",
+        _anti_in().obj(),
+        _other(service="securityscan"),
+        None,
+        Q,
+    ),
+    (
+        "delete a pod with anti-affinity that matches pending pod",
+        MakePod().name("p").label("service", "securityscan").obj(),
+        MakePod()
+        .node("fake-node")
+        .pod_anti_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED)
+        .obj(),
+        None,
+        Q,
+    ),
+    (
+        "delete a pod with anti-affinity that doesn't match pending pod",
+        MakePod().name("p").label("service", "foo").obj(),
+        MakePod()
+        .node("fake-node")
+        .pod_anti_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED)
+        .obj(),
+        None,
+        S,
+    ),
+    (
+        "delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that "
+        "doesn't match pending pod",
+        MakePod()
+        .name("p")
+        .pod_anti_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED)
+        .label("service", "foo")
+        .obj(),
+        MakePod()
+        .node("fake-node")
+        .pod_anti_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED)
+        .label("service", "foo")
+        .obj(),
+        None,
+        S,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "target", "old", "new", "want"), POD_CASES,
-                         ids=[c[0][:60] for c in POD_CASES])
-def test_is_schedulable_after_pod_change(name: str, target: Any, old: Any, new: Any,
-                                         want: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "target", "old", "new", "want"), POD_CASES, ids=[c[0][:60] for c in POD_CASES]
+)
+def test_is_schedulable_after_pod_change(
+    name: str, target: Any, old: Any, new: Any, want: str
+) -> None:
     assert _plugin().is_schedulable_after_pod_change(target, old, new) == want
 
 
 def _node(name: str, **labels: str) -> Node:
-    return decode({"apiVersion": "v1", "kind": "Node",
-                   "metadata": {"name": name, "labels": labels}}, Node)
+    return decode(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}, Node
+    )
 
 
 def _aff_zone() -> Any:
-    return MakePod().name("p").pod_affinity_in(
-        "service", "zone", ["securityscan", "value2"], REQUIRED).obj()
+    return (
+        MakePod()
+        .name("p")
+        .pod_affinity_in("service", "zone", ["securityscan", "value2"], REQUIRED)
+        .obj()
+    )
 
 
 def _anti_zone() -> Any:
-    return MakePod().name("p").pod_anti_affinity(
-        "zone", {"matchLabels": {"another": "label"}}, REQUIRED).obj()
+    return (
+        MakePod()
+        .name("p")
+        .pod_anti_affinity("zone", {"matchLabels": {"another": "label"}}, REQUIRED)
+        .obj()
+    )
 
 
 NODE_CASES: list[tuple[str, Any, Node | None, Node, str]] = [
-    ("add a new node with matched pod affinity topologyKey", _aff_zone(), None,
-     _node("node-a", zone="zone1"), Q),
-    ("add a new node without matched topologyKey",
-     MakePod().name("p").pod_affinity_in("service", "region", ["securityscan", "value2"],
-                                         REQUIRED).obj(),
-     None, _node("node-a", zone="zone1"), S),
-    ("update node label but not topologyKey", _aff_zone(), _node("node-a", aaa="a"),
-     _node("node-a", aaa="b"), S),
-    ("update node label that isn't related to the pod affinity", _aff_zone(),
-     _node("node-a", zone="zone1"), _node("node-a", zone="zone1", **{"unrelated-label": "x"}), S),
-    ("update node with different affinity topologyKey value", _aff_zone(),
-     _node("node-a", zone="zone1"), _node("node-a", zone="zone2"), Q),
-    ("update node to have the affinity topology label", _aff_zone(), _node("node-a", aaa="a"),
-     _node("node-a", zone="zone1"), Q),
-    ("add a new node with matched pod anti-affinity topologyKey", _anti_zone(), None,
-     _node("node-a", zone="zone1"), Q),
-    ("add a new node without matched pod anti-affinity topologyKey", _anti_zone(), None,
-     _node("node-a"), Q),
-    ("update node label that isn't related to the pod anti-affinity", _anti_zone(),
-     _node("node-a", zone="zone1"), _node("node-a", zone="zone1", **{"unrelated-label": "x"}), S),
-    ("update node with different anti-affinity topologyKey value", _anti_zone(),
-     _node("node-a", zone="zone1"), _node("node-a", zone="zone2"), Q),
-    ("update node to have the anti-affinity topology label", _anti_zone(),
-     _node("node-a", aaa="a"), _node("node-a", zone="zone1"), S),
-    ("update node label not to have anti-affinity topology label", _anti_zone(),
-     _node("node-a", zone="zone1"), _node("node-a", aaa="a"), Q),
+    (
+        "add a new node with matched pod affinity topologyKey",
+        _aff_zone(),
+        None,
+        _node("node-a", zone="zone1"),
+        Q,
+    ),
+    (
+        "add a new node without matched topologyKey",
+        MakePod()
+        .name("p")
+        .pod_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED)
+        .obj(),
+        None,
+        _node("node-a", zone="zone1"),
+        S,
+    ),
+    (
+        "update node label but not topologyKey",
+        _aff_zone(),
+        _node("node-a", aaa="a"),
+        _node("node-a", aaa="b"),
+        S,
+    ),
+    (
+        "update node label that isn't related to the pod affinity",
+        _aff_zone(),
+        _node("node-a", zone="zone1"),
+        _node("node-a", zone="zone1", **{"unrelated-label": "x"}),
+        S,
+    ),
+    (
+        "update node with different affinity topologyKey value",
+        _aff_zone(),
+        _node("node-a", zone="zone1"),
+        _node("node-a", zone="zone2"),
+        Q,
+    ),
+    (
+        "update node to have the affinity topology label",
+        _aff_zone(),
+        _node("node-a", aaa="a"),
+        _node("node-a", zone="zone1"),
+        Q,
+    ),
+    (
+        "add a new node with matched pod anti-affinity topologyKey",
+        _anti_zone(),
+        None,
+        _node("node-a", zone="zone1"),
+        Q,
+    ),
+    (
+        "add a new node without matched pod anti-affinity topologyKey",
+        _anti_zone(),
+        None,
+        _node("node-a"),
+        Q,
+    ),
+    (
+        "update node label that isn't related to the pod anti-affinity",
+        _anti_zone(),
+        _node("node-a", zone="zone1"),
+        _node("node-a", zone="zone1", **{"unrelated-label": "x"}),
+        S,
+    ),
+    (
+        "update node with different anti-affinity topologyKey value",
+        _anti_zone(),
+        _node("node-a", zone="zone1"),
+        _node("node-a", zone="zone2"),
+        Q,
+    ),
+    (
+        "update node to have the anti-affinity topology label",
+        _anti_zone(),
+        _node("node-a", aaa="a"),
+        _node("node-a", zone="zone1"),
+        S,
+    ),
+    (
+        "update node label not to have anti-affinity topology label",
+        _anti_zone(),
+        _node("node-a", zone="zone1"),
+        _node("node-a", aaa="a"),
+        Q,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "target", "old", "new", "want"), NODE_CASES,
-                         ids=[c[0][:60] for c in NODE_CASES])
-def test_is_schedulable_after_node_change(name: str, target: Any, old: Node | None, new: Node,
-                                          want: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "target", "old", "new", "want"), NODE_CASES, ids=[c[0][:60] for c in NODE_CASES]
+)
+def test_is_schedulable_after_node_change(
+    name: str, target: Any, old: Node | None, new: Node, want: str
+) -> None:
     assert _plugin().is_schedulable_after_node_change(target, old, new) == want
 
 
 def test_events_to_register() -> None:
     events = [e.event for e in _plugin().events_to_register()]
     assert events == [
-        ClusterEvent("Pod", "Add"), ClusterEvent("Pod", "UpdatePodLabel"),
-        ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"),
+        ClusterEvent("Pod", "Add"),
+        ClusterEvent("Pod", "UpdatePodLabel"),
+        ClusterEvent("Pod", "Delete"),
+        ClusterEvent("Node", "Add"),
         ClusterEvent("Node", "UpdateNodeLabel"),
     ]
 
@@ -174,25 +349,36 @@ def test_events_to_register() -> None:
 def test_args_defaults_and_values() -> None:
     assert InterPodAffinityArgs.parse("InterPodAffinity", {}) == InterPodAffinityArgs(1, False)
     a = InterPodAffinityArgs.parse(
-        "InterPodAffinity",
-        {"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": True})
+        "InterPodAffinity", {"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": True}
+    )
     assert a == InterPodAffinityArgs(0, True)
     assert InterPodAffinityArgs.parse("InterPodAffinity", {"hardPodAffinityWeight": 100})
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"hardPodAffinityWeight": -1},
-     "plugin InterPodAffinity: args.hardPodAffinityWeight: Invalid value: -1: "
-     "not in valid range [0, 100]"),
-    ({"hardPodAffinityWeight": 110},
-     "plugin InterPodAffinity: args.hardPodAffinityWeight: Invalid value: 110: "
-     "not in valid range [0, 100]"),
-    ({"hardPodAffinityWeight": "1"},
-     "plugin InterPodAffinity: args.hardPodAffinityWeight: must be an integer, got"),
-    ({"ignorePreferredTermsOfExistingPods": "yes"},
-     "plugin InterPodAffinity: args.ignorePreferredTermsOfExistingPods: must be a boolean"),
-    ({"bogus": 1}, "plugin InterPodAffinity: args.bogus: unknown field"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"hardPodAffinityWeight": -1},
+            "plugin InterPodAffinity: args.hardPodAffinityWeight: Invalid value: -1: "
+            "not in valid range [0, 100]",
+        ),
+        (
+            {"hardPodAffinityWeight": 110},
+            "plugin InterPodAffinity: args.hardPodAffinityWeight: Invalid value: 110: "
+            "not in valid range [0, 100]",
+        ),
+        (
+            {"hardPodAffinityWeight": "1"},
+            "plugin InterPodAffinity: args.hardPodAffinityWeight: must be an integer, got",
+        ),
+        (
+            {"ignorePreferredTermsOfExistingPods": "yes"},
+            "plugin InterPodAffinity: args.ignorePreferredTermsOfExistingPods: must be a boolean",
+        ),
+        ({"bogus": 1}, "plugin InterPodAffinity: args.bogus: unknown field"),
+    ],
+)
 def test_args_validation(data: dict[str, Any], message: str) -> None:
     with pytest.raises(PluginArgsError) as e:
         InterPodAffinityArgs.parse("InterPodAffinity", data)
@@ -212,10 +398,21 @@ def test_registered_as_builtin() -> None:
 
 def test_match_label_keys_merged_into_selector() -> None:
     """The API server's applyMatchLabelKeysAndMismatchLabelKeys."""
-    p = pod(labels={"app": "web", "rev": "1", "tier": "fe"}, affinity={"podAntiAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "h",
-            "matchLabelKeys": ["rev", "absent"], "mismatchLabelKeys": ["tier"]}]}})
+    p = pod(
+        labels={"app": "web", "rev": "1", "tier": "fe"},
+        affinity={
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "topologyKey": "h",
+                        "matchLabelKeys": ["rev", "absent"],
+                        "mismatchLabelKeys": ["tier"],
+                    }
+                ]
+            }
+        },
+    )
     (t,) = pod_terms(p).required_anti_affinity
     nsl = NamespaceLabels(None)
     assert t.matches("", {"app": "web", "rev": "1", "tier": "be"}, nsl)
@@ -224,8 +421,13 @@ def test_match_label_keys_merged_into_selector() -> None:
 
 
 def test_terms_are_interned_across_replicas() -> None:
-    a = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "h"}]}}
+    a = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "h"}
+            ]
+        }
+    }
     t1 = pod_terms(pod(ns="a", affinity=a)).required_anti_affinity[0]
     t2 = pod_terms(pod(ns="a", affinity=a)).required_anti_affinity[0]
     t3 = pod_terms(pod(ns="b", affinity=a)).required_anti_affinity[0]
@@ -233,21 +435,39 @@ def test_terms_are_interned_across_replicas() -> None:
     assert t3 is not t1 and t3.namespaces == frozenset({"b"})
 
 
-@pytest.mark.parametrize(("selector", "error"), [
-    ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
-     'requiredAffinityTerms: "Gt" is not a valid label selector operator'),
-    ({"matchExpressions": [{"key": "a", "operator": "In"}]},
-     "requiredAffinityTerms: values: Invalid value: []string(nil): "
-     "for 'in', 'notin' operators, values set can't be empty"),
-    ({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
-     'requiredAffinityTerms: values: Invalid value: []string{"x"}: '
-     "values set must be empty for exists and does not exist"),
-    ({"matchLabels": {"a/b/c": "x"}},
-     'requiredAffinityTerms: key: Invalid value: "a/b/c": a qualified name must consist of'),
-])
+@pytest.mark.parametrize(
+    ("selector", "error"),
+    [
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+            'requiredAffinityTerms: "Gt" is not a valid label selector operator',
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "In"}]},
+            "requiredAffinityTerms: values: Invalid value: []string(nil): "
+            "for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+            'requiredAffinityTerms: values: Invalid value: []string{"x"}: '
+            "values set must be empty for exists and does not exist",
+        ),
+        (
+            {"matchLabels": {"a/b/c": "x"}},
+            'requiredAffinityTerms: key: Invalid value: "a/b/c": a qualified name must consist of',
+        ),
+    ],
+)
 def test_unparsable_terms_fail_pre_filter(selector: dict[str, Any], error: str) -> None:
-    p = pod(affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": selector, "topologyKey": "zone"}]}})
+    p = pod(
+        affinity={
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector, "topologyKey": "zone"}
+                ]
+            }
+        }
+    )
     assert pod_terms(p).error.startswith(error)
     plugin, snap = setup([], [])
     _, st = plugin.pre_filter(CycleState(), p, snap)

@@ -23,7 +23,8 @@ class MakePod:
 
     def __init__(self) -> None:
         self.m: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "Pod",
+            "apiVersion": "v1",
+            "kind": "Pod",
             "metadata": {"name": "", "namespace": "", "labels": {}, "uid": ""},
             "spec": {"containers": [{"name": "c", "image": "pause"}]},
         }
@@ -64,7 +65,8 @@ class MakePod:
             section.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
         if kind in (PREFERRED, BOTH):
             section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
-                {"weight": 1, "podAffinityTerm": term})
+                {"weight": 1, "podAffinityTerm": term}
+            )
         return self
 
     def pod_affinity(self, topology_key: str, selector: dict[str, Any], kind: str) -> MakePod:
@@ -107,8 +109,13 @@ def _expr(key: str, op: str, values: list[str] | None = None) -> dict[str, Any]:
     return {"matchExpressions": [e]}
 
 
-def pod(name: str = "", ns: str = "", labels: dict[str, str] | None = None, node: str = "",
-        affinity: dict[str, Any] | None = None) -> PodInfo:
+def pod(
+    name: str = "",
+    ns: str = "",
+    labels: dict[str, str] | None = None,
+    node: str = "",
+    affinity: dict[str, Any] | None = None,
+) -> PodInfo:
     """A pod like upstream's ``&v1.Pod{...}`` literals."""
     b = MakePod().name(name).namespace(ns).labels(labels or {})
     if node:
@@ -120,14 +127,26 @@ def pod(name: str = "", ns: str = "", labels: dict[str, str] | None = None, node
 
 def node(name: str, labels: dict[str, str] | None = None) -> Node:
     """A node with exactly these labels (no implicit hostname label), as upstream's tests."""
-    return decode({"apiVersion": "v1", "kind": "Node",
-                   "metadata": {"name": name, "labels": dict(labels or {})},
-                   "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}, Node)
+    return decode(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": dict(labels or {})},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        },
+        Node,
+    )
 
 
 def namespace(name: str, labels: dict[str, str] | None = None) -> Namespace:
-    return decode({"apiVersion": "v1", "kind": "Namespace",
-                   "metadata": {"name": name, "labels": dict(labels or {})}}, Namespace)
+    return decode(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": dict(labels or {})},
+        },
+        Namespace,
+    )
 
 
 NS_LABEL_T1 = {"team": "team1"}

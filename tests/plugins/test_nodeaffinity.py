@@ -32,13 +32,17 @@ from tests.factories import make_node_info
 
 
 def mk_node(name: str = "", labels: dict[str, str] | None = None, **spec: Any) -> Node:
-    return decode({"kind": "Node", "metadata": {"name": name, "labels": labels or {}},
-                   "spec": spec}, Node)
+    return decode(
+        {"kind": "Node", "metadata": {"name": name, "labels": labels or {}}, "spec": spec}, Node
+    )
 
 
 def mk_pod(spec: dict[str, Any] | None = None, name: str = "p", uid: str = "") -> PodInfo:
-    m = {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": uid},
-         "spec": spec or {}}
+    m = {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": uid},
+        "spec": spec or {},
+    }
     return PodInfo(decode(m, Pod), m)
 
 
@@ -46,8 +50,9 @@ def expr(key: str, op: str, *values: str) -> dict[str, Any]:
     return {"key": key, "operator": op, "values": list(values)}
 
 
-def term(exprs: list[dict[str, Any]] | None = None,
-         fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def term(
+    exprs: list[dict[str, Any]] | None = None, fields: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     t: dict[str, Any] = {}
     if exprs is not None:
         t["matchExpressions"] = exprs
@@ -83,86 +88,185 @@ ZONE_FOO_NODE2 = required(term(fields=[name_in("node2")]))
 FILTER_CASES: list[dict[str, Any]] = [
     dict(name="missing labels", pod={"nodeSelector": {"foo": "bar"}}, want=ERR_REASON_POD),
     dict(name="same labels", pod={"nodeSelector": {"foo": "bar"}}, labels={"foo": "bar"}),
-    dict(name="node labels are superset", pod={"nodeSelector": {"foo": "bar"}},
-         labels={"foo": "bar", "baz": "blah"}),
-    dict(name="node labels are subset", pod={"nodeSelector": {"foo": "bar", "baz": "blah"}},
-         labels={"foo": "bar"}, want=ERR_REASON_POD),
-    dict(name="In operator matches", pod=req_pod(term([expr("foo", "In", "bar", "value2")])),
-         labels={"foo": "bar"}),
-    dict(name="Gt operator matches", pod=req_pod(term([expr("kernel-version", "Gt", "0204")])),
-         labels={"kernel-version": "0206"}),
-    dict(name="NotIn operator matches",
-         pod=req_pod(term([expr("mem-type", "NotIn", "DDR", "DDR2")])),
-         labels={"mem-type": "DDR3"}),
-    dict(name="Exists operator matches", pod=req_pod(term([expr("GPU", "Exists")])),
-         labels={"GPU": "NVIDIA-GRID-K1"}),
-    dict(name="affinity that doesn't match node's labels",
-         pod=req_pod(term([expr("foo", "In", "value1", "value2")])),
-         labels={"foo": "bar"}, want=ERR_REASON_POD),
-    dict(name="empty MatchExpressions matches no objects", pod=req_pod(term([])),
-         labels={"foo": "bar"}, want=ERR_REASON_POD),
+    dict(
+        name="node labels are superset",
+        pod={"nodeSelector": {"foo": "bar"}},
+        labels={"foo": "bar", "baz": "blah"},
+    ),
+    dict(
+        name="node labels are subset",
+        pod={"nodeSelector": {"foo": "bar", "baz": "blah"}},
+        labels={"foo": "bar"},
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="In operator matches",
+        pod=req_pod(term([expr("foo", "In", "bar", "value2")])),
+        labels={"foo": "bar"},
+    ),
+    dict(
+        name="Gt operator matches",
+        pod=req_pod(term([expr("kernel-version", "Gt", "0204")])),
+        labels={"kernel-version": "0206"},
+    ),
+    dict(
+        name="NotIn operator matches",
+        pod=req_pod(term([expr("mem-type", "NotIn", "DDR", "DDR2")])),
+        labels={"mem-type": "DDR3"},
+    ),
+    dict(
+        name="Exists operator matches",
+        pod=req_pod(term([expr("GPU", "Exists")])),
+        labels={"GPU": "NVIDIA-GRID-K1"},
+    ),
+    dict(
+        name="affinity that doesn't match node's labels",
+        pod=req_pod(term([expr("foo", "In", "value1", "value2")])),
+        labels={"foo": "bar"},
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="empty MatchExpressions matches no objects",
+        pod=req_pod(term([])),
+        labels={"foo": "bar"},
+        want=ERR_REASON_POD,
+    ),
     dict(name="no Affinity", pod={}, labels={"foo": "bar"}, pre_status=Code.SKIP),
-    dict(name="Affinity but nil NodeSelector", pod=affinity(), labels={"foo": "bar"},
-         pre_status=Code.SKIP),
-    dict(name="multiple matchExpressions ANDed that matches",
-         pod=req_pod(term([expr("GPU", "Exists"), expr("GPU", "NotIn", "AMD", "INTER")])),
-         labels={"GPU": "NVIDIA-GRID-K1"}),
-    dict(name="multiple matchExpressions ANDed that doesn't match",
-         pod=req_pod(term([expr("GPU", "Exists"), expr("GPU", "In", "AMD", "INTER")])),
-         labels={"GPU": "NVIDIA-GRID-K1"}, want=ERR_REASON_POD),
-    dict(name="multiple NodeSelectorTerms ORed",
-         pod=req_pod(term([expr("foo", "In", "bar", "value2")]),
-                     term([expr("diffkey", "In", "wrong", "value2")])),
-         labels={"foo": "bar"}),
-    dict(name="Affinity and nodeSelector both satisfied",
-         pod=req_pod(term([expr("foo", "Exists")]), nodeSelector={"foo": "bar"}),
-         labels={"foo": "bar"}),
-    dict(name="Affinity matches but nodeSelector not satisfied",
-         pod=req_pod(term([expr("foo", "Exists")]), nodeSelector={"foo": "bar"}),
-         labels={"foo": "barrrrrr"}, want=ERR_REASON_POD),
-    dict(name="invalid value in Affinity term won't be scheduled",
-         pod=req_pod(term([expr("foo", "NotIn", "invalid value: ___@#$%^")])),
-         labels={"foo": "bar"}, want=ERR_REASON_POD),
-    dict(name="matchFields In matches", pod=req_pod(term(fields=[name_in("node1")])),
-         node="node1", pre_result={"node1"}),
-    dict(name="matchFields In does not match", pod=req_pod(term(fields=[name_in("node1")])),
-         node="node2", want=ERR_REASON_POD, pre_result={"node1"}),
-    dict(name="two terms: matchFields does not match, matchExpressions matches",
-         pod=req_pod(term(fields=[name_in("node1"), name_in("node2")]),
-                     term([expr("foo", "In", "bar")])),
-         node="node2", labels={"foo": "bar"}),
-    dict(name="one term: matchFields does not match, matchExpressions matches",
-         pod=req_pod(term([expr("foo", "In", "bar")], fields=[name_in("node1")])),
-         node="node2", labels={"foo": "bar"}, pre_result={"node1"}, want=ERR_REASON_POD),
-    dict(name="one term: both matchFields and matchExpressions match",
-         pod=req_pod(term([expr("foo", "In", "bar")], fields=[name_in("node1")])),
-         node="node1", labels={"foo": "bar"}, pre_result={"node1"}),
-    dict(name="two terms: both matchFields and matchExpressions do not match",
-         pod=req_pod(term(fields=[name_in("node1")]),
-                     term([expr("foo", "In", "not-match-to-bar")])),
-         node="node2", labels={"foo": "bar"}, want=ERR_REASON_POD),
-    dict(name="two terms of node.Name affinity",
-         pod=req_pod(term(fields=[name_in("node1")]), term(fields=[name_in("node2")])),
-         node="node2", pre_result={"node1", "node2"}),
-    dict(name="two conflicting match field requirements",
-         pod=req_pod(term(fields=[name_in("node1"), name_in("node2")])),
-         node="node2", labels={"foo": "bar"},
-         pre_status=Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pre_reason=ERR_REASON_CONFLICT,
-         want=ERR_REASON_POD),
-    dict(name="matches added affinity and Pod's node affinity",
-         pod=req_pod(term([expr("zone", "In", "foo")])), node="node2",
-         labels={"zone": "foo"}, added=ZONE_FOO_NODE2),
-    dict(name="matches added affinity but not Pod's node affinity",
-         pod=req_pod(term([expr("zone", "In", "bar")])), node="node2",
-         labels={"zone": "foo"}, added=ZONE_FOO_NODE2, want=ERR_REASON_POD),
-    dict(name="doesn't match added affinity", pod={}, node="node2", labels={"zone": "foo"},
-         added=required(term([expr("zone", "In", "bar")])), want=ERR_REASON_ENFORCED),
-    dict(name="matches node selector even if PreFilter is not called",
-         pod={"nodeSelector": {"foo": "bar"}}, labels={"foo": "bar", "baz": "blah"},
-         run_pre_filter=False),
-    dict(name="matches node affinity even if PreFilter is not called",
-         pod=req_pod(term([expr("GPU", "Exists"), expr("GPU", "NotIn", "AMD", "INTER")])),
-         labels={"GPU": "NVIDIA-GRID-K1"}, run_pre_filter=False),
+    dict(
+        name="Affinity but nil NodeSelector",
+        pod=affinity(),
+        labels={"foo": "bar"},
+        pre_status=Code.SKIP,
+    ),
+    dict(
+        name="multiple matchExpressions ANDed that matches",
+        pod=req_pod(term([expr("GPU", "Exists"), expr("GPU", "NotIn", "AMD", "INTER")])),
+        labels={"GPU": "NVIDIA-GRID-K1"},
+    ),
+    dict(
+        name="multiple matchExpressions ANDed that doesn't match",
+        pod=req_pod(term([expr("GPU", "Exists"), expr("GPU", "In", "AMD", "INTER")])),
+        labels={"GPU": "NVIDIA-GRID-K1"},
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="multiple NodeSelectorTerms ORed",
+        pod=req_pod(
+            term([expr("foo", "In", "bar", "value2")]),
+            term([expr("diffkey", "In", "wrong", "value2")]),
+        ),
+        labels={"foo": "bar"},
+    ),
+    dict(
+        name="Affinity and nodeSelector both satisfied",
+        pod=req_pod(term([expr("foo", "Exists")]), nodeSelector={"foo": "bar"}),
+        labels={"foo": "bar"},
+    ),
+    dict(
+        name="Affinity matches but nodeSelector not satisfied",
+        pod=req_pod(term([expr("foo", "Exists")]), nodeSelector={"foo": "bar"}),
+        labels={"foo": "barrrrrr"},
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="invalid value in Affinity term won't be scheduled",
+        pod=req_pod(term([expr("foo", "NotIn", "invalid value: ___@#$%^")])),
+        labels={"foo": "bar"},
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="matchFields In matches",
+        pod=req_pod(term(fields=[name_in("node1")])),
+        node="node1",
+        pre_result={"node1"},
+    ),
+    dict(
+        name="matchFields In does not match",
+        pod=req_pod(term(fields=[name_in("node1")])),
+        node="node2",
+        want=ERR_REASON_POD,
+        pre_result={"node1"},
+    ),
+    dict(
+        name="two terms: matchFields does not match, matchExpressions matches",
+        pod=req_pod(
+            term(fields=[name_in("node1"), name_in("node2")]), term([expr("foo", "In", "bar")])
+        ),
+        node="node2",
+        labels={"foo": "bar"},
+    ),
+    dict(
+        name="one term: matchFields does not match, matchExpressions matches",
+        pod=req_pod(term([expr("foo", "In", "bar")], fields=[name_in("node1")])),
+        node="node2",
+        labels={"foo": "bar"},
+        pre_result={"node1"},
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="one term: both matchFields and matchExpressions match",
+        pod=req_pod(term([expr("foo", "In", "bar")], fields=[name_in("node1")])),
+        node="node1",
+        labels={"foo": "bar"},
+        pre_result={"node1"},
+    ),
+    dict(
+        name="two terms: both matchFields and matchExpressions do not match",
+        pod=req_pod(term(fields=[name_in("node1")]), term([expr("foo", "In", "not-match-to-bar")])),
+        node="node2",
+        labels={"foo": "bar"},
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="two terms of node.Name affinity",
+        pod=req_pod(term(fields=[name_in("node1")]), term(fields=[name_in("node2")])),
+        node="node2",
+        pre_result={"node1", "node2"},
+    ),
+    dict(
+        name="two conflicting match field requirements",
+        pod=req_pod(term(fields=[name_in("node1"), name_in("node2")])),
+        node="node2",
+        labels={"foo": "bar"},
+        pre_status=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        pre_reason=ERR_REASON_CONFLICT,
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="matches added affinity and Pod's node affinity",
+        pod=req_pod(term([expr("zone", "In", "foo")])),
+        node="node2",
+        labels={"zone": "foo"},
+        added=ZONE_FOO_NODE2,
+    ),
+    dict(
+        name="matches added affinity but not Pod's node affinity",
+        pod=req_pod(term([expr("zone", "In", "bar")])),
+        node="node2",
+        labels={"zone": "foo"},
+        added=ZONE_FOO_NODE2,
+        want=ERR_REASON_POD,
+    ),
+    dict(
+        name="doesn't match added affinity",
+        pod={},
+        node="node2",
+        labels={"zone": "foo"},
+        added=required(term([expr("zone", "In", "bar")])),
+        want=ERR_REASON_ENFORCED,
+    ),
+    dict(
+        name="matches node selector even if PreFilter is not called",
+        pod={"nodeSelector": {"foo": "bar"}},
+        labels={"foo": "bar", "baz": "blah"},
+        run_pre_filter=False,
+    ),
+    dict(
+        name="matches node affinity even if PreFilter is not called",
+        pod=req_pod(term([expr("GPU", "Exists"), expr("GPU", "NotIn", "AMD", "INTER")])),
+        labels={"GPU": "NVIDIA-GRID-K1"},
+        run_pre_filter=False,
+    ),
 ]
 
 
@@ -208,41 +312,63 @@ def pref(weight: int, *exprs: dict[str, Any]) -> dict[str, Any]:
 
 
 AFFINITY1 = {"preferredDuringSchedulingIgnoredDuringExecution": [pref(2, expr("foo", "In", "bar"))]}
-AFFINITY2 = {"preferredDuringSchedulingIgnoredDuringExecution": [
-    pref(2, expr("foo", "In", "bar")),
-    pref(4, expr("key", "In", "value")),
-    pref(5, expr("foo", "In", "bar"), expr("key", "In", "value"), expr("az", "In", "az1")),
-]}
+AFFINITY2 = {
+    "preferredDuringSchedulingIgnoredDuringExecution": [
+        pref(2, expr("foo", "In", "bar")),
+        pref(4, expr("key", "In", "value")),
+        pref(5, expr("foo", "In", "bar"), expr("key", "In", "value"), expr("az", "In", "az1")),
+    ]
+}
 
 SCORE_CASES: list[dict[str, Any]] = [
-    dict(name="all nodes are same priority as NodeAffinity is nil", pod={},
-         nodes=[("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL3)],
-         want={"node1": 0, "node2": 0, "node3": 0}, pre_skip=True),
-    dict(name="no node matches preferred scheduling requirements",
-         pod={"affinity": {"nodeAffinity": AFFINITY1}},
-         nodes=[("node1", LABEL4), ("node2", LABEL2), ("node3", LABEL3)],
-         want={"node1": 0, "node2": 0, "node3": 0}),
-    dict(name="only node1 matches the preferred scheduling requirements of pod",
-         pod={"affinity": {"nodeAffinity": AFFINITY1}},
-         nodes=[("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL3)],
-         want={"node1": 100, "node2": 0, "node3": 0}),
-    dict(name="all nodes match the preferred scheduling requirements with different priorities",
-         pod={"affinity": {"nodeAffinity": AFFINITY2}},
-         nodes=[("node1", LABEL1), ("node5", LABEL5), ("node2", LABEL2)],
-         want={"node1": 18, "node5": 100, "node2": 36}),
-    dict(name="added affinity", pod={},
-         nodes=[("node1", LABEL1), ("node2", LABEL2)],
-         want={"node1": 100, "node2": 0}, added=AFFINITY1),
-    dict(name="added affinity and pod has default affinity",
-         pod={"affinity": {"nodeAffinity": AFFINITY1}},
-         nodes=[("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL5)],
-         want={"node1": 40, "node2": 60, "node3": 100},
-         added={"preferredDuringSchedulingIgnoredDuringExecution": [
-             pref(3, expr("key", "In", "value"))]}),
-    dict(name="calculate the priorities correctly even if PreScore is not called",
-         pod={"affinity": {"nodeAffinity": AFFINITY2}},
-         nodes=[("node1", LABEL1), ("node5", LABEL5), ("node2", LABEL2)],
-         want={"node1": 18, "node5": 100, "node2": 36}, run_pre_score=False),
+    dict(
+        name="all nodes are same priority as NodeAffinity is nil",
+        pod={},
+        nodes=[("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL3)],
+        want={"node1": 0, "node2": 0, "node3": 0},
+        pre_skip=True,
+    ),
+    dict(
+        name="no node matches preferred scheduling requirements",
+        pod={"affinity": {"nodeAffinity": AFFINITY1}},
+        nodes=[("node1", LABEL4), ("node2", LABEL2), ("node3", LABEL3)],
+        want={"node1": 0, "node2": 0, "node3": 0},
+    ),
+    dict(
+        name="only node1 matches the preferred scheduling requirements of pod",
+        pod={"affinity": {"nodeAffinity": AFFINITY1}},
+        nodes=[("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL3)],
+        want={"node1": 100, "node2": 0, "node3": 0},
+    ),
+    dict(
+        name="all nodes match the preferred scheduling requirements with different priorities",
+        pod={"affinity": {"nodeAffinity": AFFINITY2}},
+        nodes=[("node1", LABEL1), ("node5", LABEL5), ("node2", LABEL2)],
+        want={"node1": 18, "node5": 100, "node2": 36},
+    ),
+    dict(
+        name="added affinity",
+        pod={},
+        nodes=[("node1", LABEL1), ("node2", LABEL2)],
+        want={"node1": 100, "node2": 0},
+        added=AFFINITY1,
+    ),
+    dict(
+        name="added affinity and pod has default affinity",
+        pod={"affinity": {"nodeAffinity": AFFINITY1}},
+        nodes=[("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL5)],
+        want={"node1": 40, "node2": 60, "node3": 100},
+        added={
+            "preferredDuringSchedulingIgnoredDuringExecution": [pref(3, expr("key", "In", "value"))]
+        },
+    ),
+    dict(
+        name="calculate the priorities correctly even if PreScore is not called",
+        pod={"affinity": {"nodeAffinity": AFFINITY2}},
+        nodes=[("node1", LABEL1), ("node5", LABEL5), ("node2", LABEL2)],
+        want={"node1": 18, "node5": 100, "node2": 36},
+        run_pre_score=False,
+    ),
 ]
 
 
@@ -275,29 +401,57 @@ ADDED_FOO_BAR = required(term([expr("foo", "In", "bar")]))
 HINT_CASES: list[dict[str, Any]] = [
     dict(name="skip-queue-on-add", new=mk_node(), want=QueueingHint.SKIP),
     dict(name="queue-on-add", new=mk_node(labels={"foo": "bar"}), want=QueueingHint.QUEUE),
-    dict(name="skip-unrelated-changes", old=mk_node(), new=mk_node(allocatable=None),
-         want=QueueingHint.SKIP),
-    dict(name="skip-unrelated-changes-on-labels", old=mk_node(),
-         new=mk_node(labels={"k": "v"}), want=QueueingHint.SKIP),
-    dict(name="skip-labels-changes-on-suitable-node", old=mk_node(labels={"foo": "bar"}),
-         new=mk_node(labels={"foo": "bar", "k": "v"}), want=QueueingHint.SKIP),
-    dict(name="skip-labels-changes-on-node-from-suitable-to-unsuitable",
-         old=mk_node(labels={"foo": "bar"}), new=mk_node(labels={"k": "v"}),
-         want=QueueingHint.SKIP),
-    dict(name="queue-on-labels-change-makes-pod-schedulable", old=mk_node(),
-         new=mk_node(labels={"foo": "bar"}), want=QueueingHint.QUEUE),
-    dict(name="skip-queue-on-add-scheduler-enforced-node-affinity", added=ADDED_FOO_BAR,
-         new=mk_node(), want=QueueingHint.SKIP),
-    dict(name="queue-on-add-scheduler-enforced-node-affinity", added=ADDED_FOO_BAR,
-         new=mk_node(labels={"foo": "bar"}), want=QueueingHint.QUEUE),
+    dict(
+        name="skip-unrelated-changes",
+        old=mk_node(),
+        new=mk_node(allocatable=None),
+        want=QueueingHint.SKIP,
+    ),
+    dict(
+        name="skip-unrelated-changes-on-labels",
+        old=mk_node(),
+        new=mk_node(labels={"k": "v"}),
+        want=QueueingHint.SKIP,
+    ),
+    dict(
+        name="skip-labels-changes-on-suitable-node",
+        old=mk_node(labels={"foo": "bar"}),
+        new=mk_node(labels={"foo": "bar", "k": "v"}),
+        want=QueueingHint.SKIP,
+    ),
+    dict(
+        name="skip-labels-changes-on-node-from-suitable-to-unsuitable",
+        old=mk_node(labels={"foo": "bar"}),
+        new=mk_node(labels={"k": "v"}),
+        want=QueueingHint.SKIP,
+    ),
+    dict(
+        name="queue-on-labels-change-makes-pod-schedulable",
+        old=mk_node(),
+        new=mk_node(labels={"foo": "bar"}),
+        want=QueueingHint.QUEUE,
+    ),
+    dict(
+        name="skip-queue-on-add-scheduler-enforced-node-affinity",
+        added=ADDED_FOO_BAR,
+        new=mk_node(),
+        want=QueueingHint.SKIP,
+    ),
+    dict(
+        name="queue-on-add-scheduler-enforced-node-affinity",
+        added=ADDED_FOO_BAR,
+        new=mk_node(labels={"foo": "bar"}),
+        want=QueueingHint.QUEUE,
+    ),
 ]
 
 
 @pytest.mark.parametrize("case", HINT_CASES, ids=[c["name"] for c in HINT_CASES])
 def test_is_schedulable_after_node_change(case: dict[str, Any]) -> None:
     p = plugin(case.get("added"))
-    got = p.is_schedulable_after_node_change(mk_pod(POD_WITH_NODE_AFFINITY), case.get("old"),
-                                             case["new"])
+    got = p.is_schedulable_after_node_change(
+        mk_pod(POD_WITH_NODE_AFFINITY), case.get("old"), case["new"]
+    )
     assert got == case["want"]
 
 
@@ -328,24 +482,44 @@ def test_args_valid() -> None:
     assert NodeAffinityArgs.parse("NodeAffinity", {}).added_affinity is None
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"addedAffinity": required(term([expr("foo", "Foo")]))},
-     "plugin NodeAffinity: args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-     '.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Foo": supported '
-     'values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'),
-    ({"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        pref(1, expr("foo", "In", "invalid value: ___@#$%^"))]}},
-     "plugin NodeAffinity: args.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
-     '.preference.matchExpressions[0].values[0]: Invalid value: "invalid value: ___@#$%^": '
-     "a valid label must be an empty string"),
-    ({"addedAffinity": required(term(fields=[expr("metadata.name", "In", "a", "b")]))},
-     "plugin NodeAffinity: args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-     ".nodeSelectorTerms[0].matchFields[0].values: Required value: must be only one value"),
-    ({"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": "x"}]}},
-     "plugin NodeAffinity: args.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
-     ".weight: Expected `int`, got `str`"),
-    ({"addedAffinityy": {}}, "plugin NodeAffinity: args.addedAffinityy: unknown field"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"addedAffinity": required(term([expr("foo", "Foo")]))},
+            "plugin NodeAffinity: args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            '.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Foo": supported '
+            'values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"',
+        ),
+        (
+            {
+                "addedAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        pref(1, expr("foo", "In", "invalid value: ___@#$%^"))
+                    ]
+                }
+            },
+            "plugin NodeAffinity: args.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+            '.preference.matchExpressions[0].values[0]: Invalid value: "invalid value: ___@#$%^": '
+            "a valid label must be an empty string",
+        ),
+        (
+            {"addedAffinity": required(term(fields=[expr("metadata.name", "In", "a", "b")]))},
+            "plugin NodeAffinity: args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchFields[0].values: Required value: must be only one value",
+        ),
+        (
+            {
+                "addedAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": "x"}]
+                }
+            },
+            "plugin NodeAffinity: args.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+            ".weight: Expected `int`, got `str`",
+        ),
+        ({"addedAffinityy": {}}, "plugin NodeAffinity: args.addedAffinityy: unknown field"),
+    ],
+)
 def test_args_invalid(data: dict[str, Any], message: str) -> None:
     with pytest.raises(PluginArgsError) as exc:
         NodeAffinityArgs.parse("NodeAffinity", data)
@@ -372,27 +546,34 @@ def test_malformed_pod_unknown_operator_names_pod_and_field() -> None:
     assert str(exc.value) == (
         "Pod default/x: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         '.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Foo": '
-        'supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"')
+        'supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'
+    )
 
 
 def test_malformed_preferred_term() -> None:
-    spec = affinity(preferredDuringSchedulingIgnoredDuringExecution=[
-        pref(1, expr("foo", "Exists", "v"))])
-    with pytest.raises(SelectorError, match=r"^Pod default/x: spec\.affinity\.nodeAffinity\."
-                       r"preferredDuringSchedulingIgnoredDuringExecution\[0\]\.preference\."
-                       r"matchExpressions\[0\]\.values: Forbidden"):
+    spec = affinity(
+        preferredDuringSchedulingIgnoredDuringExecution=[pref(1, expr("foo", "Exists", "v"))]
+    )
+    with pytest.raises(
+        SelectorError,
+        match=r"^Pod default/x: spec\.affinity\.nodeAffinity\."
+        r"preferredDuringSchedulingIgnoredDuringExecution\[0\]\.preference\."
+        r"matchExpressions\[0\]\.values: Forbidden",
+    ):
         plugin().pre_score(CycleState(), mk_pod(spec, name="x"), [])
 
 
 def test_unparsable_preferred_term_is_an_error_and_zero_weight_is_ignored() -> None:
     bad = pref(1, expr("foo", "Gt", "abc"))
-    st_ = plugin().pre_score(CycleState(), mk_pod(affinity(
-        preferredDuringSchedulingIgnoredDuringExecution=[bad])), [])
+    st_ = plugin().pre_score(
+        CycleState(), mk_pod(affinity(preferredDuringSchedulingIgnoredDuringExecution=[bad])), []
+    )
     assert st_ is not None and st_.code == Code.ERROR
     assert "for 'Gt', 'Lt' operators, the value must be an integer" in st_.message()
     zero = {**bad, "weight": 0}
-    st_ = plugin().pre_score(CycleState(), mk_pod(affinity(
-        preferredDuringSchedulingIgnoredDuringExecution=[zero])), [])
+    st_ = plugin().pre_score(
+        CycleState(), mk_pod(affinity(preferredDuringSchedulingIgnoredDuringExecution=[zero])), []
+    )
     assert st_ is None
 
 
@@ -400,8 +581,17 @@ def test_gt_lt_parse_like_go() -> None:
     # strconv.ParseInt: no spaces, underscores or non-ASCII digits; int64 range.
     pod = mk_pod(req_pod(term([expr("v", "Gt", "5")])))
     p = plugin()
-    values = {"6": True, "+6": True, "5": False, " 6": False, "6_0": False, "\u0667": False,
-              "9223372036854775808": False, "-7": False, "0x10": False}
+    values = {
+        "6": True,
+        "+6": True,
+        "5": False,
+        " 6": False,
+        "6_0": False,
+        "\u0667": False,
+        "9223372036854775808": False,
+        "-7": False,
+        "0x10": False,
+    }
     infos = [make_node_info(mk_node(f"n{i}", {"v": v})) for i, v in enumerate(values)]
     state = CycleState()
     p.pre_filter(state, pod, Snapshot(infos))
@@ -455,7 +645,8 @@ def node_affinity(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 3)):
         prefs = draw(st.lists(st.tuples(st.integers(0, 100), selector_term()), max_size=3))
         out["preferredDuringSchedulingIgnoredDuringExecution"] = [
-            {"weight": w, "preference": t} for w, t in prefs]
+            {"weight": w, "preference": t} for w, t in prefs
+        ]
     return out
 
 
@@ -470,11 +661,14 @@ def pod_spec(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(nodes=st.lists(label_maps, min_size=3, max_size=len(NODE_NAMES)),
-       specs=st.lists(pod_spec(), min_size=1, max_size=3),
-       added=st.one_of(st.none(), st.none(), node_affinity()))
-def test_batch_agrees_with_per_node(nodes: list[dict[str, str]], specs: list[dict[str, Any]],
-                                    added: dict[str, Any] | None) -> None:
+@given(
+    nodes=st.lists(label_maps, min_size=3, max_size=len(NODE_NAMES)),
+    specs=st.lists(pod_spec(), min_size=1, max_size=3),
+    added=st.one_of(st.none(), st.none(), node_affinity()),
+)
+def test_batch_agrees_with_per_node(
+    nodes: list[dict[str, str]], specs: list[dict[str, Any]], added: dict[str, Any] | None
+) -> None:
     try:
         p = plugin(added)
     except PluginArgsError:
@@ -501,18 +695,21 @@ def test_batch_agrees_with_per_node(nodes: list[dict[str, str]], specs: list[dic
 # ---- DefaultNormalizeScore (helper/normalize_score_test.go) -------------------------------------
 
 
-@pytest.mark.parametrize(("reverse", "scores", "expected"), [
-    (False, [1, 2, 3, 4], [25, 50, 75, 100]),
-    (True, [1, 2, 3, 4], [75, 50, 25, 0]),
-    (False, [1000, 10, 20, 30], [100, 1, 2, 3]),
-    (True, [1000, 10, 20, 30], [0, 99, 98, 97]),
-    (False, [1, 1, 1, 1], [100, 100, 100, 100]),
-    (False, [1000, 1, 1, 1], [100, 0, 0, 0]),
-    (True, [0, 1, 1, 1], [100, 0, 0, 0]),
-    (False, [0, 0], [0, 0]),
-    (True, [0, 0], [100, 100]),
-    (False, [], []),
-])
+@pytest.mark.parametrize(
+    ("reverse", "scores", "expected"),
+    [
+        (False, [1, 2, 3, 4], [25, 50, 75, 100]),
+        (True, [1, 2, 3, 4], [75, 50, 25, 0]),
+        (False, [1000, 10, 20, 30], [100, 1, 2, 3]),
+        (True, [1000, 10, 20, 30], [0, 99, 98, 97]),
+        (False, [1, 1, 1, 1], [100, 100, 100, 100]),
+        (False, [1000, 1, 1, 1], [100, 0, 0, 0]),
+        (True, [0, 1, 1, 1], [100, 0, 0, 0]),
+        (False, [0, 0], [0, 0]),
+        (True, [0, 0], [100, 100]),
+        (False, [], []),
+    ],
+)
 def test_default_normalize_score(reverse: bool, scores: list[int], expected: list[int]) -> None:
     arr = np.array(scores, dtype=np.int64)
     assert default_normalize_score(100, reverse, arr) is None

@@ -24,11 +24,15 @@ def mk_node(name: str) -> Node:
     return decode({"kind": "Node", "metadata": {"name": name}}, Node)
 
 
-@pytest.mark.parametrize(("pod_node", "node", "ok"), [
-    ("", "", True),  # no host specified
-    ("foo", "foo", True),  # host matches
-    ("bar", "foo", False),  # host doesn't match
-], ids=["no host specified", "host matches", "host doesn't match"])
+@pytest.mark.parametrize(
+    ("pod_node", "node", "ok"),
+    [
+        ("", "", True),  # no host specified
+        ("foo", "foo", True),  # host matches
+        ("bar", "foo", False),  # host doesn't match
+    ],
+    ids=["no host specified", "host matches", "host doesn't match"],
+)
 def test_node_name(pod_node: str, node: str, ok: bool) -> None:
     p = NodeName()
     pod = mk_pod({"nodeName": pod_node} if pod_node else {})
@@ -50,7 +54,8 @@ def test_batch_over_many_nodes() -> None:
     for wanted in ("", "n3", "missing"):
         pod = mk_pod({"nodeName": wanted} if wanted else {})
         assert p.filter_batch(CycleState(), pod, snap).tolist() == [
-            p.filter(CycleState(), pod, ni) is None for ni in infos]
+            p.filter(CycleState(), pod, ni) is None for ni in infos
+        ]
 
 
 def test_events_to_register() -> None:

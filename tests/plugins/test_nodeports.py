@@ -17,8 +17,11 @@ from ksched.plugins.nodeports import ERR_REASON, NodePorts, fits
 
 
 def mk_pod(spec: dict[str, Any], name: str = "p") -> PodInfo:
-    m = {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name},
-         "spec": {"containers": [], **spec}}
+    m = {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": name},
+        "spec": {"containers": [], **spec},
+    }
     return PodInfo(decode(m, Pod), m)
 
 
@@ -32,8 +35,10 @@ def new_pod(host: str, *host_port_infos: str) -> PodInfo:
 
 
 def init_pod(sidecar: bool) -> PodInfo:
-    c: dict[str, Any] = {"name": "i", "ports": [
-        {"containerPort": 8001, "hostPort": 8001, "protocol": "TCP"}]}
+    c: dict[str, Any] = {
+        "name": "i",
+        "ports": [{"containerPort": 8001, "hostPort": 8001, "protocol": "TCP"}],
+    }
     if sidecar:
         c["restartPolicy"] = "Always"
     return mk_pod({"initContainers": [c]})
@@ -50,35 +55,104 @@ def node_info(*pods: PodInfo) -> NodeInfo:
 CASES: list[tuple[str, PodInfo, NodeInfo, bool, bool]] = [
     # name, pod, nodeInfo, prefilter skips, filter fits
     ("skip filter", mk_pod({}), node_info(), True, True),
-    ("other port", new_pod("m1", "UDP/127.0.0.1/8080"),
-     node_info(new_pod("m1", "UDP/127.0.0.1/9090")), False, True),
-    ("same udp port", new_pod("m1", "UDP/127.0.0.1/8080"),
-     node_info(new_pod("m1", "UDP/127.0.0.1/8080")), False, False),
-    ("same tcp port", new_pod("m1", "TCP/127.0.0.1/8080"),
-     node_info(new_pod("m1", "TCP/127.0.0.1/8080")), False, False),
-    ("different host ip", new_pod("m1", "TCP/127.0.0.1/8080"),
-     node_info(new_pod("m1", "TCP/127.0.0.2/8080")), False, True),
-    ("different protocol", new_pod("m1", "UDP/127.0.0.1/8080"),
-     node_info(new_pod("m1", "TCP/127.0.0.1/8080")), False, True),
-    ("second udp port conflict", new_pod("m1", "UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"),
-     node_info(new_pod("m1", "UDP/127.0.0.1/8080")), False, False),
-    ("first tcp port conflict", new_pod("m1", "TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"),
-     node_info(new_pod("m1", "TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081")), False, False),
-    ("first tcp port conflict due to 0.0.0.0 hostIP", new_pod("m1", "TCP/0.0.0.0/8001"),
-     node_info(new_pod("m1", "TCP/127.0.0.1/8001")), False, False),
-    ("TCP hostPort conflict due to 0.0.0.0 hostIP",
-     new_pod("m1", "TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"),
-     node_info(new_pod("m1", "TCP/127.0.0.1/8001")), False, False),
-    ("second tcp port conflict to 0.0.0.0 hostIP", new_pod("m1", "TCP/127.0.0.1/8001"),
-     node_info(new_pod("m1", "TCP/0.0.0.0/8001")), False, False),
-    ("second different protocol", new_pod("m1", "UDP/127.0.0.1/8001"),
-     node_info(new_pod("m1", "TCP/0.0.0.0/8001")), False, True),
-    ("UDP hostPort conflict due to 0.0.0.0 hostIP", new_pod("m1", "UDP/127.0.0.1/8001"),
-     node_info(new_pod("m1", "TCP/0.0.0.0/8001", "UDP/0.0.0.0/8001")), False, False),
-    ("non-sidecar initContainer using hostPort", init_pod(False),
-     node_info(new_pod("m1", "TCP/0.0.0.0/8001")), True, True),
-    ("TCP hostPort conflict from sidecar initContainer", init_pod(True),
-     node_info(new_pod("m1", "TCP/0.0.0.0/8001")), False, False),
+    (
+        "other port",
+        new_pod("m1", "UDP/127.0.0.1/8080"),
+        node_info(new_pod("m1", "UDP/127.0.0.1/9090")),
+        False,
+        True,
+    ),
+    (
+        "same udp port",
+        new_pod("m1", "UDP/127.0.0.1/8080"),
+        node_info(new_pod("m1", "UDP/127.0.0.1/8080")),
+        False,
+        False,
+    ),
+    (
+        "same tcp port",
+        new_pod("m1", "TCP/127.0.0.1/8080"),
+        node_info(new_pod("m1", "TCP/127.0.0.1/8080")),
+        False,
+        False,
+    ),
+    (
+        "different host ip",
+        new_pod("m1", "TCP/127.0.0.1/8080"),
+        node_info(new_pod("m1", "TCP/127.0.0.2/8080")),
+        False,
+        True,
+    ),
+    (
+        "different protocol",
+        new_pod("m1", "UDP/127.0.0.1/8080"),
+        node_info(new_pod("m1", "TCP/127.0.0.1/8080")),
+        False,
+        True,
+    ),
+    (
+        "second udp port conflict",
+        new_pod("m1", "UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"),
+        node_info(new_pod("m1", "UDP/127.0.0.1/8080")),
+        False,
+        False,
+    ),
+    (
+        "first tcp port conflict",
+        new_pod("m1", "TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"),
+        node_info(new_pod("m1", "TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081")),
+        False,
+        False,
+    ),
+    (
+        "first tcp port conflict due to 0.0.0.0 hostIP",
+        new_pod("m1", "TCP/0.0.0.0/8001"),
+        node_info(new_pod("m1", "TCP/127.0.0.1/8001")),
+        False,
+        False,
+    ),
+    (
+        "TCP hostPort conflict due to 0.0.0.0 hostIP",
+        new_pod("m1", "TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"),
+        node_info(new_pod("m1", "TCP/127.0.0.1/8001")),
+        False,
+        False,
+    ),
+    (
+        "second tcp port conflict to 0.0.0.0 hostIP",
+        new_pod("m1", "TCP/127.0.0.1/8001"),
+        node_info(new_pod("m1", "TCP/0.0.0.0/8001")),
+        False,
+        False,
+    ),
+    (
+        "second different protocol",
+        new_pod("m1", "UDP/127.0.0.1/8001"),
+        node_info(new_pod("m1", "TCP/0.0.0.0/8001")),
+        False,
+        True,
+    ),
+    (
+        "UDP hostPort conflict due to 0.0.0.0 hostIP",
+        new_pod("m1", "UDP/127.0.0.1/8001"),
+        node_info(new_pod("m1", "TCP/0.0.0.0/8001", "UDP/0.0.0.0/8001")),
+        False,
+        False,
+    ),
+    (
+        "non-sidecar initContainer using hostPort",
+        init_pod(False),
+        node_info(new_pod("m1", "TCP/0.0.0.0/8001")),
+        True,
+        True,
+    ),
+    (
+        "TCP hostPort conflict from sidecar initContainer",
+        init_pod(True),
+        node_info(new_pod("m1", "TCP/0.0.0.0/8001")),
+        False,
+        False,
+    ),
 ]
 
 
@@ -117,12 +191,16 @@ def host_port_pod(port: int, node: str = "") -> PodInfo:
     return mk_pod(spec)
 
 
-@pytest.mark.parametrize(("old", "want"), [
-    (mk_pod({}), QueueingHint.SKIP),  # skip-queue-on-unscheduled
-    (mk_pod({"nodeName": "fake-node"}), QueueingHint.SKIP),  # skip-queue-on-non-hostport
-    (host_port_pod(8081, "fake-node"), QueueingHint.SKIP),  # skip-queue-on-unrelated-hostport
-    (host_port_pod(8080, "fake-node"), QueueingHint.QUEUE),  # queue-on-released-hostport
-], ids=["unscheduled", "non-hostport", "unrelated-hostport", "released-hostport"])
+@pytest.mark.parametrize(
+    ("old", "want"),
+    [
+        (mk_pod({}), QueueingHint.SKIP),  # skip-queue-on-unscheduled
+        (mk_pod({"nodeName": "fake-node"}), QueueingHint.SKIP),  # skip-queue-on-non-hostport
+        (host_port_pod(8081, "fake-node"), QueueingHint.SKIP),  # skip-queue-on-unrelated-hostport
+        (host_port_pod(8080, "fake-node"), QueueingHint.QUEUE),  # queue-on-released-hostport
+    ],
+    ids=["unscheduled", "non-hostport", "unrelated-hostport", "released-hostport"],
+)
 def test_is_schedulable_after_assigned_pod_deleted(old: PodInfo, want: str) -> None:
     got = NodePorts().is_schedulable_after_pod_deleted(host_port_pod(8080), old, None)
     assert got == want
@@ -134,21 +212,42 @@ def test_hint_wrong_old_object() -> None:
 
 
 def test_events_to_register() -> None:
-    events = [(e.event.resource, e.event.action, e.hint is not None)
-              for e in NodePorts().events_to_register()]
+    events = [
+        (e.event.resource, e.event.action, e.hint is not None)
+        for e in NodePorts().events_to_register()
+    ]
     assert events == [("AssignedPod", "Delete", True), ("Node", "Add", False)]
 
 
-@pytest.mark.parametrize(("pod", "existing", "expect"), [
-    (new_pod("p", "TCP/127.0.0.1/80"), ["TCP/127.0.0.1/9090"], True),
-    (new_pod("p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"),
-     ["TCP/127.0.0.1/9090", "TCP/127.0.0.1/9191", "TCP/127.0.1.1/8080"], True),
-    (new_pod("m1", "TCP/127.0.0.1/80"), ["UDP/127.0.0.1/80"], True),
-    (new_pod("m1", "TCP/127.0.0.1/80"), ["TCP/127.0.0.1/80"], False),
-    (new_pod("p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"),
-     ["TCP/127.0.0.1/9090", "TCP/127.0.1.1/90", "TCP/127.0.1.1/8080"], False),
-], ids=["non-conflicting", "multiple non-conflicting", "same port different protocols",
-        "conflicting", "multiple, some conflicting"])
+@pytest.mark.parametrize(
+    ("pod", "existing", "expect"),
+    [
+        (new_pod("p", "TCP/127.0.0.1/80"), ["TCP/127.0.0.1/9090"], True),
+        (
+            new_pod(
+                "p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"
+            ),
+            ["TCP/127.0.0.1/9090", "TCP/127.0.0.1/9191", "TCP/127.0.1.1/8080"],
+            True,
+        ),
+        (new_pod("m1", "TCP/127.0.0.1/80"), ["UDP/127.0.0.1/80"], True),
+        (new_pod("m1", "TCP/127.0.0.1/80"), ["TCP/127.0.0.1/80"], False),
+        (
+            new_pod(
+                "p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"
+            ),
+            ["TCP/127.0.0.1/9090", "TCP/127.0.1.1/90", "TCP/127.0.1.1/8080"],
+            False,
+        ),
+    ],
+    ids=[
+        "non-conflicting",
+        "multiple non-conflicting",
+        "same port different protocols",
+        "conflicting",
+        "multiple, some conflicting",
+    ],
+)
 def test_fits(pod: PodInfo, existing: list[str], expect: bool) -> None:
     assert fits(pod, node_info(new_pod("p1", *existing))) is expect
 
@@ -156,8 +255,12 @@ def test_fits(pod: PodInfo, existing: list[str], expect: bool) -> None:
 def test_batch_only_rejects_conflicting_rows() -> None:
     p = NodePorts()
     pod = new_pod("", "TCP/0.0.0.0/80")
-    infos = [node_info(new_pod("a", "TCP/10.0.0.1/80")), node_info(),
-             node_info(new_pod("b", "UDP/10.0.0.1/80")), node_info(new_pod("c", "TCP/0.0.0.0/81"))]
+    infos = [
+        node_info(new_pod("a", "TCP/10.0.0.1/80")),
+        node_info(),
+        node_info(new_pod("b", "UDP/10.0.0.1/80")),
+        node_info(new_pod("c", "TCP/0.0.0.0/81")),
+    ]
     snap = Snapshot(infos)
     state = CycleState()
     p.pre_filter(state, pod, snap)

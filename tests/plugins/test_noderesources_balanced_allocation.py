@@ -40,8 +40,10 @@ def cpu_mem_gpu(c: str, m: str, g: str) -> dict[str, str]:
 
 
 def pod(*reqs: dict[str, str], node: str = "") -> PodInfo:
-    return make_pod(containers=[{"name": f"c{i}", "resources": {"requests": r}}
-                                for i, r in enumerate(reqs)], node_name=node)
+    return make_pod(
+        containers=[{"name": f"c{i}", "resources": {"requests": r}} for i, r in enumerate(reqs)],
+        node_name=node,
+    )
 
 
 def mk_node(name: str, milli_cpu: int, memory: int, gpu: int | None = None) -> Node:
@@ -51,10 +53,16 @@ def mk_node(name: str, milli_cpu: int, memory: int, gpu: int | None = None) -> N
     return decode({"metadata": {"name": name}, "status": {"allocatable": a, "capacity": a}}, Node)
 
 
-def run(resources: list[dict[str, Any]], p: PodInfo, nodes: list[Node], existing: list[PodInfo],
-        pre_score: bool = True) -> list[int] | None:
-    plugin = BalancedAllocation(BalancedAllocationArgs.parse(
-        "NodeResourcesBalancedAllocation", {"resources": resources}))
+def run(
+    resources: list[dict[str, Any]],
+    p: PodInfo,
+    nodes: list[Node],
+    existing: list[PodInfo],
+    pre_score: bool = True,
+) -> list[int] | None:
+    plugin = BalancedAllocation(
+        BalancedAllocationArgs.parse("NodeResourcesBalancedAllocation", {"resources": resources})
+    )
     snap = make_snapshot(nodes, existing)
     state = CycleState()
     if pre_score:
@@ -73,45 +81,98 @@ def run(resources: list[dict[str, Any]], p: PodInfo, nodes: list[Node], existing
 
 
 CASES: list[tuple[str, Any, Any, Any, list[dict[str, Any]], list[int] | None]] = [
-    ("nothing scheduled, nothing requested, skip in PreScore", lambda: pod(),
-     [("node1", 4000, 10000, None), ("node2", 4000, 10000, None)], [], DEFAULT, None),
+    (
+        "nothing scheduled, nothing requested, skip in PreScore",
+        lambda: pod(),
+        [("node1", 4000, 10000, None), ("node2", 4000, 10000, None)],
+        [],
+        DEFAULT,
+        None,
+    ),
     # Node1 CPU 0 -> 75%, memory 0 -> 50%: 100 -> 87 = 68; node2 100 -> 100 = 75.
-    ("nothing scheduled, resources requested, differently sized nodes",
-     lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
-     [("node1", 4000, 10000, None), ("node2", 6000, 10000, None)], [], DEFAULT, [68, 75]),
-    ("resources requested, pods scheduled with resources",
-     lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
-     [("node1", 10000, 20000, None), ("node2", 10000, 20000, None)],
-     [((cpu_only("1000m"), cpu_only("2000m")), "node1"),
-      ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2")], DEFAULT, [73, 74]),
-    ("resources requested, pods scheduled with resources, differently sized nodes",
-     lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
-     [("node1", 10000, 20000, None), ("node2", 10000, 50000, None)],
-     [((cpu_only("1000m"), cpu_only("2000m")), "node1"),
-      ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2")], DEFAULT, [73, 70]),
-    ("resources requested, pods scheduled with resources, nodes to reach min/max score",
-     lambda: pod({"memory": "2000"}, {"memory": "3000"}),
-     [("node1", 3000, 5000, None), ("node2", 3000, 5000, None)],
-     [((cpu_only("1000m"), cpu_only("2000m")), "node1")], DEFAULT, [100, 50]),
-    ("requested resources at node capacity", lambda: pod(cpu_only("1000m"), cpu_only("2000m")),
-     [("node1", 6000, 10000, None), ("node2", 6000, 10000, None)],
-     [((cpu_only("1000m"), cpu_only("2000m")), "node1"),
-      ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2")], DEFAULT, [62, 62]),
-    ("scalar resource is included in the score computation if pod requests the scalar resource",
-     lambda: pod(cpu_mem_gpu("0", "0", "1")),
-     [("node1", 3500, 40000, 8), ("node2", 3500, 40000, 8)],
-     [((cpu_mem("1000m", "2000"), cpu_mem_gpu("2000m", "3000", "3")), "node1"),
-      ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2")], WITH_GPU, [75, 76]),
-    ("scalar resource is not included in the score computation if pod doesn't request the "
-     "scalar resource", lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
-     [("node1", 3500, 40000, 8), ("node2", 3500, 40000, None)], [], WITH_GPU, [56, 56]),
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
+        [("node1", 4000, 10000, None), ("node2", 6000, 10000, None)],
+        [],
+        DEFAULT,
+        [68, 75],
+    ),
+    (
+        "resources requested, pods scheduled with resources",
+        lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
+        [("node1", 10000, 20000, None), ("node2", 10000, 20000, None)],
+        [
+            ((cpu_only("1000m"), cpu_only("2000m")), "node1"),
+            ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2"),
+        ],
+        DEFAULT,
+        [73, 74],
+    ),
+    (
+        "resources requested, pods scheduled with resources, differently sized nodes",
+        lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
+        [("node1", 10000, 20000, None), ("node2", 10000, 50000, None)],
+        [
+            ((cpu_only("1000m"), cpu_only("2000m")), "node1"),
+            ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2"),
+        ],
+        DEFAULT,
+        [73, 70],
+    ),
+    (
+        "resources requested, pods scheduled with resources, nodes to reach min/max score",
+        lambda: pod({"memory": "2000"}, {"memory": "3000"}),
+        [("node1", 3000, 5000, None), ("node2", 3000, 5000, None)],
+        [((cpu_only("1000m"), cpu_only("2000m")), "node1")],
+        DEFAULT,
+        [100, 50],
+    ),
+    (
+        "requested resources at node capacity",
+        lambda: pod(cpu_only("1000m"), cpu_only("2000m")),
+        [("node1", 6000, 10000, None), ("node2", 6000, 10000, None)],
+        [
+            ((cpu_only("1000m"), cpu_only("2000m")), "node1"),
+            ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2"),
+        ],
+        DEFAULT,
+        [62, 62],
+    ),
+    (
+        "scalar resource is included in the score computation if pod requests the scalar resource",
+        lambda: pod(cpu_mem_gpu("0", "0", "1")),
+        [("node1", 3500, 40000, 8), ("node2", 3500, 40000, 8)],
+        [
+            ((cpu_mem("1000m", "2000"), cpu_mem_gpu("2000m", "3000", "3")), "node1"),
+            ((cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")), "node2"),
+        ],
+        WITH_GPU,
+        [75, 76],
+    ),
+    (
+        "scalar resource is not included in the score computation if pod doesn't request the "
+        "scalar resource",
+        lambda: pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000")),
+        [("node1", 3500, 40000, 8), ("node2", 3500, 40000, None)],
+        [],
+        WITH_GPU,
+        [56, 56],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "make", "nodes", "existing", "resources", "want"), CASES,
-                         ids=[c[0] for c in CASES])
-def test_balanced_allocation(name: str, make: Any, nodes: Any, existing: Any,
-                             resources: list[dict[str, Any]], want: list[int] | None) -> None:
+@pytest.mark.parametrize(
+    ("name", "make", "nodes", "existing", "resources", "want"), CASES, ids=[c[0] for c in CASES]
+)
+def test_balanced_allocation(
+    name: str,
+    make: Any,
+    nodes: Any,
+    existing: Any,
+    resources: list[dict[str, Any]],
+    want: list[int] | None,
+) -> None:
     ns = [mk_node(*n) for n in nodes]
     ex = [pod(*r, node=nn) for r, nn in existing]
     assert run(resources, make(), ns, ex) == want
@@ -120,8 +181,10 @@ def test_balanced_allocation(name: str, make: Any, nodes: Any, existing: Any,
 def test_balanced_allocation_without_prescore() -> None:
     """'if PreScore not called': same scores; a best-effort pod scores 0 everywhere."""
     nodes = [mk_node("node1", 10000, 20000), mk_node("node2", 10000, 20000)]
-    ex = [pod(cpu_only("1000m"), cpu_only("2000m"), node="node1"),
-          pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000"), node="node2")]
+    ex = [
+        pod(cpu_only("1000m"), cpu_only("2000m"), node="node1"),
+        pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000"), node="node2"),
+    ]
     p = pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000"))
     assert run(DEFAULT, p, nodes, ex, pre_score=False) == [73, 74]
     assert run(DEFAULT, pod(), nodes, ex, pre_score=False) == [0, 0]
@@ -134,8 +197,10 @@ def test_previous_formula(monkeypatch: pytest.MonkeyPatch) -> None:
     p = pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000"))
     assert run(DEFAULT, p, nodes, []) == [87, 100]
     nodes = [mk_node("node1", 3500, 40000, 8), mk_node("node2", 3500, 40000, 8)]
-    ex = [pod(cpu_mem("1000m", "2000"), cpu_mem_gpu("2000m", "3000", "3"), node="node1"),
-          pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000"), node="node2")]
+    ex = [
+        pod(cpu_mem("1000m", "2000"), cpu_mem_gpu("2000m", "3000", "3"), node="node1"),
+        pod(cpu_mem("1000m", "2000"), cpu_mem("2000m", "3000"), node="node2"),
+    ]
     assert run(WITH_GPU, pod(cpu_mem_gpu("0", "0", "1")), nodes, ex) == [70, 65]
 
 
@@ -150,9 +215,12 @@ def test_balanced_resource_score() -> None:
 def test_args() -> None:
     name = "NodeResourcesBalancedAllocation"
     assert BalancedAllocationArgs.parse(name, {}).resources == (
-        ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
+        ResourceSpec("cpu", 1),
+        ResourceSpec("memory", 1),
+    )
     assert BalancedAllocationArgs.parse(name, {"resources": [{"name": GPU}]}).resources == (
-        ResourceSpec(GPU, 1),)
+        ResourceSpec(GPU, 1),
+    )
     with pytest.raises(PluginArgsError) as e:
         BalancedAllocationArgs.parse(name, {"resources": [{"name": "cpu", "weight": 2}]})
     assert str(e.value) == f"plugin {name}: args.resources[0].weight: Invalid value: 2: must be 1"
@@ -160,10 +228,13 @@ def test_args() -> None:
         BalancedAllocationArgs.parse(name, {"resources": [{"name": "cpu"}, {"name": "cpu"}]})
     assert str(e.value) == f'plugin {name}: args.resources[1].name: Duplicate value: "cpu"'
     with pytest.raises(PluginArgsError) as e:
-        BalancedAllocationArgs.parse(name, {"resources": [{"name": "cpu"}, {"name": "cpu",
-                                                                            "weight": 3}]})
-    assert str(e.value) == (f'plugin {name}: args: [resources[1].name: Duplicate value: "cpu", '
-                            "resources[1].weight: Invalid value: 3: must be 1]")
+        BalancedAllocationArgs.parse(
+            name, {"resources": [{"name": "cpu"}, {"name": "cpu", "weight": 3}]}
+        )
+    assert str(e.value) == (
+        f'plugin {name}: args: [resources[1].name: Duplicate value: "cpu", '
+        "resources[1].weight: Invalid value: 3: must be 1]"
+    )
     with pytest.raises(PluginArgsError, match="unknown field"):
         BalancedAllocationArgs.parse(name, {"resource": []})
 

@@ -28,8 +28,11 @@ HUGE = "hugepages-2Mi"
 IMAGES = ["img/a", "img/b:v1", "gcr.io/c", "d:latest", "e"]
 RESOURCE_NAMES = ["cpu", "memory", "ephemeral-storage", GPU, FOO, HUGE, "pods", "storage"]
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 amount = st.one_of(st.just(0), st.integers(1, 16), st.integers(0, 2**44))
 
@@ -51,14 +54,24 @@ def requests(draw: st.DrawFn) -> dict[str, str]:
 
 @st.composite
 def pods(draw: st.DrawFn, node: str = "") -> PodInfo:
-    containers = [{"name": f"c{i}", "image": draw(st.sampled_from(IMAGES)),
-                   "resources": {"requests": draw(requests())}}
-                  for i in range(draw(st.integers(0, 3)))]
+    containers = [
+        {
+            "name": f"c{i}",
+            "image": draw(st.sampled_from(IMAGES)),
+            "resources": {"requests": draw(requests())},
+        }
+        for i in range(draw(st.integers(0, 3)))
+    ]
     spec: dict[str, Any] = {}
     if draw(st.integers(0, 3)) == 0:
-        spec["initContainers"] = [{"name": "init", "image": draw(st.sampled_from(IMAGES)),
-                                   "resources": {"requests": draw(requests())},
-                                   **({"restartPolicy": "Always"} if draw(st.booleans()) else {})}]
+        spec["initContainers"] = [
+            {
+                "name": "init",
+                "image": draw(st.sampled_from(IMAGES)),
+                "resources": {"requests": draw(requests())},
+                **({"restartPolicy": "Always"} if draw(st.booleans()) else {}),
+            }
+        ]
     if draw(st.integers(0, 5)) == 0:
         spec["overhead"] = {"cpu": f"{draw(st.integers(0, 500))}m", "memory": str(draw(amount))}
     return make_pod(containers=containers, node_name=node, **spec)
@@ -69,10 +82,12 @@ def nodes(draw: st.DrawFn, name: str, dense: bool = False) -> Node:
     """A node; ``dense`` gives it a positive amount of every resource (the batch fast paths)."""
     alloc: dict[str, str] = {}
     if dense:
-        alloc = {"cpu": f"{draw(st.integers(1, 20000))}m",
-                 "memory": str(draw(st.integers(1, 2**44))),
-                 "ephemeral-storage": str(draw(st.integers(1, 2**44))),
-                 "pods": str(draw(st.integers(1, 6)))}
+        alloc = {
+            "cpu": f"{draw(st.integers(1, 20000))}m",
+            "memory": str(draw(st.integers(1, 2**44))),
+            "ephemeral-storage": str(draw(st.integers(1, 2**44))),
+            "pods": str(draw(st.integers(1, 6))),
+        }
         alloc.update({res: str(draw(st.integers(1, 12))) for res in (GPU, FOO, HUGE)})
     if not dense and draw(st.integers(0, 5)):
         alloc["cpu"] = f"{draw(st.one_of(st.just(0), st.integers(0, 20000)))}m"
@@ -85,11 +100,20 @@ def nodes(draw: st.DrawFn, name: str, dense: bool = False) -> Node:
     for res in (GPU, FOO, HUGE):
         if not dense and draw(st.booleans()):
             alloc[res] = str(draw(st.integers(0, 12)))
-    images = [{"names": [img if ":" in img.rsplit("/", 1)[-1] else img + ":latest"],
-               "sizeBytes": draw(st.integers(0, 3000 * 2**20))}
-              for img in draw(st.lists(st.sampled_from(IMAGES), unique=True, max_size=4))]
-    return decode({"metadata": {"name": name},
-                   "status": {"allocatable": alloc, "capacity": alloc, "images": images}}, Node)
+    images = [
+        {
+            "names": [img if ":" in img.rsplit("/", 1)[-1] else img + ":latest"],
+            "sizeBytes": draw(st.integers(0, 3000 * 2**20)),
+        }
+        for img in draw(st.lists(st.sampled_from(IMAGES), unique=True, max_size=4))
+    ]
+    return decode(
+        {
+            "metadata": {"name": name},
+            "status": {"allocatable": alloc, "capacity": alloc, "images": images},
+        },
+        Node,
+    )
 
 
 @st.composite
@@ -97,8 +121,10 @@ def clusters(draw: st.DrawFn) -> tuple[Snapshot, PodInfo]:
     n = draw(st.integers(1, 7))
     dense = draw(st.booleans())
     ns = [draw(nodes(f"node{i}", dense)) for i in range(n)]
-    existing = [draw(pods(node=f"node{draw(st.integers(0, n - 1))}"))
-                for _ in range(draw(st.integers(0, 10)))]
+    existing = [
+        draw(pods(node=f"node{draw(st.integers(0, n - 1))}"))
+        for _ in range(draw(st.integers(0, 10)))
+    ]
     return make_snapshot(ns, existing), draw(pods())
 
 
@@ -113,13 +139,15 @@ def fit_args(draw: st.DrawFn) -> dict[str, Any]:
     if typ == "RequestedToCapacityRatio":
         utils = sorted(draw(st.lists(st.integers(0, 100), unique=True, min_size=1, max_size=5)))
         strategy["requestedToCapacityRatio"] = {
-            "shape": [{"utilization": u, "score": draw(st.integers(0, 10))} for u in utils]}
+            "shape": [{"utilization": u, "score": draw(st.integers(0, 10))} for u in utils]
+        }
     args: dict[str, Any] = {"scoringStrategy": strategy}
     if draw(st.booleans()):
         args["ignoredResources"] = draw(st.lists(st.sampled_from([GPU, FOO]), unique=True))
     if draw(st.booleans()):
-        args["ignoredResourceGroups"] = draw(st.lists(st.sampled_from(["example.com", "foo.io"]),
-                                                      unique=True))
+        args["ignoredResourceGroups"] = draw(
+            st.lists(st.sampled_from(["example.com", "foo.io"]), unique=True)
+        )
     return args
 
 
@@ -131,8 +159,9 @@ def _rows(data: st.DataObject, n: int) -> np.ndarray[Any, np.dtype[np.intp]]:
 
 @SETTINGS
 @given(cluster=clusters(), args=fit_args(), data=st.data())
-def test_fit_batch_matches_per_node(cluster: tuple[Snapshot, PodInfo], args: dict[str, Any],
-                                    data: st.DataObject) -> None:
+def test_fit_batch_matches_per_node(
+    cluster: tuple[Snapshot, PodInfo], args: dict[str, Any], data: st.DataObject
+) -> None:
     snap, pod = cluster
     fit = Fit(FitArgs.parse("NodeResourcesFit", args))
     state = CycleState()
@@ -149,12 +178,16 @@ def test_fit_batch_matches_per_node(cluster: tuple[Snapshot, PodInfo], args: dic
 
 @SETTINGS
 @given(cluster=clusters(), data=st.data())
-def test_balanced_batch_matches_per_node(cluster: tuple[Snapshot, PodInfo],
-                                         data: st.DataObject) -> None:
+def test_balanced_batch_matches_per_node(
+    cluster: tuple[Snapshot, PodInfo], data: st.DataObject
+) -> None:
     snap, pod = cluster
     names = data.draw(st.lists(st.sampled_from(RESOURCE_NAMES), unique=True, max_size=5))
-    plugin = BalancedAllocation(BalancedAllocationArgs.parse(
-        "NodeResourcesBalancedAllocation", {"resources": [{"name": n} for n in names]}))
+    plugin = BalancedAllocation(
+        BalancedAllocationArgs.parse(
+            "NodeResourcesBalancedAllocation", {"resources": [{"name": n} for n in names]}
+        )
+    )
     state = CycleState()
     plugin.pre_score(state, pod, snap.node_infos)
     rows = _rows(data, snap.n)
@@ -166,8 +199,9 @@ def test_balanced_batch_matches_per_node(cluster: tuple[Snapshot, PodInfo],
 
 @SETTINGS
 @given(cluster=clusters(), data=st.data())
-def test_image_locality_batch_matches_per_node(cluster: tuple[Snapshot, PodInfo],
-                                               data: st.DataObject) -> None:
+def test_image_locality_batch_matches_per_node(
+    cluster: tuple[Snapshot, PodInfo], data: st.DataObject
+) -> None:
     snap, pod = cluster
     plugin = ImageLocality(None, Handle(snapshot=snap))
     rows = _rows(data, snap.n)
@@ -191,22 +225,26 @@ def changing_clusters(draw: st.DrawFn) -> tuple[Any, Snapshot, PodInfo, list[Pod
         cache.add_pod(draw(pods(node=f"node{draw(st.integers(0, n - 1))}")))
     snap = Snapshot()
     cache.update_snapshot(snap)
-    later = [draw(pods(node=f"node{draw(st.integers(0, n - 1))}"))
-             for _ in range(draw(st.integers(1, 6)))]
+    later = [
+        draw(pods(node=f"node{draw(st.integers(0, n - 1))}"))
+        for _ in range(draw(st.integers(1, 6)))
+    ]
     return cache, snap, draw(pods()), later
 
 
 @SETTINGS
 @given(cluster=changing_clusters(), args=fit_args())
 def test_cached_columns_follow_changed_rows(
-    cluster: tuple[Any, Snapshot, PodInfo, list[PodInfo]], args: dict[str, Any],
+    cluster: tuple[Any, Snapshot, PodInfo, list[PodInfo]],
+    args: dict[str, Any],
 ) -> None:
     """Filter masks and scores kept per pod request stay equal to the per-node forms as
     the snapshot's rows change (row-by-row updates through the change log)."""
     cache, snap, pod, later = cluster
     fit = Fit(FitArgs.parse("NodeResourcesFit", args))
-    balanced = BalancedAllocation(BalancedAllocationArgs.parse(
-        "NodeResourcesBalancedAllocation", {}))
+    balanced = BalancedAllocation(
+        BalancedAllocationArgs.parse("NodeResourcesBalancedAllocation", {})
+    )
     image = ImageLocality(None, Handle(snapshot=snap))
     # An identical pod (a replica) shares the cached columns; the pod itself is reused too.
     replica = PodInfo(pod.pod, pod.raw)
@@ -216,8 +254,9 @@ def test_cached_columns_follow_changed_rows(
         fit.pre_filter(state, p, snap)
         balanced.pre_score(state, p, snap.node_infos)
         mask = fit.filter_batch(state, p, snap)
-        assert [bool(m) for m in mask] == [fit.filter(state, p, ni) is None
-                                           for ni in snap.node_infos]
+        assert [bool(m) for m in mask] == [
+            fit.filter(state, p, ni) is None for ni in snap.node_infos
+        ]
         rows = np.arange(snap.n, dtype=np.intp)[::-1]
         for plugin in (fit, balanced, image):
             batch = plugin.score_batch(state, p, snap, rows)

@@ -33,24 +33,35 @@ TOLERATE_UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "operator":
 
 
 def mk_node(
-    name: str, taints: list[dict[str, Any]] | None = None,
-    labels: dict[str, str] | None = None, **kw: str,
+    name: str,
+    taints: list[dict[str, Any]] | None = None,
+    labels: dict[str, str] | None = None,
+    **kw: str,
 ) -> Node:
     """A node with exactly the given labels (no implicit hostname label, as st.MakeNode):
     ``mk_node("a", zone="z1", node="a")``; keys with "/" go in ``labels``."""
     alloc = {"cpu": "32", "memory": "64Gi", "pods": "110"}
-    return decode({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {**(labels or {}), **kw}},
-        "spec": {"taints": taints or []},
-        "status": {"allocatable": alloc, "capacity": alloc},
-    }, Node)
+    return decode(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {**(labels or {}), **kw}},
+            "spec": {"taints": taints or []},
+            "status": {"allocatable": alloc, "capacity": alloc},
+        },
+        Node,
+    )
 
 
 def spread(
-    max_skew: int, key: str, when: str = "DoNotSchedule", selector: dict[str, Any] | None = None,
-    min_domains: int | None = None, affinity_policy: str | None = None,
-    taints_policy: str | None = None, match_label_keys: list[str] | None = None,
+    max_skew: int,
+    key: str,
+    when: str = "DoNotSchedule",
+    selector: dict[str, Any] | None = None,
+    min_domains: int | None = None,
+    affinity_policy: str | None = None,
+    taints_policy: str | None = None,
+    match_label_keys: list[str] | None = None,
 ) -> dict[str, Any]:
     c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
     if selector is not None:
@@ -67,18 +78,36 @@ def spread(
 
 
 def mk_pod(
-    name: str = "p", node: str = "", labels: dict[str, str] | None = None, ns: str = "default",
-    constraints: list[dict[str, Any]] | None = None, *, terminating: bool = False,
-    owner: tuple[str, str, str] | None = None, uid: str | None = None, **spec: Any,
+    name: str = "p",
+    node: str = "",
+    labels: dict[str, str] | None = None,
+    ns: str = "default",
+    constraints: list[dict[str, Any]] | None = None,
+    *,
+    terminating: bool = False,
+    owner: tuple[str, str, str] | None = None,
+    uid: str | None = None,
+    **spec: Any,
 ) -> PodInfo:
     """``owner`` is (apiVersion, kind, name) of a controller owner reference."""
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": uid or f"uid-{ns}-{name}",
-                            "labels": labels or {}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": ns,
+        "uid": uid or f"uid-{ns}-{name}",
+        "labels": labels or {},
+    }
     if terminating:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     if owner is not None:
-        meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": owner[2],
-                                    "uid": "owner-uid", "controller": True}]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": owner[0],
+                "kind": owner[1],
+                "name": owner[2],
+                "uid": "owner-uid",
+                "controller": True,
+            }
+        ]
     s: dict[str, Any] = {"containers": [{"name": "c", "image": "pause"}], **spec}
     if node:
         s["nodeName"] = node
@@ -95,19 +124,32 @@ def placed(spec: str, ns: str = "default", **labels: str) -> PodInfo:
 
 
 def node_affinity_in(key: str, values: list[str]) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": key, "operator": "In", "values": values}]}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": key, "operator": "In", "values": values}]}
+                ]
+            }
+        }
+    }
 
 
 def node_affinity_not_in(key: str, values: list[str]) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": key, "operator": "NotIn", "values": values}]}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": key, "operator": "NotIn", "values": values}]}
+                ]
+            }
+        }
+    }
 
 
 def plugin(
-    snap: Snapshot | None = None, args: dict[str, Any] | None = None,
+    snap: Snapshot | None = None,
+    args: dict[str, Any] | None = None,
     listers: dict[str, Any] | None = None,
 ) -> PodTopologySpread:
     handle = Handle(snapshot=snap if snap is not None else Snapshot())
@@ -128,32 +170,45 @@ def same_selector(a: Selector, b: Selector) -> bool:
 
 
 def test_filter_constraints_applies_defaults_and_keeps_only_the_action() -> None:
-    p = mk_pod(labels={"foo": ""}, constraints=[
-        spread(1, "zone", "ScheduleAnyway", FOO), spread(2, "node", "DoNotSchedule", BAR, 3,
-                                                          "Ignore", "Honor"),
-    ])
+    p = mk_pod(
+        labels={"foo": ""},
+        constraints=[
+            spread(1, "zone", "ScheduleAnyway", FOO),
+            spread(2, "node", "DoNotSchedule", BAR, 3, "Ignore", "Honor"),
+        ],
+    )
     got = filter_constraints(p.pod.spec.topology_spread_constraints, p.labels, "DoNotSchedule", "x")
     assert got == (Constraint(2, "node", sel(BAR), 3, "Ignore", "Honor"),)
-    soft = filter_constraints(p.pod.spec.topology_spread_constraints, p.labels, "ScheduleAnyway",
-                              "x")
+    soft = filter_constraints(
+        p.pod.spec.topology_spread_constraints, p.labels, "ScheduleAnyway", "x"
+    )
     assert soft == (Constraint(1, "zone", sel(FOO), 1, "Honor", "Ignore"),)
 
 
 def test_match_label_keys_are_anded_into_the_selector() -> None:
-    p = mk_pod(labels={"foo": "", "bar": "a"}, constraints=[
-        spread(1, "zone", selector=FOO, match_label_keys=["bar", "missing"])])
-    (c,) = filter_constraints(p.pod.spec.topology_spread_constraints, p.labels, "DoNotSchedule",
-                              "x")
-    assert same_selector(c.selector, sel({"matchLabels": {"bar": "a"},
-                                          "matchExpressions": FOO["matchExpressions"]}))
+    p = mk_pod(
+        labels={"foo": "", "bar": "a"},
+        constraints=[spread(1, "zone", selector=FOO, match_label_keys=["bar", "missing"])],
+    )
+    (c,) = filter_constraints(
+        p.pod.spec.topology_spread_constraints, p.labels, "DoNotSchedule", "x"
+    )
+    assert same_selector(
+        c.selector, sel({"matchLabels": {"bar": "a"}, "matchExpressions": FOO["matchExpressions"]})
+    )
 
 
 def test_match_label_keys_on_empty_selector_and_nil_selector() -> None:
-    p = mk_pod(labels={"foo": "a"}, constraints=[
-        spread(1, "zone", selector={}, match_label_keys=["foo"]),
-        spread(1, "rack", selector=None, match_label_keys=["foo"])])
-    empty, nil = filter_constraints(p.pod.spec.topology_spread_constraints, p.labels,
-                                    "DoNotSchedule", "x")
+    p = mk_pod(
+        labels={"foo": "a"},
+        constraints=[
+            spread(1, "zone", selector={}, match_label_keys=["foo"]),
+            spread(1, "rack", selector=None, match_label_keys=["foo"]),
+        ],
+    )
+    empty, nil = filter_constraints(
+        p.pod.spec.topology_spread_constraints, p.labels, "DoNotSchedule", "x"
+    )
     assert same_selector(empty.selector, sel({"matchLabels": {"foo": "a"}}))
     assert nil.selector.nothing  # a nil selector stays "nothing"
 
@@ -162,8 +217,12 @@ def test_match_label_keys_on_empty_selector_and_nil_selector() -> None:
 
 
 def test_count_pods_skips_other_namespaces_terminating_and_empty_selectors() -> None:
-    pods = [placed("a@n", foo=""), placed("b@n", ns="other", foo=""),
-            mk_pod("c", "n", {"foo": ""}, terminating=True), placed("d@n", bar="")]
+    pods = [
+        placed("a@n", foo=""),
+        placed("b@n", ns="other", foo=""),
+        mk_pod("c", "n", {"foo": ""}, terminating=True),
+        placed("d@n", bar=""),
+    ]
     assert count_pods(pods, sel(FOO), "default") == 1
     assert count_pods(pods, sel({}), "default") == 0  # Empty() selectors count nothing
     assert count_pods(pods, sel(None), "default") == 0
@@ -181,7 +240,10 @@ def test_pod_counter_recounts_only_replaced_rows() -> None:
     counter = PodCounter("default", sel(FOO))
     first = counter.counts(snap)
     assert dict(zip((ni.name for ni in snap.node_infos), first.tolist(), strict=True)) == {
-        "a": 1, "b": 0, "c": 0}
+        "a": 1,
+        "b": 0,
+        "c": 0,
+    }
     untouched = {ni.name: ni for ni in snap.node_infos}
     cache.add_pod(placed("p2@b", foo=""))
     cache.add_pod(placed("p3@b", foo=""))
@@ -189,7 +251,10 @@ def test_pod_counter_recounts_only_replaced_rows() -> None:
     assert snap.get("a") is untouched["a"]
     got = counter.counts(snap)
     assert dict(zip((ni.name for ni in snap.node_infos), got.tolist(), strict=True)) == {
-        "a": 1, "b": 2, "c": 0}
+        "a": 1,
+        "b": 2,
+        "c": 0,
+    }
     assert got is not first and first.tolist() != got.tolist()  # earlier result not mutated
 
 
@@ -220,8 +285,12 @@ def _svc(name: str, selector: dict[str, str] | None, ns: str = "default") -> dic
 
 def test_default_selector_merges_matching_services() -> None:
     pod = mk_pod(labels={"foo": "bar", "baz": "kar"})
-    services = {"default/a": _svc("a", {"foo": "bar"}), "default/b": _svc("b", {"baz": "kep"}),
-                "default/c": _svc("c", None), "other/d": _svc("d", {"baz": "kar"}, "other")}
+    services = {
+        "default/a": _svc("a", {"foo": "bar"}),
+        "default/b": _svc("b", {"baz": "kep"}),
+        "default/c": _svc("c", None),
+        "other/d": _svc("d", {"baz": "kar"}, "other"),
+    }
     got = default_selector(pod, {"services": services})
     assert same_selector(got, sel({"matchLabels": {"foo": "bar"}}))
 
@@ -244,11 +313,17 @@ def test_default_selector_replication_controller_from_lister() -> None:
 
 
 def test_default_selector_without_listers_uses_the_pods_own_labels() -> None:
-    labels = {"app": "web", "pod-template-hash": "abc", "controller-revision-hash": "r1",
-              "statefulset.kubernetes.io/pod-name": "web-0"}
+    labels = {
+        "app": "web",
+        "pod-template-hash": "abc",
+        "controller-revision-hash": "r1",
+        "statefulset.kubernetes.io/pod-name": "web-0",
+    }
     rs_pod = mk_pod(labels=labels, owner=("apps/v1", "ReplicaSet", "web-abc"))
-    assert same_selector(default_selector(rs_pod, {}),
-                         sel({"matchLabels": {"app": "web", "pod-template-hash": "abc"}}))
+    assert same_selector(
+        default_selector(rs_pod, {}),
+        sel({"matchLabels": {"app": "web", "pod-template-hash": "abc"}}),
+    )
     # Not owned by a supported controller, or a malformed apiVersion: nothing to spread by.
     assert default_selector(mk_pod(labels=labels), {}).empty
     assert default_selector(mk_pod(labels=labels, owner=("batch/v1", "Job", "j")), {}).empty
@@ -268,12 +343,22 @@ def test_system_defaulting_gives_soft_constraints_only_to_controlled_pods() -> N
 
 
 def test_own_constraints_win_over_defaults() -> None:
-    p = plugin(args={"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"}]},
-        listers={"services": {"default/s": _svc("s", {"foo": "bar"})}})
-    pod = mk_pod(labels={"foo": "bar", "baz": "tar"}, constraints=[
-        spread(1, "zone", selector={"matchLabels": {"baz": "tar"}}),
-        spread(2, "planet", "ScheduleAnyway", {"matchLabels": {"fot": "rok"}})])
+    p = plugin(
+        args={
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"}
+            ],
+        },
+        listers={"services": {"default/s": _svc("s", {"foo": "bar"})}},
+    )
+    pod = mk_pod(
+        labels={"foo": "bar", "baz": "tar"},
+        constraints=[
+            spread(1, "zone", selector={"matchLabels": {"baz": "tar"}}),
+            spread(2, "planet", "ScheduleAnyway", {"matchLabels": {"fot": "rok"}}),
+        ],
+    )
     (c,) = p.constraints(pod, "DoNotSchedule")
     assert (c.topology_key, c.max_skew, c.min_domains) == ("zone", 1, 1)
 

@@ -34,9 +34,12 @@ from tests.plugins.test_podtopologyspread_common import (
 )
 
 KEYS = ["zone", HOSTNAME, "rack"]
-SELECTORS = [{"matchLabels": {"app": "a"}}, {"matchExpressions": [{"key": "app",
-                                                                   "operator": "Exists"}]},
-             {}, None]
+SELECTORS = [
+    {"matchLabels": {"app": "a"}},
+    {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+    {},
+    None,
+]
 
 
 @st.composite
@@ -67,13 +70,20 @@ def clusters(draw: Any) -> tuple[list[Any], list[PodInfo]]:
 def incoming(draw: Any, when: str) -> PodInfo:
     constraints = []
     for _ in range(draw(st.integers(1, 2))):
-        constraints.append(spread(
-            draw(st.integers(1, 3)), draw(st.sampled_from(KEYS)), when,
-            draw(st.sampled_from(SELECTORS)),
-            min_domains=draw(st.sampled_from([None, 1, 2, 4])) if when == "DoNotSchedule" else None,
-            affinity_policy=draw(st.sampled_from([None, "Honor", "Ignore"])),
-            taints_policy=draw(st.sampled_from([None, "Honor", "Ignore"])),
-            match_label_keys=draw(st.sampled_from([None, ["app"]]))))
+        constraints.append(
+            spread(
+                draw(st.integers(1, 3)),
+                draw(st.sampled_from(KEYS)),
+                when,
+                draw(st.sampled_from(SELECTORS)),
+                min_domains=draw(st.sampled_from([None, 1, 2, 4]))
+                if when == "DoNotSchedule"
+                else None,
+                affinity_policy=draw(st.sampled_from([None, "Honor", "Ignore"])),
+                taints_policy=draw(st.sampled_from([None, "Honor", "Ignore"])),
+                match_label_keys=draw(st.sampled_from([None, ["app"]])),
+            )
+        )
     spec: dict[str, Any] = {}
     if draw(st.booleans()):
         spec["nodeSelector"] = {"disk": "ssd"}
@@ -83,8 +93,9 @@ def incoming(draw: Any, when: str) -> PodInfo:
     return mk_pod("incoming", labels=labels, constraints=constraints, **spec)
 
 
-def _reference_counts(pod: PodInfo, cs: tuple[Constraint, ...], infos: list[NodeInfo]
-                      ) -> list[dict[str, int]]:
+def _reference_counts(
+    pod: PodInfo, cs: tuple[Constraint, ...], infos: list[NodeInfo]
+) -> list[dict[str, int]]:
     """``calPreFilterState``'s per-node loop, verbatim."""
     req = required_node_affinity(pod)
     out: list[dict[str, int]] = [{} for _ in cs]
@@ -134,11 +145,19 @@ def test_filter_matches_the_per_node_reference(cluster: Any, pod: PodInfo) -> No
         assert bool(mask[row]) == (code == Code.SUCCESS)
 
 
-def _reference_scores(pod: PodInfo, cs: tuple[Constraint, ...], all_infos: list[NodeInfo],
-                      filtered: list[NodeInfo], require_all: bool) -> list[int]:
+def _reference_scores(
+    pod: PodInfo,
+    cs: tuple[Constraint, ...],
+    all_infos: list[NodeInfo],
+    filtered: list[NodeInfo],
+    require_all: bool,
+) -> list[int]:
     """initPreScoreState + PreScore + Score + NormalizeScore, per node."""
-    ignored = {ni.name for ni in filtered if require_all and ni.node is not None
-               and not node_has_keys(ni.node.metadata.labels, cs)}
+    ignored = {
+        ni.name
+        for ni in filtered
+        if require_all and ni.node is not None and not node_has_keys(ni.node.metadata.labels, cs)
+    }
     counts: list[dict[str, int]] = [{} for _ in cs]
     for ni in filtered:
         if ni.name in ignored:
@@ -174,8 +193,11 @@ def _reference_scores(pod: PodInfo, cs: tuple[Constraint, ...], all_infos: list[
             value = ni.node.metadata.labels.get(c.topology_key)
             if value is None:
                 continue
-            cnt = (count_pods(ni.pods, c.selector, pod.namespace) if c.topology_key == HOSTNAME
-                   else counts[i][value])
+            cnt = (
+                count_pods(ni.pods, c.selector, pod.namespace)
+                if c.topology_key == HOSTNAME
+                else counts[i][value]
+            )
             score += cnt * weights[i] + (c.max_skew - 1)
         raw.append(go_round(score))
     valid = [s for ni, s in zip(filtered, raw, strict=True) if ni.name not in ignored]
@@ -193,13 +215,15 @@ def _reference_scores(pod: PodInfo, cs: tuple[Constraint, ...], all_infos: list[
 
 @settings(max_examples=150, deadline=None)
 @given(clusters(), incoming("ScheduleAnyway"), st.booleans(), st.data())
-def test_scores_match_the_per_node_reference(cluster: Any, pod: PodInfo, system: bool,
-                                             data: Any) -> None:
+def test_scores_match_the_per_node_reference(
+    cluster: Any, pod: PodInfo, system: bool, data: Any
+) -> None:
     nodes, pods = cluster
     snap = make_snapshot(nodes, pods)
     pl = plugin(snap, args={"defaultingType": "System" if system else "List"})
-    rows = np.array(sorted(data.draw(st.sets(st.integers(0, snap.n - 1), min_size=1))),
-                    dtype=np.intp)
+    rows = np.array(
+        sorted(data.draw(st.sets(st.integers(0, snap.n - 1), min_size=1))), dtype=np.intp
+    )
     state = CycleState()
     assert pl.pre_score(state, pod, NodeInfoView(snap.node_infos, rows)) is None
     cs = pl.constraints(pod, "ScheduleAnyway")
@@ -213,8 +237,9 @@ def test_scores_match_the_per_node_reference(cluster: Any, pod: PodInfo, system:
 
 @settings(max_examples=100, deadline=None)
 @given(clusters(), incoming("DoNotSchedule"), st.data())
-def test_add_pod_equals_recomputing_with_the_pods_placed(cluster: Any, pod: PodInfo,
-                                                         data: Any) -> None:
+def test_add_pod_equals_recomputing_with_the_pods_placed(
+    cluster: Any, pod: PodInfo, data: Any
+) -> None:
     """AddPod for pods on one node (nominated pods, preemption reprieves) leaves the same
     counts, domains and minimum as a PreFilter over a cluster that holds them.
 
@@ -223,9 +248,15 @@ def test_add_pod_equals_recomputing_with_the_pods_placed(cluster: Any, pod: PodI
     nodes, pods = cluster
     assume(all(not c.selector.empty for c in plugin().constraints(pod, "DoNotSchedule")))
     target = data.draw(st.sampled_from(nodes)).metadata.name
-    extra = [mk_pod(f"x{k}", target, data.draw(st.sampled_from([{}, {"app": "a"}])),
-                    data.draw(st.sampled_from(["default", "other"])))
-             for k in range(data.draw(st.integers(1, 4)))]
+    extra = [
+        mk_pod(
+            f"x{k}",
+            target,
+            data.draw(st.sampled_from([{}, {"app": "a"}])),
+            data.draw(st.sampled_from(["default", "other"])),
+        )
+        for k in range(data.draw(st.integers(1, 4)))
+    ]
     snap = make_snapshot(nodes, pods)
     pl = plugin(snap)
     state = CycleState()
@@ -240,4 +271,5 @@ def test_add_pod_equals_recomputing_with_the_pods_placed(cluster: Any, pod: PodI
     got: PreFilterState = state.read(PRE_FILTER_KEY)
     want: PreFilterState = fresh.read(PRE_FILTER_KEY)
     assert [(d.as_dict(), d.domains, d.min) for d in got.domains] == [
-        (d.as_dict(), d.domains, d.min) for d in want.domains]
+        (d.as_dict(), d.domains, d.min) for d in want.domains
+    ]

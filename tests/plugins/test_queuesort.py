@@ -21,14 +21,21 @@ def qpi(priority: int | None, timestamp: float = 0.0) -> QueuedPodInfo:
     return QueuedPodInfo(pod_info=PodInfo(decode(m, Pod), m), profile="p", timestamp=timestamp)
 
 
-@pytest.mark.parametrize(("p1", "p2", "expected"), [
-    (qpi(LOW), qpi(HIGH), False),  # p2 should be ahead of p1 in the queue
-    (qpi(HIGH), qpi(LOW), True),  # p1 should be ahead of p2 in the queue
-    (qpi(HIGH, T1), qpi(HIGH, T2), True),  # equal priority, p1 added earlier
-    (qpi(HIGH, T2), qpi(HIGH, T1), False),  # equal priority, p2 added earlier
-], ids=["p1.priority less than p2.priority", "p1.priority greater than p2.priority",
+@pytest.mark.parametrize(
+    ("p1", "p2", "expected"),
+    [
+        (qpi(LOW), qpi(HIGH), False),  # p2 should be ahead of p1 in the queue
+        (qpi(HIGH), qpi(LOW), True),  # p1 should be ahead of p2 in the queue
+        (qpi(HIGH, T1), qpi(HIGH, T2), True),  # equal priority, p1 added earlier
+        (qpi(HIGH, T2), qpi(HIGH, T1), False),  # equal priority, p2 added earlier
+    ],
+    ids=[
+        "p1.priority less than p2.priority",
+        "p1.priority greater than p2.priority",
         "equal priority. p1 is added to schedulingQ earlier than p2",
-        "equal priority. p2 is added to schedulingQ earlier than p1"])
+        "equal priority. p2 is added to schedulingQ earlier than p1",
+    ],
+)
 def test_less(p1: QueuedPodInfo, p2: QueuedPodInfo, expected: bool) -> None:
     assert PrioritySort().less(p1, p2) is expected
 

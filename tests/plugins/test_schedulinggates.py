@@ -15,8 +15,11 @@ def mk_pod(gates: list[str] | None = None, name: str = "p", uid: str = "") -> Po
     spec: dict[str, Any] = {}
     if gates:
         spec["schedulingGates"] = [{"name": g} for g in gates]
-    m = {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": uid},
-         "spec": spec}
+    m = {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": uid},
+        "spec": spec,
+    }
     return PodInfo(decode(m, Pod), m)
 
 

@@ -126,15 +126,30 @@ class InverseSort:
 
 
 FILTERS = [
-    "NodeAddOnly", "Hinted", "RaisingHint", "NoExt", "NothingHelps", "PodDelete", "OwnLabels",
+    "NodeAddOnly",
+    "Hinted",
+    "RaisingHint",
+    "NoExt",
+    "NothingHelps",
+    "PodDelete",
+    "OwnLabels",
 ]
 
 
 def registry() -> Registry:
     reg = Registry()
     register_builtins(reg)
-    for cls in (NodeAddOnly, Hinted, RaisingHint, NoExt, NothingHelps, PodDelete, OwnLabels,
-                LabelGate, InverseSort):
+    for cls in (
+        NodeAddOnly,
+        Hinted,
+        RaisingHint,
+        NoExt,
+        NothingHelps,
+        PodDelete,
+        OwnLabels,
+        LabelGate,
+        InverseSort,
+    ):
         reg.register(cls.name, cls, "tests")
     return reg
 
@@ -171,12 +186,22 @@ def make_queue(
     on_move: Callable[[str, str], None] | None = None,
 ) -> SchedulingQueue:
     clock = clock or FakeClock()
-    return SchedulingQueue(frameworks(clock, points), clock=clock, initial_backoff=1.0,
-                           max_backoff=10.0, on_move=on_move)
+    return SchedulingQueue(
+        frameworks(clock, points),
+        clock=clock,
+        initial_backoff=1.0,
+        max_backoff=10.0,
+        on_move=on_move,
+    )
 
 
-def fail(q: SchedulingQueue, qpi: QueuedPodInfo, *plugins: str, pending: tuple[str, ...] = (),
-         error: bool = False) -> None:
+def fail(
+    q: SchedulingQueue,
+    qpi: QueuedPodInfo,
+    *plugins: str,
+    pending: tuple[str, ...] = (),
+    error: bool = False,
+) -> None:
     """What the scheduler's failure handler does after a rejected attempt."""
     qpi.unschedulable_plugins = set(plugins)
     qpi.pending_plugins = set(pending)

@@ -36,8 +36,11 @@ def test_update_keeps_an_in_memory_nomination_the_api_has_not_caught_up_with() -
     n = Nominator()
     old = make_pod("p", labels={"v": "1"})
     n.add(old, "n1")
-    new = old.with_pod(msgspec.structs.replace(
-        old.pod, metadata=msgspec.structs.replace(old.pod.metadata, labels={"v": "2"})))
+    new = old.with_pod(
+        msgspec.structs.replace(
+            old.pod, metadata=msgspec.structs.replace(old.pod.metadata, labels={"v": "2"})
+        )
+    )
     n.update(old, new)
     assert n.nominated_node(new) == "n1"
     assert n.pods_for_node("n1")[0] is new  # Filter sees the latest version

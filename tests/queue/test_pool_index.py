@@ -26,16 +26,22 @@ EVENTS = [
 ]
 
 pods_st = st.lists(
-    st.tuples(st.sets(st.sampled_from(PLUGINS), max_size=3), st.sets(st.sampled_from(PLUGINS),
-                                                                      max_size=1),
-              st.booleans()),
-    min_size=1, max_size=25,
+    st.tuples(
+        st.sets(st.sampled_from(PLUGINS), max_size=3),
+        st.sets(st.sampled_from(PLUGINS), max_size=1),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=25,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(pods=pods_st, events=st.lists(st.integers(0, len(EVENTS) - 1), min_size=1, max_size=6),
-       late=st.booleans())
+@given(
+    pods=pods_st,
+    events=st.lists(st.integers(0, len(EVENTS) - 1), min_size=1, max_size=6),
+    late=st.booleans(),
+)
 def test_index_moves_what_a_full_scan_would(
     pods: list[tuple[set[str], set[str], bool]], events: list[int], late: bool
 ) -> None:
@@ -55,7 +61,8 @@ def test_index_moves_what_a_full_scan_would(
         event, old, new = EVENTS[e]
         pool = q.unschedulable_pods()
         expected = [
-            p.key for p in pool
+            p.key
+            for p in pool
             if (not p.gated or q._gating_plugin_cares(p, event))
             and q._worth_requeuing(p, event, old, new) != QUEUE_SKIP
         ]

@@ -45,13 +45,17 @@ def annotate(pi: PodInfo) -> PodInfo:
 # -- backoff -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("initial", "maximum", "expected"), [
-    (1.0, 10.0, [0, 1, 2, 4, 8, 10, 10, 10]),
-    (2.0, 7.0, [0, 2, 4, 7, 7]),
-    (1.0, 1.0, [0, 1, 1, 1]),
-])
-def test_backoff_doubles_per_attempt_up_to_the_cap(initial: float, maximum: float,
-                                                   expected: list[float]) -> None:
+@pytest.mark.parametrize(
+    ("initial", "maximum", "expected"),
+    [
+        (1.0, 10.0, [0, 1, 2, 4, 8, 10, 10, 10]),
+        (2.0, 7.0, [0, 2, 4, 7, 7]),
+        (1.0, 1.0, [0, 1, 1, 1]),
+    ],
+)
+def test_backoff_doubles_per_attempt_up_to_the_cap(
+    initial: float, maximum: float, expected: list[float]
+) -> None:
     q = make_queue()
     q.initial_backoff, q.max_backoff = initial, maximum
     qpi = QueuedPodInfo(make_pod(), "ksched", 0.0)
@@ -150,8 +154,12 @@ def test_registered_event_moves_the_pod_and_an_unrelated_one_does_not() -> None:
     fail(q, qpi, "NodeAddOnly")
     assert q.location(qpi.pod) == UNSCHEDULABLE
     assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_UPDATE, make_pod(), make_pod()) == 0
-    assert q.move_all_to_active_or_backoff(ev.node_update_events(make_node("n"),
-                                                                 make_node("n", cpu="8"))[0]) == 0
+    assert (
+        q.move_all_to_active_or_backoff(
+            ev.node_update_events(make_node("n"), make_node("n", cpu="8"))[0]
+        )
+        == 0
+    )
     assert q.location(qpi.pod) == UNSCHEDULABLE
     # Still backing off (1 s after the failure): backoffQ, then activeQ once it ends.
     assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n")) == 1
@@ -500,8 +508,12 @@ def test_delete_leaves_every_queue(where: str) -> None:
         q.add(pod, "ksched")
         if where != ACTIVE_Q:
             qpi = pop(q)
-            fail(q, qpi, *(["NothingHelps"] if where == UNSCHEDULABLE else []),
-                 error=where == BACKOFF_Q)
+            fail(
+                q,
+                qpi,
+                *(["NothingHelps"] if where == UNSCHEDULABLE else []),
+                error=where == BACKOFF_Q,
+            )
     assert q.location(pod) == (UNSCHEDULABLE if where == "gated" else where)
     q.nominator.add(pod, "n1")
     q.delete(pod)

@@ -168,8 +168,11 @@ class FakeCluster:
         cur = self.pods.get(pod.uid)
         if cur is None:
             raise BindError(f'pods "{pod.name}" not found', retry=False)
-        new = cur.with_pod(msgspec.structs.replace(
-            cur.pod, spec=msgspec.structs.replace(cur.pod.spec, node_name=node_name)))
+        new = cur.with_pod(
+            msgspec.structs.replace(
+                cur.pod, spec=msgspec.structs.replace(cur.pod.spec, node_name=node_name)
+            )
+        )
         self.pods[pod.uid] = new
         self.bound[pod.name] = node_name
         self.sched.on_pod_update(cur, new)
@@ -197,8 +200,9 @@ class _Observer:
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
         self.out.scheduled.append(pod.name)
 
-    def failed(self, pod: PodInfo, profile: str, reason: str, message: str,
-               result: CycleResult | None) -> None:
+    def failed(
+        self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
+    ) -> None:
         self.out.failed.append((pod.name, message))
 
 
@@ -216,18 +220,27 @@ class Harness:
         register_builtins(reg)
         for cls in (Recorder, Waiter, Quorum, RejectPreBind, FlakyBinder):
             reg.register(cls.name, cls, "tests")
-        cfg = config({
-            "reserve": ["Recorder"],
-            "permit": ["Waiter", "Quorum"],
-            "preBind": ["RejectPreBind"],
-            "bind": ["FlakyBinder"],
-        })
+        cfg = config(
+            {
+                "reserve": ["Recorder"],
+                "permit": ["Waiter", "Quorum"],
+                "preBind": ["RejectPreBind"],
+                "bind": ["FlakyBinder"],
+            }
+        )
         self.clock = FakeClock()
         self.cluster = FakeCluster()
         self.out = Outcomes()
-        self.sched = Scheduler(cfg, reg, cluster=self.cluster, clock=self.clock,
-                               observer=_Observer(self.out), seed=1,
-                               max_in_flight_bindings=max_in_flight_bindings, assumed_ttl=0)
+        self.sched = Scheduler(
+            cfg,
+            reg,
+            cluster=self.cluster,
+            clock=self.clock,
+            observer=_Observer(self.out),
+            seed=1,
+            max_in_flight_bindings=max_in_flight_bindings,
+            assumed_ttl=0,
+        )
         self.cluster.sched = self.sched
         fw = self.sched.frameworks["ksched"]
         self.recorder: Recorder = fw.plugins["Recorder"]
@@ -256,8 +269,9 @@ class Harness:
         while (qpi := self.sched.queue.pop_nowait()) is not None:
             await self.sched.schedule_one(qpi, tg)
 
-    async def drive(self, tg: anyio.abc.TaskGroup, attempts: int = 100,
-                    advance: bool = True) -> None:
+    async def drive(
+        self, tg: anyio.abc.TaskGroup, attempts: int = 100, advance: bool = True
+    ) -> None:
         """Schedule until nothing can happen (jumping virtual time only if ``advance``)."""
         q = self.sched.queue
         while attempts > 0:
@@ -270,8 +284,9 @@ class Harness:
             await self.settle()
             if q.has_active():
                 continue
-            deadlines = [t for t in (q.next_backoff_expiry(), self.clock.next_deadline())
-                         if t is not None]
+            deadlines = [
+                t for t in (q.next_backoff_expiry(), self.clock.next_deadline()) if t is not None
+            ]
             if not advance or not deadlines:
                 return
             self.clock.set(min(deadlines))
@@ -397,7 +412,8 @@ async def test_bind_failures_retryable_requeue_with_backoff_final_ones_do_not(
         assert h.where(pods[2]) is None and h.sched.queue.in_flight() == 0
         assert [n for n, _ in h.out.failed] == ["p1"]
         assert [e["pod"] for e in logs if e["event"] == "binding rejected, not retrying"] == [
-            "default/p2"]
+            "default/p2"
+        ]
         await h.drive(tg)  # virtual time runs out p1's backoff; the retry binds
     assert sorted(h.cluster.bound) == ["p0", "p1", "p3"]
     assert h.clock.now() == 1.0

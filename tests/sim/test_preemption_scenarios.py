@@ -21,34 +21,55 @@ REG = default_registry(entry_points=False)
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi") -> dict[str, Any]:
     alloc = {"cpu": cpu, "memory": memory, "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": alloc, "capacity": alloc}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": alloc, "capacity": alloc},
+    }
 
 
-def pod(name: str, cpu: str, node_name: str = "", labels: dict[str, str] | None = None,
-        **spec: Any) -> dict[str, Any]:
+def pod(
+    name: str, cpu: str, node_name: str = "", labels: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
     requests = {"cpu": cpu, "memory": "128Mi"}
-    s: dict[str, Any] = {"schedulerName": "ksched", **spec, "containers": [
-        {"name": "c", "image": "app:1", "resources": {"requests": requests}}]}
+    s: dict[str, Any] = {
+        "schedulerName": "ksched",
+        **spec,
+        "containers": [{"name": "c", "image": "app:1", "resources": {"requests": requests}}],
+    }
     if node_name:
         s["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-            "spec": s}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+        "spec": s,
+    }
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-            "metadata": {"name": name}, "value": value}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
 
 
 def pdb(name: str, match_labels: dict[str, str], allowed: int) -> dict[str, Any]:
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": match_labels}},
-            "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1,
-                       "expectedPods": 1}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": match_labels}},
+        "status": {
+            "disruptionsAllowed": allowed,
+            "currentHealthy": 1,
+            "desiredHealthy": 1,
+            "expectedPods": 1,
+        },
+    }
 
 
 def run(objs: list[dict[str, Any]], seed: int = 0) -> dict[str, PodResult]:
@@ -63,7 +84,9 @@ def cluster() -> list[dict[str, Any]]:
     n3: a 4-CPU system pod nobody may preempt. Every node is full."""
     return [
         priority_class("high", 1000),
-        node("n1"), node("n2"), node("n3"),
+        node("n1"),
+        node("n2"),
+        node("n3"),
         pod("db-0", "2", "n1", labels={"app": "db"}),
         pod("web-1", "2", "n1", labels={"app": "web"}),
         *[pod(f"batch-{i}", "1", "n2") for i in range(4)],
@@ -82,19 +105,29 @@ def test_high_priority_pod_preempts_fewest_victims_and_spares_the_pdb_pod() -> N
 
 def test_pdb_violation_is_the_last_resort() -> None:
     """With only the PDB-protected pod to take, it is preempted (the budget is a preference)."""
-    objs = [priority_class("high", 1000), node("n1"),
-            pod("db-0", "3", "n1", labels={"app": "db"}), pdb("db", {"app": "db"}, allowed=0),
-            pod("urgent", "2", priorityClassName="high")]
+    objs = [
+        priority_class("high", 1000),
+        node("n1"),
+        pod("db-0", "3", "n1", labels={"app": "db"}),
+        pdb("db", {"app": "db"}, allowed=0),
+        pod("urgent", "2", priorityClassName="high"),
+    ]
     res = run(objs)
     assert (res["urgent"].node, res["urgent"].preempted) == ("n1", ["default/db-0"])
 
 
 def test_node_without_pdb_violation_beats_fewer_victims() -> None:
     """Fewest PDB violations comes before fewest victims."""
-    objs = [priority_class("high", 1000), node("n1"), node("n2"),
-            pod("db-0", "4", "n1", labels={"app": "db"}), pdb("db", {"app": "db"}, allowed=0),
-            pod("batch-0", "2", "n2"), pod("batch-1", "2", "n2"),
-            pod("urgent", "4", priorityClassName="high")]
+    objs = [
+        priority_class("high", 1000),
+        node("n1"),
+        node("n2"),
+        pod("db-0", "4", "n1", labels={"app": "db"}),
+        pdb("db", {"app": "db"}, allowed=0),
+        pod("batch-0", "2", "n2"),
+        pod("batch-1", "2", "n2"),
+        pod("urgent", "4", priorityClassName="high"),
+    ]
     res = run(objs)
     assert res["urgent"].node == "n2"
     assert res["urgent"].preempted == ["default/batch-0", "default/batch-1"]
@@ -106,7 +139,8 @@ def test_preemption_policy_never_stays_unschedulable() -> None:
     assert (polite.status, polite.node, polite.preempted) == ("Unschedulable", None, [])
     assert polite.message == (
         "0/3 nodes are available: 3 Insufficient cpu. "
-        "preemption: not eligible due to preemptionPolicy=Never.")
+        "preemption: not eligible due to preemptionPolicy=Never."
+    )
 
 
 def test_equal_priority_pods_are_never_preempted() -> None:
@@ -115,37 +149,50 @@ def test_equal_priority_pods_are_never_preempted() -> None:
     assert (peer.status, peer.preempted) == ("Unschedulable", [])
     assert peer.message == (
         "0/3 nodes are available: 3 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    )
 
 
 def test_preemption_cannot_help_a_pod_larger_than_any_node() -> None:
     res = run([*cluster(), pod("huge", "8", priorityClassName="high")])
     assert res["huge"].message == (
         "0/3 nodes are available: 3 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
     assert res["huge"].preempted == []
 
 
 def test_second_preemptor_respects_the_first_ones_nomination() -> None:
     """The first preemptor's freed node is reserved for it (nominated pods count in Filter),
     so the second preempts on another node instead of stealing it."""
-    objs = [priority_class("high", 1000), node("n1"), node("n2"),
-            pod("low-1", "4", "n1"), pod("low-2", "4", "n2"),
-            pod("first", "3", priorityClassName="high"),
-            pod("second", "3", priorityClassName="high")]
+    objs = [
+        priority_class("high", 1000),
+        node("n1"),
+        node("n2"),
+        pod("low-1", "4", "n1"),
+        pod("low-2", "4", "n2"),
+        pod("first", "3", priorityClassName="high"),
+        pod("second", "3", priorityClassName="high"),
+    ]
     res = run(objs)
     assert {res["first"].node, res["second"].node} == {"n1", "n2"}
     assert sorted(res["first"].preempted + res["second"].preempted) == [
-        "default/low-1", "default/low-2"]
+        "default/low-1",
+        "default/low-2",
+    ]
     assert len(res["first"].preempted) == len(res["second"].preempted) == 1
 
 
 def test_lower_priority_pending_pod_does_not_take_the_nominated_node() -> None:
     """A pod queued behind the preemptor (lower priority) sees the nomination as occupied."""
-    objs = [priority_class("high", 1000), priority_class("mid", 500), node("n1"),
-            pod("low-1", "4", "n1"),
-            pod("urgent", "3", priorityClassName="high"),
-            pod("filler", "3", priorityClassName="mid")]
+    objs = [
+        priority_class("high", 1000),
+        priority_class("mid", 500),
+        node("n1"),
+        pod("low-1", "4", "n1"),
+        pod("urgent", "3", priorityClassName="high"),
+        pod("filler", "3", priorityClassName="mid"),
+    ]
     res = run(objs)
     assert (res["urgent"].node, res["urgent"].preempted) == ("n1", ["default/low-1"])
     assert res["filler"].status == "Unschedulable"
@@ -154,9 +201,12 @@ def test_lower_priority_pending_pod_does_not_take_the_nominated_node() -> None:
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_preemption_is_deterministic_for_a_seed(seed: int) -> None:
-    objs = [priority_class("high", 1000), *[node(f"n{i}") for i in range(6)],
-            *[pod(f"low-{i}", "4", f"n{i}") for i in range(6)],
-            *[pod(f"hi-{i}", "4", priorityClassName="high") for i in range(3)]]
+    objs = [
+        priority_class("high", 1000),
+        *[node(f"n{i}") for i in range(6)],
+        *[pod(f"low-{i}", "4", f"n{i}") for i in range(6)],
+        *[pod(f"hi-{i}", "4", priorityClassName="high") for i in range(3)],
+    ]
 
     def outcome() -> list[tuple[str, str | None, list[str]]]:
         return sorted((r.name, r.node, r.preempted) for r in run(objs, seed).values())

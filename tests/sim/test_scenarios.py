@@ -13,16 +13,33 @@ from ksched.sim import parse_cluster, simulate
 REG = default_registry(entry_points=False)
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, labels: dict[str, str] | None = None,
-         taints: list[dict[str, str]] | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def node(
+    name: str,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     alloc: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra or {})}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-            "spec": {"taints": taints or []}, "status": {"allocatable": alloc, "capacity": alloc}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"taints": taints or []},
+        "status": {"allocatable": alloc, "capacity": alloc},
+    }
 
 
-def pod(name: str, cpu: str = "100m", memory: str = "128Mi", node_name: str = "", **spec: Any) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+def pod(
+    name: str, cpu: str = "100m", memory: str = "128Mi", node_name: str = "", **spec: Any
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "name": "c",
+        "image": "app:1",
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+    }
     if "ports" in spec:
         c["ports"] = spec.pop("ports")
     if "gpu" in spec:
@@ -30,12 +47,22 @@ def pod(name: str, cpu: str = "100m", memory: str = "128Mi", node_name: str = ""
     s: dict[str, Any] = {"schedulerName": "ksched", "containers": [c], **spec}
     if node_name:
         s["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": s}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": s,
+    }
 
 
-def run(objs: list[dict[str, Any]], config: dict[str, Any] | None = None, seed: int = 0) -> dict[str, Any]:
+def run(
+    objs: list[dict[str, Any]], config: dict[str, Any] | None = None, seed: int = 0
+) -> dict[str, Any]:
     cf = parse_cluster(yaml.safe_dump_all(objs), "scenario.yaml")
-    raw = config or {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    raw = config or {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+    }
     cfg, _ = load_config_data(raw, "config", None)
     return {r.name: r for r in simulate(cf, cfg, REG, seed=seed)}
 
@@ -44,13 +71,22 @@ GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"
 
 
 def test_tainted_gpu_node_only_takes_the_tolerating_gpu_pod() -> None:
-    res = run([
-        node("cpu-1"), node("cpu-2"),
-        node("gpu-1", taints=[GPU_TAINT], extra={"nvidia.com/gpu": "2"}),
-        pod("trainer", gpu="1", tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]),
-        pod("web"),
-        pod("gpu-no-toleration", gpu="1"),
-    ])
+    res = run(
+        [
+            node("cpu-1"),
+            node("cpu-2"),
+            node("gpu-1", taints=[GPU_TAINT], extra={"nvidia.com/gpu": "2"}),
+            pod(
+                "trainer",
+                gpu="1",
+                tolerations=[
+                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                ],
+            ),
+            pod("web"),
+            pod("gpu-no-toleration", gpu="1"),
+        ]
+    )
     assert res["trainer"].node == "gpu-1"
     assert res["web"].node in ("cpu-1", "cpu-2")
     assert res["gpu-no-toleration"].status == "Unschedulable"
@@ -63,14 +99,47 @@ def test_tainted_gpu_node_only_takes_the_tolerating_gpu_pod() -> None:
 
 def test_zone_affinity_required_and_preferred() -> None:
     zone = "topology.kubernetes.io/zone"
-    res = run([
-        node("a1", labels={zone: "a"}), node("b1", labels={zone: "b"}), node("c1", labels={zone: "c"}),
-        pod("must-b", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [{"key": zone, "operator": "In", "values": ["b"]}]}]}}}),
-        pod("prefer-c", affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 100, "preference": {"matchExpressions": [{"key": zone, "operator": "In", "values": ["c"]}]}}]}}),
-        pod("must-z", nodeSelector={zone: "z"}),
-    ])
+    res = run(
+        [
+            node("a1", labels={zone: "a"}),
+            node("b1", labels={zone: "b"}),
+            node("c1", labels={zone: "c"}),
+            pod(
+                "must-b",
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": zone, "operator": "In", "values": ["b"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            ),
+            pod(
+                "prefer-c",
+                affinity={
+                    "nodeAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 100,
+                                "preference": {
+                                    "matchExpressions": [
+                                        {"key": zone, "operator": "In", "values": ["c"]}
+                                    ]
+                                },
+                            }
+                        ]
+                    }
+                },
+            ),
+            pod("must-z", nodeSelector={zone: "z"}),
+        ]
+    )
     assert res["must-b"].node == "b1"
     assert res["prefer-c"].node == "c1"
     assert res["must-z"].message == (
@@ -80,12 +149,15 @@ def test_zone_affinity_required_and_preferred() -> None:
 
 
 def test_host_port_clash() -> None:
-    res = run([
-        node("n1"), node("n2"),
-        pod("running", node_name="n1", ports=[{"containerPort": 80, "hostPort": 8080}]),
-        pod("wants-8080", ports=[{"containerPort": 80, "hostPort": 8080}]),
-        pod("wants-8080-too", ports=[{"containerPort": 80, "hostPort": 8080}]),
-    ])
+    res = run(
+        [
+            node("n1"),
+            node("n2"),
+            pod("running", node_name="n1", ports=[{"containerPort": 80, "hostPort": 8080}]),
+            pod("wants-8080", ports=[{"containerPort": 80, "hostPort": 8080}]),
+            pod("wants-8080-too", ports=[{"containerPort": 80, "hostPort": 8080}]),
+        ]
+    )
     assert res["wants-8080"].node == "n2"
     assert res["wants-8080-too"].status == "Unschedulable"
     assert res["wants-8080-too"].message == (
@@ -96,11 +168,20 @@ def test_host_port_clash() -> None:
 
 def test_most_allocated_bin_packing_profile_fills_one_node_first() -> None:
     config = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"schedulerName": "ksched",
-                      "plugins": {"score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}},
-                      "pluginConfig": [{"name": "NodeResourcesFit",
-                                        "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}],
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "ksched",
+                "plugins": {"score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}},
+                "pluginConfig": [
+                    {
+                        "name": "NodeResourcesFit",
+                        "args": {"scoringStrategy": {"type": "MostAllocated"}},
+                    }
+                ],
+            }
+        ],
     }
     objs = [node("n1"), node("n2"), node("n3"), pod("seed", cpu="1", memory="1Gi", node_name="n2")]
     objs += [pod(f"p{i}", cpu="500m", memory="512Mi") for i in range(4)]
@@ -111,11 +192,14 @@ def test_most_allocated_bin_packing_profile_fills_one_node_first() -> None:
 
 
 def test_fit_error_lists_every_reason_sorted() -> None:
-    res = run([
-        node("small-1", cpu="1", memory="1Gi"), node("small-2", cpu="1", memory="1Gi"),
-        {**node("cordoned", cpu="64", memory="64Gi"), "spec": {"unschedulable": True}},
-        pod("big", cpu="8", memory="4Gi"),
-    ])
+    res = run(
+        [
+            node("small-1", cpu="1", memory="1Gi"),
+            node("small-2", cpu="1", memory="1Gi"),
+            {**node("cordoned", cpu="64", memory="64Gi"), "spec": {"unschedulable": True}},
+            pod("big", cpu="8", memory="4Gi"),
+        ]
+    )
     assert res["big"].message == (
         "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 2 Insufficient memory. "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
@@ -132,12 +216,28 @@ def test_malformed_node_makes_pods_unschedulable_there_with_the_field_named() ->
 
 
 def test_malformed_selector_operator_only_fails_that_pod() -> None:
-    res = run([
-        node("n1"),
-        pod("bad-op", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [{"key": "x", "operator": "Sometimes", "values": ["y"]}]}]}}}),
-        pod("ok"),
-    ])
+    res = run(
+        [
+            node("n1"),
+            pod(
+                "bad-op",
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "x", "operator": "Sometimes", "values": ["y"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            ),
+            pod("ok"),
+        ]
+    )
     assert res["ok"].node == "n1"
     assert res["bad-op"].status == "Unschedulable"
     assert "Pod default/bad-op" in res["bad-op"].message

@@ -20,13 +20,22 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     return json.loads(out)
 
 
-def test_example_cluster_places_pods_as_the_default_profile_decides(capsys: pytest.CaptureFixture[str]) -> None:
+def test_example_cluster_places_pods_as_the_default_profile_decides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     data = run_json(capsys, "--cluster", str(EXAMPLE))
     by_name = {p["name"]: p for p in data["pods"]}
     # Only the ksched pods are considered; the default-scheduler pod is ignored.
     assert "other-scheduler-pod" not in by_name
-    assert set(by_name) == {"web-0", "web-1", "trainer", "batch-zone-c", "edge-proxy",
-                            "analytics-huge", "second-trainer"}
+    assert set(by_name) == {
+        "web-0",
+        "web-1",
+        "trainer",
+        "batch-zone-c",
+        "edge-proxy",
+        "analytics-huge",
+        "second-trainer",
+    }
     for p in data["pods"]:
         assert set(p) == {"namespace", "name", "node", "status", "message", "preempted"}
     # The GPU pod tolerates the taint and is the only pod that can use the GPU node.
@@ -83,7 +92,9 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert "batch/analytics-huge" in out and "Unschedulable" in out
 
 
-def test_bad_cluster_file_exits_2_naming_file_and_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_cluster_file_exits_2_naming_file_and_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\n"
@@ -92,7 +103,11 @@ def test_bad_cluster_file_exits_2_naming_file_and_object(tmp_path: Path, capsys:
     assert main(["simulate", "--cluster", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert str(bad) in err[0] and "Pod ns/p" in err[0] and "spec.containers[0].ports[0].containerPort" in err[0]
+    assert (
+        str(bad) in err[0]
+        and "Pod ns/p" in err[0]
+        and "spec.containers[0].ports[0].containerPort" in err[0]
+    )
 
 
 def test_missing_cluster_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,7 +126,9 @@ def test_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "profiles[0].plugins.filter.enabled[0].nam" in err
 
 
-def test_malformed_pod_quantity_is_unschedulable_not_fatal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_pod_quantity_is_unschedulable_not_fatal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("""
 apiVersion: v1

@@ -32,7 +32,9 @@ class PairUp(PermitPlugin):
 
     name = "PairUp"
 
-    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+    def permit(
+        self, state: CycleState, pod: PodInfo, node_name: str
+    ) -> tuple[Status | None, float]:
         assert self.handle is not None
         gang = pod.labels.get("gang", "")
         waiting = [wp for wp in self.handle.waiting_pods if wp.pod.labels.get("gang") == gang]
@@ -44,19 +46,25 @@ class PairUp(PermitPlugin):
 
 
 def config(**extra: Any) -> Any:
-    cfg, _ = load_config_data({
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{
-            "schedulerName": "ksched",
-            "plugins": {
-                "multiPoint": {"disabled": [{"name": "*"}]},
-                "queueSort": {"enabled": [{"name": "PrioritySort"}]},
-                "bind": {"enabled": [{"name": "DefaultBinder"}]},
-                "permit": {"enabled": [{"name": "PairUp"}]},
-            },
-        }],
-    }, "test", None)
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": "ksched",
+                    "plugins": {
+                        "multiPoint": {"disabled": [{"name": "*"}]},
+                        "queueSort": {"enabled": [{"name": "PrioritySort"}]},
+                        "bind": {"enabled": [{"name": "DefaultBinder"}]},
+                        "permit": {"enabled": [{"name": "PairUp"}]},
+                    },
+                }
+            ],
+        },
+        "test",
+        None,
+    )
     return cfg
 
 

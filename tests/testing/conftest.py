@@ -10,6 +10,7 @@ from ksched.testing import TestAPIServer
 
 from ._http import Client
 
+
 @pytest.fixture
 def http(apiserver: TestAPIServer) -> Iterator[Client]:
     client = Client(apiserver.url)

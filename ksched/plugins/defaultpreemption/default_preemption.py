@@ -94,10 +94,16 @@ class DefaultPreemptionArgs:
         if absolute < 0:
             errs.invalid("minCandidateNodesAbsolute", absolute, "not in valid range [0, inf)")
         if pct == 0 and absolute == 0:
-            errs.invalid("minCandidateNodesPercentage", pct,
-                         "cannot be zero at the same time as minCandidateNodesAbsolute")
-            errs.invalid("minCandidateNodesAbsolute", absolute,
-                         "cannot be zero at the same time as minCandidateNodesPercentage")
+            errs.invalid(
+                "minCandidateNodesPercentage",
+                pct,
+                "cannot be zero at the same time as minCandidateNodesAbsolute",
+            )
+            errs.invalid(
+                "minCandidateNodesAbsolute",
+                absolute,
+                "cannot be zero at the same time as minCandidateNodesPercentage",
+            )
 
 
 def pod_terminating_by_preemption(pod: PodInfo) -> bool:
@@ -226,8 +232,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             return False, NOT_ELIGIBLE_NEVER
         nominated = pod.pod.status.nominated_node_name
         if nominated:
-            if (nominated_node_status is not None
-                    and nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+            if (
+                nominated_node_status is not None
+                and nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            ):
                 return True, ""
             ni = self.handle.snapshot.get(nominated)
             if ni is not None:
@@ -263,8 +271,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             return []
         me = pod.uid or pod.key
         prio = pod.priority
-        return [p for p in nominator.pods_for_node(node_name)
-                if p.priority >= prio and (p.uid or p.key) != me]
+        return [
+            p
+            for p in nominator.pods_for_node(node_name)
+            if p.priority >= prio and (p.uid or p.key) != me
+        ]
 
     def select_victims_on_node(
         self,
@@ -321,12 +332,15 @@ class _Trial:
 
     __slots__ = ("ext", "fw", "ni", "nominated", "pod", "state")
 
-    def __init__(self, fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo,
-                 nominated: list[PodInfo]) -> None:
+    def __init__(
+        self, fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo, nominated: list[PodInfo]
+    ) -> None:
         self.fw, self.state, self.pod, self.ni, self.nominated = fw, state, pod, ni, nominated
         skip = state.skip_filter_plugins
-        self.ext = any(p.name not in skip and p.pre_filter_extensions() is not None
-                       for p in fw.pre_filter_plugins)
+        self.ext = any(
+            p.name not in skip and p.pre_filter_extensions() is not None
+            for p in fw.pre_filter_plugins
+        )
 
     def remove(self, pi: PodInfo) -> Status | None:
         self.ni.remove_pod(pi)
@@ -339,8 +353,9 @@ class _Trial:
         self.ni.add_pod(pi)
         if not self.ext:
             return None
-        return _extension_status(self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, self.ni),
-                                 "AddPod")
+        return _extension_status(
+            self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, self.ni), "AddPod"
+        )
 
     def filter(self) -> Status:
         """``RunFilterPluginsWithNominatedPods``: fit with the nominated pods added, then
@@ -350,8 +365,7 @@ class _Trial:
         if not self.nominated:
             return fw.run_filter_plugins(self.state, self.pod, self.ni)
         if self.ext:
-            return fw.run_filter_with_nominated_pods(self.state, self.pod, self.ni,
-                                                     self.nominated)
+            return fw.run_filter_with_nominated_pods(self.state, self.pod, self.ni, self.nominated)
         with_nominated = self.ni.clone()
         for p in self.nominated:
             with_nominated.add_pod(p)
@@ -367,8 +381,11 @@ def _extension_status(st: Status, op: str) -> Status | None:
         return None
     if st.cause is not None:  # an exception, already worded by the runtime
         return Status(Code.ERROR, st.message(), plugin=st.plugin)
-    return Status(Code.ERROR, f'running {op} on PreFilter plugin "{st.plugin}": {st.message()}',
-                  plugin=st.plugin)
+    return Status(
+        Code.ERROR,
+        f'running {op} on PreFilter plugin "{st.plugin}": {st.message()}',
+        plugin=st.plugin,
+    )
 
 
 def _always(ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:

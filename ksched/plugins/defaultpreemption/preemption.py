@@ -89,7 +89,10 @@ class PreemptionInterface(Protocol):
     ) -> tuple[bool, str]: ...
 
     def select_victims_on_node(
-        self, state: CycleState, pod: PodInfo, node_info: NodeInfo,
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node_info: NodeInfo,
         pdbs: Sequence[PodDisruptionBudget],
     ) -> tuple[list[PodInfo], int, Status]: ...
 
@@ -246,8 +249,13 @@ def pick_one_node_for_preemption(
             earliest = get_earliest_pod_start_time(nodes_to_victims[node])
             return -math.inf if earliest is None else earliest
 
-        score_funcs = [min_pdb_violations, min_highest_priority, min_sum_priorities,
-                       min_num_pods, latest_start_time]
+        score_funcs = [
+            min_pdb_violations,
+            min_highest_priority,
+            min_sum_priorities,
+            min_num_pods,
+            latest_start_time,
+        ]
     for f in score_funcs:
         selected: list[str] = []
         best = -math.inf
@@ -345,7 +353,8 @@ class Evaluator:
         n = len(potential_nodes)
         select = self.iface.select_victims_on_node
         copy_state: Callable[[CycleState], CycleState] = getattr(
-            self.iface, "copy_state_for_dry_run", CycleState.clone)
+            self.iface, "copy_state_for_dry_run", CycleState.clone
+        )
         for i in range(n):
             ni = potential_nodes[(offset + i) % n]
             name = ni.name

@@ -49,9 +49,16 @@ class PreFilterState:
     """``preFilterState``. Clones share the counts until either side updates them
     (preemption clones the state for every candidate node but updates few)."""
 
-    __slots__ = ("_owned", "affinity_counts", "anti_affinity_counts",
-                 "existing_anti_affinity_counts", "namespace_labels", "pod", "self_match",
-                 "terms")
+    __slots__ = (
+        "_owned",
+        "affinity_counts",
+        "anti_affinity_counts",
+        "existing_anti_affinity_counts",
+        "namespace_labels",
+        "pod",
+        "self_match",
+        "terms",
+    )
 
     def __init__(
         self,
@@ -71,7 +78,8 @@ class PreFilterState:
         self._owned = True
         # Whether the pod matches all its own affinity terms (the first pod of a group).
         self.self_match = pod_matches_all_terms(
-            terms.required_affinity, pod.namespace, pod.labels, namespace_labels)
+            terms.required_affinity, pod.namespace, pod.labels, namespace_labels
+        )
 
     def clone(self) -> PreFilterState:
         out = PreFilterState.__new__(PreFilterState)
@@ -115,7 +123,10 @@ def _update(counts: TopologyCounts, labels: Mapping[str, str], key: str, delta: 
 
 
 def compute_pre_filter(
-    index: ClusterIndex, snap: Snapshot, pod: PodInfo, namespaces: NamespaceLabels,
+    index: ClusterIndex,
+    snap: Snapshot,
+    pod: PodInfo,
+    namespaces: NamespaceLabels,
     token: object = None,
 ) -> tuple[PreFilterState | None, Status | None]:
     """PreFilter's counts over every node of ``snap``; Skip when nothing can reject."""

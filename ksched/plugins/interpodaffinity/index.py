@@ -100,8 +100,6 @@ class SignatureGroup(RowCounts):
         self.labels = labels
 
 
-
-
 class ClusterIndex:
     """The groups of one snapshot, brought up to date by ``sync`` each cycle."""
 
@@ -359,8 +357,9 @@ class TopologyCounts:
         return f"TopologyCounts({self._as_dict()!r})"
 
 
-def _merge(d: dict[tuple[str, str], int], key: str, vocab: Mapping[str, int],
-           counts: IntArray) -> None:
+def _merge(
+    d: dict[tuple[str, str], int], key: str, vocab: Mapping[str, int], counts: IntArray
+) -> None:
     nz = np.flatnonzero(counts)
     if not len(nz):
         return
@@ -379,4 +378,3 @@ def group_weights(groups: Iterable[RowCounts], n: int, scale: int = 1) -> IntArr
     for g in groups:
         g.add_into(w, scale)
     return w
-

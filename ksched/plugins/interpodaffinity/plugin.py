@@ -89,16 +89,18 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_STATE_KEY)
         return s if isinstance(s, PreFilterState) else None
 
-    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo,
-                node: NodeInfo) -> Status | None:
+    def add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None:
         s = self._pre_filter_state(state)
         if s is None:
             return Status.as_error(_not_found(PRE_FILTER_STATE_KEY))
         s.update_with_pod(to_add, node.node, 1)
         return None
 
-    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo,
-                   node: NodeInfo) -> Status | None:
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
         s = self._pre_filter_state(state)
         if s is None:
             return Status.as_error(_not_found(PRE_FILTER_STATE_KEY))
@@ -122,9 +124,15 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
         a = self.args
-        s, st = compute_pre_score(self.index, self._snapshot(nodes), pod, self._namespaces(),
-                                  a.hard_pod_affinity_weight,
-                                  a.ignore_preferred_terms_of_existing_pods, state)
+        s, st = compute_pre_score(
+            self.index,
+            self._snapshot(nodes),
+            pod,
+            self._namespaces(),
+            a.hard_pod_affinity_weight,
+            a.ignore_preferred_terms_of_existing_pods,
+            state,
+        )
         if s is not None:
             state.write(PRE_SCORE_STATE_KEY, s)
         return st
@@ -138,8 +146,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         return score_node(self._pre_score_state(state), node)
 
-    def score_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot,
-                    rows: RowArray) -> IntArray:
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: RowArray
+    ) -> IntArray:
         return score_rows(self._pre_score_state(state), snap, rows)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> Status | None:

@@ -42,8 +42,12 @@ class PreScoreState:
 
     __slots__ = ("row_scores", "snap", "topology_score")
 
-    def __init__(self, topology_score: dict[str, tuple[dict[str, int], IntArray]],
-                 snap: Snapshot, row_scores: IntArray) -> None:
+    def __init__(
+        self,
+        topology_score: dict[str, tuple[dict[str, int], IntArray]],
+        snap: Snapshot,
+        row_scores: IntArray,
+    ) -> None:
         self.topology_score = topology_score
         self.snap = snap
         self.row_scores = row_scores
@@ -57,8 +61,10 @@ def has_preferred_terms(pod: Pod) -> bool:
     if a is None:
         return False
     pa, pn = a.pod_affinity, a.pod_anti_affinity
-    return bool((pa is not None and pa.preferred_during_scheduling_ignored_during_execution)
-                or (pn is not None and pn.preferred_during_scheduling_ignored_during_execution))
+    return bool(
+        (pa is not None and pa.preferred_during_scheduling_ignored_during_execution)
+        or (pn is not None and pn.preferred_during_scheduling_ignored_during_execution)
+    )
 
 
 def compute_pre_score(
@@ -144,8 +150,9 @@ def score_rows(s: PreScoreState, snap: Snapshot, rows: RowArray) -> IntArray:
     if snap is s.snap and len(s.row_scores) == snap.n:
         return s.row_scores[rows]
     infos = snap.node_infos
-    return np.fromiter((score_node(s, infos[int(r)]) for r in rows), dtype=np.int64,
-                       count=len(rows))
+    return np.fromiter(
+        (score_node(s, infos[int(r)]) for r in rows), dtype=np.int64, count=len(rows)
+    )
 
 
 def normalize(s: PreScoreState, scores: IntArray) -> None:

@@ -158,25 +158,34 @@ def _requirement(key: str, op: str, values: list[str], equals: bool = False) -> 
     errs: list[str] = []
     key_errs = _qualified_name_errors(key)
     if key_errs:
-        errs.append(f"key: Invalid value: {json.dumps(key, ensure_ascii=False)}: "
-                    + "; ".join(key_errs))
+        errs.append(
+            f"key: Invalid value: {json.dumps(key, ensure_ascii=False)}: " + "; ".join(key_errs)
+        )
     shown = _go_strings(values or None)
     if equals:
         if len(values) != 1:
-            errs.append(f"values: Invalid value: {shown}: "
-                        "exact-match compatibility requires one single value")
+            errs.append(
+                f"values: Invalid value: {shown}: "
+                "exact-match compatibility requires one single value"
+            )
     elif op in (IN, NOT_IN):
         if not values:
-            errs.append(f"values: Invalid value: {shown}: "
-                        "for 'in', 'notin' operators, values set can't be empty")
+            errs.append(
+                f"values: Invalid value: {shown}: "
+                "for 'in', 'notin' operators, values set can't be empty"
+            )
     elif values:
-        errs.append(f"values: Invalid value: {shown}: "
-                    "values set must be empty for exists and does not exist")
+        errs.append(
+            f"values: Invalid value: {shown}: "
+            "values set must be empty for exists and does not exist"
+        )
     for i, v in enumerate(values):
         v_errs = _label_value_errors(v)
         if v_errs:
-            errs.append(f"values[{i}][{key}]: Invalid value: {json.dumps(v, ensure_ascii=False)}: "
-                        + "; ".join(v_errs))
+            errs.append(
+                f"values[{i}][{key}]: Invalid value: {json.dumps(v, ensure_ascii=False)}: "
+                + "; ".join(v_errs)
+            )
     if errs:
         raise TermError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
     return LabelRequirement(key, op, frozenset(values))
@@ -213,14 +222,21 @@ def _merge_label_keys(term: PodAffinityTerm, labels: Mapping[str, str]) -> PodAf
     """The API server's ``applyMatchLabelKeysAndMismatchLabelKeys``."""
     if (not term.match_label_keys and not term.mismatch_label_keys) or term.label_selector is None:
         return term
-    extra = [LabelSelectorRequirement(key=k, operator=IN, values=[labels[k]])
-             for k in term.match_label_keys if k in labels]
-    extra += [LabelSelectorRequirement(key=k, operator=NOT_IN, values=[labels[k]])
-              for k in term.mismatch_label_keys if k in labels]
+    extra = [
+        LabelSelectorRequirement(key=k, operator=IN, values=[labels[k]])
+        for k in term.match_label_keys
+        if k in labels
+    ]
+    extra += [
+        LabelSelectorRequirement(key=k, operator=NOT_IN, values=[labels[k]])
+        for k in term.mismatch_label_keys
+        if k in labels
+    ]
     if not extra:
         return term
     sel = msgspec.structs.replace(
-        term.label_selector, match_expressions=[*term.label_selector.match_expressions, *extra])
+        term.label_selector, match_expressions=[*term.label_selector.match_expressions, *extra]
+    )
     return msgspec.structs.replace(term, label_selector=sel)
 
 
@@ -237,16 +253,18 @@ def _affinity_term(term: PodAffinityTerm, ns: str, labels: Mapping[str, str]) ->
         return got
     selector = label_selector(term.label_selector)
     ns_selector = label_selector(term.namespace_selector)
-    out = AffinityTerm(frozenset((ns,) if own else term.namespaces), selector,
-                       term.topology_key, ns_selector)
+    out = AffinityTerm(
+        frozenset((ns,) if own else term.namespaces), selector, term.topology_key, ns_selector
+    )
     if len(_INTERNED) >= _INTERN_LIMIT:
         _INTERNED.clear()
     _INTERNED[key] = out
     return out
 
 
-def _terms(terms: Sequence[PodAffinityTerm], ns: str, labels: Mapping[str, str]
-           ) -> tuple[AffinityTerm, ...]:
+def _terms(
+    terms: Sequence[PodAffinityTerm], ns: str, labels: Mapping[str, str]
+) -> tuple[AffinityTerm, ...]:
     return tuple(_affinity_term(t, ns, labels) for t in terms)
 
 
@@ -275,21 +293,28 @@ def pod_terms(pod: PodInfo) -> PodTerms:
 
     def preferred(name: str, terms: Sequence[Any]) -> tuple[WeightedTerm, ...]:
         try:
-            return tuple((_affinity_term(w.pod_affinity_term, ns, labels), w.weight)
-                         for w in terms)
+            return tuple((_affinity_term(w.pod_affinity_term, ns, labels), w.weight) for w in terms)
         except TermError as e:
             errors.append(f"{name}: {e}")
             return ()
 
     out = PodTerms(
-        required("requiredAffinityTerms",
-                 pa.required_during_scheduling_ignored_during_execution if pa else ()),
-        required("requiredAntiAffinityTerms",
-                 pn.required_during_scheduling_ignored_during_execution if pn else ()),
-        preferred("preferredAffinityTerms",
-                  pa.preferred_during_scheduling_ignored_during_execution if pa else ()),
-        preferred("preferredAntiAffinityTerms",
-                  pn.preferred_during_scheduling_ignored_during_execution if pn else ()),
+        required(
+            "requiredAffinityTerms",
+            pa.required_during_scheduling_ignored_during_execution if pa else (),
+        ),
+        required(
+            "requiredAntiAffinityTerms",
+            pn.required_during_scheduling_ignored_during_execution if pn else (),
+        ),
+        preferred(
+            "preferredAffinityTerms",
+            pa.preferred_during_scheduling_ignored_during_execution if pa else (),
+        ),
+        preferred(
+            "preferredAntiAffinityTerms",
+            pn.preferred_during_scheduling_ignored_during_execution if pn else (),
+        ),
         errors[0] if len(errors) == 1 else ("[" + ", ".join(errors) + "]" if errors else ""),
         (ns, frozenset(labels.items())),
     )

@@ -106,8 +106,9 @@ class FitArgs:
         strategy = ScoringStrategy()
         if "scoringStrategy" in m:
             p = "scoringStrategy"
-            sm = errs.obj(m["scoringStrategy"], p,
-                          ("type", "resources", "requestedToCapacityRatio"))
+            sm = errs.obj(
+                m["scoringStrategy"], p, ("type", "resources", "requestedToCapacityRatio")
+            )
             resources = errs.resources(errs.lst(sm, "resources", p), join(p, "resources"))
             shape: tuple[tuple[int, int], ...] | None = None
             if "requestedToCapacityRatio" in sm:
@@ -137,25 +138,33 @@ class FitArgs:
                 errs.invalid(f"ignoredResources[{i}]", res, msg)
         for i, group in enumerate(self.ignored_resource_groups):
             if "/" in group:
-                errs.invalid(f"ignoredResourceGroups[{i}]", group,
-                             "resource group name can't contain '/'")
+                errs.invalid(
+                    f"ignoredResourceGroups[{i}]", group, "resource group name can't contain '/'"
+                )
             for msg in _qualified_name_errors(group):
                 errs.invalid(f"ignoredResourceGroups[{i}]", group, msg)
         s = self.scoring_strategy
         if s.type not in _SUPPORTED_TYPES:
             supported = ", ".join(show(t) for t in _SUPPORTED_TYPES)
-            errs.fail("scoringStrategy.type",
-                      f"Unsupported value: {show(s.type)}: supported values: {supported}")
+            errs.fail(
+                "scoringStrategy.type",
+                f"Unsupported value: {show(s.type)}: supported values: {supported}",
+            )
         for i, r in enumerate(s.resources):
             if r.weight <= 0 or r.weight > 100:
-                errs.invalid(f"scoringStrategy.resources[{i}].weight", r.weight,
-                             f"resource weight of {r.name} not in valid range (0, 100]")
+                errs.invalid(
+                    f"scoringStrategy.resources[{i}].weight",
+                    r.weight,
+                    f"resource weight of {r.name} not in valid range (0, 100]",
+                )
         if s.shape is not None:
             _validate_shape(errs, s.shape, "scoringStrategy.shape")
         elif s.type == REQUESTED_TO_CAPACITY_RATIO:
             # Upstream dereferences the missing shape and crashes; refuse it instead.
-            errs.fail("scoringStrategy.requestedToCapacityRatio",
-                      "Required value: a shape is needed for type RequestedToCapacityRatio")
+            errs.fail(
+                "scoringStrategy.requestedToCapacityRatio",
+                "Required value: a shape is needed for type RequestedToCapacityRatio",
+            )
 
 
 def _strings(errs: ArgsErrors, m: dict[str, Any], key: str) -> list[str]:
@@ -175,15 +184,17 @@ def _validate_shape(errs: ArgsErrors, shape: Sequence[tuple[int, int]], path: st
         return
     for i in range(1, len(shape)):
         if shape[i - 1][0] >= shape[i][0]:
-            errs.invalid(f"{path}[{i}].utilization", shape[i][0],
-                         "values must be sorted in increasing order")
+            errs.invalid(
+                f"{path}[{i}].utilization", shape[i][0], "values must be sorted in increasing order"
+            )
             break
     for i, (u, s) in enumerate(shape):
         if u < 0 or u > 100:
             errs.invalid(f"{path}[{i}].utilization", u, "not in valid range [0, 100]")
         if s < 0 or s > MAX_CUSTOM_PRIORITY_SCORE:
-            errs.invalid(f"{path}[{i}].score", s,
-                         f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+            errs.invalid(
+                f"{path}[{i}].score", s, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
+            )
 
 
 def build_strategy(s: ScoringStrategy) -> Strategy:
@@ -210,8 +221,9 @@ class InsufficientResource(NamedTuple):
     unresolvable: bool = False
 
 
-def _scalar_checks(req: Resource, ignored: frozenset[str],
-                   groups: frozenset[str]) -> tuple[tuple[str, int], ...]:
+def _scalar_checks(
+    req: Resource, ignored: frozenset[str], groups: frozenset[str]
+) -> tuple[tuple[str, int], ...]:
     """The pod's non-zero scalar requests that are not ignored, in the pod's order."""
     out = []
     for name, q in req.scalar.items():
@@ -230,7 +242,9 @@ def _requests_nothing(req: Resource) -> bool:
 
 
 def insufficient_resources(
-    req: Resource, ni: NodeInfo, ignored: frozenset[str] = frozenset(),
+    req: Resource,
+    ni: NodeInfo,
+    ignored: frozenset[str] = frozenset(),
     groups: frozenset[str] = frozenset(),
     scalars: tuple[tuple[str, int], ...] | None = None,
 ) -> list[InsufficientResource]:
@@ -337,14 +351,16 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         d: _PodData | None = pod.cache.get(self._key)
         if d is None:
             req = pod.requests
-            d = _PodData(_scalar_checks(req, self.ignored, self.ignored_groups),
-                         _requests_nothing(req))
+            d = _PodData(
+                _scalar_checks(req, self.ignored, self.ignored_groups), _requests_nothing(req)
+            )
             pod.cache[self._key] = d
         return d
 
     # -- PreFilter / Filter --------------------------------------------------------------
-    def pre_filter(self, state: CycleState, pod: PodInfo,
-                   nodes: Snapshot) -> tuple[PreFilterResult | None, Status | None]:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
         # The requests are precomputed on PodInfo; the state entry only records that
         # PreFilter ran, since upstream's Filter fails without it.
         self._data(pod)
@@ -358,8 +374,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         lacking = insufficient_resources(pod.requests, node, scalars=d.scalars)
         if not lacking:
             return None
-        code = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(r.unresolvable for r in lacking)
-                else Code.UNSCHEDULABLE)
+        code = (
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            if any(r.unresolvable for r in lacking)
+            else Code.UNSCHEDULABLE
+        )
         return Status(code, *(r.reason for r in lacking))
 
     def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
@@ -371,8 +390,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         key = d.mask_key
         if key is None:
             req = pod.requests
-            key = d.mask_key = (d.nothing, req.milli_cpu, req.memory, req.ephemeral_storage,
-                                d.scalars)
+            key = d.mask_key = (
+                d.nothing,
+                req.milli_cpu,
+                req.memory,
+                req.ephemeral_storage,
+                d.scalars,
+            )
         return self._masks.get(snap, key)
 
     # -- PreScore / Score ----------------------------------------------------------------
@@ -420,17 +444,22 @@ def _after_pod_delete(pod: PodInfo, old: Any, new: Any) -> str:
 
 def _scaled_down(old: Resource, new: Resource) -> bool:
     """Upstream's UpdatePodScaleDown test: some request went down or disappeared."""
-    if (old.milli_cpu > new.milli_cpu or old.memory > new.memory
-            or old.ephemeral_storage > new.ephemeral_storage):
+    if (
+        old.milli_cpu > new.milli_cpu
+        or old.memory > new.memory
+        or old.ephemeral_storage > new.ephemeral_storage
+    ):
         return True
     return any(name not in new.scalar or v > new.scalar[name] for name, v in old.scalar.items())
 
 
 def _frees_requested(target: Resource, old: Resource, new: Resource) -> bool:
     """Whether a resource the target pod requests went down from ``old`` to ``new``."""
-    if ((target.milli_cpu and old.milli_cpu > new.milli_cpu)
-            or (target.memory and old.memory > new.memory)
-            or (target.ephemeral_storage and old.ephemeral_storage > new.ephemeral_storage)):
+    if (
+        (target.milli_cpu and old.milli_cpu > new.milli_cpu)
+        or (target.memory and old.memory > new.memory)
+        or (target.ephemeral_storage and old.ephemeral_storage > new.ephemeral_storage)
+    ):
         return True
     return any(
         q and is_scalar_resource(name) and old.scalar.get(name, 0) > new.scalar.get(name, 0)
@@ -475,12 +504,13 @@ def _after_node_change(pod: PodInfo, old: Any, new: Any) -> str:
     r = pod.requests
     if _requests_nothing(r):
         return QueueingHint.SKIP
-    if ((r.milli_cpu > 0 and n.milli_cpu > o.milli_cpu)
-            or (r.memory > 0 and n.memory > o.memory)
-            or (r.ephemeral_storage > 0 and n.ephemeral_storage > o.ephemeral_storage)):
+    if (
+        (r.milli_cpu > 0 and n.milli_cpu > o.milli_cpu)
+        or (r.memory > 0 and n.memory > o.memory)
+        or (r.ephemeral_storage > 0 and n.ephemeral_storage > o.ephemeral_storage)
+    ):
         return QueueingHint.QUEUE
     for name, q in r.scalar.items():
         if q != 0 and n.scalar.get(name, 0) > o.scalar.get(name, 0):
             return QueueingHint.QUEUE
     return QueueingHint.SKIP
-

@@ -84,8 +84,9 @@ class RequestedToCapacityRatio:
                 # requested * 100 would overflow int64: use exact Python ints, as
                 # upstream uses a 128-bit product.
                 pairs = zip(req.tolist(), cap.tolist(), strict=True)
-                util = np.fromiter((scaled_utilization(r, c) for r, c in pairs),
-                                   dtype=np.int64, count=len(req))
+                util = np.fromiter(
+                    (scaled_utilization(r, c) for r, c in pairs), dtype=np.int64, count=len(req)
+                )
             else:
                 safe = np.where(cap > 0, cap, 1)
                 util = np.minimum(np.maximum(req, 0) * MAX_UTILIZATION // safe, MAX_UTILIZATION)

@@ -79,8 +79,9 @@ def weighted_mean(node_score: IntArray, weight_sum: IntArray) -> IntArray:
 def dense(cols: list[Column]) -> bool:
     """Whether every row has every considered resource and nothing is negative, so that
     floor division is Go's division and no row needs skipping."""
-    return all(len(cap) == 0 or (int(cap.min()) > 0 and int(req.min()) >= 0)
-               for _, req, _, cap in cols)
+    return all(
+        len(cap) == 0 or (int(cap.min()) > 0 and int(req.min()) >= 0) for _, req, _, cap in cols
+    )
 
 
 class Strategy(Protocol):
@@ -113,8 +114,9 @@ class ResourceAllocationScorer:
     instead of the non-zero-defaulted ones (NodeResourcesFit), and likewise the pod's.
     """
 
-    def __init__(self, resources: Sequence[ResourceSpec], use_requested: bool,
-                 strategy: Strategy) -> None:
+    def __init__(
+        self, resources: Sequence[ResourceSpec], use_requested: bool, strategy: Strategy
+    ) -> None:
         self.resources = tuple(resources)
         self.use_requested = use_requested
         self.strategy = strategy

@@ -31,8 +31,14 @@ SCHEDULE_ANYWAY = "ScheduleAnyway"
 
 _ARGS_FIELDS = ("defaultConstraints", "defaultingType")
 _CONSTRAINT_FIELDS = (
-    "maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector", "minDomains",
-    "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys",
+    "maxSkew",
+    "topologyKey",
+    "whenUnsatisfiable",
+    "labelSelector",
+    "minDomains",
+    "nodeAffinityPolicy",
+    "nodeTaintsPolicy",
+    "matchLabelKeys",
 )
 
 
@@ -120,16 +126,22 @@ class PodTopologySpreadArgs:
         """Upstream ``ValidatePodTopologySpreadArgs``: same checks, order and messages."""
         dt = self.defaulting_type
         if dt not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-            errs.fail("defaultingType", f'Unsupported value: {_show(dt)}: supported values: '
-                                        f'"{SYSTEM_DEFAULTING}", "{LIST_DEFAULTING}"')
+            errs.fail(
+                "defaultingType",
+                f"Unsupported value: {_show(dt)}: supported values: "
+                f'"{SYSTEM_DEFAULTING}", "{LIST_DEFAULTING}"',
+            )
         elif dt == SYSTEM_DEFAULTING and self.default_constraints:
-            errs.fail("defaultingType",
-                      f"Invalid value: {_show(dt)}: when .defaultConstraints are not empty")
+            errs.fail(
+                "defaultingType",
+                f"Invalid value: {_show(dt)}: when .defaultConstraints are not empty",
+            )
         for i, c in enumerate(self.default_constraints):
             p = f"defaultConstraints[{i}]"
             if c.max_skew <= 0:
-                errs.fail(f"{p}.maxSkew",
-                          f"Invalid value: {c.max_skew}: not in valid range (0, inf)")
+                errs.fail(
+                    f"{p}.maxSkew", f"Invalid value: {c.max_skew}: not in valid range (0, inf)"
+                )
             if not c.topology_key:
                 errs.fail(f"{p}.topologyKey", "Required value: can not be empty")
             else:
@@ -138,16 +150,25 @@ class PodTopologySpreadArgs:
             if not c.when_unsatisfiable:
                 errs.fail(f"{p}.whenUnsatisfiable", "Required value: can not be empty")
             elif c.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-                errs.fail(f"{p}.whenUnsatisfiable",
-                          f"Unsupported value: {_show(c.when_unsatisfiable)}: supported values: "
-                          f'"{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"')
+                errs.fail(
+                    f"{p}.whenUnsatisfiable",
+                    f"Unsupported value: {_show(c.when_unsatisfiable)}: supported values: "
+                    f'"{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"',
+                )
             if c.label_selector is not None:
-                errs.fail(f"{p}.labelSelector",
-                          "Forbidden: constraint must not define a selector, as they deduced "
-                          "for each pod")
+                errs.fail(
+                    f"{p}.labelSelector",
+                    "Forbidden: constraint must not define a selector, as they deduced "
+                    "for each pod",
+                )
             for other in self.default_constraints[:i]:
-                if (c.topology_key == other.topology_key
-                        and c.when_unsatisfiable == other.when_unsatisfiable):
-                    errs.fail(p, "Duplicate value: "
-                                 + _show(f"{{{c.topology_key}, {c.when_unsatisfiable}}}"))
+                if (
+                    c.topology_key == other.topology_key
+                    and c.when_unsatisfiable == other.when_unsatisfiable
+                ):
+                    errs.fail(
+                        p,
+                        "Duplicate value: "
+                        + _show(f"{{{c.topology_key}, {c.when_unsatisfiable}}}"),
+                    )
                     break

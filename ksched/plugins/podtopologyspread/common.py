@@ -68,11 +68,13 @@ HONOR = "Honor"
 IGNORE = "Ignore"
 MAX_INT32 = 2**31 - 1
 
-_PER_POD_LABELS = frozenset({
-    "statefulset.kubernetes.io/pod-name",
-    "apps.kubernetes.io/pod-index",
-    "controller-revision-hash",
-})
+_PER_POD_LABELS = frozenset(
+    {
+        "statefulset.kubernetes.io/pod-name",
+        "apps.kubernetes.io/pod-index",
+        "controller-revision-hash",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +117,16 @@ def filter_constraints(
             extra = {k: pod_labels[k] for k in c.match_label_keys if k in pod_labels}
             if extra:
                 sel = Selector(selector_from_set(extra).requirements + sel.requirements)
-        out.append(Constraint(
-            c.max_skew, c.topology_key, sel,
-            c.min_domains if c.min_domains is not None else 1,
-            c.node_affinity_policy if c.node_affinity_policy is not None else HONOR,
-            c.node_taints_policy if c.node_taints_policy is not None else IGNORE,
-        ))
+        out.append(
+            Constraint(
+                c.max_skew,
+                c.topology_key,
+                sel,
+                c.min_domains if c.min_domains is not None else 1,
+                c.node_affinity_policy if c.node_affinity_policy is not None else HONOR,
+                c.node_taints_policy if c.node_taints_policy is not None else IGNORE,
+            )
+        )
     return tuple(out)
 
 
@@ -161,8 +167,13 @@ def taint_ok_mask(snap: Snapshot, tolerations: Sequence[Toleration]) -> BoolArra
     """Rows without an untolerated NoSchedule/NoExecute taint; None when every row is fine."""
     if len(snap.taint_sets) == 1:
         return None
-    bad = np.array([find_untolerated_taint(ts, tolerations, do_not_schedule_taint) is not None
-                    for ts in snap.taint_sets], dtype=np.bool_)
+    bad = np.array(
+        [
+            find_untolerated_taint(ts, tolerations, do_not_schedule_taint) is not None
+            for ts in snap.taint_sets
+        ],
+        dtype=np.bool_,
+    )
     if not bad.any():
         return None
     return np.asarray(~bad[snap.taint_ids])
@@ -189,8 +200,8 @@ def changed_rows(cur: list[NodeInfo], prev: list[NodeInfo]) -> list[int]:
     unchanged chunk costs pointer tests), then the differing chunks element by element."""
     out: list[int] = []
     for start in range(0, len(cur), _CHUNK):
-        a = cur[start:start + _CHUNK]
-        b = prev[start:start + _CHUNK]
+        a = cur[start : start + _CHUNK]
+        b = prev[start : start + _CHUNK]
         if a != b:
             out.extend(start + i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x is not y)
     return out
@@ -212,8 +223,9 @@ class PodCounter:
         infos = snap.node_infos
         sel, ns = self.selector, self.namespace
         if self._seen is None or len(self._seen) != len(infos):
-            self._counts = np.fromiter((count_pods(ni.pods, sel, ns) for ni in infos),
-                                       dtype=np.int64, count=snap.n)
+            self._counts = np.fromiter(
+                (count_pods(ni.pods, sel, ns) for ni in infos), dtype=np.int64, count=snap.n
+            )
         else:
             changed = changed_rows(infos, self._seen)
             if not changed:
@@ -326,8 +338,7 @@ def default_selector(pod: PodInfo, listers: Mapping[str, Any]) -> Selector:
     gvk = (*gv, owner.kind)
     if gvk not in (_RC, _RS, _SS):
         return selector
-    lister_name = {_RC: "replicationcontrollers", _RS: "replicasets",
-                   _SS: "statefulsets"}[gvk]
+    lister_name = {_RC: "replicationcontrollers", _RS: "replicasets", _SS: "statefulsets"}[gvk]
     lister = listers.get(lister_name)
     if lister is None:
         own = {k: v for k, v in labels.items() if k not in _PER_POD_LABELS}

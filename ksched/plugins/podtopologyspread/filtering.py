@@ -107,9 +107,17 @@ class DomainCounts:
         self.min = m
 
     def clone(self) -> DomainCounts:
-        return DomainCounts(self.constraint, self.ids, self.vocab, self.counts.copy(),
-                            self.present.copy(), self.self_match, self.domains, self.min,
-                            dict(self.extra))
+        return DomainCounts(
+            self.constraint,
+            self.ids,
+            self.vocab,
+            self.counts.copy(),
+            self.present.copy(),
+            self.self_match,
+            self.domains,
+            self.min,
+            dict(self.extra),
+        )
 
 
 @dataclass(slots=True)
@@ -171,6 +179,9 @@ def compute_pre_filter_state(
         present[:v] = np.bincount(sel_ids, minlength=v)[:v] > 0
         domains = int(present.sum())
         low = int(counts[present].min()) if domains else MAX_INT32
-        out.append(DomainCounts(c, ids, vocab, counts, present,
-                                1 if c.selector.matches(labels) else 0, domains, low))
+        out.append(
+            DomainCounts(
+                c, ids, vocab, counts, present, 1 if c.selector.matches(labels) else 0, domains, low
+            )
+        )
     return PreFilterState(constraints, out)

@@ -56,8 +56,7 @@ __all__ = ["SYSTEM_DEFAULT_CONSTRAINTS", "PodTopologySpread"]
 
 # ``systemDefaultConstraints``: soft spreading over hostnames and zones.
 SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
-    TopologySpreadConstraint(max_skew=3, topology_key=HOSTNAME,
-                             when_unsatisfiable=SCHEDULE_ANYWAY),
+    TopologySpreadConstraint(max_skew=3, topology_key=HOSTNAME, when_unsatisfiable=SCHEDULE_ANYWAY),
     TopologySpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable=SCHEDULE_ANYWAY),
 )
 
@@ -79,8 +78,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             args = PodTopologySpreadArgs.parse(self.name, dict(args or {}))
         super().__init__(args, handle)
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
-        self.default_constraints = (SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted
-                                    else args.default_constraints)
+        self.default_constraints = (
+            SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
+        )
         self.counters = CounterCache()
         self._cache_key = f"{self.name}#{id(self)}"
         self._default_by_action: dict[str, tuple[Constraint, ...]] = {}
@@ -92,8 +92,10 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def _uses_listers(self) -> bool:
         listers = self._listers()
-        return any(k in listers for k in
-                   ("services", "replicationcontrollers", "replicasets", "statefulsets"))
+        return any(
+            k in listers
+            for k in ("services", "replicationcontrollers", "replicasets", "statefulsets")
+        )
 
     def constraints(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
         """The pod's own constraints of ``action``, else the default ones (``getConstraints``).
@@ -107,8 +109,12 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         spec = pod.pod.spec
         cacheable = True
         if spec.topology_spread_constraints:
-            out = filter_constraints(spec.topology_spread_constraints, pod.labels, action,
-                                     f"Pod {pod.key}: spec.topologySpreadConstraints")
+            out = filter_constraints(
+                spec.topology_spread_constraints,
+                pod.labels,
+                action,
+                f"Pod {pod.key}: spec.topologySpreadConstraints",
+            )
         else:
             out = self._defaults(pod, action)
             if out:
@@ -125,8 +131,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         got = self._default_by_action.get(action)
         if got is not None:
             return got
-        out = filter_constraints(self.default_constraints, pod.labels, action,
-                                 "defaultConstraints")
+        out = filter_constraints(self.default_constraints, pod.labels, action, "defaultConstraints")
         if not any(c.match_label_keys for c in self.default_constraints):
             self._default_by_action[action] = out
         return out
@@ -166,7 +171,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return self._update_with_pod(state, to_remove, pod, node, -1)
 
     def _update_with_pod(
-        self, state: CycleState, updated: PodInfo, preemptor: PodInfo, node: NodeInfo,
+        self,
+        state: CycleState,
+        updated: PodInfo,
+        preemptor: PodInfo,
+        node: NodeInfo,
         delta: int,
     ) -> Status | None:
         """``updateWithPod``: a pod added to or removed from ``node`` in a what-if state."""
@@ -270,10 +279,14 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         pod_hint = self.is_schedulable_after_pod_change
         node_hint = self.is_schedulable_after_node_change
         return [
-            *(ClusterEventWithHint(ClusterEvent("Pod", a), pod_hint)
-              for a in ("Add", "UpdatePodLabel", "UpdatePodToleration", "Delete")),
-            *(ClusterEventWithHint(ClusterEvent("Node", a), node_hint)
-              for a in ("Add", "Delete", "UpdateNodeLabel", "UpdateNodeTaint")),
+            *(
+                ClusterEventWithHint(ClusterEvent("Pod", a), pod_hint)
+                for a in ("Add", "UpdatePodLabel", "UpdatePodToleration", "Delete")
+            ),
+            *(
+                ClusterEventWithHint(ClusterEvent("Node", a), node_hint)
+                for a in ("Add", "Delete", "UpdateNodeLabel", "UpdateNodeTaint")
+            ),
         ]
 
     def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:
@@ -289,8 +302,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return QueueingHint.SKIP
         constraints = self.constraints(pod, DO_NOT_SCHEDULE)
         if old is not None and new is not None:
-            if (_same_pod(new, pod) and old.pod.spec.tolerations != new.pod.spec.tolerations
-                    and any(c.honor_taints for c in constraints)):
+            if (
+                _same_pod(new, pod)
+                and old.pod.spec.tolerations != new.pod.spec.tolerations
+                and any(c.honor_taints for c in constraints)
+            ):
                 return QueueingHint.QUEUE
             if old.labels == new.labels:
                 return QueueingHint.SKIP
@@ -316,8 +332,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if was != now:
                 return QueueingHint.QUEUE
             ol, nl = old.metadata.labels, new.metadata.labels
-            moved = any(ol.get(c.topology_key, "") != nl.get(c.topology_key, "")
-                        for c in constraints)
+            moved = any(
+                ol.get(c.topology_key, "") != nl.get(c.topology_key, "") for c in constraints
+            )
             if now and (moved or old.spec.taints != new.spec.taints):
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
