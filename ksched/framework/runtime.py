@@ -614,38 +614,73 @@ class Framework:
         batch: list[tuple[Any, BoolArray]],
         nominated: dict[int, list[PodInfo]],
     ) -> None:
-        """Per-node status of the first rejecting plugin, exactly as a node-by-node run gives."""
+        """Per-node status of the first rejecting plugin, exactly as a node-by-node run gives.
+
+        Plugins are visited in order over the nodes still unexplained; a batch plugin is
+        asked only about the nodes its mask rejected, all at once when it offers
+        ``filter_statuses`` (a FitError over 5000 nodes then costs a few vector passes,
+        not 5000 Python calls).
+        """
         infos = snap.node_infos
         batch_masks = {p.name: m for p, m in batch}
         skip = state.skip_filter_plugins
-        verdicts: dict[str, dict[str, str]] | None = {} if explain else None
+        known = out.statuses.statuses
+        if explain:
+            out.explain = {
+                infos[int(r)].name: self._explain_node(state, pod, infos[int(r)]) for r in rows
+            }
+        todo: list[int] = []
         for k, row in enumerate(rows):
-            ni = infos[int(row)]
-            if verdicts is not None:
-                verdicts[ni.name] = self._explain_node(state, pod, ni)
-            if passed[k] or ni.name in out.statuses.statuses:
+            r = int(row)
+            if passed[k] or r in nominated:
                 continue
-            if int(row) in nominated:
+            ni = infos[r]
+            if ni.name in known:
                 continue
             if ni.error is not None:
                 out.statuses.set(ni.name, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ni.error))
                 continue
-            for p in self.filter_plugins:
-                if p.name in skip:
-                    continue
-                m = batch_masks.get(p.name)
-                if m is not None and m[int(row)]:
-                    continue
-                try:
-                    st = _status(p.filter(state, pod, ni), p.name)
-                except Exception as e:
-                    st = _from_exception(e, p.name, "Filter")
+            todo.append(r)
+        pending = np.array(todo, dtype=np.intp)
+        for p in self.filter_plugins:
+            if not len(pending):
+                break
+            if p.name in skip:
+                continue
+            m = batch_masks.get(p.name)
+            asked = pending if m is None else pending[~m[pending]]
+            if not len(asked):
+                continue
+            statuses = self._filter_statuses(p, state, pod, snap, asked)
+            rejected = np.zeros(len(asked), dtype=np.bool_)
+            for k, (r, st) in enumerate(zip(asked.tolist(), statuses, strict=True)):
                 if not st.is_success():
-                    out.statuses.set(ni.name, st)
-                    if st.plugin:
-                        out.unschedulable_plugins.add(st.plugin)
-                    break
-        out.explain = verdicts
+                    out.statuses.set(infos[r].name, st)
+                    rejected[k] = True
+            if rejected.any():
+                out.unschedulable_plugins.add(p.name)
+                done = set(asked[rejected].tolist())
+                pending = np.array([r for r in pending.tolist() if r not in done], dtype=np.intp)
+
+    def _filter_statuses(
+        self, p: Any, state: CycleState, pod: PodInfo, snap: Snapshot, rows: Any
+    ) -> list[Status]:
+        """One plugin's Filter status for each of ``rows`` (batch form when it has one)."""
+        infos = snap.node_infos
+        fs = getattr(p, "filter_statuses", None)
+        if fs is not None:
+            try:
+                return [_status(st, p.name) for st in fs(state, pod, snap, rows)]
+            except Exception as e:
+                err = _from_exception(e, p.name, "Filter")
+                return [err] * len(rows)
+        out = []
+        for r in rows.tolist():
+            try:
+                out.append(_status(p.filter(state, pod, infos[r]), p.name))
+            except Exception as e:
+                out.append(_from_exception(e, p.name, "Filter"))
+        return out
 
     def _explain_node(self, state: CycleState, pod: PodInfo, ni: NodeInfo) -> dict[str, str]:
         v: dict[str, str] = {}

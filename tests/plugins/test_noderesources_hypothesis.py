@@ -174,6 +174,15 @@ def test_fit_batch_matches_per_node(
     rows = _rows(data, snap.n)
     batch = fit.score_batch(state, pod, snap, rows)
     assert batch.tolist() == [fit.score(state, pod, snap.node_infos[r]) for r in rows]
+    # The FitError's per-node reasons, computed for many rows at once, equal filter's.
+    statuses = fit.filter_statuses(state, pod, snap, rows)
+    for r, got in zip(rows.tolist(), statuses, strict=True):
+        want = fit.filter(state, pod, snap.node_infos[r])
+        if want is None:
+            assert got is None
+        else:
+            assert got is not None
+            assert (got.code, got.reasons) == (want.code, want.reasons)
 
 
 @SETTINGS

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ...api.objects import Node
 from ...api.resources import (
     CPU,
@@ -274,6 +276,9 @@ def insufficient_resources(
     return out
 
 
+_MISSING: Any = object()
+
+
 @dataclass(slots=True)
 class _PodData:
     """What Fit derives from a pod once (kept in ``PodInfo.cache``)."""
@@ -398,6 +403,62 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
                 d.scalars,
             )
         return self._masks.get(snap, key)
+
+    def filter_statuses(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
+    ) -> list[Status | None]:
+        """``filter`` for many rows at once (the FitError's per-node reasons).
+
+        Each row's verdict is a combination of "lacks resource k" and "k exceeds the whole
+        allocatable" bits; rows with the same bits share one Status.
+        """
+        if PRE_FILTER_STATE_KEY not in state:
+            raise RuntimeError(_NOT_FOUND)
+        d = self._data(pod)
+        req = pod.requests
+        checks: list[tuple[str, int, IntArray, IntArray]] = []
+        if not d.nothing:
+            for name, q, alloc, used in (
+                (CPU, req.milli_cpu, snap.alloc_cpu, snap.req_cpu),
+                (MEMORY, req.memory, snap.alloc_mem, snap.req_mem),
+                (EPHEMERAL_STORAGE, req.ephemeral_storage, snap.alloc_eph, snap.req_eph),
+            ):
+                if q > 0:
+                    checks.append((name, q, alloc, used))
+            for name, q in d.scalars:
+                alloc, used = snap.scalar_columns(name)
+                checks.append((name, q, alloc, used))
+        lacking = np.zeros(len(rows), dtype=np.int64)
+        unresolvable = np.zeros(len(rows), dtype=np.bool_)
+        lacking |= (snap.num_pods[rows] + 1 > snap.alloc_pods[rows]).astype(np.int64)
+        for k, (_, q, alloc, used) in enumerate(checks):
+            a = alloc[rows]
+            short = q > a - used[rows]
+            lacking |= short.astype(np.int64) << (k + 1)
+            unresolvable |= short & (q > a)
+        codes = lacking * 2 + unresolvable
+        made: dict[int, Status | None] = {}
+        out: list[Status | None] = []
+        for c in codes.tolist():
+            st = made.get(c, _MISSING)
+            if st is _MISSING:
+                bits, unres = c >> 1, c & 1
+                reasons = ["Too many pods"] if bits & 1 else []
+                reasons += [
+                    f"Insufficient {checks[k][0]}"
+                    for k in range(len(checks))
+                    if bits >> (k + 1) & 1
+                ]
+                st = made[c] = (
+                    Status(
+                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unres else Code.UNSCHEDULABLE,
+                        *reasons,
+                    )
+                    if reasons
+                    else None
+                )
+            out.append(st)
+        return out
 
     # -- PreScore / Score ----------------------------------------------------------------
     def _score_requests(self, pod: PodInfo) -> tuple[int, ...]:
