@@ -330,8 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--baseline",
-        choices=("null",),
-        help="e2e only: also run a bind-only scheduler and report the ratio",
+        choices=("null", "noplugins"),
+        help="e2e only: also run a baseline and report the ratio: null = a bare round-robin "
+        "binder on the same client stack; noplugins = the ksched daemon with only "
+        "PrioritySort and DefaultBinder",
     )
     b.set_defaults(fn=cmd_bench)
 

@@ -253,9 +253,9 @@ async def _measure(
     client = await APIClient.for_master(url, qps=0)
     t_start = time.perf_counter()
     try:
-        if name == "ksched":
+        if name in ("ksched", "noplugins"):
             daemon = SchedulerDaemon(
-                config,
+                config if name == "ksched" else _no_plugins(config),
                 registry=registry,
                 client=client,
                 port=0,
@@ -349,8 +349,8 @@ def run_e2e_bench(
 
     async def main() -> dict[str, Any]:
         runs: dict[str, dict[str, Any]] = {}
-        if baseline == "null":
-            runs["null"] = await one("null")
+        if baseline is not None:
+            runs["baseline"] = await one(baseline)
         runs["ksched"] = await one("ksched")
         return runs
 
@@ -371,13 +371,46 @@ def run_e2e_bench(
         "peak_rss_mb": _peak_rss_mb(),
         "cpus": os.cpu_count(),
     }
-    if "null" in runs:
-        b = runs["null"]
+    if "baseline" in runs:
+        b = runs["baseline"]
         result["baseline"] = b
         result["ratio"] = (
             round(k["pods_per_second"] / b["pods_per_second"], 3) if b["pods_per_second"] else None
         )
     return result
+
+
+def _no_plugins(config: Any) -> Any:
+    """The same configuration with every profile reduced to PrioritySort + DefaultBinder.
+
+    The ``noplugins`` baseline: ksched's whole daemon (queue, cache, binding cycle,
+    events, status) with no Filter/Score work, so the ratio isolates what the plugins
+    cost, where ``null`` (a bare round-robin binder) isolates everything ksched does.
+    """
+    import copy
+
+    from ..config import PluginRef, PluginSet
+
+    cfg = copy.deepcopy(config)
+    for prof in cfg.profiles:
+        for attr in (
+            "pre_enqueue",
+            "pre_filter",
+            "filter",
+            "post_filter",
+            "pre_score",
+            "score",
+            "reserve",
+            "permit",
+            "pre_bind",
+            "post_bind",
+            "multi_point",
+        ):
+            setattr(prof.plugins, attr, PluginSet([], []))
+        prof.plugins.queue_sort = PluginSet([PluginRef("PrioritySort")], [])
+        prof.plugins.bind = PluginSet([PluginRef("DefaultBinder")], [])
+        prof.plugin_config = []
+    return cfg
 
 
 def _cpu_seconds(pid: int) -> float:
