@@ -302,6 +302,8 @@ class Framework:
                 r, raw = p.pre_filter(state, pod, snap)
             except Exception as e:
                 return None, _from_exception(e, p.name, "PreFilter"), {p.name}
+            if raw is None and r is None:
+                continue  # Success without a result: nothing to record
             st = _status(raw, p.name)
             if st.is_skip():
                 state.skip_filter_plugins.add(p.name)
@@ -731,9 +733,12 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         for p in self.pre_score_plugins:
             try:
-                st = _status(p.pre_score(state, pod, nodes), p.name)
+                raw = p.pre_score(state, pod, nodes)
             except Exception as e:
                 return _from_exception(e, p.name, "PreScore")
+            if raw is None:
+                continue
+            st = _status(raw, p.name)
             if st.is_skip():
                 state.skip_score_plugins.add(p.name)
                 continue
@@ -773,7 +778,8 @@ class Framework:
                 scores = raw.copy() if per is not None else raw
                 norm = getattr(p, "normalize_score", None)
                 if norm is not None:
-                    st = _status(norm(state, pod, scores), p.name)
+                    nst = norm(state, pod, scores)
+                    st = SUCCESS if nst is None else _status(nst, p.name)
                     if not st.is_success():
                         return None, Status(
                             Code.ERROR,
@@ -794,7 +800,11 @@ class Framework:
                         f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                         plugin=p.name,
                     )
-            weighted = scores * weights.get(p.name, 1)
+            w = weights.get(p.name, 1)
+            if per is None and totals is not None and w == 1:
+                totals += scores  # the same sum, without a weighted copy
+                continue
+            weighted = scores * w
             if totals is None:
                 totals = weighted if per is None else weighted.copy()
             else:

@@ -49,6 +49,9 @@ TAINT_EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
 TAINT_EFFECT_NO_EXECUTE = "NoExecute"
 
 
+_max_reduce = np.maximum.reduce  # ``ndarray.max`` without its Python-level wrapper
+
+
 def default_normalize_score(max_priority: int, reverse: bool, scores: IntArray) -> Status | None:
     """``helper.DefaultNormalizeScore``: scale [0, max] to [0, max_priority] in place.
 
@@ -58,7 +61,7 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: IntArray) 
     """
     if len(scores) == 0:
         return None
-    max_count = max(int(scores.max()), 0)
+    max_count = max(int(_max_reduce(scores)), 0)
     if max_count == 0:
         if reverse:
             scores[:] = max_priority
@@ -85,7 +88,9 @@ def get_host_ports(pod: Pod) -> list[ContainerPort]:
             continue
         ports.extend(p for p in c.ports if p.host_port > 0)
     for c in pod.spec.containers:
-        ports.extend(p for p in c.ports if p.host_port > 0)
+        for p in c.ports:
+            if p.host_port > 0:
+                ports.append(p)
     return ports
 
 

@@ -134,6 +134,12 @@ def compute_pre_filter(
     if terms.error:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {terms.error}")
     index.sync(snap, token)
+    if (
+        not index.required_anti_affinity
+        and not terms.required_affinity
+        and not terms.required_anti_affinity
+    ):
+        return None, Status(Code.SKIP)  # every count below would stay empty
     n = snap.n
     ns, labels = pod.namespace, pod.labels
 

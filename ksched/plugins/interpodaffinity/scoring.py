@@ -84,6 +84,13 @@ def compute_pre_score(
     if terms.error:
         return None, Status(Code.ERROR, f"failed to parse pod: {terms.error}")
     index.sync(snap, token)
+    if (
+        not terms.preferred_affinity
+        and not terms.preferred_anti_affinity
+        and not index.preferred
+        and (hard_pod_affinity_weight <= 0 or not index.required_affinity)
+    ):
+        return None, Status(Code.SKIP)  # nothing below could add a weight
     n = snap.n
     weights: dict[str, IntArray] = {}
     touched: dict[str, BoolArray] = {}

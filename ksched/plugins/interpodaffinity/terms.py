@@ -282,6 +282,11 @@ def pod_terms(pod: PodInfo) -> PodTerms:
     a = pod.pod.spec.affinity
     pa = a.pod_affinity if a is not None else None
     pn = a.pod_anti_affinity if a is not None else None
+    if pa is None and pn is None:
+        # No inter-pod (anti-)affinity: no terms to parse, only the signature.
+        out = PodTerms((), (), (), (), "", (ns, frozenset(labels.items())))
+        pod.cache[_CACHE_KEY] = out
+        return out
     errors: list[str] = []
 
     def required(name: str, terms: Sequence[PodAffinityTerm]) -> tuple[AffinityTerm, ...]:
