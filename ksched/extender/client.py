@@ -548,19 +548,7 @@ class ExtenderSet:
 
         The queue builds its registrations from plugins only; this adds the wildcard one.
         """
-        regs = getattr(queue, "_regs", None)
-        events = getattr(queue, "_plugin_events", None)
-        if not isinstance(regs, dict) or not isinstance(events, dict):
-            return
-        from ..queue import events as ev
-
-        for prof, lst in regs.items():
-            if not any(name == EXTENDER_NAME for _, name, _ in lst):
-                lst.append((ev.WILDCARD, EXTENDER_NAME, None))
-                events.setdefault((prof, EXTENDER_NAME), []).append(ev.WILDCARD)
-        cache = getattr(queue, "_match_cache", None)
-        if isinstance(cache, dict):
-            cache.clear()
+        queue.register_wildcard(EXTENDER_NAME)
 
     def _skip(self, e: HTTPExtender, verb: str, pod: PodInfo, err: Exception) -> None:
         log.warning(

@@ -45,7 +45,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.handle import ClusterClient, NullCluster
 from ..framework.interface import MAX_NODE_SCORE
 from ..framework.registry import Registry
-from ..framework.runtime import Framework
+from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
 from ..framework.snapshot import NodeInfoView, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -265,7 +265,7 @@ class ExtenderServer:
             if row is None:
                 failed[name] = "node not found in the extender's cache"
             elif allowed is not None and name not in allowed:
-                plugins = state.get("__prefilter_narrowed__") or []
+                plugins = state.get(PREFILTER_NARROWED_KEY) or []
                 unresolvable[name] = (
                     f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
                 )

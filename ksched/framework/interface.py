@@ -256,15 +256,6 @@ class ClusterEvent:
     action: str  # Add, Delete, Update, UpdateNodeLabel, UpdateNodeTaint, UpdateNodeAllocatable, ...
     label: str = ""
 
-    def matches(self, other: ClusterEvent) -> bool:
-        """Whether a registered event (self) covers an incoming one (other)."""
-        if self.resource not in ("*", other.resource):
-            return False
-        if self.action in ("*", other.action):
-            return True
-        # "Update" covers every specific update action.
-        return self.action == "Update" and other.action.startswith("Update")
-
 
 HintFn = Callable[[PodInfo, Any, Any], str]
 

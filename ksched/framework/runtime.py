@@ -41,6 +41,11 @@ from .waiting_pods import WaitingPod
 __all__ = ["FilterOutcome", "Framework", "FrameworkError", "ScoreOutcome"]
 
 
+# CycleState key: the PreFilter plugins whose results narrowed the node set (for the
+# "node(s) didn't satisfy plugin(s) [...]" status of the nodes left out).
+PREFILTER_NARROWED_KEY = "ksched/prefilter-narrowed"
+
+
 class FrameworkError(ValueError):
     """A profile whose plugin configuration cannot be assembled."""
 
@@ -333,7 +338,7 @@ class Framework:
                         set(narrowed_by),
                     )
         if narrowed_by:
-            state.write("__prefilter_narrowed__", narrowed_by)
+            state.write(PREFILTER_NARROWED_KEY, narrowed_by)
         return result, SUCCESS, rejected_by
 
     # -- Filter ------------------------------------------------------------------------

@@ -39,15 +39,13 @@ from .helper import (
     do_not_schedule_taint,
 )
 
-__all__ = ["ERR_REASON_UNTOLERATED", "TaintToleration"]
+__all__ = ["TaintToleration", "untolerated_reason"]
+
 
 # The reason names the first untolerated taint, as kube-scheduler did through v1.34 and
 # as ksched's FitError contract specifies ("node(s) had untolerated taint {key: value}").
 # Upstream v1.35 (kubernetes#134740) dropped the taint from the text because taint keys
 # and values may be sensitive; ksched keeps the diagnosable form.
-ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
-
-
 def untolerated_reason(taint: Taint) -> str:
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
 

@@ -191,6 +191,19 @@ class SchedulingQueue:
                 self._plugin_events.setdefault((prof, plugin), []).append(event)
         self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
 
+    def register_wildcard(self, name: str) -> None:
+        """Let any cluster event requeue pods rejected by ``name`` in every profile.
+
+        For rejectors that are not plugins (HTTP extenders): upstream registers them with
+        the wildcard event, having no queueing hints.
+        """
+        for prof, regs in self._regs.items():
+            if any(plugin == name for _, plugin, _ in regs):
+                continue
+            regs.append((ev.WILDCARD, name, None))
+            self._plugin_events.setdefault((prof, name), []).append(ev.WILDCARD)
+        self._match_cache.clear()
+
     # -- helpers ------------------------------------------------------------------------
     def _notify(self) -> None:
         self._wakeup.set()

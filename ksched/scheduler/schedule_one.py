@@ -23,7 +23,7 @@ import numpy as np
 from ..framework.cycle_state import CycleState
 from ..framework.diagnosis import Diagnosis, FitError
 from ..framework.interface import PostFilterResult
-from ..framework.runtime import Framework
+from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
 from ..framework.snapshot import NodeInfoView
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
@@ -161,12 +161,10 @@ async def find_nodes_that_fit_pod(
     if pre_res is not None and pre_res.node_names is not None:
         rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
         candidates = np.array(rows, dtype=np.intp)
-        narrowed = [
-            p.name for p in fw.pre_filter_plugins if p.name not in state.skip_filter_plugins
-        ]
+        narrowed = sorted(state.get(PREFILTER_NARROWED_KEY, ()))
         diagnosis.node_to_status.absent = Status(
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(_narrowing(state, narrowed)))}]",
+            f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]",
         )
     else:
         candidates = snap.all_rows
@@ -192,11 +190,6 @@ async def find_nodes_that_fit_pod(
             )
     explain_out: dict[str, Any] | None = {"filter": out.explain} if explain else None
     return feasible, diagnosis, out.processed, explain_out
-
-
-def _narrowing(state: CycleState, names: list[str]) -> list[str]:
-    got = state.get("__prefilter_narrowed__")
-    return list(got) if got else names
 
 
 class _CycleError(Exception):

@@ -569,3 +569,18 @@ def test_dump_is_json_and_shows_every_queue() -> None:
     assert d["nominated"] == {"n": [flying.pod.key]}
     assert d["counts"] == {ACTIVE_Q: 1, BACKOFF_Q: 2, UNSCHEDULABLE: 0, "gated": 1}
     assert ("NodeAdd", BACKOFF_Q) in moves and ("PodAdd", UNSCHEDULABLE) in moves
+
+
+def test_registered_wildcard_rejector_is_woken_by_any_event() -> None:
+    """Extenders are not plugins: the queue learns of them through register_wildcard."""
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(make_pod("p"), "ksched")
+    qpi = pop(q)
+    fail(q, qpi, "Extender")
+    # Unknown rejector: no event helps it yet.
+    assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_UPDATE, make_pod(), make_pod()) == 0
+    q.register_wildcard("Extender")
+    q.register_wildcard("Extender")  # idempotent
+    assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_UPDATE, make_pod(), make_pod()) == 1
+    assert q.location(qpi.pod) in (BACKOFF_Q, ACTIVE_Q)
