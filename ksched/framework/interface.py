@@ -10,6 +10,14 @@ are plain methods; I/O points (PreBind, Bind, PostBind) are coroutines. Filter a
 Score may additionally have a batch form (``filter_batch``/``score_batch``) that
 evaluates every node at once over the snapshot's numpy columns; the runtime prefers
 it when present and keeps the per-node form for explanations and diagnosis.
+
+A plugin at PreFilter/Filter/PreScore/Score may also sign pods (``sign_pod``, upstream's
+SignPlugin): it returns a hashable fragment such that two pods with equal fragments get
+equal PreFilter/PreScore state from it and equal Filter/Score results on any node, those
+results depending only on the fragment and that node's NodeInfo (not on other nodes, nor
+on the node list PreScore gets), or ``NOT_SIGNABLE``. When every such plugin of a profile
+signs a pod, the scheduler reuses per-node verdicts and scores across pods with equal
+signatures (``ksched.scheduler.cycle_cache``); the outcome is the same either way.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ __all__ = [
     "EXTENSION_POINTS",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "NOT_SIGNABLE",
     "BindPlugin",
     "ClusterEvent",
     "ClusterEventWithHint",
@@ -60,6 +69,8 @@ __all__ = [
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 MAX_TOTAL_SCORE = 2**63 - 1
+# ``sign_pod``'s answer when a pod's results depend on more than the pod and the node.
+NOT_SIGNABLE: Any = object()
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from .interface import (
     MAX_NODE_SCORE,
     MAX_TOTAL_SCORE,
     MIN_NODE_SCORE,
+    NOT_SIGNABLE,
     NodeToStatus,
     PostFilterResult,
     PreFilterResult,
@@ -38,7 +39,14 @@ from .status import SUCCESS, Code, Status
 from .types import NodeInfo, PodInfo
 from .waiting_pods import WaitingPod
 
-__all__ = ["FilterOutcome", "Framework", "FrameworkError", "ScoreOutcome"]
+__all__ = [
+    "FilterOutcome",
+    "Framework",
+    "FrameworkError",
+    "ScoreOutcome",
+    "first_in_rotation",
+    "raw_scores",
+]
 
 
 # CycleState key: the PreFilter plugins whose results narrowed the node set (for the
@@ -228,6 +236,9 @@ class Framework:
         self.pre_bind_plugins = self._lists["preBind"]
         self.bind_plugins = self._lists["bind"]
         self.post_bind_plugins = self._lists["postBind"]
+        self._signers: list[Any] | None = None
+        # Set by the Scheduler: its ``cycle_cache.CycleCache`` for this profile.
+        self.cycle_cache: Any = None
 
     def _expand_multi_point(self, plugins: Any) -> None:
         for point, attr in _POINT_ATTR.items():
@@ -515,17 +526,7 @@ class Framework:
             # Rows are their own positions: the first feasible rows at or after ``start``,
             # then from the beginning, are the first feasible ones in rotation order.
             rows = np.flatnonzero(valid if combined is None else combined)
-            total = len(rows)
-            k = int(np.searchsorted(rows, start)) if start else 0
-            if total > num_to_find:
-                if total - k >= num_to_find:
-                    feasible = rows[k : k + num_to_find]
-                else:
-                    feasible = np.concatenate((rows[k:], rows[: num_to_find - (total - k)]))
-                processed = (int(feasible[-1]) - start) % n + 1
-            else:
-                feasible = np.concatenate((rows[k:], rows[:k])) if k else rows
-                processed = n
+            feasible, processed = first_in_rotation(rows, start, n, num_to_find)
             out = FilterOutcome(feasible, processed, statuses, unsched)
             if len(feasible) == 0:
                 order = order.array()
@@ -765,21 +766,13 @@ class Framework:
         n = len(rows)
         totals: IntArray | None = None
         per: dict[str, tuple[IntArray, IntArray, IntArray]] | None = {} if explain else None
-        infos = snap.node_infos
         skip = state.skip_score_plugins
         weights = self.weights
         for p in self.score_plugins:
             if p.name in skip:
                 continue
             try:
-                sb = getattr(p, "score_batch", None)
-                if sb is not None:
-                    raw = np.asarray(sb(state, pod, snap, rows), dtype=np.int64)
-                else:
-                    sc = p.score
-                    raw = np.fromiter(
-                        (sc(state, pod, infos[int(r)]) for r in rows), dtype=np.int64, count=n
-                    )
+                raw = raw_scores(p, state, pod, snap, rows)
                 scores = raw.copy() if per is not None else raw
                 norm = getattr(p, "normalize_score", None)
                 if norm is not None:
@@ -819,6 +812,36 @@ class Framework:
         if totals is None:
             totals = np.zeros(n, dtype=np.int64)
         return ScoreOutcome(totals, per), SUCCESS
+
+    # -- signatures (SignPlugin) -------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...] | None:
+        """The pod's signature for this profile (upstream's ``SignPod``): the ``sign_pod``
+        fragments of every PreFilter/Filter/PreScore/Score plugin, or None when one of
+        them cannot sign (no ``sign_pod``, NOT_SIGNABLE, or an exception)."""
+        signers = self._signers
+        if signers is None:
+            plugins: list[Any] = []
+            for p in (
+                *self.pre_filter_plugins,
+                *self.filter_plugins,
+                *self.pre_score_plugins,
+                *self.score_plugins,
+            ):
+                if p not in plugins:
+                    plugins.append(p)
+            signers = self._signers = [getattr(p, "sign_pod", None) for p in plugins]
+        out = []
+        for fn in signers:
+            if fn is None:
+                return None
+            try:
+                fragment = fn(pod)
+            except Exception:
+                return None
+            if fragment is NOT_SIGNABLE:
+                return None
+            out.append(fragment)
+        return tuple(out)
 
     # -- Reserve / Permit -------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -936,6 +959,37 @@ class Framework:
                 await p.post_bind(state, pod, node_name)
             except Exception:
                 continue
+
+
+def first_in_rotation(
+    rows: np.ndarray[Any, np.dtype[np.intp]], start: int, n: int, num_to_find: int
+) -> tuple[np.ndarray[Any, np.dtype[np.intp]], int]:
+    """The first ``num_to_find`` of the sorted feasible ``rows`` in round-robin order from
+    ``start`` (of ``n`` rows), and how many rows that order went through to find them."""
+    total = len(rows)
+    k = int(np.searchsorted(rows, start)) if start else 0
+    if total > num_to_find:
+        if total - k >= num_to_find:
+            feasible = rows[k : k + num_to_find]
+        else:
+            feasible = np.concatenate((rows[k:], rows[: num_to_find - (total - k)]))
+        return feasible, (int(feasible[-1]) - start) % n + 1
+    return (np.concatenate((rows[k:], rows[:k])) if k else rows), n
+
+
+def raw_scores(
+    p: Any, state: CycleState, pod: PodInfo, snap: Snapshot, rows: np.ndarray[Any, Any]
+) -> IntArray:
+    """A Score plugin's scores of ``rows`` before normalizing: its batch form when it has
+    one, else its per-node form row by row. Raises what the plugin raises."""
+    sb = getattr(p, "score_batch", None)
+    if sb is not None:
+        return np.asarray(sb(state, pod, snap, rows), dtype=np.int64)
+    sc = p.score
+    infos = snap.node_infos
+    return np.fromiter(
+        (sc(state, pod, infos[int(r)]) for r in rows), dtype=np.int64, count=len(rows)
+    )
 
 
 def _go_duration(seconds: float) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -29,6 +30,7 @@ from ..api.selectors import (
 )
 from ..framework.snapshot import BoolArray, IntArray, Snapshot, all_true
 from ..framework.status import Status
+from ..framework.types import PodInfo
 
 __all__ = [
     "RowArray",
@@ -37,8 +39,10 @@ __all__ = [
     "do_not_schedule_taint",
     "get_host_ports",
     "node_selector_mask",
+    "requests_fragment",
     "requirement_mask",
     "selector_mask",
+    "spec_fragment",
     "term_mask",
 ]
 
@@ -47,6 +51,30 @@ RowArray = npt.NDArray[np.intp]
 TAINT_EFFECT_NO_SCHEDULE = "NoSchedule"
 TAINT_EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
 TAINT_EFFECT_NO_EXECUTE = "NoExecute"
+
+
+def spec_fragment(pod: PodInfo, key: str, *fields: Any) -> bytes:
+    """``sign_pod`` fragment: the pod's ``fields`` as JSON bytes, computed once per pod.
+
+    Equal bytes mean equal fields (a key order difference only costs a cache miss)."""
+    got: bytes | None = pod.cache.get(key)
+    if got is None:
+        got = pod.cache[key] = msgspec.json.encode(fields)
+    return got
+
+
+def requests_fragment(pod: PodInfo) -> tuple[Any, ...]:
+    """``sign_pod`` fragment of the resource plugins: every request figure they read."""
+    r = pod.requests
+    return (
+        r.milli_cpu,
+        r.memory,
+        r.ephemeral_storage,
+        r.allowed_pod_number,
+        tuple(sorted(r.scalar.items())),
+        pod.non_zero_cpu,
+        pod.non_zero_mem,
+    )
 
 
 _max_reduce = np.maximum.reduce  # ``ndarray.max`` without its Python-level wrapper

@@ -55,6 +55,11 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
 class ImageLocality(ScorePlugin):
     name = names.IMAGE_LOCALITY
 
+    def sign_pod(self, pod: PodInfo) -> Any:
+        # Scores also depend on how many nodes hold each image: the cycle cache drops its
+        # rows whenever a node object changes (Snapshot.images_version).
+        return self._images(pod)
+
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._key = f"{self.name}#{id(self)}"

@@ -48,7 +48,14 @@ from ..framework.snapshot import BoolArray, IntArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from . import names
-from .helper import RowArray, all_true, default_normalize_score, node_selector_mask, selector_mask
+from .helper import (
+    RowArray,
+    all_true,
+    default_normalize_score,
+    node_selector_mask,
+    selector_mask,
+    spec_fragment,
+)
 from .helper import term_mask as _term_mask
 
 __all__ = [
@@ -259,6 +266,11 @@ def _compile_added(
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_AFFINITY
     Args = NodeAffinityArgs
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        spec = pod.pod.spec
+        affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+        return spec_fragment(pod, "sign/nodeaffinity", spec.node_selector, affinity)
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         if not isinstance(args, NodeAffinityArgs):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..framework.cycle_state import CycleState
@@ -25,6 +27,9 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
 
 class NodeName(FilterPlugin):
     name = names.NODE_NAME
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return pod.pod.spec.node_name
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if fits(pod, node):

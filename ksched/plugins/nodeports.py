@@ -27,7 +27,7 @@ from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import HostPortInfo, NodeInfo, PodInfo
 from . import names
-from .helper import all_true, get_host_ports
+from .helper import all_true, get_host_ports, spec_fragment
 
 __all__ = ["ERR_REASON", "NodePorts", "fits", "fits_ports"]
 
@@ -57,6 +57,9 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = names.NODE_PORTS
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return spec_fragment(pod, "sign/hostports", pod_host_ports(pod))
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot

@@ -19,7 +19,7 @@ from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from . import names
-from .helper import all_true
+from .helper import all_true, spec_fragment
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "TAINT_NODE_UNSCHEDULABLE", "NodeUnschedulable"]
 
@@ -40,6 +40,9 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
 
 class NodeUnschedulable(FilterPlugin):
     name = names.NODE_UNSCHEDULABLE
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return spec_fragment(pod, "sign/tolerations", pod.pod.spec.tolerations)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if node.node is None or not node.node.spec.unschedulable:

@@ -37,6 +37,7 @@ from .helper import (
     all_true,
     default_normalize_score,
     do_not_schedule_taint,
+    spec_fragment,
 )
 
 __all__ = ["TaintToleration", "untolerated_reason"]
@@ -106,6 +107,9 @@ def _same_pod(a: PodInfo, b: PodInfo) -> bool:
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.TAINT_TOLERATION
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return spec_fragment(pod, "sign/tolerations", pod.pod.spec.tolerations)
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)

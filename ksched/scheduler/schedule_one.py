@@ -284,6 +284,10 @@ async def _schedule_pod(
             Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
             fit_error=FitError(pod.key, 0, Diagnosis()),
         )
+    if ext is None and not explain and fw.cycle_cache is not None:
+        cached: CycleResult | None = fw.cycle_cache.schedule(sched, state, pod)
+        if cached is not None:
+            return cached
     feasible, diagnosis, _processed, explain_out = await find_nodes_that_fit_pod(
         sched, fw, state, pod, explain, ext
     )

@@ -39,6 +39,7 @@ from ..framework.waiting_pods import WaitingPods
 from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
+from .cycle_cache import CycleCache
 from .schedule_one import CycleResult, scheduling_cycle, scheduling_cycle_async
 
 if TYPE_CHECKING:
@@ -197,6 +198,7 @@ class Scheduler:
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.listers["queue"] = self.queue
+            fw.cycle_cache = CycleCache(fw)
         if self.extenders is not None:
             self.extenders.register_requeue(self.queue)
         self.observer: Observer = observer or _NullObserver()

@@ -12,6 +12,7 @@ from typing import Any
 from ...api.objects import Namespace, Node
 from ...framework.cycle_state import CycleState
 from ...framework.interface import (
+    NOT_SIGNABLE,
     ClusterEvent,
     ClusterEventWithHint,
     FilterPlugin,
@@ -54,6 +55,18 @@ def _not_found(key: str) -> str:
 
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.INTER_POD_AFFINITY
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        """Terms reach across a topology domain: only with none on the pod and none on any
+        pod in the cluster is the plugin a no-op, and the pod signable."""
+        a = pod.pod.spec.affinity
+        if a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None):
+            return NOT_SIGNABLE
+        snap = getattr(self.handle, "snapshot", None)
+        if not isinstance(snap, Snapshot) or snap.have_pods_with_affinity:
+            return NOT_SIGNABLE
+        return None
+
     Args = InterPodAffinityArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:

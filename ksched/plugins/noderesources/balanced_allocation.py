@@ -25,6 +25,7 @@ from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
 from .. import names
+from ..helper import requests_fragment
 from .resource_allocation import (
     DEFAULT_RESOURCES,
     MAX_NODE_SCORE,
@@ -191,6 +192,10 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
     """Score plugin (with PreScore) over the node's plain requests, as upstream (useRequested)."""
 
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return requests_fragment(pod)
+
     Args = BalancedAllocationArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:

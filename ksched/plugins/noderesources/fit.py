@@ -45,6 +45,7 @@ from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
 from .. import names
+from ..helper import requests_fragment
 from .least_allocated import LeastAllocated
 from .most_allocated import MostAllocated
 from .requested_to_capacity_ratio import MAX_CUSTOM_PRIORITY_SCORE, RequestedToCapacityRatio
@@ -340,6 +341,9 @@ _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_RESOURCES_FIT
     Args = FitArgs
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return requests_fragment(pod)
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         if not isinstance(args, FitArgs):

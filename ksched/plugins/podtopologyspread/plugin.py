@@ -12,6 +12,7 @@ import numpy.typing as npt
 from ...api.objects import Node, TopologySpreadConstraint
 from ...framework.cycle_state import CycleState
 from ...framework.interface import (
+    NOT_SIGNABLE,
     ClusterEvent,
     ClusterEventWithHint,
     FilterPlugin,
@@ -71,6 +72,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     """Spreads pods over topology domains: hard constraints filter, soft ones score."""
 
     name = names.POD_TOPOLOGY_SPREAD
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        """Spreading is not local to a node: only pods no constraint applies to sign."""
+        if self.constraints(pod, DO_NOT_SCHEDULE) or self.constraints(pod, SCHEDULE_ANYWAY):
+            return NOT_SIGNABLE
+        return None
+
     Args = PodTopologySpreadArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:

@@ -1,0 +1,265 @@
+"""Filter/Score work reused across pods with equal signatures: an exact equivalence cache.
+
+Replicas of one workload ask the same question of every node. When every PreFilter,
+Filter, PreScore and Score plugin of the profile signs a pod (``sign_pod``; see
+``framework.interface``), its verdict and raw scores on a node depend only on the
+signature and that node's NodeInfo. So this keeps, per signature, every node's Filter
+verdict and raw scores, brings rows the snapshot replaced since up to date (the
+snapshot's change log names them), and then does what ``find_feasible`` and
+``run_score`` would: the first ``numFeasibleNodesToFind`` feasible nodes from the
+round-robin start, normalized and weighted scores over exactly those, the same
+tie-break draw. The chosen node and the next start index are therefore the ones the
+full cycle picks; only the work differs.
+
+Upstream's OpportunisticBatching (KEP-5598) reuses the previous pod's sorted scores
+when its node filled up; here any row change is re-evaluated instead, so nothing is
+approximated. Pods whose results reach beyond one node (topology spread, inter-pod
+affinity terms anywhere in the cluster), pods with nominations around, extenders and
+explanations take the full cycle, as does anything this path cannot decide alone (no
+feasible node: the FitError needs the full diagnosis).
+
+The cache calls the framework's own methods, not the metric-timed ones: a cycle it answers
+runs no PreFilter/Filter/PreScore/Score, so none is observed in
+scheduler_framework_extension_point_duration_seconds (upstream's batching skips them too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..framework.cycle_state import CycleState
+from ..framework.diagnosis import Diagnosis
+from ..framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
+from ..framework.runtime import Framework, first_in_rotation, raw_scores
+from ..framework.snapshot import BoolArray, IntArray, NodeInfoView, Snapshot
+from ..framework.status import SUCCESS, Code
+from ..framework.types import PodInfo
+
+if TYPE_CHECKING:
+    from .schedule_one import CycleResult
+    from .scheduler import Scheduler
+
+__all__ = ["CycleCache"]
+
+_min_reduce = np.minimum.reduce
+_max_reduce = np.maximum.reduce
+
+
+class _Entry:
+    """One signature's per-row results, valid for ``snap`` up to its change-log ``position``."""
+
+    __slots__ = (
+        "epoch",
+        "feasible",
+        "images_version",
+        "normalized",
+        "position",
+        "snap",
+        "state",
+        "static",
+    )
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        state: CycleState,
+        feasible: BoolArray,
+        normalized: list[tuple[Any, int, IntArray]],
+    ) -> None:
+        self.snap = snap
+        self.epoch = snap.epoch
+        self.position = snap.log_position
+        self.images_version = snap.images_version
+        # The PreFilter/PreScore state every pod of the signature gets (plugins' contract).
+        self.state = state
+        self.feasible = feasible
+        # Weighted sum of the raw scores of plugins without NormalizeScore ("static") and,
+        # per plugin with one, its raw scores (normalized per cycle over the chosen nodes).
+        self.static: IntArray = np.zeros(snap.n, dtype=np.int64)
+        self.normalized = normalized
+
+
+class CycleCache:
+    """One profile's cache; ``schedule`` answers a cycle or None (take the full cycle)."""
+
+    MAX_ENTRIES = 8
+    # More replaced rows than this since an entry was used: rebuild it from the batch forms.
+    MAX_CHANGED_ROWS = 64
+
+    def __init__(self, fw: Framework) -> None:
+        self.fw = fw
+        # signature -> entry, or None for a signature whose PreFilter narrows the node set.
+        self._entries: dict[Hashable, _Entry | None] = {}
+        self.hits = 0
+        self.builds = 0
+
+    def schedule(self, sched: Scheduler, state: CycleState, pod: PodInfo) -> CycleResult | None:
+        if len(sched.queue.nominator) or pod.pod.status.nominated_node_name:
+            return None  # nominated pods make Filter depend on more than the node
+        snap = sched.snapshot
+        if snap.n == 0:
+            return None
+        sig = self.fw.sign_pod(pod)
+        if sig is None:
+            return None
+        if sig in self._entries:
+            entry = self._entries[sig]
+            if entry is None:
+                return None
+            if not self._refresh(entry, pod, snap):
+                entry = self._build(sig, pod, snap)
+        else:
+            entry = self._build(sig, pod, snap)
+        if entry is None:
+            return None
+        res = self._select(sched, entry, state, pod)
+        if res is not None:
+            self.hits += 1
+        return res
+
+    # -- building and refreshing an entry --------------------------------------------------
+    def _build(self, sig: Hashable, pod: PodInfo, snap: Snapshot) -> _Entry | None:
+        """Every row's verdict and raw scores, from the batch forms (as a full cycle does)."""
+        fw = self.fw
+        self._entries.pop(sig, None)
+        state = CycleState()
+        pre_res, st, _ = Framework.run_pre_filter(fw, state, pod, snap)
+        if not st.is_success():
+            return None
+        if pre_res is not None and pre_res.node_names is not None:
+            self._store(sig, None)
+            return None
+        out = Framework.find_feasible(fw, state, pod, snap, snap.all_rows, 0, snap.n)
+        if not len(out.feasible):
+            return None  # the full cycle produces the FitError
+        rows = np.sort(out.feasible)
+        view = NodeInfoView(snap.node_infos, rows)
+        if not Framework.run_pre_score(fw, state, pod, view).is_success():
+            return None
+        feasible = np.zeros(snap.n, dtype=np.bool_)
+        feasible[rows] = True
+        normalized = [
+            (p, fw.weights.get(p.name, 1), np.zeros(snap.n, dtype=np.int64))
+            for p in fw.score_plugins
+            if p.name not in state.skip_score_plugins
+            and getattr(p, "normalize_score", None) is not None
+        ]
+        entry = _Entry(snap, state, feasible, normalized)
+        if not self._score(entry, pod, rows):
+            return None
+        self.builds += 1
+        self._store(sig, entry)
+        return entry
+
+    def _store(self, sig: Hashable, entry: _Entry | None) -> None:
+        if len(self._entries) >= self.MAX_ENTRIES:
+            del self._entries[next(iter(self._entries))]
+        self._entries[sig] = entry
+
+    def _score(self, entry: _Entry, pod: PodInfo, rows: np.ndarray[Any, Any]) -> bool:
+        """Raw scores of feasible ``rows`` into the entry; False when a plugin fails or
+        (without NormalizeScore) scores out of range: the full cycle reports it."""
+        fw, state, snap = self.fw, entry.state, entry.snap
+        static = entry.static
+        static[rows] = 0
+        normalized = {id(p): col for p, _, col in entry.normalized}
+        for p in fw.score_plugins:
+            if p.name in state.skip_score_plugins:
+                continue
+            try:
+                raw = raw_scores(p, state, pod, snap, rows)
+            except Exception:
+                return False
+            col = normalized.get(id(p))
+            if col is not None:
+                col[rows] = raw
+                continue
+            if len(raw) and (
+                int(_min_reduce(raw)) < MIN_NODE_SCORE or int(_max_reduce(raw)) > MAX_NODE_SCORE
+            ):
+                return False
+            static[rows] += raw * fw.weights.get(p.name, 1)
+        return True
+
+    def _refresh(self, entry: _Entry, pod: PodInfo, snap: Snapshot) -> bool:
+        """Re-evaluate the rows replaced since the entry was last brought up to date."""
+        if (
+            entry.snap is not snap
+            or entry.epoch != snap.epoch
+            # ImageLocality scores count nodes holding an image: any node object change.
+            or entry.images_version != snap.images_version
+        ):
+            return False
+        changed = snap.changed_rows(entry.epoch, entry.position)
+        if changed is None:
+            return False
+        if not changed:
+            return True
+        rows = set(changed)
+        if len(rows) > self.MAX_CHANGED_ROWS:
+            return False
+        fw, state, infos, valid = self.fw, entry.state, snap.node_infos, snap.valid
+        ok: list[int] = []
+        for r in rows:
+            fits = False
+            if valid[r]:
+                st = Framework.run_filter_plugins(fw, state, pod, infos[r])
+                if st.code == Code.ERROR:
+                    return False
+                fits = st.is_success()
+            entry.feasible[r] = fits
+            if fits:
+                ok.append(r)
+        if ok and not self._score(entry, pod, np.array(ok, dtype=np.intp)):
+            return False
+        entry.position = snap.log_position
+        return True
+
+    # -- the cycle's answer ----------------------------------------------------------------
+    def _select(
+        self, sched: Scheduler, entry: _Entry, state: CycleState, pod: PodInfo
+    ) -> CycleResult | None:
+        """``find_feasible``'s round-robin choice of nodes and ``run_score`` over them."""
+        from .schedule_one import CycleResult, num_feasible_nodes_to_find, select_host
+
+        fw, snap = self.fw, entry.snap
+        n = snap.n
+        num_to_find = num_feasible_nodes_to_find(
+            fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, n
+        )
+        start = sched.next_start_node_index % n
+        rows = np.flatnonzero(entry.feasible)
+        if not len(rows):
+            return None
+        chosen, processed = first_in_rotation(rows, start, n, num_to_find)
+        if len(chosen) > 1:
+            totals = entry.static[chosen]
+            for p, w, col in entry.normalized:
+                scores = col[chosen]
+                try:
+                    nst = p.normalize_score(entry.state, pod, scores)
+                except Exception:
+                    return None
+                if nst is not None and not nst.is_success():
+                    return None
+                if (
+                    int(_min_reduce(scores)) < MIN_NODE_SCORE
+                    or int(_max_reduce(scores)) > MAX_NODE_SCORE
+                ):
+                    return None
+                totals += scores * w if w != 1 else scores
+            best = int(chosen[select_host(totals, sched.rng)])
+        else:
+            best = int(chosen[0])
+        sched.next_start_node_index = (sched.next_start_node_index + processed) % n
+        state.merge(entry.state)
+        return CycleResult(
+            SUCCESS,
+            snap.node_infos[best].name,
+            evaluated_nodes=len(chosen),
+            feasible_nodes=len(chosen),
+            diagnosis=Diagnosis(),
+        )

@@ -1,0 +1,348 @@
+"""The cycle cache changes the work, never the outcome: every scenario here runs twice from
+the same seed, with and without the cache, and must place every pod identically (same
+nodes, same messages, same round-robin start) while the cached run does hit."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import anyio
+import pytest
+
+from ksched.api.objects import Node, Pod, decode
+from ksched.config import load_config_data
+from ksched.framework.interface import NOT_SIGNABLE, FilterPlugin
+from ksched.framework.registry import default_registry
+from ksched.framework.types import PodInfo
+from ksched.scheduler.cycle_cache import CycleCache
+from ksched.sim import Simulation
+from ksched.sim.cluster_file import ClusterFile
+
+REG = default_registry(entry_points=False)
+ZONES = ["a", "b", "c"]
+
+
+def _node(i: int, rng: random.Random) -> dict[str, Any]:
+    name = f"n{i:03d}"
+    cpu = rng.choice(["2", "4", "8"])
+    alloc = {
+        "cpu": cpu,
+        "memory": rng.choice(["4Gi", "8Gi", "16Gi"]),
+        "pods": str(rng.randint(2, 6)),
+    }
+    taints = []
+    if rng.random() < 0.15:
+        taints.append({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})
+    if rng.random() < 0.2:
+        taints.append({"key": "spot", "value": "true", "effect": "PreferNoSchedule"})
+    images = []
+    if rng.random() < 0.3:
+        images.append({"names": ["registry.k8s.io/app:2"], "sizeBytes": 300 * 1024 * 1024})
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": rng.choice(ZONES),
+                "disk": rng.choice(["ssd", "hdd"]),
+            },
+        },
+        "spec": {"taints": taints, "unschedulable": rng.random() < 0.03},
+        "status": {"allocatable": alloc, "capacity": alloc, "images": images},
+    }
+
+
+def _template(kind: str) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "name": "c",
+        "image": "app:1",
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+    }
+    spec: dict[str, Any] = {"schedulerName": "ksched", "containers": [c]}
+    labels = {"app": kind}
+    if kind == "big":
+        c["resources"]["requests"] = {"cpu": "1500m", "memory": "3Gi"}
+    elif kind == "besteffort":
+        del c["resources"]
+    elif kind == "selector":
+        spec["nodeSelector"] = {"disk": "ssd"}
+    elif kind == "preferred":
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 10,
+                        "preference": {
+                            "matchExpressions": [
+                                {
+                                    "key": "topology.kubernetes.io/zone",
+                                    "operator": "In",
+                                    "values": ["a"],
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
+    elif kind == "tolerant":
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Equal", "value": "gpu"}]
+    elif kind == "hostport":
+        c["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+    elif kind == "image":
+        c["image"] = "registry.k8s.io/app:2"
+    elif kind == "spread":  # not signable: topology spread reaches across nodes
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": labels},
+            }
+        ]
+    elif kind == "anti":  # not signable: inter-pod terms
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": labels},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
+    elif kind == "nodename":
+        spec["nodeName"] = ""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": labels}, "spec": spec}
+
+
+KINDS = ["plain", "big", "besteffort", "selector", "preferred", "tolerant", "hostport", "image"]
+
+
+def _pods(rng: random.Random, count: int, kinds: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for i in range(count):
+        # Runs of replicas, as workloads arrive, with other pods interleaved.
+        kind = rng.choice(kinds)
+        m = copy.deepcopy(_template(kind))
+        m["metadata"].update(name=f"p{i:04d}-{kind}", namespace="default", uid=f"uid-{i}")
+        if rng.random() < 0.1:
+            m["spec"]["priority"] = 1000
+        out.append(m)
+    return out
+
+
+def _config(percentage: int | None) -> Any:
+    data: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+    }
+    if percentage is not None:
+        data["percentageOfNodesToScore"] = percentage
+    return load_config_data(data, "<test>", None)[0]
+
+
+def _simulation(
+    nodes: list[dict[str, Any]], cached: bool, seed: int, percentage: int | None
+) -> Simulation:
+    cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
+    sim = Simulation(cf, _config(percentage), REG, seed=seed)
+    if not cached:
+        for fw in sim.sched.frameworks.values():
+            fw.cycle_cache = None
+    return sim
+
+
+def _run(
+    nodes: list[dict[str, Any]],
+    waves: list[list[dict[str, Any]]],
+    *,
+    cached: bool,
+    seed: int,
+    percentage: int | None = None,
+    between: Any = None,
+) -> tuple[dict[str, str | None], list[int], int]:
+    """Schedule ``waves`` of pods one after the other; ``between(sim, k)`` changes the
+    cluster after wave k. Returns placements, the start index after each wave, and hits."""
+    sim = _simulation(nodes, cached, seed, percentage)
+    starts: list[int] = []
+
+    async def main() -> None:
+        sim._load()
+        for k, wave in enumerate(waves):
+            sim.add_pending([PodInfo(decode(m, Pod), m) for m in wave])
+            await sim.drive(20 * len(wave))
+            starts.append(sim.sched.next_start_node_index)
+            if between is not None:
+                between(sim, k)
+
+    anyio.run(main)
+    placed = {p.key: p.node_name or None for p in sim.cluster.pods.values()}
+    hits = sum(
+        fw.cycle_cache.hits for fw in sim.sched.frameworks.values() if fw.cycle_cache is not None
+    )
+    return placed, starts, hits
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("percentage", [None, 30])
+def test_same_placements_with_and_without_the_cache(seed: int, percentage: int | None) -> None:
+    rng = random.Random(seed)
+    nodes = [_node(i, rng) for i in range(120)]
+    kinds = [*KINDS, "spread", "anti"] if seed % 2 else KINDS
+    waves = [_pods(rng, 260, KINDS), _pods(rng, 260, kinds)]
+    for w, wave in enumerate(waves):
+        for m in wave:
+            m["metadata"]["name"] += f"-w{w}"
+            m["metadata"]["uid"] += f"-w{w}"
+    plain, plain_starts, _ = _run(nodes, waves, cached=False, seed=seed, percentage=percentage)
+    cached, cached_starts, hits = _run(nodes, waves, cached=True, seed=seed, percentage=percentage)
+    assert cached == plain
+    assert cached_starts == plain_starts
+    # The cache did the work for most pods (in the second wave of odd seeds, once a pod
+    # with anti-affinity terms runs, no pod signs: inter-pod terms reach across nodes).
+    assert hits > 100
+    assert any(n is None for n in plain.values())  # the clusters fill up: failures too
+
+
+def _node_changes(nodes: list[dict[str, Any]]) -> Any:
+    """Between waves: taint one node, give another the image, shrink a third, drop a fourth
+    (each a node object change, as the informer would report it)."""
+    by_name = {m["metadata"]["name"]: m for m in nodes}
+
+    def between(sim: Simulation, k: int) -> None:
+        sched = sim.sched
+        names = sorted(by_name)[4 * k : 4 * k + 4]
+
+        def change(name: str, edit: Any) -> None:
+            old = by_name[name]
+            new = copy.deepcopy(old)
+            edit(new)
+            by_name[name] = new
+            sched.on_node_update(decode(old, Node), decode(new, Node))
+
+        change(
+            names[0],
+            lambda m: m["spec"]["taints"].append(
+                {"key": "x", "value": "y", "effect": "NoSchedule"}
+            ),
+        )
+        change(
+            names[1],
+            lambda m: m["status"]["images"].append(
+                {"names": ["registry.k8s.io/app:2"], "sizeBytes": 900 * 1024 * 1024}
+            ),
+        )
+        small = {"cpu": "500m", "memory": "1Gi", "pods": "2"}
+        change(names[2], lambda m: m["status"].update(allocatable=small, capacity=small))
+        sched.on_node_delete(decode(by_name.pop(names[3]), Node))
+
+    return between
+
+
+def test_same_placements_when_nodes_change_between_pods() -> None:
+    rng = random.Random(42)
+    nodes = [_node(i, rng) for i in range(120)]
+    waves = []
+    for w in range(4):
+        wave = _pods(rng, 60, KINDS)
+        for m in wave:
+            m["metadata"]["name"] += f"-w{w}"
+            m["metadata"]["uid"] += f"-w{w}"
+        waves.append(wave)
+    plain = _run(nodes, waves, cached=False, seed=3, between=_node_changes(copy.deepcopy(nodes)))
+    cached = _run(nodes, waves, cached=True, seed=3, between=_node_changes(copy.deepcopy(nodes)))
+    assert cached[:2] == plain[:2]
+    assert cached[2] > 50
+
+
+class _Unsigned(FilterPlugin):
+    """A third-party Filter plugin without ``sign_pod``: its pods take the full cycle."""
+
+    name = "Unsigned"
+
+    def filter(self, state: Any, pod: PodInfo, node: Any) -> None:
+        return None
+
+
+def test_a_plugin_that_cannot_sign_keeps_every_pod_on_the_full_cycle() -> None:
+    reg = default_registry(entry_points=False)
+    reg.register("Unsigned", _Unsigned)
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"plugins": {"filter": {"enabled": [{"name": "Unsigned"}]}}}],
+        },
+        "<test>",
+        None,
+    )
+    rng = random.Random(1)
+    nodes = [_node(i, rng) for i in range(30)]
+    cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
+    sim = Simulation(cf, cfg, reg, seed=0)
+    fw = next(iter(sim.sched.frameworks.values()))
+    pods = [PodInfo(decode(m, Pod), m) for m in _pods(rng, 20, ["plain"])]
+    assert fw.sign_pod(pods[0]) is None
+
+    async def main() -> None:
+        sim._load()
+        sim.add_pending(pods)
+        await sim.drive(100)
+
+    anyio.run(main)
+    assert isinstance(fw.cycle_cache, CycleCache)
+    assert fw.cycle_cache.hits == 0
+    assert sum(1 for p in sim.cluster.pods.values() if p.node_name) == 20
+
+
+def test_signatures_separate_what_plugins_read() -> None:
+    sim = _simulation([_node(0, random.Random(0))], True, 0, None)
+    fw = next(iter(sim.sched.frameworks.values()))
+
+    def sig(kind: str, name: str = "x") -> Any:
+        m = copy.deepcopy(_template(kind))
+        m["metadata"].update(name=name, namespace="default", uid=name)
+        return fw.sign_pod(PodInfo(decode(m, Pod), m))
+
+    assert sig("plain", "a") == sig("plain", "b")  # replicas share one signature
+    distinct = {sig(k) for k in KINDS}
+    assert len(distinct) == len(KINDS)
+    assert sig("spread") is None
+    assert sig("anti") is None
+    assert NOT_SIGNABLE is not None
+
+
+def test_metrics_count_every_attempt_and_only_the_extension_points_that_ran() -> None:
+    from ksched.metrics import SchedulerMetrics
+
+    rng = random.Random(7)
+    sim = _simulation([_node(i, rng) for i in range(40)], True, 0, None)
+    m = SchedulerMetrics(seed=0)
+    m.attach(sim.sched)
+    pods = [PodInfo(decode(p, Pod), p) for p in _pods(rng, 30, ["plain"])]
+
+    async def main() -> None:
+        sim._load()
+        sim.add_pending(pods)
+        await sim.drive(100)
+
+    anyio.run(main)
+    fw = next(iter(sim.sched.frameworks.values()))
+    labels = {"profile": fw.profile_name}
+    scheduled = m.registry.get_sample_value(
+        "scheduler_schedule_attempts_total", {**labels, "result": "scheduled"}
+    )
+    placed = sum(1 for p in sim.cluster.pods.values() if p.node_name)
+    assert scheduled == placed > 0
+    pre_filter = m.registry.get_sample_value(
+        "scheduler_framework_extension_point_duration_seconds_count",
+        {**labels, "extension_point": "PreFilter", "status": "Success"},
+    )
+    # Only attempts the cache could not answer ran PreFilter.
+    assert (pre_filter or 0) == placed - fw.cycle_cache.hits
+    assert fw.cycle_cache.hits > 0
