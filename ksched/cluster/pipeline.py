@@ -45,6 +45,7 @@ Request = tuple[str, str, bytes, str]
 Result = tuple[int, bytes, float | None] | BaseException
 
 _MAX_HEADER = 64 * 1024
+_INF = float("inf")
 
 
 class _Unprocessed(Exception):
@@ -139,6 +140,45 @@ class _Protocol(asyncio.Protocol):
         self.buf = bytearray()
         self.waiters: deque[asyncio.Future[tuple[int, bytes, float | None]]] = deque()
         self.usable = True
+        # ConnectionPool's deadline of the request in flight (inf: none), and one timer
+        # that fires no later than it (see ``expire_at``).
+        self.deadline = _INF
+        self._timer: asyncio.TimerHandle | None = None
+
+    def expire_at(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        """Fail the request in flight with TimeoutError at ``deadline`` (loop time).
+
+        A timer per request (``asyncio.wait_for``) costs a heap push, a cancellation and a
+        second future per binding; requests take milliseconds and time out after seconds,
+        so one timer per connection is kept instead: armed for the first deadline, left
+        alone while later requests (with later deadlines) come and go, and when it fires
+        early for a request that has finished, re-armed for the one in flight if any.
+        """
+        self.deadline = deadline
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_at(deadline, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        deadline = self.deadline
+        if deadline == _INF or not self.waiters:
+            return
+        if loop.time() < deadline:
+            self._timer = loop.call_at(deadline, self._expire, loop)
+            return
+        self.deadline = _INF
+        fut = self.waiters[0]
+        if not fut.done():
+            fut.set_exception(TimeoutError())
+
+    def stop_timer(self) -> None:
+        self.deadline = _INF
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -398,6 +438,7 @@ class ConnectionPool(_Endpoint):
 
     def _drop(self, proto: _Protocol) -> None:
         self._open_count -= 1
+        proto.stop_timer()
         if proto.transport is not None:
             proto.transport.close()
         self._notify()
@@ -421,6 +462,7 @@ class ConnectionPool(_Endpoint):
             data = body or b""
             fut: asyncio.Future[tuple[int, bytes, float | None]] = loop.create_future()
             proto.waiters.append(fut)
+            proto.expire_at(loop, deadline)
             assert proto.transport is not None
             proto.transport.write(
                 b"%s %s%s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s"
@@ -434,7 +476,7 @@ class ConnectionPool(_Endpoint):
                 )
             )
             try:
-                result = await asyncio.wait_for(fut, max(0.0, deadline - loop.time()))
+                result = await fut
             except TimeoutError:
                 raise APIConnectionError(
                     f"{method} {target}: timed out", reason="Timeout"
@@ -448,6 +490,7 @@ class ConnectionPool(_Endpoint):
             ok = proto.usable
             return result
         finally:
+            proto.deadline = _INF
             if ok:
                 self._idle.append((proto, loop.time()))
                 self._notify()

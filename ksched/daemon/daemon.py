@@ -165,6 +165,13 @@ class SchedulerDaemon:
     # costs more than the scheduling it interrupts. An embedding program that wants its
     # own GC policy sets this to False.
     freeze_gc_after_sync = True
+    # With it, the youngest generation is collected every this many net container
+    # allocations instead of Python's default 700. Nearly everything the scheduler
+    # allocates per pod either dies by reference count within the pod's cycles or lives as
+    # long as the pod (its decoded versions, cache and queue entries), so frequent young
+    # collections find no garbage: they only re-traverse survivors, which cost ~10 % of the
+    # daemon's CPU per pod. Restored when the daemon stops; None leaves it alone.
+    gc_threshold_after_sync: int | None = 20_000
 
     def __init__(
         self,
@@ -226,6 +233,7 @@ class SchedulerDaemon:
         self._loop_scope: anyio.CancelScope | None = None
         self._stopped = False
         self._froze_gc = False
+        self._gc_threshold: tuple[int, ...] | None = None  # to restore on stop
         self._cycle_started: float | None = None  # monotonic start of the running cycle
         self.leader_elect = (
             config.leader_election.leader_elect if leader_elect is None else leader_elect
@@ -493,6 +501,8 @@ class SchedulerDaemon:
             if self.freeze_gc_after_sync:
                 _freeze_heap()
                 self._froze_gc = True
+                if self.gc_threshold_after_sync is not None:
+                    self._gc_threshold = _raise_gc_threshold(self.gc_threshold_after_sync)
             async with anyio.create_task_group() as aux:
                 aux.start_soon(sched.queue.run_flushers, name="queue flushers")
                 aux.start_soon(sched.cache.run_cleanup, name="assumed pod expiry")
@@ -570,12 +580,24 @@ class SchedulerDaemon:
             self.notifier.close()
             if self._froze_gc:
                 gc.unfreeze()  # what this daemon held may be collected again
+            if self._gc_threshold is not None:
+                gc.set_threshold(*self._gc_threshold)
+                self._gc_threshold = None
             log.info("scheduler stopped")
 
 
 def _freeze_heap() -> None:
     gc.collect()
     gc.freeze()
+
+
+def _raise_gc_threshold(young: int) -> tuple[int, ...]:
+    """Collect the youngest generation at most every ``young`` allocations (never more
+    often than now); returns the thresholds to restore."""
+    before = gc.get_threshold()
+    if before[0] and before[0] < young:
+        gc.set_threshold(young, *before[1:])
+    return before
 
 
 def _controller(profiles: list[str]) -> str:

@@ -4,7 +4,8 @@ StatusReporter's batched Events (retries, errors, a server that closes in betwee
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,17 @@ async def test_reporter_counts_failed_events_and_goes_on(
     assert r.api_errors == 1
 
 
+async def _read_request(reader: asyncio.StreamReader) -> bytes:
+    """One request's body (they all carry a Content-Length)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
+    )
+    return await reader.readexactly(length)
+
+
 class _ClosingServer:
     """Answers the first request of each connection with ``Connection: close`` (and closes),
     ignoring whatever else was pipelined behind it; records what it answered."""
@@ -131,13 +143,7 @@ class _ClosingServer:
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length")
-        )
-        body = await reader.readexactly(length)
+        body = await _read_request(reader)
         self.answered.append(body)
         writer.write(
             b"HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: "
@@ -149,14 +155,23 @@ class _ClosingServer:
         writer.close()
 
 
+@contextlib.asynccontextmanager
+async def _serving(
+    handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> AsyncIterator[APIClient]:
+    """A client of a raw asyncio server running ``handle`` per connection."""
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with await APIClient.for_master(f"http://127.0.0.1:{port}", qps=0) as c:
+        yield c
+    server.close()
+
+
 @pytest.fixture
 async def closing_server() -> AsyncIterator[tuple[_ClosingServer, APIClient]]:
     srv = _ClosingServer()
-    server = await asyncio.start_server(srv.handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    async with await APIClient.for_master(f"http://127.0.0.1:{port}", qps=0) as c:
+    async with _serving(srv.handle) as c:
         yield srv, c
-    server.close()
 
 
 async def test_requests_a_closing_server_did_not_read_are_sent_again(
@@ -266,3 +281,65 @@ async def test_writes_and_batches_over_mutual_tls(tmp_path: Path) -> None:
         ("POST", "/prefix/b", b"1"),
         ("POST", "/prefix/c", b"2"),
     ]
+
+
+class _SlowServer:
+    """Keep-alive HTTP/1.1: answers each request after the delay its body names (seconds;
+    "never": no answer); counts connections."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                body = await _read_request(reader)
+                if body == b"never":
+                    await reader.read()  # until the client gives up and closes
+                    return
+                await asyncio.sleep(float(body))
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def test_pool_request_times_out_and_drops_the_connection() -> None:
+    srv = _SlowServer()
+    async with _serving(srv.handle) as client:
+        pool = client._writes()
+        assert pool is not None
+        with anyio.fail_after(10), pytest.raises(APIConnectionError) as e:
+            await pool.request("POST", "/x", b"never", "text/plain", 0.2)
+        assert e.value.reason == "Timeout"
+        assert pool._open_count == 0 and not pool._idle
+        # the next request gets a new connection and its answer
+        assert await pool.request("POST", "/x", b"0", "text/plain", 5.0) == (200, b"ok", None)
+    assert srv.connections == 2
+
+
+async def test_pool_connection_timer_follows_the_request_in_flight() -> None:
+    """One timer per connection: armed for an earlier request's deadline, it must neither
+    fail a later request with a later deadline nor outlast an earlier deadline."""
+    srv = _SlowServer()
+    async with _serving(srv.handle) as client:
+        pool = client._writes()
+        assert pool is not None
+
+        async def post(body: bytes, timeout: float) -> Any:
+            return await pool.request("POST", "/x", body, "text/plain", timeout)
+
+        with anyio.fail_after(10):
+            # timer armed for +0.1 s; the answer comes at once
+            assert await post(b"0", 0.1) == (200, b"ok", None)
+            # same connection, answered after 0.3 s: the +0.1 s timer fires meanwhile
+            assert await post(b"0.3", 60.0) == (200, b"ok", None)
+            # a long deadline, then a short one on the same connection: the short wins
+            assert await post(b"0", 90.0) == (200, b"ok", None)
+        with anyio.fail_after(5), pytest.raises(APIConnectionError) as e:
+            await post(b"never", 0.2)
+        assert e.value.reason == "Timeout"
+    assert srv.connections == 1

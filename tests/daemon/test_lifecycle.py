@@ -77,3 +77,31 @@ def test_body_exception_propagates_unwrapped() -> None:
             await client.close()
 
     anyio.run(main)
+
+
+def test_gc_young_threshold_raised_while_scheduling_and_restored() -> None:
+    import gc
+
+    original = gc.get_threshold()
+    before = (700, *original[1:])
+
+    async def main() -> None:
+        async with TestAPIServer() as srv:
+            srv.create(make_node("n1"))
+            client = await APIClient.for_master(srv.url, qps=0)
+            try:
+                async with SchedulerDaemon(default_config(), client=client, port=0) as d:
+                    await d.wait_ready(10)
+                    assert gc.get_threshold() == (
+                        max(before[0], SchedulerDaemon.gc_threshold_after_sync or 0),
+                        *before[1:],
+                    )
+            finally:
+                await client.close()
+
+    try:
+        gc.set_threshold(*before)
+        anyio.run(main)
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*original)
