@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import concurrent.futures
 import contextlib
 import logging
@@ -71,6 +72,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 JSONList = list[JSON]
 RequestList = list[RecordedRequest]
+KeyList = list[tuple[str, str]]
 
 VERSION_INFO: JSON = {
     "major": "1",
@@ -696,6 +698,11 @@ class TestAPIServer:
             fields = FieldSelector.parse(q.get("fieldSelector"), res.field_getters())
             if verb == "watch":
                 return self._serve_watch(request, route, labels, fields)
+            if verb == "list":
+                texts = (q.get("labelSelector") or "", q.get("fieldSelector") or "")
+                items, keys, rv = store.list_sorted(res, ns, labels, fields, texts)
+                as_table = wants_table(request.headers.get("accept", ""))
+                return self._list_response(res, items, keys, rv, q, as_table)
             items, rv = store.list(res, ns, labels, fields)
             if verb == "deletecollection":
                 opts = DeleteOptions.from_body(_decode_body(raw) if raw.strip() else None, dict(q))
@@ -709,10 +716,9 @@ class TestAPIServer:
                     )
                     for o in items
                 ]
-                return self._list_response(res, gone, store.rv, q, False)
-            return self._list_response(
-                res, items, rv, q, wants_table(request.headers.get("accept", ""))
-            )
+                return self._list_response(
+                    res, gone, [_obj_key(o) for o in gone], store.rv, q, False
+                )
         assert name is not None or verb == "create"
         if verb == "get":
             assert name is not None
@@ -741,7 +747,7 @@ class TestAPIServer:
                 pod = name if name is not None else ((body.get("metadata") or {}).get("name") or "")
                 store.bind(ns, pod, body, dry_run=dry_run)
                 return Response(201, _BIND_SUCCESS)
-            return _json(store.create(res, ns, body, dry_run=dry_run), 201)
+            return _json(store.create(res, ns, body, dry_run=dry_run, fresh=True), 201)
         assert name is not None
         if verb == "update":
             return _json(store.update(res, ns, name, body, subresource=sub, dry_run=dry_run))
@@ -750,8 +756,15 @@ class TestAPIServer:
         return _json(obj)
 
     def _list_response(
-        self, res: ResourceInfo, items: JSONList, rv: int, q: Mapping[str, str], as_table: bool
+        self,
+        res: ResourceInfo,
+        items: JSONList,
+        keys: KeyList,
+        rv: int,
+        q: Mapping[str, str],
+        as_table: bool,
     ) -> Response:
+        """keys: the items' (namespace, name), sorted like the items."""
         meta: JSON = {"resourceVersion": str(rv)}
         cont = q.get("continue")
         if cont:
@@ -761,7 +774,7 @@ class TestAPIServer:
                 meta["resourceVersion"] = str(int(token["rv"]))
             except Exception:
                 raise bad_request(f"continue key is not valid: {cont!r}") from None
-            items = [o for o in items if _obj_key(o) > start]
+            items = items[bisect.bisect_right(keys, start) :]
         try:
             limit = int(q.get("limit") or 0)
         except ValueError:
