@@ -26,22 +26,24 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import concurrent.futures
 import contextlib
 import logging
 import platform
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 import yaml
-from aiohttp import web
 
 from . import _resources as R
+from ._http import HTTPServer, Request, Response, Result
 from ._resources import ResourceInfo
 from ._selectors import FieldSelector, LabelSelector, SelectorError
 from ._store import (
@@ -53,6 +55,7 @@ from ._store import (
     APIStatusError,
     DeleteOptions,
     Store,
+    Watcher,
     bad_request,
     clone,
     encode,
@@ -69,6 +72,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 JSONList = list[JSON]
 RequestList = list[RecordedRequest]
+KeyList = list[tuple[str, str]]
 
 VERSION_INFO: JSON = {
     "major": "1",
@@ -91,13 +95,20 @@ _PATCH_TYPES = {
     "application/json-patch+json": "json",
 }
 _NOT_FOUND_TEXT = "404 page not found\n"
-_RECORDED = web.RequestKey("ksched_recorded", bool)
+_TEXT = "text/plain; charset=utf-8"
+_BODY_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
+_BIND_SUCCESS = encode(
+    {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+)
+_WATCH_HEADERS = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+
+# a request as recorded on the loop thread, turned into a RecordedRequest when asked for:
+# (method, path, query string, status, attrs, content type, body, time)
+_RawRecord = tuple[str, str, str, int, RequestAttrs | None, str | None, bytes, float]
 
 
-def _json(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(
-        body=encode(obj), status=status, content_type="application/json", headers=headers
-    )
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(status, encode(obj), "application/json", headers)
 
 
 def _decode_body(raw: bytes) -> Any:
@@ -147,9 +158,9 @@ class TestAPIServer:
         self.store = Store(history=history, graceful_pod_deletion=graceful_pod_deletion)
         self.faults = Faults()
         self.faults.bind(self._drop_watches)
-        self._requests: list[RecordedRequest] = []
+        self._requests: list[RecordedRequest | _RawRecord] = []
         self._requests_lock = threading.Lock()
-        self._runner: web.AppRunner | None = None
+        self._http: HTTPServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._bootstrap()
@@ -188,25 +199,18 @@ class TestAPIServer:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
-        )
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        await site.start()
-        if runner.addresses:  # the real port when 0 asked for any free one
-            self.port = int(runner.addresses[0][1])
-        self._runner = runner
+        server = HTTPServer(self._handle)
+        self.port = await server.start(self.host, self.port)  # the real port when 0 was asked
+        self._http = server
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
 
     async def stop(self) -> None:
         self.store.drop_watches()
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        server, self._http = self._http, None
+        if server is not None:
+            await asyncio.sleep(0)  # let the dropped watches end their streams cleanly
+            await server.stop()
         self._loop = None
         self._loop_thread = None
 
@@ -460,7 +464,11 @@ class TestAPIServer:
     @property
     def requests(self) -> RequestList:
         with self._requests_lock:
-            return list(self._requests)
+            recorded = self._requests
+            for i, r in enumerate(recorded):
+                if isinstance(r, tuple):
+                    recorded[i] = _recorded(r)
+            return list(recorded)  # type: ignore[arg-type]  # all RecordedRequests now
 
     def clear_requests(self) -> None:
         with self._requests_lock:
@@ -498,80 +506,77 @@ class TestAPIServer:
     def count_requests(self, **match: Any) -> int:
         return len(self.find_requests(**match))
 
-    def _record(
-        self, request: web.Request, attrs: RequestAttrs | None, status: int, raw: bytes
-    ) -> None:
-        body: Any = None
-        if raw:
-            try:
-                body = msgspec.json.decode(raw)
-            except msgspec.DecodeError:
-                body = raw.decode("utf-8", "replace")
-        rec = RecordedRequest(
-            method=request.method,
-            path=request.path,
-            query=dict(request.query),
-            status=status,
-            verb=attrs.verb if attrs else None,
-            resource=attrs.resource if attrs else None,
-            subresource=attrs.subresource if attrs else None,
-            namespace=attrs.namespace if attrs else None,
-            name=attrs.name if attrs else None,
-            content_type=request.headers.get("Content-Type") if raw else None,
-            body=body,
-            time=time.time(),
-        )
+    def _record(self, request: Request, attrs: RequestAttrs | None, status: int) -> None:
+        raw = request.body if request.method in _BODY_METHODS else b""
+        ctype = request.headers.get("content-type") if raw else None
+        rec = (request.method, request.path, request.qs, status, attrs, ctype, raw, time.time())
         with self._requests_lock:
             self._requests.append(rec)
-        request[_RECORDED] = True
 
     # -- HTTP -----------------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        if request.path == "/_testing" or request.path.startswith("/_testing/"):
-            return await self._handle_testing(request)
-        raw = await request.read() if request.method in ("POST", "PUT", "PATCH", "DELETE") else b""
+    def _handle(self, request: Request) -> Result:
+        path = request.path
+        if path.startswith("/_testing") and (len(path) == 9 or path[9] == "/"):
+            return self._handle_testing(request)
         attrs: RequestAttrs | None = None
-        resp: web.StreamResponse
+        result: Result
         try:
             route = self._route(request)
             attrs = route.attrs
             delay = self.faults.latency(attrs)
             if delay > 0:
-                await asyncio.sleep(delay)
-            failure = self.faults.take_failure(attrs)
-            if failure is not None:
-                headers = {}
-                if failure.retry_after is not None:
-                    headers["Retry-After"] = str(failure.retry_after)
-                status = status_body(failure.code, failure.message, failure.reason)
-                if failure.retry_after is not None:
-                    status["details"] = {"retryAfterSeconds": failure.retry_after}
-                resp = _json(status, failure.code, headers)
-            elif route.res is None:
-                resp = self._serve_doc(route)
-            else:
-                resp = await self._serve_resource(request, route, raw)
-        except APIStatusError as e:
-            resp = _json(e.status, e.code)
-        except SelectorError as e:
-            resp = _json(status_body(400, str(e)), 400)
-        except Exception as e:  # answer like kube would, never with a traceback
-            log.exception("test apiserver: %s %s failed", request.method, request.path)
-            resp = _json(status_body(500, f"Internal error occurred: {e}"), 500)
-        if not request.get(_RECORDED):
-            self._record(request, attrs, resp.status, raw)
-        return resp
+                return self._handle_later(request, route, delay)
+            result = self._serve(request, route)
+        except Exception as e:
+            result = self._error(request, e)
+        if isinstance(result, Response):
+            self._record(request, attrs, result.status)
+        return result
 
-    def _serve_doc(self, route: _Route) -> web.StreamResponse:
+    async def _handle_later(self, request: Request, route: _Route, delay: float) -> Response | None:
+        await asyncio.sleep(delay)
+        result: Result
+        try:
+            result = self._serve(request, route)
+        except Exception as e:
+            result = self._error(request, e)
+        if isinstance(result, Response):
+            self._record(request, route.attrs, result.status)
+            return result
+        return await result
+
+    def _error(self, request: Request, e: Exception) -> Response:
+        """The Status answer for a failed request, like kube's (never a traceback)."""
+        if isinstance(e, APIStatusError):
+            return _json(e.status, e.code)
+        if isinstance(e, SelectorError):
+            return _json(status_body(400, str(e)), 400)
+        log.exception("test apiserver: %s %s failed", request.method, request.path)
+        return _json(status_body(500, f"Internal error occurred: {e}"), 500)
+
+    def _serve(self, request: Request, route: _Route) -> Result:
+        failure = self.faults.take_failure(route.attrs)
+        if failure is not None:
+            headers = {}
+            if failure.retry_after is not None:
+                headers["Retry-After"] = str(failure.retry_after)
+            status = status_body(failure.code, failure.message, failure.reason)
+            if failure.retry_after is not None:
+                status["details"] = {"retryAfterSeconds": failure.retry_after}
+            return _json(status, failure.code, headers)
+        if route.res is None:
+            return self._serve_doc(route)
+        return self._serve_resource(request, route, request.body)
+
+    def _serve_doc(self, route: _Route) -> Response:
         if isinstance(route.doc, str):
             status = 404 if route.doc == _NOT_FOUND_TEXT else 200
-            return web.Response(text=route.doc, status=status, content_type="text/plain")
+            return Response(status, route.doc.encode(), _TEXT)
         return _json(route.doc)
 
-    def _route(self, request: web.Request) -> _Route:
+    def _route(self, request: Request) -> _Route:
         segs = [s for s in request.path.split("/") if s]
-        q = request.query
         method = request.method
 
         def doc(body: Any) -> _Route:
@@ -620,7 +625,7 @@ class TestAPIServer:
             return doc(_NOT_FOUND_TEXT)
         if not rest:
             return doc(R.resource_list(group, version))
-        watch = _flag(q.get("watch"))
+        watch = bool(request.qs) and _flag(request.query.get("watch"))
         if rest[0] == "watch":
             watch, rest = True, rest[1:]
         namespace: str | None = None
@@ -680,21 +685,24 @@ class TestAPIServer:
             return "delete" if name is not None else "deletecollection"
         raise not_allowed
 
-    async def _serve_resource(
-        self, request: web.Request, route: _Route, raw: bytes
-    ) -> web.StreamResponse:
+    def _serve_resource(self, request: Request, route: _Route, raw: bytes) -> Result:
         res = route.res
         assert res is not None
         q = request.query
         verb = route.attrs.verb
         ns, name, sub = route.namespace, route.name, route.subresource
-        dry_run = "All" in q.getall("dryRun", [])
+        dry_run = bool(q) and "All" in request.query_values("dryRun")
         store = self.store
         if verb in ("list", "watch", "deletecollection"):
             labels = LabelSelector.parse(q.get("labelSelector"))
             fields = FieldSelector.parse(q.get("fieldSelector"), res.field_getters())
             if verb == "watch":
-                return await self._serve_watch(request, route, labels, fields)
+                return self._serve_watch(request, route, labels, fields)
+            if verb == "list":
+                texts = (q.get("labelSelector") or "", q.get("fieldSelector") or "")
+                items, keys, rv = store.list_sorted(res, ns, labels, fields, texts)
+                as_table = wants_table(request.headers.get("accept", ""))
+                return self._list_response(res, items, keys, rv, q, as_table)
             items, rv = store.list(res, ns, labels, fields)
             if verb == "deletecollection":
                 opts = DeleteOptions.from_body(_decode_body(raw) if raw.strip() else None, dict(q))
@@ -708,15 +716,14 @@ class TestAPIServer:
                     )
                     for o in items
                 ]
-                return self._list_response(res, gone, store.rv, q, False)
-            return self._list_response(
-                res, items, rv, q, wants_table(request.headers.get("Accept", ""))
-            )
+                return self._list_response(
+                    res, gone, [_obj_key(o) for o in gone], store.rv, q, False
+                )
         assert name is not None or verb == "create"
         if verb == "get":
             assert name is not None
             obj = store.get(res, ns, name)
-            if sub is None and wants_table(request.headers.get("Accept", "")):
+            if sub is None and wants_table(request.headers.get("accept", "")):
                 meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
                 return _json(table(res, [obj], meta, q.get("includeObject", "Metadata")))
             return _json(obj)
@@ -739,15 +746,8 @@ class TestAPIServer:
                 assert ns is not None
                 pod = name if name is not None else ((body.get("metadata") or {}).get("name") or "")
                 store.bind(ns, pod, body, dry_run=dry_run)
-                success = {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "code": 201,
-                }
-                return _json(success, 201)
-            return _json(store.create(res, ns, body, dry_run=dry_run), 201)
+                return Response(201, _BIND_SUCCESS)
+            return _json(store.create(res, ns, body, dry_run=dry_run, fresh=True), 201)
         assert name is not None
         if verb == "update":
             return _json(store.update(res, ns, name, body, subresource=sub, dry_run=dry_run))
@@ -756,8 +756,15 @@ class TestAPIServer:
         return _json(obj)
 
     def _list_response(
-        self, res: ResourceInfo, items: JSONList, rv: int, q: Mapping[str, str], as_table: bool
-    ) -> web.Response:
+        self,
+        res: ResourceInfo,
+        items: JSONList,
+        keys: KeyList,
+        rv: int,
+        q: Mapping[str, str],
+        as_table: bool,
+    ) -> Response:
+        """keys: the items' (namespace, name), sorted like the items."""
         meta: JSON = {"resourceVersion": str(rv)}
         cont = q.get("continue")
         if cont:
@@ -767,7 +774,7 @@ class TestAPIServer:
                 meta["resourceVersion"] = str(int(token["rv"]))
             except Exception:
                 raise bad_request(f"continue key is not valid: {cont!r}") from None
-            items = [o for o in items if _obj_key(o) > start]
+            items = items[bisect.bisect_right(keys, start) :]
         try:
             limit = int(q.get("limit") or 0)
         except ValueError:
@@ -792,9 +799,9 @@ class TestAPIServer:
             }
         )
 
-    async def _serve_watch(
-        self, request: web.Request, route: _Route, labels: LabelSelector, fields: FieldSelector
-    ) -> web.StreamResponse:
+    def _serve_watch(
+        self, request: Request, route: _Route, labels: LabelSelector, fields: FieldSelector
+    ) -> Coroutine[Any, Any, None]:
         res = route.res
         assert res is not None
         q = request.query
@@ -806,7 +813,7 @@ class TestAPIServer:
                 raise bad_request(f"invalid timeoutSeconds {q['timeoutSeconds']!r}") from None
         bookmarks = _flag(q.get("allowWatchBookmarks"))
         render: Callable[[str, JSON], bytes] | None = None
-        if wants_table(request.headers.get("Accept", "")):
+        if wants_table(request.headers.get("accept", "")):
             include = q.get("includeObject", "Metadata")
 
             def render(kind: str, obj: JSON) -> bytes:
@@ -822,17 +829,21 @@ class TestAPIServer:
             send_initial_events=_flag(q.get("sendInitialEvents")),
             render=render,
         )
-        resp = web.StreamResponse(
-            status=200,
-            headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
-        )
-        resp.enable_chunked_encoding()
-        try:
-            await resp.prepare(request)
-        except BaseException:
-            self.store.close_watch(watcher)
-            raise
-        self._record(request, route.attrs, 200, b"")
+        request.conn.start_stream(request, 200, _WATCH_HEADERS)
+        self._record(request, route.attrs, 200)
+        return self._stream_watch(request, route, watcher, timeout, bookmarks)
+
+    async def _stream_watch(
+        self,
+        request: Request,
+        route: _Route,
+        watcher: Watcher,
+        timeout: float | None,
+        bookmarks: bool,
+    ) -> None:
+        res = route.res
+        assert res is not None
+        conn = request.conn
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + timeout if timeout else None
@@ -875,22 +886,19 @@ class TestAPIServer:
                         break
                     item = watcher.queue.get_nowait()
                 if batch:
-                    await resp.write(b"".join(batch))
+                    await conn.write(request, b"".join(batch))
                 if done:
                     break
-        except (ConnectionError, RuntimeError):
+        except ConnectionError:
             abort = True  # the client went away
         finally:
             self.store.close_watch(watcher)
         if abort:
-            if request.transport is not None:
-                request.transport.abort()
-            return resp
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await resp.write_eof()
-        return resp
+            conn.abort()
+        else:
+            conn.end_stream(request)
 
-    async def _handle_testing(self, request: web.Request) -> web.StreamResponse:
+    def _handle_testing(self, request: Request) -> Response:
         """Control endpoints for out-of-process tests; never recorded or faulted."""
         path = request.path.rstrip("/")
         try:
@@ -904,7 +912,7 @@ class TestAPIServer:
                     self.faults.clear()
                     return _json(self.faults.snapshot())
                 if request.method == "POST":
-                    spec = _decode_body(await request.read())
+                    spec = _decode_body(request.body)
                     specs = spec if isinstance(spec, list) else [spec]
                     result: JSON = {}
                     for s in specs:
@@ -921,7 +929,31 @@ class TestAPIServer:
             return _json(status_body(400, str(e)), 400)
         except APIStatusError as e:
             return _json(e.status, e.code)
-        return web.Response(text=_NOT_FOUND_TEXT, status=404, content_type="text/plain")
+        return Response(404, _NOT_FOUND_TEXT.encode(), _TEXT)
+
+
+def _recorded(r: _RawRecord) -> RecordedRequest:
+    method, path, qs, status, attrs, ctype, raw, when = r
+    body: Any = None
+    if raw:
+        try:
+            body = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            body = raw.decode("utf-8", "replace")
+    return RecordedRequest(
+        method=method,
+        path=path,
+        query=dict(urllib.parse.parse_qsl(qs, keep_blank_values=True)[::-1]) if qs else {},
+        status=status,
+        verb=attrs.verb if attrs else None,
+        resource=attrs.resource if attrs else None,
+        subresource=attrs.subresource if attrs else None,
+        namespace=attrs.namespace if attrs else None,
+        name=attrs.name if attrs else None,
+        content_type=ctype,
+        body=body,
+        time=when,
+    )
 
 
 def _obj_key(obj: JSON) -> tuple[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ksched.testing import TestAPIServer
+from ksched.testing import TestAPIServer, make_namespace, make_pod
 
 from ._http import Client, pod
 
@@ -201,6 +201,32 @@ def test_pagination(http: Client) -> None:
         _, page = http.get(PODS, limit=2, **{"continue": page["metadata"]["continue"]})
         names += [i["metadata"]["name"] for i in page["items"]]
     assert names == [f"p{i}" for i in range(5)]
+
+
+def test_pages_show_writes_made_between_them(apiserver: TestAPIServer, http: Client) -> None:
+    for i in range(6):
+        http.post(PODS, pod(f"p{i}", labels={"app": "x" if i % 2 else "y"}))
+    apiserver.create(make_namespace("other"))
+    apiserver.create(make_pod("p9", namespace="other", labels={"app": "x"}))
+    _, page = http.get("/api/v1/pods", limit=2, labelSelector="app=x")
+    assert [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in page["items"]] == [
+        ("default", "p1"),
+        ("default", "p3"),
+    ]
+    assert page["metadata"]["remainingItemCount"] == 2
+    http.delete(f"{PODS}/p5")  # after the page's last item: gone from the next page
+    http.post(PODS, pod("p4a", labels={"app": "x"}))
+    http.post(PODS, pod("p0a", labels={"app": "x"}))  # before it: not seen
+    cont = page["metadata"]["continue"]
+    _, page = http.get("/api/v1/pods", limit=2, labelSelector="app=x", **{"continue": cont})
+    assert [i["metadata"]["name"] for i in page["items"]] == ["p4a", "p9"]
+    assert "continue" not in page["metadata"]
+    _, page = http.get(PODS, limit=3, fieldSelector="metadata.name!=p2")
+    assert [i["metadata"]["name"] for i in page["items"]] == ["p0", "p0a", "p1"]
+    assert page["metadata"]["remainingItemCount"] == 3
+    apiserver.patch("pods", "default", "p3", {"metadata": {"labels": {"app": "z"}}})
+    _, page = http.get(PODS, labelSelector="app=x")
+    assert [i["metadata"]["name"] for i in page["items"]] == ["p0a", "p1", "p4a"]
 
 
 def test_update_conflicts_and_unconditional_update(http: Client) -> None:
