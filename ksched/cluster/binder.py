@@ -27,8 +27,16 @@ log = structlog.get_logger("ksched.cluster.binder")
 _FINAL_BIND_STATUSES = (404, 409)
 
 
+# What ``quote(s, safe="")`` leaves as it is: every character of a valid object name.
+_UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~"
+
+
+def _quote(s: str) -> str:
+    return quote(s, safe="") if s.strip(_UNRESERVED) else s
+
+
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:
-    p = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+    p = f"/api/v1/namespaces/{_quote(namespace)}/pods/{_quote(name)}"
     return f"{p}/{subresource}" if subresource else p
 
 

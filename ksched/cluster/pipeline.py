@@ -358,10 +358,14 @@ class PipelinedConnection(_Endpoint):
             loop = asyncio.get_running_loop()
             out = bytearray()
             futs = []
+            heads: dict[str, bytes] = {}  # the batch's Events share one content type
             for i in todo:
                 method, path, body, ctype = requests[i]
+                head = heads.get(ctype)
+                if head is None:
+                    head = heads[ctype] = await self._head(ctype)
                 out += f"{method} {self.base_path}{path} HTTP/1.1\r\n".encode("latin-1")
-                out += await self._head(ctype)
+                out += head
                 out += b"Content-Length: %d\r\n\r\n" % len(body)
                 out += body
                 fut: asyncio.Future[tuple[int, bytes, float | None]] = loop.create_future()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -97,7 +97,7 @@ EventKey = tuple[str, str, str, str, str, str, str]
 _encode = msgspec.json.Encoder().encode
 
 
-@dataclass
+@dataclass(slots=True)
 class _Series:
     """One deduplicated event: the Event object written and its unwritten repeats."""
 
@@ -109,13 +109,12 @@ class _Series:
     dirty: bool = False  # repeats not yet written
 
 
-@dataclass
+@dataclass(slots=True)
 class _Work:
     kind: str  # "event" | "series" | "condition"
     path: str
     body: dict[str, Any]
     key: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class StatusReporter:
@@ -155,7 +154,11 @@ class StatusReporter:
         self._queue: deque[_Work] = deque()
         self._wakeup: anyio.Event | None = None
         self._busy = 0
+        # Ordered by last occurrence (a repeat moves its series to the end), so the ticker
+        # finds the series that went quiet at the front; and the ones with unwritten
+        # repeats. The ticker's work is what it writes or ends, not every series there is.
         self._series: dict[EventKey, _Series] = {}
+        self._dirty: dict[EventKey, None] = {}
         # uid -> (reason, message, resourceVersion) of the last condition we patched, so a
         # repeat failure before the watch shows our patch is not patched again
         self._conditions: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
@@ -186,12 +189,16 @@ class StatusReporter:
     # -- EventRecorder --------------------------------------------------------------------------
 
     def event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None:
-        note = truncate_message(note)
-        key: EventKey = (pod.namespace, pod.name, pod.uid, type_, reason, action, note)
+        if len(note) > NOTE_LENGTH_LIMIT:
+            note = truncate_message(note)
+        meta = pod.pod.metadata
+        key: EventKey = (meta.namespace, meta.name, meta.uid, type_, reason, action, note)
         now = self.clock.now()
-        wall = micro_time()
-        s = self._series.get(key)
+        wall = _micro_now()
+        series = self._series
+        s = series.pop(key, None)
         if s is not None and now - s.last_seen <= self.finish_after:
+            series[key] = s  # now the latest
             s.count += 1
             s.last_seen = now
             s.last_observed = wall
@@ -199,10 +206,13 @@ class StatusReporter:
                 self._write_series(key, s, now)
             else:
                 s.dirty = True
+                self._dirty[key] = None
                 self.suppressed += 1
             return
+        if s is not None and s.dirty:
+            self._dirty.pop(key)  # it ended before the ticker wrote its repeats
         ev = self._new_event(pod, type_, reason, action, note, wall)
-        self._series[key] = _Series(ev, last_seen=now, last_write=now, last_observed=wall)
+        series[key] = _Series(ev, last_seen=now, last_write=now, last_observed=wall)
         ns = ev["metadata"]["namespace"]
         self._enqueue(_Work("event", f"{EVENTS_API}/namespaces/{ns}/events", ev, key))
 
@@ -239,6 +249,7 @@ class StatusReporter:
 
     def _write_series(self, key: EventKey, s: _Series, now: float) -> None:
         s.dirty = False
+        self._dirty.pop(key, None)
         s.last_write = now
         ev = s.event
         ns, name = ev["metadata"]["namespace"], ev["metadata"]["name"]
@@ -250,13 +261,19 @@ class StatusReporter:
     def _tick(self) -> None:
         """Flush repeats whose interval has passed; end series that went quiet."""
         now = self.clock.now()
-        for key, s in list(self._series.items()):
-            if s.dirty and now - s.last_write >= self.series_interval:
+        series = self._series
+        for key in list(self._dirty):
+            s = series[key]
+            if now - s.last_write >= self.series_interval:
                 self._write_series(key, s, now)
-            if now - s.last_seen > self.finish_after:
-                if s.dirty:
-                    self._write_series(key, s, now)
-                del self._series[key]
+        while series:
+            key = next(iter(series))
+            s = series[key]
+            if now - s.last_seen <= self.finish_after:
+                break  # and so are all after it
+            if s.dirty:
+                self._write_series(key, s, now)
+            del series[key]
 
     # -- conditions -----------------------------------------------------------------------------
 

@@ -8,11 +8,12 @@ kube-scheduler's ``framework.PodInfo``/``framework.NodeInfo``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.objects import InvalidObjectError, Node, Pod
-from ..api.resources import CPU, MEMORY, Resource, ResourceError, pod_requests
+from ..api.objects import Container, InvalidObjectError, Node, Pod, PodSpec
+from ..api.resources import CPU, MEMORY, PodRequests, Resource, ResourceError, pod_requests
 
 __all__ = [
     "HostPortInfo",
@@ -125,15 +126,27 @@ class PodInfo:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _derive(self) -> None:
+        error: str | None = None
         try:
-            pr = pod_requests(self.pod)
-        except ResourceError as e:
-            error: str | None = str(e)
+            key: Hashable = _requests_key(self.pod.spec)
+            pr = _REQUESTS_MEMO.get(key)
+        except TypeError:  # an unhashable quantity (not from JSON): no memo
+            key, pr = None, None
+        if pr is None:
+            try:
+                pr = pod_requests(self.pod)
+            except ResourceError as e:
+                error = str(e)  # names this pod: never shared
+            else:
+                if key is not None:
+                    if len(_REQUESTS_MEMO) >= _REQUESTS_MEMO_SIZE:
+                        _REQUESTS_MEMO.clear()
+                    _REQUESTS_MEMO[key] = pr
+        if pr is None:
             self.requests = Resource()
             self.non_zero_cpu = 0
             self.non_zero_mem = 0
         else:
-            error = None
             self.requests = pr.requests
             self.non_zero_cpu = pr.non_zero_milli_cpu
             self.non_zero_mem = pr.non_zero_memory
@@ -216,6 +229,30 @@ class PodInfo:
 
 
 _DERIVED = frozenset({"requests", "non_zero_cpu", "non_zero_mem", "error"})
+
+# Requests per distinct resource spec: the replicas of a workload share theirs, so
+# quantities are parsed once per workload rather than once per pod (the parse costs
+# several times the lookup). Like the versions of one pod (``share_derived``), pods then
+# share one read-only ``Resource``.
+_REQUESTS_MEMO: dict[Hashable, PodRequests] = {}
+_REQUESTS_MEMO_SIZE = 4096
+
+
+def _resources_key(c: Container) -> tuple[Any, ...]:
+    r = c.resources
+    return (tuple(r.requests.items()), tuple(r.limits.items()))
+
+
+def _requests_key(spec: PodSpec) -> Hashable:
+    """Everything of ``spec`` that ``pod_requests`` reads (its error messages aside)."""
+    cs = spec.containers
+    if len(cs) == 1 and not spec.init_containers and not spec.overhead:
+        return _resources_key(cs[0])  # the usual pod: a pair, never equal to the triple
+    return (
+        tuple(_resources_key(c) for c in cs),
+        tuple((_resources_key(c), c.restart_policy == "Always") for c in spec.init_containers),
+        tuple(spec.overhead.items()),
+    )
 
 
 def _has(obj: object, name: str) -> bool:

@@ -114,3 +114,16 @@ async def test_set_nominated_node_and_get_object(
     got = await cc.get_object("/api/v1/namespaces/default/pods/pre")
     assert got is not None and got["metadata"]["uid"] == pod.uid
     assert await cc.get_object("/api/v1/namespaces/default/pods/none") is None
+
+
+@pytest.mark.parametrize(
+    "name", ["pod-1", "a.b_c~d", "", "a b", "x/y", "ü", "a%2F", "q?x#y", "-", "UPPER"]
+)
+def test_pod_path_quotes_like_urllib(name: str) -> None:
+    from urllib.parse import quote
+
+    from ksched.cluster.binder import pod_path
+
+    q = quote(name, safe="")
+    assert pod_path(name, name) == f"/api/v1/namespaces/{q}/pods/{q}"
+    assert pod_path("ns", name, "binding") == f"/api/v1/namespaces/ns/pods/{q}/binding"

@@ -227,3 +227,51 @@ async def test_condition_patch_retries_internal_errors(
         r.failed(pod, "default-scheduler", "Unschedulable", "m", None)
     assert apiserver.count_requests(verb="patch", resource="pods/status") == 3
     assert apiserver.get("pods", "default", "web")["status"]["conditions"][-1]["message"] == "m"
+
+
+def test_ticker_writes_due_repeats_once_and_ends_only_quiet_series() -> None:
+    """Without workers: what the ticker queues, and which series it keeps."""
+    clock = FakeClock()
+    r = StatusReporter(None, clock=clock, series_interval=60, finish_after=360)  # type: ignore[arg-type]
+    a, b, c = (info(make_pod(n)) for n in ("a", "b", "c"))
+
+    def kinds() -> list[tuple[str, str]]:
+        out = [(w.kind, w.path.rsplit("/", 1)[-1]) for w in r._queue]
+        r._queue.clear()
+        return out
+
+    for p in (a, b, c):
+        r.event(p, "Warning", "FailedScheduling", "Scheduling", "x")
+        clock.advance(10)
+    assert [k for k, _ in kinds()] == ["event"] * 3
+    r.event(a, "Warning", "FailedScheduling", "Scheduling", "x")  # a repeat: unwritten
+    assert kinds() == [] and r.suppressed == 1
+    r._tick()
+    assert kinds() == []  # its interval has not passed
+    clock.advance(60)
+    r._tick()
+    (kind, _), *more = kinds()
+    assert kind == "series" and not more
+    r._tick()
+    assert kinds() == []  # written once
+    # b and c went quiet over 360 s ago; a repeated since
+    clock.advance(300)
+    r._tick()
+    assert [k[1] for k in r._series] == ["a"]
+    clock.advance(400)
+    r._tick()
+    assert not r._series and kinds() == []
+
+
+def test_a_series_ended_before_its_repeats_were_written_leaves_no_patch() -> None:
+    clock = FakeClock()
+    r = StatusReporter(None, clock=clock, series_interval=60, finish_after=360)  # type: ignore[arg-type]
+    p = info(make_pod("p"))
+    r.event(p, "Normal", "Scheduled", "Binding", "x")
+    clock.advance(1)
+    r.event(p, "Normal", "Scheduled", "Binding", "x")  # dirty, never ticked
+    clock.advance(400)
+    r.event(p, "Normal", "Scheduled", "Binding", "x")  # a new Event
+    clock.advance(100)
+    r._tick()
+    assert [w.kind for w in r._queue] == ["event", "event"]

@@ -1,0 +1,58 @@
+"""PodInfo's derived requests: worked out once per distinct resource spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ksched.framework import types
+from tests.factories import make_pod
+
+
+def _c(name: str, restart: str | None = None, **requests: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "resources": {"requests": requests}}
+    if restart:
+        c["restartPolicy"] = restart
+    return c
+
+
+def test_replicas_share_requests_and_specs_that_differ_do_not() -> None:
+    a, b = make_pod(cpu="250m", memory="1Gi"), make_pod(cpu="250m", memory="1Gi")
+    c = make_pod(cpu="500m", memory="1Gi")
+    assert a.requests is b.requests
+    assert (a.non_zero_cpu, a.non_zero_mem) == (b.non_zero_cpu, b.non_zero_mem) == (250, 2**30)
+    assert c.requests is not a.requests and c.requests.milli_cpu == 500
+    # a limit stands in for a missing request: part of the key
+    lim = make_pod(containers=[{"name": "c", "resources": {"limits": {"cpu": "250m"}}}])
+    assert lim.requests.milli_cpu == 250 and lim.requests.memory == 0
+
+
+def test_init_containers_overhead_and_sidecars_key_the_requests() -> None:
+    init = [_c("i", cpu="2")]
+    plain = make_pod(containers=[_c("c", cpu="1")], initContainers=init)
+    sidecar = make_pod(
+        containers=[_c("c", cpu="1")], initContainers=[_c("i", restart="Always", cpu="2")]
+    )
+    overhead = make_pod(containers=[_c("c", cpu="1")], initContainers=init, overhead={"cpu": "1"})
+    two = make_pod(containers=[_c("c", cpu="1"), _c("d", cpu="1")])
+    one = make_pod(containers=[_c("c", cpu="1")])
+    assert plain.requests.milli_cpu == 2000  # max(init, sum(containers))
+    assert sidecar.requests.milli_cpu == 3000  # a sidecar runs beside the containers
+    assert overhead.requests.milli_cpu == 3000
+    assert two.requests.milli_cpu == 2000 and one.requests.milli_cpu == 1000
+    again = make_pod(containers=[_c("x", cpu="1")], initContainers=[_c("y", cpu="2")])
+    assert again.requests is plain.requests  # container names do not matter
+
+
+def test_errors_name_each_pod_and_are_not_shared() -> None:
+    bad1, bad2 = make_pod("bad1", cpu="lots"), make_pod("bad2", cpu="lots")
+    assert bad1.error is not None and "default/bad1" in bad1.error
+    assert bad2.error is not None and "default/bad2" in bad2.error
+    assert bad1.requests.milli_cpu == 0
+
+
+def test_memo_is_bounded(monkeypatch: Any) -> None:
+    monkeypatch.setattr(types, "_REQUESTS_MEMO", {})
+    monkeypatch.setattr(types, "_REQUESTS_MEMO_SIZE", 3)
+    pods = [make_pod(cpu=f"{i + 1}m") for i in range(7)]
+    assert [p.requests.milli_cpu for p in pods] == [1, 2, 3, 4, 5, 6, 7]
+    assert len(types._REQUESTS_MEMO) <= 3
