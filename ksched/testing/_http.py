@@ -44,7 +44,10 @@ _PAUSE_READING_AT = 1024 * 1024  # bytes buffered behind a handler that is still
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEX = re.compile(rb"[0-9A-Fa-f]+")
-_BODY_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
+_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
+# clients send the same header lines over and over: each is parsed and checked once
+_header_lines: dict[str, tuple[str, str]] = {}
+_HEADER_LINES_CACHED = 4096
 
 
 class HTTPError(Exception):
@@ -168,7 +171,11 @@ class _Head:
     def __init__(self, text: str) -> None:
         lines = text.split("\r\n")
         parts = lines[0].split(" ")
-        if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1]:
+        if (
+            len(parts) != 3
+            or not parts[1]
+            or (parts[0] not in _METHODS and not _TOKEN.fullmatch(parts[0]))
+        ):
             raise HTTPError(400, f"malformed request line {lines[0][:200]!r}")
         method, target, version = parts
         if version not in ("HTTP/1.1", "HTTP/1.0"):
@@ -176,12 +183,17 @@ class _Head:
                 raise HTTPError(505, f"HTTP version {version} is not supported")
             raise HTTPError(400, f"malformed request line {lines[0][:200]!r}")
         headers: dict[str, str] = {}
+        cache = _header_lines
         for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep or not _TOKEN.fullmatch(name) or "\r" in value or "\n" in value:
-                raise HTTPError(400, f"malformed header line {line[:200]!r}")
-            name = name.lower()
-            value = value.strip(" \t")
+            field = cache.get(line)
+            if field is None:
+                name, sep, value = line.partition(":")
+                if not sep or not _TOKEN.fullmatch(name) or "\r" in value or "\n" in value:
+                    raise HTTPError(400, f"malformed header line {line[:200]!r}")
+                field = (name.lower(), value.strip(" \t"))
+                if len(cache) < _HEADER_LINES_CACHED:
+                    cache[line] = field
+            name, value = field
             old = headers.get(name)
             headers[name] = value if old is None else f"{old}, {value}"
         if target.startswith("/"):
@@ -234,7 +246,7 @@ class Connection(asyncio.Protocol):
         self._closing = False
         self._eof = False
         self._reading_paused = False
-        self._drain: asyncio.Future[None] | None = None
+        self._writable_callbacks: list[Callable[[], None]] = []
         self._write_paused = False
 
     # -- asyncio.Protocol -----------------------------------------------------------------------
@@ -259,9 +271,9 @@ class Connection(asyncio.Protocol):
         self._wake_writer()
 
     def _wake_writer(self) -> None:
-        waiter, self._drain = self._drain, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        callbacks, self._writable_callbacks = self._writable_callbacks, []
+        for cb in callbacks:
+            cb()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -299,20 +311,23 @@ class Connection(asyncio.Protocol):
         self._flush()  # answers to the requests pipelined before this one go first
         self._transport.write(head + b"\r\n")
 
-    async def write(self, req: Request, data: bytes) -> None:
-        """Send part of a streamed body, waiting while the client reads slowly."""
+    def send(self, req: Request, data: bytes) -> None:
+        """Send part of a streamed body. Check ``write_paused`` first: while it is True the
+        client is not keeping up, and ``when_writable`` says when to go on."""
         if self._closing or self._transport is None:
             raise ConnectionResetError("the client went away")
         if req.v10:
             self._transport.write(data)
         else:
             self._transport.write(b"%x\r\n%b\r\n" % (len(data), data))
-        while self._write_paused and not self._closing:
-            loop = asyncio.get_running_loop()
-            self._drain = waiter = loop.create_future()
-            await waiter
-        if self._closing:
-            raise ConnectionResetError("the client went away")
+
+    @property
+    def write_paused(self) -> bool:
+        return self._write_paused
+
+    def when_writable(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the client has caught up (or the connection is gone)."""
+        self._writable_callbacks.append(callback)
 
     def end_stream(self, req: Request) -> None:
         if not self._closing and self._transport is not None and not req.v10:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ class ResourceInfo:
     fields: Mapping[str, str] = field(default_factory=dict)
     verbs: tuple[str, ...] = tuple(VERBS)
 
-    @property
+    @functools.cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
@@ -38,7 +39,7 @@ class ResourceInfo:
     def singular(self) -> str:
         return self.kind.lower()
 
-    @property
+    @functools.cached_property
     def qualified(self) -> str:
         """`pods` or `leases.coordination.k8s.io`: the name in error messages."""
         return f"{self.plural}.{self.group}" if self.group else self.plural

@@ -7,7 +7,6 @@ write stores a fresh copy), so watch history and readers can share them without 
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import math
 import os
@@ -16,7 +15,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -202,9 +201,9 @@ def _precondition_storage_conflict(
 
 # --- validation helpers ------------------------------------------------------------------------
 
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
+# [a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)* without its backtracking:
+# labels of [-a-z0-9] that start and end alphanumeric, joined by single dots
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?\Z")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -223,7 +222,13 @@ def _name_errors(res: ResourceInfo, name: str) -> list[tuple[str, str, str]]:
                 )
             ]
         return []
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+    if (
+        len(name) > 253
+        or not _DNS1123_SUBDOMAIN.match(name)
+        or ".." in name
+        or ".-" in name
+        or "-." in name
+    ):
         return [
             (
                 "metadata.name",
@@ -309,13 +314,15 @@ ABORT = 3
 WatchItem = tuple[int, bytes]
 
 
-@dataclass(eq=False)
 class StoredEvent:
-    rv: int
-    type: str  # ADDED, MODIFIED, DELETED
-    obj: JSON | None  # state after the change; None for deletions
-    prev: JSON | None  # state before the change
-    _encoded: dict[str, bytes] = field(default_factory=dict)
+    __slots__ = ("_encoded", "obj", "prev", "rv", "type")
+
+    def __init__(self, rv: int, type: str, obj: JSON | None, prev: JSON | None) -> None:
+        self.rv = rv
+        self.type = type  # ADDED, MODIFIED, DELETED
+        self.obj = obj  # state after the change; None for deletions
+        self.prev = prev  # state before the change
+        self._encoded: dict[str, bytes] | None = None
 
     @property
     def namespace(self) -> str:
@@ -333,6 +340,8 @@ class StoredEvent:
 
     def line(self, kind: str) -> bytes:
         """The JSON line for this change as seen by a watcher (encoded once, shared)."""
+        if self._encoded is None:
+            self._encoded = {}
         cached = self._encoded.get(kind)
         if cached is None:
             cached = event_line(kind, self.object_for(kind))
@@ -366,7 +375,15 @@ class Watcher:
         self.labels = labels
         self.fields = fields
         self.name = name
-        self.queue: asyncio.Queue[WatchItem] = asyncio.Queue()
+        # what is still to be sent; `wake` (set by whoever streams it) is called when an
+        # item arrives, so the stream can send without a task waking per event
+        self.pending: deque[WatchItem] = deque()
+        self.wake: Callable[[], None] | None = None
+
+    def put(self, item: WatchItem) -> None:
+        self.pending.append(item)
+        if self.wake is not None:
+            self.wake()
 
     def matches(self, obj: JSON) -> bool:
         if self.name is not None and (obj.get("metadata") or {}).get("name") != self.name:
@@ -387,12 +404,12 @@ class Watcher:
         else:
             return
         if self.render is None:
-            self.queue.put_nowait((EVENT, ev.line(kind)))
+            self.put((EVENT, ev.line(kind)))
         else:
-            self.queue.put_nowait((EVENT, self.render(kind, ev.object_for(kind))))
+            self.put((EVENT, self.render(kind, ev.object_for(kind))))
 
     def close(self, abort: bool = False) -> None:
-        self.queue.put_nowait((ABORT if abort else CLOSE, b""))
+        self.put((ABORT if abort else CLOSE, b""))
 
 
 # --- the store ---------------------------------------------------------------------------------
@@ -1013,10 +1030,10 @@ class Store:
             draw = render or event_line
             for obj in self.list(res, w.namespace, labels, fields)[0]:
                 if w.matches(obj):
-                    w.queue.put_nowait((EVENT, draw("ADDED", obj)))
+                    w.put((EVENT, draw("ADDED", obj)))
             if send_initial_events:
                 mark = self.bookmark_line(res, initial_events_end=True)
-                w.queue.put_nowait((BOOKMARK, mark))
+                w.put((BOOKMARK, mark))
         else:
             try:
                 since = int(resource_version)
@@ -1027,7 +1044,7 @@ class Store:
                 status = status_body(
                     410, f"too old resource version: {since} ({oldest})", "Expired"
                 )
-                w.queue.put_nowait((EVENT, event_line("ERROR", status)))
+                w.put((EVENT, event_line("ERROR", status)))
                 w.close()
                 return w
             for ev in self.history[res.qualified]:

@@ -35,7 +35,6 @@ import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -122,14 +121,24 @@ def _flag(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1")
 
 
-@dataclass(frozen=True)
 class _Route:
-    attrs: RequestAttrs
-    res: ResourceInfo | None = None
-    namespace: str | None = None
-    name: str | None = None
-    subresource: str | None = None
-    doc: Any = None  # a non-resource answer (discovery, version, ...)
+    __slots__ = ("attrs", "doc", "name", "namespace", "res", "subresource")
+
+    def __init__(
+        self,
+        attrs: RequestAttrs,
+        res: ResourceInfo | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        doc: Any = None,  # a non-resource answer (discovery, version, ...)
+    ) -> None:
+        self.attrs = attrs
+        self.res = res
+        self.namespace = namespace
+        self.name = name
+        self.subresource = subresource
+        self.doc = doc
 
 
 class TestAPIServer:
@@ -658,23 +667,20 @@ class TestAPIServer:
         watch: bool,
         namespace: str | None,
     ) -> str:
-        not_allowed = APIStatusError.make(
-            405, "the server does not allow this method on the requested resource"
-        )
         if res is R.BINDINGS:
             if method == "POST" and name is None and namespace is not None:
                 return "create"
-            raise not_allowed
+            raise _not_allowed()
         if sub == "binding":
             if method == "POST":
                 return "create"
-            raise not_allowed
+            raise _not_allowed()
         if method == "GET":
             if name is None or (watch and sub is None):
                 return "watch" if watch else "list"
             return "get"
         if sub == "status" and method not in ("PUT", "PATCH"):
-            raise not_allowed
+            raise _not_allowed()
         if method == "POST" and name is None and (namespace is not None or not res.namespaced):
             return "create"
         if method == "PUT" and name is not None:
@@ -683,7 +689,7 @@ class TestAPIServer:
             return "patch"
         if method == "DELETE":
             return "delete" if name is not None else "deletecollection"
-        raise not_allowed
+        raise _not_allowed()
 
     def _serve_resource(self, request: Request, route: _Route, raw: bytes) -> Result:
         res = route.res
@@ -841,62 +847,17 @@ class TestAPIServer:
         timeout: float | None,
         bookmarks: bool,
     ) -> None:
-        res = route.res
-        assert res is not None
-        conn = request.conn
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline = started + timeout if timeout else None
         interval = self.bookmark_interval if bookmarks and self.bookmark_interval > 0 else None
-        next_bookmark = started + interval if interval else None
-        sent = 0
-        abort = False
+        stream = _WatchStream(self, request, route, watcher)
         try:
-            while True:
-                now = loop.time()
-                if deadline is not None and now >= deadline:
-                    break
-                if next_bookmark is not None and interval is not None and now >= next_bookmark:
-                    # queued, so it can never overtake events it claims to cover
-                    watcher.queue.put_nowait((BOOKMARK, self.store.bookmark_line(res)))
-                    next_bookmark = now + interval
-                waits = [t - now for t in (deadline, next_bookmark) if t is not None]
-                try:
-                    async with asyncio.timeout(max(min(waits), 0) if waits else None):
-                        item = await watcher.queue.get()
-                except TimeoutError:
-                    continue
-                # drain what is already queued into one write: one syscall per burst, not per
-                # event, when thousands of objects change at once
-                limit = self.faults.watch_event_limit(route.attrs)
-                batch: list[bytes] = []
-                done = False
-                while True:
-                    kind, line = item
-                    if kind in (CLOSE, ABORT):
-                        done, abort = True, kind == ABORT
-                        break
-                    batch.append(line)
-                    if kind == EVENT:
-                        sent += 1
-                        if limit is not None and sent >= limit:
-                            done = True
-                            break
-                    if watcher.queue.empty() or len(batch) >= 512:
-                        break
-                    item = watcher.queue.get_nowait()
-                if batch:
-                    await conn.write(request, b"".join(batch))
-                if done:
-                    break
-        except ConnectionError:
-            abort = True  # the client went away
+            abort = await stream.run(timeout or None, interval)
         finally:
+            stream.stop()
             self.store.close_watch(watcher)
         if abort:
-            conn.abort()
+            request.conn.abort()
         else:
-            conn.end_stream(request)
+            request.conn.end_stream(request)
 
     def _handle_testing(self, request: Request) -> Response:
         """Control endpoints for out-of-process tests; never recorded or faulted."""
@@ -930,6 +891,109 @@ class TestAPIServer:
         except APIStatusError as e:
             return _json(e.status, e.code)
         return Response(404, _NOT_FOUND_TEXT.encode(), _TEXT)
+
+
+class _WatchStream:
+    """Sends a watcher's items to its HTTP stream from loop callbacks as they arrive: a burst
+    of changes costs one write, and no task wakes up per event."""
+
+    def __init__(
+        self, server: TestAPIServer, request: Request, route: _Route, watcher: Watcher
+    ) -> None:
+        self.server = server
+        self.request = request
+        self.route = route
+        self.watcher = watcher
+        self.loop = asyncio.get_running_loop()
+        self.done: asyncio.Future[bool] = self.loop.create_future()  # True: abort
+        self.scheduled = False
+        self.sent = 0
+        self.deadline: asyncio.TimerHandle | None = None
+        self.bookmark: asyncio.TimerHandle | None = None
+
+    async def run(self, timeout: float | None, interval: float | None) -> bool:
+        """Stream until closed, timed out or limited; True when the connection is to be cut."""
+        if timeout is not None:
+            self.deadline = self.loop.call_later(timeout, self._finish, False)
+        if interval is not None:
+            self.bookmark = self.loop.call_later(interval, self._bookmark, interval)
+        self.watcher.wake = self._schedule
+        self._schedule()  # the backlog queued when the watch opened
+        return await self.done
+
+    def stop(self) -> None:
+        self.watcher.wake = None
+        for timer in (self.deadline, self.bookmark):
+            if timer is not None:
+                timer.cancel()
+        self._finish(False)
+
+    def _finish(self, abort: bool) -> None:
+        if not self.done.done():
+            self.done.set_result(abort)
+
+    def _schedule(self) -> None:
+        if not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _bookmark(self, interval: float) -> None:
+        self.bookmark = self.loop.call_later(interval, self._bookmark, interval)
+        res = self.route.res
+        assert res is not None
+        # queued, so it can never overtake events it claims to cover
+        self.watcher.put((BOOKMARK, self.server.store.bookmark_line(res)))
+
+    def _flush(self) -> None:
+        self.scheduled = False
+        if self.done.done():
+            return
+        try:
+            self._send_pending()
+        except ConnectionError:
+            self._finish(True)  # the client went away
+        except Exception:
+            log.exception("test apiserver: watch stream failed")
+            self._finish(True)
+
+    def _send_pending(self) -> None:
+        conn = self.request.conn
+        if conn.write_paused:
+            conn.when_writable(self._schedule)
+            return
+        pending = self.watcher.pending
+        limit = self.server.faults.watch_event_limit(self.route.attrs)
+        batch: list[bytes] = []
+        while pending:
+            kind, line = pending.popleft()
+            if kind in (CLOSE, ABORT):
+                self._send(batch)
+                self._finish(kind == ABORT)
+                return
+            batch.append(line)
+            if kind == EVENT:
+                self.sent += 1
+                if limit is not None and self.sent >= limit:
+                    self._send(batch)
+                    self._finish(False)
+                    return
+            if len(batch) >= 512:
+                self._send(batch)
+                batch = []
+                if conn.write_paused:  # let the client catch up before sending more
+                    conn.when_writable(self._schedule)
+                    return
+        self._send(batch)
+
+    def _send(self, batch: list[bytes]) -> None:
+        if batch:
+            self.request.conn.send(self.request, b"".join(batch))
+
+
+def _not_allowed() -> APIStatusError:
+    return APIStatusError.make(
+        405, "the server does not allow this method on the requested resource"
+    )
 
 
 def _recorded(r: _RawRecord) -> RecordedRequest:

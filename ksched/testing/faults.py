@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,11 @@ class RequestMatch:
         return self.name is None or self.name == req.name
 
 
-@dataclass(frozen=True)
-class RequestAttrs:
-    """What kube's RequestInfo would say about a request (verb is the API verb, not the method)."""
+class RequestAttrs(NamedTuple):
+    """What kube's RequestInfo would say about a request (verb is the API verb, not the method).
+
+    A NamedTuple: one is made for every request, and that is cheaper than a frozen dataclass.
+    """
 
     verb: str
     resource: str | None = None
@@ -167,6 +169,8 @@ class Faults:
         self._drop = drop
 
     def take_failure(self, req: RequestAttrs) -> Failure | None:
+        if not self._failures:  # the usual case, without taking the lock
+            return None
         with self._lock:
             for f in self._failures:
                 if f.remaining > 0 and f.match.matches(req):
@@ -177,6 +181,8 @@ class Faults:
         return None
 
     def latency(self, req: RequestAttrs) -> float:
+        if not self._latencies:
+            return 0.0
         total = 0.0
         with self._lock:
             for lat in self._latencies:
@@ -188,6 +194,8 @@ class Faults:
         return total
 
     def watch_event_limit(self, req: RequestAttrs) -> int | None:
+        if not self._watch_limits:
+            return None
         with self._lock:
             limits = [w.events for w in self._watch_limits if w.match.matches(req)]
         return min(limits) if limits else None

@@ -321,3 +321,32 @@ def test_client_going_away_mid_request(apiserver: TestAPIServer, raw: Any) -> No
     c.sock.shutdown(socket.SHUT_WR)  # half-close: what was sent is still answered
     assert c.answer()[0] == 200
     assert c.closed()
+
+
+def test_watch_to_a_slow_reader_loses_nothing(apiserver: TestAPIServer) -> None:
+    """The stream stops writing while the client does not read, and goes on after."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(10)
+    sock.connect((apiserver.host, apiserver.port))
+    c = Raw.__new__(Raw)
+    c.sock, c.buf = sock, b""
+    try:
+        rv = apiserver.resource_version
+        c.send(req("GET", f"{PODS}?watch=1&resourceVersion={rv}"))
+        apiserver.wait_for_watchers(1)
+        n = 1500
+        for i in range(n):  # ~3 MB of events while the client reads nothing
+            apiserver.create(
+                pod(f"p{i:04d}", labels={"pad": "x" * 60}) | {"status": {"s": "y" * 2000}}
+            )
+        names = []
+        while len(names) < n:
+            while b"\n" not in c.buf:
+                assert c._fill()
+            line, _, c.buf = c.buf.partition(b"\n")
+            if line.startswith(b"{"):
+                names.append(json.loads(line)["object"]["metadata"]["name"])
+        assert names == [f"p{i:04d}" for i in range(n)]
+    finally:
+        sock.close()
