@@ -38,6 +38,7 @@ only after the in-flight bindings are done, so a standby takes over within a ret
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import time
@@ -47,7 +48,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 
 from .. import logging as klog
 from ..cluster import APIClient, APIClusterClient, ClusterInformers, StatusReporter
@@ -521,7 +521,8 @@ class SchedulerDaemon:
                             self._cycle_started = time.monotonic()
                             await sched.schedule_one(qpi, bindings)
                             self._cycle_started = None
-                            await anyio.lowlevel.checkpoint()
+                            # anyio's checkpoint on asyncio, without its backend lookup
+                            await asyncio.sleep(0)
                     self._cycle_scope = self._cycle_started = None
                     n = sched.in_flight_bindings
                     if n:
