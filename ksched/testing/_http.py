@@ -62,7 +62,18 @@ class HTTPError(Exception):
 class Request:
     """One parsed request. ``headers`` has lower-case names (repeats joined by ", ")."""
 
-    __slots__ = ("_query", "body", "conn", "headers", "keep_alive", "method", "path", "qs", "v10")
+    __slots__ = (
+        "_pairs_cache",
+        "_query",
+        "body",
+        "conn",
+        "headers",
+        "keep_alive",
+        "method",
+        "path",
+        "qs",
+        "v10",
+    )
 
     def __init__(
         self,
@@ -83,20 +94,22 @@ class Request:
         self.keep_alive = keep_alive
         self.v10 = v10
         self.conn = conn
-        self._query: list[tuple[str, str]] | None = None
+        self._pairs_cache: list[tuple[str, str]] | None = None
+        self._query: dict[str, str] | None = None
 
     def _pairs(self) -> list[tuple[str, str]]:
-        if self._query is None:
-            self._query = parse_qsl(self.qs, keep_blank_values=True) if self.qs else []
-        return self._query
+        if self._pairs_cache is None:
+            self._pairs_cache = parse_qsl(self.qs, keep_blank_values=True) if self.qs else []
+        return self._pairs_cache
 
     @property
     def query(self) -> dict[str, str]:
-        """Query parameters, the first value of each."""
-        out: dict[str, str] = {}
-        for k, v in self._pairs():
-            out.setdefault(k, v)
-        return out
+        """Query parameters, the first value of each (shared: do not modify)."""
+        if self._query is None:
+            self._query = {}
+            for k, v in self._pairs():
+                self._query.setdefault(k, v)
+        return self._query
 
     def query_values(self, name: str) -> list[str]:
         return [v for k, v in self._pairs() if k == name]
@@ -530,11 +543,16 @@ class HTTPServer:
         sock = self._server.sockets[0]
         return int(sock.getsockname()[1])
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 0.5) -> None:
+        """Stop listening, give handlers still running `grace` seconds to finish (watches
+        told to end can then end their streams cleanly), and close every connection."""
         server, self._server = self._server, None
         if server is None:
             return
         server.close()
+        running = [c._task for c in self.connections if c._task is not None]
+        if running:
+            await asyncio.wait(running, timeout=grace)
         for conn in list(self.connections):
             conn.shutdown()
         with contextlib.suppress(TimeoutError):

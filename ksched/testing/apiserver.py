@@ -218,7 +218,6 @@ class TestAPIServer:
         self.store.drop_watches()
         server, self._http = self._http, None
         if server is not None:
-            await asyncio.sleep(0)  # let the dropped watches end their streams cleanly
             await server.stop()
         self._loop = None
         self._loop_thread = None

@@ -350,3 +350,15 @@ def test_watch_to_a_slow_reader_loses_nothing(apiserver: TestAPIServer) -> None:
         assert names == [f"p{i:04d}" for i in range(n)]
     finally:
         sock.close()
+
+
+def test_stopping_ends_open_watches_cleanly() -> None:
+    with TestAPIServer().run_in_thread() as srv:
+        c = Raw(srv)
+        c.send(req("GET", f"{PODS}?watch=1"))
+        srv.wait_for_watchers(1)
+    try:
+        assert c.closed()
+        assert c.buf.endswith(b"\r\n0\r\n\r\n")  # the stream's last chunk, not a cut
+    finally:
+        c.close()
