@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import http
 import logging
 import re
@@ -393,7 +394,10 @@ class Connection(asyncio.Protocol):
                         self._closing = True
                     continue
                 self._flush()
-                self._task = asyncio.get_running_loop().create_task(self._run(req, result))
+                task = asyncio.get_running_loop().create_task(self._run(req, result))
+                # a task cancelled before its first step never runs (nor awaits) `result`
+                task.add_done_callback(functools.partial(_close_work, result))
+                self._task = task
                 break
         except HTTPError as e:
             out.append(
@@ -518,6 +522,10 @@ class Connection(asyncio.Protocol):
             self._reading_paused = False
             self._transport.resume_reading()
         self._process()
+
+
+def _close_work(work: Coroutine[Any, Any, Response | None], _task: asyncio.Task[None]) -> None:
+    work.close()
 
 
 def _json_tail(body: bytes) -> bytes:

@@ -29,6 +29,7 @@ import base64
 import bisect
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import platform
 import threading
@@ -113,7 +114,7 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 def _decode_body(raw: bytes) -> Any:
     try:
         return msgspec.json.decode(raw)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:  # msgspec: bad UTF-8 is the latter
         raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
 
 
@@ -806,7 +807,7 @@ class TestAPIServer:
 
     def _serve_watch(
         self, request: Request, route: _Route, labels: LabelSelector, fields: FieldSelector
-    ) -> Coroutine[Any, Any, None]:
+    ) -> Coroutine[Any, Any, Response | None]:
         res = route.res
         assert res is not None
         q = request.query
@@ -824,7 +825,8 @@ class TestAPIServer:
             def render(kind: str, obj: JSON) -> bytes:
                 return event_line(kind, table(res, [obj], {}, include))
 
-        watcher = self.store.open_watch(
+        open_watch = functools.partial(
+            self.store.open_watch,
             res,
             route.namespace,
             labels,
@@ -834,18 +836,26 @@ class TestAPIServer:
             send_initial_events=_flag(q.get("sendInitialEvents")),
             render=render,
         )
-        request.conn.start_stream(request, 200, _WATCH_HEADERS)
-        self._record(request, route.attrs, 200)
-        return self._stream_watch(request, route, watcher, timeout, bookmarks)
+        return self._stream_watch(request, route, open_watch, timeout, bookmarks)
 
     async def _stream_watch(
         self,
         request: Request,
         route: _Route,
-        watcher: Watcher,
+        open_watch: Callable[[], Watcher],
         timeout: float | None,
         bookmarks: bool,
-    ) -> None:
+    ) -> Response | None:
+        # opened only once this runs: a task cancelled before it starts (its client left)
+        # never runs the cleanup below, so it must not have registered a watcher
+        try:
+            watcher = open_watch()
+        except Exception as e:
+            resp = self._error(request, e)
+            self._record(request, route.attrs, resp.status)
+            return resp
+        request.conn.start_stream(request, 200, _WATCH_HEADERS)
+        self._record(request, route.attrs, 200)
         interval = self.bookmark_interval if bookmarks and self.bookmark_interval > 0 else None
         stream = _WatchStream(self, request, route, watcher)
         try:
@@ -857,6 +867,7 @@ class TestAPIServer:
             request.conn.abort()
         else:
             request.conn.end_stream(request)
+        return None
 
     def _handle_testing(self, request: Request) -> Response:
         """Control endpoints for out-of-process tests; never recorded or faulted."""
@@ -1001,7 +1012,7 @@ def _recorded(r: _RawRecord) -> RecordedRequest:
     if raw:
         try:
             body = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeDecodeError):
             body = raw.decode("utf-8", "replace")
     return RecordedRequest(
         method=method,

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import socket
 import time
+import warnings
 from typing import Any
 
 import pytest
 
 from ksched.testing import TestAPIServer
+from ksched.testing._http import Connection, HTTPServer
 
 from ._http import pod
 
@@ -362,3 +366,47 @@ def test_stopping_ends_open_watches_cleanly() -> None:
         assert c.buf.endswith(b"\r\n0\r\n\r\n")  # the stream's last chunk, not a cut
     finally:
         c.close()
+
+
+def test_bad_utf8_in_a_json_body_is_a_400(apiserver: TestAPIServer, raw: Any) -> None:
+    c = raw()
+    data = b'{"metadata": {"name": "p\xf0("}}'
+    head = f"POST {PODS} HTTP/1.1\r\nContent-Type: application/json\r\n"
+    c.send(head.encode() + b"Content-Length: %d\r\n\r\n%b" % (len(data), data))
+    status, _, body = c.answer()
+    assert status == 400 and body["reason"] == "BadRequest"
+    assert isinstance(apiserver.find_requests(verb="create")[0].body, str)
+
+
+class _Sink(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = b""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.data += bytes(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_watch_whose_client_left_before_it_started_is_not_kept(anyio_backend: str) -> None:
+    srv = TestAPIServer()
+    conn = Connection(HTTPServer(srv._handle))
+    sink = _Sink()
+    conn.connection_made(sink)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        conn.data_received(f"GET {PODS}?watch=1 HTTP/1.1\r\n\r\n".encode())
+        conn.connection_lost(None)  # before the handler's task has run at all
+        for _ in range(3):
+            await asyncio.sleep(0)
+        del conn
+        gc.collect()
+    assert srv.watcher_count() == 0 and sink.data == b""
+    assert not [w for w in caught if "never awaited" in str(w.message)]
