@@ -179,6 +179,39 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # ---- run -----------------------------------------------------------------------------
 
 
+def _seconds(text: str) -> float:
+    """A timeout flag: seconds >= 0 (0 means no bound)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be >= 0 seconds (0: no bound), got {text!r}")
+    return v
+
+
+def _timeout_flags(p: argparse.ArgumentParser, *, binding: bool) -> None:
+    from .framework.deadline import DEFAULT_BINDING_TIMEOUT, DEFAULT_PLUGIN_TIMEOUT
+
+    p.add_argument(
+        "--plugin-timeout",
+        type=_seconds,
+        default=DEFAULT_PLUGIN_TIMEOUT,
+        metavar="SECONDS",
+        help="a scheduling cycle's synchronous plugin code (PreFilter through Permit) "
+        "running longer fails that pod's attempt; 0: no bound (default %(default)g)",
+    )
+    if binding:
+        p.add_argument(
+            "--binding-timeout",
+            type=_seconds,
+            default=DEFAULT_BINDING_TIMEOUT,
+            metavar="SECONDS",
+            help="bound on PreBind+Bind (and on PostBind) of one pod; past it the binding "
+            "fails and the pod is retried; 0: no bound (default %(default)g)",
+        )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .daemon.main import run
 
@@ -282,6 +315,7 @@ def cmd_extender(args: argparse.Namespace) -> int:
                     kubeconfig=args.kubeconfig,
                     max_body_bytes=args.max_request_bytes,
                     health_port=args.health_port,
+                    plugin_timeout=args.plugin_timeout,
                 )
             )
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -370,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("json", "console"),
         help="default: console on a terminal, JSON otherwise",
     )
+    _timeout_flags(r, binding=True)
     r.add_argument("-v", "--v", dest="v", type=int, default=0, help="log verbosity (klog levels)")
     r.set_defaults(fn=cmd_run)
 
@@ -405,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve /healthz, /readyz and /metrics "
         "here over plain HTTP (probes carry no client certificate)",
     )
+    _timeout_flags(x, binding=False)
     x.add_argument("-v", type=int, default=0, help="log verbosity")
     x.set_defaults(fn=cmd_extender)
     return p

@@ -59,6 +59,7 @@ from ..cluster.leaderelection import (
     new_identity,
     resolve_lease_namespace,
 )
+from ..framework.deadline import DEFAULT_BINDING_TIMEOUT, DEFAULT_PLUGIN_TIMEOUT
 from ..framework.handle import BindError
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
@@ -192,6 +193,8 @@ class SchedulerDaemon:
         notifier: SdNotifier | None = None,
         leader_elect: bool | None = None,
         identity: str | None = None,
+        plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
+        binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
     ) -> None:
         """``client`` (owned by the caller) or ``kubeconfig``/``master`` (a client is made and
         closed by the daemon). ``port=0`` picks a free port; ``explain=True`` records every
@@ -200,7 +203,9 @@ class SchedulerDaemon:
         ``notifier`` tells systemd about readiness, shutdown and liveness (default: from
         ``$NOTIFY_SOCKET``/``$WATCHDOG_USEC``, a no-op when unset; see ``sdnotify``).
         ``leader_elect`` overrides ``config.leader_election.leader_elect``; ``identity`` the
-        Lease holder identity (default ``hostname_uuid``)."""
+        Lease holder identity (default ``hostname_uuid``). ``plugin_timeout`` bounds a
+        cycle's synchronous plugin code, ``binding_timeout`` PreBind+Bind and PostBind
+        (seconds; None or 0 for no bound): a plugin that hangs fails that pod's attempt."""
         if registry is None:
             from ..framework.registry import default_registry
 
@@ -212,6 +217,8 @@ class SchedulerDaemon:
         self.kubeconfig = kubeconfig
         self.master = master
         self.bind_address = bind_address
+        self.plugin_timeout = plugin_timeout
+        self.binding_timeout = binding_timeout
         self.port = port
         self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.shutdown_timeout = shutdown_timeout
@@ -414,6 +421,8 @@ class SchedulerDaemon:
             seed=self.seed,
             explain=self.explain,
             max_in_flight_bindings=self.max_in_flight_bindings,
+            plugin_timeout=self.plugin_timeout,
+            binding_timeout=self.binding_timeout,
         )
         self._sched = sched
         self.metrics.attach(sched)

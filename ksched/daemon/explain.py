@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..framework.cycle_state import CycleState
+from ..framework.deadline import PluginTimeout
 from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult, schedule_pod
 
@@ -107,8 +108,9 @@ def explain_pending(sched: Scheduler, qpi: QueuedPodInfo) -> dict[str, Any]:
     if pause is not None:
         pause(True)
     try:
-        res = schedule_pod(sched, fw, CycleState(), pod, True)
-    except Exception as e:  # an Error status from a plugin (the cycle's _CycleError)
+        with sched.deadline:
+            res = schedule_pod(sched, fw, CycleState(), pod, True)
+    except (Exception, PluginTimeout) as e:  # a plugin's Error status, or one that hung
         out.update(result="Error", node=None, message=str(e))
         return out
     finally:

@@ -82,7 +82,13 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
         print(f"ksched run: cannot load cluster configuration: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     daemon = SchedulerDaemon(
-        config, registry=registry, client=client, bind_address=args.bind_address, port=args.port
+        config,
+        registry=registry,
+        client=client,
+        bind_address=args.bind_address,
+        port=args.port,
+        plugin_timeout=args.plugin_timeout,
+        binding_timeout=args.binding_timeout,
     )
     try:
         # The receiver is closed once the first signal arrived, so a second one during the

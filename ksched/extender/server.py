@@ -42,6 +42,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from ..api.objects import DecodeError, InvalidObjectError, Node, ObjectMeta, Pod, decode
 from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
+from ..framework.deadline import DEFAULT_PLUGIN_TIMEOUT, PluginTimeout, SyncDeadline
 from ..framework.handle import ClusterClient, NullCluster
 from ..framework.interface import MAX_NODE_SCORE
 from ..framework.registry import Registry
@@ -142,6 +143,7 @@ class ExtenderServer:
         cluster: ClusterClient | None = None,
         stateful: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
     ) -> None:
         self.snapshot = Snapshot()
         self.cluster: ClusterClient = cluster if cluster is not None else NullCluster()
@@ -156,6 +158,8 @@ class ExtenderServer:
             )
         self.profile = name
         self.fw = self.frameworks[name]
+        plugins = {id(inst): n for n, inst in self.fw.plugins.items()}
+        self.deadline = SyncDeadline(plugin_timeout, lambda: plugins)
         # Stateful (informer-fed) cache, or None: each request brings its nodes.
         self.cache: Cache | None = Cache(assumed_ttl=0) if stateful else None
         self.feeder = _CacheFeeder(self.cache, self.frameworks) if self.cache else None
@@ -490,14 +494,20 @@ def make_app(server: ExtenderServer) -> web.Application:
             return _error(500, f"internal error: {type(e).__name__}: {e}")
         return web.Response(body=wire.encode(out), content_type=_JSON)
 
-    async def do_filter(a: wire.ExtenderArgs) -> Any:
-        return server.filter(a)
+    def bounded(verb: Callable[[Any], Any]) -> Handler:
+        """A synchronous verb under the plugin deadline: a hung plugin fails the request."""
 
-    async def do_prioritize(a: wire.ExtenderArgs) -> Any:
-        return server.prioritize(a)
+        async def call(a: Any) -> Any:
+            try:
+                return server.deadline.call(verb, a)
+            except PluginTimeout as e:
+                raise CallFailed(str(e)) from None
 
-    async def do_preempt(a: wire.ExtenderPreemptionArgs) -> Any:
-        return server.preempt(a)
+        return call
+
+    do_filter = bounded(server.filter)
+    do_prioritize = bounded(server.prioritize)
+    do_preempt = bounded(server.preempt)
 
     async def do_bind(a: wire.ExtenderBindingArgs) -> Any:
         return await server.bind(a)
@@ -580,6 +590,7 @@ async def serve(
     kubeconfig: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     health_port: int | None = None,
+    plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the extender until cancelled; ``task_status`` receives the bound port.
@@ -605,13 +616,24 @@ async def serve(
     try:
         if kubeconfig is None:
             server = ExtenderServer(
-                config, registry, profile=profile, max_body_bytes=max_body_bytes
+                config,
+                registry,
+                profile=profile,
+                max_body_bytes=max_body_bytes,
+                plugin_timeout=plugin_timeout,
             )
             task_status.started(await listen(server))
             await anyio.sleep_forever()
         else:
             await _serve_stateful(
-                config, registry, profile, kubeconfig, max_body_bytes, listen, task_status
+                config,
+                registry,
+                profile,
+                kubeconfig,
+                max_body_bytes,
+                plugin_timeout,
+                listen,
+                task_status,
             )
     finally:
         with anyio.CancelScope(shield=True):
@@ -625,6 +647,7 @@ async def _serve_stateful(
     profile: str | None,
     kubeconfig: str,
     max_body_bytes: int,
+    plugin_timeout: float | None,
     listen: Callable[[ExtenderServer], Awaitable[int]],
     task_status: anyio.abc.TaskStatus[int],
 ) -> None:
@@ -641,6 +664,7 @@ async def _serve_stateful(
             cluster=APIClusterClient(api),
             stateful=True,
             max_body_bytes=max_body_bytes,
+            plugin_timeout=plugin_timeout,
         )
         assert server.feeder is not None
         informers = connect_scheduler(server.feeder, api)

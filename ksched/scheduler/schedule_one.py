@@ -13,14 +13,17 @@ binding cycle (async, runs beside the next scheduling cycles):
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+import structlog
 
 from ..framework.cycle_state import CycleState
+from ..framework.deadline import PluginTimeout
 from ..framework.diagnosis import Diagnosis, FitError
 from ..framework.interface import PostFilterResult
 from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
@@ -46,6 +49,8 @@ __all__ = [
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+_UNBOUNDED = contextlib.nullcontext()
+log = structlog.get_logger("ksched.scheduler")
 
 
 def num_feasible_nodes_to_find(
@@ -396,20 +401,30 @@ async def _scheduling_cycle(
         st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error)
         return CycleResult(st)
     sched.cache.update_snapshot(sched.snapshot)
+    deadline = sched.deadline
     try:
-        res = await _schedule_pod(sched, fw, state, pod, explain, ext)
+        # Without extenders nothing below awaits, so plugin code runs under the
+        # deadline; with them the awaits would let the timer fire in other tasks.
+        with deadline if ext is None else _UNBOUNDED:
+            res = await _schedule_pod(sched, fw, state, pod, explain, ext)
+            if res.fit_error is not None:
+                fe = res.fit_error
+                if (
+                    fw.post_filter_plugins
+                    and res.status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                ):
+                    # As upstream, even a PostFilter error leaves the attempt
+                    # Unschedulable with the FitError, its message appended; only a
+                    # result changes the nomination.
+                    pf, pst = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
+                    fe.diagnosis.post_filter_msg = pst.message()
+                    res.post_filter = pf
+                res.status = Status(Code.UNSCHEDULABLE, str(fe))
+                return res
     except _CycleError as e:
         return CycleResult(e.status)
-    if res.fit_error is not None:
-        fe = res.fit_error
-        if fw.post_filter_plugins and res.status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            # As upstream, even a PostFilter error leaves the attempt Unschedulable with
-            # the FitError, its message appended; only a result changes the nomination.
-            pf, pst = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
-            fe.diagnosis.post_filter_msg = pst.message()
-            res.post_filter = pf
-        res.status = Status(Code.UNSCHEDULABLE, str(fe))
-        return res
+    except PluginTimeout as e:
+        return CycleResult(Status(Code.ERROR, str(e)))
     if not res.status.is_success():
         return res
     assumed = pod.assumed_on(res.node)
@@ -418,17 +433,29 @@ async def _scheduling_cycle(
     except Exception as e:
         return CycleResult(Status(Code.ERROR, str(e)))
     res.assumed = assumed
-    st = fw.run_reserve(state, assumed, res.node)
-    if not st.is_success():
-        fw.run_unreserve(state, assumed, res.node)
-        sched.cache.forget_pod(assumed)
-        res.status = st
-        return res
-    st = fw.run_permit(state, assumed, res.node)
+    try:
+        with deadline:
+            st = fw.run_reserve(state, assumed, res.node)
+            if st.is_success():
+                st = fw.run_permit(state, assumed, res.node)
+    except PluginTimeout as e:
+        # Reserve or Permit hung: undo as for any failure there (a pod Permit had
+        # already parked is let go first, so no binding cycle waits for it).
+        st = Status(Code.ERROR, str(e))
+        sched.waiting_pods.remove(assumed.uid or assumed.key)
     if not st.is_success() and not st.is_wait():
-        fw.run_unreserve(state, assumed, res.node)
+        unreserve(sched, fw, state, assumed, res.node)
         sched.cache.forget_pod(assumed)
         res.status = st
         return res
     res.status = SUCCESS
     return res
+
+
+def unreserve(sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
+    """Unreserve under the deadline: a plugin hanging there must not stall the undo."""
+    try:
+        with sched.deadline:
+            fw.run_unreserve(state, pod, node)
+    except PluginTimeout as e:
+        log.warning("unreserve abandoned", pod=pod.key, node=node, error=str(e))

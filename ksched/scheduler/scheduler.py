@@ -23,6 +23,13 @@ import structlog
 from ..api.objects import Node
 from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
+from ..framework.deadline import (
+    DEFAULT_BINDING_TIMEOUT,
+    DEFAULT_PLUGIN_TIMEOUT,
+    SyncDeadline,
+    culprit_in_traceback,
+    format_seconds,
+)
 from ..framework.handle import (
     BindError,
     ClusterClient,
@@ -33,14 +40,14 @@ from ..framework.handle import (
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
-from ..framework.status import Code, Status
+from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
 from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
 from .cycle_cache import CycleCache
-from .schedule_one import CycleResult, scheduling_cycle, scheduling_cycle_async
+from .schedule_one import CycleResult, scheduling_cycle, scheduling_cycle_async, unreserve
 
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
@@ -165,6 +172,8 @@ class Scheduler:
         max_in_flight_bindings: int = 64,
         explain: bool = False,
         assumed_ttl: float = 30.0,
+        plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
+        binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
     ) -> None:
         self.config = config
         self.clock: Clock = clock or RealClock()
@@ -222,6 +231,22 @@ class Scheduler:
         self._bindings: _BindingRunner | None = None
         # preemptor uid -> victims it evicted ("ns/name"), for simulate's output.
         self.preemptions: dict[str, list[str]] = {}
+        # A plugin that hangs fails its pod's attempt (see framework.deadline).
+        self._plugin_index: dict[int, str] | None = None
+        self.deadline = SyncDeadline(plugin_timeout, self.plugin_index)
+        self.binding_timeout = (
+            binding_timeout if binding_timeout is not None and binding_timeout > 0 else None
+        )
+
+    def plugin_index(self) -> dict[int, str]:
+        """id(plugin instance) -> name, to say which plugin a timeout interrupted."""
+        if self._plugin_index is None:
+            self._plugin_index = {
+                id(inst): name
+                for fw in self.frameworks.values()
+                for name, inst in fw.plugins.items()
+            }
+        return self._plugin_index
 
     # -- informer handlers (cluster → cache/queue) ------------------------------------------
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -388,11 +413,7 @@ class Scheduler:
             else:
                 st = await fw.wait_on_permit(assumed)
             if st.is_success():
-                st = await fw.run_pre_bind(state, assumed, node)
-            if st.is_success():
-                # An interested extender with a bindVerb binds instead of the Bind plugins.
-                ext = None if self.extenders is None else await self.extenders.bind(assumed, node)
-                st = ext if ext is not None else await fw.run_bind(state, assumed, node)
+                st = await self._bounded(self._pre_bind_and_bind(fw, state, assumed, node))
             m = self.metrics
             if not st.is_success():
                 self.handle_binding_failure(fw, state, qpi, assumed, node, st)
@@ -413,11 +434,47 @@ class Scheduler:
                     time.perf_counter() - state.read(_ATTEMPT_START),
                     None if first is None else self.clock.now() - first,
                 )
-            await fw.run_post_bind(state, assumed, node)
+            if fw.post_bind_plugins:
+                st = await self._bounded(self._post_bind(fw, state, assumed, node))
+                if not st.is_success():
+                    log.warning(
+                        "postbind abandoned", pod=assumed.key, node=node, error=st.message()
+                    )
         finally:
             self.in_flight_bindings -= 1
             if holding:
                 self._binding_limit.release()
+
+    async def _pre_bind_and_bind(
+        self, fw: Framework, state: CycleState, assumed: PodInfo, node: str
+    ) -> Status:
+        st = await fw.run_pre_bind(state, assumed, node)
+        if st.is_success():
+            # An interested extender with a bindVerb binds instead of the Bind plugins.
+            ext = None if self.extenders is None else await self.extenders.bind(assumed, node)
+            st = ext if ext is not None else await fw.run_bind(state, assumed, node)
+        return st
+
+    @staticmethod
+    async def _post_bind(fw: Framework, state: CycleState, assumed: PodInfo, node: str) -> Status:
+        await fw.run_post_bind(state, assumed, node)
+        return SUCCESS
+
+    async def _bounded(self, step: Coroutine[Any, Any, Status]) -> Status:
+        """``step`` within the binding timeout; past it, an Error naming the plugin."""
+        limit = self.binding_timeout
+        if limit is None:
+            return await step
+        timeout = asyncio.timeout(limit)
+        try:
+            async with timeout:
+                return await step
+        except TimeoutError as e:
+            if not timeout.expired():
+                raise
+            who = culprit_in_traceback(e, self.plugin_index())
+            what = f"plugin {who}" if who else "binding"
+            return Status(Code.ERROR, f"{what} did not return within {format_seconds(limit)}")
 
     def handle_binding_failure(
         self,
@@ -429,7 +486,7 @@ class Scheduler:
         st: Status,
     ) -> None:
         """``handleBindingCycleError``: Unreserve, forget, requeue unless final, free resources."""
-        fw.run_unreserve(state, assumed, node)
+        unreserve(self, fw, state, assumed, node)
         # Not assumed any more: deleted (already removed) or confirmed by the watch.
         forgotten = self.cache.is_assumed(assumed) and self._cache_op(
             self.cache.forget_pod, assumed

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,18 +36,31 @@ def server_config(**top: Any) -> Any:
 
 
 class Boom(FilterPlugin, ScorePlugin):
-    """Raises for pods labelled boom=yes."""
+    """Raises for pods labelled boom=yes; hangs (for a while) for boom=hang."""
 
     name = "Boom"
 
-    def filter(self, state: Any, pod: Any, node: Any) -> None:
-        if pod.labels.get("boom") == "yes":
+    def _act(self, pod: Any) -> None:
+        how = pod.labels.get("boom")
+        if how == "yes":
             raise RuntimeError("kaboom")
+        if how == "hang":
+            time.sleep(5)
+
+    def filter(self, state: Any, pod: Any, node: Any) -> None:
+        self._act(pod)
 
     def score(self, state: Any, pod: Any, node: Any) -> int:
-        if pod.labels.get("boom") == "yes":
-            raise RuntimeError("kaboom")
+        self._act(pod)
         return 0
+
+
+def _boom_config() -> Any:
+    """One profile whose only Filter and Score plugin is Boom."""
+    boom = {"enabled": [{"name": "Boom"}]}
+    return server_config(
+        profiles=[{"schedulerName": "ksched", "plugins": {"filter": boom, "score": boom}}]
+    )
 
 
 def _registry() -> Registry:
@@ -159,17 +173,7 @@ async def test_oversize_bodies_get_400() -> None:
 
 
 async def test_plugin_failures() -> None:
-    cfg = server_config(
-        profiles=[
-            {
-                "schedulerName": "ksched",
-                "plugins": {
-                    "filter": {"enabled": [{"name": "Boom"}]},
-                    "score": {"enabled": [{"name": "Boom"}]},
-                },
-            }
-        ]
-    )
+    cfg = _boom_config()
     pod = golden_obj("pod.json")
     pod["metadata"]["labels"]["boom"] = "yes"
     args = {"Pod": pod, "Nodes": {"items": [golden_obj("node-a.json")]}}
@@ -179,6 +183,21 @@ async def test_plugin_failures() -> None:
         status, out = await c.json("prioritize", args)
         assert status == 500 and "kaboom" in out["Error"]
         assert "Traceback" not in out["Error"]
+
+
+async def test_hung_plugin_fails_the_request_only() -> None:
+    cfg = _boom_config()
+    pod = golden_obj("pod.json")
+    args = {"Pod": pod, "Nodes": {"items": [golden_obj("node-a.json")]}}
+    hung = {**args, "Pod": {**pod, "metadata": {**pod["metadata"], "labels": {"boom": "hang"}}}}
+    want = 'plugin "Boom" ({}) did not return within 0.05s'
+    async for c in _serve(ExtenderServer(cfg, _registry(), plugin_timeout=0.05)):
+        status, out = await c.json("filter", hung)
+        assert status == 200 and out["Error"] == want.format("filter") and out["Nodes"] is None
+        status, out = await c.json("prioritize", hung)
+        assert status == 500 and out["Error"] == want.format("score")
+        status, out = await c.json("filter", args)  # the next request is served as usual
+        assert status == 200 and out["Error"] == "" and len(out["Nodes"]["items"]) == 1
 
 
 async def test_health_metrics_and_methods(ext: Client) -> None:

@@ -4,14 +4,13 @@ bound, and what failures do to cache and queue. FakeClock only; nothing sleeps."
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
 import anyio.abc
 import msgspec
 import pytest
-import structlog
 
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import BindError
@@ -35,18 +34,6 @@ from tests.factories import make_node, make_pod
 from tests.queue._util import config
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def logs() -> Iterator[list[MutableMapping[str, Any]]]:
-    """Capture the scheduler's logs (and never write them to a stream another test closed)."""
-    with structlog.testing.capture_logs() as entries:
-        yield entries
 
 
 # -- fake plugins -------------------------------------------------------------------------

@@ -1,0 +1,173 @@
+"""Deadlines on plugin code: a plugin that hangs fails one pod's attempt, not the scheduler.
+
+kube-scheduler runs plugins in goroutines it never abandons, so a stuck plugin there
+stalls its cycle too; ksched goes further because third-party plugins are the point.
+
+* Synchronous extension points (PreFilter through Permit, Unreserve, the extender
+  server's verbs, /debug/explain) run under a ``SyncDeadline``: an interval timer
+  (``ITIMER_REAL``, so a plugin blocked in a syscall is interrupted as well as one
+  spinning) whose SIGALRM handler raises ``PluginTimeout`` into the running code. It is
+  a ``BaseException`` so that no ``except Exception`` on the way (the framework turns a
+  raising plugin into an Error status and carries on) swallows it and lets the cycle
+  call the stuck plugin again; the caller that armed the deadline catches it. Python
+  delivers signals to the main thread only, so elsewhere (an embedding program running
+  the scheduler in a thread) the deadline is off, as it is when something else already
+  owns SIGALRM (pytest-timeout, say).
+* Async extension points (PreBind, Bind, PostBind) are bounded with the event loop's
+  own timeouts by the binding cycle; ``culprit`` names the plugin for both.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterable
+from types import FrameType, TracebackType
+from typing import Any, TypeVar
+
+__all__ = [
+    "DEFAULT_BINDING_TIMEOUT",
+    "DEFAULT_PLUGIN_TIMEOUT",
+    "PluginTimeout",
+    "SyncDeadline",
+    "culprit",
+    "culprit_in_traceback",
+    "format_seconds",
+]
+
+# Synchronous plugin code of one scheduling cycle (or one extender request), seconds:
+# below the systemd unit's WatchdogSec (30 s), so a hung plugin fails its pod before
+# systemd would restart the whole scheduler for a stalled loop.
+DEFAULT_PLUGIN_TIMEOUT = 15.0
+# PreBind+Bind, and PostBind, of one binding cycle: VolumeBinding's bindTimeoutSeconds.
+DEFAULT_BINDING_TIMEOUT = 600.0
+
+_T = TypeVar("_T")
+_MAIN = threading.main_thread().ident
+
+
+class PluginTimeout(BaseException):
+    """Raised into synchronous plugin code that ran past its deadline."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def format_seconds(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+PluginIndex = Callable[[], dict[int, str]]
+
+
+def _plugin_frame(frames: Iterable[FrameType], plugins: dict[int, str]) -> str | None:
+    """``"Name" (method)`` of the outermost frame running a method of a known plugin:
+    where the framework called in, so the method names the extension point."""
+    for f in frames:  # outermost first
+        me = f.f_locals.get("self")
+        if me is not None and id(me) in plugins:
+            return f'"{plugins[id(me)]}" ({f.f_code.co_name})'
+    return None
+
+
+def culprit(frame: FrameType | None, plugins: dict[int, str]) -> str | None:
+    """The plugin whose code ``frame`` (or a caller of it) belongs to."""
+    chain: list[FrameType] = []
+    while frame is not None:
+        chain.append(frame)
+        frame = frame.f_back
+    return _plugin_frame(reversed(chain), plugins)
+
+
+def culprit_in_traceback(exc: BaseException | None, plugins: dict[int, str]) -> str | None:
+    """The plugin frame in ``exc``'s traceback or those it was raised from (a timeout's
+    own traceback ends where the cancellation was thrown in)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        frames: list[FrameType] = []
+        tb: TracebackType | None = exc.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        got = _plugin_frame(frames, plugins)
+        if got is not None:
+            return got
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+class _Alarm:
+    """The process's SIGALRM handler, shared by every deadline; at most one is armed."""
+
+    usable: bool | None = None
+    armed: SyncDeadline | None = None
+
+    @classmethod
+    def install(cls) -> bool:
+        """Whether a deadline can be armed from here: the signal goes to the main thread,
+        so only code running there can be interrupted by it."""
+        if threading.get_ident() != _MAIN:
+            return False
+        if cls.usable is None:
+            current = signal.getsignal(signal.SIGALRM)
+            cls.usable = current in (signal.SIG_DFL, signal.SIG_IGN, None)
+            if cls.usable:
+                signal.signal(signal.SIGALRM, cls.handler)
+        return cls.usable
+
+    @staticmethod
+    def handler(signum: int, frame: FrameType | None) -> None:
+        d = _Alarm.armed
+        if d is None or frame is None or frame.f_code in _EXIT_CODES:
+            return  # fired as the region ended: nothing left to interrupt
+        _Alarm.armed = None
+        raise PluginTimeout(d.message(frame))
+
+
+class SyncDeadline:
+    """``with deadline:`` bounds the synchronous code inside by ``seconds``.
+
+    Regions do not nest (an inner ``with`` while one is armed runs unbounded by its own
+    timer but stays under the outer one). ``seconds`` None or <= 0 disables it.
+    """
+
+    def __init__(self, seconds: float | None, plugins: PluginIndex | None = None) -> None:
+        self.seconds = seconds if seconds is not None and seconds > 0 else None
+        self._plugins = plugins
+        # Per ``with`` (innermost last): whether that region armed the timer.
+        self._regions: list[bool] = []
+
+    @property
+    def enabled(self) -> bool:
+        return self.seconds is not None and _Alarm.install()
+
+    def message(self, frame: FrameType | None) -> str:
+        assert self.seconds is not None
+        who = culprit(frame, self._plugins()) if self._plugins is not None else None
+        what = f"plugin {who}" if who else "plugin code"
+        return f"{what} did not return within {format_seconds(self.seconds)}"
+
+    def __enter__(self) -> SyncDeadline:
+        mine = self.seconds is not None and _Alarm.armed is None and _Alarm.install()
+        self._regions.append(mine)
+        if mine:
+            _Alarm.armed = self
+            signal.setitimer(signal.ITIMER_REAL, self.seconds or 0.0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._regions.pop():
+            _Alarm.armed = None
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        with self:
+            return fn(*args)
+
+
+_EXIT_CODES = frozenset({SyncDeadline.__exit__.__code__})
