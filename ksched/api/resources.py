@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .objects import Container, InvalidObjectError, Pod, Quantity
+from .objects import Container, InvalidObjectError, Pod, PodSpec, Quantity
 from .quantity import QuantityError, milli_value, parse_quantity, value
 from .validation import is_qualified_name
 
@@ -27,10 +27,12 @@ __all__ = [
     "ResourceError",
     "is_extended_resource",
     "is_scalar_resource",
+    "is_supported_pod_level_resource",
     "pod_requests",
 ]
 
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+HUGEPAGES_PREFIX = "hugepages-"
 DEFAULT_MILLI_CPU_REQUEST = 100  # 0.1 core, schedutil.DefaultMilliCPURequest
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # 200 MB, schedutil.DefaultMemoryRequest
 
@@ -51,11 +53,16 @@ def is_extended_resource(name: str) -> bool:
     return is_qualified_name("requests." + name)
 
 
+def is_supported_pod_level_resource(name: str) -> bool:
+    """``resourcehelper.IsSupportedPodLevelResource``: what ``spec.resources`` may set."""
+    return name in (CPU, MEMORY) or name.startswith(HUGEPAGES_PREFIX)
+
+
 def is_scalar_resource(name: str) -> bool:
     """``schedutil.IsScalarResourceName``."""
     return (
         is_extended_resource(name)
-        or name.startswith("hugepages-")
+        or name.startswith(HUGEPAGES_PREFIX)
         or is_prefixed_native(name)
         or name.startswith("attachable-volumes-")
     )
@@ -183,11 +190,19 @@ class Resource:
 
 @dataclass(slots=True)
 class PodRequests:
-    """What a pod asks for: exact requests for filtering, non-zero ones for scoring."""
+    """What a pod asks for: exact requests for filtering, and non-zero cpu/memory twice.
+
+    ``non_zero_*`` is what a NodeInfo accounts for the pod (``PodInfo.CalculateResource``),
+    ``score_*`` what the resource-allocation scorer uses for the pod being scheduled
+    (``calculatePodResourceRequest``). Upstream defaults missing requests differently in
+    the two once pod-level requests are set, so they can differ for such pods only.
+    """
 
     requests: Resource
     non_zero_milli_cpu: int
     non_zero_memory: int
+    score_milli_cpu: int
+    score_memory: int
 
 
 # Exact resource lists: upstream adds and maxes ``resource.Quantity`` values and only
@@ -262,14 +277,63 @@ def _aggregate(
     return total
 
 
-def _with_defaults(reqs: _Exact) -> _Exact:
-    """``applyNonMissing``: cpu/memory defaults for a container that requests none."""
-    if CPU in reqs and MEMORY in reqs:
+def _with_defaults(reqs: _Exact, defaults: Mapping[str, int] = _NON_MISSING) -> _Exact:
+    """``applyNonMissing``: ``defaults`` for what a container does not request at all."""
+    if all(k in reqs for k in defaults):
         return reqs
     out = dict(reqs)
-    for k, v in _NON_MISSING.items():
+    for k, v in defaults.items():
         out.setdefault(k, v)
     return out
+
+
+def _pod_level_requests(spec: PodSpec, ref: str, containers: Mapping[str, int]) -> _Exact:
+    """The supported pod-level requests (``spec.resources.requests``), empty when unset.
+
+    Like container requests defaulted from limits, the apiserver's pod-level defaulting
+    (``defaultHugePagePodLimits``, then ``defaultPodRequests``) is redone here for
+    manifests that never went through one; on a pod that did it changes nothing.
+    ``containers`` is the aggregate of the containers' requests.
+    """
+    res = spec.resources
+    if res is None or not (res.requests or res.limits):
+        return {}
+    where = f"{ref}: spec.resources"
+    supported = {k: q for k, q in res.requests.items() if is_supported_pod_level_resource(k)}
+    reqs = _exact(supported, f"{where}.requests")
+    supported = {k: q for k, q in res.limits.items() if is_supported_pod_level_resource(k)}
+    lims = _exact(supported, f"{where}.limits")
+    has_limits = bool(res.limits)
+    # Hugepages the containers limit, and the pod neither requests nor limits, get a
+    # pod-level limit of the containers' aggregate.
+    huge = _aggregate(
+        (
+            _hugepage_limits(c, f"{ref}: spec.containers[{i}]")
+            for i, c in enumerate(spec.containers)
+        ),
+        (
+            (_hugepage_limits(c, f"{ref}: spec.initContainers[{i}]"), c.restart_policy == "Always")
+            for i, c in enumerate(spec.init_containers)
+        ),
+    )
+    for k, v in huge.items():
+        if k not in res.requests and k not in lims:
+            lims[k] = v
+            has_limits = True
+    if has_limits:
+        # A pod with limits requests the containers' aggregate of cpu/memory (the
+        # overcommittable resources), else its limit.
+        for k in (CPU, MEMORY):
+            if k in containers and k not in reqs:
+                reqs[k] = containers[k]
+        for k, v in lims.items():
+            reqs.setdefault(k, v)
+    return reqs
+
+
+def _hugepage_limits(c: Container, where: str) -> _Exact:
+    lim = {k: q for k, q in c.resources.limits.items() if k.startswith(HUGEPAGES_PREFIX)}
+    return _exact(lim, f"{where}.resources.limits") if lim else {}
 
 
 def _round(nanos: int, unit: int = _NANO) -> int:
@@ -279,9 +343,12 @@ def _round(nanos: int, unit: int = _NANO) -> int:
 
 
 def pod_requests(pod: Pod) -> PodRequests:
-    """Effective requests (filtering) and non-zero requests (scoring) for ``pod``.
+    """Effective requests (filtering) and non-zero requests (NodeInfo, scoring) for ``pod``.
 
-    Raises ``ResourceError`` naming the pod and field when a quantity does not parse.
+    ``resourcehelper.PodRequests``: the containers' aggregate, in which pod-level requests
+    replace the resources they set (PodLevelResources, on by default upstream), plus
+    overhead. Raises ``ResourceError`` naming the pod and field when a quantity does not
+    parse.
     """
     ref = f"Pod {pod.metadata.namespace}/{pod.metadata.name}"
     spec = pod.spec
@@ -294,11 +361,30 @@ def pod_requests(pod: Pod) -> PodRequests:
         for i, c in enumerate(spec.init_containers)
     ]
     full = _aggregate(cs, ics)
-    nz = _aggregate([_with_defaults(c) for c in cs], [(_with_defaults(c), a) for c, a in ics])
-    if spec.overhead:
-        over = _exact(spec.overhead, f"{ref}: spec.overhead")
-        _add(full, over)
-        _add(nz, over)
+    pod_level = _pod_level_requests(spec, ref, full)
+    over = _exact(spec.overhead, f"{ref}: spec.overhead") if spec.overhead else {}
+
+    def total(containers: _Exact) -> _Exact:
+        containers.update(pod_level)
+        _add(containers, over)
+        return containers
+
+    def with_defaults(defaults: Mapping[str, int]) -> _Exact:
+        return total(
+            _aggregate(
+                [_with_defaults(c, defaults) for c in cs],
+                [(_with_defaults(c, defaults), a) for c, a in ics],
+            )
+        )
+
+    full = total(full)
+    # The scorer defaults every container's missing cpu/memory; a NodeInfo does too,
+    # unless the pod has pod-level requests: then only what the pod requests nowhere.
+    score = with_defaults(_NON_MISSING)
+    node = score
+    if pod_level:
+        missing = {k: v for k, v in _NON_MISSING.items() if k not in full}
+        node = with_defaults(missing) if missing else full
     req = Resource()
     for name, q in full.items():
         if name == CPU:
@@ -309,4 +395,11 @@ def pod_requests(pod: Pod) -> PodRequests:
             req.ephemeral_storage = _round(q)
         elif name != PODS and is_scalar_resource(name):
             req.scalar[name] = _round(q)
-    return PodRequests(req, _round(nz.get(CPU, 0), _NANO // 1000), _round(nz.get(MEMORY, 0)))
+    milli = _NANO // 1000
+    return PodRequests(
+        req,
+        _round(node.get(CPU, 0), milli),
+        _round(node.get(MEMORY, 0)),
+        _round(score.get(CPU, 0), milli),
+        _round(score.get(MEMORY, 0)),
+    )

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.objects import Container, InvalidObjectError, Node, Pod, PodSpec
+from ..api.objects import InvalidObjectError, Node, Pod, PodSpec, ResourceRequirements
 from ..api.resources import CPU, MEMORY, PodRequests, Resource, ResourceError, pod_requests
 
 __all__ = [
@@ -90,7 +90,11 @@ class PodInfo:
     ``error`` is set instead of raising when the pod's resources do not parse: the
     scheduling cycle reports it as the pod's Unschedulable message.
 
-    ``requests``, ``non_zero_cpu``, ``non_zero_mem`` and ``error`` are worked out on first
+    ``non_zero_cpu``/``non_zero_mem`` are what a NodeInfo accounts for the pod,
+    ``score_cpu``/``score_mem`` what the resource scorers use for it as the pod being
+    scheduled (they differ only with pod-level requests, see ``PodRequests``).
+
+    ``requests``, the non-zero figures and ``error`` are worked out on first
     use (``__getattr__`` runs only while a slot is unset): most versions of a pod the
     informer decodes (each update of a bound pod) are never asked, and a version whose
     spec equals one already worked out can take its values (``share_derived``).
@@ -105,12 +109,16 @@ class PodInfo:
         "pod",
         "raw",
         "requests",
+        "score_cpu",
+        "score_mem",
     )
 
     error: str | None
     requests: Resource
     non_zero_cpu: int
     non_zero_mem: int
+    score_cpu: int
+    score_mem: int
 
     def __init__(self, pod: Pod, raw: dict[str, Any] | None = None) -> None:
         self.pod = pod
@@ -144,12 +152,13 @@ class PodInfo:
                     _REQUESTS_MEMO[key] = pr
         if pr is None:
             self.requests = Resource()
-            self.non_zero_cpu = 0
-            self.non_zero_mem = 0
+            self.non_zero_cpu = self.non_zero_mem = self.score_cpu = self.score_mem = 0
         else:
             self.requests = pr.requests
             self.non_zero_cpu = pr.non_zero_milli_cpu
             self.non_zero_mem = pr.non_zero_memory
+            self.score_cpu = pr.score_milli_cpu
+            self.score_mem = pr.score_memory
         if not _has(self, "error"):  # a decoding error set by hand wins
             self.error = error
 
@@ -161,6 +170,8 @@ class PodInfo:
         self.requests = other.requests
         self.non_zero_cpu = other.non_zero_cpu
         self.non_zero_mem = other.non_zero_mem
+        self.score_cpu = other.score_cpu
+        self.score_mem = other.score_mem
         if not _has(self, "error"):
             self.error = other.error
 
@@ -222,13 +233,17 @@ class PodInfo:
         out.requests = self.requests
         out.non_zero_cpu = self.non_zero_cpu
         out.non_zero_mem = self.non_zero_mem
+        out.score_cpu = self.score_cpu
+        out.score_mem = self.score_mem
         return out
 
     def __repr__(self) -> str:
         return f"PodInfo({self.key})"
 
 
-_DERIVED = frozenset({"requests", "non_zero_cpu", "non_zero_mem", "error"})
+_DERIVED = frozenset(
+    {"requests", "non_zero_cpu", "non_zero_mem", "score_cpu", "score_mem", "error"}
+)
 
 # Requests per distinct resource spec: the replicas of a workload share theirs, so
 # quantities are parsed once per workload rather than once per pod (the parse costs
@@ -238,20 +253,24 @@ _REQUESTS_MEMO: dict[Hashable, PodRequests] = {}
 _REQUESTS_MEMO_SIZE = 4096
 
 
-def _resources_key(c: Container) -> tuple[Any, ...]:
-    r = c.resources
+def _resources_key(r: ResourceRequirements) -> tuple[Any, ...]:
     return (tuple(r.requests.items()), tuple(r.limits.items()))
 
 
 def _requests_key(spec: PodSpec) -> Hashable:
     """Everything of ``spec`` that ``pod_requests`` reads (its error messages aside)."""
     cs = spec.containers
-    if len(cs) == 1 and not spec.init_containers and not spec.overhead:
-        return _resources_key(cs[0])  # the usual pod: a pair, never equal to the triple
+    pod_level = spec.resources
+    if len(cs) == 1 and not spec.init_containers and not spec.overhead and pod_level is None:
+        return _resources_key(cs[0].resources)  # the usual pod: a pair, never equal to the 4-tuple
     return (
-        tuple(_resources_key(c) for c in cs),
-        tuple((_resources_key(c), c.restart_policy == "Always") for c in spec.init_containers),
+        tuple(_resources_key(c.resources) for c in cs),
+        tuple(
+            (_resources_key(c.resources), c.restart_policy == "Always")
+            for c in spec.init_containers
+        ),
         tuple(spec.overhead.items()),
+        None if pod_level is None else _resources_key(pod_level),
     )
 
 

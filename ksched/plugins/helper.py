@@ -74,6 +74,8 @@ def requests_fragment(pod: PodInfo) -> tuple[Any, ...]:
         tuple(sorted(r.scalar.items())),
         pod.non_zero_cpu,
         pod.non_zero_mem,
+        pod.score_cpu,
+        pod.score_mem,
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
-from ksched.api.objects import InvalidObjectError, Pod, decode
+from ksched.api.objects import InvalidObjectError, Pod, ResourceRequirements, decode
 from ksched.api.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -15,6 +16,7 @@ from ksched.api.resources import (
     ResourceError,
     is_extended_resource,
     is_scalar_resource,
+    is_supported_pod_level_resource,
     pod_requests,
 )
 
@@ -466,3 +468,300 @@ def test_resource_vector_arithmetic() -> None:
     assert (m.milli_cpu, m.memory, m.scalar) == (1000, 2 * GI, {"x/y": 2, "a/b": 1})
     assert a.scalar == {"x/y": 1}  # clone did not share the dict
     assert a.get("x/y") == 1 and a.get("cpu") == 1000 and a.get("none/such") == 0
+
+
+# ---- pod-level resources (PodLevelResources) -------------------------------------------
+
+
+def pl_pod(
+    containers: list[dict[str, Any]],
+    requests: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+    init: list[dict[str, Any]] | None = None,
+    overhead: dict[str, Any] | None = None,
+) -> Pod:
+    """A pod with ``spec.resources`` (pod-level requests and limits)."""
+    p = pod(containers, init, overhead)
+    res: dict[str, Any] = {}
+    if requests is not None:
+        res["requests"] = requests
+    if limits is not None:
+        res["limits"] = limits
+    spec = msgspec.structs.replace(p.spec, resources=decode(res, ResourceRequirements))
+    return msgspec.structs.replace(p, spec=spec)
+
+
+HP2, HP1G = "hugepages-2Mi", "hugepages-1Gi"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("cpu", True), ("memory", True), ("ephemeral-storage", False), (HP2, True), (HP1G, True)],
+)
+def test_supported_pod_level_resources(name: str, expected: bool) -> None:
+    """Upstream TestIsSupportedPodLevelResource."""
+    assert is_supported_pod_level_resource(name) is expected
+
+
+MINI = {"cpu": "2m", "memory": "3Mi"}
+INIT = {"cpu": "4m", "memory": "5Mi"}
+BIG_INIT = {"cpu": "8m", "memory": "6Mi"}
+
+
+# Upstream TestPodLevelResourceRequests (SkipPodLevelResources=false; ksched has the gate
+# on). The unsupported resource is ephemeral-storage here, upstream's "storage" being a
+# name the scheduler's Resource does not count.
+@pytest.mark.parametrize(
+    ("pl_requests", "pl_limits", "containers", "init", "want"),
+    [
+        pytest.param(None, None, [], None, {}, id="nil"),
+        pytest.param({"memory": "2Mi"}, None, [], None, {"memory": 2 * MI}, id="pod memory"),
+        pytest.param(
+            {"memory": "2Mi"},
+            None,
+            [c({"cpu": "2m"})],
+            None,
+            {"memory": 2 * MI, "cpu": 2},
+            id="pod level memory and container level cpu",
+        ),
+        pytest.param(
+            {"ephemeral-storage": "2Mi"},
+            None,
+            [c({"ephemeral-storage": "3Mi"})],
+            None,
+            {"ephemeral-storage": 3 * MI},
+            id="unsupported resource at both levels",
+        ),
+        pytest.param(
+            {"ephemeral-storage": "2Mi"},
+            None,
+            [c({"memory": "3Mi"})],
+            None,
+            {"memory": 3 * MI},
+            id="unsupported resource at pod level",
+        ),
+        pytest.param(None, None, [c(MINI)], None, {"memory": 3 * MI, "cpu": 2}, id="containers"),
+        pytest.param(
+            {"memory": "6Mi", "cpu": "8m"},
+            None,
+            [c(MINI)],
+            None,
+            {"memory": 6 * MI, "cpu": 8},
+            id="both levels",
+        ),
+        pytest.param(
+            None, None, [c(MINI)], [c(INIT)], {"memory": 5 * MI, "cpu": 4}, id="init container"
+        ),
+        pytest.param(
+            None,
+            None,
+            [c(MINI)],
+            [c(INIT, sidecar=True)],
+            {"memory": 8 * MI, "cpu": 6},
+            id="sidecar container",
+        ),
+        pytest.param(
+            None,
+            None,
+            [c(MINI)],
+            [c(INIT, sidecar=True), c(BIG_INIT)],
+            {"memory": 11 * MI, "cpu": 12},
+            id="init and sidecar containers",
+        ),
+        pytest.param(
+            {"memory": "15Mi", "cpu": "18m"},
+            None,
+            [c(MINI)],
+            [c(INIT, sidecar=True), c(BIG_INIT)],
+            {"memory": 15 * MI, "cpu": 18},
+            id="pod level with init and sidecar containers",
+        ),
+        pytest.param(
+            {"memory": "10Mi", HP2: "2Mi"},
+            {HP2: "2Mi"},
+            [],
+            None,
+            {"memory": 10 * MI, HP2: 2 * MI},
+            id="hugepages single page size",
+        ),
+        pytest.param(
+            {"cpu": "1", HP2: "2Mi", HP1G: "1Gi"},
+            {HP2: "2Mi", HP1G: "1Gi"},
+            [],
+            None,
+            {"cpu": 1000, HP2: 2 * MI, HP1G: GI},
+            id="hugepages multiple page sizes",
+        ),
+        pytest.param(
+            {"cpu": "1", HP2: "10Mi"},
+            {HP2: "10Mi"},
+            [c({HP2: "6Mi"}, {HP2: "6Mi"})],
+            None,
+            {"cpu": 1000, HP2: 10 * MI},
+            id="hugepages at both levels",
+        ),
+        pytest.param(
+            {"cpu": "1", HP2: "10Mi", HP1G: "2Gi"},
+            {HP2: "10Mi", HP1G: "2Gi"},
+            [c({"cpu": "1", HP1G: "2Gi"}, {HP1G: "2Gi"})],
+            None,
+            {"cpu": 1000, HP2: 10 * MI, HP1G: 2 * GI},
+            id="hugepages multiple page sizes at both levels",
+        ),
+        pytest.param(
+            {"cpu": "1", HP2: "10Mi"},
+            {HP2: "10Mi"},
+            [c({"memory": "4Mi", HP1G: "1Gi"}, {HP1G: "1Gi"})],
+            None,
+            {"cpu": 1000, "memory": 4 * MI, HP2: 10 * MI, HP1G: GI},
+            id="hugepage sizes split between pod and container level",
+        ),
+    ],
+)
+def test_pod_level_requests_table(
+    pl_requests: dict[str, Any] | None,
+    pl_limits: dict[str, Any] | None,
+    containers: list[dict[str, Any]],
+    init: list[dict[str, Any]] | None,
+    want: dict[str, int],
+) -> None:
+    p = pl_pod(containers, pl_requests, pl_limits, init)
+    got = {k: v for k, v in pod_requests(p).requests.to_dict().items() if v}
+    assert got == want
+
+
+# Upstream TestPodInfoCalculateResources (pod-level cases): what a NodeInfo accounts.
+@pytest.mark.parametrize(
+    ("pl_requests", "containers", "init", "want", "non_zero"),
+    [
+        pytest.param(
+            {"cpu": "1200m", "memory": "1200Mi"},
+            [c({"cpu": "500m", "memory": "500Mi"})],
+            [c({"cpu": "500m", "memory": "500Mi"})],
+            {"cpu": 1200, "memory": 1200 * MI},
+            (1200, 1200 * MI),
+            id="container and init container with pod-level requests",
+        ),
+        pytest.param(
+            {"cpu": "1200m", "memory": "1200Mi"},
+            [c({"cpu": "500m", "memory": "500Mi"})],
+            [c({"cpu": "500m", "memory": "500Mi"}, sidecar=True)],
+            {"cpu": 1200, "memory": 1200 * MI},
+            (1200, 1200 * MI),
+            id="container and sidecar container with pod-level requests",
+        ),
+        pytest.param(
+            {"memory": "1200Mi"},
+            [c()],
+            [c()],
+            {"memory": 1200 * MI},
+            (DEFAULT_MILLI_CPU_REQUEST, 1200 * MI),
+            id="pod-level memory requests",
+        ),
+        pytest.param(
+            {"cpu": "500m"},
+            [c()],
+            [c()],
+            {"cpu": 500},
+            (500, DEFAULT_MEMORY_REQUEST),
+            id="pod-level cpu requests",
+        ),
+        pytest.param(
+            {"cpu": "500m"},
+            [c({"ephemeral-storage": "800Mi"})],
+            [c({"ephemeral-storage": "500Mi"})],
+            {"cpu": 500, "ephemeral-storage": 800 * MI},
+            (500, DEFAULT_MEMORY_REQUEST),
+            id="unsupported container resources and pod-level supported resources",
+        ),
+        # Not upstream's table: pod-level requests naming only unsupported resources are
+        # not pod-level requests, so every container gets the defaults as usual.
+        pytest.param(
+            {"ephemeral-storage": "1Gi"},
+            [c({"cpu": "300m"}), c()],
+            None,
+            {"cpu": 300},
+            (400, 2 * DEFAULT_MEMORY_REQUEST),
+            id="only unsupported pod-level requests",
+        ),
+    ],
+)
+def test_pod_level_non_zero_requests(
+    pl_requests: dict[str, Any],
+    containers: list[dict[str, Any]],
+    init: list[dict[str, Any]] | None,
+    want: dict[str, int],
+    non_zero: tuple[int, int],
+) -> None:
+    pr = pod_requests(pl_pod(containers, pl_requests, init=init))
+    assert {k: v for k, v in pr.requests.to_dict().items() if v} == want
+    assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == non_zero
+
+
+def test_scorer_defaults_every_container_even_with_pod_level_requests() -> None:
+    """calculatePodResourceRequest defaults each container's missing cpu/memory before
+    pod-level requests replace cpu; a NodeInfo defaults only what the pod requests nowhere."""
+    pr = pod_requests(pl_pod([c({"memory": "1Gi"}), c()], {"cpu": "1"}))
+    assert (pr.requests.milli_cpu, pr.requests.memory) == (1000, GI)
+    assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == (1000, GI)
+    assert (pr.score_milli_cpu, pr.score_memory) == (1000, GI + DEFAULT_MEMORY_REQUEST)
+    # Without pod-level requests both are the same.
+    pr = pod_requests(pod([c({"memory": "1Gi"}), c()]))
+    assert (pr.score_milli_cpu, pr.score_memory) == (pr.non_zero_milli_cpu, pr.non_zero_memory)
+    assert (pr.score_milli_cpu, pr.score_memory) == (200, GI + DEFAULT_MEMORY_REQUEST)
+
+
+def test_overhead_is_added_to_pod_level_requests() -> None:
+    p = pl_pod(
+        [c({"cpu": "2"})],
+        {"cpu": "1", "memory": "1Gi"},
+        overhead={"cpu": "250m", "memory": "120Mi"},
+    )
+    pr = pod_requests(p)
+    want = (1250, GI + 120 * MI)
+    assert (pr.requests.milli_cpu, pr.requests.memory) == want
+    assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == want
+    assert (pr.score_milli_cpu, pr.score_memory) == want
+
+
+# ---- pod-level defaulting, as the apiserver does it -------------------------------------
+
+
+def test_pod_level_limits_default_the_requests() -> None:
+    pr = pod_requests(pl_pod([c(), c()], limits={"cpu": "2", "memory": "1Gi"}))
+    assert (pr.requests.milli_cpu, pr.requests.memory) == (2000, GI)
+    assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == (2000, GI)
+    assert (pr.score_milli_cpu, pr.score_memory) == (2000, GI)
+
+
+def test_container_requests_win_over_pod_level_limits() -> None:
+    """With pod-level limits, cpu/memory the containers request default the pod-level
+    request to their aggregate (so the scorer's per-container defaults are replaced)."""
+    pr = pod_requests(pl_pod([c({"cpu": "100m"}), c()], limits={"cpu": "2", "memory": "1Gi"}))
+    assert (pr.requests.milli_cpu, pr.requests.memory) == (100, GI)
+    assert (pr.score_milli_cpu, pr.score_memory) == (100, GI)
+    # Pod-level requests alone default nothing: the second container's default counts.
+    pr = pod_requests(pl_pod([c({"cpu": "100m"}), c()], {"memory": "1Gi"}))
+    assert (pr.requests.milli_cpu, pr.requests.memory) == (100, GI)
+    assert (pr.score_milli_cpu, pr.score_memory) == (200, GI)
+
+
+def test_container_hugepage_limits_become_pod_level_limits() -> None:
+    """defaultHugePagePodLimits: the containers' hugepage limits give the pod limits, which
+    then default the pod-level cpu/memory requests from the containers."""
+    hp = c({"cpu": "100m", HP2: "4Mi"}, {HP2: "4Mi"})
+    pr = pod_requests(pl_pod([hp, c()], {"memory": "1Gi"}))
+    assert pr.requests.scalar == {HP2: 4 * MI}
+    assert (pr.requests.milli_cpu, pr.requests.memory) == (100, GI)
+    assert (pr.score_milli_cpu, pr.score_memory) == (100, GI)
+    # A pod-level hugepage request stops that defaulting.
+    pr = pod_requests(pl_pod([hp, c()], {"memory": "1Gi", HP2: "6Mi"}))
+    assert pr.requests.scalar == {HP2: 6 * MI}
+    assert (pr.score_milli_cpu, pr.score_memory) == (200, GI)
+
+
+def test_pod_level_error_names_the_field() -> None:
+    with pytest.raises(ResourceError, match=r"^Pod ns/p: spec\.resources\.requests\.cpu: "):
+        pod_requests(pl_pod([c()], {"cpu": "lots"}))
+    with pytest.raises(ResourceError, match=r"^Pod ns/p: spec\.resources\.limits\.memory: "):
+        pod_requests(pl_pod([c()], limits={"memory": "1GiB"}))

@@ -56,3 +56,30 @@ def test_memo_is_bounded(monkeypatch: Any) -> None:
     pods = [make_pod(cpu=f"{i + 1}m") for i in range(7)]
     assert [p.requests.milli_cpu for p in pods] == [1, 2, 3, 4, 5, 6, 7]
     assert len(types._REQUESTS_MEMO) <= 3
+
+
+def test_pod_level_resources_key_the_requests() -> None:
+    """Pods differing only in spec.resources never share requests, even single-container."""
+    plain = make_pod(cpu="1")
+    pod_level = make_pod(cpu="1", resources={"requests": {"cpu": "2"}})
+    limits = make_pod(cpu="1", resources={"limits": {"memory": "1Gi"}})
+    empty = make_pod(cpu="1", resources={})
+    assert plain.requests.milli_cpu == 1000
+    assert pod_level.requests.milli_cpu == 2000 and pod_level.requests is not plain.requests
+    assert limits.requests.memory == 2**30 and limits.requests is not plain.requests
+    assert empty.requests.milli_cpu == 1000
+    again = make_pod(cpu="1", resources={"requests": {"cpu": "2"}})
+    assert again.requests is pod_level.requests
+    assert (again.score_cpu, again.score_mem) == (pod_level.score_cpu, pod_level.score_mem)
+
+
+def test_assumed_copy_and_equal_versions_share_the_score_figures() -> None:
+    p = make_pod(containers=[_c("a", memory="1Gi"), _c("b")], resources={"requests": {"cpu": "1"}})
+    assert (p.non_zero_cpu, p.non_zero_mem) == (1000, 2**30)
+    assert (p.score_cpu, p.score_mem) == (1000, 2**30 + 200 * 2**20)
+    later = p.with_pod(p.pod)
+    later.share_derived(p)
+    for copy in (p.assumed_on("n1"), later):
+        # taken over, not worked out again on first use
+        assert types._has(copy, "score_cpu") and types._has(copy, "score_mem")
+        assert (copy.score_cpu, copy.score_mem) == (p.score_cpu, p.score_mem)

@@ -245,3 +245,38 @@ def test_registered_with_framework() -> None:
     spec = default_registry(entry_points=False).get("NodeResourcesBalancedAllocation")
     assert spec is not None and spec.cls is BalancedAllocation
     assert spec.points == ["preScore", "score"]
+
+
+def pl_pod(*reqs: dict[str, str], pod_level: dict[str, str], node: str = "") -> PodInfo:
+    return make_pod(
+        containers=[{"name": f"c{i}", "resources": {"requests": r}} for i, r in enumerate(reqs)],
+        node_name=node,
+        resources={"requests": pod_level},
+    )
+
+
+def test_pod_level_requests_replace_the_containers() -> None:
+    """The pod and the node's pods are scored by their pod-level requests, as if their
+    containers asked for them; a pod whose containers request nothing is not best-effort."""
+    nodes = [mk_node("node1", 4000, 10000), mk_node("node2", 6000, 10000)]
+    level = {"cpu": "3000m", "memory": "2000"}
+    got = run(
+        DEFAULT,
+        pl_pod(cpu_mem("100m", "100"), pod_level=level),
+        nodes,
+        [pl_pod(cpu_mem("100m", "100"), pod_level={"cpu": "1000m"}, node="node1")],
+    )
+    want = run(DEFAULT, pod(level), nodes, [pod(cpu_mem("1000m", "100"), node="node1")])
+    containers_only = run(
+        DEFAULT, pod(cpu_mem("100m", "100")), nodes, [pod(cpu_mem("100m", "100"), node="node1")]
+    )
+    assert got == want != containers_only
+    assert run(DEFAULT, pl_pod({}, pod_level={"cpu": "1000m"}), nodes, []) is not None
+
+
+def test_signature_follows_pod_level_requests() -> None:
+    plugin = BalancedAllocation()
+    a = pl_pod(cpu_only("100m"), pod_level={"cpu": "1"})
+    assert plugin.sign_pod(a) == plugin.sign_pod(pl_pod(cpu_only("100m"), pod_level={"cpu": "1"}))
+    assert plugin.sign_pod(a) != plugin.sign_pod(pl_pod(cpu_only("100m"), pod_level={"cpu": "2"}))
+    assert plugin.sign_pod(a) != plugin.sign_pod(pod(cpu_only("100m")))

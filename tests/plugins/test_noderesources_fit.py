@@ -441,23 +441,6 @@ def test_enough_requests(
     _check_enough(make, node_pods, args, want)
 
 
-def _pod_level_supported() -> bool:
-    p = make_pod(
-        containers=[{"name": "c", "resources": {"requests": {"cpu": "1m"}}}],
-        resources={"requests": {"cpu": "7m"}},
-    )
-    return p.requests.milli_cpu == 7
-
-
-# PodInfo (ksched.api.resources.pod_requests) does not read spec.resources yet.
-POD_LEVEL_XFAIL = pytest.mark.xfail(
-    not _pod_level_supported(),
-    strict=False,
-    reason="PodInfo.requests ignores pod-level resources (spec.resources)",
-)
-
-
-@POD_LEVEL_XFAIL
 @pytest.mark.parametrize(
     ("name", "make", "node_pods", "args", "want"), POD_LEVEL, ids=[c[0] for c in POD_LEVEL]
 )
@@ -725,10 +708,8 @@ _SCALE_DOWN: list[Any] = [
 
 @pytest.mark.parametrize(
     ("name", "pod", "old", "new", "want"),
-    [
-        pytest.param(*c, id=c[0], marks=[POD_LEVEL_XFAIL] if "pod-level" in c[0] else [])
-        for c in _SCALE_DOWN
-    ],
+    _SCALE_DOWN,
+    ids=[c[0] for c in _SCALE_DOWN],
 )
 def test_hint_pod_scale_down(name: str, pod: Any, old: Any, new: Any, want: str) -> None:
     p, o, n = pod(), old(), new()
@@ -955,3 +936,19 @@ def test_registered_with_framework() -> None:
     spec = reg.get("NodeResourcesFit")
     assert spec is not None and spec.cls is Fit
     assert spec.points == ["preFilter", "filter", "preScore", "score"]
+
+
+def test_signature_follows_pod_level_resources() -> None:
+    fit = Fit()
+
+    def pl(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Any:
+        res = {k: v for k, v in (("requests", requests), ("limits", limits)) if v is not None}
+        containers = [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}, {"name": "b"}]
+        return fit.sign_pod(make_pod(containers=containers, resources=res))
+
+    assert pl({"cpu": "1"}) == pl({"cpu": "1"})
+    assert pl({"cpu": "1"}) != pl({"cpu": "2"})
+    # Equal requests and NodeInfo figures; only the scorer's cpu differs (100m: the pod-level
+    # request defaulted from the containers, vs. 200m: a default for container b).
+    with_limits, requests_only = pl(limits={"memory": "1Gi"}), pl({"memory": "1Gi"})
+    assert with_limits != requests_only

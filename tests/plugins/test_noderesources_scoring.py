@@ -569,3 +569,39 @@ def test_default_args_are_least_allocated_cpu_memory() -> None:
     assert fit.args == FitArgs.parse("NodeResourcesFit", {})
     default = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
     assert fit.args.scoring_strategy.resources == default
+
+
+# ---- pod-level resources ---------------------------------------------------------------
+
+
+def pl_pod(*reqs: dict[str, str], pod_level: dict[str, str], node: str = "") -> PodInfo:
+    """``pod(*reqs)`` with pod-level requests (spec.resources.requests)."""
+    return make_pod(
+        containers=[{"name": f"c{i}", "resources": {"requests": r}} for i, r in enumerate(reqs)],
+        node_name=node,
+        resources={"requests": pod_level},
+    )
+
+
+N_4C_1000MI = {"cpu": "4", "memory": "1000Mi"}
+LEAST_DEFAULT = strategy("LeastAllocated", DEFAULT)
+
+
+def test_pod_level_cpu_replaces_the_container_default() -> None:
+    # cpu 1000m (pod level, not the 100m default): 75; memory 200Mi (default): 80.
+    p = pl_pod({}, pod_level={"cpu": "1"})
+    assert scores(LEAST_DEFAULT, p, [cap_node("n1", N_4C_1000MI)], []) == [77]
+
+
+def test_incoming_pod_level_pod_gets_a_default_per_container_lacking_memory() -> None:
+    # cpu 1000m: 75; memory 100Mi + 200Mi (the second container's default): 70.
+    p = pl_pod({"memory": "100Mi"}, {}, pod_level={"cpu": "1"})
+    assert scores(LEAST_DEFAULT, p, [cap_node("n1", N_4C_1000MI)], []) == [72]
+
+
+def test_assigned_pod_level_pod_is_accounted_without_per_container_defaults() -> None:
+    # The node holds cpu 2000m and memory 100Mi only (no default for the second container,
+    # the pod requesting memory): with the incoming 1000m/100Mi, cpu 25 and memory 80.
+    existing = pl_pod({"memory": "100Mi"}, {}, pod_level={"cpu": "2"}, node="n1")
+    p = pod({"cpu": "1", "memory": "100Mi"})
+    assert scores(LEAST_DEFAULT, p, [cap_node("n1", N_4C_1000MI)], [existing]) == [52]

@@ -242,3 +242,27 @@ def test_malformed_selector_operator_only_fails_that_pod() -> None:
     assert res["bad-op"].status == "Unschedulable"
     assert "Pod default/bad-op" in res["bad-op"].message
     assert "operator" in res["bad-op"].message and "Sometimes" in res["bad-op"].message
+
+
+def test_pod_level_requests_decide_fit_not_the_container_sum() -> None:
+    """A pod-level request above its containers' sum does not fit a node the sum fits, and
+    a placed pod takes its pod-level request (not its containers') from the node."""
+    res = run(
+        [
+            node("n1", cpu="1"),
+            pod("big", cpu="500m", resources={"requests": {"cpu": "2"}}),
+            pod("small", cpu="500m"),
+        ]
+    )
+    assert res["big"].status == "Unschedulable"
+    assert res["big"].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    assert res["small"].node == "n1"
+    res = run(
+        [
+            node("n1", cpu="1"),
+            pod("placed", cpu="100m", node_name="n1", resources={"requests": {"cpu": "900m"}}),
+            pod("next", cpu="500m"),
+        ]
+    )
+    assert res["next"].status == "Unschedulable"
+    assert res["next"].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")

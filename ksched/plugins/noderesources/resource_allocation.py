@@ -132,9 +132,9 @@ class ResourceAllocationScorer:
         out: list[int] = []
         for spec, kind in zip(self.resources, self._kinds, strict=True):
             if kind == _KIND_CPU:
-                out.append(r.milli_cpu if self.use_requested else pod.non_zero_cpu)
+                out.append(r.milli_cpu if self.use_requested else pod.score_cpu)
             elif kind == _KIND_MEMORY:
-                out.append(r.memory if self.use_requested else pod.non_zero_mem)
+                out.append(r.memory if self.use_requested else pod.score_mem)
             elif kind == _KIND_EPH:
                 out.append(r.ephemeral_storage)
             elif kind == _KIND_SCALAR:
