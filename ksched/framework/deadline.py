@@ -6,7 +6,8 @@ stalls its cycle too; ksched goes further because third-party plugins are the po
 * Synchronous extension points (PreFilter through Permit, Unreserve, the extender
   server's verbs, /debug/explain) run under a ``SyncDeadline``: an interval timer
   (``ITIMER_REAL``, so a plugin blocked in a syscall is interrupted as well as one
-  spinning) whose SIGALRM handler raises ``PluginTimeout`` into the running code. It is
+  spinning) whose SIGALRM handler raises ``PluginTimeout`` into the running code once
+  the region armed then is past due. It is
   a ``BaseException`` so that no ``except Exception`` on the way (the framework turns a
   raising plugin into an Error status and carries on) swallows it and lets the cycle
   call the stuck plugin again; the caller that armed the deadline catches it. Python
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
@@ -102,10 +104,18 @@ def culprit_in_traceback(exc: BaseException | None, plugins: dict[int, str]) -> 
 
 
 class _Alarm:
-    """The process's SIGALRM handler, shared by every deadline; at most one is armed."""
+    """The process's SIGALRM handler, shared by every deadline; at most one is armed.
+
+    Arming costs no system call in the steady state: a region records when it falls due,
+    and the interval timer, once set, is left running. When it fires it re-arms itself
+    for the region armed now if that one is not due yet, and stops when none is, so an
+    idle scheduler gets at most one stray SIGALRM (which Python's calls retry on).
+    """
 
     usable: bool | None = None
     armed: SyncDeadline | None = None
+    due = 0.0  # monotonic time the armed region falls due
+    fires_at = 0.0  # monotonic time the timer fires; 0.0 when stopped
 
     @classmethod
     def install(cls) -> bool:
@@ -121,10 +131,20 @@ class _Alarm:
         return cls.usable
 
     @staticmethod
+    def start(seconds: float) -> None:
+        _Alarm.fires_at = time.monotonic() + seconds
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    @staticmethod
     def handler(signum: int, frame: FrameType | None) -> None:
+        _Alarm.fires_at = 0.0
         d = _Alarm.armed
         if d is None or frame is None or frame.f_code in _EXIT_CODES:
-            return  # fired as the region ended: nothing left to interrupt
+            return  # nothing to interrupt (or the region is ending): stay stopped
+        left = _Alarm.due - time.monotonic()
+        if left > 0:  # set for an earlier region: wait for this one's turn
+            _Alarm.start(left)
+            return
         _Alarm.armed = None
         raise PluginTimeout(d.message(frame))
 
@@ -153,17 +173,22 @@ class SyncDeadline:
         return f"{what} did not return within {format_seconds(self.seconds)}"
 
     def __enter__(self) -> SyncDeadline:
-        mine = self.seconds is not None and _Alarm.armed is None and _Alarm.install()
+        seconds = self.seconds
+        mine = seconds is not None and _Alarm.armed is None and _Alarm.install()
         self._regions.append(mine)
         if mine:
+            assert seconds is not None
+            due = time.monotonic() + seconds
+            _Alarm.due = due
             _Alarm.armed = self
-            signal.setitimer(signal.ITIMER_REAL, self.seconds or 0.0)
+            fires = _Alarm.fires_at
+            if not fires or fires > due:
+                _Alarm.start(seconds)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._regions.pop():
             _Alarm.armed = None
-            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def call(self, fn: Callable[..., _T], *args: Any) -> _T:
         with self:

@@ -6,7 +6,6 @@ stuck plugin is abandoned and named, not how fast anything runs."""
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import MutableMapping
@@ -16,7 +15,7 @@ import anyio
 import pytest
 
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.deadline import PluginTimeout, SyncDeadline
+from ksched.framework.deadline import PluginTimeout, SyncDeadline, _Alarm
 from ksched.framework.interface import (
     BindPlugin,
     FilterPlugin,
@@ -66,6 +65,15 @@ class _Owner:
         return "done"
 
 
+def _nothing_fires_outside() -> bool:
+    """Code after a region is never interrupted, though the timer may still run."""
+    end = time.monotonic() + 3 * SHORT
+    while time.monotonic() < end:
+        pass
+    time.sleep(SHORT)
+    return True
+
+
 def _index(*plugins: Any) -> Any:
     return lambda: {id(p): p.name for p in plugins}
 
@@ -77,20 +85,40 @@ def test_interrupts_stuck_code_and_names_the_plugin(how: str) -> None:
     with pytest.raises(PluginTimeout) as ei:
         dl.call(owner.work, how)
     assert str(ei.value) == 'plugin "Owner" (work) did not return within 0.05s'
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert _nothing_fires_outside()
 
 
-def test_returns_result_and_leaves_no_timer_armed() -> None:
+def test_returns_result_and_nothing_fires_later() -> None:
     owner = _Owner()
-    dl = SyncDeadline(5.0, _index(owner))
+    dl = SyncDeadline(SHORT, _index(owner))
     assert dl.call(owner.work, "now") == "done"
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert _nothing_fires_outside()
 
 
 def test_code_outside_plugins_is_named_generically() -> None:
     dl = SyncDeadline(SHORT, _index())
     with pytest.raises(PluginTimeout, match=r"^plugin code did not return within 0\.05s$"):
         dl.call(_spin)
+
+
+def test_a_shorter_region_after_a_longer_one_still_fires_on_time() -> None:
+    long, short = SyncDeadline(60.0), SyncDeadline(SHORT)
+    with long:
+        pass  # leaves the timer set ~60 s ahead
+    t0 = time.monotonic()
+    with pytest.raises(PluginTimeout):
+        short.call(_spin)
+    assert time.monotonic() - t0 < STUCK
+
+
+def test_a_longer_region_after_a_shorter_one_is_not_cut_short() -> None:
+    short, longer = SyncDeadline(SHORT), SyncDeadline(10 * SHORT)
+    with short:
+        pass  # leaves the timer set SHORT ahead
+    end = time.monotonic() + 4 * SHORT
+    with longer:  # the timer fires inside, early for this region: it must re-arm, not raise
+        while time.monotonic() < end:
+            pass
 
 
 def test_inner_region_keeps_the_outer_armed() -> None:
@@ -100,22 +128,22 @@ def test_inner_region_keeps_the_outer_armed() -> None:
             pass
         # The inner region ended: the outer timer must still fire.
         _spin()
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert _nothing_fires_outside()
 
 
 def test_disabled_by_zero_or_off_the_main_thread() -> None:
     assert not SyncDeadline(0).enabled and not SyncDeadline(None).enabled
     assert SyncDeadline(1.0).enabled
-    seen: list[tuple[float, float]] = []
+    seen: list[SyncDeadline | None] = []
 
     def other() -> None:
         with SyncDeadline(SHORT):
-            seen.append(signal.getitimer(signal.ITIMER_REAL))
+            seen.append(_Alarm.armed)
 
     t = threading.Thread(target=other)
     t.start()
     t.join()
-    assert seen == [(0.0, 0.0)]  # nothing armed from a non-main thread
+    assert seen == [None]  # nothing armed from a non-main thread
 
 
 # -- in the scheduler ---------------------------------------------------------------------------
@@ -275,7 +303,7 @@ async def test_the_stuck_plugin_is_not_called_again_in_that_attempt() -> None:
     h.add("stuck", hang="filter")
     await h.run(1)
     assert h.fw.plugins["HangFilter"].calls == 1
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert _nothing_fires_outside()
 
 
 @pytest.mark.parametrize(
