@@ -156,6 +156,7 @@ _FRAMEWORK_POINTS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "run_permit": ("Permit", _label),
 }
 _FRAMEWORK_ASYNC_POINTS: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "run_post_filter_async": ("PostFilter", lambda r: _label(r[1])),
     "run_pre_bind": ("PreBind", _label),
     "run_bind": ("Bind", _label),
     "run_post_bind": ("PostBind", lambda r: "Success"),

@@ -237,6 +237,7 @@ class PodCondition(_S):
     message: str = ""
     last_transition_time: str | None = None
     last_probe_time: str | None = None
+    observed_generation: int = 0
 
 
 class PodStatus(_S):

@@ -12,19 +12,23 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 import msgspec
 import structlog
 
+from ..api.objects import PodCondition, PodStatus
 from ..framework.handle import BindError
 from ..framework.types import PodInfo
-from .client import MERGE_PATCH, APIClient, APIError
+from .client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, APIClient, APIConnectionError, APIError
 
-__all__ = ["APIClusterClient", "pod_path"]
+__all__ = ["APIClusterClient", "condition_patch", "patch_pod_status", "pod_path"]
 
 log = structlog.get_logger("ksched.cluster.binder")
 
 # answers after which retrying the same binding is pointless
 _FINAL_BIND_STATUSES = (404, 409)
+# client-go retry.DefaultBackoff for PatchPodStatus: 10 ms * 5^n, 4 tries.
+_PATCH_RETRY_DELAYS = (0.01, 0.05, 0.25)
 
 
 # What ``quote(s, safe="")`` leaves as it is: every character of a valid object name.
@@ -38,6 +42,38 @@ def _quote(s: str) -> str:
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:
     p = f"/api/v1/namespaces/{_quote(namespace)}/pods/{_quote(name)}"
     return f"{p}/{subresource}" if subresource else p
+
+
+def condition_patch(status: PodStatus, condition: dict[str, Any]) -> dict[str, Any]:
+    """The ``status`` of a strategic merge patch setting ``condition`` (merged by type, the
+    other conditions kept), with the ``$setElementOrder`` directive client-go's two-way
+    patch adds when the pod has conditions."""
+    patch: dict[str, Any] = {"conditions": [condition]}
+    types = [c.type for c in status.conditions]
+    if types:
+        if condition["type"] not in types:
+            types.append(condition["type"])
+        patch["$setElementOrder/conditions"] = [{"type": t} for t in types]
+    return patch
+
+
+async def patch_pod_status(client: APIClient, path: str, body: dict[str, Any]) -> bool:
+    """``util.PatchPodStatus``: a strategic merge patch of ``pods/{name}/status`` at
+    ``path``, retried like client-go on internal errors and unavailability. False when the
+    pod is gone."""
+    delays = iter(_PATCH_RETRY_DELAYS)
+    while True:
+        try:
+            await client.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
+            return True
+        except APIError as e:
+            if e.status == 404:
+                return False
+            retriable = isinstance(e, APIConnectionError) or e.status in (500, 503)
+            delay = next(delays, None)
+            if not retriable or delay is None:
+                raise
+            await anyio.sleep(delay)
 
 
 class APIClusterClient:
@@ -96,6 +132,13 @@ class APIClusterClient:
         except APIError as e:
             if e.status != 404:
                 raise
+
+    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
+        """Merge ``condition`` into ``status.conditions`` by type. A strategic merge patch,
+        as upstream's ``PatchPodStatus``: a merge patch would replace the whole list."""
+        path = pod_path(pod.namespace, pod.name, "status")
+        body = {"status": condition_patch(pod.pod.status, msgspec.to_builtins(condition))}
+        return await patch_pod_status(self.client, path, body)
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         try:

@@ -44,9 +44,9 @@ import anyio.abc
 import msgspec
 import structlog
 
-from ..util.clock import Clock, RealClock
+from ..util.clock import Clock, RealClock, rfc3339
 from .client import APIClient, APIError, hostname
-from .status import micro_time, rfc3339
+from .status import micro_time
 
 __all__ = [
     "DEFAULT_LEASE_NAMESPACE",

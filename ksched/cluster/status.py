@@ -34,13 +34,12 @@ import msgspec
 import structlog
 
 from ..framework.types import PodInfo
-from ..util.clock import Clock, RealClock
-from .binder import pod_path
+from ..util.clock import Clock, RealClock, rfc3339
+from .binder import condition_patch, patch_pod_status, pod_path
 from .client import (
     JSON_CT,
     STRATEGIC_MERGE_PATCH,
     APIClient,
-    APIConnectionError,
     APIError,
     hostname,
 )
@@ -53,8 +52,6 @@ log = structlog.get_logger("ksched.cluster.status")
 # events/v1 validation: note ≤ 1 kB (kube-scheduler's truncateMessage uses the same limit)
 NOTE_LENGTH_LIMIT = 1024
 EVENTS_API = "/apis/events.k8s.io/v1"
-# client-go retry.DefaultBackoff for PatchPodStatus: 10 ms * 5^n, 4 tries.
-_PATCH_RETRY_DELAYS = (0.01, 0.05, 0.25)
 
 
 def truncate_message(message: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
@@ -85,11 +82,6 @@ def _micro_now() -> str:
         text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
         _second_text = (sec, text)
     return f"{text}.{rest // 1000:06d}Z"
-
-
-def rfc3339(t: dt.datetime | None = None) -> str:
-    t = t or dt.datetime.now(dt.UTC)
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 EventKey = tuple[str, str, str, str, str, str, str]
@@ -317,12 +309,7 @@ class StatusReporter:
                 else rfc3339()
             ),
         }
-        patch_status: dict[str, Any] = {"conditions": [cond]}
-        others = [c.type for c in status.conditions]
-        if others:
-            if "PodScheduled" not in others:
-                others.append("PodScheduled")
-            patch_status["$setElementOrder/conditions"] = [{"type": t} for t in others]
+        patch_status = condition_patch(status, cond)
         if clear_nnn:
             patch_status["nominatedNodeName"] = None
         self._conditions[uid] = (reason, message, rv)
@@ -481,20 +468,4 @@ class StatusReporter:
                 ns = ev["metadata"]["namespace"]
                 await self.client.request("POST", f"{EVENTS_API}/namespaces/{ns}/events", body=ev)
         elif work.kind == "condition":
-            await self._patch_status(work)
-
-    async def _patch_status(self, work: _Work) -> None:
-        """PatchPodStatus with client-go's retry on internal errors and unavailability."""
-        for delay in (*_PATCH_RETRY_DELAYS, None):
-            try:
-                await self.client.request(
-                    "PATCH", work.path, body=work.body, content_type=STRATEGIC_MERGE_PATCH
-                )
-                return
-            except APIError as e:
-                if e.status == 404:
-                    return  # the pod is gone; nothing to report on
-                retriable = isinstance(e, APIConnectionError) or e.status in (500, 503)
-                if not retriable or delay is None:
-                    raise
-                await anyio.sleep(delay)
+            await patch_pod_status(self.client, work.path, work.body)  # a 404: pod gone

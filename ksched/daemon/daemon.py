@@ -50,6 +50,7 @@ import anyio
 import anyio.abc
 
 from .. import logging as klog
+from ..api.objects import PodCondition
 from ..cluster import APIClient, APIClusterClient, ClusterInformers, StatusReporter
 from ..cluster import connect_scheduler as _connect
 from ..cluster.leaderelection import (
@@ -151,6 +152,10 @@ class _FencedClusterClient(APIClusterClient):
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         self._check(f"nominating {pod.key}")
         await super().set_nominated_node(pod, node_name)
+
+    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
+        self._check(f"setting condition {condition.type} of {pod.key}")
+        return await super().set_pod_condition(pod, condition)
 
 
 class _NotLeader(RuntimeError):

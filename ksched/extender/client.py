@@ -46,7 +46,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from ..api.objects import Node
 from ..config.types import Extender, KubeSchedulerConfiguration
 from ..framework.diagnosis import Diagnosis
-from ..framework.interface import MAX_NODE_SCORE
+from ..framework.interface import MAX_NODE_SCORE, Victims
 from ..framework.snapshot import Snapshot
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -92,12 +92,8 @@ class FilterResult:
     failed_and_unresolvable: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class PreemptionVictims:
-    """``extenderv1.Victims`` with the pods as ksched PodInfos."""
-
-    pods: list[PodInfo]
-    num_pdb_violations: int = 0
+# ``extenderv1.Victims`` with the pods as ksched PodInfos (the framework's type).
+PreemptionVictims = Victims
 
 
 # ---- object JSON ----------------------------------------------------------------------------
@@ -402,9 +398,9 @@ class HTTPExtender:
     async def process_preemption(
         self,
         pod: PodInfo,
-        node_to_victims: Mapping[str, PreemptionVictims],
+        node_to_victims: Mapping[str, Victims],
         snapshot: Snapshot,
-    ) -> dict[str, PreemptionVictims]:
+    ) -> dict[str, Victims]:
         """``ProcessPreemption``: the candidates (and victims) the extender agrees with.
 
         A nodeCacheCapable extender gets victims as UIDs, others the full pods; the answer
@@ -439,12 +435,12 @@ class HTTPExtender:
             res = wire.decode_preemption_result(raw)
         except wire.WireError as e:
             raise ExtenderError(f"extender {self.url_prefix}: {self.preempt_verb}: {e}") from None
-        out: dict[str, PreemptionVictims] = {}
+        out: dict[str, Victims] = {}
         for node, mv in (res.node_name_to_meta_victims or {}).items():
             ni = snapshot.get(node)
             if ni is None:
                 raise ExtenderError(f'nodeinfo not found for node name "{node}"')
-            victims = PreemptionVictims([], mv.num_pdb_violations if mv is not None else 0)
+            victims = Victims([], mv.num_pdb_violations if mv is not None else 0)
             for mp in (mv.pods or []) if mv is not None else []:
                 uid = mp.uid if mp is not None else ""
                 found = next((p for p in ni.pods if p.uid == uid), None)
@@ -537,6 +533,10 @@ class ExtenderSet:
 
     def interested(self, pod: PodInfo) -> bool:
         return any(e.is_interested(pod) for e in self.extenders)
+
+    def preempts_for(self, pod: PodInfo) -> bool:
+        """Whether ``process_preemption`` would call any extender for ``pod``."""
+        return any(e.supports_preemption and e.is_interested(pod) for e in self.extenders)
 
     def register_metrics(self, registry: CollectorRegistry | None) -> None:
         if registry is not None:
@@ -661,9 +661,9 @@ class ExtenderSet:
     async def process_preemption(
         self,
         pod: PodInfo,
-        victims: Mapping[str, PreemptionVictims],
+        victims: Mapping[str, Victims],
         snapshot: Snapshot,
-    ) -> tuple[dict[str, PreemptionVictims], Status]:
+    ) -> tuple[dict[str, Victims], Status]:
         """``callExtenders`` of preemption: each interested preempting extender narrows the
         candidate nodes in turn; an Error status when a non-ignorable one fails."""
         current = dict(victims)

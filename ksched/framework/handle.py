@@ -1,9 +1,9 @@
 """What a plugin may reach beyond its arguments (``framework.Handle``).
 
 Plugins touch the cluster only through this: the snapshot of the current cycle,
-the pods waiting at Permit, an event recorder, the clock, and a ``ClusterClient``
-that the daemon, the extender server and ``ksched simulate`` each implement — so
-one plugin runs unchanged in all three.
+the pods waiting at Permit, an event recorder, the clock, the configured extenders, and
+a ``ClusterClient`` that the daemon, the extender server and ``ksched simulate`` each
+implement — so one plugin runs unchanged in all three.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..api.objects import PodCondition
 from ..util.clock import Clock, RealClock
 from .snapshot import Snapshot
 from .types import PodInfo
 from .waiting_pods import WaitingPods
 
 if TYPE_CHECKING:
+    from ..extender.client import ExtenderSet
     from .runtime import Framework
 
 __all__ = [
@@ -46,6 +48,10 @@ class ClusterClient(Protocol):
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None: ...
 
+    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
+        """Merge ``condition`` into the pod's ``status.conditions``, replacing the one of
+        its type (preemption marks victims DisruptionTarget); False when the pod is gone."""
+
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         """GET an arbitrary object by API path (e.g. a PodGroup); None when absent."""
 
@@ -64,6 +70,9 @@ class NullCluster:
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         return None
+
+    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
+        return True
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         return None
@@ -102,3 +111,6 @@ class Handle:
     framework: Framework | None = None
     # Extra informer-backed listers (namespaces, PDBs, custom objects) by kind.
     listers: dict[str, Any] = field(default_factory=dict)
+    # The configured HTTP extenders (upstream ``Handle.Extenders``); None without any.
+    # Preemption passes its candidates through those with a preemptVerb.
+    extenders: ExtenderSet | None = None

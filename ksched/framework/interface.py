@@ -22,7 +22,7 @@ signatures (``ksched.scheduler.cycle_cache``); the outcome is the same either wa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -50,6 +50,7 @@ __all__ = [
     "PermitPlugin",
     "Plugin",
     "PostBindPlugin",
+    "PostFilterOutcome",
     "PostFilterPlugin",
     "PostFilterResult",
     "PreBindPlugin",
@@ -62,6 +63,7 @@ __all__ = [
     "QueueingHint",
     "ReservePlugin",
     "ScorePlugin",
+    "Victims",
     "WatchedResource",
     "extension_points_of",
 ]
@@ -128,10 +130,30 @@ class PreFilterResult:
 
 
 @dataclass(slots=True)
+class Victims:
+    """``extenderv1.Victims``: pods to evict on one node (most important first) and how
+    many of them violate a PodDisruptionBudget. Preemption plugins and extenders share it."""
+
+    pods: list[PodInfo] = field(default_factory=list)
+    num_pdb_violations: int = 0
+
+
+@dataclass(slots=True)
 class PostFilterResult:
     nominated_node_name: str = ""
     # Filled by preemption so simulate/daemon can report and delete victims.
     victims: list[PodInfo] = field(default_factory=list)
+    # Set when the plugin's decision needs I/O (preemption asking HTTP extenders): PostFilter
+    # stays synchronous, and the scheduling cycle awaits ``resume()`` for the plugin's
+    # actual (result, status) before the runtime judges it. Only returned when an extender
+    # is interested in the pod, i.e. when the cycle runs asynchronously.
+    resume: Callable[[], Awaitable[PostFilterOutcome]] | None = field(
+        default=None, compare=False, repr=False
+    )
+
+
+# What a deferred PostFilter decision resolves to: the plugin's (result, status).
+PostFilterOutcome = tuple[PostFilterResult | None, Status | None]
 
 
 class NodeToStatus:

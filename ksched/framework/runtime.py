@@ -21,6 +21,7 @@ import anyio
 import numpy as np
 
 from ..api.objects import InvalidObjectError
+from ..util.coro import run_sync
 from .cycle_state import CycleState
 from .handle import Handle
 from .interface import (
@@ -712,12 +713,29 @@ class Framework:
         """``RunPostFilterPlugins``: the first success (or UnschedulableAndUnresolvable)
         wins; otherwise every rejection's reasons, attributed to the first rejector, with
         the last result a plugin returned (e.g. one clearing the nomination)."""
+        try:
+            return run_sync(self._post_filter(state, pod, statuses))
+        except RuntimeError as e:  # a ``resume`` awaited I/O in a synchronous cycle
+            return None, Status(Code.ERROR, f"running PostFilter plugins: {e}")
+
+    async def run_post_filter_async(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        """``run_post_filter`` awaiting the deferred decisions (``PostFilterResult.resume``)
+        of plugins that need I/O; the scheduling cycle uses it when extenders take part."""
+        return await self._post_filter(state, pod, statuses)
+
+    async def _post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""
         for p in self.post_filter_plugins:
             try:
                 r, raw = p.post_filter(state, pod, statuses)
+                if r is not None and r.resume is not None:
+                    r, raw = await r.resume()
             except Exception as e:
                 return None, _from_exception(e, p.name, "PostFilter")
             st = _status(raw, p.name)

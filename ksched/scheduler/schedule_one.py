@@ -5,8 +5,9 @@ scheduling cycle (sync, CPU only):
     → PostFilter when nothing fits → PreScore/Score/Normalize/weights → select
     → assume → Reserve → Permit
 extenders (only for a pod some configured extender is interested in): the cycle is then
-    awaited, pausing after Filter for extender Filter and after Score for Prioritize;
-    without extenders the same code runs synchronously (``_run_sync``).
+    awaited, pausing after Filter for extender Filter, after Score for Prioritize, and in
+    PostFilter when preemption asks the extenders' preemptVerb about its candidates;
+    without extenders the same code runs synchronously (``run_sync``).
 binding cycle (async, runs beside the next scheduling cycles):
     WaitOnPermit → PreBind → Bind → PostBind; Unreserve + forget on any failure.
 """
@@ -15,9 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
@@ -30,6 +30,7 @@ from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
 from ..framework.snapshot import NodeInfoView
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
+from ..util.coro import run_sync
 
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
@@ -251,28 +252,11 @@ def _record_filter_statuses(
                 diagnosis.unschedulable_plugins.add(st.plugin)
 
 
-_T = TypeVar("_T")
-
-
-def _run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
-    """Run a cycle coroutine that has no extender I/O to await, synchronously.
-
-    One copy of the cycle serves both paths: without extenders nothing in it awaits, so
-    the hot path stays synchronous (no event-loop round trip per pod).
-    """
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coro.close()
-    raise RuntimeError("the synchronous scheduling cycle awaited I/O")
-
-
 def schedule_pod(
     sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool
 ) -> CycleResult:
     """The scheduling algorithm without extenders (also /debug/explain's)."""
-    return _run_sync(_schedule_pod(sched, fw, state, pod, explain, None))
+    return run_sync(_schedule_pod(sched, fw, state, pod, explain, None))
 
 
 async def _schedule_pod(
@@ -369,7 +353,7 @@ def scheduling_cycle(
     sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, explain: bool = False
 ) -> CycleResult:
     """One scheduling cycle, synchronously: extenders are not consulted."""
-    return _run_sync(_scheduling_cycle(sched, fw, state, qpi, explain, None))
+    return run_sync(_scheduling_cycle(sched, fw, state, qpi, explain, None))
 
 
 async def scheduling_cycle_async(
@@ -416,7 +400,11 @@ async def _scheduling_cycle(
                     # As upstream, even a PostFilter error leaves the attempt
                     # Unschedulable with the FitError, its message appended; only a
                     # result changes the nomination.
-                    pf, pst = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
+                    statuses = fe.diagnosis.node_to_status
+                    if ext is None:
+                        pf, pst = fw.run_post_filter(state, pod, statuses)
+                    else:  # preemption may ask the extenders (upstream ``callExtenders``)
+                        pf, pst = await fw.run_post_filter_async(state, pod, statuses)
                     fe.diagnosis.post_filter_msg = pst.message()
                     res.post_filter = pf
                 res.status = Status(Code.UNSCHEDULABLE, str(fe))

@@ -43,6 +43,7 @@ from ..framework.snapshot import Snapshot
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
+from ..plugins.defaultpreemption.preemption import preemption_condition
 from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
@@ -207,6 +208,7 @@ class Scheduler:
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.listers["queue"] = self.queue
+            fw.handle.extenders = self.extenders
             fw.cycle_cache = CycleCache(fw)
         if self.extenders is not None:
             self.extenders.register_requeue(self.queue)
@@ -634,16 +636,21 @@ class Scheduler:
             del self.preempting[key]
 
     async def _evict(self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo) -> bool:
-        """``PreemptPod``: reject a victim waiting at Permit, else delete it."""
+        """``PreemptPod``: reject a victim waiting at Permit; else mark it DisruptionTarget
+        (unless it already is), then delete it. A victim gone before it could be marked
+        needs neither the deletion nor the event."""
         wp = self.waiting_pods.get(victim.uid or victim.key)
         if wp is not None:
             wp.reject("DefaultPreemption", "preempted")
         else:
+            cond = preemption_condition(victim, preemptor.pod.spec.scheduler_name)
             try:
+                if cond is not None and not await self.cluster.set_pod_condition(victim, cond):
+                    return True
                 await self.cluster.delete_pod(victim)
             except Exception as e:
                 log.warning(
-                    "deleting preemption victim failed",
+                    "evicting preemption victim failed",
                     pod=victim.key,
                     preemptor=preemptor.key,
                     error=str(e),

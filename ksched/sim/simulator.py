@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from ..api.objects import Pod
+from ..api.objects import Pod, PodCondition
 from ..framework.handle import BindError, RecordingEventRecorder
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
@@ -80,10 +80,7 @@ class SimulatedCluster:
                 f'pod {pod.key} is already assigned to node "{cur.node_name}"', retry=False
             )
         spec = msgspec.structs.replace(cur.pod.spec, node_name=node_name)
-        new = cur.with_pod(msgspec.structs.replace(cur.pod, spec=spec))
-        self.pods[pod.uid] = new
-        assert self.sched is not None
-        self.sched.on_pod_update(cur, new)
+        self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, spec=spec)))
 
     async def delete_pod(self, pod: PodInfo) -> None:
         cur = self.pods.pop(pod.uid, None)
@@ -98,8 +95,22 @@ class SimulatedCluster:
         if cur is None:
             return
         status = msgspec.structs.replace(cur.pod.status, nominated_node_name=node_name)
-        new = cur.with_pod(msgspec.structs.replace(cur.pod, status=status))
-        self.pods[pod.uid] = new
+        self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, status=status)))
+
+    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
+        cur = self.pods.get(pod.uid)
+        if cur is None:
+            return False
+        conds = list(cur.pod.status.conditions)
+        at = next((i for i, c in enumerate(conds) if c.type == condition.type), len(conds))
+        conds[at : at + 1] = [condition]  # merged by type, in place
+        status = msgspec.structs.replace(cur.pod.status, conditions=conds)
+        self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, status=status)))
+        return True
+
+    def _update(self, cur: PodInfo, new: PodInfo) -> None:
+        """Store ``new`` and tell the scheduler, as the pod watch would."""
+        self.pods[new.uid] = new
         assert self.sched is not None
         self.sched.on_pod_update(cur, new)
 

@@ -7,6 +7,7 @@ instant: time only moves when the owner calls ``advance``/``advance_to_next``.
 
 from __future__ import annotations
 
+import datetime as dt
 import heapq
 import itertools
 import time
@@ -14,7 +15,7 @@ from typing import Protocol
 
 import anyio
 
-__all__ = ["Clock", "FakeClock", "RealClock"]
+__all__ = ["Clock", "FakeClock", "RealClock", "rfc3339"]
 
 
 class Clock(Protocol):
@@ -79,3 +80,10 @@ class FakeClock:
     @property
     def sleeping(self) -> int:
         return sum(1 for s in self._sleepers if not s[2].is_set())
+
+
+def rfc3339(t: dt.datetime | None = None) -> str:
+    """metav1.Time's JSON form (RFC 3339, whole seconds, UTC) of ``t``, or of the wall
+    clock now: API timestamps are wall time, unlike the monotonic ``Clock``."""
+    t = t or dt.datetime.now(dt.UTC)
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

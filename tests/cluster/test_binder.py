@@ -9,8 +9,10 @@ import pytest
 
 from ksched.api.objects import Pod
 from ksched.cluster import APIClient, APIClusterClient
+from ksched.cluster.client import APIError
 from ksched.framework.handle import BindError
 from ksched.framework.types import PodInfo
+from ksched.plugins.defaultpreemption.preemption import preemption_condition
 from ksched.testing import TestAPIServer, make_pod
 
 pytestmark = pytest.mark.anyio
@@ -114,6 +116,92 @@ async def test_set_nominated_node_and_get_object(
     got = await cc.get_object("/api/v1/namespaces/default/pods/pre")
     assert got is not None and got["metadata"]["uid"] == pod.uid
     assert await cc.get_object("/api/v1/namespaces/default/pods/none") is None
+
+
+_marked = preemption_condition(info(make_pod("any")), "ksched")
+assert _marked is not None
+DISRUPTION = msgspec.structs.replace(
+    _marked, last_transition_time="2025-01-01T00:00:00Z", observed_generation=3
+)
+
+
+async def test_set_pod_condition_merges_by_type(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """A strategic merge patch: the pod's other conditions stay, in their order."""
+    raw = apiserver.create(make_pod("victim", node_name="node-1"))
+    raw["status"] = {
+        "phase": "Running",
+        "conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "True"},
+        ],
+    }
+    victim = info(apiserver.update_status(raw))
+    assert await APIClusterClient(client).set_pod_condition(victim, DISRUPTION) is True
+    stored = apiserver.get("pods", "default", "victim")["status"]
+    assert [c["type"] for c in stored["conditions"]] == [
+        "PodScheduled",
+        "Ready",
+        "DisruptionTarget",
+    ]
+    assert stored["conditions"][2] == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "ksched: preempting to accommodate a higher priority pod",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+        "observedGeneration": 3,
+    }
+    (req,) = apiserver.find_requests(verb="patch", resource="pods/status")
+    assert req.content_type == "application/strategic-merge-patch+json"
+    assert req.body["status"]["$setElementOrder/conditions"] == [
+        {"type": "PodScheduled"},
+        {"type": "Ready"},
+        {"type": "DisruptionTarget"},
+    ]
+
+
+async def test_set_pod_condition_replaces_the_condition_of_its_type(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    raw = apiserver.create(make_pod("victim", node_name="node-1"))
+    raw["status"] = {
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"},
+            {"type": "Ready", "status": "True"},
+        ]
+    }
+    victim = info(apiserver.update_status(raw))
+    assert await APIClusterClient(client).set_pod_condition(victim, DISRUPTION) is True
+    conds = apiserver.get("pods", "default", "victim")["status"]["conditions"]
+    assert [(c["type"], c.get("reason")) for c in conds] == [
+        ("DisruptionTarget", "PreemptionByScheduler"),
+        ("Ready", None),
+    ]
+
+
+async def test_set_pod_condition_on_a_missing_pod_is_false(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    assert (
+        await APIClusterClient(client).set_pod_condition(info(make_pod("gone")), DISRUPTION)
+        is False
+    )
+
+
+async def test_set_pod_condition_retries_internal_errors_only(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    cc = APIClusterClient(client)
+    victim = info(apiserver.create(make_pod("victim")))
+    apiserver.faults.fail_next(2, verb="patch", resource="pods/status", code=503)
+    assert await cc.set_pod_condition(victim, DISRUPTION) is True
+    assert apiserver.count_requests(verb="patch", resource="pods/status") == 3
+    apiserver.faults.fail_next(1, verb="patch", resource="pods/status", code=422)
+    with pytest.raises(APIError):
+        await cc.set_pod_condition(victim, DISRUPTION)
+    assert apiserver.count_requests(verb="patch", resource="pods/status") == 4
 
 
 @pytest.mark.parametrize(

@@ -32,12 +32,18 @@ def high_class(e2e: E2E) -> Iterator[str]:
         e2e.kube.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
-def create_pod(e2e: E2E, name: str, cpu: str, **spec: Any) -> None:
-    """Like ``E2E.create_pod``, plus spec fields; victims go at once (no kubelet here)."""
+def create_pod(
+    e2e: E2E, name: str, cpu: str, finalizers: list[str] | None = None, **spec: Any
+) -> None:
+    """Like ``E2E.create_pod``, plus spec fields; victims go at once (no kubelet here)
+    unless a finalizer holds them."""
+    meta: dict[str, Any] = {"name": name, "namespace": e2e.namespace}
+    if finalizers:
+        meta["finalizers"] = finalizers
     body = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": e2e.namespace},
+        "metadata": meta,
         "spec": {
             "schedulerName": e2e.scheduler_name,
             "nodeSelector": {"ksched-e2e": e2e.run_id},
@@ -89,3 +95,50 @@ def test_preemption_policy_never_waits_without_evicting(e2e: E2E, high_class: st
         )
         assert not gone(e2e, "low")
         assert e2e.node_of("polite") is None
+
+
+def test_victims_are_marked_disruption_target_before_deletion(e2e: E2E, high_class: str) -> None:
+    """Each victim gets DisruptionTarget/PreemptionByScheduler before its deletion; while
+    a victim so marked is still terminating, the preemptor waits instead of preempting more."""
+    node = e2e.create_node("only", cpu="2")
+    held_path = f"/api/v1/namespaces/{e2e.namespace}/pods/held"
+    try:
+        with e2e.daemon():
+            create_pod(e2e, "held", "1", finalizers=["ksched.test/hold"])
+            create_pod(e2e, "low", "1")
+            assert e2e.wait_bound("held") == node and e2e.wait_bound("low") == node
+            create_pod(e2e, "urgent", "1500m", priorityClassName=high_class)
+            held = wait_for(
+                lambda: (p := e2e.pod("held"))["metadata"].get("deletionTimestamp") and p,
+                what="the held victim to be terminating",
+            )
+            (cond,) = [c for c in held["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+            assert {k: cond[k] for k in ("status", "reason", "message")} == {
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": f"{e2e.scheduler_name}: preempting to accommodate a higher priority pod",
+            }
+            assert cond["lastTransitionTime"]
+            wait_for(lambda: gone(e2e, "low"), what="low to be deleted")
+            assert e2e.node_of("urgent") is None  # waits for the terminating victim
+            e2e.kube.ok(
+                "PATCH",
+                held_path,
+                {"metadata": {"finalizers": None}},
+                content_type="application/merge-patch+json",
+            )
+            assert e2e.wait_bound("urgent", timeout=20) == node
+    finally:
+        e2e.kube.request(
+            "PATCH",
+            held_path,
+            {"metadata": {"finalizers": None}},
+            content_type="application/merge-patch+json",
+        )
+    if e2e.server is not None:
+        writes = [
+            (r.verb, r.subresource)
+            for r in e2e.server.requests
+            if r.name == "low" and r.verb in ("patch", "delete")
+        ]
+        assert writes[:2] == [("patch", "status"), ("delete", None)]

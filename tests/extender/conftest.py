@@ -20,6 +20,7 @@ from ksched.api.objects import Node, Pod, decode
 from ksched.config import load_config_data
 from ksched.framework.registry import default_registry
 from ksched.framework.types import NodeInfo, PodInfo
+from ksched.metrics import SchedulerMetrics
 from ksched.sim.cluster_file import parse_cluster
 from ksched.sim.simulator import PodResult, Simulation
 
@@ -175,12 +176,15 @@ async def simulate(
     *,
     explain: bool = False,
     max_attempts: int = 3,
+    metrics: SchedulerMetrics | None = None,
 ) -> tuple[dict[str, PodResult], Simulation]:
     """A simulation in the test's event loop, so fake extenders in the same loop answer."""
     cluster = parse_cluster(cluster_yaml(nodes, pods), "<test>")
     sim = Simulation(
         cluster, cfg, default_registry(), seed=0, explain=explain, max_attempts_per_pod=max_attempts
     )
+    if metrics is not None:
+        metrics.attach(sim.sched)
     results = await sim.run()
     return {r.name: r for r in results}, sim
 

@@ -1,8 +1,8 @@
 """DefaultPreemption: upstream's default_preemption_test.go tables, ported.
 
-Extender and PodGroup cases are left out (ksched's PostFilter path has no extenders;
-no workload-aware preemption). Upstream seeds its offset RNG with 4, which gives offsets
-4, 1, 3 for five nodes; the sampling tests pin those offsets.
+The extender cases are in tests/extender/test_preemption.py (they need HTTP fakes);
+PodGroup cases are left out (no workload-aware preemption). Upstream seeds its offset RNG
+with 4, which gives offsets 4, 1, 3 for five nodes; the sampling tests pin those offsets.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import pytest
 
 from ksched.framework.interface import NodeToStatus, PostFilterResult
@@ -18,8 +19,12 @@ from ksched.framework.registry import PluginArgsError
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
 from ksched.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
-from ksched.plugins.defaultpreemption.default_preemption import NOT_ELIGIBLE_NEVER
-from ksched.plugins.defaultpreemption.preemption import PREEMPTING_LISTER
+from ksched.plugins.defaultpreemption.default_preemption import (
+    NOT_ELIGIBLE_NEVER,
+    NOT_ELIGIBLE_TERMINATING,
+    pod_terminating_by_preemption,
+)
+from ksched.plugins.defaultpreemption.preemption import PREEMPTING_LISTER, preemption_condition
 from tests.plugins.test_defaultpreemption_helpers import (
     FIT,
     HIGH,
@@ -979,6 +984,52 @@ def test_pod_eligible_to_preempt_others(
     env = Env([node(n) for n in nodes], pods, [])
     got, _ = env.pl.pod_eligible_to_preempt_others(p, nominated_status)
     assert got is expected
+
+
+def test_the_condition_preemption_writes_is_the_one_it_reads_back() -> None:
+    """A victim marked by ``preemption_condition`` and then being deleted blocks a second
+    preemption by its preemptor (``pod_terminating_by_preemption``)."""
+    victim = pod("p1", prio=LOW, node="node1", terminating=True)
+    cond = preemption_condition(victim, "default-scheduler")
+    assert cond is not None
+    marked = pod(
+        "p1", prio=LOW, node="node1", terminating=True, conditions=[msgspec.to_builtins(cond)]
+    )
+    assert pod_terminating_by_preemption(marked)
+    env = Env([node("node1")], [marked], [])
+    got, msg = env.pl.pod_eligible_to_preempt_others(pod("p", prio=HIGH, nominated="node1"), None)
+    assert (got, msg) == (False, NOT_ELIGIBLE_TERMINATING)
+
+
+def test_preemption_condition() -> None:
+    """``PreemptPod``'s condition, skipped when already there as ``UpdatePodCondition``
+    decides; the transition time survives when the status stays True."""
+    victim = pod("v", prio=LOW, node="node1")
+    victim = victim.with_pod(
+        msgspec.structs.replace(
+            victim.pod, metadata=msgspec.structs.replace(victim.pod.metadata, generation=4)
+        )
+    )
+    cond = preemption_condition(victim, "my-scheduler")
+    assert cond is not None
+    assert (cond.type, cond.status, cond.reason, cond.message, cond.observed_generation) == (
+        "DisruptionTarget",
+        "True",
+        "PreemptionByScheduler",
+        "my-scheduler: preempting to accommodate a higher priority pod",
+        4,
+    )
+    assert cond.last_transition_time is not None
+    same = {**msgspec.to_builtins(cond), "lastTransitionTime": epoch(1)}
+    assert preemption_condition(pod("v", conditions=[same]), "my-scheduler") is None
+    # Another scheduler's (or reason's) condition is replaced, keeping its transition time.
+    other = preemption_condition(pod("v", conditions=[same]), "other-scheduler")
+    assert other is not None and other.last_transition_time == epoch(1)
+    probed = {**same, "lastProbeTime": epoch(2)}
+    assert preemption_condition(pod("v", conditions=[probed]), "my-scheduler") is not None
+    was_false = {**same, "status": "False"}
+    flipped = preemption_condition(pod("v", conditions=[was_false]), "my-scheduler")
+    assert flipped is not None and flipped.last_transition_time != epoch(1)
 
 
 def test_terminating_higher_priority_pod_does_not_block() -> None:

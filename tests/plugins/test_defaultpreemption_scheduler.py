@@ -11,6 +11,7 @@ import anyio.abc
 import msgspec
 import pytest
 
+from ksched.api.objects import PodCondition
 from ksched.config import load_config_data
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import BindError
@@ -48,15 +49,18 @@ class HoldAtPermit(PermitPlugin):
 
 class Cluster:
     """The API server: writes update its pods and echo back as watch events. Deletions
-    can be held (``hold``) or made to fail (``fail``)."""
+    can be held (``hold``) or made to fail (``fail``), condition patches too
+    (``fail_condition``). ``writes`` lists the victim writes in order."""
 
     def __init__(self) -> None:
         self.pods: dict[str, PodInfo] = {}
         self.sched: Scheduler | None = None
         self.deleted: list[str] = []
         self.nominations: list[tuple[str, str]] = []
+        self.writes: list[tuple[str, str]] = []
         self.hold: anyio.Event | None = None
         self.fail: set[str] = set()
+        self.fail_condition: set[str] = set()
 
     def create(self, pod: PodInfo) -> None:
         assert self.sched is not None
@@ -89,6 +93,7 @@ class Cluster:
         cur = self.pods.pop(pod.uid, None)
         if cur is not None:
             self.deleted.append(cur.name)
+            self.writes.append(("delete", cur.name))
             self.sched.on_pod_delete(cur)
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
@@ -101,6 +106,21 @@ class Cluster:
         new = cur.with_pod(msgspec.structs.replace(cur.pod, status=status))
         self.pods[pod.uid] = new
         self.sched.on_pod_update(cur, new)
+
+    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
+        assert self.sched is not None
+        if pod.name in self.fail_condition:
+            raise RuntimeError("etcdserver: request timed out")
+        cur = self.pods.get(pod.uid)
+        if cur is None:
+            return False
+        self.writes.append(("condition", cur.name))
+        conds = [c for c in cur.pod.status.conditions if c.type != condition.type]
+        status = msgspec.structs.replace(cur.pod.status, conditions=[*conds, condition])
+        new = cur.with_pod(msgspec.structs.replace(cur.pod, status=status))
+        self.pods[pod.uid] = new
+        self.sched.on_pod_update(cur, new)
+        return True
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         return None
@@ -231,19 +251,108 @@ async def test_preemptor_is_held_back_while_its_victims_are_evicted() -> None:
     assert h.current(high).node_name == "n0"  # the nominated node is tried first
 
 
-async def test_failed_eviction_activates_the_preemptor() -> None:
+@pytest.mark.parametrize(
+    ("failing", "writes"),
+    [("delete", [("condition", "low-a")]), ("condition", [])],
+)
+async def test_failed_eviction_activates_the_preemptor(
+    failing: str, writes: list[tuple[str, str]]
+) -> None:
+    """A failed DisruptionTarget patch fails the eviction too, and skips the deletion."""
     h = Harness(nodes=1)
     h.running("low-a", "n0", "2")
     h.running("stuck", "n0", "2")
     high = h.pending("high", "4", prio=1000)
-    h.cluster.fail = {"low-a"}
+    if failing == "delete":
+        h.cluster.fail = {"low-a"}
+    else:
+        h.cluster.fail_condition = {"low-a"}
     async with anyio.create_task_group() as tg:
         await h.attempt(tg)
         tg.cancel_scope.cancel()
     # The first eviction failed: the last one is not attempted and the pod is retried.
+    assert h.cluster.writes == writes
     assert h.cluster.deleted == []
     assert h.sched.preempting == {}
     assert h.sched.queue.location(high) == ACTIVE_Q
+
+
+PREEMPTED_BY_KSCHED = PodCondition(
+    type="DisruptionTarget",
+    status="True",
+    reason="PreemptionByScheduler",
+    message="ksched: preempting to accommodate a higher priority pod",
+    last_transition_time="2025-01-01T00:00:00Z",
+)
+
+
+def with_condition(pod: PodInfo, cond: PodCondition) -> PodInfo:
+    status = msgspec.structs.replace(pod.pod.status, conditions=[cond])
+    return pod.with_pod(msgspec.structs.replace(pod.pod, status=status))
+
+
+async def test_victims_are_marked_disruption_target_before_deletion() -> None:
+    """``PreemptPod``: the DisruptionTarget condition, then the deletion, then the event."""
+    h = Harness(nodes=1)
+    h.running("low-a", "n0", "2")
+    h.running("low-b", "n0", "2")
+    marked: list[PodCondition] = []
+    set_condition = h.cluster.set_pod_condition
+
+    async def spy(pod: PodInfo, cond: PodCondition) -> bool:
+        marked.append(cond)
+        return await set_condition(pod, cond)
+
+    h.cluster.set_pod_condition = spy  # type: ignore[method-assign]
+    high = h.pending("high", "4", prio=1000)
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        tg.cancel_scope.cancel()
+    assert h.cluster.writes == [
+        ("condition", "low-a"),
+        ("delete", "low-a"),
+        ("condition", "low-b"),
+        ("delete", "low-b"),
+    ]
+    for cond in marked:
+        assert (cond.type, cond.status, cond.reason, cond.message) == (
+            "DisruptionTarget",
+            "True",
+            "PreemptionByScheduler",
+            "ksched: preempting to accommodate a higher priority pod",
+        )
+        assert cond.last_transition_time
+    events = [e for e in h.fw.handle.recorder.events if e.reason == "Preempted"]  # type: ignore[attr-defined]
+    assert [(e.pod, e.note) for e in events] == [
+        ("default/low-a", f"Preempted by pod {high.uid} on node n0"),
+        ("default/low-b", f"Preempted by pod {high.uid} on node n0"),
+    ]
+
+
+async def test_victim_already_marked_is_deleted_without_a_new_patch() -> None:
+    """The condition is there already (an earlier attempt's deletion failed): upstream's
+    ``UpdatePodCondition`` reports no change, so only the deletion is sent."""
+    h = Harness(nodes=1)
+    h.cluster.create(with_condition(make_pod("low", cpu="4", node_name="n0"), PREEMPTED_BY_KSCHED))
+    h.pending("high", "4", prio=1000)
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        tg.cancel_scope.cancel()
+    assert h.cluster.writes == [("delete", "low")]
+
+
+async def test_victim_gone_before_it_is_marked_is_neither_deleted_nor_reported() -> None:
+    h = Harness(nodes=1)
+    low = h.running("low", "n0", "4")
+    del h.cluster.pods[low.uid]  # deleted in the API; the watch has not told us yet
+    high = h.pending("high", "4", prio=1000)
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        tg.cancel_scope.cancel()
+    assert h.cluster.writes == []
+    assert not [e for e in h.fw.handle.recorder.events if e.reason == "Preempted"]  # type: ignore[attr-defined]
+    assert h.sched.preempting == {}
+    assert h.sched.queue.location(high) == UNSCHEDULABLE  # success: not activated
 
 
 async def test_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
@@ -257,7 +366,7 @@ async def test_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
         await h.attempt(tg)
         assert wp.done and wp.status is not None
         assert (wp.status.code, wp.status.message()) == (Code.UNSCHEDULABLE, "preempted")
-        assert h.cluster.deleted == []
+        assert h.cluster.writes == []  # rejected: no condition, no deletion
         assert h.sched.preemptions == {high.uid: ["default/waiting"]}
         await h.drive(tg, attempts=3)
         tg.cancel_scope.cancel()

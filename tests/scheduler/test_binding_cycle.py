@@ -12,6 +12,7 @@ import anyio.abc
 import msgspec
 import pytest
 
+from ksched.api.objects import PodCondition
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import BindError
 from ksched.framework.interface import (
@@ -169,6 +170,9 @@ class FakeCluster:
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         return None
+
+    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
+        return True
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         return None

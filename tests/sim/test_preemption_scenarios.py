@@ -7,14 +7,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import yaml
 
+from ksched.api.objects import Pod, PodCondition, decode
 from ksched.cli import main
 from ksched.config import load_config_data
 from ksched.framework.registry import default_registry
+from ksched.framework.types import PodInfo
 from ksched.sim import parse_cluster, simulate
-from ksched.sim.simulator import PodResult
+from ksched.sim.simulator import PodResult, SimulatedCluster
 
 REG = default_registry(entry_points=False)
 
@@ -223,3 +226,33 @@ def test_cli_json_lists_the_victims(tmp_path: Path, capsys: pytest.CaptureFixtur
     pods = {p["name"]: p for p in json.loads(capsys.readouterr().out)["pods"]}
     assert pods["urgent"]["preempted"] == ["default/web-1"]
     assert (pods["urgent"]["status"], pods["urgent"]["node"]) == ("Scheduled", "n1")
+
+
+def test_simulated_cluster_sets_a_condition_in_place_and_echoes_it() -> None:
+    """The simulated API merges a condition by type (as the strategic merge patch does)
+    and tells the scheduler, as the pod watch would; a missing pod reports False."""
+    sc = SimulatedCluster(parse_cluster("", "empty.yaml"))
+    updates: list[tuple[PodInfo, PodInfo]] = []
+
+    class Watch:
+        def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
+            updates.append((old, new))
+
+    sc.sched = Watch()  # type: ignore[assignment]
+    raw = pod("victim", "1", "n1")
+    raw["metadata"]["uid"] = "u1"
+    raw["status"] = {
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "False"},
+            {"type": "Ready", "status": "True"},
+        ]
+    }
+    victim = PodInfo(decode(raw, Pod), raw)
+    sc.pods["u1"] = victim
+    cond = PodCondition(type="DisruptionTarget", status="True", reason="PreemptionByScheduler")
+    assert anyio.run(sc.set_pod_condition, victim, cond) is True
+    got = sc.pods["u1"].pod.status.conditions
+    assert [(c.type, c.status) for c in got] == [("DisruptionTarget", "True"), ("Ready", "True")]
+    assert [(old, new.pod.status.conditions) for old, new in updates] == [(victim, got)]
+    del sc.pods["u1"]
+    assert anyio.run(sc.set_pod_condition, victim, cond) is False

@@ -28,6 +28,7 @@ from ...framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
     NodeToStatus,
+    PostFilterOutcome,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
@@ -39,7 +40,9 @@ from ...framework.types import NodeInfo, PodInfo
 from .. import names
 from ..noderesources.resource_allocation import ArgsErrors
 from .preemption import (
+    DISRUPTION_TARGET,
     PREEMPTING_LISTER,
+    PREEMPTION_BY_SCHEDULER,
     Candidate,
     Evaluator,
     MoreImportantPodFunc,
@@ -112,8 +115,8 @@ def pod_terminating_by_preemption(pod: PodInfo) -> bool:
     if p.metadata.deletion_timestamp is None:
         return False
     for c in p.status.conditions:
-        if c.type == "DisruptionTarget":
-            return c.status == "True" and c.reason == "PreemptionByScheduler"
+        if c.type == DISRUPTION_TARGET:
+            return c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
     return False
 
 
@@ -179,10 +182,15 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
         result, st = self.evaluator.preempt(state, pod, statuses)
-        msg = st.message()
-        if msg:
-            return result, Status(st.code, "preemption: " + msg)
-        return result, st
+        resume = result.resume if result is not None else None
+        if resume is not None:  # extenders to ask first: the same wording once resumed
+
+            async def resumed() -> PostFilterOutcome:
+                r, s = await resume()
+                return r, _worded(s)
+
+            return PostFilterResult(resume=resumed), None
+        return result, _worded(st)
 
     # -- PreEnqueue (async preemption) --------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
@@ -386,6 +394,13 @@ def _extension_status(st: Status, op: str) -> Status | None:
         f'running {op} on PreFilter plugin "{st.plugin}": {st.message()}',
         plugin=st.plugin,
     )
+
+
+def _worded(st: Status | None) -> Status | None:
+    """The Evaluator's status as the plugin reports it (upstream: "preemption: " + msg)."""
+    if st is None or not st.message():
+        return st
+    return Status(st.code, "preemption: " + st.message())
 
 
 def _always(ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:

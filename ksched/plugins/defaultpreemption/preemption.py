@@ -8,10 +8,17 @@ are chosen on one node, how many nodes to sample) comes from a ``PreemptionInter
 — ``DefaultPreemption`` is one.
 
 Unlike upstream the Evaluator does not evict: the victims travel in the result and
-the scheduler deletes them (and records the nomination) asynchronously, as upstream's
-async preemption does. The dry run is sequential, which makes the sampled set equal to
-upstream's with parallelism 1; where upstream iterates a Go map (node statuses,
-candidates) we keep snapshot/dry-run order, so ties resolve deterministically.
+the scheduler marks them (``preemption_condition``) and deletes them, and records the
+nomination, asynchronously, as upstream's async preemption does. The dry run is
+sequential, which makes the sampled set equal to upstream's with parallelism 1; where
+upstream iterates a Go map (node statuses, candidates) we keep snapshot/dry-run order, so
+ties resolve deterministically.
+
+Extenders with a preemptVerb (``handle.extenders``) may narrow the candidates before the
+choice (upstream ``callExtenders``). Those are HTTP calls while PostFilter is synchronous,
+so then ``preempt`` returns a result to ``resume``: the scheduling cycle, which runs
+asynchronously for any pod an extender is interested in, awaits the extenders and the
+choice there. Without such extenders nothing changes and nothing is awaited.
 """
 
 from __future__ import annotations
@@ -20,19 +27,22 @@ import datetime as dt
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ...api.objects import PodDisruptionBudget
+from ...api.objects import PodCondition, PodDisruptionBudget
 from ...framework.cycle_state import CycleState
 from ...framework.diagnosis import Diagnosis, FitError
 from ...framework.handle import Handle
-from ...framework.interface import NodeToStatus, PostFilterResult
+from ...framework.interface import NodeToStatus, PostFilterOutcome, PostFilterResult, Victims
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo
+from ...util.clock import rfc3339
 
 __all__ = [
+    "DISRUPTION_TARGET",
     "PREEMPTING_LISTER",
+    "PREEMPTION_BY_SCHEDULER",
     "Candidate",
     "Evaluator",
     "MoreImportantPodFunc",
@@ -45,6 +55,7 @@ __all__ = [
     "more_important_pod",
     "nodes_for_status_code",
     "pick_one_node_for_preemption",
+    "preemption_condition",
 ]
 
 # ``handle.listers`` key of the set of preemptor keys (uid or ns/name) whose victims
@@ -55,18 +66,15 @@ NO_NODES_AVAILABLE = "no nodes available"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_CANDIDATE = "no candidate node for preemption"
 
+# The condition preemption puts on each victim before deleting it (``PreemptPod``), which
+# ``pod_terminating_by_preemption`` reads back on later attempts.
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
 _MAX_INT32 = 2**31 - 1
 _START_TIME_CACHE = "DefaultPreemption/startTime"
 
 MoreImportantPodFunc = Callable[[PodInfo, PodInfo], bool]
-
-
-@dataclass(slots=True)
-class Victims:
-    """``extenderv1.Victims``: pods to evict (most important first) and PDB violations."""
-
-    pods: list[PodInfo] = field(default_factory=list)
-    num_pdb_violations: int = 0
 
 
 @dataclass(slots=True)
@@ -204,6 +212,33 @@ def nodes_for_status_code(m: NodeToStatus, nodes: Sequence[NodeInfo], code: Code
     return [ni for ni in nodes if (st := statuses.get(ni.name)) is not None and st.code == code]
 
 
+def preemption_condition(victim: PodInfo, scheduler_name: str) -> PodCondition | None:
+    """The DisruptionTarget condition marking ``victim`` as preempted by ``scheduler_name``
+    (``PreemptPod``), or None when it already carries that very condition
+    (``UpdatePodCondition`` reports no change, so upstream sends no patch).
+
+    As ``UpdatePodCondition``, the transition time is kept when the status was already
+    True; ``observedGeneration`` is the victim's generation (PodObservedGenerationTracking,
+    on by default since v1.34).
+    """
+    message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
+    old = next((c for c in victim.pod.status.conditions if c.type == DISRUPTION_TARGET), None)
+    transition = rfc3339()
+    if old is not None and old.status == "True":
+        unchanged = (PREEMPTION_BY_SCHEDULER, message, None)
+        if (old.reason, old.message, old.last_probe_time) == unchanged:
+            return None
+        transition = old.last_transition_time or transition
+    return PodCondition(
+        type=DISRUPTION_TARGET,
+        status="True",
+        reason=PREEMPTION_BY_SCHEDULER,
+        message=message,
+        last_transition_time=transition,
+        observed_generation=victim.pod.metadata.generation,
+    )
+
+
 def lower_priority_nominated_pods(handle: Handle, pod: PodInfo, node_name: str) -> list[PodInfo]:
     """``getLowerPriorityNominatedPods``: nominated to ``node_name`` with lower priority."""
     nominator = handle.listers.get("nominator")
@@ -295,6 +330,8 @@ class Evaluator:
         ``(None, Unschedulable)`` leaves the nomination alone (not eligible, nothing to
         pick); ``(PostFilterResult(""), Unschedulable)`` with a FitError text clears it
         (no node helps); ``(PostFilterResult(node, victims), Success)`` nominates.
+        ``(PostFilterResult(resume=...), Success)``: extenders must be asked first, and
+        awaiting ``resume()`` gives the actual outcome, one of the above or an Error.
         """
         # 1) Is the preemptor allowed to preempt at all?
         nominated = pod.pod.status.nominated_node_name
@@ -315,11 +352,53 @@ class Evaluator:
             fe = FitError(pod.key, len(all_nodes), Diagnosis(node_to_status=statuses))
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, str(fe))
 
-        # 3) (extenders: ksched's scheduler calls none.)  4) The best candidate.
+        # 3) Extenders that support preemption may drop candidates or change victims: their
+        # HTTP calls, and so the choice, happen when the scheduling cycle resumes the result.
+        if self._consults_extenders(pod):
+            resume = functools.partial(self._resume, pod, candidates)
+            return PostFilterResult(resume=resume), SUCCESS
+        # 4) The best candidate.
+        return self._choose(candidates)
+
+    def _choose(self, candidates: Sequence[Candidate]) -> tuple[PostFilterResult | None, Status]:
+        """Step 4: nominate the best candidate's node, its victims in the result."""
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
         return PostFilterResult(best.name, list(best.victims.pods)), SUCCESS
+
+    async def _resume(self, pod: PodInfo, candidates: list[Candidate]) -> PostFilterOutcome:
+        """Steps 3 and 4 of ``preempt`` once extenders are involved."""
+        candidates, st = await self.call_extenders(pod, candidates)
+        if not st.is_success():
+            return None, st
+        return self._choose(candidates)
+
+    def _consults_extenders(self, pod: PodInfo) -> bool:
+        ext = self.handle.extenders
+        return ext is not None and ext.preempts_for(pod)
+
+    async def call_extenders(
+        self, pod: PodInfo, candidates: Sequence[Candidate]
+    ) -> tuple[list[Candidate], Status]:
+        """``callExtenders``: the candidates the interested extenders with a preemptVerb
+        agree with, each seeing what the previous one left; an Error status when a
+        non-ignorable one fails (ignorable ones are skipped).
+
+        Kept candidates keep their dry-run order (upstream: map order); nodes an extender
+        added come after them.
+        """
+        ext = self.handle.extenders
+        if ext is None:
+            return list(candidates), SUCCESS
+        victims = self.iface.candidates_to_victims_map(candidates)
+        if not victims:
+            return list(candidates), SUCCESS
+        out, st = await ext.process_preemption(pod, victims, self.handle.snapshot)
+        if not st.is_success():
+            return [], st
+        order = [n for n in victims if n in out] + [n for n in out if n not in victims]
+        return [Candidate(n, out[n]) for n in order], SUCCESS
 
     def find_candidates(
         self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: PodInfo, m: NodeToStatus
