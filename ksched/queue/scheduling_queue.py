@@ -29,6 +29,7 @@ from typing import Any
 
 import anyio
 
+from ..framework.deadline import PluginTimeout, SyncDeadline
 from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -36,7 +37,7 @@ from ..framework.interface import (
     extension_points_of,
 )
 from ..framework.runtime import Framework
-from ..framework.status import Status
+from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..util.clock import Clock, RealClock
 from . import events as ev
@@ -148,6 +149,9 @@ class SchedulingQueue:
     ) -> None:
         self.frameworks = frameworks
         self.clock: Clock = clock or RealClock()
+        # PreEnqueue plugins and queueing hints are plugin code too (the Scheduler sets
+        # its deadline here; unbounded by default).
+        self.deadline = SyncDeadline(None)
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -300,7 +304,13 @@ class SchedulingQueue:
     def _gate(self, qpi: QueuedPodInfo) -> bool:
         """Run PreEnqueue; True when the pod may enter activeQ (``runPreEnqueuePlugins``)."""
         fw = self.frameworks.get(qpi.profile)
-        st = fw.run_pre_enqueue(qpi.pod_info) if fw is not None else None
+        st: Status | None = None
+        if fw is not None:
+            try:
+                with self.deadline:
+                    st = fw.run_pre_enqueue(qpi.pod_info)
+            except PluginTimeout as e:  # as a PreEnqueue error: wait in the pool
+                st = Status(Code.ERROR, str(e))
         if st is None or st.is_success():
             qpi.gated, qpi.gating_plugin, qpi.gating_status = False, "", None
             return True
@@ -368,9 +378,10 @@ class SchedulingQueue:
             for hint in hints:
                 if hint is not None:
                     try:
-                        if hint(qpi.pod_info, old, new) == QueueingHint.SKIP:
-                            continue
-                    except Exception:  # upstream treats a failing hint as Queue
+                        with self.deadline:
+                            if hint(qpi.pod_info, old, new) == QueueingHint.SKIP:
+                                continue
+                    except (Exception, PluginTimeout):  # a failing hint means Queue
                         pass
                 if plugin in pending:
                     return QUEUE_IMMEDIATELY

@@ -236,6 +236,7 @@ class Scheduler:
         # A plugin that hangs fails its pod's attempt (see framework.deadline).
         self._plugin_index: dict[int, str] | None = None
         self.deadline = SyncDeadline(plugin_timeout, self.plugin_index)
+        self.queue.deadline = self.deadline
         self.binding_timeout = (
             binding_timeout if binding_timeout is not None and binding_timeout > 0 else None
         )

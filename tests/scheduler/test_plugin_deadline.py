@@ -18,9 +18,13 @@ from ksched.framework.cycle_state import CycleState
 from ksched.framework.deadline import PluginTimeout, SyncDeadline, _Alarm
 from ksched.framework.interface import (
     BindPlugin,
+    ClusterEvent,
+    ClusterEventWithHint,
     FilterPlugin,
     PostBindPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
+    QueueingHint,
     ReservePlugin,
     ScorePlugin,
 )
@@ -218,7 +222,42 @@ class HangPostBind(PostBindPlugin):
             await anyio.sleep(STUCK)
 
 
-PLUGINS = (HangFilter, HangScore, HangReserve, HangPreBind, HangBind, HangPostBind)
+class HangPreEnqueue(PreEnqueuePlugin):
+    name = "HangPreEnqueue"
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        if pod.labels.get("hang") == "preenqueue":
+            _spin()
+        return None
+
+
+class HangHint(FilterPlugin):
+    """Rejects pods labelled hint=...; its Node/Add hint hangs for hint=hang."""
+
+    name = "HangHint"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        return Status.unschedulable("no") if pod.labels.get("hint") else None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent("Node", "Add"), self._hint)]
+
+    def _hint(self, pod: PodInfo, old: Any, new: Any) -> str:
+        if pod.labels.get("hint") == "hang":
+            _spin()
+        return QueueingHint.SKIP
+
+
+PLUGINS = (
+    HangFilter,
+    HangScore,
+    HangReserve,
+    HangPreBind,
+    HangBind,
+    HangPostBind,
+    HangPreEnqueue,
+    HangHint,
+)
 
 
 class Harness:
@@ -229,7 +268,8 @@ class Harness:
             reg.register(cls.name, cls, "tests")
         cfg = config(
             {
-                "filter": ["NodeResourcesFit", "HangFilter"],
+                "filter": ["NodeResourcesFit", "HangFilter", "HangHint"],
+                "preEnqueue": ["HangPreEnqueue"],
                 "preFilter": ["NodeResourcesFit"],
                 "score": ["HangScore"],
                 "reserve": ["HangReserve"],
@@ -260,6 +300,9 @@ class Harness:
         pod = make_pod(name, labels=labels, cpu="1")
         self.cluster.create(pod)
         return pod
+
+    def where(self, pod: PodInfo) -> str | None:
+        return self.sched.queue.location(pod)
 
     async def run(self, pods: int) -> None:
         """Attempt every active pod once and wait for the binding cycles to end."""
@@ -352,3 +395,29 @@ async def test_explain_reports_a_hung_plugin_as_an_error() -> None:
     out = explain_pending(h.sched, qpi)
     assert out["result"] == "Error"
     assert out["message"] == 'plugin "HangFilter" (filter) did not return within 0.05s'
+
+
+async def test_hung_pre_enqueue_gates_only_that_pod() -> None:
+    h = Harness()
+    stuck = h.add("stuck", hang="preenqueue")
+    h.add("fine")
+    await h.run(1)
+    assert h.out.scheduled == ["fine"]
+    assert h.where(stuck) == "unschedulable"  # waits in the pool, as for a PreEnqueue error
+    [row] = h.sched.queue.dump()["gated"]
+    assert row["pod"] == stuck.key
+    assert row["gatingMessage"] == (
+        'plugin "HangPreEnqueue" (pre_enqueue) did not return within 0.05s'
+    )
+
+
+async def test_hung_queueing_hint_counts_as_queue() -> None:
+    h = Harness()
+    stuck = h.add("stuck", hint="hang")
+    skipped = h.add("skipped", hint="skip")
+    await h.run(1)
+    assert h.where(stuck) == h.where(skipped) == "unschedulable"
+    h.sched.on_node_add(make_node("n9", cpu="8", pods=50))
+    # The hanging hint is abandoned and, like a failing one, moves its pod; the other
+    # pod's hint answered Skip.
+    assert h.where(stuck) == "backoff" and h.where(skipped) == "unschedulable"
