@@ -22,6 +22,8 @@ __all__ = [
     "KObject",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "LabelSelectorSpec",
+    "MapSelectorSpec",
     "Namespace",
     "Node",
     "NodeAffinity",
@@ -39,6 +41,10 @@ __all__ = [
     "PodStatus",
     "PreferredSchedulingTerm",
     "PriorityClass",
+    "ReplicaSet",
+    "ReplicationController",
+    "Service",
+    "StatefulSet",
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
@@ -331,7 +337,61 @@ class PodDisruptionBudget(_S):
     api_version: str = "policy/v1"
 
 
-KObject = Pod | Node | Namespace | PriorityClass | PodDisruptionBudget
+# ---- workloads: only their selectors, for PodTopologySpread's default constraints ----
+
+
+class MapSelectorSpec(_S):
+    """The ``spec`` of a Service or ReplicationController: a plain label map, where a nil
+    selector (None) selects nothing and ``{}`` selects everything."""
+
+    selector: dict[str, str] | None = None
+
+
+class LabelSelectorSpec(_S):
+    """The ``spec`` of a ReplicaSet or StatefulSet: a ``metav1.LabelSelector``."""
+
+    selector: LabelSelector | None = None
+
+
+class Service(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: MapSelectorSpec = msgspec.field(default_factory=MapSelectorSpec)
+    kind: str = "Service"
+    api_version: str = "v1"
+
+
+class ReplicationController(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: MapSelectorSpec = msgspec.field(default_factory=MapSelectorSpec)
+    kind: str = "ReplicationController"
+    api_version: str = "v1"
+
+
+class ReplicaSet(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: LabelSelectorSpec = msgspec.field(default_factory=LabelSelectorSpec)
+    kind: str = "ReplicaSet"
+    api_version: str = "apps/v1"
+
+
+class StatefulSet(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: LabelSelectorSpec = msgspec.field(default_factory=LabelSelectorSpec)
+    kind: str = "StatefulSet"
+    api_version: str = "apps/v1"
+
+
+KObject = (
+    Pod
+    | Node
+    | Namespace
+    | PriorityClass
+    | PodDisruptionBudget
+    | Service
+    | ReplicationController
+    | ReplicaSet
+    | StatefulSet
+)
 T = TypeVar("T", bound=_S)
 
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}

@@ -146,6 +146,8 @@ class Informer(Generic[T]):
     ``missing_ok``: a collection the server does not serve (404 on the list: a CRD that is
     not installed) counts as empty and synced; the list is retried with backoff until the
     collection appears, and if it disappears later its objects are delivered as deletes.
+
+    ``store``: the dict to fill (a ``RevisionedStore`` whose handlers bump it, say).
     """
 
     def __init__(
@@ -165,6 +167,7 @@ class Informer(Generic[T]):
         clock: Clock | None = None,
         rng: random.Random | None = None,
         missing_ok: bool = False,
+        store: dict[str, T] | None = None,
     ) -> None:
         self.client = client
         self.path = path
@@ -181,7 +184,7 @@ class Informer(Generic[T]):
         self.page_size = page_size
         self.missing_ok = missing_ok
         self.not_served = False  # missing_ok: the last list answered 404
-        self.store: dict[str, T] = {}
+        self.store: dict[str, T] = store if store is not None else {}
         self.last_sync_resource_version = ""
         self._rv_unavailable = False
         self.has_synced = False

@@ -4,6 +4,10 @@ Nodes and pods go to the scheduler's ``on_*`` handlers (which route pods to the 
 the cache by nodeName and schedulerName); namespaces, PodDisruptionBudgets and
 PriorityClasses only fill listers that plugins read through ``handle.listers``, as does
 the pod store (``"pods"``: PodInfo of every non-terminal pod, whatever its scheduler).
+Services, ReplicationControllers, ReplicaSets and StatefulSets are watched only when an
+enabled plugin names them in ``reads_listers`` (PodTopologySpread, for the selectors of
+its default constraints), as kube-scheduler's informer factory starts only the informers
+plugins asked for; their listers are ``RevisionedStore``s bumped on every change.
 Custom collections an enabled plugin declares in ``watch_resources`` (Coscheduling's
 PodGroups, say) get an informer of raw objects each: a lister under the declared key, and
 their changes reach the scheduler as ``on_other_event`` cluster events.
@@ -19,8 +23,19 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from ..api.objects import Namespace, Node, ObjectMeta, PodDisruptionBudget, PriorityClass
+from ..api.objects import (
+    Namespace,
+    Node,
+    ObjectMeta,
+    PodDisruptionBudget,
+    PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
+)
 from ..framework.interface import ClusterEvent, WatchedResource
+from ..framework.listers import RevisionedStore
 from ..framework.types import PodInfo
 from .client import APIClient
 from .decoding import pod_decoder, pod_meta, struct_decoder
@@ -33,6 +48,7 @@ __all__ = [
     "ClusterInformers",
     "SchedulerLike",
     "connect_scheduler",
+    "requested_listers",
     "watched_resources",
 ]
 
@@ -43,6 +59,10 @@ NODES_PATH = "/api/v1/nodes"
 NAMESPACES_PATH = "/api/v1/namespaces"
 PDBS_PATH = "/apis/policy/v1/poddisruptionbudgets"
 PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
+SERVICES_PATH = "/api/v1/services"
+REPLICATION_CONTROLLERS_PATH = "/api/v1/replicationcontrollers"
+REPLICA_SETS_PATH = "/apis/apps/v1/replicasets"
+STATEFUL_SETS_PATH = "/apis/apps/v1/statefulsets"
 # kube-scheduler's pod informer: terminal pods hold no resources and need no scheduling.
 PODS_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -78,23 +98,54 @@ class ClusterInformers(InformerSet):
         self.namespaces = namespaces
         self.pdbs = pdbs
         self.priority_classes = priority_classes
+        # Built-in collections watched on a plugin's request (reads_listers), by key.
+        self.requested: dict[str, Informer[Any]] = {}
         # Plugins' custom collections (raw objects), by their handle.listers key.
         self.custom: dict[str, Informer[dict[str, Any]]] = {}
 
     @property
     def listers(self) -> dict[str, Any]:
         """``handle.listers`` entries: namespaces by name, PDBs by ns/name, classes by name,
-        pods (PodInfo) by ns/name, plus the plugins' custom collections."""
+        pods (PodInfo) by ns/name, plus the requested and custom collections."""
         return {
             "namespaces": self.namespaces.store,
             "pdbs": self.pdbs.store,
             "priorityclasses": self.priority_classes.store,
             "pods": self.pods.store,
+            **{key: inf.store for key, inf in self.requested.items()},
             **{key: inf.store for key, inf in self.custom.items()},
         }
 
 
-_BUILTIN_LISTERS = frozenset({"namespaces", "pdbs", "priorityclasses", "pods"})
+# reads_listers key -> (collection path, object type)
+_ON_REQUEST: dict[str, tuple[str, type[Any]]] = {
+    "services": (SERVICES_PATH, Service),
+    "replicationcontrollers": (REPLICATION_CONTROLLERS_PATH, ReplicationController),
+    "replicasets": (REPLICA_SETS_PATH, ReplicaSet),
+    "statefulsets": (STATEFUL_SETS_PATH, StatefulSet),
+}
+_BUILTIN_LISTERS = frozenset({"namespaces", "pdbs", "priorityclasses", "pods", *_ON_REQUEST})
+
+
+def _enabled_plugins(frameworks: Iterable[Any]) -> Iterable[tuple[str, Any]]:
+    for fw in frameworks:
+        plugins: Mapping[str, Any] = getattr(fw, "plugins", None) or {}
+        yield from plugins.items()
+
+
+def requested_listers(frameworks: Iterable[Any]) -> list[str]:
+    """The on-request built-in listers (``reads_listers``) some enabled plugin reads, in a
+    fixed order. ValueError for a key ksched does not know."""
+    wanted: set[str] = set()
+    for name, plugin in _enabled_plugins(frameworks):
+        for key in getattr(plugin, "reads_listers", None) or ():
+            if key not in _BUILTIN_LISTERS:
+                raise ValueError(
+                    f"plugin {name}: reads_listers: unknown lister {key!r}; "
+                    f"known: {', '.join(sorted(_BUILTIN_LISTERS))}"
+                )
+            wanted.add(key)
+    return [key for key in _ON_REQUEST if key in wanted]
 
 
 def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
@@ -103,25 +154,23 @@ def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
     Two declarations of the same lister key must be identical (ValueError otherwise).
     """
     out: dict[str, WatchedResource] = {}
-    for fw in frameworks:
-        plugins: Mapping[str, Any] = getattr(fw, "plugins", None) or {}
-        for name, plugin in plugins.items():
-            for wr in getattr(plugin, "watch_resources", None) or ():
-                if not isinstance(wr, WatchedResource):
-                    raise ValueError(
-                        f"plugin {name}: watch_resources: expected WatchedResource, got {wr!r}"
-                    )
-                if wr.lister in _BUILTIN_LISTERS:
-                    raise ValueError(
-                        f"plugin {name}: watch_resources: handle.listers[{wr.lister!r}] is built in"
-                    )
-                prev = out.setdefault(wr.lister, wr)
-                if prev != wr:
-                    raise ValueError(
-                        f"plugin {name}: watch_resources: handle.listers"
-                        f"[{wr.lister!r}] is declared differently elsewhere: "
-                        f"{wr} vs {prev}"
-                    )
+    for name, plugin in _enabled_plugins(frameworks):
+        for wr in getattr(plugin, "watch_resources", None) or ():
+            if not isinstance(wr, WatchedResource):
+                raise ValueError(
+                    f"plugin {name}: watch_resources: expected WatchedResource, got {wr!r}"
+                )
+            if wr.lister in _BUILTIN_LISTERS:
+                raise ValueError(
+                    f"plugin {name}: watch_resources: handle.listers[{wr.lister!r}] is built in"
+                )
+            prev = out.setdefault(wr.lister, wr)
+            if prev != wr:
+                raise ValueError(
+                    f"plugin {name}: watch_resources: handle.listers"
+                    f"[{wr.lister!r}] is declared differently elsewhere: "
+                    f"{wr} vs {prev}"
+                )
     return list(out.values())
 
 
@@ -173,10 +222,12 @@ def connect_scheduler(
     ``await .wait_synced()`` before starting the scheduling loop).
 
     ``profiles`` are the scheduler names served (default: the scheduler's frameworks);
-    only their pending pods keep their raw JSON. Every framework's enabled plugins'
-    ``watch_resources`` get an informer too (see ``WatchedResource``); their events go to
-    ``scheduler.on_other_event(event, old, new)`` when the scheduler has that method.
-    Raises ValueError when two plugins declare one lister key differently.
+    only their pending pods keep their raw JSON. The built-in collections the enabled
+    plugins name in ``reads_listers`` get an informer each. Every framework's enabled
+    plugins' ``watch_resources`` get an informer too (see ``WatchedResource``); their
+    events go to ``scheduler.on_other_event(event, old, new)`` when the scheduler has that
+    method. Raises ValueError when two plugins declare one lister key differently, or a
+    plugin asks for a lister ksched does not know.
     """
     names = set(profiles) if profiles is not None else set(scheduler.frameworks)
 
@@ -233,6 +284,20 @@ def connect_scheduler(
         **common,
     )
     informers = ClusterInformers(pods, nodes, namespaces, pdbs, classes)
+    for key in requested_listers(scheduler.frameworks.values()):
+        path, cls = _ON_REQUEST[key]
+        store: RevisionedStore[Any] = RevisionedStore()
+        requested: Informer[Any] = Informer(
+            client,
+            path,
+            struct_decoder(cls),
+            name=key,
+            backoff=make_backoff(),
+            store=store,
+            **common,
+        )
+        requested.add_handlers(store.bump, store.bump, store.bump)
+        informers.requested[key] = informers.add(requested)
     emit: Callable[[ClusterEvent, Any, Any], None] | None = getattr(
         scheduler, "on_other_event", None
     )

@@ -29,6 +29,7 @@ from .interface import (
     WatchedResource,
     extension_points_of,
 )
+from .listers import RevisionedStore
 from .registry import ENTRY_POINT_GROUP, PluginArgsError, PluginLoadError, PluginSpec, Registry
 from .snapshot import Snapshot
 from .status import SUCCESS, Code, Status
@@ -76,6 +77,7 @@ __all__ = [
     "QueueingHint",
     "Registry",
     "ReservePlugin",
+    "RevisionedStore",
     "ScorePlugin",
     "Snapshot",
     "StateData",

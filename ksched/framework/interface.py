@@ -102,10 +102,16 @@ class Plugin:
 
     ``watch_resources``: custom collections the daemon must watch into ``handle.listers``
     for this plugin (see ``WatchedResource``).
+
+    ``reads_listers``: built-in listers the daemon watches only on request, as
+    kube-scheduler's informer factory starts only the informers plugins asked for
+    (``services``, ``replicationcontrollers``, ``replicasets``, ``statefulsets``:
+    typed objects keyed ``namespace/name`` in ``RevisionedStore``s).
     """
 
     name: ClassVar[str] = ""
     watch_resources: ClassVar[Sequence[WatchedResource]] = ()
+    reads_listers: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.args = args

@@ -2,7 +2,9 @@
 
 Multi-document YAML, JSON, and ``kind: List`` are all accepted. Objects of kinds
 the scheduler does not use are skipped; kinds it uses must decode, and a decode
-failure names the file and the object.
+failure names the file and the object. Services, ReplicationControllers, ReplicaSets
+and StatefulSets are kept for PodTopologySpread's default selectors, which the daemon
+reads from its informers; like pods, they default to namespace ``default``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from ..api.objects import (
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
     decode,
     object_ref,
 )
@@ -39,6 +45,8 @@ class ClusterFile:
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    # Services, ReplicationControllers, ReplicaSets, StatefulSets by handle.listers key.
+    workloads: dict[str, list[Any]] = field(default_factory=dict)
     # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -49,6 +57,17 @@ _KINDS: dict[str, Any] = {
     "Namespace": Namespace,
     "PriorityClass": PriorityClass,
     "PodDisruptionBudget": PodDisruptionBudget,
+    "Service": Service,
+    "ReplicationController": ReplicationController,
+    "ReplicaSet": ReplicaSet,
+    "StatefulSet": StatefulSet,
+}
+# kind -> the handle.listers key PodTopologySpread reads it under
+WORKLOAD_LISTERS = {
+    "Service": "services",
+    "ReplicationController": "replicationcontrollers",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
 }
 
 
@@ -96,8 +115,8 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
         if cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue
-        if kind == "Pod":
-            raw.setdefault("metadata", {}).setdefault("namespace", "default")
+        if kind == "Pod" or kind in WORKLOAD_LISTERS:
+            meta.setdefault("namespace", "default")
         ident = (kind, str(meta.get("namespace", "")), str(meta["name"]))
         if ident in seen:
             raise ClusterFileError(f"{source}: {object_ref(raw)}: duplicate object")
@@ -114,8 +133,10 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
             cf.namespaces.append(obj)
         elif kind == "PriorityClass":
             cf.priority_classes.append(obj)
-        else:
+        elif kind == "PodDisruptionBudget":
             cf.pdbs.append(obj)
+        else:
+            cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
     return cf
 
 

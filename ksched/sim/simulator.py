@@ -19,6 +19,7 @@ import msgspec
 
 from ..api.objects import Pod, PodCondition
 from ..framework.handle import BindError, RecordingEventRecorder
+from ..framework.listers import RevisionedStore
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
@@ -189,7 +190,7 @@ class Simulation:
                 ext.nodes.set_raw(node, raw)
             ext.on_bound = self.cluster.bind
         # Informer-backed listers as the daemon provides them to plugins.
-        listers = {
+        listers: dict[str, Any] = {
             "namespaces": {ns.metadata.name: ns for ns in cluster.namespaces},
             "pdbs": {f"{p.metadata.namespace}/{p.metadata.name}": p for p in cluster.pdbs},
             "priorityclasses": {pc.metadata.name: pc for pc in cluster.priority_classes},
@@ -198,6 +199,15 @@ class Simulation:
             # Every non-terminal pod, for any scheduler (PodInfo values).
             "pods": self.cluster.pods,
         }
+        # Services and controllers, for default spreading (static: revision 0 throughout).
+        # A kind the file has none of stays unknown rather than empty, so a plain
+        # `kubectl get nodes,pods` dump keeps the plugin's fallback for controlled pods
+        # instead of losing their default spreading to controllers it never listed.
+        for key, objs in cluster.workloads.items():
+            store: RevisionedStore[Any] = RevisionedStore()
+            for obj in objs:
+                store[f"{obj.metadata.namespace}/{obj.metadata.name}"] = obj
+            listers[key] = store
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)
         self.explain = explain

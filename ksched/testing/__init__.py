@@ -7,7 +7,15 @@ the daemon against an independent implementation of the API.
 from ._store import APIStatusError
 from .apiserver import VERSION_INFO, TestAPIServer, serving
 from .faults import Faults, RecordedRequest
-from .objects import make_namespace, make_node, make_pod, make_priority_class
+from .objects import (
+    controller_ref,
+    make_controller,
+    make_namespace,
+    make_node,
+    make_pod,
+    make_priority_class,
+    make_service,
+)
 
 __all__ = [
     "VERSION_INFO",
@@ -15,9 +23,12 @@ __all__ = [
     "Faults",
     "RecordedRequest",
     "TestAPIServer",
+    "controller_ref",
+    "make_controller",
     "make_namespace",
     "make_node",
     "make_pod",
     "make_priority_class",
+    "make_service",
     "serving",
 ]

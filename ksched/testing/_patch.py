@@ -8,6 +8,7 @@ controllers and kubectl touch.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -167,6 +168,9 @@ MERGE_KEYS: dict[str, str] = {
     "podIPs": "ip",
     "hostIPs": "ip",
 }
+# Kinds whose list fields of the same name use another key: a Service's spec.ports merge by
+# port (its only `ports` list; a pod template's container ports keep containerPort).
+KIND_MERGE_KEYS: dict[str, dict[str, str]] = {"Service": {"ports": "port"}}
 # Lists of scalars with `patchStrategy:"merge"`: patched as ordered sets.
 MERGED_SCALAR_LISTS = frozenset({"finalizers"})
 
@@ -189,11 +193,11 @@ def _strip_directives(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _merge_list(field: str, original: Any, patch: list[Any]) -> list[Any]:
+def _merge_list(field: str, original: Any, patch: list[Any], keys: Mapping[str, str]) -> list[Any]:
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
         return [_strip_directives(p) for p in patch if not (isinstance(p, dict) and "$patch" in p)]
     base: list[Any] = list(original) if isinstance(original, list) else []
-    key = MERGE_KEYS.get(field)
+    key = keys.get(field)
     if key is not None and all(isinstance(p, dict) for p in patch):
         result = list(base)
         for item in patch:
@@ -216,7 +220,7 @@ def _merge_list(field: str, original: Any, patch: list[Any]) -> list[Any]:
             if idx is None:
                 result.append(_strip_directives(item))
             else:
-                result[idx] = _merge_map(result[idx], item)
+                result[idx] = _merge_map(result[idx], item, keys)
         return result
     if field in MERGED_SCALAR_LISTS:
         result = list(base)
@@ -237,7 +241,7 @@ def _order(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
     return ranked + rest
 
 
-def _merge_map(original: Any, patch: dict[str, Any]) -> Any:
+def _merge_map(original: Any, patch: dict[str, Any], keys: Mapping[str, str]) -> Any:
     directive = patch.get("$patch")
     if directive == "delete":
         return _DELETE
@@ -260,29 +264,31 @@ def _merge_map(original: Any, patch: dict[str, Any]) -> Any:
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = _merge_map(result.get(key), value)
+            merged = _merge_map(result.get(key), value, keys)
             if merged is _DELETE:
                 result.pop(key, None)
             else:
                 result[key] = merged
         elif isinstance(value, list):
-            result[key] = _merge_list(key, result.get(key), value)
+            result[key] = _merge_list(key, result.get(key), value, keys)
         else:
             result[key] = copy.deepcopy(value)
     for field, order in orders.items():
         if isinstance(result.get(field), list):
-            result[field] = _order(result[field], order, MERGE_KEYS.get(field))
+            result[field] = _order(result[field], order, keys.get(field))
     retain = patch.get("$retainKeys")
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
     return result
 
 
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """Strategic merge patch for built-in types, using the MERGE_KEYS table for lists."""
+def strategic_merge_patch(target: Any, patch: Any, kind: str = "") -> Any:
+    """Strategic merge patch for built-in types, using the MERGE_KEYS table for lists
+    (with ``kind``'s exceptions from KIND_MERGE_KEYS)."""
     if not isinstance(patch, dict):
         raise PatchError("strategic merge patch must be a JSON object", code=400)
-    result = _merge_map(target, patch)
+    keys = MERGE_KEYS | KIND_MERGE_KEYS.get(kind, {})
+    result = _merge_map(target, patch, keys)
     if result is _DELETE:
         return {}
     return result

@@ -166,17 +166,69 @@ POD_GROUPS = ResourceInfo(
     has_generation=True,
     status_subresource=True,
 )
+# Workloads PodTopologySpread reads selectors from (scale subresources are not served).
+SERVICES = ResourceInfo(
+    "",
+    "v1",
+    "services",
+    "Service",
+    True,
+    short_names=("svc",),
+    subresources=("status",),
+    categories=("all",),
+    status_subresource=True,
+)
+REPLICATION_CONTROLLERS = ResourceInfo(
+    "",
+    "v1",
+    "replicationcontrollers",
+    "ReplicationController",
+    True,
+    short_names=("rc",),
+    subresources=("status",),
+    categories=("all",),
+    has_generation=True,
+    status_subresource=True,
+)
+REPLICA_SETS = ResourceInfo(
+    "apps",
+    "v1",
+    "replicasets",
+    "ReplicaSet",
+    True,
+    short_names=("rs",),
+    subresources=("status",),
+    categories=("all",),
+    has_generation=True,
+    status_subresource=True,
+)
+STATEFUL_SETS = ResourceInfo(
+    "apps",
+    "v1",
+    "statefulsets",
+    "StatefulSet",
+    True,
+    short_names=("sts",),
+    subresources=("status",),
+    categories=("all",),
+    has_generation=True,
+    status_subresource=True,
+)
 
 RESOURCES: tuple[ResourceInfo, ...] = (
     PODS,
     NODES,
     NAMESPACES,
+    SERVICES,
+    REPLICATION_CONTROLLERS,
     CORE_EVENTS,
     BINDINGS,
     EVENTS_V1,
     LEASES,
     PDBS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    STATEFUL_SETS,
     POD_GROUPS,
 )
 STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r is not BINDINGS)

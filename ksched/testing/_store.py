@@ -851,7 +851,7 @@ class Store:
                         "include: application/json-patch+json, application/merge-patch+json, "
                         "application/apply-patch+yaml",
                     )
-                patched = strategic_merge_patch(current, patch)
+                patched = strategic_merge_patch(current, patch, res.kind)
             elif patch_type == "json":
                 patched = json_patch(current, patch)
             else:

@@ -18,9 +18,11 @@ def make_pod(
     scheduler_name: str | None = None,
     priority_class_name: str | None = None,
     image: str = "registry.k8s.io/pause:3.10",
+    owner: JSON | None = None,
     **spec: Any,
 ) -> JSON:
-    """A one-container pod; extra keyword arguments go into spec verbatim."""
+    """A one-container pod; extra keyword arguments go into spec verbatim. ``owner``: a
+    stored controller object (with its uid), referenced as the pod's controller."""
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     container: JSON = {"name": "main", "image": image}
     if requests:
@@ -35,7 +37,64 @@ def make_pod(
     meta: JSON = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = dict(labels)
+    if owner is not None:
+        meta["ownerReferences"] = [controller_ref(owner)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+
+
+def controller_ref(owner: JSON) -> JSON:
+    """The ownerReference a controller sets on the pods it creates."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def make_service(
+    name: str, selector: dict[str, str] | None, namespace: str = "default", port: int = 80
+) -> JSON:
+    """A ClusterIP Service; ``selector=None`` leaves it without one (it selects no pod)."""
+    spec: JSON = {"ports": [{"port": port, "protocol": "TCP", "targetPort": port}]}
+    if selector is not None:
+        spec["selector"] = dict(selector)
+    meta: JSON = {"name": name, "namespace": namespace}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
+
+
+_CONTROLLER_API_VERSIONS = {
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicationController": "v1",
+}
+
+
+def make_controller(
+    kind: str,
+    name: str,
+    labels: dict[str, str],
+    namespace: str = "default",
+    *,
+    replicas: int = 1,
+) -> JSON:
+    """A ReplicaSet, StatefulSet or ReplicationController selecting ``labels`` (its own and
+    its pod template's labels too); an RC's selector is a plain map, the others' a
+    LabelSelector."""
+    api_version = _CONTROLLER_API_VERSIONS[kind]
+    template = {
+        "metadata": {"labels": dict(labels)},
+        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    selector: JSON = dict(labels) if kind == "ReplicationController" else {"matchLabels": labels}
+    spec: JSON = {"replicas": replicas, "selector": selector, "template": template}
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    meta: JSON = {"name": name, "namespace": namespace, "labels": dict(labels)}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
 
 
 def make_node(

@@ -161,11 +161,21 @@ class E2E:
         cpu: str = "100m",
         memory: str = "64Mi",
         scheduler_name: str | None = None,
+        labels: dict[str, str] | None = None,
+        owner: JSON | None = None,
     ) -> JSON:
+        """``owner``: a created controller object the pod names as its controller."""
+        meta: JSON = {"name": name, "namespace": self.namespace}
+        if labels:
+            meta["labels"] = dict(labels)
+        if owner is not None:
+            from ksched.testing import controller_ref
+
+            meta["ownerReferences"] = [controller_ref(owner)]
         body: JSON = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": self.namespace},
+            "metadata": meta,
             "spec": {
                 "schedulerName": scheduler_name or self.scheduler_name,
                 "nodeSelector": {"ksched-e2e": self.run_id},

@@ -30,15 +30,32 @@ def test_discovery_documents(http: Client) -> None:
     }
     assert by_name["pods/status"]["verbs"] == ["get", "patch", "update"]
     assert by_name["events"]["namespaced"] is True
+    assert by_name["services"]["shortNames"] == ["svc"] and by_name["services"]["namespaced"]
+    assert by_name["replicationcontrollers"]["kind"] == "ReplicationController"
+    assert by_name["replicationcontrollers/status"]["verbs"] == ["get", "patch", "update"]
     _, groups = http.get("/apis")
     names = {g["name"]: g["preferredVersion"]["groupVersion"] for g in groups["groups"]}
     assert names == {
+        "apps": "apps/v1",
         "coordination.k8s.io": "coordination.k8s.io/v1",
         "events.k8s.io": "events.k8s.io/v1",
         "policy": "policy/v1",
         "scheduling.k8s.io": "scheduling.k8s.io/v1",
         "scheduling.x-k8s.io": "scheduling.x-k8s.io/v1alpha1",
     }
+    _, apps = http.get("/apis/apps/v1")
+    assert apps["groupVersion"] == "apps/v1"
+    assert {r["name"]: r["kind"] for r in apps["resources"]} == {
+        "replicasets": "ReplicaSet",
+        "replicasets/status": "ReplicaSet",
+        "statefulsets": "StatefulSet",
+        "statefulsets/status": "StatefulSet",
+    }
+    assert {r.get("shortNames", [""])[0] for r in apps["resources"] if "/" not in r["name"]} == {
+        "rs",
+        "sts",
+    }
+    assert http.get("/apis/apps")[1]["preferredVersion"]["groupVersion"] == "apps/v1"
     _, pg = http.get("/apis/scheduling.x-k8s.io/v1alpha1")
     assert [r["name"] for r in pg["resources"]] == ["podgroups", "podgroups/status"]
     _, group = http.get("/apis/policy")

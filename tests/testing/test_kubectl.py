@@ -181,3 +181,77 @@ def test_get_pods_watch(kubectl: Kubectl, apiserver: TestAPIServer, tmp_path: Pa
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+WORKLOADS = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - {port: 80, targetPort: 8080}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - {name: c, image: nginx}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  serviceName: db
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      containers:
+      - {name: c, image: postgres}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: old
+spec:
+  selector: {app: old}
+  template:
+    metadata:
+      labels: {app: old}
+    spec:
+      containers:
+      - {name: c, image: nginx}
+"""
+
+
+def test_apply_and_get_workloads_by_short_name(kubectl: Kubectl, apiserver: TestAPIServer) -> None:
+    applied = kubectl("apply", "-f", "-", stdin=WORKLOADS).stdout
+    for ref in ("service/web", "replicaset.apps/web", "statefulset.apps/db"):
+        assert f"{ref} created" in applied
+    assert "replicationcontroller/old created" in applied
+    names = kubectl("get", "svc,rs,sts,rc", "-o", "name").stdout.split()
+    assert names == [
+        "service/web",
+        "replicaset.apps/web",
+        "statefulset.apps/db",
+        "replicationcontroller/old",
+    ]
+    kubectl("apply", "-f", "-", stdin=WORKLOADS.replace("replicas: 2", "replicas: 4"))
+    rs = apiserver.get("replicasets", "default", "web")
+    assert rs["spec"]["replicas"] == 4 and rs["metadata"]["generation"] == 2
+    assert 'service "web" deleted' in kubectl("delete", "svc", "web").stdout
+    assert apiserver.try_get("services", "default", "web") is None

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ksched.testing import TestAPIServer, make_node, make_pod
+from ksched.testing import (
+    TestAPIServer,
+    make_controller,
+    make_namespace,
+    make_node,
+    make_pod,
+)
 
 kubernetes = pytest.importorskip("kubernetes")
 from kubernetes import client, config, watch  # noqa: E402
@@ -136,3 +142,40 @@ def test_lease_optimistic_concurrency(api_client: client.ApiClient) -> None:
     assert err.value.status == 409
     co.delete_namespaced_lease("ksched", "kube-system")
     assert co.list_namespaced_lease("kube-system").items == []
+
+
+def test_workload_kinds(apiserver: TestAPIServer, api_client: client.ApiClient) -> None:
+    """What a client-go informer for PodTopologySpread's default selectors reads."""
+    v1, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    apiserver.create(make_namespace("team"))
+    svc = v1.create_namespaced_service(
+        "team",
+        client.V1Service(
+            metadata=client.V1ObjectMeta(name="web"),
+            spec=client.V1ServiceSpec(
+                selector={"app": "web"}, ports=[client.V1ServicePort(port=80)]
+            ),
+        ),
+    )
+    assert svc.metadata.uid and svc.spec.selector == {"app": "web"}
+    apiserver.create(make_controller("ReplicaSet", "web", {"app": "web"}, "team"))
+    apiserver.create(make_controller("StatefulSet", "db", {"app": "db"}))
+    apiserver.create(make_controller("ReplicationController", "old", {"app": "old"}))
+    (rs,) = apps.list_replica_set_for_all_namespaces().items
+    assert (rs.metadata.namespace, rs.spec.selector.match_labels) == ("team", {"app": "web"})
+    assert apps.read_namespaced_stateful_set("db", "default").spec.service_name == "db"
+    assert v1.list_namespaced_replication_controller("default").items[0].spec.selector == {
+        "app": "old"
+    }
+    assert [s.metadata.name for s in v1.list_service_for_all_namespaces().items] == ["web"]
+
+    def later() -> None:
+        apiserver.wait_for_watchers(1, "statefulsets")
+        apiserver.patch("statefulsets", "default", "db", {"spec": {"replicas": 2}})
+
+    t = threading.Thread(target=later)
+    t.start()
+    stream = watch.Watch().stream(apps.list_stateful_set_for_all_namespaces, timeout_seconds=2)
+    seen = [(e["type"], e["object"].spec.replicas) for e in stream]
+    t.join()
+    assert seen == [("ADDED", 1), ("MODIFIED", 2)]

@@ -11,11 +11,13 @@ them with the snapshot's in chunks of list equality, which is a C loop of identi
 (~35µs for 5000 nodes), so a cycle costs that plus numpy.
 
 Default constraints (``defaultConstraints``/System defaulting) select pods with upstream's
-``helper.DefaultSelector``: the selectors of the Services, ReplicationController,
-ReplicaSet or StatefulSet that own or select the pod. These are read from
+``helper.DefaultSelector``: the selectors of the Services selecting the pod, and of the
+ReplicationController, ReplicaSet or StatefulSet controlling it. They are read from
 ``handle.listers`` under ``services``, ``replicationcontrollers``, ``replicasets`` and
-``statefulsets`` (mappings "namespace/name" -> raw object dict or typed object) when
-present. ksched does not watch those kinds yet, so when a lister is absent:
+``statefulsets`` (``WORKLOAD_LISTERS``: mappings "namespace/name" -> typed object from
+``ksched.api.objects`` or raw dict), which ``ksched run`` watches and ``ksched simulate``
+fills from the kinds its cluster file holds. Only where a lister is absent (unit tests,
+or a cluster file without objects of that kind):
 
 * Services are unknown and contribute nothing (upstream would AND their selectors in);
 * a pod whose controller is an RC/ReplicaSet/StatefulSet uses its own labels, minus the
@@ -50,6 +52,7 @@ __all__ = [
     "HONOR",
     "HOSTNAME",
     "IGNORE",
+    "WORKLOAD_LISTERS",
     "ZONE",
     "Constraint",
     "PodCounter",
@@ -67,6 +70,8 @@ ZONE = "topology.kubernetes.io/zone"
 HONOR = "Honor"
 IGNORE = "Ignore"
 MAX_INT32 = 2**31 - 1
+# The handle.listers keys default selectors read.
+WORKLOAD_LISTERS = frozenset({"services", "replicationcontrollers", "replicasets", "statefulsets"})
 
 _PER_POD_LABELS = frozenset(
     {
@@ -264,17 +269,13 @@ _RS = ("apps", "v1", "ReplicaSet")
 _SS = ("apps", "v1", "StatefulSet")
 
 
-def _field(obj: Any, *path: str) -> Any:
-    """``obj.path...`` for typed objects, ``obj[camelCase]...`` for raw dicts."""
-    for name in path:
-        if obj is None:
-            return None
-        obj = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, _snake(name), None)
-    return obj
-
-
-def _snake(name: str) -> str:
-    return "".join("_" + ch.lower() if ch.isupper() else ch for ch in name)
+def _meta_spec(obj: Any) -> tuple[str, Any]:
+    """(``metadata.namespace``, ``spec.selector``) of a typed object or a raw dict."""
+    if isinstance(obj, Mapping):
+        meta, spec = obj.get("metadata"), obj.get("spec")
+        ns = meta.get("namespace", "") if isinstance(meta, Mapping) else ""
+        return ns, spec.get("selector") if isinstance(spec, Mapping) else None
+    return obj.metadata.namespace, obj.spec.selector
 
 
 def _parse_group_version(gv: str) -> tuple[str, str] | None:
@@ -321,12 +322,9 @@ def default_selector(pod: PodInfo, listers: Mapping[str, Any]) -> Selector:
     services = listers.get("services")
     if services is not None:
         for svc in services.values():
-            if _field(svc, "metadata", "namespace") != ns:
-                continue
-            sel = _field(svc, "spec", "selector")
-            if sel is None:  # a nil selector matches nothing, not everything
-                continue
-            if _matches_set(sel, labels):
+            svc_ns, sel = _meta_spec(svc)
+            # a nil selector matches nothing, not everything
+            if svc_ns == ns and sel is not None and _matches_set(sel, labels):
                 label_set.update(sel)
     selector = selector_from_set(label_set)
     owner = _controller_of(pod)
@@ -349,10 +347,11 @@ def default_selector(pod: PodInfo, listers: Mapping[str, Any]) -> Selector:
     obj = lister.get(f"{ns}/{owner.name}")
     if obj is None:
         return selector
+    spec_selector = _meta_spec(obj)[1]
     if gvk == _RC:
-        label_set.update(_field(obj, "spec", "selector") or {})
+        label_set.update(spec_selector or {})
         return selector_from_set(label_set)
-    other = _label_selector(_field(obj, "spec", "selector"))
+    other = _label_selector(spec_selector)
     if other is None or other.nothing:
         return selector
     return Selector(selector.requirements + other.requirements)

@@ -35,6 +35,7 @@ from .args import (
 )
 from .common import (
     HOSTNAME,
+    WORKLOAD_LISTERS,
     ZONE,
     Constraint,
     CounterCache,
@@ -62,6 +63,9 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
 )
 
 _NOT_FOUND = 'reading "{}" from cycleState: not found'
+# The cache revision of constraints that depend on the pod alone.
+_POD_ONLY: Any = object()
+_WORKLOAD_KEYS = tuple(sorted(WORKLOAD_LISTERS))
 
 
 def _same_pod(a: PodInfo, b: PodInfo) -> bool:
@@ -72,6 +76,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     """Spreads pods over topology domains: hard constraints filter, soft ones score."""
 
     name = names.POD_TOPOLOGY_SPREAD
+    # Default selectors come from these (upstream's New asks the informer factory for them).
+    reads_listers = WORKLOAD_LISTERS
 
     def sign_pod(self, pod: PodInfo) -> Any:
         """Spreading is not local to a node: only pods no constraint applies to sign."""
@@ -98,24 +104,36 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         listers = getattr(self.handle, "listers", None)
         return listers if listers is not None else {}
 
-    def _uses_listers(self) -> bool:
+    def _listers_revision(self) -> tuple[tuple[int, int], ...] | None:
+        """What default selectors are derived from: (id, revision) of each workload lister
+        present, or None when one is a plain mapping that cannot tell it changed."""
         listers = self._listers()
-        return any(
-            k in listers
-            for k in ("services", "replicationcontrollers", "replicasets", "statefulsets")
-        )
+        out: list[tuple[int, int]] = []
+        for key in _WORKLOAD_KEYS:
+            lister = listers.get(key)
+            if lister is None:
+                continue
+            revision = getattr(lister, "revision", None)
+            if not isinstance(revision, int):
+                return None
+            out.append((id(lister), revision))
+        return tuple(out)
 
     def constraints(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
         """The pod's own constraints of ``action``, else the default ones (``getConstraints``).
 
-        Cached per pod unless default selectors depend on listers that may change.
+        Cached per pod; default ones only until a workload lister changes (a Service
+        created, a ReplicaSet's selector edited, a lister added), and not at all when a
+        lister cannot tell (see ``RevisionedStore``).
         """
         key = f"{self._cache_key}/{action}"
-        cached: tuple[Constraint, ...] | None = pod.cache.get(key)
+        cached: tuple[Any, tuple[Constraint, ...]] | None = pod.cache.get(key)
         if cached is not None:
-            return cached
+            revision, out = cached
+            if revision is _POD_ONLY or revision == self._listers_revision():
+                return out
         spec = pod.pod.spec
-        cacheable = True
+        revision = _POD_ONLY
         if spec.topology_spread_constraints:
             out = filter_constraints(
                 spec.topology_spread_constraints,
@@ -126,11 +144,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         else:
             out = self._defaults(pod, action)
             if out:
-                cacheable = not self._uses_listers()
+                revision = self._listers_revision()
                 sel = default_selector(pod, self._listers())
                 out = () if sel.empty else with_selector(out, sel)
-        if cacheable:
-            pod.cache[key] = out
+        if revision is not None:
+            pod.cache[key] = (revision, out)
         return out
 
     def _defaults(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
