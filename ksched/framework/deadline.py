@@ -46,6 +46,8 @@ DEFAULT_BINDING_TIMEOUT = 600.0
 
 _T = TypeVar("_T")
 _MAIN = threading.main_thread().ident
+_get_ident = threading.get_ident
+_monotonic = time.monotonic
 
 
 class PluginTimeout(BaseException):
@@ -174,16 +176,21 @@ class SyncDeadline:
 
     def __enter__(self) -> SyncDeadline:
         seconds = self.seconds
-        mine = seconds is not None and _Alarm.armed is None and _Alarm.install()
-        self._regions.append(mine)
-        if mine:
-            assert seconds is not None
-            due = time.monotonic() + seconds
-            _Alarm.due = due
-            _Alarm.armed = self
-            fires = _Alarm.fires_at
-            if not fires or fires > due:
-                _Alarm.start(seconds)
+        if (
+            seconds is None
+            or _Alarm.armed is not None
+            or _get_ident() != _MAIN
+            or not (_Alarm.usable or _Alarm.install())
+        ):
+            self._regions.append(False)
+            return self
+        self._regions.append(True)
+        due = _monotonic() + seconds
+        _Alarm.due = due
+        _Alarm.armed = self
+        fires = _Alarm.fires_at
+        if not fires or fires > due:
+            _Alarm.start(seconds)
         return self
 
     def __exit__(self, *exc: object) -> None:

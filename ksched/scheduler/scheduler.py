@@ -40,7 +40,7 @@ from ..framework.handle import (
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
-from ..framework.status import SUCCESS, Code, Status
+from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
 from ..plugins.defaultpreemption.preemption import preemption_condition
@@ -237,9 +237,8 @@ class Scheduler:
         self._plugin_index: dict[int, str] | None = None
         self.deadline = SyncDeadline(plugin_timeout, self.plugin_index)
         self.queue.deadline = self.deadline
-        self.binding_timeout = (
-            binding_timeout if binding_timeout is not None and binding_timeout > 0 else None
-        )
+        self._overdue = _Overdue(binding_timeout)
+        self.binding_timeout = self._overdue.limit
 
     def plugin_index(self) -> dict[int, str]:
         """id(plugin instance) -> name, to say which plugin a timeout interrupted."""
@@ -389,7 +388,7 @@ class Scheduler:
         self.in_flight_bindings += 1
         runner = self._bindings
         if runner is None or runner.tg is not tg or runner.finished:
-            runner = self._bindings = _BindingRunner(tg)
+            runner = self._bindings = _BindingRunner(tg, self._overdue)
         runner.start(self.binding_cycle(fw, state, qpi, res.assumed, res.node))
 
     def remember_explanation(self, key: str, data: dict[str, Any]) -> None:
@@ -416,7 +415,21 @@ class Scheduler:
             else:
                 st = await fw.wait_on_permit(assumed)
             if st.is_success():
-                st = await self._bounded(self._pre_bind_and_bind(fw, state, assumed, node))
+                overdue = self._overdue
+                task = overdue.begin()
+                try:
+                    st = await fw.run_pre_bind(state, assumed, node)
+                    if st.is_success():
+                        # An interested extender with a bindVerb binds instead of Bind plugins.
+                        ext = self.extenders
+                        got = None if ext is None else await ext.bind(assumed, node)
+                        st = got if got is not None else await fw.run_bind(state, assumed, node)
+                except asyncio.CancelledError as e:
+                    if not overdue.absorb(task):
+                        raise
+                    st = self._timed_out(e)
+                finally:
+                    overdue.end(task)
             m = self.metrics
             if not st.is_success():
                 self.handle_binding_failure(fw, state, qpi, assumed, node, st)
@@ -438,57 +451,35 @@ class Scheduler:
                     None if first is None else self.clock.now() - first,
                 )
             if fw.post_bind_plugins:
-                st = await self._bounded(self._post_bind(fw, state, assumed, node))
-                if not st.is_success():
-                    log.warning(
-                        "postbind abandoned", pod=assumed.key, node=node, error=st.message()
-                    )
+                await self._post_bind(fw, state, assumed, node)
         finally:
             self.in_flight_bindings -= 1
             if holding:
                 self._binding_limit.release()
 
-    async def _pre_bind_and_bind(
+    async def _post_bind(
         self, fw: Framework, state: CycleState, assumed: PodInfo, node: str
-    ) -> Status:
-        st = await fw.run_pre_bind(state, assumed, node)
-        if st.is_success():
-            # An interested extender with a bindVerb binds instead of the Bind plugins.
-            ext = None if self.extenders is None else await self.extenders.bind(assumed, node)
-            st = ext if ext is not None else await fw.run_bind(state, assumed, node)
-        return st
-
-    @staticmethod
-    async def _post_bind(fw: Framework, state: CycleState, assumed: PodInfo, node: str) -> Status:
-        await fw.run_post_bind(state, assumed, node)
-        return SUCCESS
-
-    async def _bounded(self, step: Coroutine[Any, Any, Status]) -> Status:
-        """``step`` within the binding timeout; past it, an Error naming the plugin.
-
-        A bare loop timer that cancels the task (cheaper per pod than asyncio.timeout);
-        a cancellation it did not cause (shutdown, a lost lease) propagates as ever.
-        """
-        limit = self.binding_timeout
-        if limit is None:
-            return await step
-        task = asyncio.current_task()
-        assert task is not None
-        fired: list[bool] = []
-        timer = asyncio.get_running_loop().call_later(limit, _expire, task, fired)
+    ) -> None:
+        """PostBind within the binding timeout; a stuck one is only logged (it is bound)."""
+        overdue = self._overdue
+        task = overdue.begin()
         try:
-            st = await step
-            if fired:  # the step caught the cancellation and finished after all
-                task.uncancel()
-            return st
+            await fw.run_post_bind(state, assumed, node)
         except asyncio.CancelledError as e:
-            if not fired or task.uncancel() > 0:
+            if not overdue.absorb(task):
                 raise
-            who = culprit_in_traceback(e, self.plugin_index())
-            what = f"plugin {who}" if who else "binding"
-            return Status(Code.ERROR, f"{what} did not return within {format_seconds(limit)}")
+            log.warning(
+                "postbind abandoned", pod=assumed.key, node=node, error=self._timed_out(e).message()
+            )
         finally:
-            timer.cancel()
+            overdue.end(task)
+
+    def _timed_out(self, e: BaseException) -> Status:
+        """The Error of a binding step the timeout cancelled, naming the plugin."""
+        who = culprit_in_traceback(e, self.plugin_index())
+        what = f"plugin {who}" if who else "binding"
+        limit = format_seconds(self._overdue.limit or 0.0)
+        return Status(Code.ERROR, f"{what} did not return within {limit}")
 
     def handle_binding_failure(
         self,
@@ -672,9 +663,50 @@ class Scheduler:
             self.metrics.queue_incoming(event, queue)
 
 
-def _expire(task: asyncio.Task[Any], fired: list[bool]) -> None:
-    fired.append(True)
-    task.cancel()
+class _Overdue:
+    """Binding steps running past the binding timeout, found by a sweep.
+
+    No timer per pod: a step registers its task and due time (a dict entry), and the
+    binding runner's own task sweeps every ``interval`` while bindings are in flight,
+    cancelling overdue tasks; ``absorb`` tells the step whether a cancellation was this
+    one (anything else, a shutdown or a lost lease, propagates as ever).
+    """
+
+    __slots__ = ("due", "expired", "interval", "limit")
+
+    def __init__(self, limit: float | None) -> None:
+        self.limit = limit if limit is not None and limit > 0 else None
+        self.interval = None if self.limit is None else min(1.0, self.limit / 4)
+        self.due: dict[asyncio.Task[Any], float] = {}
+        self.expired: set[asyncio.Task[Any]] = set()
+
+    def begin(self) -> asyncio.Task[Any] | None:
+        if self.limit is None:
+            return None
+        task = asyncio.current_task()
+        if task is not None:
+            self.due[task] = time.monotonic() + self.limit
+        return task
+
+    def end(self, task: asyncio.Task[Any] | None) -> None:
+        if task is not None:
+            self.due.pop(task, None)
+            if task in self.expired:  # cancelled, but the step finished regardless
+                self.expired.discard(task)
+                task.uncancel()
+
+    def absorb(self, task: asyncio.Task[Any] | None) -> bool:
+        if task is None or task not in self.expired:
+            return False
+        self.expired.discard(task)
+        return task.uncancel() == 0
+
+    def sweep(self) -> None:
+        now = time.monotonic()
+        for task, due in list(self.due.items()):
+            if due <= now and task not in self.expired:
+                self.expired.add(task)
+                task.cancel()
 
 
 class _BindingRunner:
@@ -689,10 +721,11 @@ class _BindingRunner:
     starts a new runner.
     """
 
-    __slots__ = ("_error", "_started", "_wake", "finished", "tasks", "tg")
+    __slots__ = ("_error", "_overdue", "_started", "_wake", "finished", "tasks", "tg")
 
-    def __init__(self, tg: anyio.abc.TaskGroup) -> None:
+    def __init__(self, tg: anyio.abc.TaskGroup, overdue: _Overdue | None = None) -> None:
         self.tg = tg
+        self._overdue = overdue
         self.tasks: set[asyncio.Task[Any]] = set()
         self.finished = False
         self._started = False
@@ -716,9 +749,21 @@ class _BindingRunner:
 
     async def _run(self) -> None:
         try:
+            overdue = self._overdue
+            interval = None if overdue is None else overdue.interval
             while self.tasks and self._error is None:
-                self._wake = asyncio.Event()
-                await self._wake.wait()
+                wake = self._wake = asyncio.Event()
+                if interval is None:
+                    await wake.wait()
+                    continue
+                # Also the binding timeout's sweep: wake every interval while cycles run.
+                timer = asyncio.get_running_loop().call_later(interval, wake.set)
+                try:
+                    await wake.wait()
+                finally:
+                    timer.cancel()
+                assert overdue is not None
+                overdue.sweep()
         except BaseException:
             await self._stop()
             raise
