@@ -13,11 +13,22 @@ from typing import Any, TypeVar
 import msgspec
 
 __all__ = [
+    "AWSElasticBlockStoreVolumeSource",
     "Affinity",
+    "CSIDriver",
+    "CSIDriverSpec",
+    "CSINode",
+    "CSINodeDriver",
+    "CSINodeSpec",
+    "CSIPersistentVolumeSource",
+    "CSIVolumeSource",
     "Container",
     "ContainerImage",
     "ContainerPort",
     "DecodeError",
+    "EphemeralVolumeSource",
+    "GCEPersistentDiskVolumeSource",
+    "ISCSIVolumeSource",
     "InvalidObjectError",
     "KObject",
     "LabelSelector",
@@ -31,7 +42,15 @@ __all__ = [
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "ObjectMeta",
+    "ObjectReference",
     "OwnerReference",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "PersistentVolumeClaimSpec",
+    "PersistentVolumeClaimStatus",
+    "PersistentVolumeClaimVolumeSource",
+    "PersistentVolumeSpec",
+    "PersistentVolumeStatus",
     "Pod",
     "PodAffinity",
     "PodAffinityTerm",
@@ -41,13 +60,20 @@ __all__ = [
     "PodStatus",
     "PreferredSchedulingTerm",
     "PriorityClass",
+    "RBDVolumeSource",
     "ReplicaSet",
     "ReplicationController",
     "Service",
     "StatefulSet",
+    "StorageClass",
     "Taint",
     "Toleration",
+    "TopologySelectorLabelRequirement",
+    "TopologySelectorTerm",
     "TopologySpreadConstraint",
+    "Volume",
+    "VolumeNodeAffinity",
+    "VolumeNodeResources",
     "WeightedPodAffinityTerm",
     "decode",
     "decode_json",
@@ -218,6 +244,65 @@ class PodSchedulingGate(_S):
     name: str
 
 
+# ---- volumes: the sources the volume plugins look at ------------------------------
+
+
+class PersistentVolumeClaimVolumeSource(_S):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class EphemeralVolumeSource(_S):
+    """A generic ephemeral volume: its PVC is named ``<pod name>-<volume name>``."""
+
+    volume_claim_template: dict[str, Any] | None = None
+
+
+class GCEPersistentDiskVolumeSource(_S):
+    pd_name: str = ""
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+class AWSElasticBlockStoreVolumeSource(_S):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+class ISCSIVolumeSource(_S):
+    target_portal: str = ""
+    iqn: str = ""
+    lun: int = 0
+    read_only: bool = False
+
+
+class RBDVolumeSource(_S):
+    monitors: list[str] = []
+    image: str = ""
+    pool: str = "rbd"
+    read_only: bool = False
+
+
+class CSIVolumeSource(_S):
+    driver: str = ""
+    read_only: bool | None = None
+    volume_attributes: dict[str, str] = {}
+
+
+class Volume(_S):
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
+
+
 class PodSpec(_S):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -234,6 +319,7 @@ class PodSpec(_S):
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     host_network: bool = False
     resources: ResourceRequirements | None = None
+    volumes: list[Volume] = []
 
 
 class PodCondition(_S):
@@ -437,3 +523,132 @@ def decode_json(data: bytes, cls: type[T]) -> T:
         raise DecodeError(f"{ref}: {_field_path(e)}") from None
     except msgspec.DecodeError as e:
         raise DecodeError(f"{cls.__name__}: invalid JSON: {e}") from None
+
+
+# ---- storage: what the volume plugins read (listers on request) ------------------
+
+
+class ObjectReference(_S):
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+    api_version: str = ""
+    resource_version: str = ""
+
+
+class PersistentVolumeClaimSpec(_S):
+    access_modes: list[str] = []
+    selector: LabelSelector | None = None
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    volume_name: str = ""
+    # None: the cluster's default class applies; "": explicitly no class.
+    storage_class_name: str | None = None
+    volume_mode: str | None = None
+
+
+class PersistentVolumeClaimStatus(_S):
+    phase: str = ""
+    access_modes: list[str] = []
+    capacity: ResourceList = {}
+
+
+class PersistentVolumeClaim(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+    status: PersistentVolumeClaimStatus = msgspec.field(default_factory=PersistentVolumeClaimStatus)
+    kind: str = "PersistentVolumeClaim"
+    api_version: str = "v1"
+
+
+class VolumeNodeAffinity(_S):
+    required: NodeSelector | None = None
+
+
+class CSIPersistentVolumeSource(_S):
+    driver: str = ""
+    volume_handle: str = ""
+    read_only: bool = False
+    fs_type: str = ""
+    volume_attributes: dict[str, str] = {}
+
+
+class PersistentVolumeSpec(_S):
+    capacity: ResourceList = {}
+    access_modes: list[str] = []
+    claim_ref: ObjectReference | None = None
+    persistent_volume_reclaim_policy: str = ""
+    storage_class_name: str = ""
+    mount_options: list[str] = []
+    volume_mode: str | None = None
+    node_affinity: VolumeNodeAffinity | None = None
+    csi: CSIPersistentVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+
+
+class PersistentVolumeStatus(_S):
+    phase: str = ""
+
+
+class PersistentVolume(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeSpec = msgspec.field(default_factory=PersistentVolumeSpec)
+    status: PersistentVolumeStatus = msgspec.field(default_factory=PersistentVolumeStatus)
+    kind: str = "PersistentVolume"
+    api_version: str = "v1"
+
+
+class TopologySelectorLabelRequirement(_S):
+    key: str = ""
+    values: list[str] = []
+
+
+class TopologySelectorTerm(_S):
+    match_label_expressions: list[TopologySelectorLabelRequirement] = []
+
+
+class StorageClass(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    provisioner: str = ""
+    parameters: dict[str, str] = {}
+    reclaim_policy: str | None = None
+    volume_binding_mode: str | None = None
+    allowed_topologies: list[TopologySelectorTerm] = []
+    kind: str = "StorageClass"
+    api_version: str = "storage.k8s.io/v1"
+
+
+class VolumeNodeResources(_S):
+    count: int | None = None
+
+
+class CSINodeDriver(_S):
+    name: str = ""
+    node_id: str = msgspec.field(default="", name="nodeID")
+    topology_keys: list[str] = []
+    allocatable: VolumeNodeResources | None = None
+
+
+class CSINodeSpec(_S):
+    drivers: list[CSINodeDriver] = []
+
+
+class CSINode(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: CSINodeSpec = msgspec.field(default_factory=CSINodeSpec)
+    kind: str = "CSINode"
+    api_version: str = "storage.k8s.io/v1"
+
+
+class CSIDriverSpec(_S):
+    attach_required: bool | None = None
+    pod_info_on_mount: bool | None = None
+    storage_capacity: bool | None = None
+
+
+class CSIDriver(_S):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: CSIDriverSpec = msgspec.field(default_factory=CSIDriverSpec)
+    kind: str = "CSIDriver"
+    api_version: str = "storage.k8s.io/v1"
