@@ -72,12 +72,17 @@ __all__ = [
     "TopologySelectorTerm",
     "TopologySpreadConstraint",
     "Volume",
+    "VolumeAttachment",
+    "VolumeAttachmentSource",
+    "VolumeAttachmentSpec",
+    "VolumeAttachmentStatus",
     "VolumeNodeAffinity",
     "VolumeNodeResources",
     "WeightedPodAffinityTerm",
     "decode",
     "decode_json",
     "object_ref",
+    "without_nulls",
 ]
 
 Quantity = str | int | float
@@ -511,6 +516,18 @@ def decode(raw: Any, cls: type[T]) -> T:
         raise DecodeError(f"{object_ref(raw, cls.__name__)}: {_field_path(e)}") from None
 
 
+def without_nulls(raw: Any) -> Any:
+    """``raw`` with every ``null`` mapping value dropped, so it decodes as the field's
+    default: Go fields without ``omitempty`` (a CSINode's ``drivers`` and a driver's
+    ``topologyKeys``) come back ``null`` once empty, protobuf storage keeping no empty
+    lists."""
+    if isinstance(raw, dict):
+        return {k: without_nulls(v) for k, v in raw.items() if v is not None}
+    if isinstance(raw, list):
+        return [without_nulls(v) for v in raw]
+    return raw
+
+
 def decode_json(data: bytes, cls: type[T]) -> T:
     """Decode API JSON bytes directly (no intermediate dicts) into ``cls``."""
     dec = _DECODERS.get(cls)
@@ -651,4 +668,29 @@ class CSIDriver(_S):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: CSIDriverSpec = msgspec.field(default_factory=CSIDriverSpec)
     kind: str = "CSIDriver"
+    api_version: str = "storage.k8s.io/v1"
+
+
+class VolumeAttachmentSource(_S):
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(_S):
+    attacher: str = ""
+    node_name: str = ""
+    source: VolumeAttachmentSource = msgspec.field(default_factory=VolumeAttachmentSource)
+
+
+class VolumeAttachmentStatus(_S):
+    attached: bool = False
+
+
+class VolumeAttachment(_S):
+    """A CSI volume attached (or being attached) to a node; NodeVolumeLimits counts a
+    node's attachments against its drivers' volume limits."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: VolumeAttachmentSpec = msgspec.field(default_factory=VolumeAttachmentSpec)
+    status: VolumeAttachmentStatus = msgspec.field(default_factory=VolumeAttachmentStatus)
+    kind: str = "VolumeAttachment"
     api_version: str = "storage.k8s.io/v1"

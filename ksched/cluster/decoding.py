@@ -13,10 +13,19 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..api.objects import DecodeError, ObjectMeta, Pod, PodSpec, PodStatus, decode_json
+from ..api.objects import (
+    DecodeError,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    PodStatus,
+    decode,
+    decode_json,
+    without_nulls,
+)
 from ..framework.types import PodInfo
 
-__all__ = ["pod_decoder", "struct_decoder"]
+__all__ = ["null_tolerant_decoder", "pod_decoder", "struct_decoder"]
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -28,6 +37,20 @@ def struct_decoder(cls: type[S]) -> Callable[[bytes], S]:
         return decode_json(raw, cls)  # type: ignore[type-var]
 
     return decode
+
+
+def null_tolerant_decoder(cls: type[S]) -> Callable[[bytes], S]:
+    """``struct_decoder`` for kinds whose empty lists the API sends as ``null`` (CSINode):
+    nulls decode as the field defaults. Slower (through dicts), so only for small kinds."""
+
+    def decode_tolerant(raw: bytes) -> S:
+        try:
+            obj = msgspec.json.decode(raw)
+        except msgspec.DecodeError as e:
+            raise DecodeError(f"{cls.__name__}: invalid JSON: {e}") from None
+        return decode(without_nulls(obj), cls)  # type: ignore[type-var]
+
+    return decode_tolerant
 
 
 class _LooseMeta(msgspec.Struct, rename="camel"):

@@ -7,7 +7,11 @@ the pod store (``"pods"``: PodInfo of every non-terminal pod, whatever its sched
 Services, ReplicationControllers, ReplicaSets and StatefulSets are watched only when an
 enabled plugin names them in ``reads_listers`` (PodTopologySpread, for the selectors of
 its default constraints), as kube-scheduler's informer factory starts only the informers
-plugins asked for; their listers are ``RevisionedStore``s bumped on every change.
+plugins asked for; their listers are ``RevisionedStore``s bumped on every change. So are
+the storage objects the volume plugins read (PersistentVolumeClaims, PersistentVolumes,
+StorageClasses, CSINodes, CSIDrivers, VolumeAttachments), whose changes also reach the
+scheduler as ``on_other_event`` cluster events, as upstream's ``buildEvtResHandler``
+forwards them to the queue.
 Custom collections an enabled plugin declares in ``watch_resources`` (Coscheduling's
 PodGroups, say) get an informer of raw objects each: a lister under the declared key, and
 their changes reach the scheduler as ``on_other_event`` cluster events.
@@ -18,31 +22,40 @@ pod lists are in would place pods on a partial view of the cluster.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import msgspec
 import structlog
 
 from ..api.objects import (
+    CSIDriver,
+    CSINode,
     Namespace,
     Node,
     ObjectMeta,
+    PersistentVolume,
+    PersistentVolumeClaim,
     PodDisruptionBudget,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
     Service,
     StatefulSet,
+    StorageClass,
+    VolumeAttachment,
 )
 from ..framework.interface import ClusterEvent, WatchedResource
 from ..framework.listers import RevisionedStore
 from ..framework.types import PodInfo
+from ..queue import events as ev
 from .client import APIClient
-from .decoding import pod_decoder, pod_meta, struct_decoder
+from .decoding import null_tolerant_decoder, pod_decoder, pod_meta, struct_decoder
 from .informer import Backoff, DecodeSkip, Informer, InformerSet
 
 __all__ = [
     "NODES_PATH",
+    "ON_REQUEST_PATHS",
     "PODS_FIELD_SELECTOR",
     "PODS_PATH",
     "ClusterInformers",
@@ -63,6 +76,12 @@ SERVICES_PATH = "/api/v1/services"
 REPLICATION_CONTROLLERS_PATH = "/api/v1/replicationcontrollers"
 REPLICA_SETS_PATH = "/apis/apps/v1/replicasets"
 STATEFUL_SETS_PATH = "/apis/apps/v1/statefulsets"
+PVCS_PATH = "/api/v1/persistentvolumeclaims"
+PVS_PATH = "/api/v1/persistentvolumes"
+STORAGE_CLASSES_PATH = "/apis/storage.k8s.io/v1/storageclasses"
+CSI_NODES_PATH = "/apis/storage.k8s.io/v1/csinodes"
+CSI_DRIVERS_PATH = "/apis/storage.k8s.io/v1/csidrivers"
+VOLUME_ATTACHMENTS_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 # kube-scheduler's pod informer: terminal pods hold no resources and need no scheduling.
 PODS_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -117,13 +136,22 @@ class ClusterInformers(InformerSet):
         }
 
 
-# reads_listers key -> (collection path, object type)
-_ON_REQUEST: dict[str, tuple[str, type[Any]]] = {
-    "services": (SERVICES_PATH, Service),
-    "replicationcontrollers": (REPLICATION_CONTROLLERS_PATH, ReplicationController),
-    "replicasets": (REPLICA_SETS_PATH, ReplicaSet),
-    "statefulsets": (STATEFUL_SETS_PATH, StatefulSet),
+# reads_listers key -> (collection path, object type, EventResource of its changes or "");
+# CSINode lists come back null when empty, so its objects decode through without_nulls.
+_ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
+    "services": (SERVICES_PATH, Service, ""),
+    "replicationcontrollers": (REPLICATION_CONTROLLERS_PATH, ReplicationController, ""),
+    "replicasets": (REPLICA_SETS_PATH, ReplicaSet, ""),
+    "statefulsets": (STATEFUL_SETS_PATH, StatefulSet, ""),
+    "persistentvolumeclaims": (PVCS_PATH, PersistentVolumeClaim, ev.PERSISTENT_VOLUME_CLAIM),
+    "persistentvolumes": (PVS_PATH, PersistentVolume, ev.PERSISTENT_VOLUME),
+    "storageclasses": (STORAGE_CLASSES_PATH, StorageClass, ev.STORAGE_CLASS),
+    "csinodes": (CSI_NODES_PATH, CSINode, ev.CSI_NODE),
+    "csidrivers": (CSI_DRIVERS_PATH, CSIDriver, ev.CSI_DRIVER),
+    "volumeattachments": (VOLUME_ATTACHMENTS_PATH, VolumeAttachment, ev.VOLUME_ATTACHMENT),
 }
+# The collection each on-request lister is watched from (RBAC grants list/watch on each).
+ON_REQUEST_PATHS: Mapping[str, str] = MappingProxyType({k: v[0] for k, v in _ON_REQUEST.items()})
 _BUILTIN_LISTERS = frozenset({"namespaces", "pdbs", "priorityclasses", "pods", *_ON_REQUEST})
 
 
@@ -194,15 +222,12 @@ def _raw_meta(obj: dict[str, Any]) -> ObjectMeta:
 
 
 def _forward_events(
-    informer: Informer[dict[str, Any]],
+    informer: Informer[Any],
     resource: str,
     emit: Callable[[ClusterEvent, Any, Any], None],
 ) -> None:
-    """Changes of a custom collection as cluster events (label: resource + action, as
-    upstream's ``ClusterEvent.Label()``)."""
-    add = ClusterEvent(resource, "Add", f"{resource}Add")
-    update = ClusterEvent(resource, "Update", f"{resource}Update")
-    delete = ClusterEvent(resource, "Delete", f"{resource}Delete")
+    """Changes of a collection as ``resource``'s Add/Update/Delete cluster events."""
+    add, update, delete = ev.object_events(resource)
     informer.add_handlers(
         lambda new: emit(add, None, new),
         lambda old, new: emit(update, old, new),
@@ -224,10 +249,11 @@ def connect_scheduler(
     ``profiles`` are the scheduler names served (default: the scheduler's frameworks);
     only their pending pods keep their raw JSON. The built-in collections the enabled
     plugins name in ``reads_listers`` get an informer each. Every framework's enabled
-    plugins' ``watch_resources`` get an informer too (see ``WatchedResource``); their
-    events go to ``scheduler.on_other_event(event, old, new)`` when the scheduler has that
-    method. Raises ValueError when two plugins declare one lister key differently, or a
-    plugin asks for a lister ksched does not know.
+    plugins' ``watch_resources`` get an informer too (see ``WatchedResource``). Their
+    events, and those of the storage collections, go to
+    ``scheduler.on_other_event(event, old, new)`` when the scheduler has that method.
+    Raises ValueError when two plugins declare one lister key differently, or a plugin
+    asks for a lister ksched does not know.
     """
     names = set(profiles) if profiles is not None else set(scheduler.frameworks)
 
@@ -284,23 +310,25 @@ def connect_scheduler(
         **common,
     )
     informers = ClusterInformers(pods, nodes, namespaces, pdbs, classes)
+    emit: Callable[[ClusterEvent, Any, Any], None] | None = getattr(
+        scheduler, "on_other_event", None
+    )
     for key in requested_listers(scheduler.frameworks.values()):
-        path, cls = _ON_REQUEST[key]
+        path, cls, event_resource = _ON_REQUEST[key]
         store: RevisionedStore[Any] = RevisionedStore()
         requested: Informer[Any] = Informer(
             client,
             path,
-            struct_decoder(cls),
+            null_tolerant_decoder(cls) if cls is CSINode else struct_decoder(cls),
             name=key,
             backoff=make_backoff(),
             store=store,
             **common,
         )
         requested.add_handlers(store.bump, store.bump, store.bump)
+        if event_resource and emit is not None:
+            _forward_events(requested, event_resource, emit)
         informers.requested[key] = informers.add(requested)
-    emit: Callable[[ClusterEvent, Any, Any], None] | None = getattr(
-        scheduler, "on_other_event", None
-    )
     for wr in watched_resources(scheduler.frameworks.values()):
         custom: Informer[dict[str, Any]] = Informer(
             client,

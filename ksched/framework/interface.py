@@ -105,8 +105,12 @@ class Plugin:
 
     ``reads_listers``: built-in listers the daemon watches only on request, as
     kube-scheduler's informer factory starts only the informers plugins asked for
-    (``services``, ``replicationcontrollers``, ``replicasets``, ``statefulsets``:
-    typed objects keyed ``namespace/name`` in ``RevisionedStore``s).
+    (``services``, ``replicationcontrollers``, ``replicasets``, ``statefulsets``,
+    ``persistentvolumeclaims``: typed objects keyed ``namespace/name``;
+    ``persistentvolumes``, ``storageclasses``, ``csinodes``, ``csidrivers``,
+    ``volumeattachments``: keyed by name; all in ``RevisionedStore``s). Changes to the
+    storage kinds also reach the queue as cluster events (``PersistentVolumeClaim``/Add
+    and so on), so a plugin registering them gets its rejected pods retried.
     """
 
     name: ClassVar[str] = ""

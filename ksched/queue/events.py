@@ -5,6 +5,7 @@ Names follow kube-scheduler's ``framework.ClusterEvent`` labels so metrics
 about pods use resource ``AssignedPod`` (bound pods) or ``Pod`` (the pending pod
 itself); a plugin that registers resource ``Pod`` hears both, as upstream's
 ``matchEventResources`` lets ``Pod`` cover assignedPod and unschedulablePod.
+Storage objects (the volume plugins' ``EventResource``s) only ever Add, Update or Delete.
 """
 
 from __future__ import annotations
@@ -18,18 +19,26 @@ __all__ = [
     "ASSIGNED_POD_DELETE",
     "ASSIGNED_POD_UPDATE",
     "BACKOFF_COMPLETE",
+    "CSI_DRIVER",
+    "CSI_NODE",
     "FORCE_ACTIVATE",
     "NODE_ADD",
     "NODE_DELETE",
+    "PERSISTENT_VOLUME",
+    "PERSISTENT_VOLUME_CLAIM",
     "POD_ADD",
     "SCHEDULE_ATTEMPT_FAILURE",
+    "STORAGE_CLASS",
+    "STORAGE_RESOURCES",
     "UNSCHEDULABLE_TIMEOUT",
     "UNSCHEDULED_POD_ADD",
     "UNSCHEDULED_POD_UPDATE",
+    "VOLUME_ATTACHMENT",
     "WILDCARD",
     "is_wildcard",
     "matches",
     "node_update_events",
+    "object_events",
     "pod_update_events",
 ]
 
@@ -43,6 +52,22 @@ UNSCHEDULED_POD_UPDATE = ClusterEvent("Pod", "Update", "UnscheduledPodUpdate")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "*", "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent("*", "*", "ForceActivate")
 WILDCARD = ClusterEvent("*", "*", "WildCardEvent")
+
+# EventResources of the storage objects (upstream framework.PersistentVolumeClaim, ...).
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+PERSISTENT_VOLUME = "PersistentVolume"
+STORAGE_CLASS = "StorageClass"
+CSI_NODE = "CSINode"
+CSI_DRIVER = "CSIDriver"
+VOLUME_ATTACHMENT = "VolumeAttachment"
+STORAGE_RESOURCES = (
+    PERSISTENT_VOLUME_CLAIM,
+    PERSISTENT_VOLUME,
+    STORAGE_CLASS,
+    CSI_NODE,
+    CSI_DRIVER,
+    VOLUME_ATTACHMENT,
+)
 
 # Labels of queue moves that are not cluster events (metrics only).
 POD_ADD = "PodAdd"
@@ -71,6 +96,17 @@ def matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
         return False
     a = registered.action
     return a in ("*", incoming.action) or (a == "Update" and incoming.action.startswith("Update"))
+
+
+def object_events(resource: str) -> tuple[ClusterEvent, ClusterEvent, ClusterEvent]:
+    """Add, Update and Delete of ``resource``, for objects whose updates are not split into
+    finer actions (storage objects, custom resources); labelled resource + action, as
+    upstream's ``ClusterEvent.Label()``."""
+    return (
+        ClusterEvent(resource, "Add", f"{resource}Add"),
+        ClusterEvent(resource, "Update", f"{resource}Update"),
+        ClusterEvent(resource, "Delete", f"{resource}Delete"),
+    )
 
 
 def _scaled_down(old: PodInfo, new: PodInfo) -> bool:

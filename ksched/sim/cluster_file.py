@@ -4,7 +4,9 @@ Multi-document YAML, JSON, and ``kind: List`` are all accepted. Objects of kinds
 the scheduler does not use are skipped; kinds it uses must decode, and a decode
 failure names the file and the object. Services, ReplicationControllers, ReplicaSets
 and StatefulSets are kept for PodTopologySpread's default selectors, which the daemon
-reads from its informers; like pods, they default to namespace ``default``.
+reads from its informers; like pods, they default to namespace ``default``. So are the
+storage objects the volume plugins read (PersistentVolumeClaims, namespaced;
+PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments).
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ from typing import Any
 import yaml
 
 from ..api.objects import (
+    CSIDriver,
+    CSINode,
     DecodeError,
     Namespace,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
     PriorityClass,
@@ -27,11 +33,21 @@ from ..api.objects import (
     ReplicationController,
     Service,
     StatefulSet,
+    StorageClass,
+    VolumeAttachment,
     decode,
     object_ref,
+    without_nulls,
 )
 
-__all__ = ["ClusterFile", "ClusterFileError", "load_cluster", "parse_cluster"]
+__all__ = [
+    "STORAGE_LISTERS",
+    "WORKLOAD_LISTERS",
+    "ClusterFile",
+    "ClusterFileError",
+    "load_cluster",
+    "parse_cluster",
+]
 
 
 class ClusterFileError(ValueError):
@@ -47,6 +63,8 @@ class ClusterFile:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     # Services, ReplicationControllers, ReplicaSets, StatefulSets by handle.listers key.
     workloads: dict[str, list[Any]] = field(default_factory=dict)
+    # PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments by listers key.
+    storage: dict[str, list[Any]] = field(default_factory=dict)
     # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -61,6 +79,12 @@ _KINDS: dict[str, Any] = {
     "ReplicationController": ReplicationController,
     "ReplicaSet": ReplicaSet,
     "StatefulSet": StatefulSet,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
+    "PersistentVolume": PersistentVolume,
+    "StorageClass": StorageClass,
+    "CSINode": CSINode,
+    "CSIDriver": CSIDriver,
+    "VolumeAttachment": VolumeAttachment,
 }
 # kind -> the handle.listers key PodTopologySpread reads it under
 WORKLOAD_LISTERS = {
@@ -68,6 +92,15 @@ WORKLOAD_LISTERS = {
     "ReplicationController": "replicationcontrollers",
     "ReplicaSet": "replicasets",
     "StatefulSet": "statefulsets",
+}
+# kind -> the handle.listers key the volume plugins read it under
+STORAGE_LISTERS = {
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "PersistentVolume": "persistentvolumes",
+    "StorageClass": "storageclasses",
+    "CSINode": "csinodes",
+    "CSIDriver": "csidrivers",
+    "VolumeAttachment": "volumeattachments",
 }
 
 
@@ -115,14 +148,15 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
         if cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue
-        if kind == "Pod" or kind in WORKLOAD_LISTERS:
+        if kind in ("Pod", "PersistentVolumeClaim") or kind in WORKLOAD_LISTERS:
             meta.setdefault("namespace", "default")
         ident = (kind, str(meta.get("namespace", "")), str(meta["name"]))
         if ident in seen:
             raise ClusterFileError(f"{source}: {object_ref(raw)}: duplicate object")
         seen.add(ident)
         try:
-            obj = decode(raw, cls)
+            # a dump's CSINodes say `drivers: null`/`topologyKeys: null` for empty lists
+            obj = decode(without_nulls(raw) if kind == "CSINode" else raw, cls)
         except DecodeError as e:
             raise ClusterFileError(f"{source}: {e}") from None
         if kind == "Node":
@@ -135,8 +169,10 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
             cf.priority_classes.append(obj)
         elif kind == "PodDisruptionBudget":
             cf.pdbs.append(obj)
-        else:
+        elif kind in WORKLOAD_LISTERS:
             cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
+        else:
+            cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
     return cf
 
 

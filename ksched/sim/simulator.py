@@ -25,7 +25,7 @@ from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock
-from .cluster_file import ClusterFile
+from .cluster_file import STORAGE_LISTERS, ClusterFile
 
 __all__ = ["PodResult", "SimulatedCluster", "Simulation", "simulate"]
 
@@ -208,6 +208,16 @@ class Simulation:
             for obj in objs:
                 store[f"{obj.metadata.namespace}/{obj.metadata.name}"] = obj
             listers[key] = store
+        # Storage for the volume plugins: always there, empty when the file has none, as
+        # the daemon's informers give every plugin that reads them (a claim missing from
+        # the file is missing, as kube-scheduler would find it).
+        for key in STORAGE_LISTERS.values():
+            volumes: RevisionedStore[Any] = RevisionedStore()
+            for obj in cluster.storage.get(key, ()):
+                m = obj.metadata  # PVCs by namespace/name, the cluster-scoped rest by name
+                namespaced = key == "persistentvolumeclaims"
+                volumes[f"{m.namespace}/{m.name}" if namespaced else m.name] = obj
+            listers[key] = volumes
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)
         self.explain = explain

@@ -10,11 +10,17 @@ from .faults import Faults, RecordedRequest
 from .objects import (
     controller_ref,
     make_controller,
+    make_csidriver,
+    make_csinode,
     make_namespace,
     make_node,
     make_pod,
     make_priority_class,
+    make_pv,
+    make_pvc,
     make_service,
+    make_storage_class,
+    make_volume_attachment,
 )
 
 __all__ = [
@@ -25,10 +31,16 @@ __all__ = [
     "TestAPIServer",
     "controller_ref",
     "make_controller",
+    "make_csidriver",
+    "make_csinode",
     "make_namespace",
     "make_node",
     "make_pod",
     "make_priority_class",
+    "make_pv",
+    "make_pvc",
     "make_service",
+    "make_storage_class",
+    "make_volume_attachment",
     "serving",
 ]

@@ -169,8 +169,12 @@ MERGE_KEYS: dict[str, str] = {
     "hostIPs": "ip",
 }
 # Kinds whose list fields of the same name use another key: a Service's spec.ports merge by
-# port (its only `ports` list; a pod template's container ports keep containerPort).
-KIND_MERGE_KEYS: dict[str, dict[str, str]] = {"Service": {"ports": "port"}}
+# port (its only `ports` list; a pod template's container ports keep containerPort); a
+# CSINode's spec.drivers merge by driver name.
+KIND_MERGE_KEYS: dict[str, dict[str, str]] = {
+    "Service": {"ports": "port"},
+    "CSINode": {"drivers": "name"},
+}
 # Lists of scalars with `patchStrategy:"merge"`: patched as ordered sets.
 MERGED_SCALAR_LISTS = frozenset({"finalizers"})
 

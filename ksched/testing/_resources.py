@@ -214,6 +214,41 @@ STATEFUL_SETS = ResourceInfo(
     has_generation=True,
     status_subresource=True,
 )
+# Storage the volume plugins read (and VolumeBinding writes: PV/PVC updates and patches).
+PERSISTENT_VOLUME_CLAIMS = ResourceInfo(
+    "",
+    "v1",
+    "persistentvolumeclaims",
+    "PersistentVolumeClaim",
+    True,
+    short_names=("pvc",),
+    subresources=("status",),
+    status_subresource=True,
+)
+PERSISTENT_VOLUMES = ResourceInfo(
+    "",
+    "v1",
+    "persistentvolumes",
+    "PersistentVolume",
+    False,
+    short_names=("pv",),
+    subresources=("status",),
+    status_subresource=True,
+)
+STORAGE_CLASSES = ResourceInfo(
+    "storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short_names=("sc",)
+)
+CSI_NODES = ResourceInfo("storage.k8s.io", "v1", "csinodes", "CSINode", False)
+CSI_DRIVERS = ResourceInfo("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
+VOLUME_ATTACHMENTS = ResourceInfo(
+    "storage.k8s.io",
+    "v1",
+    "volumeattachments",
+    "VolumeAttachment",
+    False,
+    subresources=("status",),
+    status_subresource=True,
+)
 
 RESOURCES: tuple[ResourceInfo, ...] = (
     PODS,
@@ -221,6 +256,8 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     NAMESPACES,
     SERVICES,
     REPLICATION_CONTROLLERS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     CORE_EVENTS,
     BINDINGS,
     EVENTS_V1,
@@ -229,6 +266,10 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     PRIORITY_CLASSES,
     REPLICA_SETS,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
+    CSI_NODES,
+    CSI_DRIVERS,
+    VOLUME_ATTACHMENTS,
     POD_GROUPS,
 )
 STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r is not BINDINGS)

@@ -305,6 +305,55 @@ def _pod_update_errors(old: JSON, new: JSON) -> list[tuple[str, str, str]]:
     return []
 
 
+def _storage_defaults(res: ResourceInfo, obj: JSON) -> None:
+    """kube's SetDefaults_* for the storage kinds (the fields plugins read unset as nil)."""
+    spec = obj.get("spec")
+    if res is R.STORAGE_CLASSES:
+        obj.setdefault("reclaimPolicy", "Delete")
+        obj.setdefault("volumeBindingMode", "Immediate")
+    elif not isinstance(spec, dict):
+        return
+    elif res is R.PERSISTENT_VOLUMES:
+        spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+        spec.setdefault("volumeMode", "Filesystem")
+    elif res is R.PERSISTENT_VOLUME_CLAIMS:
+        spec.setdefault("volumeMode", "Filesystem")
+    elif res is R.CSI_DRIVERS:
+        spec.setdefault("attachRequired", True)
+        spec.setdefault("podInfoOnMount", False)
+        spec.setdefault("storageCapacity", False)
+        spec.setdefault("requiresRepublish", False)
+        spec.setdefault("fsGroupPolicy", "ReadWriteOnceWithFSType")
+        spec.setdefault("volumeLifecycleModes", ["Persistent"])
+
+
+# (qualified names: ResourceInfo holds a dict, so it does not hash)
+_DEFAULTED = frozenset(
+    r.qualified
+    for r in (R.PERSISTENT_VOLUME_CLAIMS, R.PERSISTENT_VOLUMES, R.STORAGE_CLASSES, R.CSI_DRIVERS)
+)
+_PVC_SPEC_FORBIDDEN = (
+    "Forbidden: spec is immutable after creation except resources.requests and "
+    "volumeAttributesClassName for bound claims"
+)
+
+
+def _pvc_update_errors(old: JSON, new: JSON) -> list[tuple[str, str, str]]:
+    """ValidatePersistentVolumeClaimUpdate: the PV controller may set volumeName once;
+    otherwise only requests (expansion) and the attributes class may change."""
+    old_spec = clone(old.get("spec") or {})
+    new_spec = clone(new.get("spec") or {})
+    for spec in (old_spec, new_spec):
+        spec.pop("volumeAttributesClassName", None)
+        (spec.get("resources") or {}).pop("requests", None)
+    if not old_spec.get("volumeName"):
+        old_spec.pop("volumeName", None)
+        new_spec.pop("volumeName", None)
+    if old_spec != new_spec:
+        return [("spec", "FieldValueForbidden", _PVC_SPEC_FORBIDDEN)]
+    return []
+
+
 # --- watch machinery ---------------------------------------------------------------------------
 
 EVENT = 0
@@ -662,6 +711,11 @@ class Store:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = name
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj.setdefault("status", {}).setdefault("phase", "Active")
+        if res.qualified in _DEFAULTED:
+            _storage_defaults(res, obj)
+            status = obj.setdefault("status", {}) if res.status_subresource else None
+            if isinstance(status, dict):  # PV and PVC: given status kept, like a pod's
+                status.setdefault("phase", "Pending")
         if dry_run:
             meta["resourceVersion"] = str(self.rv)
             return obj
@@ -793,6 +847,12 @@ class Store:
                     raise invalid(res, name, errors)
             if res is R.NAMESPACES:
                 new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+            if res.qualified in _DEFAULTED:
+                _storage_defaults(res, new)
+            if res is R.PERSISTENT_VOLUME_CLAIMS:
+                errors = _pvc_update_errors(current, new)
+                if errors:
+                    raise invalid(res, name, errors)
         return self._commit_update(res, ns, name, current, new, dry_run=dry_run)
 
     def _commit_update(

@@ -7,7 +7,8 @@ ksched outside ksched.testing, so it can never share a bug with the code under t
 Where it knowingly differs from kube-apiserver (so tests stay simple, or because nothing here
 plays kubelet or the namespace controller):
 
-- Pod status given on create is kept (kube resets it), so tests can seed running pods.
+- Pod status given on create is kept (kube resets it), so tests can seed running pods; so is
+  a PersistentVolume's or PersistentVolumeClaim's (bound ones), its phase defaulting to Pending.
 - Deleting a pod removes it at once; with graceful_pod_deletion=True a bound pod instead gets
   a deletionTimestamp and stays until deleted with gracePeriodSeconds=0. Finalizers are honoured.
 - Deleting a namespace removes it and everything in it at once (no Terminating phase).
@@ -16,7 +17,8 @@ plays kubelet or the namespace controller):
   ignored and continue tokens do not pin a snapshot. A watch from a resourceVersion newer than
   the server's starts from now.
 - No authentication, protobuf, managedFields or server-side apply (apply patches get 415), and
-  validation is limited to names, pod containers, pod spec immutability and scheduling gates.
+  validation is limited to names, pod containers, pod and PVC spec immutability and
+  scheduling gates.
 - /openapi/v3 is a stub holding only PATCH operations that advertise `fieldValidation`: that is
   what kubectl probes before `create`/`apply`, and with it kubectl leaves validation to the
   server instead of failing to download a schema (no `--validate=false` needed).

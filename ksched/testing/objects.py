@@ -146,3 +146,133 @@ def make_namespace(name: str, labels: dict[str, str] | None = None) -> JSON:
     if labels:
         meta["labels"] = dict(labels)
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def make_pvc(
+    name: str,
+    namespace: str = "default",
+    *,
+    storage: str = "1Gi",
+    storage_class: str | None = None,
+    volume_name: str = "",
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+    phase: str | None = None,
+) -> JSON:
+    """A PersistentVolumeClaim; ``storage_class=None`` leaves the class to the default one,
+    ``phase`` (``Bound``, say) seeds its status."""
+    spec: JSON = {
+        "accessModes": list(access_modes),
+        "resources": {"requests": {"storage": storage}},
+    }
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    if volume_name:
+        spec["volumeName"] = volume_name
+    return _volume_object(
+        "PersistentVolumeClaim", {"name": name, "namespace": namespace}, spec, phase
+    )
+
+
+def _volume_object(kind: str, meta: JSON, spec: JSON, phase: str | None) -> JSON:
+    obj: JSON = {"apiVersion": "v1", "kind": kind, "metadata": meta, "spec": spec}
+    if phase is not None:
+        obj["status"] = {"phase": phase}
+    return obj
+
+
+def make_pv(
+    name: str,
+    *,
+    storage: str = "1Gi",
+    storage_class: str = "",
+    claim: tuple[str, str] | None = None,
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+    csi_driver: str | None = None,
+    node_affinity: dict[str, list[str]] | None = None,
+    phase: str | None = None,
+) -> JSON:
+    """A PersistentVolume: ``claim`` (namespace, name) pre-binds it, ``csi_driver`` makes it a
+    CSI volume (handle: its name), ``node_affinity`` (label -> values) limits its nodes."""
+    spec: JSON = {"capacity": {"storage": storage}, "accessModes": list(access_modes)}
+    if storage_class:
+        spec["storageClassName"] = storage_class
+    if claim is not None:
+        spec["claimRef"] = {
+            "kind": "PersistentVolumeClaim",
+            "apiVersion": "v1",
+            "namespace": claim[0],
+            "name": claim[1],
+        }
+    if csi_driver is not None:
+        spec["csi"] = {"driver": csi_driver, "volumeHandle": name}
+    else:
+        spec["hostPath"] = {"path": f"/mnt/{name}"}
+    if node_affinity:
+        exprs = [{"key": k, "operator": "In", "values": list(v)} for k, v in node_affinity.items()]
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
+    return _volume_object("PersistentVolume", {"name": name}, spec, phase)
+
+
+def make_storage_class(
+    name: str,
+    provisioner: str = "csi.example.com",
+    *,
+    binding_mode: str | None = None,
+    default: bool = False,
+) -> JSON:
+    """A StorageClass; ``binding_mode="WaitForFirstConsumer"`` delays binding to scheduling."""
+    meta: JSON = {"name": name}
+    if default:
+        meta["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    obj: JSON = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": meta,
+        "provisioner": provisioner,
+    }
+    if binding_mode is not None:
+        obj["volumeBindingMode"] = binding_mode
+    return obj
+
+
+def make_csinode(name: str, drivers: dict[str, int | None]) -> JSON:
+    """The CSINode of node ``name``: driver name -> its volume limit (None: no limit)."""
+    entries: list[JSON] = []
+    for driver, limit in drivers.items():
+        entry: JSON = {"name": driver, "nodeID": name, "topologyKeys": None}
+        if limit is not None:
+            entry["allocatable"] = {"count": limit}
+        entries.append(entry)
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": entries},
+    }
+
+
+def make_csidriver(name: str, **spec: Any) -> JSON:
+    """A CSIDriver; keyword arguments (``attachRequired=False``, ...) go into spec verbatim."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": name},
+        "spec": dict(spec),
+    }
+
+
+def make_volume_attachment(
+    name: str, attacher: str, node_name: str, pv_name: str, *, attached: bool = True
+) -> JSON:
+    """A VolumeAttachment of PV ``pv_name`` to ``node_name`` by CSI driver ``attacher``."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {"name": name},
+        "spec": {
+            "attacher": attacher,
+            "nodeName": node_name,
+            "source": {"persistentVolumeName": pv_name},
+        },
+        "status": {"attached": attached},
+    }

@@ -1,5 +1,6 @@
 """Services, ReplicationControllers, ReplicaSets and StatefulSets: watched into
-``handle.listers`` only when an enabled plugin reads them (PodTopologySpread)."""
+``handle.listers`` only when an enabled plugin reads them (PodTopologySpread); sync of
+on-request listers in general (the storage kinds: test_storage_listers)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from ksched.cluster import APIClient, Backoff, connect_scheduler
 from ksched.cluster.wiring import requested_listers
 from ksched.framework.listers import RevisionedStore
 from ksched.plugins.podtopologyspread import PodTopologySpread
-from ksched.testing import TestAPIServer, make_controller, make_namespace, make_service
+from ksched.testing import (
+    TestAPIServer,
+    make_controller,
+    make_csinode,
+    make_namespace,
+    make_service,
+)
 
 from .conftest import eventually
 from .test_watch_resources import WatchingScheduler, _Handle
@@ -134,18 +141,30 @@ async def test_not_watched_without_a_plugin_that_reads_them(
     assert [r for r in apiserver.requests if r.resource in PATHS] == []
 
 
-async def test_scheduling_waits_for_the_workload_listers(
-    apiserver: TestAPIServer, client: APIClient
+@pytest.mark.parametrize(
+    ("key", "obj", "stored"),
+    [
+        ("replicasets", make_controller("ReplicaSet", "web", {"app": "web"}), "default/web"),
+        ("csinodes", make_csinode("n1", {"ebs.csi.aws.com": 25}), "n1"),
+    ],
+)
+async def test_scheduling_waits_for_the_on_request_listers(
+    apiserver: TestAPIServer, client: APIClient, key: str, obj: Any, stored: str
 ) -> None:
-    """A failed first list of ReplicaSets holds up sync until a retry has them in."""
-    apiserver.create(make_controller("ReplicaSet", "web", {"app": "web"}))
-    apiserver.faults.fail_next(2, verb="list", resource="replicasets", code=500)
-    sched = WatchingScheduler({"a": [_spread()]})
+    """A failed first list of an on-request collection holds up sync until a retry has it."""
+
+    class Reader:
+        name = "Reader"
+        reads_listers = frozenset({key})
+
+    apiserver.create(obj)
+    apiserver.faults.fail_next(2, verb="list", resource=key, code=500)
+    sched = WatchingScheduler({"a": [Reader()]})
     informers = connect_scheduler(sched, client, backoff=Backoff(0.05, 0.1, jitter=0.0))
     async with anyio.create_task_group() as tg:
         with anyio.fail_after(5):
             await tg.start(informers.run)
-        store: Any = sched.frameworks["a"].handle.listers["replicasets"]
-        assert "default/web" in store
+        store: Any = sched.frameworks["a"].handle.listers[key]
+        assert stored in store
         tg.cancel_scope.cancel()
-    assert apiserver.count_requests(verb="list", resource="replicasets") == 3
+    assert apiserver.count_requests(verb="list", resource=key) == 3

@@ -9,7 +9,9 @@ Two derivations from the code:
 * dynamic: the requests the daemon actually sends to the test API server while it lists,
   watches, binds, retries a failed binding (an event series), reports an unschedulable pod
   and preempts — recorded by the server as kube-apiserver's RequestInfo (verb, resource,
-  subresource) and compared with the rules as a set.
+  subresource) and compared with the rules as a set. Collections watched only on a
+  plugin's request (``reads_listers``) that no plugin of the default profile reads are the
+  one exception: their list/watch rules are granted for the profiles that do enable one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import anyio
 import yaml
 
 from ksched.cluster import APIClient
+from ksched.cluster.wiring import ON_REQUEST_PATHS, requested_listers
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
 from ksched.testing import TestAPIServer, make_node, make_pod, make_priority_class
@@ -207,7 +210,18 @@ async def _bound(srv: TestAPIServer, name: str) -> str:
     return str(node)
 
 
-async def _scenario(srv: TestAPIServer) -> None:
+def _unrequested_rules(requested: list[str]) -> set[tuple[str, str, str, str]]:
+    """list/watch of the on-request collections no enabled plugin asked for."""
+    out: set[tuple[str, str, str, str]] = set()
+    for key, path in ON_REQUEST_PATHS.items():
+        if key in requested:
+            continue
+        out |= {(_group(path), path.rsplit("/", 1)[1], verb, "") for verb in ("list", "watch")}
+    return out
+
+
+async def _scenario(srv: TestAPIServer) -> list[str]:
+    """Runs the daemon through its requests; the on-request listers it watched."""
     srv.create(make_node("big", cpu="4"))
     srv.create(make_node("small", cpu="1", labels={"size": "small"}))
     srv.create(make_priority_class("high", 1000))
@@ -248,6 +262,7 @@ async def _scenario(srv: TestAPIServer) -> None:
                     await anyio.sleep(0.02)
             await d.reporter.drain(10)
             await anyio.sleep(1.2)  # a renewal or two
+            return requested_listers(d.scheduler.frameworks.values())
     finally:
         await client.close()
 
@@ -263,18 +278,19 @@ def _allowed(req: Any, rules: set[tuple[str, str, str, str]]) -> tuple[str, str,
 
 
 def test_requests_sent_are_exactly_the_granted_rules() -> None:
-    async def main() -> list[Any]:
+    async def main() -> tuple[list[Any], list[str]]:
         async with TestAPIServer() as srv:
-            await _scenario(srv)
+            requested = await _scenario(srv)
             assert srv.count_requests(verb="delete", resource="pods", name="victim") == 1
-            return [r for r in srv.requests if r.resource and r.verb]
+            return [r for r in srv.requests if r.resource and r.verb], requested
 
-    requests = anyio.run(main)
+    requests, requested = anyio.run(main)
     objs = kustomize(DEPLOY)
     rules = rules_of(find(objs, "ClusterRole", "ksched")) | rules_of(find(objs, "Role"))
     used = [(f"{req.verb} {req.path}", _allowed(req, rules)) for req in requests]
     assert [k for k, rule in used if rule is None] == [], "requests RBAC would forbid"
-    assert rules - {rule for _, rule in used} == set(), "rules no request needed"
+    unused = rules - {rule for _, rule in used}
+    assert unused == _unrequested_rules(requested), "rules no request needed"
     # the Role is namespaced: every lease and core event request stays in its namespace
     role_ns = find(objs, "Role")["metadata"]["namespace"]
     scoped = [r for r in requests if (_group(r.path), r.resource) in (LEASES, ("", "events"))]

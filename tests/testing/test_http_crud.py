@@ -42,6 +42,7 @@ def test_discovery_documents(http: Client) -> None:
         "policy": "policy/v1",
         "scheduling.k8s.io": "scheduling.k8s.io/v1",
         "scheduling.x-k8s.io": "scheduling.x-k8s.io/v1alpha1",
+        "storage.k8s.io": "storage.k8s.io/v1",
     }
     _, apps = http.get("/apis/apps/v1")
     assert apps["groupVersion"] == "apps/v1"

@@ -255,3 +255,48 @@ def test_apply_and_get_workloads_by_short_name(kubectl: Kubectl, apiserver: Test
     assert rs["spec"]["replicas"] == 4 and rs["metadata"]["generation"] == 2
     assert 'service "web" deleted' in kubectl("delete", "svc", "web").stdout
     assert apiserver.try_get("services", "default", "web") is None
+
+
+STORAGE = """\
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fast
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: pv-1
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: fast
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: fast
+  resources:
+    requests: {storage: 10Gi}
+"""
+
+
+def test_apply_and_get_storage_by_short_name(kubectl: Kubectl, apiserver: TestAPIServer) -> None:
+    applied = kubectl("apply", "-f", "-", stdin=STORAGE).stdout
+    for ref in ("storageclass.storage.k8s.io/fast", "persistentvolume/pv-1"):
+        assert f"{ref} created" in applied
+    assert kubectl("get", "pvc", "-o", "name").stdout.split() == ["persistentvolumeclaim/data"]
+    names = kubectl("get", "pv,sc", "-o", "name").stdout.split()
+    assert names == ["persistentvolume/pv-1", "storageclass.storage.k8s.io/fast"]
+    # what VolumeBinding does to a claim it picks a node for
+    kubectl("annotate", "pvc", "data", "volume.kubernetes.io/selected-node=n1")
+    pvc = apiserver.get("persistentvolumeclaims", "default", "data")
+    assert pvc["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "n1"
+    assert pvc["status"]["phase"] == "Pending"
+    assert 'persistentvolumeclaim "data" deleted' in kubectl("delete", "pvc", "data").stdout

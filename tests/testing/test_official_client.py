@@ -16,6 +16,8 @@ from ksched.testing import (
     make_namespace,
     make_node,
     make_pod,
+    make_pv,
+    make_pvc,
 )
 
 kubernetes = pytest.importorskip("kubernetes")
@@ -179,3 +181,33 @@ def test_workload_kinds(apiserver: TestAPIServer, api_client: client.ApiClient) 
     seen = [(e["type"], e["object"].spec.replicas) for e in stream]
     t.join()
     assert seen == [("ADDED", 1), ("MODIFIED", 2)]
+
+
+def test_storage_kinds(apiserver: TestAPIServer, api_client: client.ApiClient) -> None:
+    """What client-go informers for the volume plugins read, and VolumeBinding's PV update."""
+    v1, storage = client.CoreV1Api(api_client), client.StorageV1Api(api_client)
+    apiserver.create(make_pv("pv-1", storage="5Gi", storage_class="fast", csi_driver="d"))
+    apiserver.create(make_pv("pv-2", claim=("default", "data"), phase="Bound"))
+    apiserver.create(make_pvc("data", volume_name="pv-2"))
+    pvs = v1.list_persistent_volume().items
+    assert [(p.metadata.name, p.status.phase) for p in pvs] == [
+        ("pv-1", "Pending"),
+        ("pv-2", "Bound"),
+    ]
+    assert pvs[0].spec.capacity == {"storage": "5Gi"} and pvs[0].spec.csi.driver == "d"
+    assert pvs[1].spec.claim_ref.name == "data"
+    claim = v1.read_namespaced_persistent_volume_claim("data", "default")
+    assert claim.spec.volume_name == "pv-2"
+    # VolumeBinding's bind: update the PV with its resourceVersion as precondition
+    pv = pvs[0]
+    pv.spec.claim_ref = client.V1ObjectReference(namespace="default", name="other")
+    updated = v1.replace_persistent_volume("pv-1", pv)
+    assert updated.spec.claim_ref.name == "other"
+    with pytest.raises(client.ApiException) as err:
+        v1.replace_persistent_volume("pv-1", pv)  # stale now
+    assert err.value.status == 409
+    storage.create_storage_class(
+        client.V1StorageClass(metadata=client.V1ObjectMeta(name="fast"), provisioner="d")
+    )
+    (sc,) = storage.list_storage_class().items
+    assert (sc.metadata.name, sc.volume_binding_mode) == ("fast", "Immediate")
