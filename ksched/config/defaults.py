@@ -67,7 +67,7 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
 ]
 
 UNIMPLEMENTED_UPSTREAM_PLUGINS: frozenset[str] = frozenset(
-    {"NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"}
+    {"NodeVolumeLimits", "VolumeBinding", "DynamicResources"}
 )
 
 

@@ -30,6 +30,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "InterPodAffinity": "interpodaffinity:InterPodAffinity",
     "PodTopologySpread": "podtopologyspread:PodTopologySpread",
     "VolumeRestrictions": "volumerestrictions:VolumeRestrictions",
+    "VolumeZone": "volumezone:VolumeZone",
 }
 
 

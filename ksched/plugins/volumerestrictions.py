@@ -35,7 +35,7 @@ from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from . import names
 from .helper import spec_fragment
-from .volumeutil import NotFoundError, get_pvc
+from .volumeutil import NotFoundError, claim_names, get_pvc
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -112,12 +112,6 @@ def satisfies_volume_conflicts(pod: Pod, pods: Iterable[PodInfo]) -> bool:
     return True
 
 
-def _claim_names(pod: Pod) -> list[str]:
-    return [
-        v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim
-    ]
-
-
 @dataclass(slots=True)
 class _State:
     """``preFilterState``: the pod's ReadWriteOncePod claim names and how many scheduled
@@ -131,7 +125,7 @@ class _State:
 
     def update_with_pod(self, pi: PodInfo, sign: int) -> None:
         self.conflicting_refs += sign * sum(
-            1 for name in _claim_names(pi.pod) if name in self.rwop_claims
+            1 for name in claim_names(pi.pod) if name in self.rwop_claims
         )
 
 
@@ -155,7 +149,7 @@ class _UsedClaims:
             f"{p.namespace}/{name}"
             for p in ni.pods
             if p.pod.spec.volumes
-            for name in _claim_names(p.pod)
+            for name in claim_names(p.pod)
         )
 
     def used(self, snap: Snapshot, key: str) -> bool:
@@ -185,7 +179,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
 
     def sign_pod(self, pod: PodInfo) -> Any:
         """Claims make the answer depend on PVC objects and other nodes' pods."""
-        if _claim_names(pod.pod):
+        if claim_names(pod.pod):
             return NOT_SIGNABLE
         restricted = [v for v in pod.pod.spec.volumes if needs_restrictions_check(v)]
         return spec_fragment(pod, "sign/volumerestrictions", restricted)
@@ -193,7 +187,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     def _rwop_claims(self, pod: Pod) -> frozenset[str]:
         """``readWriteOncePodPVCsForPod``; raises NotFoundError for a missing claim."""
         out = set()
-        for name in _claim_names(pod):
+        for name in claim_names(pod):
             pvc: PersistentVolumeClaim = get_pvc(self.handle, pod.metadata.namespace, name)
             if READ_WRITE_ONCE_POD in pvc.spec.access_modes:
                 out.add(pvc.metadata.name)
@@ -266,7 +260,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
             raise TypeError(f"expected PersistentVolumeClaim, got {type(new).__name__}")
         if new.metadata.namespace != pod.namespace:
             return QueueingHint.SKIP
-        if new.metadata.name in _claim_names(pod.pod):
+        if new.metadata.name in claim_names(pod.pod):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
@@ -279,7 +273,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
             return QueueingHint.SKIP
         if not satisfies_volume_conflicts(pod.pod, (old,)):
             return QueueingHint.QUEUE
-        claims = set(_claim_names(pod.pod))
-        if any(name in claims for name in _claim_names(old.pod)):
+        claims = set(claim_names(pod.pod))
+        if any(name in claims for name in claim_names(old.pod)):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP

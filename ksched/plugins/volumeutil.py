@@ -19,6 +19,7 @@ __all__ = [
     "ANN_STORAGE_CLASS",
     "NotFoundError",
     "claim_class",
+    "claim_names",
     "ephemeral_claim_name",
     "ephemeral_volume_is_for_pod",
     "get_pv",
@@ -83,6 +84,13 @@ def claim_class(pvc: PersistentVolumeClaim) -> str:
     if ann is not None:
         return ann
     return pvc.spec.storage_class_name or ""
+
+
+def claim_names(pod: Pod) -> list[str]:
+    """The claim names of the pod's PersistentVolumeClaim volumes, in order."""
+    return [
+        v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim
+    ]
 
 
 def ephemeral_claim_name(pod: Pod, volume: Volume) -> str:

@@ -79,7 +79,6 @@ def test_default_multi_point_matches_upstream_order_and_weights() -> None:
     assert {
         "NodeVolumeLimits",
         "VolumeBinding",
-        "VolumeZone",
         "DynamicResources",
     } == UNIMPLEMENTED_UPSTREAM_PLUGINS
 
@@ -344,7 +343,7 @@ def test_disabling_unimplemented_plugins_is_fine() -> None:
                 {
                     "plugins": {
                         "multiPoint": {
-                            "disabled": [{"name": "VolumeBinding"}, {"name": "VolumeZone"}],
+                            "disabled": [{"name": "VolumeBinding"}, {"name": "DynamicResources"}],
                         }
                     }
                 }
@@ -354,7 +353,7 @@ def test_disabling_unimplemented_plugins_is_fine() -> None:
     assert warnings == []
     assert cfg.profiles[0].plugins.multi_point.disabled == [
         PluginRef("VolumeBinding"),
-        PluginRef("VolumeZone"),
+        PluginRef("DynamicResources"),
     ]
     assert names(cfg.profiles[0].plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
 
@@ -484,7 +483,7 @@ def test_set_defaults_is_idempotent() -> None:
                             "enabled": [{"name": "Foo"}],
                             "disabled": [{"name": "ImageLocality"}],
                         },
-                        "filter": {"enabled": [{"name": "VolumeZone"}]},
+                        "filter": {"enabled": [{"name": "DynamicResources"}]},
                     },
                 }
             ]
