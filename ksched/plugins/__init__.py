@@ -31,6 +31,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "PodTopologySpread": "podtopologyspread:PodTopologySpread",
     "VolumeRestrictions": "volumerestrictions:VolumeRestrictions",
     "VolumeZone": "volumezone:VolumeZone",
+    "NodeVolumeLimits": "nodevolumelimits:NodeVolumeLimits",
 }
 
 

@@ -77,7 +77,6 @@ def load(doc: dict[str, Any]) -> tuple[KubeSchedulerConfiguration, list[str]]:
 def test_default_multi_point_matches_upstream_order_and_weights() -> None:
     assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT
     assert {
-        "NodeVolumeLimits",
         "VolumeBinding",
         "DynamicResources",
     } == UNIMPLEMENTED_UPSTREAM_PLUGINS
