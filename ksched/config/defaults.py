@@ -6,9 +6,10 @@ ksched. Divergences, all deliberate:
 * With no profiles, the single default profile is named ``ksched``, not
   ``default-scheduler`` (the loader also uses ``ksched`` for a lone profile that omits
   ``schedulerName``), so ksched can run beside kube-scheduler.
-* The volume plugins (``UNIMPLEMENTED_UPSTREAM_PLUGINS``) are not implemented by ksched.
-  They are dropped from the effective plugin set: silently when they come from the
-  defaults, with a warning when the user enabled them. Disabling them is fine.
+* VolumeBinding and DynamicResources (``UNIMPLEMENTED_UPSTREAM_PLUGINS``) are not
+  implemented by ksched. They are dropped from the effective plugin set: silently when
+  they come from the defaults, with a warning when the user enabled them. Disabling
+  them is fine.
 * ``clientConnection.contentType`` defaults to ``application/json`` (ksched's client
   has no protobuf) and the leader-election lock is named ``ksched``.
 * An extender ``httpTimeout`` of 0 is shown as upstream's effective 5s.
@@ -66,9 +67,7 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("DefaultBinder"),
 ]
 
-UNIMPLEMENTED_UPSTREAM_PLUGINS: frozenset[str] = frozenset(
-    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"}
-)
+UNIMPLEMENTED_UPSTREAM_PLUGINS: frozenset[str] = frozenset({"VolumeBinding", "DynamicResources"})
 
 
 def default_plugins() -> Plugins:

@@ -29,6 +29,9 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "DefaultPreemption": "defaultpreemption:DefaultPreemption",
     "InterPodAffinity": "interpodaffinity:InterPodAffinity",
     "PodTopologySpread": "podtopologyspread:PodTopologySpread",
+    "VolumeRestrictions": "volumerestrictions:VolumeRestrictions",
+    "VolumeZone": "volumezone:VolumeZone",
+    "NodeVolumeLimits": "nodevolumelimits:NodeVolumeLimits",
 }
 
 

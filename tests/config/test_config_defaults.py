@@ -77,10 +77,7 @@ def load(doc: dict[str, Any]) -> tuple[KubeSchedulerConfiguration, list[str]]:
 def test_default_multi_point_matches_upstream_order_and_weights() -> None:
     assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT
     assert {
-        "VolumeRestrictions",
-        "NodeVolumeLimits",
         "VolumeBinding",
-        "VolumeZone",
         "DynamicResources",
     } == UNIMPLEMENTED_UPSTREAM_PLUGINS
 
@@ -345,7 +342,7 @@ def test_disabling_unimplemented_plugins_is_fine() -> None:
                 {
                     "plugins": {
                         "multiPoint": {
-                            "disabled": [{"name": "VolumeBinding"}, {"name": "VolumeZone"}],
+                            "disabled": [{"name": "VolumeBinding"}, {"name": "DynamicResources"}],
                         }
                     }
                 }
@@ -355,7 +352,7 @@ def test_disabling_unimplemented_plugins_is_fine() -> None:
     assert warnings == []
     assert cfg.profiles[0].plugins.multi_point.disabled == [
         PluginRef("VolumeBinding"),
-        PluginRef("VolumeZone"),
+        PluginRef("DynamicResources"),
     ]
     assert names(cfg.profiles[0].plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
 
@@ -485,7 +482,7 @@ def test_set_defaults_is_idempotent() -> None:
                             "enabled": [{"name": "Foo"}],
                             "disabled": [{"name": "ImageLocality"}],
                         },
-                        "filter": {"enabled": [{"name": "VolumeZone"}]},
+                        "filter": {"enabled": [{"name": "DynamicResources"}]},
                     },
                 }
             ]

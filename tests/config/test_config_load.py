@@ -585,7 +585,7 @@ def test_validate_file_problems_and_warnings(tmp_path: Path) -> None:
         "bad.yaml",
         "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n"
         "parallelism: -1\nprofiles:\n- plugins:\n    filter:\n      enabled:\n"
-        "      - name: VolumeZone\n      - name: Nope\n",
+        "      - name: DynamicResources\n      - name: Nope\n",
     )
     text, problems, warnings = validate_file(path, known_plugins=["NodeName", "PrioritySort"])
     assert text is None
@@ -593,7 +593,7 @@ def test_validate_file_problems_and_warnings(tmp_path: Path) -> None:
         f"{path}: apiVersion: kubescheduler.config.k8s.io/v1beta3 is deprecated"
     )
     assert warnings[1] == (
-        f"{path}: profiles[0].plugins.filter.enabled[0]: plugin 'VolumeZone' "
+        f"{path}: profiles[0].plugins.filter.enabled[0]: plugin 'DynamicResources' "
         "is not implemented by ksched; ignoring it"
     )
     assert (
