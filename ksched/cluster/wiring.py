@@ -161,18 +161,6 @@ def _enabled_plugins(frameworks: Iterable[Any]) -> Iterable[tuple[str, Any]]:
         yield from plugins.items()
 
 
-# The storage listers the volume plugins read: known keys (a plugin may name them), left
-# unwatched (empty) until their informers are wired into ``_ON_REQUEST``.
-_BUILTIN_LISTERS |= {
-    "persistentvolumeclaims",
-    "persistentvolumes",
-    "storageclasses",
-    "csinodes",
-    "csidrivers",
-    "volumeattachments",
-}
-
-
 def requested_listers(frameworks: Iterable[Any]) -> list[str]:
     """The on-request built-in listers (``reads_listers``) some enabled plugin reads, in a
     fixed order. ValueError for a key ksched does not know."""
