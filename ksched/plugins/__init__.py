@@ -29,6 +29,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "DefaultPreemption": "defaultpreemption:DefaultPreemption",
     "InterPodAffinity": "interpodaffinity:InterPodAffinity",
     "PodTopologySpread": "podtopologyspread:PodTopologySpread",
+    "VolumeBinding": "volumebinding:VolumeBinding",
 }
 
 
