@@ -72,15 +72,20 @@ class SimulatedPVController:
         self._rv = itertools.count(1)
         self.node_labels = {n.metadata.name: n.metadata.labels for n, _ in cluster.nodes}
         self.stores: dict[str, RevisionedStore[Any]] = {}
+        # Typed objects when the cluster file decodes storage kinds (``storage``, by lister
+        # key), raw ones from ``others`` when it does not.
+        typed: dict[str, list[Any]] = getattr(cluster, "storage", {})
         for kind, (lister, cls, namespaced) in _KINDS.items():
             store: RevisionedStore[Any] = RevisionedStore()
+            objs = list(typed.get(lister, ()))
             for raw in cluster.others.get(kind, []):
                 if namespaced:
                     raw.setdefault("metadata", {}).setdefault("namespace", "default")
                 try:
-                    obj = decode(raw, cls)
+                    objs.append(decode(raw, cls))
                 except DecodeError as e:
                     raise ClusterFileError(str(e)) from None
+            for obj in objs:
                 store[_key(obj)] = self._versioned(obj)
             self.stores[lister] = store
 
