@@ -9,14 +9,20 @@ connection errors can.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import anyio
 import msgspec
 import structlog
 
-from ..api.objects import PodCondition, PodStatus
+from ..api.objects import (
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodCondition,
+    PodStatus,
+    decode_json,
+)
 from ..framework.handle import BindError
 from ..framework.types import PodInfo
 from .client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, APIClient, APIConnectionError, APIError
@@ -24,6 +30,8 @@ from .client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, APIClient, APIConnection
 __all__ = ["APIClusterClient", "condition_patch", "patch_pod_status", "pod_path"]
 
 log = structlog.get_logger("ksched.cluster.binder")
+
+T = TypeVar("T", PersistentVolume, PersistentVolumeClaim)
 
 # answers after which retrying the same binding is pointless
 _FINAL_BIND_STATUSES = (404, 409)
@@ -149,3 +157,44 @@ class APIClusterClient:
             raise
         obj = msgspec.json.decode(raw)
         return obj if isinstance(obj, dict) else None
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """A merge patch of claimRef and annotations; resourceVersion in the patch makes it
+        conditional like upstream's Update, without a full PUT of fields ksched does not
+        decode."""
+        meta = pv.metadata
+        spec = {"claimRef": msgspec.to_builtins(pv.spec.claim_ref)}
+        body = {"metadata": _write_meta(meta.resource_version, meta.annotations), "spec": spec}
+        path = f"/api/v1/persistentvolumes/{_quote(meta.name)}"
+        return await self._patch(path, body, PersistentVolume, f"PersistentVolume {meta.name}")
+
+    async def update_persistent_volume_claim(
+        self, pvc: PersistentVolumeClaim
+    ) -> PersistentVolumeClaim:
+        """A conditional merge patch of the claim's annotations."""
+        meta = pvc.metadata
+        body = {"metadata": _write_meta(meta.resource_version, meta.annotations)}
+        path = (
+            f"/api/v1/namespaces/{_quote(meta.namespace)}/persistentvolumeclaims/"
+            f"{_quote(meta.name)}"
+        )
+        what = f"PersistentVolumeClaim {meta.namespace}/{meta.name}"
+        return await self._patch(path, body, PersistentVolumeClaim, what)
+
+    async def _patch(self, path: str, body: dict[str, Any], cls: type[T], what: str) -> T:
+        try:
+            _, raw = await self.client.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+        except APIError as e:
+            # A conflict (someone else changed it) or a server error: a new attempt, which
+            # reads the object again, can help; a deleted object cannot come back.
+            raise BindError(
+                f"updating {what}: {e.message or e.reason}", retry=e.status != 404
+            ) from e
+        return decode_json(raw, cls)
+
+
+def _write_meta(resource_version: str, annotations: dict[str, str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"annotations": dict(annotations)}
+    if resource_version:
+        meta["resourceVersion"] = resource_version
+    return meta

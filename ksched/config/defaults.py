@@ -6,10 +6,10 @@ ksched. Divergences, all deliberate:
 * With no profiles, the single default profile is named ``ksched``, not
   ``default-scheduler`` (the loader also uses ``ksched`` for a lone profile that omits
   ``schedulerName``), so ksched can run beside kube-scheduler.
-* VolumeBinding and DynamicResources (``UNIMPLEMENTED_UPSTREAM_PLUGINS``) are not
+* The default plugins in ``UNIMPLEMENTED_UPSTREAM_PLUGINS`` (DynamicResources) are not
   implemented by ksched. They are dropped from the effective plugin set: silently when
-  they come from the defaults, with a warning when the user enabled them. Disabling
-  them is fine.
+  they come from the defaults, with a warning when the user enabled them. Disabling them
+  is fine.
 * ``clientConnection.contentType`` defaults to ``application/json`` (ksched's client
   has no protobuf) and the leader-election lock is named ``ksched``.
 * An extender ``httpTimeout`` of 0 is shown as upstream's effective 5s.
@@ -67,7 +67,7 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("DefaultBinder"),
 ]
 
-UNIMPLEMENTED_UPSTREAM_PLUGINS: frozenset[str] = frozenset({"VolumeBinding", "DynamicResources"})
+UNIMPLEMENTED_UPSTREAM_PLUGINS: frozenset[str] = frozenset({"DynamicResources"})
 
 
 def default_plugins() -> Plugins:
@@ -170,6 +170,13 @@ def _pod_topology_spread(a: dict[str, Any]) -> None:
         a["defaultingType"] = "System"
 
 
+def _volume_binding(a: dict[str, Any]) -> None:
+    """``bindTimeoutSeconds`` 600; the shape is defaulted upstream only under the
+    StorageCapacityScoring feature gate (off by default), so it is not here."""
+    if a.get("bindTimeoutSeconds") is None:
+        a["bindTimeoutSeconds"] = 600
+
+
 _ARGS_DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "DefaultPreemption": _default_preemption,
     "InterPodAffinity": _inter_pod_affinity,
@@ -177,6 +184,7 @@ _ARGS_DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "NodeResourcesBalancedAllocation": _balanced_allocation,
     "NodeResourcesFit": _node_resources_fit,
     "PodTopologySpread": _pod_topology_spread,
+    "VolumeBinding": _volume_binding,
 }
 
 # In-tree plugins with a registered ``<Name>Args`` kind: upstream adds a defaulted

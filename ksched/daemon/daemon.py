@@ -50,7 +50,7 @@ import anyio
 import anyio.abc
 
 from .. import logging as klog
-from ..api.objects import PodCondition
+from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
 from ..cluster import APIClient, APIClusterClient, ClusterInformers, StatusReporter
 from ..cluster import connect_scheduler as _connect
 from ..cluster.leaderelection import (
@@ -156,6 +156,16 @@ class _FencedClusterClient(APIClusterClient):
     async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
         self._check(f"setting condition {condition.type} of {pod.key}")
         return await super().set_pod_condition(pod, condition)
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        self._check(f"binding PersistentVolume {pv.metadata.name}")
+        return await super().update_persistent_volume(pv)
+
+    async def update_persistent_volume_claim(
+        self, pvc: PersistentVolumeClaim
+    ) -> PersistentVolumeClaim:
+        self._check(f"selecting a node for PersistentVolumeClaim {pvc.metadata.name}")
+        return await super().update_persistent_volume_claim(pvc)
 
 
 class _NotLeader(RuntimeError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..api.objects import PodCondition
+from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
 from ..util.clock import Clock, RealClock
 from .snapshot import Snapshot
 from .types import PodInfo
@@ -55,6 +55,17 @@ class ClusterClient(Protocol):
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         """GET an arbitrary object by API path (e.g. a PodGroup); None when absent."""
 
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """Write ``pv``'s claimRef and annotations, only if its resourceVersion is still the
+        stored one (VolumeBinding's prebinding); return the stored PV. Raise ``BindError``."""
+
+    async def update_persistent_volume_claim(
+        self, pvc: PersistentVolumeClaim
+    ) -> PersistentVolumeClaim:
+        """Write ``pvc``'s annotations (the selected node that triggers provisioning), only
+        if its resourceVersion is still the stored one; return the stored PVC. Raise
+        ``BindError``."""
+
 
 class NullCluster:
     """A cluster that accepts everything (the extender server with no API)."""
@@ -76,6 +87,14 @@ class NullCluster:
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         return None
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        return pv
+
+    async def update_persistent_volume_claim(
+        self, pvc: PersistentVolumeClaim
+    ) -> PersistentVolumeClaim:
+        return pvc
 
 
 @dataclass(frozen=True, slots=True)

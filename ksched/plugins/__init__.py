@@ -32,6 +32,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "VolumeRestrictions": "volumerestrictions:VolumeRestrictions",
     "VolumeZone": "volumezone:VolumeZone",
     "NodeVolumeLimits": "nodevolumelimits:NodeVolumeLimits",
+    "VolumeBinding": "volumebinding:VolumeBinding",
 }
 
 

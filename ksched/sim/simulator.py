@@ -17,8 +17,9 @@ from typing import Any
 import anyio
 import msgspec
 
-from ..api.objects import Pod, PodCondition
+from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, PodCondition
 from ..framework.handle import BindError, RecordingEventRecorder
+from ..framework.interface import ClusterEvent
 from ..framework.listers import RevisionedStore
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
@@ -26,6 +27,7 @@ from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock
 from .cluster_file import STORAGE_LISTERS, ClusterFile
+from .pv_controller import SimulatedPVController
 
 __all__ = ["PodResult", "SimulatedCluster", "Simulation", "simulate"]
 
@@ -60,7 +62,12 @@ def _namespaced_key(raw: dict[str, Any]) -> str:
 
 
 class SimulatedCluster:
-    """ClusterClient over in-memory pods; changes are echoed to the scheduler as watch events."""
+    """ClusterClient over in-memory pods; changes are echoed to the scheduler as watch events.
+
+    Storage objects (PVCs, PVs, StorageClasses, CSINodes) live in ``storage``, the
+    listers VolumeBinding reads; ``pv_controller`` plays the PV controller and the
+    provisioners for the scheduler's writes.
+    """
 
     def __init__(self, cluster: ClusterFile) -> None:
         self.pods: dict[str, PodInfo] = {}
@@ -71,6 +78,8 @@ class SimulatedCluster:
             for raw in items:
                 meta = raw.get("metadata", {})
                 self.objects[f"{kind}/{meta.get('namespace', '')}/{meta.get('name', '')}"] = raw
+        self.pv_controller = SimulatedPVController(cluster, self._emit)
+        self.storage = self.pv_controller.stores
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         cur = self.pods.get(pod.uid)
@@ -117,6 +126,18 @@ class SimulatedCluster:
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         return self.objects.get(api_path)
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        return self.pv_controller.update_volume(pv)
+
+    async def update_persistent_volume_claim(
+        self, pvc: PersistentVolumeClaim
+    ) -> PersistentVolumeClaim:
+        return self.pv_controller.update_claim(pvc)
+
+    def _emit(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        if self.sched is not None:
+            self.sched.on_other_event(event, old, new)
 
 
 class _Recorder:
@@ -218,6 +239,8 @@ class Simulation:
                 namespaced = key == "persistentvolumeclaims"
                 volumes[f"{m.namespace}/{m.name}" if namespaced else m.name] = obj
             listers[key] = volumes
+        # The simulated PV controller's stores: what VolumeBinding writes, it reads.
+        listers.update(self.cluster.storage)
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)
         self.explain = explain

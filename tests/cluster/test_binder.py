@@ -7,7 +7,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from ksched.api.objects import Pod
+from ksched.api.objects import (
+    ObjectMeta,
+    ObjectReference,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+)
+from ksched.api.objects import PersistentVolumeSpec as Spec
 from ksched.cluster import APIClient, APIClusterClient
 from ksched.cluster.client import APIError
 from ksched.framework.handle import BindError
@@ -215,3 +222,86 @@ def test_pod_path_quotes_like_urllib(name: str) -> None:
     q = quote(name, safe="")
     assert pod_path(name, name) == f"/api/v1/namespaces/{q}/pods/{q}"
     assert pod_path("ns", name, "binding") == f"/api/v1/namespaces/ns/pods/{q}/binding"
+
+
+class _RecordingClient:
+    """An APIClient stand-in answering PATCHes with ``answer`` (or raising ``error``)."""
+
+    def __init__(self, answer: dict[str, Any] | None = None, error: APIError | None = None):
+        self.answer, self.error = answer, error
+        self.calls: list[tuple[str, str, Any, str]] = []
+
+    async def request(
+        self, method: str, path: str, *, body: Any = None, content_type: str = "", **_: Any
+    ) -> tuple[int, bytes]:
+        self.calls.append((method, path, body, content_type))
+        if self.error is not None:
+            raise self.error
+        return 200, msgspec.json.encode(self.answer)
+
+
+async def test_update_persistent_volume_is_a_conditional_merge_patch() -> None:
+    ref = ObjectReference(kind="PersistentVolumeClaim", namespace="db", name="data", uid="u1")
+    pv = PersistentVolume(
+        metadata=ObjectMeta(
+            name="pv-1",
+            resource_version="41",
+            annotations={"pv.kubernetes.io/bound-by-controller": "yes"},
+        ),
+        spec=Spec(claim_ref=ref, storage_class_name="local"),
+    )
+    stored = msgspec.to_builtins(pv)
+    stored["metadata"]["resourceVersion"] = "42"
+    fake = _RecordingClient(stored)
+    got = await APIClusterClient(fake).update_persistent_volume(pv)  # type: ignore[arg-type]
+    assert got.metadata.resource_version == "42" and got.spec.claim_ref == ref
+    ((method, path, body, ctype),) = fake.calls
+    assert (method, path, ctype) == (
+        "PATCH",
+        "/api/v1/persistentvolumes/pv-1",
+        "application/merge-patch+json",
+    )
+    assert body == {
+        "metadata": {
+            "resourceVersion": "41",
+            "annotations": {"pv.kubernetes.io/bound-by-controller": "yes"},
+        },
+        "spec": {
+            "claimRef": {
+                "kind": "PersistentVolumeClaim",
+                "namespace": "db",
+                "name": "data",
+                "uid": "u1",
+            }
+        },
+    }
+
+
+async def test_update_persistent_volume_claim_conflict_is_retriable() -> None:
+    pvc = PersistentVolumeClaim(
+        metadata=ObjectMeta(
+            name="data",
+            namespace="db",
+            resource_version="7",
+            annotations={"volume.kubernetes.io/selected-node": "n1"},
+        )
+    )
+    fake = _RecordingClient(error=APIError(409, "Conflict", "the object has been modified"))
+    with pytest.raises(BindError) as err:
+        await APIClusterClient(fake).update_persistent_volume_claim(pvc)  # type: ignore[arg-type]
+    assert err.value.retry is True
+    assert str(err.value) == (
+        "updating PersistentVolumeClaim db/data: the object has been modified"
+    )
+    ((_, path, body, _),) = fake.calls
+    assert path == "/api/v1/namespaces/db/persistentvolumeclaims/data"
+    assert body == {
+        "metadata": {
+            "resourceVersion": "7",
+            "annotations": {"volume.kubernetes.io/selected-node": "n1"},
+        }
+    }
+    fake.error = APIError(404, "NotFound", "gone")
+    with pytest.raises(BindError) as err:
+        await APIClusterClient(fake).update_persistent_volume_claim(pvc)  # type: ignore[arg-type]
+    assert err.value.retry is False

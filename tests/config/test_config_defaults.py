@@ -63,6 +63,7 @@ DEFAULT_PLUGIN_CONFIG = [
         {"scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES}},
     ),
     PluginConfig("PodTopologySpread", {"defaultingType": "System"}),
+    PluginConfig("VolumeBinding", {"bindTimeoutSeconds": 600}),
 ]
 
 
@@ -76,10 +77,7 @@ def load(doc: dict[str, Any]) -> tuple[KubeSchedulerConfiguration, list[str]]:
 
 def test_default_multi_point_matches_upstream_order_and_weights() -> None:
     assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT
-    assert {
-        "VolumeBinding",
-        "DynamicResources",
-    } == UNIMPLEMENTED_UPSTREAM_PLUGINS
+    assert {"DynamicResources"} == UNIMPLEMENTED_UPSTREAM_PLUGINS
 
 
 def test_default_config_scalars() -> None:
@@ -281,6 +279,7 @@ def test_disabled_default_loses_its_default_args() -> None:
         "NodeAffinity",
         "NodeResourcesBalancedAllocation",
         "PodTopologySpread",
+        "VolumeBinding",
     ]
 
 
@@ -313,26 +312,26 @@ def test_unimplemented_plugins_named_by_user_are_dropped_with_warnings() -> None
             "profiles": [
                 {
                     "plugins": {
-                        "filter": {"enabled": [{"name": "Foo"}, {"name": "VolumeBinding"}]},
+                        "filter": {"enabled": [{"name": "Foo"}, {"name": "DynamicResources"}]},
                         "multiPoint": {"enabled": [{"name": "DynamicResources"}]},
                     },
-                    "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 5}}],
+                    "pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": 5}}],
                 }
             ]
         }
     )
     assert warnings == [
-        "c.yaml: profiles[0].plugins.filter.enabled[1]: plugin 'VolumeBinding' is not "
+        "c.yaml: profiles[0].plugins.filter.enabled[1]: plugin 'DynamicResources' is not "
         "implemented by ksched; ignoring it",
         "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: plugin 'DynamicResources' is not "
         "implemented by ksched; ignoring it",
-        "c.yaml: profiles[0].pluginConfig[0]: plugin 'VolumeBinding' is not implemented by "
+        "c.yaml: profiles[0].pluginConfig[0]: plugin 'DynamicResources' is not implemented by "
         "ksched; ignoring its args",
     ]
     prof = cfg.profiles[0]
     assert names(prof.plugins.filter.enabled) == [("Foo", None)]
     assert names(prof.plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
-    assert "VolumeBinding" not in [pc.name for pc in prof.plugin_config]
+    assert "DynamicResources" not in [pc.name for pc in prof.plugin_config]
 
 
 def test_disabling_unimplemented_plugins_is_fine() -> None:
@@ -342,7 +341,7 @@ def test_disabling_unimplemented_plugins_is_fine() -> None:
                 {
                     "plugins": {
                         "multiPoint": {
-                            "disabled": [{"name": "VolumeBinding"}, {"name": "DynamicResources"}],
+                            "disabled": [{"name": "DynamicResources"}],
                         }
                     }
                 }
@@ -351,7 +350,6 @@ def test_disabling_unimplemented_plugins_is_fine() -> None:
     )
     assert warnings == []
     assert cfg.profiles[0].plugins.multi_point.disabled == [
-        PluginRef("VolumeBinding"),
         PluginRef("DynamicResources"),
     ]
     assert names(cfg.profiles[0].plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
@@ -392,6 +390,7 @@ def test_user_plugin_config_first_then_defaults_sorted() -> None:
         "NodeAffinity",
         "NodeResourcesBalancedAllocation",
         "NodeResourcesFit",
+        "VolumeBinding",
     ]
     assert pcs[0].args["defaultingType"] == "List"
     assert len(pcs[0].args["defaultConstraints"]) == 1

@@ -397,7 +397,7 @@ profiles:
       - name: NodePorts
     score:
       enabled:
-      - name: VolumeBinding
+      - name: DynamicResources
   pluginConfig:
   - name: MyPlugin
     args:
@@ -431,7 +431,7 @@ extenders:
 def test_full_yaml_file(tmp_path: Path) -> None:
     cfg, warnings = load_config(write(tmp_path, "config.yaml", FULL_YAML))
     assert warnings == [
-        f"{tmp_path}/config.yaml: profiles[0].plugins.score.enabled[0]: plugin 'VolumeBinding' "
+        f"{tmp_path}/config.yaml: profiles[0].plugins.score.enabled[0]: plugin 'DynamicResources' "
         "is not implemented by ksched; ignoring it"
     ]
     assert cfg.parallelism == 8

@@ -14,7 +14,7 @@ import pytest
 from ksched.api.objects import PodCondition
 from ksched.config import load_config_data
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import BindError
+from ksched.framework.handle import BindError, NullCluster
 from ksched.framework.interface import PermitPlugin
 from ksched.framework.registry import Registry
 from ksched.framework.status import Code, Status
@@ -47,7 +47,7 @@ class HoldAtPermit(PermitPlugin):
         return None, 0.0
 
 
-class Cluster:
+class Cluster(NullCluster):
     """The API server: writes update its pods and echo back as watch events. Deletions
     can be held (``hold``) or made to fail (``fail``), condition patches too
     (``fail_condition``). ``writes`` lists the victim writes in order."""

@@ -14,7 +14,7 @@ import pytest
 
 from ksched.api.objects import PodCondition
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import BindError
+from ksched.framework.handle import BindError, NullCluster
 from ksched.framework.interface import (
     BindPlugin,
     ClusterEvent,
@@ -133,7 +133,7 @@ class FlakyBinder(BindPlugin):
         return None
 
 
-class FakeCluster:
+class FakeCluster(NullCluster):
     """The API server: a bind updates the pod and echoes it back as a watch event."""
 
     def __init__(self) -> None:

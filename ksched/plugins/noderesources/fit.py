@@ -68,6 +68,8 @@ __all__ = [
     "InsufficientResource",
     "ScoringStrategy",
     "insufficient_resources",
+    "parse_shape",
+    "validate_shape",
 ]
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -117,14 +119,7 @@ class FitArgs:
             if "requestedToCapacityRatio" in sm:
                 rp = join(p, "requestedToCapacityRatio")
                 rm = errs.obj(sm["requestedToCapacityRatio"], rp, ("shape",))
-                points = []
-                for i, raw in enumerate(errs.lst(rm, "shape", rp)):
-                    pp = f"{rp}.shape[{i}]"
-                    pm = errs.obj(raw, pp, ("utilization", "score"))
-                    points.append(
-                        (errs.integer(pm, "utilization", pp), errs.integer(pm, "score", pp))
-                    )
-                shape = tuple(points)
+                shape = parse_shape(errs, errs.lst(rm, "shape", rp), join(rp, "shape"))
             strategy = ScoringStrategy(
                 errs.string(sm, "type", p), tuple(resources) or DEFAULT_RESOURCES, shape
             )
@@ -161,7 +156,7 @@ class FitArgs:
                     f"resource weight of {r.name} not in valid range (0, 100]",
                 )
         if s.shape is not None:
-            _validate_shape(errs, s.shape, "scoringStrategy.shape")
+            validate_shape(errs, s.shape, "scoringStrategy.shape")
         elif s.type == REQUESTED_TO_CAPACITY_RATIO:
             # Upstream dereferences the missing shape and crashes; refuse it instead.
             errs.fail(
@@ -180,7 +175,17 @@ def _strings(errs: ArgsErrors, m: dict[str, Any], key: str) -> list[str]:
     return out
 
 
-def _validate_shape(errs: ArgsErrors, shape: Sequence[tuple[int, int]], path: str) -> None:
+def parse_shape(errs: ArgsErrors, raw: list[Any], path: str) -> tuple[tuple[int, int], ...]:
+    """``[]UtilizationShapePoint`` as (utilization, score) pairs; problems go to ``errs``."""
+    points = []
+    for i, item in enumerate(raw):
+        pp = f"{path}[{i}]"
+        pm = errs.obj(item, pp, ("utilization", "score"))
+        points.append((errs.integer(pm, "utilization", pp), errs.integer(pm, "score", pp)))
+    return tuple(points)
+
+
+def validate_shape(errs: ArgsErrors, shape: Sequence[tuple[int, int]], path: str) -> None:
     """Upstream ``validateFunctionShape``."""
     if not shape:
         errs.fail(path, "Required value: at least one point must be specified")
