@@ -28,7 +28,15 @@ from ksched.cluster import APIClient
 from ksched.cluster.wiring import ON_REQUEST_PATHS, requested_listers
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
-from ksched.testing import TestAPIServer, make_node, make_pod, make_priority_class
+from ksched.testing import (
+    TestAPIServer,
+    make_node,
+    make_pod,
+    make_priority_class,
+    make_pv,
+    make_pvc,
+    make_storage_class,
+)
 
 from ._manifests import DEPLOY, JSON, ROOT, find, kustomize, load, rules_of
 
@@ -252,6 +260,9 @@ async def _scenario(srv: TestAPIServer) -> list[str]:
                 )
             )
             assert await _bound(srv, "urgent") == "small"
+            # VolumeBinding: a static binding (PV claimRef) and a provisioning (the claim's
+            # selected-node annotation), completed here as the PV controller would
+            await _volume_binding(srv)
             with anyio.fail_after(10):
                 while not any(
                     c.get("type") == "PodScheduled"
@@ -265,6 +276,46 @@ async def _scenario(srv: TestAPIServer) -> list[str]:
             return requested_listers(d.scheduler.frameworks.values())
     finally:
         await client.close()
+
+
+async def _volume_binding(srv: TestAPIServer) -> None:
+    wffc = "WaitForFirstConsumer"
+    srv.create(make_storage_class("local", "kubernetes.io/no-provisioner", binding_mode=wffc))
+    srv.create(make_storage_class("fast", "csi.example.com", binding_mode=wffc))
+    srv.create(make_pv("pv-local", storage_class="local", phase="Available"))
+    srv.create(make_pvc("static", storage_class="local"))
+    srv.create(make_pvc("dynamic", storage_class="fast"))
+    for name in ("static", "dynamic"):
+        vol = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+        srv.create(make_pod(f"with-{name}", cpu="100m", scheduler_name="ksched", volumes=vol))
+    done = "pv.kubernetes.io/bind-completed"
+    with anyio.fail_after(15):
+        while not srv.get("persistentvolumes", None, "pv-local")["spec"].get("claimRef"):
+            await anyio.sleep(0.02)
+        ann = srv.get("persistentvolumeclaims", "default", "dynamic")["metadata"]
+        while "volume.kubernetes.io/selected-node" not in ann.get("annotations", {}):
+            await anyio.sleep(0.02)
+            ann = srv.get("persistentvolumeclaims", "default", "dynamic")["metadata"]
+    srv.create(make_pv("pv-dynamic", storage_class="fast", claim=("default", "dynamic")))
+    for claim, pv in (("static", "pv-local"), ("dynamic", "pv-dynamic")):
+        srv.patch(
+            "persistentvolumeclaims",
+            "default",
+            claim,
+            {"metadata": {"annotations": {done: "yes"}}, "spec": {"volumeName": pv}},
+        )
+        srv.patch(
+            "persistentvolumeclaims",
+            "default",
+            claim,
+            {"status": {"phase": "Bound"}},
+            subresource="status",
+        )
+        srv.patch(
+            "persistentvolumes", None, pv, {"status": {"phase": "Bound"}}, subresource="status"
+        )
+    for name in ("static", "dynamic"):
+        await _bound(srv, f"with-{name}")
 
 
 def _allowed(req: Any, rules: set[tuple[str, str, str, str]]) -> tuple[str, str, str, str] | None:
