@@ -85,6 +85,8 @@ def volume_limits(csi_node: CSINode | None) -> dict[str, int]:
 
 
 def _uses_claims(pod: Pod) -> bool:
+    if not pod.spec.volumes:
+        return False  # most pods: no generator to build
     return any(v.persistent_volume_claim or v.ephemeral for v in pod.spec.volumes)
 
 

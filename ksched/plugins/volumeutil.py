@@ -88,6 +88,8 @@ def claim_class(pvc: PersistentVolumeClaim) -> str:
 
 def claim_names(pod: Pod) -> list[str]:
     """The claim names of the pod's PersistentVolumeClaim volumes, in order."""
+    if not pod.spec.volumes:
+        return []
     return [
         v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim
     ]

@@ -69,6 +69,8 @@ class _State:
 
 
 def _uses_claims(pod: Pod) -> bool:
+    if not pod.spec.volumes:
+        return False  # most pods: no generator to build
     return any(
         v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes
     )
