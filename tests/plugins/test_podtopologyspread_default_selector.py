@@ -169,3 +169,13 @@ def test_own_constraints_are_cached_whatever_the_listers() -> None:
     first = p.constraints(pod, SA)
     services["default/web"] = svc("web", {"app": "web"})
     assert p.constraints(pod, SA) is first
+
+
+def test_services_of_other_namespaces_never_select_the_pod() -> None:
+    services = keyed(svc("web", {"app": "web"}, ns="other"), svc("nil", None))
+    p = plugin(args={}, listers={"services": services})
+    pod = mk_pod(labels={"app": "web"})
+    assert p.constraints(pod, SA) == ()  # nothing in its namespace selects it
+    services["default/web"] = svc("web", {"app": "web"})
+    services.bump()
+    assert same_selector(_selector_of(p, pod), sel({"matchLabels": {"app": "web"}}))

@@ -61,6 +61,7 @@ __all__ = [
     "default_selector",
     "filter_constraints",
     "node_has_keys",
+    "services_by_namespace",
     "taint_ok_mask",
     "untolerated",
 ]
@@ -314,19 +315,40 @@ def _matches_set(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def default_selector(pod: PodInfo, listers: Mapping[str, Any]) -> Selector:
-    """``helper.DefaultSelector`` over ``handle.listers``, with the fallback described above."""
+ServiceIndex = Mapping[str, Sequence[Mapping[str, str]]]
+
+
+def services_by_namespace(services: Mapping[str, Any]) -> dict[str, list[Mapping[str, str]]]:
+    """The Services' selectors per namespace (upstream's lister is namespace-indexed);
+    Services with a nil selector, which selects nothing, are left out."""
+    out: dict[str, list[Mapping[str, str]]] = {}
+    for svc in services.values():
+        ns, sel = _meta_spec(svc)
+        if sel is not None:
+            out.setdefault(ns, []).append(sel)
+    return out
+
+
+_EVERYTHING = selector_from_set({})
+
+
+def default_selector(
+    pod: PodInfo, listers: Mapping[str, Any], services: ServiceIndex | None = None
+) -> Selector:
+    """``helper.DefaultSelector`` over ``handle.listers``, with the fallback described above.
+
+    ``services``: ``services_by_namespace`` of the Services lister, when the caller keeps
+    one (each pod then looks at its own namespace's Services only)."""
     ns = pod.namespace
     labels = pod.labels
     label_set: dict[str, str] = {}
-    services = listers.get("services")
-    if services is not None:
-        for svc in services.values():
-            svc_ns, sel = _meta_spec(svc)
-            # a nil selector matches nothing, not everything
-            if svc_ns == ns and sel is not None and _matches_set(sel, labels):
-                label_set.update(sel)
-    selector = selector_from_set(label_set)
+    if services is None:
+        lister = listers.get("services")
+        services = services_by_namespace(lister) if lister is not None else {}
+    for sel in services.get(ns, ()):
+        if _matches_set(sel, labels):
+            label_set.update(sel)
+    selector = selector_from_set(label_set) if label_set else _EVERYTHING
     owner = _controller_of(pod)
     if owner is None:
         return selector

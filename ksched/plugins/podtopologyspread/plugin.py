@@ -39,10 +39,12 @@ from .common import (
     ZONE,
     Constraint,
     CounterCache,
+    ServiceIndex,
     default_selector,
     filter_constraints,
     matches_inclusion,
     node_has_keys,
+    services_by_namespace,
     with_selector,
 )
 from .filtering import (
@@ -98,6 +100,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.counters = CounterCache()
         self._cache_key = f"{self.name}#{id(self)}"
         self._default_by_action: dict[str, tuple[Constraint, ...]] = {}
+        # (Services lister, its revision, its selectors per namespace)
+        self._services: tuple[Any, int, ServiceIndex] | None = None
 
     # -- constraints ------------------------------------------------------------------------
     def _listers(self) -> Mapping[str, Any]:
@@ -118,6 +122,18 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 return None
             out.append((id(lister), revision))
         return tuple(out)
+
+    def _service_index(self) -> ServiceIndex | None:
+        """The Services lister by namespace, rebuilt only when it changed (None: none, or
+        one that cannot tell, which ``default_selector`` then scans itself)."""
+        lister = self._listers().get("services")
+        revision = getattr(lister, "revision", None)
+        if lister is None or not isinstance(revision, int):
+            return None
+        got = self._services
+        if got is None or got[0] is not lister or got[1] != revision:
+            got = self._services = (lister, revision, services_by_namespace(lister))
+        return got[2]
 
     def constraints(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
         """The pod's own constraints of ``action``, else the default ones (``getConstraints``).
@@ -145,7 +161,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             out = self._defaults(pod, action)
             if out:
                 revision = self._listers_revision()
-                sel = default_selector(pod, self._listers())
+                sel = default_selector(pod, self._listers(), self._service_index())
                 out = () if sel.empty else with_selector(out, sel)
         if revision is not None:
             pod.cache[key] = (revision, out)
