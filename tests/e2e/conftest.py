@@ -115,6 +115,8 @@ class E2E:
     tmp: Path
     server: TestAPIServer | None = None
     nodes: list[str] = field(default_factory=list)
+    # API paths of the cluster-scoped objects created besides nodes (deleted afterwards)
+    cluster_objects: list[str] = field(default_factory=list)
 
     # -- capabilities ----------------------------------------------------------------------
     @property
@@ -130,10 +132,17 @@ class E2E:
 
     # -- objects -----------------------------------------------------------------------------
     def node_name(self, name: str) -> str:
+        """A run-unique name: for nodes and every other cluster-scoped object."""
         return f"e2e-{self.run_id}-{name}"
 
     def create_node(
-        self, name: str, *, cpu: str = "4", memory: str = "16Gi", pods: str = "110"
+        self,
+        name: str,
+        *,
+        cpu: str = "4",
+        memory: str = "16Gi",
+        pods: str = "110",
+        labels: dict[str, str] | None = None,
     ) -> str:
         full = self.node_name(name)
         alloc = {"cpu": cpu, "memory": memory, "pods": pods}
@@ -142,7 +151,11 @@ class E2E:
             "kind": "Node",
             "metadata": {
                 "name": full,
-                "labels": {"ksched-e2e": self.run_id, "kubernetes.io/hostname": full},
+                "labels": {
+                    **(labels or {}),
+                    "ksched-e2e": self.run_id,
+                    "kubernetes.io/hostname": full,
+                },
             },
             "status": {
                 "capacity": alloc,
@@ -163,8 +176,10 @@ class E2E:
         scheduler_name: str | None = None,
         labels: dict[str, str] | None = None,
         owner: JSON | None = None,
+        volumes: list[JSON] | None = None,
     ) -> JSON:
-        """``owner``: a created controller object the pod names as its controller."""
+        """``owner``: a created controller object the pod names as its controller;
+        ``volumes``: the pod's ``spec.volumes``."""
         meta: JSON = {"name": name, "namespace": self.namespace}
         if labels:
             meta["labels"] = dict(labels)
@@ -188,7 +203,37 @@ class E2E:
                 ],
             },
         }
+        if volumes is not None:
+            body["spec"]["volumes"] = volumes
         data: JSON = self.kube.ok("POST", f"/api/v1/namespaces/{self.namespace}/pods", body)
+        return data
+
+    def object_path(self, kind: str, name: str = "") -> str:
+        """The API path of a storage object (its collection without ``name``); claims live
+        in the test's namespace."""
+        base = {
+            "PersistentVolumeClaim": f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims",
+            "PersistentVolume": "/api/v1/persistentvolumes",
+            "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+        }[kind]
+        return f"{base}/{name}" if name else base
+
+    def create_object(self, obj: JSON) -> JSON:
+        """Create a builder's object (``ksched.testing.make_pvc`` ...). A claim goes into the
+        test's namespace; a cluster-scoped object must be named with ``node_name`` and is
+        deleted afterwards on a real cluster."""
+        kind, meta = obj["kind"], obj["metadata"]
+        if kind == "PersistentVolumeClaim":
+            meta["namespace"] = self.namespace
+        else:
+            assert meta["name"].startswith(self.node_name("")), meta["name"]
+        data: JSON = self.kube.ok("POST", self.object_path(kind), obj)
+        if kind != "PersistentVolumeClaim":
+            self.cluster_objects.append(self.object_path(kind, meta["name"]))
+        return data
+
+    def get_object(self, kind: str, name: str) -> JSON:
+        data: JSON = self.kube.ok("GET", self.object_path(kind, name))
         return data
 
     def pod(self, name: str) -> JSON:
@@ -212,6 +257,23 @@ class E2E:
             if c.get("type") == type_:
                 return dict(c)
         return None
+
+    def wait_unschedulable(self, pod: str) -> JSON:
+        """Wait for ``pod``'s PodScheduled=False (Unschedulable) condition and check it was
+        reported once: one FailedScheduling event, with the condition's message, and no
+        retry within a while (nothing in the cluster changes meanwhile). The condition."""
+        cond = wait_for(lambda: self.condition(pod), what="PodScheduled condition")
+        assert cond["status"] == "False"
+        assert cond["reason"] == "Unschedulable"
+        # a real cluster has more nodes, which the pod's nodeSelector rules out
+        assert cond["message"].startswith("0/")
+        wait_for(lambda: self.events(pod, "FailedScheduling"), what="FailedScheduling event")
+        time.sleep(1.5)  # a retry now would be a bug
+        events = self.events(pod, "FailedScheduling")
+        assert len(events) == 1, events
+        assert events[0]["type"] == "Warning"
+        assert events[0]["note"] == cond["message"]
+        return cond
 
     # -- the scheduler -----------------------------------------------------------------------
     def config(self, **top: Any) -> JSON:
@@ -351,4 +413,8 @@ def _cleanup_real(env: E2E) -> None:
         )
     for n in env.nodes:
         env.kube.request("DELETE", f"/api/v1/nodes/{n}")
+    # the namespace takes the claims along; their PVs' protection finalizers go once they
+    # are released
     env.kube.request("DELETE", f"/api/v1/namespaces/{ns}")
+    for path in reversed(env.cluster_objects):
+        env.kube.request("DELETE", path)
