@@ -101,8 +101,10 @@ class DecodeError(InvalidObjectError):
     """A manifest whose fields have the wrong shape."""
 
 
-class _S(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
-    pass
+class _S(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True, gc=False):
+    """API objects hold only strings, numbers, lists, dicts and other API objects, so no
+    reference cycle can run through one: untracked by the cyclic GC (``gc=False``), every
+    pod and node kept in the cache stops adding to what each collection has to scan."""
 
 
 class OwnerReference(_S):

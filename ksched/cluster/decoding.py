@@ -134,10 +134,8 @@ def pod_decoder(profiles: Collection[str] | None = None) -> Callable[[bytes], Po
             info = PodInfo(stub)
             info.error = str(e)
             return info
-        body: dict[str, Any] | None = None
-        if wants_raw(pod):
-            body = msgspec.json.decode(raw)
-        return PodInfo(pod, body)
+        # Kept undecoded (a copy: ``raw`` may be a view into a whole list response).
+        return PodInfo(pod, bytes(raw) if wants_raw(pod) else None)
 
     return decode
 

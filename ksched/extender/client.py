@@ -101,9 +101,8 @@ PreemptionVictims = Victims
 
 def pod_json(pod: PodInfo) -> bytes:
     """The pod as sent: its API JSON when kept (pending pods), else the decoded fields."""
-    if pod.raw is not None:
-        return msgspec.json.encode(pod.raw)
-    return msgspec.json.encode(pod.pod)
+    raw = pod.raw_json()
+    return raw if raw is not None else msgspec.json.encode(pod.pod)
 
 
 class NodeEncoder:

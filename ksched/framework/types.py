@@ -12,6 +12,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from ..api.objects import InvalidObjectError, Node, Pod, PodSpec, ResourceRequirements
 from ..api.resources import CPU, MEMORY, PodRequests, Resource, ResourceError, pod_requests
 
@@ -102,12 +104,12 @@ class PodInfo:
 
     __slots__ = (
         "__weakref__",
+        "_raw",
         "cache",
         "error",
         "non_zero_cpu",
         "non_zero_mem",
         "pod",
-        "raw",
         "requests",
         "score_cpu",
         "score_mem",
@@ -120,11 +122,31 @@ class PodInfo:
     score_cpu: int
     score_mem: int
 
-    def __init__(self, pod: Pod, raw: dict[str, Any] | None = None) -> None:
+    def __init__(self, pod: Pod, raw: dict[str, Any] | bytes | None = None) -> None:
         self.pod = pod
-        self.raw = raw
+        # The API JSON, for extender payloads and simulate output: kept as the bytes the
+        # watch delivered and decoded only if asked (most pods never are), or as a dict.
+        self._raw = raw
         # Per-plugin precomputations keyed by plugin name (e.g. compiled selectors).
         self.cache: dict[str, Any] = {}
+
+    @property
+    def raw(self) -> dict[str, Any] | None:
+        r = self._raw
+        if isinstance(r, bytes):
+            r = self._raw = msgspec.json.decode(r)
+        return r
+
+    @raw.setter
+    def raw(self, value: dict[str, Any] | bytes | None) -> None:
+        self._raw = value
+
+    def raw_json(self) -> bytes | None:
+        """The API JSON as bytes (without a decode/encode round trip when kept as such)."""
+        r = self._raw
+        if r is None or isinstance(r, bytes):
+            return r
+        return msgspec.json.encode(r)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for an unset slot: the derived values are computed now.
@@ -217,17 +239,15 @@ class PodInfo:
             and bool(a.pod_anti_affinity.required_during_scheduling_ignored_during_execution)
         )
 
-    def with_pod(self, pod: Pod, raw: dict[str, Any] | None = None) -> PodInfo:
-        return PodInfo(pod, raw if raw is not None else self.raw)
+    def with_pod(self, pod: Pod, raw: dict[str, Any] | bytes | None = None) -> PodInfo:
+        return PodInfo(pod, raw if raw is not None else self._raw)
 
     def assumed_on(self, node_name: str) -> PodInfo:
         """A copy with ``spec.nodeName`` set, sharing the parsed requests (no re-parse)."""
-        import msgspec
-
         spec = msgspec.structs.replace(self.pod.spec, node_name=node_name)
         out = PodInfo.__new__(PodInfo)
         out.pod = msgspec.structs.replace(self.pod, spec=spec)
-        out.raw = self.raw
+        out._raw = self._raw
         out.error = self.error
         out.cache = self.cache
         out.requests = self.requests

@@ -478,3 +478,15 @@ def test_object_ref() -> None:
     assert object_ref({"metadata": {"name": "n"}}, "Node") == "Node n"
     assert object_ref({"kind": "Pod"}) == "Pod ?"
     assert object_ref(3) == "<int>"
+
+
+def test_api_objects_are_not_tracked_by_the_cyclic_gc() -> None:
+    """Cached pods and nodes must not add to every collection's scan (see ``_S``)."""
+    import gc
+
+    from ksched.api.objects import Node, Pod, decode
+
+    pod = decode({"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": {}}, Pod)
+    node = decode({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "1"}}}, Node)
+    for obj in (pod, pod.metadata, pod.spec, pod.status, node, node.status):
+        assert not gc.is_tracked(obj), type(obj).__name__

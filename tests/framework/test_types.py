@@ -83,3 +83,28 @@ def test_assumed_copy_and_equal_versions_share_the_score_figures() -> None:
         # taken over, not worked out again on first use
         assert types._has(copy, "score_cpu") and types._has(copy, "score_mem")
         assert (copy.score_cpu, copy.score_mem) == (p.score_cpu, p.score_mem)
+
+
+def test_raw_api_json_is_kept_as_bytes_and_decoded_only_when_asked() -> None:
+    import msgspec
+
+    from ksched.api.objects import Pod, decode
+    from ksched.extender.client import pod_json
+
+    PodInfo = types.PodInfo
+
+    manifest = {
+        "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}},
+        "spec": {"containers": [{"name": "c"}], "unknownField": {"x": 1}},
+    }
+    data = msgspec.json.encode(manifest)
+    info = PodInfo(decode(manifest, Pod), data)
+    assert pod_json(info) is data  # sent as received: no decode/encode round trip
+    assert info.raw == manifest  # unknown fields included
+    assert info.raw is info.raw  # decoded once
+    assert msgspec.json.decode(pod_json(info)) == manifest
+    moved = info.assumed_on("n1")
+    assert moved.raw is info.raw and info.with_pod(moved.pod).raw == manifest
+    plain = PodInfo(decode(manifest, Pod))
+    assert plain.raw is None and plain.raw_json() is None
+    assert msgspec.json.decode(pod_json(plain))["metadata"]["name"] == "p"
