@@ -12,6 +12,7 @@ import pytest
 
 from ksched.api.objects import (
     CSINode,
+    InvalidObjectError,
     LabelSelector,
     Node,
     NodeSelector,
@@ -558,6 +559,22 @@ def test_find_matching_volume_picks_the_smallest_fit() -> None:
     got = find_matching_volume(claim, vols, node, {"small"})
     assert got is not None and got.metadata.name == "big"
     assert find_matching_volume(claim, vols, node, {"small", "big"}) is None
+
+
+def test_unparsable_storage_quantities_name_the_object_and_field() -> None:
+    node = {HOSTNAME: "n"}
+    bad_pv = make_pv("pv-bad", "wait-sc", capacity="lots")
+    with pytest.raises(InvalidObjectError) as e:
+        find_matching_volume(make_pvc("c", "wait-sc", size="1Gi"), [bad_pv], node, set())
+    assert str(e.value) == (
+        "PersistentVolume pv-bad: spec.capacity.storage: invalid quantity 'lots'"
+    )
+    good_pv = make_pv("pv", "wait-sc", capacity="1Gi")
+    with pytest.raises(InvalidObjectError) as e:
+        find_matching_volume(make_pvc("c", "wait-sc", size="1 Gi"), [good_pv], node, set())
+    assert str(e.value).startswith(
+        "PersistentVolumeClaim default/c: spec.resources.requests.storage: invalid quantity"
+    )
 
 
 def test_find_matching_volume_selector_and_prebound() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from ...api.objects import (
+    InvalidObjectError,
     NodeSelector,
     ObjectReference,
     PersistentVolume,
@@ -104,23 +105,28 @@ def volume_class(pv: PersistentVolume) -> str:
     return ann if ann is not None else pv.spec.storage_class_name
 
 
-def _storage(resources: ResourceList) -> Fraction:
+def _storage(resources: ResourceList, where: str) -> Fraction:
+    """``storage`` of ``resources`` (0 when absent). The API server validates quantities;
+    one that does not parse (a hand-written simulate file) is an InvalidObjectError naming
+    the object and field, which fails the pod's attempt with that message."""
     raw = resources.get(STORAGE)
     if raw is None:
         return Fraction(0)
     try:
         return parse_quantity(raw)
-    except QuantityError:
-        return Fraction(0)  # the API server validates quantities; a broken one counts as 0
+    except QuantityError as e:
+        raise InvalidObjectError(f"{where}.{STORAGE}: {e}") from None
 
 
 def storage_request(pvc: PersistentVolumeClaim) -> Fraction:
     """The claim's ``resources.requests.storage`` (0 when absent)."""
-    return _storage(pvc.spec.resources.requests)
+    m = pvc.metadata
+    where = f"PersistentVolumeClaim {m.namespace}/{m.name}: spec.resources.requests"
+    return _storage(pvc.spec.resources.requests, where)
 
 
 def volume_capacity(pv: PersistentVolume) -> Fraction:
-    return _storage(pv.spec.capacity)
+    return _storage(pv.spec.capacity, f"PersistentVolume {pv.metadata.name}: spec.capacity")
 
 
 # Compiled PV node affinities, by id of the selector (kept alive by the entry).
