@@ -13,7 +13,8 @@ stalls its cycle too; ksched goes further because third-party plugins are the po
   call the stuck plugin again; the caller that armed the deadline catches it. Python
   delivers signals to the main thread only, so elsewhere (an embedding program running
   the scheduler in a thread) the deadline is off, as it is when something else already
-  owns SIGALRM (pytest-timeout, say).
+  owns SIGALRM (pytest-timeout, say) or takes it over later (at most the one signal
+  already under way then reaches that handler).
 * Async extension points (PreBind, Bind, PostBind) are bounded with the event loop's
   own timeouts by the binding cycle; ``culprit`` names the plugin for both.
 """
@@ -133,9 +134,15 @@ class _Alarm:
         return cls.usable
 
     @staticmethod
-    def start(seconds: float) -> None:
+    def start(seconds: float) -> bool:
+        """Set the timer; False (and deadlines off from now on) when another handler has
+        taken SIGALRM since, which must not receive signals it did not ask for."""
+        if signal.getsignal(signal.SIGALRM) is not _Alarm.handler:
+            _Alarm.usable = False
+            return False
         _Alarm.fires_at = time.monotonic() + seconds
         signal.setitimer(signal.ITIMER_REAL, seconds)
+        return True
 
     @staticmethod
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -184,13 +191,17 @@ class SyncDeadline:
         ):
             self._regions.append(False)
             return self
-        self._regions.append(True)
-        due = _monotonic() + seconds
+        now = _monotonic()
+        due = now + seconds
         _Alarm.due = due
         _Alarm.armed = self
         fires = _Alarm.fires_at
-        if not fires or fires > due:
-            _Alarm.start(seconds)
+        # Not running (or overdue: its signal went elsewhere), or set for too late.
+        if (fires < now or fires > due) and not _Alarm.start(seconds):
+            _Alarm.armed = None
+            self._regions.append(False)
+            return self
+        self._regions.append(True)
         return self
 
     def __exit__(self, *exc: object) -> None:

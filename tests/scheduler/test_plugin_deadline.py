@@ -6,6 +6,7 @@ stuck plugin is abandoned and named, not how fast anything runs."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import MutableMapping
@@ -421,3 +422,20 @@ async def test_hung_queueing_hint_counts_as_queue() -> None:
     # The hanging hint is abandoned and, like a failing one, moves its pod; the other
     # pod's hint answered Skip.
     assert h.where(stuck) == "backoff" and h.where(skipped) == "unschedulable"
+
+
+def test_a_handler_installed_later_turns_deadlines_off() -> None:
+    got: list[int] = []
+    SyncDeadline(SHORT).call(lambda: None)  # ours is installed
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: got.append(signum))
+    try:
+        time.sleep(2 * SHORT)  # whatever timer was running fires now
+        got.clear()
+        dl = SyncDeadline(SHORT)
+        with dl:
+            time.sleep(2 * SHORT)  # not interrupted: the deadline is off
+        time.sleep(2 * SHORT)
+        assert got == [] and not dl.enabled
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+        _Alarm.usable = None  # let later tests install ours again
