@@ -56,6 +56,7 @@ __all__ = [
     "PodAffinityTerm",
     "PodAntiAffinity",
     "PodDisruptionBudget",
+    "PodResourceClaim",
     "PodSpec",
     "PodStatus",
     "PreferredSchedulingTerm",
@@ -310,6 +311,14 @@ class Volume(_S):
     csi: CSIVolumeSource | None = None
 
 
+class PodResourceClaim(_S):
+    """An entry of ``spec.resourceClaims`` (DRA); only its presence matters to ksched."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSpec(_S):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -327,6 +336,7 @@ class PodSpec(_S):
     host_network: bool = False
     resources: ResourceRequirements | None = None
     volumes: list[Volume] = []
+    resource_claims: list[PodResourceClaim] = []
 
 
 class PodCondition(_S):
