@@ -18,6 +18,7 @@ import msgspec
 
 from ..api.objects import (
     CSINode,
+    CSIPersistentVolumeSource,
     DecodeError,
     NodeSelector,
     NodeSelectorRequirement,
@@ -200,6 +201,11 @@ class SimulatedPVController:
             storage_class_name=sc.metadata.name,
             volume_mode=pvc.spec.volume_mode,
             node_affinity=self._topology(sc.provisioner, node),
+            # A CSI driver's volume (in-tree "kubernetes.io/..." provisioners make none):
+            # what NodeVolumeLimits counts against the node's CSINode allocatable.
+            csi=None
+            if sc.provisioner.startswith("kubernetes.io/")
+            else CSIPersistentVolumeSource(driver=sc.provisioner, volume_handle=name),
         )
         meta = ObjectMeta(name=name, annotations={ANN_PROVISIONED_BY: sc.provisioner})
         pv = PersistentVolume(metadata=meta, spec=spec)
