@@ -37,13 +37,13 @@ from ..framework.handle import (
     Handle,
     RecordingEventRecorder,
 )
+from ..framework.preemption import preemption_condition
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
-from ..plugins.defaultpreemption.preemption import preemption_condition
 from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock

@@ -30,14 +30,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ...api.objects import PodCondition, PodDisruptionBudget
+from ...api.objects import PodDisruptionBudget
 from ...framework.cycle_state import CycleState
 from ...framework.diagnosis import Diagnosis, FitError
 from ...framework.handle import Handle
 from ...framework.interface import NodeToStatus, PostFilterOutcome, PostFilterResult, Victims
+from ...framework.preemption import (
+    DISRUPTION_TARGET,
+    PREEMPTION_BY_SCHEDULER,
+    preemption_condition,
+)
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo
-from ...util.clock import rfc3339
 
 __all__ = [
     "DISRUPTION_TARGET",
@@ -68,8 +72,6 @@ NO_CANDIDATE = "no candidate node for preemption"
 
 # The condition preemption puts on each victim before deleting it (``PreemptPod``), which
 # ``pod_terminating_by_preemption`` reads back on later attempts.
-DISRUPTION_TARGET = "DisruptionTarget"
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 _MAX_INT32 = 2**31 - 1
 _START_TIME_CACHE = "DefaultPreemption/startTime"
@@ -210,33 +212,6 @@ def nodes_for_status_code(m: NodeToStatus, nodes: Sequence[NodeInfo], code: Code
     if not statuses:
         return []
     return [ni for ni in nodes if (st := statuses.get(ni.name)) is not None and st.code == code]
-
-
-def preemption_condition(victim: PodInfo, scheduler_name: str) -> PodCondition | None:
-    """The DisruptionTarget condition marking ``victim`` as preempted by ``scheduler_name``
-    (``PreemptPod``), or None when it already carries that very condition
-    (``UpdatePodCondition`` reports no change, so upstream sends no patch).
-
-    As ``UpdatePodCondition``, the transition time is kept when the status was already
-    True; ``observedGeneration`` is the victim's generation (PodObservedGenerationTracking,
-    on by default since v1.34).
-    """
-    message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
-    old = next((c for c in victim.pod.status.conditions if c.type == DISRUPTION_TARGET), None)
-    transition = rfc3339()
-    if old is not None and old.status == "True":
-        unchanged = (PREEMPTION_BY_SCHEDULER, message, None)
-        if (old.reason, old.message, old.last_probe_time) == unchanged:
-            return None
-        transition = old.last_transition_time or transition
-    return PodCondition(
-        type=DISRUPTION_TARGET,
-        status="True",
-        reason=PREEMPTION_BY_SCHEDULER,
-        message=message,
-        last_transition_time=transition,
-        observed_generation=victim.pod.metadata.generation,
-    )
 
 
 def lower_priority_nominated_pods(handle: Handle, pod: PodInfo, node_name: str) -> list[PodInfo]:
