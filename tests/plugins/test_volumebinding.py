@@ -61,6 +61,8 @@ from ksched.plugins.volumebinding.pvutil import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
+    CandidateList,
+    claim_candidates,
     find_matching_volume,
     get_bind_volume_to_claim,
 )
@@ -559,6 +561,30 @@ def test_find_matching_volume_picks_the_smallest_fit() -> None:
     got = find_matching_volume(claim, vols, node, {"small"})
     assert got is not None and got.metadata.name == "big"
     assert find_matching_volume(claim, vols, node, {"small", "big"}) is None
+
+
+def test_candidates_worked_out_once_match_the_full_search() -> None:
+    """Filter reuses PreFilter-cycle ``claim_candidates`` on every node: same answers."""
+    claim = make_pvc("c", "wait-sc", size="10Gi", access_modes=["ReadWriteOnce"])
+    prebound = make_pvc("p", "wait-sc", size="10Gi")
+    vols = [
+        make_pv("a-big", "wait-sc", capacity="100Gi", affinity={HOSTNAME: ["a"]}),
+        make_pv("a-small", "wait-sc", capacity="20Gi", affinity={HOSTNAME: ["a"]}),
+        make_pv("b", "wait-sc", capacity="30Gi", affinity={HOSTNAME: ["b"]}),
+        make_pv("any", "wait-sc", capacity="50Gi"),
+        make_pv("tiny", "wait-sc", capacity="1Gi"),
+        make_pv("released", "wait-sc", capacity="10Gi", phase="Released"),
+        make_pv("taken", "wait-sc", capacity="10Gi", claim=make_pvc("x", "wait-sc")),
+        make_pv("for-p", "wait-sc", capacity="10Gi", claim=prebound, affinity={HOSTNAME: ["b"]}),
+    ]
+    for pvc in (claim, prebound):
+        cands = CandidateList(claim_candidates(pvc, vols))
+        assert len(cands) < len(vols)
+        for host in ("a", "b", "c"):
+            for excluded in (set(), {"a-small"}, {"any", "b"}):
+                full = find_matching_volume(pvc, vols, {HOSTNAME: host}, excluded)
+                fast = find_matching_volume(pvc, cands, {HOSTNAME: host}, excluded)
+                assert fast is full, (pvc.metadata.name, host, excluded)
 
 
 def test_unparsable_storage_quantities_name_the_object_and_field() -> None:

@@ -35,7 +35,9 @@ from .pvutil import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
+    CandidateList,
     check_node_affinity,
+    claim_candidates,
     claim_class,
     claim_name,
     find_matching_volume,
@@ -116,6 +118,9 @@ class PodVolumeClaims:
     unbound_claims_immediate: list[PersistentVolumeClaim] = field(default_factory=list)
     # storage class -> its PVs, for the delay-binding claims
     unbound_volumes_delay_binding: dict[str, list[PersistentVolume]] = field(default_factory=dict)
+    # claim key -> the PVs it may match on some node (``claim_candidates``), filled by the
+    # first Filter call of the cycle and reused for every other node
+    candidates: dict[str, CandidateList] = field(default_factory=dict)
 
 
 def is_pvc_fully_bound(pvc: PersistentVolumeClaim) -> bool:
@@ -230,7 +235,7 @@ class VolumeBinder:
         ok = True
         if to_match:
             ok, out.static_bindings, unmatched = self._find_matching_volumes(
-                to_match, claims.unbound_volumes_delay_binding, node
+                to_match, claims.unbound_volumes_delay_binding, node, claims.candidates
             )
             to_provision += unmatched
         if to_provision:
@@ -254,6 +259,7 @@ class VolumeBinder:
         claims: list[PersistentVolumeClaim],
         volumes: Mapping[str, list[PersistentVolume]],
         node: Node,
+        memo: dict[str, CandidateList] | None = None,
     ) -> tuple[bool, list[BindingInfo], list[PersistentVolumeClaim]]:
         """Smallest claims first, each taking the smallest fitting PV nobody took yet."""
         chosen: set[str] = set()
@@ -261,9 +267,14 @@ class VolumeBinder:
         unmatched: list[PersistentVolumeClaim] = []
         for pvc in sorted(claims, key=storage_request):
             try:
-                pv = find_matching_volume(
-                    pvc, volumes.get(claim_class(pvc), ()), node.metadata.labels, chosen
-                )
+                key = pvc_key(pvc)
+                cands = None if memo is None else memo.get(key)
+                if cands is None:
+                    found = claim_candidates(pvc, volumes.get(claim_class(pvc), ()))
+                    cands = CandidateList(found)
+                    if memo is not None:
+                        memo[key] = cands
+                pv = find_matching_volume(pvc, cands, node.metadata.labels, chosen)
             except ValueError as e:
                 raise VolumeBindingError(str(e)) from None
             if pv is None:
