@@ -19,7 +19,6 @@ import msgspec
 from ..api.objects import (
     CSINode,
     CSIPersistentVolumeSource,
-    DecodeError,
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -31,7 +30,6 @@ from ..api.objects import (
     PersistentVolumeStatus,
     StorageClass,
     VolumeNodeAffinity,
-    decode,
 )
 from ..framework.handle import BindError
 from ..framework.interface import ClusterEvent
@@ -43,20 +41,12 @@ from ..plugins.volumebinding.pvutil import (
     NOT_SUPPORTED_PROVISIONER,
     claim_class,
 )
-from .cluster_file import ClusterFile, ClusterFileError
+from .cluster_file import STORAGE_LISTERS, ClusterFile
 
 __all__ = ["SimulatedPVController"]
 
 ZONE = "topology.kubernetes.io/zone"
 ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
-# kind -> (handle.listers key, type, namespaced)
-_KINDS: dict[str, tuple[str, type[Any], bool]] = {
-    "PersistentVolumeClaim": ("persistentvolumeclaims", PersistentVolumeClaim, True),
-    "PersistentVolume": ("persistentvolumes", PersistentVolume, False),
-    "StorageClass": ("storageclasses", StorageClass, False),
-    "CSINode": ("csinodes", CSINode, False),
-}
-
 Emit = Callable[[ClusterEvent, Any, Any], None]
 
 
@@ -72,21 +62,12 @@ class SimulatedPVController:
         self.emit = emit
         self._rv = itertools.count(1)
         self.node_labels = {n.metadata.name: n.metadata.labels for n, _ in cluster.nodes}
+        # Every storage lister the volume plugins read (empty when the file has none of a
+        # kind, as the daemon's informers would give them), keyed as the informers key them.
         self.stores: dict[str, RevisionedStore[Any]] = {}
-        # Typed objects when the cluster file decodes storage kinds (``storage``, by lister
-        # key), raw ones from ``others`` when it does not.
-        typed: dict[str, list[Any]] = getattr(cluster, "storage", {})
-        for kind, (lister, cls, namespaced) in _KINDS.items():
+        for lister in STORAGE_LISTERS.values():
             store: RevisionedStore[Any] = RevisionedStore()
-            objs = list(typed.get(lister, ()))
-            for raw in cluster.others.get(kind, []):
-                if namespaced:
-                    raw.setdefault("metadata", {}).setdefault("namespace", "default")
-                try:
-                    objs.append(decode(raw, cls))
-                except DecodeError as e:
-                    raise ClusterFileError(str(e)) from None
-            for obj in objs:
+            for obj in cluster.storage.get(lister, ()):
                 store[_key(obj)] = self._versioned(obj)
             self.stores[lister] = store
 
@@ -107,15 +88,15 @@ class SimulatedPVController:
     def _store(self, kind: str, old: Any, new: Any) -> Any:
         """Write ``new`` with a fresh resourceVersion and report it."""
         new = self._versioned(new)
-        store = self.stores[_KINDS[kind][0]]
+        store = self.stores[STORAGE_LISTERS[kind]]
         store[_key(new)] = new
         store.bump()
         self.emit(ClusterEvent(kind, "Add" if old is None else "Update"), old, new)
         return new
 
     def _current(self, kind: str, obj: Any) -> Any:
-        cur = self.stores[_KINDS[kind][0]].get(_key(obj))
-        plural = _KINDS[kind][0]
+        plural = STORAGE_LISTERS[kind]
+        cur = self.stores[plural].get(_key(obj))
         if cur is None:
             raise BindError(f'{plural} "{obj.metadata.name}" not found', retry=False)
         rv = obj.metadata.resource_version

@@ -26,7 +26,7 @@ from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock
-from .cluster_file import STORAGE_LISTERS, ClusterFile
+from .cluster_file import ClusterFile
 from .pv_controller import SimulatedPVController
 
 __all__ = ["PodResult", "SimulatedCluster", "Simulation", "simulate"]
@@ -64,8 +64,8 @@ def _namespaced_key(raw: dict[str, Any]) -> str:
 class SimulatedCluster:
     """ClusterClient over in-memory pods; changes are echoed to the scheduler as watch events.
 
-    Storage objects (PVCs, PVs, StorageClasses, CSINodes) live in ``storage``, the
-    listers VolumeBinding reads; ``pv_controller`` plays the PV controller and the
+    Storage objects (PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments)
+    live in ``storage``, the listers the volume plugins read; ``pv_controller`` plays the PV controller and the
     provisioners for the scheduler's writes.
     """
 
@@ -229,17 +229,9 @@ class Simulation:
             for obj in objs:
                 store[f"{obj.metadata.namespace}/{obj.metadata.name}"] = obj
             listers[key] = store
-        # Storage for the volume plugins: always there, empty when the file has none, as
-        # the daemon's informers give every plugin that reads them (a claim missing from
-        # the file is missing, as kube-scheduler would find it).
-        for key in STORAGE_LISTERS.values():
-            volumes: RevisionedStore[Any] = RevisionedStore()
-            for obj in cluster.storage.get(key, ()):
-                m = obj.metadata  # PVCs by namespace/name, the cluster-scoped rest by name
-                namespaced = key == "persistentvolumeclaims"
-                volumes[f"{m.namespace}/{m.name}" if namespaced else m.name] = obj
-            listers[key] = volumes
-        # The simulated PV controller's stores: what VolumeBinding writes, it reads.
+        # Storage for the volume plugins: the simulated PV controller's stores (always
+        # there, empty for a kind the file has none of: a claim missing from the file is
+        # missing, as kube-scheduler would find it), so what VolumeBinding writes it reads.
         listers.update(self.cluster.storage)
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)
