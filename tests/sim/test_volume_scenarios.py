@@ -1,8 +1,7 @@
 """Simulated scheduling with the volume filters of the default profile.
 
-The cluster file carries nodes and pods; the storage objects (PVCs, PVs, classes,
-CSINodes) are put into the frameworks' listers directly, as the daemon's informers
-would fill them."""
+Nodes, pods and the storage objects (PVCs, PVs, classes, CSINodes) all go through the
+cluster file, as `kubectl get ... -o yaml` would give them."""
 
 from __future__ import annotations
 
@@ -17,11 +16,9 @@ from ksched.api.objects import (
     ObjectReference,
     PersistentVolume,
     PersistentVolumeClaim,
-    StorageClass,
     decode,
 )
 from ksched.config import load_config_data
-from ksched.framework.listers import RevisionedStore
 from ksched.sim import parse_cluster
 from ksched.sim.simulator import PodResult, Simulation
 from tests.sim.test_scenarios import REG, node, pod
@@ -31,14 +28,7 @@ EBS = "ebs.csi.aws.com"
 
 
 def run(objs: list[dict[str, Any]], storage: list[Any]) -> dict[str, PodResult]:
-    cf = parse_cluster(yaml.safe_dump_all(objs), "scenario.yaml")
-    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
-    cfg, _ = load_config_data(raw, "config", None)
-    sim = Simulation(cf, cfg, REG, seed=0)
-    stores: dict[str, RevisionedStore[Any]] = {
-        k: RevisionedStore()
-        for k in ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
-    }
+    """Simulate ``objs`` plus the storage objects, all through the cluster file."""
     pvs = {o.metadata.name: o for o in storage if isinstance(o, PersistentVolume)}
     for i, obj in enumerate(storage):
         if isinstance(obj, PersistentVolumeClaim) and obj.spec.volume_name in pvs:
@@ -50,18 +40,14 @@ def run(objs: list[dict[str, Any]], storage: list[Any]) -> dict[str, PodResult]:
             done = {**obj.metadata.annotations, "pv.kubernetes.io/bind-completed": "yes"}
             meta = msgspec.structs.replace(obj.metadata, annotations=done)
             storage[i] = msgspec.structs.replace(obj, status=status, metadata=meta)
-    for obj in storage:
-        m = obj.metadata
-        key = {
-            PersistentVolumeClaim: "persistentvolumeclaims",
-            PersistentVolume: "persistentvolumes",
-            StorageClass: "storageclasses",
-            CSINode: "csinodes",
-        }[type(obj)]
-        stores[key][f"{m.namespace}/{m.name}" if m.namespace else m.name] = obj
-    for fw in sim.sched.frameworks.values():
-        fw.handle.listers.update(stores)
-    return {r.name: r for r in anyio.run(sim.run)}
+    docs = [
+        *objs,
+        *({"apiVersion": o.api_version, "kind": o.kind, **msgspec.to_builtins(o)} for o in storage),
+    ]
+    cf = parse_cluster(yaml.safe_dump_all(docs), "scenario.yaml")
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    return {r.name: r for r in anyio.run(Simulation(cf, cfg, REG, seed=0).run)}
 
 
 def claim(name: str, volume: str = "", modes: list[str] | None = None) -> PersistentVolumeClaim:
