@@ -65,8 +65,8 @@ class SimulatedCluster:
     """ClusterClient over in-memory pods; changes are echoed to the scheduler as watch events.
 
     Storage objects (PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments)
-    live in ``storage``, the listers the volume plugins read; ``pv_controller`` plays the PV controller and the
-    provisioners for the scheduler's writes.
+    live in ``storage``, the listers the volume plugins read; ``pv_controller`` plays the
+    PV controller and the provisioners for the scheduler's writes.
     """
 
     def __init__(self, cluster: ClusterFile) -> None:
