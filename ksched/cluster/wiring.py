@@ -1,10 +1,11 @@
 """Informers feeding a scheduler, as kube-scheduler's ``addAllEventHandlers`` sets up.
 
 Nodes and pods go to the scheduler's ``on_*`` handlers (which route pods to the queue or
-the cache by nodeName and schedulerName); namespaces, PodDisruptionBudgets and
-PriorityClasses only fill listers that plugins read through ``handle.listers``, as does
+the cache by nodeName and schedulerName); namespaces and PodDisruptionBudgets only fill
+listers that plugins read through ``handle.listers``, as does
 the pod store (``"pods"``: PodInfo of every non-terminal pod, whatever its scheduler).
-Services, ReplicationControllers, ReplicaSets and StatefulSets are watched only when an
+PriorityClasses, Services, ReplicationControllers, ReplicaSets and StatefulSets are
+watched only when an
 enabled plugin names them in ``reads_listers`` (PodTopologySpread, for the selectors of
 its default constraints), as kube-scheduler's informer factory starts only the informers
 plugins asked for; their listers are ``RevisionedStore``s bumped on every change. So are
@@ -109,14 +110,12 @@ class ClusterInformers(InformerSet):
         nodes: Informer[Node],
         namespaces: Informer[Namespace],
         pdbs: Informer[PodDisruptionBudget],
-        priority_classes: Informer[PriorityClass],
     ) -> None:
-        super().__init__([nodes, pods, namespaces, pdbs, priority_classes])
+        super().__init__([nodes, pods, namespaces, pdbs])
         self.pods = pods
         self.nodes = nodes
         self.namespaces = namespaces
         self.pdbs = pdbs
-        self.priority_classes = priority_classes
         # Built-in collections watched on a plugin's request (reads_listers), by key.
         self.requested: dict[str, Informer[Any]] = {}
         # Plugins' custom collections (raw objects), by their handle.listers key.
@@ -124,12 +123,11 @@ class ClusterInformers(InformerSet):
 
     @property
     def listers(self) -> dict[str, Any]:
-        """``handle.listers`` entries: namespaces by name, PDBs by ns/name, classes by name,
-        pods (PodInfo) by ns/name, plus the requested and custom collections."""
+        """``handle.listers`` entries: namespaces by name, PDBs by ns/name, pods (PodInfo)
+        by ns/name, plus the requested and custom collections."""
         return {
             "namespaces": self.namespaces.store,
             "pdbs": self.pdbs.store,
-            "priorityclasses": self.priority_classes.store,
             "pods": self.pods.store,
             **{key: inf.store for key, inf in self.requested.items()},
             **{key: inf.store for key, inf in self.custom.items()},
@@ -138,7 +136,10 @@ class ClusterInformers(InformerSet):
 
 # reads_listers key -> (collection path, object type, EventResource of its changes or "");
 # CSINode lists come back null when empty, so its objects decode through without_nulls.
+# PriorityClasses are on request too: kube-scheduler watches none (pods carry their
+# resolved priority), and the stock system:kube-scheduler role may not list them.
 _ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
+    "priorityclasses": (PRIORITY_CLASSES_PATH, PriorityClass, ""),
     "services": (SERVICES_PATH, Service, ""),
     "replicationcontrollers": (REPLICATION_CONTROLLERS_PATH, ReplicationController, ""),
     "replicasets": (REPLICA_SETS_PATH, ReplicaSet, ""),
@@ -152,7 +153,7 @@ _ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
 }
 # The collection each on-request lister is watched from (RBAC grants list/watch on each).
 ON_REQUEST_PATHS: Mapping[str, str] = MappingProxyType({k: v[0] for k, v in _ON_REQUEST.items()})
-_BUILTIN_LISTERS = frozenset({"namespaces", "pdbs", "priorityclasses", "pods", *_ON_REQUEST})
+_BUILTIN_LISTERS = frozenset({"namespaces", "pdbs", "pods", *_ON_REQUEST})
 
 
 def _enabled_plugins(frameworks: Iterable[Any]) -> Iterable[tuple[str, Any]]:
@@ -301,15 +302,7 @@ def connect_scheduler(
         backoff=make_backoff(),
         **common,
     )
-    classes: Informer[PriorityClass] = Informer(
-        client,
-        PRIORITY_CLASSES_PATH,
-        struct_decoder(PriorityClass),
-        name="priorityclasses",
-        backoff=make_backoff(),
-        **common,
-    )
-    informers = ClusterInformers(pods, nodes, namespaces, pdbs, classes)
+    informers = ClusterInformers(pods, nodes, namespaces, pdbs)
     emit: Callable[[ClusterEvent, Any, Any], None] | None = getattr(
         scheduler, "on_other_event", None
     )

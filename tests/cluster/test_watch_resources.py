@@ -149,13 +149,8 @@ async def test_no_declarations_no_extra_informers(client: APIClient) -> None:
     sched = WatchingScheduler({"a": [Plain(), PermitPlugin()]})
     informers = connect_scheduler(sched, client)
     assert informers.custom == {}
-    assert len(informers.informers) == 5
-    assert set(sched.frameworks["a"].handle.listers) == {
-        "namespaces",
-        "pdbs",
-        "priorityclasses",
-        "pods",
-    }
+    assert len(informers.informers) == 4
+    assert set(sched.frameworks["a"].handle.listers) == {"namespaces", "pdbs", "pods"}
 
 
 def test_conflicting_or_builtin_declarations_are_rejected() -> None:

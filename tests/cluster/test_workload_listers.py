@@ -26,6 +26,7 @@ from ksched.testing import (
     make_controller,
     make_csinode,
     make_namespace,
+    make_priority_class,
     make_service,
 )
 
@@ -146,6 +147,8 @@ async def test_not_watched_without_a_plugin_that_reads_them(
     [
         ("replicasets", make_controller("ReplicaSet", "web", {"app": "web"}), "default/web"),
         ("csinodes", make_csinode("n1", {"ebs.csi.aws.com": 25}), "n1"),
+        # on request only: the stock system:kube-scheduler role may not list them
+        ("priorityclasses", make_priority_class("gold", 1000), "gold"),
     ],
 )
 async def test_scheduling_waits_for_the_on_request_listers(
