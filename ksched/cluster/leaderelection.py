@@ -295,6 +295,11 @@ class LeaderElector:
         # before this plus leaseDuration, whenever they observed the write.
         self.renewed_at: float | None = None
         self._events: anyio.abc.TaskGroup | None = None
+        # Why the last attempt could not even read or write the Lease when the API server
+        # refused it (401/403): a candidate that can never lead is not ready.
+        self.access_error: str | None = None
+        # (message, first logged at, repeats since): one line per cause, not per retry
+        self._last_failure: tuple[str, float, int] | None = None
         self._stop_requested = False
         self._sleep_scope: anyio.CancelScope | None = None
         if metrics is not None:
@@ -331,6 +336,27 @@ class LeaderElector:
         if self.clock.now() - self.observed_time > self.lease_duration + max_tolerable_expired:
             return f"failed election to renew leadership on lease {self.name}"
         return None
+
+    def access_check(self) -> str | None:
+        """For /readyz: the API server's refusal of the Lease, while not leading."""
+        return None if self.leading else self.access_error
+
+    def _failed(self, what: str, e: BaseException) -> None:
+        """Log a failed attempt: once per distinct cause, then every 30 s with a count."""
+        if isinstance(e, APIError) and e.status in (401, 403):
+            verb = "authenticate for" if e.status == 401 else "access"
+            self.access_error = (
+                f"cannot {verb} lease {self.lock.describe()} as this identity "
+                f"({e.status} {e.reason}): {e.message}"
+            )
+        msg, now = f"{what}: {_err(e)}", self.clock.now()
+        last = self._last_failure
+        if last is not None and last[0] == msg and now - last[1] < 30.0:
+            self._last_failure = (msg, last[1], last[2] + 1)
+            return
+        repeated = last[2] if last is not None and last[0] == msg else 0
+        self._last_failure = (msg, now, 0)
+        log.error(what, lease=self.lock.describe(), error=_err(e), repeated=repeated)
 
     def _set_observed(self, record: LeaderElectionRecord) -> None:
         self.observed_record = record
@@ -388,25 +414,21 @@ class LeaderElector:
             old = await self._bounded(self.lock.get(timeout), timeout)
         except APIError as e:
             if e.status != 404:
-                log.error(
-                    "error retrieving resource lock", lease=self.lock.describe(), error=_err(e)
-                )
+                self._failed("error retrieving resource lock", e)
                 return False
             try:
                 await self._bounded(self.lock.create(record, timeout), timeout)
             except Exception as e:
-                log.error(
-                    "error initially creating leader election record",
-                    lease=self.lock.describe(),
-                    error=_err(e),
-                )
+                self._failed("error initially creating leader election record", e)
                 return False
             self._set_observed(record)
             self.renewed_at = started
+            self.access_error = None
             return True
         except Exception as e:
-            log.error("error retrieving resource lock", lease=self.lock.describe(), error=_err(e))
+            self._failed("error retrieving resource lock", e)
             return False
+        self.access_error = None
         # 3. Record obtained: a change restarts the local expiry clock.
         if old != self._observed_raw:
             self._set_observed(old)
@@ -430,7 +452,7 @@ class LeaderElector:
         try:
             await self._bounded(self.lock.update(record, timeout), timeout)
         except Exception as e:
-            log.error("Failed to update lock", lease=self.lock.describe(), error=_err(e))
+            self._failed("Failed to update lock", e)
             return False
         self._set_observed(record)
         self.renewed_at = started

@@ -329,12 +329,19 @@ class SchedulerDaemon:
         return [("ping", None), ("scheduler", loop), *self._election_checks()]
 
     def readiness_checks(self) -> list[tuple[str, str | None]]:
+        election = [] if self.elector is None else [("leaderElection", self._election_ready())]
         return [
             ("ping", None),
             ("informer-sync", None if self.synced else "informers have not synced yet"),
             ("shutdown", "shutting down" if self._stopping else None),
-            *self._election_checks(),
+            *election,
         ]
+
+    def _election_ready(self) -> str | None:
+        """Liveness's check, plus: a candidate the API server will not let near its Lease
+        (a namespace the stock role cannot reach, say) can never lead, so is not ready."""
+        assert self.elector is not None
+        return self.elector.check() or self.elector.access_check()
 
     def loop_healthy(self) -> bool:
         """For the systemd watchdog: the scheduling loop is waiting (for the sync, for pods)

@@ -1061,6 +1061,9 @@ class Store:
         if meta.get("annotations"):
             new_meta["annotations"] = {**(cur_meta.get("annotations") or {}), **meta["annotations"]}
         status = new["status"] = dict(current.get("status") or {})
+        # v1.35+ (ClearingNominatedNodeNameAfterBinding, on by default): a bound pod's
+        # nomination hint is stale
+        status.pop("nominatedNodeName", None)
         status["conditions"] = list(status.get("conditions") or ())
         _set_condition(new, "PodScheduled", "True")
         if dry_run:

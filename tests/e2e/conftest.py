@@ -4,11 +4,17 @@ Every test gets an ``E2E`` environment for a target:
 
 * ``apiserver``: a fresh in-process test API server (``ksched.testing``), with fault
   injection and request recording;
-* ``cluster``: the real cluster of ``$KSCHED_E2E_KUBECONFIG`` (skipped when unset). Objects
+* ``kube``: the real etcd + kube-apiserver v1.36 of ``ksched.testing.controlplane``, shared
+  by the session (marker ``kube``). The daemon runs as ``system:kube-scheduler`` with only
+  the stock RBAC role; test objects are made as admin, isolated as for ``cluster``;
+* ``cluster``: the real cluster of ``$KSCHED_E2E_KUBECONFIG`` (only when it is set). Objects
   are namespaced and uniquely named — a fresh namespace, fake nodes labelled with the run
   id, pods selecting those nodes and using a run-unique schedulerName, so the cluster's own
-  scheduler and workloads are never touched — and removed afterwards. Tests that need
-  faults or request counts skip there.
+  scheduler and workloads are never touched — and removed afterwards.
+
+Tests that need the test API server's fault injection or request log are marked
+``fake_apiserver`` and run on that target only (on a real cluster they are deselected,
+not skipped).
 
 Tests are synchronous; the daemon runs on an event loop in a helper thread (an anyio
 blocking portal), exactly as it would embedded in another program.
@@ -31,18 +37,15 @@ import yaml
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ksched.testing import Faults, TestAPIServer
+from ksched.testing.controlplane import ControlPlane
 
 T = TypeVar("T")
 JSON = dict[str, Any]
 
 REAL_KUBECONFIG = os.environ.get("KSCHED_E2E_KUBECONFIG")
-TARGETS = [
-    "apiserver",
-    pytest.param(
-        "cluster",
-        marks=pytest.mark.skipif(not REAL_KUBECONFIG, reason="KSCHED_E2E_KUBECONFIG is not set"),
-    ),
-]
+TARGETS: list[Any] = ["apiserver", pytest.param("kube", marks=pytest.mark.kube)]
+if REAL_KUBECONFIG:
+    TARGETS.append("cluster")
 
 
 def wait_for(
@@ -91,9 +94,8 @@ class Kube:
             )
             resp.read()
         except ApiException as e:
-            return int(e.status or 0), json.loads(e.body) if e.body else None
-        data = resp.data
-        return resp.status, json.loads(data) if data else None
+            return int(e.status or 0), _body(e.body)
+        return resp.status, _body(resp.data)
 
     def ok(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
         status, data = self.request(method, path, body, **kw)
@@ -102,18 +104,31 @@ class Kube:
         return data
 
 
+def _body(data: bytes | str | None) -> Any:
+    """JSON, or the text of a plain body ("404 page not found" from a real server)."""
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
 @dataclass
 class E2E:
     """One test's view of its target."""
 
     target: str
+    # the daemon's identity: on ``kube``, system:kube-scheduler with the stock role
     kubeconfig: Path
+    # the test's own client (admin where the target has one)
     kube: Kube
     run_id: str
     namespace: str
     scheduler_name: str
     tmp: Path
     server: TestAPIServer | None = None
+    controlplane: ControlPlane | None = None
     nodes: list[str] = field(default_factory=list)
     # API paths of the cluster-scoped objects created besides nodes (deleted afterwards)
     cluster_objects: list[str] = field(default_factory=list)
@@ -121,13 +136,12 @@ class E2E:
     # -- capabilities ----------------------------------------------------------------------
     @property
     def faults(self) -> Faults:
-        if self.server is None:
-            pytest.skip("needs the test API server's fault injection")
-        return self.server.faults
+        return self.need_server().faults
 
     def need_server(self) -> TestAPIServer:
+        """The test API server; a test that calls this must be marked ``fake_apiserver``."""
         if self.server is None:
-            pytest.skip("needs the test API server")
+            raise AssertionError("mark this test fake_apiserver: it needs the test API server")
         return self.server
 
     # -- objects -----------------------------------------------------------------------------
@@ -358,6 +372,30 @@ def metric(text: str, name: str, **labels: str) -> float | None:
     return None
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Fault-injection tests exist for the test API server only: deselect their real-cluster
+    variants instead of skipping them."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        target = callspec.params.get("e2e") if callspec is not None else None
+        if target not in (None, "apiserver") and item.get_closest_marker("fake_apiserver"):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def e2e_controlplane() -> Iterator[ControlPlane]:
+    """The session's real control plane for the ``kube`` target, with kube-controller-
+    manager (PV binder, namespace and garbage collectors, resourceclaim controller)."""
+    with ControlPlane(with_controller_manager=True) as cp:
+        yield cp
+
+
 @pytest.fixture(params=TARGETS)
 def e2e(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E2E]:
     run_id = uuid.uuid4().hex[:8]
@@ -381,17 +419,23 @@ def e2e(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E2E]:
             finally:
                 kube.close()
         return
-    assert REAL_KUBECONFIG
-    kubeconfig = Path(REAL_KUBECONFIG)
-    kube = Kube(kubeconfig)
+    cp: ControlPlane | None = None
+    if request.param == "kube":
+        cp = request.getfixturevalue("e2e_controlplane")
+        kubeconfig, admin = cp.scheduler_kubeconfig, cp.admin_kubeconfig
+    else:
+        assert REAL_KUBECONFIG
+        kubeconfig = admin = Path(REAL_KUBECONFIG)
+    kube = Kube(admin)
     env = E2E(
-        "cluster",
+        request.param,
         kubeconfig,
         kube,
         run_id,
         f"ksched-e2e-{run_id}",
         f"ksched-e2e-{run_id}",
         tmp_path,
+        controlplane=cp,
     )
     kube.ok("POST", "/api/v1/namespaces", {"metadata": {"name": env.namespace}})
     try:

@@ -52,6 +52,7 @@ def test_unschedulable_pod_reported_then_scheduled_when_a_node_fits(e2e: E2E) ->
     assert len(e2e.events("huge", "FailedScheduling")) == 1
 
 
+@pytest.mark.fake_apiserver
 def test_dropped_watches_and_410_lose_no_pod(e2e: E2E) -> None:
     srv = e2e.need_server()
     nodes = [e2e.create_node(f"n{i}") for i in range(3)]
@@ -92,6 +93,7 @@ def test_dropped_watches_and_410_lose_no_pod(e2e: E2E) -> None:
         assert binds == 1, (n, binds)
 
 
+@pytest.mark.fake_apiserver
 def test_bind_conflict_is_not_retried(e2e: E2E) -> None:
     srv = e2e.need_server()
     node = e2e.create_node("only")
@@ -136,6 +138,7 @@ def test_bind_conflict_is_not_retried(e2e: E2E) -> None:
     assert node != other
 
 
+@pytest.mark.fake_apiserver
 def test_bind_server_errors_are_retried(e2e: E2E) -> None:
     srv = e2e.need_server()
     node = e2e.create_node("n")
@@ -150,6 +153,7 @@ def test_bind_server_errors_are_retried(e2e: E2E) -> None:
     )
 
 
+@pytest.mark.fake_apiserver
 def test_readyz_is_503_until_the_informers_synced(e2e: E2E) -> None:
     srv = e2e.need_server()
     e2e.create_node("n")

@@ -23,6 +23,7 @@ def _nodes(e2e: E2E) -> tuple[str, str]:
     return big, small
 
 
+@pytest.mark.fake_apiserver
 def test_replicas_of_a_replicaset_spread_over_nodes_by_default(e2e: E2E) -> None:
     # A real cluster's ReplicaSet controller would manage (and replace) these pods itself.
     e2e.need_server()

@@ -11,6 +11,7 @@ import importlib
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,8 +48,28 @@ def contrib(contrib_install: Installed, monkeypatch: pytest.MonkeyPatch) -> Iter
     importlib.invalidate_caches()
 
 
+COSCHEDULING_MANIFEST = Path(__file__).parents[2] / "contrib_plugins/deploy/coscheduling.yaml"
+
+
 @pytest.fixture
 def gang(e2e: E2E, contrib: None) -> E2E:
+    cp = e2e.controlplane
+    if cp is not None:
+        # the shipped CRD and ClusterRole, bound to the daemon's identity: the stock
+        # system:kube-scheduler role cannot read PodGroups
+        cp.kubectl("apply", "-f", str(COSCHEDULING_MANIFEST))
+        cp.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io")
+        binding = f"ksched-e2e-{e2e.run_id}-coscheduling"
+        cp.kubectl(
+            "create",
+            "clusterrolebinding",
+            binding,
+            "--clusterrole=ksched:coscheduling",
+            "--user=system:kube-scheduler",
+        )
+        e2e.cluster_objects.append(
+            f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{binding}"
+        )
     status, _ = e2e.kube.request("GET", f"{PODGROUPS}/podgroups")
     if status == 404:
         pytest.skip("the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) is not installed")

@@ -13,9 +13,8 @@ from .conftest import E2E, wait_for
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def high_class(e2e: E2E) -> Iterator[str]:
-    name = f"ksched-e2e-{e2e.run_id}-high"
+def _priority_class(e2e: E2E, suffix: str, **fields: Any) -> Iterator[str]:
+    name = f"ksched-e2e-{e2e.run_id}-{suffix}"
     e2e.kube.ok(
         "POST",
         "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -24,12 +23,25 @@ def high_class(e2e: E2E) -> Iterator[str]:
             "kind": "PriorityClass",
             "metadata": {"name": name},
             "value": 1000,
+            **fields,
         },
     )
     try:
         yield name
     finally:
         e2e.kube.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+@pytest.fixture
+def high_class(e2e: E2E) -> Iterator[str]:
+    yield from _priority_class(e2e, "high")
+
+
+@pytest.fixture
+def never_class(e2e: E2E) -> Iterator[str]:
+    """High priority, preemptionPolicy Never: kube-apiserver's Priority admission takes a
+    pod's policy from its class (and rejects a pod that names another one)."""
+    yield from _priority_class(e2e, "never", preemptionPolicy="Never")
 
 
 def create_pod(
@@ -76,18 +88,20 @@ def test_high_priority_pod_preempts_and_is_bound(e2e: E2E, high_class: str) -> N
         assert e2e.wait_bound("urgent", timeout=20) == node
         # Both 1-CPU pods had to go for 1.5 CPU.
         assert gone(e2e, "low-1") and gone(e2e, "low-2")
-        assert e2e.pod("urgent")["status"].get("nominatedNodeName") == node
+        # the binding clears the nomination (v1.35+: ClearingNominatedNodeNameAfterBinding)
+        assert e2e.pod("urgent")["status"].get("nominatedNodeName") is None
         ev = wait_for(lambda: e2e.events("low-1", "Preempted"), what="Preempted event")[0]
     uid = e2e.pod("urgent")["metadata"]["uid"]
     assert ev["note"] == f"Preempted by pod {uid} on node {node}"
 
 
-def test_preemption_policy_never_waits_without_evicting(e2e: E2E, high_class: str) -> None:
+def test_preemption_policy_never_waits_without_evicting(e2e: E2E, never_class: str) -> None:
     e2e.create_node("only", cpu="1")
     with e2e.daemon():
         create_pod(e2e, "low", "1")
         e2e.wait_bound("low")
-        create_pod(e2e, "polite", "1", priorityClassName=high_class, preemptionPolicy="Never")
+        create_pod(e2e, "polite", "1", priorityClassName=never_class)
+        assert e2e.pod("polite")["spec"]["preemptionPolicy"] == "Never"
         cond = wait_for(lambda: e2e.condition("polite"), what="PodScheduled condition")
         assert cond is not None and cond["message"] == (
             "0/1 nodes are available: 1 Insufficient cpu. "
@@ -121,6 +135,8 @@ def test_victims_are_marked_disruption_target_before_deletion(e2e: E2E, high_cla
             assert cond["lastTransitionTime"]
             wait_for(lambda: gone(e2e, "low"), what="low to be deleted")
             assert e2e.node_of("urgent") is None  # waits for the terminating victim
+            # ... nominated to the node it freed room on
+            assert e2e.pod("urgent")["status"].get("nominatedNodeName") == node
             e2e.kube.ok(
                 "PATCH",
                 held_path,

@@ -134,6 +134,7 @@ def _inflight(url: str) -> bool:
     return 'scheduler_goroutines{operation="binding"} 1.0' in text
 
 
+@pytest.mark.fake_apiserver
 def test_bad_config_exits_2_before_any_request(e2e: E2E, tmp_path: Path) -> None:
     srv = e2e.need_server()
     bad = tmp_path / "bad.yaml"
@@ -166,6 +167,7 @@ def test_bad_config_exits_2_before_any_request(e2e: E2E, tmp_path: Path) -> None
     assert srv.requests == []
 
 
+@pytest.mark.fake_apiserver
 def test_leader_elect_flag_with_bad_timings_exits_2(e2e: E2E, tmp_path: Path) -> None:
     # leaderElect false skips the election rules when loading; the flag turns them on.
     srv = e2e.need_server()

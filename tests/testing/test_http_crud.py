@@ -568,6 +568,15 @@ def test_binding_replaces_an_unschedulable_condition(http: Client) -> None:
     assert cond["status"] == "True" and "reason" not in cond and "message" not in cond
 
 
+def test_binding_clears_the_nomination(http: Client) -> None:
+    """v1.35+ kube-apiserver (ClearingNominatedNodeNameAfterBinding, on by default)."""
+    http.post(PODS, pod("p"))
+    http.patch(f"{PODS}/p/status", {"status": {"nominatedNodeName": "n1"}}, "merge")
+    assert http.get(f"{PODS}/p")[1]["status"]["nominatedNodeName"] == "n1"
+    http.post(f"{PODS}/p/binding", {"metadata": {"name": "p"}, "target": {"name": "n1"}})
+    assert "nominatedNodeName" not in http.get(f"{PODS}/p")[1]["status"]
+
+
 def test_graceful_pod_deletion_option() -> None:
     with TestAPIServer(graceful_pod_deletion=True).run_in_thread() as srv:
         client = Client(srv.url)

@@ -57,12 +57,14 @@ JSON = dict[str, Any]
 #: Controllers kube-controller-manager runs when asked for (no node lifecycle: kubelet-less
 #: nodes would be tainted unreachable).
 CONTROLLERS = (
-    "serviceaccount",
-    "serviceaccount-token",
-    "namespace",
-    "garbagecollector",
-    "persistentvolume-binder",
-    "resourceclaim",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "namespace-controller",
+    "garbage-collector-controller",
+    "persistentvolume-binder-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
+    "resourceclaim-controller",
 )
 
 
@@ -241,10 +243,9 @@ class ControlPlane:
         self._launch(etcd)
         wait_until(lambda: _http_ok(f"{self.etcd_url}/health"), self.start_timeout, etcd, "healthy")
         self.port = free_port()
-        disabled = ["TaintNodesByCondition"]
-        if not self.with_controller_manager:
-            # its default ServiceAccount would never be created in a new namespace
-            disabled.append("ServiceAccount")
+        # ServiceAccount admission would reject a pod created in a namespace before the
+        # serviceaccount controller made its default account; no kubelet mounts tokens.
+        disabled = ["TaintNodesByCondition", "ServiceAccount"]
         apiserver = Component(
             "kube-apiserver",
             [
