@@ -48,23 +48,25 @@ def contrib(contrib_install: Installed, monkeypatch: pytest.MonkeyPatch) -> Iter
     importlib.invalidate_caches()
 
 
-COSCHEDULING_MANIFEST = Path(__file__).parents[2] / "contrib_plugins/deploy/coscheduling.yaml"
+PODGROUP_CRD = Path(__file__).parent / "podgroup-crd.yaml"
+# deploy/'s contrib overlay: the ClusterRole ksched-podgroups (list, watch)
+PODGROUP_RBAC = Path(__file__).parents[2] / "deploy/overlays/contrib/podgroups-rbac.yaml"
 
 
 @pytest.fixture
 def gang(e2e: E2E, contrib: None) -> E2E:
     cp = e2e.controlplane
     if cp is not None:
-        # the shipped CRD and ClusterRole, bound to the daemon's identity: the stock
-        # system:kube-scheduler role cannot read PodGroups
-        cp.kubectl("apply", "-f", str(COSCHEDULING_MANIFEST))
+        # the CRD, and deploy/'s PodGroup reader role bound to the daemon's identity: the
+        # stock system:kube-scheduler role cannot read PodGroups
+        cp.kubectl("apply", "-f", str(PODGROUP_CRD), "-f", str(PODGROUP_RBAC))
         cp.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io")
-        binding = f"ksched-e2e-{e2e.run_id}-coscheduling"
+        binding = f"ksched-e2e-{e2e.run_id}-podgroups"
         cp.kubectl(
             "create",
             "clusterrolebinding",
             binding,
-            "--clusterrole=ksched:coscheduling",
+            "--clusterrole=ksched-podgroups",
             "--user=system:kube-scheduler",
         )
         e2e.cluster_objects.append(
