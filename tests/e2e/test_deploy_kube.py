@@ -1,0 +1,176 @@
+"""deploy/ on the real control plane: ``kubectl apply -k`` with strict server-side field
+validation, then ``ksched run`` with the shipped config and the token of the
+ServiceAccount deploy/ defines. Its RBAC must be exactly sufficient: the daemon leads,
+binds, reports an unschedulable pod and preempts, and the API server refuses nothing
+(no 401/403 anywhere in its log)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ksched.testing.controlplane import ControlPlane
+
+from .conftest import wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.kube]
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture
+def deployed(e2e_controlplane: ControlPlane) -> Iterator[ControlPlane]:
+    cp = e2e_controlplane
+    out = cp.kubectl(
+        "apply", "-k", str(ROOT / "deploy"), "--server-side", "--validate=strict"
+    ).stdout
+    assert "serviceaccount/ksched serverside-applied" in out, out
+    try:
+        yield cp
+    finally:
+        cp.kubectl("delete", "-k", str(ROOT / "deploy"), "--wait=false", check=False)
+
+
+def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) -> None:
+    cp = deployed
+    token = cp.kubectl("create", "token", "ksched", "-n", "ksched").stdout.strip()
+    kubeconfig = cp.token_kubeconfig("system:serviceaccount:ksched:ksched", token, tmp_path / "kc")
+    cfg = yaml.safe_load((ROOT / "deploy/base/config.yaml").read_text())
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    run = uuid.uuid4().hex[:6]
+    ns = f"deploy-{run}"
+    cp.ok("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+    nodes = [f"deploy-{run}-{i}" for i in range(2)]
+    for n in nodes:
+        alloc = {"cpu": "1", "memory": "4Gi", "pods": "10"}
+        cp.ok(
+            "POST",
+            "/api/v1/nodes",
+            {
+                "metadata": {"name": n, "labels": {"deploy-run": run}},
+                "status": {"capacity": alloc, "allocatable": alloc},
+            },
+        )
+    cp.ok(
+        "POST",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        {"metadata": {"name": f"deploy-{run}-high"}, "value": 1000},
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ksched",
+            "run",
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--port",
+            "0",
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+    reader.start()
+
+    def pod(name: str, cpu: str, **spec: object) -> None:
+        body = {
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "schedulerName": "ksched",
+                "nodeSelector": {"deploy-run": run},
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}
+                ],
+                **spec,
+            },
+        }
+        cp.ok("POST", f"/api/v1/namespaces/{ns}/pods", body)
+
+    def node_of(name: str) -> str | None:
+        status, p = cp.request("GET", f"/api/v1/namespaces/{ns}/pods/{name}")
+        return p["spec"].get("nodeName") if status == 200 else None
+
+    try:
+        url = wait_for(lambda: _logged(lines, "serving health"), 20, what="serving")["url"]
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"{url}/readyz", timeout=2) as r:
+                    return bool(r.status == 200)
+            except OSError:
+                return False
+
+        wait_for(ready, 30, what="ksched ready with the ServiceAccount's token")
+        wait_for(lambda: _logged(lines, "successfully acquired lease"), 30, what="leading")
+        for i in range(2):
+            pod(f"low-{i}", "800m")
+        for i in range(2):
+            assert wait_for(lambda i=i: node_of(f"low-{i}"), 20) in nodes
+        pod("too-big", "2")  # FailedScheduling, PodScheduled=False
+        pod("urgent", "900m", priorityClassName=f"deploy-{run}-high")  # preempts one
+        assert wait_for(lambda: node_of("urgent"), 30) in nodes
+        cond = wait_for(
+            lambda: next(
+                (
+                    c
+                    for c in cp.ok("GET", f"/api/v1/namespaces/{ns}/pods/too-big")["status"].get(
+                        "conditions"
+                    )
+                    or []
+                    if c["type"] == "PodScheduled"
+                ),
+                None,
+            ),
+            20,
+        )
+        assert cond["reason"] == "Unschedulable"
+        events = cp.ok("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")["items"]
+        assert {"Scheduled", "FailedScheduling", "Preempted"} <= {e["reason"] for e in events}
+        time.sleep(1.0)  # a lease renewal or two
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        reader.join(5)
+        for n in nodes:
+            cp.request("DELETE", f"/api/v1/nodes/{n}")
+        cp.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/deploy-{run}-high")
+        cp.request("DELETE", f"/api/v1/namespaces/{ns}")
+    log = "".join(lines)
+    refused = [
+        line for line in lines if any(w in line for w in ("403", "401", "forbidden", "Forbidden"))
+    ]
+    assert refused == [], "".join(refused)
+    assert proc.returncode == 0, log[-3000:]
+
+
+def _logged(lines: list[str], msg: str) -> dict[str, object] | None:
+    for line in list(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if msg in str(entry.get("msg", "")):
+            return dict(entry)
+    return None
