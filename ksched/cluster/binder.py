@@ -1,10 +1,10 @@
 """``ClusterClient`` over the API: the writes plugins and the binding cycle make.
 
 ``bind`` posts a Binding with the pod's UID as precondition (DefaultBinder), so a pod
-deleted and recreated under the same name is never bound by a stale decision. The error
-class decides whether requeueing can help: 409 (already bound, UID mismatch, being
-deleted) and 404 (gone) cannot — the watch brings the truth; 5xx, 429, timeouts and
-connection errors can.
+deleted and recreated under the same name is never bound by a stale decision. A failed
+binding fails the pod's attempt whatever the answer: the scheduler requeues it unless its
+informer has seen the pod bound or deleted (``BindError.retry`` only says whether the same
+request could succeed again: not after a 409 or 404).
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ from ..framework.deadline import (
     format_seconds,
 )
 from ..framework.handle import (
-    BindError,
     ClusterClient,
     EventRecorder,
     Handle,
@@ -137,7 +136,7 @@ def build_frameworks(
     waiting_pods: WaitingPods | None = None,
 ) -> dict[str, Framework]:
     """One framework per profile, sharing snapshot, waiting pods and cluster client."""
-    from ..config import default_plugin_args
+    from ..config import ARGS_VALIDATED_IN_CONFIG, default_plugin_args
 
     drop_unimplemented(config, registry)
     snapshot = snapshot if snapshot is not None else Snapshot()
@@ -154,7 +153,11 @@ def build_frameworks(
         if cluster is not None:
             kw["cluster"] = cluster
         out[prof.scheduler_name] = Framework(
-            prof, registry, Handle(**kw), default_args=default_plugin_args
+            prof,
+            registry,
+            Handle(**kw),
+            default_args=default_plugin_args,
+            validate_args=ARGS_VALIDATED_IN_CONFIG,
         )
     return out
 
@@ -501,15 +504,10 @@ class Scheduler:
         # event cannot count as "seen while in flight" and bypass its rejecting plugin.
         if forgotten and not st.is_rejected():
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
-        cause = st.cause
-        if isinstance(cause, BindError) and not cause.retry:
-            # 409/404: the pod is gone or bound elsewhere; the watch will tell us. No retry.
-            self.queue.done(qpi.pod_info)
-            log.info(
-                "binding rejected, not retrying", pod=qpi.pod_info.key, node=node, error=str(cause)
-            )
-        else:
-            self.handle_failure(fw, qpi, st, None)
+        # Every binding failure is a scheduling failure, 409/404 included: requeued unless
+        # the informer has seen the pod deleted or bound meanwhile (the queue drops those),
+        # as upstream's handleSchedulingFailure checks its informer cache.
+        self.handle_failure(fw, qpi, st, None)
         if forgotten and st.is_rejected():
             me = assumed.uid or assumed.key
             self.queue.move_all_to_active_or_backoff(

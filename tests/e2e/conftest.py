@@ -308,15 +308,23 @@ class E2E:
 
     @contextlib.contextmanager
     def daemon(
-        self, cfg: JSON | None = None, *, wait_ready: bool = True, **kw: Any
+        self,
+        cfg: JSON | None = None,
+        *,
+        wait_ready: bool = True,
+        plugins: dict[str, type] | None = None,
+        **kw: Any,
     ) -> Iterator[DaemonHandle]:
-        """A SchedulerDaemon on its own event loop thread; stopped (gracefully) on exit."""
+        """A SchedulerDaemon on its own event loop thread; stopped (gracefully) on exit.
+        ``plugins``: extra plugin classes by name, for ``cfg`` to enable."""
         from ksched.cluster import APIClient
         from ksched.config import load_config_data
         from ksched.daemon import SchedulerDaemon
         from ksched.framework.registry import default_registry
 
         registry = default_registry()
+        for name, cls in (plugins or {}).items():
+            registry.register(name, cls, "tests")
         config, _ = load_config_data(cfg if cfg is not None else self.config())
         with start_blocking_portal() as portal:
             client = portal.call(lambda: APIClient.from_kubeconfig(self.kubeconfig, qps=0))
