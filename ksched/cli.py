@@ -225,18 +225,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_config_validate(args: argparse.Namespace) -> int:
-    from .config import validate_file
+    from .config import load_config, validate_file
     from .plugins import NOT_YET_IMPLEMENTED
 
     registry = _registry()
-    text, problems, warnings = validate_file(
-        args.file, set(registry.names()) | set(NOT_YET_IMPLEMENTED)
-    )
+    known = set(registry.names()) | set(NOT_YET_IMPLEMENTED)
+    text, problems, warnings = validate_file(args.file, known)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if problems or text is None:
         return _die(problems)
-    cfg = _load_config(args.file, registry)
+    cfg, _ = load_config(args.file, known)  # its warnings are printed above
     _build_check(cfg, registry, args.file)
     print(text, end="")
     return 0

@@ -9,6 +9,15 @@ import pytest
 import yaml
 
 from ksched.cli import main
+from tests.config.cases import CASES
+
+
+def case_file(tmp_path: Path, case_id: str) -> Path:
+    """The config test case ``case_id`` (tests/config/cases.py) as a file."""
+    case = CASES[case_id]
+    f = tmp_path / ("c" + case.suffix)
+    f.write_text(case.file_text())
+    return f
 
 
 def test_plugins_lists_builtins_with_points_and_distribution(
@@ -44,12 +53,7 @@ def test_plugins_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_config_validate_prints_effective_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "profiles:\n- schedulerName: bin-packing\n  pluginConfig:\n  - name: NodeResourcesFit\n"
-        "    args: {scoringStrategy: {type: MostAllocated}}\n"
-    )
+    f = case_file(tmp_path, "cli/effective-config")
     assert main(["config", "validate", str(f)]) == 0
     eff = yaml.safe_load(capsys.readouterr().out)
     assert eff["podInitialBackoffSeconds"] == 1 and eff["podMaxBackoffSeconds"] == 10
@@ -66,13 +70,7 @@ def test_config_validate_prints_effective_config(
 def test_config_validate_reports_each_problem_on_a_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "percentageOfNodesToScore: 150\n"
-        "profiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled: [{name: NoSuchPlugin}]\n"
-        "- schedulerName: a\n"
-    )
+    f = case_file(tmp_path, "cli/each-problem-on-a-line")
     assert main(["config", "validate", str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) >= 3
@@ -86,15 +84,88 @@ def test_config_validate_reports_each_problem_on_a_line(
 def test_config_validate_bad_plugin_args_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "profiles:\n- schedulerName: ksched\n  pluginConfig:\n  - name: NodeResourcesFit\n"
-        "    args: {scoringStrategy: {type: Sideways}}\n"
-    )
+    f = case_file(tmp_path, "cli/bad-plugin-args")
     assert main(["config", "validate", str(f)]) == 2
     err = capsys.readouterr().err
     assert "NodeResourcesFit" in err and "scoringStrategy" in err
+
+
+# What kube-scheduler v1.36 refuses (tests/config/test_parity_kube.py), with ksched's words.
+@pytest.mark.parametrize(
+    ("case_id", "problem"),
+    [
+        (
+            "validation/negative-score-weight",
+            'profile "ksched": total score of Score plugins could overflow: the weights of the '
+            "Score plugins before TaintToleration add up to -2, and a negative sum cannot be "
+            "followed by another one",
+        ),
+        (
+            "validation/args-of-disabled-plugin",
+            'profile "ksched": plugin DefaultPreemption: args.minCandidateNodesPercentage: '
+            "Invalid value: 200: not in valid range [0, 100]",
+        ),
+        (
+            "args/05-NodeAffinity",
+            'profile "ksched": plugin NodeAffinity: args.addedAffinity.x: unknown field',
+        ),
+        (
+            "load/removed-bind-addresses",
+            "healthzBindAddress: unknown field (removed from KubeSchedulerConfiguration before v1; "
+            "kube-scheduler serves /healthz and /metrics on its secure port)",
+        ),
+        ("load/yaml-merge-key", "line 5, column 3: duplicate key 'resourceName'"),
+    ],
+)
+def test_config_validate_refuses_what_kube_scheduler_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case_id: str, problem: str
+) -> None:
+    f = case_file(tmp_path, case_id)
+    assert main(["config", "validate", str(f)]) == 2
+    assert f"{f}: {problem}" in capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "validation/negative-score-weight-last",
+        "validation/zero-score-weight",
+        "validation/fit-args-of-disabled-plugin",
+        "validation/plugin-config-not-enabled",
+        "load/yaml-merge-key-no-override",
+    ],
+)
+def test_config_validate_accepts_what_kube_scheduler_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case_id: str
+) -> None:
+    f = case_file(tmp_path, case_id)
+    assert main(["config", "validate", str(f)]) == 0, capsys.readouterr().err
+
+
+def test_config_validate_warns_once_about_ignored_plugin_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = case_file(tmp_path, "validation/plugin-config-not-enabled")
+    assert main(["config", "validate", str(f)]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {f}: profiles[0].pluginConfig[0]: plugin 'NotEnabled' is not registered; "
+        "ignoring its args"
+    ]
+
+
+def test_config_validate_warns_once_about_v1beta3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a deliberate extension (docs/fidelity.md): kube-scheduler v1.36 refuses v1beta3
+    f = case_file(tmp_path, "load/v1beta3")
+    assert main(["config", "validate", str(f)]) == 0
+    out = capsys.readouterr()
+    assert yaml.safe_load(out.out)["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert out.err.splitlines() == [
+        f"warning: {f}: apiVersion: kubescheduler.config.k8s.io/v1beta3 is deprecated (removed "
+        "from kube-scheduler in Kubernetes 1.29); it is read as v1, change apiVersion to "
+        "kubescheduler.config.k8s.io/v1"
+    ]
 
 
 def test_bench_json(capsys: pytest.CaptureFixture[str]) -> None:

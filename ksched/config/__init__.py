@@ -44,11 +44,17 @@ from ksched.config.types import (
     format_duration,
     parse_duration,
 )
-from ksched.config.validation import REMOVED_PLUGINS, validate
+from ksched.config.validation import (
+    ARGS_VALIDATED_IN_CONFIG,
+    REMOVED_PLUGINS,
+    unknown_plugin_config,
+    validate,
+)
 
 __all__ = [
     "API_VERSION",
     "API_VERSION_V1BETA3",
+    "ARGS_VALIDATED_IN_CONFIG",
     "DEFAULT_MULTI_POINT",
     "DEFAULT_SCHEDULER_NAME",
     "EXTENSION_POINTS",
@@ -81,6 +87,7 @@ __all__ = [
     "parse_duration",
     "set_defaults",
     "to_dict",
+    "unknown_plugin_config",
     "validate",
     "validate_file",
 ]

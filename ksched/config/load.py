@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any, TypeVar
 
 import yaml
@@ -42,7 +42,7 @@ from ksched.config.types import (
     format_duration,
     parse_duration,
 )
-from ksched.config.validation import validate
+from ksched.config.validation import unknown_plugin_config, validate
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -121,7 +121,15 @@ class _Decoder:
     def fail(self, path: str, msg: str) -> None:
         self.problems.append(f"{path}: {msg}" if path else msg)
 
-    def obj(self, raw: Any, path: str, fields: Collection[str]) -> dict[str, Any]:
+    def obj(
+        self,
+        raw: Any,
+        path: str,
+        fields: Collection[str],
+        unknown: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """``raw`` as an object of ``fields``; ``unknown`` words the problem of some
+        unknown ones."""
         if raw is None:
             return {}
         if not isinstance(raw, dict):
@@ -130,7 +138,7 @@ class _Decoder:
         out: dict[str, Any] = {}
         for key, value in raw.items():
             if key not in fields:
-                self.fail(_join(path, str(key)), "unknown field")
+                self.fail(_join(path, str(key)), (unknown or {}).get(key, "unknown field"))
             elif value is not None:
                 out[key] = value
         return out
@@ -404,12 +412,17 @@ _TOP_FIELDS = (
     "profiles",
     "extenders",
     "delayCacheUntilActive",
-    # Accepted for kube-scheduler compatibility; ksched has no use for them.
-    "healthzBindAddress",
-    "metricsBindAddress",
+    # Accepted for kube-scheduler compatibility (DebuggingConfiguration); ksched has no use
+    # for them.
     "enableProfiling",
     "enableContentionProfiling",
 )
+# Fields older versions had that v1 (and so kube-scheduler) refuses as unknown.
+_GONE_FIELDS = {
+    key: "unknown field (removed from KubeSchedulerConfiguration before v1; kube-scheduler "
+    "serves /healthz and /metrics on its secure port)"
+    for key in ("healthzBindAddress", "metricsBindAddress")
+}
 
 
 def _type_meta(d: _Decoder, data: dict[str, Any], warnings: list[str]) -> str:
@@ -454,9 +467,7 @@ def decode_config(data: Any) -> tuple[KubeSchedulerConfiguration | None, list[st
     version = _type_meta(d, data, warnings)
     if d.problems:
         return None, d.problems, warnings
-    m = d.obj(data, "", _TOP_FIELDS)
-    for key in ("healthzBindAddress", "metricsBindAddress"):
-        d.string(m, key, "")
+    m = d.obj(data, "", _TOP_FIELDS, _GONE_FIELDS)
     for key in ("enableProfiling", "enableContentionProfiling"):
         d.boolean(m, key, "")
     # Decoded in upstream struct order so problems come out in a predictable order.
@@ -498,12 +509,15 @@ def load_config_data(
     """Decode, default and validate already-parsed data; returns (config, warnings).
 
     Raises ConfigError listing every problem, each line prefixed with ``source``.
-    ``known_plugins`` enables the plugin-name check (see ``validate``).
+    ``known_plugins`` enables the plugin-name check (see ``validate``) and a warning for
+    each pluginConfig entry that names no known plugin.
     """
     cfg, problems, warnings = decode_config(data)
     if cfg is None:
         raise ConfigError(_prefix(source, problems), _prefix(source, warnings))
     warnings += set_defaults(cfg)
+    if known_plugins is not None:
+        warnings += unknown_plugin_config(cfg, known_plugins)
     problems = validate(cfg, known_plugins)
     if problems:
         raise ConfigError(_prefix(source, problems), _prefix(source, warnings))
@@ -511,21 +525,51 @@ def load_config_data(
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys, which strict kube decoding also rejects."""
+    """SafeLoader that rejects a key set twice in a mapping, as kube's strict YAML decoding
+    does: merged in (``<<``) or written out, in either order."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, Hashable):
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep)
+    _MERGE = "tag:yaml.org,2002:merge"
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        # Before construction, which flattens merges into the mappings it builds.
+        self._check_keys(node, set())
+        return super().construct_document(node)
+
+    def _check_keys(self, node: yaml.Node, visited: set[int]) -> None:
+        if id(node) in visited:
+            return
+        visited.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                self._check_keys(item, visited)
+        elif isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, value_node in node.value:
+                self._check_keys(value_node, visited)
+                merged = key_node.tag == self._MERGE
+                for k in self._merged_keys(value_node) if merged else [key_node]:
+                    key = self.construct_object(k, deep=True)
+                    if isinstance(key, Hashable):
+                        if key in seen:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"duplicate key {key!r}", key_node.start_mark
+                            )
+                        seen.add(key)
+
+    def _merged_keys(self, node: yaml.Node) -> list[yaml.Node]:
+        """The key nodes a ``<<`` value sets: a mapping's (its own merges included) or, for
+        a list of mappings, each one's."""
+        if isinstance(node, yaml.SequenceNode):
+            return [k for item in node.value for k in self._merged_keys(item)]
+        if not isinstance(node, yaml.MappingNode):
+            return []
+        out: list[yaml.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == self._MERGE:
+                out += self._merged_keys(value_node)
+            else:
+                out.append(key_node)
+        return out
 
 
 def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 Messages follow apimachinery's field errors (``path: Invalid value: 0: detail``) so
 they read like kube-scheduler's. Plugin args are not checked here: each plugin
 validates its own when the framework builds it. Beyond upstream, ksched also checks
-(marked below): plugin names against a registry, extender ``urlPrefix`` presence and
-a non-negative ``httpTimeout``.
+(marked below): enabled plugin names against a registry (upstream refuses them when it
+builds the framework), extender ``urlPrefix`` presence and a non-negative ``httpTimeout``.
 """
 
 from __future__ import annotations
@@ -23,11 +23,28 @@ from ksched.config.types import (
     format_duration,
 )
 
-__all__ = ["REMOVED_PLUGINS", "validate"]
+__all__ = ["ARGS_VALIDATED_IN_CONFIG", "REMOVED_PLUGINS", "unknown_plugin_config", "validate"]
 
 # invalidPluginsByVersion: plugins removed by v1, rejected outside multiPoint.
 REMOVED_PLUGINS: frozenset[str] = frozenset(
     {"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"}
+)
+
+
+# validatePluginConfig: the in-tree plugins whose args upstream validates with the config,
+# whether or not a profile enables them (ksched checks them when it builds the profile's
+# framework). NodeResourcesFit is not among them: upstream's table names it
+# "NodeResourcesFitArgs", so its args are checked only when the plugin is built.
+# DynamicResources is, but ksched ignores its args (not implemented).
+ARGS_VALIDATED_IN_CONFIG: frozenset[str] = frozenset(
+    {
+        "DefaultPreemption",
+        "InterPodAffinity",
+        "NodeAffinity",
+        "NodeResourcesBalancedAllocation",
+        "PodTopologySpread",
+        "VolumeBinding",
+    }
 )
 
 
@@ -144,9 +161,21 @@ def _validate_profile(
         seen.add(pc.name)
         if pc.name in REMOVED_PLUGINS:
             errs.append(_removed(where, pc.name, api_version))
-        elif known is not None and pc.name not in known:
-            errs.append(_unknown(where, pc.name, known))  # ksched
     return errs
+
+
+def unknown_plugin_config(
+    cfg: KubeSchedulerConfiguration, known_plugins: Collection[str]
+) -> list[str]:
+    """Warnings for pluginConfig entries naming no registered plugin: kube-scheduler ignores
+    them (it builds only the plugins a profile enables), and so does ksched, but a typo in a
+    plugin's name is worth a line."""
+    return [
+        f"profiles[{i}].pluginConfig[{j}]: plugin {pc.name!r} is not registered; ignoring its args"
+        for i, prof in enumerate(cfg.profiles)
+        for j, pc in enumerate(prof.plugin_config)
+        if pc.name not in known_plugins and pc.name not in REMOVED_PLUGINS
+    ]
 
 
 def _show_plugin_set(ps: PluginSet) -> str:
@@ -239,9 +268,9 @@ def validate(
 ) -> list[str]:
     """Every problem in a defaulted configuration, in upstream's order; empty if valid.
 
-    With ``known_plugins`` (the registry's names), every enabled plugin and every
-    pluginConfig entry must name one of them. Paths index the defaulted (merged)
-    plugin lists, as upstream's do.
+    With ``known_plugins`` (the registry's names), every enabled plugin must name one of
+    them (pluginConfig entries need not: see ``unknown_plugin_config``). Paths index the
+    defaulted (merged) plugin lists, as upstream's do.
     """
     errs = _validate_connection_and_election(cfg)
     if cfg.parallelism <= 0:

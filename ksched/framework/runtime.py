@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from .interface import (
     PreFilterResult,
     extension_points_of,
 )
-from .registry import PluginArgsError, Registry, parse_plugin_args
+from .registry import PluginArgsError, PluginSpec, Registry, parse_plugin_args
 from .snapshot import BoolArray, IntArray, Snapshot, all_true
 from .status import SUCCESS, Code, Status
 from .types import NodeInfo, PodInfo
@@ -93,6 +93,39 @@ def _from_exception(e: BaseException, plugin: str, point: str) -> Status:
     return st
 
 
+def _int64(x: int) -> int:
+    """``x`` as a Go int64 holds it (wrapped round)."""
+    return (x + 2**63) % 2**64 - 2**63
+
+
+def _score_weights(profile: str, instances: dict[str, Any], plugins: Any) -> dict[str, int]:
+    """Upstream ``getScoreWeights``: each Score plugin's weight (an explicit Score entry
+    before its multiPoint one; 0 means 1), refusing a total that could overflow int64.
+
+    The check is upstream's to the bit: ``weight * 100 > MaxInt64 - total`` in int64, which
+    a negative running total wraps round, so a negative sum of weights is refused as an
+    overflow as soon as another Score plugin follows it.
+    """
+    weights: dict[str, int] = {}
+    total = 0
+    for ref in [*plugins.score.enabled, *plugins.multi_point.enabled]:
+        if "score" not in extension_points_of(instances[ref.name]) or ref.name in weights:
+            continue
+        w = weights[ref.name] = ref.weight or 1
+        if w * MAX_NODE_SCORE > _int64(MAX_TOTAL_SCORE - total):
+            hint = (
+                f": the weights of the Score plugins before {ref.name} add up to "
+                f"{total // MAX_NODE_SCORE}, and a negative sum cannot be followed by another one"
+                if total < 0
+                else ""
+            )
+            raise FrameworkError(
+                f'profile "{profile}": total score of Score plugins could overflow{hint}'
+            )
+        total = _int64(total + w * MAX_NODE_SCORE)
+    return weights
+
+
 @dataclass(slots=True)
 class FilterOutcome:
     """What Filter found: feasible rows (in evaluation order) and how many nodes it looked at."""
@@ -138,7 +171,11 @@ class Framework:
         handle: Handle | None = None,
         *,
         default_args: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+        validate_args: Collection[str] = (),
     ) -> None:
+        """``validate_args``: plugins whose pluginConfig args are parsed (and so validated)
+        even when the profile does not enable them, as kube-scheduler's config validation
+        does for some in-tree plugins."""
         self.profile_name: str = profile.scheduler_name
         self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
         self.handle = handle if handle is not None else Handle()
@@ -155,6 +192,10 @@ class Framework:
                 if ref.name not in wanted:
                     wanted.append(ref.name)
         self.plugins: dict[str, Any] = {}
+        for pc in profile.plugin_config:
+            spec = registry.get(pc.name)
+            if pc.name in validate_args and pc.name not in wanted and spec is not None:
+                self._with_args(spec, args_by_name, default_args, build=False)
         for name in wanted:
             spec = registry.get(name)
             if spec is None:
@@ -162,18 +203,7 @@ class Framework:
                     f'profile "{self.profile_name}": unknown plugin "{name}"; available: '
                     + ", ".join(registry.names())
                 )
-            raw = args_by_name.get(name, {})
-            if default_args is not None:
-                raw = default_args(name, raw)
-            try:
-                args = parse_plugin_args(spec, raw)
-                inst = spec.factory(args, self.handle)
-            except (PluginArgsError, FrameworkError) as e:
-                raise FrameworkError(f'profile "{self.profile_name}": {e}') from None
-            except (TypeError, ValueError) as e:
-                raise FrameworkError(
-                    f'profile "{self.profile_name}": plugin {name}: args: {e}'
-                ) from None
+            inst = self._with_args(spec, args_by_name, default_args, build=True)
             if not getattr(inst, "name", None):
                 with contextlib.suppress(AttributeError):
                     inst.name = name
@@ -200,21 +230,6 @@ class Framework:
         # 3. multiPoint expansion (frameworkImpl.expandMultiPointPlugins).
         if plugins.multi_point.enabled:
             self._expand_multi_point(plugins)
-        # 4. score weights: explicit Score weights first, then multiPoint's.
-        self.weights: dict[str, int] = {}
-        total = 0
-        for ref in [*plugins.score.enabled, *plugins.multi_point.enabled]:
-            inst = self.plugins[ref.name]
-            if "score" not in extension_points_of(inst) or ref.name in self.weights:
-                continue
-            w = ref.weight or 1
-            self.weights[ref.name] = w
-            if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
-                raise FrameworkError(
-                    f'profile "{self.profile_name}": total score of Score plugins could overflow'
-                )
-            total += w * MAX_NODE_SCORE
-
         if len(self._lists["queueSort"]) != 1:
             raise FrameworkError(
                 f'profile "{self.profile_name}": exactly one queue sort plugin must be enabled, '
@@ -224,6 +239,9 @@ class Framework:
             raise FrameworkError(
                 f'profile "{self.profile_name}": at least one bind plugin is needed'
             )
+
+        # 4. score weights (getScoreWeights): explicit Score weights first, then multiPoint's.
+        self.weights = _score_weights(self.profile_name, self.plugins, plugins)
 
         self.pre_enqueue_plugins = self._lists["preEnqueue"]
         self.queue_sort_plugin = self._lists["queueSort"][0]
@@ -240,6 +258,29 @@ class Framework:
         self._signers: list[Any] | None = None
         # Set by the Scheduler: its ``cycle_cache.CycleCache`` for this profile.
         self.cycle_cache: Any = None
+
+    def _with_args(
+        self,
+        spec: PluginSpec,
+        args_by_name: dict[str, dict[str, Any]],
+        default_args: Callable[[str, dict[str, Any]], dict[str, Any]] | None,
+        *,
+        build: bool,
+    ) -> Any:
+        """``spec``'s parsed args, or (``build``) the plugin made with them; a problem with
+        them is a FrameworkError naming the profile and the plugin."""
+        raw = args_by_name.get(spec.name, {})
+        if default_args is not None:
+            raw = default_args(spec.name, raw)
+        try:
+            args = parse_plugin_args(spec, raw)
+            return spec.factory(args, self.handle) if build else args
+        except (PluginArgsError, FrameworkError) as e:
+            raise FrameworkError(f'profile "{self.profile_name}": {e}') from None
+        except (TypeError, ValueError) as e:
+            raise FrameworkError(
+                f'profile "{self.profile_name}": plugin {spec.name}: args: {e}'
+            ) from None
 
     def _expand_multi_point(self, plugins: Any) -> None:
         for point, attr in _POINT_ATTR.items():

@@ -31,6 +31,7 @@ from ..api.selectors import (
     compile_node_selector_term,
     selector_from_set,
 )
+from ..api.strict import unknown_fields
 from ..framework.cycle_state import CycleState
 from ..framework.interface import (
     MAX_NODE_SCORE,
@@ -225,13 +226,20 @@ class NodeAffinityArgs:
 
     @classmethod
     def parse(cls, plugin_name: str, data: dict[str, Any]) -> NodeAffinityArgs:
-        """Decode and validate like ``ValidateNodeAffinityArgs`` (the selectors must parse)."""
+        """Decode strictly (no unknown field at any depth) and validate like
+        ``ValidateNodeAffinityArgs`` (the selectors must parse)."""
         for key in data:
             if key != _ADDED:
                 raise PluginArgsError(plugin_name, key, "unknown field")
         raw = data.get(_ADDED)
         if raw is None:
             return cls()
+        unknown = unknown_fields(raw, objects.NodeAffinity, _ADDED)
+        if len(unknown) == 1:
+            raise PluginArgsError(plugin_name, unknown[0], "unknown field")
+        if unknown:
+            joined = ", ".join(f"{u}: unknown field" for u in unknown)
+            raise PluginArgsError(plugin_name, "", f"[{joined}]")
         try:
             added = msgspec.convert(raw, objects.NodeAffinity, strict=True)
         except msgspec.ValidationError as e:

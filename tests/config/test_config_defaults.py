@@ -22,6 +22,7 @@ from ksched.config import (
     merge_plugin_set,
     set_defaults,
 )
+from tests.config.cases import CASES, Case, by_prefix
 
 # kube-scheduler v1 getDefaultPlugins(), minus the in-tree volume limit plugins upstream removed.
 UPSTREAM_MULTI_POINT = [
@@ -71,8 +72,9 @@ def names(refs: list[PluginRef]) -> list[tuple[str, int | None]]:
     return [(p.name, p.weight) for p in refs]
 
 
-def load(doc: dict[str, Any]) -> tuple[KubeSchedulerConfiguration, list[str]]:
-    return load_config_data({"apiVersion": API_VERSION, "kind": KIND, **doc}, "c.yaml")
+def load(case_id: str) -> tuple[KubeSchedulerConfiguration, list[str]]:
+    """The config test case ``case_id`` (cases.py), loaded."""
+    return load_config_data(CASES[case_id].data, "c.yaml")
 
 
 def test_default_multi_point_matches_upstream_order_and_weights() -> None:
@@ -190,22 +192,7 @@ def test_merge_does_not_alias_inputs() -> None:
 
 
 def test_multi_point_custom_plugin_appended_and_default_reconfigured_in_place() -> None:
-    cfg, warnings = load(
-        {
-            "profiles": [
-                {
-                    "plugins": {
-                        "multiPoint": {
-                            "enabled": [
-                                {"name": "Foo", "weight": 4},
-                                {"name": "TaintToleration", "weight": 5},
-                            ]
-                        }
-                    }
-                }
-            ]
-        }
-    )
+    cfg, warnings = load("defaults/multi-point-custom-and-reconfigured")
     assert warnings == []
     got = names(cfg.profiles[0].plugins.multi_point.enabled)
     expected = [(n, 5 if n == "TaintToleration" else w) for n, w in EFFECTIVE_MULTI_POINT]
@@ -213,20 +200,7 @@ def test_multi_point_custom_plugin_appended_and_default_reconfigured_in_place() 
 
 
 def test_multi_point_disable_star_and_reenable_in_user_order() -> None:
-    cfg, _ = load(
-        {
-            "profiles": [
-                {
-                    "plugins": {
-                        "multiPoint": {
-                            "enabled": [{"name": "DefaultBinder"}, {"name": "PrioritySort"}],
-                            "disabled": [{"name": "*"}],
-                        }
-                    }
-                }
-            ]
-        }
-    )
+    cfg, _ = load("defaults/multi-point-disable-star")
     mp = cfg.profiles[0].plugins.multi_point
     assert names(mp.enabled) == [("DefaultBinder", None), ("PrioritySort", None)]
     assert mp.disabled == [PluginRef("*")]
@@ -235,21 +209,7 @@ def test_multi_point_disable_star_and_reenable_in_user_order() -> None:
 
 
 def test_specific_extension_point_has_no_defaults_and_keeps_user_lists() -> None:
-    cfg, _ = load(
-        {
-            "profiles": [
-                {
-                    "plugins": {
-                        "filter": {"enabled": [{"name": "Foo"}, {"name": "Bar"}]},
-                        "score": {
-                            "enabled": [{"name": "Foo", "weight": 3}],
-                            "disabled": [{"name": "*"}],
-                        },
-                    }
-                }
-            ]
-        }
-    )
+    cfg, _ = load("defaults/specific-extension-points")
     plugins = cfg.profiles[0].plugins
     assert names(plugins.filter.enabled) == [("Foo", None), ("Bar", None)]
     assert names(plugins.score.enabled) == [("Foo", 3)]
@@ -258,22 +218,7 @@ def test_specific_extension_point_has_no_defaults_and_keeps_user_lists() -> None
 
 
 def test_disabled_default_loses_its_default_args() -> None:
-    cfg, _ = load(
-        {
-            "profiles": [
-                {
-                    "plugins": {
-                        "multiPoint": {
-                            "disabled": [
-                                {"name": "InterPodAffinity"},
-                                {"name": "NodeResourcesFit"},
-                            ],
-                        }
-                    }
-                }
-            ]
-        }
-    )
+    cfg, _ = load("defaults/disabled-default-loses-args")
     assert [pc.name for pc in cfg.profiles[0].plugin_config] == [
         "DefaultPreemption",
         "NodeAffinity",
@@ -284,42 +229,19 @@ def test_disabled_default_loses_its_default_args() -> None:
 
 
 def test_default_args_added_for_plugin_enabled_at_any_point() -> None:
-    cfg, _ = load(
-        {
-            "profiles": [
-                {
-                    "plugins": {
-                        "multiPoint": {"disabled": [{"name": "*"}]},
-                        "filter": {"enabled": [{"name": "NodeAffinity"}]},
-                    }
-                }
-            ]
-        }
-    )
+    cfg, _ = load("defaults/args-for-plugin-at-any-point")
     assert cfg.profiles[0].plugin_config == [PluginConfig("NodeAffinity", {})]
 
 
 def test_unimplemented_plugins_from_defaults_are_dropped_silently() -> None:
-    cfg, warnings = load({})
+    cfg, warnings = load("defaults/empty")
     assert warnings == []
     enabled = {p.name for p in cfg.profiles[0].plugins.multi_point.enabled}
     assert not enabled & UNIMPLEMENTED_UPSTREAM_PLUGINS
 
 
 def test_unimplemented_plugins_named_by_user_are_dropped_with_warnings() -> None:
-    cfg, warnings = load(
-        {
-            "profiles": [
-                {
-                    "plugins": {
-                        "filter": {"enabled": [{"name": "Foo"}, {"name": "DynamicResources"}]},
-                        "multiPoint": {"enabled": [{"name": "DynamicResources"}]},
-                    },
-                    "pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": 5}}],
-                }
-            ]
-        }
-    )
+    cfg, warnings = load("defaults/unimplemented-named-by-user")
     assert warnings == [
         "c.yaml: profiles[0].plugins.filter.enabled[1]: plugin 'DynamicResources' is not "
         "implemented by ksched; ignoring it",
@@ -335,19 +257,7 @@ def test_unimplemented_plugins_named_by_user_are_dropped_with_warnings() -> None
 
 
 def test_disabling_unimplemented_plugins_is_fine() -> None:
-    cfg, warnings = load(
-        {
-            "profiles": [
-                {
-                    "plugins": {
-                        "multiPoint": {
-                            "disabled": [{"name": "DynamicResources"}],
-                        }
-                    }
-                }
-            ]
-        }
-    )
+    cfg, warnings = load("defaults/disable-unimplemented")
     assert warnings == []
     assert cfg.profiles[0].plugins.multi_point.disabled == [
         PluginRef("DynamicResources"),
@@ -356,31 +266,7 @@ def test_disabling_unimplemented_plugins_is_fine() -> None:
 
 
 def test_user_plugin_config_first_then_defaults_sorted() -> None:
-    cfg, _ = load(
-        {
-            "profiles": [
-                {
-                    "pluginConfig": [
-                        {
-                            "name": "PodTopologySpread",
-                            "args": {
-                                "defaultingType": "List",
-                                "defaultConstraints": [
-                                    {
-                                        "maxSkew": 1,
-                                        "topologyKey": "zone",
-                                        "whenUnsatisfiable": "ScheduleAnyway",
-                                    }
-                                ],
-                            },
-                        },
-                        {"name": "Custom", "args": {"x": 1}},
-                        {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 50}},
-                    ]
-                }
-            ]
-        }
-    )
+    cfg, _ = load("defaults/user-plugin-config-first")
     pcs = cfg.profiles[0].plugin_config
     assert [pc.name for pc in pcs] == [
         "PodTopologySpread",
@@ -399,64 +285,28 @@ def test_user_plugin_config_first_then_defaults_sorted() -> None:
 
 
 def test_single_profile_without_name_is_ksched_but_explicit_empty_is_kept() -> None:
-    cfg, _ = load({"profiles": [{"plugins": {}}]})
+    cfg, _ = load("defaults/single-profile-without-name")
     assert cfg.profiles[0].scheduler_name == "ksched"
-    cfg2, _, _ = decode_config(
-        {"apiVersion": API_VERSION, "kind": KIND, "profiles": [{"schedulerName": ""}]}
-    )
+    cfg2, _, _ = decode_config(CASES["defaults/explicit-empty-name"].data)
     assert cfg2 is not None
     assert cfg2.profiles[0].scheduler_name == ""
 
 
 def test_several_profiles_get_no_default_name() -> None:
-    cfg, _, _ = decode_config(
-        {"apiVersion": API_VERSION, "kind": KIND, "profiles": [{}, {"schedulerName": "b"}]}
-    )
+    cfg, _, _ = decode_config(CASES["defaults/several-profiles"].data)
     assert cfg is not None
     assert [p.scheduler_name for p in cfg.profiles] == ["", "b"]
 
 
 def test_zero_values_defaulted_like_upstream() -> None:
-    cfg, _ = load(
-        {
-            "leaderElection": {
-                "leaseDuration": "0s",
-                "renewDeadline": "0s",
-                "retryPeriod": "0s",
-                "resourceLock": "",
-                "resourceName": "",
-                "resourceNamespace": "",
-            },
-            "clientConnection": {"qps": 0, "burst": 0, "contentType": ""},
-            "extenders": [{"urlPrefix": "http://e", "httpTimeout": "0s"}],
-        }
-    )
+    cfg, _ = load("defaults/zero-values")
     assert cfg.leader_election == LeaderElection()
     assert cfg.client_connection == ClientConnection()
     assert cfg.extenders[0].http_timeout == 5.0
 
 
 def test_explicit_values_are_not_overridden() -> None:
-    cfg, _ = load(
-        {
-            "parallelism": 4,
-            "percentageOfNodesToScore": 30,
-            "podInitialBackoffSeconds": 2,
-            "podMaxBackoffSeconds": 20,
-            "leaderElection": {
-                "leaderElect": False,
-                "leaseDuration": "30s",
-                "resourceName": "mine",
-                "resourceNamespace": "ns",
-            },
-            "clientConnection": {
-                "qps": 10.5,
-                "burst": 7,
-                "contentType": "application/yaml",
-                "kubeconfig": "/k",
-            },
-        }
-    )
+    cfg, _ = load("defaults/explicit-values")
     assert (cfg.parallelism, cfg.percentage_of_nodes_to_score) == (4, 30)
     assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (2, 20)
     le = cfg.leader_election
@@ -471,22 +321,7 @@ def test_explicit_values_are_not_overridden() -> None:
 
 
 def test_set_defaults_is_idempotent() -> None:
-    cfg, _ = load(
-        {
-            "profiles": [
-                {
-                    "schedulerName": "a",
-                    "plugins": {
-                        "multiPoint": {
-                            "enabled": [{"name": "Foo"}],
-                            "disabled": [{"name": "ImageLocality"}],
-                        },
-                        "filter": {"enabled": [{"name": "DynamicResources"}]},
-                    },
-                }
-            ]
-        }
-    )
+    cfg, _ = load("defaults/idempotent")
     again = copy.deepcopy(cfg)
     assert set_defaults(again) == []
     assert again == cfg
@@ -504,109 +339,10 @@ def test_set_defaults_adds_profile_when_none() -> None:
 # --- plugin args -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("name", "args", "expected"),
-    [
-        (
-            "DefaultPreemption",
-            {},
-            {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
-        ),
-        (
-            "DefaultPreemption",
-            {"minCandidateNodesAbsolute": 0},
-            {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 0},
-        ),
-        (
-            "InterPodAffinity",
-            {"ignorePreferredTermsOfExistingPods": True},
-            {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": True},
-        ),
-        (
-            "InterPodAffinity",
-            {"hardPodAffinityWeight": 0},
-            {"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": False},
-        ),
-        ("NodeAffinity", {}, {}),
-        ("NodeAffinity", {"addedAffinity": {"x": 1}}, {"addedAffinity": {"x": 1}}),
-        ("NodeResourcesBalancedAllocation", {}, {"resources": DEFAULT_RESOURCES}),
-        ("NodeResourcesBalancedAllocation", {"resources": []}, {"resources": DEFAULT_RESOURCES}),
-        (
-            "NodeResourcesBalancedAllocation",
-            {
-                "resources": [
-                    {"name": "cpu"},
-                    {"name": "example.com/gpu", "weight": 0},
-                    {"name": "memory", "weight": 3},
-                ]
-            },
-            {
-                "resources": [
-                    {"name": "cpu", "weight": 1},
-                    {"name": "example.com/gpu", "weight": 1},
-                    {"name": "memory", "weight": 3},
-                ]
-            },
-        ),
-        (
-            "NodeResourcesFit",
-            {"ignoredResources": ["a"]},
-            {
-                "ignoredResources": ["a"],
-                "scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT_RESOURCES},
-            },
-        ),
-        (
-            "NodeResourcesFit",
-            {"scoringStrategy": {"type": "MostAllocated"}},
-            {"scoringStrategy": {"type": "MostAllocated", "resources": DEFAULT_RESOURCES}},
-        ),
-        (
-            "NodeResourcesFit",
-            {
-                "scoringStrategy": {
-                    "type": "RequestedToCapacityRatio",
-                    "requestedToCapacityRatio": {
-                        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-                    },
-                }
-            },
-            {
-                "scoringStrategy": {
-                    "type": "RequestedToCapacityRatio",
-                    "requestedToCapacityRatio": {
-                        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-                    },
-                    "resources": DEFAULT_RESOURCES,
-                }
-            },
-        ),
-        (
-            "NodeResourcesFit",
-            {
-                "scoringStrategy": {
-                    "type": "LeastAllocated",
-                    "resources": [{"name": "cpu", "weight": 0}],
-                }
-            },
-            {
-                "scoringStrategy": {
-                    "type": "LeastAllocated",
-                    "resources": [{"name": "cpu", "weight": 1}],
-                }
-            },
-        ),
-        # Upstream does not default the type of an explicit strategy.
-        (
-            "NodeResourcesFit",
-            {"scoringStrategy": {}},
-            {"scoringStrategy": {"resources": DEFAULT_RESOURCES}},
-        ),
-        ("PodTopologySpread", {}, {"defaultingType": "System"}),
-        ("PodTopologySpread", {"defaultingType": "List"}, {"defaultingType": "List"}),
-    ],
-)
-def test_default_plugin_args(name: str, args: dict[str, Any], expected: dict[str, Any]) -> None:
+@pytest.mark.parametrize("case", by_prefix("args/"), ids=lambda c: c.id)
+def test_default_plugin_args(case: Case) -> None:
+    (pc,) = case.data["profiles"][0]["pluginConfig"]
+    name, args, expected = pc["name"], pc["args"], case.expect
     before = copy.deepcopy(args)
     assert default_plugin_args(name, args) == expected
     assert args == before  # the caller's dict is not mutated

@@ -7,7 +7,6 @@ import yaml
 
 from ksched.config import (
     API_VERSION,
-    KIND,
     ConfigError,
     Extender,
     ExtenderManagedResource,
@@ -20,8 +19,12 @@ from ksched.config import (
     to_dict,
     validate_file,
 )
+from tests.config.cases import CASES, FULL_YAML, Case, by_prefix
 
-HEAD = f"apiVersion: {API_VERSION}\nkind: {KIND}\n"
+
+def data(case_id: str) -> Any:
+    """The parsed document of the config test case ``case_id`` (cases.py)."""
+    return CASES[case_id].data
 
 
 def problems_of(data: Any, source: str = "config.yaml") -> list[str]:
@@ -30,31 +33,30 @@ def problems_of(data: Any, source: str = "config.yaml") -> list[str]:
     return info.value.problems
 
 
-def doc(**fields: Any) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": KIND, **fields}
-
-
 def write(tmp_path: Path, name: str, text: str) -> str:
     p = tmp_path / name
     p.write_text(text, encoding="utf-8")
     return str(p)
 
 
+def case_file(tmp_path: Path, case_id: str) -> str:
+    """The config test case ``case_id`` written to a file."""
+    case = CASES[case_id]
+    return write(tmp_path, case_id.rsplit("/", 1)[-1] + case.suffix, case.file_text())
+
+
 # --- apiVersion / kind --------------------------------------------------------------------
 
 
 def test_v1_loads_without_warnings() -> None:
-    cfg, warnings = load_config_data(doc(parallelism=8), "config.yaml")
+    cfg, warnings = load_config_data(data("load/v1"), "config.yaml")
     assert warnings == []
     assert cfg.parallelism == 8
     assert cfg.api_version == API_VERSION
 
 
 def test_v1beta3_is_accepted_with_deprecation_warning() -> None:
-    cfg, warnings = load_config_data(
-        {"apiVersion": "kubescheduler.config.k8s.io/v1beta3", "kind": KIND, "parallelism": 3},
-        "config.yaml",
-    )
+    cfg, warnings = load_config_data(data("load/v1beta3"), "config.yaml")
     assert cfg.parallelism == 3
     assert len(warnings) == 1
     assert warnings[0].startswith("config.yaml: apiVersion: kubescheduler.config.k8s.io/v1beta3")
@@ -67,26 +69,10 @@ def test_v1beta3_is_accepted_with_deprecation_warning() -> None:
     assert again.parallelism == 3 and again.profiles == cfg.profiles
 
 
-@pytest.mark.parametrize(
-    ("version", "what_changed"),
-    [
-        ("v1beta2", "default score weights changed"),
-        ("v1beta1", "NodeResourcesFit scoringStrategy"),
-        ("v1alpha1", "algorithmSource"),
-        ("v1alpha2", "plugins.multiPoint"),
-    ],
-)
-def test_removed_versions_are_rejected_with_upgrade_hint(version: str, what_changed: str) -> None:
-    problems = problems_of(
-        {
-            "apiVersion": f"kubescheduler.config.k8s.io/{version}",
-            "kind": KIND,
-            "profiles": [
-                {"plugins": {"score": {"enabled": [{"name": "NodeResourcesLeastAllocated"}]}}}
-            ],
-            "algorithmSource": {"provider": "DefaultProvider"},
-        }
-    )
+@pytest.mark.parametrize("case", by_prefix("load/removed-version/"), ids=lambda c: c.id)
+def test_removed_versions_are_rejected_with_upgrade_hint(case: Case) -> None:
+    version, what_changed = case.id.rsplit("/", 1)[-1], case.expect
+    problems = problems_of(case.data)
     # Only the version problem: fields of another version would be noise.
     assert len(problems) == 1
     msg = problems[0]
@@ -98,9 +84,7 @@ def test_removed_versions_are_rejected_with_upgrade_hint(version: str, what_chan
 
 
 def test_policy_kind_is_rejected() -> None:
-    problems = problems_of(
-        {"apiVersion": "v1", "kind": "Policy", "predicates": [{"name": "PodFitsResources"}]}
-    )
+    problems = problems_of(data("load/policy-kind"))
     assert len(problems) == 1
     assert problems[0].startswith("config.yaml: kind: Policy: ")
     assert "Policy API was removed in Kubernetes 1.23" in problems[0]
@@ -109,7 +93,7 @@ def test_policy_kind_is_rejected() -> None:
 
 
 def test_unknown_version_and_kind() -> None:
-    assert problems_of({"apiVersion": "v1", "kind": "Pod"}) == [
+    assert problems_of(data("load/unknown-version-and-kind")) == [
         'config.yaml: apiVersion: Unsupported value: "v1": supported values: '
         '"kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3" (deprecated)',
         'config.yaml: kind: Unsupported value: "Pod": supported values: '
@@ -118,7 +102,7 @@ def test_unknown_version_and_kind() -> None:
 
 
 def test_missing_type_meta() -> None:
-    assert problems_of({}) == [
+    assert problems_of(data("load/empty-object")) == [
         "config.yaml: apiVersion: Required value",
         "config.yaml: kind: Required value",
     ]
@@ -126,39 +110,14 @@ def test_missing_type_meta() -> None:
 
 
 def test_non_mapping_document() -> None:
-    assert problems_of(["a"]) == ["config.yaml: must be an object, got a list"]
+    assert problems_of(data("load/list-document")) == ["config.yaml: must be an object, got a list"]
 
 
 # --- unknown fields -------------------------------------------------------------------------
 
 
 def test_unknown_fields_anywhere_name_their_path() -> None:
-    problems = problems_of(
-        doc(
-            parallelizm=3,
-            leaderElection={"leaseDurationn": "1s"},
-            clientConnection={"QPS": 1},
-            profiles=[
-                {
-                    "schedulerName": "a",
-                    "plugins": {
-                        "filter": {"enabled": [{"name": "A"}, {"nam": "B"}]},
-                        "scores": {},
-                        "multiPoint": {"enable": []},
-                    },
-                    "pluginConfig": [{"name": "X", "arg": {}}],
-                }
-            ],
-            extenders=[
-                {
-                    "urlPrefix": "http://e",
-                    "tlsConfig": {"certfile": "x"},
-                    "managedResources": [{"name": "example.com/r", "ignored": True}],
-                }
-            ],
-            featureGates={"Foo": True},
-        )
-    )
+    problems = problems_of(data("load/unknown-fields"))
     assert problems == [
         "config.yaml: parallelizm: unknown field",
         "config.yaml: featureGates: unknown field",
@@ -174,21 +133,7 @@ def test_unknown_fields_anywhere_name_their_path() -> None:
 
 
 def test_plugin_args_are_free_form() -> None:
-    cfg, _ = load_config_data(
-        doc(
-            profiles=[
-                {
-                    "pluginConfig": [
-                        {
-                            "name": "Custom",
-                            "args": {"whatever": {"nested": [1, "x"]}, "kind": "CustomArgs"},
-                        },
-                        {"name": "DefaultPreemption", "args": {"unknownKnob": 1}},
-                    ]
-                }
-            ]
-        )
-    )
+    cfg, _ = load_config_data(data("load/free-form-args"))
     pcs = {pc.name: pc.args for pc in cfg.profiles[0].plugin_config}
     # Out-of-tree args are untouched, type meta included.
     assert pcs["Custom"] == {"whatever": {"nested": [1, "x"]}, "kind": "CustomArgs"}
@@ -196,41 +141,11 @@ def test_plugin_args_are_free_form() -> None:
 
 
 def test_in_tree_args_type_meta_is_checked_and_dropped() -> None:
-    cfg, _ = load_config_data(
-        doc(
-            profiles=[
-                {
-                    "pluginConfig": [
-                        {
-                            "name": "NodeResourcesFit",
-                            "args": {
-                                "apiVersion": API_VERSION,
-                                "kind": "NodeResourcesFitArgs",
-                                "scoringStrategy": {"type": "MostAllocated"},
-                            },
-                        }
-                    ]
-                }
-            ]
-        )
-    )
+    cfg, _ = load_config_data(data("load/in-tree-args-type-meta"))
     args = cfg.profiles[0].plugin_config[0].args
     assert "kind" not in args and "apiVersion" not in args
     assert args["scoringStrategy"]["type"] == "MostAllocated"
-    assert problems_of(
-        doc(
-            profiles=[
-                {
-                    "pluginConfig": [
-                        {
-                            "name": "NodeResourcesFit",
-                            "args": {"apiVersion": "v1", "kind": "InterPodAffinityArgs"},
-                        }
-                    ]
-                }
-            ]
-        )
-    ) == [
+    assert problems_of(data("load/in-tree-args-wrong-type-meta")) == [
         'config.yaml: profiles[0].pluginConfig[0].args.kind: must be "NodeResourcesFitArgs", '
         "got 'InterPodAffinityArgs'",
         "config.yaml: profiles[0].pluginConfig[0].args.apiVersion: must be "
@@ -238,26 +153,26 @@ def test_in_tree_args_type_meta_is_checked_and_dropped() -> None:
     ]
 
 
-def test_ignored_upstream_fields_are_accepted() -> None:
-    cfg, warnings = load_config_data(
-        doc(
-            healthzBindAddress="0.0.0.0:10251",
-            metricsBindAddress="0.0.0.0:10251",
-            enableProfiling=True,
-            enableContentionProfiling=False,
-        )
-    )
+def test_debugging_fields_are_accepted_but_removed_bind_addresses_are_not() -> None:
+    cfg, warnings = load_config_data(data("load/profiling-fields"))
     assert warnings == []
     assert cfg == default_config()
-    assert problems_of(doc(enableProfiling="yes please")) == [
+    assert problems_of(data("load/profiling-not-boolean")) == [
         "config.yaml: enableProfiling: must be a boolean, got 'yes please'"
+    ]
+    # v1 has no healthzBindAddress/metricsBindAddress: kube-scheduler refuses them too
+    gone = (
+        "unknown field (removed from KubeSchedulerConfiguration before v1; kube-scheduler "
+        "serves /healthz and /metrics on its secure port)"
+    )
+    assert problems_of(data("load/removed-bind-addresses")) == [
+        f"config.yaml: healthzBindAddress: {gone}",
+        f"config.yaml: metricsBindAddress: {gone}",
     ]
 
 
 def test_null_values_count_as_absent() -> None:
-    cfg, _ = load_config_data(
-        doc(parallelism=None, leaderElection=None, profiles=None, extenders=None)
-    )
+    cfg, _ = load_config_data(data("load/null-values"))
     assert cfg == default_config()
 
 
@@ -265,35 +180,7 @@ def test_null_values_count_as_absent() -> None:
 
 
 def test_wrong_types_name_their_path() -> None:
-    problems = problems_of(
-        doc(
-            parallelism="16",
-            percentageOfNodesToScore=12.5,
-            podInitialBackoffSeconds=True,
-            profiles=[
-                {
-                    "schedulerName": 7,
-                    "percentageOfNodesToScore": "abc",
-                    "plugins": {
-                        "score": {"enabled": [{"name": "A", "weight": "high"}]},
-                        "filter": {"enabled": {"name": "A"}},
-                    },
-                    "pluginConfig": [{"name": "A", "args": ["x"]}],
-                }
-            ],
-            leaderElection={"leaderElect": "yes", "leaseDuration": 15, "renewDeadline": "10x"},
-            clientConnection={"qps": "fast", "burst": 2**40},
-            extenders=[
-                {
-                    "urlPrefix": "http://e",
-                    "weight": 1.5,
-                    "httpTimeout": "soon",
-                    "tlsConfig": {"caData": "not base64!"},
-                }
-            ],
-            delayCacheUntilActive=1,
-        )
-    )
+    problems = problems_of(data("load/wrong-types"))
     assert problems == [
         "config.yaml: parallelism: must be an integer, got '16'",
         "config.yaml: leaderElection.leaderElect: must be a boolean, got 'yes'",
@@ -317,18 +204,18 @@ def test_wrong_types_name_their_path() -> None:
 
 
 def test_wrong_container_types() -> None:
-    assert problems_of(doc(profiles={"schedulerName": "a"}, leaderElection="on")) == [
+    assert problems_of(data("load/wrong-container-types")) == [
         "config.yaml: leaderElection: must be an object, got 'on'",
         "config.yaml: profiles: must be a list, got an object",
     ]
-    assert problems_of(doc(profiles=[None, 3])) == [
+    assert problems_of(data("load/non-object-profiles")) == [
         "config.yaml: profiles[1]: must be an object, got 3",
     ]
 
 
 def test_config_error_one_line_per_problem_with_source_prefix() -> None:
     with pytest.raises(ConfigError) as info:
-        load_config_data(doc(parallelism="x", bogus=1, profiles=[{"nope": 1}]), "my/sched.yaml")
+        load_config_data(data("load/one-line-per-problem"), "my/sched.yaml")
     lines = str(info.value).splitlines()
     assert lines == [
         "my/sched.yaml: bogus: unknown field",
@@ -340,7 +227,7 @@ def test_config_error_one_line_per_problem_with_source_prefix() -> None:
 
 def test_validation_problems_raise_config_error_with_prefix() -> None:
     with pytest.raises(ConfigError) as info:
-        load_config_data(doc(parallelism=0, podInitialBackoffSeconds=0), "c.yaml")
+        load_config_data(data("load/validation-problems"), "c.yaml")
     assert str(info.value).splitlines() == [
         "c.yaml: parallelism: Invalid value: 0: should be an integer value greater than zero",
         "c.yaml: podInitialBackoffSeconds: Invalid value: 0: must be greater than 0",
@@ -350,9 +237,7 @@ def test_validation_problems_raise_config_error_with_prefix() -> None:
 def test_known_plugins_checked_on_load() -> None:
     with pytest.raises(ConfigError) as info:
         load_config_data(
-            doc(profiles=[{"plugins": {"filter": {"enabled": [{"name": "Foo"}]}}}]),
-            "c.yaml",
-            known_plugins=["DefaultBinder"],
+            data("load/unknown-filter-plugin"), "c.yaml", known_plugins=["DefaultBinder"]
         )
     assert (
         'c.yaml: profiles[0].plugins.filter.enabled[0]: unknown plugin "Foo"; available: '
@@ -362,76 +247,11 @@ def test_known_plugins_checked_on_load() -> None:
 
 # --- files ----------------------------------------------------------------------------------------
 
-FULL_YAML = (
-    HEAD
-    + """\
-parallelism: 8
-percentageOfNodesToScore: 40
-podInitialBackoffSeconds: 2
-podMaxBackoffSeconds: 30
-delayCacheUntilActive: true
-leaderElection:
-  leaderElect: true
-  leaseDuration: 1m30s
-  renewDeadline: 1m
-  retryPeriod: 500ms
-  resourceName: my-sched
-clientConnection:
-  kubeconfig: /etc/k.conf
-  qps: 20.5
-  burst: 40
-profiles:
-- schedulerName: fast
-  percentageOfNodesToScore: 10
-  plugins:
-    multiPoint:
-      enabled:
-      - name: MyPlugin
-        weight: 7
-      - name: NodeAffinity
-        weight: 9
-      disabled:
-      - name: ImageLocality
-    filter:
-      disabled:
-      - name: NodePorts
-    score:
-      enabled:
-      - name: DynamicResources
-  pluginConfig:
-  - name: MyPlugin
-    args:
-      knob: [1, 2]
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: MostAllocated
-- schedulerName: slow
-extenders:
-- urlPrefix: https://ext:8443/sched
-  filterVerb: filter
-  prioritizeVerb: prioritize
-  weight: 3
-  bindVerb: bind
-  enableHTTPS: true
-  tlsConfig:
-    insecure: false
-    serverName: ext
-    caData: aGVsbG8=
-  httpTimeout: 1.5s
-  nodeCacheCapable: true
-  managedResources:
-  - name: example.com/gpu
-    ignoredByScheduler: true
-  ignorable: true
-"""
-)
-
 
 def test_full_yaml_file(tmp_path: Path) -> None:
-    cfg, warnings = load_config(write(tmp_path, "config.yaml", FULL_YAML))
+    cfg, warnings = load_config(case_file(tmp_path, "load/full-yaml"))
     assert warnings == [
-        f"{tmp_path}/config.yaml: profiles[0].plugins.score.enabled[0]: plugin 'DynamicResources' "
+        f"{tmp_path}/full-yaml.yaml: profiles[0].plugins.score.enabled[0]: plugin 'DynamicResources' "
         "is not implemented by ksched; ignoring it"
     ]
     assert cfg.parallelism == 8
@@ -469,14 +289,13 @@ def test_full_yaml_file(tmp_path: Path) -> None:
 
 
 def test_json_file_equals_yaml_file(tmp_path: Path) -> None:
-    data = yaml.safe_load(FULL_YAML)
-    from_json, _ = load_config(write(tmp_path, "c.json", json.dumps(data, indent=1)))
-    from_yaml, _ = load_config(write(tmp_path, "c.yaml", FULL_YAML))
+    from_json, _ = load_config(case_file(tmp_path, "load/full-json"))
+    from_yaml, _ = load_config(case_file(tmp_path, "load/full-yaml"))
     assert from_json == from_yaml
 
 
 def test_round_trip_dump_and_load(tmp_path: Path) -> None:
-    cfg, _ = load_config(write(tmp_path, "c.yaml", FULL_YAML))
+    cfg, _ = load_config(case_file(tmp_path, "load/full-yaml"))
     text = dump_yaml(cfg)
     again, warnings = load_config(write(tmp_path, "dumped.yaml", text))
     assert warnings == []
@@ -487,9 +306,9 @@ def test_round_trip_dump_and_load(tmp_path: Path) -> None:
 
 
 def test_round_trip_default_config(tmp_path: Path) -> None:
-    cfg = default_config()
-    again, warnings = load_config(write(tmp_path, "d.yaml", dump_yaml(cfg)))
-    assert (again, warnings) == (cfg, [])
+    assert CASES["load/dumped-default"].text == dump_yaml(default_config())
+    again, warnings = load_config(case_file(tmp_path, "load/dumped-default"))
+    assert (again, warnings) == (default_config(), [])
 
 
 def test_to_dict_shape() -> None:
@@ -517,11 +336,12 @@ def test_load_none_is_default_config() -> None:
 
 
 def test_empty_file_reports_missing_type_meta(tmp_path: Path) -> None:
+    path = case_file(tmp_path, "load/empty-file")
     with pytest.raises(ConfigError) as info:
-        load_config(write(tmp_path, "empty.yaml", ""))
+        load_config(path)
     assert info.value.problems == [
-        f"{tmp_path}/empty.yaml: apiVersion: Required value",
-        f"{tmp_path}/empty.yaml: kind: Required value",
+        f"{path}: apiVersion: Required value",
+        f"{path}: kind: Required value",
     ]
 
 
@@ -533,7 +353,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
-    path = write(tmp_path, "bad.yaml", HEAD + "profiles: [\n  - a\n")
+    path = case_file(tmp_path, "load/yaml-syntax-error")
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert len(info.value.problems) == 1
@@ -541,27 +361,29 @@ def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
 
 
 def test_duplicate_keys_rejected(tmp_path: Path) -> None:
-    path = write(tmp_path, "dup.yaml", HEAD + "parallelism: 1\nparallelism: 2\n")
+    path = case_file(tmp_path, "load/duplicate-yaml-key")
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert info.value.problems == [f"{path}: line 4, column 1: duplicate key 'parallelism'"]
-    jpath = write(tmp_path, "dup.json", '{"apiVersion": "x", "apiVersion": "y"}')
+    jpath = case_file(tmp_path, "load/duplicate-json-key")
     with pytest.raises(ConfigError) as info:
         load_config(jpath)
     assert info.value.problems == [f"{jpath}: duplicate key 'apiVersion'"]
 
 
-def test_yaml_merge_keys_are_not_duplicates(tmp_path: Path) -> None:
-    text = HEAD + (
-        "leaderElection:\n  <<: {leaderElect: false, resourceName: a}\n  resourceName: b\n"
-    )
-    cfg, _ = load_config(write(tmp_path, "merge.yaml", text))
+def test_yaml_merge_keys_may_not_set_a_key_twice(tmp_path: Path) -> None:
+    cfg, _ = load_config(case_file(tmp_path, "load/yaml-merge-key-no-override"))
     assert cfg.leader_election.leader_elect is False
     assert cfg.leader_election.resource_name == "b"
+    # kube's strict YAML decoding: a key merged in and written out is set twice
+    path = case_file(tmp_path, "load/yaml-merge-key")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.problems == [f"{path}: line 5, column 3: duplicate key 'resourceName'"]
 
 
 def test_invalid_json(tmp_path: Path) -> None:
-    path = write(tmp_path, "bad.json", '{"apiVersion": }')
+    path = case_file(tmp_path, "load/invalid-json")
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert info.value.problems == [f"{path}: line 1, column 16: Expecting value"]
@@ -571,7 +393,7 @@ def test_invalid_json(tmp_path: Path) -> None:
 
 
 def test_validate_file_ok(tmp_path: Path) -> None:
-    path = write(tmp_path, "ok.yaml", HEAD + "parallelism: 4\n")
+    path = case_file(tmp_path, "load/validate-file-ok")
     text, problems, warnings = validate_file(path)
     assert problems == [] and warnings == []
     assert text is not None
@@ -580,13 +402,7 @@ def test_validate_file_ok(tmp_path: Path) -> None:
 
 
 def test_validate_file_problems_and_warnings(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        "bad.yaml",
-        "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n"
-        "parallelism: -1\nprofiles:\n- plugins:\n    filter:\n      enabled:\n"
-        "      - name: DynamicResources\n      - name: Nope\n",
-    )
+    path = case_file(tmp_path, "load/validate-file-problems")
     text, problems, warnings = validate_file(path, known_plugins=["NodeName", "PrioritySort"])
     assert text is None
     assert warnings[0].startswith(

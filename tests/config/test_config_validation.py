@@ -3,9 +3,7 @@ from typing import Any
 import pytest
 
 from ksched.config import (
-    API_VERSION,
     DEFAULT_MULTI_POINT,
-    KIND,
     UNIMPLEMENTED_UPSTREAM_PLUGINS,
     KubeSchedulerConfiguration,
     decode_config,
@@ -13,17 +11,19 @@ from ksched.config import (
     set_defaults,
     validate,
 )
+from tests.config.cases import CASES, Case, by_prefix
 
 
-def defaulted(**fields: Any) -> KubeSchedulerConfiguration:
-    cfg, problems, _ = decode_config({"apiVersion": API_VERSION, "kind": KIND, **fields})
+def defaulted(data: Any) -> KubeSchedulerConfiguration:
+    cfg, problems, _ = decode_config(data)
     assert cfg is not None, problems
     set_defaults(cfg)
     return cfg
 
 
-def check(known: list[str] | None = None, **fields: Any) -> list[str]:
-    return validate(defaulted(**fields), known)
+def check(case_id: str, known: list[str] | None = None) -> list[str]:
+    """ksched's validation problems for the config test case ``case_id`` (cases.py)."""
+    return validate(defaulted(CASES[case_id].data), known)
 
 
 def test_default_config_is_valid() -> None:
@@ -34,102 +34,19 @@ def test_default_config_is_valid() -> None:
     assert validate(default_config(), implemented) == []
 
 
-@pytest.mark.parametrize(
-    ("fields", "expected"),
-    [
-        (
-            {"parallelism": 0},
-            ["parallelism: Invalid value: 0: should be an integer value greater than zero"],
-        ),
-        (
-            {"parallelism": -3},
-            ["parallelism: Invalid value: -3: should be an integer value greater than zero"],
-        ),
-        (
-            {"percentageOfNodesToScore": 101},
-            ["percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]"],
-        ),
-        (
-            {"percentageOfNodesToScore": -1},
-            ["percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]"],
-        ),
-        (
-            {"profiles": [{"percentageOfNodesToScore": 200}]},
-            [
-                "profiles[0].percentageOfNodesToScore: Invalid value: 200: not in valid range [0-100]"
-            ],
-        ),
-        (
-            {"podInitialBackoffSeconds": 0, "podMaxBackoffSeconds": 0},
-            ["podInitialBackoffSeconds: Invalid value: 0: must be greater than 0"],
-        ),
-        (
-            {"podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 4},
-            [
-                "podMaxBackoffSeconds: Invalid value: 4: must be greater than or equal to "
-                "PodInitialBackoffSeconds"
-            ],
-        ),
-        (
-            {"clientConnection": {"burst": -1}},
-            ["clientConnection.burst: Invalid value: -1: must be non-negative"],
-        ),
-        (
-            {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}},
-            [
-                "leaderElection.leaseDuration: Invalid value: 10s: must be greater than "
-                "renewDeadline (10s)"
-            ],
-        ),
-        (
-            {"leaderElection": {"leaseDuration": "-1s", "retryPeriod": "-500ms"}},
-            [
-                "leaderElection.leaseDuration: Invalid value: -1s: must be greater than zero",
-                "leaderElection.retryPeriod: Invalid value: -500ms: must be greater than zero",
-                "leaderElection.leaseDuration: Invalid value: -1s: must be greater than "
-                "renewDeadline (10s)",
-            ],
-        ),
-        (
-            {"leaderElection": {"resourceLock": "endpointsleases"}},
-            [
-                'leaderElection.resourceLock: Invalid value: "endpointsleases": resourceLock value '
-                'must be "leases"'
-            ],
-        ),
-    ],
-)
-def test_scalar_rules(fields: dict[str, Any], expected: list[str]) -> None:
-    assert check(**fields) == expected
+@pytest.mark.parametrize("case", by_prefix("validation/scalar/"), ids=lambda c: c.id)
+def test_scalar_rules(case: Case) -> None:
+    assert check(case.id) == case.expect
 
 
 def test_valid_edges_pass() -> None:
-    assert (
-        check(
-            percentageOfNodesToScore=0,
-            parallelism=1,
-            podInitialBackoffSeconds=3,
-            podMaxBackoffSeconds=3,
-            profiles=[{"percentageOfNodesToScore": 100}],
-        )
-        == []
-    )
+    assert check("validation/valid-edges") == []
     # Upstream has no qps check; a negative QPS is passed on to the client.
-    assert check(clientConnection={"qps": -1, "burst": 0}) == []
+    assert check("validation/negative-qps") == []
 
 
 def test_leader_election_rules_skipped_when_not_electing() -> None:
-    assert (
-        check(
-            leaderElection={
-                "leaderElect": False,
-                "leaseDuration": "-1s",
-                "renewDeadline": "5s",
-                "resourceLock": "endpoints",
-            }
-        )
-        == []
-    )
+    assert check("validation/leader-election-off") == []
 
 
 def test_leader_election_required_names() -> None:
@@ -153,135 +70,72 @@ def test_profiles_required() -> None:
 
 def test_scheduler_name_required_with_several_profiles() -> None:
     required = ["profiles[0].schedulerName: Required value"]
-    assert check(profiles=[{}, {"schedulerName": "b"}]) == required
-    assert check(profiles=[{"schedulerName": ""}]) == required
+    assert check("validation/unnamed-of-two-profiles") == required
+    assert check("validation/empty-scheduler-name") == required
 
 
 def test_duplicate_scheduler_name() -> None:
-    assert check(
-        profiles=[{"schedulerName": "x"}, {"schedulerName": "y"}, {"schedulerName": "x"}]
-    ) == ['profiles[2].schedulerName: Duplicate value: "x"']
+    assert check("validation/duplicate-scheduler-name") == [
+        'profiles[2].schedulerName: Duplicate value: "x"'
+    ]
 
 
 def test_queue_sort_must_match_across_profiles() -> None:
-    qs = {"queueSort": {"enabled": [{"name": "MySort"}], "disabled": [{"name": "*"}]}}
-    assert (
-        check(
-            profiles=[{"schedulerName": "a", "plugins": qs}, {"schedulerName": "b", "plugins": qs}]
-        )
-        == []
-    )
-    assert check(profiles=[{"schedulerName": "a", "plugins": qs}, {"schedulerName": "b"}]) == [
+    assert check("validation/queue-sort-same") == []
+    assert check("validation/queue-sort-differs") == [
         'profiles[1].plugins.queueSort: Invalid value: {"enabled": [], "disabled": []}: '
         "must be the same for all profiles"
     ]
 
 
 def test_only_one_queue_sort_plugin() -> None:
-    assert check(
-        profiles=[{"plugins": {"queueSort": {"enabled": [{"name": "A"}, {"name": "B"}]}}}]
-    ) == [
+    assert check("validation/two-queue-sorts") == [
         "profiles[0].plugins.queueSort.enabled: Invalid value: 2: only one queue sort plugin "
         "can be enabled"
     ]
 
 
 def test_queue_sort_args_must_match_across_profiles() -> None:
-    def prof(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "schedulerName": name,
-            "plugins": {"queueSort": {"enabled": [{"name": "MySort"}]}},
-            "pluginConfig": [{"name": "MySort", "args": args}],
-        }
-
-    assert check(profiles=[prof("a", {"k": 1}), prof("b", {"k": 1})]) == []
-    assert check(profiles=[prof("a", {"k": 1}), prof("b", {"k": 2})]) == [
+    assert check("validation/queue-sort-args-same") == []
+    assert check("validation/queue-sort-args-differ") == [
         'profiles[1].pluginConfig.args: Invalid value: {"k": 2}: queueSort must be the same '
         "for all profiles"
     ]
 
 
 def test_plugin_weights_are_not_range_checked_like_upstream() -> None:
-    # Upstream validation has no weight rule; the framework maps 0 to 1.
-    assert (
-        check(
-            profiles=[
-                {
-                    "plugins": {
-                        "score": {
-                            "enabled": [{"name": "A", "weight": -1}, {"name": "B", "weight": 0}]
-                        }
-                    }
-                }
-            ]
-        )
-        == []
-    )
+    # Upstream validation has no weight rule; the framework maps 0 to 1 and refuses a
+    # negative sum followed by another Score plugin (tests/test_cli.py).
+    assert check("validation/unknown-plugin-weights") == []
+    assert check("validation/negative-score-weight") == []
 
 
 def test_duplicate_plugin_config() -> None:
-    assert check(
-        profiles=[
-            {
-                "pluginConfig": [
-                    {"name": "Foo", "args": {}},
-                    {"name": "Bar"},
-                    {"name": "Foo", "args": {"x": 1}},
-                ]
-            }
-        ]
-    ) == ['profiles[0].pluginConfig[2]: Duplicate value: "Foo"']
+    assert check("validation/duplicate-plugin-config") == [
+        'profiles[0].pluginConfig[2]: Duplicate value: "Foo"'
+    ]
 
 
 def test_plugin_config_for_plugin_not_enabled_is_fine() -> None:
-    assert check(profiles=[{"pluginConfig": [{"name": "NotEnabled", "args": {"a": 1}}]}]) == []
+    assert check("validation/plugin-config-not-enabled") == []
+    # nor for one no plugin is registered under: kube-scheduler ignores it (ksched warns)
+    known = [p.name for p in DEFAULT_MULTI_POINT]
+    assert check("validation/plugin-config-not-enabled", known) == []
 
 
 def test_removed_plugins_rejected() -> None:
-    v = '"kubescheduler.config.k8s.io/v1"'
-    assert check(
-        profiles=[
-            {
-                "plugins": {
-                    "filter": {"enabled": [{"name": "NodeName"}, {"name": "EBSLimits"}]},
-                    "multiPoint": {"enabled": [{"name": "AzureDiskLimits"}]},
-                },
-                "pluginConfig": [{"name": "GCEPDLimits"}],
-            }
-        ]
-    ) == [
-        f'profiles[0].plugins.filter.enabled[1]: Invalid value: "EBSLimits": was invalid in '
-        f"version {v} (KubeSchedulerConfiguration is version {v})",
-        f'profiles[0].pluginConfig[0]: Invalid value: "GCEPDLimits": was invalid in version {v} '
-        f"(KubeSchedulerConfiguration is version {v})",
-    ]
+    case = CASES["validation/removed-plugins"]
+    assert check(case.id) == case.expect
 
 
 def test_known_plugins() -> None:
     known = ["NodeName", "PrioritySort", "DefaultBinder"]
     avail = "available: DefaultBinder, NodeName, PrioritySort"
-    problems = check(
-        known,
-        profiles=[
-            {
-                "plugins": {
-                    "multiPoint": {
-                        "enabled": [{"name": "PrioritySort"}, {"name": "Custom"}],
-                        "disabled": [{"name": "*"}],
-                    },
-                    "filter": {
-                        "enabled": [{"name": "NodeName"}, {"name": "Foo"}],
-                        "disabled": [{"name": "NotARealPlugin"}],
-                    },
-                },
-                "pluginConfig": [{"name": "NodeName"}, {"name": "Ghost"}],
-            }
-        ],
-    )
-    assert problems == [
+    # pluginConfig "Ghost" is not a problem: kube-scheduler ignores args of plugins it does
+    # not build (load_config_data warns about it).
+    assert check("validation/known-plugins", known) == [
         f'profiles[0].plugins.filter.enabled[1]: unknown plugin "Foo"; {avail}',
         f'profiles[0].plugins.multiPoint.enabled[1]: unknown plugin "Custom"; {avail}',
-        f'profiles[0].pluginConfig[1]: unknown plugin "Ghost"; {avail}',
     ]
 
 
@@ -302,46 +156,11 @@ def test_known_plugins_flags_defaults_missing_from_registry() -> None:
 
 
 def test_valid_extender() -> None:
-    assert (
-        check(
-            extenders=[
-                {
-                    "urlPrefix": "http://e",
-                    "prioritizeVerb": "p",
-                    "weight": 1,
-                    "bindVerb": "bind",
-                    "managedResources": [{"name": "example.com/gpu"}, {"name": "vendor.io/fpga"}],
-                }
-            ]
-        )
-        == []
-    )
+    assert check("validation/extender-valid") == []
 
 
 def test_extender_rules() -> None:
-    problems = check(
-        extenders=[
-            {
-                "prioritizeVerb": "prioritize",
-                "bindVerb": "b",
-                "httpTimeout": "-1s",
-                "managedResources": [{"name": "example.com/gpu"}, {"name": "example.com/gpu"}],
-            },
-            {
-                "urlPrefix": "http://x",
-                "prioritizeVerb": "p",
-                "weight": -2,
-                "bindVerb": "b",
-                "managedResources": [
-                    {"name": "example.com/gpu"},
-                    {"name": "cpu"},
-                    {"name": "kubernetes.io/thing"},
-                    {"name": "example.com/bad name"},
-                    {"name": "a/b/c"},
-                ],
-            },
-        ]
-    )
+    problems = check("validation/extender-rules")
     assert problems[:6] == [
         "extenders[0].urlPrefix: Required value",
         "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it",
@@ -374,16 +193,14 @@ def test_extender_rules() -> None:
 
 def test_extender_weight_zero_with_prioritize_verb() -> None:
     # Upstream v1 has no weight default: a prioritizing extender must set one.
-    assert check(extenders=[{"urlPrefix": "http://e", "prioritizeVerb": "p"}]) == [
+    assert check("validation/extender-prioritize-without-weight") == [
         "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it"
     ]
-    assert check(extenders=[{"urlPrefix": "http://e", "filterVerb": "f"}]) == []
+    assert check("validation/extender-filter-only") == []
 
 
 def test_bad_managed_resource_prefix() -> None:
-    assert check(
-        extenders=[{"urlPrefix": "u", "managedResources": [{"name": "Bad_Domain/x"}]}]
-    ) == [
+    assert check("validation/extender-bad-resource-prefix") == [
         'extenders[0].managedResources[0].name: Invalid value: "Bad_Domain/x": prefix part '
         "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
         "'-' or '.', and must start and end with an alphanumeric character (e.g. "
@@ -393,15 +210,7 @@ def test_bad_managed_resource_prefix() -> None:
 
 
 def test_all_problems_collected_in_upstream_order() -> None:
-    problems = check(
-        parallelism=0,
-        percentageOfNodesToScore=150,
-        podInitialBackoffSeconds=0,
-        clientConnection={"burst": -5},
-        leaderElection={"retryPeriod": "-1s"},
-        profiles=[{"schedulerName": "a"}, {"schedulerName": "a"}],
-        extenders=[{"urlPrefix": "u", "prioritizeVerb": "p"}],
-    )
+    problems = check("validation/all-problems")
     assert problems == [
         "clientConnection.burst: Invalid value: -5: must be non-negative",
         "leaderElection.retryPeriod: Invalid value: -1s: must be greater than zero",
