@@ -37,6 +37,7 @@ import yaml
 
 from ._build import ASSETS_ENV, DEFAULT_VERSION, Assets, BuildError, build, find_assets
 from ._process import Component, ControlPlaneError, free_port, wait_until
+from ._proxy import TCPProxy
 from ._reaper import PodReaper
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "ControlPlaneError",
     "KubeScheduler",
     "PodReaper",
+    "TCPProxy",
     "build",
     "find_assets",
 ]
@@ -141,10 +143,13 @@ class ControlPlane:
     def scheduler_kubeconfig(self) -> Path:
         return self.dir / "scheduler.kubeconfig"
 
-    def kubeconfig_for(self, identity: Identity, path: Path | None = None) -> Path:
-        """Write (and return) a kubeconfig for ``identity``."""
+    def kubeconfig_for(
+        self, identity: Identity, path: Path | None = None, *, server: str | None = None
+    ) -> Path:
+        """Write (and return) a kubeconfig for ``identity`` (``server``: another address
+        that reaches the API server, a ``TCPProxy``'s say)."""
         out = path or self.dir / f"{identity.name}.kubeconfig"
-        out.write_text(yaml.safe_dump(self._kubeconfig(identity.user, identity.token)))
+        out.write_text(yaml.safe_dump(self._kubeconfig(identity.user, identity.token, server)))
         return out
 
     def token_kubeconfig(self, user: str, token: str, path: Path) -> Path:
@@ -152,7 +157,7 @@ class ControlPlane:
         path.write_text(yaml.safe_dump(self._kubeconfig(user, token)))
         return path
 
-    def _kubeconfig(self, user: str, token: str) -> JSON:
+    def _kubeconfig(self, user: str, token: str, server: str | None = None) -> JSON:
         ca = base64.b64encode(self.ca_file.read_bytes()).decode()
         return {
             "apiVersion": "v1",
@@ -160,7 +165,7 @@ class ControlPlane:
             "clusters": [
                 {
                     "name": "ksched-controlplane",
-                    "cluster": {"server": self.url, "certificate-authority-data": ca},
+                    "cluster": {"server": server or self.url, "certificate-authority-data": ca},
                 }
             ],
             "users": [{"name": user, "user": {"token": token}}],
