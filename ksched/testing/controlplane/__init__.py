@@ -35,13 +35,22 @@ from typing import Any
 
 import yaml
 
-from ._build import ASSETS_ENV, DEFAULT_VERSION, Assets, BuildError, build, find_assets
+from ._build import (
+    ASSETS_ENV,
+    BINARIES,
+    DEFAULT_VERSION,
+    Assets,
+    BuildError,
+    build,
+    find_assets,
+)
 from ._process import Component, ControlPlaneError, free_port, wait_until
 from ._proxy import TCPProxy
 from ._reaper import PodReaper
 
 __all__ = [
     "ASSETS_ENV",
+    "BINARIES",
     "DEFAULT_VERSION",
     "Assets",
     "BuildError",

@@ -1,0 +1,140 @@
+"""ksched.testing.controlplane: the build is cached and versioned, the control plane comes
+up in one command, explains its failures, and never leaves a process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ksched.testing.controlplane import (
+    ASSETS_ENV,
+    BINARIES,
+    BuildError,
+    ControlPlane,
+    ControlPlaneError,
+    build,
+    find_assets,
+)
+from ksched.testing.controlplane import _build as build_mod
+
+pytestmark = pytest.mark.kube
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", text], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def test_binaries_report_the_pinned_version() -> None:
+    assets = build()  # built (or found) once per machine
+    for name in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
+        out = subprocess.run(
+            [str(assets.path(name)), "--version"], capture_output=True, text=True
+        ).stdout
+        assert out.strip() == f"Kubernetes {assets.version}", (name, out)
+    kubectl = subprocess.run(
+        [str(assets.path("kubectl")), "version", "--client"], capture_output=True, text=True
+    ).stdout
+    assert f"Client Version: {assets.version}" in kubectl
+    etcd = subprocess.run([str(assets.path("etcd")), "--version"], capture_output=True, text=True)
+    assert etcd.stdout.startswith("etcd Version: 3.")
+
+
+def test_a_second_build_is_a_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = build()
+    # without Go at all: a second run must not need it
+    monkeypatch.setattr(build_mod.shutil, "which", lambda _name: None)
+    t0 = time.monotonic()
+    assert build() == first
+    assert time.monotonic() - t0 < 1.0
+    with pytest.raises(BuildError, match=r"needs Go >= 1\.26 on PATH"):
+        build(force=True)
+
+
+def test_the_assets_variable_names_ready_binaries(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ready = build().directory
+    monkeypatch.setenv(ASSETS_ENV, str(ready))
+    found = find_assets()
+    assert found is not None and found.directory == ready
+    (tmp_path / "etcd").write_text("")  # not executable
+    (tmp_path / "kubectl").symlink_to(ready / "kubectl")
+    monkeypatch.setenv(ASSETS_ENV, str(tmp_path))
+    missing = "kube-apiserver, kube-scheduler, kube-controller-manager, etcd"
+    with pytest.raises(BuildError, match=rf"{ASSETS_ENV}=.*: missing executables {missing}$"):
+        find_assets()
+    assert set(BINARIES) == {
+        "etcd",
+        "kube-apiserver",
+        "kube-scheduler",
+        "kube-controller-manager",
+        "kubectl",
+    }
+
+
+def test_a_failing_component_is_named_with_its_log_and_nothing_stays(tmp_path: Path) -> None:
+    with pytest.raises(ControlPlaneError) as err:
+        ControlPlane(workdir=tmp_path, apiserver_args=["--no-such-flag"]).start()
+    msg = str(err.value)
+    assert msg.startswith("kube-apiserver: died before ready (exited with 1;")
+    assert "unknown flag: --no-such-flag" in msg
+    assert _processes_mentioning(str(tmp_path)) == []
+
+
+def test_up_gives_a_working_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ksched.testing.controlplane", "up", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert p.stdout is not None
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if line.startswith("try: kubectl"):
+                break
+        text = "".join(lines)
+        assert "control plane up in" in text, text
+        admin = next(x for x in lines if x.startswith("admin kubeconfig:")).split()[-1]
+        kubectl = str(build().path("kubectl"))
+        out = subprocess.run(
+            [kubectl, "--kubeconfig", admin, "get", "namespaces", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert "namespace/kube-system" in out.stdout, out.stderr
+        assert _processes_mentioning(str(tmp_path))  # etcd, kube-apiserver
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert _processes_mentioning(str(tmp_path)) == []
+
+
+def test_kill_9_of_the_owner_takes_the_control_plane_along(tmp_path: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from ksched.testing.controlplane import ControlPlane\n"
+        f"cp = ControlPlane(workdir={str(tmp_path)!r}); cp.start()\n"
+        "print('up', flush=True); time.sleep(600)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "up"
+    assert _processes_mentioning(str(tmp_path))
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(10)
+    deadline = time.monotonic() + 10
+    while _processes_mentioning(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_mentioning(str(tmp_path)) == []
