@@ -126,6 +126,11 @@ def _staging_modules(
     return sorted(set(re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", gomod, re.M)))
 
 
+# A failed build is not retried in the same process: every test of a session would
+# otherwise repeat it.
+_failed: dict[str, BuildError] = {}
+
+
 def build(version: str | None = None, *, force: bool = False, quiet: bool = False) -> Assets:
     """Build (or reuse) the binaries; a second call is a no-op."""
     version = version or kube_version()
@@ -133,6 +138,16 @@ def build(version: str | None = None, *, force: bool = False, quiet: bool = Fals
         found = find_assets(version)
         if found is not None:
             return found
+        if version in _failed:
+            raise _failed[version]
+    try:
+        return _build(version, quiet=quiet)
+    except BuildError as e:
+        _failed[version] = e
+        raise
+
+
+def _build(version: str, *, quiet: bool) -> Assets:
     if not re.fullmatch(r"v1\.(\d+)\.(\d+)", version):
         raise BuildError(f"kube version {version!r}: expected v1.MINOR.PATCH")
     minor, patch = re.fullmatch(r"v1\.(\d+)\.(\d+)", version).groups()  # type: ignore[union-attr]
