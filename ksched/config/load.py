@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from ksched.config import kubeyaml
 from ksched.config.defaults import (
     PLUGINS_WITH_DEFAULT_ARGS,
     UNIMPLEMENTED_UPSTREAM_PLUGINS,
@@ -524,9 +525,9 @@ def load_config_data(
     return cfg, _prefix(source, warnings)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key set twice in a mapping, as kube's strict YAML decoding
-    does: merged in (``<<``) or written out, in either order."""
+class _StrictLoader(kubeyaml.Loader):
+    """YAML as kube-scheduler reads it (``kubeyaml``), refusing a key set twice in a mapping
+    as kube's strict decoding does: merged in (``<<``) or written out, in either order."""
 
     _MERGE = "tag:yaml.org,2002:merge"
 
@@ -762,6 +763,10 @@ def to_dict(cfg: KubeSchedulerConfiguration) -> dict[str, Any]:
 
 
 def dump_yaml(cfg: KubeSchedulerConfiguration) -> str:
-    return yaml.safe_dump(
-        to_dict(cfg), sort_keys=False, default_flow_style=False, allow_unicode=True
+    return yaml.dump(
+        to_dict(cfg),
+        Dumper=kubeyaml.Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
     )

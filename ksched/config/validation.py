@@ -15,7 +15,6 @@ from typing import Any
 
 from ksched.api.validation import qualified_name_errors
 from ksched.config.types import (
-    API_VERSION,
     EXTENSION_POINTS,
     KubeSchedulerConfiguration,
     PluginSet,
@@ -124,11 +123,11 @@ def _validate_percentage(path: str, value: int | None) -> list[str]:
 
 
 def _removed(path: str, name: str, api_version: str) -> str:
+    # "v1" as upstream prints it: its table is keyed by k8s.io/api/core/v1's group version.
     return _invalid(
         path,
         name,
-        f"was invalid in version {_show(API_VERSION)} "
-        f"(KubeSchedulerConfiguration is version {_show(api_version)})",
+        f'was invalid in version "v1" (KubeSchedulerConfiguration is version {_show(api_version)})',
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ksched.config import API_VERSION, KIND, default_config, dump_yaml
+from ksched.config import API_VERSION, KIND, default_config, dump_yaml, kubeyaml
 
 __all__ = ["CASES", "HEAD", "Case", "by_prefix", "doc"]
 
@@ -39,7 +39,8 @@ class Case:
             return self.text
         if self.suffix == ".json":
             return json.dumps(self.data, indent=1)
-        return yaml.safe_dump(self.data, sort_keys=False)
+        # strings such as "y" quoted, as kube-scheduler's YAML would read them otherwise
+        return yaml.dump(self.data, Dumper=kubeyaml.Dumper, sort_keys=False)
 
 
 CASES: dict[str, Case] = {}
@@ -236,8 +237,8 @@ case(
     ),
     expect=[
         f'profiles[0].plugins.filter.enabled[1]: Invalid value: "EBSLimits": was invalid in '
-        f"version {V1} (KubeSchedulerConfiguration is version {V1})",
-        f'profiles[0].pluginConfig[0]: Invalid value: "GCEPDLimits": was invalid in version {V1} '
+        f'version "v1" (KubeSchedulerConfiguration is version {V1})',
+        f'profiles[0].pluginConfig[0]: Invalid value: "GCEPDLimits": was invalid in version "v1" '
         f"(KubeSchedulerConfiguration is version {V1})",
     ],
 )
@@ -355,6 +356,25 @@ case(
     "validation/extender-filter-only", doc(extenders=[{"urlPrefix": "http://e", "filterVerb": "f"}])
 )
 case(
+    "validation/extender-ca-not-pem",
+    doc(
+        extenders=[
+            {
+                "urlPrefix": "https://e",
+                "filterVerb": "f",
+                "enableHTTPS": True,
+                "tlsConfig": {"caData": "aGVsbG8="},
+            }
+        ]
+    ),
+)
+# ksched's own checks (docs/fidelity.md, "Deliberate extensions"): kube-scheduler takes both
+case("validation/extender-without-url", doc(extenders=[{"filterVerb": "filter"}]))
+case(
+    "validation/extender-negative-timeout",
+    doc(extenders=[{"urlPrefix": "http://e", "filterVerb": "filter", "httpTimeout": "-1s"}]),
+)
+case(
     "validation/extender-bad-resource-prefix",
     doc(extenders=[{"urlPrefix": "u", "managedResources": [{"name": "Bad_Domain/x"}]}]),
 )
@@ -368,6 +388,18 @@ case(
         leaderElection={"retryPeriod": "-1s"},
         profiles=[{"schedulerName": "a"}, {"schedulerName": "a"}],
         extenders=[{"urlPrefix": "u", "prioritizeVerb": "p"}],
+    ),
+)
+
+case(
+    "validation/requested-to-capacity-ratio-without-shape",
+    _profile(
+        pluginConfig=[
+            {
+                "name": "NodeResourcesFit",
+                "args": {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
+            }
+        ]
     ),
 )
 
@@ -590,6 +622,11 @@ case(
     "load/yaml-merge-key-no-override",
     text=HEAD + "leaderElection:\n  <<: {leaderElect: false}\n  resourceName: b\n",
 )
+# YAML as go-yaml v2 types it (ksched.config.kubeyaml): one-letter booleans, dates and
+# base-60 numbers
+case("load/yaml-one-letter-boolean", text=HEAD + "profiles:\n- schedulerName: n\n")
+case("load/yaml-date-is-a-string", text=HEAD + "profiles:\n- schedulerName: 2001-12-14\n")
+case("load/yaml-base-60-is-a-string", text=HEAD + "parallelism: 1:20\n")
 case("load/invalid-json", text='{"apiVersion": }', suffix=".json")
 case("load/validate-file-ok", text=HEAD + "parallelism: 4\n")
 case(

@@ -382,6 +382,31 @@ def test_yaml_merge_keys_may_not_set_a_key_twice(tmp_path: Path) -> None:
     assert info.value.problems == [f"{path}: line 5, column 3: duplicate key 'resourceName'"]
 
 
+def test_yaml_scalars_are_typed_as_kubernetes_types_them(tmp_path: Path) -> None:
+    # go-yaml v2: y/n are booleans; dates and base-60 numbers are strings
+    path = case_file(tmp_path, "load/yaml-one-letter-boolean")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.problems == [
+        f"{path}: profiles[0].schedulerName: must be a string, got false"
+    ]
+    cfg, _ = load_config(case_file(tmp_path, "load/yaml-date-is-a-string"))
+    assert cfg.profiles[0].scheduler_name == "2001-12-14"
+    path = case_file(tmp_path, "load/yaml-base-60-is-a-string")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.problems == [f"{path}: parallelism: must be an integer, got '1:20'"]
+
+
+def test_dump_quotes_strings_kubernetes_would_read_otherwise(tmp_path: Path) -> None:
+    cfg = default_config()
+    cfg.profiles[0].scheduler_name = "y"
+    text = dump_yaml(cfg)
+    assert "schedulerName: 'y'" in text
+    again, _ = load_config(write(tmp_path, "y.yaml", text))
+    assert again.profiles[0].scheduler_name == "y"
+
+
 def test_invalid_json(tmp_path: Path) -> None:
     path = case_file(tmp_path, "load/invalid-json")
     with pytest.raises(ConfigError) as info:

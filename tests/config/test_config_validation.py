@@ -199,6 +199,14 @@ def test_extender_weight_zero_with_prioritize_verb() -> None:
     assert check("validation/extender-filter-only") == []
 
 
+def test_extender_checks_beyond_upstream() -> None:
+    # deliberate extensions (docs/fidelity.md): kube-scheduler accepts both configs
+    assert check("validation/extender-without-url") == ["extenders[0].urlPrefix: Required value"]
+    assert check("validation/extender-negative-timeout") == [
+        "extenders[0].httpTimeout: Invalid value: -1s: must be greater than or equal to 0"
+    ]
+
+
 def test_bad_managed_resource_prefix() -> None:
     assert check("validation/extender-bad-resource-prefix") == [
         'extenders[0].managedResources[0].name: Invalid value: "Bad_Domain/x": prefix part '

@@ -898,8 +898,8 @@ def test_args_defaults() -> None:
         ),
         (
             {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
-            "plugin NodeResourcesFit: args.scoringStrategy.requestedToCapacityRatio: Required value: a "
-            "shape is needed for type RequestedToCapacityRatio",
+            "plugin NodeResourcesFit: args.scoringStrategy.requestedToCapacityRatio: Required value: "
+            "must be specified when type is RequestedToCapacityRatio",
         ),
         ({"foo": 1}, "plugin NodeResourcesFit: args.foo: unknown field"),
         (

@@ -158,10 +158,9 @@ class FitArgs:
         if s.shape is not None:
             validate_shape(errs, s.shape, "scoringStrategy.shape")
         elif s.type == REQUESTED_TO_CAPACITY_RATIO:
-            # Upstream dereferences the missing shape and crashes; refuse it instead.
             errs.fail(
                 "scoringStrategy.requestedToCapacityRatio",
-                "Required value: a shape is needed for type RequestedToCapacityRatio",
+                "Required value: must be specified when type is RequestedToCapacityRatio",
             )
 
 
