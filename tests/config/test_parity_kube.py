@@ -43,6 +43,7 @@ import yaml
 from ksched.cli import main as ksched_main
 from ksched.config import API_VERSION_V1BETA3, KIND
 from ksched.testing.controlplane import ControlPlane
+from ksched.testing.controlplane._process import _die_with_parent as die_with_parent
 from tests.config.cases import CASES, Case
 
 REPO = Path(__file__).resolve().parents[2]
@@ -246,7 +247,7 @@ def kube_scheduler_verdict(binary: Path, path: Path) -> Verdict:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        start_new_session=True,
+        preexec_fn=die_with_parent,  # its own process group, killed if pytest dies
     )
     lines: list[str] = []
     started = False
