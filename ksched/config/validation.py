@@ -4,7 +4,8 @@ Messages follow apimachinery's field errors (``path: Invalid value: 0: detail``)
 they read like kube-scheduler's. Plugin args are not checked here: each plugin
 validates its own when the framework builds it. Beyond upstream, ksched also checks
 (marked below): enabled plugin names against a registry (upstream refuses them when it
-builds the framework), extender ``urlPrefix`` presence and a non-negative ``httpTimeout``.
+builds the framework), and (deliberate extensions, docs/fidelity.md) extender ``urlPrefix``
+presence and a non-negative ``httpTimeout``.
 """
 
 from __future__ import annotations

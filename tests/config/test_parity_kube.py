@@ -10,9 +10,10 @@ examples/ and deploy/ is written to a file and given to both:
   killed right after; it never schedules anything.
 
 Both must accept, or both reject. Not compared, each with its reason: configs naming plugins
-that only ksched has (``NOT_COMPARED``), and the deliberate extensions listed in
-docs/fidelity.md (``EXTENSIONS``), where the test checks instead that kube-scheduler still
-rejects and ksched accepts with a warning.
+that only ksched has (``NOT_COMPARED``), and those the deliberate extensions of
+docs/fidelity.md decide (``EXTENSIONS``); for these the test checks instead that ksched
+says what it does with each (a warning or a problem) and that kube-scheduler still judges
+one of them otherwise.
 
 The clientConnection.kubeconfig of every config is pointed at the control plane (the
 kube-scheduler identity), and extender TLS files that exist only on a real control-plane
