@@ -191,6 +191,8 @@ class Informer(Generic[T]):
         self._synced: anyio.Event | None = None  # created on the loop, lazily
         # counters, for logs, metrics and tests
         self.lists = 0
+        # Why the last list/watch failed, until one succeeds (for /readyz?verbose).
+        self.last_error: str | None = None
         self.watches = 0
         self.decode_errors = 0
 
@@ -284,6 +286,7 @@ class Informer(Generic[T]):
             try:
                 await self._list_and_watch()
             except APIError as e:
+                self.last_error = f"{self.path}: {e}"
                 log.warning("list/watch failed", informer=self.name, error=str(e))
             except _WatchEnded as e:
                 log.info("relisting", informer=self.name, why=str(e))
@@ -310,6 +313,7 @@ class Informer(Generic[T]):
             params["resourceVersion"] = ""
             items, rv = await self.client.list(self.path, params, page_size=self.page_size)
         self.lists += 1
+        self.last_error = None
         self._rv_unavailable = False
         self._replace(items)
         self.last_sync_resource_version = rv
@@ -467,6 +471,14 @@ class InformerSet:
     @property
     def synced(self) -> bool:
         return all(i.has_synced for i in self.informers)
+
+    def unsynced(self) -> str:
+        """The informers still to list, each with its last error ("" once all have)."""
+        return ", ".join(
+            f"{i.name} ({i.last_error})" if i.last_error else i.name
+            for i in self.informers
+            if not i.has_synced
+        )
 
     async def wait_synced(self) -> None:
         for i in self.informers:

@@ -332,10 +332,14 @@ class SchedulerDaemon:
         election = [] if self.elector is None else [("leaderElection", self._election_ready())]
         return [
             ("ping", None),
-            ("informer-sync", None if self.synced else "informers have not synced yet"),
+            ("informer-sync", None if self.synced else self._not_synced()),
             ("shutdown", "shutting down" if self._stopping else None),
             *election,
         ]
+
+    def _not_synced(self) -> str:
+        waiting = self.informers.unsynced() if self.informers is not None else ""
+        return "informers have not synced yet" + (f": {waiting}" if waiting else "")
 
     def _election_ready(self) -> str | None:
         """Liveness's check, plus: a candidate the API server will not let near its Lease

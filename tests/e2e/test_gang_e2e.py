@@ -210,3 +210,27 @@ def test_gang_that_fits_is_bound_together_once_each(gang: E2E) -> None:
         assert binding_counts(e2e, members) in (None, dict.fromkeys(members, 1))
         for m in members:
             assert len(e2e.events(m, "Scheduled")) == 1
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("e2e", ["kube"], indirect=True)
+def test_without_podgroup_rbac_the_daemon_says_which_permission(e2e: E2E, contrib: None) -> None:
+    """The stock system:kube-scheduler role cannot list PodGroups: the daemon stays
+    unready and /readyz names the collection and the API server's refusal."""
+    cp = e2e.controlplane
+    assert cp is not None
+    cp.kubectl("apply", "-f", str(PODGROUP_CRD))
+    cp.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io")
+    with e2e.daemon(gang_config(e2e), wait_ready=False) as d:
+
+        def readyz() -> str | None:
+            status, body = d.get("/readyz?verbose")
+            return body if status == 503 and "forbidden" in body else None
+
+        body = wait_for(readyz, 15, what="/readyz naming the refusal")
+        assert "[-]informer-sync failed: informers have not synced yet: podgroups (" in body
+        assert (
+            "/apis/scheduling.x-k8s.io/v1alpha1/podgroups: 403 Forbidden: podgroups."
+            'scheduling.x-k8s.io is forbidden: User "system:kube-scheduler" cannot list '
+            'resource "podgroups"' in body
+        ), body
