@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -367,6 +368,96 @@ class DaemonHandle:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+
+
+class KschedProcess:
+    """One ``ksched run`` process (``--port 0 --log-format json`` added); its JSON log
+    lines are collected by a reader thread."""
+
+    def __init__(self, args: list[str], *, name: str = "ksched", **env: str) -> None:
+        import os
+        import subprocess
+        import sys
+        import threading
+
+        self.name = name
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "ksched", "run", *args, "--port", "0", "--log-format", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1", **env),
+        )
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.log: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = ""
+
+    def _read(self) -> None:
+        assert self.p.stdout is not None
+        for line in self.p.stdout:
+            try:
+                self.lines.put(json.loads(line))
+            except ValueError:
+                self.lines.put({"msg": line.rstrip()})
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self.log.append(self.lines.get_nowait())
+            except queue.Empty:
+                return
+
+    def logged(self, msg: str) -> dict[str, Any] | None:
+        """The first log entry whose message is ``msg``."""
+        self._drain()
+        return next((e for e in self.log if e.get("msg") == msg), None)
+
+    def count(self, msg: str) -> int:
+        self._drain()
+        return sum(e.get("msg") == msg for e in self.log)
+
+    def wait_log(self, msg: str, timeout: float = 20.0) -> dict[str, Any]:
+        return wait_for(lambda: self.logged(msg), timeout, what=f"{self.name}: log {msg!r}")
+
+    def serving(self, timeout: float = 20.0) -> str:
+        """The URL of its health/metrics/debug endpoints, once it serves them."""
+        self.url = str(self.wait_log("serving health, metrics and debug endpoints", timeout)["url"])
+        return self.url
+
+    def get(self, path: str) -> tuple[int, str]:
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=5) as r:
+                return int(r.status), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return int(e.code), e.read().decode()
+        except OSError:
+            return 0, ""
+
+    @property
+    def alive(self) -> bool:
+        return self.p.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM, then SIGKILL after ``timeout``; the exit status."""
+        import subprocess
+
+        if self.alive:
+            self.p.terminate()
+            try:
+                return self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        return int(self.p.returncode)
+
+    def kill(self) -> None:
+        if self.alive:
+            self.p.kill()
+            self.p.wait(10)
 
 
 def metric(text: str, name: str, **labels: str) -> float | None:

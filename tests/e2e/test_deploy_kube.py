@@ -7,11 +7,7 @@ binds, reports an unschedulable pod and preempts, and the API server refuses not
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +17,7 @@ import yaml
 
 from ksched.testing.controlplane import ControlPlane
 
-from .conftest import wait_for
+from .conftest import KschedProcess, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kube]
 
@@ -67,28 +63,7 @@ def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) 
         "/apis/scheduling.k8s.io/v1/priorityclasses",
         {"metadata": {"name": f"deploy-{run}-high"}, "value": 1000},
     )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ksched",
-            "run",
-            "--config",
-            str(config),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--port",
-            "0",
-            "--log-format",
-            "json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
-    reader.start()
+    proc = KschedProcess(["--config", str(config), "--kubeconfig", str(kubeconfig)])
 
     def pod(name: str, cpu: str, **spec: object) -> None:
         body = {
@@ -110,17 +85,9 @@ def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) 
         return p["spec"].get("nodeName") if status == 200 else None
 
     try:
-        url = wait_for(lambda: _logged(lines, "serving health"), 20, what="serving")["url"]
-
-        def ready() -> bool:
-            try:
-                with urllib.request.urlopen(f"{url}/readyz", timeout=2) as r:
-                    return bool(r.status == 200)
-            except OSError:
-                return False
-
-        wait_for(ready, 30, what="ksched ready with the ServiceAccount's token")
-        wait_for(lambda: _logged(lines, "successfully acquired lease"), 30, what="leading")
+        proc.serving()
+        wait_for(lambda: proc.get("/readyz")[0] == 200, 30, what="ready with the SA token")
+        proc.wait_log("successfully acquired lease", 30)
         for i in range(2):
             pod(f"low-{i}", "800m")
         for i in range(2):
@@ -147,30 +114,11 @@ def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) 
         assert {"Scheduled", "FailedScheduling", "Preempted"} <= {e["reason"] for e in events}
         time.sleep(1.0)  # a lease renewal or two
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        reader.join(5)
+        rc = proc.stop()
         for n in nodes:
             cp.request("DELETE", f"/api/v1/nodes/{n}")
         cp.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/deploy-{run}-high")
         cp.request("DELETE", f"/api/v1/namespaces/{ns}")
-    log = "".join(lines)
-    refused = [
-        line for line in lines if any(w in line for w in ("403", "401", "forbidden", "Forbidden"))
-    ]
-    assert refused == [], "".join(refused)
-    assert proc.returncode == 0, log[-3000:]
-
-
-def _logged(lines: list[str], msg: str) -> dict[str, object] | None:
-    for line in list(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if msg in str(entry.get("msg", "")):
-            return dict(entry)
-    return None
+    refused = [e for e in proc.log if any(w in json.dumps(e) for w in ("403", "401", "orbidden"))]
+    assert refused == []
+    assert rc == 0, proc.log[-20:]

@@ -8,17 +8,9 @@ can be attributed to processes. Measured failover times are printed (``pytest -s
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +20,7 @@ import pytest
 
 from ksched.testing.controlplane import ControlPlane
 
-from .conftest import E2E, metric, wait_for
+from .conftest import E2E, KschedProcess, metric, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -38,11 +30,10 @@ FAST = {"leaseDuration": "2s", "renewDeadline": "1500ms", "retryPeriod": "250ms"
 DEFAULTISH = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "500ms"}
 
 
-class Daemon:
-    """One ``ksched run`` process; its JSON log lines are collected by a reader thread."""
+class Daemon(KschedProcess):
+    """One ``ksched run --leader-elect`` process with its own ``$HOSTNAME``."""
 
     def __init__(self, e2e: E2E, name: str, timings: dict[str, str], **top: Any) -> None:
-        self.name = name
         cfg = e2e.config(
             **top,
             leaderElection={
@@ -53,84 +44,18 @@ class Daemon:
             },
         )
         path = e2e.write_config(cfg, f"{name}.yaml")
-        env = dict(os.environ, PYTHONUNBUFFERED="1", HOSTNAME=name)
-        self.p = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ksched",
-                "run",
-                "--config",
-                str(path),
-                "--kubeconfig",
-                str(e2e.kubeconfig),
-                "--leader-elect",
-                "--port",
-                "0",
-                "--log-format",
-                "json",
-                "-v",
-                "2",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.log: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        self.url = ""
+        args = ["--config", str(path), "--kubeconfig", str(e2e.kubeconfig), "--leader-elect"]
+        super().__init__([*args, "-v", "2"], name=name, HOSTNAME=name)
         self.identity = ""
 
-    def _read(self) -> None:
-        assert self.p.stdout is not None
-        for line in self.p.stdout:
-            try:
-                self.lines.put(json.loads(line))
-            except ValueError:
-                self.lines.put({"msg": line.rstrip()})
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                self.log.append(self.lines.get_nowait())
-            except queue.Empty:
-                return
-
-    def logged(self, msg: str) -> dict[str, Any] | None:
-        self._drain()
-        return next((e for e in self.log if e.get("msg") == msg), None)
-
-    def wait_log(self, msg: str, timeout: float = 20.0) -> dict[str, Any]:
-        return wait_for(lambda: self.logged(msg), timeout, what=f"{self.name}: log {msg!r}")
-
     def started(self) -> None:
-        self.url = str(self.wait_log("serving health, metrics and debug endpoints")["url"])
+        self.serving()
         self.identity = str(self.wait_log("attempting to acquire leader lease")["identity"])
         assert self.identity.startswith(f"{self.name}_")
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(self.url + path, timeout=5) as r:
-                return int(r.status), r.read().decode()
-        except urllib.error.HTTPError as e:
-            return int(e.code), e.read().decode()
-        except OSError:
-            return 0, ""
 
     def master_status(self) -> float | None:
         status, text = self.get("/metrics")
         return metric(text, "leader_election_master_status") if status == 200 else None
-
-    @property
-    def alive(self) -> bool:
-        return self.p.poll() is None
-
-    def kill(self) -> None:
-        if self.alive:
-            self.p.kill()
-            self.p.wait(10)
 
 
 @pytest.fixture
@@ -245,7 +170,7 @@ def test_one_leader_of_three_and_sigkill_failover(e2e: E2E, daemons: list[Daemon
     # Only the leader schedules, but every follower's cache is warm.
     for d in ds:
         _, text = d.get("/metrics")
-        assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == 1.0
+        assert metric(text, "scheduler_cache_size", type="nodes") == 1.0
 
     first.p.send_signal(signal.SIGKILL)
     killed = time.monotonic()
@@ -398,7 +323,7 @@ def test_delay_cache_until_active(e2e: E2E, daemons: list[Daemon]) -> None:
     status, text = standby.get("/readyz?verbose")
     assert status == 503 and "[-]informer-sync failed" in text
     _, text = standby.get("/metrics")
-    assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == 0.0
+    assert metric(text, "scheduler_cache_size", type="nodes") == 0.0
     first.kill()
     e2e.create_pod("p")
     assert leader(e2e, [standby], timeout=LD + 3 * RP + 5) is standby
@@ -473,51 +398,17 @@ def test_a_lease_the_stock_role_cannot_reach_fails_readiness(
     }
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps(cfg))
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ksched",
-            "run",
-            "--config",
-            str(path),
-            "--kubeconfig",
-            str(cp.scheduler_kubeconfig),
-            "--port",
-            "0",
-            "--log-format",
-            "json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in p.stdout or ()], daemon=True).start()
-    seen: list[dict[str, Any]] = []
-
-    def logged(msg: str) -> dict[str, Any] | None:
-        while not lines.empty():
-            with contextlib.suppress(ValueError):
-                seen.append(json.loads(lines.get_nowait()))
-        return next((e for e in seen if msg in str(e.get("msg") or e.get("event"))), None)
-
+    p = KschedProcess(["--config", str(path), "--kubeconfig", str(cp.scheduler_kubeconfig)])
     try:
-        url = wait_for(lambda: logged("serving health"), 20, what="serving")["url"]
-        forbidden = wait_for(
-            lambda: logged("error retrieving resource lock"), 20, what="the lease error"
-        )
+        p.serving()
+        forbidden = p.wait_log("error retrieving resource lock")
         assert "forbidden" in forbidden["error"]
         time.sleep(2 * LD)  # about 16 retries
-        logged("")
         # one line per cause, not one per retry
-        assert [e.get("msg") for e in seen].count("error retrieving resource lock") == 1
-        with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(f"{url}/readyz?verbose", timeout=5)
-        body = err.value.read().decode()
-        assert err.value.code == 503
+        assert p.count("error retrieving resource lock") == 1
+        status, body = p.get("/readyz?verbose")
+        assert status == 503
         assert "leaderElection" in body and "forbidden" in body.lower(), body
         assert "default/ksched-forbidden" in body, body
     finally:
         p.kill()
-        p.wait(10)
