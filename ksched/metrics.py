@@ -1,13 +1,22 @@
 """kube-scheduler's Prometheus metrics (``pkg/scheduler/metrics``), same names, labels, buckets.
 
+Every ``scheduler_*`` family kube-scheduler v1.36 registers (including those behind feature
+gates that are on by default: queueing hints, async preemption) is here with its type,
+label names, buckets and help text (with component-base's ``[STABLE]``/``[BETA]``/
+``[ALPHA]`` prefix); ``tests/e2e/test_metrics_parity_kube.py`` checks that against the real
+binary's ``/metrics``. As there, no ``_created`` series are exposed: ``SchedulerRegistry``
+leaves them out (for this registry only, not process-wide).
+
 Each ``SchedulerMetrics`` owns its ``CollectorRegistry``, so several daemons (or tests) can
 live in one process. The hot path pays only for what it must:
 
 * counters and histograms of the scheduling loop are fed through cached label children
   (``labels()`` is resolved once per label combination, not per observation);
 * gauges (``scheduler_pending_pods``, ``scheduler_unschedulable_pods``,
-  ``scheduler_scheduler_cache_size``, ``scheduler_goroutines``) are computed from the queue
-  and cache when ``/metrics`` is scraped, never maintained per event;
+  ``scheduler_cache_size``, ``scheduler_inflight_events``, ``scheduler_goroutines``) are
+  computed from the queue and cache when ``/metrics`` is scraped, never maintained per event;
+* ``scheduler_plugin_evaluation_total`` is kept as plain integers per extension point and
+  profile (one addition per framework call) and turned into samples at scrape time;
 * extension points are timed with one ``perf_counter`` pair per framework call, and
   individual plugins only in a sampled 10 % of scheduling cycles, as upstream's
   ``pluginMetricsSamplePercent``;
@@ -18,6 +27,15 @@ live in one process. The hot path pays only for what it must:
 Differences from upstream worth knowing: ``framework_extension_point_duration_seconds`` also
 has ``extension_point="Filter"`` (ksched filters all nodes in one batched call, which is worth
 timing); ``scheduling_algorithm_duration_seconds`` times the whole scheduling cycle.
+``plugin_evaluation_total`` counts, per Filter plugin not skipped, the nodes the cycle
+examined (ksched evaluates batched plugins over all of them at once, so upstream's per-node
+stop at the first rejecting plugin has no equivalent), and, per Score plugin, the nodes
+scored; preemption's dry runs and cycles answered by the cycle cache evaluate no plugin
+through the framework and are not counted. The batching families
+(``batch_attempts_total``, ``batch_cache_flushed_total``, ``get_node_hint_duration_seconds``,
+``store_schedule_results_duration_seconds``) report ksched's cycle cache
+(``scheduler.cycle_cache``), its equivalent of upstream's OpportunisticBatching; see
+``SchedulerMetrics.batch_lookup`` for how its events map onto upstream's labels.
 """
 
 from __future__ import annotations
@@ -25,7 +43,8 @@ from __future__ import annotations
 import random
 import time
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections import Counter as _Tally
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -36,7 +55,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .framework.cycle_state import CycleState
 from .framework.interface import extension_points_of
@@ -51,7 +70,9 @@ __all__ = [
     "CONTENT_TYPE",
     "PLUGIN_METRICS_SAMPLE_PERCENT",
     "SchedulerMetrics",
+    "SchedulerRegistry",
     "exponential_buckets",
+    "without_created",
 ]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -60,6 +81,41 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 SAMPLED_KEY = "ksched.io/record-plugin-metrics"
 
 _perf = time.perf_counter
+
+# component-base's stability levels, which it puts in front of every metric's help text.
+STABLE, BETA, ALPHA = "[STABLE] ", "[BETA] ", "[ALPHA] "
+
+
+def without_created(metrics: Iterable[Metric]) -> Iterator[Metric]:
+    """``metrics`` without prometheus_client's ``<name>_created`` samples (kube-scheduler,
+    like every Go client, exposes none: dashboards built for it would see extra series)."""
+    for m in metrics:
+        created = m.name + "_created"
+        if any(s.name == created for s in m.samples):
+            out = Metric(m.name, m.documentation, m.type, m.unit)
+            out.samples = [s for s in m.samples if s.name != created]
+            m = out
+        yield m
+
+
+class SchedulerRegistry(CollectorRegistry):
+    """A ``CollectorRegistry`` whose samples (for exposition, ``collect()`` and
+    ``get_sample_value``) carry no ``_created`` series. Per registry, unlike
+    ``prometheus_client.disable_created_metrics()``, so a program embedding the scheduler
+    keeps its own metrics as it configured them."""
+
+    def collect(self) -> Iterator[Metric]:
+        return without_created(super().collect())
+
+
+class _Exposed:
+    """The collector view ``render`` exposes of a registry that is not a SchedulerRegistry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        return without_created(self.registry.collect())
 
 
 class _FastHistogram(Histogram):
@@ -217,77 +273,158 @@ class SchedulerMetrics:
         seed: int | None = None,
         process_metrics: bool = True,
     ) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry()
+        self.registry = registry if registry is not None else SchedulerRegistry()
         r = self.registry
         self.plugin_sample_percent = plugin_sample_percent
         self._rng = random.Random(seed)
         self.schedule_attempts = _FastCounter(
             "scheduler_schedule_attempts",
-            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
-            "could not be scheduled, while 'error' means an internal scheduler problem.",
+            STABLE + "Number of attempts to schedule pods, by the result. 'unschedulable' means "
+            "a pod could not be scheduled, while 'error' means an internal scheduler problem.",
             ["result", "profile"],
             registry=r,
         )
         self.scheduling_attempt_duration = _FastHistogram(
             "scheduler_scheduling_attempt_duration_seconds",
-            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            STABLE + "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             ["result", "profile"],
             buckets=exponential_buckets(0.001, 2, 15),
             registry=r,
         )
         self.scheduling_algorithm_duration = _FastHistogram(
             "scheduler_scheduling_algorithm_duration_seconds",
-            "Scheduling algorithm latency in seconds",
+            ALPHA + "Scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.event_handling_duration = _FastHistogram(
+            "scheduler_event_handling_duration_seconds",
+            ALPHA + "Event handling latency in seconds.",
+            ["event"],
+            buckets=exponential_buckets(0.0001, 2, 12),
+            registry=r,
+        )
+        self.preemption_victims = _FastHistogram(
+            "scheduler_preemption_victims",
+            STABLE + "Number of selected preemption victims",
+            buckets=exponential_buckets(1, 2, 7),
+            registry=r,
+        )
+        self.preemption_attempts = _FastCounter(
+            "scheduler_preemption_attempts",
+            STABLE + "Total preemption attempts in the cluster till now",
+            registry=r,
+        )
+        # ksched's preemption always runs asynchronously (upstream SchedulerAsyncPreemption).
+        self.preemption_goroutines_duration = _FastHistogram(
+            "scheduler_preemption_goroutines_duration_seconds",
+            ALPHA + "Duration in seconds for running goroutines for the preemption.",
+            ["result"],
+            buckets=exponential_buckets(0.01, 2, 20),
+            registry=r,
+        )
+        self.preemption_goroutines_execution = _FastCounter(
+            "scheduler_preemption_goroutines_execution",
+            ALPHA + "Number of preemption goroutines executed.",
+            ["result"],
             registry=r,
         )
         self.pod_scheduling_sli_duration = _FastHistogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
-            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
-            "queue and might involve multiple scheduling attempts.",
+            BETA + "E2e latency for a pod being scheduled, from the time the pod enters the "
+            "scheduling queue and might involve multiple scheduling attempts.",
             ["attempts"],
             buckets=exponential_buckets(0.01, 2, 20),
             registry=r,
         )
         self.pod_scheduling_attempts = _FastHistogram(
             "scheduler_pod_scheduling_attempts",
-            "Number of attempts to successfully schedule a pod.",
+            STABLE + "Number of attempts to successfully schedule a pod.",
             buckets=exponential_buckets(1, 2, 5),
+            registry=r,
+        )
+        self.pod_scheduled_after_flush = _FastCounter(
+            "scheduler_pod_scheduled_after_flush",
+            ALPHA + "Number of pods that were successfully scheduled after being flushed from "
+            "unschedulablePods due to timeout. This metric helps detect potential queueing "
+            "hint misconfigurations or event handling issues.",
             registry=r,
         )
         self.framework_extension_point_duration = _FastHistogram(
             "scheduler_framework_extension_point_duration_seconds",
-            "Latency for running all plugins of a specific extension point.",
+            STABLE + "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
             buckets=exponential_buckets(0.0001, 2, 12),
             registry=r,
         )
         self.plugin_execution_duration = _FastHistogram(
             "scheduler_plugin_execution_duration_seconds",
-            "Duration for running a plugin at a specific extension point.",
+            ALPHA + "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
+            buckets=exponential_buckets(0.00001, 1.5, 20),
+            registry=r,
+        )
+        self.queueing_hint_execution_duration = _FastHistogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            ALPHA + "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"],
             buckets=exponential_buckets(0.00001, 1.5, 20),
             registry=r,
         )
         self.queue_incoming_pods = _FastCounter(
             "scheduler_queue_incoming_pods",
-            "Number of pods added to scheduling queues by event and queue type.",
+            STABLE + "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"],
+            registry=r,
+        )
+        self.permit_wait_duration = _FastHistogram(
+            "scheduler_permit_wait_duration_seconds",
+            BETA + "Duration of waiting on permit.",
+            ["result"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        # OpportunisticBatching's families, fed by ksched's cycle cache (see batch_lookup).
+        self.batch_attempts = _FastCounter(
+            "scheduler_batch_attempts",
+            ALPHA + "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            registry=r,
+        )
+        self.batch_cache_flushed = _FastCounter(
+            "scheduler_batch_cache_flushed",
+            ALPHA + "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            registry=r,
+        )
+        self.get_node_hint_duration = _FastHistogram(
+            "scheduler_get_node_hint_duration_seconds",
+            ALPHA + "Latency for getting a node hint.",
+            ["hinted", "profile"],
+            buckets=exponential_buckets(0.00001, 2, 12),
+            registry=r,
+        )
+        self.store_schedule_results_duration = _FastHistogram(
+            "scheduler_store_schedule_results_duration_seconds",
+            # sic: upstream's help text
+            ALPHA + "Latency for getting a no.",
+            ["profile"],
+            buckets=exponential_buckets(0.00001, 2, 12),
             registry=r,
         )
         # client-go's leader election metrics (component-base's leaderelection adapter).
         self.leader_election_master_status = Gauge(
             "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
-            "Please make sure to group by name.",
+            ALPHA + "Gauge of if the reporting system is master of the relevant lease, 0 "
+            "indicates backup, 1 indicates master. 'name' is the string used to identify the "
+            "lease. Please make sure to group by name.",
             ["name"],
             registry=r,
         )
         self.leader_election_slowpath = Counter(
             "leader_election_slowpath",
-            "Total number of slow path exercised in renewing leader leases. 'name' is the "
-            "string used to identify the lease. Please make sure to group by name.",
+            ALPHA + "Total number of slow path exercised in renewing leader leases. 'name' is "
+            "the string used to identify the lease. Please make sure to group by name.",
             ["name"],
             registry=r,
         )
@@ -304,20 +441,26 @@ class SchedulerMetrics:
     def attach(self, sched: Scheduler) -> None:
         """Report ``sched``'s attempts, queue moves, framework and plugin timings, and gauges."""
         sched.metrics = self
+        sched.queue.hint_observer = self.hint_executed
         self._state.schedulers.append(sched)
         for fw in sched.frameworks.values():
             self.instrument_framework(fw)
 
     def instrument_framework(self, fw: Framework) -> None:
-        """Time ``fw``'s extension points; prepare its plugins' sampled timing wrappers."""
+        """Time ``fw``'s extension points and count its plugins' evaluations; prepare its
+        plugins' sampled timing wrappers."""
         if getattr(fw, "_ksched_metrics", None) is self:
             return
         fw._ksched_metrics = self  # type: ignore[attr-defined]
         profile = fw.profile_name
+        counts = self._evaluations(fw)
         for attr, (point, status_of) in _FRAMEWORK_POINTS.items():
-            setattr(fw, attr, self._timed(getattr(fw, attr), point, profile, status_of))
+            timed = self._timed(getattr(fw, attr), point, profile, status_of, counts.get(attr))
+            setattr(fw, attr, timed)
         for attr, (point, status_of) in _FRAMEWORK_ASYNC_POINTS.items():
             setattr(fw, attr, self._timed_async(getattr(fw, attr), point, profile, status_of))
+        fw.wait_on_permit = self._permit_wait_timer(fw)  # type: ignore[method-assign,assignment]
+        self._count_preemption_attempts(fw)
         swap = _Swap()
         for name, inst in fw.plugins.items():
             if not hasattr(inst, "__dict__"):
@@ -334,6 +477,83 @@ class SchedulerMetrics:
                         getattr(inst, attr), name, label, status_of
                     )
         self._swaps[id(fw)] = swap
+
+    def _evaluations(self, fw: Framework) -> dict[str, _AfterCall]:
+        """``scheduler_plugin_evaluation_total``'s counts of ``fw`` (every plugin of the four
+        points listed from the start, at 0, as upstream), and the framework methods'
+        after-call hooks that feed them."""
+        lists = {
+            "PreFilter": fw.pre_filter_plugins,
+            "Filter": fw.filter_plugins,
+            "PreScore": fw.pre_score_plugins,
+            "Score": fw.score_plugins,
+        }
+        ev = {
+            point: _Evaluations(fw.profile_name, point, [p.name for p in plugins])
+            for point, plugins in lists.items()
+        }
+        self._state.evaluations.extend(ev.values())
+        pre_filter, filter_, pre_score, score = (ev[p] for p in lists)
+
+        def after_pre_filter(args: tuple[Any, ...], out: Any) -> None:
+            st = out[1]
+            pre_filter.add(1, args[0].skip_filter_plugins, "" if st.is_success() else st.plugin)
+
+        def after_filter(args: tuple[Any, ...], out: Any) -> None:
+            filter_.add(out.processed, args[0].skip_filter_plugins)
+
+        def after_pre_score(args: tuple[Any, ...], st: Any) -> None:
+            pre_score.add(1, args[0].skip_score_plugins, "" if st.is_success() else st.plugin)
+
+        def after_score(args: tuple[Any, ...], out: Any) -> None:
+            failed = "" if out[0] is not None else out[1].plugin
+            score.add(len(args[3]), args[0].skip_score_plugins, failed)
+
+        return {
+            "run_pre_filter": after_pre_filter,
+            "find_feasible": after_filter,
+            "run_pre_score": after_pre_score,
+            "run_score": after_score,
+        }
+
+    def _count_preemption_attempts(self, fw: Framework) -> None:
+        """``scheduler_preemption_attempts_total``: every PostFilter call of DefaultPreemption
+        (or a plugin built on it), whatever its outcome, as upstream's deferred Inc. Wrapped
+        before the sampled timers, which then wrap (and restore) this wrapper."""
+        from .plugins.defaultpreemption.default_preemption import DefaultPreemption
+
+        counter = self.preemption_attempts
+        for inst in fw.post_filter_plugins:
+            if not isinstance(inst, DefaultPreemption) or not hasattr(inst, "__dict__"):
+                continue
+            post_filter = inst.post_filter
+
+            def counted(*args: Any, _fn: Callable[..., Any] = post_filter, **kwargs: Any) -> Any:
+                try:
+                    return _fn(*args, **kwargs)
+                finally:
+                    counter.inc()
+
+            inst.__dict__["post_filter"] = counted
+
+    def _permit_wait_timer(self, fw: Framework) -> Callable[[Any], Awaitable[Status]]:
+        """``scheduler_permit_wait_duration_seconds``: how long a pod parked at Permit waited,
+        by the final status; a pod that was never told to wait is not observed."""
+        wait = fw.wait_on_permit
+        waiting = fw.handle.waiting_pods
+
+        async def timed(pod: Any) -> Status:
+            t0 = _perf()
+            st = await wait(pod)
+            self._child_of(self.permit_wait_duration, st.code.label).observe(_perf() - t0)
+            return st
+
+        def wait_on_permit(pod: Any) -> Awaitable[Status]:
+            if waiting.get(pod.uid or pod.key) is None:
+                return wait(pod)
+            return timed(pod)
+
+        return wait_on_permit
 
     # -- hooks called by the Scheduler ------------------------------------------------------
     def cycle_started(self, fw: Framework, state: CycleState) -> None:
@@ -377,6 +597,8 @@ class SchedulerMetrics:
                 if sli is None:
                     sli = self._set_child(key, self.pod_scheduling_sli_duration.labels(label))
                 sli.observe(sli_seconds)
+            if qpi.flushed:
+                self.pod_scheduled_after_flush.inc()
 
     def queue_incoming(self, event: str, queue: str) -> None:
         key = ("incoming", queue, event)
@@ -384,6 +606,50 @@ class SchedulerMetrics:
         if c is None:
             c = self._set_child(key, self.queue_incoming_pods.labels(queue, event))
         c.inc()
+
+    def event_handled(self, event: str, seconds: float) -> None:
+        """An informer event (labelled as upstream's ``ClusterEvent.Label()``) took
+        ``seconds`` to apply to the cache and queue."""
+        self._child_of(self.event_handling_duration, event).observe(seconds)
+
+    def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        """A plugin's queueing hint ran: ``Queue``, ``QueueSkip`` or ``Error``."""
+        self._child_of(self.queueing_hint_execution_duration, plugin, event, hint).observe(seconds)
+
+    def preemption_victims_selected(self, victims: int) -> None:
+        """A candidate's victims are about to be evicted (some not yet terminating)."""
+        self.preemption_victims.observe(victims)
+
+    def preemption_finished(self, result: str, seconds: float) -> None:
+        """The asynchronous evictions of one preemption ended: ``success`` or ``error``."""
+        self._child_of(self.preemption_goroutines_execution, result).inc()
+        self._child_of(self.preemption_goroutines_duration, result).observe(seconds)
+
+    def batch_lookup(self, profile: str, hinted: bool, seconds: float) -> None:
+        """The cycle cache was asked for the pod's placement (upstream's ``GetNodeHint``).
+
+        ksched's cache is exact: an answer is the node the full cycle would choose, and it
+        is taken (``hint_used``); otherwise the full cycle runs (``no_hint``).
+        ``hint_not_used`` cannot happen and stays absent.
+        """
+        result = "hint_used" if hinted else "no_hint"
+        self._child_of(self.batch_attempts, profile, result).inc()
+        hint = "hint" if hinted else "no_hint"
+        self._child_of(self.get_node_hint_duration, hint, profile).observe(seconds)
+
+    def batch_stored(self, profile: str, seconds: float) -> None:
+        """The cycle cache brought a signature's stored per-node results up to date (rebuilt
+        or refreshed them): upstream's ``StoreScheduleResults``."""
+        self._child_of(self.store_schedule_results_duration, profile).observe(seconds)
+
+    def batch_flushed(self, profile: str, reason: str) -> None:
+        """The cycle cache threw stored results away. Of upstream's reasons, ksched's cache
+        (one entry per signature, refreshed row by row) has ``expired`` (too much changed
+        to refresh: rebuilt), ``pod_incompatible`` (evicted for another signature) and
+        ``empty_list`` (no node was feasible: nothing to keep); ``pod_failed``,
+        ``pod_skipped``, ``node_missing``, ``node_not_full`` and ``pod_not_batchable``
+        describe upstream's single-entry, previous-pod-only state and never occur here."""
+        self._child_of(self.batch_cache_flushed, profile, reason).inc()
 
     # -- the leader elector's hooks (``ksched.cluster.leaderelection.LeaderMetrics``) ------
     def leader_on(self, name: str) -> None:
@@ -401,8 +667,9 @@ class SchedulerMetrics:
 
     # -- exposition ---------------------------------------------------------------------------
     def render(self) -> bytes:
-        """The Prometheus text exposition of every metric in this registry."""
-        return bytes(generate_latest(self.registry))
+        """The Prometheus text exposition of every metric in this registry (no ``_created``)."""
+        r = self.registry
+        return bytes(generate_latest(r if isinstance(r, SchedulerRegistry) else _Exposed(r)))
 
     # -- internals ----------------------------------------------------------------------------
     def _child(self, key: tuple[Any, ...]) -> Any:
@@ -411,6 +678,14 @@ class SchedulerMetrics:
     def _set_child(self, key: tuple[Any, ...], child: Any) -> Any:
         self._children[key] = child
         return child
+
+    def _child_of(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, resolved once per label combination."""
+        key = (id(metric), *labels)
+        c = self._children.get(key)
+        if c is None:
+            c = self._children[key] = metric.labels(*labels)
+        return c
 
     def _ep_child(self, point: str, status: str, profile: str) -> Any:
         key = ("ep", point, status, profile)
@@ -429,8 +704,14 @@ class SchedulerMetrics:
         return c
 
     def _timed(
-        self, fn: Callable[..., Any], point: str, profile: str, status_of: Callable[[Any], str]
+        self,
+        fn: Callable[..., Any],
+        point: str,
+        profile: str,
+        status_of: Callable[[Any], str],
+        after: _AfterCall | None = None,
     ) -> Callable[..., Any]:
+        """``fn`` timed per status; ``after(args, result)`` is told of each (unpaused) call."""
         children: dict[str, Any] = {}
 
         def child(status: str) -> Any:
@@ -450,6 +731,8 @@ class SchedulerMetrics:
             status = status_of(out)
             c = children.get(status)
             (c if c is not None else child(status)).observe(t1 - t0)
+            if after is not None:
+                after(args, out)
             return out
 
         return timed
@@ -521,12 +804,53 @@ class SchedulerMetrics:
         return timed
 
 
+_AfterCall = Callable[[tuple[Any, ...], Any], None]
+
+
+class _Evaluations:
+    """``scheduler_plugin_evaluation_total`` of one profile's extension point, as plain ints:
+    ``runs`` counts every evaluation the point made, ``missed[plugin]`` those the plugin sat
+    out (skipped, or after the plugin that stopped the point); a plugin's count is the
+    difference. One addition per framework call, however many plugins there are."""
+
+    __slots__ = ("missed", "names", "point", "profile", "runs")
+
+    def __init__(self, profile: str, point: str, names: list[str]) -> None:
+        self.profile = profile
+        self.point = point
+        self.names = names
+        self.runs = 0
+        self.missed = dict.fromkeys(names, 0)
+
+    def add(self, n: int, skipped: Collection[str], stopped_at: str = "") -> None:
+        self.runs += n
+        missed = self.missed
+        if skipped:
+            for name in skipped:
+                if name in missed:
+                    missed[name] += n
+        if stopped_at and stopped_at in missed:
+            after = False
+            for name in self.names:
+                if after and name not in skipped:
+                    missed[name] += n
+                after = after or name == stopped_at
+
+    def samples(self) -> Iterator[tuple[str, int]]:
+        runs, missed = self.runs, self.missed
+        for name in self.names:
+            yield name, runs - missed[name]
+
+
 class _StateCollector:
-    """Gauges read from the scheduler's queue and cache at scrape time (free on the hot path)."""
+    """Gauges read from the scheduler's queue and cache at scrape time (free on the hot path),
+    and the plugin evaluation counts kept as plain integers."""
 
     def __init__(self) -> None:
         self.schedulers: list[Scheduler] = []
+        self.evaluations: list[_Evaluations] = []
         self._seen_unschedulable: set[tuple[str, str]] = set()
+        self._seen_events: set[str] = set()
 
     def describe(self) -> Iterable[Metric]:
         return list(self._families())
@@ -537,33 +861,45 @@ class _StateCollector:
     def _families(self, fill: bool = False) -> Iterator[Metric]:
         pending = GaugeMetricFamily(
             "scheduler_pending_pods",
-            "Number of pending pods, by the queue type. 'active' means number of pods in "
-            "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
-            "of pods in unschedulablePods that the scheduler attempted to schedule and failed; "
-            "'gated' is the number of unschedulable pods that the scheduler never attempted to "
-            "schedule because they are gated.",
+            STABLE + "Number of pending pods, by the queue type. 'active' means number of pods "
+            "in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+            "number of pods in unschedulablePods that the scheduler attempted to schedule and "
+            "failed; 'gated' is the number of unschedulable pods that the scheduler never "
+            "attempted to schedule because they are gated.",
             labels=["queue"],
         )
         unsched = GaugeMetricFamily(
             "scheduler_unschedulable_pods",
-            "The number of unschedulable pods broken down by plugin name. A pod will increment "
-            "the gauge for all plugins that caused it to not schedule and so this metric have "
-            "meaning only when broken down by plugin.",
+            BETA + "The number of unschedulable pods broken down by plugin name. A pod will "
+            "increment the gauge for all plugins that caused it to not schedule and so this "
+            "metric have meaning only when broken down by plugin.",
             labels=["plugin", "profile"],
         )
         cache = GaugeMetricFamily(
-            "scheduler_scheduler_cache_size",
-            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            "scheduler_cache_size",
+            ALPHA + "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
             labels=["type"],
+        )
+        inflight = GaugeMetricFamily(
+            "scheduler_inflight_events",
+            ALPHA + "Number of events currently tracked in the scheduling queue.",
+            labels=["event"],
         )
         goroutines = GaugeMetricFamily(
             "scheduler_goroutines",
-            "Number of running goroutines split by the work they do such as binding.",
+            BETA + "Number of running goroutines split by the work they do such as binding.",
             labels=["operation"],
+        )
+        evaluations = CounterMetricFamily(
+            "scheduler_plugin_evaluation",
+            BETA + "Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter, Filter, PreScore, and Score).",
+            labels=["plugin", "extension_point", "profile"],
         )
         if fill:
             counts: dict[str, int] = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
             by_plugin: dict[tuple[str, str], int] = dict.fromkeys(self._seen_unschedulable, 0)
+            events: _Tally[str] = _Tally(dict.fromkeys(self._seen_events, 0))
             nodes = pods = assumed = binding = 0
             for s in self.schedulers:
                 for k, v in s.queue.pending_counts().items():
@@ -576,11 +912,13 @@ class _StateCollector:
                         if p.startswith("__"):
                             continue  # internal pseudo-plugins (an invalid pod)
                         by_plugin[(p, q.profile)] = by_plugin.get((p, q.profile), 0) + 1
+                events.update(s.queue.in_flight_event_counts())
                 nodes += s.cache.node_count()
                 pods += len(s.cache.pod_states)
                 assumed += len(s.cache.assumed)
                 binding += s.in_flight_bindings
             self._seen_unschedulable.update(by_plugin)
+            self._seen_events.update(events)
             for k, v in counts.items():
                 pending.add_metric([k], v)
             for (plugin, profile), v in sorted(by_plugin.items()):
@@ -588,8 +926,15 @@ class _StateCollector:
             cache.add_metric(["nodes"], nodes)
             cache.add_metric(["pods"], pods)
             cache.add_metric(["assumed_pods"], assumed)
+            for event, v in sorted(events.items()):
+                inflight.add_metric([event], v)
             goroutines.add_metric(["binding"], binding)
+            for ev in self.evaluations:
+                for plugin, v in ev.samples():
+                    evaluations.add_metric([plugin, ev.point, ev.profile], v)
         yield pending
         yield unsched
         yield cache
+        yield inflight
         yield goroutines
+        yield evaluations

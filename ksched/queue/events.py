@@ -1,10 +1,13 @@
 """Cluster events that can move pods out of the unschedulable pool.
 
-Names follow kube-scheduler's ``framework.ClusterEvent`` labels so metrics
-(``scheduler_queue_incoming_pods_total{event}``) read the same. Incoming events
-about pods use resource ``AssignedPod`` (bound pods) or ``Pod`` (the pending pod
-itself); a plugin that registers resource ``Pod`` hears both, as upstream's
-``matchEventResources`` lets ``Pod`` cover assignedPod and unschedulablePod.
+Labels are kube-scheduler v1.36's ``ClusterEvent.Label()`` (resource then action, e.g.
+``UnschedulablePodAdd``, ``NodeUpdateNodeTaint``, ``AssignedPodUpdatePodLabel``) so metrics
+(``scheduler_queue_incoming_pods_total{event}``, ``scheduler_event_handling_duration_seconds``,
+``scheduler_inflight_events``) read the same. Incoming events about pods use resource
+``AssignedPod`` (bound pods) or ``Pod`` (the pending pod itself, labelled
+``UnschedulablePod`` as upstream's resource); a plugin that registers resource ``Pod`` hears
+both, as upstream's ``matchEventResources`` lets ``Pod`` cover assignedPod and
+unschedulablePod.
 Storage objects (the volume plugins' ``EventResource``s) only ever Add, Update or Delete.
 """
 
@@ -32,6 +35,7 @@ __all__ = [
     "STORAGE_RESOURCES",
     "UNSCHEDULABLE_TIMEOUT",
     "UNSCHEDULED_POD_ADD",
+    "UNSCHEDULED_POD_DELETE",
     "UNSCHEDULED_POD_UPDATE",
     "VOLUME_ATTACHMENT",
     "WILDCARD",
@@ -47,8 +51,9 @@ NODE_DELETE = ClusterEvent("Node", "Delete", "NodeDelete")
 ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", "Add", "AssignedPodAdd")
 ASSIGNED_POD_UPDATE = ClusterEvent("AssignedPod", "Update", "AssignedPodUpdate")
 ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", "Delete", "AssignedPodDelete")
-UNSCHEDULED_POD_ADD = ClusterEvent("Pod", "Add", "UnscheduledPodAdd")
-UNSCHEDULED_POD_UPDATE = ClusterEvent("Pod", "Update", "UnscheduledPodUpdate")
+UNSCHEDULED_POD_ADD = ClusterEvent("Pod", "Add", "UnschedulablePodAdd")
+UNSCHEDULED_POD_UPDATE = ClusterEvent("Pod", "Update", "UnschedulablePodUpdate")
+UNSCHEDULED_POD_DELETE = ClusterEvent("Pod", "Delete", "UnschedulablePodDelete")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "*", "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent("*", "*", "ForceActivate")
 WILDCARD = ClusterEvent("*", "*", "WildCardEvent")
@@ -69,13 +74,14 @@ STORAGE_RESOURCES = (
     VOLUME_ATTACHMENT,
 )
 
-# Labels of queue moves that are not cluster events (metrics only).
-POD_ADD = "PodAdd"
+# Labels of queue moves that are not cluster events (metrics only); a new pod enters the
+# queue as upstream's EventUnscheduledPodAdd.
+POD_ADD = UNSCHEDULED_POD_ADD.label
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
 
-# resource "AssignedPod"/"Pod" -> label prefix of the specific pod-update events.
-_POD_LABEL_PREFIX = {"AssignedPod": "AssignedPod", "Pod": "UnscheduledPod"}
+# resource "AssignedPod"/"Pod" -> label prefix (upstream's EventResource) of pod events.
+_POD_LABEL_PREFIX = {"AssignedPod": "AssignedPod", "Pod": "UnschedulablePod"}
 
 
 def is_wildcard(event: ClusterEvent) -> bool:
@@ -127,21 +133,16 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
     resource = "AssignedPod" if new.node_name else "Pod"
     prefix = _POD_LABEL_PREFIX[resource]
     o, n = old.pod, new.pod
-    out: list[ClusterEvent] = []
+    actions: list[str] = []
     if o.metadata.labels != n.metadata.labels:
-        out.append(ClusterEvent(resource, "UpdatePodLabel", f"{prefix}LabelChange"))
+        actions.append("UpdatePodLabel")
     if _scaled_down(old, new):
-        out.append(ClusterEvent(resource, "UpdatePodScaleDown", f"{prefix}RequestScaledDown"))
+        actions.append("UpdatePodScaleDown")
     if o.spec.scheduling_gates and not n.spec.scheduling_gates:
-        out.append(
-            ClusterEvent(
-                resource,
-                "UpdatePodSchedulingGatesEliminated",
-                f"{prefix}SchedulingGateEliminatedChange",
-            )
-        )
+        actions.append("UpdatePodSchedulingGatesEliminated")
     if len(o.spec.tolerations) != len(n.spec.tolerations):
-        out.append(ClusterEvent(resource, "UpdatePodToleration", f"{prefix}TolerationChange"))
+        actions.append("UpdatePodToleration")
+    out = [ClusterEvent(resource, a, prefix + a) for a in actions]
     if not out:
         out.append(ASSIGNED_POD_UPDATE if resource == "AssignedPod" else UNSCHEDULED_POD_UPDATE)
     return out
@@ -153,15 +154,15 @@ def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
     Like upstream, cordoning is not an event (it can only make pods less
     schedulable); uncordoning is reported as a taint change.
     """
-    out = []
+    actions = []
     if old.spec.unschedulable != new.spec.unschedulable and not new.spec.unschedulable:
-        out.append(ClusterEvent("Node", "UpdateNodeTaint", "NodeSpecUnschedulableChange"))
+        actions.append("UpdateNodeTaint")
     if old.status.allocatable != new.status.allocatable:
-        out.append(ClusterEvent("Node", "UpdateNodeAllocatable", "NodeAllocatableChange"))
+        actions.append("UpdateNodeAllocatable")
     if old.metadata.labels != new.metadata.labels:
-        out.append(ClusterEvent("Node", "UpdateNodeLabel", "NodeLabelChange"))
+        actions.append("UpdateNodeLabel")
     if old.spec.taints != new.spec.taints:
-        out.append(ClusterEvent("Node", "UpdateNodeTaint", "NodeTaintChange"))
+        actions.append("UpdateNodeTaint")
     if old.metadata.annotations != new.metadata.annotations:
-        out.append(ClusterEvent("Node", "UpdateNodeAnnotation", "NodeAnnotationChange"))
-    return out
+        actions.append("UpdateNodeAnnotation")
+    return [ClusterEvent("Node", a, "Node" + a) for a in actions]

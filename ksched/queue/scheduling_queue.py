@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import OrderedDict, deque
+import time
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,10 @@ _NON_REJECTING = frozenset({"queueSort", "preScore", "score", "postBind"})
 
 HintFn = Callable[[PodInfo, Any, Any], str]
 _Registration = tuple[ClusterEvent, str, HintFn | None]
+# (plugin, event label, "Queue" | "QueueSkip" | "Error", seconds): a queueing hint ran.
+HintObserver = Callable[[str, str, str, float], None]
+# scheduler_inflight_events's label for the in-flight pods themselves.
+POD_POPPED = "PodPopped"
 
 
 @dataclass(slots=True, eq=False)
@@ -87,6 +92,9 @@ class QueuedPodInfo:
     gated: bool = False
     gating_plugin: str = ""
     gating_status: Status | None = None
+    # Moved out of the pool by the periodic flush (not by an event) since its last attempt:
+    # scheduler_pod_scheduled_after_flush_total counts such pods that then get scheduled.
+    flushed: bool = False
 
     @property
     def pod(self) -> PodInfo:
@@ -194,6 +202,8 @@ class SchedulingQueue:
             for event, plugin, _ in regs:
                 self._plugin_events.setdefault((prof, plugin), []).append(event)
         self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
+        # Told of every queueing hint call (the metrics' queueing_hint_execution_duration).
+        self.hint_observer: HintObserver | None = None
 
     def register_wildcard(self, name: str) -> None:
         """Let any cluster event requeue pods rejected by ``name`` in every profile.
@@ -376,19 +386,36 @@ class SchedulingQueue:
             if not hints:
                 continue
             for hint in hints:
-                if hint is not None:
-                    try:
-                        with self.deadline:
-                            if hint(qpi.pod_info, old, new) == QueueingHint.SKIP:
-                                continue
-                    except (Exception, PluginTimeout):  # a failing hint means Queue
-                        pass
+                if hint is not None and self._hint_skips(plugin, hint, qpi, event, old, new):
+                    continue
                 if plugin in pending:
                     return QUEUE_IMMEDIATELY
                 if not pending:
                     return QUEUE_AFTER_BACKOFF
                 strategy = QUEUE_AFTER_BACKOFF
         return strategy
+
+    def _hint_skips(
+        self,
+        plugin: str,
+        hint: HintFn,
+        qpi: QueuedPodInfo,
+        event: ClusterEvent,
+        old: Any,
+        new: Any,
+    ) -> bool:
+        """Whether ``plugin``'s hint says QueueSkip; a failing hint means Queue."""
+        observer = self.hint_observer
+        t0 = time.perf_counter() if observer is not None else 0.0
+        try:
+            with self.deadline:
+                skip = hint(qpi.pod_info, old, new) == QueueingHint.SKIP
+            label = "QueueSkip" if skip else "Queue"
+        except (Exception, PluginTimeout):
+            skip, label = False, "Error"
+        if observer is not None and plugin != INVALID_POD_PLUGIN:
+            observer(plugin, event.label, label, time.perf_counter() - t0)
+        return skip
 
     def _gating_plugin_cares(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
         regs = self._plugin_events.get((qpi.profile, qpi.gating_plugin), ())
@@ -613,6 +640,7 @@ class SchedulingQueue:
                 qpi.unschedulable_plugins = set()
                 qpi.pending_plugins = set()
             qpi.timestamp = self.clock.now()
+            qpi.flushed = False
             self._requeue(qpi, self._in_flight_strategy(qpi), ev.SCHEDULE_ATTEMPT_FAILURE)
         finally:
             self._done(key)
@@ -661,6 +689,8 @@ class SchedulingQueue:
         stale = [q for q in self._pool.values() if now - q.timestamp > limit]
         if not stale:
             return 0
+        for q in stale:
+            q.flushed = True
         moved = self._move_pods(stale, ev.UNSCHEDULABLE_TIMEOUT, None, None)
         if moved:
             self._notify()
@@ -727,6 +757,13 @@ class SchedulingQueue:
 
     def in_flight(self) -> int:
         return len(self._in_flight)
+
+    def in_flight_event_counts(self) -> dict[str, int]:
+        """``scheduler_inflight_events``: the pods in flight (``PodPopped``) and, by label,
+        the events kept for them (seen while some pod was in flight)."""
+        out: dict[str, int] = Counter(e[1].label for e in self._events)
+        out[POD_POPPED] = len(self._in_flight)
+        return out
 
     def dump(self) -> dict[str, Any]:
         """JSON-ready view for /debug/queue: every pending pod, where and why."""

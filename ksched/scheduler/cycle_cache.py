@@ -21,11 +21,16 @@ feasible node: the FitError needs the full diagnosis).
 The cache calls the framework's own methods, not the metric-timed ones: a cycle it answers
 runs no PreFilter/Filter/PreScore/Score, so none is observed in
 scheduler_framework_extension_point_duration_seconds (upstream's batching skips them too).
+It reports to upstream's batching metrics instead (``SchedulerMetrics.batch_lookup``,
+``batch_stored``, ``batch_flushed``): bringing an entry up to date is "storing the results",
+and an entry thrown away is a flush (``expired``: too much changed to refresh;
+``pod_incompatible``: evicted for another signature; ``empty_list``: no feasible node).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +45,7 @@ from ..framework.types import PodInfo
 
 if TYPE_CHECKING:
     from .schedule_one import CycleResult
-    from .scheduler import Scheduler
+    from .scheduler import MetricsRecorder, Scheduler
 
 __all__ = ["CycleCache"]
 
@@ -95,6 +100,8 @@ class CycleCache:
         self._entries: dict[Hashable, _Entry | None] = {}
         self.hits = 0
         self.builds = 0
+        # The scheduler's metrics, while ``schedule`` runs (None when it has none).
+        self._metrics: MetricsRecorder | None = None
 
     def schedule(self, sched: Scheduler, state: CycleState, pod: PodInfo) -> CycleResult | None:
         if len(sched.queue.nominator) or pod.pod.status.nominated_node_name:
@@ -105,14 +112,20 @@ class CycleCache:
         sig = self.fw.sign_pod(pod)
         if sig is None:
             return None
+        m = sched.metrics
+        self._metrics = m
+        t0 = perf_counter() if m is not None else 0.0
         if sig in self._entries:
             entry = self._entries[sig]
             if entry is None:
                 return None
             if not self._refresh(entry, pod, snap):
+                self._flushed("expired")
                 entry = self._build(sig, pod, snap)
         else:
             entry = self._build(sig, pod, snap)
+        if m is not None:
+            m.batch_stored(self.fw.profile_name, perf_counter() - t0)
         if entry is None:
             return None
         res = self._select(sched, entry, state, pod)
@@ -134,6 +147,7 @@ class CycleCache:
             return None
         out = Framework.find_feasible(fw, state, pod, snap, snap.all_rows, 0, snap.n)
         if not len(out.feasible):
+            self._flushed("empty_list")
             return None  # the full cycle produces the FitError
         rows = np.sort(out.feasible)
         view = NodeInfoView(snap.node_infos, rows)
@@ -155,9 +169,15 @@ class CycleCache:
         return entry
 
     def _store(self, sig: Hashable, entry: _Entry | None) -> None:
-        if len(self._entries) >= self.MAX_ENTRIES:
-            del self._entries[next(iter(self._entries))]
+        full = len(self._entries) >= self.MAX_ENTRIES
+        if full and self._entries.pop(next(iter(self._entries))) is not None:
+            self._flushed("pod_incompatible")
         self._entries[sig] = entry
+
+    def _flushed(self, reason: str) -> None:
+        m = self._metrics
+        if m is not None:
+            m.batch_flushed(self.fw.profile_name, reason)
 
     def _score(self, entry: _Entry, pod: PodInfo, rows: np.ndarray[Any, Any]) -> bool:
         """Raw scores of feasible ``rows`` into the entry; False when a plugin fails or

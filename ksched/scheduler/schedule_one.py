@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import random
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -280,7 +281,11 @@ async def _schedule_pod(
             fit_error=FitError(pod.key, 0, Diagnosis()),
         )
     if ext is None and not explain and fw.cycle_cache is not None:
+        m = sched.metrics
+        t0 = perf_counter() if m is not None else 0.0
         cached: CycleResult | None = fw.cycle_cache.schedule(sched, state, pod)
+        if m is not None:
+            m.batch_lookup(fw.profile_name, cached is not None, perf_counter() - t0)
         if cached is not None:
             return cached
     feasible, diagnosis, _processed, explain_out = await find_nodes_that_fit_pod(

@@ -36,6 +36,7 @@ from ..framework.handle import (
     Handle,
     RecordingEventRecorder,
 )
+from ..framework.interface import ClusterEvent
 from ..framework.preemption import preemption_condition
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
@@ -80,6 +81,20 @@ class MetricsRecorder(Protocol):
 
     def queue_incoming(self, event: str, queue: str) -> None: ...
 
+    def event_handled(self, event: str, seconds: float) -> None: ...
+
+    def preemption_victims_selected(self, victims: int) -> None: ...
+
+    def preemption_finished(self, result: str, seconds: float) -> None: ...
+
+    def batch_lookup(self, profile: str, hinted: bool, seconds: float) -> None: ...
+
+    def batch_stored(self, profile: str, seconds: float) -> None: ...
+
+    def batch_flushed(self, profile: str, reason: str) -> None: ...
+
+
+_perf = time.perf_counter
 
 # CycleState key holding the attempt's perf_counter start, for the binding-cycle metrics.
 _ATTEMPT_START = "ksched.io/attempt-start"
@@ -267,51 +282,104 @@ class Scheduler:
             return False
         return True
 
+    # Each handler reports its time per event label, as upstream's eventhandlers.go does in
+    # scheduler_event_handling_duration_seconds: an update per specific event it raised.
+    def _handled(self, event: ClusterEvent, seconds: float) -> None:
+        m = self.metrics
+        if m is not None:
+            m.event_handled(event.label, seconds)
+
     def on_node_add(self, node: Node) -> None:
+        t0 = _perf()
         self.cache.add_node(node)
         self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node)
+        self._handled(ev.NODE_ADD, _perf() - t0)
 
     def on_node_update(self, old: Node, new: Node) -> None:
+        t0 = _perf()
         self.cache.update_node(new)
+        updating = _perf() - t0
         for e in ev.node_update_events(old, new):
+            t1 = _perf()
             self.queue.move_all_to_active_or_backoff(e, old, new)
+            self._handled(e, updating + _perf() - t1)
 
     def on_node_delete(self, node: Node) -> None:
+        t0 = _perf()
         self._cache_op(self.cache.remove_node, node.metadata.name)
+        self._handled(ev.NODE_DELETE, _perf() - t0)
 
     def on_pod_add(self, pod: PodInfo) -> None:
+        t0 = _perf()
         if pod.node_name:
             self._cache_op(self.cache.add_pod, pod)
             self.queue.nominator.delete(pod)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
+            self._handled(ev.ASSIGNED_POD_ADD, _perf() - t0)
         elif self.responsible_for(pod):
             self.queue.add(pod, pod.pod.spec.scheduler_name)
             # A new sibling can unblock pods rejected for want of peers (gangs, affinity).
             self.queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, None, pod)
+            self._handled(ev.UNSCHEDULED_POD_ADD, _perf() - t0)
 
     def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
+        t0 = _perf()
         if new.node_name:
             if not old.node_name:
-                # Just bound (by us or someone else): leave the queue, confirm in cache.
+                # Just bound (by us or someone else): leave the queue, confirm in cache
+                # (upstream's informer handlers see a delete for the queue, an add for the
+                # cache, and time them so).
                 self.queue.delete(old)
+                t1 = _perf()
+                if self.responsible_for(old):
+                    self._handled(ev.UNSCHEDULED_POD_DELETE, t1 - t0)
                 self._cache_op(self.cache.add_pod, new)
                 self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, new)
+                self._handled(ev.ASSIGNED_POD_ADD, _perf() - t1)
             else:
                 self._cache_op(self.cache.update_pod, old, new)
+                updating = _perf() - t0
                 for e in ev.pod_update_events(old, new):
+                    t1 = _perf()
                     self.queue.move_all_to_active_or_backoff(e, old, new)
-        elif self.responsible_for(new):
-            if self.cache.is_assumed(new):
-                return  # being bound: upstream ignores updates of assumed pods
-            self.queue.update(old, new)
-            nominated = old.pod.status.nominated_node_name
-            if nominated and nominated != new.pod.status.nominated_node_name:
-                # Lower-or-equal priority pods treated it as already on that node.
-                self.queue.move_all_to_active_or_backoff(
-                    ev.ASSIGNED_POD_DELETE, old, None, _le_priority(new.priority)
-                )
+                    self._handled(e, updating + _perf() - t1)
+                self._handled(ev.ASSIGNED_POD_UPDATE, _perf() - t0)
+        elif (
+            self.responsible_for(new)
+            and self._update_pending(old, new)
+            and self.metrics is not None
+        ):
+            seconds = _perf() - t0
+            self._handled(ev.UNSCHEDULED_POD_UPDATE, seconds)
+            for e in ev.pod_update_events(old, new):
+                if e.label != ev.UNSCHEDULED_POD_UPDATE.label:
+                    self._handled(e, seconds)
+
+    def _update_pending(self, old: PodInfo, new: PodInfo) -> bool:
+        """A pending pod of ours changed; False for a resync carrying the same version."""
+        rv = new.pod.metadata.resource_version
+        if old is not new and rv and rv == old.pod.metadata.resource_version:
+            return False
+        if self.cache.is_assumed(new):
+            return True  # being bound: upstream ignores updates of assumed pods
+        self.queue.update(old, new)
+        nominated = old.pod.status.nominated_node_name
+        if nominated and nominated != new.pod.status.nominated_node_name:
+            # Lower-or-equal priority pods treated it as already on that node.
+            self.queue.move_all_to_active_or_backoff(
+                ev.ASSIGNED_POD_DELETE, old, None, _le_priority(new.priority)
+            )
+        return True
 
     def on_pod_delete(self, pod: PodInfo) -> None:
+        t0 = _perf()
+        self._delete_pod(pod)
+        if pod.node_name:
+            self._handled(ev.ASSIGNED_POD_DELETE, _perf() - t0)
+        elif self.responsible_for(pod):
+            self._handled(ev.UNSCHEDULED_POD_DELETE, _perf() - t0)
+
+    def _delete_pod(self, pod: PodInfo) -> None:
         assumed = self.cache.is_assumed(pod)
         if pod.node_name or assumed:
             # An assumed pod (binding in flight, or bound but not yet observed: the event
@@ -333,7 +401,9 @@ class Scheduler:
 
     def on_other_event(self, event: Any, old: Any = None, new: Any = None) -> None:
         """Custom resources (PodGroups, ...) plugins registered for."""
+        t0 = _perf()
         self.queue.move_all_to_active_or_backoff(event, old, new)
+        self._handled(event, _perf() - t0)
 
     # -- the loop ------------------------------------------------------------------------------
     async def run(
@@ -545,6 +615,8 @@ class Scheduler:
         if victims:
             # Before requeueing: an event seen in flight must not retry it mid-eviction.
             self.preempting[pod.uid or pod.key] = token
+            if self.metrics is not None and pf is not None:
+                self.metrics.preemption_victims_selected(len(pf.victims))
         self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
         self._nominate(fw, qpi.pod_info, res)
         if preempt_on and self._tg is not None:
@@ -592,6 +664,8 @@ class Scheduler:
         """
         key = preemptor.uid or preemptor.key
         failed = False
+        # The evictions' own span, timed as upstream times its preemption goroutine.
+        started: float | None = None
         try:
             try:
                 await self.cluster.set_nominated_node(preemptor, node)
@@ -601,6 +675,7 @@ class Scheduler:
                 )
             if not victims:
                 return
+            started = _perf()
             for p in self.queue.nominator.pods_for_node(node):
                 if p.priority < preemptor.priority and p.pod.status.nominated_node_name:
                     try:
@@ -619,6 +694,12 @@ class Scheduler:
             self._done_preempting(key, token)
             if failed:
                 self.queue.activate([preemptor])
+            if started is not None and self.metrics is not None:
+                # upstream's deferred calls evaluate label and duration when deferred, so it
+                # reports every run as "success" taking ~0 s; here, as its code intends,
+                # the real result and the evictions' duration
+                result = "error" if failed else "success"
+                self.metrics.preemption_finished(result, _perf() - started)
 
     def _done_preempting(self, key: str, token: object) -> None:
         """Un-gate the preemptor, unless a newer preemption of it has started meanwhile."""

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ksched.metrics import SchedulerMetrics, exponential_buckets
 from ksched.sim import Simulation
 
-from .conftest import simulated
+from .conftest import CLUSTER, simulated
 
 
 def value(m: SchedulerMetrics, name: str, **labels: str) -> float | None:
@@ -57,11 +59,15 @@ def test_queue_and_cache_gauges_are_read_at_scrape_time(
     assert (
         value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="ksched") == 1
     )
-    assert value(m, "scheduler_scheduler_cache_size", type="nodes") == 2
-    assert value(m, "scheduler_scheduler_cache_size", type="pods") == 2
-    assert value(m, "scheduler_scheduler_cache_size", type="assumed_pods") == 0
+    assert value(m, "scheduler_cache_size", type="nodes") == 2
+    assert value(m, "scheduler_cache_size", type="pods") == 2
+    assert value(m, "scheduler_cache_size", type="assumed_pods") == 0
+    assert value(m, "scheduler_scheduler_cache_size", type="nodes") is None  # the old name
     assert value(m, "scheduler_goroutines", operation="binding") == 0
-    assert value(m, "scheduler_queue_incoming_pods_total", queue="active", event="PodAdd") == 3
+    assert (
+        value(m, "scheduler_queue_incoming_pods_total", queue="active", event="UnschedulablePodAdd")
+        == 3
+    )
     assert (
         value(
             m,
@@ -177,7 +183,13 @@ def test_exposition_names_types_and_label_sets(
         "scheduler_pod_scheduling_sli_duration_seconds": ("histogram", {"attempts"}),
         "scheduler_pod_scheduling_attempts": ("histogram", set()),
         "scheduler_unschedulable_pods": ("gauge", {"plugin", "profile"}),
-        "scheduler_scheduler_cache_size": ("gauge", {"type"}),
+        "scheduler_cache_size": ("gauge", {"type"}),
+        "scheduler_inflight_events": ("gauge", {"event"}),
+        "scheduler_plugin_evaluation": ("counter", {"plugin", "extension_point", "profile"}),
+        "scheduler_event_handling_duration_seconds": ("histogram", {"event"}),
+        "scheduler_preemption_attempts": ("counter", set()),
+        "scheduler_preemption_victims": ("histogram", set()),
+        "scheduler_pod_scheduled_after_flush": ("counter", set()),
     }
     for name, (typ, labels) in expect.items():
         fam = fams[name]
@@ -208,3 +220,244 @@ def test_unschedulable_gauge_keeps_reporting_zero_once_seen() -> None:
     assert (
         value(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="ksched") == 0
     )
+
+
+# -- the families added for parity with kube-scheduler v1.36 -----------------------------------
+
+# conftest's two nodes (n1: 2 CPU, n2: 4 CPU), without its pods
+NODES = CLUSTER[: CLUSTER.index("- {apiVersion: v1, kind: Pod")]
+
+
+def _pod(name: str, cpu: str, **spec: Any) -> str:
+    """A pod of ``ksched`` as a cluster file item (JSON is YAML)."""
+    container = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": name},
+        "spec": {"schedulerName": "ksched", "containers": [container], **spec},
+    }
+    return f"- {json.dumps(pod)}\n"
+
+
+def _replicas(n: int, cpu: str = "500m", prefix: str = "r") -> str:
+    return "".join(_pod(f"{prefix}{i}", cpu) for i in range(n))
+
+
+# n1 holds two 1-CPU pods, n2 one of 4 CPU; "urgent" preempts the one on n2 (fewest victims)
+PREEMPTION = (
+    NODES
+    + _pod("low1", "1", nodeName="n1", priority=0)
+    + _pod("low2", "1", nodeName="n1", priority=0)
+    + _pod("big", "4", nodeName="n2", priority=0)
+    + _pod("urgent", "1500m", priority=1000)
+)
+
+
+def _with_cycle_cache(m: SchedulerMetrics, cluster: str, max_entries: int = 8) -> Simulation:
+    """Like ``simulated``, but the cycle cache answers what it can (as in the daemon)."""
+    from ksched.config import default_config
+    from ksched.framework.registry import default_registry
+    from ksched.sim import parse_cluster
+
+    sim = Simulation(parse_cluster(cluster, "test"), default_config(), default_registry(), seed=0)
+    m.attach(sim.sched)
+    for fw in sim.sched.frameworks.values():
+        fw.cycle_cache.MAX_ENTRIES = max_entries
+    anyio.run(sim.run)
+    return sim
+
+
+def test_no_created_series_and_upstream_help_prefixes(
+    sim_metrics: tuple[Simulation, SchedulerMetrics],
+) -> None:
+    _, m = sim_metrics
+    text = m.render().decode()
+    assert "_created" not in text
+    assert all(not s.name.endswith("_created") for f in m.registry.collect() for s in f.samples)
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    assert fams["scheduler_schedule_attempts"].documentation.startswith("[STABLE] Number of")
+    assert fams["scheduler_pod_scheduling_sli_duration_seconds"].documentation.startswith("[BETA] ")
+    assert fams["scheduler_cache_size"].documentation.startswith("[ALPHA] Number of nodes")
+
+
+def test_a_registry_passed_in_is_exposed_without_created_series_too() -> None:
+    from prometheus_client import CollectorRegistry
+
+    reg = CollectorRegistry()
+    m = SchedulerMetrics(reg, process_metrics=False)
+    simulated(m)
+    assert reg.get_sample_value("scheduler_preemption_attempts_created") is not None
+    assert "_created" not in m.render().decode()
+
+
+def test_preemption_attempts_victims_and_evictions() -> None:
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    sim = simulated(m, PREEMPTION)
+    assert sim.sched.preemptions == {"urgent": ["default/big"]}
+    # one PostFilter call of DefaultPreemption; its candidate had one victim
+    assert value(m, "scheduler_preemption_attempts_total") == 1
+    assert value(m, "scheduler_preemption_victims_count") == 1
+    assert value(m, "scheduler_preemption_victims_sum") == 1
+    assert value(m, "scheduler_preemption_goroutines_execution_total", result="success") == 1
+    assert value(m, "scheduler_preemption_goroutines_duration_seconds_count", result="success") == 1
+    # the sampled cycles' timers wrapped, then restored, the counting wrapper
+    fw = sim.sched.frameworks["ksched"]
+    assert "post_filter" in vars(fw.plugins["DefaultPreemption"])
+
+
+def test_plugin_evaluations_by_plugin_point_and_profile(
+    sim_metrics: tuple[Simulation, SchedulerMetrics],
+) -> None:
+    _, m = sim_metrics
+    name = "scheduler_plugin_evaluation_total"
+
+    def evaluations(plugin: str, point: str) -> float | None:
+        return value(m, name, plugin=plugin, extension_point=point, profile="ksched")
+
+    # PreFilter: once per cycle (3 pods); a plugin answering Skip is not counted, but listed
+    assert evaluations("NodeResourcesFit", "PreFilter") == 3
+    assert evaluations("InterPodAffinity", "PreFilter") == 0
+    # Filter: the nodes each cycle examined (both, every time), per plugin not skipped
+    assert evaluations("NodeResourcesFit", "Filter") == 6
+    assert evaluations("TaintToleration", "Filter") == 6
+    assert evaluations("InterPodAffinity", "Filter") == 0
+    # PreScore and Score: only "small" had more than one feasible node to score
+    assert evaluations("NodeResourcesFit", "PreScore") == 1
+    assert evaluations("NodeResourcesFit", "Score") == 2
+    assert evaluations("ImageLocality", "Score") == 2
+    assert evaluations("DefaultBinder", "Bind") is None  # only the four points
+
+
+def test_plugin_evaluations_stop_at_the_plugin_that_stopped_the_point() -> None:
+    from ksched.metrics import _Evaluations
+
+    ev = _Evaluations("p", "PreFilter", ["A", "B", "C"])
+    ev.add(1, set())
+    ev.add(1, {"B"})  # B answered Skip
+    ev.add(1, set(), "A")  # A rejected: B and C never ran
+    ev.add(2, {"C"}, "B")  # C skipped, B failed
+    assert dict(ev.samples()) == {"A": 5, "B": 3, "C": 2}
+
+
+def test_event_handling_durations_by_upstream_event_label(
+    sim_metrics: tuple[Simulation, SchedulerMetrics],
+) -> None:
+    _, m = sim_metrics
+    count = "scheduler_event_handling_duration_seconds_count"
+    assert value(m, count, event="NodeAdd") == 2
+    assert value(m, count, event="UnschedulablePodAdd") == 3
+    # a binding seen by the informer: out of the queue, into the cache
+    assert value(m, count, event="UnschedulablePodDelete") == 2
+    assert value(m, count, event="AssignedPodAdd") == 2
+
+
+def test_event_handling_of_updates_and_deletions() -> None:
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    simulated(m, PREEMPTION)
+    count = "scheduler_event_handling_duration_seconds_count"
+    # the victim deleted; the preemptor's nomination (a pending pod's update)
+    assert value(m, count, event="AssignedPodDelete") == 1
+    assert value(m, count, event="UnschedulablePodUpdate") == 1
+    # the victim's DisruptionTarget condition: observed for the handler and, as no specific
+    # change was made, for the plain AssignedPodUpdate event it raised (upstream does both)
+    assert value(m, count, event="AssignedPodUpdate") == 2
+
+
+def test_inflight_events_are_read_from_the_queue_at_scrape_time() -> None:
+    from tests.factories import make_node, make_pod
+
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    sched = simulated(m).sched
+    assert value(m, "scheduler_inflight_events", event="PodPopped") == 0
+    sched.on_pod_add(make_pod("late", uid="late", schedulerName="ksched"))
+    qpi = sched.queue.pop_nowait()
+    assert qpi is not None
+    sched.on_node_add(make_node("n3"))
+    assert value(m, "scheduler_inflight_events", event="PodPopped") == 1
+    assert value(m, "scheduler_inflight_events", event="NodeAdd") == 1
+    sched.queue.done(qpi.pod_info)
+    # gone, but still reported (at 0), as a Prometheus gauge child stays
+    assert value(m, "scheduler_inflight_events", event="PodPopped") == 0
+    assert value(m, "scheduler_inflight_events", event="NodeAdd") == 0
+
+
+def test_queueing_hint_durations_by_plugin_event_and_hint() -> None:
+    from tests.factories import make_node
+
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    sched = simulated(m).sched  # "huge" (8 CPU) waits in the pool, rejected by NodeResourcesFit
+    sched.on_node_add(make_node("tiny", cpu="1"))
+    name = "scheduler_queueing_hint_execution_duration_seconds_count"
+    labels = {"plugin": "NodeResourcesFit", "event": "NodeAdd"}
+    assert value(m, name, hint="QueueSkip", **labels) == 1
+    sched.on_node_add(make_node("big", cpu="16"))
+    assert value(m, name, hint="Queue", **labels) == 1
+
+
+def test_pods_scheduled_after_the_unschedulable_flush_are_counted() -> None:
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    sched = simulated(m).sched
+    q = sched.queue
+    q.max_in_unschedulable = -1.0  # everything in the pool is overdue
+    assert q.flush_unschedulable_leftover() == 1
+    sched.clock.advance(60)  # type: ignore[attr-defined]
+    qpi = q.pop_nowait()
+    assert qpi is not None and qpi.flushed
+    m.attempt_finished(qpi, "scheduled", 0.01)
+    assert value(m, "scheduler_pod_scheduled_after_flush_total") == 1
+    # a failed attempt clears the mark: the next flush decides again
+    q.add_unschedulable_if_not_present(qpi)
+    assert not qpi.flushed
+
+
+def test_permit_wait_is_timed_only_for_pods_that_waited() -> None:
+    from ksched.framework.waiting_pods import WaitingPod
+    from tests.factories import make_pod
+
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    fw = simulated(m).sched.frameworks["ksched"]
+
+    async def main() -> None:
+        for name, allow in (("allowed", True), ("rejected", False)):
+            pod = make_pod(name, uid=name)
+            wp = WaitingPod(pod, "n1", {"Gate": 30.0}, fw.handle.clock.now())
+            fw.handle.waiting_pods.add(wp)
+            if allow:
+                wp.allow("Gate")
+            else:
+                wp.reject("Gate", "no")
+            await fw.wait_on_permit(pod)
+        await fw.wait_on_permit(make_pod("never-waited", uid="x"))
+
+    anyio.run(main)
+    count = "scheduler_permit_wait_duration_seconds_count"
+    assert value(m, count, result="Success") == 1
+    assert value(m, count, result="Unschedulable") == 1
+
+
+def test_batching_families_report_the_cycle_cache() -> None:
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    sim = _with_cycle_cache(m, NODES + _replicas(6))
+    assert sim.sched.frameworks["ksched"].cycle_cache.hits == 6
+    assert value(m, "scheduler_batch_attempts_total", profile="ksched", result="hint_used") == 6
+    assert (
+        value(m, "scheduler_get_node_hint_duration_seconds_count", hinted="hint", profile="ksched")
+        == 6
+    )
+    assert (
+        value(m, "scheduler_store_schedule_results_duration_seconds_count", profile="ksched") == 6
+    )
+    assert buckets(m, "scheduler_get_node_hint_duration_seconds") == pytest.approx(
+        exponential_buckets(0.00001, 2, 12)
+    )
+
+
+def test_batching_flushes_by_reason() -> None:
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    # one entry only: each new signature evicts the last; 8 CPU fits on no node
+    _with_cycle_cache(m, NODES + _replicas(1) + _replicas(1, "1", "b") + _replicas(1, "8", "x"), 1)
+    flushed = "scheduler_batch_cache_flushed_total"
+    assert value(m, flushed, profile="ksched", reason="pod_incompatible") == 1
+    assert value(m, flushed, profile="ksched", reason="empty_list") == 1
+    assert value(m, "scheduler_batch_attempts_total", profile="ksched", result="no_hint") == 1

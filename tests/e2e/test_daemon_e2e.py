@@ -186,12 +186,18 @@ def test_metrics_reflect_reality(e2e: E2E) -> None:
                 len(d.daemon.scheduler.cache.pod_states),
             )
         )
-        assert metric(text, "scheduler_scheduler_cache_size", type="nodes") == nodes
-        assert metric(text, "scheduler_scheduler_cache_size", type="pods") == pods
+        assert metric(text, "scheduler_cache_size", type="nodes") == nodes
+        assert metric(text, "scheduler_cache_size", type="pods") == pods
         if e2e.server is not None:  # a real cluster has more nodes and pods
             assert (nodes, pods) == (2, 3)
         assert (
-            metric(text, "scheduler_queue_incoming_pods_total", event="PodAdd", queue="active") == 4
+            metric(
+                text,
+                "scheduler_queue_incoming_pods_total",
+                event="UnschedulablePodAdd",
+                queue="active",
+            )
+            == 4
         )
         assert (
             metric(

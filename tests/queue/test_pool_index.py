@@ -20,7 +20,7 @@ EVENTS = [
     (ev.NODE_ADD, None, make_node("good", labels={"good": "yes"})),
     (ev.ASSIGNED_POD_DELETE, make_pod("gone"), None),
     (ev.ASSIGNED_POD_UPDATE, make_pod("x"), make_pod("x")),
-    (ClusterEvent("Pod", "UpdatePodLabel", "UnscheduledPodLabelChange"), None, make_pod("y")),
+    (ClusterEvent("Pod", "UpdatePodLabel", "UnschedulablePodUpdatePodLabel"), None, make_pod("y")),
     (ClusterEvent("example.com/Thing", "Add"), None, None),
     (ev.UNSCHEDULABLE_TIMEOUT, None, None),
 ]

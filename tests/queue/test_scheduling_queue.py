@@ -568,7 +568,7 @@ def test_dump_is_json_and_shows_every_queue() -> None:
     assert d["inFlight"] == [flying.key] and d["inFlightEvents"] == ["NodeAdd"]
     assert d["nominated"] == {"n": [flying.pod.key]}
     assert d["counts"] == {ACTIVE_Q: 1, BACKOFF_Q: 2, UNSCHEDULABLE: 0, "gated": 1}
-    assert ("NodeAdd", BACKOFF_Q) in moves and ("PodAdd", UNSCHEDULABLE) in moves
+    assert ("NodeAdd", BACKOFF_Q) in moves and ("UnschedulablePodAdd", UNSCHEDULABLE) in moves
 
 
 def test_registered_wildcard_rejector_is_woken_by_any_event() -> None:
