@@ -44,6 +44,7 @@ from ksched.config.types import (
     parse_duration,
 )
 from ksched.config.validation import unknown_plugin_config, validate
+from ksched.util.limits import BoundedLoaderMixin, loads_json
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -525,9 +526,10 @@ def load_config_data(
     return cfg, _prefix(source, warnings)
 
 
-class _StrictLoader(kubeyaml.Loader):
+class _StrictLoader(BoundedLoaderMixin, kubeyaml.Loader):
     """YAML as kube-scheduler reads it (``kubeyaml``), refusing a key set twice in a mapping
-    as kube's strict decoding does: merged in (``<<``) or written out, in either order."""
+    as kube's strict decoding does: merged in (``<<``) or written out, in either order;
+    nesting and alias expansion bounded (``ksched.util.limits``)."""
 
     _MERGE = "tag:yaml.org,2002:merge"
 
@@ -585,7 +587,7 @@ def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _parse(text: str, source: str) -> Any:
     if source.endswith(".json"):
         try:
-            return json.loads(text, object_pairs_hook=_json_pairs)
+            return loads_json(text, object_pairs_hook=_json_pairs)
         except json.JSONDecodeError as e:
             raise ConfigError([f"{source}: line {e.lineno}, column {e.colno}: {e.msg}"]) from e
         except ValueError as e:
@@ -595,7 +597,7 @@ def _parse(text: str, source: str) -> Any:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError([f"{source}: {where}{e.problem}"]) from e
+        raise ConfigError([f"{source}: {where}{e.problem}"]) from None
     except yaml.YAMLError as e:
         raise ConfigError([f"{source}: {' '.join(str(e).split())}"]) from e
 

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..util.limits import DecodeLimitError, decode_json
+
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
     "MIN_EXTENDER_PRIORITY",
@@ -232,10 +234,11 @@ def encode_args_raw(
 
 
 def parse_json(data: bytes) -> Any:
-    """The JSON value of a body; invalid JSON is a WireError."""
+    """The JSON value of a body; invalid JSON (bad UTF-8 included) or JSON nested beyond
+    ``ksched.util.limits.MAX_DEPTH`` is a WireError."""
     try:
-        return msgspec.json.decode(data)
-    except msgspec.DecodeError as e:
+        return decode_json(data)
+    except (msgspec.DecodeError, DecodeLimitError) as e:
         raise WireError(f"invalid JSON: {e}") from None
 
 

@@ -39,6 +39,7 @@ from ..api.objects import (
     object_ref,
     without_nulls,
 )
+from ..util.limits import BoundedLoaderMixin, DecodeLimitError, loads_json
 
 __all__ = [
     "STORAGE_LISTERS",
@@ -119,13 +120,25 @@ def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
     out.append(doc)
 
 
+class _Loader(BoundedLoaderMixin, yaml.SafeLoader):
+    """Safe YAML with nesting and alias expansion bounded (``ksched.util.limits``)."""
+
+
 def parse_cluster(text: str, source: str) -> ClusterFile:
     try:
         if text.lstrip().startswith(("{", "[")):
-            docs: list[Any] = [json.loads(text)]
+            docs: list[Any] = [loads_json(text)]
         else:
-            docs = list(yaml.safe_load_all(text))
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
+            docs = list(yaml.load_all(text, Loader=_Loader))
+    except json.JSONDecodeError as e:
+        raise ClusterFileError(
+            f"{source}: not valid JSON: line {e.lineno}, column {e.colno}: {e.msg}"
+        ) from None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ClusterFileError(f"{source}: not valid YAML: {where}{e.problem}") from None
+    except (yaml.YAMLError, DecodeLimitError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ClusterFileError(f"{source}: not valid YAML/JSON: {first}") from None
     objs: list[dict[str, Any]] = []

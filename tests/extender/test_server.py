@@ -158,6 +158,11 @@ async def test_preempt_and_bind_without_a_cluster(ext: Client) -> None:
         ("prioritize", b'{"Pod": {}, "NodeNames": "x"}', "of type []string"),
         ("bind", b'{"PodName": 1}', "ExtenderBindingArgs.PodName"),
         ("preempt", b'{"NodeNameToMetaVictims": []}', "map[string]*v1.MetaVictims"),
+        # hostile: nesting a recursive decoder cannot take, a name that is not UTF-8
+        ("filter", b'{"Pod": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nesting deeper than 100"),
+        ("bind", b'{"PodName": ' + b"[" * 150 + b"]" * 150 + b"}", "nesting deeper than 100"),
+        ("bind", b'{"PodName": "\xff\xfe", "Node": "n"}', "invalid JSON"),
+        ("filter", b'{"Pod": {"metadata": {"name": "\xc3"}}}', "invalid JSON"),
     ],
 )
 async def test_bad_requests_get_400(ext: Client, verb: str, body: bytes, message: str) -> None:

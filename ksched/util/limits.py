@@ -1,0 +1,173 @@
+"""Bounds on what a decoded document may cost: nesting depth and YAML alias expansion.
+
+Hostile input is normal input. A 461-byte YAML alias bomb expands to millions of values in
+whatever walks the result, and JSON nested a few thousand deep exhausts the recursion limit
+of every recursive decoder or walker. Each loader (config files, cluster files, the
+extender's bodies) checks these bounds before the data goes anywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import yaml
+
+__all__ = [
+    "MAX_ALIAS_EXPANSION",
+    "MAX_DEPTH",
+    "BoundedLoaderMixin",
+    "DecodeLimitError",
+    "check_depth",
+    "clip",
+    "decode_json",
+    "loads_json",
+]
+
+#: Deepest nesting accepted. Kubernetes objects nest about 15 deep (a pod's affinity
+#: terms); well under Python's recursion limit even for recursive walkers.
+MAX_DEPTH = 100
+#: Nodes that YAML aliases may add to a document beyond those written out. go-yaml (which
+#: kube-scheduler uses) rejects "excessive aliasing" on a similar ratio rule.
+MAX_ALIAS_EXPANSION = 100_000
+#: Longest excerpt of a value an error message quotes.
+MAX_EXCERPT = 200
+
+
+class DecodeLimitError(ValueError):
+    """A document beyond the nesting or alias bound; the message says which."""
+
+
+def clip(text: str, limit: int = MAX_EXCERPT) -> str:
+    """``text`` cut to ``limit`` characters (an ellipsis marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check_depth(obj: Any, limit: int = MAX_DEPTH) -> None:
+    """DecodeLimitError if ``obj`` (decoded JSON/YAML) nests deeper than ``limit``.
+
+    Iterative, so it cannot itself run out of stack; shared containers (YAML aliases) are
+    walked once."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise DecodeLimitError(f"nesting deeper than {limit} levels")
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        stack.extend((c, depth + 1) for c in children)
+
+
+def loads_json(text: str | bytes, **kw: Any) -> Any:
+    """``json.loads`` within the depth bound (DecodeLimitError beyond it)."""
+    try:
+        out = json.loads(text, **kw)
+    except RecursionError:
+        raise DecodeLimitError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    check_depth(out)
+    return out
+
+
+def decode_json(data: bytes | str) -> Any:
+    """``msgspec.json.decode`` within the depth bound (DecodeLimitError beyond it); a string
+    that is not UTF-8 is a ``msgspec.DecodeError`` like any other malformed JSON."""
+    try:
+        out = msgspec.json.decode(data)
+    except RecursionError:
+        raise DecodeLimitError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    except UnicodeDecodeError as e:
+        raise msgspec.DecodeError(f"invalid UTF-8 at byte {e.start}: {e.reason}") from None
+    check_depth(out)
+    return out
+
+
+class BoundedLoaderMixin:
+    """For a PyYAML ``Loader`` (put it first in the bases): nesting is bounded while
+    composing, with the line and column of the offending node, and a document whose
+    aliases would add more than ``MAX_ALIAS_EXPANSION`` nodes is refused before anything
+    is constructed from it."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                event = self.peek_event()  # type: ignore[attr-defined]
+                raise yaml.composer.ComposerError(
+                    None, None, f"nesting deeper than {MAX_DEPTH} levels", event.start_mark
+                )
+            return super().compose_node(parent, index)  # type: ignore[misc]
+        finally:
+            self._depth -= 1
+
+    # The composer's entry points: checked before any constructor (or a subclass's own
+    # walk of the nodes) sees the document.
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()  # type: ignore[misc]
+        if node is not None:
+            _check_aliasing(node)
+        return node
+
+    def get_node(self) -> Any:
+        node = super().get_node()  # type: ignore[misc]
+        if node is not None:
+            _check_aliasing(node)
+        return node
+
+
+def _check_aliasing(root: yaml.Node) -> None:
+    """Count the nodes the document expands to (every alias re-counts its target's
+    subtree), iteratively and with each subtree's size computed once. An alias inside its
+    own anchor's value is refused as go-yaml refuses it."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    unique = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in size:
+            continue
+        children = _children(node)
+        if not done:
+            if key in open_:
+                continue  # already expanding further down the stack
+            open_.add(key)
+            stack.append((node, True))
+            for c in children:
+                if id(c) in open_:
+                    raise _aliasing_error(c, "an anchor's value contains an alias to itself")
+                if id(c) not in size:
+                    stack.append((c, False))
+            continue
+        open_.discard(key)
+        unique += 1
+        size[key] = 1 + sum(size[id(c)] for c in children)
+        if size[key] - unique > MAX_ALIAS_EXPANSION:
+            raise _aliasing_error(
+                root,
+                f"document contains excessive aliasing (expands by more than "
+                f"{MAX_ALIAS_EXPANSION} nodes)",
+            )
+
+
+def _aliasing_error(node: yaml.Node, problem: str) -> yaml.composer.ComposerError:
+    return yaml.composer.ComposerError(None, None, problem, node.start_mark)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []

@@ -1,0 +1,159 @@
+"""Hostile documents cost a bounded amount: alias bombs, deep nesting, recursive anchors
+and bad UTF-8 get a one-line error and exit 2 from every loader, quickly."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ksched.cli import main
+from ksched.util.limits import (
+    MAX_ALIAS_EXPANSION,
+    MAX_DEPTH,
+    BoundedLoaderMixin,
+    DecodeLimitError,
+    check_depth,
+    clip,
+    decode_json,
+    loads_json,
+)
+
+
+def alias_bomb(levels: int = 7, width: int = 9) -> str:
+    """``levels`` anchors, each a list of ``width`` aliases of the previous: width**levels
+    values from a few hundred bytes."""
+    lines = ['a0: &a0 ["x"]']
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+class Loader(BoundedLoaderMixin, yaml.SafeLoader):
+    pass
+
+
+def test_alias_expansion_is_bounded_and_cheap() -> None:
+    bomb = alias_bomb()
+    assert len(bomb) < 500
+    t0 = time.monotonic()
+    with pytest.raises(yaml.YAMLError, match="excessive aliasing"):
+        yaml.load(bomb, Loader=Loader)
+    assert time.monotonic() - t0 < 1.0
+    # ordinary reuse is fine: 9**4 = 6561 values, well under the bound
+    assert MAX_ALIAS_EXPANSION > 2 * 9**4
+    doc = yaml.load(alias_bomb(levels=5), Loader=Loader)
+    assert len(doc["a4"]) == 9
+
+
+def test_recursive_anchor_is_refused() -> None:
+    with pytest.raises(yaml.YAMLError, match="contains an alias to itself"):
+        yaml.load("a: &a [1, *a]", Loader=Loader)
+
+
+def test_yaml_nesting_is_bounded_with_a_position() -> None:
+    with pytest.raises(yaml.MarkedYAMLError) as err:
+        yaml.load("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), Loader=Loader)
+    assert err.value.problem == f"nesting deeper than {MAX_DEPTH} levels"
+    assert err.value.problem_mark is not None and err.value.problem_mark.column == MAX_DEPTH
+    assert yaml.load("[" * MAX_DEPTH + "]" * MAX_DEPTH, Loader=Loader) is not None
+
+
+@pytest.mark.parametrize("decode", [loads_json, decode_json])
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 900, 100_000])
+def test_json_nesting_is_bounded(decode: object, depth: int) -> None:
+    with pytest.raises(DecodeLimitError, match=f"nesting deeper than {MAX_DEPTH} levels"):
+        decode("[" * depth + "]" * depth)  # type: ignore[operator]
+
+
+def test_depth_check_walks_shared_containers_once() -> None:
+    shared: list[object] = []
+    doc = {"a": [shared] * 1000}
+    check_depth(doc)
+    nested: list[object] = []
+    cur = nested
+    for _ in range(MAX_DEPTH):
+        nxt: list[object] = []
+        cur.append(nxt)
+        cur = nxt
+    with pytest.raises(DecodeLimitError):
+        check_depth(nested)
+
+
+def test_clip() -> None:
+    assert clip("short") == "short"
+    long = clip("x" * 10_000)
+    assert len(long) == 200 and long.endswith("…")
+
+
+CONFIG_HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "bomb.yaml",
+            CONFIG_HEAD
+            + "profiles:\n- schedulerName: x\n  pluginConfig:\n  - name: NodeAffinity\n"
+            + "    args:\n"
+            + "".join(f"      {line}\n" for line in alias_bomb().splitlines()),
+            "line 1, column 1: document contains excessive aliasing",
+        ),
+        (
+            "deep.json",
+            '{"apiVersion": "kubescheduler.config.k8s.io/v1", "profiles": '
+            + "[" * 3000
+            + "]" * 3000
+            + "}",
+            "deep.json: nesting deeper than 100 levels",
+        ),
+        ("deep.yaml", CONFIG_HEAD + "profiles: " + "[" * 500 + "]" * 500, "nesting deeper"),
+        ("self.yaml", CONFIG_HEAD + "profiles: &p [*p]\n", "contains an alias to itself"),
+        ("latin1.yaml", CONFIG_HEAD + "profiles:\n- schedulerName: caf\xe9\n", ""),
+    ],
+)
+def test_config_validate_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(text.encode("latin-1"))
+    t0 = time.monotonic()
+    assert main(["config", "validate", str(path)]) == 2
+    assert time.monotonic() - t0 < 3.0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(str(path)), err
+    assert message in err[0]
+    assert len(err[0]) < 400
+    assert "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "bomb.yaml",
+            "kind: Node\nmetadata:\n  name: n\n  labels:\n"
+            + "".join(f"    {line}\n" for line in alias_bomb().splitlines()),
+            "excessive aliasing",
+        ),
+        (
+            "deep.json",
+            '{"kind": "List", "items": ' + "[" * 3000 + "]" * 3000 + "}",
+            "nesting deeper than 100 levels",
+        ),
+        ("broken.yaml", "kind: Node\nmetadata: {name: a\n", "not valid YAML: line 3, column 1:"),
+        ("broken.json", '{"kind": "Node",\n "metadata": }', "not valid JSON: line 2, column 14:"),
+    ],
+)
+def test_simulate_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["simulate", "--cluster", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(str(path)), err
+    assert message in err[0]
