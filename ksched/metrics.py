@@ -60,6 +60,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from .framework.cycle_state import CycleState
 from .framework.interface import extension_points_of
 from .framework.status import Code, Status
+from .queue.scheduling_queue import plugin_names
 
 if TYPE_CHECKING:
     from .framework.runtime import Framework
@@ -908,9 +909,7 @@ class _StateCollector:
                     plugins = q.unschedulable_plugins | q.pending_plugins
                     if q.gated and q.gating_plugin:
                         plugins = plugins | {q.gating_plugin}
-                    for p in plugins:
-                        if p.startswith("__"):
-                            continue  # internal pseudo-plugins (an invalid pod)
+                    for p in plugin_names(plugins):  # not an invalid pod's pseudo-plugin
                         by_plugin[(p, q.profile)] = by_plugin.get((p, q.profile), 0) + 1
                 events.update(s.queue.in_flight_event_counts())
                 nodes += s.cache.node_count()

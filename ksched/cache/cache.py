@@ -22,7 +22,7 @@ from typing import Any
 from ..api.objects import Node
 from ..framework.snapshot import Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation, same_for_node
-from ..util.clock import Clock, RealClock
+from ..util.clock import Clock, RealClock, wall_clock
 
 __all__ = ["Cache", "CacheError", "node_tree_order", "zone_key"]
 
@@ -366,6 +366,7 @@ class Cache:
                 **ni.resource_fields(),
             }
 
+        wall = wall_clock(self.clock)
         assumed = []
         for key in sorted(self.assumed):
             st = self.pod_states[key]
@@ -374,11 +375,11 @@ class Cache:
                     "pod": st.pod.key,
                     "node": st.node,
                     "bindingFinished": st.binding_finished,
-                    "deadline": st.deadline,
+                    "deadline": wall(st.deadline),
                 }
             )
         return {
-            "now": self.clock.now(),
+            "now": wall(self.clock.now()),
             "nodeTree": node_tree_order(self._zones),
             "nodes": {name: node_row(name, ni) for name, ni in sorted(self.nodes.items())},
             "assumedPods": assumed,

@@ -30,10 +30,12 @@ import aiohttp
 import anyio
 import msgspec
 import structlog
+import yaml
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from ..util.clock import Clock, RealClock
+from ..util.limits import BoundedLoaderMixin, clip
 
 __all__ = [
     "APIClient",
@@ -272,6 +274,56 @@ class _CredentialRefresher:
                 configuration.api_key["BearerToken"] = f"Bearer {token}"
 
 
+class _KubeconfigLoader(BoundedLoaderMixin, yaml.SafeLoader):
+    """Safe YAML, nesting and aliases bounded."""
+
+
+def check_kubeconfig(paths: str, context: str | None = None) -> None:
+    """One line naming the file and what is wrong with it (ConfigException), before
+    kubernetes_asyncio's loader turns a missing file into "Expected key current-context"
+    and a binary one into a traceback. ``paths`` may be a ``:``-separated list."""
+    files = [os.path.expanduser(p) for p in str(paths).split(os.pathsep) if p]
+    docs: list[tuple[str, dict[str, Any]]] = []
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                raw = fh.read(4 * 1024 * 1024 + 1)
+        except OSError as e:
+            if len(files) > 1 and isinstance(e, FileNotFoundError):
+                continue  # client-go skips missing entries of a list
+            raise k8s_config.ConfigException(f"kubeconfig {f}: {e.strerror or e}") from None
+        if len(raw) > 4 * 1024 * 1024:
+            raise k8s_config.ConfigException(f"kubeconfig {f}: larger than 4 MiB")
+        try:
+            doc = yaml.load(raw.decode("utf-8"), Loader=_KubeconfigLoader)
+        except UnicodeDecodeError as e:
+            raise k8s_config.ConfigException(
+                f"kubeconfig {f}: not UTF-8 text (byte {e.start})"
+            ) from None
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            raise k8s_config.ConfigException(
+                f"kubeconfig {f}: not valid YAML: {where}{clip(str(e.problem))}"
+            ) from None
+        except yaml.YAMLError as e:
+            first = clip(str(e).splitlines()[0] if str(e) else type(e).__name__)
+            raise k8s_config.ConfigException(f"kubeconfig {f}: not valid YAML: {first}") from None
+        if doc is None:
+            doc = {}
+        if not isinstance(doc, dict):
+            raise k8s_config.ConfigException(
+                f"kubeconfig {f}: expected a mapping (kind: Config), got {type(doc).__name__}"
+            )
+        docs.append((f, doc))
+    if not docs:
+        raise k8s_config.ConfigException(f"kubeconfig {paths}: no such file")
+    if context is None and not any(d.get("current-context") for _, d in docs):
+        raise k8s_config.ConfigException(
+            f"kubeconfig {docs[0][0]}: no current-context set (and no context chosen)"
+        )
+
+
 class APIClient:
     """Raw-bytes Kubernetes API access over kubernetes_asyncio's configured aiohttp session.
 
@@ -313,6 +365,10 @@ class APIClient:
         )
         self._env_proxy = _env_proxy_for(self.host) if not getattr(rc, "proxy", None) else None
         self.requests_sent = 0
+        # Where the configuration came from (``connection_settings``, ``/configz``): set by
+        # the constructors below.
+        self.kubeconfig = ""
+        self.source = "configuration"
         # Per-request constants: headers per (content type, bearer), timeouts per value.
         self._header_cache: dict[tuple[str | None, str | None], dict[str, str]] = {}
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
@@ -325,6 +381,21 @@ class APIClient:
     @property
     def host(self) -> str:
         return str(self.configuration.host).rstrip("/")
+
+    def connection_settings(self) -> dict[str, Any]:
+        """What this client really uses: the server URL, the kubeconfig it was loaded from
+        (``source``: kubeconfig, in-cluster, master or configuration), its rate limits and
+        content types (JSON only: ksched speaks no protobuf)."""
+        return {
+            "server": self.host,
+            "kubeconfig": self.kubeconfig,
+            "source": self.source,
+            "qps": self.limiter.qps,
+            "burst": self.limiter.burst,
+            "contentType": JSON_CT,
+            "acceptContentTypes": JSON_CT,
+            "userAgent": self.user_agent,
+        }
 
     @classmethod
     async def from_kubeconfig(
@@ -341,6 +412,7 @@ class APIClient:
         ``master`` overrides the cluster's server URL like ``--master`` does."""
         cfg = Configuration()
         file = os.path.expanduser(str(path)) if path is not None else None
+        check_kubeconfig(file or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG, context)
         loader = await k8s_config.load_kube_config(
             config_file=file, context=context, client_configuration=cfg, persist_config=False
         )
@@ -349,7 +421,12 @@ class APIClient:
         clock = kwargs.get("clock") or RealClock()
         kwargs["clock"] = clock
         refresher = _CredentialRefresher(loader, cfg, clock)
-        return cls(cfg, qps=qps, burst=burst, credential_refresher=refresher, **kwargs)
+        client = cls(cfg, qps=qps, burst=burst, credential_refresher=refresher, **kwargs)
+        client.source = "kubeconfig"
+        client.kubeconfig = (
+            file or os.environ.get("KUBECONFIG") or os.path.expanduser(DEFAULT_KUBECONFIG)
+        )
+        return client
 
     @classmethod
     async def in_cluster(
@@ -368,7 +445,9 @@ class APIClient:
         )
         if master:
             cfg.host = master.rstrip("/")
-        return cls(cfg, qps=qps, burst=burst, **kwargs)
+        client = cls(cfg, qps=qps, burst=burst, **kwargs)
+        client.source = "in-cluster"
+        return client
 
     @classmethod
     async def for_master(
@@ -377,7 +456,9 @@ class APIClient:
         """Only ``--master`` given and no kubeconfig found: no credentials."""
         cfg = Configuration()
         cfg.host = master.rstrip("/")
-        return cls(cfg, qps=qps, burst=burst, **kwargs)
+        client = cls(cfg, qps=qps, burst=burst, **kwargs)
+        client.source = "master"
+        return client
 
     @classmethod
     async def auto(

@@ -287,6 +287,10 @@ class SchedulerDaemon:
             raise RuntimeError("the daemon has not been started")
         return self._client
 
+    def client_settings(self) -> dict[str, Any] | None:
+        """The API client's effective settings (``/configz``), once there is a client."""
+        return None if self._client is None else self._client.connection_settings()
+
     @property
     def url(self) -> str:
         """Base URL of the health/metrics/debug server."""

@@ -22,6 +22,7 @@ from aiohttp import web
 from ..config import to_dict
 from ..logging import get_logger
 from ..metrics import CONTENT_TYPE
+from ..queue.scheduling_queue import plugin_names
 from .explain import explain_pending, find_pending
 
 if TYPE_CHECKING:
@@ -158,7 +159,18 @@ class DebugServer:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
     async def _configz(self, request: web.Request) -> web.Response:
-        return json_response({"componentconfig": to_dict(self.daemon.config)})
+        """The configuration in effect: ``clientConnection`` as the API client really uses
+        it (the kubeconfig a flag named, rate limits, JSON), and beside ``componentconfig``
+        (which has no place for it) the client's settings with the server URL."""
+        cfg = to_dict(self.daemon.config)
+        out: dict[str, Any] = {"componentconfig": cfg}
+        client = self.daemon.client_settings()
+        if client is not None:
+            cc = cfg.setdefault("clientConnection", {})
+            for key in ("kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"):
+                cc[key] = client[key]
+            out["client"] = client
+        return json_response(out)
 
     # -- debug --------------------------------------------------------------------------------
     def _scheduler_or_503(self) -> Any:
@@ -215,7 +227,7 @@ class DebugServer:
                 profile=qpi.profile,
                 queue=sched.queue.location(qpi.pod_info),
                 attempts=qpi.attempts,
-                unschedulablePlugins=sorted(qpi.unschedulable_plugins),
+                unschedulablePlugins=plugin_names(qpi.unschedulable_plugins),
             )
             out["explain"] = explain_pending(sched, qpi)
         else:

@@ -40,7 +40,7 @@ from ..framework.interface import (
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
-from ..util.clock import Clock, RealClock
+from ..util.clock import Clock, RealClock, wall_clock
 from . import events as ev
 from .nominator import Nominator
 
@@ -55,6 +55,7 @@ __all__ = [
     "UNSCHEDULABLE_Q_TIME_INTERVAL",
     "QueuedPodInfo",
     "SchedulingQueue",
+    "plugin_names",
 ]
 
 UNSCHEDULABLE_Q_TIME_INTERVAL = 5 * 60.0  # DefaultPodMaxInUnschedulablePodsDuration
@@ -68,6 +69,12 @@ QUEUE_SKIP, QUEUE_AFTER_BACKOFF, QUEUE_IMMEDIATELY = 0, 1, 2
 # Pseudo rejector the scheduler records for pods whose own fields are broken: only
 # an update of the pod itself (or the periodic flush) can help them.
 INVALID_POD_PLUGIN = "__invalid__"
+
+
+def plugin_names(names: Iterable[str]) -> list[str]:
+    """Rejecting plugins for people and metrics: sorted, without internal pseudo-plugins."""
+    return sorted(n for n in names if n != INVALID_POD_PLUGIN)
+
 
 # Extension points whose plugins never reject a pod, so never need queueing hints.
 _NON_REJECTING = frozenset({"queueSort", "preScore", "score", "postBind"})
@@ -768,6 +775,8 @@ class SchedulingQueue:
     def dump(self) -> dict[str, Any]:
         """JSON-ready view for /debug/queue: every pending pod, where and why."""
 
+        wall = wall_clock(self.clock)
+
         def row(q: QueuedPodInfo) -> dict[str, Any]:
             d: dict[str, Any] = {
                 "pod": q.pod_info.key,
@@ -775,21 +784,23 @@ class SchedulingQueue:
                 "profile": q.profile,
                 "priority": q.priority,
                 "attempts": q.attempts,
-                "timestamp": q.timestamp,
-                "initialAttemptTimestamp": q.initial_attempt_timestamp,
-                "unschedulablePlugins": sorted(q.unschedulable_plugins),
-                "pendingPlugins": sorted(q.pending_plugins),
+                "timestamp": wall(q.timestamp),
+                "initialAttemptTimestamp": wall(q.initial_attempt_timestamp),
+                "unschedulablePlugins": plugin_names(q.unschedulable_plugins),
+                "pendingPlugins": plugin_names(q.pending_plugins),
             }
+            if q.pod_info.error is not None:
+                d["podError"] = q.pod_info.error  # only an update of the pod can help
             if q.gated:
                 d["gatingPlugin"] = q.gating_plugin
                 d["gatingMessage"] = q.gating_status.message() if q.gating_status else ""
             if q.attempts:
-                d["backoffExpiry"] = self.backoff_expiry(q)
+                d["backoffExpiry"] = wall(self.backoff_expiry(q))
             return d
 
         pool = sorted(self._pool.values(), key=lambda q: q.pod_info.key)
         return {
-            "now": self.clock.now(),
+            "now": wall(self.clock.now()),
             "counts": self.pending_counts(),
             "schedulingCycle": self.scheduling_cycle,
             ACTIVE_Q: [row(q) for q in self.active_pods()],

@@ -45,7 +45,7 @@ from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
 from ..queue import events as ev
-from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
+from ..queue.scheduling_queue import INVALID_POD_PLUGIN, QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
 from .cycle_cache import CycleCache
 from .schedule_one import CycleResult, scheduling_cycle, scheduling_cycle_async, unreserve
@@ -602,7 +602,7 @@ class Scheduler:
         message = res.message if res is not None and res.fit_error is not None else st.message()
         if pod.error is not None:
             # The pod's own fields are broken: nothing in the cluster can fix it, only an update.
-            qpi.unschedulable_plugins = {"__invalid__"}
+            qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
         pf = res.post_filter if res is not None else None
         preempt_on = pf.nominated_node_name if pf is not None and self._tg is not None else ""
         # Victims already terminating need no second eviction (``prepareCandidateAsync``).

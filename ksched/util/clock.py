@@ -11,11 +11,12 @@ import datetime as dt
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import anyio
 
-__all__ = ["Clock", "FakeClock", "RealClock", "rfc3339"]
+__all__ = ["Clock", "FakeClock", "RealClock", "rfc3339", "wall_clock"]
 
 
 class Clock(Protocol):
@@ -87,3 +88,17 @@ def rfc3339(t: dt.datetime | None = None) -> str:
     clock now: API timestamps are wall time, unlike the monotonic ``Clock``."""
     t = t or dt.datetime.now(dt.UTC)
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def wall_clock(clock: Clock) -> Callable[[float | None], str | None]:
+    """A formatter of ``clock`` times as the wall-clock moments they are (or were), in
+    RFC 3339 (UTC, microseconds), for people reading ``/debug``: a ``Clock`` time is
+    monotonic (or virtual) seconds, meaningless outside the process. None stays None."""
+    offset = time.time() - clock.now()
+
+    def fmt(t: float | None) -> str | None:
+        if t is None:
+            return None
+        return dt.datetime.fromtimestamp(t + offset, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    return fmt

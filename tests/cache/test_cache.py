@@ -3,6 +3,7 @@ events on assumed pods, the node tree, incremental snapshots, cleanup loop and d
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import anyio
@@ -402,7 +403,7 @@ def test_affinity_lists_follow_incremental_updates() -> None:
 
 
 def test_dump_is_json_and_shows_nodes_tree_and_assumed_pods() -> None:
-    c, clock = cache_with("n1", ttl=30)
+    c, _ = cache_with("n1", ttl=30)
     c.add_node(zoned("z1", "a"))
     web = make_pod(
         "web",
@@ -424,6 +425,9 @@ def test_dump_is_json_and_shows_nodes_tree_and_assumed_pods() -> None:
     assert d["nodes"]["n1"]["usedPorts"] == ["0.0.0.0/TCP/80"]
     assert d["nodes"]["n1"]["requested"]["cpu"] == 1000
     assert d["nodes"]["z1"]["zone"] == "a" and d["nodes"]["n1"]["zone"] == ""
-    assert d["assumedPods"] == [
-        {"pod": "default/a", "node": "z1", "bindingFinished": True, "deadline": clock.now() + 30}
-    ]
+    [row] = d["assumedPods"]
+    # RFC 3339, wall clock: the assumed TTL (30 s) from now
+    deadline = dt.datetime.fromisoformat(row.pop("deadline").replace("Z", "+00:00"))
+    expected = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+    assert abs((deadline - expected).total_seconds()) < 5
+    assert row == {"pod": "default/a", "node": "z1", "bindingFinished": True}

@@ -58,6 +58,9 @@ class FakeDaemon:
     def scheduler_if_started(self) -> Any:
         return self.sim.sched if self.sim is not None else None
 
+    def client_settings(self) -> dict[str, Any] | None:
+        return None  # no API client
+
     def liveness_checks(self) -> list[tuple[str, str | None]]:
         return [("ping", None)]
 

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import anyio
 import pytest
 
+from ksched.cluster import APIClient
+from ksched.config import default_config
+from ksched.daemon import SchedulerDaemon
 from ksched.daemon.http import DebugServer
 from ksched.metrics import SchedulerMetrics
+from ksched.testing import TestAPIServer
 
-from .conftest import FakeDaemon, simulated
+from .conftest import CLUSTER, FakeDaemon, simulated
 
 Response = tuple[int, str, str]  # status, content type, body
 
@@ -116,9 +123,92 @@ def test_metrics_endpoint(daemon: FakeDaemon) -> None:
 def test_configz(daemon: FakeDaemon) -> None:
     status, ctype, body = one(daemon, "/configz")
     assert (status, ctype) == (200, "application/json")
-    cfg = json.loads(body)["componentconfig"]
+    out = json.loads(body)
+    cfg = out["componentconfig"]
     assert cfg["kind"] == "KubeSchedulerConfiguration"
     assert cfg["profiles"][0]["schedulerName"] == "ksched"
+    assert "client" not in out  # no API client to describe
+
+
+def test_configz_shows_the_client_settings_in_effect(tmp_path: Path) -> None:
+    """The kubeconfig given to the client (not the config file's empty one), the rate limits
+    and content type it really uses, and the server URL."""
+
+    async def main() -> dict[str, Any]:
+        async with TestAPIServer() as srv:
+            kubeconfig = srv.write_kubeconfig(tmp_path / "kubeconfig")
+            client = await APIClient.from_kubeconfig(kubeconfig, qps=7, burst=9)
+            try:
+                cfg = default_config()
+                assert cfg.client_connection.kubeconfig == ""
+                async with (
+                    SchedulerDaemon(cfg, client=client, port=0) as d,
+                    aiohttp.ClientSession() as s,
+                    s.get(d.url + "/configz") as r,
+                ):
+                    return dict(await r.json())
+            finally:
+                await client.close()
+
+    out = anyio.run(main)
+    assert out["componentconfig"]["clientConnection"] == {
+        "kubeconfig": str(tmp_path / "kubeconfig"),
+        "qps": 7.0,
+        "burst": 9,
+        "contentType": "application/json",
+        "acceptContentTypes": "application/json",
+    }
+    client = out["client"]
+    assert client["server"].startswith("http://127.0.0.1:")
+    assert client["kubeconfig"] == str(tmp_path / "kubeconfig")
+    assert (client["source"], client["qps"], client["burst"]) == ("kubeconfig", 7.0, 9)
+
+
+RFC3339_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
+def _wall(text: str) -> dt.datetime:
+    assert RFC3339_MICRO.fullmatch(text), text
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_debug_times_are_rfc3339_wall_clock_timestamps(daemon: FakeDaemon) -> None:
+    """The scheduler's clock is monotonic (virtual in a simulation): /debug shows the wall
+    clock moments its times stand for."""
+    q = json.loads(one(daemon, "/debug/queue")[2])
+    now = _wall(q["now"])
+    assert abs((now - dt.datetime.now(dt.UTC)).total_seconds()) < 60
+    [row] = q["unschedulable"]
+    assert _wall(row["initialAttemptTimestamp"]) <= _wall(row["timestamp"]) <= now
+    assert _wall(row["backoffExpiry"]) > _wall(row["timestamp"])  # 1 s initial backoff
+    c = json.loads(one(daemon, "/debug/cache")[2])
+    assert abs((_wall(c["now"]) - now).total_seconds()) < 60
+
+
+def test_debug_output_names_no_internal_pseudo_plugin() -> None:
+    """A pod whose own fields are broken waits for an update, rejected by no plugin: it is
+    shown with its error, not with the queue's internal rejector name."""
+    bad = (
+        "- {apiVersion: v1, kind: Pod, metadata: {name: bad, namespace: default, uid: b1},\n"
+        "   spec: {schedulerName: ksched, containers: [{name: c, resources: "
+        "{requests: {cpu: abc}}}]}}\n"
+    )
+    m = SchedulerMetrics(seed=0)
+    d = FakeDaemon(simulated(m, CLUSTER + bad), metrics=m)
+    queue, explain, metrics = (
+        r[2]
+        for r in serve(
+            d,
+            ("GET", "/debug/queue"),
+            ("GET", "/debug/explain?pod=default/bad"),
+            ("GET", "/metrics"),
+        )
+    )
+    row = next(r for r in json.loads(queue)["unschedulable"] if r["pod"] == "default/bad")
+    assert row["unschedulablePlugins"] == [] and "abc" in row["podError"]
+    assert json.loads(explain)["unschedulablePlugins"] == []
+    for body in (queue, explain, metrics):
+        assert "__invalid__" not in body and '"__' not in body
 
 
 def test_debug_queue_and_cache(daemon: FakeDaemon) -> None:
