@@ -96,9 +96,10 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             try:
                 await daemon.start()
-            except OSError as e:  # e.g. the port is taken
-                log.error("ksched failed to start", error=str(e))
-                return EXIT_FAILURE
+            except OSError as e:  # the port is taken, the address is not ours
+                where = f"{args.bind_address}:{args.port}"
+                print(f"ksched run: cannot listen on {where}: {e.strerror or e}", file=sys.stderr)
+                return EXIT_BAD_INPUT
             log.info(
                 "ksched started",
                 url=daemon.url,

@@ -110,12 +110,50 @@ def test_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "parallelism" in capsys.readouterr().err
 
 
-def test_unreadable_kubeconfig_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "No such file or directory"),
+        (b"\x00\x01garbage: [", "not valid YAML: unacceptable character #x0000"),
+        (b"\xff\xfe\x00", "not UTF-8 text (byte 0)"),
+        (b"clusters: [\n", "not valid YAML: line 2, column 1:"),
+        (b"- a\n- b\n", "expected a mapping (kind: Config), got list"),
+        (b"apiVersion: v1\nkind: Config\nclusters: []\n", "no current-context set"),
+        (b"a: &a [*a]\n", "not valid YAML: line 1, column 4: an anchor's value contains"),
+    ],
+)
+def test_bad_kubeconfig_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, problem: str
+) -> None:
+    kc = tmp_path / "kubeconfig"
+    if content is not None:
+        kc.write_bytes(content)
     try:
-        assert main(["run", "--no-leader-elect", "--kubeconfig", str(tmp_path / "missing")]) == 2
+        assert main(["run", "--no-leader-elect", "--kubeconfig", str(kc)]) == 2
     finally:
         klog.reset()
-    assert "cannot load cluster configuration" in capsys.readouterr().err
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"ksched run: cannot load cluster configuration: kubeconfig {kc}: ")
+    assert problem in line
+
+
+def test_port_in_use_exits_2_naming_address_and_port(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ["run", "--no-leader-elect", "--master", "http://127.0.0.1:1"]
+        try:
+            assert main([*args, "--bind-address", "127.0.0.1", "--port", str(port)]) == 2
+        finally:
+            klog.reset()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"ksched run: cannot listen on 127.0.0.1:{port}: ")
+    assert "address already in use" in err[-1]
 
 
 def test_bench_baseline_needs_e2e(capsys: pytest.CaptureFixture[str]) -> None:
