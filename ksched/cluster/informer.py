@@ -27,6 +27,8 @@ import structlog
 
 from ..api.objects import InvalidObjectError, ObjectMeta
 from ..util.clock import Clock, RealClock
+from ..util.limits import clip
+from ..util.throttle import LogThrottle
 from .client import APIClient, APIConnectionError, APIError
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
 ]
 
 log = structlog.get_logger("ksched.cluster.informer")
+# Shared by every informer of the process: they fail together when the server does.
+_THROTTLE = LogThrottle(10.0)
 
 T = TypeVar("T")
 
@@ -287,7 +291,12 @@ class Informer(Generic[T]):
                 await self._list_and_watch()
             except APIError as e:
                 self.last_error = f"{self.path}: {e}"
-                log.warning("list/watch failed", informer=self.name, error=str(e))
+                # one line per cause (every informer hits the same unreachable server)
+                held = _THROTTLE.allow(f"{type(e).__name__} {str(e).replace(self.path, '')}")
+                if held is not None:
+                    log.warning(
+                        "list/watch failed", informer=self.name, error=str(e), repeated=held
+                    )
             except _WatchEnded as e:
                 log.info("relisting", informer=self.name, why=str(e))
             except Exception:
@@ -390,7 +399,11 @@ class Informer(Generic[T]):
                 events = await self._watch_once(timeout)
             except APIConnectionError as e:
                 # no stream at all (refused, reset): retry the watch, not the list
-                log.info("watch failed to open", informer=self.name, error=str(e))
+                held = _THROTTLE.allow(f"watch {str(e).replace(self.path, '')}")
+                if held is not None:
+                    log.info(
+                        "watch failed to open", informer=self.name, error=str(e), repeated=held
+                    )
                 await self.backoff.wait()
                 continue
             except APIError as e:
@@ -473,11 +486,18 @@ class InformerSet:
         return all(i.has_synced for i in self.informers)
 
     def unsynced(self) -> str:
-        """The informers still to list, each with its last error ("" once all have)."""
-        return ", ".join(
-            f"{i.name} ({i.last_error})" if i.last_error else i.name
-            for i in self.informers
-            if not i.has_synced
+        """The informers still to list ("" once all have), those failing alike grouped
+        with the first one's last error: which server, which collection, what it said."""
+        groups: dict[str, tuple[list[str], str]] = {}
+        for i in self.informers:
+            if i.has_synced:
+                continue
+            cause = (i.last_error or "").replace(i.path, "")
+            names, _ = groups.setdefault(cause, ([], i.last_error or ""))
+            names.append(i.name)
+        return "; ".join(
+            ", ".join(names) + (f" ({clip(error)})" if error else "")
+            for names, error in groups.values()
         )
 
     async def wait_synced(self) -> None:
