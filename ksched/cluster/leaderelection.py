@@ -45,6 +45,7 @@ import msgspec
 import structlog
 
 from ..util.clock import Clock, RealClock, rfc3339
+from ..util.throttle import LogThrottle
 from .client import APIClient, APIError, hostname
 from .status import micro_time
 
@@ -298,8 +299,8 @@ class LeaderElector:
         # Why the last attempt could not even read or write the Lease when the API server
         # refused it (401/403): a candidate that can never lead is not ready.
         self.access_error: str | None = None
-        # (message, first logged at, repeats since): one line per cause, not per retry
-        self._last_failure: tuple[str, float, int] | None = None
+        # one line per cause, not one per retry
+        self._throttle = LogThrottle(30.0, clock=self.clock.now)
         self._stop_requested = False
         self._sleep_scope: anyio.CancelScope | None = None
         if metrics is not None:
@@ -349,14 +350,9 @@ class LeaderElector:
                 f"cannot {verb} lease {self.lock.describe()} as this identity "
                 f"({e.status} {e.reason}): {e.message}"
             )
-        msg, now = f"{what}: {_err(e)}", self.clock.now()
-        last = self._last_failure
-        if last is not None and last[0] == msg and now - last[1] < 30.0:
-            self._last_failure = (msg, last[1], last[2] + 1)
-            return
-        repeated = last[2] if last is not None and last[0] == msg else 0
-        self._last_failure = (msg, now, 0)
-        log.error(what, lease=self.lock.describe(), error=_err(e), repeated=repeated)
+        held = self._throttle.allow(f"{what}: {_err(e)}")
+        if held is not None:
+            log.error(what, lease=self.lock.describe(), error=_err(e), repeated=held)
 
     def _set_observed(self, record: LeaderElectionRecord) -> None:
         self.observed_record = record
