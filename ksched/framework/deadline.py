@@ -21,6 +21,7 @@ stalls its cycle too; ksched goes further because third-party plugins are the po
 
 from __future__ import annotations
 
+import atexit
 import signal
 import threading
 import time
@@ -131,7 +132,17 @@ class _Alarm:
             cls.usable = current in (signal.SIG_DFL, signal.SIG_IGN, None)
             if cls.usable:
                 signal.signal(signal.SIGALRM, cls.handler)
+                # Interpreter shutdown puts SIGALRM back to its default action (terminate):
+                # a timer still running then would kill an exiting process with -14.
+                atexit.register(cls.stop)
         return cls.usable
+
+    @staticmethod
+    def stop() -> None:
+        """Stop the interval timer (at exit: nothing is left to interrupt)."""
+        _Alarm.armed = None
+        _Alarm.fires_at = 0.0
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
     @staticmethod
     def start(seconds: float) -> bool:

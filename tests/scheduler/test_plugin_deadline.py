@@ -439,3 +439,24 @@ def test_a_handler_installed_later_turns_deadlines_off() -> None:
     finally:
         signal.signal(signal.SIGALRM, previous)
         _Alarm.usable = None  # let later tests install ours again
+
+
+def test_the_timer_is_stopped_at_exit() -> None:
+    """Interpreter shutdown restores SIGALRM's default action (terminate): a timer left
+    running then killed an exiting daemon with -14 instead of its exit status."""
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, signal, sys\n"
+        "from ksched.framework.deadline import SyncDeadline\n"
+        "with SyncDeadline(30.0):\n"
+        "    pass\n"
+        "assert signal.getitimer(signal.ITIMER_REAL)[0] > 0  # left running, by design\n"
+        "atexit._run_exitfuncs()\n"
+        "print(signal.getitimer(signal.ITIMER_REAL))\n"
+        "sys.exit(1)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.strip() == "(0.0, 0.0)"
