@@ -277,9 +277,18 @@ def cmd_extender(args: argparse.Namespace) -> int:
     from .logging import configure
 
     if bool(args.tls_cert) != bool(args.tls_key):
-        return _die(["ksched extender: --tls-cert and --tls-key go together"])
+        return _die(["ksched extender: --tls-cert-file and --tls-private-key-file go together"])
     if args.client_ca and not args.tls_cert:
-        return _die(["ksched extender: --client-ca needs --tls-cert and --tls-key"])
+        return _die(
+            ["ksched extender: --client-ca-file needs --tls-cert-file and --tls-private-key-file"]
+        )
+    if args.client_ca and args.insecure_allow_unauthenticated_bind:
+        return _die(
+            [
+                "ksched extender: --insecure-allow-unauthenticated-bind contradicts "
+                "--client-ca-file (which requires a client certificate for every request)"
+            ]
+        )
     if args.max_request_bytes <= 0:
         return _die(["ksched extender: --max-request-bytes must be positive"])
     registry = _registry()
@@ -315,6 +324,7 @@ def cmd_extender(args: argparse.Namespace) -> int:
                     max_body_bytes=args.max_request_bytes,
                     health_port=args.health_port,
                     plugin_timeout=args.plugin_timeout,
+                    insecure_allow_unauthenticated_bind=args.insecure_allow_unauthenticated_bind,
                 )
             )
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -419,16 +429,32 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--output", choices=("table", "json"), default="table")
     pl.set_defaults(fn=cmd_plugins)
 
-    from .extender import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+    from .extender import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 
     x = sub.add_parser("extender", help="serve a profile's plugins as a kube-scheduler extender")
     x.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
     x.add_argument("--profile", help="schedulerName of the profile to serve (default: the first)")
-    x.add_argument("--bind-address", default="0.0.0.0")
+    x.add_argument(
+        "--bind-address",
+        default=DEFAULT_BIND_ADDRESS,
+        help="listen address (default: loopback only); beyond loopback /bind and /preempt "
+        "need --client-ca-file (or --insecure-allow-unauthenticated-bind)",
+    )
     x.add_argument("--port", type=int, default=DEFAULT_PORT)
-    x.add_argument("--tls-cert", help="serving certificate (PEM)")
-    x.add_argument("--tls-key", help="serving key (PEM)")
-    x.add_argument("--client-ca", help="require client certificates signed by this CA")
+    x.add_argument("--tls-cert-file", "--tls-cert", dest="tls_cert", help="serving cert (PEM)")
+    x.add_argument("--tls-private-key-file", "--tls-key", dest="tls_key", help="serving key (PEM)")
+    x.add_argument(
+        "--client-ca-file",
+        "--client-ca",
+        dest="client_ca",
+        help="require, on every request, a client certificate signed by this CA (401 without)",
+    )
+    x.add_argument(
+        "--insecure-allow-unauthenticated-bind",
+        action="store_true",
+        help="answer /bind and /preempt without authentication on a non-loopback address "
+        "(anyone who can reach the port can bind any pod to any node)",
+    )
     x.add_argument(
         "--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames requests, /bind)"
     )

@@ -9,7 +9,9 @@ Only constants live here, so ``ksched --help`` does not import aiohttp.
 """
 
 DEFAULT_PORT = 8888
+# Loopback unless told otherwise: beyond it /bind and /preempt need client certificates.
+DEFAULT_BIND_ADDRESS = "127.0.0.1"
 # Full NodeLists of big clusters are large (5000 nodes is about 25 MiB); beyond this, 400.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_PORT"]
+__all__ = ["DEFAULT_BIND_ADDRESS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_PORT"]

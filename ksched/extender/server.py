@@ -18,6 +18,14 @@ Prioritize: PreScore/Score/NormalizeScore and weights as in the scheduler; the w
 Preempt: a candidate node stays when the pod passes Filter with its victims removed
 (nodes the extender knows nothing about are passed through untouched).
 
+Access: on a loopback address (the default, 127.0.0.1) every verb answers anyone who can
+connect. With ``--client-ca-file`` (TLS) every request on the port must present a client
+certificate that CA signed: none gets 401 ``{"Error": ...}`` (a certificate the CA did not
+sign fails the TLS handshake). On any other address without ``--client-ca-file``,
+``/bind`` and ``/preempt`` get 403 (anyone reaching the port could bind any pod to any
+node) unless ``--insecure-allow-unauthenticated-bind`` says otherwise, which is logged at
+start. Reads and writes of a connection are bounded (``ksched.util.httpserver``).
+
 Errors: a body that is not valid JSON, has wrong types or is over the size limit gets 400
 ``{"Error": ...}``; a plugin failure during Filter or Bind is a 200 whose ``Error`` is set,
 which kube-scheduler turns into a failed call; Prioritize and Preempt have no Error field,
@@ -26,6 +34,7 @@ so their failures are a 500 ``{"Error": ...}``. Never a traceback.
 
 from __future__ import annotations
 
+import ipaddress
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -51,13 +60,18 @@ from ..framework.snapshot import NodeInfoView, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from ..scheduler.scheduler import build_frameworks
-from . import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
+from ..util.httpserver import Limits, start_app
+from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
 from .wire import MAX_EXTENDER_PRIORITY
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_PORT",
+    "PROTECTED_PATHS",
+    "Access",
     "ExtenderServer",
+    "access_for",
+    "is_loopback",
     "make_app",
     "make_health_app",
     "serve",
@@ -68,6 +82,42 @@ __all__ = [
 log = structlog.get_logger("ksched.extender.server")
 
 _JSON = "application/json"
+
+#: The verbs that act on the cluster (bind) or shape its evictions (preempt).
+PROTECTED_PATHS = frozenset({"/bind", "/preempt"})
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may call what on the extender's port."""
+
+    #: the TLS context verifies client certificates (``--client-ca-file``): every request
+    #: must present one (401 without)
+    client_certs: bool = False
+    #: ``PROTECTED_PATHS`` answer callers that presented no certificate (403 otherwise)
+    open_writes: bool = True
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ::1, ``localhost``); a wildcard
+    (None, "", 0.0.0.0, ::) or any other name is not."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def access_for(host: str | None, *, client_certs: bool, insecure: bool = False) -> Access:
+    """The access rules for listening on ``host``: with client certificates verified, they
+    are required; else ``/bind`` and ``/preempt`` are open on loopback, or when
+    ``insecure`` (``--insecure-allow-unauthenticated-bind``) says so."""
+    if client_certs:
+        return Access(client_certs=True, open_writes=False)
+    return Access(open_writes=insecure or is_loopback(host))
 
 
 class BadRequest(Exception):
@@ -450,9 +500,49 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
 Handler = Callable[[Any], Awaitable[Any]]
 
 
-def make_app(server: ExtenderServer) -> web.Application:
-    """The aiohttp application: the four verbs plus /healthz, /readyz and /metrics."""
-    app = web.Application(client_max_size=server.max_body_bytes)
+def _authenticator(server: ExtenderServer, access: Access) -> Any:
+    """Middleware: 401 without the client certificate ``access`` requires, 403 for a
+    protected verb ``access`` does not open to unauthenticated callers."""
+
+    def refuse(request: web.Request, status: int, message: str) -> web.Response:
+        verb = request.path.strip("/")
+        if request.method == "POST" and f"/{verb}" in _VERBS:
+            server.requests.labels(verb, str(status)).inc()
+        return _error(status, message)
+
+    @web.middleware
+    async def authenticate(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if access.client_certs:
+            cert = request.transport.get_extra_info("peercert") if request.transport else None
+            if not cert:
+                return refuse(
+                    request,
+                    401,
+                    "Unauthorized: a client certificate signed by the extender's "
+                    "--client-ca-file CA is required",
+                )
+        elif request.path in PROTECTED_PATHS and not access.open_writes:
+            return refuse(
+                request,
+                403,
+                f"Forbidden: {request.path} needs client-certificate authentication: this "
+                "extender listens beyond loopback without --client-ca-file",
+            )
+        return await handler(request)
+
+    return authenticate
+
+
+_VERBS = frozenset({"/filter", "/prioritize", "/preempt", "/bind"})
+
+
+def make_app(server: ExtenderServer, access: Access | None = None) -> web.Application:
+    """The aiohttp application: the four verbs plus /healthz, /readyz and /metrics, under
+    ``access`` (default: open, as on loopback)."""
+    middlewares = [_authenticator(server, access)] if access is not None else []
+    app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
 
     def endpoint(verb: str, decoder: Callable[[Any], Any], call: Handler) -> Any:
         async def handle(request: web.Request) -> web.Response:
@@ -551,13 +641,19 @@ def _add_health_routes(app: web.Application, server: ExtenderServer) -> None:
 
 
 def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
-    """Serving TLS; with ``client_ca`` a client certificate signed by it is required."""
+    """Serving TLS; with ``client_ca`` client certificates are asked for and verified
+    against it (a certificate it did not sign fails the handshake; none at all is left to
+    ``Access`` to answer 401, so the client learns why)."""
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
     if client_ca:
-        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.verify_mode = ssl.CERT_OPTIONAL
         ctx.load_verify_locations(cafile=client_ca)
     return ctx
+
+
+def verifies_clients(ssl_context: ssl.SSLContext | None) -> bool:
+    return ssl_context is not None and ssl_context.verify_mode != ssl.CERT_NONE
 
 
 async def start(
@@ -567,16 +663,19 @@ async def start(
     ssl_context: ssl.SSLContext | None = None,
     *,
     health_only: bool = False,
+    access: Access | None = None,
+    limits: Limits | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Serve ``server`` in the running loop; the runner (``await runner.cleanup()`` to stop)
-    and the bound port."""
-    app = make_health_app(server) if health_only else make_app(server)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
-    await site.start()
-    addrs = runner.addresses
-    return runner, int(addrs[0][1]) if addrs else port
+    and the bound port. ``access`` defaults to the rules for ``host`` and ``ssl_context``
+    (``access_for``)."""
+    if health_only:
+        app = make_health_app(server)
+    else:
+        if access is None:
+            access = access_for(host, client_certs=verifies_clients(ssl_context))
+        app = make_app(server, access)
+    return await start_app(app, host, port, ssl_context=ssl_context, limits=limits, error=_error)
 
 
 async def serve(
@@ -584,33 +683,47 @@ async def serve(
     registry: Registry,
     *,
     profile: str | None = None,
-    host: str = "0.0.0.0",
+    host: str = DEFAULT_BIND_ADDRESS,
     port: int = DEFAULT_PORT,
     ssl_context: ssl.SSLContext | None = None,
     kubeconfig: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     health_port: int | None = None,
     plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
+    insecure_allow_unauthenticated_bind: bool = False,
+    limits: Limits | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the extender until cancelled; ``task_status`` receives the bound port.
 
     ``health_port``: also serve /healthz, /readyz and /metrics there over plain HTTP.
+    ``insecure_allow_unauthenticated_bind``: /bind and /preempt answer anyone even beyond
+    loopback without client certificates (logged at start).
     """
     runners: list[web.AppRunner] = []
+    access = access_for(
+        host,
+        client_certs=verifies_clients(ssl_context),
+        insecure=insecure_allow_unauthenticated_bind,
+    )
 
     async def listen(server: ExtenderServer) -> int:
-        runner, bound = await start(server, host, port, ssl_context)
+        runner, bound = await start(server, host, port, ssl_context, access=access, limits=limits)
         runners.append(runner)
         if health_port is not None:
-            runners.append((await start(server, host, health_port, health_only=True))[0])
+            runners.append(
+                (await start(server, host, health_port, health_only=True, limits=limits))[0]
+            )
         log.info(
             "ksched extender serving",
             profile=server.profile,
+            address=host,
             port=bound,
             stateful=server.cache is not None,
             tls=ssl_context is not None,
+            client_certificates=access.client_certs,
         )
+        _warn_access(host, access)
         return bound
 
     try:
@@ -639,6 +752,27 @@ async def serve(
         with anyio.CancelScope(shield=True):
             for r in runners:
                 await r.cleanup()
+
+
+def _warn_access(host: str, access: Access) -> None:
+    """One warning line when ``/bind`` and ``/preempt`` are open beyond loopback, or
+    refused for want of client certificates."""
+    if access.client_certs or is_loopback(host):
+        return
+    paths = " and ".join(sorted(PROTECTED_PATHS))
+    if access.open_writes:
+        log.warning(
+            f"INSECURE: {paths} answer unauthenticated requests on a non-loopback address "
+            "(--insecure-allow-unauthenticated-bind): anyone who can reach the port can bind "
+            "any pod to any node",
+            address=host,
+        )
+    else:
+        log.warning(
+            f"{paths} are refused (403): the extender listens beyond loopback without "
+            "client-certificate authentication (--client-ca-file)",
+            address=host,
+        )
 
 
 async def _serve_stateful(

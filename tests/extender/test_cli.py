@@ -36,8 +36,14 @@ def cfg(tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--tls-cert", "c.pem"], "--tls-cert and --tls-key go together"),
-        (["--client-ca", "ca.pem"], "--client-ca needs --tls-cert"),
+        (["--tls-cert", "c.pem"], "--tls-cert-file and --tls-private-key-file go together"),
+        (["--tls-private-key-file", "k.pem"], "--tls-cert-file and --tls-private-key-file go"),
+        (["--client-ca", "ca.pem"], "--client-ca-file needs --tls-cert-file"),
+        (
+            ["--tls-cert-file", "c.pem", "--tls-private-key-file", "k.pem"]
+            + ["--client-ca-file", "ca.pem", "--insecure-allow-unauthenticated-bind"],
+            "--insecure-allow-unauthenticated-bind contradicts --client-ca-file",
+        ),
         (["--profile", "nope"], "unknown profile 'nope'"),
         (["--max-request-bytes", "0"], "must be positive"),
         (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.pem"], "TLS:"),

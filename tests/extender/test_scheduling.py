@@ -202,9 +202,9 @@ async def test_filter_sees_full_node_manifests(fake: FakeExtender) -> None:
 async def test_tls_with_client_certificates(tmp_path: Path) -> None:
     pki = make_pki(tmp_path)
     fake = FakeExtender()
-    await fake.start(
-        server_ssl_context(pki.path("server.pem"), pki.path("server-key.pem"), pki.path("ca.pem"))
-    )
+    ctx = server_ssl_context(pki.path("server.pem"), pki.path("server-key.pem"), pki.path("ca.pem"))
+    ctx.verify_mode = ssl.CERT_REQUIRED  # the fake refuses anonymous clients at the handshake
+    await fake.start(ctx)
     fake.on("filter", {"NodeNames": ["node-a"]})
     b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
     tls = {
