@@ -46,7 +46,7 @@ import anyio.abc
 import numpy as np
 import structlog
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import Counter, Histogram, generate_latest
 
 from ..api.objects import DecodeError, InvalidObjectError, Node, ObjectMeta, Pod, decode
 from ..cache import Cache, CacheError
@@ -59,6 +59,7 @@ from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
 from ..framework.snapshot import NodeInfoView, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
+from ..metrics import SchedulerRegistry
 from ..scheduler.scheduler import build_frameworks
 from ..util.httpserver import Limits, start_app
 from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
@@ -215,7 +216,8 @@ class ExtenderServer:
         self.feeder = _CacheFeeder(self.cache, self.frameworks) if self.cache else None
         self.synced = not stateful
         self.max_body_bytes = max_body_bytes
-        self.metrics = CollectorRegistry()
+        # no _created series, as on the scheduler's /metrics
+        self.metrics = SchedulerRegistry()
         self.requests = Counter(
             "ksched_extender_server_requests",
             "Extender requests served, by verb and HTTP code.",

@@ -474,6 +474,7 @@ async def test_ksched_scheduling_through_ksched_extender() -> None:
         )
         text = generate(server)
         assert 'verb="filter"' in text and 'verb="prioritize"' in text
+        assert "_created" not in text
     finally:
         await runner.cleanup()
 
