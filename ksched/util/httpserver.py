@@ -19,10 +19,11 @@ Both of ksched's HTTP servers (the daemon's health/metrics/debug server and
   lock out ``/healthz``; when every connection is serving a request, accepting pauses until
   one ends (new clients wait in the listen backlog).
 * **file descriptors**: when ``accept()`` fails for want of descriptors (EMFILE, ENFILE,
-  ENOBUFS, ENOMEM) accepting pauses for ``accept_retry`` (0.5 s) and the connection idle
-  longest is closed to free one. One warning per ``log_interval`` (10 s) says so, with the
-  count since the last one. (asyncio's own accept loop logs a traceback for each failed
-  ``accept()``, up to a hundred per loop iteration.)
+  ENOBUFS, ENOMEM) the 16 connections idle longest are closed and accepting resumes once
+  their descriptors are free (10 ms), or after ``accept_retry`` (0.5 s) when none was idle.
+  One warning per ``log_interval`` (10 s) says so, with the repeats held back since.
+  (asyncio's own accept loop logs a traceback for each failed ``accept()``, up to a
+  hundred per loop iteration: hundreds of thousands of lines a minute.)
 
 Timeouts and limits are per server (runner); :data:`DEFAULT_LIMITS` applies when none are
 given.
@@ -36,7 +37,6 @@ import functools
 import resource
 import socket
 import ssl
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -46,6 +46,7 @@ from typing import Any
 from aiohttp import web
 
 from ..logging import get_logger
+from .throttle import LogThrottle
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -60,6 +61,9 @@ log = get_logger("ksched.http")
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 #: accept() calls per readiness event, so one busy listener cannot starve the loop.
 _ACCEPTS_PER_EVENT = 64
+#: Out of descriptors: idle connections closed at once, and the retry after they were.
+_EVICT_ON_EMFILE = 16
+_FREED_RETRY = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,24 +98,6 @@ ErrorResponse = Callable[[int, str], web.Response]
 
 def _json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
-
-
-class _Throttle:
-    """At most one log line per ``interval``; the lines in between are counted."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self.last = -float("inf")
-        self.count = 0
-
-    def hit(self) -> int:
-        """How many events to report now (this one included), or 0 to stay quiet."""
-        self.count += 1
-        now = time.monotonic()
-        if now - self.last < self.interval:
-            return 0
-        self.last, n, self.count = now, self.count, 0
-        return n
 
 
 class _State(Enum):
@@ -219,9 +205,7 @@ class _Guard:
         self.evictable: OrderedDict[_Conn, None] = OrderedDict()
         self.by_transport: dict[asyncio.BaseTransport, _Conn] = {}
         self.waiting: list[Callable[[], None]] = []  # listeners paused for room
-        self.fd_log = _Throttle(limits.log_interval)
-        self.full_log = _Throttle(limits.log_interval)
-        self.error_log = _Throttle(limits.log_interval)
+        self.throttle = LogThrottle(limits.log_interval)
 
     def add(self, conn: _Conn) -> None:
         self.conns.add(conn)
@@ -251,7 +235,7 @@ class _Guard:
         if len(self.conns) < self.max_connections:
             return True
         evicted = self.evict_one()
-        if n := self.full_log.hit():
+        if (held_back := self.throttle.allow(f"full {evicted}")) is not None:
             log.warning(
                 "http connection limit reached: "
                 + (
@@ -260,25 +244,31 @@ class _Guard:
                     else "every connection is serving a request; accepting paused"
                 ),
                 limit=self.max_connections,
-                times=n,
+                repeated=held_back,
             )
         return evicted
 
-    def out_of_fds(self, where: str, e: OSError) -> None:
-        self.evict_one()
-        if n := self.fd_log.hit():
+    def out_of_fds(self, where: str, e: OSError) -> int:
+        """Close a few of the connections idle longest; how many."""
+        freed = 0
+        while freed < _EVICT_ON_EMFILE and self.evict_one():
+            freed += 1
+        if (held_back := self.throttle.allow("out of fds")) is not None:
             log.warning(
                 "out of file descriptors: not accepting connections for a moment",
                 address=where,
                 error=e.strerror or str(e),
-                retry_seconds=self.limits.accept_retry,
-                times=n,
+                closed_idle=freed,
+                repeated=held_back,
                 log_interval_seconds=self.limits.log_interval,
             )
+        return freed
 
     def accept_failed(self, where: str, e: OSError) -> None:
-        if n := self.error_log.hit():
-            log.warning("accepting a connection failed", address=where, error=str(e), times=n)
+        if (held_back := self.throttle.allow(f"accept {e.errno}")) is not None:
+            log.warning(
+                "accepting a connection failed", address=where, error=str(e), repeated=held_back
+            )
 
 
 class _Listener:
@@ -299,6 +289,7 @@ class _Listener:
         self.reading = False
         self.closed = False
         self.retry: asyncio.TimerHandle | None = None
+        self.parked: list[socket.socket] = []  # accepted, waiting for a free slot
 
     def _where(self, sock: socket.socket) -> str:
         host, port = sock.getsockname()[:2]
@@ -307,6 +298,11 @@ class _Listener:
     def start(self) -> None:
         if self.closed or self.reading:
             return
+        while self.parked:
+            if not self.guard.make_room():
+                self._pause(None)
+                return
+            self._serve(self.parked.pop(0))
         self.reading = True
         for s in self.sockets:
             self.loop.add_reader(s.fileno(), self._on_readable, s)
@@ -318,7 +314,8 @@ class _Listener:
             for s in self.sockets:
                 self.loop.remove_reader(s.fileno())
         if retry is None:
-            self.guard.waiting.append(self.start)
+            if self.start not in self.guard.waiting:
+                self.guard.waiting.append(self.start)
         elif self.retry is None:
             self.retry = self.loop.call_later(retry, self._resume)
 
@@ -337,8 +334,9 @@ class _Listener:
         if self.retry is not None:
             self.retry.cancel()
             self.retry = None
-        for s in self.sockets:
+        for s in self.sockets + self.parked:
             s.close()
+        self.parked.clear()
         for conn in list(self.guard.conns):
             if conn.pending is not None:
                 conn.close()
@@ -348,9 +346,6 @@ class _Listener:
 
     def _on_readable(self, sock: socket.socket) -> None:
         for _ in range(_ACCEPTS_PER_EVENT):
-            if not self.guard.make_room():
-                self._pause(None)
-                return
             try:
                 conn, _ = sock.accept()
             except (BlockingIOError, InterruptedError):
@@ -359,10 +354,16 @@ class _Listener:
                 continue
             except OSError as e:
                 if e.errno in _OUT_OF_RESOURCES:
-                    self.guard.out_of_fds(self._where(sock), e)
+                    # descriptors close on the next loop iterations: retry soon if some were
+                    freed = self.guard.out_of_fds(self._where(sock), e)
+                    self._pause(_FREED_RETRY if freed else self.guard.limits.accept_retry)
                 else:
                     self.guard.accept_failed(self._where(sock), e)
-                self._pause(self.guard.limits.accept_retry)
+                    self._pause(self.guard.limits.accept_retry)
+                return
+            if not self.guard.make_room():  # every connection is serving a request
+                self.parked.append(conn)
+                self._pause(None)
                 return
             self._serve(conn)
 
