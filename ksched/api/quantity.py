@@ -3,7 +3,12 @@
 Quantities are parsed into ``fractions.Fraction`` so that ``0.1`` CPU is exactly 100
 millicores and ``1e3`` is exactly 1000; rounding happens only where Kubernetes rounds:
 parsing rounds up to a whole nanounit (and caps binary-suffixed amounts at the largest
-int64), ``MilliValue()`` and ``Value()`` round up, all away from zero.
+int64), ``MilliValue()`` and ``Value()`` round up, all away from zero, and saturate at
+the int64 bounds as upstream's ``ScaledValue`` does (``1e18`` cpu is ``2**63 - 1``
+millicores, ``-1e18`` is ``-2**63``).
+
+Past that point kube-scheduler computes in Go's int64, which wraps round: ``wrap_int64``
+reproduces it for the sums and products built from these values.
 """
 
 from __future__ import annotations
@@ -13,7 +18,31 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["QuantityError", "milli_value", "parse_quantity", "value"]
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "QuantityError",
+    "milli_value",
+    "parse_quantity",
+    "saturate_int64",
+    "value",
+    "wrap_int64",
+]
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def saturate_int64(x: int) -> int:
+    """``x`` clamped to int64, as ``ScaledValue`` saturates a quantity outside it."""
+    return INT64_MAX if x > INT64_MAX else INT64_MIN if x < INT64_MIN else x
+
+
+def wrap_int64(x: int) -> int:
+    """``x`` as a Go int64 holds it: sums and products wrap round modulo 2**64."""
+    if INT64_MIN <= x <= INT64_MAX:
+        return x
+    return (x + 2**63) % 2**64 - 2**63
 
 
 class QuantityError(ValueError):
@@ -43,6 +72,9 @@ _RE = re.compile(
 _NANO = Fraction(1, 10**9)
 # ParseQuantity caps BinarySI amounts at the largest int64 (``maxAllowed``).
 _MAX_BINARY = Fraction(2**63 - 1)
+# Decimal amounts are not capped, but one of 10**_HUGE or more saturates every int64
+# conversion (and any sum of a few such), so a larger exponent need not be expanded.
+_HUGE = 64
 
 
 def _to_nano(q: Fraction) -> Fraction:
@@ -65,11 +97,17 @@ def _parse_str(text: str) -> Fraction:
         return _to_nano(q)
     if m.group("exp"):
         exp = int(m.group("exp")[1:])
-        if exp < -64:
-            # Far below a nanounit: any non-zero amount rounds up to 1n.
-            return _NANO if num > 0 else -_NANO if num < 0 else Fraction(0)
-        if exp > 64:
+        if not -(2**31) <= exp < 2**31:  # the exponent is an int32 upstream
             raise QuantityError(f"quantity exponent out of range: {text!r}")
+        if num == 0:
+            return Fraction(0)
+        sign = 1 if num > 0 else -1
+        whole, _, frac = m.group("num").lstrip("+-").partition(".")
+        # 10**-len(frac) <= |num| < 10**len(whole digits)
+        if exp + len(whole.lstrip("0")) < -9:
+            return sign * _NANO  # below a nanounit: rounds up to 1n
+        if exp - len(frac) > _HUGE:
+            return sign * Fraction(10**_HUGE)  # saturates every int64 conversion
         return _to_nano(num * Fraction(10) ** exp)
     return _to_nano(num * _DECIMAL[m.group("dec") or ""])
 
@@ -95,10 +133,10 @@ def _round_away(q: Fraction) -> int:
 
 
 def milli_value(raw: object) -> int:
-    """``resource.Quantity.MilliValue()``: thousandths, rounded up."""
-    return _round_away(parse_quantity(raw) * 1000)
+    """``resource.Quantity.MilliValue()``: thousandths, rounded up, saturated to int64."""
+    return saturate_int64(_round_away(parse_quantity(raw) * 1000))
 
 
 def value(raw: object) -> int:
-    """``resource.Quantity.Value()``: whole units, rounded up."""
-    return _round_away(parse_quantity(raw))
+    """``resource.Quantity.Value()``: whole units, rounded up, saturated to int64."""
+    return saturate_int64(_round_away(parse_quantity(raw)))

@@ -2,7 +2,9 @@
 
 ``Resource`` mirrors ``framework.Resource``: CPU in millicores, memory and
 ephemeral storage in bytes, a pod count, and scalar (extended, hugepages,
-prefixed-native, attachable-volumes) resources in whole units.
+prefixed-native, attachable-volumes) resources in whole units. Every amount is an
+int64: a quantity converts saturating (``MilliValue``/``Value``), and sums wrap round
+as upstream's ``+=`` on int64 fields does.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .objects import Container, InvalidObjectError, Pod, PodSpec, Quantity
-from .quantity import QuantityError, milli_value, parse_quantity, value
+from .quantity import (
+    QuantityError,
+    milli_value,
+    parse_quantity,
+    saturate_int64,
+    value,
+    wrap_int64,
+)
 from .validation import is_qualified_name
 
 __all__ = [
@@ -97,33 +106,31 @@ class Resource:
         for name, q in rl.items():
             try:
                 if name == CPU:
-                    self.milli_cpu += milli_value(q)
+                    self.milli_cpu = wrap_int64(self.milli_cpu + milli_value(q))
                 elif name == MEMORY:
-                    self.memory += value(q)
+                    self.memory = wrap_int64(self.memory + value(q))
                 elif name == PODS:
-                    self.allowed_pod_number += value(q)
+                    self.allowed_pod_number = wrap_int64(self.allowed_pod_number + value(q))
                 elif name == EPHEMERAL_STORAGE:
-                    self.ephemeral_storage += value(q)
+                    self.ephemeral_storage = wrap_int64(self.ephemeral_storage + value(q))
                 elif is_scalar_resource(name):
-                    self.scalar[name] = self.scalar.get(name, 0) + value(q)
+                    self.scalar[name] = wrap_int64(self.scalar.get(name, 0) + value(q))
             except QuantityError as e:
                 raise ResourceError(f"{where}.{name}: {e}" if where else f"{name}: {e}") from None
 
-    def add(self, other: Resource) -> None:
-        self.milli_cpu += other.milli_cpu
-        self.memory += other.memory
-        self.ephemeral_storage += other.ephemeral_storage
-        self.allowed_pod_number += other.allowed_pod_number
+    def add(self, other: Resource, sign: int = 1) -> None:
+        """Add ``sign`` (1 or -1) times ``other``, wrapping round like Go's int64."""
+        self.milli_cpu = wrap_int64(self.milli_cpu + sign * other.milli_cpu)
+        self.memory = wrap_int64(self.memory + sign * other.memory)
+        self.ephemeral_storage = wrap_int64(self.ephemeral_storage + sign * other.ephemeral_storage)
+        self.allowed_pod_number = wrap_int64(
+            self.allowed_pod_number + sign * other.allowed_pod_number
+        )
         for k, v in other.scalar.items():
-            self.scalar[k] = self.scalar.get(k, 0) + v
+            self.scalar[k] = wrap_int64(self.scalar.get(k, 0) + sign * v)
 
     def sub(self, other: Resource) -> None:
-        self.milli_cpu -= other.milli_cpu
-        self.memory -= other.memory
-        self.ephemeral_storage -= other.ephemeral_storage
-        self.allowed_pod_number -= other.allowed_pod_number
-        for k, v in other.scalar.items():
-            self.scalar[k] = self.scalar.get(k, 0) - v
+        self.add(other, -1)
 
     def set_max(self, other: Resource) -> None:
         self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
@@ -337,9 +344,10 @@ def _hugepage_limits(c: Container, where: str) -> _Exact:
 
 
 def _round(nanos: int, unit: int = _NANO) -> int:
-    """Whole ``unit``s (a nanounit count per unit), rounded away from zero like Value()."""
+    """Whole ``unit``s (a nanounit count per unit), rounded away from zero and saturated
+    to int64 like Value()."""
     n = -(-abs(nanos) // unit)
-    return n if nanos >= 0 else -n
+    return saturate_int64(n if nanos >= 0 else -n)
 
 
 def pod_requests(pod: Pod) -> PodRequests:

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..api.objects import Taint
+from ..api.quantity import saturate_int64
 from .types import NodeInfo
 
 __all__ = ["BoolArray", "IntArray", "NodeInfoView", "RowCache", "Snapshot", "all_true"]
@@ -310,8 +311,8 @@ class Snapshot:
     def image_scores(self, name: str) -> IntArray:
         """ImageLocality's scaled score of image ``name`` per node (0 where absent).
 
-        ``size * numNodes / totalNodes`` truncated, as upstream's ``scaledImageScore``;
-        cached until a node object (its image list) changes.
+        ``size * numNodes / totalNodes`` truncated (saturated to int64), as upstream's
+        ``scaledImageScore``; cached until a node object (its image list) changes.
         """
         col = self._images.get(name)
         if col is None:
@@ -320,7 +321,7 @@ class Snapshot:
             for i, ni in enumerate(self.node_infos):
                 st = ni.image_states.get(name)
                 if st is not None:
-                    col[i] = int(float(st.size) * (float(st.num_nodes) / total))
+                    col[i] = saturate_int64(int(float(st.size) * (float(st.num_nodes) / total)))
             self._images[name] = col
         return col
 

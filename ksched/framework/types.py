@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from ..api.objects import InvalidObjectError, Node, Pod, PodSpec, ResourceRequirements
+from ..api.quantity import wrap_int64
 from ..api.resources import CPU, MEMORY, PodRequests, Resource, ResourceError, pod_requests
 
 __all__ = [
@@ -412,14 +413,15 @@ class NodeInfo:
     def _update(self, pi: PodInfo, sign: int) -> None:
         r = pi.requests
         req = self.requested
-        req.milli_cpu += sign * r.milli_cpu
-        req.memory += sign * r.memory
-        req.ephemeral_storage += sign * r.ephemeral_storage
+        # Upstream's int64 ``+=``: wraps round (exactly undone by the removal).
+        req.milli_cpu = wrap_int64(req.milli_cpu + sign * r.milli_cpu)
+        req.memory = wrap_int64(req.memory + sign * r.memory)
+        req.ephemeral_storage = wrap_int64(req.ephemeral_storage + sign * r.ephemeral_storage)
         for k, v in r.scalar.items():
-            req.scalar[k] = req.scalar.get(k, 0) + sign * v
+            req.scalar[k] = wrap_int64(req.scalar.get(k, 0) + sign * v)
         nz = self.non_zero_requested
-        nz.milli_cpu += sign * pi.non_zero_cpu
-        nz.memory += sign * pi.non_zero_mem
+        nz.milli_cpu = wrap_int64(nz.milli_cpu + sign * pi.non_zero_cpu)
+        nz.memory = wrap_int64(nz.memory + sign * pi.non_zero_mem)
         spec = pi.pod.spec
         # Host ports of containers and of sidecars (``util.GetHostPorts``).
         for c in (

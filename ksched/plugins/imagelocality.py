@@ -6,6 +6,10 @@ size scaled by the share of nodes holding it (``size * numNodes / totalNodes``, 
 [23MB, 1000MB x containers] and mapped linearly onto 0..100. Image names get
 upstream's normalisation only (":latest" when untagged), so "nginx" does not match a
 node listing "docker.io/library/nginx:latest", exactly as in kube-scheduler.
+
+Sizes are int64 (``sizeBytes``); a scaled size of 2**63 (an image of the largest size on
+every node) is beyond int64, where Go's float-to-int conversion is platform defined: it
+saturates here, as on arm64. Sums wrap round like Go's int64.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..api.quantity import saturate_int64, wrap_int64
 from ..framework.cycle_state import CycleState
 from ..framework.interface import ScorePlugin
 from ..framework.snapshot import IntArray, Snapshot
@@ -39,7 +44,7 @@ def normalized_image_name(name: str) -> str:
 
 def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:
     spread = float(state.num_nodes) / float(total_nodes)
-    return int(float(state.size) * spread)
+    return saturate_int64(int(float(state.size) * spread))
 
 
 def calculate_priority(sum_scores: int, num_containers: int) -> int:
@@ -93,7 +98,7 @@ class ImageLocality(ScorePlugin):
         for img in images:
             st = states.get(img)
             if st is not None:
-                sum_scores += scaled_image_score(st, total)
+                sum_scores = wrap_int64(sum_scores + scaled_image_score(st, total))
         return calculate_priority(sum_scores, len(images))
 
     def score_batch(

@@ -167,7 +167,8 @@ def test_every_suffix_scales_exactly(text: str, factor: Fraction) -> None:
         math.ceil(Fraction(3, 2) * factor * 10**9), 10**9
     )
     assert value("2" + text) == math.ceil(2 * factor)
-    assert milli_value("2" + text) == math.ceil(2000 * factor)
+    # 2E is 2e21 millicores: MilliValue saturates at the largest int64.
+    assert milli_value("2" + text) == min(math.ceil(2000 * factor), MAX_INT64)
 
 
 @pytest.mark.parametrize(
@@ -239,12 +240,14 @@ def test_yaml_numbers_are_exact() -> None:
     assert milli_value(0.3) == 300  # 0.1 + 0.2 style float noise must not leak in
     assert milli_value(2.5) == 2500
     assert milli_value(0.001) == 1
-    assert value(1e20) == 10**20
+    assert parse_quantity(1e20) == 10**20
+    assert value(1e20) == MAX_INT64  # Value() saturates
     assert parse_quantity(1.5e-7) == Fraction(15, 10**8)
     assert parse_quantity(-0.25) == Fraction(-1, 4)
     assert parse_quantity(4) == 4
     assert value(4) == 4 and milli_value(4) == 4000
-    assert value(10**30) == 10**30
+    assert parse_quantity(10**30) == 10**30
+    assert value(10**30) == MAX_INT64 and value(-(10**30)) == -MAX_INT64 - 1
     assert parse_quantity(0) == 0
 
 
@@ -341,3 +344,64 @@ def test_cmp_order_from_upstream() -> None:
     assert parse_quantity("50m") < parse_quantity("100m")
     assert parse_quantity("10000T") > parse_quantity("100Gi")
     assert parse_quantity("0") == parse_quantity("0")
+
+
+# ---- int64 boundaries: MilliValue/Value saturate like upstream's ScaledValue ----------------
+
+MIN_INT64 = -(2**63)
+
+
+@pytest.mark.parametrize(
+    ("text", "milli", "whole"),
+    [
+        # the largest millicore count there is, and one past it
+        ("9223372036854775807m", MAX_INT64, 9_223_372_036_854_776),
+        ("9223372036854775808m", MAX_INT64, 9_223_372_036_854_776),
+        ("-9223372036854775808m", MIN_INT64, -9_223_372_036_854_776),
+        ("-9223372036854775809m", MIN_INT64, -9_223_372_036_854_776),
+        # 1e18 cpu: 1e21 millicores saturate; the whole value still fits
+        ("1e18", MAX_INT64, 10**18),
+        ("1E", MAX_INT64, 10**18),
+        ("-1e18", MIN_INT64, -(10**18)),
+        # 8Ei is capped at 2**63 - 1 by parsing (BinarySI), then saturates in milli
+        ("8Ei", MAX_INT64, MAX_INT64),
+        ("-8Ei", MIN_INT64, -MAX_INT64),
+        ("9223372036854775807", MAX_INT64, MAX_INT64),
+        ("9223372036854775808", MAX_INT64, MAX_INT64),
+        ("1e19", MAX_INT64, MAX_INT64),
+        ("-1e19", MIN_INT64, MIN_INT64),
+        # the smallest amounts round away from zero
+        ("1n", 1, 1),
+        ("-1n", -1, -1),
+        ("-1", -1000, -1),
+    ],
+)
+def test_int64_boundaries_saturate(text: str, milli: int, whole: int) -> None:
+    assert milli_value(text) == milli
+    assert value(text) == whole
+
+
+def test_huge_decimal_exponents_parse_and_saturate() -> None:
+    # kube-apiserver accepts any exponent that fits an int32 (int64Amount{1, 100}).
+    for text in ("1e100", "1e2147483647", "0.5e2147483647", "123.456e300"):
+        assert milli_value(text) == MAX_INT64 and value(text) == MAX_INT64
+        assert milli_value("-" + text) == MIN_INT64
+    assert parse_quantity("0e2147483647") == 0
+    assert parse_quantity("1e-2147483648") == Fraction(1, 10**9)
+    # a long mantissa keeps the value exact even with a large exponent
+    assert parse_quantity("0." + "0" * 70 + "1e75") == 10**4
+    assert parse_quantity("1" + "0" * 70 + "e-70") == 1
+    for bad in ("1e2147483648", "1e-2147483649"):
+        with pytest.raises(QuantityError):
+            parse_quantity(bad)
+
+
+def test_int64_helpers() -> None:
+    from ksched.api.quantity import saturate_int64, wrap_int64
+
+    assert saturate_int64(2**70) == MAX_INT64 and saturate_int64(-(2**70)) == MIN_INT64
+    assert saturate_int64(5) == 5
+    assert wrap_int64(MAX_INT64 + 1) == MIN_INT64
+    assert wrap_int64(2 * MAX_INT64) == -2  # two 2**63 - 1 millicore pods
+    assert wrap_int64(MIN_INT64 - 1) == MAX_INT64
+    assert wrap_int64(-5) == -5

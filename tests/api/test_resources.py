@@ -765,3 +765,34 @@ def test_pod_level_error_names_the_field() -> None:
         pod_requests(pl_pod([c()], {"cpu": "lots"}))
     with pytest.raises(ResourceError, match=r"^Pod ns/p: spec\.resources\.limits\.memory: "):
         pod_requests(pl_pod([c()], limits={"memory": "1GiB"}))
+
+
+# ---- int64 boundaries ---------------------------------------------------------------------
+
+MAX64, MIN64 = 2**63 - 1, -(2**63)
+
+
+def test_pod_totals_saturate_after_exact_sums() -> None:
+    # Upstream adds Quantities exactly and only converts the total (MilliValue saturates).
+    pr = pod_requests(pod([c({"cpu": "1e18", "memory": "8Ei"}), c({"cpu": "1e18"})]))
+    assert pr.requests.milli_cpu == MAX64 and pr.requests.memory == MAX64
+    assert pr.non_zero_milli_cpu == MAX64 and pr.score_milli_cpu == MAX64
+    # ... so a huge request cancelled by a huge negative one is exactly what is left
+    pr = pod_requests(pod([c({"cpu": "1e18"}), c({"cpu": "-1e18"}), c({"cpu": "1n"})]))
+    assert pr.requests.milli_cpu == 1
+    pr = pod_requests(pod([c({"cpu": "-1e18", "example.com/gpu": "-8Ei"})]))
+    assert pr.requests.milli_cpu == MIN64 and pr.requests.scalar["example.com/gpu"] == -MAX64
+    pr = pod_requests(pod([c({"cpu": "1n", "memory": "1n"})]))
+    assert (pr.requests.milli_cpu, pr.requests.memory) == (1, 1)
+    assert pod_requests(pod([c({"cpu": "9223372036854775807m"})])).requests.milli_cpu == MAX64
+
+
+def test_allocatable_saturates_and_vector_sums_wrap_like_int64() -> None:
+    r = Resource.from_list({"cpu": "8Ei", "memory": "1e19", "pods": "8Ei", "x.io/y": "-1e19"})
+    assert (r.milli_cpu, r.memory, r.allowed_pod_number) == (MAX64, MAX64, MAX64)
+    assert r.scalar == {"x.io/y": MIN64}
+    s = r.clone()
+    s.add(r)  # Go's int64 +=: (2**63 - 1) * 2 wraps to -2
+    assert (s.milli_cpu, s.scalar["x.io/y"]) == (-2, 0)
+    s.sub(r)  # and wraps back exactly
+    assert s == r

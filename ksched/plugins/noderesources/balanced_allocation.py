@@ -49,6 +49,11 @@ __all__ = [
 SCORE_BALANCE_CHANGE = True
 
 _HALF = MAX_NODE_SCORE // 2
+# A fraction below 0 (a negative request or allocatable) can make ``(1 - std) * 100``
+# any negative size; Go's float-to-int64 conversion of one beyond int64 is platform
+# defined. Bounding it here keeps both forms exact wherever the final score can be in
+# range (it cannot once this is below -MAX_NODE_SCORE) and the arithmetic after it small.
+_FLOOR = -(2**31)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -104,7 +109,13 @@ def balanced_resource_score(values: Sequence[int], allocatable: Sequence[int]) -
         for f in fractions:
             acc = acc + (f - mean) * (f - mean)
         std = math.sqrt(acc / float(n))
-    return int((1 - std) * float(MAX_NODE_SCORE))
+    return max(int((1 - std) * float(MAX_NODE_SCORE)), _FLOOR)
+
+
+def _to_score(std: FloatArray) -> IntArray:
+    """``(1 - std) * 100`` truncated toward zero, bounded below like the per-node form."""
+    out: IntArray = np.maximum((1 - std) * float(MAX_NODE_SCORE), _FLOOR).astype(np.int64)
+    return out
 
 
 def _balanced_vec(values: list[IntArray], caps: list[IntArray], n: int) -> IntArray:
@@ -142,8 +153,7 @@ def _balanced_vec(values: list[IntArray], caps: list[IntArray], n: int) -> IntAr
             d = f - mean
             acc = np.where(valid, acc + d * d, acc)
         std = np.where(many, np.sqrt(acc / cnt), std)
-    out: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
-    return out
+    return _to_score(std)
 
 
 def _balanced_dense(values: list[IntArray], caps: list[IntArray], n: int) -> IntArray:
@@ -165,8 +175,7 @@ def _balanced_dense(values: list[IntArray], caps: list[IntArray], n: int) -> Int
             d = f - mean
             acc += d * d
         std = np.sqrt(acc / float(k))
-    out: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
-    return out
+    return _to_score(std)
 
 
 class BalancedScorer:

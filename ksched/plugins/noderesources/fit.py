@@ -8,7 +8,9 @@ node's whole allocatable (preemption cannot help). Score is the configured strat
 (LeastAllocated, MostAllocated, RequestedToCapacityRatio) over non-zero requests.
 
 Scalar resources are checked in the order the pod lists them (upstream iterates a Go
-map, so its order of several "Insufficient <scalar>" reasons is random).
+map, so its order of several "Insufficient <scalar>" reasons is random). The free
+amount ``allocatable - requested`` is computed in Go's int64, which wraps round, in both
+forms (numpy's int64 columns wrap the same way).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...api.objects import Node
+from ...api.quantity import wrap_int64
 from ...api.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -269,14 +272,14 @@ def insufficient_resources(
         (MEMORY, req.memory, alloc.memory, used.memory),
         (EPHEMERAL_STORAGE, req.ephemeral_storage, alloc.ephemeral_storage, used.ephemeral_storage),
     ):
-        if q > 0 and q > a - u:
+        if q > 0 and q > wrap_int64(a - u):
             out.append(InsufficientResource(name, f"Insufficient {name}", q, u, a, q > a))
     if scalars is None:
         scalars = _scalar_checks(req, ignored, groups)
     for name, q in scalars:
         a = alloc.scalar.get(name, 0)
         u = used.scalar.get(name, 0)
-        if q > a - u:
+        if q > wrap_int64(a - u):
             out.append(InsufficientResource(name, f"Insufficient {name}", q, u, a, q > a))
     return out
 
@@ -326,17 +329,17 @@ def _fits_row(snap: Snapshot, r: int, key: _MaskKey) -> bool:
         return False
     if nothing:
         return True
-    if cpu > 0 and snap.alloc_cpu[r] - snap.req_cpu[r] < cpu:
+
+    def short(q: int, alloc: IntArray, used: IntArray) -> bool:
+        return wrap_int64(int(alloc[r]) - int(used[r])) < q
+
+    if cpu > 0 and short(cpu, snap.alloc_cpu, snap.req_cpu):
         return False
-    if mem > 0 and snap.alloc_mem[r] - snap.req_mem[r] < mem:
+    if mem > 0 and short(mem, snap.alloc_mem, snap.req_mem):
         return False
-    if eph > 0 and snap.alloc_eph[r] - snap.req_eph[r] < eph:
+    if eph > 0 and short(eph, snap.alloc_eph, snap.req_eph):
         return False
-    for name, q in scalars:
-        alloc, used = snap.scalar_columns(name)
-        if alloc[r] - used[r] < q:
-            return False
-    return True
+    return not any(short(q, *snap.scalar_columns(name)) for name, q in scalars)
 
 
 _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'

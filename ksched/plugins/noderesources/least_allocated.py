@@ -1,7 +1,8 @@
 """LeastAllocated: favours nodes with more unrequested capacity (upstream ``leastResourceScorer``).
 
 score = sum(weight * (capacity - requested) * 100 / capacity) / sum(weight), in Go's
-integer arithmetic; a resource requested beyond capacity scores 0.
+int64 arithmetic (which wraps: a node with 8Ei of cpu, 2**63 - 1 millicores, scores 0
+for cpu, as upstream); a resource requested beyond capacity scores 0.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...api.quantity import wrap_int64
 from ...framework.snapshot import IntArray
 from .resource_allocation import MAX_NODE_SCORE, Column, dense, tdiv, tdiv_vec, weighted_mean
 
@@ -19,7 +21,7 @@ __all__ = ["LeastAllocated", "least_requested_score"]
 def least_requested_score(requested: int, capacity: int) -> int:
     if capacity == 0 or requested > capacity:
         return 0
-    return tdiv((capacity - requested) * MAX_NODE_SCORE, capacity)
+    return tdiv(wrap_int64(wrap_int64(capacity - requested) * MAX_NODE_SCORE), capacity)
 
 
 class LeastAllocated:
@@ -32,7 +34,7 @@ class LeastAllocated:
             cap = allocatable[i]
             if cap == 0:
                 continue
-            node_score += least_requested_score(requested[i], cap) * w
+            node_score = wrap_int64(node_score + least_requested_score(requested[i], cap) * w)
             weight_sum += w
         return 0 if weight_sum == 0 else tdiv(node_score, weight_sum)
 

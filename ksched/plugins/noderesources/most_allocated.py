@@ -1,7 +1,8 @@
 """MostAllocated: favours nodes with more requested capacity (upstream ``mostResourceScorer``).
 
-score = sum(weight * requested * 100 / capacity) / sum(weight); requests beyond
-capacity (possible through non-zero defaults) count as exactly full.
+score = sum(weight * requested * 100 / capacity) / sum(weight), in Go's int64
+arithmetic (which wraps); requests beyond capacity (possible through non-zero defaults)
+count as exactly full.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...api.quantity import wrap_int64
 from ...framework.snapshot import IntArray
 from .resource_allocation import MAX_NODE_SCORE, Column, dense, tdiv, tdiv_vec, weighted_mean
 
@@ -21,7 +23,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
         return 0
     if requested > capacity:
         requested = capacity
-    return tdiv(requested * MAX_NODE_SCORE, capacity)
+    return tdiv(wrap_int64(requested * MAX_NODE_SCORE), capacity)
 
 
 class MostAllocated:
@@ -34,7 +36,7 @@ class MostAllocated:
             cap = allocatable[i]
             if cap == 0:
                 continue
-            node_score += most_requested_score(requested[i], cap) * w
+            node_score = wrap_int64(node_score + most_requested_score(requested[i], cap) * w)
             weight_sum += w
         return 0 if weight_sum == 0 else tdiv(node_score, weight_sum)
 

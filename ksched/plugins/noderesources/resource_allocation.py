@@ -5,7 +5,11 @@ node's allocatable, what the node already has requested ("allocated") and that p
 the pod's request ("requested"); a resource the node does not have (allocatable 0), or
 an extended resource the pod does not ask for, is left out. A strategy turns the three
 vectors into a score. The per-node and the batch (numpy) forms share each formula,
-so they agree bit for bit; Go's truncating integer division is reproduced exactly.
+so they agree bit for bit; Go's truncating integer division is reproduced exactly, and
+so is its int64 arithmetic, which wraps round (numpy's int64 does the same; the
+per-node forms wrap with ``wrap_int64``). Where that gives a score outside
+0..MAX_NODE_SCORE (only with amounts near the int64 bounds or negative ones), upstream
+fails the cycle with "invalid score"; ksched clamps it into range instead.
 
 Also holds what the two plugins' args have in common: ``ResourceSpec`` and a small
 decoder whose messages read like kube-scheduler's field errors.
@@ -20,6 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...api.quantity import INT64_MAX, wrap_int64
 from ...api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 from ...framework.registry import PluginArgsError
 from ...framework.snapshot import IntArray, RowCache, Snapshot
@@ -30,6 +35,8 @@ __all__ = [
     "ResourceAllocationScorer",
     "ResourceSpec",
     "Strategy",
+    "clamp_score",
+    "clamp_scores",
     "dense",
     "tdiv",
     "tdiv_vec",
@@ -55,17 +62,22 @@ Column = tuple[int, IntArray, IntArray, IntArray]
 
 
 def tdiv(a: int, b: int) -> int:
-    """Go's integer division (truncates toward zero; Python's ``//`` floors)."""
+    """Go's int64 division (truncates toward zero; Python's ``//`` floors), wrapped:
+    ``MinInt64 / -1`` is ``MinInt64``."""
     q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
+    return wrap_int64(q if (a < 0) == (b < 0) else -q)
 
 
 def tdiv_vec(a: IntArray, b: IntArray) -> IntArray:
     """``tdiv`` over arrays; ``b`` must be non-zero. Takes the floor path when all signs agree."""
     if a.size == 0 or (int(a.min()) >= 0 and int(b.min()) > 0):
         return a // b
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
+    with np.errstate(over="ignore"):  # MinInt64 // -1 wraps to MinInt64, as in Go
+        q = a // b
+        inexact = a % b != 0
+    # Floor and truncation differ by one where the division is inexact and signs differ.
+    out: IntArray = q + (inexact & ((a < 0) != (b < 0)))
+    return out
 
 
 def weighted_mean(node_score: IntArray, weight_sum: IntArray) -> IntArray:
@@ -76,12 +88,36 @@ def weighted_mean(node_score: IntArray, weight_sum: IntArray) -> IntArray:
     return out
 
 
+# Below this, ``x * MAX_NODE_SCORE`` cannot overflow int64.
+NO_OVERFLOW = INT64_MAX // MAX_NODE_SCORE
+
+
 def dense(cols: list[Column]) -> bool:
-    """Whether every row has every considered resource and nothing is negative, so that
-    floor division is Go's division and no row needs skipping."""
+    """Whether every row has every considered resource, nothing is negative and nothing
+    is large enough for ``* MAX_NODE_SCORE`` to overflow, so that floor division is Go's
+    division, no row needs skipping and nothing wraps."""
     return all(
-        len(cap) == 0 or (int(cap.min()) > 0 and int(req.min()) >= 0) for _, req, _, cap in cols
+        len(cap) == 0
+        or (
+            int(cap.min()) > 0
+            and int(req.min()) >= 0
+            and int(cap.max()) <= NO_OVERFLOW
+            and int(req.max()) <= NO_OVERFLOW
+        )
+        for _, req, _, cap in cols
     )
+
+
+def clamp_score(score: int) -> int:
+    """A node score forced into 0..MAX_NODE_SCORE (see the module docstring)."""
+    return 0 if score < 0 else MAX_NODE_SCORE if score > MAX_NODE_SCORE else score
+
+
+def clamp_scores(scores: IntArray) -> IntArray:
+    """``clamp_score`` per row."""
+    if scores.size and (int(scores.min()) < 0 or int(scores.max()) > MAX_NODE_SCORE):
+        return np.clip(scores, 0, MAX_NODE_SCORE)
+    return scores
 
 
 class Strategy(Protocol):
@@ -176,8 +212,8 @@ class ResourceAllocationScorer:
                 continue
             allocatable[i] = a
             allocated[i] = used
-            requested[i] = used + pr
-        return self.strategy.score(requested, allocated, allocatable)
+            requested[i] = wrap_int64(used + pr)
+        return clamp_score(self.strategy.score(requested, allocated, allocatable))
 
     # -- batch ---------------------------------------------------------------------------
     def columns(self, snap: Snapshot, rows: IntArray, pod_requests: Sequence[int]) -> list[Column]:
@@ -211,7 +247,8 @@ class ResourceAllocationScorer:
 
     def _score_all(self, snap: Snapshot, pod_requests: tuple[int, ...]) -> IntArray:
         rows = snap.all_rows
-        return self.strategy.score_vec(self.columns(snap, rows, pod_requests), len(rows))
+        cols = self.columns(snap, rows, pod_requests)
+        return clamp_scores(self.strategy.score_vec(cols, len(rows)))
 
     def _score_row(self, snap: Snapshot, i: int, pod_requests: tuple[int, ...]) -> int:
         return self.score(snap.node_infos[i], pod_requests)
