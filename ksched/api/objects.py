@@ -38,6 +38,7 @@ __all__ = [
     "Namespace",
     "Node",
     "NodeAffinity",
+    "NodeCondition",
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
@@ -382,10 +383,18 @@ class NodeSpec(_S):
     pod_cidr: str = msgspec.field(default="", name="podCIDR")
 
 
+class NodeCondition(_S):
+    """Only what makes a change a NodeUpdateNodeCondition event: the type's status."""
+
+    type: str = ""
+    status: str = ""
+
+
 class NodeStatus(_S):
     capacity: ResourceList = {}
     allocatable: ResourceList = {}
     images: list[ContainerImage] = []
+    conditions: list[NodeCondition] = []
 
 
 class Node(_S):

@@ -148,6 +148,12 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
     return out
 
 
+def _condition_statuses(node: Node) -> dict[str, str]:
+    """Upstream's ``extractNodeConditionsChange`` compares type -> status only (heartbeat
+    times change on every kubelet report)."""
+    return {c.type: c.status for c in node.status.conditions}
+
+
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
     """The specific NodeUpdate actions between two versions (``NodeSchedulingPropertiesChange``).
 
@@ -163,6 +169,8 @@ def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
         actions.append("UpdateNodeLabel")
     if old.spec.taints != new.spec.taints:
         actions.append("UpdateNodeTaint")
+    if _condition_statuses(old) != _condition_statuses(new):
+        actions.append("UpdateNodeCondition")
     if old.metadata.annotations != new.metadata.annotations:
         actions.append("UpdateNodeAnnotation")
     return [ClusterEvent("Node", a, "Node" + a) for a in actions]

@@ -584,3 +584,25 @@ def test_registered_wildcard_rejector_is_woken_by_any_event() -> None:
     q.register_wildcard("Extender")  # idempotent
     assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_UPDATE, make_pod(), make_pod()) == 1
     assert q.location(qpi.pod) in (BACKOFF_Q, ACTIVE_Q)
+
+
+def test_node_condition_changes_are_an_update_event_heartbeats_are_not() -> None:
+    """Upstream's extractNodeConditionsChange: type -> status only."""
+    from ksched.api.objects import Node
+
+    def node(ready: str, beat: str = "t1", extra: bool = False) -> Node:
+        conds = [{"type": "Ready", "status": ready, "lastHeartbeatTime": beat}]
+        if extra:
+            conds.append({"type": "DiskPressure", "status": "False"})
+        return msgspec.convert({"metadata": {"name": "n"}, "status": {"conditions": conds}}, Node)
+
+    assert ev.node_update_events(node("True"), node("True", beat="t2")) == []
+    (e,) = ev.node_update_events(node("False"), node("True"))
+    assert (e.resource, e.action, e.label) == (
+        "Node",
+        "UpdateNodeCondition",
+        "NodeUpdateNodeCondition",
+    )
+    assert [x.action for x in ev.node_update_events(node("True"), node("True", extra=True))] == [
+        "UpdateNodeCondition"
+    ]
