@@ -7,13 +7,16 @@ leaves those resources to the extender):
 
 * ``ksched.test/cached``: a stateful ``ksched extender --kubeconfig`` (the
   ``system:kube-scheduler`` kubeconfig: the stock role must be enough for its informers),
-  ``nodeCacheCapable: true``, verbs filter, prioritize, preempt and bind;
+  ``nodeCacheCapable: true``, verbs filter, prioritize, preempt and bind, served over HTTPS
+  with ``--client-ca-file``: every request, ``/bind`` included, needs a client certificate
+  that CA signed, whatever the address (127.0.0.1 here), and kube-scheduler's ``tlsConfig``
+  carries its client certificate, key and CA inline (``certData``/``keyData``/``caData``);
 * ``ksched.test/uncached``: a stateless ``ksched extender`` (nodes in the request, no pods),
   ``nodeCacheCapable: false``, verbs filter, prioritize and preempt;
 * ``ksched.test/down-ignorable`` and ``ksched.test/down-required``: an extender URL nobody
   listens on, ``ignorable`` true and false.
 
-Both ksched extenders serve the plugins ``deploy/extender`` enables (NodeResourcesFit,
+The ksched extenders serve the plugins ``deploy/extender`` enables (NodeResourcesFit,
 InterPodAffinity, PodTopologySpread), and only those, NodeResourcesFit scoring the extended
 resources, so each placement or FailedScheduling text asserted here is one kube-scheduler
 could not have come to by itself (each test's docstring says why). Each test has its own profile (schedulerName), nodes and label;
@@ -22,9 +25,11 @@ its pods and nodes are deleted when it ends.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import socket
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -41,6 +46,7 @@ from ksched.testing import make_node, make_pod, make_priority_class
 from ksched.testing.controlplane import ControlPlane, KubeScheduler
 from ksched.testing.controlplane._process import Component, free_port, wait_until
 
+from ..extender.conftest import PKI, make_pki
 from .conftest import JSON, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kube]
@@ -57,6 +63,7 @@ SCENARIOS = (
     "prioritize-cached",
     "prioritize-uncached",
     "bind",
+    "bind-unauthenticated",
     "preempt-cached",
     "preempt-uncached",
     "preempt-veto",
@@ -120,10 +127,14 @@ def _ready(url: str) -> bool:
 
 
 class ExtenderProcess:
-    """``python -m ksched extender`` on loopback, its own process group."""
+    """``python -m ksched extender`` on loopback, its own process group; with ``pki``,
+    HTTPS requiring client certificates of its CA (``--client-ca-file``)."""
 
-    def __init__(self, cp: ControlPlane, name: str, kubeconfig: Path | None) -> None:
+    def __init__(
+        self, cp: ControlPlane, name: str, kubeconfig: Path | None, pki: PKI | None = None
+    ) -> None:
         self.port, self.health = free_port(), free_port()
+        self.pki = pki
         cfg = cp.dir / f"{name}.yaml"
         cfg.write_text(yaml.safe_dump(EXTENDER_CONFIG))
         argv = [
@@ -138,11 +149,40 @@ class ExtenderProcess:
         ]
         if kubeconfig is not None:
             argv.append(f"--kubeconfig={kubeconfig}")
+        if pki is not None:
+            argv += [
+                f"--tls-cert-file={pki.path('server.pem')}",
+                f"--tls-private-key-file={pki.path('server-key.pem')}",
+                f"--client-ca-file={pki.path('ca.pem')}",
+            ]
         self.component = Component(name, argv, cp.dir / "logs" / f"{name}.log")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.pki else 'http'}://127.0.0.1:{self.port}"
+
+    def client_tls(self, cert: PKI | None = None) -> ssl.SSLContext | None:
+        """A client context trusting the server, presenting ``cert``'s client certificate
+        (this extender's own CA's when None)."""
+        if self.pki is None:
+            return None
+        ctx = ssl.create_default_context(cafile=self.pki.path("ca.pem"))
+        signer = cert or self.pki
+        ctx.load_cert_chain(signer.path("client.pem"), signer.path("client-key.pem"))
+        return ctx
+
+    def tls_config(self) -> JSON:
+        """kube-scheduler's ``extenders[].tlsConfig``: certificate, key and CA inline."""
+        assert self.pki is not None
+
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
+        return {
+            "certData": b64(self.pki.client_cert),
+            "keyData": b64(self.pki.client_key),
+            "caData": b64(self.pki.ca),
+        }
 
     def start(self) -> None:
         self.component.start()
@@ -177,7 +217,7 @@ class ExtenderProcess:
         body = json.dumps({"Pod": pod, "NodeNames": nodes}).encode()
         req = urllib.request.Request(f"{self.url}/filter", data=body, method="POST")
         req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=5, context=self.client_tls()) as r:
             out: JSON = json.loads(r.read())
         assert not out.get("Error"), out
         return out
@@ -224,6 +264,8 @@ class Rig:
                     "filter prioritize preempt bind",
                     nodeCacheCapable=True,
                     ignorable=False,
+                    enableHTTPS=True,
+                    tlsConfig=self.cached.tls_config(),
                 ),
                 extender(
                     self.uncached.url,
@@ -334,13 +376,21 @@ class Scenario:
         latest = max(evs, key=lambda e: e.get("eventTime") or e["metadata"]["creationTimestamp"])
         return str(latest["note"])
 
-    def wait_cached(self, pod: JSON, nodes: list[str], fails: str | None = None) -> None:
-        """Wait until the stateful extender's cache agrees with the cluster: all ``nodes``
-        known, and ``pod`` rejected with ``fails`` (a reason) on them or accepted (None).
-        Its informers are as quick as kube-scheduler's, but not synchronised with them."""
+    def wait_cached(
+        self,
+        pod: JSON,
+        nodes: list[str],
+        fails: str | None = None,
+        ext: ExtenderProcess | None = None,
+    ) -> None:
+        """Wait until a stateful extender's cache (``ext``, the cached one by default)
+        agrees with the cluster: all ``nodes`` known, and ``pod`` rejected with ``fails`` (a
+        reason) on them or accepted (None). Its informers are as quick as kube-scheduler's,
+        but not synchronised with them."""
+        ext = ext or self.rig.cached
 
         def agrees() -> bool:
-            failed = self.rig.cached.filter(pod, nodes)["FailedNodes"]
+            failed = ext.filter(pod, nodes)["FailedNodes"]
             if fails is None:
                 return not failed
             return all(fails in failed.get(n, "") for n in nodes)
@@ -373,7 +423,12 @@ def rig(e2e_controlplane: ControlPlane) -> Iterator[Rig]:
         run,
         ns,
         # the stateful one under kube-scheduler's own identity and stock role
-        cached=ExtenderProcess(cp, f"ksched-extender-{run}-cached", cp.scheduler_kubeconfig),
+        cached=ExtenderProcess(
+            cp,
+            f"ksched-extender-{run}-cached",
+            cp.scheduler_kubeconfig,
+            _pki(cp.dir / f"ksched-extender-{run}-pki"),
+        ),
         uncached=ExtenderProcess(cp, f"ksched-extender-{run}-uncached", None),
         dead_url=f"http://127.0.0.1:{dead.getsockname()[1]}",
         low=low,
@@ -397,6 +452,11 @@ def rig(e2e_controlplane: ControlPlane) -> Iterator[Rig]:
         cp.request("DELETE", f"/api/v1/namespaces/{ns}")
         for name in (low, high):
             cp.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+def _pki(directory: Path) -> PKI:
+    directory.mkdir(parents=True, exist_ok=True)
+    return make_pki(directory)
 
 
 @pytest.fixture
@@ -478,8 +538,10 @@ def test_prioritize(make: Callable[[str], Scenario], mode: str) -> None:
 
 
 def test_bind(make: Callable[[str], Scenario]) -> None:
-    """Pods that request the cached extender's resource are bound by it (bindVerb), with
-    kube-scheduler's Scheduled event as usual; other pods by kube-scheduler."""
+    """Pods that request the cached extender's resource are bound by it (bindVerb), over
+    HTTPS with the client certificate of kube-scheduler's ``tlsConfig`` (the extender
+    requires one: ``--client-ca-file``), with kube-scheduler's Scheduled event as usual;
+    other pods by kube-scheduler."""
     scenario = make("bind")
     ext = scenario.rig.cached
     node = scenario.node("n", "4", {CACHED: 10})
@@ -495,6 +557,45 @@ def test_bind(make: Callable[[str], Scenario]) -> None:
     after = ext.counts()
     assert after["bind"] == before["bind"] + 2, (before, after)
     assert after["filter"] == before["filter"] + 2, (before, after)
+
+
+def test_bind_without_a_client_certificate_is_refused(
+    make: Callable[[str], Scenario], tmp_path: Path
+) -> None:
+    """kube-scheduler binds through the extender with the client certificate of its
+    ``tlsConfig`` (test_bind); a curl-style /bind of the same pod without a certificate gets
+    401 with a JSON body, one with another CA's certificate fails the TLS handshake, and
+    neither binds anything."""
+    scenario = make("bind-unauthenticated")
+    ext = scenario.rig.cached
+    assert ext.pki is not None
+    node = scenario.node("n", "4", {CACHED: 1})
+    victim = scenario.pod("victim", extended={CACHED: 100})  # fits nowhere
+    scenario.event_note("victim", "FailedScheduling")
+    before = ext.counts()["bind"]
+    body = json.dumps(
+        {
+            "PodName": "victim",
+            "PodNamespace": scenario.rig.namespace,
+            "PodUID": victim["metadata"]["uid"],
+            "Node": node,
+        }
+    ).encode()
+    req = urllib.request.Request(f"{ext.url}/bind", data=body, method="POST")
+    anonymous = ssl.create_default_context(cafile=ext.pki.path("ca.pem"))
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(req, timeout=5, context=anonymous)
+    assert refused.value.code == 401
+    assert refused.value.headers["Content-Type"].startswith("application/json")
+    assert json.loads(refused.value.read())["Error"].startswith("Unauthorized: ")
+    foreign = ext.client_tls(_pki(tmp_path / "foreign"))
+    # TLS 1.3: the client may already be sending when the server's alert arrives, so the
+    # refusal shows as an SSL error or a connection closed without a response
+    with pytest.raises(OSError) as handshake:
+        urllib.request.urlopen(req, timeout=5, context=foreign)
+    assert not isinstance(handshake.value, urllib.error.HTTPError), handshake.value
+    assert scenario.node_of("victim") is None
+    assert ext.counts()["bind"] == before + 1  # the 401; the handshake never got to HTTP
 
 
 @MODES
