@@ -44,6 +44,7 @@ def test_renders_and_validates(target: str) -> None:
     [
         *resource_files(DEPLOY / "base"),
         DEPLOY / "overlays" / "contrib" / "podgroups-rbac.yaml",
+        DEPLOY / "extender" / "bind-rbac.yaml",
         ROOT / "systemd" / "rbac.yaml",
     ],
     ids=lambda p: str(p.relative_to(ROOT)),

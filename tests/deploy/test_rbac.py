@@ -62,6 +62,7 @@ def _all_roles() -> list[JSON]:
         *kustomize(DEPLOY),
         *kustomize(DEPLOY / "overlays" / "contrib"),
         *kustomize(DEPLOY / "overlays" / "extender"),
+        *load(DEPLOY / "extender" / "bind-rbac.yaml"),
         *load(ROOT / "systemd" / "rbac.yaml"),
     ]
     return [o for o in objs if o["kind"] in ("Role", "ClusterRole")]

@@ -17,8 +17,10 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "extender"
 
 
 def _docs() -> dict[str, dict[str, Any]]:
-    docs = yaml.safe_load_all((DEPLOY / "ksched-extender.yaml").read_text())
-    return {d["kind"]: d for d in docs}
+    docs = [d for d in yaml.safe_load_all((DEPLOY / "ksched-extender.yaml").read_text()) if d]
+    by_kind = {d["kind"]: d for d in docs}
+    assert len(by_kind) == len(docs)  # one object of each kind
+    return by_kind
 
 
 def test_kube_scheduler_config_points_at_the_service() -> None:
@@ -50,3 +52,58 @@ def test_the_served_profile_builds() -> None:
     kubeconfig = yaml.safe_load(cm["kubeconfig"])
     assert kubeconfig["users"][0]["user"]["tokenFile"].endswith("serviceaccount/token")
     assert len(ExtenderSet.from_config([])) == 0
+
+
+# ---- issue 16: the profile serves only its plugins; availability and pod security ----------
+
+SERVED = {"NodeResourcesFit", "InterPodAffinity", "PodTopologySpread"}
+
+
+def test_the_profile_serves_only_its_own_plugins() -> None:
+    """No kube-scheduler default runs twice: the extender's Filter and Score plugins are
+    the three it names, and kube-scheduler's profile leaves their scores to it."""
+    cm = _docs()["ConfigMap"]["data"]
+    reg = default_registry()
+    cfg, _ = load_config_data(yaml.safe_load(cm["config.yaml"]), "config.yaml", set(reg.names()))
+    fw = ExtenderServer(cfg, reg, profile="ksched-extender").fw
+    verbs = {p.name for p in (*fw.pre_filter_plugins, *fw.filter_plugins, *fw.score_plugins)}
+    assert verbs == SERVED
+    # the rest of the profile is what a profile must have, run by no extender verb
+    assert set(fw.plugins) - SERVED == {"PrioritySort", "DefaultBinder"}
+    data = yaml.safe_load((DEPLOY / "kube-scheduler-config.yaml").read_text())
+    ks, _ = load_config_data(data, "kube-scheduler-config.yaml")
+    [profile] = ks.profiles
+    assert profile.scheduler_name == "default-scheduler"
+    assert {p.name for p in profile.plugins.score.disabled} == {p.name for p in fw.score_plugins}
+
+
+def test_deployment_survives_disruption_with_restricted_pods() -> None:
+    """kube-scheduler waits for the extender (ignorable: false): two replicas, preferably
+    on two nodes, a PodDisruptionBudget, surge-first rollouts; pods meet the restricted
+    Pod Security Standard."""
+    docs = _docs()
+    dep, pdb = docs["Deployment"], docs["PodDisruptionBudget"]
+    spec = dep["spec"]
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["replicas"] >= 2
+    assert spec["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
+    assert pdb["metadata"]["namespace"] == dep["metadata"]["namespace"]
+    assert pdb["spec"]["minAvailable"] == 1 < spec["replicas"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    pod = spec["template"]["spec"]
+    [term] = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
+    psc = pod["securityContext"]
+    assert psc["runAsNonRoot"] is True and psc["runAsUser"] != 0
+    assert psc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not pod.get("hostNetwork") and not pod.get("hostPID")
+    for c in pod["containers"]:
+        csc = c["securityContext"]
+        assert csc["allowPrivilegeEscalation"] is False
+        assert csc["capabilities"] == {"drop": ["ALL"]}
+        assert csc["readOnlyRootFilesystem"] is True
+    # the client certificates of the main port, plain HTTP probes on the health port
+    args = pod["containers"][0]["args"]
+    assert "--client-ca-file=/etc/ksched/tls/ca.crt" in args
+    assert not any(a.startswith("--insecure") for a in args)
