@@ -20,6 +20,7 @@ from ksched.extender.server import serve
 from ksched.framework.registry import default_registry
 from ksched.testing import TestAPIServer, make_node, make_pod
 
+from ..extender.conftest import wait_ready
 from ._manifests import DEPLOY, find, load, rules_of
 from .test_rbac import _allowed
 
@@ -65,12 +66,7 @@ async def _scenario(srv: TestAPIServer, kubeconfig: Path) -> tuple[list[Any], li
         )
         url = f"http://127.0.0.1:{port}"
         async with aiohttp.ClientSession() as s:
-            with anyio.fail_after(15):
-                while True:
-                    async with s.get(f"{url}/readyz") as r:
-                        if r.status == 200:
-                            break
-                    await anyio.sleep(0.02)
+            await wait_ready(s, url)
             args = {"Pod": web, "NodeNames": ["n1", "n2"]}
             out = await _post(s, f"{url}/filter", args)
             assert out["NodeNames"] == ["n2"], out  # the cache knows the bound pod

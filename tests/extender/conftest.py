@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+import anyio
 import msgspec
 import pytest
 from aiohttp import web
@@ -54,6 +56,16 @@ def node_info(node: Node) -> NodeInfo:
     ni = NodeInfo()
     ni.set_node(node)
     return ni
+
+
+async def wait_ready(session: aiohttp.ClientSession, url: str, timeout: float = 15.0) -> None:
+    """Poll a ``ksched extender``'s ``/readyz`` at ``url`` until 200 (informers synced)."""
+    with anyio.fail_after(timeout):
+        while True:
+            async with session.get(f"{url}/readyz") as r:
+                if r.status == 200:
+                    return
+            await anyio.sleep(0.02)
 
 
 # ---- a fake extender -------------------------------------------------------------------------
