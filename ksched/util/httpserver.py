@@ -50,6 +50,7 @@ from .throttle import LogThrottle
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "DEFAULT_MAX_CONNECTIONS",
     "Limits",
     "connection_limit",
     "start_app",
@@ -80,7 +81,7 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-_DEFAULT_MAX_CONNECTIONS = 1000
+DEFAULT_MAX_CONNECTIONS = 1000
 
 
 def connection_limit(limits: Limits) -> int:
@@ -89,8 +90,8 @@ def connection_limit(limits: Limits) -> int:
         return max(1, limits.max_connections)
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return _DEFAULT_MAX_CONNECTIONS
-    return max(1, min(_DEFAULT_MAX_CONNECTIONS, soft // 2))
+        return DEFAULT_MAX_CONNECTIONS
+    return max(1, min(DEFAULT_MAX_CONNECTIONS, soft // 2))
 
 
 ErrorResponse = Callable[[int, str], web.Response]

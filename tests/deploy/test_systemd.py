@@ -159,6 +159,15 @@ def test_notify_watchdog_restart(unit: Directives) -> None:
     assert int(_one(unit, "TimeoutStopSec").rstrip("s")) >= 35
 
 
+def test_file_descriptor_limit_leaves_room_beyond_the_connection_limit(unit: Directives) -> None:
+    """The HTTP server's connection cap (1000, or half the descriptor limit) and the rest of
+    the process fit: no accept() runs out of descriptors first."""
+    from ksched.util.httpserver import DEFAULT_MAX_CONNECTIONS
+
+    nofile = int(_one(unit, "LimitNOFILE"))
+    assert nofile >= 4 * DEFAULT_MAX_CONNECTIONS  # the default soft limit, 1024, is not
+
+
 def test_exec_start_is_a_valid_ksched_run(unit: Directives) -> None:
     argv = shlex.split(_one(unit, "ExecStart"))
     assert argv[0] == INSTALLED
