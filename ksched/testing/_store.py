@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from ..api.quantity import QuantityError, parse_quantity
 from . import _resources as R
 from ._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from ._resources import ResourceInfo
@@ -257,6 +258,26 @@ def _pod_spec_defaults(spec: JSON) -> None:
     spec.setdefault("dnsPolicy", "ClusterFirst")
 
 
+def _negative_quantity_errors(rl: Any, path: str, item: str) -> list[tuple[str, str, str]]:
+    """``ValidateResourceQuantityValue``'s non-negative check over a resource list;
+    ``item`` formats one entry's field (``[{}]`` for pods, ``.{}`` for node status)."""
+    errs: list[tuple[str, str, str]] = []
+    for name, q in (rl or {}).items() if isinstance(rl, dict) else ():
+        try:
+            negative = parse_quantity(q) < 0
+        except QuantityError:
+            continue  # not a quantity: kube-apiserver refuses it when decoding
+        if negative:
+            errs.append(
+                (
+                    path + item.format(name),
+                    "FieldValueInvalid",
+                    f'Invalid value: "{q}": must be greater than or equal to 0',
+                )
+            )
+    return errs
+
+
 def _pod_spec_errors(spec: Any) -> list[tuple[str, str, str]]:
     if not isinstance(spec, dict):
         return [("spec", "FieldValueRequired", "Required value")]
@@ -269,6 +290,24 @@ def _pod_spec_errors(spec: Any) -> list[tuple[str, str, str]]:
             errs.append((f"spec.containers[{i}].name", "FieldValueRequired", "Required value"))
         if not isinstance(c, dict) or not c.get("image"):
             errs.append((f"spec.containers[{i}].image", "FieldValueRequired", "Required value"))
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(key) or []):
+            res = c.get("resources") if isinstance(c, dict) else None
+            if isinstance(res, dict):
+                for part in ("limits", "requests"):
+                    where = f"spec.{key}[{i}].resources.{part}"
+                    errs += _negative_quantity_errors(res.get(part), where, "[{}]")
+    return errs
+
+
+def _node_status_errors(node: JSON) -> list[tuple[str, str, str]]:
+    """Negative capacity or allocatable amounts (``ValidateNodeResources``)."""
+    status = node.get("status")
+    if not isinstance(status, dict):
+        return []
+    errs: list[tuple[str, str, str]] = []
+    for part in ("capacity", "allocatable"):
+        errs += _negative_quantity_errors(status.get(part), f"status.{part}", ".{}")
     return errs
 
 
@@ -694,6 +733,8 @@ class Store:
         errors = _name_errors(res, name)
         if res is R.PODS:
             errors += _pod_spec_errors(obj.get("spec"))
+        if res is R.NODES:
+            errors += _node_status_errors(obj)
         if res is R.PRIORITY_CLASSES and not isinstance(obj.get("value"), int):
             errors.append(("value", "FieldValueRequired", "Required value"))
         if errors:
@@ -853,6 +894,10 @@ class Store:
                 errors = _pvc_update_errors(current, new)
                 if errors:
                     raise invalid(res, name, errors)
+        if res is R.NODES:
+            errors = _node_status_errors(new)
+            if errors:
+                raise invalid(res, name, errors)
         return self._commit_update(res, ns, name, current, new, dry_run=dry_run)
 
     def _commit_update(
