@@ -40,8 +40,10 @@ def cfg(tmp_path: Path) -> str:
         (["--tls-private-key-file", "k.pem"], "--tls-cert-file and --tls-private-key-file go"),
         (["--client-ca", "ca.pem"], "--client-ca-file needs --tls-cert-file"),
         (
-            ["--tls-cert-file", "c.pem", "--tls-private-key-file", "k.pem"]
-            + ["--client-ca-file", "ca.pem", "--insecure-allow-unauthenticated-bind"],
+            [
+                *("--tls-cert-file", "c.pem", "--tls-private-key-file", "k.pem"),
+                *("--client-ca-file", "ca.pem", "--insecure-allow-unauthenticated-bind"),
+            ],
             "--insecure-allow-unauthenticated-bind contradicts --client-ca-file",
         ),
         (["--profile", "nope"], "unknown profile 'nope'"),
