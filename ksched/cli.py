@@ -472,6 +472,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Text from a user's file can hold anything, lone surrogates included (YAML's "\ud800"):
+    # an error message quoting it must print, not raise UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         rc: int = args.fn(args)
