@@ -62,6 +62,7 @@ from ..framework.types import NodeInfo, PodInfo
 from ..metrics import SchedulerRegistry
 from ..scheduler.scheduler import build_frameworks
 from ..util.httpserver import Limits, start_app
+from ..util.tls import server_ssl_context
 from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
 from .wire import MAX_EXTENDER_PRIORITY
 
@@ -640,18 +641,6 @@ def _add_health_routes(app: web.Application, server: ExtenderServer) -> None:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-
-
-def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
-    """Serving TLS; with ``client_ca`` client certificates are asked for and verified
-    against it (a certificate it did not sign fails the handshake; none at all is left to
-    ``Access`` to answer 401, so the client learns why)."""
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
-    if client_ca:
-        ctx.verify_mode = ssl.CERT_OPTIONAL
-        ctx.load_verify_locations(cafile=client_ca)
-    return ctx
 
 
 def verifies_clients(ssl_context: ssl.SSLContext | None) -> bool:
