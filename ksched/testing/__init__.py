@@ -4,6 +4,7 @@ Nothing in ksched.testing imports the rest of ksched, so tests against this serv
 the daemon against an independent implementation of the API.
 """
 
+from ._auth import TokenUser
 from ._store import APIStatusError
 from .apiserver import VERSION_INFO, TestAPIServer, serving
 from .faults import Faults, RecordedRequest
@@ -29,6 +30,7 @@ __all__ = [
     "Faults",
     "RecordedRequest",
     "TestAPIServer",
+    "TokenUser",
     "controller_ref",
     "make_controller",
     "make_csidriver",

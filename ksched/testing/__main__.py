@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from ._auth import read_token_file
 from .apiserver import TestAPIServer
 
 
@@ -22,6 +23,12 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--kubeconfig-out", help="write a kubeconfig for the server here")
     a.add_argument("--history", type=int, default=1000, help="watch events kept per resource")
     a.add_argument("--bookmark-interval", type=float, default=1.0, help="seconds")
+    a.add_argument(
+        "--token-auth-file",
+        help='kube-apiserver\'s token file (token,user,uid,"group1,group2" per line): '
+        "authenticate requests; system:masters may do everything, others nothing; "
+        "the --kubeconfig-out carries the first token",
+    )
     a.add_argument(
         "--graceful-pod-deletion",
         action="store_true",
@@ -37,6 +44,7 @@ async def _serve(args: argparse.Namespace) -> int:
         history=args.history,
         bookmark_interval=args.bookmark_interval,
         graceful_pod_deletion=args.graceful_pod_deletion,
+        token_auth_file=args.token_auth_file,
     )
     await server.start()
     stop = asyncio.Event()
@@ -56,6 +64,12 @@ async def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "apiserver":
+        if args.token_auth_file:
+            try:
+                read_token_file(args.token_auth_file)
+            except (OSError, ValueError, UnicodeDecodeError) as e:
+                print(f"ksched.testing apiserver: --token-auth-file: {e}", file=sys.stderr)
+                return 2
         # A process of its own, holding many small acyclic JSON objects (every version in
         # the watch history) and allocating a few dozen per request: with the default
         # threshold (700) the cyclic GC ran hundreds of times per bench run, scanning them.

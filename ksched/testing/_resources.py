@@ -136,6 +136,11 @@ CORE_EVENTS = ResourceInfo(
     "", "v1", "events", "Event", True, short_names=("ev",), fields=_CORE_EVENT_FIELDS
 )
 BINDINGS = ResourceInfo("", "v1", "bindings", "Binding", True, verbs=("create",))
+# answered, never stored (see _auth)
+TOKEN_REVIEWS, SUBJECT_ACCESS_REVIEWS = REVIEWS = tuple(
+    ResourceInfo(f"{what}.k8s.io", "v1", f"{kind.lower()}s", kind, False, verbs=("create",))
+    for what, kind in (("authentication", "TokenReview"), ("authorization", "SubjectAccessReview"))
+)
 EVENTS_V1 = ResourceInfo(
     "events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), fields=_EVENTS_V1_FIELDS
 )
@@ -271,8 +276,11 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     CSI_DRIVERS,
     VOLUME_ATTACHMENTS,
     POD_GROUPS,
+    *REVIEWS,
 )
-STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r is not BINDINGS)
+STORED: tuple[ResourceInfo, ...] = tuple(
+    r for r in RESOURCES if r is not BINDINGS and r not in REVIEWS
+)
 
 # (group, version) -> plural -> info
 BY_GROUP_VERSION: dict[tuple[str, str], dict[str, ResourceInfo]] = {}

@@ -16,7 +16,11 @@ plays kubelet or the namespace controller):
 - Lists always show the current state: resourceVersion/resourceVersionMatch on a list are
   ignored and continue tokens do not pin a snapshot. A watch from a resourceVersion newer than
   the server's starts from now.
-- No authentication, protobuf, managedFields or server-side apply (apply patches get 415), and
+- Authentication only with a token file (kube-apiserver's ``--token-auth-file`` format), and
+  then a fixed policy: members of ``system:masters`` may do everything, anyone else nothing
+  but the health and version paths (``_auth``); TokenReview and SubjectAccessReview answer
+  by the same file and policy. The kubeconfig it writes carries the file's first token.
+- No protobuf, managedFields or server-side apply (apply patches get 415), and
   validation is limited to names, pod containers, pod and PVC spec immutability and
   scheduling gates.
 - /openapi/v3 is a stub holding only PATCH operations that advertise `fieldValidation`: that is
@@ -45,6 +49,7 @@ import msgspec
 import yaml
 
 from . import _resources as R
+from ._auth import TokenAuth, TokenUser, read_token_file
 from ._http import HTTPServer, Request, Response, Result
 from ._resources import ResourceInfo
 from ._selectors import FieldSelector, LabelSelector, SelectorError
@@ -163,9 +168,17 @@ class TestAPIServer:
         history: int = 1000,
         bookmark_interval: float = 1.0,
         graceful_pod_deletion: bool = False,
+        token_auth_file: str | Path | None = None,
+        tokens: list[TokenUser] | None = None,
     ) -> None:
+        """``token_auth_file`` (or ``tokens``): authenticate requests, and apply the policy,
+        as described in the module doc (``_auth``)."""
         self.host = host
         self.port = port
+        users = list(tokens or [])
+        if token_auth_file is not None:
+            users += read_token_file(token_auth_file)
+        self.auth = TokenAuth(users)
         self.bookmark_interval = bookmark_interval
         self.store = Store(history=history, graceful_pod_deletion=graceful_pod_deletion)
         self.faults = Faults()
@@ -279,7 +292,7 @@ class TestAPIServer:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": name, "cluster": {"server": self.url}}],
-            "users": [{"name": name, "user": {}}],
+            "users": [{"name": name, "user": self._kubeconfig_user()}],
             "contexts": [
                 {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
             ],
@@ -287,8 +300,13 @@ class TestAPIServer:
             "preferences": {},
         }
 
+    def _kubeconfig_user(self) -> JSON:
+        token = self.auth.first_token
+        return {"token": token} if token is not None else {}
+
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write a kubeconfig (plain HTTP, no credentials) whose current context is this server."""
+        """Write a kubeconfig (plain HTTP; the token file's first token, if there is one)
+        whose current context is this server."""
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace), sort_keys=False))
@@ -533,8 +551,12 @@ class TestAPIServer:
         attrs: RequestAttrs | None = None
         result: Result
         try:
+            if self.auth.enabled:
+                user, groups = self.auth.authenticate(request.headers.get("authorization"))
             route = self._route(request)
             attrs = route.attrs
+            if self.auth.enabled and not self.auth.allowed(groups, request.path):
+                raise _forbidden(user, request.path, route)
             delay = self.faults.latency(attrs)
             if delay > 0:
                 return self._handle_later(request, route, delay)
@@ -673,6 +695,10 @@ class TestAPIServer:
             if method == "POST" and name is None and namespace is not None:
                 return "create"
             raise _not_allowed()
+        if res in R.REVIEWS:
+            if method == "POST" and name is None and namespace is None:
+                return "create"
+            raise _not_allowed()
         if sub == "binding":
             if method == "POST":
                 return "create"
@@ -750,6 +776,10 @@ class TestAPIServer:
         if body is None:
             raise bad_request("the request body is empty")
         if verb == "create":
+            if res is R.TOKEN_REVIEWS:
+                return _json(self.auth.token_review(body), 201)
+            if res is R.SUBJECT_ACCESS_REVIEWS:
+                return _json(self.auth.access_review(body), 201)
             if sub == "binding" or res is R.BINDINGS:
                 assert ns is not None
                 pod = name if name is not None else ((body.get("metadata") or {}).get("name") or "")
@@ -1000,6 +1030,23 @@ class _WatchStream:
     def _send(self, batch: list[bytes]) -> None:
         if batch:
             self.request.conn.send(self.request, b"".join(batch))
+
+
+def _forbidden(user: str, path: str, route: _Route) -> APIStatusError:
+    """kube's 403 wording for a resource request, or a non-resource path."""
+    a, res = route.attrs, route.res
+    if res is None:
+        return APIStatusError.make(403, f'forbidden: User "{user}" cannot {a.verb} path "{path}"')
+    what = f"{res.plural}/{a.subresource}" if a.subresource else res.plural
+    msg = f'User "{user}" cannot {a.verb} resource "{what}" in API group "{res.group}"'
+    msg += f' in the namespace "{a.namespace}"' if a.namespace else " at the cluster scope"
+    name = f' "{a.name}"' if a.name else ""
+    details: JSON = {"kind": res.plural}
+    if a.name:
+        details["name"] = a.name
+    if res.group:
+        details["group"] = res.group
+    return APIStatusError.make(403, f"{res.qualified}{name} is forbidden: {msg}", details=details)
 
 
 def _not_allowed() -> APIStatusError:

@@ -37,6 +37,8 @@ def test_discovery_documents(http: Client) -> None:
     names = {g["name"]: g["preferredVersion"]["groupVersion"] for g in groups["groups"]}
     assert names == {
         "apps": "apps/v1",
+        "authentication.k8s.io": "authentication.k8s.io/v1",
+        "authorization.k8s.io": "authorization.k8s.io/v1",
         "coordination.k8s.io": "coordination.k8s.io/v1",
         "events.k8s.io": "events.k8s.io/v1",
         "policy": "policy/v1",
