@@ -212,6 +212,91 @@ def _timeout_flags(p: argparse.ArgumentParser, *, binding: bool) -> None:
         )
 
 
+def _duration(text: str) -> float:
+    """A Go duration ("10s", "1m30s") of at least 0."""
+    from .config.types import parse_duration
+
+    try:
+        v = parse_duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration (like 10s): {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return v
+
+
+def _serving_flags(r: argparse.ArgumentParser) -> None:
+    """kube-scheduler's secure-serving, delegated-authentication and -authorization flags
+    (same names and defaults), and ksched's opt-in plain-HTTP port."""
+    # (ksched.daemon's constants, spelled out: importing the daemon here would slow down
+    # every command; tests/daemon/test_secure_serving.py keeps them equal)
+    g = r.add_argument_group(
+        "secure serving",
+        "HTTPS for /healthz, /readyz, /livez, /metrics, /configz and /debug/*; requests "
+        "are authenticated (client certificate, else bearer token through a TokenReview, "
+        "else system:anonymous) and authorized (SubjectAccessReview of the path) by the "
+        "API server, as kube-scheduler's",
+    )
+    g.add_argument(
+        "--secure-port",
+        type=int,
+        default=10259,
+        help="HTTPS port; 0: no HTTPS at all (default %(default)s)",
+    )
+    g.add_argument(
+        "--bind-address",
+        default="0.0.0.0",
+        help="address of the secure port (default %(default)s: every IPv4 interface)",
+    )
+    g.add_argument(
+        "--tls-cert-file",
+        help="serving certificate (PEM, with its intermediates); default: a self-signed one "
+        "made at start",
+    )
+    g.add_argument("--tls-private-key-file", help="the --tls-cert-file's key (PEM)")
+    g.add_argument(
+        "--client-ca-file",
+        help="authenticate client certificates this CA signed (PEM) as their CommonName, in "
+        "the groups of their Organizations",
+    )
+    g.add_argument(
+        "--authorization-always-allow-paths",
+        default="/healthz,/readyz,/livez",
+        metavar="PATHS",
+        help="comma-separated paths anyone may get without a SubjectAccessReview; a "
+        "trailing * matches a prefix (default %(default)s)",
+    )
+    for flag, what in (
+        ("--authentication-token-webhook-cache-ttl", "TokenReview answers"),
+        ("--authorization-webhook-cache-authorized-ttl", "allowed SubjectAccessReviews"),
+        ("--authorization-webhook-cache-unauthorized-ttl", "denied SubjectAccessReviews"),
+    ):
+        g.add_argument(
+            flag,
+            type=_duration,
+            default=10.0,
+            metavar="DURATION",
+            help=f"how long {what} are cached (default 10s)",
+        )
+    p = r.add_argument_group(
+        "plain HTTP",
+        "the same endpoints without TLS or authentication, for local use (kube-scheduler "
+        "removed its insecure port; ksched keeps one, off unless --port is given)",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="plain-HTTP port; 0 picks a free one (default: none)",
+    )
+    p.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="address of the plain-HTTP port (kube-scheduler's old --address; default "
+        "%(default)s: beyond loopback anyone who reaches it reads /configz and /debug/*)",
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .daemon.main import run
 
@@ -400,14 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="run without leader election",
     )
-    r.add_argument(
-        "--bind-address",
-        default="127.0.0.1",
-        help="address of the health/metrics/debug HTTP server (default: loopback only)",
-    )
-    r.add_argument(
-        "--port", type=int, default=10259, help="HTTP port (plain HTTP); 0 picks a free one"
-    )
+    _serving_flags(r)
     r.add_argument(
         "--log-format",
         choices=("json", "console"),

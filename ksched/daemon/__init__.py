@@ -3,6 +3,7 @@
 ``SchedulerDaemon`` is the embeddable form; ``ksched run`` is a thin wrapper over it.
 """
 
+from .auth import SecureServing
 from .daemon import DEFAULT_BIND_ADDRESS, DEFAULT_PORT, SchedulerDaemon
 from .explain import Outcomes, explain_pending
 from .http import DebugServer
@@ -13,5 +14,6 @@ __all__ = [
     "DebugServer",
     "Outcomes",
     "SchedulerDaemon",
+    "SecureServing",
     "explain_pending",
 ]

@@ -4,6 +4,11 @@
         await d.wait_ready()
         ...  # d.scheduler, d.url, d.metrics
 
+HTTP (``http.DebugServer``): ``port`` serves plain HTTP without authentication on
+``bind_address`` (loopback by default; None, the default, serves none),
+``secure_serving`` HTTPS with authentication and authorization delegated to the API
+server, as kube-scheduler's secure port (``ksched run`` serves it on 10259 by default).
+
 Wiring: ``APIClient`` → informers (``connect_scheduler``; plus one per custom collection an
 enabled plugin declares in ``watch_resources``, e.g. Coscheduling's PodGroups, into
 ``handle.listers``) → ``Scheduler`` with the
@@ -60,6 +65,7 @@ from ..cluster.leaderelection import (
     new_identity,
     resolve_lease_namespace,
 )
+from ..extender.server import is_loopback
 from ..framework.deadline import DEFAULT_BINDING_TIMEOUT, DEFAULT_PLUGIN_TIMEOUT
 from ..framework.handle import BindError
 from ..framework.registry import Registry
@@ -67,14 +73,15 @@ from ..framework.types import PodInfo
 from ..metrics import SchedulerMetrics
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
+from .auth import DEFAULT_SECURE_PORT, REVIEW_BURST, REVIEW_QPS, DelegatingAuth, SecureServing
 from .explain import Outcomes
 from .http import DebugServer
 from .sdnotify import SdNotifier
 
-__all__ = ["DEFAULT_BIND_ADDRESS", "DEFAULT_PORT", "SchedulerDaemon"]
+__all__ = ["DEFAULT_BIND_ADDRESS", "DEFAULT_PORT", "SchedulerDaemon", "SecureServing"]
 
-DEFAULT_BIND_ADDRESS = "127.0.0.1"
-DEFAULT_PORT = 10259  # kube-scheduler's secure port; served as plain HTTP here
+DEFAULT_BIND_ADDRESS = "127.0.0.1"  # the plain-HTTP port's
+DEFAULT_PORT = DEFAULT_SECURE_PORT  # kube-scheduler's secure port, 10259
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 # How long shutdown waits for queued events and status patches once bindings are done.
 STATUS_FLUSH_TIMEOUT = 5.0
@@ -198,7 +205,8 @@ class SchedulerDaemon:
         kubeconfig: str | None = None,
         master: str | None = None,
         bind_address: str = DEFAULT_BIND_ADDRESS,
-        port: int = DEFAULT_PORT,
+        port: int | None = None,
+        secure_serving: SecureServing | None = None,
         metrics: SchedulerMetrics | None = None,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         explain: bool = False,
@@ -212,7 +220,9 @@ class SchedulerDaemon:
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
     ) -> None:
         """``client`` (owned by the caller) or ``kubeconfig``/``master`` (a client is made and
-        closed by the daemon). ``port=0`` picks a free port; ``explain=True`` records every
+        closed by the daemon). ``port``: plain HTTP on ``bind_address`` (0 picks a free
+        port, None serves none); ``secure_serving``: HTTPS with delegated authentication and
+        authorization (its ``port`` 0 picks a free one); ``explain=True`` records every
         attempt's full explanation (slow: for debugging only). ``on_informers`` may add
         handlers to the informers before they start (benchmarks, embedding programs).
         ``notifier`` tells systemd about readiness, shutdown and liveness (default: from
@@ -235,6 +245,7 @@ class SchedulerDaemon:
         self.plugin_timeout = plugin_timeout
         self.binding_timeout = binding_timeout
         self.port = port
+        self.secure_serving = secure_serving
         self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.shutdown_timeout = shutdown_timeout
         self.explain = explain
@@ -293,10 +304,18 @@ class SchedulerDaemon:
 
     @property
     def url(self) -> str:
-        """Base URL of the health/metrics/debug server."""
+        """Base URL of the health/metrics/debug server: the plain port's, else the secure
+        port's."""
         if self.http is None:
-            raise RuntimeError("the daemon has not been started")
+            raise RuntimeError("the daemon has not been started or serves no HTTP")
         return self.http.url
+
+    @property
+    def secure_url(self) -> str:
+        """Base URL of the secure port (HTTPS)."""
+        if self.http is None or self.http.secure is None:
+            raise RuntimeError("the daemon has not been started or serves no secure port")
+        return self.http.secure_url
 
     @property
     def synced(self) -> bool:
@@ -459,10 +478,8 @@ class SchedulerDaemon:
         self.informers = _connect(sched, client)
         if self.on_informers is not None:
             self.on_informers(self.informers)
-        self.http = DebugServer(self, self.bind_address, self.port)
-        await self.http.start()
-        stack.push_async_callback(self.http.stop)
-        log.info("serving health, metrics and debug endpoints", url=self.http.url)
+        if self.port is not None or self.secure_serving is not None:
+            await self._serve_http(stack, client)
         tg = await stack.enter_async_context(anyio.create_task_group())
         self._tg = tg
         await tg.start(self.reporter.run)
@@ -474,6 +491,33 @@ class SchedulerDaemon:
         if self.notifier.enabled:
             tg.start_soon(self._notify_ready, name="sd_notify READY")
             tg.start_soon(self.notifier.run_watchdog, self.loop_healthy, name="sd_notify watchdog")
+
+    async def _serve_http(self, stack: contextlib.AsyncExitStack, client: APIClient) -> None:
+        auth = None
+        if self.secure_serving is not None:
+            # the reviews go through a client of their own (kube's limits for it), so
+            # requests with made-up tokens cannot spend the scheduler's budget
+            reviews = APIClient(
+                client.configuration,
+                qps=REVIEW_QPS,
+                burst=REVIEW_BURST,
+                user_agent=f"{client.user_agent} (delegated auth)",
+            )
+            stack.push_async_callback(reviews.close)
+            auth = DelegatingAuth(reviews, self.secure_serving)
+        http = DebugServer(
+            self, self.bind_address, self.port, secure=self.secure_serving, auth=auth
+        )
+        await http.start()
+        self.http = http
+        stack.push_async_callback(http.stop)
+        if self.port is not None and not is_loopback(self.bind_address):
+            log.warning(
+                "the plain-HTTP port serves /metrics, /configz and /debug/* without "
+                "authentication beyond loopback",
+                url=http.url,
+            )
+        log.info("serving health, metrics and debug endpoints", url=http.url, urls=http.urls)
 
     async def _elect(self) -> None:
         """Candidates elect once synced (kube-scheduler: unless delayCacheUntilActive)."""

@@ -1,18 +1,28 @@
-"""The daemon's HTTP endpoints, as kube-scheduler serves them (plain HTTP, no authn).
+"""The daemon's HTTP endpoints, as kube-scheduler serves them.
+
+Two listeners share the handlers: the secure port (``SecureServing``: HTTPS, kube-
+scheduler's 10259), whose requests are authenticated and authorized through the API
+server (``auth``), and an optional plain-HTTP port without authentication for local use
+(loopback by default; kube-scheduler removed its insecure port, ksched keeps one opt-in).
+Both serve through ``ksched.util.httpserver.start_app`` (read timeouts, a connection
+limit).
 
 ``/healthz``, ``/livez`` and ``/readyz`` answer like Kubernetes' healthz handlers: ``ok``,
 or with ``?verbose`` one ``[+]check ok`` / ``[-]check failed`` line per check. ``/readyz``
 is 503 until the informers have synced (and while shutting down). ``/metrics`` is the
 Prometheus text format, ``/configz`` the effective configuration as
-``{"componentconfig": ...}``. The ``/debug/*`` endpoints expose scheduler internals, which is
-why the server listens on loopback unless told otherwise.
+``{"componentconfig": ...}`` with key material and tokens replaced by ``REDACTED``
+(kube-scheduler prints an extender's ``tlsConfig.keyData`` in full). The ``/debug/*``
+endpoints expose scheduler internals.
 
 Anything unknown or malformed gets a 4xx JSON body ``{"error": "..."}``; a failing handler
-gets a 500 with the same shape and is logged, never a traceback on the wire.
+gets a 500 with the same shape and is logged, never a traceback on the wire. The secure
+port's 401/403 are kube's ``Status`` objects.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +33,14 @@ from ..config import to_dict
 from ..logging import get_logger
 from ..metrics import CONTENT_TYPE
 from ..queue.scheduling_queue import plugin_names
+from ..util.httpserver import start_app
+from .auth import DelegatingAuth, SecureServing
 from .explain import explain_pending, find_pending
 
 if TYPE_CHECKING:
     from .daemon import SchedulerDaemon
 
-__all__ = ["DebugServer", "json_response"]
+__all__ = ["REDACTED", "DebugServer", "ServingError", "json_response", "redact"]
 
 log = get_logger("ksched.daemon.http")
 
@@ -69,22 +81,71 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(500, f"internal error: {type(e).__name__}")
 
 
-class DebugServer:
-    """aiohttp server for health, metrics, configz and debug endpoints of one daemon."""
+class ServingError(OSError):
+    """An HTTP listener could not start; the message names the address or the files."""
 
-    def __init__(self, daemon: SchedulerDaemon, host: str, port: int) -> None:
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class DebugServer:
+    """The health, metrics, configz and debug endpoints of one daemon: plain HTTP on
+    ``host:port`` (``port`` None: none; 0: any free port) and, with ``secure`` and
+    ``auth``, HTTPS with delegated authentication and authorization."""
+
+    def __init__(
+        self,
+        daemon: SchedulerDaemon,
+        host: str,
+        port: int | None,
+        *,
+        secure: SecureServing | None = None,
+        auth: DelegatingAuth | None = None,
+    ) -> None:
+        if (secure is None) != (auth is None):
+            raise ValueError("secure serving needs both secure and auth")
         self.daemon = daemon
         self.host = host
         self.port = port
-        self._runner: web.AppRunner | None = None
+        self.secure = secure
+        self.auth = auth
+        self.secure_port: int | None = None
+        self._runners: list[web.AppRunner] = []
+
+    @staticmethod
+    def _url(scheme: str, host: str, port: int | None) -> str:
+        host = f"[{host}]" if ":" in host else host
+        return f"{scheme}://{host}:{port}"
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        """The plain port's URL, else the secure port's."""
+        if self.port is None:
+            return self.secure_url
+        return self._url("http", self.host, self.port)
 
-    def app(self) -> web.Application:
-        app = web.Application(middlewares=[_errors])
+    @property
+    def secure_url(self) -> str:
+        if self.secure is None:
+            raise RuntimeError("no secure port")
+        return self._url("https", self.secure.bind_address or "0.0.0.0", self.secure_port)
+
+    @property
+    def urls(self) -> list[str]:
+        out = [] if self.port is None else [self.url]
+        return out + ([] if self.secure is None else [self.secure_url])
+
+    def app(self, *, authenticated: bool = False) -> web.Application:
+        middlewares = [_errors]
+        if authenticated:  # inside _errors: a failure of its own is a JSON 500 too
+            assert self.auth is not None
+            middlewares.append(self.auth.middleware())
+        app = web.Application(middlewares=middlewares)
         r = app.router
         for path in ("/healthz", "/livez"):
             r.add_get(path, self._live)
@@ -99,24 +160,40 @@ class DebugServer:
         return app
 
     async def start(self) -> None:
-        runner = web.AppRunner(
-            self.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
-        )
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        """Listen. ``ServingError`` when an address cannot be listened on or, secure, a
+        certificate cannot be loaded (nothing is left running then)."""
         try:
-            await site.start()
+            if self.port is not None:
+                self.port = await self._listen(self.app(), self.host, self.port, None)
+            if self.secure is not None:
+                sec = self.secure
+                try:
+                    ctx = sec.ssl_context()
+                except (OSError, ValueError) as e:
+                    raise ServingError(f"cannot load {sec.describe_files()}: {e}") from None
+                app = self.app(authenticated=True)
+                self.secure_port = await self._listen(app, sec.bind_address, sec.port, ctx)
         except BaseException:
-            await runner.cleanup()
+            await self.stop()
             raise
-        if runner.addresses:  # the real port when 0 asked for any free one
-            self.port = int(runner.addresses[0][1])
-        self._runner = runner
+
+    async def _listen(
+        self, app: web.Application, host: str, port: int, ctx: ssl.SSLContext | None
+    ) -> int:
+        try:
+            runner, bound = await start_app(app, host, port, ssl_context=ctx, shutdown_timeout=1.0)
+        except OSError as e:
+            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            raise ServingError(f"cannot listen on {where}: {e.strerror or e}", e.errno) from None
+        self._runners.append(runner)
+        return bound
 
     async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
+        runners, self._runners = self._runners, []
+        for runner in runners:
             await runner.cleanup()
+        if self.auth is not None:
+            self.auth.close()
 
     # -- health -----------------------------------------------------------------------------
     @staticmethod
@@ -162,7 +239,7 @@ class DebugServer:
         """The configuration in effect: ``clientConnection`` as the API client really uses
         it (the kubeconfig a flag named, rate limits, JSON), and beside ``componentconfig``
         (which has no place for it) the client's settings with the server URL."""
-        cfg = to_dict(self.daemon.config)
+        cfg = redact(to_dict(self.daemon.config))
         out: dict[str, Any] = {"componentconfig": cfg}
         client = self.daemon.client_settings()
         if client is not None:
@@ -237,3 +314,29 @@ class DebugServer:
 
 class _Unavailable(Exception):
     pass
+
+
+REDACTED = "REDACTED"  # kubectl config view's word for key data and tokens
+#: keys whose (non-empty) string values are secrets: an extender's tlsConfig.keyData, and
+#: any token, password or secret a plugin's args may carry (but not a path to one)
+_SECRET_KEYS = ("keydata", "token", "password", "secret", "bearer", "privatekey")
+_NOT_SECRET_SUFFIXES = ("file", "path")
+
+
+def _secret(key: Any) -> bool:
+    k = str(key).lower()
+    return any(s in k for s in _SECRET_KEYS) and not k.endswith(_NOT_SECRET_SUFFIXES)
+
+
+def redact(obj: Any) -> Any:
+    """``obj`` with key material and tokens replaced by ``REDACTED`` (in place)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, str) and v and _secret(k):
+                obj[k] = REDACTED
+            else:
+                redact(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            redact(v)
+    return obj

@@ -56,8 +56,12 @@ def run(args: Any, config: Any, registry: Any) -> int:
         for p in problems:
             print(f"ksched run: {p}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.port < 0 or args.port > 65535:
+    if args.port is not None and not 0 <= args.port <= 65535:
         print(f"ksched run: --port {args.port} is out of range", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    secure = secure_serving(args)
+    for p in secure.problems() if secure is not None else ():
+        print(f"ksched run: {p}", file=sys.stderr)
         return EXIT_BAD_INPUT
     klog.configure(args.log_format, args.v)
     log = klog.get_logger("ksched.run")
@@ -67,11 +71,31 @@ def run(args: Any, config: Any, registry: Any) -> int:
         return 130
 
 
+def secure_serving(args: Any) -> Any:
+    """The ``SecureServing`` of the flags; None for ``--secure-port 0``."""
+    from .auth import SecureServing, parse_paths
+
+    if args.secure_port == 0:
+        return None
+    return SecureServing(
+        bind_address=args.bind_address,
+        port=args.secure_port,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        client_ca_file=args.client_ca_file,
+        always_allow_paths=parse_paths(args.authorization_always_allow_paths),
+        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        authorized_ttl=args.authorization_webhook_cache_authorized_ttl,
+        unauthorized_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+    )
+
+
 async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
     from kubernetes_asyncio.config import ConfigException
 
     from ..cluster import APIClient
     from .daemon import SchedulerDaemon
+    from .http import ServingError
 
     cc = config.client_connection
     try:
@@ -85,8 +109,9 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
         config,
         registry=registry,
         client=client,
-        bind_address=args.bind_address,
+        bind_address=args.address,
         port=args.port,
+        secure_serving=secure_serving(args),
         plugin_timeout=args.plugin_timeout,
         binding_timeout=args.binding_timeout,
     )
@@ -96,13 +121,12 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             try:
                 await daemon.start()
-            except OSError as e:  # the port is taken, the address is not ours
-                where = f"{args.bind_address}:{args.port}"
-                print(f"ksched run: cannot listen on {where}: {e.strerror or e}", file=sys.stderr)
+            except ServingError as e:  # a port taken, an address not ours, a bad certificate
+                print(f"ksched run: {e}", file=sys.stderr)
                 return EXIT_BAD_INPUT
             log.info(
                 "ksched started",
-                url=daemon.url,
+                url=daemon.url if daemon.http is not None else None,
                 profiles=[p.scheduler_name for p in config.profiles],
                 leader_elect=daemon.leader_elect,
             )

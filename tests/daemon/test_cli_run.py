@@ -38,7 +38,9 @@ def test_flags_parse() -> None:
     assert (args.bind_address, args.port, args.log_format, args.v) == ("0.0.0.0", 1234, "json", 3)
     defaults = build_parser().parse_args(["run"])
     assert defaults.leader_elect is None
-    assert (defaults.bind_address, defaults.port) == ("127.0.0.1", 10259)
+    # kube-scheduler's secure port on every interface; the plain port off, loopback when on
+    assert (defaults.bind_address, defaults.secure_port) == ("0.0.0.0", 10259)
+    assert (defaults.address, defaults.port) == ("127.0.0.1", None)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--leader-elect", "--no-leader-elect"])
 

@@ -310,3 +310,49 @@ def test_handler_failure_is_a_json_500() -> None:
     status, ctype, body = one(Broken(None), "/configz")
     assert (status, ctype) == (500, "application/json")
     assert json.loads(body) == {"error": "internal error: RuntimeError"}
+
+
+def test_configz_redacts_key_material_and_tokens(daemon: FakeDaemon) -> None:
+    """An extender's tlsConfig.keyData (kube-scheduler's /configz prints it in full) and any
+    token-like plugin argument are REDACTED; certificates, which are public, are not."""
+    import base64
+    import dataclasses
+
+    from ksched.config import load_config_data
+
+    key = b"-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n"
+    cert = b"-----BEGIN CERTIFICATE-----\npublic\n-----END CERTIFICATE-----\n"
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "extenders": [
+                {
+                    "urlPrefix": "https://extender.test/",
+                    "filterVerb": "filter",
+                    "enableHTTPS": True,
+                    "tlsConfig": {
+                        "keyData": base64.b64encode(key).decode(),
+                        "certData": base64.b64encode(cert).decode(),
+                        "keyFile": "/etc/ksched/extender.key",
+                    },
+                }
+            ],
+        }
+    )
+    status, _, body = one(dataclasses.replace(daemon, config=cfg), "/configz")
+    assert status == 200
+    tls = json.loads(body)["componentconfig"]["extenders"][0]["tlsConfig"]
+    assert tls["keyData"] == "REDACTED"
+    assert tls["certData"] == base64.b64encode(cert).decode()
+    assert tls["keyFile"] == "/etc/ksched/extender.key"  # a path, not the key
+    assert "secret" not in body and base64.b64encode(key).decode() not in body
+
+
+def test_redact_walks_plugin_args() -> None:
+    from ksched.daemon.http import redact
+
+    args = {"endpoint": "x", "auth": {"bearerToken": "abc", "tokenFile": "/run/t", "n": 3}}
+    out = redact({"profiles": [{"pluginConfig": [{"name": "P", "args": args}]}]})
+    auth = out["profiles"][0]["pluginConfig"][0]["args"]["auth"]
+    assert auth == {"bearerToken": "REDACTED", "tokenFile": "/run/t", "n": 3}  # a path is no secret

@@ -494,6 +494,8 @@ def test_ksched_run_under_a_notify_socket(
         str(apiserver_kubeconfig),
         "--port",
         "0",
+        "--secure-port",
+        "0",
         "--log-format",
         "json",
     ]

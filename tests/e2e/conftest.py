@@ -371,7 +371,8 @@ class DaemonHandle:
 
 
 class KschedProcess:
-    """One ``ksched run`` process (``--port 0 --log-format json`` added); its JSON log
+    """One ``ksched run`` process (``--port 0 --secure-port 0 --log-format json`` added,
+    unless ``args`` name a secure port); its JSON log
     lines are collected by a reader thread."""
 
     def __init__(self, args: list[str], *, name: str = "ksched", **env: str) -> None:
@@ -382,7 +383,9 @@ class KschedProcess:
 
         self.name = name
         self.p = subprocess.Popen(
-            [sys.executable, "-m", "ksched", "run", *args, "--port", "0", "--log-format", "json"],
+            [sys.executable, "-m", "ksched", "run", *args, "--port", "0"]
+            + ([] if any(a.startswith("--secure-port") for a in args) else ["--secure-port", "0"])
+            + ["--log-format", "json"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
