@@ -125,11 +125,15 @@ def test_deployment_runs_ksched_with_leader_election_and_probes() -> None:
     assert args.command == "run" and args.leader_elect is True
     assert dep["spec"]["replicas"] == 2
     assert args.bind_address == "0.0.0.0"  # the kubelet probes the pod IP
+    assert args.port is None  # no plain-HTTP port: only the secure one, as kube-scheduler
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert ports == {"http": args.port}
+    assert ports == {"https": args.secure_port} and args.secure_port == 10259
+    always = args.authorization_always_allow_paths.split(",")
     for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         get = c[probe]["httpGet"]
-        assert get["path"] == path and ports[get["port"]] == args.port
+        assert get["path"] == path and ports[get["port"]] == args.secure_port
+        assert get["scheme"] == "HTTPS"  # as the seeds' kube-scheduler manifests probe it
+        assert path in always  # the kubelet's probes carry no credentials
     assert pod["priorityClassName"] == "system-cluster-critical"
     assert pod.get("schedulerName") in (None, "default-scheduler")  # never schedules itself
     assert c["resources"]["requests"].keys() == {"cpu", "memory"}
@@ -194,14 +198,37 @@ def test_service_account_is_bound_to_both_roles() -> None:
         "name": sa["metadata"]["name"],
         "namespace": sa["metadata"]["namespace"],
     }
-    for binding, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        b = find(objs, binding)
+    for binding, role, name in (
+        ("ClusterRoleBinding", "ClusterRole", "ksched"),
+        ("RoleBinding", "Role", "ksched-leader-election"),
+        # the secure port's TokenReviews and SubjectAccessReviews
+        ("ClusterRoleBinding", "ClusterRole", "system:auth-delegator"),
+    ):
+        [b] = [o for o in objs if o["kind"] == binding and o["roleRef"]["name"] == name]
         assert b["subjects"] == [me]
-        assert b["roleRef"] == {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": role,
-            "name": find(objs, role)["metadata"]["name"],
-        }
+        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role, "name": name}
+        if not name.startswith("system:"):
+            find(objs, role, name)
+    bound = {o["roleRef"]["name"] for o in objs if o["kind"].endswith("Binding")}
+    assert "ksched-metrics-reader" not in bound  # for the cluster's Prometheus to bind
+
+
+def test_metrics_reader_role_grants_get_metrics_only() -> None:
+    role = find(kustomize(DEPLOY), "ClusterRole", "ksched-metrics-reader")
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+def test_network_policy_admits_only_the_secure_port() -> None:
+    objs = kustomize(DEPLOY)
+    np = find(objs, "NetworkPolicy", "ksched")
+    labels = find(objs, "Deployment", "ksched")["spec"]["template"]["metadata"]["labels"]
+    assert np["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert np["spec"]["policyTypes"] == ["Ingress"]  # egress (the API server) unrestricted
+    [rule] = np["spec"]["ingress"]
+    assert rule == {"ports": [{"port": "https", "protocol": "TCP"}]}
+    assert {p["name"] for p in _container(objs)["ports"]} == {"https"}
+    svc = find(objs, "Service")
+    assert [p["targetPort"] for p in svc["spec"]["ports"]] == ["https"]
 
 
 def _write_config(objs: list[JSON], tmp_path: Path) -> tuple[Path, JSON]:

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import ast
 import re
+import ssl
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import yaml
 
 from ksched.cluster import APIClient
 from ksched.cluster.wiring import ON_REQUEST_PATHS, requested_listers
 from ksched.config import load_config_data
-from ksched.daemon import SchedulerDaemon
+from ksched.daemon import SchedulerDaemon, SecureServing
 from ksched.testing import (
     TestAPIServer,
     make_node,
@@ -38,7 +40,7 @@ from ksched.testing import (
     make_storage_class,
 )
 
-from ._manifests import DEPLOY, JSON, ROOT, find, kustomize, load, rules_of
+from ._manifests import DEPLOY, JSON, ROOT, Rule, find, kustomize, load, rules_of
 
 # Roles the deploy/ base grants to ksched's service account (the contrib overlay adds
 # podgroups, checked below); the extender's own RBAC lives in deploy/extender.
@@ -48,10 +50,34 @@ ESCALATING_VERBS = {"*", "escalate", "bind", "impersonate"}
 Pair = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
 
-def granted() -> set[Pair]:
-    objs = kustomize(DEPLOY)
+# The stock ClusterRole the base binds for the secure port's delegated authentication and
+# authorization (kube's bootstrap policy; kube-scheduler's and kube-controller-manager's
+# own roles carry the same two rules).
+AUTH_DELEGATOR = "system:auth-delegator"
+AUTH_DELEGATOR_RULES: set[Rule] = {
+    ("authentication.k8s.io", "tokenreviews", "create", ""),
+    ("authorization.k8s.io", "subjectaccessreviews", "create", ""),
+}
+
+
+def ksched_rules(objs: list[JSON]) -> set[Rule]:
+    """The rules ksched's ServiceAccount holds: its ClusterRole and Role, and
+    system:auth-delegator's when a ClusterRoleBinding gives it that role."""
     rules = rules_of(find(objs, "ClusterRole", "ksched")) | rules_of(find(objs, "Role"))
-    return {(g, r, v) for g, r, v, _ in rules}
+    sa = find(objs, "ServiceAccount")["metadata"]
+    me = {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}
+    if any(
+        o["kind"] == "ClusterRoleBinding"
+        and o["roleRef"]["name"] == AUTH_DELEGATOR
+        and me in o["subjects"]
+        for o in objs
+    ):
+        rules |= AUTH_DELEGATOR_RULES
+    return rules
+
+
+def granted() -> set[Pair]:
+    return {(g, r, v) for g, r, v, _ in ksched_rules(kustomize(DEPLOY))}
 
 
 # ---- no wildcards, nothing escalating ---------------------------------------------------
@@ -74,6 +100,9 @@ def test_no_wildcards_no_escalation_no_secrets() -> None:
     for role in roles:
         for rule in role["rules"]:
             where = f"{role['kind']} {role['metadata']['name']}: {rule}"
+            if role["metadata"]["name"] == "ksched-metrics-reader":  # for Prometheus to bind
+                assert rule == {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}, where
+                continue
             assert "nonResourceURLs" not in rule, where
             for field in ("apiGroups", "resources", "verbs"):
                 assert not any("*" in x for x in rule[field]), where
@@ -96,8 +125,10 @@ def test_systemd_role_matches_the_in_cluster_one() -> None:
     assert rules_of(find(host, "Role")) == rules_of(find(base, "Role"))
     assert (
         find(host, "ClusterRoleBinding")["roleRef"]["name"]
-        == find(base, "ClusterRole")["metadata"]["name"]
+        == find(base, "ClusterRole", "ksched")["metadata"]["name"]
     )
+    # system:kube-scheduler's stock role already has system:auth-delegator's rules (its
+    # own secure port needs them), so the host needs no binding for them
     cfg = yaml.safe_load((ROOT / "systemd" / "config.yaml").read_text())
     assert find(host, "Role")["metadata"]["namespace"] == cfg["leaderElection"]["resourceNamespace"]
     assert {n for *_, n in rules_of(find(host, "Role")) if n} == {
@@ -257,10 +288,15 @@ async def _scenario(srv: TestAPIServer) -> list[str]:
     srv.create(make_priority_class("high", 1000))
     srv.create(make_pod("victim", cpu="1", node_name="small"))
     client = await APIClient.for_master(srv.url, qps=0)
+    secure = SecureServing(bind_address="127.0.0.1", port=0)
     try:
-        async with SchedulerDaemon(_config(), client=client, port=0) as d:
+        async with SchedulerDaemon(_config(), client=client, secure_serving=secure) as d:
             await d.wait_leading(15)
             await d.wait_ready(15)
+            # the secure port: a TokenReview (a bearer token), a SubjectAccessReview
+            # (anonymous, a path not always allowed)
+            await _secure_get(d.secure_url + "/metrics", token="some-token")
+            await _secure_get(d.secure_url + "/metrics")
             assert d.reporter is not None
             d.reporter.series_interval = 0.0  # write every repeat of an event at once
             # a binding that fails twice the same way: FailedScheduling, then its series
@@ -298,6 +334,14 @@ async def _scenario(srv: TestAPIServer) -> list[str]:
             return requested_listers(d.scheduler.frameworks.values())
     finally:
         await client.close()
+
+
+async def _secure_get(url: str, token: str | None = None) -> int:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with aiohttp.ClientSession() as s, s.get(url, ssl=ctx, headers=headers) as r:
+        return r.status
 
 
 async def _volume_binding(srv: TestAPIServer) -> None:
@@ -359,7 +403,8 @@ def test_requests_sent_are_exactly_the_granted_rules() -> None:
 
     requests, requested = anyio.run(main)
     objs = kustomize(DEPLOY)
-    rules = rules_of(find(objs, "ClusterRole", "ksched")) | rules_of(find(objs, "Role"))
+    rules = ksched_rules(objs)
+    assert rules >= AUTH_DELEGATOR_RULES  # granted through system:auth-delegator
     used = [(f"{req.verb} {req.path}", _allowed(req, rules)) for req in requests]
     assert [k for k, rule in used if rule is None] == [], "requests RBAC would forbid"
     unused = rules - {rule for _, rule in used}

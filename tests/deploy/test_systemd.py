@@ -176,7 +176,8 @@ def test_exec_start_is_a_valid_ksched_run(unit: Directives) -> None:
     assert args.config == "/etc/ksched/config.yaml"
     assert args.kubeconfig == "/etc/kubernetes/scheduler.conf"
     assert args.bind_address == "127.0.0.1"
-    assert args.port != 10259  # kube-scheduler's port on the same host
+    assert args.secure_port not in (0, 10259)  # HTTPS, not kube-scheduler's port on the host
+    assert args.port is None  # no plain-HTTP port
     # the kubeconfig is the only file of /etc/kubernetes the service can see
     assert _one(unit, "TemporaryFileSystem") == "/etc/kubernetes:ro"
     assert _one(unit, "BindReadOnlyPaths") == args.kubeconfig
@@ -231,6 +232,9 @@ def test_ksched_runs_under_memory_deny_write_execute() -> None:
         "import ctypes, ksched.daemon.main, ksched.cluster, aiohttp, kubernetes_asyncio, "
         "prometheus_client\n"
         "from ksched.cli import main\n"
+        # the secure port's self-signed certificate (cryptography, OpenSSL)
+        "from ksched.util.tls import self_signed_ssl_context\n"
+        "self_signed_ssl_context('127.0.0.1')\n"
         f"print(ctypes.CDLL(None).prctl({PR_GET_MDWE}, 0, 0, 0, 0), flush=True)\n"
         f"raise SystemExit(main(['simulate', '--cluster', {cluster!r}, '--output', 'json']))\n"
     )
