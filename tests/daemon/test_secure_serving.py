@@ -421,3 +421,70 @@ def test_user_groups_gain_system_authenticated_once() -> None:
     u = User("a", groups=("x", "system:authenticated")).with_authenticated_group()
     assert u.groups == ("x", "system:authenticated")
     assert User("a").with_authenticated_group().groups == ("system:authenticated",)
+
+
+def test_ksched_run_process_serves_the_secure_port(tmp_path: Path) -> None:
+    """``ksched run`` end to end against the test API server's token file: the flags, the
+    self-signed certificate, the reviews through the kubeconfig's (first, admin) token."""
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    ca = CA(tmp_path / "pki")
+    masters = ca.issue("root-cert", ["system:masters"])
+    port = _free_port()
+    with TestAPIServer(tokens=[ADMIN, ALICE]).run_in_thread() as srv:
+        kc = srv.write_kubeconfig(tmp_path / "kubeconfig")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ksched",
+                "run",
+                f"--kubeconfig={kc}",
+                "--no-leader-elect",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--client-ca-file={ca.ca_file}",
+                "--log-format=json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            url = f"https://127.0.0.1:{port}"
+
+            def get(path: str, token: str | None = None, cert: Any = None) -> int:
+                req = urllib.request.Request(url + path)
+                if token:
+                    req.add_header("Authorization", f"Bearer {token}")
+                try:
+                    with urllib.request.urlopen(req, timeout=5, context=client_ssl(cert)) as r:
+                        return int(r.status)
+                except urllib.error.HTTPError as e:
+                    return e.code
+
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if get("/readyz") == 200:
+                        break
+                except (urllib.error.URLError, OSError):
+                    pass
+                assert proc.poll() is None and time.monotonic() < deadline, "not ready"
+                time.sleep(0.1)
+            assert get("/metrics", ADMIN.token) == 200
+            assert get("/metrics", ALICE.token) == 403
+            assert get("/metrics") == 403
+            assert get("/metrics", "made-up") == 401
+            assert get("/configz", cert=masters) == 200
+            assert srv.count_requests(verb="create", resource="tokenreviews") == 3
+        finally:
+            proc.terminate()
+            out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    started = [json.loads(line) for line in out.splitlines() if '"ksched started"' in line]
+    assert started and started[0]["url"] == url
