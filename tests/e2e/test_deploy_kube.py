@@ -7,7 +7,10 @@ binds, reports an unschedulable pod and preempts, and the API server refuses not
 from __future__ import annotations
 
 import json
+import ssl
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +19,7 @@ import pytest
 import yaml
 
 from ksched.testing.controlplane import ControlPlane
+from ksched.testing.controlplane._process import free_port
 
 from .conftest import KschedProcess, wait_for
 
@@ -63,7 +67,34 @@ def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) 
         "/apis/scheduling.k8s.io/v1/priorityclasses",
         {"metadata": {"name": f"deploy-{run}-high"}, "value": 1000},
     )
-    proc = KschedProcess(["--config", str(config), "--kubeconfig", str(kubeconfig)])
+    secure_port = free_port()
+    proc = KschedProcess(
+        [
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--bind-address=127.0.0.1",
+            f"--secure-port={secure_port}",
+        ]
+    )
+    # the shipped /metrics reader role, bound as Prometheus's would be
+    reader = {
+        "metadata": {"name": f"deploy-{run}-metrics"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "ksched-metrics-reader",
+        },
+        "subjects": [
+            {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "User",
+                "name": cp.controller_manager_identity.user,
+            }
+        ],
+    }
+    cp.ok("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", reader)
 
     def pod(name: str, cpu: str, **spec: object) -> None:
         body = {
@@ -88,6 +119,17 @@ def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) 
         proc.serving()
         wait_for(lambda: proc.get("/readyz")[0] == 200, 30, what="ready with the SA token")
         proc.wait_log("successfully acquired lease", 30)
+        # the secure port's TokenReviews and SubjectAccessReviews, with the SA's
+        # system:auth-delegator binding
+        url = f"https://127.0.0.1:{secure_port}"
+        assert _secure_get(url + "/healthz") == 200
+        assert _secure_get(url + "/metrics") == 403  # system:anonymous
+        assert _secure_get(url + "/metrics", cp.scheduler_identity.token) == 403
+        wait_for(  # RBAC's cache may take a moment to see the new binding
+            lambda: _secure_get(url + "/metrics", cp.controller_manager_identity.token) == 200,
+            20,
+            what="the metrics reader allowed",
+        )
         for i in range(2):
             pod(f"low-{i}", "800m")
         for i in range(2):
@@ -118,7 +160,23 @@ def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) 
         for n in nodes:
             cp.request("DELETE", f"/api/v1/nodes/{n}")
         cp.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/deploy-{run}-high")
+        cp.request(
+            "DELETE", f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/deploy-{run}-metrics"
+        )
         cp.request("DELETE", f"/api/v1/namespaces/{ns}")
     refused = [e for e in proc.log if any(w in json.dumps(e) for w in ("403", "401", "orbidden"))]
     assert refused == []
     assert rc == 0, proc.log[-20:]
+
+
+def _secure_get(url: str, token: str | None = None) -> int:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # self-signed
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return e.code
