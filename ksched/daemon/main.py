@@ -60,8 +60,10 @@ def run(args: Any, config: Any, registry: Any) -> int:
         print(f"ksched run: --port {args.port} is out of range", file=sys.stderr)
         return EXIT_BAD_INPUT
     secure = secure_serving(args)
-    for p in secure.problems() if secure is not None else ():
+    problems = secure.problems() if secure is not None else []
+    for p in problems:
         print(f"ksched run: {p}", file=sys.stderr)
+    if problems:
         return EXIT_BAD_INPUT
     klog.configure(args.log_format, args.v)
     log = klog.get_logger("ksched.run")
