@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,59 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import E2E, wait_for
+from .conftest import E2E, KschedProcess, wait_for
 
 pytestmark = pytest.mark.e2e
 
 
-class Proc:
-    """A ``ksched run`` subprocess whose JSON log lines are collected by a reader thread."""
-
-    def __init__(self, args: list[str]) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.p = subprocess.Popen(
-            [sys.executable, "-m", "ksched", "run", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: queue.Queue[dict[str, object]] = queue.Queue()
-        self.log: list[dict[str, object]] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.p.stdout is not None
-        for line in self.p.stdout:
-            try:
-                self.lines.put(json.loads(line))
-            except ValueError:
-                self.lines.put({"msg": line.rstrip()})
-
-    def wait_log(self, msg: str, timeout: float = 20.0) -> dict[str, object]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                entry = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                if self.p.poll() is not None:
-                    break
-                continue
-            self.log.append(entry)
-            if entry.get("msg") == msg:
-                return entry
-        err = self.p.stderr.read() if self.p.poll() is not None and self.p.stderr else ""
-        raise AssertionError(f"no log line {msg!r}; saw {self.log}; stderr: {err}")
-
-    def kill(self) -> None:
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait(10)
-
-
 @pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
+def procs() -> Iterator[list[KschedProcess]]:
+    started: list[KschedProcess] = []
     yield started
     for p in started:
         p.kill()
@@ -85,28 +35,14 @@ def _get(url: str) -> int:
         return 0
 
 
-def test_sigterm_lets_bindings_finish_and_exits_0(e2e: E2E, procs: list[Proc]) -> None:
+def test_sigterm_lets_bindings_finish_and_exits_0(e2e: E2E, procs: list[KschedProcess]) -> None:
     node = e2e.create_node("n")
     cfg = e2e.write_config()
-    proc = Proc(
-        [
-            "--config",
-            str(cfg),
-            "--kubeconfig",
-            str(e2e.kubeconfig),
-            "--no-leader-elect",
-            "--port",
-            "0",
-            "--secure-port",
-            "0",
-            "--log-format",
-            "json",
-            "-v",
-            "2",
-        ]
+    proc = KschedProcess(
+        ["--config", str(cfg), "--kubeconfig", str(e2e.kubeconfig), "--no-leader-elect", "-v", "2"]
     )
     procs.append(proc)
-    url = str(proc.wait_log("serving health, metrics and debug endpoints")["url"])
+    url = proc.serving()
     wait_for(lambda: _get(url + "/readyz") == 200, 20, what="readyz")
     e2e.create_pod("first")
     assert e2e.wait_bound("first") == node
