@@ -26,7 +26,12 @@ import contextlib
 import json
 import os
 import queue
+import subprocess
+import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -376,10 +381,6 @@ class KschedProcess:
     lines are collected by a reader thread."""
 
     def __init__(self, args: list[str], *, name: str = "ksched", **env: str) -> None:
-        import os
-        import subprocess
-        import sys
-        import threading
 
         self.name = name
         self.p = subprocess.Popen(
@@ -429,8 +430,6 @@ class KschedProcess:
         return self.url
 
     def get(self, path: str) -> tuple[int, str]:
-        import urllib.error
-        import urllib.request
 
         try:
             with urllib.request.urlopen(self.url + path, timeout=5) as r:
@@ -446,7 +445,6 @@ class KschedProcess:
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGTERM, then SIGKILL after ``timeout``; the exit status."""
-        import subprocess
 
         if self.alive:
             self.p.terminate()
