@@ -81,6 +81,8 @@ __all__ = [
     "start",
 ]
 
+# A request its client abandoned (the status nginx logs for it); never sent.
+CLIENT_CLOSED_REQUEST = 499
 log = structlog.get_logger("ksched.extender.server")
 
 _JSON = "application/json"
@@ -582,6 +584,11 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
             return _error(500, str(e))
         except InvalidObjectError as e:
             return _error(400, str(e))
+        except ConnectionResetError:
+            # The client hung up mid-body: nobody is left to answer. Counted as 499 (the
+            # "client closed request" status of proxies), not as a server error.
+            log.debug("client closed the connection mid-request", verb=verb)
+            return web.Response(status=CLIENT_CLOSED_REQUEST)
         except Exception as e:
             log.exception("extender request failed", verb=verb)
             return _error(500, f"internal error: {type(e).__name__}: {e}")

@@ -15,6 +15,7 @@ import aiohttp
 import anyio
 import msgspec
 import pytest
+import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -169,6 +170,33 @@ async def test_bad_requests_get_400(ext: Client, verb: str, body: bytes, message
     status, out = await ext.json(verb, body)
     assert status == 400
     assert message in out["Error"]
+
+
+async def test_a_client_hanging_up_mid_body_is_a_debug_line() -> None:
+    """Not an error with a traceback, and not counted as a 500 (issue 16 item 7)."""
+    server = ExtenderServer(server_config(), _registry())
+    runner, port = await start(server)
+    try:
+        with structlog.testing.capture_logs() as logs:
+            for _ in range(3):
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(
+                    b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n"
+                    b'Content-Type: application/json\r\n\r\n{"Pod":'
+                )
+                await writer.drain()
+                writer.close()
+                await writer.wait_closed()
+            with anyio.fail_after(5):
+                while server.requests.labels("filter", "499")._value.get() < 3:
+                    await anyio.sleep(0.02)
+        assert server.requests.labels("filter", "500")._value.get() == 0
+        assert [e for e in logs if e["log_level"] in ("error", "warning")] == []
+        assert [e["event"] for e in logs if e["log_level"] == "debug"] == [
+            "client closed the connection mid-request"
+        ] * 3
+    finally:
+        await runner.cleanup()
 
 
 async def test_oversize_bodies_get_400() -> None:
