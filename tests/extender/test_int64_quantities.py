@@ -15,7 +15,7 @@ import pytest
 
 from ksched.extender.server import ExtenderServer, serve
 
-from .conftest import node_manifest, pod_manifest
+from .conftest import node_manifest, pod_manifest, wait_ready
 from .test_server import Client, _registry, _serve, server_config
 
 pytestmark = pytest.mark.anyio
@@ -122,12 +122,7 @@ async def test_informer_backed_mode_with_a_bound_1e18_pod(
         )
         async with aiohttp.ClientSession() as s:
             c = Client(s, f"http://127.0.0.1:{port}")
-            with anyio.fail_after(10):
-                while True:
-                    async with s.get(f"{c.url}/readyz") as r:
-                        if r.status == 200:
-                            break
-                    await anyio.sleep(0.02)
+            await wait_ready(s, c.url)
             args = {"Pod": web, "Nodes": None, "NodeNames": ["hogged", "huge", "plain"]}
             status, out = await c.json("filter", args)
             assert status == 200, out

@@ -24,7 +24,15 @@ from ksched.extender.server import ExtenderServer, serve, start
 from ksched.framework.interface import FilterPlugin, ScorePlugin
 from ksched.framework.registry import Registry, default_registry
 
-from .conftest import config, golden, golden_obj, node_manifest, pod_manifest, simulate
+from .conftest import (
+    config,
+    golden,
+    golden_obj,
+    node_manifest,
+    pod_manifest,
+    simulate,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -403,12 +411,7 @@ async def test_informer_backed_mode(apiserver: Any, apiserver_kubeconfig: Path) 
         )
         async with aiohttp.ClientSession() as s:
             c = Client(s, f"http://127.0.0.1:{port}")
-            with anyio.fail_after(10):
-                while True:
-                    async with s.get(f"{c.url}/readyz") as r:
-                        if r.status == 200:
-                            break
-                    await anyio.sleep(0.02)
+            await wait_ready(s, c.url)
             args = {"Pod": web, "Nodes": None, "NodeNames": ["n1", "n2", "n3"]}
             status, out = await c.json("filter", args)
             assert status == 200, out
