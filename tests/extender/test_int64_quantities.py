@@ -9,14 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import anyio
 import pytest
 
-from ksched.extender.server import ExtenderServer, serve
+from ksched.extender.server import ExtenderServer
 
-from .conftest import node_manifest, pod_manifest, wait_ready
-from .test_server import Client, _registry, _serve, server_config
+from .conftest import node_manifest, pod_manifest
+from .test_server import Client, _registry, _serve, server_config, stateful_extender
 
 pytestmark = pytest.mark.anyio
 
@@ -109,26 +107,12 @@ async def test_informer_backed_mode_with_a_bound_1e18_pod(
     apiserver.create(hog)
     apiserver.create(pod_manifest("web", cpu="1", scheduler="default-scheduler"))
     web = apiserver.get("Pod", "default", "web")
-    async with anyio.create_task_group() as tg:
-        port = await tg.start(
-            lambda task_status: serve(
-                server_config(),
-                _registry(),
-                host="127.0.0.1",
-                port=0,
-                kubeconfig=str(apiserver_kubeconfig),
-                task_status=task_status,
-            )
-        )
-        async with aiohttp.ClientSession() as s:
-            c = Client(s, f"http://127.0.0.1:{port}")
-            await wait_ready(s, c.url)
-            args = {"Pod": web, "Nodes": None, "NodeNames": ["hogged", "huge", "plain"]}
-            status, out = await c.json("filter", args)
-            assert status == 200, out
-            assert out["NodeNames"] == ["huge", "plain"]
-            assert out["FailedNodes"] == {"hogged": "Insufficient cpu"}
-            status, out = await c.json("prioritize", args)
-            assert status == 200, out
-            assert all(0 <= h["Score"] <= 10 for h in out)
-        tg.cancel_scope.cancel()
+    async with stateful_extender(server_config(), apiserver_kubeconfig) as c:
+        args = {"Pod": web, "Nodes": None, "NodeNames": ["hogged", "huge", "plain"]}
+        status, out = await c.json("filter", args)
+        assert status == 200, out
+        assert out["NodeNames"] == ["huge", "plain"]
+        assert out["FailedNodes"] == {"hogged": "Insufficient cpu"}
+        status, out = await c.json("prioritize", args)
+        assert status == 200, out
+        assert all(0 <= h["Score"] <= 10 for h in out)

@@ -5,6 +5,7 @@ every endpoint, and ksched's own client scheduling through it end to end."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -98,6 +99,27 @@ async def _serve(server: ExtenderServer) -> AsyncIterator[Client]:
     async with aiohttp.ClientSession() as s:
         yield Client(s, f"http://127.0.0.1:{port}")
     await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def stateful_extender(cfg: Any, kubeconfig: Path) -> AsyncIterator[Client]:
+    """``ksched extender --kubeconfig`` (informer-backed) on a free port, once ready."""
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(
+            lambda task_status: serve(
+                cfg,
+                _registry(),
+                host="127.0.0.1",
+                port=0,
+                kubeconfig=str(kubeconfig),
+                task_status=task_status,
+            )
+        )
+        async with aiohttp.ClientSession() as s:
+            c = Client(s, f"http://127.0.0.1:{port}")
+            await wait_ready(s, c.url)
+            yield c
+        tg.cancel_scope.cancel()
 
 
 @pytest.fixture
@@ -396,66 +418,52 @@ async def test_informer_backed_mode(apiserver: Any, apiserver_kubeconfig: Path) 
     apiserver.create(pod_manifest("web", cpu="1", scheduler="default-scheduler"))
     web = apiserver.get("Pod", "default", "web")
     cfg = server_config()
-    async with anyio.create_task_group() as tg:
-        port = await tg.start(
-            lambda task_status: serve(
-                cfg,
-                _registry(),
-                host="127.0.0.1",
-                port=0,
-                kubeconfig=str(apiserver_kubeconfig),
-                task_status=task_status,
-            )
+    async with stateful_extender(cfg, apiserver_kubeconfig) as c:
+        args = {"Pod": web, "Nodes": None, "NodeNames": ["n1", "n2", "n3"]}
+        status, out = await c.json("filter", args)
+        assert status == 200, out
+        assert out["NodeNames"] == ["n2"] and out["Nodes"] is None
+        assert out["FailedAndUnresolvableNodes"] == {}
+        assert out["FailedNodes"] == {
+            "n1": "Insufficient cpu",
+            "n3": "node not found in the extender's cache",
+        }
+        status, out = await c.json("prioritize", args)
+        scores = {h["Host"]: h["Score"] for h in out}
+        assert scores["n2"] > scores["n1"] and scores["n3"] == 0
+        # Preemption: evicting busy makes room on n1; an unknown victim does not.
+        status, out = await c.json(
+            "preempt",
+            {
+                "Pod": web,
+                "NodeNameToMetaVictims": {
+                    "n1": {"Pods": [{"UID": busy_uid}], "NumPDBViolations": 0},
+                    "n2": {"Pods": [{"UID": "nope"}], "NumPDBViolations": 0},
+                },
+            },
         )
-        async with aiohttp.ClientSession() as s:
-            c = Client(s, f"http://127.0.0.1:{port}")
-            await wait_ready(s, c.url)
-            args = {"Pod": web, "Nodes": None, "NodeNames": ["n1", "n2", "n3"]}
-            status, out = await c.json("filter", args)
-            assert status == 200, out
-            assert out["NodeNames"] == ["n2"] and out["Nodes"] is None
-            assert out["FailedAndUnresolvableNodes"] == {}
-            assert out["FailedNodes"] == {
-                "n1": "Insufficient cpu",
-                "n3": "node not found in the extender's cache",
-            }
-            status, out = await c.json("prioritize", args)
-            scores = {h["Host"]: h["Score"] for h in out}
-            assert scores["n2"] > scores["n1"] and scores["n3"] == 0
-            # Preemption: evicting busy makes room on n1; an unknown victim does not.
-            status, out = await c.json(
-                "preempt",
-                {
-                    "Pod": web,
-                    "NodeNameToMetaVictims": {
-                        "n1": {"Pods": [{"UID": busy_uid}], "NumPDBViolations": 0},
-                        "n2": {"Pods": [{"UID": "nope"}], "NumPDBViolations": 0},
-                    },
-                },
-            )
-            assert status == 200 and list(out["NodeNameToMetaVictims"]) == ["n1"]
-            status, out = await c.json(
-                "bind",
-                {
-                    "PodName": "web",
-                    "PodNamespace": "default",
-                    "PodUID": web["metadata"]["uid"],
-                    "Node": "n2",
-                },
-            )
-            assert (status, out) == (200, {"Error": ""})
-            assert apiserver.get("Pod", "default", "web")["spec"]["nodeName"] == "n2"
-            status, out = await c.json(
-                "bind",
-                {
-                    "PodName": "web",
-                    "PodNamespace": "default",
-                    "PodUID": web["metadata"]["uid"],
-                    "Node": "n1",
-                },
-            )
-            assert status == 200 and out["Error"]  # already bound: the API's 409
-        tg.cancel_scope.cancel()
+        assert status == 200 and list(out["NodeNameToMetaVictims"]) == ["n1"]
+        status, out = await c.json(
+            "bind",
+            {
+                "PodName": "web",
+                "PodNamespace": "default",
+                "PodUID": web["metadata"]["uid"],
+                "Node": "n2",
+            },
+        )
+        assert (status, out) == (200, {"Error": ""})
+        assert apiserver.get("Pod", "default", "web")["spec"]["nodeName"] == "n2"
+        status, out = await c.json(
+            "bind",
+            {
+                "PodName": "web",
+                "PodNamespace": "default",
+                "PodUID": web["metadata"]["uid"],
+                "Node": "n1",
+            },
+        )
+        assert status == 200 and out["Error"]  # already bound: the API's 409
 
 
 # ---- ksched (client) against ksched (server) ---------------------------------------------------
