@@ -67,6 +67,7 @@ from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
 from .wire import MAX_EXTENDER_PRIORITY
 
 __all__ = [
+    "BIND_MAX_BODY_BYTES",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_PORT",
     "PROTECTED_PATHS",
@@ -86,6 +87,10 @@ CLIENT_CLOSED_REQUEST = 499
 log = structlog.get_logger("ksched.extender.server")
 
 _JSON = "application/json"
+
+#: Body limit of /bind: ExtenderBindingArgs is four short strings, so a larger body is not
+#: one (the other verbs carry a NodeList and take ``max_body_bytes``).
+BIND_MAX_BODY_BYTES = 64 * 1024
 
 #: The verbs that act on the cluster (bind) or shape its evictions (preempt).
 PROTECTED_PATHS = frozenset({"/bind", "/preempt"})
@@ -143,6 +148,17 @@ class _Nodes:
     names: list[str]
     rows: list[int | None]
     raw: list[wire.JSONObject] | None
+
+
+@dataclass(slots=True)
+class Request:
+    """ExtenderArgs with their objects decoded: the pod and, without informers, a cache
+    holding the request's NodeList. Pure work on request-local objects, so it runs in a
+    worker thread while the event loop keeps answering (a 60 MiB NodeList takes seconds)."""
+
+    args: wire.ExtenderArgs
+    pod: PodInfo
+    local: Cache | None
 
 
 class _CacheFeeder:
@@ -245,30 +261,43 @@ class ExtenderServer:
         except DecodeError as e:
             raise BadRequest(str(e)) from None
 
-    def _nodes(self, args: wire.ExtenderArgs) -> _Nodes:
+    def decode_request(self, args: wire.ExtenderArgs | Request) -> Request:
+        """The request's pod and (without informers) its NodeList decoded; touches nothing
+        shared, so ``make_app`` runs it in a worker thread."""
+        if isinstance(args, Request):
+            return args
+        pod = self._pod(args.pod)
+        if self.cache is not None:
+            return Request(args, pod, None)
+        if args.nodes is None:
+            if args.node_names is not None:
+                raise CallFailed(
+                    "NodeNames-only (nodeCacheCapable) requests need the "
+                    "extender to run with --kubeconfig"
+                )
+            raise BadRequest("Nodes: required")
+        local = Cache(assumed_ttl=0)
+        for i, raw in enumerate(args.nodes):
+            try:
+                node = decode(raw, Node)
+            except DecodeError as e:
+                raise BadRequest(f"Nodes.items[{i}]: {e}") from None
+            if not node.metadata.name:
+                raise BadRequest(f"Nodes.items[{i}]: metadata.name: required")
+            local.add_node(node)
+        return Request(args, pod, local)
+
+    def _nodes(self, req: Request) -> _Nodes:
         """Make ``self.snapshot`` current for the request and find the requested nodes in it."""
-        if self.cache is None:
-            if args.nodes is None:
-                if args.node_names is not None:
-                    raise CallFailed(
-                        "NodeNames-only (nodeCacheCapable) requests need the "
-                        "extender to run with --kubeconfig"
-                    )
-                raise BadRequest("Nodes: required")
-            cache = Cache(assumed_ttl=0)
-            for i, raw in enumerate(args.nodes):
-                try:
-                    node = decode(raw, Node)
-                except DecodeError as e:
-                    raise BadRequest(f"Nodes.items[{i}]: {e}") from None
-                if not node.metadata.name:
-                    raise BadRequest(f"Nodes.items[{i}]: metadata.name: required")
-                cache.add_node(node)
-            cache.update_snapshot(self.snapshot)
+        args = req.args
+        if req.local is not None:
+            assert args.nodes is not None
+            req.local.update_snapshot(self.snapshot)
             names = [_name(raw) for raw in args.nodes]
             return _Nodes(names, [self.snapshot.row(n) for n in names], args.nodes)
         if not self.synced:
             raise NotReady("the extender's informer caches are not synced yet")
+        assert self.cache is not None
         self.cache.update_snapshot(self.snapshot)
         if args.nodes is not None:
             names = [_name(raw) for raw in args.nodes]
@@ -280,9 +309,10 @@ class ExtenderServer:
 
     # -- verbs ----------------------------------------------------------------------------------
 
-    def filter(self, args: wire.ExtenderArgs) -> wire.ExtenderFilterResult:
-        pod = self._pod(args.pod)
-        req = self._nodes(args)
+    def filter(self, args: wire.ExtenderArgs | Request) -> wire.ExtenderFilterResult:
+        request = self.decode_request(args)
+        pod = request.pod
+        req = self._nodes(request)
         fw, snap = self.fw, self.snapshot
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
@@ -350,9 +380,10 @@ class ExtenderServer:
                 reject(ni.name, st)
         return result()
 
-    def prioritize(self, args: wire.ExtenderArgs) -> list[wire.HostPriority]:
-        pod = self._pod(args.pod)
-        req = self._nodes(args)
+    def prioritize(self, args: wire.ExtenderArgs | Request) -> list[wire.HostPriority]:
+        request = self.decode_request(args)
+        pod = request.pod
+        req = self._nodes(request)
         fw, snap = self.fw, self.snapshot
         known = [r for r in req.rows if r is not None]
         scores: dict[int, int] = {}
@@ -549,6 +580,10 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
     middlewares = [_authenticator(server, access)] if access is not None else []
     app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
 
+    # One body decoded at a time: a second 60 MiB NodeList waits as bytes rather than
+    # doubling the decoded objects in memory.
+    decoding = anyio.CapacityLimiter(1)
+
     def endpoint(verb: str, decoder: Callable[[Any], Any], call: Handler) -> Any:
         async def handle(request: web.Request) -> web.Response:
             start = time.perf_counter()
@@ -563,12 +598,28 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
         request: web.Request, verb: str, decoder: Callable[[Any], Any], call: Handler
     ) -> web.Response:
         try:
-            body = await _read_body(request, server.max_body_bytes)
-            try:
-                args = decoder(wire.parse_json(body))
-            except wire.WireError as e:
-                raise BadRequest(str(e)) from None
+            limit = (
+                server.max_body_bytes
+                if verb != "bind"
+                else min(server.max_body_bytes, BIND_MAX_BODY_BYTES)
+            )
+            body = await _read_body(request, limit)
+
+            def decode_body() -> Any:
+                try:
+                    args = decoder(wire.parse_json(body))
+                except wire.WireError as e:
+                    raise BadRequest(str(e)) from None
+                if verb in ("filter", "prioritize"):
+                    return server.decode_request(args)
+                return args
+
+            # Decoding and encoding are pure and may take seconds for a large NodeList: a
+            # worker thread does them, so health checks and small requests go on meanwhile.
+            # The verbs run plugin code on the loop, under the plugin deadline.
+            args = await anyio.to_thread.run_sync(decode_body, limiter=decoding)
             out = await call(args)
+            data = await anyio.to_thread.run_sync(wire.encode, out, limiter=decoding)
         except BadRequest as e:
             return _error(400, str(e))
         except NotReady as e:
@@ -592,7 +643,7 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
         except Exception as e:
             log.exception("extender request failed", verb=verb)
             return _error(500, f"internal error: {type(e).__name__}: {e}")
-        return web.Response(body=wire.encode(out), content_type=_JSON)
+        return web.Response(body=data, content_type=_JSON)
 
     def bounded(verb: Callable[[Any], Any]) -> Handler:
         """A synchronous verb under the plugin deadline: a hung plugin fails the request."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import aiohttp
+import anyio
 import pytest
 
 from ksched.extender.server import ExtenderServer, start
@@ -50,5 +51,63 @@ async def test_slow_clients_are_cut_off_and_idle_ones_give_way() -> None:
         finally:
             for sock in socks:
                 sock.close()
+    finally:
+        await runner.cleanup()
+
+
+async def test_decoding_a_body_does_not_stall_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large NodeList is decoded off the event loop: /healthz answers while /filter's body
+    is still being decoded (the decode waits for that answer; on the loop it never came)."""
+    import threading
+
+    from ksched.extender import wire
+
+    answered = threading.Event()
+    waited: list[bool] = []
+    parse = wire.parse_json
+
+    def slow_parse(data: bytes) -> object:
+        waited.append(answered.wait(20))
+        return parse(data)
+
+    monkeypatch.setattr(wire, "parse_json", slow_parse)
+    runner, port = await start(_server())
+    try:
+        async with aiohttp.ClientSession() as s:
+            url = f"http://127.0.0.1:{port}"
+            filtering = s.post(f"{url}/filter", data=golden("filter_args_nodelist.json"))
+            async with anyio.create_task_group() as tg:
+                result: list[int] = []
+
+                async def call_filter() -> None:
+                    async with filtering as r:
+                        result.append(r.status)
+
+                tg.start_soon(call_filter)
+                async with s.get(f"{url}/healthz") as h:
+                    assert h.status == 200
+                answered.set()
+        assert waited == [True] and result == [200]
+    finally:
+        await runner.cleanup()
+
+
+async def test_bind_bodies_have_a_small_cap() -> None:
+    """/bind takes four short strings, so its cap is BIND_MAX_BODY_BYTES whatever
+    --max-request-bytes allows the NodeList verbs."""
+    from ksched.extender.server import BIND_MAX_BODY_BYTES
+
+    runner, port = await start(_server())
+    body = json.dumps({"PodName": "p" * BIND_MAX_BODY_BYTES, "Node": "n"}).encode()
+    try:
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"http://127.0.0.1:{port}/bind", data=body) as r:
+                assert r.status == 400
+                assert f"over the limit of {BIND_MAX_BODY_BYTES} bytes" in (await r.json())["Error"]
+            # the same size is fine for a verb that carries a NodeList
+            big = json.loads(golden("filter_args_nodelist.json"))
+            big["Pod"]["metadata"]["annotations"] = {"pad": "x" * BIND_MAX_BODY_BYTES}
+            async with s.post(f"http://127.0.0.1:{port}/filter", data=json.dumps(big)) as r:
+                assert r.status == 200, await r.text()
     finally:
         await runner.cleanup()

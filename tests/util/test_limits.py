@@ -6,8 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksched.cli import main
 from ksched.util.limits import (
@@ -18,6 +21,7 @@ from ksched.util.limits import (
     check_depth,
     clip,
     decode_json,
+    json_depth,
     loads_json,
 )
 
@@ -66,6 +70,48 @@ def test_yaml_nesting_is_bounded_with_a_position() -> None:
 def test_json_nesting_is_bounded(decode: object, depth: int) -> None:
     with pytest.raises(DecodeLimitError, match=f"nesting deeper than {MAX_DEPTH} levels"):
         decode("[" * depth + "]" * depth)  # type: ignore[operator]
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+# Strings made of the bytes that matter to the scan: brackets, quotes and backslash runs.
+_tricky = st.text(alphabet='[]{}"\\ax\u2028', max_size=12)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | _tricky,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_tricky, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_json_depth_is_the_decoded_depth(value: object) -> None:
+    """The byte scan agrees with walking the value, whatever the strings hold."""
+    assert json_depth(msgspec.json.encode(value)) == _depth(value)
+
+
+def test_json_depth_of_escapes() -> None:
+    assert json_depth(rb'["\\"]') == 1  # an escaped backslash ends before the quote
+    assert json_depth(rb'["\"]]]"]') == 1  # an escaped quote does not end the string
+    assert json_depth(rb'["\\\"[[[["]') == 1
+    assert json_depth(b"") == json_depth(b"7") == 0
+
+
+def test_deep_json_is_refused_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recursive decoder never sees a too-deep body."""
+
+    def refuse(data: object) -> object:
+        raise AssertionError("decoded a body beyond the depth bound")
+
+    monkeypatch.setattr(msgspec.json, "decode", refuse)
+    with pytest.raises(DecodeLimitError):
+        decode_json(b"[" * 5000 + b"]" * 5000)
 
 
 def test_depth_check_walks_shared_containers_once() -> None:
