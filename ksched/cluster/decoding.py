@@ -13,8 +13,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..api.intern import intern_node, intern_pod
 from ..api.objects import (
     DecodeError,
+    Node,
     ObjectMeta,
     Pod,
     PodSpec,
@@ -25,7 +27,7 @@ from ..api.objects import (
 )
 from ..framework.types import PodInfo
 
-__all__ = ["null_tolerant_decoder", "pod_decoder", "struct_decoder"]
+__all__ = ["node_decoder", "null_tolerant_decoder", "pod_decoder", "struct_decoder"]
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -35,6 +37,15 @@ def struct_decoder(cls: type[S]) -> Callable[[bytes], S]:
 
     def decode(raw: bytes) -> S:
         return decode_json(raw, cls)  # type: ignore[type-var]
+
+    return decode
+
+
+def node_decoder() -> Callable[[bytes], Node]:
+    """``struct_decoder(Node)`` with the strings nodes share (labels, image names) shared."""
+
+    def decode(raw: bytes) -> Node:
+        return intern_node(decode_json(raw, Node))
 
     return decode
 
@@ -135,7 +146,7 @@ def pod_decoder(profiles: Collection[str] | None = None) -> Callable[[bytes], Po
             info.error = str(e)
             return info
         # Kept undecoded (a copy: ``raw`` may be a view into a whole list response).
-        return PodInfo(pod, bytes(raw) if wants_raw(pod) else None)
+        return PodInfo(intern_pod(pod), bytes(raw) if wants_raw(pod) else None)
 
     return decode
 

@@ -314,13 +314,17 @@ class Informer(Generic[T]):
         params = self._params()
         params["resourceVersion"] = self._relist_resource_version()
         try:
-            items, rv = await self.client.list(self.path, params, page_size=self.page_size)
+            items, rv = await self.client.list_as(
+                self.path, self._listed, params, page_size=self.page_size
+            )
         except APIError as e:
             if not (e.is_expired or (e.status == 504 and "Too large" in e.message)):
                 raise
             self._rv_unavailable = True
             params["resourceVersion"] = ""
-            items, rv = await self.client.list(self.path, params, page_size=self.page_size)
+            items, rv = await self.client.list_as(
+                self.path, self._listed, params, page_size=self.page_size
+            )
         self.lists += 1
         self.last_error = None
         self._rv_unavailable = False
@@ -330,25 +334,29 @@ class Informer(Generic[T]):
             self.has_synced = True
             self._synced_event().set()
 
-    def _replace(self, items: list[msgspec.Raw]) -> None:
+    def _listed(self, raw: msgspec.Raw) -> tuple[str, str, T | None, bool]:
+        """A listed item decoded as its page arrives: (key, resourceVersion, object or None
+        when skipped, unchanged since the store's version). Reads the store only: nothing
+        changes it while listing."""
+        m = _meta_only(raw)
+        if m is not None:
+            # unchanged since we last saw it: skip the full decode (relists of big clusters)
+            k = object_key(m.namespace, m.name)
+            known = self.store.get(k)
+            if known is not None and self.meta(known).resource_version == m.resource_version:
+                return k, m.resource_version, None, True
+        return (*self._decode(raw), False)
+
+    def _replace(self, items: list[tuple[str, str, T | None, bool]]) -> None:
         """DeltaFIFO.Replace: adds/updates in list order, then deletes for what vanished."""
         seen: set[str] = set()
         store = self.store
-        for raw in items:
-            m = _meta_only(raw)
-            if m is not None:
-                # unchanged since we last saw it: skip the full decode (relists of big clusters)
-                k = object_key(m.namespace, m.name)
-                known = store.get(k)
-                if known is not None and self.meta(known).resource_version == m.resource_version:
-                    seen.add(k)
-                    continue
-            key, rv, obj = self._decode(raw)
+        for key, rv, obj, unchanged in items:
             if not key:
                 continue
             seen.add(key)
-            if obj is None:
-                continue  # undecodable now: keep what we had
+            if unchanged or obj is None:
+                continue  # unchanged, or undecodable now: keep what we had
             old = store.get(key)
             if old is None:
                 store[key] = obj

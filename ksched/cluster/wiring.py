@@ -51,7 +51,13 @@ from ..framework.listers import RevisionedStore
 from ..framework.types import PodInfo
 from ..queue import events as ev
 from .client import APIClient
-from .decoding import null_tolerant_decoder, pod_decoder, pod_meta, struct_decoder
+from .decoding import (
+    node_decoder,
+    null_tolerant_decoder,
+    pod_decoder,
+    pod_meta,
+    struct_decoder,
+)
 from .informer import Backoff, DecodeSkip, Informer, InformerSet
 
 __all__ = [
@@ -283,7 +289,7 @@ def connect_scheduler(
     )
     pods.add_handlers(scheduler.on_pod_add, scheduler.on_pod_update, scheduler.on_pod_delete)
     nodes: Informer[Node] = Informer(
-        client, NODES_PATH, struct_decoder(Node), name="nodes", backoff=make_backoff(), **common
+        client, NODES_PATH, node_decoder(), name="nodes", backoff=make_backoff(), **common
     )
     nodes.add_handlers(scheduler.on_node_add, scheduler.on_node_update, scheduler.on_node_delete)
     namespaces: Informer[Namespace] = Informer(

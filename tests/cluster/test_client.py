@@ -136,6 +136,24 @@ async def test_list_pages_with_continue(apiserver: TestAPIServer, client: APICli
     assert "continue" in lists[1].query
 
 
+async def test_list_converts_each_page_as_it_arrives(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """The informers' list decodes a page before fetching the next, so a big cluster's
+    list bodies are never all in memory at once."""
+    for i in range(5):
+        apiserver.create(make_pod(f"p{i}"))
+    fetched: list[int] = []
+
+    def convert(raw: msgspec.Raw) -> str:
+        fetched.append(apiserver.count_requests(verb="list", resource="pods"))
+        return str(msgspec.json.decode(raw)["metadata"]["name"])
+
+    names, _ = await client.list_as("/api/v1/pods", convert, page_size=2)
+    assert sorted(names) == [f"p{i}" for i in range(5)]
+    assert fetched == [1, 1, 2, 2, 3]
+
+
 async def test_retry_after_is_honoured(apiserver: TestAPIServer, client: APIClient) -> None:
     apiserver.faults.fail_next(1, verb="get", resource="nodes", code=429, retry_after=0)
     apiserver.faults.fail_next(1, verb="list", resource="nodes", code=500)  # no Retry-After
