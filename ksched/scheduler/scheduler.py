@@ -442,8 +442,13 @@ class Scheduler:
             res = scheduling_cycle(self, fw, state, qpi, self.explain)
         else:
             res = await scheduling_cycle_async(self, fw, state, qpi, self.explain)
-        if res.explain is not None:
-            self.remember_explanation(pod.key, res.explain)
+        if self.explain:
+            model = self.describe(res, weights=fw.weights)
+            earlier = self.explanations.get(pod.key)
+            if model["preemption"] is None and earlier and earlier["preemption"]:
+                # The attempt that preempted made room for this one: say so.
+                model["preemption"] = {**earlier["preemption"], "earlierAttempt": True}
+            self.remember_explanation(pod.key, model)
         if not res.status.is_success():
             self.handle_failure(fw, qpi, res.status, res)
             if m is not None:
@@ -463,6 +468,12 @@ class Scheduler:
         if runner is None or runner.tg is not tg or runner.finished:
             runner = self._bindings = _BindingRunner(tg, self._overdue)
         runner.start(self.binding_cycle(fw, state, qpi, res.assumed, res.node))
+
+    def describe(self, res: CycleResult, **kw: Any) -> dict[str, Any]:
+        """The explanation model of a cycle over the current snapshot (``explanation``)."""
+        from .explanation import describe
+
+        return describe(res, [ni.name for ni in self.snapshot.node_infos], **kw)
 
     def remember_explanation(self, key: str, data: dict[str, Any]) -> None:
         self.explanations[key] = data

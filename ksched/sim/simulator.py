@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock
 from .cluster_file import ClusterFile
 from .pv_controller import SimulatedPVController
+from .summary import NodeUsage, usage
 
 __all__ = ["PodResult", "SimulatedCluster", "Simulation", "simulate"]
 
@@ -283,14 +285,23 @@ class Simulation:
                         await anyio.sleep(0)
                 return
 
-    async def run(self) -> list[PodResult]:
+    async def run(self, on_loaded: Callable[[Simulation], None] | None = None) -> list[PodResult]:
+        """Schedule the file's pending pods; ``on_loaded`` sees the cluster before that."""
         pending = self._load()
+        if on_loaded is not None:
+            on_loaded(self)
         try:
             await self.drive(self.max_attempts * max(1, len(pending)))
         finally:
             if self.sched.extenders is not None:
                 await self.sched.extenders.aclose()
         return self._results(pending)
+
+    async def run_measured(self) -> tuple[list[PodResult], list[NodeUsage], list[NodeUsage]]:
+        """``run``, plus every node's usage before and after (the report, what-if)."""
+        before: list[NodeUsage] = []
+        results = await self.run(lambda s: before.extend(usage(s.sched.cache.nodes.values())))
+        return results, before, usage(self.sched.cache.nodes.values())
 
     def add_pending(self, pods: list[PodInfo]) -> None:
         """More pending pods (bench: the measured batch after the init pods)."""
