@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .simulator import PodResult
-from .summary import NodeUsage, allocation
+from .summary import NodeUsage, allocation, cluster_percent
 
 __all__ = ["render_report", "write_report"]
 
@@ -90,7 +90,7 @@ def _json_for_script(data: Any) -> str:
     )
 
 
-def _bars(before: dict[str, Any], after: dict[str, Any]) -> str:
+def _bars(before: dict[str, float], after: dict[str, float]) -> str:
     """One SVG: per resource, a bar before and a bar after (percent of allocatable)."""
     names = list(after) + [r for r in before if r not in after]
     row, width, left = 22, 300, 170
@@ -102,7 +102,7 @@ def _bars(before: dict[str, Any], after: dict[str, Any]) -> str:
     y = 2
     for res in names:
         for when, src, color in (("before", before, "#9bb7d4"), ("after", after, "#2f6fab")):
-            pct = float(src.get(res, {}).get("percent", 0.0))
+            pct = src.get(res, 0.0)
             w = round(width * min(max(pct, 0.0), 100.0) / 100.0, 1)
             parts.append(
                 f'<text x="0" y="{y + 15}">{_e(res)} {when}</text>'
@@ -238,7 +238,8 @@ def render_report(
 ) -> str:
     """The page's HTML."""
     scheduled = sum(1 for r in results if r.status == "Scheduled")
-    alloc_before, alloc_after = allocation(before), allocation(after)
+    pct_before, pct_after = cluster_percent(before), cluster_percent(after)
+    alloc_after = allocation(after)
     used_before = sum(1 for u in before if u.pods)
     used_after = sum(1 for u in after if u.pods)
     data = {
@@ -255,8 +256,8 @@ def render_report(
     }
     rows = "".join(
         f"<tr><td>{_e(res)}</td>"
-        f'<td class="num">{alloc_before.get(res, {}).get("percent", 0):g}%</td>'
-        f'<td class="num">{alloc_after[res]["percent"]:g}%</td>'
+        f'<td class="num">{pct_before.get(res, 0.0):g}%</td>'
+        f'<td class="num">{pct_after[res]:g}%</td>'
         f'<td class="num">{alloc_after[res]["max"]:g}%</td>'
         f'<td class="num">{alloc_after[res]["nodesAbove80"]}</td></tr>'
         for res in alloc_after
@@ -269,7 +270,7 @@ def render_report(
         '<th class="num">after</th><th class="num">max node after</th>'
         '<th class="num">nodes &gt;80% after</th></tr></thead>'
         f"<tbody>{rows}</tbody></table>"
-        f"{_bars(alloc_before, alloc_after)}</section>"
+        f"{_bars(pct_before, pct_after)}</section>"
     )
     pods = "\n".join(_pod_section(i, r, top) for i, r in enumerate(results))
     return (

@@ -5,7 +5,7 @@ the scheduler cache's NodeInfos (what is bound or assumed on each node):
 
 * allocation per resource: each node's requested / allocatable in percent, then the mean
   and max over the nodes that offer the resource, and how many nodes are above 80 %;
-  also the cluster-wide totals (the report's bars);
+  and the cluster-wide percentage (the report's bars);
 * nodes used: nodes with at least one pod;
 * topology spread per zone (``topology.kubernetes.io/zone``): how many of the pods the
   run placed landed in each zone, and per workload (a pod's controller, else its
@@ -22,7 +22,16 @@ from typing import Any
 from ..api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..framework.types import NodeInfo, PodInfo
 
-__all__ = ["ABOVE", "ZONE_LABEL", "NodeUsage", "allocation", "spread", "summarize", "usage"]
+__all__ = [
+    "ABOVE",
+    "ZONE_LABEL",
+    "NodeUsage",
+    "allocation",
+    "cluster_percent",
+    "spread",
+    "summarize",
+    "usage",
+]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 #: A node above this percentage of a resource counts in ``nodesAbove80``.
@@ -70,32 +79,39 @@ def usage(node_infos: Iterable[NodeInfo]) -> list[NodeUsage]:
     return out
 
 
-def _pct(used: int, total: int) -> float:
-    return round(100.0 * used / total, 1)
-
-
-def allocation(nodes: list[NodeUsage]) -> dict[str, dict[str, Any]]:
-    """Per resource any node offers: mean/max percent over those nodes, nodes above 80 %,
-    and cluster totals (``requested``, ``allocatable``, ``percent``)."""
+def _resources(nodes: list[NodeUsage]) -> list[str]:
+    """cpu, memory, ephemeral-storage, pods, then extended resources, those some node offers."""
     names: list[str] = [CPU, MEMORY, EPHEMERAL_STORAGE, PODS]
     for u in nodes:
         names += sorted(k for k in u.allocatable if k not in names)
+    return [r for r in names if any(u.allocatable.get(r, 0) > 0 for u in nodes)]
+
+
+def allocation(nodes: list[NodeUsage]) -> dict[str, dict[str, Any]]:
+    """Per resource some node offers: mean and max percent allocated over those nodes, and
+    how many are above 80 %."""
     out: dict[str, dict[str, Any]] = {}
-    for res in names:
-        offered = [u for u in nodes if u.allocatable.get(res, 0) > 0]
-        if not offered:
-            continue
-        pcts = [100.0 * u.requested.get(res, 0) / u.allocatable[res] for u in offered]
-        req = sum(u.requested.get(res, 0) for u in offered)
-        alloc = sum(u.allocatable[res] for u in offered)
+    for res in _resources(nodes):
+        pcts = [
+            100.0 * u.requested.get(res, 0) / u.allocatable[res]
+            for u in nodes
+            if u.allocatable.get(res, 0) > 0
+        ]
         out[res] = {
             "mean": round(sum(pcts) / len(pcts), 1),
             "max": round(max(pcts), 1),
             "nodesAbove80": sum(1 for p in pcts if p > ABOVE),
-            "requested": req,
-            "allocatable": alloc,
-            "percent": _pct(req, alloc),
         }
+    return out
+
+
+def cluster_percent(nodes: list[NodeUsage]) -> dict[str, float]:
+    """Per resource: everything requested over everything allocatable, in percent."""
+    out = {}
+    for res in _resources(nodes):
+        offered = [u for u in nodes if u.allocatable.get(res, 0) > 0]
+        req = sum(u.requested.get(res, 0) for u in offered)
+        out[res] = round(100.0 * req / sum(u.allocatable[res] for u in offered), 1)
     return out
 
 
