@@ -34,9 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Outcomes", "explain_pending", "find_pending"]
 
 # (result, node, message, attempts, rejecting plugins, unix time, preemption)
-_Outcome = tuple[
-    str, str | None, str, int, frozenset[str] | set[str], float, dict[str, Any] | None
-]
+_Outcome = tuple[str, str | None, str, int, frozenset[str] | set[str], float, dict[str, Any] | None]
 
 
 class Outcomes:

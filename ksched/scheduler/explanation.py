@@ -227,8 +227,10 @@ def render_text(
     rejected: list[dict[str, Any]] = model.get("rejected") or []
     if rejected:
         lines.append("  rejected by Filter, by reason (in the FitError's order):")
-        rows = [[str(g["count"]), g["reason"], ",".join(g["plugins"]), _nodes(g["nodes"])]
-                for g in rejected]
+        rows = [
+            [str(g["count"]), g["reason"], ",".join(g["plugins"]), _nodes(g["nodes"])]
+            for g in rejected
+        ]
         lines += ["    " + line for line in _table(rows, right=[0])]
     if model.get("unevaluated"):
         lines.append(

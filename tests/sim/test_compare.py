@@ -123,14 +123,16 @@ def test_summary_figures_on_a_cluster_worked_out_by_hand(
     assert "2 pod(s) differ:" in out
 
 
+def config_file(path: Path, profiles: list[dict[str, Any]]) -> Path:
+    kind = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    path.write_text(yaml.safe_dump({**kind, "profiles": profiles}))
+    return path
+
+
 def test_a_pod_only_one_config_schedules_is_a_difference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    other = tmp_path / "other.yaml"
-    other.write_text(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "profiles: [{schedulerName: someone-else}]\n"
-    )
+    other = config_file(tmp_path / "other.yaml", [{"schedulerName": "someone-else"}])
     data = compare_json(capsys, "--cluster", CLUSTER, "--compare", str(other))
     assert data["summary"]["B"]["scheduled"] == 0
     assert len(data["differences"]) == 7
@@ -148,11 +150,8 @@ def test_compare_refuses_explain_and_report(
 def test_bad_compare_config_exits_2_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = tmp_path / "b.yaml"
-    bad.write_text(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "profiles: [{schedulerName: ksched, plugins: {score: {enabled: [{name: Nope}]}}}]\n"
-    )
+    nope = {"schedulerName": "ksched", "plugins": {"score": {"enabled": [{"name": "Nope"}]}}}
+    bad = config_file(tmp_path / "b.yaml", [nope])
     rc, out, err = cli(capsys, "--cluster", CLUSTER, "--compare", str(bad))
     assert rc == 2 and out == ""
     assert str(bad) in err and "Nope" in err
