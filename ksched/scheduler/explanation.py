@@ -189,7 +189,7 @@ def render_text(
     """
     if model is None:
         status, node = final or ("Unschedulable", None)
-        return [f"{key}: {status}" + (f" on {node}" if node else "") + " (not attempted)"]
+        return [f"{key}: {status}" + (f" on {node}" if node else "") + " (no explanation kept)"]
     result, node = model["result"], model.get("node")
     head = f"{key}: {result}" + (f" on {node}" if node else "")
     lines = [head]
@@ -226,7 +226,7 @@ def render_text(
             lines.append("    (* selected)")
     rejected: list[dict[str, Any]] = model.get("rejected") or []
     if rejected:
-        lines.append("  rejected by Filter, by reason (in the FitError's order):")
+        lines.append("  rejected nodes, by reason (as the FitError counts them, in its order):")
         rows = [
             [str(g["count"]), g["reason"], ",".join(g["plugins"]), _nodes(g["nodes"])]
             for g in rejected

@@ -178,6 +178,9 @@ def build_frameworks(
 
 
 class Scheduler:
+    #: How many pods' explanations (``explain=True``) are kept, latest first out last.
+    explanations_kept = 1000
+
     def __init__(
         self,
         config: Any,
@@ -478,7 +481,7 @@ class Scheduler:
     def remember_explanation(self, key: str, data: dict[str, Any]) -> None:
         self.explanations[key] = data
         self.explanations.move_to_end(key)
-        while len(self.explanations) > 1000:
+        while len(self.explanations) > self.explanations_kept:
             self.explanations.popitem(last=False)
 
     async def binding_cycle(

@@ -223,7 +223,7 @@ def _pod_section(i: int, r: PodResult, top: int) -> str:
         parts.append(_rejections(model))
         parts.append(_filter_matrix(model, top))
     else:
-        parts.append('<p class="muted">Not attempted.</p>')
+        parts.append('<p class="muted">No explanation kept.</p>')
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -145,10 +145,16 @@ class SimulatedCluster:
 class _Recorder:
     def __init__(self) -> None:
         self.results: OrderedDict[str, PodResult] = OrderedDict()
+        # The scheduler's explanations (with explain=True). It keeps only the latest
+        # 1000; each result takes its pod's when the outcome is known, so a simulation
+        # of more pods still explains every one.
+        self.explanations: dict[str, dict[str, Any]] | None = None
 
     def _put(self, key: str, r: PodResult) -> None:
         self.results.pop(key, None)
         self.results[key] = r
+        if self.explanations is not None:
+            r.explain = self.explanations.get(f"{r.namespace}/{r.name}")
 
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
         self._put(pod.uid, PodResult(pod.namespace, pod.name, node, "Scheduled", ""))
@@ -204,6 +210,8 @@ class Simulation:
             assumed_ttl=0,
         )
         self.cluster.sched = self.sched
+        if explain:
+            self.recorder.explanations = self.sched.explanations
         ext = self.sched.extenders
         if ext is not None:
             # Extenders are real HTTP calls here too: they get the manifests' node objects,
@@ -358,7 +366,7 @@ class Simulation:
                 rec[pi.uid] = PodResult(pi.namespace, pi.name, None, "Unschedulable", msg)
         for uid, r in rec.items():
             r.preempted = sorted(self.sched.preemptions.get(uid, []))
-            if self.explain:
+            if self.explain and r.explain is None:
                 r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
             out.append(r)
         return out

@@ -198,3 +198,19 @@ def test_negative_top_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
         main(["simulate", "--cluster", str(EXAMPLE), "--explain", "--top", "-1"])
     assert e.value.code == 2
     assert "not a whole number >= 0" in capsys.readouterr().err
+
+
+def test_every_pod_keeps_its_explanation_beyond_the_schedulers_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ksched.scheduler.scheduler import Scheduler
+    from ksched.sim import load_cluster
+
+    monkeypatch.setattr(Scheduler, "explanations_kept", 2)
+    results = simulate(
+        load_cluster(str(EXAMPLE)), default_config(), default_registry(), explain=True
+    )
+    assert len(results) == 7
+    for r in results:
+        assert r.explain is not None, r.name
+        assert r.explain["result"] == r.status

@@ -212,3 +212,11 @@ def test_markup_in_cluster_data_stays_text(
     assert "pwned" not in dom.one("title").content()
     assert evil in dom.content()
     assert dom.one("nav", id="pod-index").attrs.get("data-ready") == "7"
+
+
+def test_unwritable_report_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "no-such-dir" / "r.html"
+    rc = main(["simulate", "--cluster", str(EXAMPLE), "--report", str(target)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and str(target) in err[0]
