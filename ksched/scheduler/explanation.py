@@ -205,6 +205,8 @@ def render_text(
         lines.append(
             f"  feasible: {len(ranking)} of {n} nodes, ranked by total score ({what}; "
             "each Score plugin's weighted contribution):"
+            if shown
+            else f"  feasible: {len(ranking)} of {n} nodes"
         )
         plugins: list[str] = []
         for r in ranking:
@@ -221,7 +223,8 @@ def render_text(
                 ["*" if r["selected"] else "", str(i), r["node"], str(r["total"])]
                 + [str(r["scores"].get(p, "-")) for p in plugins]
             )
-        lines += ["    " + line for line in _table(rows, right=range(3, len(head_row)))]
+        if shown:
+            lines += ["    " + line for line in _table(rows, right=range(3, len(head_row)))]
         if any(r["selected"] for r in shown):
             lines.append("    (* selected)")
     rejected: list[dict[str, Any]] = model.get("rejected") or []

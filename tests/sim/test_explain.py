@@ -214,3 +214,10 @@ def test_every_pod_keeps_its_explanation_beyond_the_schedulers_cap(
     for r in results:
         assert r.explain is not None, r.name
         assert r.explain["result"] == r.status
+
+
+def test_top_zero_keeps_the_count_and_drops_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run_cli(capsys, "--cluster", str(EXAMPLE), "--explain", "shop/web-0", "--top", "0")
+    assert rc == 0
+    assert out.splitlines()[1] == "  feasible: 4 of 5 nodes"
+    assert "TOTAL" not in out and "selected" not in out
