@@ -85,7 +85,8 @@ def describe(
     """The model of one cycle's decision (see the module docstring).
 
     ``node_names``: every node of the cycle's snapshot (the FitError's "0/N"). The raw
-    ``filter``/``score``/``total`` stay in the result, for machines. ``preemption``
+    ``filter``/``score``/``total`` stay in the result (empty when not computed), for
+    machines; every key is always there. ``preemption``
     overrides what the cycle's PostFilter said (the daemon's recomputation does not run
     PostFilter and passes the last real attempt's).
     """
@@ -113,9 +114,8 @@ def describe(
     # Best first; among equal totals the selected node (the tie-break's pick), then by name.
     ranking.sort(key=lambda r: (-r["total"], not r["selected"], r["node"]))
     out["ranking"] = ranking
-    if ranking:
-        used = {p for r in ranking for p in r["scores"]}
-        out["weights"] = {p: (weights or {}).get(p, 1) for p in sorted(used)}
+    used = {p for r in ranking for p in r["scores"]}
+    out["weights"] = {p: (weights or {}).get(p, 1) for p in sorted(used)}
     nts = res.diagnosis.node_to_status
     if res.fit_error is not None:
         nts = res.fit_error.diagnosis.node_to_status
@@ -128,14 +128,12 @@ def describe(
     else:
         absent_nodes = [n for n in node_names if n not in nts.statuses and n not in filt]
     out["rejected"] = group_rejections(nts.statuses, nts.absent, absent_nodes)
-    if "filter" in raw:
-        # Nodes the search never reached (percentageOfNodesToScore found enough first).
-        out["unevaluated"] = max(0, len(node_names) - len(filt) - len(absent_nodes))
-    if preemption is None:
-        preemption = preemption_of(res)
-    out["preemption"] = preemption
-    raw.pop("narrowedTo", None)
-    out.update(raw)
+    # Nodes the search never reached (percentageOfNodesToScore found enough first); 0
+    # when Filter did not run at all (the pod itself was invalid, a plugin errored).
+    reached = len(filt) + len(absent_nodes)
+    out["unevaluated"] = max(0, len(node_names) - reached) if "filter" in raw else 0
+    out["preemption"] = preemption_of(res) if preemption is None else preemption
+    out["filter"], out["score"], out["total"] = filt, scores, totals
     return out
 
 

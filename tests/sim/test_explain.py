@@ -221,3 +221,37 @@ def test_top_zero_keeps_the_count_and_drops_the_table(capsys: pytest.CaptureFixt
     assert rc == 0
     assert out.splitlines()[1] == "  feasible: 4 of 5 nodes"
     assert "TOTAL" not in out and "selected" not in out
+
+
+def test_a_cycle_that_never_filtered_has_every_key() -> None:
+    """A pod turned away before PreFilter (DRA claims) still gets the whole model."""
+    from ksched.scheduler.schedule_one import ERR_NO_DRA
+    from tests.sim.test_dra_guard import CLAIMS
+    from tests.sim.test_scenarios import node as plain_node
+    from tests.sim.test_scenarios import pod as plain_pod
+
+    objs = [plain_node("n1"), plain_pod("dra", resourceClaims=CLAIMS)]
+    cf = parse_cluster(yaml.safe_dump_all(objs), "t.yaml")
+    (r,) = simulate(cf, default_config(), default_registry(), explain=True)
+    assert r.explain is not None
+    with_filter = explained_keys()
+    assert set(r.explain) == with_filter
+    assert (r.explain["result"], r.explain["message"]) == ("Unschedulable", ERR_NO_DRA)
+    assert r.explain["ranking"] == r.explain["rejected"] == []
+    assert r.explain["filter"] == r.explain["score"] == r.explain["total"] == {}
+    assert r.explain["unevaluated"] == 0 and r.explain["preemption"] is None
+
+
+def explained_keys() -> set[str]:
+    (r,) = [
+        x
+        for x in simulate(
+            parse_cluster(EXAMPLE.read_text(), "example"),
+            default_config(),
+            default_registry(),
+            explain=True,
+        )
+        if x.name == "web-0"
+    ]
+    assert r.explain is not None
+    return set(r.explain)
