@@ -512,7 +512,11 @@ def build_parser() -> argparse.ArgumentParser:
         "feasible nodes with each Score plugin's share, rejections by reason, preemption",
     )
     s.add_argument(
-        "--top", type=_count, default=10, help="feasible nodes shown per pod (default 10)"
+        "--top",
+        type=_count,
+        default=10,
+        metavar="N",
+        help="feasible nodes shown per pod (default 10)",
     )
     s.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
     s.add_argument(
