@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout
+from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..scheduler.explanation import preemption_of
 from ..scheduler.schedule_one import CycleResult, schedule_pod
@@ -108,12 +109,12 @@ def explain_pending(
     """
     pod = qpi.pod_info
     out: dict[str, Any] = {"computedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    if pod.error is not None:
-        out.update(result="Unschedulable", node=None, message=pod.error)
-        return out
     fw = sched.frameworks[qpi.profile]
+    if pod.error is not None:
+        res = CycleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error))
+        out.update(sched.describe(res, preemption=preemption, weights=fw.weights))
+        return out
     sched.cache.update_snapshot(sched.snapshot)
-    out["nodes"] = sched.snapshot.n
     start_index, rng_state = sched.next_start_node_index, sched.rng.getstate()
     pause = getattr(sched.metrics, "paused", None)
     if pause is not None:
@@ -122,8 +123,7 @@ def explain_pending(
         with sched.deadline:
             res = schedule_pod(sched, fw, CycleState(), pod, True)
     except (Exception, PluginTimeout) as e:  # a plugin's Error status, or one that hung
-        out.update(result="Error", node=None, message=str(e))
-        return out
+        res = CycleResult(Status(Code.ERROR, str(e)))
     finally:
         sched.next_start_node_index = start_index
         sched.rng.setstate(rng_state)

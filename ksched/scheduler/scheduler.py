@@ -178,7 +178,7 @@ def build_frameworks(
 
 
 class Scheduler:
-    #: How many pods' explanations (``explain=True``) are kept, latest first out last.
+    #: How many pods' explanations (``explain=True``) are kept; the oldest go first.
     explanations_kept = 1000
 
     def __init__(

@@ -70,3 +70,19 @@ def test_daemon_ranks_feasible_nodes_once_a_pod_fits() -> None:
     assert ranking[0]["total"] >= ranking[1]["total"]
     for r in ranking:
         assert sum(r["scores"].values()) == r["total"] == ex["total"][r["node"]]
+
+
+def test_a_plugin_error_is_explained_with_the_same_keys() -> None:
+    """A hung Filter plugin: result Error, the same model (nothing ranked or rejected)."""
+    from ksched.daemon.explain import explain_pending
+    from tests.scheduler.test_plugin_deadline import Harness
+
+    h = Harness()
+    h.add("stuck", hang="filter")
+    qpi = h.sched.queue.pop_nowait()
+    assert qpi is not None
+    out = explain_pending(h.sched, qpi)
+    sim, _ = explaining_sim()
+    assert set(out) - RECOMPUTED_ONLY == set(sim.sched.explanations["default/huge"])
+    assert (out["result"], out["node"], out["ranking"], out["rejected"]) == ("Error", None, [], [])
+    assert "did not return within" in out["message"]
