@@ -195,7 +195,7 @@ def _rejections(model: dict[str, Any]) -> str:
         f"({_e(', '.join(g['plugins']))})</span></li>"
         for g in groups
     )
-    return f'<p>Rejected by Filter, by reason:</p><ul class="rejected">{items}</ul>'
+    return f'<p>Rejected nodes, by reason (as the FitError counts them):</p><ul class="rejected">{items}</ul>'
 
 
 def _pod_section(i: int, r: PodResult, top: int) -> str:
