@@ -195,7 +195,8 @@ def _rejections(model: dict[str, Any]) -> str:
         f"({_e(', '.join(g['plugins']))})</span></li>"
         for g in groups
     )
-    return f'<p>Rejected nodes, by reason (as the FitError counts them):</p><ul class="rejected">{items}</ul>'
+    head = "<p>Rejected nodes, by reason (as the FitError counts them):</p>"
+    return f'{head}<ul class="rejected">{items}</ul>'
 
 
 def _pod_section(i: int, r: PodResult, top: int) -> str:
