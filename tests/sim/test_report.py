@@ -220,3 +220,25 @@ def test_unwritable_report_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFi
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
     assert len(err) == 1 and str(target) in err[0]
+
+
+def test_top_limits_the_tables_and_says_how_many_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "r.html"
+    args = ["simulate", "--cluster", str(EXAMPLE), "--report", str(page), "--top", "1"]
+    assert main(args) == 0
+    capsys.readouterr()
+    dom = parse(page.read_text())
+    web = dom.one("section", data_pod="shop/web-0")
+    rows = [tr for tr in web.one("table", cls="scores").all("tr") if "data-node" in tr.attrs]
+    assert len(rows) == 1 and rows[0].attrs["class"] == "winner"
+    notes = [p.content() for p in web.all("p", cls="muted")]
+    assert "3 more feasible node(s) not shown." in notes
+    # One feasible and one rejected node in the matrix; the other three are counted.
+    matrix = web.one("table", cls="filters")
+    assert [tr.attrs["data-node"] for tr in matrix.all("tr") if "data-node" in tr.attrs] == [
+        "large-a2",
+        "gpu-b2",
+    ]
+    assert "3 more evaluated node(s) not shown." in notes
