@@ -158,7 +158,8 @@ def _print_explanations(results: Any, keys: list[str], want: str | None, top: in
         if want in (None, k):
             if want is None:
                 print()
-            for line in render_text(k, r.explain, top=top, final=(r.status, r.node)):
+            final = (r.status, r.node)
+            for line in render_text(k, r.explain, top=top, final=final, message=r.message):
                 print(line)
 
 

@@ -179,15 +179,18 @@ def render_text(
     *,
     top: int = 10,
     final: tuple[str, str | None] | None = None,
+    message: str = "",
 ) -> list[str]:
     """Human lines for one pod: outcome, ranked feasible nodes, rejections, preemption.
 
     ``final`` is the pod's eventual (status, node) when it differs from what the explained
-    cycle decided (a later binding failure, say).
+    cycle decided (a later binding failure, say). Without a model (no scheduling cycle ran:
+    a gated pod) only that and ``message`` are shown.
     """
     if model is None:
         status, node = final or ("Unschedulable", None)
-        return [f"{key}: {status}" + (f" on {node}" if node else "") + " (no explanation kept)"]
+        lines = [f"{key}: {status}" + (f" on {node}" if node else "") + " (no scheduling cycle)"]
+        return lines + ([f"  message: {message}"] if message else [])
     result, node = model["result"], model.get("node")
     head = f"{key}: {result}" + (f" on {node}" if node else "")
     lines = [head]

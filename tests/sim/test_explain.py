@@ -255,3 +255,19 @@ def explained_keys() -> set[str]:
     ]
     assert r.explain is not None
     return set(r.explain)
+
+
+def test_a_gated_pod_says_why_it_was_never_attempted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "c.yaml"
+    gated = pod("gated", "1", schedulingGates=[{"name": "example.com/wait"}])
+    f.write_text(yaml.safe_dump_all([node("n1"), gated]))
+    (shown,) = explained(capsys, "--cluster", str(f)).values()
+    assert shown["explain"] is None and "example.com/wait" in shown["message"]
+    rc, out, _ = run_cli(capsys, "--cluster", str(f), "--explain", "default/gated")
+    assert rc == 0
+    assert out.splitlines() == [
+        "default/gated: Unschedulable (no scheduling cycle)",
+        f"  message: {shown['message']}",
+    ]
