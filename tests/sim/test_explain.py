@@ -105,6 +105,19 @@ def test_nodes_a_prefilter_ruled_out_count_as_the_fit_error_counts_them() -> Non
     narrowed = next(g for g in groups if "didn't satisfy plugin" in g["reason"])
     assert sorted(narrowed["nodes"]) == ["n2", "n3"]
     assert r.explain["unevaluated"] == 0
+    # Placed: the nodes outside the PreFilter result are still counted, and only they.
+    terms = only_n1["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    field = {"key": "metadata.name", "operator": "In", "values": ["n2"]}
+    terms["nodeSelectorTerms"].append({"matchFields": [field]})  # n1 or n2
+    cf = parse_cluster(yaml.safe_dump_all([*nodes, pod("p", "2", affinity=only_n1)]), "t.yaml")
+    (r,) = simulate(cf, default_config(), default_registry(), explain=True)
+    assert (r.status, r.node) == ("Scheduled", "n2") and r.explain is not None
+    got = {g["reason"]: g["nodes"] for g in r.explain["rejected"]}
+    assert got == {
+        "Insufficient cpu": ["n1"],
+        "node(s) didn't satisfy plugin(s) [NodeAffinity]": ["n3"],
+    }
+    assert [x["node"] for x in r.explain["ranking"]] == ["n2"]
 
 
 def test_preemption_outcome_is_explained(
