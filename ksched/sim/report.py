@@ -122,13 +122,10 @@ def _score_table(model: dict[str, Any], top: int) -> str:
     ranking: list[dict[str, Any]] = model.get("ranking") or []
     if not ranking:
         return '<p class="muted">No feasible node was scored.</p>'
-    plugins: list[str] = []
-    for r in ranking:
-        plugins += [p for p in r["scores"] if p not in plugins]
+    plugins = list(dict.fromkeys(p for r in ranking for p in r["scores"]))
     weights = model.get("weights") or {}
-    shown = ranking[:top] if top else []
-    if not any(r["selected"] for r in shown):
-        shown += [r for r in ranking if r["selected"]]
+    # The top rows, and the selected node's wherever it ranks (first but for --top 0).
+    shown = [(i, r) for i, r in enumerate(ranking, 1) if i <= top or r["selected"]]
     head = "".join(
         f'<th class="num">{_e(p)}'
         + (f" &times;{weights[p]}" if weights.get(p, 1) != 1 else "")
@@ -136,9 +133,7 @@ def _score_table(model: dict[str, Any], top: int) -> str:
         for p in plugins
     )
     rows = []
-    for i, r in enumerate(ranking, 1):
-        if r not in shown:
-            continue
+    for i, r in shown:
         cls = ' class="winner"' if r["selected"] else ""
         mark = '<span class="mark" title="selected">★</span> ' if r["selected"] else ""
         cells = "".join(f'<td class="num">{_e(r["scores"].get(p, "-"))}</td>' for p in plugins)
@@ -160,11 +155,10 @@ def _filter_matrix(model: dict[str, Any], top: int) -> str:
     if not verdicts:
         return '<p class="muted">No node was filtered (see the message).</p>'
     feasible = [r["node"] for r in model.get("ranking") or []]
-    rejected = [n for n in verdicts if n not in set(feasible)]
+    passed = set(feasible)
+    rejected = [n for n in verdicts if n not in passed]
     nodes = [n for n in feasible if n in verdicts][:top] + rejected[:top]
-    plugins: list[str] = []
-    for v in verdicts.values():
-        plugins += [p for p in v if p not in plugins]
+    plugins = list(dict.fromkeys(p for v in verdicts.values() for p in v))
     rows = []
     for n in nodes:
         cells = []
