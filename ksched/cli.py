@@ -89,7 +89,7 @@ def _log_to_stderr() -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .sim import ClusterFileError, load_cluster, simulate
+    from .sim import ClusterFileError, load_cluster
 
     _log_to_stderr()
     registry = _registry()
@@ -99,27 +99,92 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         cluster = load_cluster(args.cluster)
     except ClusterFileError as e:
         return _die([str(e)])
-    results = simulate(cluster, cfg, registry, seed=args.seed, explain=args.explain)
+    if args.compare is not None:
+        return _compare(args, cluster, cfg, registry)
+    want = args.explain or None  # NS/NAME, or None for every pod
+    if want is not None and want.count("/") != 1:
+        return _die([f"ksched simulate: --explain takes NAMESPACE/NAME, got {want!r}"])
+    import anyio
+
+    from .sim import Simulation
+
+    explain = args.explain is not None or args.report is not None
+    sim = Simulation(cluster, cfg, registry, seed=args.seed, explain=explain)
+    results, before, after = anyio.run(sim.run_measured)
+    keys = [f"{r.namespace}/{r.name}" for r in results]
+    if want is not None and want not in keys:
+        return _die(
+            [
+                f"ksched simulate: --explain {want}: no pending pod of that name in "
+                f"{args.cluster} (for this config's profiles)"
+            ]
+        )
+    if args.report is not None:
+        from .sim.report import write_report
+
+        try:
+            write_report(args.report, results, before, after, source=args.cluster, top=args.top)
+        except OSError as e:
+            return _die([f"ksched simulate: --report {args.report}: {e.strerror or e}"])
     if args.output == "json":
-        print(json.dumps({"pods": [r.to_dict(args.explain) for r in results]}, indent=2))
+        pods = [
+            r.to_dict(args.explain is not None and want in (None, k))
+            for r, k in zip(results, keys, strict=True)
+        ]
+        print(json.dumps({"pods": pods}, indent=2))
         return 0
-    rows = [("POD", "NODE", "STATUS", "MESSAGE")]
-    for r in results:
-        msg = r.message
-        if r.preempted:
-            msg = (msg + " " if msg else "") + f"(preempted: {', '.join(r.preempted)})"
-        rows.append((f"{r.namespace}/{r.name}", r.node or "-", r.status, msg))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(c.ljust(widths[i]) for i, c in enumerate(row[:3])) + "  " + row[3])
-    if args.explain:
+    if want is None:
+        rows = [("POD", "NODE", "STATUS", "MESSAGE")]
         for r in results:
-            if r.explain:
-                print(f"\n# {r.namespace}/{r.name}")
-                print(json.dumps(r.explain, indent=2))
+            msg = r.message
+            if r.preempted:
+                msg = (msg + " " if msg else "") + f"(preempted: {', '.join(r.preempted)})"
+            rows.append((f"{r.namespace}/{r.name}", r.node or "-", r.status, msg))
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        for row in rows:
+            print("  ".join(c.ljust(widths[i]) for i, c in enumerate(row[:3])) + "  " + row[3])
+    if args.explain is not None:
+        _print_explanations(results, keys, want, args.top)
     scheduled = sum(1 for r in results if r.status == "Scheduled")
     print(f"\n{scheduled}/{len(results)} pods scheduled", file=sys.stderr)
     return 0
+
+
+def _print_explanations(results: Any, keys: list[str], want: str | None, top: int) -> None:
+    """The readable explanation of every pod (``want`` None) or of pod ``want``."""
+    from .scheduler.explanation import render_text
+
+    for r, k in zip(results, keys, strict=True):
+        if want in (None, k):
+            if want is None:
+                print()
+            final = (r.status, r.node)
+            for line in render_text(k, r.explain, top=top, final=final, message=r.message):
+                print(line)
+
+
+def _compare(args: argparse.Namespace, cluster: Any, cfg: Any, registry: Any) -> int:
+    """``simulate --compare B.yaml``: the same pods under --config (A) and B."""
+    from .sim.compare import compare, render_compare
+
+    if args.explain is not None or args.report is not None:
+        return _die(["ksched simulate: --compare goes without --explain and --report"])
+    cfg_b = _load_config(args.compare, registry)
+    _build_check(cfg_b, registry, args.compare)
+    data = compare(cluster, cfg, cfg_b, registry, seed=args.seed)
+    if args.output == "json":
+        print(json.dumps(data, indent=2))
+    else:
+        for line in render_compare(data, args.config or "defaults", args.compare):
+            print(line)
+    return 0
+
+
+def _count(text: str) -> int:
+    """A whole number of at least 0 (``--top``)."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"not a whole number >= 0: {text!r}")
+    return int(text)
 
 
 # ---- bench ---------------------------------------------------------------------------
@@ -439,7 +504,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
     s.add_argument("--output", choices=("table", "json"), default="table")
     s.add_argument("--seed", type=int, default=0, help="seed for tie-breaking among equal scores")
-    s.add_argument("--explain", action="store_true", help="per-node filter verdicts and scores")
+    s.add_argument(
+        "--explain",
+        nargs="?",
+        const="",
+        metavar="NS/NAME",
+        help="why each pod (or only NS/NAME) landed where it did or stays pending: ranked "
+        "feasible nodes with each Score plugin's share, rejections by reason, preemption",
+    )
+    s.add_argument(
+        "--top",
+        type=_count,
+        default=10,
+        metavar="N",
+        help="feasible nodes shown per pod (default 10)",
+    )
+    s.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
+    s.add_argument(
+        "--compare",
+        metavar="B.yaml",
+        help="what-if: schedule the same pods under this config too (A is --config) and "
+        "print the summaries side by side and the pods that differ",
+    )
     s.set_defaults(fn=cmd_simulate)
 
     b = sub.add_parser("bench", help="scheduler_perf-style in-process benchmark")

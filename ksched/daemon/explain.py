@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout
+from ..framework.status import Code, Status
 from ..framework.types import PodInfo
+from ..scheduler.explanation import preemption_of
 from ..scheduler.schedule_one import CycleResult, schedule_pod
 
 if TYPE_CHECKING:
@@ -32,8 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Outcomes", "explain_pending", "find_pending"]
 
-# (result, node, message, attempts, rejecting plugins, unix time)
-_Outcome = tuple[str, str | None, str, int, frozenset[str] | set[str], float]
+# (result, node, message, attempts, rejecting plugins, unix time, preemption)
+_Outcome = tuple[str, str | None, str, int, frozenset[str] | set[str], float, dict[str, Any] | None]
 
 
 class Outcomes:
@@ -51,25 +53,28 @@ class Outcomes:
             data.popitem(last=False)
 
     def scheduled(self, pod: PodInfo, node: str, attempts: int) -> None:
-        self.record(pod.key, ("Scheduled", node, "", attempts, frozenset(), time.time()))
+        self.record(pod.key, ("Scheduled", node, "", attempts, frozenset(), time.time(), None))
 
     def failed(self, pod: PodInfo, reason: str, message: str, result: CycleResult | None) -> None:
         plugins: frozenset[str] | set[str] = frozenset()
+        preemption = None
         if result is not None and result.fit_error is not None:
             plugins = result.fit_error.diagnosis.unschedulable_plugins
-        self.record(pod.key, (reason, None, message, 0, plugins, time.time()))
+            preemption = preemption_of(result)
+        self.record(pod.key, (reason, None, message, 0, plugins, time.time(), preemption))
 
     def get(self, key: str) -> dict[str, Any] | None:
         o = self._data.get(key)
         if o is None:
             return None
-        result, node, message, attempts, plugins, at = o
+        result, node, message, attempts, plugins, at, preemption = o
         out: dict[str, Any] = {
             "result": result,
             "node": node,
             "message": message,
             "unschedulablePlugins": sorted(plugins),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)),
+            "preemption": preemption,
         }
         if attempts:
             out["attempts"] = attempts
@@ -93,16 +98,23 @@ def find_pending(sched: Scheduler, key: str) -> QueuedPodInfo | None:
     return None
 
 
-def explain_pending(sched: Scheduler, qpi: QueuedPodInfo) -> dict[str, Any]:
-    """Filter verdicts and scores for ``qpi`` on the current snapshot, with no side effects."""
+def explain_pending(
+    sched: Scheduler, qpi: QueuedPodInfo, preemption: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The explanation model (``ksched.scheduler.explanation``) of ``qpi`` on the current
+    snapshot, with no side effects.
+
+    PostFilter is not re-run (a plugin's PostFilter may act: Coscheduling rejects its
+    gang's waiting pods), so ``preemption`` is the last real attempt's, when it had one.
+    """
     pod = qpi.pod_info
     out: dict[str, Any] = {"computedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    if pod.error is not None:
-        out.update(result="Unschedulable", node=None, message=pod.error)
-        return out
     fw = sched.frameworks[qpi.profile]
+    if pod.error is not None:
+        res = CycleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error))
+        out.update(sched.describe(res, preemption=preemption, weights=fw.weights))
+        return out
     sched.cache.update_snapshot(sched.snapshot)
-    out["nodes"] = sched.snapshot.n
     start_index, rng_state = sched.next_start_node_index, sched.rng.getstate()
     pause = getattr(sched.metrics, "paused", None)
     if pause is not None:
@@ -111,19 +123,11 @@ def explain_pending(sched: Scheduler, qpi: QueuedPodInfo) -> dict[str, Any]:
         with sched.deadline:
             res = schedule_pod(sched, fw, CycleState(), pod, True)
     except (Exception, PluginTimeout) as e:  # a plugin's Error status, or one that hung
-        out.update(result="Error", node=None, message=str(e))
-        return out
+        res = CycleResult(Status(Code.ERROR, str(e)))
     finally:
         sched.next_start_node_index = start_index
         sched.rng.setstate(rng_state)
         if pause is not None:
             pause(False)
-    ok = res.status.is_success()
-    out.update(
-        result="Scheduled" if ok else "Unschedulable",
-        node=res.node or None,
-        message="" if ok else res.message,
-    )
-    if res.explain:
-        out.update(res.explain)
+    out.update(sched.describe(res, preemption=preemption, weights=fw.weights))
     return out

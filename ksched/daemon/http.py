@@ -306,7 +306,8 @@ class DebugServer:
                 attempts=qpi.attempts,
                 unschedulablePlugins=plugin_names(qpi.unschedulable_plugins),
             )
-            out["explain"] = explain_pending(sched, qpi)
+            pre = last.get("preemption") if last is not None else None
+            out["explain"] = explain_pending(sched, qpi, pre)
         else:
             out["explain"] = None
         return json_response(out)

@@ -151,7 +151,7 @@ async def find_nodes_that_fit_pod(
         diagnosis.pre_filter_msg = st.message()
         if st.plugin:
             diagnosis.unschedulable_plugins.add(st.plugin)
-        return empty, diagnosis, 0, None
+        return empty, diagnosis, 0, ({"filter": {}} if explain else None)
     nominated = _nominated_rows(sched, pod)
     # A node nominated by an earlier preemption is tried first, alone.
     nominated_node = pod.pod.status.nominated_node_name or sched.queue.nominator.nominated_node(pod)
@@ -201,7 +201,12 @@ async def find_nodes_that_fit_pod(
             _record_filter_statuses(
                 fw, state, pod, snap, candidates, start, out, nominated, diagnosis
             )
-    explain_out: dict[str, Any] | None = {"filter": out.explain} if explain else None
+    explain_out: dict[str, Any] | None = None
+    if explain:
+        explain_out = {"filter": out.explain or {}}
+        if pre_res is not None and pre_res.node_names is not None:
+            # The nodes PreFilter left (the others are rejected without Filter).
+            explain_out["narrowedTo"] = [snap.node_infos[int(r)].name for r in candidates]
     return feasible, diagnosis, out.processed, explain_out
 
 

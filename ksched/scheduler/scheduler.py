@@ -178,6 +178,9 @@ def build_frameworks(
 
 
 class Scheduler:
+    #: How many pods' explanations (``explain=True``) are kept; the oldest go first.
+    explanations_kept = 1000
+
     def __init__(
         self,
         config: Any,
@@ -442,8 +445,13 @@ class Scheduler:
             res = scheduling_cycle(self, fw, state, qpi, self.explain)
         else:
             res = await scheduling_cycle_async(self, fw, state, qpi, self.explain)
-        if res.explain is not None:
-            self.remember_explanation(pod.key, res.explain)
+        if self.explain:
+            model = self.describe(res, weights=fw.weights)
+            earlier = self.explanations.get(pod.key)
+            if model["preemption"] is None and earlier and earlier["preemption"]:
+                # The attempt that preempted made room for this one: say so.
+                model["preemption"] = {**earlier["preemption"], "earlierAttempt": True}
+            self.remember_explanation(pod.key, model)
         if not res.status.is_success():
             self.handle_failure(fw, qpi, res.status, res)
             if m is not None:
@@ -464,10 +472,16 @@ class Scheduler:
             runner = self._bindings = _BindingRunner(tg, self._overdue)
         runner.start(self.binding_cycle(fw, state, qpi, res.assumed, res.node))
 
+    def describe(self, res: CycleResult, **kw: Any) -> dict[str, Any]:
+        """The explanation model of a cycle over the current snapshot (``explanation``)."""
+        from .explanation import describe
+
+        return describe(res, [ni.name for ni in self.snapshot.node_infos], **kw)
+
     def remember_explanation(self, key: str, data: dict[str, Any]) -> None:
         self.explanations[key] = data
         self.explanations.move_to_end(key)
-        while len(self.explanations) > 1000:
+        while len(self.explanations) > self.explanations_kept:
             self.explanations.popitem(last=False)
 
     async def binding_cycle(

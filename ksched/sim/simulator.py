@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock
 from .cluster_file import ClusterFile
 from .pv_controller import SimulatedPVController
+from .summary import NodeUsage, usage
 
 __all__ = ["PodResult", "SimulatedCluster", "Simulation", "simulate"]
 
@@ -143,10 +145,16 @@ class SimulatedCluster:
 class _Recorder:
     def __init__(self) -> None:
         self.results: OrderedDict[str, PodResult] = OrderedDict()
+        # The scheduler's explanations (with explain=True). It keeps only the latest
+        # 1000; each result takes its pod's when the outcome is known, so a simulation
+        # of more pods still explains every one.
+        self.explanations: dict[str, dict[str, Any]] | None = None
 
     def _put(self, key: str, r: PodResult) -> None:
         self.results.pop(key, None)
         self.results[key] = r
+        if self.explanations is not None:
+            r.explain = self.explanations.get(f"{r.namespace}/{r.name}")
 
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
         self._put(pod.uid, PodResult(pod.namespace, pod.name, node, "Scheduled", ""))
@@ -202,6 +210,8 @@ class Simulation:
             assumed_ttl=0,
         )
         self.cluster.sched = self.sched
+        if explain:
+            self.recorder.explanations = self.sched.explanations
         ext = self.sched.extenders
         if ext is not None:
             # Extenders are real HTTP calls here too: they get the manifests' node objects,
@@ -283,14 +293,23 @@ class Simulation:
                         await anyio.sleep(0)
                 return
 
-    async def run(self) -> list[PodResult]:
+    async def run(self, on_loaded: Callable[[Simulation], None] | None = None) -> list[PodResult]:
+        """Schedule the file's pending pods; ``on_loaded`` sees the cluster before that."""
         pending = self._load()
+        if on_loaded is not None:
+            on_loaded(self)
         try:
             await self.drive(self.max_attempts * max(1, len(pending)))
         finally:
             if self.sched.extenders is not None:
                 await self.sched.extenders.aclose()
         return self._results(pending)
+
+    async def run_measured(self) -> tuple[list[PodResult], list[NodeUsage], list[NodeUsage]]:
+        """``run``, plus every node's usage before and after (the report, what-if)."""
+        before: list[NodeUsage] = []
+        results = await self.run(lambda s: before.extend(usage(s.sched.cache.nodes.values())))
+        return results, before, usage(self.sched.cache.nodes.values())
 
     def add_pending(self, pods: list[PodInfo]) -> None:
         """More pending pods (bench: the measured batch after the init pods)."""
@@ -347,7 +366,7 @@ class Simulation:
                 rec[pi.uid] = PodResult(pi.namespace, pi.name, None, "Unschedulable", msg)
         for uid, r in rec.items():
             r.preempted = sorted(self.sched.preemptions.get(uid, []))
-            if self.explain:
+            if self.explain and r.explain is None:
                 r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
             out.append(r)
         return out

@@ -1,0 +1,294 @@
+"""``ksched simulate --report FILE.html``: one self-contained page about a simulation.
+
+No network and no external assets: the CSS, the SVG bars and the small script are inline,
+and a Content-Security-Policy forbids fetching anything. The page has a summary (pods
+scheduled, cluster utilization per resource before and after as bars) and, per pod, the
+decision, a node x Score plugin table with the winner marked, and the Filter verdict
+matrix. Everything is rendered on the server side; the script only builds the pod index
+(with a status filter) from the JSON embedded in the page.
+
+Every string from the cluster file is escaped: names and messages are user input.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .simulator import PodResult
+from .summary import NodeUsage, allocation, cluster_percent
+
+__all__ = ["render_report", "write_report"]
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:80em}
+h1{font-size:1.4em}h2{font-size:1.15em;margin:0 0 .4em}
+table{border-collapse:collapse;margin:.5em 0 1em}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.winner td{background:#e6f4e6;font-weight:600}
+.mark{color:#1a7f37}
+section.pod{border-top:2px solid #ddd;padding-top:.8em;margin-top:1.2em}
+.Scheduled{color:#1a7f37}.Unschedulable{color:#b35900}.Error{color:#c00}
+td.ok{color:#1a7f37}td.skip{color:#999}td.fail{background:#fdecea;color:#8a1c1c}
+.bars text{font-size:12px}
+#pod-index li{display:inline-block;margin:0 1em .3em 0}
+.muted{color:#777}
+.wide{overflow-x:auto}td:first-child{white-space:nowrap}
+"""
+
+_SCRIPT = """
+(function(){
+  var data = JSON.parse(document.getElementById('ksched-data').textContent);
+  var nav = document.getElementById('pod-index');
+  var filter = document.createElement('select');
+  filter.id = 'status-filter';
+  ['all','Scheduled','Unschedulable','Error'].forEach(function(s){
+    var o = document.createElement('option'); o.value = s; o.textContent = s; filter.appendChild(o);
+  });
+  var list = document.createElement('ul');
+  data.pods.forEach(function(p){
+    var li = document.createElement('li');
+    li.className = 'index-entry ' + p.status;
+    li.dataset.status = p.status;
+    var a = document.createElement('a');
+    a.href = '#' + p.id; a.textContent = p.key;
+    li.appendChild(a);
+    li.appendChild(document.createTextNode(' ' + (p.node || p.status)));
+    list.appendChild(li);
+  });
+  filter.addEventListener('change', function(){
+    list.querySelectorAll('li').forEach(function(li){
+      li.hidden = filter.value !== 'all' && li.dataset.status !== filter.value;
+    });
+  });
+  var label = document.createElement('label');
+  label.textContent = 'show: '; label.appendChild(filter);
+  nav.appendChild(label); nav.appendChild(list);
+  nav.dataset.ready = String(data.pods.length);
+})();
+"""
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _json_for_script(data: Any) -> str:
+    """JSON safe inside ``<script>``: no ``</script>`` or ``<!--`` can close it early."""
+    return (
+        json.dumps(data)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _bars(before: dict[str, float], after: dict[str, float]) -> str:
+    """One SVG: per resource, a bar before and a bar after (percent of allocatable)."""
+    names = list(after) + [r for r in before if r not in after]
+    row, width, left = 22, 300, 170
+    height = row * 2 * len(names) + 8 * len(names) + 4
+    parts = [
+        f'<svg class="bars" role="img" aria-label="cluster utilization" '
+        f'width="{left + width + 70}" height="{height}" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    y = 2
+    for res in names:
+        for when, src, color in (("before", before, "#9bb7d4"), ("after", after, "#2f6fab")):
+            pct = src.get(res, 0.0)
+            w = round(width * min(max(pct, 0.0), 100.0) / 100.0, 1)
+            parts.append(
+                f'<text x="0" y="{y + 15}">{_e(res)} {when}</text>'
+                f'<rect x="{left}" y="{y + 3}" width="{width}" height="{row - 6}" fill="#eee"/>'
+                f'<rect class="bar" data-resource="{_e(res)}" data-when="{when}" '
+                f'data-percent="{pct:g}" x="{left}" y="{y + 3}" width="{w}" '
+                f'height="{row - 6}" fill="{color}"/>'
+                f'<text x="{left + width + 6}" y="{y + 15}">{pct:g}%</text>'
+            )
+            y += row
+        y += 8
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _score_table(model: dict[str, Any], top: int) -> str:
+    ranking: list[dict[str, Any]] = model.get("ranking") or []
+    if not ranking:
+        return '<p class="muted">No feasible node was scored.</p>'
+    plugins = list(dict.fromkeys(p for r in ranking for p in r["scores"]))
+    weights = model.get("weights") or {}
+    # The top rows, and the selected node's wherever it ranks (first but for --top 0).
+    shown = [(i, r) for i, r in enumerate(ranking, 1) if i <= top or r["selected"]]
+    head = "".join(
+        f'<th class="num">{_e(p)}'
+        + (f" &times;{weights[p]}" if weights.get(p, 1) != 1 else "")
+        + "</th>"
+        for p in plugins
+    )
+    rows = []
+    for i, r in shown:
+        cls = ' class="winner"' if r["selected"] else ""
+        mark = '<span class="mark" title="selected">★</span> ' if r["selected"] else ""
+        cells = "".join(f'<td class="num">{_e(r["scores"].get(p, "-"))}</td>' for p in plugins)
+        rows.append(
+            f'<tr{cls} data-node="{_e(r["node"])}"><td class="num">{i}</td>'
+            f'<td>{mark}{_e(r["node"])}</td><td class="num">{_e(r["total"])}</td>{cells}</tr>'
+        )
+    more = len(ranking) - len(shown)
+    note = f'<p class="muted">{more} more feasible node(s) not shown.</p>' if more > 0 else ""
+    return (
+        '<table class="scores"><thead><tr><th class="num">#</th><th>node</th>'
+        f'<th class="num">total</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        + note
+    )
+
+
+def _filter_matrix(model: dict[str, Any], top: int) -> str:
+    verdicts: dict[str, dict[str, str]] = model.get("filter") or {}
+    if not verdicts:
+        return '<p class="muted">No node was filtered (see the message).</p>'
+    feasible = [r["node"] for r in model.get("ranking") or []]
+    passed = set(feasible)
+    rejected = [n for n in verdicts if n not in passed]
+    nodes = [n for n in feasible if n in verdicts][:top] + rejected[:top]
+    plugins = list(dict.fromkeys(p for v in verdicts.values() for p in v))
+    rows = []
+    for n in nodes:
+        cells = []
+        for p in plugins:
+            verdict = verdicts[n].get(p, "")
+            if verdict == "Success":
+                cells.append('<td class="ok" title="Success">✓</td>')
+            elif verdict in ("Skip", ""):
+                cells.append(f'<td class="skip" title="{_e(verdict or "not run")}">&ndash;</td>')
+            else:
+                cells.append(f'<td class="fail">{_e(verdict)}</td>')
+        rows.append(f'<tr data-node="{_e(n)}"><td>{_e(n)}</td>{"".join(cells)}</tr>')
+    head = "".join(f"<th>{_e(p)}</th>" for p in plugins)
+    more = len(verdicts) - len(nodes)
+    note = f'<p class="muted">{more} more evaluated node(s) not shown.</p>' if more > 0 else ""
+    return (
+        f'<div class="wide"><table class="filters"><thead><tr><th>node</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{note}"
+    )
+
+
+def _rejections(model: dict[str, Any]) -> str:
+    groups: list[dict[str, Any]] = model.get("rejected") or []
+    if not groups:
+        return ""
+    items = "".join(
+        f'<li><b>{g["count"]}</b> {_e(g["reason"])} <span class="muted">'
+        f"({_e(', '.join(g['plugins']))})</span></li>"
+        for g in groups
+    )
+    head = "<p>Rejected nodes, by reason (as the FitError counts them):</p>"
+    return f'{head}<ul class="rejected">{items}</ul>'
+
+
+def _pod_section(i: int, r: PodResult, top: int) -> str:
+    key = f"{r.namespace}/{r.name}"
+    model = r.explain or {}
+    decision = f'<span class="{_e(r.status)}">{_e(r.status)}</span>'
+    if r.node:
+        decision += f" on <b>{_e(r.node)}</b>"
+    parts = [
+        f'<section class="pod" id="pod-{i}" data-pod="{_e(key)}" data-status="{_e(r.status)}">',
+        f"<h2>{_e(key)}</h2>",
+        f'<p class="decision">{decision}</p>',
+    ]
+    if r.message:
+        parts.append(f'<p class="message">{_e(r.message)}</p>')
+    if r.preempted:
+        parts.append(f"<p>Preempted: {_e(', '.join(r.preempted))}</p>")
+    pre = model.get("preemption")
+    if pre is not None and pre.get("nominatedNode"):
+        parts.append(f"<p>Preemption nominated {_e(pre['nominatedNode'])}.</p>")
+    if model:
+        parts.append("<h3>Scores (weighted)</h3>")
+        parts.append(_score_table(model, top))
+        parts.append("<h3>Filter verdicts</h3>")
+        parts.append(_rejections(model))
+        parts.append(_filter_matrix(model, top))
+    else:
+        parts.append('<p class="muted">No explanation kept.</p>')
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_report(
+    results: Sequence[PodResult],
+    before: list[NodeUsage],
+    after: list[NodeUsage],
+    *,
+    source: str,
+    top: int = 10,
+) -> str:
+    """The page's HTML."""
+    scheduled = sum(1 for r in results if r.status == "Scheduled")
+    pct_before, pct_after = cluster_percent(before), cluster_percent(after)
+    alloc_after = allocation(after)
+    used_before = sum(1 for u in before if u.pods)
+    used_after = sum(1 for u in after if u.pods)
+    data = {
+        "source": source,
+        "pods": [
+            {
+                "id": f"pod-{i}",
+                "key": f"{r.namespace}/{r.name}",
+                "status": r.status,
+                "node": r.node,
+            }
+            for i, r in enumerate(results)
+        ],
+    }
+    rows = "".join(
+        f"<tr><td>{_e(res)}</td>"
+        f'<td class="num">{pct_before.get(res, 0.0):g}%</td>'
+        f'<td class="num">{pct_after[res]:g}%</td>'
+        f'<td class="num">{alloc_after[res]["max"]:g}%</td>'
+        f'<td class="num">{alloc_after[res]["nodesAbove80"]}</td></tr>'
+        for res in alloc_after
+    )
+    summary = (
+        '<section id="summary"><h2>Summary</h2>'
+        f'<p><b id="scheduled-count">{scheduled}</b>/{len(results)} pending pods scheduled; '
+        f"{len(after)} nodes, {used_before} with pods before and {used_after} after.</p>"
+        '<table class="utilization"><thead><tr><th>resource</th><th class="num">before</th>'
+        '<th class="num">after</th><th class="num">max node after</th>'
+        '<th class="num">nodes &gt;80% after</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+        f"{_bars(pct_before, pct_after)}</section>"
+    )
+    pods = "\n".join(_pod_section(i, r, top) for i, r in enumerate(results))
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f"<title>ksched simulate: {_e(source)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>ksched simulate: {_e(source)}</h1>{summary}"
+        '<nav id="pod-index" aria-label="pods"></nav>'
+        f"{pods}"
+        f'<script type="application/json" id="ksched-data">{_json_for_script(data)}</script>'
+        f"<script>{_SCRIPT}</script></body></html>\n"
+    )
+
+
+def write_report(
+    path: str,
+    results: Sequence[PodResult],
+    before: list[NodeUsage],
+    after: list[NodeUsage],
+    *,
+    source: str,
+    top: int = 10,
+) -> None:
+    text = render_report(results, before, after, source=source, top=top)
+    with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
+        f.write(text)
