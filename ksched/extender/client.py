@@ -242,10 +242,6 @@ class HTTPExtender:
         return f"HTTPExtender({self.url_prefix})"
 
     @property
-    def is_filter(self) -> bool:
-        return bool(self.filter_verb)
-
-    @property
     def is_prioritizer(self) -> bool:
         return bool(self.prioritize_verb)
 

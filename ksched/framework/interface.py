@@ -365,10 +365,4 @@ def extension_points_of(plugin: object | type) -> list[str]:
     return out
 
 
-def as_status(result: Status | None) -> Status:
-    from .status import SUCCESS
-
-    return SUCCESS if result is None else result
-
-
 _ = np  # numpy is part of the batch-method contract (BoolArray/IntArray)

@@ -317,9 +317,6 @@ class Framework:
         """Effective plugin names per extension point, for /configz and tests."""
         return {p: [i.name for i in lst] for p, lst in self._lists.items()}
 
-    def has_filter_plugins(self) -> bool:
-        return bool(self.filter_plugins)
-
     # -- PreEnqueue / QueueSort -------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
         for p in self.pre_enqueue_plugins:
