@@ -88,6 +88,24 @@ def _log_to_stderr() -> None:
     configure(None, 0, stream=_CurrentStderr())  # type: ignore[arg-type]
 
 
+def _adopted(args: argparse.Namespace, cfg: Any) -> dict[str, str]:
+    """--scheduler-name/--all-pending: other schedulers' pods for the first profile."""
+    profile = cfg.profiles[0].scheduler_name
+    names = ["*"] if args.all_pending else (args.scheduler_name or [])
+    return dict.fromkeys(names, profile)
+
+
+def _warn_skipped(skipped: Any) -> None:
+    """One line: the pending pods no profile schedules, and the flags that would."""
+    total = sum(skipped.values())
+    which = ", ".join(f"{name} ({n})" for name, n in sorted(skipped.items()))
+    print(
+        f"ksched simulate: skipped {total} pending pod{'s' * (total != 1)} of other "
+        f"schedulers: {which}; --scheduler-name NAME or --all-pending schedules them",
+        file=sys.stderr,
+    )
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .sim import ClusterFileError, load_cluster, simulate
 
@@ -99,7 +117,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         cluster = load_cluster(args.cluster)
     except ClusterFileError as e:
         return _die([str(e)])
-    results = simulate(cluster, cfg, registry, seed=args.seed, explain=args.explain)
+    results = simulate(
+        cluster,
+        cfg,
+        registry,
+        seed=args.seed,
+        explain=args.explain,
+        adopt=_adopted(args, cfg),
+        on_skipped=_warn_skipped,
+    )
     if args.output == "json":
         print(json.dumps({"pods": [r.to_dict(args.explain) for r in results]}, indent=2))
         return 0
@@ -440,6 +466,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--output", choices=("table", "json"), default="table")
     s.add_argument("--seed", type=int, default=0, help="seed for tie-breaking among equal scores")
     s.add_argument("--explain", action="store_true", help="per-node filter verdicts and scores")
+    s.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="also schedule the pending pods of scheduler NAME (repeatable; e.g. "
+        "default-scheduler for a dump of a real cluster) with the config's first profile",
+    )
+    s.add_argument(
+        "--all-pending",
+        action="store_true",
+        help="schedule every pending pod, whatever its schedulerName, with the first profile",
+    )
     s.set_defaults(fn=cmd_simulate)
 
     b = sub.add_parser("bench", help="scheduler_perf-style in-process benchmark")
@@ -492,6 +530,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: console on a terminal, JSON otherwise",
     )
     _timeout_flags(r, binding=True)
+    r.add_argument(
+        "--shadow-of",
+        metavar="SCHEDULER_NAME",
+        help="shadow mode: decide where the first profile would place each pending pod of "
+        "SCHEDULER_NAME and compare with where that scheduler binds it; writes nothing "
+        "(no bindings, status patches, events or lease); see /debug/shadow",
+    )
     r.add_argument("-v", "--v", dest="v", type=int, default=0, help="log verbosity (klog levels)")
     r.set_defaults(fn=cmd_run)
 

@@ -10,7 +10,8 @@ simulation is deterministic for a seed and never sleeps.
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,7 +185,10 @@ class Simulation:
         seed: int | None = 0,
         explain: bool = False,
         max_attempts_per_pod: int = 20,
+        adopt: Mapping[str, str] | None = None,
     ) -> None:
+        """``adopt`` maps other schedulers' names (``"*"``: any) to the profile that
+        schedules their pending pods here (``Scheduler.adopted``)."""
         self.cluster_file = cluster
         self.clock = FakeClock()
         self.cluster = SimulatedCluster(cluster)
@@ -201,6 +205,9 @@ class Simulation:
             explain=explain,
             assumed_ttl=0,
         )
+        self.sched.adopted.update(adopt or {})
+        # Pending pods left alone, by their schedulerName (no profile, not adopted).
+        self.skipped: Counter[str] = Counter()
         self.cluster.sched = self.sched
         ext = self.sched.extenders
         if ext is not None:
@@ -253,9 +260,13 @@ class Simulation:
             if pi.node_name:
                 self.sched.on_pod_add(pi)
         for pi in self.cluster.pods.values():
-            if not pi.node_name and self.sched.responsible_for(pi):
+            if pi.node_name:
+                continue
+            if self.sched.responsible_for(pi):
                 pending.append(pi)
                 self.sched.on_pod_add(pi)
+            else:
+                self.skipped[pi.pod.spec.scheduler_name] += 1
         return pending
 
     async def _settle(self) -> None:
@@ -360,6 +371,13 @@ def simulate(
     *,
     seed: int | None = 0,
     explain: bool = False,
+    adopt: Mapping[str, str] | None = None,
+    on_skipped: Callable[[Counter[str]], None] | None = None,
 ) -> list[PodResult]:
-    sim = Simulation(cluster, config, registry, seed=seed, explain=explain)
-    return anyio.run(sim.run)
+    """Schedule ``cluster``'s pending pods; ``on_skipped`` hears of the pending pods no
+    profile took (by schedulerName), if any."""
+    sim = Simulation(cluster, config, registry, seed=seed, explain=explain, adopt=adopt)
+    results = anyio.run(sim.run)
+    if sim.skipped and on_skipped is not None:
+        on_skipped(sim.skipped)
+    return results

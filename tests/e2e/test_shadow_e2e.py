@@ -1,0 +1,114 @@
+"""Shadow mode (``--shadow-of``): ksched decides for another scheduler's pods, writes
+nothing, and scores its decisions against that scheduler's.
+
+The test plays the shadowed scheduler (``default-scheduler``): it binds, or reports
+unschedulable, each pod once ksched has decided it, by a plan whose comparison with
+ksched's default profile the test knows: one node much larger than the other in every
+resource, so LeastAllocated and BalancedAllocation both prefer it for a small pod.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .conftest import E2E, metric, wait_for
+
+pytestmark = pytest.mark.e2e
+
+SHADOWED = "default-scheduler"
+READS = {"get", "list", "watch"}
+
+
+def _unschedulable(srv: Any, ns: str, name: str) -> None:
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/2 nodes are available: 2 Insufficient cpu.",
+    }
+    srv.patch("pods", ns, name, {"status": {"conditions": [cond]}}, subresource="status")
+
+
+@pytest.mark.fake_apiserver
+def test_shadow_writes_nothing_and_scores_the_other_schedulers_bindings(e2e: E2E) -> None:
+    srv = e2e.need_server()
+    big = e2e.create_node("big", cpu="16", memory="64Gi")
+    small = e2e.create_node("small", cpu="2", memory="4Gi")
+    # pod -> what the shadowed scheduler does (a node, or None: reports it unschedulable),
+    # and the result the test expects; in the order it acts (the huge pod bound last, so
+    # its overcommitting big changes no earlier decision)
+    plan: list[tuple[str, str, str | None, str]] = [
+        ("fits-agree", "100m", big, "agree"),
+        ("fits-disagree", "100m", small, "disagree"),
+        ("fits-refused", "100m", None, "unschedulable_there"),
+        ("huge-refused", "64", None, "agree"),
+        ("huge-bound", "64", big, "unschedulable_here"),
+    ]
+    for name, cpu, _, _ in plan:
+        e2e.create_pod(name, cpu=cpu, scheduler_name=SHADOWED)
+    cfg = e2e.config()
+    srv.clear_requests()
+    with e2e.daemon(cfg, shadow_of=SHADOWED) as d:
+        shadow = d.daemon.shadow
+        assert shadow is not None and shadow.profile == e2e.scheduler_name
+        for name, _, node, _ in plan:
+            uid = e2e.pod(name)["metadata"]["uid"]
+            wait_for(lambda uid=uid: d.call(lambda: uid in shadow.decisions), what=name)
+            if node is None:
+                _unschedulable(srv, e2e.namespace, name)
+            else:
+                srv.bind(e2e.namespace, name, node)
+        expected = {r: sum(1 for *_, want in plan if want == r) for r in shadow_results()}
+        wait_for(lambda: d.call(lambda: dict(shadow.counts)) == _nonzero(expected), 10)
+        status, body = d.get("/metrics")
+        assert status == 200
+        got = {
+            r: metric(body, "ksched_shadow_decisions_total", profile=e2e.scheduler_name, result=r)
+            for r in expected
+        }
+        assert got == {r: float(n) for r, n in expected.items()}
+        status, body = d.get("/debug/shadow")
+        assert status == 200
+        doc = json.loads(body)
+        assert doc["shadowOf"] == SHADOWED and doc["counts"] == expected
+        by_pod = {e["pod"].split("/")[1]: e for e in doc["disagreements"]}
+        assert sorted(by_pod) == ["fits-disagree", "fits-refused", "huge-bound"]
+        dis = by_pod["fits-disagree"]
+        assert dis["ksched"]["node"] == big and dis[SHADOWED]["node"] == small
+        # both nodes' breakdowns: totals and every default Score plugin's weighted score
+        assert dis["ksched"]["total"] > dis[SHADOWED]["total"]
+        assert "NodeResourcesFit" in dis["ksched"]["scores"]
+        assert set(dis["ksched"]["scores"]) == set(dis[SHADOWED]["scores"])
+        assert by_pod["huge-bound"]["ksched"]["node"] is None
+        assert "Insufficient cpu" in by_pod["huge-bound"]["ksched"]["message"]
+        # the node it was bound to, as ksched saw it: rejected by NodeResourcesFit
+        assert by_pod["huge-bound"][SHADOWED]["filter"] == {
+            "NodeResourcesFit": "UnschedulableAndUnresolvable: Insufficient cpu"
+        }
+        refused = by_pod["fits-refused"]
+        assert refused["ksched"]["node"] == big
+        assert refused[SHADOWED] == {
+            "node": None,
+            "message": "0/2 nodes are available: 2 Insufficient cpu.",
+        }
+    requests = srv.requests
+    assert {r.verb for r in requests if r.resource} <= READS, [
+        f"{r.verb} {r.path}" for r in requests if r.verb not in READS
+    ]
+    assert any(r.verb == "watch" and r.resource == "pods" for r in requests)
+    # the pods stay where the shadowed scheduler put them, with only its conditions
+    assert e2e.node_of("fits-disagree") == small
+    assert e2e.node_of("fits-agree") == big
+
+
+def shadow_results() -> tuple[str, ...]:
+    from ksched.daemon.shadow import RESULTS
+
+    return RESULTS
+
+
+def _nonzero(counts: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in counts.items() if v}
