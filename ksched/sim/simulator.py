@@ -159,7 +159,7 @@ class _Recorder:
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
 
 
-def _admit(pod: Pod, raw: dict[str, Any], classes: dict[str, int], global_default: int) -> Pod:
+def _admit(pod: Pod, raw: Any, classes: dict[str, int], global_default: int) -> Pod:
     """What admission would have done: uid and priority from the PriorityClass."""
     meta = pod.metadata
     if not meta.uid:
