@@ -42,6 +42,7 @@ from ..api.objects import (
     without_nulls,
 )
 from ..api.objects import decode_json as decode_typed_json
+from ..api.validation import object_errors
 from ..util.limits import MAX_DEPTH, BoundedSafeLoader, DecodeLimitError, decode_json, loads_json
 
 __all__ = [
@@ -217,8 +218,10 @@ def _typed(raw: msgspec.Raw, source: str) -> tuple[str, Any, bytes] | None:
     return head.kind, obj, data
 
 
-def parse_cluster(text: str | bytes, source: str) -> ClusterFile:
-    """The objects of a cluster file's text (YAML or JSON; bytes are read as UTF-8)."""
+def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> ClusterFile:
+    """The objects of a cluster file's text (YAML or JSON; bytes are read as UTF-8).
+    ``validate=False`` keeps objects the API server would refuse (bad quantities), for
+    tests of how the scheduler copes with one that reaches it anyway."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     docs: list[Any]
     if data.lstrip()[:1] in (b"{", b"["):
@@ -235,7 +238,7 @@ def parse_cluster(text: str | bytes, source: str) -> ClusterFile:
         if isinstance(d, msgspec.Raw):
             typed = _typed(d, source)
             if typed is not None:
-                _add(cf, seen, source, *typed, None)
+                _add(cf, seen, source, *typed, None, validate)
                 continue
             try:
                 d = decode_json(d)
@@ -264,7 +267,7 @@ def parse_cluster(text: str | bytes, source: str) -> ClusterFile:
             obj = decode(without_nulls(raw) if kind == "CSINode" else raw, cls)
         except DecodeError as e:
             raise ClusterFileError(f"{source}: {e}") from None
-        _add(cf, seen, source, kind, obj, raw, raw)
+        _add(cf, seen, source, kind, obj, raw, raw, validate)
     return cf
 
 
@@ -276,14 +279,19 @@ def _add(
     obj: Any,
     raw: Any,
     mapping: dict[str, Any] | None,
+    validate: bool = True,
 ) -> None:
     """File ``obj`` (decoded from ``raw``: a mapping, or JSON bytes) under its kind."""
     meta = obj.metadata
     ident = (kind, meta.namespace, meta.name)
+    ref = object_ref(mapping) if mapping is not None else f"{kind} {_ref_name(meta)}"
     if ident in seen:
-        ref = object_ref(mapping) if mapping is not None else f"{kind} {_ref_name(meta)}"
         raise ClusterFileError(f"{source}: {ref}: duplicate object")
     seen.add(ident)
+    errs = object_errors(kind, obj) if validate else []
+    if errs:
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        raise ClusterFileError(f"{source}: {ref}: {errs[0]}{more}")
     if kind == "Node":
         cf.nodes.append((obj, raw))
     elif kind == "Pod":
