@@ -112,3 +112,47 @@ def shadow_results() -> tuple[str, ...]:
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
+
+
+@pytest.mark.fake_apiserver
+def test_shadow_process_logs_each_disagreement_and_refuses_a_lease(e2e: E2E, tmp_path: Any) -> None:
+    """``ksched run --shadow-of`` as a process: one ``-v 2`` line per disagreement, none
+    for an agreement, and ``--leader-elect`` beside it is refused before any request."""
+    from .conftest import KschedProcess
+
+    srv = e2e.need_server()
+    cfg = e2e.write_config()
+    base = ["--config", str(cfg), "--kubeconfig", str(e2e.kubeconfig), "--shadow-of", SHADOWED]
+    srv.clear_requests()
+    refused = KschedProcess([*base, "--leader-elect"])
+    assert refused.p.wait(30) == 2
+    assert srv.requests == []
+    big = e2e.create_node("big", cpu="16", memory="64Gi")
+    small = e2e.create_node("small", cpu="2", memory="4Gi")
+    for name in ("a", "b"):
+        e2e.create_pod(name, scheduler_name=SHADOWED)
+    proc = KschedProcess([*base, "-v", "2"])
+    try:
+        proc.serving()
+        wait_for(lambda: _counts(proc) is not None and _counts(proc)["undecided"] == 0, 20)
+        srv.bind(e2e.namespace, "a", big)
+        srv.bind(e2e.namespace, "b", small)
+        line = proc.wait_log("shadow decision differs")
+        assert (line["pod"], line["result"], line["node"], line["their_node"]) == (
+            f"{e2e.namespace}/b",
+            "disagree",
+            big,
+            small,
+        )
+        wait_for(lambda: (_counts(proc) or {}).get("agree") == 1, 10)
+        assert proc.count("shadow decision differs") == 1
+    finally:
+        assert proc.stop() == 0
+
+
+def _counts(proc: Any) -> dict[str, Any] | None:
+    status, body = proc.get("/debug/shadow")
+    if status != 200:
+        return None
+    doc = json.loads(body)
+    return {**doc["counts"], "undecided": doc["undecided"]}
