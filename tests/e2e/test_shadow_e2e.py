@@ -156,3 +156,42 @@ def _counts(proc: Any) -> dict[str, Any] | None:
         return None
     doc = json.loads(body)
     return {**doc["counts"], "undecided": doc["undecided"]}
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("e2e", ["kube"], indirect=True)
+def test_shadow_of_the_real_kube_scheduler_never_prefers_another_node(e2e: E2E) -> None:
+    """ksched's default profile shadowing a real kube-scheduler with the default profile:
+    every pod is compared, and where the two chose different nodes ksched scored both the
+    same (a tie each broke at random), never one above the other. ksched writes nothing:
+    each pod's only Scheduled event is kube-scheduler's."""
+    assert e2e.controlplane is not None
+    kube = f"kube-{e2e.run_id}"
+    kube_cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": kube}],
+    }
+    for name, cpu, mem in (("s", "3", "6Gi"), ("m", "5", "12Gi"), ("l", "8", "20Gi")):
+        e2e.create_node(name, cpu=cpu, memory=mem)
+    names = [f"p{i}" for i in range(12)]
+    with (
+        e2e.controlplane.kube_scheduler(kube_cfg, name=f"kube-scheduler-{e2e.run_id}"),
+        e2e.daemon(shadow_of=kube) as d,
+    ):
+        shadow = d.daemon.shadow
+        for i, name in enumerate(names):
+            cpu = ("250m", "500m", "1")[i % 3]
+            e2e.create_pod(name, cpu=cpu, memory="512Mi", scheduler_name=kube)
+            e2e.wait_bound(name, timeout=30)
+        wait_for(lambda: sum(d.call(lambda: dict(shadow.counts)).values()) == len(names), 20)
+        counts = d.call(lambda: dict(shadow.counts))
+        doc = json.loads(d.get("/debug/shadow")[1])
+    assert set(counts) <= {"agree", "disagree"}, counts
+    assert counts.get("agree", 0) > counts.get("disagree", 0), counts
+    assert len(doc["disagreements"]) == counts.get("disagree", 0)
+    for entry in doc["disagreements"]:
+        assert entry["ksched"]["total"] == entry[kube]["total"], entry
+    for name in names:
+        events = e2e.events(name, "Scheduled")
+        assert [e["reportingController"] for e in events] == [kube], name
