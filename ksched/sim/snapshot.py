@@ -21,7 +21,7 @@ import msgspec
 from ..cluster.client import APIClient, APIError
 from ..cluster.wiring import PODS_FIELD_SELECTOR
 
-__all__ = ["DRA_GROUP", "SNAPSHOT_KINDS", "Listed", "take_snapshot"]
+__all__ = ["DRA_GROUP", "DRA_KINDS", "SNAPSHOT_KINDS", "Listed", "take_snapshot"]
 
 DRA_GROUP = "resource.k8s.io"
 

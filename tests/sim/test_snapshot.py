@@ -4,6 +4,7 @@ places its pending pods where the daemon, run against that cluster, places them.
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from ksched.cluster import APIClient
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
 from ksched.sim.cluster_file import _KINDS, load_cluster
-from ksched.sim.snapshot import SNAPSHOT_KINDS
+from ksched.sim.snapshot import DRA_KINDS, SNAPSHOT_KINDS
 from ksched.testing import (
     TestAPIServer,
     make_controller,
@@ -155,7 +156,8 @@ def test_snapshot_replays_the_daemons_placements(
 
 
 def test_snapshot_lists_every_kind_simulate_reads() -> None:
-    assert {k.kind for k in SNAPSHOT_KINDS} == set(_KINDS)
+    """Every kind cluster_file decodes (the resource.k8s.io ones listed when served)."""
+    assert {k.kind for k in SNAPSHOT_KINDS} == set(_KINDS) - set(DRA_KINDS.values())
 
 
 def test_snapshot_yaml_and_managed_fields(
@@ -188,3 +190,28 @@ def test_snapshot_without_a_cluster_exits_2(
     err = capsys.readouterr().err
     assert err.startswith("ksched snapshot: cannot load cluster configuration")
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.kube
+def test_snapshot_of_a_real_api_server_includes_dra_kinds_it_serves(
+    controlplane: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kube-apiserver v1.36 serves resource.k8s.io: a DeviceClass made there is in the
+    snapshot (the test API server serves no such group: none is listed there)."""
+    name = f"snapshot-{uuid.uuid4().hex[:8]}"
+    dc = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}}
+    status, body = controlplane.request("POST", "/apis/resource.k8s.io/v1/deviceclasses", dc)
+    assert status == 201, body
+    try:
+        out = tmp_path / "cluster.json"
+        kc = str(controlplane.admin_kubeconfig)
+        assert main(["snapshot", "--kubeconfig", kc, "-o", str(out), "--verbose"]) == 0
+        err = capsys.readouterr().err
+        assert "DeviceClass" in err and "ResourceSlice" in err
+        items = json.loads(out.read_text())["items"]
+        got = [o for o in items if o["kind"] == "DeviceClass" and o["metadata"]["name"] == name]
+        assert got and got[0]["apiVersion"] == "resource.k8s.io/v1"
+        assert "managedFields" not in got[0]["metadata"]
+        load_cluster(str(out))  # and simulate can read it back
+    finally:
+        controlplane.request("DELETE", f"/apis/resource.k8s.io/v1/deviceclasses/{name}")
