@@ -42,6 +42,7 @@ from .. import logging as klog
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout
 from ..framework.types import PodInfo
+from ..queue.scheduling_queue import INVALID_POD_PLUGIN
 from ..scheduler.schedule_one import schedule_pod
 
 if TYPE_CHECKING:
@@ -152,7 +153,9 @@ class Shadow:
         fe = res.fit_error if res is not None else None
         qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins) if fe else set()
         qpi.pending_plugins = set(fe.diagnosis.pending_plugins) if fe else set()
-        q.add_unschedulable_if_not_present(qpi, error=res is None)
+        if pod.error is not None:  # its own fields are broken: only an update can help
+            qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
+        q.add_unschedulable_if_not_present(qpi, error=res is None and pod.error is None)
 
     def _decide(self, pod: PodInfo) -> tuple[Decision, Any]:
         sched = self.sched
@@ -243,6 +246,8 @@ class Shadow:
             "shadowOf": self.shadowed,
             "profile": self.profile,
             "counts": {r: self.counts[r] for r in RESULTS},
-            "undecided": sum(1 for _ in self.sched.queue.active_pods()),
+            # waiting for a decision (activeQ, backoffQ); the pool holds those with no node
+            "undecided": sum(1 for _ in self.sched.queue.active_pods())
+            + sum(1 for _ in self.sched.queue.backoff_pods()),
             "disagreements": list(reversed(self.disagreements)),
         }
