@@ -168,7 +168,10 @@ def _json_docs(data: bytes, source: str) -> list[Any]:
     anything else decoded whole. Malformed JSON is decoded again by the standard library
     only to say where (msgspec's errors carry a byte offset)."""
     try:
-        head = _LIST_HEAD.decode(data) if data.lstrip().startswith(b"{") else None
+        try:
+            head = _LIST_HEAD.decode(data) if data.lstrip().startswith(b"{") else None
+        except msgspec.ValidationError:  # JSON, but not a list of objects: decode it whole
+            head = None
         if (
             head is not None
             and isinstance(head.kind, str)
@@ -190,8 +193,8 @@ def _json_docs(data: bytes, source: str) -> list[Any]:
 
 
 def _typed(raw: msgspec.Raw, source: str) -> tuple[str, Any, bytes] | None:
-    """(kind, object, its JSON bytes) for a Node or Pod item decoded straight from JSON; None for
-    anything else (decoded as a mapping instead)."""
+    """(kind, object, its JSON bytes) for a Node or Pod item decoded straight from JSON;
+    None for anything else (decoded as a mapping instead)."""
     try:
         head = _HEAD.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):

@@ -128,3 +128,23 @@ def test_invalid_utf8_is_an_error_naming_the_place(tmp_path: Path) -> None:
     with pytest.raises(ClusterFileError) as e:
         load_cluster(str(f))
     assert str(e.value).startswith(f"{f}: not valid YAML")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('{"kind": "List", "items": 5}', "deep: List ?: metadata.name: Required value"),
+        (
+            '{"kind": "NodeList", "items": [5]}',
+            "deep: expected a Kubernetes object (a mapping), got int",
+        ),
+        (
+            '{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": 5}}]}',
+            "deep: Pod default/5: Expected `str`, got `int` - at `metadata.name`",
+        ),
+    ],
+)
+def test_json_of_the_wrong_shape_is_named(text: str, error: str) -> None:
+    with pytest.raises(ClusterFileError) as e:
+        parse_cluster(text, "deep")
+    assert str(e.value).startswith(error)
