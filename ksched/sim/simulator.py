@@ -215,7 +215,8 @@ class Simulation:
             # and a pod an extender bound is bound in the simulated cluster, as the watch
             # would report it.
             for node, raw in cluster.nodes:
-                ext.nodes.set_raw(node, raw)
+                # JSON bytes of a JSON file go out as they are, not as a base64 string
+                ext.nodes.set_raw(node, msgspec.Raw(raw) if isinstance(raw, bytes) else raw)
             ext.on_bound = self.cluster.bind
         # Informer-backed listers as the daemon provides them to plugins.
         listers: dict[str, Any] = {
