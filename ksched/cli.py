@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["main"]
@@ -88,6 +88,24 @@ def _log_to_stderr() -> None:
     configure(None, 0, stream=_CurrentStderr())  # type: ignore[arg-type]
 
 
+def _adopted(args: argparse.Namespace, cfg: Any) -> dict[str, str]:
+    """--scheduler-name/--all-pending: other schedulers' pods for the first profile."""
+    profile = cfg.profiles[0].scheduler_name
+    names = ["*"] if args.all_pending else (args.scheduler_name or [])
+    return dict.fromkeys(names, profile)
+
+
+def _warn_skipped(skipped: Any) -> None:
+    """One line: the pending pods no profile schedules, and the flags that would."""
+    total = sum(skipped.values())
+    which = ", ".join(f"{name} ({n})" for name, n in sorted(skipped.items()))
+    print(
+        f"ksched simulate: skipped {total} pending pod{'s' * (total != 1)} of other "
+        f"schedulers: {which}; --scheduler-name NAME or --all-pending schedules them",
+        file=sys.stderr,
+    )
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .sim import ClusterFileError, load_cluster
 
@@ -99,8 +117,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         cluster = load_cluster(args.cluster)
     except ClusterFileError as e:
         return _die([str(e)])
+    adopt = _adopted(args, cfg)
     if args.compare is not None:
-        return _compare(args, cluster, cfg, registry)
+        return _compare(args, cluster, cfg, registry, adopt)
     want = args.explain or None  # NS/NAME, or None for every pod
     if want is not None and want.count("/") != 1:
         return _die([f"ksched simulate: --explain takes NAMESPACE/NAME, got {want!r}"])
@@ -109,7 +128,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from .sim import Simulation
 
     explain = args.explain is not None or args.report is not None
-    sim = Simulation(cluster, cfg, registry, seed=args.seed, explain=explain)
+    sim = Simulation(cluster, cfg, registry, seed=args.seed, explain=explain, adopt=adopt)
     results, before, after = anyio.run(sim.run_measured)
     keys = [f"{r.namespace}/{r.name}" for r in results]
     if want is not None and want not in keys:
@@ -132,6 +151,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             for r, k in zip(results, keys, strict=True)
         ]
         print(json.dumps({"pods": pods}, indent=2))
+        if sim.skipped:
+            _warn_skipped(sim.skipped)
         return 0
     if want is None:
         rows = [("POD", "NODE", "STATUS", "MESSAGE")]
@@ -145,6 +166,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print("  ".join(c.ljust(widths[i]) for i, c in enumerate(row[:3])) + "  " + row[3])
     if args.explain is not None:
         _print_explanations(results, keys, want, args.top)
+    if sim.skipped:
+        _warn_skipped(sim.skipped)
     scheduled = sum(1 for r in results if r.status == "Scheduled")
     print(f"\n{scheduled}/{len(results)} pods scheduled", file=sys.stderr)
     return 0
@@ -163,7 +186,13 @@ def _print_explanations(results: Any, keys: list[str], want: str | None, top: in
                 print(line)
 
 
-def _compare(args: argparse.Namespace, cluster: Any, cfg: Any, registry: Any) -> int:
+def _compare(
+    args: argparse.Namespace,
+    cluster: Any,
+    cfg: Any,
+    registry: Any,
+    adopt: Mapping[str, str] | None,
+) -> int:
     """``simulate --compare B.yaml``: the same pods under --config (A) and B."""
     from .sim.compare import compare, render_compare
 
@@ -171,7 +200,7 @@ def _compare(args: argparse.Namespace, cluster: Any, cfg: Any, registry: Any) ->
         return _die(["ksched simulate: --compare goes without --explain and --report"])
     cfg_b = _load_config(args.compare, registry)
     _build_check(cfg_b, registry, args.compare)
-    data = compare(cluster, cfg, cfg_b, registry, seed=args.seed)
+    data = compare(cluster, cfg, cfg_b, registry, seed=args.seed, adopt=adopt)
     if args.output == "json":
         print(json.dumps(data, indent=2))
     else:
@@ -185,6 +214,57 @@ def _count(text: str) -> int:
     if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"not a whole number >= 0: {text!r}")
     return int(text)
+
+
+# ---- snapshot ------------------------------------------------------------------------
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """A live cluster's objects, as ``simulate --cluster`` reads them, into one file."""
+    import anyio
+    import msgspec
+    import yaml
+    from kubernetes_asyncio.config import ConfigException
+
+    from .cluster import APIClient
+    from .cluster.client import APIError
+    from .sim.snapshot import take_snapshot
+
+    def progress(kind: str, n: int) -> None:
+        if args.verbose:
+            print(f"ksched snapshot: {n} {kind}", file=sys.stderr)
+
+    async def main() -> dict[str, Any]:
+        client = await APIClient.auto(args.kubeconfig, args.master)
+        try:
+            return await take_snapshot(client, progress)
+        finally:
+            await client.close()
+
+    try:
+        doc = anyio.run(main)
+    except (ConfigException, OSError, ValueError) as e:
+        return _die([f"ksched snapshot: cannot load cluster configuration: {e}"])
+    except APIError as e:
+        print(f"ksched snapshot: {e}", file=sys.stderr)
+        return 1
+    if args.format == "yaml":
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        data = yaml.dump(doc, Dumper=dumper, sort_keys=False).encode()
+    else:
+        data = msgspec.json.format(msgspec.json.encode(doc), indent=1) + b"\n"
+    if args.output in (None, "-"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        try:
+            with open(args.output, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            return _die([f"ksched snapshot: {args.output}: {e.strerror or e}"])
+    n = len(doc["items"])
+    print(f"ksched snapshot: {n} objects written to {args.output or 'stdout'}", file=sys.stderr)
+    return 0
 
 
 # ---- bench ---------------------------------------------------------------------------
@@ -526,7 +606,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="what-if: schedule the same pods under this config too (A is --config) and "
         "print the summaries side by side and the pods that differ",
     )
+    s.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="also schedule the pending pods of scheduler NAME (repeatable; e.g. "
+        "default-scheduler for a dump of a real cluster) with the config's first profile",
+    )
+    s.add_argument(
+        "--all-pending",
+        action="store_true",
+        help="schedule every pending pod, whatever its schedulerName, with the first profile",
+    )
     s.set_defaults(fn=cmd_simulate)
+
+    sn = sub.add_parser(
+        "snapshot", help="write a live cluster's objects to a file simulate --cluster replays"
+    )
+    sn.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"
+    )
+    sn.add_argument("--master", help="API server URL; overrides the kubeconfig's server")
+    sn.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    sn.add_argument("--format", choices=("json", "yaml"), default="json")
+    sn.add_argument("--verbose", action="store_true", help="count each kind on stderr")
+    sn.set_defaults(fn=cmd_snapshot)
 
     b = sub.add_parser("bench", help="scheduler_perf-style in-process benchmark")
     b.add_argument("--workload", default="SchedulingBasic")
@@ -578,6 +682,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: console on a terminal, JSON otherwise",
     )
     _timeout_flags(r, binding=True)
+    r.add_argument(
+        "--shadow-of",
+        metavar="SCHEDULER_NAME",
+        help="shadow mode: decide where the first profile would place each pending pod of "
+        "SCHEDULER_NAME and compare with where that scheduler binds it; writes nothing "
+        "(no bindings, status patches, events or lease); see /debug/shadow",
+    )
     r.add_argument("-v", "--v", dest="v", type=int, default=0, help="log verbosity (klog levels)")
     r.set_defaults(fn=cmd_run)
 

@@ -7,8 +7,18 @@ kube-scheduler rejects is rejected here with the same words everywhere.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
 
-__all__ = ["is_qualified_name", "label_value_errors", "qualified_name_errors"]
+from .quantity import QuantityError, parse_quantity
+
+__all__ = [
+    "is_qualified_name",
+    "label_value_errors",
+    "object_errors",
+    "qualified_name_errors",
+]
 
 _QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _QNAME = re.compile(_QNAME_FMT)
@@ -85,4 +95,77 @@ def label_value_errors(value: str) -> list[str]:
         errs.append(
             _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
+    return errs
+
+
+# apimachinery's resource.ErrFormatWrong, which the API server answers for a bad quantity
+_QUANTITY_FORMAT = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+
+
+def _show(v: Any) -> str:
+    return f'"{v}"' if isinstance(v, str) else str(v)
+
+
+def _quantities(rl: Mapping[str, Any], path: str, errs: list[str]) -> dict[str, Fraction]:
+    """The parsed quantities of a resource list; an error per unparsable or negative one
+    (``ValidateNonnegativeQuantity``), worded as the API server words it."""
+    out: dict[str, Fraction] = {}
+    for name, raw in rl.items():
+        where = f"{path}[{name}]"
+        try:
+            q = parse_quantity(raw)
+        except QuantityError as e:
+            # not of the quantity form, or of it but out of range (an int32 exponent)
+            why = _QUANTITY_FORMAT if str(e).startswith("invalid quantity") else str(e)
+            errs.append(f"{where}: Invalid value: {_show(raw)}: {why.split(':')[0]}")
+            continue
+        if q < 0:
+            errs.append(f"{where}: Invalid value: {_show(raw)}: must be greater than or equal to 0")
+            continue
+        out[name] = q
+    return out
+
+
+def _requirements(res: Any, path: str, errs: list[str]) -> None:
+    """``ValidateResourceRequirements``: valid, non-negative, requests within limits."""
+    limits = _quantities(res.limits, f"{path}.limits", errs)
+    requests = _quantities(res.requests, f"{path}.requests", errs)
+    for name, q in requests.items():
+        limit = limits.get(name)
+        if limit is not None and q > limit:
+            errs.append(
+                f"{path}.requests[{name}]: Invalid value: {_show(res.requests[name])}: must be "
+                f"less than or equal to {name} limit of {res.limits[name]}"
+            )
+
+
+def object_errors(kind: str, obj: Any) -> list[str]:
+    """What the API server would refuse in a decoded Pod, Node, PersistentVolume or
+    PersistentVolumeClaim of a cluster file: resource quantities that do not parse or are
+    negative, requests above limits, containers without a name — ``field: message`` each.
+    (A subset of its validation: what the scheduler's arithmetic relies on.)"""
+    errs: list[str] = []
+    if kind == "Pod":
+        spec = obj.spec
+        for field, containers in (
+            ("initContainers", spec.init_containers),
+            ("containers", spec.containers),
+        ):
+            for i, c in enumerate(containers):
+                path = f"spec.{field}[{i}]"
+                if not c.name:
+                    errs.append(f"{path}.name: Required value")
+                _requirements(c.resources, f"{path}.resources", errs)
+        _quantities(spec.overhead, "spec.overhead", errs)
+        if spec.resources is not None:
+            _requirements(spec.resources, "spec.resources", errs)
+    elif kind == "Node":
+        _quantities(obj.status.capacity, "status.capacity", errs)
+        _quantities(obj.status.allocatable, "status.allocatable", errs)
+    elif kind == "PersistentVolume":
+        _quantities(obj.spec.capacity, "spec.capacity", errs)
+    elif kind == "PersistentVolumeClaim":
+        _requirements(obj.spec.resources, "spec.resources", errs)
     return errs

@@ -77,6 +77,7 @@ from .auth import DEFAULT_SECURE_PORT, REVIEW_BURST, REVIEW_QPS, DelegatingAuth,
 from .explain import Outcomes
 from .http import DebugServer
 from .sdnotify import SdNotifier
+from .shadow import Shadow
 
 __all__ = ["DEFAULT_BIND_ADDRESS", "DEFAULT_PORT", "SchedulerDaemon", "SecureServing"]
 
@@ -179,6 +180,13 @@ class _NotLeader(RuntimeError):
     pass
 
 
+class _NoEvents:
+    """The event recorder of a shadow, which records nothing."""
+
+    def event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None:
+        return None
+
+
 class SchedulerDaemon:
     """One scheduler serving ``config``'s profiles against a cluster (see module doc)."""
 
@@ -218,6 +226,7 @@ class SchedulerDaemon:
         identity: str | None = None,
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
+        shadow_of: str | None = None,
     ) -> None:
         """``client`` (owned by the caller) or ``kubeconfig``/``master`` (a client is made and
         closed by the daemon). ``port``: plain HTTP on ``bind_address`` (0 picks a free
@@ -230,7 +239,9 @@ class SchedulerDaemon:
         ``leader_elect`` overrides ``config.leader_election.leader_elect``; ``identity`` the
         Lease holder identity (default ``hostname_uuid``). ``plugin_timeout`` bounds a
         cycle's synchronous plugin code, ``binding_timeout`` PreBind+Bind and PostBind
-        (seconds; None or 0 for no bound): a plugin that hangs fails that pod's attempt."""
+        (seconds; None or 0 for no bound): a plugin that hangs fails that pod's attempt.
+        ``shadow_of``: shadow mode (``shadow``): decide for that scheduler's pods with the
+        first profile and compare, writing nothing to the cluster (no leader election)."""
         if registry is None:
             from ..framework.registry import default_registry
 
@@ -268,9 +279,11 @@ class SchedulerDaemon:
         self._froze_gc = False
         self._gc_threshold: tuple[int, ...] | None = None  # to restore on stop
         self._cycle_started: float | None = None  # monotonic start of the running cycle
+        self.shadow_of = shadow_of
+        self.shadow: Shadow | None = None
         self.leader_elect = (
             config.leader_election.leader_elect if leader_elect is None else leader_elect
-        )
+        ) and shadow_of is None
         self.identity = identity
         self.elector: LeaderElector | None = None
         self._leading = anyio.Event()
@@ -460,13 +473,17 @@ class SchedulerDaemon:
                 metrics=self.metrics,
                 event_component=profiles[0] if profiles else None,
             )
-        self.reporter = StatusReporter(client, controller=_controller(profiles))
+        if self.shadow_of is None:
+            self.reporter = StatusReporter(client, controller=_controller(profiles))
         sched = Scheduler(
             cfg,
             self.registry,
-            cluster=_FencedClusterClient(client, lambda: self.leading),
-            observer=_DaemonObserver(self.reporter, self.outcomes),
-            recorder=self.reporter,
+            # a shadow may not write at all: as if it had lost a lease it never held
+            cluster=_FencedClusterClient(client, lambda: self.leading and self.shadow_of is None),
+            observer=None
+            if self.reporter is None
+            else _DaemonObserver(self.reporter, self.outcomes),
+            recorder=self.reporter or _NoEvents(),
             seed=self.seed,
             explain=self.explain,
             max_in_flight_bindings=self.max_in_flight_bindings,
@@ -475,6 +492,11 @@ class SchedulerDaemon:
         )
         self._sched = sched
         self.metrics.attach(sched)
+        if self.shadow_of is not None:
+            self.shadow = Shadow(
+                sched, self.metrics.registry, shadowed=self.shadow_of, profile=profiles[0]
+            )
+            log.info("shadow mode: deciding, writing nothing", shadow_of=self.shadow_of)
         self.informers = _connect(sched, client)
         if self.on_informers is not None:
             self.on_informers(self.informers)
@@ -482,7 +504,8 @@ class SchedulerDaemon:
             await self._serve_http(stack, client)
         tg = await stack.enter_async_context(anyio.create_task_group())
         self._tg = tg
-        await tg.start(self.reporter.run)
+        if self.reporter is not None:
+            await tg.start(self.reporter.run)
         if self.elector is None or not cfg.delay_cache_until_active:
             tg.start_soon(self.informers.run, name="informers")
         if self.elector is not None:
@@ -602,7 +625,10 @@ class SchedulerDaemon:
                             if qpi is None:
                                 break
                             self._cycle_started = time.monotonic()
-                            await sched.schedule_one(qpi, bindings)
+                            if self.shadow is not None:
+                                self.shadow.decide(qpi)
+                            else:
+                                await sched.schedule_one(qpi, bindings)
                             self._cycle_started = None
                             # anyio's checkpoint on asyncio, without its backend lookup
                             await asyncio.sleep(0)

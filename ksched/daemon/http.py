@@ -157,6 +157,7 @@ class DebugServer:
         r.add_get("/debug/queue", self._queue)
         r.add_get("/debug/cache", self._cache)
         r.add_get("/debug/explain", self._explain)
+        r.add_get("/debug/shadow", self._shadow)
         return app
 
     async def start(self) -> None:
@@ -273,6 +274,14 @@ class DebugServer:
         except _Unavailable:
             return _error(503, "the scheduler has not started yet")
         return json_response(sched.cache.dump())
+
+    async def _shadow(self, request: web.Request) -> web.Response:
+        if request.query:
+            return _error(400, f"unknown query parameter(s): {', '.join(sorted(request.query))}")
+        shadow = self.daemon.shadow
+        if shadow is None:
+            return _error(404, "not in shadow mode (ksched run --shadow-of SCHEDULER_NAME)")
+        return json_response(shadow.to_dict())
 
     async def _explain(self, request: web.Request) -> web.Response:
         unknown = set(request.query) - {"pod"}

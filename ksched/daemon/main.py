@@ -51,6 +51,12 @@ def apply_leader_election_flag(flag: bool | None, config: Any) -> list[str]:
 
 def run(args: Any, config: Any, registry: Any) -> int:
     """Run the daemon until SIGTERM/SIGINT (exit 0) or a lost lease (exit 1)."""
+    shadow_of = getattr(args, "shadow_of", None)
+    if shadow_of is not None:
+        if args.leader_elect:
+            print("ksched run: --shadow-of takes no lease: drop --leader-elect", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        args.leader_elect = False  # a shadow never elects (/configz shows it so)
     problems = apply_leader_election_flag(args.leader_elect, config)
     if problems:
         for p in problems:
@@ -116,6 +122,7 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
         secure_serving=secure_serving(args),
         plugin_timeout=args.plugin_timeout,
         binding_timeout=args.binding_timeout,
+        shadow_of=args.shadow_of,
     )
     try:
         # The receiver is closed once the first signal arrived, so a second one during the

@@ -164,6 +164,9 @@ class SchedulingQueue:
     ) -> None:
         self.frameworks = frameworks
         self.clock: Clock = clock or RealClock()
+        # The profile of a pod that is not queued yet; the Scheduler sets its own (which
+        # knows the other schedulers' names it adopts).
+        self.profile_of: Callable[[PodInfo], str | None] = self._own_profile
         # PreEnqueue plugins and queueing hints are plugin code too (the Scheduler sets
         # its deadline here; unbounded by default).
         self.deadline = SyncDeadline(None)
@@ -211,6 +214,10 @@ class SchedulingQueue:
         self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
         # Told of every queueing hint call (the metrics' queueing_hint_execution_duration).
         self.hint_observer: HintObserver | None = None
+
+    def _own_profile(self, pod: PodInfo) -> str | None:
+        name = pod.pod.spec.scheduler_name
+        return name if name in self.frameworks else None
 
     def register_wildcard(self, name: str) -> None:
         """Let any cluster event requeue pods rejected by ``name`` in every profile.
@@ -503,8 +510,9 @@ class SchedulingQueue:
             return
         where = self._where.get(key)
         if where is None:
-            if new.pod.spec.scheduler_name in self.frameworks:
-                self.add(new, new.pod.spec.scheduler_name)
+            profile = self.profile_of(new)
+            if profile is not None:
+                self.add(new, profile)
             return
         qpi = self._entries[key]
         qpi.pod_info = new

@@ -234,6 +234,13 @@ class Scheduler:
         if self.extenders is not None:
             self.extenders.register_requeue(self.queue)
         self.observer: Observer = observer or _NullObserver()
+        # Other schedulers' pods scheduled here anyway: schedulerName -> profile, "*" for
+        # any name (simulate's --scheduler-name/--all-pending, run's --shadow-of).
+        self.adopted: dict[str, str] = {}
+        self.queue.profile_of = self.profile_of
+        # Called with (old, new) before a pod update is applied (shadow mode compares
+        # another scheduler's binding with its own decision there).
+        self.before_pod_update: Callable[[PodInfo, PodInfo], None] | None = None
         self.percentage_of_nodes_to_score: int | None = config.percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.rng = random.Random(seed)
@@ -272,8 +279,17 @@ class Scheduler:
         return self._plugin_index
 
     # -- informer handlers (cluster → cache/queue) ------------------------------------------
+    def profile_of(self, pod: PodInfo) -> str | None:
+        """The profile that schedules ``pod``: its ``schedulerName``'s, else the one
+        ``adopted`` maps that name (or ``"*"``, any name) to; None: another scheduler's."""
+        name = pod.pod.spec.scheduler_name
+        if name in self.frameworks:
+            return name
+        adopted = self.adopted
+        return adopted.get(name, adopted.get("*")) if adopted else None
+
     def responsible_for(self, pod: PodInfo) -> bool:
-        return pod.pod.spec.scheduler_name in self.frameworks
+        return self.profile_of(pod) is not None
 
     @staticmethod
     def _cache_op(op: Callable[..., Any], *args: Any) -> bool:
@@ -319,14 +335,16 @@ class Scheduler:
             self.queue.nominator.delete(pod)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
             self._handled(ev.ASSIGNED_POD_ADD, _perf() - t0)
-        elif self.responsible_for(pod):
-            self.queue.add(pod, pod.pod.spec.scheduler_name)
+        elif (profile := self.profile_of(pod)) is not None:
+            self.queue.add(pod, profile)
             # A new sibling can unblock pods rejected for want of peers (gangs, affinity).
             self.queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, None, pod)
             self._handled(ev.UNSCHEDULED_POD_ADD, _perf() - t0)
 
     def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
         t0 = _perf()
+        if self.before_pod_update is not None:
+            self.before_pod_update(old, new)
         if new.node_name:
             if not old.node_name:
                 # Just bound (by us or someone else): leave the queue, confirm in cache

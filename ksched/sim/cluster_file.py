@@ -11,11 +11,13 @@ PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments).
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from ..api.objects import (
@@ -39,7 +41,9 @@ from ..api.objects import (
     object_ref,
     without_nulls,
 )
-from ..util.limits import BoundedLoaderMixin, DecodeLimitError, loads_json
+from ..api.objects import decode_json as decode_typed_json
+from ..api.validation import object_errors
+from ..util.limits import MAX_DEPTH, BoundedSafeLoader, DecodeLimitError, decode_json, loads_json
 
 __all__ = [
     "STORAGE_LISTERS",
@@ -57,8 +61,9 @@ class ClusterFileError(ValueError):
 
 @dataclass
 class ClusterFile:
-    nodes: list[tuple[Node, dict[str, Any]]] = field(default_factory=list)
-    pods: list[tuple[Pod, dict[str, Any]]] = field(default_factory=list)
+    # with the object as the file had it: a mapping, or its JSON bytes
+    nodes: list[tuple[Node, dict[str, Any] | bytes]] = field(default_factory=list)
+    pods: list[tuple[Pod, dict[str, Any] | bytes]] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
@@ -120,36 +125,133 @@ def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
     out.append(doc)
 
 
-class _Loader(BoundedLoaderMixin, yaml.SafeLoader):
-    """Safe YAML with nesting and alias expansion bounded (``ksched.util.limits``)."""
+class _ListHead(msgspec.Struct):
+    """A JSON document's top level, its items left undecoded."""
+
+    kind: Any = None
+    items: list[msgspec.Raw] | None = None
 
 
-def parse_cluster(text: str, source: str) -> ClusterFile:
-    try:
-        if text.lstrip().startswith(("{", "[")):
-            docs: list[Any] = [loads_json(text)]
-        else:
-            docs = list(yaml.load_all(text, Loader=_Loader))
-    except json.JSONDecodeError as e:
-        raise ClusterFileError(
+class _Meta(msgspec.Struct):
+    name: Any = None
+    namespace: Any = None
+
+
+class _Head(msgspec.Struct):
+    """What a JSON item must say before it is decoded into its kind."""
+
+    kind: Any = None
+    metadata: _Meta | None = None
+
+
+_LIST_HEAD = msgspec.json.Decoder(_ListHead)
+_HEAD = msgspec.json.Decoder(_Head)
+# Kinds decoded straight from JSON bytes (no intermediate dicts): nearly all of a dump.
+_TYPED: dict[str, type[Any]] = {"Node": Node, "Pod": Pod}
+
+
+def _syntax_error(source: str, e: BaseException) -> ClusterFileError:
+    if isinstance(e, json.JSONDecodeError):
+        return ClusterFileError(
             f"{source}: not valid JSON: line {e.lineno}, column {e.colno}: {e.msg}"
-        ) from None
-    except yaml.MarkedYAMLError as e:
+        )
+    if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ClusterFileError(f"{source}: not valid YAML: {where}{e.problem}") from None
-    except (yaml.YAMLError, DecodeLimitError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ClusterFileError(f"{source}: not valid YAML/JSON: {first}") from None
+        return ClusterFileError(f"{source}: not valid YAML: {where}{e.problem}")
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return ClusterFileError(f"{source}: not valid YAML/JSON: {first}")
+
+
+def _json_docs(data: bytes, source: str) -> list[Any]:
+    """A JSON file's objects: a ``kind: *List`` as raw items (decoded one by one later),
+    anything else decoded whole. Malformed JSON is decoded again by the standard library
+    only to say where (msgspec's errors carry a byte offset)."""
+    try:
+        try:
+            head = _LIST_HEAD.decode(data) if data.lstrip().startswith(b"{") else None
+        except msgspec.ValidationError:  # JSON, but not a list of objects: decode it whole
+            head = None
+        if (
+            head is not None
+            and isinstance(head.kind, str)
+            and head.kind.endswith("List")
+            and head.items is not None
+        ):
+            return list(head.items)
+        return [decode_json(data)]
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        try:
+            loads_json(data)
+        except (json.JSONDecodeError, UnicodeDecodeError, DecodeLimitError) as e:
+            raise _syntax_error(source, e) from None
+        raise ClusterFileError(f"{source}: not valid JSON") from None
+    except (RecursionError, DecodeLimitError):
+        raise ClusterFileError(
+            f"{source}: not valid JSON: nesting deeper than {MAX_DEPTH} levels"
+        ) from None
+
+
+def _typed(raw: msgspec.Raw, source: str) -> tuple[str, Any, bytes] | None:
+    """(kind, object, its JSON bytes) for a Node or Pod item decoded straight from JSON;
+    None for anything else (decoded as a mapping instead)."""
+    try:
+        head = _HEAD.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    cls = _TYPED.get(head.kind) if isinstance(head.kind, str) else None
+    meta = head.metadata
+    if cls is None or meta is None or not isinstance(meta.name, str) or not meta.name:
+        return None
+    if meta.namespace is not None and not isinstance(meta.namespace, str):
+        return None
+    data = bytes(raw)
+    try:
+        obj = decode_typed_json(data, cls)
+    except RecursionError:
+        raise ClusterFileError(
+            f"{source}: {head.kind} {meta.name}: nesting deeper than {MAX_DEPTH} levels"
+        ) from None
+    except DecodeError as e:
+        raise ClusterFileError(f"{source}: {e}") from None
+    if cls is Pod and not obj.metadata.namespace:
+        obj = msgspec.structs.replace(
+            obj, metadata=msgspec.structs.replace(obj.metadata, namespace="default")
+        )
+    return head.kind, obj, data
+
+
+def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> ClusterFile:
+    """The objects of a cluster file's text (YAML or JSON; bytes are read as UTF-8).
+    ``validate=False`` keeps objects the API server would refuse (bad quantities), for
+    tests of how the scheduler copes with one that reaches it anyway."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    docs: list[Any]
+    if data.lstrip()[:1] in (b"{", b"["):
+        docs = _json_docs(data, source)
+    else:
+        try:
+            docs = list(yaml.load_all(data, Loader=BoundedSafeLoader))
+        except (yaml.YAMLError, DecodeLimitError) as e:
+            raise _syntax_error(source, e) from None
+    cf = ClusterFile()
+    seen: set[tuple[str, str, str]] = set()
     objs: list[dict[str, Any]] = []
     for d in docs:
+        if isinstance(d, msgspec.Raw):
+            typed = _typed(d, source)
+            if typed is not None:
+                _add(cf, seen, source, *typed, None, validate)
+                continue
+            try:
+                d = decode_json(d)
+            except (msgspec.DecodeError, DecodeLimitError) as e:
+                raise ClusterFileError(f"{source}: not valid JSON: {e}") from None
         if isinstance(d, list):
             for x in d:
                 _flatten(x, source, objs)
         else:
             _flatten(d, source, objs)
-    cf = ClusterFile()
-    seen: set[tuple[str, str, str]] = set()
     for raw in objs:
         kind = raw.get("kind")
         if not isinstance(kind, str) or not kind:
@@ -163,36 +265,68 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
             continue
         if kind in ("Pod", "PersistentVolumeClaim") or kind in WORKLOAD_LISTERS:
             meta.setdefault("namespace", "default")
-        ident = (kind, str(meta.get("namespace", "")), str(meta["name"]))
-        if ident in seen:
-            raise ClusterFileError(f"{source}: {object_ref(raw)}: duplicate object")
-        seen.add(ident)
         try:
             # a dump's CSINodes say `drivers: null`/`topologyKeys: null` for empty lists
             obj = decode(without_nulls(raw) if kind == "CSINode" else raw, cls)
         except DecodeError as e:
             raise ClusterFileError(f"{source}: {e}") from None
-        if kind == "Node":
-            cf.nodes.append((obj, raw))
-        elif kind == "Pod":
-            cf.pods.append((obj, raw))
-        elif kind == "Namespace":
-            cf.namespaces.append(obj)
-        elif kind == "PriorityClass":
-            cf.priority_classes.append(obj)
-        elif kind == "PodDisruptionBudget":
-            cf.pdbs.append(obj)
-        elif kind in WORKLOAD_LISTERS:
-            cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
-        else:
-            cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
+        _add(cf, seen, source, kind, obj, raw, raw, validate)
     return cf
 
 
+def _add(
+    cf: ClusterFile,
+    seen: set[tuple[str, str, str]],
+    source: str,
+    kind: str,
+    obj: Any,
+    raw: Any,
+    mapping: dict[str, Any] | None,
+    validate: bool = True,
+) -> None:
+    """File ``obj`` (decoded from ``raw``: a mapping, or JSON bytes) under its kind."""
+    meta = obj.metadata
+    ident = (kind, meta.namespace, meta.name)
+    ref = object_ref(mapping) if mapping is not None else f"{kind} {_ref_name(meta)}"
+    if ident in seen:
+        raise ClusterFileError(f"{source}: {ref}: duplicate object")
+    seen.add(ident)
+    errs = object_errors(kind, obj) if validate else []
+    if errs:
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        raise ClusterFileError(f"{source}: {ref}: {errs[0]}{more}")
+    if kind == "Node":
+        cf.nodes.append((obj, raw))
+    elif kind == "Pod":
+        cf.pods.append((obj, raw))
+    elif kind == "Namespace":
+        cf.namespaces.append(obj)
+    elif kind == "PriorityClass":
+        cf.priority_classes.append(obj)
+    elif kind == "PodDisruptionBudget":
+        cf.pdbs.append(obj)
+    elif kind in WORKLOAD_LISTERS:
+        cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
+    else:
+        cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
+
+
+def _ref_name(meta: Any) -> str:
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else str(meta.name)
+
+
 def load_cluster(path: str) -> ClusterFile:
-    p = Path(path)
+    """``parse_cluster`` of a file. The garbage collector is paused meanwhile: a dump
+    decodes into millions of objects and no cycles, and collections triggered by their
+    allocations would re-scan them all, again and again (over half the load time)."""
     try:
-        text = p.read_text()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise ClusterFileError(f"{path}: {e.strerror or e}") from None
-    return parse_cluster(text, path)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return parse_cluster(data, path)
+    finally:
+        if paused:
+            gc.enable()

@@ -6,6 +6,7 @@ so the comparison is deterministic and any difference comes from the configurati
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -21,18 +22,31 @@ __all__ = ["NOT_CONSIDERED", "compare", "render_compare"]
 NOT_CONSIDERED = "NotConsidered"
 
 
-def _run(cluster: ClusterFile, config: Any, registry: Registry, seed: int) -> dict[str, Any]:
-    sim = Simulation(cluster, config, registry, seed=seed)
+def _run(
+    cluster: ClusterFile,
+    config: Any,
+    registry: Registry,
+    seed: int,
+    adopt: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    sim = Simulation(cluster, config, registry, seed=seed, adopt=adopt)
     results, _, after = anyio.run(sim.run_measured)
     return {"results": results, "summary": summarize(after, results)}
 
 
 def compare(
-    cluster: ClusterFile, config_a: Any, config_b: Any, registry: Registry, *, seed: int = 0
+    cluster: ClusterFile,
+    config_a: Any,
+    config_b: Any,
+    registry: Registry,
+    *,
+    seed: int = 0,
+    adopt: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``{"summary": {"A", "B"}, "differences": [...]}`` (see the README's what-if)."""
-    a = _run(cluster, config_a, registry, seed)
-    b = _run(cluster, config_b, registry, seed)
+    """``{"summary": {"A", "B"}, "differences": [...]}`` (see the README's what-if);
+    ``adopt`` as for ``Simulation`` (``--scheduler-name``/``--all-pending``)."""
+    a = _run(cluster, config_a, registry, seed, adopt)
+    b = _run(cluster, config_b, registry, seed, adopt)
     ra = {(r.namespace, r.name): r for r in a["results"]}
     rb = {(r.namespace, r.name): r for r in b["results"]}
     order = list(ra) + [k for k in rb if k not in ra]

@@ -10,8 +10,8 @@ simulation is deterministic for a seed and never sleeps.
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,7 +166,7 @@ class _Recorder:
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
 
 
-def _admit(pod: Pod, raw: dict[str, Any], classes: dict[str, int], global_default: int) -> Pod:
+def _admit(pod: Pod, raw: Any, classes: dict[str, int], global_default: int) -> Pod:
     """What admission would have done: uid and priority from the PriorityClass."""
     meta = pod.metadata
     if not meta.uid:
@@ -192,7 +192,10 @@ class Simulation:
         seed: int | None = 0,
         explain: bool = False,
         max_attempts_per_pod: int = 20,
+        adopt: Mapping[str, str] | None = None,
     ) -> None:
+        """``adopt`` maps other schedulers' names (``"*"``: any) to the profile that
+        schedules their pending pods here (``Scheduler.adopted``)."""
         self.cluster_file = cluster
         self.clock = FakeClock()
         self.cluster = SimulatedCluster(cluster)
@@ -209,6 +212,9 @@ class Simulation:
             explain=explain,
             assumed_ttl=0,
         )
+        self.sched.adopted.update(adopt or {})
+        # Pending pods left alone, by their schedulerName (no profile, not adopted).
+        self.skipped: Counter[str] = Counter()
         self.cluster.sched = self.sched
         if explain:
             self.recorder.explanations = self.sched.explanations
@@ -218,7 +224,8 @@ class Simulation:
             # and a pod an extender bound is bound in the simulated cluster, as the watch
             # would report it.
             for node, raw in cluster.nodes:
-                ext.nodes.set_raw(node, raw)
+                # JSON bytes of a JSON file go out as they are, not as a base64 string
+                ext.nodes.set_raw(node, msgspec.Raw(raw) if isinstance(raw, bytes) else raw)
             ext.on_bound = self.cluster.bind
         # Informer-backed listers as the daemon provides them to plugins.
         listers: dict[str, Any] = {
@@ -263,9 +270,13 @@ class Simulation:
             if pi.node_name:
                 self.sched.on_pod_add(pi)
         for pi in self.cluster.pods.values():
-            if not pi.node_name and self.sched.responsible_for(pi):
+            if pi.node_name:
+                continue
+            if self.sched.responsible_for(pi):
                 pending.append(pi)
                 self.sched.on_pod_add(pi)
+            else:
+                self.skipped[pi.pod.spec.scheduler_name] += 1
         return pending
 
     async def _settle(self) -> None:
@@ -379,6 +390,13 @@ def simulate(
     *,
     seed: int | None = 0,
     explain: bool = False,
+    adopt: Mapping[str, str] | None = None,
+    on_skipped: Callable[[Counter[str]], None] | None = None,
 ) -> list[PodResult]:
-    sim = Simulation(cluster, config, registry, seed=seed, explain=explain)
-    return anyio.run(sim.run)
+    """Schedule ``cluster``'s pending pods; ``on_skipped`` hears of the pending pods no
+    profile took (by schedulerName), if any."""
+    sim = Simulation(cluster, config, registry, seed=seed, explain=explain, adopt=adopt)
+    results = anyio.run(sim.run)
+    if sim.skipped and on_skipped is not None:
+        on_skipped(sim.skipped)
+    return results

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_ALIAS_EXPANSION",
     "MAX_DEPTH",
     "BoundedLoaderMixin",
+    "BoundedSafeLoader",
     "DecodeLimitError",
     "check_depth",
     "clip",
@@ -94,7 +95,7 @@ _JSON_CLASS = bytes(
 )
 
 
-def json_depth(data: bytes) -> int:
+def json_depth(data: bytes | memoryview | msgspec.Raw) -> int:
     """How deep the JSON text ``data`` nests (0 for a scalar), from its bytes alone.
 
     Walking the decoded value costs seconds for a 60 MiB NodeList; this scans the bytes with
@@ -102,7 +103,8 @@ def json_depth(data: bytes) -> int:
     for valid JSON: brackets inside strings do not count, and a quote is a string's end
     unless an odd run of backslashes precedes it. For malformed text it is an estimate,
     and the decoder rejects that text anyway."""
-    cls = np.frombuffer(data.translate(_JSON_CLASS), dtype=np.uint8)
+    buf = data if isinstance(data, bytes) else bytes(memoryview(data))  # msgspec.Raw too
+    cls = np.frombuffer(buf.translate(_JSON_CLASS), dtype=np.uint8)
     pos = np.flatnonzero(cls)
     kind = cls[pos]
     backslashes = pos[kind == _BACKSLASH]
@@ -127,7 +129,7 @@ def json_depth(data: bytes) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
-def decode_json(data: bytes | str) -> Any:
+def decode_json(data: bytes | str | msgspec.Raw) -> Any:
     """``msgspec.json.decode`` within the depth bound (DecodeLimitError beyond it); a string
     that is not UTF-8 is a ``msgspec.DecodeError`` like any other malformed JSON."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
@@ -148,6 +150,9 @@ class BoundedLoaderMixin:
     is constructed from it."""
 
     _depth = 0
+    # Whether the document being composed has an alias: only then can it expand, so only
+    # then is it walked (the walk costs as much as composing a big alias-free dump).
+    _aliased = False
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
@@ -157,6 +162,8 @@ class BoundedLoaderMixin:
                 raise yaml.composer.ComposerError(
                     None, None, f"nesting deeper than {MAX_DEPTH} levels", event.start_mark
                 )
+            if self.check_event(yaml.events.AliasEvent):  # type: ignore[attr-defined]
+                self._aliased = True
             return super().compose_node(parent, index)  # type: ignore[misc]
         finally:
             self._depth -= 1
@@ -164,14 +171,16 @@ class BoundedLoaderMixin:
     # The composer's entry points: checked before any constructor (or a subclass's own
     # walk of the nodes) sees the document.
     def get_single_node(self) -> Any:
+        self._aliased = False
         node = super().get_single_node()  # type: ignore[misc]
-        if node is not None:
+        if node is not None and self._aliased:
             _check_aliasing(node)
         return node
 
     def get_node(self) -> Any:
+        self._aliased = False
         node = super().get_node()  # type: ignore[misc]
-        if node is not None:
+        if node is not None and self._aliased:
             _check_aliasing(node)
         return node
 
@@ -222,3 +231,38 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     return []
+
+
+try:  # libyaml's parser, when PyYAML was built with it
+    from yaml.cyaml import CParser as _LibyamlParser  # type: ignore[attr-defined]
+
+    _Parser: Any = _LibyamlParser
+except ImportError:  # pragma: no cover - PyYAML's wheels ship libyaml
+
+    class _PyParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+        def __init__(self, stream: Any) -> None:
+            yaml.reader.Reader.__init__(self, stream)
+            yaml.scanner.Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+
+    _Parser = _PyParser
+
+
+class BoundedSafeLoader(
+    BoundedLoaderMixin,
+    yaml.composer.Composer,
+    _Parser,  # type: ignore[misc]
+    yaml.constructor.SafeConstructor,
+    yaml.resolver.Resolver,
+):
+    """Safe YAML, bounded, parsed by libyaml when present: the C scanner and parser (most
+    of the work; several times the pure-Python loader's speed) feed the Python composer,
+    whose nesting is bounded here. Not ``CSafeLoader``: its C composer recurses once per
+    level and overflows the C stack (a segfault, no exception) on input nested ~100k
+    deep, before any bound could be checked."""
+
+    def __init__(self, stream: Any) -> None:
+        _Parser.__init__(self, stream)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)

@@ -33,7 +33,9 @@ items:
 
 def simulated(metrics: SchedulerMetrics | None = None, cluster: str = CLUSTER) -> Simulation:
     """The example cluster scheduled to completion: small and mid bound, huge unschedulable."""
-    sim = Simulation(parse_cluster(cluster, "test"), default_config(), default_registry(), seed=0)
+    # unvalidated: some tests feed the scheduler a pod the API server would have refused
+    cf = parse_cluster(cluster, "test", validate=False)
+    sim = Simulation(cf, default_config(), default_registry(), seed=0)
     if metrics is not None:
         metrics.attach(sim.sched)
         # Every extension point observed on every attempt (cache hits run none of them).
@@ -53,6 +55,7 @@ class FakeDaemon:
     metrics: SchedulerMetrics = field(default_factory=lambda: SchedulerMetrics(seed=0))
     outcomes: Outcomes = field(default_factory=Outcomes)
     config: Any = field(default_factory=default_config)
+    shadow: Any = None  # not in shadow mode
 
     @property
     def scheduler_if_started(self) -> Any:

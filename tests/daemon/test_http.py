@@ -356,3 +356,13 @@ def test_redact_walks_plugin_args() -> None:
     out = redact({"profiles": [{"pluginConfig": [{"name": "P", "args": args}]}]})
     auth = out["profiles"][0]["pluginConfig"][0]["args"]["auth"]
     assert auth == {"bearerToken": "REDACTED", "tokenFile": "/run/t", "n": 3}  # a path is no secret
+
+
+def test_debug_shadow_outside_shadow_mode_is_a_404_saying_how(daemon: FakeDaemon) -> None:
+    status, _, body = one(daemon, "/debug/shadow")
+    assert status == 404
+    assert json.loads(body) == {
+        "error": "not in shadow mode (ksched run --shadow-of SCHEDULER_NAME)"
+    }
+    status, _, body = one(daemon, "/debug/shadow?x=1")
+    assert status == 400 and "unknown query parameter(s): x" in json.loads(body)["error"]

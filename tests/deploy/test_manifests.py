@@ -22,6 +22,7 @@ TARGETS = {
     "base": DEPLOY,
     "contrib": DEPLOY / "overlays" / "contrib",
     "extender": DEPLOY / "overlays" / "extender",
+    "shadow": DEPLOY / "overlays" / "shadow",
 }
 
 

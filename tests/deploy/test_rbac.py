@@ -63,7 +63,9 @@ AUTH_DELEGATOR_RULES: set[Rule] = {
 def ksched_rules(objs: list[JSON]) -> set[Rule]:
     """The rules ksched's ServiceAccount holds: its ClusterRole and Role, and
     system:auth-delegator's when a ClusterRoleBinding gives it that role."""
-    rules = rules_of(find(objs, "ClusterRole", "ksched")) | rules_of(find(objs, "Role"))
+    rules = rules_of(find(objs, "ClusterRole", "ksched"))
+    for role in (o for o in objs if o["kind"] == "Role"):  # none in the shadow overlay
+        rules |= rules_of(role)
     sa = find(objs, "ServiceAccount")["metadata"]
     me = {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}
     if any(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
 from ksched.config import load_config_data
 from ksched.framework.registry import default_registry
-from ksched.sim import parse_cluster, simulate
+from ksched.sim import ClusterFileError, parse_cluster, simulate
 
 REG = default_registry(entry_points=False)
 
@@ -206,13 +207,18 @@ def test_fit_error_lists_every_reason_sorted() -> None:
     )
 
 
-def test_malformed_node_makes_pods_unschedulable_there_with_the_field_named() -> None:
+def test_a_malformed_node_is_refused_as_the_api_server_refuses_it() -> None:
+    """A cluster file is input the API server would have validated: a quantity it cannot
+    parse is an error naming the object and the field, not a node that rejects pods (the
+    daemon's informers still tolerate one: tests/api/test_resources.py)."""
     bad = node("bad", cpu="lots")
-    res = run([bad, node("good", cpu="1"), pod("p1", cpu="500m"), pod("p2", cpu="800m")])
-    assert res["p1"].node == "good"
-    assert res["p2"].status == "Unschedulable"
-    assert "1 Node bad: status.allocatable.cpu: invalid quantity 'lots'" in res["p2"].message
-    assert "1 Insufficient cpu" in res["p2"].message
+    with pytest.raises(ClusterFileError) as e:
+        run([bad, node("good", cpu="1"), pod("p1", cpu="500m")])
+    assert str(e.value).startswith(
+        'scenario.yaml: Node bad: status.capacity[cpu]: Invalid value: "lots": quantities '
+        "must match the regular expression"
+    )
+    assert str(e.value).endswith("(and 1 more)")  # allocatable too
 
 
 def test_malformed_selector_operator_only_fails_that_pod() -> None:

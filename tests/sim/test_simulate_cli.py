@@ -126,27 +126,34 @@ def test_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "profiles[0].plugins.filter.enabled[0].nam" in err
 
 
-def test_malformed_pod_quantity_is_unschedulable_not_fatal(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("cpu", "problem"),
+    [
+        ('"1x"', "quantities must match the regular expression"),
+        ('"-1"', "must be greater than or equal to 0"),
+        ("-0.5", "must be greater than or equal to 0"),
+    ],
+)
+def test_malformed_pod_quantity_exits_2_naming_object_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cpu: str, problem: str
 ) -> None:
+    """Input the API server would refuse is refused as it would be: one line, exit 2."""
     f = tmp_path / "c.yaml"
-    f.write_text("""
+    f.write_text(f"""
 apiVersion: v1
 kind: List
 items:
-- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}}
+- {{apiVersion: v1, kind: Node, metadata: {{name: n1}}, status: {{allocatable: {{cpu: "4"}}}}}}
 - apiVersion: v1
   kind: Pod
-  metadata: {name: broken, namespace: default}
-  spec: {schedulerName: ksched, containers: [{name: c, resources: {requests: {cpu: "1x"}}}]}
-- apiVersion: v1
-  kind: Pod
-  metadata: {name: fine, namespace: default}
-  spec: {schedulerName: ksched, containers: [{name: c, resources: {requests: {cpu: "1"}}}]}
+  metadata: {{name: broken, namespace: default}}
+  spec: {{schedulerName: ksched, containers: [{{name: c, resources: {{requests: {{cpu: {cpu}}}}}}}]}}
 """)
-    data = run_json(capsys, "--cluster", str(f))
-    by = {p["name"]: p for p in data["pods"]}
-    assert by["fine"]["status"] == "Scheduled" and by["fine"]["node"] == "n1"
-    assert by["broken"]["status"] == "Unschedulable"
-    assert "Pod default/broken" in by["broken"]["message"]
-    assert "spec.containers[0].resources.requests.cpu" in by["broken"]["message"]
+    assert main(["simulate", "--cluster", str(f)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(
+        f"{f}: Pod default/broken: spec.containers[0].resources.requests[cpu]: Invalid value: "
+    )
+    assert problem in line

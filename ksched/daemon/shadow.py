@@ -1,0 +1,253 @@
+"""Shadow mode (``ksched run --shadow-of NAME``): decide, write nothing, compare.
+
+A platform team wants to know what a profile (a custom plugin, other weights) would do on
+the real cluster before it places a single pod. In shadow mode the daemon watches the
+cluster as ever, takes the pending pods of scheduler ``NAME`` (``Scheduler.adopted``)
+into its queue for its first profile, and for each one runs the scheduling algorithm —
+PreFilter, Filter, PreScore, Score, node selection — against its cache as it stands, with
+nothing after it: no assume, no Reserve or Permit, no PostFilter (preemption), no binding,
+no status patch, no event (and the daemon takes no lease). When ``NAME`` binds the pod the
+decision is compared with its node; when ``NAME`` reports the pod Unschedulable
+(``PodScheduled=False``) with ksched's. A pod bound before ksched got to it is decided at
+that moment, on the cache just before the binding is applied.
+
+Results (``ksched_shadow_decisions_total{profile, result}``):
+
+* ``agree``: the same node, or both found it unschedulable;
+* ``disagree``: different nodes;
+* ``unschedulable_here``: ``NAME`` bound it, ksched found no node;
+* ``unschedulable_there``: ``NAME`` found it unschedulable, ksched had a node.
+
+A pod ksched finds unschedulable waits in its unschedulable pool and is decided again on
+the cluster events that may help, as a scheduler would retry it; a pod it placed is not
+decided again. Only the latest decision counts. A pod ``NAME`` reports unschedulable and
+binds later is compared at both moments. HTTP extenders in the config are not consulted.
+
+``/debug/shadow`` shows the counts and the latest disagreements, each with both nodes'
+breakdowns: total and weighted score per Score plugin for a node ksched found feasible,
+the Filter verdicts that rejected it otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client import Counter as PromCounter
+
+from .. import logging as klog
+from ..framework.cycle_state import CycleState
+from ..framework.deadline import PluginTimeout
+from ..framework.types import PodInfo
+from ..queue.scheduling_queue import INVALID_POD_PLUGIN
+from ..scheduler.schedule_one import schedule_pod
+
+if TYPE_CHECKING:
+    from ..queue.scheduling_queue import QueuedPodInfo
+    from ..scheduler.scheduler import Scheduler
+
+__all__ = ["RESULTS", "Shadow"]
+
+RESULTS = ("agree", "disagree", "unschedulable_here", "unschedulable_there")
+# Decisions kept for pods not yet compared; disagreements kept for /debug/shadow.
+MAX_DECISIONS = 10_000
+MAX_DISAGREEMENTS = 100
+_OK_VERDICTS = ("Success", "Skip")
+
+log = klog.get_logger("ksched.shadow")
+
+
+@dataclass(slots=True)
+class Decision:
+    """Where ksched would have put a pod, and why (per-node breakdowns)."""
+
+    node: str | None
+    message: str
+    at: float
+    # node -> {"total": N, "scores": {plugin: weighted}} for the feasible nodes
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # node -> {plugin: verdict} of the Filter plugins that rejected it
+    rejected: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def breakdown(self, node: str | None) -> dict[str, Any] | None:
+        if node is None:
+            return None
+        if node in self.scores:
+            return {"node": node, **self.scores[node]}
+        if node in self.rejected:
+            return {"node": node, "filter": self.rejected[node]}
+        return {"node": node, "note": "not evaluated by ksched (not in its cache)"}
+
+
+def _decision(res: Any, at: float) -> Decision:
+    ok = res.status.is_success()
+    d = Decision(res.node if ok else None, "" if ok else res.message, at)
+    explain = res.explain or {}
+    for node, total in (explain.get("total") or {}).items():
+        d.scores[node] = {"total": total, "scores": {}}
+    for plugin, per_node in (explain.get("score") or {}).items():
+        for node, s in per_node.items():
+            if node in d.scores:
+                d.scores[node]["scores"][plugin] = s["weighted"]
+    for node, verdicts in (explain.get("filter") or {}).items():
+        bad = {p: v for p, v in verdicts.items() if v not in _OK_VERDICTS}
+        if bad:
+            d.rejected[node] = bad
+    if ok and not d.scores and d.node is not None:
+        d.scores[d.node] = {"total": None, "scores": {}}  # the only feasible node
+    return d
+
+
+def _unschedulable_condition(pod: PodInfo) -> str | None:
+    """The message of a ``PodScheduled=False, reason Unschedulable`` condition, if any."""
+    for c in pod.pod.status.conditions:
+        if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
+            return c.message or ""
+    return None
+
+
+class Shadow:
+    """Decides for ``shadowed``'s pending pods with ``profile`` and keeps the score."""
+
+    def __init__(
+        self,
+        sched: Scheduler,
+        registry: CollectorRegistry,
+        *,
+        shadowed: str,
+        profile: str,
+    ) -> None:
+        self.sched = sched
+        self.shadowed = shadowed
+        self.profile = profile
+        sched.adopted[shadowed] = profile
+        sched.before_pod_update = self.observe
+        self.decisions: OrderedDict[str, Decision] = OrderedDict()
+        self.disagreements: deque[dict[str, Any]] = deque(maxlen=MAX_DISAGREEMENTS)
+        self.counts: Counter[str] = Counter()
+        self.metric = PromCounter(
+            "ksched_shadow_decisions_total",
+            "Pods of the shadowed scheduler that ksched's profile decided, by how its "
+            "decision compares with the shadowed scheduler's.",
+            ["profile", "result"],
+            registry=registry,
+        )
+        for r in RESULTS:  # every series exists from the start, at 0
+            self.metric.labels(profile, r)
+
+    def _key(self, pod: PodInfo) -> str:
+        return pod.uid or pod.key
+
+    def decide(self, qpi: QueuedPodInfo) -> None:
+        """The scheduling loop's step for a popped pod: decide, then leave the queue
+        (placed) or wait in the unschedulable pool (no node, retried on events)."""
+        pod = qpi.pod_info
+        d, res = self._decide(pod)
+        q = self.sched.queue
+        if d.node is not None:
+            q.done(pod)
+            return
+        fe = res.fit_error if res is not None else None
+        qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins) if fe else set()
+        qpi.pending_plugins = set(fe.diagnosis.pending_plugins) if fe else set()
+        if pod.error is not None:  # its own fields are broken: only an update can help
+            qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
+        q.add_unschedulable_if_not_present(qpi, error=res is None and pod.error is None)
+
+    def _decide(self, pod: PodInfo) -> tuple[Decision, Any]:
+        sched = self.sched
+        now = time.time()
+        if pod.error is not None:
+            d, res = Decision(None, pod.error, now), None
+        else:
+            fw = sched.frameworks[self.profile]
+            sched.cache.update_snapshot(sched.snapshot)
+            try:
+                with sched.deadline:
+                    res = schedule_pod(sched, fw, CycleState(), pod, True)
+                d = _decision(res, now)
+            except (Exception, PluginTimeout) as e:  # a plugin's Error, or one that hung
+                d, res = Decision(None, f"{type(e).__name__}: {e}", now), None
+        decisions = self.decisions
+        decisions[self._key(pod)] = d
+        decisions.move_to_end(self._key(pod))
+        while len(decisions) > MAX_DECISIONS:
+            decisions.popitem(last=False)
+        return d, res
+
+    def observe(self, old: PodInfo, new: PodInfo) -> None:
+        """A pod update, before the scheduler applies it: the shadowed scheduler's verdict?
+        (Called by the pod informer: a failure here is logged, never raised into it.)"""
+        try:
+            self._observe(old, new)
+        except Exception as e:
+            log.error("shadow comparison failed", pod=new.key, error=f"{type(e).__name__}: {e}")
+
+    def _observe(self, old: PodInfo, new: PodInfo) -> None:
+        if old.node_name or old.pod.spec.scheduler_name != self.shadowed:
+            return
+        key = self._key(old)
+        msg: str | None = None
+        if new.node_name:
+            d = self.decisions.pop(key, None)
+            if d is None:  # bound before ksched got to it: decide on the cache as it is
+                d, _ = self._decide(old)
+                self.decisions.pop(key, None)
+            there: str | None = new.node_name
+            result = (
+                "unschedulable_here"
+                if d.node is None
+                else ("agree" if d.node == there else "disagree")
+            )
+        else:
+            msg = _unschedulable_condition(new)
+            if msg is None or _unschedulable_condition(old) == msg:
+                return  # no verdict, or one already counted
+            got = self.decisions.get(key)
+            d = got if got is not None else self._decide(old)[0]
+            there = None
+            result = "agree" if d.node is None else "unschedulable_there"
+        self._count(new, d, there, result, msg)
+
+    def _count(
+        self, pod: PodInfo, d: Decision, there: str | None, result: str, msg: str | None = None
+    ) -> None:
+        self.counts[result] += 1
+        self.metric.labels(self.profile, result).inc()
+        if result == "agree":
+            return
+        entry = {
+            "pod": pod.key,
+            "result": result,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "decidedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(d.at)),
+            "ksched": d.breakdown(d.node) or {"node": None, "message": d.message},
+            self.shadowed: d.breakdown(there) or {"node": None, "message": msg},
+        }
+        self.disagreements.append(entry)
+        if klog.enabled(2):
+            log.info(
+                "shadow decision differs",
+                pod=pod.key,
+                result=result,
+                profile=self.profile,
+                node=d.node,
+                shadowed=self.shadowed,
+                their_node=there,
+                v=2,
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``/debug/shadow``: counts, then the latest disagreements, newest first."""
+        return {
+            "shadowOf": self.shadowed,
+            "profile": self.profile,
+            "counts": {r: self.counts[r] for r in RESULTS},
+            # waiting for a decision (activeQ, backoffQ); the pool holds those with no node
+            "undecided": sum(1 for _ in self.sched.queue.active_pods())
+            + sum(1 for _ in self.sched.queue.backoff_pods()),
+            "disagreements": list(reversed(self.disagreements)),
+        }
