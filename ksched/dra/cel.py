@@ -51,6 +51,8 @@ MAX_EXPRESSION_LENGTH = 10 * 1024
 # Deeply nested input makes the parser recurse; a RecursionError is caught and reported,
 # but the limit must leave room for the expressions people write.
 _MIN_RECURSION = 4000
+if sys.getrecursionlimit() < _MIN_RECURSION:
+    sys.setrecursionlimit(_MIN_RECURSION)
 
 
 class CELError(Exception):
@@ -381,8 +383,6 @@ class CompiledExpression:
         if len(expression) > MAX_EXPRESSION_LENGTH:
             self.error = f"expression too long ({len(expression)} > {MAX_EXPRESSION_LENGTH})"
             return
-        if sys.getrecursionlimit() < _MIN_RECURSION:
-            sys.setrecursionlimit(_MIN_RECURSION)
         try:
             ast = self._env.compile(expression)
             self.program = self._env.program(ast, functions=FUNCTIONS)
