@@ -20,6 +20,7 @@ upstream's text; "does not fit this node" is an empty answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,8 +58,8 @@ __all__ = [
 
 # resourceapi.AllocationResultsMaxSize: devices one claim may get.
 ALLOCATION_RESULTS_MAX_SIZE = 32
-# Backtracking steps one allocate() may take before it gives up on the node (upstream
-# bounds it by time, DynamicResources' filterTimeout).
+# Backtracking steps one allocate() may take before it gives up on the node, besides
+# DynamicResources' filterTimeout (``max_seconds``), upstream's only bound.
 MAX_STEPS = 200_000
 # Device taint effects that keep a device from being allocated.
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -302,6 +303,7 @@ class Allocator:
         *,
         admin_access: bool = True,
         max_steps: int = MAX_STEPS,
+        max_seconds: float = 0.0,
     ) -> None:
         self.inventory = inventory
         self.classes = classes
@@ -309,6 +311,7 @@ class Allocator:
         self.cel = cel_cache
         self.admin_access = admin_access
         self.max_steps = max_steps
+        self.max_seconds = max_seconds
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult]:
         """An allocation for every claim on ``node``, or ``[]`` when they do not fit.
@@ -329,6 +332,8 @@ class _Run:
         self.claims = claims
         self.pools, self.devices = alloc.inventory.for_node(node)
         self.steps = 0
+        limit = alloc.max_seconds
+        self.deadline = time.monotonic() + limit if limit > 0 else 0.0
         self.taking: set[DeviceID] = set()
         self.results: list[list[tuple[_Request, _Dev]]] = [[] for _ in claims]
         # Per claim, per request: the alternatives (one, or one per subrequest).
@@ -479,6 +484,8 @@ class _Run:
     def _tick(self) -> None:
         self.steps += 1
         if self.steps > self.a.max_steps:
+            raise AllocationTimeout("timed out trying to allocate devices")
+        if self.deadline and not self.steps & 1023 and time.monotonic() > self.deadline:
             raise AllocationTimeout("timed out trying to allocate devices")
 
     def _slots(self) -> list[tuple[int, int]]:

@@ -6,7 +6,9 @@ failure names the file and the object. Services, ReplicationControllers, Replica
 and StatefulSets are kept for PodTopologySpread's default selectors, which the daemon
 reads from its informers; like pods, they default to namespace ``default``. So are the
 storage objects the volume plugins read (PersistentVolumeClaims, namespaced;
-PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments).
+PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
+DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims and
+ResourceClaimTemplates, the latter two namespaced).
 """
 
 from __future__ import annotations
@@ -39,9 +41,11 @@ from ..api.objects import (
     object_ref,
     without_nulls,
 )
+from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from ..util.limits import BoundedLoaderMixin, DecodeLimitError, loads_json
 
 __all__ = [
+    "DRA_LISTERS",
     "STORAGE_LISTERS",
     "WORKLOAD_LISTERS",
     "ClusterFile",
@@ -66,6 +70,8 @@ class ClusterFile:
     workloads: dict[str, list[Any]] = field(default_factory=dict)
     # PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments by listers key.
     storage: dict[str, list[Any]] = field(default_factory=dict)
+    # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates by listers key.
+    dra: dict[str, list[Any]] = field(default_factory=dict)
     # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -86,6 +92,10 @@ _KINDS: dict[str, Any] = {
     "CSINode": CSINode,
     "CSIDriver": CSIDriver,
     "VolumeAttachment": VolumeAttachment,
+    "DeviceClass": DeviceClass,
+    "ResourceSlice": ResourceSlice,
+    "ResourceClaim": ResourceClaim,
+    "ResourceClaimTemplate": ResourceClaimTemplate,
 }
 # kind -> the handle.listers key PodTopologySpread reads it under
 WORKLOAD_LISTERS = {
@@ -103,6 +113,16 @@ STORAGE_LISTERS = {
     "CSIDriver": "csidrivers",
     "VolumeAttachment": "volumeattachments",
 }
+
+# kind -> the handle.listers key DynamicResources (or the simulated resourceclaim
+# controller, for templates) reads it under
+DRA_LISTERS = {
+    "DeviceClass": "deviceclasses",
+    "ResourceSlice": "resourceslices",
+    "ResourceClaim": "resourceclaims",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
+}
+_NAMESPACED = {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
 
 
 def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
@@ -161,7 +181,7 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
         if cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue
-        if kind in ("Pod", "PersistentVolumeClaim") or kind in WORKLOAD_LISTERS:
+        if kind in _NAMESPACED or kind in WORKLOAD_LISTERS:
             meta.setdefault("namespace", "default")
         ident = (kind, str(meta.get("namespace", "")), str(meta["name"]))
         if ident in seen:
@@ -184,6 +204,8 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
             cf.pdbs.append(obj)
         elif kind in WORKLOAD_LISTERS:
             cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
+        elif kind in DRA_LISTERS:
+            cf.dra.setdefault(DRA_LISTERS[kind], []).append(obj)
         else:
             cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
     return cf
