@@ -20,10 +20,14 @@ upstream's text; "does not fit this node" is an empty answer.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from ..api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from ..api.resource import (
@@ -65,6 +69,7 @@ MAX_STEPS = 200_000
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
+IntArray = npt.NDArray[np.int64]
 
 
 class AllocationError(Exception):
@@ -103,6 +108,8 @@ class _Dev:
     env: DeviceEnv
     # Per-device node selection: ("name", n) / ("selector", s) / ("all", None).
     node_scope: tuple[str, Any] | None = None
+    # Whether requests with this ``_Request.key`` may take the device (selectors, taints).
+    verdicts: dict[Any, bool] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -151,6 +158,17 @@ def _scope_matches(scope: tuple[str, Any], node: Node) -> bool:
     return False
 
 
+class _Counts:
+    """Inventory.count_free's state for one request key and one node list."""
+
+    def __init__(self, sig: tuple[int, ...]) -> None:
+        self.sig = sig
+        self.selectable = np.zeros(len(sig), dtype=np.int64)
+        self.taken = np.zeros(len(sig), dtype=np.int64)
+        self.rows: dict[DeviceID, Any] = {}
+        self.allocated: set[DeviceID] = set()
+
+
 class Inventory:
     """Every pool's current slices and devices, ready for allocation on any node."""
 
@@ -179,7 +197,19 @@ class Inventory:
                         dev.node_scope = self._device_node_scope(d)
                     pool.devices.append(dev)
             self.pools.append(pool)
+        # Pools whose slices name one node, by that node; the others are checked per node.
+        self._by_node: dict[str, set[int]] = {}
+        self._elsewhere: set[int] = set()
+        for pi, pool in enumerate(self.pools):
+            for s in pool.slices:
+                if s.spec.node_name and not s.spec.per_device_node_selection:
+                    self._by_node.setdefault(s.spec.node_name, set()).add(pi)
+                else:
+                    self._elsewhere.add(pi)
         self._node_cache: dict[str, tuple[Node, list[_Pool], dict[int, list[_Dev]]]] = {}
+        # count_free's state per request key (see there).
+        self._counts: dict[Any, _Counts] = {}
+        self._selectable: dict[tuple[str, Any], tuple[Node, tuple[DeviceID, ...]]] = {}
 
     @staticmethod
     def _slice_node_scope(s: ResourceSlice) -> tuple[str, Any]:
@@ -192,6 +222,59 @@ class Inventory:
     def _device_node_scope(d: Device) -> tuple[str, Any]:
         return _node_scope(d.node_name, d.all_nodes, d.node_selector)
 
+    def selectable_ids(
+        self, node: Node, key: Any, judge: Callable[[_Dev], bool]
+    ) -> tuple[DeviceID, ...]:
+        """The devices usable from ``node`` that requests with ``key`` may take (``judge``),
+        in allocation order; cached until the node object or the slices change."""
+        ck = (node.metadata.name, key)
+        hit = self._selectable.get(ck)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        pools, devices = self.for_node(node)
+        ids = tuple(
+            dev.id
+            for pi, pool in enumerate(pools)
+            if not pool.invalid
+            for dev in devices[pi]
+            if judge(dev)
+        )
+        self._selectable[ck] = (node, ids)
+        return ids
+
+    def count_free(
+        self,
+        nodes: Sequence[Node | None],
+        key: Any,
+        judge: Callable[[Node, _Dev], bool],
+        allocated: set[DeviceID],
+    ) -> IntArray:
+        """For each of ``nodes`` (a snapshot's rows), how many devices requests with
+        ``key`` may take there are not ``allocated``: the selectable devices per row are
+        found once per node list, and the taken ones are updated from the devices whose
+        allocation changed since the last call, so a pod's Filter costs a few vector
+        operations instead of a pass over every node's devices."""
+        sig = tuple(map(id, nodes))
+        c = self._counts.get(key)
+        if c is None or c.sig != sig:
+            c = _Counts(sig)
+            rows: dict[DeviceID, list[int]] = {}
+            for r, node in enumerate(nodes):
+                if node is None:
+                    continue
+                ids = self.selectable_ids(node, key, functools.partial(judge, node))
+                c.selectable[r] = len(ids)
+                for d in ids:
+                    rows.setdefault(d, []).append(r)
+            c.rows = {d: np.array(r, dtype=np.intp) for d, r in rows.items()}
+            self._counts[key] = c
+        for d in allocated.symmetric_difference(c.allocated):
+            at = c.rows.get(d)
+            if at is not None:
+                c.taken[at] += 1 if d in allocated else -1
+        c.allocated = set(allocated)
+        return c.selectable - c.taken
+
     def for_node(self, node: Node) -> tuple[list[_Pool], dict[int, list[_Dev]]]:
         """The pools with slices for ``node`` and, by pool index, its usable devices."""
         name = node.metadata.name
@@ -200,7 +283,8 @@ class Inventory:
             return hit[1], hit[2]
         pools: list[_Pool] = []
         devices: dict[int, list[_Dev]] = {}
-        for pool in self.pools:
+        for pi in sorted(self._by_node.get(name, set()) | self._elsewhere):
+            pool = self.pools[pi]
             scopes: dict[int, bool] = {}
             usable: list[_Dev] = []
             for dev in pool.devices:
@@ -237,11 +321,24 @@ class _Request:
     count: int
     admin: bool
     tolerations: Sequence[Any]
-    all_devices: list[_Dev] | None = None
+    # What decides which devices the request may take: class, selectors, tolerations.
+    key: Any = None
+
+    def __post_init__(self) -> None:
+        exprs = tuple(s.cel.expression for s in self.selectors if s.cel is not None)
+        tols = tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations)
+        self.key = (id(self.class_), exprs, tols)
+
+
+def _exact_count(req: _Request) -> int:
+    """Devices an ExactCount request needs (an "All" request's count is the node's)."""
+    return req.count if req.mode == ALLOCATION_MODE_EXACT_COUNT else 0
 
 
 @dataclass(slots=True)
 class _Constraint:
+    """A constraint's state while devices are taken (its values so far)."""
+
     requests: frozenset[str]
     match: str | None
     distinct: str | None
@@ -312,6 +409,64 @@ class Allocator:
         self.admin_access = admin_access
         self.max_steps = max_steps
         self.max_seconds = max_seconds
+        # The claims' prepared requests (or the error preparing them) by the claims' ids:
+        # one pod's cycle allocates the same claims on every node.
+        self._prep: dict[tuple[int, ...], _Prepared | AllocationError] = {}
+        # quick_fit's verdict on the claims' shape: (request, devices needed) or False.
+        self._simple: dict[tuple[int, ...], tuple[_Request, int] | None] = {}
+
+    def _prepared(self, run: _Run, claims: Sequence[ResourceClaim]) -> _Prepared:
+        key = tuple(id(c) for c in claims)
+        got = self._prep.get(key)
+        if got is None:
+            try:
+                got = run.prepare()
+            except AllocationError as e:
+                got = e
+            self._prep[key] = got
+        if isinstance(got, AllocationError):
+            raise AllocationError(str(got))
+        return got
+
+    def countable(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[_Request, int] | None:
+        """(a request standing for all, devices needed) when counting free selectable
+        devices decides whether the claims fit a node: every request an ExactCount one
+        without admin access, all with the same class, selectors and tolerations, and no
+        constraints. None when the claims need the search (``allocate``)."""
+        key = tuple(id(c) for c in claims)
+        if key not in self._simple:
+            run = _Run(self, node, claims)
+            self._simple[key] = _simple_need(run.alternatives, run.constraints)
+        return self._simple[key]
+
+    def quick_fit(self, node: Node, claims: Sequence[ResourceClaim]) -> bool | None:
+        """Whether the claims fit ``node`` by counting (see ``countable``); None when they
+        need the search. Errors as ``allocate``."""
+        simple = self.countable(node, claims)
+        if simple is None:
+            return None
+        req, need = simple
+        ids = self.inventory.selectable_ids(
+            node, req.key, lambda dev: _Run(self, node, claims)._selectable(req, dev)
+        )
+        free = 0
+        for d in ids:
+            if d not in self.allocated:
+                free += 1
+                if free >= need:
+                    return True
+        return need == 0
+
+    def free_counts(
+        self, nodes: Sequence[Node | None], claims: Sequence[ResourceClaim], req: _Request
+    ) -> IntArray:
+        """Free devices ``req`` may take on each node (``Inventory.count_free``)."""
+        return self.inventory.count_free(
+            nodes,
+            req.key,
+            lambda n, dev: _Run(self, n, claims)._selectable(req, dev),
+            self.allocated,
+        )
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult]:
         """An allocation for every claim on ``node``, or ``[]`` when they do not fit.
@@ -322,7 +477,27 @@ class Allocator:
         return _Run(self, node, claims).run()
 
 
-_Choice = tuple[int, int]  # request index, chosen alternative
+def _simple_need(
+    alternatives: list[list[list[_Request]]], constraints: list[list[_Constraint]]
+) -> tuple[_Request, int] | None:
+    """(a request standing for all, devices needed) when counting decides; else None."""
+    reqs: list[_Request] = []
+    for per_claim in alternatives:
+        for alts in per_claim:
+            if len(alts) != 1:
+                return None
+            reqs.append(alts[0])
+    if any(constraints) or not reqs:
+        return None
+    first = reqs[0]
+    for r in reqs:
+        if r.mode != ALLOCATION_MODE_EXACT_COUNT or r.admin or r.key != first.key:
+            return None
+    return first, sum(r.count for r in reqs)
+
+
+_ConstraintSpec = tuple[frozenset[str], str | None, str | None]
+_Prepared = tuple[list[list[list["_Request"]]], list[list[_ConstraintSpec]]]
 
 
 class _Run:
@@ -336,10 +511,16 @@ class _Run:
         self.deadline = time.monotonic() + limit if limit > 0 else 0.0
         self.taking: set[DeviceID] = set()
         self.results: list[list[tuple[_Request, _Dev]]] = [[] for _ in claims]
-        # Per claim, per request: the alternatives (one, or one per subrequest).
-        self.alternatives: list[list[list[_Request]]] = []
-        self.constraints: list[list[_Constraint]] = []
+        # Per claim, per request: the alternatives (one, or one per subrequest); the same
+        # for every node of one pod's cycle, so prepared once.
+        specs = alloc._prepared(self, claims)
+        self.alternatives: list[list[list[_Request]]] = specs[0]
+        self.constraints = [
+            [_Constraint(r, m, d) for r, m, d in per_claim] for per_claim in specs[1]
+        ]
         self.chosen: dict[tuple[int, int], int] = {}
+        # "All" requests: every device they select on this node (by id of the request).
+        self.all_devices: dict[int, list[_Dev]] = {}
 
     # -- preparation ---------------------------------------------------------------------------
     def _class(self, claim: ResourceClaim, request: str, name: str) -> DeviceClass:
@@ -372,27 +553,34 @@ class _Run:
                 f"claim {_kobj(claim)}, request {name}: admin access is requested, but the "
                 "feature is disabled"
             )
-        req = _Request(ci, name, parent, cls, spec.selectors, mode, count, admin, spec.tolerations)
-        if mode == ALLOCATION_MODE_ALL:
-            req.all_devices = []
-            for pi, pool in enumerate(self.pools):
-                if pool.incomplete:
-                    raise AllocationError(
-                        f"claim {_kobj(claim)}, request {name}: asks for all devices, but "
-                        f"resource pool {pool.id} is currently being updated"
-                    )
-                if pool.invalid:
-                    raise AllocationError(
-                        f"claim {_kobj(claim)}, request {name}: asks for all devices, but "
-                        f"resource pool {pool.id} is currently invalid"
-                    )
-                for dev in self.devices[pi]:
-                    if self._selectable(req, dev):
-                        req.all_devices.append(dev)
-            req.count = len(req.all_devices)
-        return req
+        return _Request(ci, name, parent, cls, spec.selectors, mode, count, admin, spec.tolerations)
 
-    def _prepare(self) -> None:
+    def _all_devices(self, req: _Request) -> list[_Dev]:
+        """The devices an "All" request takes on this node."""
+        got = self.all_devices.get(id(req))
+        if got is not None:
+            return got
+        claim = self.claims[req.claim_index]
+        got = []
+        for pi, pool in enumerate(self.pools):
+            if pool.incomplete:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently invalid"
+                )
+            got.extend(dev for dev in self.devices[pi] if self._selectable(req, dev))
+        self.all_devices[id(req)] = got
+        return got
+
+    def prepare(self) -> tuple[list[list[list[_Request]]], list[list[_ConstraintSpec]]]:
+        """The claims' requests and constraints, node-independent (``Allocator._prepared``)."""
+        alternatives: list[list[list[_Request]]] = []
+        constraints: list[list[_ConstraintSpec]] = []
         for ci, claim in enumerate(self.claims):
             per_request: list[list[_Request]] = []
             total = 0
@@ -401,14 +589,14 @@ class _Run:
                     admin = bool(r.exactly.admin_access)
                     req = self._request(ci, claim, r.name, r.name, r.exactly, admin)
                     per_request.append([req])
-                    total += req.count
+                    total += _exact_count(req)
                 elif r.first_available:
                     alts = [
                         self._request(ci, claim, f"{r.name}/{sub.name}", r.name, sub, False)
                         for sub in r.first_available
                     ]
                     per_request.append(alts)
-                    total += max(a.count for a in alts)
+                    total += max(_exact_count(a) for a in alts)
                 else:
                     raise AllocationError(
                         f"claim {_kobj(claim)}, request {r.name}: unsupported request type"
@@ -418,14 +606,15 @@ class _Run:
                     f"claim {_kobj(claim)}: number of requested devices {total} exceeds the "
                     f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
-            self.alternatives.append(per_request)
-            self.constraints.append(
+            alternatives.append(per_request)
+            constraints.append(
                 [
-                    _Constraint(frozenset(c.requests), c.match_attribute, c.distinct_attribute)
+                    (frozenset(c.requests), c.match_attribute, c.distinct_attribute)
                     for c in claim.spec.devices.constraints
                     if c.match_attribute or c.distinct_attribute
                 ]
             )
+        return alternatives, constraints
 
     # -- device checks -------------------------------------------------------------------------
     def _selectors_match(
@@ -445,6 +634,12 @@ class _Run:
         return True
 
     def _selectable(self, req: _Request, dev: _Dev) -> bool:
+        verdict = dev.verdicts.get(req.key)
+        if verdict is None:
+            verdict = dev.verdicts[req.key] = self._judge(req, dev)
+        return verdict
+
+    def _judge(self, req: _Request, dev: _Dev) -> bool:
         for taint in dev.device.taints:
             if taint.effect in _BLOCKING_EFFECTS and not tolerations_tolerate_taint(
                 req.tolerations, taint
@@ -498,8 +693,8 @@ class _Run:
         for alt_index, req in enumerate(self.alternatives[ci][ri]):
             self._tick()
             self.chosen[(ci, ri)] = alt_index
-            if req.all_devices is not None:
-                if not req.all_devices:
+            if req.mode == ALLOCATION_MODE_ALL:
+                if not self._all_devices(req):
                     continue  # nothing to hand out: not satisfiable here
                 if self._take_all(req, 0, lambda: self._solve(slots, at + 1)):
                     return True
@@ -508,10 +703,10 @@ class _Run:
         return False
 
     def _take_all(self, req: _Request, i: int, then: Callable[[], bool]) -> bool:
-        assert req.all_devices is not None
-        if i == len(req.all_devices):
+        devices = self._all_devices(req)
+        if i == len(devices):
             return then()
-        dev = req.all_devices[i]
+        dev = devices[i]
         if not self._take(req, dev):
             return False
         if self._take_all(req, i + 1, then):
@@ -545,7 +740,6 @@ class _Run:
         return False
 
     def run(self) -> list[AllocationResult]:
-        self._prepare()
         if not self._solve(self._slots(), 0):
             return []
         return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]

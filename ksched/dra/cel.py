@@ -20,6 +20,7 @@ shows when the expression is evaluated, as a runtime error.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections import OrderedDict
@@ -369,12 +370,16 @@ def _message(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
+@functools.cache
+def _environment() -> Any:
+    """celpy's environment (building its parser takes a second: done on first use)."""
+    return celpy.Environment()
+
+
 class CompiledExpression:
     """One selector, compiled; ``error`` is set instead when it did not compile."""
 
     __slots__ = ("error", "expression", "program")
-
-    _env = celpy.Environment()
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
@@ -384,8 +389,8 @@ class CompiledExpression:
             self.error = f"expression too long ({len(expression)} > {MAX_EXPRESSION_LENGTH})"
             return
         try:
-            ast = self._env.compile(expression)
-            self.program = self._env.program(ast, functions=FUNCTIONS)
+            env = _environment()
+            self.program = env.program(env.compile(expression), functions=FUNCTIONS)
         except Exception as e:  # celpy raises parse errors of several types
             self.error = _message(e).strip().splitlines()[0] if str(e).strip() else "syntax error"
 

@@ -66,7 +66,7 @@ class SimulatedClaimController:
         old = self.claims.get(key)
         new = self._versioned(claim)
         self.claims[key] = new
-        self.claims.bump()
+        self.claims.bump(new)
         resource = ev.RESOURCE_CLAIM
         event = ClusterEvent(
             resource, "Update" if old else "Add", f"{resource}{'Update' if old else 'Add'}"

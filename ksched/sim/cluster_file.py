@@ -46,6 +46,7 @@ from ..util.limits import BoundedLoaderMixin, DecodeLimitError, loads_json
 
 __all__ = [
     "DRA_LISTERS",
+    "KINDS",
     "STORAGE_LISTERS",
     "WORKLOAD_LISTERS",
     "ClusterFile",
@@ -76,7 +77,8 @@ class ClusterFile:
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-_KINDS: dict[str, Any] = {
+# kind -> the type its manifests decode into
+KINDS: dict[str, Any] = {
     "Node": Node,
     "Pod": Pod,
     "Namespace": Namespace,
@@ -177,7 +179,7 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
         meta = raw.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise ClusterFileError(f"{source}: {object_ref(raw)}: metadata.name: Required value")
-        cls = _KINDS.get(kind)
+        cls = KINDS.get(kind)
         if cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue

@@ -412,3 +412,80 @@ def test_score_prefers_earlier_subrequests() -> None:
     env.pre_filter(pod, state)
     assert env.filter(pod, state).is_success()
     assert env.pl.score(state, pod, make_node_info(NODE)) == 8 - 1  # the second choice
+
+
+# ---- the batch Filter ---------------------------------------------------------------------
+
+
+def _batch(env: Env, pod: PodInfo, state: CycleState) -> dict[str, bool]:
+    mask = env.pl.filter_batch(state, pod, env.snap)
+    return {ni.name: bool(mask[r]) for r, ni in enumerate(env.snap.node_infos)}
+
+
+def _per_node(env: Env, pod: PodInfo, state: CycleState) -> dict[str, bool]:
+    return {ni.name: env.filter(pod, state, ni.node).is_success() for ni in env.snap.node_infos}
+
+
+@pytest.mark.parametrize("devices", [0, 1, 2])
+@pytest.mark.parametrize("count", [1, 2])
+def test_filter_batch_counts_what_filter_allocates(devices: int, count: int) -> None:
+    env = Env([_claim(count=count)], devices=devices)
+    pod = pod_with()
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert _batch(env, pod, state) == _per_node(env, pod, state)
+    assert _batch(env, pod, state)["worker"] is (devices >= count)
+
+
+def test_filter_batch_sees_devices_taken_since_the_last_pod() -> None:
+    env = Env([_claim("a"), _claim("b")], devices=1)
+    pa, pb = pod_with("a"), make_pod("b", resourceClaims=[{"name": "r", "resourceClaimName": "b"}])
+    sa = CycleState()
+    env.pre_filter(pa, sa)
+    assert _batch(env, pa, sa)["worker"]
+    # Reserve allocates on the node the batch counted on (no per-node Filter ran)
+    assert env.pl.reserve(sa, pa, "worker") is None
+    assert anyio.run(env.pl.pre_bind, sa, pa, "worker") is None
+    sb = CycleState()
+    env.pre_filter(pb, sb)
+    assert _batch(env, pb, sb) == {"worker": False, "worker-2": False}
+    assert env.filter(pb, sb).message() == "cannot allocate all claims"
+
+
+def test_filter_batch_runs_filter_for_claims_counting_cannot_decide() -> None:
+    claim = decode(
+        {
+            **make_resource_claim("claim", device_requests("class", 2)),
+            "spec": {
+                "devices": {
+                    **device_requests("class", 2),
+                    "constraints": [{"matchAttribute": f"{DRIVER}/root"}],
+                }
+            },
+        },
+        ResourceClaim,
+    )
+    env = Env([claim], devices=3)
+    pod = pod_with()
+    state = CycleState()
+    env.pre_filter(pod, state)
+    # no device has the attribute: the search (not a count) says no
+    assert _batch(env, pod, state) == {"worker": False, "worker-2": False}
+
+
+def test_filter_batch_error_fails_the_cycle_with_filters_words() -> None:
+    from ksched.framework.runtime import _from_exception
+    from ksched.framework.status import StatusError
+
+    env = Env([_claim("claim", 1, 'device.attributes["x"].y == 1')])
+    pod = pod_with()
+    state = CycleState()
+    env.pre_filter(pod, state)
+    with pytest.raises(StatusError) as e:
+        env.pl.filter_batch(state, pod, env.snap)
+    st = _from_exception(e.value, "DynamicResources", "Filter")
+    assert (st.code, st.message()) == (
+        Code.ERROR,
+        'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
+        "CEL runtime error: no such key: x",
+    )

@@ -17,14 +17,14 @@ Messages, statuses and events to register are upstream's.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 import structlog
 
-from ...api.objects import Pod
+from ...api.objects import Node, Pod
 from ...api.resource import (
     FINALIZER,
     AllocationResult,
@@ -32,15 +32,6 @@ from ...api.resource import (
     ResourceClaimConsumerReference,
 )
 from ...api.selectors import CompiledNodeSelector, SelectorError, compile_node_selector
-from ...dra.allocator import (
-    AllocationError,
-    AllocationTimeout,
-    Allocator,
-    DeviceID,
-    Inventory,
-    allocated_devices,
-)
-from ...dra.cel import ExpressionCache
 from ...framework.cycle_state import CycleState
 from ...framework.handle import BindError, ConflictError, Handle
 from ...framework.interface import (
@@ -55,12 +46,14 @@ from ...framework.interface import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     QueueingHint,
     ReservePlugin,
     ScorePlugin,
 )
-from ...framework.snapshot import IntArray, Snapshot
-from ...framework.status import Code, Status
+from ...framework.listers import RevisionedStore
+from ...framework.snapshot import BoolArray, IntArray, Snapshot
+from ...framework.status import Code, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo
 from ...queue import events as ev
 from ...util.coro import run_sync
@@ -68,6 +61,10 @@ from .. import names
 from ..helper import default_normalize_score
 from ..volumebinding.assume_cache import AssumeCache, resource_version
 from .args import DynamicResourcesArgs
+
+if TYPE_CHECKING:
+    from ...dra.allocator import Allocator, DeviceID, Inventory
+    from ...dra.cel import ExpressionCache
 
 __all__ = ["CLAIMS", "CLASSES", "SLICES", "DynamicResources", "claim_name"]
 
@@ -129,6 +126,57 @@ async def _write(call: Coroutine[Any, Any, ResourceClaim], what: str) -> Resourc
         raise BindError(f"{what}: {e}", retry=e.retry) from e
 
 
+class _Taken:
+    """Devices of allocated claims, by claim, updated from a claim store's changes."""
+
+    def __init__(self) -> None:
+        self.store: Mapping[str, ResourceClaim] | None = None
+        self.revision = -1
+        self.by_key: dict[str, tuple[Any, ...]] = {}
+        self.count: dict[Any, int] = {}
+        self.devices: set[Any] = set()
+
+    def _set(self, key: str, claim: ResourceClaim | None) -> None:
+        from ...dra.allocator import allocated_devices
+
+        new = tuple(allocated_devices([claim])) if claim is not None else ()
+        old = self.by_key.pop(key, ())
+        if new:
+            self.by_key[key] = new
+        for d in old:
+            n = self.count[d] - 1
+            if n:
+                self.count[d] = n
+            else:
+                del self.count[d]
+                self.devices.discard(d)
+        for d in new:
+            self.count[d] = self.count.get(d, 0) + 1
+            self.devices.add(d)
+
+    def refresh(
+        self,
+        store: Mapping[str, ResourceClaim],
+        latest: Callable[[str], ResourceClaim | None],
+        dirty: set[str],
+    ) -> set[Any]:
+        changes = None
+        if store is self.store and isinstance(store, RevisionedStore):
+            changes = store.changes_since(self.revision)
+        if changes is None:
+            self.by_key, self.count, self.devices = {}, {}, set()
+            for key in store:
+                self._set(key, latest(key))
+        else:
+            keys = {f"{c.metadata.namespace}/{c.metadata.name}" for c in changes}
+            for key in keys | dirty:
+                self._set(key, latest(key))
+        dirty.clear()
+        self.store = store
+        self.revision = int(getattr(store, "revision", -1))
+        return self.devices
+
+
 class _State:
     """``stateData``: shared (not copied) by clones, as upstream's."""
 
@@ -137,20 +185,30 @@ class _State:
         "allocator",
         "available_on",
         "claims",
+        "counted",
         "in_flight",
         "node_allocations",
+        "pending",
+        "prioritized",
         "unavailable",
     )
 
     def __init__(self) -> None:
         self.claims: list[ResourceClaim] = []
+        # The claims to allocate (unallocated ones), in order.
+        self.pending: list[ResourceClaim] = []
         self.allocator: Allocator | None = None
         # Per claim: where an allocated claim can be used (None: anywhere / unallocated).
         self.available_on: list[CompiledNodeSelector | None] = []
         # Per claim: the allocation Reserve chose (None: nothing to allocate).
         self.allocations: list[AllocationResult | None] = []
         self.unavailable: set[int] = set()
-        self.node_allocations: dict[str, list[AllocationResult]] = {}
+        # Filter's allocations by node; a Node: it fits, the allocation is made at Reserve.
+        self.node_allocations: dict[str, list[AllocationResult] | Node] = {}
+        # The nodes filter_batch counted free devices on (allocated at Reserve).
+        self.counted: list[Node | None] = []
+        # Some claim has a prioritized list (firstAvailable): Score has work to do.
+        self.prioritized = False
         self.in_flight: list[str] = []
 
     def clone(self) -> _State:
@@ -165,6 +223,7 @@ class DynamicResources(
     PreFilterPlugin,
     FilterPlugin,
     PostFilterPlugin,
+    PreScorePlugin,
     ScorePlugin,
     ReservePlugin,
     PreBindPlugin,
@@ -186,9 +245,11 @@ class DynamicResources(
         self.claims: AssumeCache[ResourceClaim] = AssumeCache(self._claims_store, "claim")
         self.in_flight: dict[str, ResourceClaim] = {}
         self._in_flight_version = 0
-        self.cel = ExpressionCache(size=256)
+        self._cel: ExpressionCache | None = None
         self._inventory: tuple[tuple[int, int], Inventory] | None = None
-        self._allocated: tuple[tuple[int, int, int], set[DeviceID]] | None = None
+        self._taken = _Taken()
+        # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
+        self._dirty: set[str] = set()
 
     # -- listers (looked up late: the daemon fills them after building plugins) -------------
     def _lister(self, key: str) -> Mapping[str, Any]:
@@ -201,24 +262,37 @@ class DynamicResources(
     def _get_claim(self, namespace: str, name: str) -> ResourceClaim | None:
         return self.claims.get(f"{namespace}/{name}")
 
+    @property
+    def cel(self) -> ExpressionCache:
+        """Compiled selectors (the CEL library is loaded with the first pod with claims)."""
+        if self._cel is None:
+            from ...dra.cel import ExpressionCache
+
+            self._cel = ExpressionCache(size=256)
+        return self._cel
+
     def inventory(self) -> Inventory:
         """The slices as the allocator sees them, rebuilt when the slice list changes."""
         store = self._lister(SLICES)
         stamp = (id(store), int(getattr(store, "revision", -1)))
         if self._inventory is None or self._inventory[0] != stamp or stamp[1] < 0:
+            from ...dra.allocator import Inventory
+
             self._inventory = (stamp, Inventory(store.values()))
         return self._inventory[1]
 
     def allocated(self) -> set[DeviceID]:
-        """Devices taken by allocated claims (their latest known version) or in flight."""
-        store = self._claims_store()
-        stamp = (id(store), int(getattr(store, "revision", -1)), self._in_flight_version)
-        if self._allocated is None or self._allocated[0] != stamp or stamp[1] < 0:
-            claims = [self.claims.get(k) for k in store]
-            taken = allocated_devices(c for c in claims if c is not None)
-            taken |= allocated_devices(self.in_flight.values())
-            self._allocated = (stamp, taken)
-        return self._allocated[1]
+        """Devices taken by allocated claims (their latest known version) or in flight.
+
+        Upstream lists every claim for every pod; here the set is kept up to date from
+        the claim store's journal of changes (``RevisionedStore.changes_since``) and the
+        claims PreBind assumed, so a pod's cycle does not cost a pass over all claims."""
+        from ...dra.allocator import allocated_devices
+
+        taken = self._taken.refresh(self._claims_store(), self.claims.get, self._dirty)
+        if not self.in_flight:
+            return taken
+        return taken | allocated_devices(self.in_flight.values())
 
     def _bump(self) -> None:
         self._in_flight_version += 1
@@ -313,6 +387,9 @@ class DynamicResources(
                 if st is not None:
                     return None, st
         if to_allocate:
+            from ...dra.allocator import Allocator
+
+            s.prioritized = any(r.first_available for c in claims for r in c.spec.devices.requests)
             s.allocator = Allocator(
                 self.inventory(),
                 classes,
@@ -321,6 +398,7 @@ class DynamicResources(
                 max_seconds=self.filter_timeout,
             )
         s.claims = claims
+        s.pending = [c for c in claims if c.status.allocation is None]
         return None, None
 
     @staticmethod
@@ -352,21 +430,65 @@ class DynamicResources(
         ]
         allocations: list[AllocationResult] = []
         if s.allocator is not None:
-            claims = [s.claims[i] for i in s.to_allocate()]
+            from ...dra.allocator import AllocationError, AllocationTimeout
+
+            claims = s.pending
             try:
-                allocations = s.allocator.allocate(n, claims)
+                fits = s.allocator.quick_fit(n, claims)
+                if fits is None:
+                    allocations = s.allocator.allocate(n, claims)
+                    fits = len(allocations) == len(claims)
             except AllocationTimeout:
                 return Status.unresolvable("timed out trying to allocate devices")
             except AllocationError as e:
                 return Status.as_error(str(e))
-            if len(allocations) != len(claims):
+            if not fits:
                 return Status.unresolvable("cannot allocate all claims")
         if unavailable:
             s.unavailable.update(unavailable)
             return Status.unresolvable("resourceclaim not available on the node")
         if s.allocator is not None:
-            s.node_allocations[n.metadata.name] = allocations
+            s.node_allocations[n.metadata.name] = allocations or n
         return None
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        """Filter over every node at once. For claims that counting decides (one kind of
+        ExactCount request, no constraints) it counts each node's free selectable devices;
+        otherwise it runs ``filter`` on each node. Statuses of rejected nodes come from
+        ``filter``, as the runtime asks it; an Error status fails the cycle as ``filter``'s
+        would (StatusError)."""
+        from ...dra.allocator import AllocationError
+
+        s = self._state(state)
+        infos = snap.node_infos
+        mask = np.zeros(snap.n, dtype=np.bool_)
+        alloc = s.allocator
+        simple = None
+        if alloc is not None and not any(s.available_on):
+            first = next((ni.node for ni in infos if ni.node is not None), None)
+            try:
+                simple = alloc.countable(first, s.pending) if first is not None else None
+            except AllocationError as e:
+                raise StatusError(Status.as_error(str(e))) from None
+        if alloc is not None and simple is not None:
+            req, need = simple
+            nodes = [ni.node for ni in infos]
+            try:
+                mask = alloc.free_counts(nodes, s.pending, req) >= need
+            except AllocationError as e:
+                raise StatusError(Status.as_error(str(e))) from None
+            mask &= np.fromiter((n is not None for n in nodes), dtype=np.bool_, count=len(nodes))
+            s.counted = nodes  # Reserve allocates on the chosen one
+            return mask
+        for r, ni in enumerate(infos):
+            if ni.node is None:
+                continue
+            st = self.filter(state, pod, ni)
+            if st is None or st.is_success():
+                mask[r] = True
+            elif st.code == Code.ERROR:
+                raise StatusError(st)
+        return mask
 
     # -- PostFilter -----------------------------------------------------------------------------
     def post_filter(
@@ -392,12 +514,21 @@ class DynamicResources(
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE, "still not schedulable")
 
+    # -- PreScore / Score ------------------------------------------------------------------------
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        """Skip Score unless a claim has a prioritized list: every node would score 0,
+        which changes no total (upstream has no PreScore and scores 0 everywhere)."""
+        s = state.get(STATE_KEY)
+        return None if isinstance(s, _State) and s.prioritized else Status(Code.SKIP)
+
     # -- Score ------------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         """Prioritized lists: earlier subrequests chosen on a node score higher."""
         s = self._state(state)
         allocations = s.node_allocations.get(node.name)
-        if not s.claims or allocations is None:
+        if not s.claims or allocations is None or isinstance(allocations, Node):
             return 0
         score = 0
         for claim, alloc in zip((s.claims[i] for i in s.to_allocate()), allocations, strict=False):
@@ -412,7 +543,7 @@ class DynamicResources(
         self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
     ) -> IntArray:
         s = state.get(STATE_KEY)
-        if not isinstance(s, _State) or not s.node_allocations:
+        if not isinstance(s, _State) or not s.prioritized:
             return np.zeros(len(rows), dtype=np.int64)
         infos = snap.node_infos
         return np.fromiter(
@@ -429,8 +560,19 @@ class DynamicResources(
         if not pending or s.allocator is None:
             return None
         allocations = s.node_allocations.get(node_name)
-        if not allocations:
+        if allocations is None:  # a node filter_batch counted devices on
+            allocations = next(
+                (n for n in s.counted if n is not None and n.metadata.name == node_name), None
+            )
+        if allocations is None:
             return Status.as_error("claim allocation not found for node")
+        if isinstance(allocations, Node):  # Filter counted devices: allocate them now
+            try:
+                allocations = s.allocator.allocate(allocations, [s.claims[i] for i in pending])
+            except Exception as e:
+                return Status.as_error(str(e))
+            if not allocations:
+                return Status.as_error("claim allocation not found for node")
         if len(allocations) != len(pending):
             return Status.as_error(
                 f"internal error, have {len(allocations)} allocations, {len(pending)} claims "
@@ -461,6 +603,7 @@ class DynamicResources(
             meta = claim.metadata
             if self.in_flight.pop(meta.uid, None) is not None:
                 self.claims.restore(f"{meta.namespace}/{meta.name}")
+                self._dirty.add(f"{meta.namespace}/{meta.name}")
                 self._bump()
             if claim.status.allocation is not None and _reserved_for_pod(pod.pod, claim):
                 patch = {
@@ -553,6 +696,7 @@ class DynamicResources(
                 if stored is None or resource_version(stored) <= resource_version(claim):
                     try:
                         self.claims.assume(key, claim)
+                        self._dirty.add(key)
                     except Exception as e:  # concurrent delete or update: fine
                         log.debug("claim not stored in assume cache", error=str(e))
             return claim
