@@ -489,3 +489,19 @@ def test_filter_batch_error_fails_the_cycle_with_filters_words() -> None:
         'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
         "CEL runtime error: no such key: x",
     )
+
+
+def test_taken_devices_follow_claim_changes_incrementally() -> None:
+    from ksched.dra.allocator import allocated_devices
+
+    env = Env([_claim(f"c{i}") for i in range(4)], devices=4)
+    for i in range(3):
+        pod = make_pod(f"p{i}", resourceClaims=[{"name": "r", "resourceClaimName": f"c{i}"}])
+        assert env.schedule(pod)[1].is_success()
+        everything = allocated_devices(env.ctl.claims.values())
+        assert env.pl.allocated() == everything and len(everything) == i + 1
+    # a deallocation (PostFilter, or the claim controller) frees the device again
+    c0 = env.claim("c0")
+    env.ctl.update_status(msgspec.structs.replace(c0, status=type(c0.status)()))
+    assert env.pl.allocated() == allocated_devices(env.ctl.claims.values())
+    assert len(env.pl.allocated()) == 2
