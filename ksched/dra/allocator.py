@@ -166,7 +166,10 @@ class _Counts:
         self.selectable = np.zeros(len(sig), dtype=np.int64)
         self.taken = np.zeros(len(sig), dtype=np.int64)
         self.rows: dict[DeviceID, Any] = {}
-        self.allocated: set[DeviceID] = set()
+        # What ``taken`` counts: a set of devices, or (None) the journal up to ``read``.
+        self.allocated: set[DeviceID] | None = set()
+        self.journal: tuple[int, int] | None = None
+        self.read = 0
 
 
 class Inventory:
@@ -248,6 +251,7 @@ class Inventory:
         key: Any,
         judge: Callable[[Node, _Dev], bool],
         allocated: set[DeviceID],
+        journal: Any = None,
     ) -> IntArray:
         """For each of ``nodes`` (a snapshot's rows), how many devices requests with
         ``key`` may take there are not ``allocated``: the selectable devices per row are
@@ -268,11 +272,30 @@ class Inventory:
                     rows.setdefault(d, []).append(r)
             c.rows = {d: np.array(r, dtype=np.intp) for d, r in rows.items()}
             self._counts[key] = c
+        if journal is not None and c.journal == (journal.generation, c.read):
+            # Only what changed since the last pod: the log's new entries.
+            log = journal.log
+            for d, delta in log[c.read :]:
+                at = c.rows.get(d)
+                if at is not None:
+                    c.taken[at] += delta
+            c.read = len(log)
+            c.journal = (journal.generation, c.read)
+            c.allocated = None
+            return c.selectable - c.taken
+        if c.allocated is None:  # counted from the journal: recount from the set
+            c.taken[:] = 0
+            c.allocated = set()
         for d in allocated.symmetric_difference(c.allocated):
             at = c.rows.get(d)
             if at is not None:
                 c.taken[at] += 1 if d in allocated else -1
         c.allocated = set(allocated)
+        if journal is not None:  # in step with it from here on
+            c.read = len(journal.log)
+            c.journal = (journal.generation, c.read)
+        else:
+            c.journal = None
         return c.selectable - c.taken
 
     def for_node(self, node: Node) -> tuple[list[_Pool], dict[int, list[_Dev]]]:
@@ -401,6 +424,7 @@ class Allocator:
         admin_access: bool = True,
         max_steps: int = MAX_STEPS,
         max_seconds: float = 0.0,
+        journal: Any = None,
     ) -> None:
         self.inventory = inventory
         self.classes = classes
@@ -409,6 +433,9 @@ class Allocator:
         self.admin_access = admin_access
         self.max_steps = max_steps
         self.max_seconds = max_seconds
+        # Optional: how ``allocated`` came to be (``generation``, ``log`` of (device, +1 or
+        # -1)), so free device counts are updated from the log instead of set differences.
+        self.journal = journal
         # The claims' prepared requests (or the error preparing them) by the claims' ids:
         # one pod's cycle allocates the same claims on every node.
         self._prep: dict[tuple[int, ...], _Prepared | AllocationError] = {}
@@ -466,6 +493,7 @@ class Allocator:
             req.key,
             lambda n, dev: _Run(self, n, claims)._selectable(req, dev),
             self.allocated,
+            self.journal,
         )
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult]:

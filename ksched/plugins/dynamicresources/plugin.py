@@ -126,6 +126,10 @@ async def _write(call: Coroutine[Any, Any, ResourceClaim], what: str) -> Resourc
         raise BindError(f"{what}: {e}", retry=e.retry) from e
 
 
+# Past this many entries the taken-device log starts over (its readers recount).
+_LOG_LIMIT = 100_000
+
+
 class _Taken:
     """Devices of allocated claims, by claim, updated from a claim store's changes."""
 
@@ -135,6 +139,10 @@ class _Taken:
         self.by_key: dict[str, tuple[Any, ...]] = {}
         self.count: dict[Any, int] = {}
         self.devices: set[Any] = set()
+        # Devices that became taken (+1) or free (-1), in order, since ``generation``
+        # began (a full recount starts a new one): Filter's counts follow it.
+        self.generation = 0
+        self.log: list[tuple[Any, int]] = []
 
     def _set(self, key: str, claim: ResourceClaim | None) -> None:
         from ...dra.allocator import allocated_devices
@@ -150,9 +158,13 @@ class _Taken:
             else:
                 del self.count[d]
                 self.devices.discard(d)
+                self.log.append((d, -1))
         for d in new:
-            self.count[d] = self.count.get(d, 0) + 1
-            self.devices.add(d)
+            n = self.count.get(d, 0)
+            self.count[d] = n + 1
+            if not n:
+                self.devices.add(d)
+                self.log.append((d, 1))
 
     def refresh(
         self,
@@ -163,8 +175,10 @@ class _Taken:
         changes = None
         if store is self.store and isinstance(store, RevisionedStore):
             changes = store.changes_since(self.revision)
-        if changes is None:
+        if changes is None or len(self.log) > _LOG_LIMIT:
             self.by_key, self.count, self.devices = {}, {}, set()
+            self.generation += 1
+            self.log = []
             for key in store:
                 self._set(key, latest(key))
         else:
@@ -205,8 +219,9 @@ class _State:
         self.unavailable: set[int] = set()
         # Filter's allocations by node; a Node: it fits, the allocation is made at Reserve.
         self.node_allocations: dict[str, list[AllocationResult] | Node] = {}
-        # The nodes filter_batch counted free devices on (allocated at Reserve).
-        self.counted: list[Node | None] = []
+        # The snapshot whose nodes filter_batch counted free devices on (allocated at
+        # Reserve, on the chosen node).
+        self.counted: Snapshot | None = None
         # Some claim has a prioritized list (firstAvailable): Score has work to do.
         self.prioritized = False
         self.in_flight: list[str] = []
@@ -395,6 +410,7 @@ class DynamicResources(
                 classes,
                 self.allocated(),
                 self.cel,
+                journal=self._taken if not self.in_flight else None,
                 max_seconds=self.filter_timeout,
             )
         s.claims = claims
@@ -477,8 +493,9 @@ class DynamicResources(
                 mask = alloc.free_counts(nodes, s.pending, req) >= need
             except AllocationError as e:
                 raise StatusError(Status.as_error(str(e))) from None
-            mask &= np.fromiter((n is not None for n in nodes), dtype=np.bool_, count=len(nodes))
-            s.counted = nodes  # Reserve allocates on the chosen one
+            if None in nodes:
+                mask &= np.array([n is not None for n in nodes], dtype=np.bool_)
+            s.counted = snap  # Reserve allocates on the chosen node
             return mask
         for r, ni in enumerate(infos):
             if ni.node is None:
@@ -560,10 +577,9 @@ class DynamicResources(
         if not pending or s.allocator is None:
             return None
         allocations = s.node_allocations.get(node_name)
-        if allocations is None:  # a node filter_batch counted devices on
-            allocations = next(
-                (n for n in s.counted if n is not None and n.metadata.name == node_name), None
-            )
+        if allocations is None and s.counted is not None:  # filter_batch counted devices
+            ni = s.counted.get(node_name)
+            allocations = None if ni is None else ni.node
         if allocations is None:
             return Status.as_error("claim allocation not found for node")
         if isinstance(allocations, Node):  # Filter counted devices: allocate them now
