@@ -114,6 +114,23 @@ class SimulatedClaimController:
         status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
         return msgspec.structs.replace(pod, status=status)
 
+    def devices_by_node(self) -> dict[str, dict[str, str | None]]:
+        """For ``--explain``: each node's devices (``driver/pool/device``, from slices
+        naming the node) and the claim allocated each (None: free)."""
+        holder: dict[tuple[str, str, str], str] = {}
+        for key, claim in self.claims.items():
+            alloc = claim.status.allocation
+            for r in alloc.devices.results if alloc is not None else ():
+                holder[(r.driver, r.pool, r.device)] = key
+        out: dict[str, dict[str, str | None]] = {}
+        for s in self.stores["resourceslices"].values():
+            node = s.spec.node_name or ("(all nodes)" if s.spec.all_nodes else "(selected nodes)")
+            mine = out.setdefault(node, {})
+            for d in s.spec.devices:
+                ident = (s.spec.driver, s.spec.pool.name, d.name)
+                mine["/".join(ident)] = holder.get(ident)
+        return out
+
     # -- the scheduler's writes ---------------------------------------------------------------
     def get(self, namespace: str, name: str) -> ResourceClaim | None:
         return self.claims.get(f"{namespace}/{name}")

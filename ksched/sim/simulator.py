@@ -370,10 +370,15 @@ class Simulation:
                     else "pod was not attempted"
                 )
                 rec[pi.uid] = PodResult(pi.namespace, pi.name, None, "Unschedulable", msg)
+        devices = self.cluster.claim_controller.devices_by_node() if self.explain else {}
         for uid, r in rec.items():
             r.preempted = sorted(self.sched.preemptions.get(uid, []))
             if self.explain:
                 r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
+                pod = self.cluster.pods.get(uid)
+                if devices and pod is not None and pod.pod.spec.resource_claims:
+                    # DRA: every node's devices (and the claim holding each) at the end
+                    r.explain = {**(r.explain or {}), "devices": devices}
             out.append(r)
         return out
 

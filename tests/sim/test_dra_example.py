@@ -30,6 +30,17 @@ def test_dra_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert verdicts["cpu-only"]["DynamicResources"] == (
         "UnschedulableAndUnresolvable: cannot allocate all claims"
     )
+    # --explain shows each node's devices and the claims holding them
+    devices = got["finetune"]["explain"]["devices"]
+    assert sorted(devices) == ["gpu-a", "gpu-b"]
+    assert devices["gpu-a"]["gpu.example.com/gpu-a/gpu-0"] == "ml/finetune-gpu"
+    held = [c for node in devices.values() for c in node.values() if c]
+    assert sorted(held) == [
+        "ml/allreduce-gpus",
+        "ml/allreduce-gpus",
+        "ml/finetune-gpu",
+        "ml/notebook-gpu",
+    ]
 
 
 def test_readme_describes_the_example() -> None:
