@@ -10,6 +10,8 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
 
 from ksched.api.objects import decode
 from ksched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
@@ -505,3 +507,31 @@ def test_taken_devices_follow_claim_changes_incrementally() -> None:
     env.ctl.update_status(msgspec.structs.replace(c0, status=type(c0.status)()))
     assert env.pl.allocated() == allocated_devices(env.ctl.claims.values())
     assert len(env.pl.allocated()) == 2
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    devices=hst.integers(0, 4),
+    counts=hst.lists(hst.integers(1, 3), min_size=1, max_size=3),
+    done=hst.integers(0, 3),
+)
+def test_filter_batch_agrees_with_filter_as_claims_get_allocated(
+    devices: int, counts: list[int], done: int
+) -> None:
+    """However many devices earlier pods took, the counting batch Filter and the
+    allocating per-node Filter agree on every node."""
+    claims = [_claim(f"c{i}", n) for i, n in enumerate(counts)]
+    env = Env([*claims, *(_claim(f"e{i}") for i in range(done))], devices=devices)
+    for i in range(done):  # earlier pods, each taking a device when one is left
+        env.schedule(
+            make_pod(f"e{i}", resourceClaims=[{"name": "r", "resourceClaimName": f"e{i}"}])
+        )
+    pod = make_pod(
+        "p",
+        resourceClaims=[
+            {"name": f"r{i}", "resourceClaimName": f"c{i}"} for i in range(len(counts))
+        ],
+    )
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert _batch(env, pod, state) == _per_node(env, pod, state)
