@@ -534,4 +534,10 @@ def test_filter_batch_agrees_with_filter_as_claims_get_allocated(
     )
     state = CycleState()
     assert env.pre_filter(pod, state).is_success()
-    assert _batch(env, pod, state) == _per_node(env, pod, state)
+    batch = _batch(env, pod, state)
+    assert batch == _per_node(env, pod, state)
+    # and both agree with the search itself (allocate, not a count)
+    s = state.read("DynamicResources")
+    assert batch == {
+        ni.name: bool(s.allocator.allocate(ni.node, s.pending)) for ni in env.snap.node_infos
+    }
