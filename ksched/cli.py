@@ -285,6 +285,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _die(["ksched bench: --nodes and --pods must be positive, --init-pods non-negative"])
     if args.baseline and args.mode != "e2e":
         return _die(["ksched bench: --baseline needs --mode e2e"])
+    from .bench.workloads import IN_PROCESS_ONLY
+
+    if args.mode == "e2e" and args.workload in IN_PROCESS_ONLY:
+        return _die([f"ksched bench: {args.workload} runs in process only (--mode in-process)"])
     registry = _registry()
     cfg = _load_config(args.config, registry)
     _build_check(cfg, registry, args.config or "<default config>")

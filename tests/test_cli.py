@@ -204,3 +204,20 @@ def test_bench_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bench_unknown_workload_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--workload", "Nope"]) == 2
     assert "SchedulingBasic" in capsys.readouterr().err
+
+
+def test_bench_dra_workload_fills_the_devices(capsys: pytest.CaptureFixture[str]) -> None:
+    """SchedulingWithResourceClaimTemplate: ten devices per node, one per pod, so 20 nodes
+    take 200 pods (100 init + 100 measured) and a 201st would not fit."""
+    argv = ["bench", "--workload", "SchedulingWithResourceClaimTemplate", "--output", "json"]
+    assert main([*argv, "--nodes", "20", "--pods", "100", "--init-pods", "100"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scheduled"] == 100
+    assert main([*argv, "--nodes", "2", "--pods", "15", "--init-pods", "10"]) == 0
+    assert json.loads(capsys.readouterr().out)["scheduled"] == 10  # 20 devices, 10 taken
+
+
+def test_bench_dra_workload_is_in_process_only(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "--workload", "SchedulingWithResourceClaimTemplate", "--mode", "e2e"]
+    assert main(argv) == 2
+    assert "runs in process only" in capsys.readouterr().err

@@ -58,6 +58,7 @@ __all__ = [
     "PodAntiAffinity",
     "PodDisruptionBudget",
     "PodResourceClaim",
+    "PodResourceClaimStatus",
     "PodSpec",
     "PodStatus",
     "PreferredSchedulingTerm",
@@ -126,6 +127,7 @@ class ObjectMeta(_S):
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
 
@@ -313,7 +315,8 @@ class Volume(_S):
 
 
 class PodResourceClaim(_S):
-    """An entry of ``spec.resourceClaims`` (DRA); only its presence matters to ksched."""
+    """An entry of ``spec.resourceClaims`` (DRA): a claim by name, or a template the
+    resourceclaim controller makes the pod's own claim from."""
 
     name: str = ""
     resource_claim_name: str | None = None
@@ -350,11 +353,20 @@ class PodCondition(_S):
     observed_generation: int = 0
 
 
+class PodResourceClaimStatus(_S):
+    """``status.resourceClaimStatuses[]``: the claim the resourceclaim controller made
+    from a template (``resourceClaimName`` None: none is needed)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodStatus(_S):
     phase: str = ""
     nominated_node_name: str = ""
     conditions: list[PodCondition] = []
     start_time: str | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
 
 
 class Pod(_S):

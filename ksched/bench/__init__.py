@@ -19,7 +19,7 @@ import anyio
 
 from ..api.objects import Node, Pod, decode
 from ..framework.types import PodInfo
-from ..sim.cluster_file import ClusterFile
+from ..sim.cluster_file import DRA_LISTERS, KINDS, ClusterFile
 from ..sim.simulator import Simulation
 
 __all__ = ["WORKLOADS", "Workload", "run_bench"]
@@ -46,9 +46,12 @@ def run_bench(
 ) -> dict[str, Any]:
     node_ms, init_ms, measured_ms = WORKLOADS[workload](nodes, pods, init_pods)
     cf = ClusterFile(
-        nodes=[(decode(m, Node), m) for m in node_ms],
+        nodes=[(decode(m, Node), m) for m in node_ms if m["kind"] == "Node"],
         pods=[(decode(m, Pod), m) for m in init_ms],
     )
+    for m in node_ms:
+        if m["kind"] in DRA_LISTERS:
+            cf.dra.setdefault(DRA_LISTERS[m["kind"]], []).append(decode(m, KINDS[m["kind"]]))
     sim = Simulation(cf, config, registry, seed=seed)
     measured = [PodInfo(decode(m, Pod), m) for m in measured_ms]
     latencies: list[float] = []

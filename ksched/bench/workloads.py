@@ -2,7 +2,8 @@
 
 Each workload is a function ``(nodes, pods, init_pods) -> (node manifests, init pod
 manifests, measured pod manifests)``, registered in ``WORKLOADS`` under its
-scheduler_perf name.
+scheduler_perf name. The first list may also hold the cluster's other objects (DRA's
+DeviceClasses, ResourceSlices and ResourceClaimTemplates).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WORKLOADS", "Manifest", "Workload", "node_default", "pod_default"]
+__all__ = ["IN_PROCESS_ONLY", "WORKLOADS", "Manifest", "Workload", "node_default", "pod_default"]
 
 Manifest = dict[str, Any]
 Workload = Callable[[int, int, int], tuple[list[Manifest], list[Manifest], list[Manifest]]]
@@ -162,10 +163,81 @@ def preemption_basic(nodes: int, pods: int, init_pods: int) -> _Result:
     )
 
 
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DRA_DEVICES_PER_NODE = 10
+
+
+def scheduling_with_resource_claim_template(nodes: int, pods: int, init_pods: int) -> _Result:
+    """scheduler_perf's SchedulingWithResourceClaimTemplate (dra/performance-config.yaml,
+    5000pods_500nodes: maxClaimsPerNode 10): every node's driver publishes a ResourceSlice
+    of ten devices; a DeviceClass selects the driver's devices by CEL; each pod asks for
+    one device through a ResourceClaimTemplate, its claim made by the (simulated)
+    resourceclaim controller. The class, slices and templates come with the nodes."""
+    cls = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "test-class"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+    out: list[Manifest] = [cls]
+    for ns in ("sched-0", "sched-1"):
+        out.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "test-claim-template", "namespace": ns},
+                "spec": {
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {"name": "req-0", "exactly": {"deviceClassName": "test-class"}}
+                            ]
+                        }
+                    }
+                },
+            }
+        )
+    node_ms = [node_default(i) for i in range(nodes)]
+    for n in node_ms:
+        name = n["metadata"]["name"]
+        out.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-{DRA_DRIVER}"},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": f"instance-{d}"} for d in range(DRA_DEVICES_PER_NODE)],
+                },
+            }
+        )
+
+    def pod(name: str, ns: str) -> Manifest:
+        m = pod_default(name, ns)
+        m["spec"]["containers"][0]["resources"]["claims"] = [{"name": "resource"}]
+        m["spec"]["resourceClaims"] = [
+            {"name": "resource", "resourceClaimTemplateName": "test-claim-template"}
+        ]
+        return m
+
+    return (
+        node_ms + out,
+        [pod(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
+        [pod(f"pod-{i}", "sched-1") for i in range(pods)],
+    )
+
+
+# Workloads with objects besides nodes and pods (DRA's classes, slices and templates),
+# which need controllers the e2e mode's API server does not run: in process only.
+IN_PROCESS_ONLY = frozenset({"SchedulingWithResourceClaimTemplate"})
+
 WORKLOADS: dict[str, Workload] = {
     "SchedulingBasic": scheduling_basic,
     "SchedulingPodAffinity": scheduling_pod_affinity,
     "SchedulingPodAntiAffinity": scheduling_pod_anti_affinity,
     "TopologySpreading": topology_spreading,
     "PreemptionBasic": preemption_basic,
+    "SchedulingWithResourceClaimTemplate": scheduling_with_resource_claim_template,
 }

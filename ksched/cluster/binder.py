@@ -23,7 +23,8 @@ from ..api.objects import (
     PodStatus,
     decode_json,
 )
-from ..framework.handle import BindError
+from ..api.resource import ResourceClaim
+from ..framework.handle import BindError, ConflictError
 from ..framework.types import PodInfo
 from .client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, APIClient, APIConnectionError, APIError
 
@@ -181,6 +182,51 @@ class APIClusterClient:
         what = f"PersistentVolumeClaim {meta.namespace}/{meta.name}"
         return await self._patch(path, body, PersistentVolumeClaim, what)
 
+    # -- ResourceClaims (DynamicResources' PreBind, Unreserve and PostFilter) --------------------
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        try:
+            _, raw = await self.client.request("GET", _claim_path(namespace, name))
+        except APIError as e:
+            if e.status == 404:
+                return None
+            raise BindError(f"{e.message or e.reason}", retry=True) from e
+        return decode_json(raw, ResourceClaim)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """The finalizers, conditional on the resourceVersion like upstream's Update (a
+        merge patch: fields ksched does not decode are not sent back)."""
+        meta = claim.metadata
+        body = {
+            "metadata": {"resourceVersion": meta.resource_version, "finalizers": meta.finalizers}
+        }
+        return await self._claim_write(_claim_path(meta.namespace, meta.name), body, MERGE_PATCH)
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """The whole status, conditional on the resourceVersion (upstream's UpdateStatus)."""
+        meta = claim.metadata
+        status = msgspec.to_builtins(claim.status)
+        for key in ("allocation", "reservedFor", "devices"):
+            status.setdefault(key, None)  # a merge patch must clear what is gone
+        body = {"metadata": {"resourceVersion": meta.resource_version}, "status": status}
+        path = _claim_path(meta.namespace, meta.name, status=True)
+        return await self._claim_write(path, body, MERGE_PATCH)
+
+    async def patch_resource_claim_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        await self._claim_write(
+            _claim_path(namespace, name, status=True), patch, STRATEGIC_MERGE_PATCH
+        )
+
+    async def _claim_write(self, path: str, body: dict[str, Any], patch: str) -> ResourceClaim:
+        try:
+            _, raw = await self.client.request("PATCH", path, body=body, content_type=patch)
+        except APIError as e:
+            if e.status == 409:
+                raise ConflictError(e.message or e.reason) from e
+            raise BindError(e.message or e.reason, retry=e.status != 404) from e
+        return decode_json(raw, ResourceClaim)
+
     async def _patch(self, path: str, body: dict[str, Any], cls: type[T], what: str) -> T:
         try:
             _, raw = await self.client.request("PATCH", path, body=body, content_type=MERGE_PATCH)
@@ -191,6 +237,14 @@ class APIClusterClient:
                 f"updating {what}: {e.message or e.reason}", retry=e.status != 404
             ) from e
         return decode_json(raw, cls)
+
+
+_CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims/{}"
+_CLAIM_STATUS_PATH = "/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims/{}/status"
+
+
+def _claim_path(namespace: str, name: str, status: bool = False) -> str:
+    return (_CLAIM_STATUS_PATH if status else _CLAIM_PATH).format(_quote(namespace), _quote(name))
 
 
 def _write_meta(resource_version: str, annotations: dict[str, str]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ enabled plugin names them in ``reads_listers`` (PodTopologySpread, for the selec
 its default constraints), as kube-scheduler's informer factory starts only the informers
 plugins asked for; their listers are ``RevisionedStore``s bumped on every change. So are
 the storage objects the volume plugins read (PersistentVolumeClaims, PersistentVolumes,
-StorageClasses, CSINodes, CSIDrivers, VolumeAttachments), whose changes also reach the
+StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and DynamicResources' claims,
+slices and device classes (resource.k8s.io/v1), whose changes also reach the
 scheduler as ``on_other_event`` cluster events, as upstream's ``buildEvtResHandler``
 forwards them to the queue.
 Custom collections an enabled plugin declares in ``watch_resources`` (Coscheduling's
@@ -46,6 +47,7 @@ from ..api.objects import (
     StorageClass,
     VolumeAttachment,
 )
+from ..api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from ..framework.interface import ClusterEvent, WatchedResource
 from ..framework.listers import RevisionedStore
 from ..framework.types import PodInfo
@@ -89,6 +91,9 @@ STORAGE_CLASSES_PATH = "/apis/storage.k8s.io/v1/storageclasses"
 CSI_NODES_PATH = "/apis/storage.k8s.io/v1/csinodes"
 CSI_DRIVERS_PATH = "/apis/storage.k8s.io/v1/csidrivers"
 VOLUME_ATTACHMENTS_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
+RESOURCE_CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
+RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
+DEVICE_CLASSES_PATH = "/apis/resource.k8s.io/v1/deviceclasses"
 # kube-scheduler's pod informer: terminal pods hold no resources and need no scheduling.
 PODS_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -156,6 +161,10 @@ _ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
     "csinodes": (CSI_NODES_PATH, CSINode, ev.CSI_NODE),
     "csidrivers": (CSI_DRIVERS_PATH, CSIDriver, ev.CSI_DRIVER),
     "volumeattachments": (VOLUME_ATTACHMENTS_PATH, VolumeAttachment, ev.VOLUME_ATTACHMENT),
+    # DynamicResources: claims by ns/name, slices and classes by name.
+    "resourceclaims": (RESOURCE_CLAIMS_PATH, ResourceClaim, ev.RESOURCE_CLAIM),
+    "resourceslices": (RESOURCE_SLICES_PATH, ResourceSlice, ev.RESOURCE_SLICE),
+    "deviceclasses": (DEVICE_CLASSES_PATH, DeviceClass, ev.DEVICE_CLASS),
 }
 # The collection each on-request lister is watched from (RBAC grants list/watch on each).
 ON_REQUEST_PATHS: Mapping[str, str] = MappingProxyType({k: v[0] for k, v in _ON_REQUEST.items()})

@@ -7,7 +7,6 @@ the few deliberate divergences.
 from ksched.config.defaults import (
     DEFAULT_MULTI_POINT,
     PLUGINS_WITH_DEFAULT_ARGS,
-    UNIMPLEMENTED_UPSTREAM_PLUGINS,
     default_plugin_args,
     default_plugins,
     merge_plugin_set,
@@ -61,7 +60,6 @@ __all__ = [
     "KIND",
     "PLUGINS_WITH_DEFAULT_ARGS",
     "REMOVED_PLUGINS",
-    "UNIMPLEMENTED_UPSTREAM_PLUGINS",
     "ClientConnection",
     "ConfigError",
     "Extender",

@@ -6,10 +6,6 @@ ksched. Divergences, all deliberate:
 * With no profiles, the single default profile is named ``ksched``, not
   ``default-scheduler`` (the loader also uses ``ksched`` for a lone profile that omits
   ``schedulerName``), so ksched can run beside kube-scheduler.
-* The default plugins in ``UNIMPLEMENTED_UPSTREAM_PLUGINS`` (DynamicResources) are not
-  implemented by ksched. They are dropped from the effective plugin set: silently when
-  they come from the defaults, with a warning when the user enabled them. Disabling them
-  is fine.
 * ``clientConnection.contentType`` defaults to ``application/json`` (ksched's client
   has no protobuf) and the leader-election lock is named ``ksched``.
 * An extender ``httpTimeout`` of 0 is shown as upstream's effective 5s.
@@ -36,7 +32,6 @@ from ksched.config.types import (
 __all__ = [
     "DEFAULT_MULTI_POINT",
     "PLUGINS_WITH_DEFAULT_ARGS",
-    "UNIMPLEMENTED_UPSTREAM_PLUGINS",
     "default_plugin_args",
     "default_plugins",
     "merge_plugin_set",
@@ -45,7 +40,9 @@ __all__ = [
 ]
 
 # getDefaultPlugins() of kube-scheduler v1, in order (the EBS/GCEPD/AzureDisk limit
-# plugins upstream removed are omitted; DynamicResources is feature-gated upstream).
+# plugins upstream removed are omitted), with DynamicResources (always on since v1.35)
+# before DefaultPreemption as applyFeatureGates puts it: deallocating an idle claim is
+# better than evicting a pod.
 DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -61,13 +58,12 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
+    PluginRef("DynamicResources"),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
 ]
-
-UNIMPLEMENTED_UPSTREAM_PLUGINS: frozenset[str] = frozenset({"DynamicResources"})
 
 
 def default_plugins() -> Plugins:
@@ -170,6 +166,12 @@ def _pod_topology_spread(a: dict[str, Any]) -> None:
         a["defaultingType"] = "System"
 
 
+def _dynamic_resources(a: dict[str, Any]) -> None:
+    """``filterTimeout`` 10s (DRASchedulerFilterTimeout, beta and on in v1.36)."""
+    if a.get("filterTimeout") is None:
+        a["filterTimeout"] = "10s"
+
+
 def _volume_binding(a: dict[str, Any]) -> None:
     """``bindTimeoutSeconds`` 600; the shape is defaulted upstream only under the
     StorageCapacityScoring feature gate (off by default), so it is not here."""
@@ -179,6 +181,7 @@ def _volume_binding(a: dict[str, Any]) -> None:
 
 _ARGS_DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "DefaultPreemption": _default_preemption,
+    "DynamicResources": _dynamic_resources,
     "InterPodAffinity": _inter_pod_affinity,
     "NodeAffinity": _node_affinity,
     "NodeResourcesBalancedAllocation": _balanced_allocation,
@@ -214,35 +217,17 @@ def _enabled_names(plugins: Plugins) -> set[str]:
     return {p.name for attr, _ in EXTENSION_POINTS for p in plugins.point(attr).enabled}
 
 
-def _default_profile(prof: Profile, path: str) -> list[str]:
-    warnings: list[str] = []
-    for attr, key in EXTENSION_POINTS:
-        for j, p in enumerate(prof.plugins.point(attr).enabled):
-            if p.name in UNIMPLEMENTED_UPSTREAM_PLUGINS:
-                warnings.append(
-                    f"{path}.plugins.{key}.enabled[{j}]: plugin {p.name!r} is not "
-                    "implemented by ksched; ignoring it"
-                )
+def _default_profile(prof: Profile) -> None:
     merged = merge_plugins(default_plugins(), prof.plugins)
-    for attr, _ in EXTENSION_POINTS:
-        ps = merged.point(attr)
-        ps.enabled = [p for p in ps.enabled if p.name not in UNIMPLEMENTED_UPSTREAM_PLUGINS]
     prof.plugins = merged
 
     configs: list[PluginConfig] = []
-    for j, pc in enumerate(prof.plugin_config):
-        if pc.name in UNIMPLEMENTED_UPSTREAM_PLUGINS:
-            warnings.append(
-                f"{path}.pluginConfig[{j}]: plugin {pc.name!r} is not implemented by "
-                "ksched; ignoring its args"
-            )
-            continue
+    for pc in prof.plugin_config:
         configs.append(PluginConfig(pc.name, default_plugin_args(pc.name, pc.args)))
     existing = {pc.name for pc in configs}
     for name in sorted((_enabled_names(merged) & PLUGINS_WITH_DEFAULT_ARGS) - existing):
         configs.append(PluginConfig(name, default_plugin_args(name, {})))
     prof.plugin_config = configs
-    return warnings
 
 
 def set_defaults(cfg: KubeSchedulerConfiguration) -> list[str]:
@@ -255,8 +240,8 @@ def set_defaults(cfg: KubeSchedulerConfiguration) -> list[str]:
     if not cfg.profiles:
         cfg.profiles.append(Profile(scheduler_name=DEFAULT_SCHEDULER_NAME))
     warnings: list[str] = []
-    for i, prof in enumerate(cfg.profiles):
-        warnings += _default_profile(prof, f"profiles[{i}]")
+    for prof in cfg.profiles:
+        _default_profile(prof)
 
     le = cfg.leader_election
     le.resource_lock = le.resource_lock or "leases"

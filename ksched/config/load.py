@@ -18,7 +18,6 @@ import yaml
 from ksched.config import kubeyaml
 from ksched.config.defaults import (
     PLUGINS_WITH_DEFAULT_ARGS,
-    UNIMPLEMENTED_UPSTREAM_PLUGINS,
     set_defaults,
 )
 from ksched.config.types import (
@@ -270,7 +269,7 @@ def _plugin_config(d: _Decoder, raw: Any, path: str) -> PluginConfig:
         d.fail(args_path, f"must be an object, got {_got(args)}")
         return PluginConfig(name)
     args = dict(args)
-    if name in PLUGINS_WITH_DEFAULT_ARGS or name in UNIMPLEMENTED_UPSTREAM_PLUGINS:
+    if name in PLUGINS_WITH_DEFAULT_ARGS:
         # In-tree args may carry their typed kind, as upstream's nested decoding allows;
         # it must match and is dropped so plugins see only their own fields.
         kind = args.pop("kind", None)

@@ -35,10 +35,10 @@ REMOVED_PLUGINS: frozenset[str] = frozenset(
 # whether or not a profile enables them (ksched checks them when it builds the profile's
 # framework). NodeResourcesFit is not among them: upstream's table names it
 # "NodeResourcesFitArgs", so its args are checked only when the plugin is built.
-# DynamicResources is, but ksched ignores its args (not implemented).
 ARGS_VALIDATED_IN_CONFIG: frozenset[str] = frozenset(
     {
         "DefaultPreemption",
+        "DynamicResources",
         "InterPodAffinity",
         "NodeAffinity",
         "NodeResourcesBalancedAllocation",

@@ -56,6 +56,7 @@ import anyio.abc
 
 from .. import logging as klog
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
+from ..api.resource import ResourceClaim
 from ..cluster import APIClient, APIClusterClient, ClusterInformers, StatusReporter
 from ..cluster import connect_scheduler as _connect
 from ..cluster.leaderelection import (
@@ -174,6 +175,20 @@ class _FencedClusterClient(APIClusterClient):
     ) -> PersistentVolumeClaim:
         self._check(f"selecting a node for PersistentVolumeClaim {pvc.metadata.name}")
         return await super().update_persistent_volume_claim(pvc)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self._check(f"updating ResourceClaim {claim.key}")
+        return await super().update_resource_claim(claim)
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        self._check(f"updating the status of ResourceClaim {claim.key}")
+        return await super().update_resource_claim_status(claim)
+
+    async def patch_resource_claim_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        self._check(f"patching the status of ResourceClaim {namespace}/{name}")
+        await super().patch_resource_claim_status(namespace, name, patch)
 
 
 class _NotLeader(RuntimeError):

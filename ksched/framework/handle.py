@@ -8,10 +8,12 @@ implement — so one plugin runs unchanged in all three.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
+from ..api.resource import ResourceClaim
 from ..util.clock import Clock, RealClock
 from .snapshot import Snapshot
 from .types import PodInfo
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BindError",
     "ClusterClient",
+    "ConflictError",
     "EventRecorder",
     "Handle",
     "NullCluster",
@@ -38,6 +41,13 @@ class BindError(Exception):
     def __init__(self, message: str, *, retry: bool) -> None:
         super().__init__(message)
         self.retry = retry
+
+
+class ConflictError(BindError):
+    """A write whose resourceVersion is no longer the stored one (409): read and retry."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retry=True)
 
 
 class ClusterClient(Protocol):
@@ -58,6 +68,23 @@ class ClusterClient(Protocol):
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         """Write ``pv``'s claimRef and annotations, only if its resourceVersion is still the
         stored one (VolumeBinding's prebinding); return the stored PV. Raise ``BindError``."""
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        """The claim as stored now (DynamicResources' read after a conflict)."""
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Write the claim's finalizers if its resourceVersion is still the stored one;
+        ``ConflictError`` if not, ``BindError`` for other failures."""
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """Write the claim's status (allocation, reservedFor, devices) if its
+        resourceVersion is still the stored one; ``ConflictError`` if not."""
+
+    async def patch_resource_claim_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        """A strategic merge patch of the claim's status (Unreserve drops one reservedFor
+        entry by uid without the latest claim)."""
 
     async def update_persistent_volume_claim(
         self, pvc: PersistentVolumeClaim
@@ -96,6 +123,20 @@ class NullCluster:
     ) -> PersistentVolumeClaim:
         return pvc
 
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        return None
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return claim
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        return claim
+
+    async def patch_resource_claim_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class RecordedEvent:
@@ -133,3 +174,7 @@ class Handle:
     # The configured HTTP extenders (upstream ``Handle.Extenders``); None without any.
     # Preemption passes its candidates through those with a preemptVerb.
     extenders: ExtenderSet | None = None
+    # Starts async work in the scheduler's task group (set while it runs): API calls of
+    # synchronous extension points (DynamicResources' Unreserve and PostFilter). None:
+    # such calls run at once and must not suspend (simulate's in-memory cluster).
+    spawn: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None] | None = None

@@ -36,7 +36,7 @@ from .interface import (
 )
 from .registry import PluginArgsError, PluginSpec, Registry, parse_plugin_args
 from .snapshot import BoolArray, IntArray, Snapshot, all_true
-from .status import SUCCESS, Code, Status
+from .status import SUCCESS, Code, Status, StatusError
 from .types import NodeInfo, PodInfo
 from .waiting_pods import WaitingPod
 
@@ -84,6 +84,9 @@ def _status(result: Status | None, plugin: str) -> Status:
 
 
 def _from_exception(e: BaseException, plugin: str, point: str) -> Status:
+    if isinstance(e, StatusError) and point == "Filter":
+        msg = e.status.message()
+        return Status(Code.ERROR, f'running "{plugin}" filter plugin: {msg}', plugin=plugin)
     if isinstance(e, InvalidObjectError):
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(e), plugin=plugin)
     st = Status(

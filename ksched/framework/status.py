@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-__all__ = ["SUCCESS", "Code", "Status", "merge_statuses"]
+__all__ = ["SUCCESS", "Code", "Status", "StatusError", "merge_statuses"]
 
 
 class Code(enum.IntEnum):
@@ -158,3 +158,13 @@ def merge_statuses(statuses: Iterable[Status]) -> Status:
     merged = Status(final.code, *reasons, plugin=final.plugin, error=error)
     merged.cause = final.cause
     return merged
+
+
+class StatusError(Exception):
+    """Raised by a batch method (``filter_batch``) for a node whose per-node form returns
+    an Error status: the cycle fails with that status, worded as the per-node run words
+    it, instead of with the exception's text."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status

@@ -33,6 +33,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "VolumeZone": "volumezone:VolumeZone",
     "NodeVolumeLimits": "nodevolumelimits:NodeVolumeLimits",
     "VolumeBinding": "volumebinding:VolumeBinding",
+    "DynamicResources": "dynamicresources:DynamicResources",
 }
 
 

@@ -24,12 +24,15 @@ __all__ = [
     "BACKOFF_COMPLETE",
     "CSI_DRIVER",
     "CSI_NODE",
+    "DEVICE_CLASS",
     "FORCE_ACTIVATE",
     "NODE_ADD",
     "NODE_DELETE",
     "PERSISTENT_VOLUME",
     "PERSISTENT_VOLUME_CLAIM",
     "POD_ADD",
+    "RESOURCE_CLAIM",
+    "RESOURCE_SLICE",
     "SCHEDULE_ATTEMPT_FAILURE",
     "STORAGE_CLASS",
     "STORAGE_RESOURCES",
@@ -37,6 +40,7 @@ __all__ = [
     "UNSCHEDULED_POD_ADD",
     "UNSCHEDULED_POD_DELETE",
     "UNSCHEDULED_POD_UPDATE",
+    "UPDATE_POD_GENERATED_RESOURCE_CLAIM",
     "VOLUME_ATTACHMENT",
     "WILDCARD",
     "is_wildcard",
@@ -65,6 +69,12 @@ STORAGE_CLASS = "StorageClass"
 CSI_NODE = "CSINode"
 CSI_DRIVER = "CSIDriver"
 VOLUME_ATTACHMENT = "VolumeAttachment"
+# DRA's EventResources (upstream framework.ResourceClaim, ...).
+RESOURCE_CLAIM = "ResourceClaim"
+RESOURCE_SLICE = "ResourceSlice"
+DEVICE_CLASS = "DeviceClass"
+# A pod update adding the claim the resourceclaim controller made from a template.
+UPDATE_POD_GENERATED_RESOURCE_CLAIM = "UpdatePodGeneratedResourceClaim"
 STORAGE_RESOURCES = (
     PERSISTENT_VOLUME_CLAIM,
     PERSISTENT_VOLUME,
@@ -142,6 +152,8 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
         actions.append("UpdatePodSchedulingGatesEliminated")
     if len(o.spec.tolerations) != len(n.spec.tolerations):
         actions.append("UpdatePodToleration")
+    if o.status.resource_claim_statuses != n.status.resource_claim_statuses:
+        actions.append(UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     out = [ClusterEvent(resource, a, prefix + a) for a in actions]
     if not out:
         out.append(ASSIGNED_POD_UPDATE if resource == "AssignedPod" else UNSCHEDULED_POD_UPDATE)

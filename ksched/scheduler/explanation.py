@@ -250,6 +250,8 @@ def render_text(
                 f"  preemption{when}: nominated {pre['nominatedNode']}; victims: {victims}"
             )
         else:
+            # PostFilter's message holds every PostFilter plugin's sentence (DynamicResources'
+            # "no new claims to deallocate, " first): show DefaultPreemption's.
             msg = pre.get("message") or "no node nominated"
-            lines.append(f"  preemption: {msg.removeprefix('preemption: ')}")
+            lines.append(f"  preemption: {msg.rpartition('preemption: ')[2]}")
     return lines

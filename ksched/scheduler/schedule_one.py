@@ -51,12 +51,6 @@ __all__ = [
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-DYNAMIC_RESOURCES = "DynamicResources"
-ERR_NO_DRA = (
-    "pod has resourceClaims (dynamic resource allocation), but the profile has no "
-    "DynamicResources plugin: ksched does not implement it; schedule such pods with "
-    "kube-scheduler"
-)
 _UNBOUNDED = contextlib.nullcontext()
 log = structlog.get_logger("ksched.scheduler")
 
@@ -400,10 +394,6 @@ async def _scheduling_cycle(
     if pod.error is not None:
         st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error)
         return CycleResult(st)
-    if pod.pod.spec.resource_claims and DYNAMIC_RESOURCES not in fw.plugins:
-        # Placed without DRA its claims would never be allocated: the kubelet could not
-        # start it. Better pending, saying why, than bound to a node that cannot run it.
-        return CycleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_DRA))
     sched.cache.update_snapshot(sched.snapshot)
     deadline = sched.deadline
     try:

@@ -433,6 +433,12 @@ class Scheduler:
         """Schedule until cancelled; bindings run in this task group and are awaited on exit."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+
+            def spawn(call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+                tg.start_soon(call)
+
+            for fw in self.frameworks.values():
+                fw.handle.spawn = spawn  # plugins' API calls from synchronous points
             tg.start_soon(self.queue.run_flushers)
             task_status.started()
             while not self.stopping:

@@ -6,7 +6,9 @@ failure names the file and the object. Services, ReplicationControllers, Replica
 and StatefulSets are kept for PodTopologySpread's default selectors, which the daemon
 reads from its informers; like pods, they default to namespace ``default``. So are the
 storage objects the volume plugins read (PersistentVolumeClaims, namespaced;
-PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments).
+PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
+DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims and
+ResourceClaimTemplates, the latter two namespaced).
 """
 
 from __future__ import annotations
@@ -42,10 +44,13 @@ from ..api.objects import (
     without_nulls,
 )
 from ..api.objects import decode_json as decode_typed_json
+from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from ..api.validation import object_errors
 from ..util.limits import MAX_DEPTH, BoundedSafeLoader, DecodeLimitError, decode_json, loads_json
 
 __all__ = [
+    "DRA_LISTERS",
+    "KINDS",
     "STORAGE_LISTERS",
     "WORKLOAD_LISTERS",
     "ClusterFile",
@@ -71,11 +76,14 @@ class ClusterFile:
     workloads: dict[str, list[Any]] = field(default_factory=dict)
     # PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments by listers key.
     storage: dict[str, list[Any]] = field(default_factory=dict)
+    # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates by listers key.
+    dra: dict[str, list[Any]] = field(default_factory=dict)
     # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-_KINDS: dict[str, Any] = {
+# kind -> the type its manifests decode into
+KINDS: dict[str, Any] = {
     "Node": Node,
     "Pod": Pod,
     "Namespace": Namespace,
@@ -91,6 +99,10 @@ _KINDS: dict[str, Any] = {
     "CSINode": CSINode,
     "CSIDriver": CSIDriver,
     "VolumeAttachment": VolumeAttachment,
+    "DeviceClass": DeviceClass,
+    "ResourceSlice": ResourceSlice,
+    "ResourceClaim": ResourceClaim,
+    "ResourceClaimTemplate": ResourceClaimTemplate,
 }
 # kind -> the handle.listers key PodTopologySpread reads it under
 WORKLOAD_LISTERS = {
@@ -108,6 +120,16 @@ STORAGE_LISTERS = {
     "CSIDriver": "csidrivers",
     "VolumeAttachment": "volumeattachments",
 }
+
+# kind -> the handle.listers key DynamicResources (or the simulated resourceclaim
+# controller, for templates) reads it under
+DRA_LISTERS = {
+    "DeviceClass": "deviceclasses",
+    "ResourceSlice": "resourceslices",
+    "ResourceClaim": "resourceclaims",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
+}
+_NAMESPACED = {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
 
 
 def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
@@ -259,11 +281,11 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
         meta = raw.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise ClusterFileError(f"{source}: {object_ref(raw)}: metadata.name: Required value")
-        cls = _KINDS.get(kind)
+        cls = KINDS.get(kind)
         if cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue
-        if kind in ("Pod", "PersistentVolumeClaim") or kind in WORKLOAD_LISTERS:
+        if kind in _NAMESPACED or kind in WORKLOAD_LISTERS:
             meta.setdefault("namespace", "default")
         try:
             # a dump's CSINodes say `drivers: null`/`topologyKeys: null` for empty lists
@@ -307,6 +329,8 @@ def _add(
         cf.pdbs.append(obj)
     elif kind in WORKLOAD_LISTERS:
         cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
+    elif kind in DRA_LISTERS:
+        cf.dra.setdefault(DRA_LISTERS[kind], []).append(obj)
     else:
         cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
 

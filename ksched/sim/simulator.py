@@ -19,6 +19,7 @@ import anyio
 import msgspec
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, PodCondition
+from ..api.resource import ResourceClaim
 from ..framework.handle import BindError, RecordingEventRecorder
 from ..framework.interface import ClusterEvent
 from ..framework.listers import RevisionedStore
@@ -27,6 +28,7 @@ from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock
+from .claim_controller import SimulatedClaimController
 from .cluster_file import ClusterFile
 from .pv_controller import SimulatedPVController
 from .summary import NodeUsage, usage
@@ -82,6 +84,7 @@ class SimulatedCluster:
                 self.objects[f"{kind}/{meta.get('namespace', '')}/{meta.get('name', '')}"] = raw
         self.pv_controller = SimulatedPVController(cluster, self._emit)
         self.storage = self.pv_controller.stores
+        self.claim_controller = SimulatedClaimController(cluster, self._emit)
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         cur = self.pods.get(pod.uid)
@@ -136,6 +139,20 @@ class SimulatedCluster:
         self, pvc: PersistentVolumeClaim
     ) -> PersistentVolumeClaim:
         return self.pv_controller.update_claim(pvc)
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        return self.claim_controller.get(namespace, name)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return self.claim_controller.update(claim)
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        return self.claim_controller.update_status(claim)
+
+    async def patch_resource_claim_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        self.claim_controller.patch_status(namespace, name, patch)
 
     def _emit(self, event: ClusterEvent, old: Any, new: Any) -> None:
         if self.sched is not None:
@@ -250,6 +267,8 @@ class Simulation:
         # there, empty for a kind the file has none of: a claim missing from the file is
         # missing, as kube-scheduler would find it), so what VolumeBinding writes it reads.
         listers.update(self.cluster.storage)
+        # DRA: the simulated resourceclaim controller's stores, written by DynamicResources.
+        listers.update(self.cluster.claim_controller.listers())
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)
         self.explain = explain
@@ -265,7 +284,10 @@ class Simulation:
         for pod, raw in cf.pods:
             if pod.status.phase in ("Succeeded", "Failed"):
                 continue
-            pi = PodInfo(_admit(pod, raw, classes, global_default), raw)
+            admitted = _admit(pod, raw, classes, global_default)
+            if not admitted.spec.node_name:
+                admitted = self.cluster.claim_controller.claims_for(admitted)
+            pi = PodInfo(admitted, raw)
             self.cluster.pods[pi.uid] = pi
             if pi.node_name:
                 self.sched.on_pod_add(pi)
@@ -325,6 +347,9 @@ class Simulation:
     def add_pending(self, pods: list[PodInfo]) -> None:
         """More pending pods (bench: the measured batch after the init pods)."""
         for pi in pods:
+            if pi.pod.spec.resource_claims:
+                pod = self.cluster.claim_controller.claims_for(pi.pod)
+                pi = pi if pod is pi.pod else pi.with_pod(pod)
             self.cluster.pods[pi.uid] = pi
             self.sched.on_pod_add(pi)
 
@@ -375,10 +400,16 @@ class Simulation:
                     else "pod was not attempted"
                 )
                 rec[pi.uid] = PodResult(pi.namespace, pi.name, None, "Unschedulable", msg)
+        devices = self.cluster.claim_controller.devices_by_node() if self.explain else {}
         for uid, r in rec.items():
             r.preempted = sorted(self.sched.preemptions.get(uid, []))
-            if self.explain and r.explain is None:
-                r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
+            if self.explain:
+                if r.explain is None:
+                    r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
+                pod = self.cluster.pods.get(uid)
+                if devices and pod is not None and pod.pod.spec.resource_claims:
+                    # DRA: every node's devices (and the claim holding each) at the end
+                    r.explain = {**(r.explain or {}), "devices": devices}
             out.append(r)
         return out
 

@@ -170,10 +170,11 @@ MERGE_KEYS: dict[str, str] = {
 }
 # Kinds whose list fields of the same name use another key: a Service's spec.ports merge by
 # port (its only `ports` list; a pod template's container ports keep containerPort); a
-# CSINode's spec.drivers merge by driver name.
+# CSINode's spec.drivers merge by driver name; a ResourceClaim's status.reservedFor by uid.
 KIND_MERGE_KEYS: dict[str, dict[str, str]] = {
     "Service": {"ports": "port"},
     "CSINode": {"drivers": "name"},
+    "ResourceClaim": {"reservedFor": "uid"},
 }
 # Lists of scalars with `patchStrategy:"merge"`: patched as ordered sets.
 MERGED_SCALAR_LISTS = frozenset({"finalizers"})

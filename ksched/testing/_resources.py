@@ -254,6 +254,21 @@ VOLUME_ATTACHMENTS = ResourceInfo(
     subresources=("status",),
     status_subresource=True,
 )
+# DRA (resource.k8s.io/v1): what DynamicResources reads, and the claims it writes.
+DEVICE_CLASSES = ResourceInfo("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCE_SLICES = ResourceInfo("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+RESOURCE_CLAIMS = ResourceInfo(
+    "resource.k8s.io",
+    "v1",
+    "resourceclaims",
+    "ResourceClaim",
+    True,
+    subresources=("status",),
+    status_subresource=True,
+)
+RESOURCE_CLAIM_TEMPLATES = ResourceInfo(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
+)
 
 RESOURCES: tuple[ResourceInfo, ...] = (
     PODS,
@@ -275,6 +290,10 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     CSI_NODES,
     CSI_DRIVERS,
     VOLUME_ATTACHMENTS,
+    DEVICE_CLASSES,
+    RESOURCE_SLICES,
+    RESOURCE_CLAIMS,
+    RESOURCE_CLAIM_TEMPLATES,
     POD_GROUPS,
     *REVIEWS,
 )

@@ -276,3 +276,75 @@ def make_volume_attachment(
         },
         "status": {"attached": attached},
     }
+
+
+# ---- DRA (resource.k8s.io/v1) ------------------------------------------------------------
+
+RESOURCE_API = "resource.k8s.io/v1"
+
+
+def make_device_class(name: str, *expressions: str, **spec: Any) -> JSON:
+    """A DeviceClass selecting devices by CEL ``expressions`` (all must match)."""
+    sels = [{"cel": {"expression": e}} for e in expressions]
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": sels, **spec} if sels else dict(spec),
+    }
+
+
+def make_resource_slice(
+    node_name: str,
+    driver: str,
+    devices: list[JSON],
+    *,
+    name: str | None = None,
+    pool: str | None = None,
+    generation: int = 1,
+) -> JSON:
+    """A driver's slice of ``node_name``'s devices, alone in its pool (named after the
+    node). ``devices``: ``{"name": ..., "attributes": ..., "capacity": ...}``."""
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceSlice",
+        "metadata": {"name": name or f"{node_name}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node_name,
+            "pool": {"name": pool or node_name, "generation": generation, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+def device_requests(device_class: str, count: int = 1, *selectors: str) -> JSON:
+    """``spec.devices`` asking for ``count`` devices of a class as request "req-0"."""
+    exactly: JSON = {
+        "deviceClassName": device_class,
+        "allocationMode": "ExactCount",
+        "count": count,
+    }
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {"requests": [{"name": "req-0", "exactly": exactly}]}
+
+
+def make_resource_claim(name: str, devices: JSON, namespace: str = "default") -> JSON:
+    """A ResourceClaim with ``spec.devices`` (see ``device_requests``)."""
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": devices},
+    }
+
+
+def make_resource_claim_template(name: str, devices: JSON, namespace: str = "default") -> JSON:
+    """A ResourceClaimTemplate whose claims have ``spec.devices``."""
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": devices}},
+    }

@@ -687,17 +687,17 @@ case(
 )
 case("defaults/empty", doc())
 case(
-    "defaults/unimplemented-named-by-user",
+    "defaults/dra-named-by-user",
     _profile(
         plugins={
             "filter": {"enabled": [{"name": "Foo"}, {"name": "DynamicResources"}]},
             "multiPoint": {"enabled": [{"name": "DynamicResources"}]},
         },
-        pluginConfig=[{"name": "DynamicResources", "args": {"filterTimeout": 5}}],
+        pluginConfig=[{"name": "DynamicResources", "args": {"filterTimeout": "5s"}}],
     ),
 )
 case(
-    "defaults/disable-unimplemented",
+    "defaults/disable-dra",
     _profile(plugins={"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}),
 )
 case(

@@ -7,7 +7,6 @@ from ksched.config import (
     API_VERSION,
     DEFAULT_MULTI_POINT,
     KIND,
-    UNIMPLEMENTED_UPSTREAM_PLUGINS,
     ClientConnection,
     KubeSchedulerConfiguration,
     LeaderElection,
@@ -24,7 +23,8 @@ from ksched.config import (
 )
 from tests.config.cases import CASES, Case, by_prefix
 
-# kube-scheduler v1 getDefaultPlugins(), minus the in-tree volume limit plugins upstream removed.
+# kube-scheduler v1 getDefaultPlugins(), minus the in-tree volume limit plugins upstream removed,
+# with DynamicResources where applyFeatureGates puts it (before DefaultPreemption).
 UPSTREAM_MULTI_POINT = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -40,19 +40,18 @@ UPSTREAM_MULTI_POINT = [
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", None),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
-]
-EFFECTIVE_MULTI_POINT = [
-    (n, w) for n, w in UPSTREAM_MULTI_POINT if n not in UNIMPLEMENTED_UPSTREAM_PLUGINS
 ]
 DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 DEFAULT_PLUGIN_CONFIG = [
     PluginConfig(
         "DefaultPreemption", {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}
     ),
+    PluginConfig("DynamicResources", {"filterTimeout": "10s"}),
     PluginConfig(
         "InterPodAffinity",
         {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
@@ -79,7 +78,6 @@ def load(case_id: str) -> tuple[KubeSchedulerConfiguration, list[str]]:
 
 def test_default_multi_point_matches_upstream_order_and_weights() -> None:
     assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT
-    assert {"DynamicResources"} == UNIMPLEMENTED_UPSTREAM_PLUGINS
 
 
 def test_default_config_scalars() -> None:
@@ -116,7 +114,7 @@ def test_default_profile_plugins_and_args() -> None:
     prof = cfg.profiles[0]
     assert prof.scheduler_name == "ksched"
     assert prof.percentage_of_nodes_to_score is None
-    assert names(prof.plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
+    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
     assert prof.plugins.multi_point.disabled == []
     assert prof.plugins.filter == PluginSet()
     assert prof.plugins.score == PluginSet()
@@ -126,7 +124,7 @@ def test_default_profile_plugins_and_args() -> None:
 def test_default_list_is_not_shared_with_configs() -> None:
     cfg = default_config()
     cfg.profiles[0].plugins.multi_point.enabled[0].name = "Changed"
-    cfg.profiles[0].plugin_config[3].args["resources"][0]["weight"] = 9
+    cfg.profiles[0].plugin_config[4].args["resources"][0]["weight"] = 9
     fresh = default_config()
     assert fresh.profiles[0].plugins.multi_point.enabled[0].name == "SchedulingGates"
     assert fresh.profiles[0].plugin_config == DEFAULT_PLUGIN_CONFIG
@@ -195,7 +193,7 @@ def test_multi_point_custom_plugin_appended_and_default_reconfigured_in_place() 
     cfg, warnings = load("defaults/multi-point-custom-and-reconfigured")
     assert warnings == []
     got = names(cfg.profiles[0].plugins.multi_point.enabled)
-    expected = [(n, 5 if n == "TaintToleration" else w) for n, w in EFFECTIVE_MULTI_POINT]
+    expected = [(n, 5 if n == "TaintToleration" else w) for n, w in UPSTREAM_MULTI_POINT]
     assert got == [*expected, ("Foo", 4)]
 
 
@@ -214,13 +212,14 @@ def test_specific_extension_point_has_no_defaults_and_keeps_user_lists() -> None
     assert names(plugins.filter.enabled) == [("Foo", None), ("Bar", None)]
     assert names(plugins.score.enabled) == [("Foo", 3)]
     assert plugins.score.disabled == [PluginRef("*")]
-    assert names(plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
+    assert names(plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
 
 
 def test_disabled_default_loses_its_default_args() -> None:
     cfg, _ = load("defaults/disabled-default-loses-args")
     assert [pc.name for pc in cfg.profiles[0].plugin_config] == [
         "DefaultPreemption",
+        "DynamicResources",
         "NodeAffinity",
         "NodeResourcesBalancedAllocation",
         "PodTopologySpread",
@@ -233,36 +232,31 @@ def test_default_args_added_for_plugin_enabled_at_any_point() -> None:
     assert cfg.profiles[0].plugin_config == [PluginConfig("NodeAffinity", {})]
 
 
-def test_unimplemented_plugins_from_defaults_are_dropped_silently() -> None:
+def test_dynamic_resources_is_a_default_plugin_with_default_args() -> None:
     cfg, warnings = load("defaults/empty")
     assert warnings == []
-    enabled = {p.name for p in cfg.profiles[0].plugins.multi_point.enabled}
-    assert not enabled & UNIMPLEMENTED_UPSTREAM_PLUGINS
-
-
-def test_unimplemented_plugins_named_by_user_are_dropped_with_warnings() -> None:
-    cfg, warnings = load("defaults/unimplemented-named-by-user")
-    assert warnings == [
-        "c.yaml: profiles[0].plugins.filter.enabled[1]: plugin 'DynamicResources' is not "
-        "implemented by ksched; ignoring it",
-        "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: plugin 'DynamicResources' is not "
-        "implemented by ksched; ignoring it",
-        "c.yaml: profiles[0].pluginConfig[0]: plugin 'DynamicResources' is not implemented by "
-        "ksched; ignoring its args",
-    ]
     prof = cfg.profiles[0]
-    assert names(prof.plugins.filter.enabled) == [("Foo", None)]
-    assert names(prof.plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
-    assert "DynamicResources" not in [pc.name for pc in prof.plugin_config]
+    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
+    assert PluginConfig("DynamicResources", {"filterTimeout": "10s"}) in prof.plugin_config
 
 
-def test_disabling_unimplemented_plugins_is_fine() -> None:
-    cfg, warnings = load("defaults/disable-unimplemented")
+def test_dynamic_resources_named_by_user_is_kept_with_its_args() -> None:
+    cfg, warnings = load("defaults/dra-named-by-user")
     assert warnings == []
-    assert cfg.profiles[0].plugins.multi_point.disabled == [
-        PluginRef("DynamicResources"),
+    prof = cfg.profiles[0]
+    assert names(prof.plugins.filter.enabled) == [("Foo", None), ("DynamicResources", None)]
+    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
+    (pc,) = [pc for pc in prof.plugin_config if pc.name == "DynamicResources"]
+    assert pc.args == {"filterTimeout": "5s"}
+
+
+def test_disabling_dynamic_resources() -> None:
+    cfg, warnings = load("defaults/disable-dra")
+    assert warnings == []
+    assert cfg.profiles[0].plugins.multi_point.disabled == [PluginRef("DynamicResources")]
+    assert names(cfg.profiles[0].plugins.multi_point.enabled) == [
+        (n, w) for n, w in UPSTREAM_MULTI_POINT if n != "DynamicResources"
     ]
-    assert names(cfg.profiles[0].plugins.multi_point.enabled) == EFFECTIVE_MULTI_POINT
 
 
 def test_user_plugin_config_first_then_defaults_sorted() -> None:
@@ -272,6 +266,7 @@ def test_user_plugin_config_first_then_defaults_sorted() -> None:
         "PodTopologySpread",
         "Custom",
         "DefaultPreemption",
+        "DynamicResources",
         "InterPodAffinity",
         "NodeAffinity",
         "NodeResourcesBalancedAllocation",

@@ -250,10 +250,7 @@ def test_known_plugins_checked_on_load() -> None:
 
 def test_full_yaml_file(tmp_path: Path) -> None:
     cfg, warnings = load_config(case_file(tmp_path, "load/full-yaml"))
-    assert warnings == [
-        f"{tmp_path}/full-yaml.yaml: profiles[0].plugins.score.enabled[0]: plugin 'DynamicResources' "
-        "is not implemented by ksched; ignoring it"
-    ]
+    assert warnings == []
     assert cfg.parallelism == 8
     assert cfg.percentage_of_nodes_to_score == 40
     assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (2, 30)
@@ -270,7 +267,7 @@ def test_full_yaml_file(tmp_path: Path) -> None:
     assert PluginRef("NodeAffinity", 9) in mp
     assert "ImageLocality" not in [p.name for p in mp]
     assert fast.plugins.filter.disabled == [PluginRef("NodePorts")]
-    assert fast.plugins.score.enabled == []
+    assert fast.plugins.score.enabled == [PluginRef("DynamicResources")]
     assert cfg.extenders == [
         Extender(
             url_prefix="https://ext:8443/sched",
@@ -433,14 +430,11 @@ def test_validate_file_problems_and_warnings(tmp_path: Path) -> None:
     assert warnings[0].startswith(
         f"{path}: apiVersion: kubescheduler.config.k8s.io/v1beta3 is deprecated"
     )
-    assert warnings[1] == (
-        f"{path}: profiles[0].plugins.filter.enabled[0]: plugin 'DynamicResources' "
-        "is not implemented by ksched; ignoring it"
-    )
+    assert not any("DynamicResources" in w and "not implemented" in w for w in warnings)
     assert (
         f"{path}: parallelism: Invalid value: -1: should be an integer value greater than zero"
     ) in problems
     assert (
-        f'{path}: profiles[0].plugins.filter.enabled[0]: unknown plugin "Nope"; available: '
+        f'{path}: profiles[0].plugins.filter.enabled[1]: unknown plugin "Nope"; available: '
         "NodeName, PrioritySort"
     ) in problems

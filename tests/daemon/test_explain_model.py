@@ -46,7 +46,8 @@ def test_daemon_explains_a_pending_pod_as_simulate_does() -> None:
     for key in ("result", "node", "nodes", "ranking", "rejected", "filter"):
         assert ex[key] == simulated[key], key
     # The FitError's text, without PostFilter's part (it is not re-run).
-    assert simulated["message"].startswith(ex["message"] + " preemption: ")
+    assert simulated["message"].startswith(ex["message"] + " ")
+    assert " preemption: " in simulated["message"].removeprefix(ex["message"])
     assert [g["reason"] for g in ex["rejected"]] == ["Insufficient cpu"]
     assert ex["rejected"][0]["nodes"] == ["n1", "n2"]
     # PostFilter is not re-run: the preemption outcome is the last real attempt's.

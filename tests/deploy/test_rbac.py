@@ -39,6 +39,12 @@ from ksched.testing import (
     make_pvc,
     make_storage_class,
 )
+from ksched.testing.objects import (
+    device_requests,
+    make_device_class,
+    make_resource_claim,
+    make_resource_slice,
+)
 
 from ._manifests import DEPLOY, JSON, ROOT, Rule, find, kustomize, load, rules_of
 
@@ -141,7 +147,9 @@ def test_systemd_role_matches_the_in_cluster_one() -> None:
 # ---- static: the API paths in the code --------------------------------------------------
 
 _CORE = re.compile(r"^/api/v1/(?:namespaces/\{\}/)?([a-z]+)")
-_GROUP = re.compile(r"^/apis/([a-z0-9.-]+)/v[0-9a-z]+/(?:namespaces/\{\}/)?([a-z]+)")
+_GROUP = re.compile(
+    r"^/apis/([a-z0-9.-]+)/v[0-9a-z]+/(?:namespaces/\{\}/)?([a-z]+)(?:/\{\}/([a-z]+)$)?"
+)
 
 
 def _sources() -> list[Path]:
@@ -197,8 +205,10 @@ def referenced_resources() -> set[tuple[str, str]]:
         for t in _templates(tree):
             if m := _CORE.match(t):
                 found.add(("", m.group(1)))
-            elif m := _GROUP.match(t):
+            elif m := _GROUP.match(t):  # a subresource too (resourceclaims/{}/status)
                 found.add((m.group(1), m.group(2)))
+                if m.group(3):
+                    found.add((m.group(1), f"{m.group(2)}/{m.group(3)}"))
         for node in ast.walk(tree):  # pod_path(ns, name, "binding")
             if (
                 isinstance(node, ast.Call)
@@ -323,6 +333,7 @@ async def _scenario(srv: TestAPIServer) -> list[str]:
             # VolumeBinding: a static binding (PV claimRef) and a provisioning (the claim's
             # selected-node annotation), completed here as the PV controller would
             await _volume_binding(srv)
+            await _dynamic_resources(srv)
             with anyio.fail_after(10):
                 while not any(
                     c.get("type") == "PodScheduled"
@@ -344,6 +355,23 @@ async def _secure_get(url: str, token: str | None = None) -> int:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with aiohttp.ClientSession() as s, s.get(url, ssl=ctx, headers=headers) as r:
         return r.status
+
+
+async def _dynamic_resources(srv: TestAPIServer) -> None:
+    """DynamicResources: the claim's finalizer, a status update that meets a conflict (read
+    again, retried), then a failed binding whose Unreserve patches reservedFor away."""
+    srv.create(make_device_class("gpu", 'device.driver == "gpu.example.com"'))
+    srv.create(make_resource_slice("big", "gpu.example.com", [{"name": "gpu-0"}]))
+    srv.create(make_resource_claim("gpu", device_requests("gpu")))
+    srv.faults.fail_next(1, verb="patch", resource="resourceclaims", subresource="status", code=409)
+    srv.faults.fail_next(
+        1, verb="create", resource="pods/binding", name="with-gpu", code=500, message="injected"
+    )
+    claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    srv.create(make_pod("with-gpu", scheduler_name="ksched", resourceClaims=claims))
+    assert await _bound(srv, "with-gpu") == "big"
+    status = srv.get("resourceclaims", "default", "gpu")["status"]
+    assert [r["name"] for r in status["reservedFor"]] == ["with-gpu"]
 
 
 async def _volume_binding(srv: TestAPIServer) -> None:

@@ -120,6 +120,9 @@ def _body(data: bytes | str | None) -> Any:
         return data.decode(errors="replace") if isinstance(data, bytes) else data
 
 
+_NAMESPACED_KINDS = frozenset({"PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"})
+
+
 @dataclass
 class E2E:
     """One test's view of its target."""
@@ -197,9 +200,11 @@ class E2E:
         labels: dict[str, str] | None = None,
         owner: JSON | None = None,
         volumes: list[JSON] | None = None,
+        resource_claims: list[JSON] | None = None,
     ) -> JSON:
         """``owner``: a created controller object the pod names as its controller;
-        ``volumes``: the pod's ``spec.volumes``."""
+        ``volumes``: the pod's ``spec.volumes``; ``resource_claims``: its
+        ``spec.resourceClaims`` (DRA)."""
         meta: JSON = {"name": name, "namespace": self.namespace}
         if labels:
             meta["labels"] = dict(labels)
@@ -225,16 +230,25 @@ class E2E:
         }
         if volumes is not None:
             body["spec"]["volumes"] = volumes
+        if resource_claims is not None:
+            body["spec"]["resourceClaims"] = resource_claims
         data: JSON = self.kube.ok("POST", f"/api/v1/namespaces/{self.namespace}/pods", body)
         return data
 
     def object_path(self, kind: str, name: str = "") -> str:
-        """The API path of a storage object (its collection without ``name``); claims live
-        in the test's namespace."""
+        """The API path of a storage or DRA object (its collection without ``name``);
+        claims and claim templates live in the test's namespace."""
+        ns = self.namespace
         base = {
-            "PersistentVolumeClaim": f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims",
+            "PersistentVolumeClaim": f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
             "PersistentVolume": "/api/v1/persistentvolumes",
             "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+            "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+            "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+            "ResourceClaim": f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+            "ResourceClaimTemplate": (
+                f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates"
+            ),
         }[kind]
         return f"{base}/{name}" if name else base
 
@@ -243,12 +257,13 @@ class E2E:
         test's namespace; a cluster-scoped object must be named with ``node_name`` and is
         deleted afterwards on a real cluster."""
         kind, meta = obj["kind"], obj["metadata"]
-        if kind == "PersistentVolumeClaim":
+        namespaced = kind in _NAMESPACED_KINDS
+        if namespaced:
             meta["namespace"] = self.namespace
         else:
             assert meta["name"].startswith(self.node_name("")), meta["name"]
         data: JSON = self.kube.ok("POST", self.object_path(kind), obj)
-        if kind != "PersistentVolumeClaim":
+        if not namespaced:
             self.cluster_objects.append(self.object_path(kind, meta["name"]))
         return data
 
@@ -543,6 +558,20 @@ def e2e(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E2E]:
     finally:
         _cleanup_real(env)
         kube.close()
+
+
+@pytest.fixture
+def kube_name(e2e: E2E) -> Iterator[str]:
+    """A real kube-scheduler serving the profile ``kube-<run id>``."""
+    assert e2e.controlplane is not None
+    name = f"kube-{e2e.run_id}"
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": name}],
+    }
+    with e2e.controlplane.kube_scheduler(cfg, name=f"kube-scheduler-{e2e.run_id}"):
+        yield name
 
 
 def _cleanup_real(env: E2E) -> None:

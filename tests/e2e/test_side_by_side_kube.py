@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,20 +19,6 @@ from ksched.api.quantity import milli_value
 from .conftest import E2E, JSON, DaemonHandle, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kube]
-
-
-@pytest.fixture
-def kube_name(e2e: E2E) -> Iterator[str]:
-    """A real kube-scheduler serving the profile ``kube-<run id>``."""
-    assert e2e.controlplane is not None
-    name = f"kube-{e2e.run_id}"
-    cfg = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"schedulerName": name}],
-    }
-    with e2e.controlplane.kube_scheduler(cfg, name=f"kube-scheduler-{e2e.run_id}"):
-        yield name
 
 
 def _pods(e2e: E2E) -> list[JSON]:
@@ -114,11 +99,6 @@ def _diagnosis(message: str) -> str:
     return message.split(". ", 1)[0] + "."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DynamicResources is not in ksched's default profile yet (issue 14): v1.36 "
-    "writes its PostFilter verdict 'no new claims to deallocate' before DefaultPreemption's",
-)
 @pytest.mark.parametrize("e2e", ["kube"], indirect=True)
 def test_postfilter_messages_agree(e2e: E2E, kube_name: str) -> None:
     e2e.create_node("only", cpu="1")

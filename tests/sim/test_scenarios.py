@@ -93,7 +93,7 @@ def test_tainted_gpu_node_only_takes_the_tolerating_gpu_pod() -> None:
     assert res["gpu-no-toleration"].status == "Unschedulable"
     assert res["gpu-no-toleration"].message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}, "
-        "2 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: "
+        "2 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/3 nodes are available: "
         "3 Preemption is not helpful for scheduling."
     )
 
@@ -145,7 +145,7 @@ def test_zone_affinity_required_and_preferred() -> None:
     assert res["prefer-c"].node == "c1"
     assert res["must-z"].message == (
         "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -163,7 +163,7 @@ def test_host_port_clash() -> None:
     assert res["wants-8080-too"].status == "Unschedulable"
     assert res["wants-8080-too"].message == (
         "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. "
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
 
 
@@ -203,7 +203,7 @@ def test_fit_error_lists_every_reason_sorted() -> None:
     )
     assert res["big"].message == (
         "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 2 Insufficient memory. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 

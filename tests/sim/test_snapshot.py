@@ -16,7 +16,7 @@ from ksched.cli import main
 from ksched.cluster import APIClient
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
-from ksched.sim.cluster_file import _KINDS, load_cluster
+from ksched.sim.cluster_file import KINDS, load_cluster
 from ksched.sim.snapshot import DRA_KINDS, SNAPSHOT_KINDS
 from ksched.testing import (
     TestAPIServer,
@@ -157,7 +157,7 @@ def test_snapshot_replays_the_daemons_placements(
 
 def test_snapshot_lists_every_kind_simulate_reads() -> None:
     """Every kind cluster_file decodes (the resource.k8s.io ones listed when served)."""
-    assert {k.kind for k in SNAPSHOT_KINDS} == set(_KINDS) - set(DRA_KINDS.values())
+    assert {k.kind for k in SNAPSHOT_KINDS} == set(KINDS) - set(DRA_KINDS.values())
 
 
 def test_snapshot_yaml_and_managed_fields(

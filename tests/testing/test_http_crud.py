@@ -42,6 +42,7 @@ def test_discovery_documents(http: Client) -> None:
         "coordination.k8s.io": "coordination.k8s.io/v1",
         "events.k8s.io": "events.k8s.io/v1",
         "policy": "policy/v1",
+        "resource.k8s.io": "resource.k8s.io/v1",
         "scheduling.k8s.io": "scheduling.k8s.io/v1",
         "scheduling.x-k8s.io": "scheduling.x-k8s.io/v1alpha1",
         "storage.k8s.io": "storage.k8s.io/v1",

@@ -1,0 +1,842 @@
+"""The structured-parameters allocator (``k8s.io/dynamic-resource-allocation/structured``).
+
+Given the ResourceSlices drivers published, the DeviceClasses and the devices already
+taken, ``Allocator.allocate(node, claims)`` finds devices on (or reachable from) one node
+for every request of every claim, or says it cannot. The search is upstream's: pools in
+a fixed order, slices of a pool's newest generation, devices in slice order; a request
+takes ``count`` devices (``ExactCount``) or every matching one (``All``), a
+``firstAvailable`` request the first of its subrequests that works out; ``matchAttribute``
+and ``distinctAttribute`` constraints bind requests of a claim together; on a dead end
+it backtracks. A device already allocated (to any claim, or in flight for a pod being
+bound) is never handed out again, except to admin-access requests, which do not take a
+device from others.
+
+The node-independent work (pools, per-device CEL activations and selector verdicts) is
+an ``Inventory`` built once per version of the slice list and shared by every pod.
+Errors about claims or classes (a selector that does not compile or evaluate, a missing
+class, an "All" request over a pool being updated) are ``AllocationError`` with
+upstream's text; "does not fit this node" is an empty answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from ..api.resource import (
+    ALLOCATION_MODE_ALL,
+    ALLOCATION_MODE_EXACT_COUNT,
+    AllocationResult,
+    Device,
+    DeviceAllocationResult,
+    DeviceAttribute,
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    DeviceSelector,
+    ResourceClaim,
+    ResourceSlice,
+)
+from ..api.selectors import (
+    CompiledNodeSelector,
+    SelectorError,
+    compile_node_selector,
+    tolerations_tolerate_taint,
+)
+from .cel import CELError, DeviceEnv, ExpressionCache, qualified_name
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX_SIZE",
+    "AllocationError",
+    "Allocator",
+    "DeviceID",
+    "Inventory",
+    "allocated_devices",
+]
+
+# resourceapi.AllocationResultsMaxSize: devices one claim may get.
+ALLOCATION_RESULTS_MAX_SIZE = 32
+# Backtracking steps one allocate() may take before it gives up on the node, besides
+# DynamicResources' filterTimeout (``max_seconds``), upstream's only bound.
+MAX_STEPS = 200_000
+# Device taint effects that keep a device from being allocated.
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+DeviceID = tuple[str, str, str]  # driver, pool, device
+IntArray = npt.NDArray[np.int64]
+
+
+class AllocationError(Exception):
+    """Something wrong with a claim, class or pool: scheduling the pod is an error."""
+
+
+class AllocationTimeout(Exception):
+    """The search took too many steps ("timed out trying to allocate devices")."""
+
+
+def _kobj(claim: ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+def allocated_devices(claims: Iterable[ResourceClaim]) -> set[DeviceID]:
+    """Devices taken by allocated claims (admin access takes none)."""
+    out: set[DeviceID] = set()
+    for c in claims:
+        alloc = c.status.allocation
+        if alloc is None:
+            continue
+        for r in alloc.devices.results:
+            if not r.admin_access:
+                out.add((r.driver, r.pool, r.device))
+    return out
+
+
+# ---- the inventory: pools, slices and devices, independent of nodes ----------------------
+
+
+@dataclass(slots=True)
+class _Dev:
+    id: DeviceID
+    slice: ResourceSlice
+    device: Device
+    env: DeviceEnv
+    # Per-device node selection: ("name", n) / ("selector", s) / ("all", None).
+    node_scope: tuple[str, Any] | None = None
+    # Whether requests with this ``_Request.key`` may take the device (selectors, taints).
+    verdicts: dict[Any, bool] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Pool:
+    driver: str
+    name: str
+    generation: int
+    slices: list[ResourceSlice]
+    devices: list[_Dev] = field(default_factory=list)
+    incomplete: bool = False
+    invalid: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+
+def _compile_scope(sel: NodeSelector, where: str) -> CompiledNodeSelector | None:
+    try:
+        return compile_node_selector(sel, where)
+    except SelectorError:
+        return None  # an unparsable selector matches no node
+
+
+def _node_scope(
+    node_name: str | None, all_nodes: bool | None, selector: NodeSelector | None
+) -> tuple[str, Any]:
+    """Which nodes a slice's (or a device's) node fields name."""
+    if node_name:
+        return ("name", node_name)
+    if all_nodes:
+        return ("all", None)
+    if selector is not None:
+        return ("selector", _compile_scope(selector, "nodeSelector"))
+    return ("none", None)
+
+
+def _scope_matches(scope: tuple[str, Any], node: Node) -> bool:
+    kind, value = scope
+    if kind == "name":
+        return bool(value == node.metadata.name)
+    if kind == "all":
+        return True
+    if kind == "selector":
+        return value is not None and bool(value.matches(node.metadata.labels, node.metadata.name))
+    return False
+
+
+class _Counts:
+    """Inventory.count_free's state for one request key and one node list."""
+
+    def __init__(self, sig: tuple[int, ...]) -> None:
+        self.sig = sig
+        self.selectable = np.zeros(len(sig), dtype=np.int64)
+        self.taken = np.zeros(len(sig), dtype=np.int64)
+        self.rows: dict[DeviceID, Any] = {}
+        # What ``taken`` counts: a set of devices, or (None) the journal up to ``read``.
+        self.allocated: set[DeviceID] | None = set()
+        self.journal: tuple[int, int] | None = None
+        self.read = 0
+
+
+class Inventory:
+    """Every pool's current slices and devices, ready for allocation on any node."""
+
+    def __init__(self, slices: Iterable[ResourceSlice]) -> None:
+        by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
+        for s in slices:
+            by_pool.setdefault((s.spec.driver, s.spec.pool.name), []).append(s)
+        self.pools: list[_Pool] = []
+        # (pool index, slice scope) for slice-level node selection.
+        self._slice_scope: dict[int, tuple[str, Any]] = {}
+        for (driver, name), group in sorted(by_pool.items()):
+            gen = max(s.spec.pool.generation for s in group)
+            current = [s for s in group if s.spec.pool.generation == gen]
+            current.sort(key=lambda s: s.metadata.name)
+            pool = _Pool(driver, name, gen, current)
+            pool.incomplete = len(current) != max(s.spec.pool.resource_slice_count for s in current)
+            seen: set[str] = set()
+            for s in current:
+                scope = self._slice_node_scope(s)
+                for d in s.spec.devices:
+                    if d.name in seen:
+                        pool.invalid = f"duplicate device name {d.name}"
+                    seen.add(d.name)
+                    dev = _Dev((driver, name, d.name), s, d, DeviceEnv(driver, d))
+                    if scope[0] == "perdevice":
+                        dev.node_scope = self._device_node_scope(d)
+                    pool.devices.append(dev)
+            self.pools.append(pool)
+        # Pools whose slices name one node, by that node; the others are checked per node.
+        self._by_node: dict[str, set[int]] = {}
+        self._elsewhere: set[int] = set()
+        for pi, pool in enumerate(self.pools):
+            for s in pool.slices:
+                if s.spec.node_name and not s.spec.per_device_node_selection:
+                    self._by_node.setdefault(s.spec.node_name, set()).add(pi)
+                else:
+                    self._elsewhere.add(pi)
+        self._node_cache: dict[str, tuple[Node, list[_Pool], dict[int, list[_Dev]]]] = {}
+        # count_free's state per request key (see there).
+        self._counts: dict[Any, _Counts] = {}
+        self._selectable: dict[tuple[str, Any], tuple[Node, tuple[DeviceID, ...]]] = {}
+
+    @staticmethod
+    def _slice_node_scope(s: ResourceSlice) -> tuple[str, Any]:
+        spec = s.spec
+        if spec.per_device_node_selection:
+            return ("perdevice", None)
+        return _node_scope(spec.node_name, spec.all_nodes, spec.node_selector)
+
+    @staticmethod
+    def _device_node_scope(d: Device) -> tuple[str, Any]:
+        return _node_scope(d.node_name, d.all_nodes, d.node_selector)
+
+    def selectable_ids(
+        self, node: Node, key: Any, judge: Callable[[_Dev], bool]
+    ) -> tuple[DeviceID, ...]:
+        """The devices usable from ``node`` that requests with ``key`` may take (``judge``),
+        in allocation order; cached until the node object or the slices change."""
+        ck = (node.metadata.name, key)
+        hit = self._selectable.get(ck)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        pools, devices = self.for_node(node)
+        ids = tuple(
+            dev.id
+            for pi, pool in enumerate(pools)
+            if not pool.invalid
+            for dev in devices[pi]
+            if judge(dev)
+        )
+        self._selectable[ck] = (node, ids)
+        return ids
+
+    def count_free(
+        self,
+        nodes: Sequence[Node | None],
+        key: Any,
+        judge: Callable[[Node, _Dev], bool],
+        allocated: set[DeviceID],
+        journal: Any = None,
+    ) -> IntArray:
+        """For each of ``nodes`` (a snapshot's rows), how many devices requests with
+        ``key`` may take there are not ``allocated``: the selectable devices per row are
+        found once per node list, and the taken ones are updated from the devices whose
+        allocation changed since the last call, so a pod's Filter costs a few vector
+        operations instead of a pass over every node's devices."""
+        sig = tuple(map(id, nodes))
+        c = self._counts.get(key)
+        if c is None or c.sig != sig:
+            c = _Counts(sig)
+            rows: dict[DeviceID, list[int]] = {}
+            for r, node in enumerate(nodes):
+                if node is None:
+                    continue
+                ids = self.selectable_ids(node, key, functools.partial(judge, node))
+                c.selectable[r] = len(ids)
+                for d in ids:
+                    rows.setdefault(d, []).append(r)
+            c.rows = {d: np.array(r, dtype=np.intp) for d, r in rows.items()}
+            self._counts[key] = c
+        if journal is not None and c.journal == (journal.generation, c.read):
+            # Only what changed since the last pod: the log's new entries.
+            log = journal.log
+            for d, delta in log[c.read :]:
+                at = c.rows.get(d)
+                if at is not None:
+                    c.taken[at] += delta
+            c.read = len(log)
+            c.journal = (journal.generation, c.read)
+            c.allocated = None
+            return c.selectable - c.taken
+        if c.allocated is None:  # counted from the journal: recount from the set
+            c.taken[:] = 0
+            c.allocated = set()
+        for d in allocated.symmetric_difference(c.allocated):
+            at = c.rows.get(d)
+            if at is not None:
+                c.taken[at] += 1 if d in allocated else -1
+        c.allocated = set(allocated)
+        if journal is not None:  # in step with it from here on
+            c.read = len(journal.log)
+            c.journal = (journal.generation, c.read)
+        else:
+            c.journal = None
+        return c.selectable - c.taken
+
+    def for_node(self, node: Node) -> tuple[list[_Pool], dict[int, list[_Dev]]]:
+        """The pools with slices for ``node`` and, by pool index, its usable devices."""
+        name = node.metadata.name
+        hit = self._node_cache.get(name)
+        if hit is not None and hit[0] is node:
+            return hit[1], hit[2]
+        pools: list[_Pool] = []
+        devices: dict[int, list[_Dev]] = {}
+        for pi in sorted(self._by_node.get(name, set()) | self._elsewhere):
+            pool = self.pools[pi]
+            scopes: dict[int, bool] = {}
+            usable: list[_Dev] = []
+            for dev in pool.devices:
+                key = id(dev.slice)
+                ok = scopes.get(key)
+                if ok is None:
+                    scope = self._slice_node_scope(dev.slice)
+                    ok = scopes[key] = scope[0] == "perdevice" or _scope_matches(scope, node)
+                if not ok:
+                    continue
+                if dev.node_scope is not None and not _scope_matches(dev.node_scope, node):
+                    continue
+                usable.append(dev)
+            if any(scopes.values()):
+                devices[len(pools)] = usable
+                pools.append(pool)
+        self._node_cache[name] = (node, pools, devices)
+        return pools, devices
+
+
+# ---- one allocation -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Request:
+    """One request (or the chosen subrequest) of a claim, ready to match devices."""
+
+    claim_index: int
+    name: str  # the result's request name: "req" or "req/sub"
+    parent: str  # the request name constraints refer to
+    class_: DeviceClass
+    selectors: Sequence[DeviceSelector]
+    mode: str
+    count: int
+    admin: bool
+    tolerations: Sequence[Any]
+    # What decides which devices the request may take: class, selectors, tolerations.
+    key: Any = None
+
+    def __post_init__(self) -> None:
+        exprs = tuple(s.cel.expression for s in self.selectors if s.cel is not None)
+        tols = tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations)
+        self.key = (id(self.class_), exprs, tols)
+
+
+def _exact_count(req: _Request) -> int:
+    """Devices an ExactCount request needs (an "All" request's count is the node's)."""
+    return req.count if req.mode == ALLOCATION_MODE_EXACT_COUNT else 0
+
+
+@dataclass(slots=True)
+class _Constraint:
+    """A constraint's state while devices are taken (its values so far)."""
+
+    requests: frozenset[str]
+    match: str | None
+    distinct: str | None
+    values: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def applies(self, req: _Request) -> bool:
+        return not self.requests or req.parent in self.requests or req.name in self.requests
+
+    def add(self, dev: _Dev) -> bool:
+        name = self.match or self.distinct or ""
+        value = _lookup_attribute(dev, name)
+        if value is None:
+            return False
+        if self.match is not None and self.values and self.values[0] != value:
+            return False
+        if self.distinct is not None and value in self.values:
+            return False
+        self.values.append(value)
+        return True
+
+    def remove(self) -> None:
+        self.values.pop()
+
+
+def _attr_key(a: DeviceAttribute) -> tuple[Any, ...] | None:
+    if a.int_ is not None:
+        return ("int", a.int_)
+    if a.bool_ is not None:
+        return ("bool", a.bool_)
+    if a.string is not None:
+        return ("string", a.string)
+    if a.version is not None:
+        return ("version", a.version)
+    return None
+
+
+def _lookup_attribute(dev: _Dev, name: str) -> tuple[Any, ...] | None:
+    """A fully qualified attribute's value on ``dev`` (unqualified there if the driver's)."""
+    attrs = dev.device.attributes
+    domain, ident = qualified_name(name, dev.id[0])
+    if domain == dev.id[0]:
+        a = attrs.get(ident)
+        if a is not None:
+            return _attr_key(a)
+    a = attrs.get(name)
+    return None if a is None else _attr_key(a)
+
+
+class Allocator:
+    """Allocation of claims on a node, against one view of what is taken (one pod's
+    scheduling cycle; upstream's ``structured.Allocator``)."""
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        classes: Mapping[str, DeviceClass],
+        allocated: set[DeviceID],
+        cel_cache: ExpressionCache,
+        *,
+        admin_access: bool = True,
+        max_steps: int = MAX_STEPS,
+        max_seconds: float = 0.0,
+        journal: Any = None,
+    ) -> None:
+        self.inventory = inventory
+        self.classes = classes
+        self.allocated = allocated
+        self.cel = cel_cache
+        self.admin_access = admin_access
+        self.max_steps = max_steps
+        self.max_seconds = max_seconds
+        # Optional: how ``allocated`` came to be (``generation``, ``log`` of (device, +1 or
+        # -1)), so free device counts are updated from the log instead of set differences.
+        self.journal = journal
+        # The claims' prepared requests (or the error preparing them) by the claims' ids:
+        # one pod's cycle allocates the same claims on every node.
+        self._prep: dict[tuple[int, ...], _Prepared | AllocationError] = {}
+        # quick_fit's verdict on the claims' shape: (request, devices needed) or False.
+        self._simple: dict[tuple[int, ...], tuple[_Request, int] | None] = {}
+
+    def _prepared(self, run: _Run, claims: Sequence[ResourceClaim]) -> _Prepared:
+        key = tuple(id(c) for c in claims)
+        got = self._prep.get(key)
+        if got is None:
+            try:
+                got = run.prepare()
+            except AllocationError as e:
+                got = e
+            self._prep[key] = got
+        if isinstance(got, AllocationError):
+            raise AllocationError(str(got))
+        return got
+
+    def countable(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[_Request, int] | None:
+        """(a request standing for all, devices needed) when counting free selectable
+        devices decides whether the claims fit a node: every request an ExactCount one
+        without admin access, all with the same class, selectors and tolerations, and no
+        constraints. None when the claims need the search (``allocate``)."""
+        key = tuple(id(c) for c in claims)
+        if key not in self._simple:
+            run = _Run(self, node, claims)
+            self._simple[key] = _simple_need(run.alternatives, run.constraints)
+        return self._simple[key]
+
+    def quick_fit(self, node: Node, claims: Sequence[ResourceClaim]) -> bool | None:
+        """Whether the claims fit ``node`` by counting (see ``countable``); None when they
+        need the search. Errors as ``allocate``."""
+        simple = self.countable(node, claims)
+        if simple is None:
+            return None
+        req, need = simple
+        ids = self.inventory.selectable_ids(
+            node, req.key, lambda dev: _Run(self, node, claims)._selectable(req, dev)
+        )
+        free = 0
+        for d in ids:
+            if d not in self.allocated:
+                free += 1
+                if free >= need:
+                    return True
+        return need == 0
+
+    def free_counts(
+        self, nodes: Sequence[Node | None], claims: Sequence[ResourceClaim], req: _Request
+    ) -> IntArray:
+        """Free devices ``req`` may take on each node (``Inventory.count_free``)."""
+        return self.inventory.count_free(
+            nodes,
+            req.key,
+            lambda n, dev: _Run(self, n, claims)._selectable(req, dev),
+            self.allocated,
+            self.journal,
+        )
+
+    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult]:
+        """An allocation for every claim on ``node``, or ``[]`` when they do not fit.
+
+        Raises ``AllocationError`` for broken claims/classes/pools and
+        ``AllocationTimeout`` when the search runs out of steps.
+        """
+        return _Run(self, node, claims).run()
+
+
+def _simple_need(
+    alternatives: list[list[list[_Request]]], constraints: list[list[_Constraint]]
+) -> tuple[_Request, int] | None:
+    """(a request standing for all, devices needed) when counting decides; else None."""
+    reqs: list[_Request] = []
+    for per_claim in alternatives:
+        for alts in per_claim:
+            if len(alts) != 1:
+                return None
+            reqs.append(alts[0])
+    if any(constraints) or not reqs:
+        return None
+    first = reqs[0]
+    for r in reqs:
+        if r.mode != ALLOCATION_MODE_EXACT_COUNT or r.admin or r.key != first.key:
+            return None
+    return first, sum(r.count for r in reqs)
+
+
+_ConstraintSpec = tuple[frozenset[str], str | None, str | None]
+_Prepared = tuple[list[list[list["_Request"]]], list[list[_ConstraintSpec]]]
+
+
+class _Run:
+    def __init__(self, alloc: Allocator, node: Node, claims: Sequence[ResourceClaim]) -> None:
+        self.a = alloc
+        self.node = node
+        self.claims = claims
+        self.pools, self.devices = alloc.inventory.for_node(node)
+        self.steps = 0
+        limit = alloc.max_seconds
+        self.deadline = time.monotonic() + limit if limit > 0 else 0.0
+        self.taking: set[DeviceID] = set()
+        self.results: list[list[tuple[_Request, _Dev]]] = [[] for _ in claims]
+        # Per claim, per request: the alternatives (one, or one per subrequest); the same
+        # for every node of one pod's cycle, so prepared once.
+        specs = alloc._prepared(self, claims)
+        self.alternatives: list[list[list[_Request]]] = specs[0]
+        self.constraints = [
+            [_Constraint(r, m, d) for r, m, d in per_claim] for per_claim in specs[1]
+        ]
+        self.chosen: dict[tuple[int, int], int] = {}
+        # "All" requests: every device they select on this node (by id of the request).
+        self.all_devices: dict[int, list[_Dev]] = {}
+
+    # -- preparation ---------------------------------------------------------------------------
+    def _class(self, claim: ResourceClaim, request: str, name: str) -> DeviceClass:
+        cls = self.a.classes.get(name)
+        if cls is None:
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {request}: could not retrieve device class "
+                f'{name}: deviceclass.resource.k8s.io "{name}" not found'
+            )
+        return cls
+
+    def _request(
+        self, ci: int, claim: ResourceClaim, name: str, parent: str, spec: Any, admin: bool
+    ) -> _Request:
+        cls = self._class(claim, name, spec.device_class_name)
+        mode = spec.allocation_mode or ALLOCATION_MODE_EXACT_COUNT
+        count = spec.count or 1
+        if mode == ALLOCATION_MODE_EXACT_COUNT:
+            if count > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {name}: exceeds the claim limit of "
+                    f"{ALLOCATION_RESULTS_MAX_SIZE} devices"
+                )
+        elif mode != ALLOCATION_MODE_ALL:
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {name}: unsupported count mode {mode}"
+            )
+        if admin and not self.a.admin_access:
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {name}: admin access is requested, but the "
+                "feature is disabled"
+            )
+        return _Request(ci, name, parent, cls, spec.selectors, mode, count, admin, spec.tolerations)
+
+    def _all_devices(self, req: _Request) -> list[_Dev]:
+        """The devices an "All" request takes on this node."""
+        got = self.all_devices.get(id(req))
+        if got is not None:
+            return got
+        claim = self.claims[req.claim_index]
+        got = []
+        for pi, pool in enumerate(self.pools):
+            if pool.incomplete:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently invalid"
+                )
+            got.extend(dev for dev in self.devices[pi] if self._selectable(req, dev))
+        self.all_devices[id(req)] = got
+        return got
+
+    def prepare(self) -> tuple[list[list[list[_Request]]], list[list[_ConstraintSpec]]]:
+        """The claims' requests and constraints, node-independent (``Allocator._prepared``)."""
+        alternatives: list[list[list[_Request]]] = []
+        constraints: list[list[_ConstraintSpec]] = []
+        for ci, claim in enumerate(self.claims):
+            per_request: list[list[_Request]] = []
+            total = 0
+            for r in claim.spec.devices.requests:
+                if r.exactly is not None:
+                    admin = bool(r.exactly.admin_access)
+                    req = self._request(ci, claim, r.name, r.name, r.exactly, admin)
+                    per_request.append([req])
+                    total += _exact_count(req)
+                elif r.first_available:
+                    alts = [
+                        self._request(ci, claim, f"{r.name}/{sub.name}", r.name, sub, False)
+                        for sub in r.first_available
+                    ]
+                    per_request.append(alts)
+                    total += max(_exact_count(a) for a in alts)
+                else:
+                    raise AllocationError(
+                        f"claim {_kobj(claim)}, request {r.name}: unsupported request type"
+                    )
+            if total > ALLOCATION_RESULTS_MAX_SIZE and all(len(alts) == 1 for alts in per_request):
+                raise AllocationError(
+                    f"claim {_kobj(claim)}: number of requested devices {total} exceeds the "
+                    f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                )
+            alternatives.append(per_request)
+            constraints.append(
+                [
+                    (frozenset(c.requests), c.match_attribute, c.distinct_attribute)
+                    for c in claim.spec.devices.constraints
+                    if c.match_attribute or c.distinct_attribute
+                ]
+            )
+        return alternatives, constraints
+
+    # -- device checks -------------------------------------------------------------------------
+    def _selectors_match(
+        self, req: _Request, dev: _Dev, selectors: Sequence[DeviceSelector], where: str
+    ) -> bool:
+        for i, sel in enumerate(selectors):
+            if sel.cel is None:
+                continue
+            expr = self.a.cel.get(sel.cel.expression)
+            if expr.error:
+                raise AllocationError(f"{where}: selector #{i}: CEL compile error: {expr.error}")
+            try:
+                if not expr.matches(dev.env):
+                    return False
+            except CELError as e:
+                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from None
+        return True
+
+    def _selectable(self, req: _Request, dev: _Dev) -> bool:
+        verdict = dev.verdicts.get(req.key)
+        if verdict is None:
+            verdict = dev.verdicts[req.key] = self._judge(req, dev)
+        return verdict
+
+    def _judge(self, req: _Request, dev: _Dev) -> bool:
+        for taint in dev.device.taints:
+            if taint.effect in _BLOCKING_EFFECTS and not tolerations_tolerate_taint(
+                req.tolerations, taint
+            ):
+                return False
+        cls = req.class_
+        if not self._selectors_match(req, dev, cls.spec.selectors, f"class {cls.metadata.name}"):
+            return False
+        claim = self.claims[req.claim_index]
+        return self._selectors_match(req, dev, req.selectors, f"claim {_kobj(claim)}")
+
+    def _take(self, req: _Request, dev: _Dev) -> bool:
+        if dev.id in self.taking:
+            return False
+        if not req.admin and dev.id in self.a.allocated:
+            return False
+        added: list[_Constraint] = []
+        for c in self.constraints[req.claim_index]:
+            if c.applies(req):
+                if not c.add(dev):
+                    for undo in added:
+                        undo.remove()
+                    return False
+                added.append(c)
+        self.taking.add(dev.id)
+        self.results[req.claim_index].append((req, dev))
+        return True
+
+    def _release(self, req: _Request, dev: _Dev) -> None:
+        self.taking.discard(dev.id)
+        self.results[req.claim_index].pop()
+        for c in self.constraints[req.claim_index]:
+            if c.applies(req):
+                c.remove()
+
+    # -- search ----------------------------------------------------------------------------------
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > self.a.max_steps:
+            raise AllocationTimeout("timed out trying to allocate devices")
+        if self.deadline and not self.steps & 1023 and time.monotonic() > self.deadline:
+            raise AllocationTimeout("timed out trying to allocate devices")
+
+    def _slots(self) -> list[tuple[int, int]]:
+        return [(ci, ri) for ci, reqs in enumerate(self.alternatives) for ri in range(len(reqs))]
+
+    def _solve(self, slots: list[tuple[int, int]], at: int) -> bool:
+        if at == len(slots):
+            return True
+        ci, ri = slots[at]
+        for alt_index, req in enumerate(self.alternatives[ci][ri]):
+            self._tick()
+            self.chosen[(ci, ri)] = alt_index
+            if req.mode == ALLOCATION_MODE_ALL:
+                if not self._all_devices(req):
+                    continue  # nothing to hand out: not satisfiable here
+                if self._take_all(req, 0, lambda: self._solve(slots, at + 1)):
+                    return True
+            elif self._take_n(req, req.count, 0, lambda: self._solve(slots, at + 1)):
+                return True
+        return False
+
+    def _take_all(self, req: _Request, i: int, then: Callable[[], bool]) -> bool:
+        devices = self._all_devices(req)
+        if i == len(devices):
+            return then()
+        dev = devices[i]
+        if not self._take(req, dev):
+            return False
+        if self._take_all(req, i + 1, then):
+            return True
+        self._release(req, dev)
+        return False
+
+    def _candidates(self, req: _Request) -> Iterable[_Dev]:
+        for pi, pool in enumerate(self.pools):
+            if pool.invalid:
+                continue
+            yield from self.devices[pi]
+
+    def _take_n(self, req: _Request, n: int, start: int, then: Callable[[], bool]) -> bool:
+        if n == 0:
+            return then()
+        for k, dev in enumerate(self._candidates(req)):
+            if k < start:
+                continue
+            self._tick()
+            if dev.id in self.taking or (not req.admin and dev.id in self.a.allocated):
+                continue
+            if not self._selectable(req, dev):
+                continue
+            if not self._take(req, dev):
+                continue
+            # Devices of one request are interchangeable: later ones only, no permutations.
+            if self._take_n(req, n - 1, k + 1, then):
+                return True
+            self._release(req, dev)
+        return False
+
+    def run(self) -> list[AllocationResult]:
+        if not self._solve(self._slots(), 0):
+            return []
+        return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
+
+    # -- results ---------------------------------------------------------------------------------
+    def _result(self, ci: int, claim: ResourceClaim) -> AllocationResult:
+        results = [
+            DeviceRequestAllocationResult(
+                request=req.name,
+                driver=dev.id[0],
+                pool=dev.id[1],
+                device=dev.id[2],
+                admin_access=True if req.admin else None,
+                tolerations=list(req.tolerations),
+            )
+            for req, dev in self.results[ci]
+        ]
+        config: list[dict[str, Any]] = []
+        chosen: list[_Request] = []
+        for ri, alts in enumerate(self.alternatives[ci]):
+            chosen.append(alts[self.chosen.get((ci, ri), 0)])
+        for req in chosen:
+            for cfg in req.class_.spec.config:
+                config.append({"source": "FromClass", **_without_requests(cfg)})
+        for cfg in claim.spec.devices.config:
+            wanted = cfg.get("requests") or []
+            if not wanted or any(r.parent in wanted or r.name in wanted for r in chosen):
+                entry = {"source": "FromClaim", **_without_requests(cfg)}
+                if wanted:
+                    entry["requests"] = list(wanted)
+                config.append(entry)
+        return AllocationResult(
+            devices=DeviceAllocationResult(results=results, config=config),
+            node_selector=_node_selector(self.results[ci]),
+        )
+
+
+def _without_requests(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in cfg.items() if k != "requests"}
+
+
+def _node_selector(taken: Sequence[tuple[_Request, _Dev]]) -> NodeSelector | None:
+    """Where the allocated devices can be used: one node, a selector's nodes, or anywhere."""
+    fields: list[NodeSelectorRequirement] = []
+    exprs: list[NodeSelectorRequirement] = []
+    for _, dev in taken:
+        spec = dev.slice.spec
+        if spec.per_device_node_selection:
+            node_name, selector = dev.device.node_name, dev.device.node_selector
+        else:
+            node_name, selector = spec.node_name, spec.node_selector
+        if node_name:
+            return NodeSelector(
+                node_selector_terms=[
+                    NodeSelectorTerm(
+                        match_fields=[
+                            NodeSelectorRequirement(
+                                key="metadata.name", operator="In", values=[node_name]
+                            )
+                        ]
+                    )
+                ]
+            )
+        if selector is not None and len(selector.node_selector_terms) == 1:
+            term = selector.node_selector_terms[0]
+            fields.extend(r for r in term.match_fields if r not in fields)
+            exprs.extend(r for r in term.match_expressions if r not in exprs)
+    if fields or exprs:
+        return NodeSelector(
+            node_selector_terms=[NodeSelectorTerm(match_expressions=exprs, match_fields=fields)]
+        )
+    return None

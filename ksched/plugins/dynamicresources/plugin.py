@@ -1,0 +1,793 @@
+"""The DynamicResources plugin (upstream ``dynamicresources/dynamicresources.go``, v1.36).
+
+Pods ask for devices through ResourceClaims (``spec.resourceClaims``: a claim by name,
+or a template the cluster's resourceclaim controller turns into the pod's own claim).
+PreEnqueue keeps a pod out of the active queue while a claim is missing; PreFilter
+checks the claims (in use, being deleted, allocation in flight, classes exist) and sets
+up the structured allocator; Filter allocates on each node (``ksched.dra.allocator``)
+and remembers the result; Score prefers nodes where prioritized lists got earlier
+choices; Reserve marks the chosen node's allocations in flight, so no other pod gets
+those devices; PreBind writes ``status.allocation`` and adds the pod to
+``status.reservedFor`` (update with the resourceVersion, a fresh read and retry on
+conflict, as upstream); Unreserve rolls the in-flight allocation back; PostFilter
+deallocates a claim that is allocated where the pod cannot go and used by no one else.
+Messages, statuses and events to register are upstream's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+import structlog
+
+from ...api.objects import Node, Pod
+from ...api.resource import (
+    FINALIZER,
+    AllocationResult,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+)
+from ...api.selectors import CompiledNodeSelector, SelectorError, compile_node_selector
+from ...framework.cycle_state import CycleState
+from ...framework.handle import BindError, ConflictError, Handle
+from ...framework.interface import (
+    NOT_SIGNABLE,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterPlugin,
+    NodeToStatus,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHint,
+    ReservePlugin,
+    ScorePlugin,
+)
+from ...framework.listers import RevisionedStore
+from ...framework.snapshot import BoolArray, IntArray, Snapshot
+from ...framework.status import Code, Status, StatusError
+from ...framework.types import NodeInfo, PodInfo
+from ...queue import events as ev
+from ...util.coro import run_sync
+from .. import names
+from ..helper import default_normalize_score
+from ..volumebinding.assume_cache import AssumeCache, resource_version
+from .args import DynamicResourcesArgs
+
+if TYPE_CHECKING:
+    from ...dra.allocator import Allocator, DeviceID, Inventory
+    from ...dra.cel import ExpressionCache
+
+__all__ = ["CLAIMS", "CLASSES", "SLICES", "DynamicResources", "claim_name"]
+
+log = structlog.get_logger("ksched.plugins.dynamicresources")
+
+STATE_KEY = names.DYNAMIC_RESOURCES
+CLAIMS = "resourceclaims"
+SLICES = "resourceslices"
+CLASSES = "deviceclasses"
+# resourceapi.ResourceClaimReservedForMaxSize
+RESERVED_FOR_MAX_SIZE = 256
+# resourceapi.FirstAvailableDeviceRequestMaxSize
+FIRST_AVAILABLE_MAX_SIZE = 8
+# retry.DefaultRetry: attempts of a claim status update that meets conflicts.
+_UPDATE_ATTEMPTS = 5
+
+
+class _NotSchedulable(Exception):
+    """``foreachPodResourceClaim``'s errors: the pod waits for a claim event."""
+
+
+def claim_name(pod: Pod, index: int) -> tuple[str | None, bool]:
+    """``resourceclaim.Name``: the claim of ``spec.resourceClaims[index]`` and whether it
+    must be owned by the pod (made from a template); None when none was needed."""
+    pc = pod.spec.resource_claims[index]
+    meta = pod.metadata
+    if pc.resource_claim_name is not None:
+        return pc.resource_claim_name, False
+    if pc.resource_claim_template_name is not None:
+        for st in pod.status.resource_claim_statuses:
+            if st.name == pc.name:
+                return st.resource_claim_name, True
+        raise _NotSchedulable(f'pod "{meta.namespace}/{meta.name}": resource claim not found')
+    raise _NotSchedulable(
+        f'pod "{meta.namespace}/{meta.name}", spec.resourceClaim "{pc.name}": resource claim '
+        "reference not supported"
+    )
+
+
+def _is_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
+    return any(o.controller and o.uid == pod.metadata.uid for o in claim.metadata.owner_references)
+
+
+def _reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
+    return any(r.uid == pod.metadata.uid for r in claim.status.reserved_for)
+
+
+def _kobj(claim: ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+async def _write(call: Coroutine[Any, Any, ResourceClaim], what: str) -> ResourceClaim:
+    """A claim write; a failure other than a conflict (which is retried) says ``what``."""
+    try:
+        return await call
+    except ConflictError:
+        raise
+    except BindError as e:
+        raise BindError(f"{what}: {e}", retry=e.retry) from e
+
+
+# Past this many entries the taken-device log starts over (its readers recount).
+_LOG_LIMIT = 100_000
+
+
+class _Taken:
+    """Devices of allocated claims, by claim, updated from a claim store's changes."""
+
+    def __init__(self) -> None:
+        self.store: Mapping[str, ResourceClaim] | None = None
+        self.revision = -1
+        self.by_key: dict[str, tuple[Any, ...]] = {}
+        self.count: dict[Any, int] = {}
+        self.devices: set[Any] = set()
+        # Devices that became taken (+1) or free (-1), in order, since ``generation``
+        # began (a full recount starts a new one): Filter's counts follow it.
+        self.generation = 0
+        self.log: list[tuple[Any, int]] = []
+
+    def _set(self, key: str, claim: ResourceClaim | None) -> None:
+        from ...dra.allocator import allocated_devices
+
+        new = tuple(allocated_devices([claim])) if claim is not None else ()
+        old = self.by_key.pop(key, ())
+        if new:
+            self.by_key[key] = new
+        for d in old:
+            n = self.count[d] - 1
+            if n:
+                self.count[d] = n
+            else:
+                del self.count[d]
+                self.devices.discard(d)
+                self.log.append((d, -1))
+        for d in new:
+            n = self.count.get(d, 0)
+            self.count[d] = n + 1
+            if not n:
+                self.devices.add(d)
+                self.log.append((d, 1))
+
+    def refresh(
+        self,
+        store: Mapping[str, ResourceClaim],
+        latest: Callable[[str], ResourceClaim | None],
+        dirty: set[str],
+    ) -> set[Any]:
+        changes = None
+        if store is self.store and isinstance(store, RevisionedStore):
+            changes = store.changes_since(self.revision)
+        if changes is None or len(self.log) > _LOG_LIMIT:
+            self.by_key, self.count, self.devices = {}, {}, set()
+            self.generation += 1
+            self.log = []
+            for key in store:
+                self._set(key, latest(key))
+        else:
+            keys = {f"{c.metadata.namespace}/{c.metadata.name}" for c in changes}
+            for key in keys | dirty:
+                self._set(key, latest(key))
+        dirty.clear()
+        self.store = store
+        self.revision = int(getattr(store, "revision", -1))
+        return self.devices
+
+
+class _State:
+    """``stateData``: shared (not copied) by clones, as upstream's."""
+
+    __slots__ = (
+        "allocations",
+        "allocator",
+        "available_on",
+        "claims",
+        "counted",
+        "in_flight",
+        "node_allocations",
+        "pending",
+        "prioritized",
+        "unavailable",
+    )
+
+    def __init__(self) -> None:
+        self.claims: list[ResourceClaim] = []
+        # The claims to allocate (unallocated ones), in order.
+        self.pending: list[ResourceClaim] = []
+        self.allocator: Allocator | None = None
+        # Per claim: where an allocated claim can be used (None: anywhere / unallocated).
+        self.available_on: list[CompiledNodeSelector | None] = []
+        # Per claim: the allocation Reserve chose (None: nothing to allocate).
+        self.allocations: list[AllocationResult | None] = []
+        self.unavailable: set[int] = set()
+        # Filter's allocations by node; a Node: it fits, the allocation is made at Reserve.
+        self.node_allocations: dict[str, list[AllocationResult] | Node] = {}
+        # The snapshot whose nodes filter_batch counted free devices on (allocated at
+        # Reserve, on the chosen node).
+        self.counted: Snapshot | None = None
+        # Some claim has a prioritized list (firstAvailable): Score has work to do.
+        self.prioritized = False
+        self.in_flight: list[str] = []
+
+    def clone(self) -> _State:
+        return self
+
+    def to_allocate(self) -> list[int]:
+        return [i for i, c in enumerate(self.claims) if c.status.allocation is None]
+
+
+class DynamicResources(
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    FilterPlugin,
+    PostFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
+):
+    """Allocates devices for ResourceClaims (DRA with structured parameters)."""
+
+    name = names.DYNAMIC_RESOURCES
+    reads_listers = frozenset({CLAIMS, SLICES, CLASSES})
+    Args = DynamicResourcesArgs
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        if not isinstance(args, DynamicResourcesArgs):
+            args = DynamicResourcesArgs.parse(self.name, dict(args or {}))
+        self._handle: Handle = handle if handle is not None else Handle()
+        super().__init__(args, self._handle)
+        self.filter_timeout: float = args.filter_timeout
+        # Claims as the API has them, overlaid with what PreBind wrote (upstream's claim
+        # assume cache), and claims whose allocation is in flight (Reserve to PreBind).
+        self.claims: AssumeCache[ResourceClaim] = AssumeCache(self._claims_store, "claim")
+        self.in_flight: dict[str, ResourceClaim] = {}
+        self._in_flight_version = 0
+        self._cel: ExpressionCache | None = None
+        self._inventory: tuple[tuple[int, int], Inventory] | None = None
+        self._taken = _Taken()
+        # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
+        self._dirty: set[str] = set()
+
+    # -- listers (looked up late: the daemon fills them after building plugins) -------------
+    def _lister(self, key: str) -> Mapping[str, Any]:
+        store: Mapping[str, Any] = self._handle.listers.get(key) or {}
+        return store
+
+    def _claims_store(self) -> Mapping[str, ResourceClaim]:
+        return self._lister(CLAIMS)
+
+    def _get_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        return self.claims.get(f"{namespace}/{name}")
+
+    @property
+    def cel(self) -> ExpressionCache:
+        """Compiled selectors (the CEL library is loaded with the first pod with claims)."""
+        if self._cel is None:
+            from ...dra.cel import ExpressionCache
+
+            self._cel = ExpressionCache(size=256)
+        return self._cel
+
+    def inventory(self) -> Inventory:
+        """The slices as the allocator sees them, rebuilt when the slice list changes."""
+        store = self._lister(SLICES)
+        stamp = (id(store), int(getattr(store, "revision", -1)))
+        if self._inventory is None or self._inventory[0] != stamp or stamp[1] < 0:
+            from ...dra.allocator import Inventory
+
+            self._inventory = (stamp, Inventory(store.values()))
+        return self._inventory[1]
+
+    def allocated(self) -> set[DeviceID]:
+        """Devices taken by allocated claims (their latest known version) or in flight.
+
+        Upstream lists every claim for every pod; here the set is kept up to date from
+        the claim store's journal of changes (``RevisionedStore.changes_since``) and the
+        claims PreBind assumed, so a pod's cycle does not cost a pass over all claims."""
+        from ...dra.allocator import allocated_devices
+
+        taken = self._taken.refresh(self._claims_store(), self.claims.get, self._dirty)
+        if not self.in_flight:
+            return taken
+        return taken | allocated_devices(self.in_flight.values())
+
+    def _bump(self) -> None:
+        self._in_flight_version += 1
+
+    # -- claims of a pod ------------------------------------------------------------------------
+    def _pod_claims(self, pod: Pod) -> list[ResourceClaim]:
+        """``podResourceClaims``; _NotSchedulable when one cannot be used yet."""
+        out: list[ResourceClaim] = []
+        ns = pod.metadata.namespace
+        for i in range(len(pod.spec.resource_claims)):
+            name, must_own = claim_name(pod, i)
+            if name is None:
+                continue
+            claim = self._get_claim(ns, name)
+            if claim is None:
+                raise _NotSchedulable(f'resourceclaim.resource.k8s.io "{name}" not found')
+            if claim.metadata.deletion_timestamp is not None:
+                raise _NotSchedulable(f'resourceclaim "{name}" is being deleted')
+            if must_own and not _is_for_pod(pod, claim):
+                raise _NotSchedulable(
+                    f"ResourceClaim {ns}/{name} was not created for pod "
+                    f"{ns}/{pod.metadata.name} (pod is not owner)"
+                )
+            out.append(claim)
+        return out
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        """Pods with claims are not signable, as upstream's SignPod."""
+        return NOT_SIGNABLE if pod.pod.spec.resource_claims else None
+
+    # -- PreEnqueue -----------------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        if not pod.pod.spec.resource_claims:
+            return None
+        try:
+            self._pod_claims(pod.pod)
+        except _NotSchedulable as e:
+            return Status.unresolvable(str(e))
+        return None
+
+    # -- PreFilter ------------------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        s = _State()
+        state.write(STATE_KEY, s)
+        p = pod.pod
+        if not p.spec.resource_claims:
+            return None, Status(Code.SKIP)
+        try:
+            claims = self._pod_claims(p)
+        except _NotSchedulable as e:
+            return None, Status.unresolvable(str(e))
+        if not claims:
+            return None, Status(Code.SKIP)
+        s.available_on = [None] * len(claims)
+        s.allocations = [None] * len(claims)
+        to_allocate = 0
+        classes = self._lister(CLASSES)
+        for i, claim in enumerate(claims):
+            alloc = claim.status.allocation
+            if alloc is not None:
+                if len(claim.status.reserved_for) >= RESERVED_FOR_MAX_SIZE and not (
+                    _reserved_for_pod(p, claim)
+                ):
+                    return None, Status.unresolvable("resourceclaim in use")
+                if alloc.node_selector is not None:
+                    try:
+                        s.available_on[i] = compile_node_selector(
+                            alloc.node_selector, "status.allocation.nodeSelector"
+                        )
+                    except SelectorError as e:
+                        return None, Status.as_error(str(e))
+                continue
+            to_allocate += 1
+            if claim.metadata.uid in self.in_flight:
+                return None, Status.unresolvable(
+                    f"resource claim {_kobj(claim)} is in the process of being allocated"
+                )
+            for req in claim.spec.devices.requests:
+                if req.exactly is not None:
+                    st = self._validate_class(classes, req.exactly.device_class_name, req.name)
+                elif req.first_available:
+                    st = None
+                    for sub in req.first_available:
+                        qual = f"{req.name}/{sub.name}"
+                        st = st or self._validate_class(classes, sub.device_class_name, qual)
+                else:
+                    st = Status.unresolvable(
+                        f"resource claim {_kobj(claim)}, request {req.name}: unknown request type"
+                    )
+                if st is not None:
+                    return None, st
+        if to_allocate:
+            from ...dra.allocator import Allocator
+
+            s.prioritized = any(r.first_available for c in claims for r in c.spec.devices.requests)
+            s.allocator = Allocator(
+                self.inventory(),
+                classes,
+                self.allocated(),
+                self.cel,
+                journal=self._taken if not self.in_flight else None,
+                max_seconds=self.filter_timeout,
+            )
+        s.claims = claims
+        s.pending = [c for c in claims if c.status.allocation is None]
+        return None, None
+
+    @staticmethod
+    def _validate_class(classes: Mapping[str, Any], name: str, request: str) -> Status | None:
+        if not name:
+            return Status.as_error(f"request {request}: unsupported request type")
+        if name not in classes:
+            return Status.unresolvable(f"request {request}: device class {name} does not exist")
+        return None
+
+    def _state(self, state: CycleState) -> _State:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            raise KeyError(f'reading "{STATE_KEY}" from cycleState: not found')
+        return s
+
+    # -- Filter ---------------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        s = self._state(state)
+        if not s.claims:
+            return None
+        n = node.node
+        if n is None:
+            return Status.as_error("node not found")
+        unavailable = [
+            i
+            for i, sel in enumerate(s.available_on)
+            if sel is not None and not sel.matches(n.metadata.labels, n.metadata.name)
+        ]
+        allocations: list[AllocationResult] = []
+        if s.allocator is not None:
+            from ...dra.allocator import AllocationError, AllocationTimeout
+
+            claims = s.pending
+            try:
+                fits = s.allocator.quick_fit(n, claims)
+                if fits is None:
+                    allocations = s.allocator.allocate(n, claims)
+                    fits = len(allocations) == len(claims)
+            except AllocationTimeout:
+                return Status.unresolvable("timed out trying to allocate devices")
+            except AllocationError as e:
+                return Status.as_error(str(e))
+            if not fits:
+                return Status.unresolvable("cannot allocate all claims")
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return Status.unresolvable("resourceclaim not available on the node")
+        if s.allocator is not None:
+            s.node_allocations[n.metadata.name] = allocations or n
+        return None
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        """Filter over every node at once. For claims that counting decides (one kind of
+        ExactCount request, no constraints) it counts each node's free selectable devices;
+        otherwise it runs ``filter`` on each node. Statuses of rejected nodes come from
+        ``filter``, as the runtime asks it; an Error status fails the cycle as ``filter``'s
+        would (StatusError)."""
+        from ...dra.allocator import AllocationError
+
+        s = self._state(state)
+        infos = snap.node_infos
+        mask = np.zeros(snap.n, dtype=np.bool_)
+        alloc = s.allocator
+        simple = None
+        if alloc is not None and not any(s.available_on):
+            first = next((ni.node for ni in infos if ni.node is not None), None)
+            try:
+                simple = alloc.countable(first, s.pending) if first is not None else None
+            except AllocationError as e:
+                raise StatusError(Status.as_error(str(e))) from None
+        if alloc is not None and simple is not None:
+            req, need = simple
+            nodes = [ni.node for ni in infos]
+            try:
+                mask = alloc.free_counts(nodes, s.pending, req) >= need
+            except AllocationError as e:
+                raise StatusError(Status.as_error(str(e))) from None
+            if None in nodes:
+                mask &= np.array([n is not None for n in nodes], dtype=np.bool_)
+            s.counted = snap  # Reserve allocates on the chosen node
+            return mask
+        for r, ni in enumerate(infos):
+            if ni.node is None:
+                continue
+            st = self.filter(state, pod, ni)
+            if st is None or st.is_success():
+                mask[r] = True
+            elif st.code == Code.ERROR:
+                raise StatusError(st)
+        return mask
+
+    # -- PostFilter -----------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        s = self._state(state)
+        if not s.claims:
+            return None, Status(Code.UNSCHEDULABLE, "no new claims to deallocate")
+        uid = pod.pod.metadata.uid
+        for i in sorted(s.unavailable):
+            claim = s.claims[i]
+            rf = claim.status.reserved_for
+            if not rf or (len(rf) == 1 and rf[0].uid == uid):
+                status = msgspec.structs.replace(
+                    claim.status, allocation=None, reserved_for=[], devices=[]
+                )
+                freed = msgspec.structs.replace(claim, status=status)
+                err = self._io(
+                    functools.partial(self._cluster().update_resource_claim_status, freed)
+                )
+                if err is not None:
+                    return None, Status.as_error(err)
+                return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+        return None, Status(Code.UNSCHEDULABLE, "still not schedulable")
+
+    # -- PreScore / Score ------------------------------------------------------------------------
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        """Skip Score unless a claim has a prioritized list: every node would score 0,
+        which changes no total (upstream has no PreScore and scores 0 everywhere)."""
+        s = state.get(STATE_KEY)
+        return None if isinstance(s, _State) and s.prioritized else Status(Code.SKIP)
+
+    # -- Score ------------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """Prioritized lists: earlier subrequests chosen on a node score higher."""
+        s = self._state(state)
+        allocations = s.node_allocations.get(node.name)
+        if not s.claims or allocations is None or isinstance(allocations, Node):
+            return 0
+        score = 0
+        for claim, alloc in zip((s.claims[i] for i in s.to_allocate()), allocations, strict=False):
+            chosen = {r.request for r in alloc.devices.results if "/" in r.request}
+            for req in claim.spec.devices.requests:
+                for k, sub in enumerate(req.first_available):
+                    if f"{req.name}/{sub.name}" in chosen:
+                        score += FIRST_AVAILABLE_MAX_SIZE - k
+        return score
+
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
+    ) -> IntArray:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or not s.prioritized:
+            return np.zeros(len(rows), dtype=np.int64)
+        infos = snap.node_infos
+        return np.fromiter(
+            (self.score(state, pod, infos[int(r)]) for r in rows), dtype=np.int64, count=len(rows)
+        )
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> Status | None:
+        return default_normalize_score(100, False, scores)
+
+    # -- Reserve / Unreserve ------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        s = self._state(state)
+        pending = s.to_allocate() if s.claims else []
+        if not pending or s.allocator is None:
+            return None
+        allocations = s.node_allocations.get(node_name)
+        if allocations is None and s.counted is not None:  # filter_batch counted devices
+            ni = s.counted.get(node_name)
+            allocations = None if ni is None else ni.node
+        if allocations is None:
+            return Status.as_error("claim allocation not found for node")
+        if isinstance(allocations, Node):  # Filter counted devices: allocate them now
+            try:
+                allocations = s.allocator.allocate(allocations, [s.claims[i] for i in pending])
+            except Exception as e:
+                return Status.as_error(str(e))
+            if not allocations:
+                return Status.as_error("claim allocation not found for node")
+        if len(allocations) != len(pending):
+            return Status.as_error(
+                f"internal error, have {len(allocations)} allocations, {len(pending)} claims "
+                f"to allocate, want {len(pending)} claims"
+            )
+        for i, alloc in zip(pending, allocations, strict=True):
+            claim = s.claims[i]
+            s.allocations[i] = alloc
+            meta = claim.metadata
+            finalizers = list(meta.finalizers)
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+            allocated = msgspec.structs.replace(
+                claim,
+                metadata=msgspec.structs.replace(meta, finalizers=finalizers),
+                status=msgspec.structs.replace(claim.status, allocation=alloc),
+            )
+            self.in_flight[meta.uid] = allocated
+            s.in_flight.append(meta.uid)
+        self._bump()
+        return None
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return
+        for claim in s.claims:
+            meta = claim.metadata
+            if self.in_flight.pop(meta.uid, None) is not None:
+                self.claims.restore(f"{meta.namespace}/{meta.name}")
+                self._dirty.add(f"{meta.namespace}/{meta.name}")
+                self._bump()
+            if claim.status.allocation is not None and _reserved_for_pod(pod.pod, claim):
+                patch = {
+                    "metadata": {"uid": meta.uid},
+                    "status": {"reservedFor": [{"$patch": "delete", "uid": pod.pod.metadata.uid}]},
+                }
+                err = self._io(
+                    functools.partial(
+                        self._cluster().patch_resource_claim_status,
+                        meta.namespace,
+                        meta.name,
+                        patch,
+                    )
+                )
+                if err is not None:
+                    log.error("unreserve", resourceclaim=_kobj(claim), error=err)
+
+    # -- PreBind --------------------------------------------------------------------------------
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        s = self._state(state)
+        for i, claim in enumerate(s.claims):
+            if _reserved_for_pod(pod.pod, claim):
+                continue
+            try:
+                s.claims[i] = await self._bind_claim(s, i, pod.pod)
+            except BindError as e:
+                return Status.as_error(str(e))
+        return None
+
+    async def _bind_claim(self, s: _State, index: int, pod: Pod) -> ResourceClaim:
+        claim = s.claims[index]
+        allocation = s.allocations[index]
+        uid = claim.metadata.uid
+        cluster = self._cluster()
+        ref = ResourceClaimConsumerReference(
+            resource="pods", name=pod.metadata.name, uid=pod.metadata.uid
+        )
+        try:
+            for attempt in range(_UPDATE_ATTEMPTS):
+                if attempt:
+                    fresh = await cluster.get_resource_claim(
+                        claim.metadata.namespace, claim.metadata.name
+                    )
+                    if fresh is None:
+                        raise BindError(
+                            f"get updated claim {_kobj(claim)} after conflict: "
+                            f'resourceclaims.resource.k8s.io "{claim.metadata.name}" not found',
+                            retry=False,
+                        )
+                    claim = fresh
+                if claim.metadata.deletion_timestamp is not None:
+                    raise BindError(f"claim {_kobj(claim)} got deleted in the meantime", retry=True)
+                try:
+                    if allocation is not None:
+                        if claim.status.allocation is not None:
+                            raise BindError(
+                                f"claim {_kobj(claim)} got allocated elsewhere in the meantime",
+                                retry=True,
+                            )
+                        if FINALIZER not in claim.metadata.finalizers:
+                            meta = msgspec.structs.replace(
+                                claim.metadata, finalizers=[*claim.metadata.finalizers, FINALIZER]
+                            )
+                            claim = await _write(
+                                cluster.update_resource_claim(
+                                    msgspec.structs.replace(claim, metadata=meta)
+                                ),
+                                f"add finalizer to claim {_kobj(claim)}",
+                            )
+                    status = msgspec.structs.replace(
+                        claim.status,
+                        allocation=allocation or claim.status.allocation,
+                        reserved_for=[*claim.status.reserved_for, ref],
+                    )
+                    what = "allocation and reservation" if allocation else "reservation"
+                    claim = await _write(
+                        cluster.update_resource_claim_status(
+                            msgspec.structs.replace(claim, status=status)
+                        ),
+                        f"add {what} to claim {_kobj(claim)}",
+                    )
+                except ConflictError:
+                    if attempt == _UPDATE_ATTEMPTS - 1:
+                        raise
+                    continue
+                break
+            if allocation is not None:
+                key = f"{claim.metadata.namespace}/{claim.metadata.name}"
+                stored = self.claims.get_api(key)
+                if stored is None or resource_version(stored) <= resource_version(claim):
+                    try:
+                        self.claims.assume(key, claim)
+                        self._dirty.add(key)
+                    except Exception as e:  # concurrent delete or update: fine
+                        log.debug("claim not stored in assume cache", error=str(e))
+            return claim
+        finally:
+            if allocation is not None and self.in_flight.pop(uid, None) is not None:
+                self._bump()
+
+    # -- I/O from synchronous extension points ---------------------------------------------------
+    def _cluster(self) -> Any:
+        return self._handle.cluster
+
+    def _io(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> str | None:
+        """Run an API call from a synchronous extension point (Unreserve, PostFilter).
+
+        A cluster held in memory (simulate, tests) answers without suspending: run it now.
+        A real API call goes to the scheduler's task group (``handle.spawn``)."""
+        spawn = self._handle.spawn
+        if spawn is None:
+            try:
+                run_sync(call())
+            except BindError as e:
+                return str(e)
+            except RuntimeError as e:
+                return str(e)
+            return None
+
+        async def later() -> None:
+            try:
+                await call()
+            except BindError as e:
+                log.warning("resourceclaim update failed", error=str(e))
+
+        spawn(later)
+        return None
+
+    # -- queueing hints -------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """As upstream with queueing hints on."""
+        claim = self.is_schedulable_after_claim_change
+        return [
+            ClusterEventWithHint(ClusterEvent("Node", "Add")),
+            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeLabel")),
+            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeAllocatable")),
+            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_CLAIM, "Add"), claim),
+            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_CLAIM, "Update"), claim),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ev.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(ev.DEVICE_CLASS, "Add")),
+            ClusterEventWithHint(ClusterEvent(ev.DEVICE_CLASS, "Update")),
+            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_SLICE, "Add")),
+            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_SLICE, "Update")),
+        ]
+
+    def is_schedulable_after_claim_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        try:
+            uses = any(c.metadata.uid == new.metadata.uid for c in self._pod_claims(pod.pod))
+        except _NotSchedulable:
+            return QueueingHint.SKIP
+        if old is not None and old.status.allocation is not None and new.status.allocation is None:
+            return QueueingHint.QUEUE  # deallocated: devices became free
+        if not uses:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if old.status == new.status:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        if pod.pod.metadata.uid != new.pod.metadata.uid:
+            return QueueingHint.SKIP
+        try:
+            self._pod_claims(new.pod)
+        except _NotSchedulable:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE

@@ -1,0 +1,139 @@
+"""DRA end to end, against the test API server and the real control plane (whose
+kube-controller-manager runs the resourceclaim controller; on the test API server the
+test plays it): a pod with a claim template is bound and its claim carries the
+allocation and the pod in reservedFor; a pod whose claim cannot be met gets
+PodScheduled=False with kube-scheduler's message and one FailedScheduling event, and is
+scheduled once a node publishes a fitting ResourceSlice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ksched.testing.objects import (
+    device_requests,
+    make_device_class,
+    make_resource_claim,
+    make_resource_claim_template,
+    make_resource_slice,
+)
+
+from .conftest import E2E, JSON, wait_for
+
+DRIVER = "gpu.e2e.example.com"
+
+
+def _setup(e2e: E2E, template_count: int = 1) -> tuple[str, str]:
+    """A node, a class for the driver's devices and a claim template; (node, class)."""
+    node = e2e.create_node("gpu")
+    cls = e2e.node_name("gpu")
+    e2e.create_object(make_device_class(cls, f'device.driver == "{DRIVER}"'))
+    e2e.create_object(make_resource_claim_template("gpus", device_requests(cls, template_count)))
+    return node, cls
+
+
+def _gpus(e2e: E2E, node: str, n: int) -> JSON:
+    devices = [{"name": f"gpu-{i}"} for i in range(n)]
+    return e2e.create_object(make_resource_slice(node, DRIVER, devices, name=e2e.node_name("s")))
+
+
+def _claim_pod(e2e: E2E, name: str) -> JSON:
+    claims = [{"name": "gpus", "resourceClaimTemplateName": "gpus"}]
+    pod = e2e.create_pod(name, resource_claims=claims)
+    if e2e.target == "apiserver":
+        _play_resourceclaim_controller(e2e, pod)
+    return pod
+
+
+def _play_resourceclaim_controller(e2e: E2E, pod: JSON) -> None:
+    """What kube-controller-manager does for a pod with a template: the pod's own claim,
+    owned by it, named in the pod's status."""
+    tpl = e2e.kube.ok("GET", e2e.object_path("ResourceClaimTemplate", "gpus"))
+    meta = pod["metadata"]
+    name = f"{meta['name']}-gpus-x7k2p"
+    claim = make_resource_claim(name, tpl["spec"]["spec"]["devices"], e2e.namespace)
+    claim["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+        }
+    ]
+    e2e.create_object(claim)
+    status = {"status": {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": name}]}}
+    e2e.kube.ok(
+        "PATCH",
+        f"/api/v1/namespaces/{e2e.namespace}/pods/{meta['name']}/status",
+        status,
+        content_type="application/merge-patch+json",
+    )
+
+
+def _claim_of(e2e: E2E, pod: str) -> JSON:
+    def named() -> str | None:
+        for s in e2e.pod(pod).get("status", {}).get("resourceClaimStatuses") or []:
+            if s.get("name") == "gpus":
+                return str(s.get("resourceClaimName") or "") or None
+        return None
+
+    name = wait_for(named, 20, what="the pod's generated claim")
+    data: JSON = e2e.kube.ok("GET", e2e.object_path("ResourceClaim", name))
+    return data
+
+
+@pytest.mark.e2e
+def test_pod_with_claim_template_is_bound_and_its_claim_allocated(e2e: E2E) -> None:
+    node, _ = _setup(e2e, template_count=2)
+    _gpus(e2e, node, 3)
+    with e2e.daemon():
+        pod = _claim_pod(e2e, "trainer")
+        assert e2e.wait_bound("trainer", timeout=30) == node
+    claim = _claim_of(e2e, "trainer")
+    status: dict[str, Any] = claim["status"]
+    results = status["allocation"]["devices"]["results"]
+    assert [(r["request"], r["driver"], r["pool"]) for r in results] == [
+        ("req-0", DRIVER, node),
+        ("req-0", DRIVER, node),
+    ]
+    assert len({r["device"] for r in results}) == 2
+    terms = status["allocation"]["nodeSelector"]["nodeSelectorTerms"]
+    assert terms[0]["matchFields"][0]["values"] == [node]
+    assert [(r["resource"], r["name"], r["uid"]) for r in status["reservedFor"]] == [
+        ("pods", "trainer", pod["metadata"]["uid"])
+    ]
+    assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+
+
+@pytest.mark.e2e
+def test_unsatisfiable_claim_reports_once_then_schedules_when_a_slice_appears(e2e: E2E) -> None:
+    node, _ = _setup(e2e)
+    with e2e.daemon():
+        _claim_pod(e2e, "waiting")
+        cond = e2e.wait_unschedulable("waiting")
+        assert cond["message"] == (
+            "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
+            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
+        _gpus(e2e, node, 1)  # a ResourceSlice event: the pod is tried again
+        assert e2e.wait_bound("waiting", timeout=30) == node
+    assert _claim_of(e2e, "waiting")["status"]["allocation"]["devices"]["results"]
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("e2e", ["kube"], indirect=True)
+def test_unsatisfiable_claim_message_agrees_with_kube_scheduler(e2e: E2E, kube_name: str) -> None:
+    """The same unsatisfiable claim for kube-scheduler v1.36 and for ksched: the same
+    PodScheduled message, word for word."""
+    node, _ = _setup(e2e, template_count=3)
+    _gpus(e2e, node, 2)
+    claims = [{"name": "gpus", "resourceClaimTemplateName": "gpus"}]
+    with e2e.daemon():
+        e2e.create_pod("ours", resource_claims=claims)
+        e2e.create_pod("theirs", resource_claims=claims, scheduler_name=kube_name)
+        ours = e2e.wait_unschedulable("ours")
+        theirs = wait_for(lambda: e2e.condition("theirs"), 30, what="kube-scheduler's verdict")
+    assert ours["message"] == theirs["message"]
+    assert ours["message"].startswith("0/1 nodes are available: 1 cannot allocate all claims.")

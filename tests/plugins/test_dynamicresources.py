@@ -1,0 +1,543 @@
+"""DynamicResources at each extension point, after upstream's dynamicresources_test.go:
+claims by name and from templates, missing/deleted/foreign claims, missing classes, no
+devices, CEL errors, claims allocated elsewhere, in-flight allocations, PostFilter's
+deallocation, Reserve/Unreserve/PreBind with the claim writes, queueing hints, Score."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
+
+from ksched.api.objects import decode
+from ksched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.handle import Handle
+from ksched.framework.interface import NodeToStatus, QueueingHint
+from ksched.framework.listers import RevisionedStore
+from ksched.framework.status import Code, Status
+from ksched.framework.types import PodInfo
+from ksched.plugins.dynamicresources import DynamicResources
+from ksched.plugins.dynamicresources.plugin import CLAIMS, CLASSES, SLICES
+from ksched.sim.claim_controller import SimulatedClaimController
+from ksched.sim.cluster_file import ClusterFile
+from ksched.testing.objects import (
+    device_requests,
+    make_device_class,
+    make_resource_claim,
+    make_resource_slice,
+)
+from tests.factories import make_node, make_node_info, make_pod, make_snapshot
+
+DRIVER = "some-driver"
+NODE = make_node("worker")
+OTHER = make_node("worker-2")
+
+
+class Cluster:
+    """A ClusterClient over the simulated claim store (resourceVersion checks included)."""
+
+    def __init__(self, ctl: SimulatedClaimController) -> None:
+        self.ctl = ctl
+        self.writes: list[str] = []
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        self.writes.append("get")
+        return self.ctl.get(namespace, name)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self.writes.append("update")
+        return self.ctl.update(claim)
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        self.writes.append("update-status")
+        return self.ctl.update_status(claim)
+
+    async def patch_resource_claim_status(
+        self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        self.writes.append("patch-status")
+        self.ctl.patch_status(namespace, name, patch)
+
+
+def result(device: str) -> dict[str, str]:
+    return {"request": "req-0", "driver": DRIVER, "pool": "worker", "device": device}
+
+
+ON_WORKER = {
+    "devices": {"results": [result("dev-0")]},
+    "nodeSelector": {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["worker"]}]}
+        ]
+    },
+}
+
+
+def _claim(name: str = "claim", count: int = 1, *selectors: str, **status: Any) -> ResourceClaim:
+    raw = make_resource_claim(name, device_requests("class", count, *selectors))
+    raw["metadata"]["uid"] = f"uid-{name}"
+    if status:
+        raw["status"] = status
+    return decode(raw, ResourceClaim)
+
+
+class Env:
+    def __init__(
+        self,
+        claims: list[ResourceClaim],
+        *,
+        devices: int = 1,
+        classes: bool = True,
+        node: str = "worker",
+    ) -> None:
+        cf = ClusterFile()
+        cf.dra["resourceclaims"] = claims
+        cf.dra["resourceslices"] = [
+            decode(
+                make_resource_slice(node, DRIVER, [{"name": f"dev-{i}"} for i in range(devices)]),
+                ResourceSlice,
+            )
+        ]
+        if classes:
+            cf.dra["deviceclasses"] = [
+                decode(make_device_class("class", f'device.driver == "{DRIVER}"'), DeviceClass)
+            ]
+        self.ctl = SimulatedClaimController(cf, lambda *a: None)
+        self.cluster = Cluster(self.ctl)
+        handle = Handle(cluster=self.cluster)  # type: ignore[arg-type]
+        handle.listers.update(self.ctl.listers())
+        for key in (CLAIMS, SLICES, CLASSES):
+            handle.listers.setdefault(key, RevisionedStore())
+        self.pl = DynamicResources(None, handle)
+        self.snap = make_snapshot([NODE, OTHER])
+
+    def claim(self, name: str = "claim") -> ResourceClaim:
+        c = self.ctl.get("default", name)
+        assert c is not None
+        return c
+
+    def pre_filter(self, pod: PodInfo, state: CycleState) -> Status:
+        _, st = self.pl.pre_filter(state, pod, self.snap)
+        return st or Status(Code.SUCCESS)
+
+    def filter(self, pod: PodInfo, state: CycleState, node: Any = NODE) -> Status:
+        return self.pl.filter(state, pod, make_node_info(node)) or Status(Code.SUCCESS)
+
+    def schedule(self, pod: PodInfo, node: str = "worker") -> tuple[CycleState, Status]:
+        """PreFilter, Filter on the node, Reserve, PreBind."""
+        state = CycleState()
+        for st in (self.pre_filter(pod, state), self.filter(pod, state)):
+            if not st.is_success():
+                return state, st
+        st = self.pl.reserve(state, pod, node) or Status(Code.SUCCESS)
+        if not st.is_success():
+            return state, st
+        pb = anyio.run(self.pl.pre_bind, state, pod, node)
+        return state, pb or Status(Code.SUCCESS)
+
+
+def pod_with(claim_name: str = "claim", **kw: Any) -> PodInfo:
+    return make_pod(
+        "my-pod", resourceClaims=[{"name": "res", "resourceClaimName": claim_name}], **kw
+    )
+
+
+def pod_with_template(status_claim: str | None, **kw: Any) -> PodInfo:
+    raw_status = (
+        {"resourceClaimStatuses": [{"name": "res", "resourceClaimName": status_claim}]}
+        if status_claim
+        else {}
+    )
+    p = make_pod("my-pod", resourceClaims=[{"name": "res", "resourceClaimTemplateName": "t"}])
+    status = msgspec.convert(raw_status, type(p.pod.status)) if raw_status else p.pod.status
+    return p.with_pod(msgspec.structs.replace(p.pod, status=status))
+
+
+def owned(claim: ResourceClaim, pod: PodInfo) -> ResourceClaim:
+    from ksched.api.objects import OwnerReference
+
+    ref = OwnerReference(kind="Pod", name=pod.name, uid=pod.uid, controller=True)
+    meta = msgspec.structs.replace(claim.metadata, owner_references=[ref])
+    return msgspec.structs.replace(claim, metadata=meta)
+
+
+# ---- PreEnqueue / PreFilter ---------------------------------------------------------------
+
+
+def test_pod_without_claims_is_skipped_and_post_filter_has_nothing_to_deallocate() -> None:
+    env = Env([])
+    pod = make_pod("plain")
+    state = CycleState()
+    assert env.pl.pre_enqueue(pod) is None
+    assert env.pre_filter(pod, state).code == Code.SKIP
+    _, st = env.pl.post_filter(state, pod, NodeToStatus())
+    assert st is not None and st.code == Code.UNSCHEDULABLE
+    assert st.message() == "no new claims to deallocate"
+
+
+@pytest.mark.parametrize(
+    ("pod", "claims", "message"),
+    [
+        (pod_with("missing"), [], 'resourceclaim.resource.k8s.io "missing" not found'),
+        (pod_with_template(None), [], 'pod "default/my-pod": resource claim not found'),
+        (
+            pod_with_template("generated"),
+            [_claim("generated")],  # not owned by the pod
+            "ResourceClaim default/generated was not created for pod default/my-pod "
+            "(pod is not owner)",
+        ),
+        (
+            pod_with("claim"),
+            [
+                msgspec.structs.replace(
+                    _claim(),
+                    metadata=msgspec.structs.replace(
+                        _claim().metadata, deletion_timestamp="2026-01-01T00:00:00Z"
+                    ),
+                )
+            ],
+            'resourceclaim "claim" is being deleted',
+        ),
+    ],
+    ids=["missing-claim", "missing-template-claim", "not-owner", "deleted-claim"],
+)
+def test_pre_enqueue_and_pre_filter_wait_for_usable_claims(
+    pod: PodInfo, claims: list[ResourceClaim], message: str
+) -> None:
+    env = Env(claims)
+    st = env.pl.pre_enqueue(pod)
+    assert st is not None and st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert st.message() == message
+    assert env.pre_filter(pod, CycleState()).message() == message
+
+
+def test_claim_from_template_owned_by_the_pod_is_used() -> None:
+    pod = pod_with_template("generated")
+    env = Env([owned(_claim("generated"), pod)])
+    _, st = env.schedule(pod)
+    assert st.is_success()
+    assert env.claim("generated").status.allocation is not None
+
+
+def test_missing_class() -> None:
+    env = Env([_claim()], classes=False)
+    st = env.pre_filter(pod_with(), CycleState())
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert st.message() == "request req-0: device class class does not exist"
+
+
+def test_claim_in_use_by_too_many_consumers() -> None:
+    reserved = [{"resource": "pods", "name": f"p{i}", "uid": f"u{i}"} for i in range(256)]
+    env = Env([_claim(allocation=ON_WORKER, reservedFor=reserved)])
+    st = env.pre_filter(pod_with(), CycleState())
+    assert (st.code, st.message()) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "resourceclaim in use")
+
+
+# ---- Filter -------------------------------------------------------------------------------
+
+
+def test_no_devices_cannot_allocate_all_claims() -> None:
+    env = Env([_claim(count=2)])
+    state = CycleState()
+    assert env.pre_filter(pod_with(), state).is_success()
+    st = env.filter(pod_with(), state)
+    assert (st.code, st.message()) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        "cannot allocate all claims",
+    )
+    # the other node has no slice at all
+    assert env.filter(pod_with(), state, OTHER).message() == "cannot allocate all claims"
+
+
+def test_cel_runtime_error_is_an_error_status() -> None:
+    env = Env([_claim("claim", 1, 'device.attributes["x"].y == 1')])
+    state = CycleState()
+    assert env.pre_filter(pod_with(), state).is_success()
+    st = env.filter(pod_with(), state)
+    assert st.code == Code.ERROR
+    assert st.message() == ("claim default/claim: selector #0: CEL runtime error: no such key: x")
+
+
+def test_allocated_claim_not_available_on_node_is_deallocated_by_post_filter() -> None:
+    env = Env([_claim(allocation=ON_WORKER)])
+    pod = pod_with()
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert env.filter(pod, state).is_success()  # its own node
+    st = env.filter(pod, state, OTHER)
+    assert st.message() == "resourceclaim not available on the node"
+    _, pf = env.pl.post_filter(state, pod, NodeToStatus())
+    assert pf is not None and pf.message() == "deallocation of ResourceClaim completed"
+    assert env.claim().status.allocation is None
+
+
+def test_post_filter_keeps_claims_others_use() -> None:
+    other_pod = [{"resource": "pods", "name": "x", "uid": "x"}]
+    env = Env([_claim(allocation=ON_WORKER, reservedFor=other_pod)])
+    pod = pod_with()
+    state = CycleState()
+    env.pre_filter(pod, state)
+    env.filter(pod, state, OTHER)
+    _, pf = env.pl.post_filter(state, pod, NodeToStatus())
+    assert pf is not None and pf.message() == "still not schedulable"
+    assert env.claim().status.allocation is not None
+
+
+# ---- Reserve / PreBind / Unreserve --------------------------------------------------------
+
+
+def test_allocation_is_written_with_finalizer_and_reservation() -> None:
+    env = Env([_claim()])
+    pod = pod_with()
+    _, st = env.schedule(pod)
+    assert st.is_success()
+    claim = env.claim()
+    assert claim.status.allocation is not None
+    assert [(r.device, r.pool, r.driver) for r in claim.status.allocation.devices.results] == [
+        ("dev-0", "worker", DRIVER)
+    ]
+    assert [(r.resource, r.name, r.uid) for r in claim.status.reserved_for] == [
+        ("pods", "my-pod", pod.uid)
+    ]
+    assert "resource.kubernetes.io/delete-protection" in claim.metadata.finalizers
+    assert env.cluster.writes == ["update", "update-status"]
+    assert not env.pl.in_flight
+
+
+def test_in_flight_allocation_blocks_devices_and_sharing_pods() -> None:
+    env = Env([_claim("a"), _claim("b")])
+    pa = pod_with("a")
+    state = CycleState()
+    env.pre_filter(pa, state)
+    env.filter(pa, state)
+    assert env.pl.reserve(state, pa, "worker") is None
+    # the only device is in flight for claim a: claim b cannot get it
+    pb = make_pod("other", resourceClaims=[{"name": "res", "resourceClaimName": "b"}])
+    sb = CycleState()
+    env.pre_filter(pb, sb)
+    assert env.filter(pb, sb).message() == "cannot allocate all claims"
+    # a pod sharing claim a waits for the allocation to finish
+    sharer = make_pod("sharer", resourceClaims=[{"name": "res", "resourceClaimName": "a"}])
+    assert env.pre_filter(sharer, CycleState()).message() == (
+        "resource claim default/a is in the process of being allocated"
+    )
+    # Unreserve rolls the in-flight allocation back: b can have the device now
+    env.pl.unreserve(state, pa, "worker")
+    sb2 = CycleState()
+    env.pre_filter(pb, sb2)
+    assert env.filter(pb, sb2).is_success()
+
+
+def test_claim_allocated_elsewhere_in_the_meantime_is_an_error() -> None:
+    env = Env([_claim()], devices=2)
+    pod = pod_with()
+    state = CycleState()
+    env.pre_filter(pod, state)
+    env.filter(pod, state)
+    env.pl.reserve(state, pod, "worker")
+    # meanwhile someone else allocated it (a newer resourceVersion comes back on conflict)
+    other = env.claim()
+    alloc = decode({"devices": {"results": [result("dev-1")]}}, AllocationResult)
+    status = msgspec.structs.replace(other.status, allocation=alloc)
+    env.ctl.update_status(msgspec.structs.replace(other, status=status))
+    st = anyio.run(env.pl.pre_bind, state, pod, "worker")
+    assert st is not None and st.code == Code.ERROR
+    assert st.message() == "claim default/claim got allocated elsewhere in the meantime"
+    assert env.cluster.writes[:2] == ["update", "get"]  # the conflict made it read again
+    assert not env.pl.in_flight
+
+
+def test_unreserve_removes_the_reservation_it_made() -> None:
+    env = Env([_claim()])
+    pod = pod_with()
+    state, st = env.schedule(pod)
+    assert st.is_success() and env.claim().status.reserved_for
+    env.pl.unreserve(state, pod, "worker")
+    assert env.cluster.writes[-1] == "patch-status"
+    assert env.claim().status.reserved_for == []
+    assert env.claim().status.allocation is not None  # kept: the pod will use it again
+
+
+# ---- queueing hints and Score ---------------------------------------------------------------
+
+
+def test_claim_change_hints() -> None:
+    env = Env([_claim()])
+    pod = pod_with()
+    claim = env.claim()
+    hint = env.pl.is_schedulable_after_claim_change
+    assert hint(pod, None, claim) == QueueingHint.QUEUE  # created
+    assert hint(pod, claim, claim) == QueueingHint.SKIP  # status unchanged
+    other = _claim("other")
+    assert hint(pod, None, other) == QueueingHint.SKIP  # not the pod's
+    alloc = {"devices": {"results": []}}
+    allocated = decode(
+        {**msgspec.to_builtins(other), "status": {"allocation": alloc}}, ResourceClaim
+    )
+    assert hint(pod, allocated, other) == QueueingHint.QUEUE  # deallocated: devices freed
+
+
+def test_pod_change_hint_queues_once_the_generated_claim_is_named() -> None:
+    pod = pod_with_template(None)
+    env = Env([owned(_claim("gen"), pod)])
+    named = pod_with_template("gen")
+    named = named.with_pod(msgspec.structs.replace(named.pod, metadata=pod.pod.metadata))
+    hint = env.pl.is_schedulable_after_pod_change
+    assert hint(pod, pod, pod) == QueueingHint.SKIP
+    assert hint(pod, pod, named) == QueueingHint.QUEUE
+
+
+def test_score_prefers_earlier_subrequests() -> None:
+    raw = make_resource_claim(
+        "claim",
+        {
+            "requests": [
+                {
+                    "name": "req-0",
+                    "firstAvailable": [
+                        {"name": "two", "deviceClassName": "class", "count": 2},
+                        {"name": "one", "deviceClassName": "class", "count": 1},
+                    ],
+                }
+            ]
+        },
+    )
+    raw["metadata"]["uid"] = "uid-claim"
+    env = Env([decode(raw, ResourceClaim)], devices=1)
+    pod = pod_with()
+    state = CycleState()
+    env.pre_filter(pod, state)
+    assert env.filter(pod, state).is_success()
+    assert env.pl.score(state, pod, make_node_info(NODE)) == 8 - 1  # the second choice
+
+
+# ---- the batch Filter ---------------------------------------------------------------------
+
+
+def _batch(env: Env, pod: PodInfo, state: CycleState) -> dict[str, bool]:
+    mask = env.pl.filter_batch(state, pod, env.snap)
+    return {ni.name: bool(mask[r]) for r, ni in enumerate(env.snap.node_infos)}
+
+
+def _per_node(env: Env, pod: PodInfo, state: CycleState) -> dict[str, bool]:
+    return {ni.name: env.filter(pod, state, ni.node).is_success() for ni in env.snap.node_infos}
+
+
+@pytest.mark.parametrize("devices", [0, 1, 2])
+@pytest.mark.parametrize("count", [1, 2])
+def test_filter_batch_counts_what_filter_allocates(devices: int, count: int) -> None:
+    env = Env([_claim(count=count)], devices=devices)
+    pod = pod_with()
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert _batch(env, pod, state) == _per_node(env, pod, state)
+    assert _batch(env, pod, state)["worker"] is (devices >= count)
+
+
+def test_filter_batch_sees_devices_taken_since_the_last_pod() -> None:
+    env = Env([_claim("a"), _claim("b")], devices=1)
+    pa, pb = pod_with("a"), make_pod("b", resourceClaims=[{"name": "r", "resourceClaimName": "b"}])
+    sa = CycleState()
+    env.pre_filter(pa, sa)
+    assert _batch(env, pa, sa)["worker"]
+    # Reserve allocates on the node the batch counted on (no per-node Filter ran)
+    assert env.pl.reserve(sa, pa, "worker") is None
+    assert anyio.run(env.pl.pre_bind, sa, pa, "worker") is None
+    sb = CycleState()
+    env.pre_filter(pb, sb)
+    assert _batch(env, pb, sb) == {"worker": False, "worker-2": False}
+    assert env.filter(pb, sb).message() == "cannot allocate all claims"
+
+
+def test_filter_batch_runs_filter_for_claims_counting_cannot_decide() -> None:
+    claim = decode(
+        {
+            **make_resource_claim("claim", device_requests("class", 2)),
+            "spec": {
+                "devices": {
+                    **device_requests("class", 2),
+                    "constraints": [{"matchAttribute": f"{DRIVER}/root"}],
+                }
+            },
+        },
+        ResourceClaim,
+    )
+    env = Env([claim], devices=3)
+    pod = pod_with()
+    state = CycleState()
+    env.pre_filter(pod, state)
+    # no device has the attribute: the search (not a count) says no
+    assert _batch(env, pod, state) == {"worker": False, "worker-2": False}
+
+
+def test_filter_batch_error_fails_the_cycle_with_filters_words() -> None:
+    from ksched.framework.runtime import _from_exception
+    from ksched.framework.status import StatusError
+
+    env = Env([_claim("claim", 1, 'device.attributes["x"].y == 1')])
+    pod = pod_with()
+    state = CycleState()
+    env.pre_filter(pod, state)
+    with pytest.raises(StatusError) as e:
+        env.pl.filter_batch(state, pod, env.snap)
+    st = _from_exception(e.value, "DynamicResources", "Filter")
+    assert (st.code, st.message()) == (
+        Code.ERROR,
+        'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
+        "CEL runtime error: no such key: x",
+    )
+
+
+def test_taken_devices_follow_claim_changes_incrementally() -> None:
+    from ksched.dra.allocator import allocated_devices
+
+    env = Env([_claim(f"c{i}") for i in range(4)], devices=4)
+    for i in range(3):
+        pod = make_pod(f"p{i}", resourceClaims=[{"name": "r", "resourceClaimName": f"c{i}"}])
+        assert env.schedule(pod)[1].is_success()
+        everything = allocated_devices(env.ctl.claims.values())
+        assert env.pl.allocated() == everything and len(everything) == i + 1
+    # a deallocation (PostFilter, or the claim controller) frees the device again
+    c0 = env.claim("c0")
+    env.ctl.update_status(msgspec.structs.replace(c0, status=type(c0.status)()))
+    assert env.pl.allocated() == allocated_devices(env.ctl.claims.values())
+    assert len(env.pl.allocated()) == 2
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    devices=hst.integers(0, 4),
+    counts=hst.lists(hst.integers(1, 3), min_size=1, max_size=3),
+    done=hst.integers(0, 3),
+)
+def test_filter_batch_agrees_with_filter_as_claims_get_allocated(
+    devices: int, counts: list[int], done: int
+) -> None:
+    """However many devices earlier pods took, the counting batch Filter and the
+    allocating per-node Filter agree on every node."""
+    claims = [_claim(f"c{i}", n) for i, n in enumerate(counts)]
+    env = Env([*claims, *(_claim(f"e{i}") for i in range(done))], devices=devices)
+    for i in range(done):  # earlier pods, each taking a device when one is left
+        env.schedule(
+            make_pod(f"e{i}", resourceClaims=[{"name": "r", "resourceClaimName": f"e{i}"}])
+        )
+    pod = make_pod(
+        "p",
+        resourceClaims=[
+            {"name": f"r{i}", "resourceClaimName": f"c{i}"} for i in range(len(counts))
+        ],
+    )
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    batch = _batch(env, pod, state)
+    assert batch == _per_node(env, pod, state)
+    # and both agree with the search itself (allocate, not a count)
+    s = state.read("DynamicResources")
+    assert batch == {
+        ni.name: bool(s.allocator.allocate(ni.node, s.pending)) for ni in env.snap.node_infos
+    }

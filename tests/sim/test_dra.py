@@ -1,0 +1,145 @@
+"""DRA in ``ksched simulate``: the simulator plays the resourceclaim controller (claims
+from templates), DynamicResources allocates devices from the file's ResourceSlices and
+records allocation and reservedFor; pods whose claims cannot be met stay pending with
+upstream's message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import yaml
+
+from ksched.config import load_config_data
+from ksched.framework.registry import default_registry
+from ksched.sim import parse_cluster
+from ksched.sim.simulator import Simulation
+from tests.sim.test_scenarios import node, pod, run
+
+DRIVER = "gpu.example.com"
+
+
+def device_class(name: str = "gpu", expr: str = f'device.driver == "{DRIVER}"') -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": expr}}]},
+    }
+
+
+def gpu_slice(node_name: str, *gpus: tuple[str, str, str]) -> dict[str, Any]:
+    """A node's GPUs: (name, memory, pcieRoot)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-gpus"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": n,
+                    "attributes": {"pcieRoot": {"string": root}},
+                    "capacity": {"memory": {"value": mem}},
+                }
+                for n, mem, root in gpus
+            ],
+        },
+    }
+
+
+def template(name: str, count: int = 1, selector: str = "", **extra: Any) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu", "count": count}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}], **extra}}},
+    }
+
+
+def claiming(name: str, tpl: str) -> dict[str, Any]:
+    return pod(name, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": tpl}])
+
+
+CLUSTER = [
+    node("n1"),
+    node("n2"),
+    device_class(),
+    gpu_slice("n1", ("gpu-0", "16Gi", "r0"), ("gpu-1", "16Gi", "r1")),
+    gpu_slice("n2", ("gpu-0", "80Gi", "r0"), ("gpu-1", "80Gi", "r0"), ("gpu-2", "80Gi", "r0")),
+    template("one"),
+    template(
+        "big",
+        selector=f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0',
+    ),
+    template("pair", count=2, constraints=[{"matchAttribute": f"{DRIVER}/pcieRoot"}]),
+    template("five", count=5),
+]
+
+
+def test_claims_from_templates_are_allocated_where_devices_fit() -> None:
+    res = run([*CLUSTER, claiming("big", "big"), claiming("pair", "pair"), pod("plain")])
+    assert res["big"].node == "n2"
+    assert res["pair"].node == "n2"  # only n2's GPUs share a PCIe root
+    assert res["plain"].node is not None
+
+
+def test_unsatisfiable_claim_says_cannot_allocate_all_claims() -> None:
+    res = run([*CLUSTER, claiming("five", "five")])
+    r = res["five"]
+    assert r.node is None and r.status == "Unschedulable"
+    assert r.message.startswith("0/2 nodes are available: 2 cannot allocate all claims.")
+    assert "no new claims to deallocate" not in r.message  # the pod has claims
+
+
+def test_devices_are_never_handed_out_twice() -> None:
+    pods = [claiming(f"p{i}", "one") for i in range(6)]
+    res = run([*CLUSTER, *pods])
+    placed = [r.node for r in res.values() if r.node]
+    assert sorted(placed) == ["n1", "n1", "n2", "n2", "n2"]  # five GPUs in all
+    (left,) = [r for r in res.values() if r.node is None]
+    assert "cannot allocate all claims" in left.message
+
+
+def test_claim_status_gets_allocation_and_reserved_for() -> None:
+    cf = parse_cluster(yaml.safe_dump_all([*CLUSTER, claiming("big", "big")]), "f.yaml")
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    sim = Simulation(cf, cfg, default_registry(entry_points=False))
+    (res,) = anyio.run(sim.run)
+    claim = sim.cluster.claim_controller.get("default", "big-gpu")
+    assert claim is not None and res.node == "n2"
+    alloc = claim.status.allocation
+    assert alloc is not None
+    assert [(r.request, r.driver, r.pool) for r in alloc.devices.results] == [("gpu", DRIVER, "n2")]
+    assert alloc.node_selector is not None
+    assert alloc.node_selector.node_selector_terms[0].match_fields[0].values == ["n2"]
+    assert [r.name for r in claim.status.reserved_for] == ["big"]
+    assert claim.status.reserved_for[0].resource == "pods"
+    assert "resource.kubernetes.io/delete-protection" in claim.metadata.finalizers
+    owner = claim.metadata.owner_references[0]
+    assert owner.kind == "Pod" and owner.controller and owner.uid == "sim-default-big"
+
+
+def test_missing_template_leaves_pod_pending_with_upstream_message() -> None:
+    res = run([*CLUSTER, claiming("lost", "no-such-template")])
+    r = res["lost"]
+    assert r.node is None
+    assert 'pod "default/lost": resource claim not found' in r.message
+
+
+def test_missing_device_class() -> None:
+    objs = [
+        node("n1"),
+        gpu_slice("n1", ("gpu-0", "16Gi", "r0")),
+        template("one"),
+        claiming("p", "one"),
+    ]
+    r = run(objs)["p"]
+    assert r.node is None
+    assert "request gpu: device class gpu does not exist" in r.message
