@@ -143,6 +143,9 @@ class SimulatedCluster:
 class _Recorder:
     def __init__(self) -> None:
         self.results: OrderedDict[str, PodResult] = OrderedDict()
+        # every failed attempt's (reason, message) per pod uid, in order: what the daemon
+        # would have written as FailedScheduling events and PodScheduled conditions
+        self.failures: dict[str, list[tuple[str, str]]] = {}
 
     def _put(self, key: str, r: PodResult) -> None:
         self.results.pop(key, None)
@@ -154,6 +157,7 @@ class _Recorder:
     def failed(
         self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
     ) -> None:
+        self.failures.setdefault(pod.uid, []).append((reason, message))
         status = "Error" if reason == "SchedulerError" else "Unschedulable"
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
 

@@ -1,0 +1,173 @@
+"""Where ksched's outcome differs from kube-scheduler's, one ``Divergence`` per fact.
+
+Compared: schedulable or not; the chosen node is one of ksched's top-scored nodes
+(kube-scheduler breaks ties at random); the feasible node set; every plugin's weighted
+score per node and the final scores (when kube-scheduler logged them: more than one node
+feasible); the FitError text and the PodScheduled condition (reason, message,
+observedGeneration); preemption's victims and nominated node.
+
+One known gap is normalized, not compared, until ksched has DynamicResources (issue 14;
+see ``DRA_PENDING``): v1.36's default profile runs DynamicResources, whose PostFilter
+comes before DefaultPreemption's. For a pod without claims it says ``no new claims to
+deallocate`` ahead of preemption's verdict; when a PreFilter plugin ahead of it rejected
+the pod (a missing or unbound immediate claim), its own PreFilter never ran, its state
+read fails with ``not found`` and that error ends the PostFilter phase, so the message
+ends ``. not found`` and preemption never runs. Its Score plugin scores 0 on every node
+for pods without claims. Those three are taken out of kube-scheduler's side; nothing
+else is excused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .outcome import Outcome
+
+__all__ = [
+    "DRA_PENDING",
+    "Divergence",
+    "compare",
+    "messages_agree",
+    "normalize_kube_message",
+]
+
+#: Set to False once ksched runs DynamicResources: then its PostFilter sentence and its
+#: scores are compared like every other plugin's.
+DRA_PENDING = True
+_DRA_POSTFILTER = "no new claims to deallocate, "
+# DynamicResources' PostFilter without its PreFilter state: CycleState's ErrNotFound
+_DRA_NO_STATE = " not found"
+_PREEMPTION = " preemption: "
+_DRA_PLUGIN = "DynamicResources"
+
+
+@dataclass
+class Divergence:
+    """``what``: feasibility, node, feasible, score, total, message, condition,
+    victims, nominated, rejected, timeout."""
+
+    what: str
+    detail: str
+    kube: Any
+    ksched: Any
+    plugin: str = ""
+    node: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "plugin": self.plugin,
+            "node": self.node,
+            "detail": self.detail,
+            "kube": self.kube,
+            "ksched": self.ksched,
+        }
+
+
+def normalize_kube_message(message: str) -> str:
+    """kube-scheduler's text with the DynamicResources PostFilter sentence taken out
+    (only while ``DRA_PENDING``)."""
+    if DRA_PENDING:
+        return message.replace(_DRA_POSTFILTER, "", 1)
+    return message
+
+
+def messages_agree(kube: str, ours: str) -> bool:
+    """The FitError texts are the same once DynamicResources' PostFilter is accounted for:
+    with its ``not found`` error kube-scheduler ran no preemption, so only the Filter
+    diagnosis before it is compared (only while ``DRA_PENDING``)."""
+    kube = normalize_kube_message(kube)
+    if kube == ours:
+        return True
+    if DRA_PENDING and kube.endswith("." + _DRA_NO_STATE):
+        diagnosis = kube[: -len(_DRA_NO_STATE)]
+        return ours.startswith(diagnosis + _PREEMPTION)
+    return False
+
+
+def _top(totals: dict[str, int]) -> set[str]:
+    if not totals:
+        return set()
+    best = max(totals.values())
+    return {n for n, v in totals.items() if v == best}
+
+
+def compare(kube: Outcome, ours: Outcome) -> list[Divergence]:
+    out: list[Divergence] = []
+    if kube.status == "Timeout":
+        return [Divergence("timeout", "kube-scheduler gave no outcome", kube.status, ours.status)]
+    if kube.status != ours.status:
+        out.append(
+            Divergence(
+                "feasibility",
+                f"kube-scheduler: {kube.status}, ksched: {ours.status}",
+                kube.message or kube.node,
+                ours.message or ours.node,
+            )
+        )
+        return out
+    if not messages_agree(kube.message, ours.message):
+        out.append(Divergence("message", "FitError text", kube.message, ours.message))
+    if kube.condition is not None or ours.condition is not None:
+        kc = kube.condition or {}
+        oc = ours.condition or {}
+        if not messages_agree(str(kc.get("message", "")), str(oc.get("message", ""))):
+            out.append(
+                Divergence(
+                    "condition", "PodScheduled message", kc.get("message"), oc.get("message")
+                )
+            )
+        for field in ("reason", "observedGeneration"):
+            if kc.get(field) != oc.get(field):
+                out.append(
+                    Divergence("condition", f"PodScheduled {field}", kc.get(field), oc.get(field))
+                )
+    if sorted(kube.victims) != sorted(ours.victims):
+        out.append(Divergence("victims", "preemption victims", kube.victims, ours.victims))
+    if kube.nominated != ours.nominated and kube.node != ours.node:
+        out.append(Divergence("nominated", "nominated node", kube.nominated, ours.nominated))
+    if kube.status != "Scheduled":
+        return out
+    if (
+        kube.feasible is not None
+        and ours.feasible is not None
+        and sorted(kube.feasible) != sorted(ours.feasible)
+    ):
+        out.append(
+            Divergence("feasible", "feasible node set", sorted(kube.feasible), ours.feasible)
+        )
+    for plugin, per_node in sorted(kube.scores.items()):
+        mine = ours.scores.get(plugin)
+        if mine is None:
+            if DRA_PENDING and plugin == _DRA_PLUGIN and not any(per_node.values()):
+                continue
+            out.append(Divergence("score", "plugin not run by ksched", per_node, None, plugin))
+            continue
+        for node, value in sorted(per_node.items()):
+            if mine.get(node) != value:
+                out.append(
+                    Divergence("score", "weighted score", value, mine.get(node), plugin, node)
+                )
+    for plugin in sorted(set(ours.scores) - set(kube.scores)):
+        if kube.scores:
+            out.append(
+                Divergence(
+                    "score", "plugin not run by kube-scheduler", None, ours.scores[plugin], plugin
+                )
+            )
+    for node, value in sorted(kube.totals.items()):
+        if ours.totals.get(node) != value:
+            out.append(Divergence("total", "final score", value, ours.totals.get(node), node=node))
+    top = _top(ours.totals) if ours.totals else ({ours.node} if ours.node else set())
+    if kube.node not in top:
+        out.append(
+            Divergence(
+                "node",
+                "kube-scheduler's node is not among ksched's top-scored",
+                kube.node,
+                sorted(top),
+                node=kube.node or "",
+            )
+        )
+    return out
