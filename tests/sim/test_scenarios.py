@@ -91,7 +91,7 @@ def test_tainted_gpu_node_only_takes_the_tolerating_gpu_pod() -> None:
     assert res["web"].node in ("cpu-1", "cpu-2")
     assert res["gpu-no-toleration"].status == "Unschedulable"
     assert res["gpu-no-toleration"].message == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}, "
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
         "2 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: "
         "3 Preemption is not helpful for scheduling."
     )

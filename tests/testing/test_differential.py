@@ -199,3 +199,17 @@ def test_scenario_file_is_what_ksched_simulate_reproduces(tmp_path: Path) -> Non
     )
     (pod,) = json.loads(proc.stdout)["pods"]
     assert (pod["name"], pod["node"], pod["status"]) == ("q", "x", "Scheduled")
+
+
+def test_ksched_replay_counts_untolerated_taints_together() -> None:
+    """v1.35+ (kubernetes#134740): one reason for all untolerated taints, none named."""
+    state = [
+        _node("a", "1", [{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+        _node("b", "1", [{"key": "j", "value": "w", "effect": "NoExecute"}]),
+        _node("c", "1"),
+    ]
+    out = KschedReplay()(state, _pod("p", "2"))
+    assert out.message == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
