@@ -476,7 +476,16 @@ class Scheduler:
         holding = True
         try:
             wp = self.waiting_pods.get(assumed.uid or assumed.key)
-            if wp is not None and not wp.done:
+            will_wait = wp is not None and not wp.done
+            pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
+            if pre_flight.code == Code.ERROR or pre_flight.is_rejected():
+                self.handle_binding_failure(fw, state, qpi, assumed, node, pre_flight)
+                return
+            if pre_flight.is_success() or will_wait:
+                # NominatedNodeNameForExpectation: PreBind or Permit will take a while, so
+                # tell everyone (the autoscaler, other schedulers) where the pod is going.
+                await self.cluster.set_nominated_node(assumed, node)
+            if will_wait:
                 # A pod parked at Permit (e.g. waiting for its gang) must not hold a
                 # binding slot, or a gang larger than the bound could never assemble.
                 self._binding_limit.release()
