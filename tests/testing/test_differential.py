@@ -213,3 +213,35 @@ def test_ksched_replay_counts_untolerated_taints_together() -> None:
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
+
+
+def _victim(name: str, priority: int, labels: dict[str, str] | None = None) -> dict[str, object]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "d", "labels": labels or {}},
+        "spec": {"priority": priority, "nodeName": "n"},
+    }
+
+
+def test_equally_good_preemption_candidates_are_a_tie_not_a_divergence() -> None:
+    pdb = {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "b", "namespace": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}},
+        "status": {"disruptionsAllowed": 0},
+    }
+    state = [
+        _victim("a", 10),
+        _victim("b", 10),
+        _victim("c", 20),
+        _victim("db", 10, {"app": "db"}),
+        pdb,
+    ]
+    kube = Outcome("Scheduled", node="n1", nominated="n1", victims=["d/a"])
+    tie = Outcome("Scheduled", node="n2", nominated="n2", victims=["d/b"], totals={"n2": 1})
+    assert compare(kube, tie, state) == []
+    # a higher-priority victim, a PDB violation or more victims are worse, not a tie
+    for worse in (["d/c"], ["d/db"], ["d/a", "d/b"]):
+        ours = Outcome("Scheduled", node="n2", nominated="n2", victims=worse)
+        kinds = [d.what for d in compare(kube, ours, state)]
+        assert "victims" in kinds and "nominated" in kinds, worse

@@ -39,11 +39,33 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds between pods (kube-scheduler reuses scores for 500 ms)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no per-pod progress on stderr")
+    p.add_argument(
+        "--record",
+        type=Path,
+        nargs="+",
+        metavar="SCENARIO",
+        help="instead: record each scenario file's golden expectations from kube-scheduler "
+        "(NAME.golden.json beside it)",
+    )
     return p
+
+
+def _record(paths: list[Path]) -> int:
+    from .golden import golden_path, record
+
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"python -m ksched.testing.differential: no such file: {', '.join(missing)}")
+        return 2
+    for path, golden in record(paths).items():
+        print(f"{golden_path(path)}: {len(golden['pods'])} pods")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.record:
+        return _record(args.record)
     try:
         seeds = parse_seeds(args.seeds)
         features = parse_features(args.features)

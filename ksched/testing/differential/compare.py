@@ -22,6 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from ...api.objects import LabelSelector
+from ...api.selectors import compile_label_selector
+from .generator import JSON
 from .outcome import Outcome
 
 __all__ = [
@@ -93,7 +98,54 @@ def _top(totals: dict[str, int]) -> set[str]:
     return {n for n, v in totals.items() if v == best}
 
 
-def compare(kube: Outcome, ours: Outcome) -> list[Divergence]:
+def _pdb_violations(victims: list[JSON], pdbs: list[JSON]) -> int:
+    """``filterPodsWithPDBViolation``: victims past their PDB's ``disruptionsAllowed``."""
+    allowed = [int(p.get("status", {}).get("disruptionsAllowed", 0)) for p in pdbs]
+    selectors = [
+        compile_label_selector(msgspec.convert(p["spec"].get("selector"), LabelSelector))
+        if p["spec"].get("selector")
+        else None
+        for p in pdbs
+    ]
+    count = 0
+    for v in victims:
+        meta = v["metadata"]
+        violating = False
+        for i, pdb in enumerate(pdbs):
+            sel = selectors[i]
+            if pdb["metadata"].get("namespace") != meta.get("namespace") or sel is None:
+                continue
+            if sel.matches(meta.get("labels") or {}):
+                allowed[i] -= 1
+                violating = violating or allowed[i] < 0
+        count += violating
+    return count
+
+
+def preemption_key(state: list[JSON], victims: list[str]) -> tuple[int, int, int, int]:
+    """What ``pickOneNodeForPreemption`` ranks candidates by, in order: PDB violations,
+    highest victim priority, sum of priorities (each shifted by MaxInt32+1), number of
+    victims. Its last criterion, the victims' start time, is nil for pods no kubelet ran,
+    and then the first candidate wins: which one is first depends on a random offset and
+    parallel dry runs, so candidates equal on this key are a coin toss."""
+    pods = {
+        f"{o['metadata'].get('namespace')}/{o['metadata']['name']}": o
+        for o in state
+        if o.get("kind") == "Pod"
+    }
+    found = [pods[v] for v in victims if v in pods]
+    prios = [int(p["spec"].get("priority") or 0) for p in found]
+    pdbs = [o for o in state if o.get("kind") == "PodDisruptionBudget"]
+    return (
+        _pdb_violations(found, pdbs),
+        max(prios, default=0),
+        sum(p + 2**31 for p in prios),
+        len(found),
+    )
+
+
+def compare(kube: Outcome, ours: Outcome, state: list[JSON] | None = None) -> list[Divergence]:
+    """``state``: the objects both saw, to tell a preemption tie from a divergence."""
     out: list[Divergence] = []
     if kube.status == "Timeout":
         return [Divergence("timeout", "kube-scheduler gave no outcome", kube.status, ours.status)]
@@ -124,8 +176,17 @@ def compare(kube: Outcome, ours: Outcome) -> list[Divergence]:
                     Divergence("condition", f"PodScheduled {field}", kc.get(field), oc.get(field))
                 )
     if sorted(kube.victims) != sorted(ours.victims):
+        if (
+            state is not None
+            and kube.victims
+            and ours.victims
+            and preemption_key(state, kube.victims) == preemption_key(state, ours.victims)
+        ):
+            # Equally good candidates, picked at random: from here on the two clusters
+            # differ (other victims went), so nothing after preemption is comparable.
+            return out
         out.append(Divergence("victims", "preemption victims", kube.victims, ours.victims))
-    if kube.nominated != ours.nominated and kube.node != ours.node:
+    if kube.nominated != ours.nominated:
         out.append(Divergence("nominated", "nominated node", kube.nominated, ours.nominated))
     if kube.status != "Scheduled":
         return out

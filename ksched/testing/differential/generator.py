@@ -72,10 +72,25 @@ class Scenario:
     features: tuple[str, ...]
     objects: list[JSON] = field(default_factory=list)
     pending: list[PendingPod] = field(default_factory=list)
+    # Namespaces the scenario uses but does not create (and so never deletes), and the
+    # prefix of its cluster-scoped objects' names (None: "s<seed>-"; "": all of them).
+    existing_namespaces: tuple[str, ...] = ()
+    prefix: str | None = None
 
     @property
     def namespaces(self) -> list[str]:
+        """Every namespace the scenario's objects live in."""
+        own = [o["metadata"]["name"] for o in self.objects if o["kind"] == "Namespace"]
+        return [*self.existing_namespaces, *own]
+
+    @property
+    def own_namespaces(self) -> list[str]:
+        """The namespaces the scenario creates (and deletes after)."""
         return [o["metadata"]["name"] for o in self.objects if o["kind"] == "Namespace"]
+
+    @property
+    def name_prefix(self) -> str:
+        return f"s{self.seed}-" if self.prefix is None else self.prefix
 
     @property
     def node_names(self) -> list[str]:

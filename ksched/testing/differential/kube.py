@@ -17,8 +17,11 @@ facts this relies on (kube-scheduler v1.36):
 from __future__ import annotations
 
 import copy
+import json
 import re
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -125,6 +128,7 @@ class KubeReplay:
         self._log_offset = 0
         self.refused: list[str] = []  # setup objects the API server refused
         self._uids: dict[str, str] = {}  # "Kind/namespace/name" -> uid, this scenario's
+        self._nominated = ""  # the pod's nominated node, once seen (cleared by its binding)
 
     def __enter__(self) -> KubeReplay:
         self.scheduler = self.cp.kube_scheduler(
@@ -198,7 +202,7 @@ class KubeReplay:
     def _live_state(self, scenario: Scenario) -> list[JSON]:
         out: list[JSON] = []
         names = set(scenario.namespaces)
-        prefix = f"s{scenario.seed}-"
+        prefix = scenario.name_prefix
         for kind in _LIVE:
             group, resource, namespaced = _PATHS[kind]
             items = self.cp.ok("GET", f"{group}/{resource}")["items"]
@@ -240,7 +244,8 @@ class KubeReplay:
         # kube-scheduler uses the created object; ksched gets the same (uid, generation)
         pod = {**created, "kind": "Pod", "apiVersion": "v1"}
         ours = ksched(state, copy.deepcopy(pod)) if ksched is not None else None
-        kube = self._await_outcome(pending)
+        self._nominated = ""
+        kube = self._await_outcome(pending, created["metadata"]["resourceVersion"])
         key = f"{pending.namespace}/{pending.name}"
         kube.scores, kube.totals = parse_scores(self._new_log(), key)
         if kube.scores:
@@ -264,40 +269,67 @@ class KubeReplay:
         time.sleep(max(rest, self.gap / 2))
         return PodRun(pending, state, pod, kube, ours)
 
-    def _await_outcome(self, pending: PendingPod) -> Outcome:
-        path = api_path("Pod", pending.namespace, pending.name)
+    def _await_outcome(self, pending: PendingPod, resource_version: str) -> Outcome:
+        """Watch the pod from its creation on: a preemptor's PodScheduled=False condition
+        may last only ~100 ms before it binds, too short for polling."""
+        path = api_path("Pod", pending.namespace)
+        query = urllib.parse.urlencode(
+            {
+                "watch": "1",
+                "fieldSelector": f"metadata.name={pending.name}",
+                "resourceVersion": resource_version,
+                "timeoutSeconds": str(int(self.timeout + self.preemption_timeout)),
+            }
+        )
+        req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
+        req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
         deadline = time.monotonic() + self.timeout
         first: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
-            st, cur = self.cp.request("GET", path)
-            if st != 200:
-                time.sleep(0.05)
-                continue
-            node = cur["spec"].get("nodeName")
-            status = cur.get("status", {})
-            cond = next(
-                (c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"),
-                None,
-            )
-            if cond is not None and cond.get("status") == "False" and first is None:
-                first = {
-                    k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond
-                }
-            nominated = status.get("nominatedNodeName", "") or ""
-            if node:
-                out = Outcome("Scheduled", node=node, condition=first, nominated=nominated)
-                out.message = first.get("message", "") if first else ""
-                return out
-            if first is not None and not nominated:
-                reason = first.get("reason", "")
-                return Outcome(
-                    "Error" if reason == "SchedulerError" else "Unschedulable",
-                    message=str(first.get("message", "")),
-                    condition=first,
-                )
-            if nominated:
-                deadline = max(deadline, time.monotonic() + self.preemption_timeout)
-            time.sleep(0.05)
+        try:
+            with urllib.request.urlopen(
+                req, timeout=self.timeout, context=self.cp.ssl_context
+            ) as stream:
+                for line in stream:
+                    event = json.loads(line)
+                    cur = event.get("object") or {}
+                    if event.get("type") not in ("ADDED", "MODIFIED"):
+                        continue
+                    node = cur.get("spec", {}).get("nodeName")
+                    status = cur.get("status", {})
+                    cond = next(
+                        (
+                            c
+                            for c in status.get("conditions", [])
+                            if c.get("type") == "PodScheduled"
+                        ),
+                        None,
+                    )
+                    if cond is not None and cond.get("status") == "False" and first is None:
+                        first = {
+                            k: cond[k]
+                            for k in ("reason", "message", "observedGeneration")
+                            if k in cond
+                        }
+                    nominated = status.get("nominatedNodeName", "") or ""
+                    if node:
+                        out = Outcome("Scheduled", node=node, condition=first)
+                        out.message = str(first.get("message", "")) if first else ""
+                        out.nominated = self._nominated or nominated
+                        return out
+                    if nominated:
+                        self._nominated = nominated
+                        deadline = max(deadline, time.monotonic() + self.preemption_timeout)
+                    elif first is not None:
+                        reason = first.get("reason", "")
+                        return Outcome(
+                            "Error" if reason == "SchedulerError" else "Unschedulable",
+                            message=str(first.get("message", "")),
+                            condition=first,
+                        )
+                    if time.monotonic() > deadline:
+                        break
+        except (OSError, ValueError):
+            pass  # the watch timed out or broke: no outcome
         return Outcome("Timeout", message="no outcome within the timeout", condition=first)
 
     def _new_log(self) -> str:
@@ -333,6 +365,6 @@ class KubeReplay:
                 continue
             meta = obj["metadata"]
             cp.request("DELETE", api_path(kind, meta.get("namespace"), meta["name"]))
-        for ns in scenario.namespaces:
+        for ns in scenario.own_namespaces:
             cp.request("DELETE", api_path("Namespace", name=ns))
         time.sleep(0.5)

@@ -125,7 +125,7 @@ def _report(run: PodRun, seed: int, outdir: Path | None) -> PodReport:
     key = f"{pending.namespace}/{pending.name}"
     if run.kube.status == "Rejected" or ours is None:
         return PodReport(seed, key, sorted(pending.groups), run.kube.status, "-", [])
-    divs = compare(run.kube, ours)
+    divs = compare(run.kube, ours, run.state)
     rep = PodReport(seed, key, sorted(pending.groups), run.kube.status, ours.status, divs)
     if divs and outdir is not None and run.pod is not None:
         outdir.mkdir(parents=True, exist_ok=True)
@@ -143,12 +143,14 @@ def run_differential(
     outdir: Path | None = None,
     gap: float = 0.7,
     progress: Callable[[PodReport], None] | None = None,
+    ksched: KschedReplay | None = None,
 ) -> Report:
     """Replay every seed's scenario against kube-scheduler and ksched; ``cp`` is a running
-    ControlPlane with the controller manager (one is started when None)."""
+    ControlPlane with the controller manager (one is started when None); ``ksched`` a
+    replay with another config than ksched's default one."""
     seed_list = list(seeds)
     report = Report(seed_list, features)
-    ours = KschedReplay()
+    ours = ksched or KschedReplay()
     if cp is None:
         with ControlPlane(with_controller_manager=True) as own:
             return _run(own, seed_list, features, ours, report, outdir, gap, progress)
