@@ -330,6 +330,8 @@ async def test_permit_reject_unreserves_forgets_and_requeues() -> None:
     qpi = h.sched.queue.get(pod)
     assert qpi is not None and qpi.unschedulable_plugins == {"Waiter"}
     assert h.out.failed == [("p", "not now")] and h.cluster.bound == {}
+    # nominated while it waited; cleared when the binding cycle failed (clearNominatedNode)
+    assert h.cluster.nominations == [("p", "n0", False), ("p", "", False)]
 
 
 async def test_permit_timeout_rejects_on_virtual_time_counted_from_permit() -> None:
