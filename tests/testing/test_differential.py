@@ -244,4 +244,13 @@ def test_equally_good_preemption_candidates_are_a_tie_not_a_divergence() -> None
     for worse in (["d/c"], ["d/db"], ["d/a", "d/b"]):
         ours = Outcome("Scheduled", node="n2", nominated="n2", victims=worse)
         kinds = [d.what for d in compare(kube, ours, state)]
-        assert "victims" in kinds and "nominated" in kinds, worse
+        assert "victims" in kinds and "node" in kinds, worse
+
+
+def test_a_nomination_for_the_bound_node_is_judged_like_the_node() -> None:
+    """v1.36 nominates the node before a slow binding; among tied nodes either may win."""
+    kube = Outcome("Scheduled", node="a", nominated="a", totals={"a": 5, "b": 5})
+    ours = Outcome("Scheduled", node="b", nominated="b", totals={"a": 5, "b": 5})
+    assert compare(kube, ours) == []
+    unannounced = Outcome("Scheduled", node="a", totals={"a": 5, "b": 5})
+    assert [d.what for d in compare(kube, unannounced)] == ["nominated"]

@@ -27,6 +27,7 @@ class PodReport:
     ksched_status: str
     divergences: list[Divergence]
     scenario: str = ""  # the file that reproduces it (only for diverging pods)
+    scored: bool = False  # kube-scheduler logged scores (more than one node feasible)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +38,7 @@ class PodReport:
             "ksched": self.ksched_status,
             "divergences": [d.to_dict() for d in self.divergences],
             "scenario": self.scenario,
+            "scored": self.scored,
         }
 
 
@@ -68,6 +70,7 @@ class Report:
                 c.pods += 1
                 c.diverging += bool(p.divergences)
                 c.unschedulable += p.kube_status != "Scheduled"
+                c.scored += p.scored
         return out
 
     def by_kind(self) -> dict[str, int]:
@@ -96,9 +99,11 @@ class Report:
             f"({len(self.rejected)} objects refused by the API server, not compared); "
             f"{len(self.diverging)} diverging"
         ]
-        lines.append(f"{'group':<14} {'pods':>6} {'unsched':>8} {'diverging':>10}")
+        lines.append(f"{'group':<14} {'pods':>6} {'unsched':>8} {'scored':>7} {'diverging':>10}")
         for g, c in sorted(self.groups().items()):
-            lines.append(f"{g:<14} {c.pods:>6} {c.unschedulable:>8} {c.diverging:>10}")
+            lines.append(
+                f"{g:<14} {c.pods:>6} {c.unschedulable:>8} {c.scored:>7} {c.diverging:>10}"
+            )
         if self.by_kind():
             lines.append(
                 "divergences by kind: " + ", ".join(f"{k}={v}" for k, v in self.by_kind().items())
@@ -127,6 +132,7 @@ def _report(run: PodRun, seed: int, outdir: Path | None) -> PodReport:
         return PodReport(seed, key, sorted(pending.groups), run.kube.status, "-", [])
     divs = compare(run.kube, ours, run.state)
     rep = PodReport(seed, key, sorted(pending.groups), run.kube.status, ours.status, divs)
+    rep.scored = bool(run.kube.scores)
     if divs and outdir is not None and run.pod is not None:
         outdir.mkdir(parents=True, exist_ok=True)
         path = outdir / f"seed{seed}-{pending.namespace}-{pending.name}.json"
