@@ -303,8 +303,17 @@ class CSIVolumeSource(_S):
     volume_attributes: dict[str, str] = {}
 
 
+class ImageVolumeSource(_S):
+    """``volumes[].image`` (ImageVolume): an OCI image mounted as a volume; ImageLocality
+    counts its reference like a container's image."""
+
+    reference: str = ""
+    pull_policy: str = ""
+
+
 class Volume(_S):
     name: str = ""
+    image: ImageVolumeSource | None = None
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: EphemeralVolumeSource | None = None
     gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None

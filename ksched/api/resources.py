@@ -200,9 +200,10 @@ class PodRequests:
     """What a pod asks for: exact requests for filtering, and non-zero cpu/memory twice.
 
     ``non_zero_*`` is what a NodeInfo accounts for the pod (``PodInfo.CalculateResource``),
-    ``score_*`` what the resource-allocation scorer uses for the pod being scheduled
-    (``calculatePodResourceRequest``). Upstream defaults missing requests differently in
-    the two once pod-level requests are set, so they can differ for such pods only.
+    ``score_*`` what NodeResourcesFit's scorer uses for the pod being scheduled
+    (``calculatePodResourceRequest`` without pod-level resources: the containers' requests,
+    missing cpu/memory defaulted, plus overhead). The two differ for pods with pod-level
+    requests only.
     """
 
     requests: Resource
@@ -377,22 +378,25 @@ def pod_requests(pod: Pod) -> PodRequests:
         _add(containers, over)
         return containers
 
-    def with_defaults(defaults: Mapping[str, int]) -> _Exact:
-        return total(
-            _aggregate(
-                [_with_defaults(c, defaults) for c in cs],
-                [(_with_defaults(c, defaults), a) for c, a in ics],
-            )
+    def containers_with(defaults: Mapping[str, int]) -> _Exact:
+        return _aggregate(
+            [_with_defaults(c, defaults) for c in cs],
+            [(_with_defaults(c, defaults), a) for c, a in ics],
         )
 
     full = total(full)
-    # The scorer defaults every container's missing cpu/memory; a NodeInfo does too,
-    # unless the pod has pod-level requests: then only what the pod requests nowhere.
-    score = with_defaults(_NON_MISSING)
+    # NodeResourcesFit's scorer defaults every container's missing cpu/memory and never
+    # looks at pod-level requests: upstream's Fit builds its resourceAllocationScorer
+    # without enablePodLevelResources, so calculatePodResourceRequest skips them
+    # (BalancedAllocation, which sets it, scores the effective ``requests``).
+    score = containers_with(_NON_MISSING)
+    _add(score, over)
+    # A NodeInfo defaults them too, unless the pod has pod-level requests: then only
+    # what the pod requests nowhere.
     node = score
     if pod_level:
         missing = {k: v for k, v in _NON_MISSING.items() if k not in full}
-        node = with_defaults(missing) if missing else full
+        node = total(containers_with(missing)) if missing else full
     req = Resource()
     for name, q in full.items():
         if name == CPU:

@@ -45,13 +45,40 @@ from .client import (
 )
 from .pipeline import PipelinedConnection, as_error
 
-__all__ = ["NOTE_LENGTH_LIMIT", "StatusReporter", "truncate_message"]
+__all__ = [
+    "NOTE_LENGTH_LIMIT",
+    "StatusReporter",
+    "scheduling_failed_condition",
+    "truncate_message",
+]
 
 log = structlog.get_logger("ksched.cluster.status")
 
 # events/v1 validation: note ≤ 1 kB (kube-scheduler's truncateMessage uses the same limit)
 NOTE_LENGTH_LIMIT = 1024
 EVENTS_API = "/apis/events.k8s.io/v1"
+
+
+def scheduling_failed_condition(
+    generation: int, reason: str, message: str, transition_time: str | None = None
+) -> dict[str, Any]:
+    """The PodScheduled=False condition ``handleSchedulingFailure`` writes.
+
+    v1.36 sets ``observedGeneration`` to the pod's ``metadata.generation``
+    (PodObservedGenerationTracking, on by default); a pod without a generation (an API
+    server that does not keep one) gets none.
+    """
+    cond: dict[str, Any] = {"type": "PodScheduled"}
+    if generation > 0:
+        cond["observedGeneration"] = generation
+    cond.update(
+        status="False",
+        reason=reason,
+        message=message,
+        lastProbeTime=None,
+        lastTransitionTime=transition_time or rfc3339(),
+    )
+    return cond
 
 
 def truncate_message(message: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
@@ -295,20 +322,14 @@ class StatusReporter:
         )
         if identical and not clear_nnn:
             return
-        cond: dict[str, Any] = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": reason,
-            "message": message,
-            "lastProbeTime": None,
-            "lastTransitionTime": (
-                current.last_transition_time
-                if current is not None
-                and current.status == "False"
-                and current.last_transition_time
-                else rfc3339()
-            ),
-        }
+        cond = scheduling_failed_condition(
+            pod.pod.metadata.generation,
+            reason,
+            message,
+            current.last_transition_time
+            if current is not None and current.status == "False" and current.last_transition_time
+            else rfc3339(),
+        )
         patch_status = condition_patch(status, cond)
         if clear_nnn:
             patch_status["nominatedNodeName"] = None

@@ -30,7 +30,7 @@ import numpy as np
 
 from .cycle_state import CycleState
 from .snapshot import BoolArray, IntArray, Snapshot
-from .status import Status
+from .status import Code, Status
 from .types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
@@ -270,6 +270,13 @@ class PermitPlugin(Plugin):
 class PreBindPlugin(Plugin):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         raise NotImplementedError
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """``PreBindPreFlight``: whether ``pre_bind`` will do any work for this pod (None or
+        Success: yes; Skip: no). When any plugin will, the binding cycle first writes the
+        node to ``status.nominatedNodeName`` so others see where the pod is going
+        (NominatedNodeNameForExpectation, on in v1.36). The default answers Skip."""
+        return Status(Code.SKIP)
 
 
 class BindPlugin(Plugin):

@@ -993,6 +993,28 @@ class Framework:
                 )
         return SUCCESS
 
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``RunPreBindPreFlights``: the first PreBind plugin's answer that is not Skip
+        (Success: it will work on the pod), else Skip."""
+        for p in self.pre_bind_plugins:
+            pre_flight = getattr(p, "pre_bind_pre_flight", None)
+            if pre_flight is None:  # a duck-typed plugin without it: nothing announced
+                continue
+            try:
+                st = _status(pre_flight(state, pod, node_name), p.name)
+            except Exception as e:
+                return _from_exception(e, p.name, "PreBindPreFlight")
+            if st.is_skip():
+                continue
+            if st.is_success() or st.is_rejected():
+                return st
+            return Status(
+                Code.ERROR,
+                f'running PreBindPreFlight plugin "{p.name}": {st.message()}',
+                plugin=p.name,
+            )
+        return Status(Code.SKIP)
+
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for p in self.bind_plugins:
             try:

@@ -1,9 +1,12 @@
 """ImageLocality: favours nodes that already have the pod's container images.
 
-Upstream scoring: each init and regular container image present on the node adds its
-size scaled by the share of nodes holding it (``size * numNodes / totalNodes``, the
-"node heating" damper, in float64 then truncated); the sum is clamped to
-[23MB, 1000MB x containers] and mapped linearly onto 0..100. Image names get
+Upstream scoring: each init and regular container image, and each image volume's
+reference (``spec.volumes[].image``), present on the node adds its size scaled by the
+share of nodes holding it (``size * numNodes / totalNodes``, the "node heating" damper, in
+float64 then truncated); the sum is clamped to [23MB, 1000MB x containers] and mapped
+linearly onto 0..100. Image volumes add to the sum but not to the container count, so a
+pod's image volume can lift its score past what its containers alone could reach (v1.36,
+read from the real kube-scheduler by the differential harness). Image names get
 upstream's normalisation only (":latest" when untagged), so "nginx" does not match a
 node listing "docker.io/library/nginx:latest", exactly as in kube-scheduler.
 
@@ -32,7 +35,8 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 MAX_NODE_SCORE = 100
 
-_PodImages = tuple[tuple[str, ...], tuple[tuple[str, int], ...]]
+# (images counted: containers' then image volumes', each distinct one's count, containers)
+_PodImages = tuple[tuple[str, ...], tuple[tuple[str, int], ...], int]
 
 
 def normalized_image_name(name: str) -> str:
@@ -74,24 +78,33 @@ class ImageLocality(ScorePlugin):
         ] = {}
 
     def _images(self, pod: PodInfo) -> _PodImages:
-        """Normalised image names (init containers first) and each distinct one's count."""
+        """Normalised image names (init containers first, then image volumes), each
+        distinct one's count, and the number of containers."""
         cached: _PodImages | None = pod.cache.get(self._key)
         if cached is None:
             spec = pod.pod.spec
+            containers = [*spec.init_containers, *spec.containers]
             imgs = tuple(
-                normalized_image_name(c.image) for c in [*spec.init_containers, *spec.containers]
+                [normalized_image_name(c.image) for c in containers]
+                + [
+                    normalized_image_name(v.image.reference)
+                    for v in spec.volumes
+                    if v.image is not None and v.image.reference
+                ]
             )
             counts: dict[str, int] = {}
             for img in imgs:
                 counts[img] = counts.get(img, 0) + 1
-            cached = (imgs, tuple(counts.items()))
+            cached = (imgs, tuple(counts.items()), len(containers))
             pod.cache[self._key] = cached
         return cached
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         if self.handle is None:
             raise RuntimeError("ImageLocality needs the framework handle's snapshot")
-        images, _ = self._images(pod)
+        images, _, containers = self._images(pod)
+        if containers == 0:
+            return 0  # no pod the API server admits; the batch form says 0 too
         total = self.handle.snapshot.n
         states = node.image_states
         sum_scores = 0
@@ -99,19 +112,19 @@ class ImageLocality(ScorePlugin):
             st = states.get(img)
             if st is not None:
                 sum_scores = wrap_int64(sum_scores + scaled_image_score(st, total))
-        return calculate_priority(sum_scores, len(images))
+        return calculate_priority(sum_scores, containers)
 
     def score_batch(
         self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
     ) -> IntArray:
-        images, counts = self._images(pod)
+        images, counts, containers = self._images(pod)
         n = len(rows)
-        if not images or n == 0:
+        if not images or n == 0 or containers == 0:
             # calculate_priority(0, 0) is 0 for every node.
             return np.zeros(n, dtype=np.int64)
         # The scores of every row depend only on the pod's images and the snapshot's image
         # columns (not on pods): computed once per image set until a node object changes.
-        key = (len(images), counts)
+        key = (containers, counts)
         got = self._columns.get(key)
         if (
             got is None
@@ -121,19 +134,20 @@ class ImageLocality(ScorePlugin):
         ):
             if len(self._columns) >= 32:
                 self._columns.clear()
-            got = (snap, snap.epoch, snap.images_version, self._score_all(snap, images, counts))
+            scores = self._score_all(snap, containers, counts)
+            got = (snap, snap.epoch, snap.images_version, scores)
             self._columns[key] = got
         out: IntArray = got[3][rows]
         return out
 
     @staticmethod
     def _score_all(
-        snap: Snapshot, images: tuple[str, ...], counts: tuple[tuple[str, int], ...]
+        snap: Snapshot, containers: int, counts: tuple[tuple[str, int], ...]
     ) -> IntArray:
         sums = np.zeros(snap.n, dtype=np.int64)
         for img, mult in counts:
             sums += snap.image_scores(img) * mult
-        max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
+        max_threshold = MAX_CONTAINER_THRESHOLD * containers
         clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
         span = max_threshold - MIN_THRESHOLD
         out: IntArray = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // span

@@ -40,15 +40,12 @@ from .helper import (
     spec_fragment,
 )
 
-__all__ = ["TaintToleration", "untolerated_reason"]
+__all__ = ["ERR_REASON_UNTOLERATED", "TaintToleration"]
 
 
-# The reason names the first untolerated taint, as kube-scheduler did through v1.34 and
-# as ksched's FitError contract specifies ("node(s) had untolerated taint {key: value}").
-# Upstream v1.35 (kubernetes#134740) dropped the taint from the text because taint keys
-# and values may be sensitive; ksched keeps the diagnosable form.
-def untolerated_reason(taint: Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+# ``ErrReasonNotMatch``: since v1.35 (kubernetes#134740) the reason no longer names the
+# taint, whose key and value may be sensitive; nodes with different taints count together.
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 PRE_SCORE_KEY = "PreScore" + names.TAINT_TOLERATION
@@ -131,10 +128,9 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     # -- Filter ----------------------------------------------------------------------------
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         taints = node.node.spec.taints if node.node is not None else []
-        taint = find_untolerated_taint(taints, pod.pod.spec.tolerations, do_not_schedule_taint)
-        if taint is None:
+        if find_untolerated_taint(taints, pod.pod.spec.tolerations, do_not_schedule_taint) is None:
             return None
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, untolerated_reason(taint))
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
         if len(snap.taint_sets) == 1:  # only "no taints"

@@ -147,15 +147,16 @@ async def find_nodes_that_fit_pod(
             diagnosis.unschedulable_plugins.add(st.plugin)
         return empty, diagnosis, 0, ({"filter": {}} if explain else None)
     nominated = _nominated_rows(sched, pod)
-    # A node nominated by an earlier preemption is tried first, alone.
+    # A node nominated by an earlier preemption is tried first, alone. Explaining does not
+    # change that decision: the explanation then covers the nominated node only.
     nominated_node = pod.pod.status.nominated_node_name or sched.queue.nominator.nominated_node(pod)
-    if nominated_node and not explain:
+    if nominated_node:
         row = snap.row(nominated_node)
         if row is not None and (
             pre_res is None or pre_res.node_names is None or nominated_node in pre_res.node_names
         ):
             out = fw.find_feasible(
-                state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated
+                state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated, explain=explain
             )
             found = out.feasible
             if len(found) and ext is not None:
@@ -164,7 +165,7 @@ async def find_nodes_that_fit_pod(
                 except _CycleError:
                     found = found[:0]  # upstream logs it and searches all nodes
             if len(found):
-                return found, diagnosis, 1, None
+                return found, diagnosis, 1, ({"filter": out.explain} if explain else None)
     if pre_res is not None and pre_res.node_names is not None:
         rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
         candidates = np.array(rows, dtype=np.intp)

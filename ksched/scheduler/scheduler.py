@@ -514,7 +514,19 @@ class Scheduler:
         holding = True
         try:
             wp = self.waiting_pods.get(assumed.uid or assumed.key)
-            if wp is not None and not wp.done:
+            will_wait = wp is not None and not wp.done
+            pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
+            if pre_flight.code == Code.ERROR or pre_flight.is_rejected():
+                self.handle_binding_failure(fw, state, qpi, assumed, node, pre_flight)
+                if assumed.pod.status.nominated_node_name:
+                    await self._write_nomination(assumed, "")
+                return
+            nominated_here = pre_flight.is_success() or will_wait
+            if nominated_here:
+                # NominatedNodeNameForExpectation: PreBind or Permit will take a while, so
+                # tell everyone (the autoscaler, other schedulers) where the pod is going.
+                await self._write_nomination(assumed, node)
+            if will_wait:
                 # A pod parked at Permit (e.g. waiting for its gang) must not hold a
                 # binding slot, or a gang larger than the bound could never assemble.
                 self._binding_limit.release()
@@ -544,6 +556,10 @@ class Scheduler:
             m = self.metrics
             if not st.is_success():
                 self.handle_binding_failure(fw, state, qpi, assumed, node, st)
+                if nominated_here or assumed.pod.status.nominated_node_name:
+                    # handleBindingCycleError's clearNominatedNode: a pod that failed to
+                    # bind holds no room anywhere
+                    await self._write_nomination(assumed, "")
                 if m is not None and _ATTEMPT_START in state:
                     result = "unschedulable" if st.is_rejected() else "error"
                     m.attempt_finished(
@@ -567,6 +583,14 @@ class Scheduler:
             self.in_flight_bindings -= 1
             if holding:
                 self._binding_limit.release()
+
+    async def _write_nomination(self, pod: PodInfo, node: str) -> None:
+        """Write (or with "" clear) ``status.nominatedNodeName``; a failure is logged, as
+        upstream logs a failed updatePod and goes on binding."""
+        try:
+            await self.cluster.set_nominated_node(pod, node)
+        except Exception as e:
+            log.warning("updating the nominated node failed", pod=pod.key, node=node, error=str(e))
 
     async def _post_bind(
         self, fw: Framework, state: CycleState, assumed: PodInfo, node: str

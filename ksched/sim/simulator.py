@@ -166,6 +166,9 @@ class _Recorder:
         # 1000; each result takes its pod's when the outcome is known, so a simulation
         # of more pods still explains every one.
         self.explanations: dict[str, dict[str, Any]] | None = None
+        # every failed attempt's (reason, message) per pod uid, in order: what the daemon
+        # would have written as FailedScheduling events and PodScheduled conditions
+        self.failures: dict[str, list[tuple[str, str]]] = {}
 
     def _put(self, key: str, r: PodResult) -> None:
         self.results.pop(key, None)
@@ -179,6 +182,7 @@ class _Recorder:
     def failed(
         self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
     ) -> None:
+        self.failures.setdefault(pod.uid, []).append((reason, message))
         status = "Error" if reason == "SchedulerError" else "Unschedulable"
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
 

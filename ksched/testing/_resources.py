@@ -109,6 +109,9 @@ PODS = ResourceInfo(
     categories=("all",),
     status_subresource=True,
     fields=_POD_FIELDS,
+    # pods carry metadata.generation since v1.33 (PodObservedGenerationTracking); a
+    # binding does not bump it
+    has_generation=True,
 )
 NODES = ResourceInfo(
     "",

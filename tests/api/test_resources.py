@@ -698,13 +698,18 @@ def test_pod_level_non_zero_requests(
     assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == non_zero
 
 
-def test_scorer_defaults_every_container_even_with_pod_level_requests() -> None:
-    """calculatePodResourceRequest defaults each container's missing cpu/memory before
-    pod-level requests replace cpu; a NodeInfo defaults only what the pod requests nowhere."""
+def test_fit_scorer_ignores_pod_level_requests() -> None:
+    """NodeResourcesFit's calculatePodResourceRequest runs without pod-level resources
+    (its scorer never sets enablePodLevelResources): each container's missing cpu/memory
+    defaulted, pod-level cpu ignored. A NodeInfo defaults only what the pod requests
+    nowhere. Found by the differential harness against kube-scheduler v1.36.3."""
     pr = pod_requests(pl_pod([c({"memory": "1Gi"}), c()], {"cpu": "1"}))
     assert (pr.requests.milli_cpu, pr.requests.memory) == (1000, GI)
     assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == (1000, GI)
-    assert (pr.score_milli_cpu, pr.score_memory) == (1000, GI + DEFAULT_MEMORY_REQUEST)
+    assert (pr.score_milli_cpu, pr.score_memory) == (
+        2 * DEFAULT_MILLI_CPU_REQUEST,
+        GI + DEFAULT_MEMORY_REQUEST,
+    )
     # Without pod-level requests both are the same.
     pr = pod_requests(pod([c({"memory": "1Gi"}), c()]))
     assert (pr.score_milli_cpu, pr.score_memory) == (pr.non_zero_milli_cpu, pr.non_zero_memory)
@@ -721,7 +726,8 @@ def test_overhead_is_added_to_pod_level_requests() -> None:
     want = (1250, GI + 120 * MI)
     assert (pr.requests.milli_cpu, pr.requests.memory) == want
     assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == want
-    assert (pr.score_milli_cpu, pr.score_memory) == want
+    # Fit's scorer: the container (2 cpu, memory defaulted) plus overhead
+    assert (pr.score_milli_cpu, pr.score_memory) == (2250, DEFAULT_MEMORY_REQUEST + 120 * MI)
 
 
 # ---- pod-level defaulting, as the apiserver does it -------------------------------------
@@ -731,19 +737,27 @@ def test_pod_level_limits_default_the_requests() -> None:
     pr = pod_requests(pl_pod([c(), c()], limits={"cpu": "2", "memory": "1Gi"}))
     assert (pr.requests.milli_cpu, pr.requests.memory) == (2000, GI)
     assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == (2000, GI)
-    assert (pr.score_milli_cpu, pr.score_memory) == (2000, GI)
+    # Fit's scorer: two containers with nothing requested, both defaulted
+    assert (pr.score_milli_cpu, pr.score_memory) == (
+        2 * DEFAULT_MILLI_CPU_REQUEST,
+        2 * DEFAULT_MEMORY_REQUEST,
+    )
 
 
 def test_container_requests_win_over_pod_level_limits() -> None:
     """With pod-level limits, cpu/memory the containers request default the pod-level
-    request to their aggregate (so the scorer's per-container defaults are replaced)."""
+    request to their aggregate. Fit's scorer ignores pod-level resources and defaults
+    each container's missing cpu/memory instead."""
     pr = pod_requests(pl_pod([c({"cpu": "100m"}), c()], limits={"cpu": "2", "memory": "1Gi"}))
     assert (pr.requests.milli_cpu, pr.requests.memory) == (100, GI)
-    assert (pr.score_milli_cpu, pr.score_memory) == (100, GI)
+    assert (pr.score_milli_cpu, pr.score_memory) == (
+        100 + DEFAULT_MILLI_CPU_REQUEST,
+        2 * DEFAULT_MEMORY_REQUEST,
+    )
     # Pod-level requests alone default nothing: the second container's default counts.
     pr = pod_requests(pl_pod([c({"cpu": "100m"}), c()], {"memory": "1Gi"}))
     assert (pr.requests.milli_cpu, pr.requests.memory) == (100, GI)
-    assert (pr.score_milli_cpu, pr.score_memory) == (200, GI)
+    assert (pr.score_milli_cpu, pr.score_memory) == (200, 2 * DEFAULT_MEMORY_REQUEST)
 
 
 def test_container_hugepage_limits_become_pod_level_limits() -> None:
@@ -753,11 +767,13 @@ def test_container_hugepage_limits_become_pod_level_limits() -> None:
     pr = pod_requests(pl_pod([hp, c()], {"memory": "1Gi"}))
     assert pr.requests.scalar == {HP2: 4 * MI}
     assert (pr.requests.milli_cpu, pr.requests.memory) == (100, GI)
-    assert (pr.score_milli_cpu, pr.score_memory) == (100, GI)
+    assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == (100, GI)
     # A pod-level hugepage request stops that defaulting.
     pr = pod_requests(pl_pod([hp, c()], {"memory": "1Gi", HP2: "6Mi"}))
     assert pr.requests.scalar == {HP2: 6 * MI}
-    assert (pr.score_milli_cpu, pr.score_memory) == (200, GI)
+    assert (pr.non_zero_milli_cpu, pr.non_zero_memory) == (100, GI)
+    # Fit's scorer sees neither: the containers, each defaulted
+    assert (pr.score_milli_cpu, pr.score_memory) == (200, 2 * DEFAULT_MEMORY_REQUEST)
 
 
 def test_pod_level_error_names_the_field() -> None:

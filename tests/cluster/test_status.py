@@ -56,6 +56,9 @@ async def test_failure_patches_condition_and_records_event(
     assert cond["reason"] == "Unschedulable"
     assert cond["message"] == FIT_ERROR
     assert cond["lastTransitionTime"]
+    # v1.36 (PodObservedGenerationTracking): the generation the scheduler looked at
+    assert stored["metadata"]["generation"] == 1
+    assert cond["observedGeneration"] == 1
     (patch,) = apiserver.find_requests(verb="patch", resource="pods/status")
     assert patch.content_type == "application/strategic-merge-patch+json"
     assert patch.body["status"]["conditions"][0]["type"] == "PodScheduled"

@@ -507,7 +507,7 @@ async def test_ksched_scheduling_through_ksched_extender() -> None:
         res, _ = await simulate(cfg, [tainted], [pod_manifest("q")])
         assert res["q"].status == "Unschedulable"
         assert res["q"].message.startswith(
-            "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}."
+            "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
         )
         text = generate(server)
         assert 'verb="filter"' in text and 'verb="prioritize"' in text

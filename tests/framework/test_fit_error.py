@@ -86,7 +86,7 @@ def test_failed_to_permit_or_reserve_on_node() -> None:
 
 
 def test_kube_scheduler_style_message() -> None:
-    taint = "node(s) had untolerated taint {key: value}"
+    taint = "node(s) had untolerated taint(s)"
     d = diag(
         {
             "a": Status(U, "Insufficient cpu"),
@@ -97,7 +97,7 @@ def test_kube_scheduler_style_message() -> None:
         }
     )
     assert fit(5, d) == (
-        "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint {key: value}."
+        "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint(s)."
     )
 
 
@@ -189,14 +189,14 @@ def test_preemption_suffix_as_kube_scheduler_prints_it() -> None:
         {
             "a": Status(U, "Insufficient cpu"),
             "b": Status(U, "Insufficient cpu"),
-            **{f"t{i}": Status(UU, "node(s) had untolerated taint {key: value}") for i in range(3)},
+            **{f"t{i}": Status(UU, "node(s) had untolerated taint(s)") for i in range(3)},
         },
         post=post,
     )
     msg = fit(5, d)
     assert msg == (
         "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated "
-        "taint {key: value}. preemption: 0/5 nodes are available: 2 Insufficient "
+        "taint(s). preemption: 0/5 nodes are available: 2 Insufficient "
         "cpu, 3 Preemption is not helpful for scheduling."
     )
     assert not msg.endswith("..")

@@ -76,7 +76,7 @@ def test_pod_level_resources_key_the_requests() -> None:
 def test_assumed_copy_and_equal_versions_share_the_score_figures() -> None:
     p = make_pod(containers=[_c("a", memory="1Gi"), _c("b")], resources={"requests": {"cpu": "1"}})
     assert (p.non_zero_cpu, p.non_zero_mem) == (1000, 2**30)
-    assert (p.score_cpu, p.score_mem) == (1000, 2**30 + 200 * 2**20)
+    assert (p.score_cpu, p.score_mem) == (200, 2**30 + 200 * 2**20)
     later = p.with_pod(p.pod)
     later.share_derived(p)
     for copy in (p.assumed_on("n1"), later):

@@ -180,6 +180,15 @@ def test_pod_without_claims_is_skipped_and_post_filter_has_nothing_to_deallocate
     assert st.message() == "no new claims to deallocate"
 
 
+def test_post_filter_without_its_pre_filter_state_is_upstreams_not_found_error() -> None:
+    """Another PreFilter rejected the pod first (a missing PVC): kube-scheduler's
+    getStateData fails and the FitError ends ". not found", with no preemption."""
+    env = Env([])
+    _, st = env.pl.post_filter(CycleState(), make_pod("plain"), NodeToStatus())
+    assert st is not None and st.code == Code.ERROR
+    assert st.message() == "not found"
+
+
 @pytest.mark.parametrize(
     ("pod", "claims", "message"),
     [

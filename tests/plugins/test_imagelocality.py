@@ -186,3 +186,38 @@ def test_batch_with_per_node_image_summaries() -> None:
     assert plugin.score_batch(CycleState(), p, snap, rows).tolist() == [per_node[r] for r in rows]
     # e.g. node0: (2 * 500M/4 + 2 * 250M/4 - 23M) * 100 / (4 * 1000M - 23M) = 8
     assert per_node == [8, 33, 0, 16]
+
+
+def test_image_volumes_add_to_the_sum_not_to_the_container_count() -> None:
+    """v1.36 counts ``spec.volumes[].image`` references with the containers' images but
+    keeps the threshold at 1000MB per container (the differential harness's seed 5, by
+    hand: tools 1500MB on 2 of 7 nodes, db 820MB on 3 of 7)."""
+    tools = (["registry.example.com/tools:latest"], 1500 * MB)
+    db = (["registry.example.com/db:2.3"], 820 * MB)
+    nodes = [
+        image_node("both", [db, tools]),
+        image_node("db", [db]),
+        image_node("db2", [db]),
+        image_node("tools", [tools]),
+        *(image_node(f"none{i}", []) for i in range(3)),
+    ]
+    snap = make_snapshot(nodes)
+    plugin = ImageLocality(None, Handle(snapshot=snap))
+    p = make_pod(
+        containers=[{"name": "c", "image": "registry.example.com/tools:latest"}],
+        volumes=[{"name": "data", "image": {"reference": "registry.example.com/db:2.3"}}],
+    )
+    infos = [snap.get(n.metadata.name) for n in nodes]
+    per_node = [plugin.score(CycleState(), p, ni) for ni in infos if ni is not None]
+    # both: (428.6M + 351.4M - 23M) * 100 / (1000M - 23M) = 77; db: 33; tools: 41
+    assert per_node[:4] == [77, 33, 33, 41]
+    rows = np.arange(len(nodes), dtype=np.intp)
+    assert plugin.score_batch(CycleState(), p, snap, rows).tolist() == per_node
+    # without the volume only the container's image counts
+    bare = make_pod(containers=[{"name": "c", "image": "registry.example.com/tools:latest"}])
+    assert [plugin.score(CycleState(), bare, ni) for ni in infos if ni is not None][:4] == [
+        41,
+        0,
+        0,
+        41,
+    ]

@@ -948,7 +948,8 @@ def test_signature_follows_pod_level_resources() -> None:
 
     assert pl({"cpu": "1"}) == pl({"cpu": "1"})
     assert pl({"cpu": "1"}) != pl({"cpu": "2"})
-    # Equal requests and NodeInfo figures; only the scorer's cpu differs (100m: the pod-level
-    # request defaulted from the containers, vs. 200m: a default for container b).
+    # Pod-level limits that default to the same requests give the same figures everywhere
+    # (the scorer ignores pod-level resources: 200m, a default for container b, in both).
     with_limits, requests_only = pl(limits={"memory": "1Gi"}), pl({"memory": "1Gi"})
-    assert with_limits != requests_only
+    assert with_limits == requests_only
+    assert pl({"memory": "1Gi"}) != pl({"memory": "2Gi"})

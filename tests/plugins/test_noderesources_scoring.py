@@ -587,16 +587,19 @@ N_4C_1000MI = {"cpu": "4", "memory": "1000Mi"}
 LEAST_DEFAULT = strategy("LeastAllocated", DEFAULT)
 
 
-def test_pod_level_cpu_replaces_the_container_default() -> None:
-    # cpu 1000m (pod level, not the 100m default): 75; memory 200Mi (default): 80.
+def test_fit_scorer_ignores_pod_level_cpu() -> None:
+    # Upstream's Fit scorer never enables pod-level resources (kube-scheduler v1.36.3,
+    # differential harness): cpu 100m (the container default, not the pod's 1000m): 97;
+    # memory 200Mi (default): 80.
     p = pl_pod({}, pod_level={"cpu": "1"})
-    assert scores(LEAST_DEFAULT, p, [cap_node("n1", N_4C_1000MI)], []) == [77]
+    assert scores(LEAST_DEFAULT, p, [cap_node("n1", N_4C_1000MI)], []) == [88]
 
 
-def test_incoming_pod_level_pod_gets_a_default_per_container_lacking_memory() -> None:
-    # cpu 1000m: 75; memory 100Mi + 200Mi (the second container's default): 70.
+def test_incoming_pod_level_pod_gets_a_default_per_container() -> None:
+    # cpu 100m + 100m (both containers' defaults): 95; memory 100Mi + 200Mi (the second
+    # container's default): 70.
     p = pl_pod({"memory": "100Mi"}, {}, pod_level={"cpu": "1"})
-    assert scores(LEAST_DEFAULT, p, [cap_node("n1", N_4C_1000MI)], []) == [72]
+    assert scores(LEAST_DEFAULT, p, [cap_node("n1", N_4C_1000MI)], []) == [82]
 
 
 def test_assigned_pod_level_pod_is_accounted_without_per_container_defaults() -> None:

@@ -100,6 +100,13 @@ class RejectPreBind(PreBindPlugin):
             return Status(Code.UNSCHEDULABLE, "volume not ready")
         return None
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Work ahead for pods labelled prebind=work|reject; prebind=broken fails."""
+        label = pod.labels.get("prebind")
+        if label == "broken":
+            return Status(Code.ERROR, "cannot tell")
+        return None if label in ("work", "reject") else Status(Code.SKIP)
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"))]
 
@@ -140,6 +147,8 @@ class FakeCluster(NullCluster):
         self.pods: dict[str, PodInfo] = {}
         self.sched: Scheduler | None = None
         self.bound: dict[str, str] = {}
+        # set_nominated_node calls: (pod, node, already bound then)
+        self.nominations: list[tuple[str, str, bool]] = []
 
     def create(self, pod: PodInfo) -> None:
         assert self.sched is not None
@@ -169,7 +178,7 @@ class FakeCluster(NullCluster):
         return None
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
-        return None
+        self.nominations.append((pod.name, node_name, pod.name in self.bound))
 
     async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
         return True
@@ -321,6 +330,8 @@ async def test_permit_reject_unreserves_forgets_and_requeues() -> None:
     qpi = h.sched.queue.get(pod)
     assert qpi is not None and qpi.unschedulable_plugins == {"Waiter"}
     assert h.out.failed == [("p", "not now")] and h.cluster.bound == {}
+    # nominated while it waited; cleared when the binding cycle failed (clearNominatedNode)
+    assert h.cluster.nominations == [("p", "n0", False), ("p", "", False)]
 
 
 async def test_permit_timeout_rejects_on_virtual_time_counted_from_permit() -> None:
@@ -421,6 +432,30 @@ async def test_prebind_rejection_requeues_and_frees_resources_for_others_only() 
     assert h.where(r) == UNSCHEDULABLE
     assert h.where(w) == BACKOFF_Q
     assert h.out.failed == [("w", "volume not ready"), ("r", "volume not ready")]
+
+
+async def test_prebind_work_or_a_permit_wait_nominates_the_node_before_binding() -> None:
+    """NominatedNodeNameForExpectation (v1.36): when a PreBind plugin's pre-flight says it
+    has work, or the pod waits at Permit, the node goes to status.nominatedNodeName first;
+    a pod that binds at once is not nominated. The differential harness saw kube-scheduler
+    do this for pods whose claims VolumeBinding binds."""
+    h = Harness()
+    h.add("plain")
+    h.add("work", labels={"prebind": "work"})
+    async with anyio.create_task_group() as tg:
+        await h.drive(tg, advance=False)
+    assert h.cluster.bound == {"plain": "n0", "work": "n0"}
+    assert h.cluster.nominations == [("work", "n0", False)]
+
+
+async def test_prebind_pre_flight_error_fails_the_binding_cycle() -> None:
+    h = Harness()
+    h.add("broken", labels={"prebind": "broken"})
+    async with anyio.create_task_group() as tg:
+        await h.drive(tg, attempts=1, advance=False)
+    assert h.cluster.bound == {} and h.cluster.nominations == []
+    (failed,) = h.out.failed
+    assert failed[0] == "broken" and "cannot tell" in failed[1]
 
 
 async def test_nomination_is_dropped_when_the_pod_is_assumed() -> None:

@@ -197,12 +197,15 @@ def test_browser_renders_decisions_winners_and_bars(
 def test_markup_in_cluster_data_stays_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A taint value with markup appears as text, in the matrix and the messages."""
+    """A claim name with markup appears as text, in the matrix and the messages (the
+    FitError quotes it: persistentvolumeclaim "..." not found)."""
     evil = "<img src=x onerror=alert(1)></script><script>document.title='pwned'</script>"
     objs = list(yaml.safe_load(EXAMPLE.read_text())["items"])
     for o in objs:
-        if o["kind"] == "Node" and o["metadata"]["name"] == "gpu-b2":
-            o["spec"]["taints"][0]["value"] = evil
+        if o["kind"] == "Pod" and not o["spec"].get("nodeName"):
+            vol = {"name": "data", "persistentVolumeClaim": {"claimName": evil}}
+            o["spec"]["volumes"] = [vol]
+            break
     f = tmp_path / "evil.yaml"
     f.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objs}))
     page, _ = report(tmp_path, capsys, f)

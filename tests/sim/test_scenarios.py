@@ -92,7 +92,7 @@ def test_tainted_gpu_node_only_takes_the_tolerating_gpu_pod() -> None:
     assert res["web"].node in ("cpu-1", "cpu-2")
     assert res["gpu-no-toleration"].status == "Unschedulable"
     assert res["gpu-no-toleration"].message == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}, "
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
         "2 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/3 nodes are available: "
         "3 Preemption is not helpful for scheduling."
     )
@@ -272,3 +272,21 @@ def test_pod_level_requests_decide_fit_not_the_container_sum() -> None:
     )
     assert res["next"].status == "Unschedulable"
     assert res["next"].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_explaining_does_not_change_where_a_nominated_pod_goes() -> None:
+    """A pod nominated by an earlier preemption tries its node alone, explain or not (the
+    differential harness runs ksched with explanations on)."""
+    nominee = pod("nominee", cpu="500m")
+    nominee["status"] = {"nominatedNodeName": "small"}
+    objs = [node("small", cpu="1"), node("big", cpu="16"), nominee]
+    cf = parse_cluster(yaml.safe_dump_all(objs), "scenario.yaml")
+    cfg, _ = load_config_data(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
+        "config",
+        None,
+    )
+    for explain in (False, True):
+        (res,) = simulate(cf, cfg, REG, explain=explain)
+        assert res.node == "small", explain
+    assert res.explain is not None and set(res.explain["filter"]) == {"small"}

@@ -511,7 +511,12 @@ class DynamicResources(
     def post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
-        s = self._state(state)
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            # An earlier PreFilter rejected the pod, so ours never ran: upstream's
+            # getStateData error (framework.ErrNotFound) ends the PostFilter phase with
+            # "not found", and preemption does not run.
+            return None, Status(Code.ERROR, "not found")
         if not s.claims:
             return None, Status(Code.UNSCHEDULABLE, "no new claims to deallocate")
         uid = pod.pod.metadata.uid

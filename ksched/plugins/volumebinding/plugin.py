@@ -254,6 +254,10 @@ class VolumeBinding(
             self.binder.revert_assumed_pod_volumes(volumes)
 
     # -- PreBind ----------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Work ahead (claims to bind or provision) unless every claim is bound already."""
+        return Status(Code.SKIP) if self._state(state).all_bound else None
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = self._state(state)
         if s.all_bound:

@@ -1,0 +1,93 @@
+"""``python -m ksched.testing.differential --seeds 0-199 [--features a,b] [--output json]``
+
+Replays seeded random clusters against the real kube-scheduler (built and run by
+``ksched.testing.controlplane``) and against ksched, and reports every divergence.
+Exit status: 0 when none, 1 when some, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .generator import FEATURES, parse_features, parse_seeds
+from .report import PodReport, run_differential
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ksched.testing.differential")
+    p.add_argument("--seeds", default="0-9", help="N, N-M or a comma list (default 0-9)")
+    p.add_argument(
+        "--features",
+        default="",
+        help=f"comma list of feature groups (default all: {','.join(FEATURES)})",
+    )
+    p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--scenarios",
+        type=Path,
+        default=Path("differential-scenarios"),
+        help="directory for the scenario files of diverging pods",
+    )
+    p.add_argument(
+        "--gap",
+        type=float,
+        default=0.7,
+        help="seconds between pods (kube-scheduler reuses scores for 500 ms)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no per-pod progress on stderr")
+    p.add_argument(
+        "--record",
+        type=Path,
+        nargs="+",
+        metavar="SCENARIO",
+        help="instead: record each scenario file's golden expectations from kube-scheduler "
+        "(NAME.golden.json beside it)",
+    )
+    return p
+
+
+def _record(paths: list[Path]) -> int:
+    from .golden import golden_path, record
+
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"python -m ksched.testing.differential: no such file: {', '.join(missing)}")
+        return 2
+    for path, golden in record(paths).items():
+        print(f"{golden_path(path)}: {len(golden['pods'])} pods")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.record:
+        return _record(args.record)
+    try:
+        seeds = parse_seeds(args.seeds)
+        features = parse_features(args.features)
+    except ValueError as e:
+        print(f"python -m ksched.testing.differential: {e}", file=sys.stderr)
+        return 2
+
+    def progress(rep: PodReport) -> None:
+        if not args.quiet:
+            mark = "DIVERGES" if rep.divergences else "ok"
+            statuses = f"kube {rep.kube_status}, ksched {rep.ksched_status}"
+            print(f"seed {rep.seed} {rep.pod}: {statuses}: {mark}", file=sys.stderr)
+
+    report = run_differential(
+        seeds, features, outdir=args.scenarios, gap=args.gap, progress=progress
+    )
+    if args.output == "json":
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.text())
+    return 1 if report.diverging else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""Where ksched's outcome differs from kube-scheduler's, one ``Divergence`` per fact.
+
+Compared: schedulable or not; the chosen node is one of ksched's top-scored nodes
+(kube-scheduler breaks ties at random); the feasible node set; every plugin's weighted
+score per node and the final scores (when kube-scheduler logged them: more than one node
+feasible); the FitError text and the PodScheduled condition (reason, message,
+observedGeneration); preemption's victims and nominated node.
+
+DynamicResources runs in both (v1.36's default profile has it): its PostFilter sentence
+(``no new claims to deallocate``, or ``not found`` when an earlier PreFilter rejected the
+pod) is compared like every other text. ksched's DynamicResources skips Score unless a
+claim has a prioritized list, where kube-scheduler logs 0 on every node: those all-zero
+scores are the one thing not compared (the totals are).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ...api.objects import LabelSelector
+from ...api.selectors import compile_label_selector
+from .generator import JSON
+from .outcome import Outcome
+
+__all__ = [
+    "DRA_PENDING",
+    "Divergence",
+    "compare",
+    "messages_agree",
+    "normalize_kube_message",
+]
+
+#: True normalizes DynamicResources' PostFilter sentence away on kube-scheduler's side
+#: (for comparing a build without the plugin); ksched runs it, so it is compared.
+DRA_PENDING = False
+_DRA_POSTFILTER = "no new claims to deallocate, "
+# DynamicResources' PostFilter without its PreFilter state: CycleState's ErrNotFound
+_DRA_NO_STATE = " not found"
+_PREEMPTION = " preemption: "
+_DRA_PLUGIN = "DynamicResources"
+
+
+@dataclass
+class Divergence:
+    """``what``: feasibility, node, feasible, score, total, message, condition,
+    victims, nominated, rejected, timeout."""
+
+    what: str
+    detail: str
+    kube: Any
+    ksched: Any
+    plugin: str = ""
+    node: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "plugin": self.plugin,
+            "node": self.node,
+            "detail": self.detail,
+            "kube": self.kube,
+            "ksched": self.ksched,
+        }
+
+
+def normalize_kube_message(message: str) -> str:
+    """kube-scheduler's text with the DynamicResources PostFilter sentence taken out
+    (only while ``DRA_PENDING``)."""
+    if DRA_PENDING:
+        return message.replace(_DRA_POSTFILTER, "", 1)
+    return message
+
+
+def messages_agree(kube: str, ours: str) -> bool:
+    """The FitError texts are the same once DynamicResources' PostFilter is accounted for:
+    with its ``not found`` error kube-scheduler ran no preemption, so only the Filter
+    diagnosis before it is compared (only while ``DRA_PENDING``)."""
+    kube = normalize_kube_message(kube)
+    if kube == ours:
+        return True
+    if DRA_PENDING and kube.endswith("." + _DRA_NO_STATE):
+        diagnosis = kube[: -len(_DRA_NO_STATE)]
+        return ours.startswith(diagnosis + _PREEMPTION)
+    return False
+
+
+def _top(totals: dict[str, int]) -> set[str]:
+    if not totals:
+        return set()
+    best = max(totals.values())
+    return {n for n, v in totals.items() if v == best}
+
+
+def _pdb_violations(victims: list[JSON], pdbs: list[JSON]) -> int:
+    """``filterPodsWithPDBViolation``: victims past their PDB's ``disruptionsAllowed``."""
+    allowed = [int(p.get("status", {}).get("disruptionsAllowed", 0)) for p in pdbs]
+    selectors = [
+        compile_label_selector(msgspec.convert(p["spec"].get("selector"), LabelSelector))
+        if p["spec"].get("selector")
+        else None
+        for p in pdbs
+    ]
+    count = 0
+    for v in victims:
+        meta = v["metadata"]
+        violating = False
+        for i, pdb in enumerate(pdbs):
+            sel = selectors[i]
+            if pdb["metadata"].get("namespace") != meta.get("namespace") or sel is None:
+                continue
+            if sel.matches(meta.get("labels") or {}):
+                allowed[i] -= 1
+                violating = violating or allowed[i] < 0
+        count += violating
+    return count
+
+
+def preemption_key(state: list[JSON], victims: list[str]) -> tuple[int, int, int, int]:
+    """What ``pickOneNodeForPreemption`` ranks candidates by, in order: PDB violations,
+    highest victim priority, sum of priorities (each shifted by MaxInt32+1), number of
+    victims. Its last criterion, the victims' start time, is nil for pods no kubelet ran,
+    and then the first candidate wins: which one is first depends on a random offset and
+    parallel dry runs, so candidates equal on this key are a coin toss."""
+    pods = {
+        f"{o['metadata'].get('namespace')}/{o['metadata']['name']}": o
+        for o in state
+        if o.get("kind") == "Pod"
+    }
+    found = [pods[v] for v in victims if v in pods]
+    prios = [int(p["spec"].get("priority") or 0) for p in found]
+    pdbs = [o for o in state if o.get("kind") == "PodDisruptionBudget"]
+    return (
+        _pdb_violations(found, pdbs),
+        max(prios, default=0),
+        sum(p + 2**31 for p in prios),
+        len(found),
+    )
+
+
+def compare(kube: Outcome, ours: Outcome, state: list[JSON] | None = None) -> list[Divergence]:
+    """``state``: the objects both saw, to tell a preemption tie from a divergence."""
+    out: list[Divergence] = []
+    if kube.status == "Timeout":
+        return [Divergence("timeout", "kube-scheduler gave no outcome", kube.status, ours.status)]
+    if kube.status != ours.status:
+        out.append(
+            Divergence(
+                "feasibility",
+                f"kube-scheduler: {kube.status}, ksched: {ours.status}",
+                kube.message or kube.node,
+                ours.message or ours.node,
+            )
+        )
+        return out
+    if not messages_agree(kube.message, ours.message):
+        out.append(Divergence("message", "FitError text", kube.message, ours.message))
+    if kube.condition is not None or ours.condition is not None:
+        kc = kube.condition or {}
+        oc = ours.condition or {}
+        if not messages_agree(str(kc.get("message", "")), str(oc.get("message", ""))):
+            out.append(
+                Divergence(
+                    "condition", "PodScheduled message", kc.get("message"), oc.get("message")
+                )
+            )
+        for field in ("reason", "observedGeneration"):
+            if kc.get(field) != oc.get(field):
+                out.append(
+                    Divergence("condition", f"PodScheduled {field}", kc.get(field), oc.get(field))
+                )
+    if sorted(kube.victims) != sorted(ours.victims):
+        if (
+            state is not None
+            and kube.victims
+            and ours.victims
+            and preemption_key(state, kube.victims) == preemption_key(state, ours.victims)
+        ):
+            # Equally good candidates, picked at random: from here on the two clusters
+            # differ (other victims went), so nothing after preemption is comparable.
+            return out
+        out.append(Divergence("victims", "preemption victims", kube.victims, ours.victims))
+    # A pod nominated for the node it then bound to (a slow binding announced) is judged by
+    # its node, below: several may tie for best.
+    expected = kube.nominated == kube.node and ours.nominated == ours.node
+    if kube.nominated != ours.nominated and not (expected and kube.nominated and ours.nominated):
+        out.append(Divergence("nominated", "nominated node", kube.nominated, ours.nominated))
+    if kube.status != "Scheduled":
+        return out
+    if (
+        kube.feasible is not None
+        and ours.feasible is not None
+        and sorted(kube.feasible) != sorted(ours.feasible)
+    ):
+        out.append(
+            Divergence("feasible", "feasible node set", sorted(kube.feasible), ours.feasible)
+        )
+    for plugin, per_node in sorted(kube.scores.items()):
+        mine = ours.scores.get(plugin)
+        if mine is None:
+            if plugin == _DRA_PLUGIN and not any(per_node.values()):
+                # ksched's DynamicResources skips Score (PreScore) unless a claim has a
+                # prioritized list; kube-scheduler scores 0 everywhere: same totals.
+                continue
+            out.append(Divergence("score", "plugin not run by ksched", per_node, None, plugin))
+            continue
+        for node, value in sorted(per_node.items()):
+            if mine.get(node) != value:
+                out.append(
+                    Divergence("score", "weighted score", value, mine.get(node), plugin, node)
+                )
+    for plugin in sorted(set(ours.scores) - set(kube.scores)):
+        if kube.scores:
+            out.append(
+                Divergence(
+                    "score", "plugin not run by kube-scheduler", None, ours.scores[plugin], plugin
+                )
+            )
+    for node, value in sorted(kube.totals.items()):
+        if ours.totals.get(node) != value:
+            out.append(Divergence("total", "final score", value, ours.totals.get(node), node=node))
+    top = _top(ours.totals) if ours.totals else ({ours.node} if ours.node else set())
+    if kube.node not in top:
+        out.append(
+            Divergence(
+                "node",
+                "kube-scheduler's node is not among ksched's top-scored",
+                kube.node,
+                sorted(top),
+                node=kube.node or "",
+            )
+        )
+    return out

@@ -1,0 +1,766 @@
+"""Seeded random clusters and pending pods covering the default plugins' inputs.
+
+A ``Scenario`` is plain Kubernetes JSON: the objects that exist before the first pending
+pod (in creation order) and the pending pods, each tagged with the feature groups that
+shaped it so a divergence can be counted against them. The same seed always gives the
+same scenario.
+
+Feature groups are functions registered in ``FEATURES``: ``setup`` adds cluster objects
+(nodes' taints, PersistentVolumes, PriorityClasses...), ``decorate`` may change a pending
+pod and answers whether it did. A new group (DynamicResources, when ksched has it) is one
+more entry; nothing else here needs to change.
+
+Objects are built so that kube-apiserver accepts them (the replay still dry-runs each pod
+and uses the defaulted object): extended resources carry equal limits, hostPort pods never
+use the host network, minDomains only comes with DoNotSchedule.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "FEATURES",
+    "Feature",
+    "PendingPod",
+    "Scenario",
+    "generate",
+    "parse_features",
+    "parse_seeds",
+]
+
+JSON = dict[str, Any]
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+RACK = "example.com/rack"
+GPU = "example.com/gpu"
+IMAGES = [
+    ("registry.example.com/web:1.0", 310 * 1024 * 1024),
+    ("registry.example.com/db:2.3", 820 * 1024 * 1024),
+    ("registry.example.com/cache:7", 45 * 1024 * 1024),
+    ("registry.example.com/tools:latest", 1500 * 1024 * 1024),
+    ("registry.example.com/tiny:1", 5 * 1024 * 1024),
+]
+APPS = ["web", "db", "cache", "batch"]
+
+
+@dataclass
+class PendingPod:
+    pod: JSON
+    groups: set[str] = field(default_factory=set)
+
+    @property
+    def name(self) -> str:
+        return str(self.pod["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.pod["metadata"]["namespace"])
+
+
+@dataclass
+class Scenario:
+    """``objects`` are created in order (cluster-scoped and namespaced alike); ``pending``
+    are then created one at a time. References to another object's uid are written
+    ``{"$uid": "Kind/namespace/name"}`` and filled in by whoever creates them."""
+
+    seed: int
+    features: tuple[str, ...]
+    objects: list[JSON] = field(default_factory=list)
+    pending: list[PendingPod] = field(default_factory=list)
+    # Namespaces the scenario uses but does not create (and so never deletes), and the
+    # prefix of its cluster-scoped objects' names (None: "s<seed>-"; "": all of them).
+    existing_namespaces: tuple[str, ...] = ()
+    prefix: str | None = None
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Every namespace the scenario's objects live in."""
+        own = [o["metadata"]["name"] for o in self.objects if o["kind"] == "Namespace"]
+        return [*self.existing_namespaces, *own]
+
+    @property
+    def own_namespaces(self) -> list[str]:
+        """The namespaces the scenario creates (and deletes after)."""
+        return [o["metadata"]["name"] for o in self.objects if o["kind"] == "Namespace"]
+
+    @property
+    def name_prefix(self) -> str:
+        return f"s{self.seed}-" if self.prefix is None else self.prefix
+
+    @property
+    def node_names(self) -> list[str]:
+        return [o["metadata"]["name"] for o in self.objects if o["kind"] == "Node"]
+
+
+class _Ctx:
+    """What the feature functions share while one scenario is built."""
+
+    def __init__(self, seed: int, rng: random.Random, features: tuple[str, ...]) -> None:
+        self.seed = seed
+        self.rng = rng
+        self.features = features
+        self.prefix = f"s{seed}"
+        self.namespaces = [f"d{seed}-a", f"d{seed}-b"]
+        self.nodes: list[JSON] = []
+        self.objects: list[JSON] = []  # besides namespaces and nodes, in creation order
+        self.running: list[JSON] = []
+        self.zones = [f"{self.prefix}-z{i}" for i in range(rng.randint(1, 3))]
+        self.priority_classes: list[tuple[str, int]] = []
+        self.claims: dict[str, list[str]] = {}  # namespace -> PVC names pods may use
+        self.counter = 0
+
+    def name(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}-{self.counter}"
+
+    def add(self, obj: JSON) -> JSON:
+        self.objects.append(obj)
+        return obj
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A feature group: cluster objects it needs and what it does to a pending pod."""
+
+    name: str
+    setup: Callable[[_Ctx], None]
+    decorate: Callable[[_Ctx, JSON], bool]
+    weight: float = 0.5  # the chance that a pending pod gets this group's treatment
+
+
+# -- the base cluster ----------------------------------------------------------------------------
+
+
+def _node(ctx: _Ctx, i: int) -> JSON:
+    rng = ctx.rng
+    name = f"{ctx.prefix}-n{i}"
+    cpu = rng.choice(["1", "2", "4", "3500m", "8"])
+    mem = rng.choice(["2Gi", "4Gi", "8Gi", "16Gi"])
+    alloc: JSON = {
+        "cpu": cpu,
+        "memory": mem,
+        "pods": str(rng.choice([4, 8, 20, 110])),
+        "ephemeral-storage": rng.choice(["10Gi", "50Gi"]),
+    }
+    labels = {HOST: name, ZONE: rng.choice(ctx.zones), RACK: f"r{rng.randint(0, 2)}"}
+    if rng.random() < 0.3:
+        labels["disk"] = rng.choice(["ssd", "hdd"])
+    if rng.random() < 0.3:
+        labels["tier"] = str(rng.randint(1, 5))
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {},
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _container(ctx: _Ctx, name: str, *, big: bool = False) -> JSON:
+    rng = ctx.rng
+    c: JSON = {"name": name, "image": rng.choice(IMAGES)[0]}
+    r = rng.random()
+    if r < 0.15:
+        return c  # zero requests: the scorers' non-zero defaults
+    req: JSON = {
+        "cpu": rng.choice(["50m", "100m", "250m", "500m", "1"] + (["2", "3"] if big else []))
+    }
+    if rng.random() < 0.8:
+        req["memory"] = rng.choice(
+            ["64Mi", "256Mi", "512Mi", "1Gi"] + (["3Gi", "6Gi"] if big else [])
+        )
+    if rng.random() < 0.1:
+        req["ephemeral-storage"] = rng.choice(["1Gi", "20Gi"])
+    c["resources"] = {"requests": req}
+    return c
+
+
+def _pod(ctx: _Ctx, name: str, namespace: str, *, big: bool = False) -> JSON:
+    rng = ctx.rng
+    app = rng.choice(APPS)
+    containers = [_container(ctx, "c0", big=big)]
+    if rng.random() < 0.2:
+        containers.append(_container(ctx, "c1"))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app": app, "track": rng.choice(["stable", "canary"])},
+        },
+        "spec": {"containers": containers, "terminationGracePeriodSeconds": 0},
+    }
+
+
+def _running_pods(ctx: _Ctx) -> None:
+    rng = ctx.rng
+    for node in ctx.nodes:
+        for _ in range(rng.randint(0, 3)):
+            pod = _pod(ctx, ctx.name("run"), rng.choice(ctx.namespaces))
+            pod["spec"]["nodeName"] = node["metadata"]["name"]
+            ctx.running.append(pod)
+
+
+# -- feature groups ------------------------------------------------------------------------------
+
+
+def _no_setup(ctx: _Ctx) -> None:
+    return None
+
+
+def _resources_setup(ctx: _Ctx) -> None:
+    rng = ctx.rng
+    for node in ctx.nodes:
+        if rng.random() < 0.3:
+            n = str(rng.choice([1, 2, 4]))
+            node["status"]["allocatable"][GPU] = n
+            node["status"]["capacity"][GPU] = n
+    ctx.add(
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": f"{ctx.prefix}-kata"},
+            "handler": "kata",
+            "overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}},
+        }
+    )
+
+
+def _resources(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    spec = pod["spec"]
+    kind = rng.choice(["big", "init", "sidecar", "podlevel", "overhead", "gpu", "zero"])
+    if kind == "big":
+        spec["containers"][0] = _container(ctx, "c0", big=True)
+    elif kind == "init":
+        spec["initContainers"] = [_container(ctx, "init0", big=True)]
+    elif kind == "sidecar":
+        side = _container(ctx, "side0")
+        side["restartPolicy"] = "Always"
+        spec["initContainers"] = [side, _container(ctx, "init1")]
+    elif kind == "podlevel":
+        cpu = rng.choice(["500m", "1", "2"])
+        mem = rng.choice(["512Mi", "1Gi", "2Gi"])
+        spec["resources"] = {
+            "requests": {"cpu": cpu, "memory": mem},
+            "limits": {"cpu": cpu, "memory": mem},
+        }
+        for c in spec["containers"]:
+            c.pop("resources", None)
+    elif kind == "overhead":
+        spec["runtimeClassName"] = f"{ctx.prefix}-kata"
+    elif kind == "gpu":
+        n = str(rng.choice([1, 2, 3]))
+        res = spec["containers"][0].setdefault("resources", {})
+        res.setdefault("requests", {})[GPU] = n
+        res.setdefault("limits", {})[GPU] = n
+    else:
+        for c in spec["containers"]:
+            c.pop("resources", None)
+    return True
+
+
+def _unschedulable_setup(ctx: _Ctx) -> None:
+    for node in ctx.nodes:
+        if ctx.rng.random() < 0.2:
+            node["spec"]["unschedulable"] = True
+
+
+def _unschedulable(ctx: _Ctx, pod: JSON) -> bool:
+    pod["spec"].setdefault("tolerations", []).append(
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+    )
+    return True
+
+
+def _ports_setup(ctx: _Ctx) -> None:
+    for pod in ctx.running:
+        if ctx.rng.random() < 0.3:
+            _add_port(ctx, pod)
+
+
+def _add_port(ctx: _Ctx, pod: JSON) -> None:
+    rng = ctx.rng
+    port: JSON = {"containerPort": 8080, "hostPort": rng.choice([80, 443, 8080])}
+    if rng.random() < 0.3:
+        port["protocol"] = "UDP"
+    if rng.random() < 0.2:
+        port["hostIP"] = "127.0.0.1"
+    pod["spec"]["containers"][0]["ports"] = [port]
+
+
+def _ports(ctx: _Ctx, pod: JSON) -> bool:
+    _add_port(ctx, pod)
+    return True
+
+
+def _expr(ctx: _Ctx) -> JSON:
+    rng = ctx.rng
+    key, values = rng.choice(
+        [(ZONE, ctx.zones), ("disk", ["ssd", "hdd"]), (RACK, ["r0", "r1", "r2"]), ("tier", None)]
+    )
+    if values is None:
+        return {
+            "key": key,
+            "operator": rng.choice(["Gt", "Lt"]),
+            "values": [str(rng.randint(1, 5))],
+        }
+    op = rng.choice(["In", "In", "NotIn", "Exists", "DoesNotExist"])
+    if op in ("Exists", "DoesNotExist"):
+        return {"key": key, "operator": op}
+    return {"key": key, "operator": op, "values": rng.sample(values, rng.randint(1, len(values)))}
+
+
+def _term(ctx: _Ctx) -> JSON:
+    rng = ctx.rng
+    if rng.random() < 0.15:
+        node = rng.choice(ctx.nodes)["metadata"]["name"]
+        return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {"matchExpressions": [_expr(ctx) for _ in range(rng.randint(1, 2))]}
+
+
+def _nodeaffinity(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    spec = pod["spec"]
+    if rng.random() < 0.3:
+        spec["nodeSelector"] = {ZONE: rng.choice(ctx.zones)}
+    aff: JSON = {}
+    if rng.random() < 0.6:
+        aff["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [_term(ctx) for _ in range(rng.randint(1, 2))]
+        }
+    if rng.random() < 0.6:
+        aff["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [_expr(ctx)]}}
+            for _ in range(rng.randint(1, 3))
+        ]
+    if aff:
+        spec.setdefault("affinity", {})["nodeAffinity"] = aff
+    return bool(aff) or "nodeSelector" in spec
+
+
+# unique keys: a node's taints must be unique by key and effect
+TAINTS = [("dedicated", "infra"), ("gpu", "true"), ("spot", "true"), ("maint", "")]
+
+
+def _taints_setup(ctx: _Ctx) -> None:
+    rng = ctx.rng
+    for node in ctx.nodes:
+        if rng.random() < 0.4:
+            taints = []
+            for key, value in rng.sample(TAINTS, rng.randint(1, 2)):
+                t: JSON = {
+                    "key": key,
+                    "effect": rng.choice(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+                }
+                if value:
+                    t["value"] = value
+                taints.append(t)
+            node["spec"]["taints"] = taints
+
+
+def _taints(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    tols = pod["spec"].setdefault("tolerations", [])
+    for key, value in rng.sample(TAINTS, rng.randint(1, 3)):
+        t: JSON = {"key": key}
+        if value and rng.random() < 0.7:
+            t["operator"] = "Equal"
+            t["value"] = value
+        else:
+            t["operator"] = "Exists"
+        if rng.random() < 0.6:
+            t["effect"] = rng.choice(["NoSchedule", "PreferNoSchedule", "NoExecute"])
+        tols.append(t)
+    return True
+
+
+def _images_setup(ctx: _Ctx) -> None:
+    rng = ctx.rng
+    for node in ctx.nodes:
+        have = rng.sample(IMAGES, rng.randint(0, 3))
+        if have:
+            node["status"]["images"] = [{"names": [n], "sizeBytes": s} for n, s in have]
+
+
+def _images(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    for c in pod["spec"]["containers"]:
+        c["image"] = rng.choice(IMAGES)[0]
+    if rng.random() < 0.4:
+        # an image volume: ImageLocality does not count it (only containers' images)
+        image = rng.choice(IMAGES)[0]
+        pod["spec"]["volumes"] = [{"name": "data", "image": {"reference": image}}]
+    return True
+
+
+def _selector(ctx: _Ctx) -> JSON:
+    rng = ctx.rng
+    if rng.random() < 0.7:
+        return {"matchLabels": {"app": rng.choice(APPS)}}
+    return {
+        "matchExpressions": [
+            {"key": "app", "operator": rng.choice(["In", "NotIn"]), "values": rng.sample(APPS, 2)}
+        ]
+    }
+
+
+def _spread_setup(ctx: _Ctx) -> None:
+    """Services and ReplicaSets give system-default spreading its selectors."""
+    rng = ctx.rng
+    for ns in ctx.namespaces:
+        app = rng.choice(APPS)
+        ctx.add(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": f"svc-{app}", "namespace": ns},
+                "spec": {"selector": {"app": app}, "ports": [{"port": 80}]},
+            }
+        )
+        ctx.add(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": "rs-web", "namespace": ns},
+                "spec": {
+                    "replicas": 0,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"containers": [{"name": "c", "image": "web"}]},
+                    },
+                },
+            }
+        )
+    for pod in ctx.running:
+        _maybe_owned(ctx, pod)
+
+
+def _maybe_owned(ctx: _Ctx, pod: JSON) -> None:
+    meta = pod["metadata"]
+    if meta["labels"].get("app") == "web" and ctx.rng.random() < 0.7:
+        ns = meta["namespace"]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": "rs-web",
+                "uid": {"$uid": f"ReplicaSet/{ns}/rs-web"},
+                "controller": True,
+            }
+        ]
+
+
+def _spread(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    _maybe_owned(ctx, pod)
+    if rng.random() < 0.25:
+        return "ownerReferences" in pod["metadata"]  # the system defaults only
+    constraints = []
+    for key in rng.sample([ZONE, HOST, RACK], rng.randint(1, 2)):
+        c: JSON = {
+            "maxSkew": rng.randint(1, 3),
+            "topologyKey": key,
+            "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
+            "labelSelector": _selector(ctx),
+        }
+        if c["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.3:
+            c["minDomains"] = rng.randint(1, 4)
+        if rng.random() < 0.3:
+            c["nodeAffinityPolicy"] = rng.choice(["Honor", "Ignore"])
+        if rng.random() < 0.3:
+            c["nodeTaintsPolicy"] = rng.choice(["Honor", "Ignore"])
+        if rng.random() < 0.3:
+            c["matchLabelKeys"] = ["track"]
+        constraints.append(c)
+    pod["spec"]["topologySpreadConstraints"] = constraints
+    return True
+
+
+def _interpod_setup(ctx: _Ctx) -> None:
+    """Some running pods repel others (existing pods' required anti-affinity)."""
+    for pod in ctx.running:
+        if ctx.rng.random() < 0.15:
+            pod["spec"]["affinity"] = {"podAntiAffinity": _pod_affinity(ctx, required=True)}
+
+
+def _affinity_term(ctx: _Ctx) -> JSON:
+    rng = ctx.rng
+    term: JSON = {
+        "labelSelector": _selector(ctx),
+        "topologyKey": rng.choice([ZONE, HOST, RACK]),
+    }
+    r = rng.random()
+    if r < 0.2:
+        term["namespaces"] = rng.sample(ctx.namespaces, rng.randint(1, 2))
+    elif r < 0.4:
+        term["namespaceSelector"] = {"matchLabels": {"team": f"{ctx.prefix}-blue"}}
+    elif r < 0.5:
+        term["namespaceSelector"] = {}
+    if rng.random() < 0.15:
+        term["matchLabelKeys"] = ["track"]
+    return term
+
+
+def _pod_affinity(ctx: _Ctx, *, required: bool | None = None) -> JSON:
+    rng = ctx.rng
+    out: JSON = {}
+    if required is True or (required is None and rng.random() < 0.5):
+        out["requiredDuringSchedulingIgnoredDuringExecution"] = [_affinity_term(ctx)]
+    if required is False or (required is None and rng.random() < 0.6) or not out:
+        out["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": rng.randint(1, 100), "podAffinityTerm": _affinity_term(ctx)}
+            for _ in range(rng.randint(1, 2))
+        ]
+    return out
+
+
+def _interpod(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    aff = pod["spec"].setdefault("affinity", {})
+    which = rng.choice(["podAffinity", "podAntiAffinity", "both"])
+    if which in ("podAffinity", "both"):
+        aff["podAffinity"] = _pod_affinity(ctx)
+    if which in ("podAntiAffinity", "both"):
+        aff["podAntiAffinity"] = _pod_affinity(ctx)
+    return True
+
+
+def _volumes_setup(ctx: _Ctx) -> None:
+    """StorageClasses of both binding modes; local PVs pinned to nodes, zonal PVs, claims
+    bound, pending and missing."""
+    rng = ctx.rng
+    p = ctx.prefix
+    ctx.add(_sc(f"{p}-wffc", "WaitForFirstConsumer"))
+    ctx.add(_sc(f"{p}-now", "Immediate"))
+    for ns in ctx.namespaces:
+        claims = ctx.claims.setdefault(ns, [])
+        for i in range(rng.randint(1, 3)):
+            node = rng.choice(ctx.nodes)
+            pv_name = f"{p}-pv-{ns}-{i}"
+            claim = f"data-{i}"
+            pv: JSON = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": pv_name},
+                "spec": {
+                    "capacity": {"storage": "10Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": f"{p}-wffc",
+                    "persistentVolumeReclaimPolicy": "Retain",
+                },
+            }
+            if rng.random() < 0.5:
+                pv["spec"]["local"] = {"path": "/mnt/disk"}
+                pv["spec"]["nodeAffinity"] = {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": HOST,
+                                        "operator": "In",
+                                        "values": [node["metadata"]["name"]],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                }
+            else:
+                zone = rng.choice(ctx.zones)
+                pv["metadata"]["labels"] = {ZONE: zone}
+                pv["spec"]["hostPath"] = {"path": f"/tmp/{pv_name}"}
+            bound = rng.random() < 0.5
+            if bound:
+                pv["spec"]["claimRef"] = {"namespace": ns, "name": claim}
+            ctx.add(pv)
+            pvc: JSON = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim, "namespace": ns},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "storageClassName": f"{p}-wffc",
+                },
+            }
+            if bound:
+                pvc["spec"]["volumeName"] = pv_name
+            ctx.add(pvc)
+            claims.append(claim)
+        # an Immediate claim nothing can satisfy: "unbound immediate PersistentVolumeClaims"
+        ctx.add(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "immediate", "namespace": ns},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "storageClassName": f"{p}-now",
+                },
+            }
+        )
+        claims.append("immediate")
+
+
+def _sc(name: str, mode: str) -> JSON:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": mode,
+    }
+
+
+def _volumes(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    ns = pod["metadata"]["namespace"]
+    choices = [*ctx.claims.get(ns, []), "missing"]
+    claim = rng.choice(choices)
+    pod["spec"].setdefault("volumes", []).append(
+        {"name": "claim", "persistentVolumeClaim": {"claimName": claim}}
+    )
+    return True
+
+
+def _preemption_setup(ctx: _Ctx) -> None:
+    rng = ctx.rng
+    for name, value, policy in (
+        (f"{ctx.prefix}-low", 10, "PreemptLowerPriority"),
+        (f"{ctx.prefix}-high", 1000, "PreemptLowerPriority"),
+        (f"{ctx.prefix}-never", 1000, "Never"),  # a pod may not name another policy
+    ):
+        ctx.add(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "preemptionPolicy": policy,
+            }
+        )
+        ctx.priority_classes.append((name, value))
+    for pod in ctx.running:
+        if rng.random() < 0.5:
+            pod["spec"]["priorityClassName"] = f"{ctx.prefix}-low"
+    ns = rng.choice(ctx.namespaces)
+    ctx.add(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb-db", "namespace": ns},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        }
+    )
+
+
+def _preemption(ctx: _Ctx, pod: JSON) -> bool:
+    pod["spec"]["priorityClassName"] = ctx.rng.choice(
+        [f"{ctx.prefix}-high", f"{ctx.prefix}-high", f"{ctx.prefix}-low", f"{ctx.prefix}-never"]
+    )
+    return True
+
+
+FEATURES: dict[str, Feature] = {
+    f.name: f
+    for f in (
+        Feature("resources", _resources_setup, _resources, 0.5),
+        Feature("unschedulable", _unschedulable_setup, _unschedulable, 0.2),
+        Feature("ports", _ports_setup, _ports, 0.2),
+        Feature("nodeaffinity", _no_setup, _nodeaffinity, 0.35),
+        Feature("taints", _taints_setup, _taints, 0.4),
+        Feature("images", _images_setup, _images, 0.4),
+        Feature("spread", _spread_setup, _spread, 0.35),
+        Feature("interpod", _interpod_setup, _interpod, 0.3),
+        Feature("volumes", _volumes_setup, _volumes, 0.2),
+        Feature("preemption", _preemption_setup, _preemption, 0.3),
+    )
+}
+
+
+def parse_features(text: str | None) -> tuple[str, ...]:
+    """``a,b``: those groups (in FEATURES order); empty or None: all of them."""
+    if not text:
+        return tuple(FEATURES)
+    wanted = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [w for w in wanted if w not in FEATURES]
+    if unknown:
+        raise ValueError(
+            f"unknown feature group(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}"
+        )
+    return tuple(f for f in FEATURES if f in wanted)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-199``, ``3,5,9`` or a mix (``0-9,42``)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            if sep:
+                a, b = int(lo), int(hi)
+                if b < a:
+                    raise ValueError
+                out.extend(range(a, b + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise ValueError(f"bad seed range {part!r}: expected N, N-M or a comma list") from None
+    return out
+
+
+def generate(
+    seed: int,
+    features: Iterable[str] | None = None,
+    *,
+    nodes: tuple[int, int] = (3, 10),
+    pods: tuple[int, int] = (6, 14),
+) -> Scenario:
+    """The scenario for ``seed`` with the given feature groups (default: all)."""
+    feats = tuple(features) if features is not None else tuple(FEATURES)
+    rng = random.Random(seed)
+    ctx = _Ctx(seed, rng, feats)
+    ns_objs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"team": f"{ctx.prefix}-{team}"}},
+        }
+        for ns, team in zip(ctx.namespaces, ("blue", "red"), strict=True)
+    ]
+    ctx.nodes = [_node(ctx, i) for i in range(rng.randint(*nodes))]
+    _running_pods(ctx)
+    for f in feats:
+        FEATURES[f].setup(ctx)
+    pending: list[PendingPod] = []
+    for i in range(rng.randint(*pods)):
+        pod = _pod(ctx, f"p{i}", rng.choice(ctx.namespaces))
+        groups: set[str] = set()
+        for f in feats:
+            feat = FEATURES[f]
+            if rng.random() < feat.weight and feat.decorate(ctx, pod):
+                groups.add(f)
+        if not groups:
+            groups.add("base")
+        pending.append(PendingPod(pod, groups))
+    # Namespaced objects need their namespace; pods may name the RuntimeClass and own
+    # references to ReplicaSets, so everything else goes before the running pods.
+    objects = [*ns_objs, *ctx.objects, *ctx.nodes, *ctx.running]
+    return Scenario(seed, feats, objects, pending)

@@ -1,0 +1,370 @@
+"""Replay a scenario against the real kube-scheduler on a ControlPlane.
+
+One pending pod at a time, so each sees exactly the state the previous ones left. The
+facts this relies on (kube-scheduler v1.36):
+
+* per-plugin weighted scores and final scores appear in its log at
+  ``--vmodule=schedule_one=10`` ("Plugin scored node for pod", "Calculated node's final
+  score for pod"), only when more than one node is feasible;
+* OpportunisticBatching reuses a pod's scores for the next alike pod for 500 ms, so pods
+  are at least ``gap`` (0.7 s) apart;
+* it retries an unschedulable pod on later cluster events, so that pod is deleted before
+  the next is created;
+* the API server refuses some generated combinations and defaults the rest: each pod is
+  created with ``dryRun=All`` first and the defaulted object is what ksched gets.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..controlplane import ControlPlane, KubeScheduler
+from .generator import JSON, PendingPod, Scenario
+from .outcome import Outcome
+
+__all__ = ["KubeReplay", "PodRun", "api_path", "parse_scores"]
+
+_PATHS = {
+    "Namespace": ("/api/v1", "namespaces", False),
+    "Node": ("/api/v1", "nodes", False),
+    "Pod": ("/api/v1", "pods", True),
+    "Service": ("/api/v1", "services", True),
+    "PersistentVolume": ("/api/v1", "persistentvolumes", False),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
+    "RuntimeClass": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
+    "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+}
+# What the scheduler's informers hold that pods can change while the replay runs.
+_LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume")
+
+_SCORED = re.compile(
+    r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
+_FINAL = re.compile(
+    r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
+_ATTEMPT = re.compile(r'"Attempting to schedule pod" pod="([^"]+)"')
+
+
+def api_path(kind: str, namespace: str | None = None, name: str | None = None) -> str:
+    group, resource, namespaced = _PATHS[kind]
+    path = f"{group}/namespaces/{namespace}/{resource}" if namespaced else f"{group}/{resource}"
+    return f"{path}/{name}" if name else path
+
+
+def parse_scores(log: str, pod_key: str) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Per-plugin and final scores of ``pod_key``'s last attempt in ``log``."""
+    scores: dict[str, dict[str, int]] = {}
+    totals: dict[str, int] = {}
+    for line in log.splitlines():
+        m = _ATTEMPT.search(line)
+        if m and m.group(1) == pod_key:
+            scores, totals = {}, {}
+            continue
+        m = _SCORED.search(line)
+        if m and m.group(1) == pod_key:
+            scores.setdefault(m.group(2), {})[m.group(3)] = int(m.group(4))
+            continue
+        m = _FINAL.search(line)
+        if m and m.group(1) == pod_key:
+            totals[m.group(2)] = int(m.group(3))
+    return scores, totals
+
+
+@dataclass
+class PodRun:
+    """One pending pod's replay: the state both schedulers saw, the defaulted pod and
+    what each did."""
+
+    pending: PendingPod
+    state: list[JSON]
+    pod: JSON | None
+    kube: Outcome
+    ksched: Outcome | None = None
+
+
+def _fill_uids(obj: Any, uids: dict[str, str]) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"$uid"}:
+            return uids.get(obj["$uid"], "00000000-0000-0000-0000-000000000000")
+        return {k: _fill_uids(v, uids) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_fill_uids(v, uids) for v in obj]
+    return obj
+
+
+def _ref(obj: JSON) -> str:
+    meta = obj["metadata"]
+    return f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
+
+
+class KubeReplay:
+    """A kube-scheduler (default profile, ``--vmodule=schedule_one=10``) on ``cp``."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        *,
+        gap: float = 0.7,
+        timeout: float = 20.0,
+        preemption_timeout: float = 20.0,
+    ) -> None:
+        self.cp = cp
+        self.gap = gap
+        self.timeout = timeout
+        self.preemption_timeout = preemption_timeout
+        self.scheduler: KubeScheduler | None = None
+        self._log_offset = 0
+        self.refused: list[str] = []  # setup objects the API server refused
+        self._uids: dict[str, str] = {}  # "Kind/namespace/name" -> uid, this scenario's
+        self._nominated = ""  # the pod's nominated node, once seen (cleared by its binding)
+
+    def __enter__(self) -> KubeReplay:
+        self.scheduler = self.cp.kube_scheduler(
+            None, name="kube-scheduler-differential", args=["--vmodule=schedule_one=10"]
+        )
+        self.scheduler.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
+            self.scheduler = None
+
+    # -- one scenario ----------------------------------------------------------------------------
+
+    def run(
+        self,
+        scenario: Scenario,
+        ksched: Callable[[list[JSON], JSON], Outcome] | None = None,
+    ) -> Iterator[PodRun]:
+        """Replay ``scenario``; ``ksched(state, pod)`` is called for each pod while the
+        real scheduler works on it. Everything the scenario created is deleted after."""
+        created: list[JSON] = []
+        try:
+            static = self._setup(scenario, created)
+            for pending in scenario.pending:
+                yield self._one(scenario, pending, static, ksched)
+        finally:
+            self._teardown(scenario, created)
+
+    def _setup(self, scenario: Scenario, created: list[JSON]) -> list[JSON]:
+        cp = self.cp
+        uids = self._uids = {}
+        for raw in scenario.objects:
+            obj = _fill_uids(copy.deepcopy(raw), uids)
+            kind = obj["kind"]
+            ns = obj["metadata"].get("namespace")
+            if kind == "Namespace":
+                self._await_gone(api_path("Namespace", name=obj["metadata"]["name"]), 120)
+            st, out = cp.request("POST", api_path(kind, ns), obj)
+            if st >= 300:
+                # the generator should not make these; skip the object, keep the scenario
+                self.refused.append(f"{_ref(obj)}: {out.get('message', out)}")
+                continue
+            out.setdefault("kind", kind)
+            out.setdefault("apiVersion", obj["apiVersion"])
+            uids[_ref(out)] = out["metadata"]["uid"]
+            created.append(out)
+        self._await_pv_binding(scenario)
+        time.sleep(1.0)  # the scheduler's informers catch up
+        return [o for o in created if o["kind"] not in _LIVE]
+
+    def _await_pv_binding(self, scenario: Scenario, timeout: float = 30.0) -> None:
+        """Pre-bound claims go Bound through the PV controller before any pod comes."""
+        want = [
+            o
+            for o in scenario.objects
+            if o["kind"] == "PersistentVolumeClaim" and o["spec"].get("volumeName")
+        ]
+        deadline = time.monotonic() + timeout
+        for pvc in want:
+            path = api_path(
+                "PersistentVolumeClaim", pvc["metadata"]["namespace"], pvc["metadata"]["name"]
+            )
+            while time.monotonic() < deadline:
+                st, cur = self.cp.request("GET", path)
+                if st == 200 and cur.get("status", {}).get("phase") == "Bound":
+                    break
+                time.sleep(0.1)
+
+    def _live_state(self, scenario: Scenario) -> list[JSON]:
+        out: list[JSON] = []
+        names = set(scenario.namespaces)
+        prefix = scenario.name_prefix
+        for kind in _LIVE:
+            group, resource, namespaced = _PATHS[kind]
+            items = self.cp.ok("GET", f"{group}/{resource}")["items"]
+            for it in items:
+                meta = it["metadata"]
+                if namespaced and meta.get("namespace") not in names:
+                    continue
+                if not namespaced and not meta["name"].startswith(prefix):
+                    continue
+                it.setdefault("kind", kind)
+                it.setdefault("apiVersion", "v1")
+                out.append(it)
+        return out
+
+    def _one(
+        self,
+        scenario: Scenario,
+        pending: PendingPod,
+        static: list[JSON],
+        ksched: Callable[[list[JSON], JSON], Outcome] | None,
+    ) -> PodRun:
+        cp = self.cp
+        path = api_path("Pod", pending.namespace)
+        body = _fill_uids(pending.pod, self._uids)
+        st, dry = cp.request("POST", path + "?dryRun=All", body)
+        if st >= 300:
+            msg = dry.get("message", str(dry)) if isinstance(dry, dict) else str(dry)
+            return PodRun(pending, [], None, Outcome("Rejected", message=msg))
+        dry.setdefault("kind", "Pod")
+        dry.setdefault("apiVersion", "v1")
+        state = static + self._live_state(scenario)
+        before = {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+            for p in state
+            if p["kind"] == "Pod"
+        }
+        start = time.monotonic()
+        created = cp.ok("POST", path, body)
+        # kube-scheduler uses the created object; ksched gets the same (uid, generation)
+        pod = {**created, "kind": "Pod", "apiVersion": "v1"}
+        ours = ksched(state, copy.deepcopy(pod)) if ksched is not None else None
+        self._nominated = ""
+        kube = self._await_outcome(pending, created["metadata"]["resourceVersion"])
+        key = f"{pending.namespace}/{pending.name}"
+        kube.scores, kube.totals = parse_scores(self._new_log(), key)
+        if kube.scores:
+            kube.feasible = sorted(next(iter(kube.scores.values())))
+        elif kube.node:
+            kube.feasible = [kube.node]
+        after = {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+            for p in self._live_state(scenario)
+            if p["kind"] == "Pod"
+        }
+        kube.victims = sorted(before - after)
+        if kube.node is None:
+            cp.request(
+                "DELETE",
+                api_path("Pod", pending.namespace, pending.name),
+                {"gracePeriodSeconds": 0},
+            )
+            self._await_gone(api_path("Pod", pending.namespace, pending.name), 30)
+        rest = self.gap - (time.monotonic() - start)
+        time.sleep(max(rest, self.gap / 2))
+        return PodRun(pending, state, pod, kube, ours)
+
+    def _await_outcome(self, pending: PendingPod, resource_version: str) -> Outcome:
+        """Watch the pod from its creation on: a preemptor's PodScheduled=False condition
+        may last only ~100 ms before it binds, too short for polling."""
+        path = api_path("Pod", pending.namespace)
+        query = urllib.parse.urlencode(
+            {
+                "watch": "1",
+                "fieldSelector": f"metadata.name={pending.name}",
+                "resourceVersion": resource_version,
+                "timeoutSeconds": str(int(self.timeout + self.preemption_timeout)),
+            }
+        )
+        req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
+        req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
+        deadline = time.monotonic() + self.timeout
+        first: dict[str, Any] | None = None
+        try:
+            with urllib.request.urlopen(
+                req, timeout=self.timeout, context=self.cp.ssl_context
+            ) as stream:
+                for line in stream:
+                    event = json.loads(line)
+                    cur = event.get("object") or {}
+                    if event.get("type") not in ("ADDED", "MODIFIED"):
+                        continue
+                    node = cur.get("spec", {}).get("nodeName")
+                    status = cur.get("status", {})
+                    cond = next(
+                        (
+                            c
+                            for c in status.get("conditions", [])
+                            if c.get("type") == "PodScheduled"
+                        ),
+                        None,
+                    )
+                    if cond is not None and cond.get("status") == "False" and first is None:
+                        first = {
+                            k: cond[k]
+                            for k in ("reason", "message", "observedGeneration")
+                            if k in cond
+                        }
+                    nominated = status.get("nominatedNodeName", "") or ""
+                    if node:
+                        out = Outcome("Scheduled", node=node, condition=first)
+                        out.message = str(first.get("message", "")) if first else ""
+                        out.nominated = self._nominated or nominated
+                        return out
+                    if nominated:
+                        self._nominated = nominated
+                        deadline = max(deadline, time.monotonic() + self.preemption_timeout)
+                    elif first is not None:
+                        reason = first.get("reason", "")
+                        return Outcome(
+                            "Error" if reason == "SchedulerError" else "Unschedulable",
+                            message=str(first.get("message", "")),
+                            condition=first,
+                        )
+                    if time.monotonic() > deadline:
+                        break
+        except (OSError, ValueError):
+            pass  # the watch timed out or broke: no outcome
+        return Outcome("Timeout", message="no outcome within the timeout", condition=first)
+
+    def _new_log(self) -> str:
+        """The scheduler's log written since the last call."""
+        assert self.scheduler is not None and self.scheduler.component is not None
+        with self.scheduler.component.log.open("rb") as f:
+            f.seek(self._log_offset)
+            data = f.read()
+        self._log_offset += len(data)
+        return data.decode(errors="replace")
+
+    # -- cleanup ---------------------------------------------------------------------------------
+
+    def _await_gone(self, path: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.cp.request("GET", path)[0] == 404:
+                return
+            time.sleep(0.1)
+
+    def _teardown(self, scenario: Scenario, created: list[JSON]) -> None:
+        cp = self.cp
+        for ns in scenario.namespaces:
+            for p in cp.request("GET", api_path("Pod", ns))[1].get("items", []):
+                cp.request(
+                    "DELETE",
+                    api_path("Pod", ns, p["metadata"]["name"]),
+                    {"gracePeriodSeconds": 0},
+                )
+        for obj in reversed(created):
+            kind = obj["kind"]
+            if kind in ("Pod", "Namespace"):
+                continue
+            meta = obj["metadata"]
+            cp.request("DELETE", api_path(kind, meta.get("namespace"), meta["name"]))
+        for ns in scenario.own_namespaces:
+            cp.request("DELETE", api_path("Namespace", name=ns))
+        time.sleep(0.5)

@@ -1,0 +1,93 @@
+"""Replay one pending pod against ksched, in-process, on the state kube-scheduler saw.
+
+The state (nodes, bound pods, claims, volumes, workloads, priority classes, PDBs) is the
+API server's own objects, listed just before the pod was created, and the pod is the
+created object (uid, generation, admission's priority and overhead). ``ksched simulate``
+runs it: the same Scheduler, queue, frameworks and binding cycle as the daemon, on
+virtual time, with explanations on so every Filter verdict and Score is visible. The
+PodScheduled condition is built by the daemon's own builder.
+
+Unlike the rest of ``ksched.testing`` this module imports ksched itself: it is the thing
+under test.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+
+from ...cluster.status import scheduling_failed_condition
+from ...config import load_config
+from ...config.types import DEFAULT_SCHEDULER_NAME
+from ...framework.registry import Registry, default_registry
+from ...plugins import NOT_YET_IMPLEMENTED
+from ...sim import Simulation, parse_cluster
+from .generator import JSON
+from .outcome import Outcome
+
+__all__ = ["KschedReplay", "scenario_file"]
+
+
+def scenario_file(state: list[JSON], pod: JSON) -> str:
+    """A ``kind: List`` that ``ksched simulate --cluster`` reads: the state plus the pod,
+    which names ksched's default profile instead of kube-scheduler's."""
+    spec = {**pod.get("spec", {}), "schedulerName": DEFAULT_SCHEDULER_NAME}
+    items = [_strip(o) for o in [*state, {**pod, "spec": spec}]]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=1)
+
+
+def _strip(obj: JSON) -> JSON:
+    """Without managedFields (noise to a reader; nothing schedules by them)."""
+    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "managedFields"}
+    return {**obj, "metadata": meta}
+
+
+class KschedReplay:
+    """ksched's default profile (or ``config``), built once, run per pod."""
+
+    def __init__(self, config_path: str | None = None, registry: Registry | None = None) -> None:
+        self.registry = registry or default_registry()
+        known = set(self.registry.names()) | set(NOT_YET_IMPLEMENTED)
+        self.config, _warnings = load_config(config_path, known)
+
+    def __call__(self, state: list[JSON], pod: JSON) -> Outcome:
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        cluster = parse_cluster(scenario_file(state, pod), key)
+        sim = Simulation(cluster, self.config, self.registry, seed=0, explain=True)
+        results = anyio.run(sim.run)
+        uid = pod["metadata"].get("uid", "")
+        mine = next((r for r in results if f"{r.namespace}/{r.name}" == key), None)
+        if mine is None:
+            return Outcome("Error", message="ksched did not attempt the pod")
+        out = Outcome(mine.status, node=mine.node, victims=sorted(mine.preempted))
+        failures = sim.recorder.failures.get(uid, [])
+        if failures:
+            reason, message = failures[0]
+            out.message = message
+            cond = scheduling_failed_condition(
+                int(pod["metadata"].get("generation") or 0), reason, message
+            )
+            out.condition = {
+                k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond
+            }
+        elif mine.status != "Scheduled":
+            out.message = mine.message
+        cur = next((p for p in sim.cluster.pods.values() if p.uid == uid), None)
+        if cur is not None:
+            out.nominated = cur.pod.status.nominated_node_name or ""
+        explain: dict[str, Any] = mine.explain or {}
+        out.scores = {
+            plugin: {node: int(v["weighted"]) for node, v in per_node.items()}
+            for plugin, per_node in (explain.get("score") or {}).items()
+        }
+        out.totals = {n: int(v) for n, v in (explain.get("total") or {}).items()}
+        filt = explain.get("filter")
+        if isinstance(filt, dict):
+            out.feasible = sorted(
+                n
+                for n, verdicts in filt.items()
+                if all(v in ("Success", "Skip") for v in verdicts.values())
+            )
+        return out

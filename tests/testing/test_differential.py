@@ -1,0 +1,252 @@
+"""The differential harness's own pieces, without a control plane: the generator, the log
+parser, the ksched replay and the comparison (the kube-marked run is in
+``test_differential_kube.py``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ksched.testing.differential import (
+    FEATURES,
+    Outcome,
+    compare,
+    generate,
+    parse_features,
+    parse_seeds,
+)
+from ksched.testing.differential.compare import messages_agree
+from ksched.testing.differential.kube import parse_scores
+from ksched.testing.differential.local import KschedReplay, scenario_file
+
+
+def test_same_seed_same_scenario_and_seeds_differ() -> None:
+    a, b = generate(7), generate(7)
+    assert json.dumps(a.objects) == json.dumps(b.objects)
+    assert [p.pod for p in a.pending] == [p.pod for p in b.pending]
+    assert json.dumps(generate(8).objects) != json.dumps(a.objects)
+
+
+def test_every_feature_group_shapes_some_pod() -> None:
+    seen: set[str] = set()
+    for seed in range(20):
+        for p in generate(seed).pending:
+            seen |= p.groups
+    assert set(FEATURES) <= seen
+
+
+def test_feature_subset_only_uses_those_groups() -> None:
+    for seed in range(10):
+        sc = generate(seed, ["taints"])
+        for p in sc.pending:
+            assert p.groups <= {"taints", "base"}
+        kinds = {o["kind"] for o in sc.objects}
+        assert "PersistentVolume" not in kinds and "PriorityClass" not in kinds
+
+
+def test_generated_objects_stay_within_their_seed() -> None:
+    sc = generate(3)
+    for o in sc.objects:
+        meta = o["metadata"]
+        if "namespace" in meta:
+            assert meta["namespace"] in sc.namespaces
+        elif o["kind"] != "Namespace":
+            assert meta["name"].startswith("s3-"), meta["name"]
+    # a node's taints are unique by key and effect, as the API server requires
+    for o in sc.objects:
+        if o["kind"] == "Node":
+            taints = o["spec"].get("taints", [])
+            assert len({(t["key"], t["effect"]) for t in taints}) == len(taints)
+
+
+def test_parse_seeds_and_features() -> None:
+    assert parse_seeds("0-3,9") == [0, 1, 2, 3, 9]
+    assert parse_seeds("5") == [5]
+    with pytest.raises(ValueError, match="bad seed range '3-1'"):
+        parse_seeds("3-1")
+    with pytest.raises(ValueError, match="bad seed range 'x'"):
+        parse_seeds("x")
+    assert parse_features("") == tuple(FEATURES)
+    assert parse_features("volumes,taints") == ("taints", "volumes")
+    with pytest.raises(ValueError, match="unknown feature group"):
+        parse_features("dra")
+
+
+LOG = """\
+I1126 01:30:04.317 1 schedule_one.go:123] "Attempting to schedule pod" pod="ns/p"
+I1126 01:30:04.317 1 schedule_one.go:982] "Plugin scored node for pod" pod="ns/p" plugin="A" node="n0" score=7
+I1126 01:30:05.317 1 schedule_one.go:123] "Attempting to schedule pod" pod="ns/p"
+I1126 01:30:05.317 1 schedule_one.go:982] "Plugin scored node for pod" pod="ns/p" plugin="TaintToleration" node="n0" score=300
+I1126 01:30:05.317 1 schedule_one.go:982] "Plugin scored node for pod" pod="ns/q" plugin="TaintToleration" node="n0" score=1
+I1126 01:30:05.317 1 schedule_one.go:982] "Plugin scored node for pod" pod="ns/p" plugin="ImageLocality" node="n1" score=12
+I1126 01:30:05.318 1 schedule_one.go:1050] "Calculated node's final score for pod" pod="ns/p" node="n0" score=453
+"""
+
+
+def test_parse_scores_keeps_the_last_attempt_of_the_pod() -> None:
+    scores, totals = parse_scores(LOG, "ns/p")
+    assert scores == {"TaintToleration": {"n0": 300}, "ImageLocality": {"n1": 12}}
+    assert totals == {"n0": 453}
+    assert parse_scores(LOG, "ns/none") == ({}, {})
+
+
+def _scheduled(node: str, totals: dict[str, int], **kw: object) -> Outcome:
+    return Outcome("Scheduled", node=node, totals=totals, **kw)  # type: ignore[arg-type]
+
+
+def test_compare_accepts_any_top_scored_node_and_flags_scores() -> None:
+    ours = _scheduled("a", {"a": 10, "b": 10}, scores={"P": {"a": 5, "b": 5}})
+    kube = _scheduled("b", {"a": 10, "b": 10}, scores={"P": {"a": 5, "b": 5}})
+    assert compare(kube, ours) == []
+    kube = _scheduled("b", {"a": 10, "b": 10}, scores={"P": {"a": 5, "b": 6}})
+    (d,) = compare(kube, ours)
+    assert (d.what, d.plugin, d.node, d.kube, d.ksched) == ("score", "P", "b", 6, 5)
+    kube = _scheduled("c", {}, scores={})
+    (d,) = compare(kube, _scheduled("a", {"a": 3, "c": 1}))
+    assert d.what == "node" and d.ksched == ["a"]
+
+
+def test_compare_feasibility_and_message() -> None:
+    kube = Outcome("Unschedulable", message="0/1 nodes are available: 1 Insufficient cpu.")
+    assert [d.what for d in compare(kube, _scheduled("a", {}))] == ["feasibility"]
+    ours = Outcome("Unschedulable", message="0/1 nodes are available: 1 Too many pods.")
+    (d,) = compare(kube, ours)
+    assert d.what == "message"
+
+
+def test_dynamic_resources_texts_are_compared_and_only_its_zero_scores_excused() -> None:
+    diag = "0/3 nodes are available: 3 Insufficient cpu."
+    ours = (
+        f"{diag} no new claims to deallocate, preemption: 0/3 nodes are available: "
+        "3 Preemption is not helpful for scheduling."
+    )
+    assert messages_agree(ours, ours)
+    assert not messages_agree(ours, ours.replace("no new claims to deallocate, ", ""))
+    claim = '0/3 nodes are available: persistentvolumeclaim "x" not found.'
+    assert messages_agree(f"{claim} not found", f"{claim} not found")
+    assert not messages_agree(f"{claim} not found", f"{claim} preemption: x")
+    # ksched's DynamicResources skips Score where kube-scheduler logs 0 on every node
+    zero = _scheduled("a", {"a": 1}, scores={"DynamicResources": {"a": 0}})
+    assert compare(zero, _scheduled("a", {"a": 1})) == []
+    some = _scheduled("a", {"a": 1}, scores={"DynamicResources": {"a": 3}})
+    assert [d.what for d in compare(some, _scheduled("a", {"a": 1}))] == ["score"]
+
+
+def _node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {"taints": taints or []},
+        "status": {"allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "10"}},
+    }
+
+
+def _pod(name: str, cpu: str, generation: int = 1) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "d",
+            "uid": f"uid-{name}",
+            "generation": generation,
+        },
+        "spec": {
+            "schedulerName": "default-scheduler",
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }
+
+
+def test_ksched_replay_reports_v136_texts_and_condition() -> None:
+    replay = KschedReplay()
+    state = [_node("a", "1"), _node("b", "1"), _node("c", "1")]
+    out = replay(state, _pod("p", "2", generation=3))
+    assert out.status == "Unschedulable"
+    assert out.message == (
+        "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+    assert out.condition == {
+        "reason": "Unschedulable",
+        "message": out.message,
+        "observedGeneration": 3,
+    }
+    ok = replay([_node("x", "4"), _node("y", "4")], _pod("q", "1"))
+    assert ok.status == "Scheduled" and ok.node in ("x", "y")
+    assert ok.feasible == ["x", "y"]
+    assert set(ok.scores) >= {"NodeResourcesFit", "TaintToleration"}
+
+
+def test_scenario_file_is_what_ksched_simulate_reproduces(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_text(scenario_file([_node("x", "4")], _pod("q", "1")))
+    proc = subprocess.run(
+        [sys.executable, "-m", "ksched", "simulate", "--cluster", str(path), "--output", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (pod,) = json.loads(proc.stdout)["pods"]
+    assert (pod["name"], pod["node"], pod["status"]) == ("q", "x", "Scheduled")
+
+
+def test_ksched_replay_counts_untolerated_taints_together() -> None:
+    """v1.35+ (kubernetes#134740): one reason for all untolerated taints, none named."""
+    state = [
+        _node("a", "1", [{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+        _node("b", "1", [{"key": "j", "value": "w", "effect": "NoExecute"}]),
+        _node("c", "1"),
+    ]
+    out = KschedReplay()(state, _pod("p", "2"))
+    assert out.message == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
+        "no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+
+
+def _victim(name: str, priority: int, labels: dict[str, str] | None = None) -> dict[str, object]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "d", "labels": labels or {}},
+        "spec": {"priority": priority, "nodeName": "n"},
+    }
+
+
+def test_equally_good_preemption_candidates_are_a_tie_not_a_divergence() -> None:
+    pdb = {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "b", "namespace": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}},
+        "status": {"disruptionsAllowed": 0},
+    }
+    state = [
+        _victim("a", 10),
+        _victim("b", 10),
+        _victim("c", 20),
+        _victim("db", 10, {"app": "db"}),
+        pdb,
+    ]
+    kube = Outcome("Scheduled", node="n1", nominated="n1", victims=["d/a"])
+    tie = Outcome("Scheduled", node="n2", nominated="n2", victims=["d/b"], totals={"n2": 1})
+    assert compare(kube, tie, state) == []
+    # a higher-priority victim, a PDB violation or more victims are worse, not a tie
+    for worse in (["d/c"], ["d/db"], ["d/a", "d/b"]):
+        ours = Outcome("Scheduled", node="n2", nominated="n2", victims=worse)
+        kinds = [d.what for d in compare(kube, ours, state)]
+        assert "victims" in kinds and "node" in kinds, worse
+
+
+def test_a_nomination_for_the_bound_node_is_judged_like_the_node() -> None:
+    """v1.36 nominates the node before a slow binding; among tied nodes either may win."""
+    kube = Outcome("Scheduled", node="a", nominated="a", totals={"a": 5, "b": 5})
+    ours = Outcome("Scheduled", node="b", nominated="b", totals={"a": 5, "b": 5})
+    assert compare(kube, ours) == []
+    unannounced = Outcome("Scheduled", node="a", totals={"a": 5, "b": 5})
+    assert [d.what for d in compare(kube, unannounced)] == ["nominated"]

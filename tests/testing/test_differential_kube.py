@@ -1,0 +1,60 @@
+"""The fidelity oracle in CI: a fixed seed set replayed against the real kube-scheduler
+v1.36.3 and ksched must agree on every pod (feasibility, node, per-plugin scores, FitError
+text, PodScheduled condition, preemption). A long run is documented in docs/fidelity.md."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ksched.testing.controlplane import ControlPlane
+from ksched.testing.differential import FEATURES, run_differential
+from ksched.testing.differential.local import KschedReplay
+
+pytestmark = pytest.mark.kube
+
+# About 60 pending pods over every feature group: a minute and a half on 2 cores.
+CI_SEEDS = [0, 1, 2, 3, 4, 5]
+
+
+@pytest.fixture(scope="module")
+def cp() -> Iterator[ControlPlane]:
+    """Its own control plane: the PV binder must run, and no other kube-scheduler may
+    serve the default profile."""
+    with ControlPlane(with_controller_manager=True) as plane:
+        yield plane
+
+
+def test_fixed_seeds_agree_with_kube_scheduler(cp: ControlPlane, tmp_path: Path) -> None:
+    report = run_differential(CI_SEEDS, tuple(FEATURES), cp=cp, outdir=tmp_path)
+    groups = report.groups()
+    assert set(FEATURES) <= set(groups), sorted(groups)
+    assert groups["all"].pods >= 50
+    # both verdicts and scores were compared, not only one kind of outcome
+    assert 0 < groups["all"].unschedulable < groups["all"].pods
+    assert not report.rejected, report.rejected
+    assert not report.diverging, report.text()
+
+
+def test_a_wrong_weight_is_caught(cp: ControlPlane, tmp_path: Path) -> None:
+    """The harness is not blind: ksched run with TaintToleration's weight at 1 instead of
+    3 disagrees with kube-scheduler's logged scores, and the report says where."""
+    cfg = tmp_path / "weights.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "- plugins:\n"
+        "    score:\n"
+        "      enabled: [{name: TaintToleration, weight: 1}]\n"
+    )
+    report = run_differential(
+        [0, 1], ("taints",), cp=cp, outdir=tmp_path / "out", ksched=KschedReplay(str(cfg))
+    )
+    kinds = report.by_kind()
+    assert kinds.get("score:TaintToleration", 0) > 0, report.text()
+    (first, *_) = report.diverging
+    assert first.scenario and Path(first.scenario).is_file()
+    assert "TaintToleration" in report.text()
