@@ -1380,3 +1380,43 @@ def test_select_victims_in_place_declines_where_pods_matter() -> None:
 
     custom = Custom(None, env.pl.handle)
     assert custom.select_victims_in_place(env.state_for(plain), plain, ni, []) is None
+
+
+def test_filter_with_nominated_pods_without_copies_equals_the_copying_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runtime's nominated-pods pass through ``filter_with_added`` (no node or state
+    copy) gives the status adding the pods to a copy gives, for every node."""
+    import random
+
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(200):
+        env, p, _pdbs, _pods = _random_case(rng, False)
+        state = env.state_for(p)
+        assert env.fw._filters_take_added(state)
+        for ni in env.node_infos():
+            nominated = [
+                pod(f"n{i}", prio=VERY_HIGH, req={"cpu": f"{rng.randint(0, 4) * 100}m"})
+                for i in range(rng.randint(1, 3))
+            ]
+            got = env.fw.run_filter_with_nominated_pods(state, p, ni, nominated)
+            with monkeypatch.context() as m:
+                m.setattr(env.fw, "_filters_take_added", lambda _state: False)
+                want = env.fw.run_filter_with_nominated_pods(state, p, ni, nominated)
+            assert (got.code, got.message(), got.plugin) == (
+                want.code,
+                want.message(),
+                want.plugin,
+            )
+            checked += 1
+    assert checked > 200
+
+
+def test_filters_take_added_only_when_every_active_plugin_can() -> None:
+    env = Env([node("n1/zone1", VERY_LARGE)], [], [FIT, PTS])
+    spread = pod(
+        "p", prio=HIGH, req=LARGE, labels={"foo": ""}, spread=[(1, "zone", "DoNotSchedule")]
+    )
+    assert not env.fw._filters_take_added(env.state_for(spread))  # PTS extensions active
+    assert env.fw._filters_take_added(env.state_for(pod("q", prio=HIGH, req=LARGE)))

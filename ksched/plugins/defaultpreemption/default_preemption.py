@@ -28,6 +28,7 @@ from ...framework.handle import Handle
 from ...framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
+    NodeOnlyFilter,
     NodeToStatus,
     PostFilterOutcome,
     PostFilterPlugin,
@@ -39,13 +40,9 @@ from ...framework.runtime import Framework, _status
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
-from ..nodeaffinity import NodeAffinity
-from ..nodename import NodeName
 from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
 from ..noderesources.fit import Fit
 from ..noderesources.resource_allocation import ArgsErrors
-from ..nodeunschedulable import NodeUnschedulable
-from ..tainttoleration import TaintToleration
 from .preemption import (
     DISRUPTION_TARGET,
     PREEMPTING_LISTER,
@@ -405,10 +402,6 @@ class _TrialLike(Protocol):
     def filter(self) -> Status: ...
 
 
-# Filter plugins whose verdict reads the Node object alone, never the pods on it.
-_NODE_ONLY_FILTERS: tuple[type, ...] = (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity)
-
-
 @dataclass(slots=True)
 class _ResourcePlan:
     """Which plugins ``select_victims_in_place`` consults for one (cycle, preemptor)."""
@@ -431,7 +424,7 @@ class _ResourcePlan:
                 continue
             if type(p) is Fit and fit is None:
                 fit = p
-            elif type(p) in _NODE_ONLY_FILTERS:
+            elif isinstance(p, NodeOnlyFilter):
                 others.append(p)
             else:
                 return None

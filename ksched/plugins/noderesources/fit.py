@@ -46,7 +46,7 @@ from ...framework.interface import (
 )
 from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
 from ...framework.status import Code, Status
-from ...framework.types import NodeInfo, PodInfo
+from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
 from ..helper import requests_fragment
 from .least_allocated import LeastAllocated
@@ -401,6 +401,17 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if PRE_FILTER_STATE_KEY not in state:
             return Status(Code.ERROR, _NOT_FOUND)
         return self.verdict(pod, node.allocatable, node.requested, len(node.pods))
+
+    def filter_with_added(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo]
+    ) -> Status | None:
+        """Filter as if ``added`` were on the node: its aggregates plus theirs."""
+        if PRE_FILTER_STATE_KEY not in state:
+            return Status(Code.ERROR, _NOT_FOUND)
+        used = node.requested.clone()
+        for p in added:
+            add_requests(used, p.requests, 1)
+        return self.verdict(pod, node.allocatable, used, len(node.pods) + len(added))
 
     def verdict(self, pod: PodInfo, alloc: Resource, used: Resource, n_pods: int) -> Status | None:
         """Filter's verdict from a node's aggregates (PreFilter must have run)."""
