@@ -373,7 +373,8 @@ class _Contestant:
 
 
 class _KschedProcess(_Contestant):
-    def __init__(self) -> None:
+    def __init__(self, workload: str) -> None:
+        self.workload = workload
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: Any = None
 
@@ -384,9 +385,17 @@ class _KschedProcess(_Contestant):
         path.write_text(yaml.safe_dump(cfg))
         port = free_port()
         self.log = open(cp.dir / "ksched-bench.log", "wb")  # noqa: SIM115 - closed in stop()
+        # KSCHED_BENCH_PROFILE=DIR: run it under cProfile, one DIR/<workload>.prof per run
+        profile_dir = os.environ.get("KSCHED_BENCH_PROFILE")
+        profiler = (
+            ["-m", "cProfile", "-o", str(Path(profile_dir) / f"{self.workload}.prof")]
+            if profile_dir
+            else []
+        )
         self.proc = subprocess.Popen(
             [
                 sys.executable,
+                *profiler,
                 "-m",
                 "ksched",
                 "run",
@@ -428,7 +437,7 @@ class _KschedProcess(_Contestant):
 
 
 class _KubeScheduler(_Contestant):
-    def __init__(self) -> None:
+    def __init__(self, workload: str) -> None:
         self.ks: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
@@ -444,7 +453,7 @@ class _KubeScheduler(_Contestant):
 class _Null(_Contestant):
     """e2e's ``NullScheduler`` on ksched's client stack, in this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, workload: str) -> None:
         self.client: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
@@ -474,7 +483,7 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-_MAKERS: dict[str, Callable[[], _Contestant]] = {
+_MAKERS: dict[str, Callable[[str], _Contestant]] = {
     "ksched": _KschedProcess,
     "kube-scheduler": _KubeScheduler,
     "null": _Null,
@@ -566,7 +575,7 @@ async def _one(
                     f"in {time.perf_counter() - t:.0f}s"
                 )
             binds = _Binds(pods)
-            runner = _MAKERS[contestant]()
+            runner = _MAKERS[contestant](name)
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_watch, api, binds)
