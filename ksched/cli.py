@@ -274,6 +274,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import WORKLOADS, run_bench
 
     _log_to_stderr()
+    if args.apiserver == "real":
+        return _bench_real(args)
+    if args.against or args.compare or args.scale:
+        return _die(["ksched bench: --against, --scale and --compare need --apiserver real"])
+    args.workload = args.workload or "SchedulingBasic"
     if args.workload not in WORKLOADS:
         return _die(
             [
@@ -323,6 +328,58 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for k, v in result.items():
             print(f"{k:>16}: {v}")
     return 0
+
+
+def _bench_real(args: argparse.Namespace) -> int:
+    """``ksched bench --apiserver real``: see ``ksched.bench.real``."""
+    import yaml
+
+    from .bench.real import PENDING_WORKLOADS, REAL_WORKLOADS, compare, render_table, run_real_bench
+
+    if args.workload in PENDING_WORKLOADS:
+        return _die(
+            [f"ksched bench: {args.workload} cannot run yet: {PENDING_WORKLOADS[args.workload]}"]
+        )
+    if args.workload is not None and args.workload not in REAL_WORKLOADS:
+        return _die(
+            [
+                f"ksched bench: unknown workload {args.workload!r}; "
+                f"available: {', '.join(REAL_WORKLOADS)}"
+            ]
+        )
+    saved = None
+    if args.compare:
+        try:
+            with open(args.compare, encoding="utf-8") as f:
+                saved = json.load(f)
+            if not isinstance(saved, dict) or not isinstance(saved.get("workloads"), list):
+                raise ValueError("no workloads list")
+        except (OSError, ValueError) as e:
+            return _die([f"ksched bench: --compare {args.compare}: {e}"])
+    base = None
+    if args.config:
+        registry = _registry()
+        _build_check(_load_config(args.config, registry), registry, args.config)
+        with open(args.config, encoding="utf-8") as f:
+            base = yaml.safe_load(f)
+    contestants = ["ksched", *([args.against] if args.against else []), "null"]
+    doc = run_real_bench(
+        [args.workload] if args.workload else list(REAL_WORKLOADS),
+        scale=args.scale or "small",
+        contestants=contestants,
+        config=base,
+        progress=sys.stderr.isatty() and args.output != "json",
+    )
+    slower = compare(doc, saved) if saved is not None else []
+    if args.output == "json":
+        if saved is not None:
+            doc["slower"] = slower
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render_table(doc))
+        for line in slower:
+            print(f"SLOWER {line}")
+    return 1 if slower else 0
 
 
 # ---- run -----------------------------------------------------------------------------
@@ -636,8 +693,10 @@ def build_parser() -> argparse.ArgumentParser:
     sn.add_argument("--verbose", action="store_true", help="count each kind on stderr")
     sn.set_defaults(fn=cmd_snapshot)
 
-    b = sub.add_parser("bench", help="scheduler_perf-style in-process benchmark")
-    b.add_argument("--workload", default="SchedulingBasic")
+    b = sub.add_parser("bench", help="scheduler_perf-style benchmark")
+    b.add_argument(
+        "--workload", help="one workload (default: SchedulingBasic; all with --apiserver real)"
+    )
     b.add_argument("--nodes", type=int, default=500)
     b.add_argument("--pods", type=int, default=1000)
     b.add_argument("--init-pods", type=int, default=0)
@@ -656,6 +715,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="e2e only: also run a baseline and report the ratio: null = a bare round-robin "
         "binder on the same client stack; noplugins = the ksched daemon with only "
         "PrioritySort and DefaultBinder",
+    )
+    b.add_argument(
+        "--apiserver",
+        choices=("real",),
+        help="real: each contestant end to end on a fresh real kube-apiserver (ControlPlane)",
+    )
+    b.add_argument(
+        "--against",
+        choices=("kube-scheduler",),
+        help="--apiserver real: also run the real kube-scheduler with the same configuration",
+    )
+    b.add_argument(
+        "--scale", choices=("small", "full"), help="--apiserver real: workload sizes (small)"
+    )
+    b.add_argument(
+        "--compare",
+        metavar="FILE",
+        help="--apiserver real: a saved --output json; flag workloads now 20%% slower (exit 1)",
     )
     b.set_defaults(fn=cmd_bench)
 

@@ -138,28 +138,41 @@ def topology_spreading(nodes: int, pods: int, init_pods: int) -> _Result:
     )
 
 
+def pod_with_cpu(name: str, ns: str, cpu: str, *, limits: bool = True, **extra: Any) -> Manifest:
+    """pod-default with other CPU requests (pod-low/high-priority*.yaml)."""
+    m = pod_default(name, ns, **extra)
+    r = {"cpu": cpu, "memory": "500Mi"}
+    m["spec"]["containers"][0]["resources"] = (
+        {"limits": dict(r), "requests": dict(r)} if limits else {"requests": r}
+    )
+    return m
+
+
+def low_priority_pods(nodes: int, init_pods: int) -> list[Manifest]:
+    """pod-low-priority.yaml (900m), four to a node by default (initPods = 4 x initNodes)."""
+    return [
+        pod_with_cpu(f"init-pod-{i}", "sched-0", "900m", terminationGracePeriodSeconds=0)
+        for i in range(init_pods or 4 * nodes)
+    ]
+
+
+def high_priority_pod(name: str, ns: str = "sched-1") -> Manifest:
+    """pod-high-priority.yaml: priority 10, 3000m: fits only by preempting three 900m pods."""
+    return pod_with_cpu(name, ns, "3000m", priority=10)
+
+
+def high_priority_large_cpu_pod(name: str, ns: str = "sched-churn") -> Manifest:
+    """pod-high-priority-large-cpu.yaml: priority 10, 9 CPU: fits on no 4-CPU node."""
+    return pod_with_cpu(name, ns, "9", limits=False, priority=10)
+
+
 def preemption_basic(nodes: int, pods: int, init_pods: int) -> _Result:
-    """scheduler_perf's PreemptionBasic: low-priority init pods (900m, pod-low-priority.yaml)
-    fill every node, four to a node by default (initPods = 4 x initNodes); each measured
-    pod (pod-high-priority.yaml: priority 10, 3000m) fits only by preempting three of them."""
-
-    def resources(cpu: str) -> dict[str, Any]:
-        r = {"cpu": cpu, "memory": "500Mi"}
-        return {"limits": dict(r), "requests": dict(r)}
-
-    def pod(name: str, ns: str, cpu: str, **extra: Any) -> Manifest:
-        m = pod_default(name, ns, **extra)
-        m["spec"]["containers"][0]["resources"] = resources(cpu)
-        return m
-
-    init = init_pods or 4 * nodes
+    """scheduler_perf's PreemptionBasic: low-priority init pods fill every node; each
+    measured pod (pod-high-priority.yaml) fits only by preempting three of them."""
     return (
         [node_default(i) for i in range(nodes)],
-        [
-            pod(f"init-pod-{i}", "sched-0", "900m", terminationGracePeriodSeconds=0)
-            for i in range(init)
-        ],
-        [pod(f"pod-{i}", "sched-1", "3000m", priority=10) for i in range(pods)],
+        low_priority_pods(nodes, init_pods),
+        [high_priority_pod(f"pod-{i}") for i in range(pods)],
     )
 
 
@@ -233,11 +246,106 @@ def scheduling_with_resource_claim_template(nodes: int, pods: int, init_pods: in
 # which need controllers the e2e mode's API server does not run: in process only.
 IN_PROCESS_ONLY = frozenset({"SchedulingWithResourceClaimTemplate"})
 
+
+def preemption_async(nodes: int, pods: int, init_pods: int) -> _Result:
+    """scheduler_perf's PreemptionAsync: PreemptionBasic's full nodes, measured pods that
+    fit (pod-default, 100m) while high-priority preemptors arrive as churn (the harness
+    creates those)."""
+    return (
+        [node_default(i) for i in range(nodes)],
+        low_priority_pods(nodes, init_pods),
+        [pod_default(f"pod-{i}", "sched-1") for i in range(pods)],
+    )
+
+
+def unschedulable(nodes: int, pods: int, init_pods: int) -> _Result:
+    """scheduler_perf's Unschedulable: plain pods to schedule while pods that fit nowhere
+    (pod-high-priority-large-cpu.yaml, 9 CPU) keep arriving as churn."""
+    return scheduling_basic(nodes, pods, init_pods)
+
+
+def mixed_scheduling_base_pod(nodes: int, pods: int, init_pods: int) -> _Result:
+    """scheduler_perf's MixedSchedulingBasePod: all nodes in zone1; ``init_pods`` each of
+    plain, pod-affinity, pod-anti-affinity, preferred-affinity and preferred-anti-affinity
+    pods in sched-0; measured plain pods."""
+    zone = "topology.kubernetes.io/zone"
+    node_ms = [node_default(i) for i in range(nodes)]
+    for m in node_ms:
+        m["metadata"]["labels"][zone] = "zone1"
+    host = "kubernetes.io/hostname"
+    kinds: list[Callable[[str], Manifest]] = [
+        lambda n: pod_default(n, "sched-0"),
+        lambda n: _with_pod_affinity(
+            pod_default(n, "sched-0"), {"color": "blue"}, "podAffinity", zone
+        ),
+        lambda n: _with_pod_affinity(
+            pod_default(n, "sched-0"), {"color": "green"}, "podAntiAffinity", host
+        ),
+        lambda n: _preferred(pod_default(n, "sched-0"), "red", "podAffinity"),
+        lambda n: _preferred(pod_default(n, "sched-0"), "yellow", "podAntiAffinity"),
+    ]
+    init = [kind(f"init-pod-{k}-{i}") for k, kind in enumerate(kinds) for i in range(init_pods)]
+    return node_ms, init, [pod_default(f"pod-{i}", "sched-1") for i in range(pods)]
+
+
+def _preferred(m: Manifest, color: str, kind: str) -> Manifest:
+    """pod-with-preferred-pod-(anti-)affinity.yaml: weight 1 on the pod's own color."""
+    m["metadata"]["labels"] = {"color": color}
+    term = {
+        "labelSelector": {"matchLabels": {"color": color}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaces": ["sched-1", "sched-0"],
+    }
+    m["spec"]["affinity"] = {
+        kind: {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"podAffinityTerm": term, "weight": 1}
+            ]
+        }
+    }
+    return m
+
+
+DAEMONSET_NODE = "scheduler-perf-node"
+
+
+def scheduling_daemonset(nodes: int, pods: int, init_pods: int) -> _Result:
+    """scheduler_perf's SchedulingDaemonset: one node named scheduler-perf-node (90000 pods)
+    that every measured pod (daemonset-pod.yaml: no requests) selects by a metadata.name
+    field affinity, among ``nodes`` default nodes NodeAffinity's PreFilter rules out."""
+    big = node_default(0)
+    big["metadata"] = {"name": DAEMONSET_NODE, "labels": {"kubernetes.io/hostname": DAEMONSET_NODE}}
+    alloc = {"pods": "90000", "cpu": "4", "memory": "32Gi"}
+    big["status"] = {"capacity": alloc, "allocatable": dict(alloc)}
+    field_term = {
+        "matchFields": [{"key": "metadata.name", "operator": "In", "values": [DAEMONSET_NODE]}]
+    }
+
+    def pod(i: int) -> Manifest:
+        m = pod_default(f"pod-{i}", "sched-1")
+        spec = m["spec"]
+        spec["containers"] = [{"name": "pause", "image": "registry.k8s.io/pause:3.10.2"}]
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [field_term]
+                }
+            }
+        }
+        return m
+
+    return [big, *(node_default(i) for i in range(nodes))], [], [pod(i) for i in range(pods)]
+
+
 WORKLOADS: dict[str, Workload] = {
     "SchedulingBasic": scheduling_basic,
     "SchedulingPodAffinity": scheduling_pod_affinity,
     "SchedulingPodAntiAffinity": scheduling_pod_anti_affinity,
     "TopologySpreading": topology_spreading,
     "PreemptionBasic": preemption_basic,
+    "PreemptionAsync": preemption_async,
+    "Unschedulable": unschedulable,
+    "MixedSchedulingBasePod": mixed_scheduling_base_pod,
+    "SchedulingDaemonset": scheduling_daemonset,
     "SchedulingWithResourceClaimTemplate": scheduling_with_resource_claim_template,
 }

@@ -46,6 +46,7 @@ __all__ = [
     "ClusterEventWithHint",
     "EnqueueExtensions",
     "FilterPlugin",
+    "NodeOnlyFilter",
     "NodeToStatus",
     "PermitPlugin",
     "Plugin",
@@ -223,6 +224,21 @@ class FilterPlugin(Plugin):
 
     # Optional batch form: a boolean mask over all snapshot rows (True = fits).
     filter_batch: ClassVar[Callable[..., BoolArray] | None] = None
+    # Optional: ``filter_with_added(state, pod, node, added)``, the verdict as if the pods
+    # ``added`` were on ``node`` too, without copying it (Filter's nominated-pods pass);
+    # None: the runtime adds them to a copy of the node instead.
+    filter_with_added: ClassVar[Callable[..., Status | None] | None] = None
+
+
+class NodeOnlyFilter(FilterPlugin):
+    """A Filter plugin whose verdict reads the Node object alone, never the pods on it:
+    pods added to or taken off a node (nominated pods, preemption's dry run) cannot
+    change it. Only declare it where that holds."""
+
+    def filter_with_added(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo]
+    ) -> Status | None:
+        return self.filter(state, pod, node)
 
 
 class PostFilterPlugin(Plugin):

@@ -395,8 +395,24 @@ class Framework:
         return result, SUCCESS, rejected_by
 
     # -- Filter ------------------------------------------------------------------------
-    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """All Filter plugins on one node, stopping at the first rejection."""
+    def _filters_take_added(self, state: CycleState) -> bool:
+        """Whether pods can be added to a node for Filter without copying it: every active
+        Filter plugin has ``filter_with_added`` and no active PreFilter plugin has
+        extensions (AddPod would change the cycle state)."""
+        skip = state.skip_filter_plugins
+        for p in self.pre_filter_plugins:
+            if p.name not in skip and p.pre_filter_extensions() is not None:
+                return False
+        return all(
+            p.name in skip or getattr(p, "filter_with_added", None) is not None
+            for p in self.filter_plugins
+        )
+
+    def run_filter_plugins(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo] = ()
+    ) -> Status:
+        """All Filter plugins on one node, stopping at the first rejection; with ``added``,
+        through ``filter_with_added`` (the caller checked ``_filters_take_added``)."""
         if node.error is not None:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, node.error)
         skip = state.skip_filter_plugins
@@ -404,7 +420,10 @@ class Framework:
             if p.name in skip:
                 continue
             try:
-                st = _status(p.filter(state, pod, node), p.name)
+                if added:
+                    st = _status(p.filter_with_added(state, pod, node, added), p.name)
+                else:
+                    st = _status(p.filter(state, pod, node), p.name)
             except Exception as e:
                 return _from_exception(e, p.name, "Filter")
             if not st.is_success():
@@ -428,6 +447,13 @@ class Framework:
         for first in (True, False):
             state_used, node_used = state, node
             if first:
+                if nominated and self._filters_take_added(state):
+                    # No copies: each plugin judges the node with the pods added itself.
+                    pods_added = True
+                    st = self.run_filter_plugins(state, pod, node, nominated)
+                    if not st.is_success() and not st.is_rejected():
+                        return st
+                    continue
                 if nominated:
                     state_used, node_used = state.clone(), node.clone()
                     for npi in nominated:

@@ -24,6 +24,7 @@ __all__ = [
     "InvalidObjectError",
     "NodeInfo",
     "PodInfo",
+    "add_requests",
     "next_generation",
 ]
 
@@ -332,6 +333,16 @@ def same_for_node(a: PodInfo, b: PodInfo) -> bool:
     )
 
 
+def add_requests(req: Resource, r: Resource, sign: int) -> None:
+    """``req += sign * r`` as a NodeInfo accounts a pod's requests: upstream's int64 ``+=``
+    wraps round (exactly undone by the removal)."""
+    req.milli_cpu = wrap_int64(req.milli_cpu + sign * r.milli_cpu)
+    req.memory = wrap_int64(req.memory + sign * r.memory)
+    req.ephemeral_storage = wrap_int64(req.ephemeral_storage + sign * r.ephemeral_storage)
+    for k, v in r.scalar.items():
+        req.scalar[k] = wrap_int64(req.scalar.get(k, 0) + sign * v)
+
+
 @dataclass(slots=True)
 class ImageStateSummary:
     size: int
@@ -411,14 +422,7 @@ class NodeInfo:
         return True
 
     def _update(self, pi: PodInfo, sign: int) -> None:
-        r = pi.requests
-        req = self.requested
-        # Upstream's int64 ``+=``: wraps round (exactly undone by the removal).
-        req.milli_cpu = wrap_int64(req.milli_cpu + sign * r.milli_cpu)
-        req.memory = wrap_int64(req.memory + sign * r.memory)
-        req.ephemeral_storage = wrap_int64(req.ephemeral_storage + sign * r.ephemeral_storage)
-        for k, v in r.scalar.items():
-            req.scalar[k] = wrap_int64(req.scalar.get(k, 0) + sign * v)
+        add_requests(self.requested, pi.requests, sign)
         nz = self.non_zero_requested
         nz.milli_cpu = wrap_int64(nz.milli_cpu + sign * pi.non_zero_cpu)
         nz.memory = wrap_int64(nz.memory + sign * pi.non_zero_mem)

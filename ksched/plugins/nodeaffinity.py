@@ -37,7 +37,7 @@ from ..framework.interface import (
     MAX_NODE_SCORE,
     ClusterEvent,
     ClusterEventWithHint,
-    FilterPlugin,
+    NodeOnlyFilter,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -271,7 +271,7 @@ def _compile_added(
 # ---- the plugin ---------------------------------------------------------------------------
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeAffinity(PreFilterPlugin, NodeOnlyFilter, PreScorePlugin, ScorePlugin):
     name = names.NODE_AFFINITY
     Args = NodeAffinityArgs
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.interface import ClusterEvent, ClusterEventWithHint, FilterPlugin
+from ..framework.interface import ClusterEvent, ClusterEventWithHint, NodeOnlyFilter
 from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -25,7 +25,7 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return not wanted or wanted == node.name
 
 
-class NodeName(FilterPlugin):
+class NodeName(NodeOnlyFilter):
     name = names.NODE_NAME
 
     def sign_pod(self, pod: PodInfo) -> Any:

@@ -14,7 +14,12 @@ import numpy as np
 from ..api.objects import Node, Taint
 from ..api.selectors import tolerations_tolerate_taint
 from ..framework.cycle_state import CycleState
-from ..framework.interface import ClusterEvent, ClusterEventWithHint, FilterPlugin, QueueingHint
+from ..framework.interface import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    NodeOnlyFilter,
+    QueueingHint,
+)
 from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -38,7 +43,7 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
     return bool(v)
 
 
-class NodeUnschedulable(FilterPlugin):
+class NodeUnschedulable(NodeOnlyFilter):
     name = names.NODE_UNSCHEDULABLE
 
     def sign_pod(self, pod: PodInfo) -> Any:

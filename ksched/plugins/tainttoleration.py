@@ -22,7 +22,7 @@ from ..framework.interface import (
     MAX_NODE_SCORE,
     ClusterEvent,
     ClusterEventWithHint,
-    FilterPlugin,
+    NodeOnlyFilter,
     PreScorePlugin,
     QueueingHint,
     ScorePlugin,
@@ -102,7 +102,7 @@ def _same_pod(a: PodInfo, b: PodInfo) -> bool:
     return (a.uid or a.key) == (b.uid or b.key)
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
+class TaintToleration(NodeOnlyFilter, PreScorePlugin, ScorePlugin):
     name = names.TAINT_TOLERATION
 
     def sign_pod(self, pod: PodInfo) -> Any:

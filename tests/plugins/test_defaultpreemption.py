@@ -1295,3 +1295,128 @@ def test_trial_filter_matches_run_filter_with_nominated_pods(
     assert trial.ext is (len(plugins) > 1)
     got = trial.filter()
     assert (got.code, got.message()) == (want.code, want.message())
+
+
+# ---- the dry run without copies equals the one on copies ----------------------------------------
+
+TAINTS = ("TaintToleration", ("filter",))
+
+
+def _random_case(rng: Any, with_pdbs: bool) -> tuple[Env, PodInfo, list[Any], list[PodInfo]]:
+    """A few nodes crowded with pods of mixed priorities, requests and labels; a high
+    priority preemptor; maybe PDBs over some labels and pods nominated to the nodes."""
+    n_nodes = rng.randint(1, 4)
+    nodes = [
+        node(f"n{i}", {"cpu": f"{rng.randint(3, 8) * 100}m", "memory": "800", "pods": "6"})
+        for i in range(n_nodes)
+    ]
+    pods = []
+    for i in range(rng.randint(0, 5 * n_nodes)):
+        req = {"cpu": f"{rng.choice([0, 50, 100, 200])}m", "memory": str(rng.randint(0, 300))}
+        pods.append(
+            pod(
+                f"v{i}",
+                node=f"n{rng.randrange(n_nodes)}",
+                prio=rng.choice([LOW, MID, HIGH]),
+                req=req,
+                labels={"app": rng.choice("ab")},
+                start=epoch(rng.randint(0, 10)),
+            )
+        )
+    pdbs = [pdb("pa", match_labels={"app": "a"}, allowed=rng.randint(0, 2))] if with_pdbs else []
+    env = Env(nodes, pods, [FIT, TAINTS], pdbs=pdbs)
+    for i in range(rng.randint(0, 2)):
+        nom = pod(f"nom{i}", prio=rng.choice([LOW, VERY_HIGH]), req={"cpu": "100m"})
+        env.nominator.add(nom, f"n{rng.randrange(n_nodes)}")
+    preemptor = pod("p", prio=VERY_HIGH - 1, req={"cpu": f"{rng.randint(1, 6) * 100}m"})
+    return env, preemptor, pdbs, pods
+
+
+@pytest.mark.parametrize("with_pdbs", [False, True], ids=["no PDBs", "PDBs"])
+def test_select_victims_in_place_equals_select_victims_on_a_copy(with_pdbs: bool) -> None:
+    import random
+
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(300):
+        env, p, pdbs, _pods = _random_case(rng, with_pdbs)
+        state = env.state_for(p)
+        for ni in env.node_infos():
+            before = (len(ni.pods), ni.requested.milli_cpu, ni.generation)
+            got = env.pl.select_victims_in_place(state, p, ni, pdbs)
+            assert got is not None, "Fit and TaintToleration alone: the shortcut applies"
+            assert (len(ni.pods), ni.requested.milli_cpu, ni.generation) == before
+            want = env.pl.select_victims_on_node(state.clone(), p, ni.clone(), pdbs)
+            assert [v.name for v in got[0]] == [v.name for v in want[0]]
+            assert got[1] == want[1]
+            assert (got[2].code, got[2].message(), got[2].plugin) == (
+                want[2].code,
+                want[2].message(),
+                want[2].plugin,
+            )
+            compared += 1
+    assert compared > 300
+
+
+def test_select_victims_in_place_declines_where_pods_matter() -> None:
+    """A plugin that reads the pods on the node (PodTopologySpread with a constraint) or
+    a subclass with its own selection: the Evaluator must use select_victims_on_node."""
+    env = Env(
+        [node("n1/zone1", VERY_LARGE)],
+        [pod("low", node="n1", prio=LOW, req=LARGE, labels={"foo": ""})],
+        [FIT, PTS],
+    )
+    spread = pod(
+        "p", prio=HIGH, req=LARGE, labels={"foo": ""}, spread=[(1, "zone", "DoNotSchedule")]
+    )
+    (ni,) = env.node_infos()
+    assert env.pl.select_victims_in_place(env.state_for(spread), spread, ni, []) is None
+    plain = pod("q", prio=HIGH, req=LARGE)
+    assert env.pl.select_victims_in_place(env.state_for(plain), plain, ni, []) is not None
+
+    class Custom(DefaultPreemption):
+        def select_victims_on_node(self, *a: Any) -> Any:
+            return [], 0, Status(Code.UNSCHEDULABLE)
+
+    custom = Custom(None, env.pl.handle)
+    assert custom.select_victims_in_place(env.state_for(plain), plain, ni, []) is None
+
+
+def test_filter_with_nominated_pods_without_copies_equals_the_copying_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runtime's nominated-pods pass through ``filter_with_added`` (no node or state
+    copy) gives the status adding the pods to a copy gives, for every node."""
+    import random
+
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(200):
+        env, p, _pdbs, _pods = _random_case(rng, False)
+        state = env.state_for(p)
+        assert env.fw._filters_take_added(state)
+        for ni in env.node_infos():
+            nominated = [
+                pod(f"n{i}", prio=VERY_HIGH, req={"cpu": f"{rng.randint(0, 4) * 100}m"})
+                for i in range(rng.randint(1, 3))
+            ]
+            got = env.fw.run_filter_with_nominated_pods(state, p, ni, nominated)
+            with monkeypatch.context() as m:
+                m.setattr(env.fw, "_filters_take_added", lambda _state: False)
+                want = env.fw.run_filter_with_nominated_pods(state, p, ni, nominated)
+            assert (got.code, got.message(), got.plugin) == (
+                want.code,
+                want.message(),
+                want.plugin,
+            )
+            checked += 1
+    assert checked > 200
+
+
+def test_filters_take_added_only_when_every_active_plugin_can() -> None:
+    env = Env([node("n1/zone1", VERY_LARGE)], [], [FIT, PTS])
+    spread = pod(
+        "p", prio=HIGH, req=LARGE, labels={"foo": ""}, spread=[(1, "zone", "DoNotSchedule")]
+    )
+    assert not env.fw._filters_take_added(env.state_for(spread))  # PTS extensions active
+    assert env.fw._filters_take_added(env.state_for(pod("q", prio=HIGH, req=LARGE)))

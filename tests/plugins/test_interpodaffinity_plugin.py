@@ -479,3 +479,42 @@ def test_namespace_labels_fall_back_to_the_name_label() -> None:
     nsl = NamespaceLabels({"team-a": namespace("team-a", {"team": "a"})})
     assert nsl("team-a") == {"team": "a", "kubernetes.io/metadata.name": "team-a"}
     assert nsl("unlisted") == {"kubernetes.io/metadata.name": "unlisted"}
+
+
+def test_signatures_read_late_see_every_pod_placed_while_unread() -> None:
+    """Pods without terms never read the existing pods' signatures, so the index leaves
+    them stale meanwhile; the first pod with terms must still count every one of them."""
+    from ksched.api.objects import Node, Pod, decode
+    from ksched.bench.workloads import node_default, pod_default
+    from ksched.config import default_config
+    from ksched.framework.registry import default_registry
+    from ksched.sim.cluster_file import ClusterFile
+    from ksched.sim.simulator import simulate
+
+    nodes = [node_default(i) for i in range(4)]
+    pods = []
+    for i in range(6):  # plain pods, colour red, spread over the nodes by scoring
+        m = pod_default(f"plain-{i}", "default")
+        m["metadata"]["labels"] = {"color": "red"}
+        pods.append(m)
+    term = {
+        "labelSelector": {"matchLabels": {"color": "red"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    shy = pod_default("shy", "default")
+    shy["spec"]["affinity"] = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    }
+    shy["metadata"]["creationTimestamp"] = "2030-01-01T00:00:00Z"  # queued last
+    for m in pods:
+        m["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+    cf = ClusterFile(
+        nodes=[(decode(m, Node), m) for m in nodes],
+        pods=[(decode(m, Pod), m) for m in [*pods, shy]],
+    )
+    results = {
+        r.name: r for r in simulate(cf, default_config(), default_registry(entry_points=False))
+    }
+    used = {results[f"plain-{i}"].node for i in range(6)}
+    assert results["shy"].status == ("Scheduled" if len(used) < 4 else "Unschedulable")
+    assert results["shy"].node not in used

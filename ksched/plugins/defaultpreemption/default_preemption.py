@@ -18,15 +18,17 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ...api.objects import PodDisruptionBudget, PodSpec
+from ...api.resources import Resource
 from ...api.selectors import SelectorError, compile_label_selector
 from ...framework.cycle_state import CycleState
 from ...framework.handle import Handle
 from ...framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
+    NodeOnlyFilter,
     NodeToStatus,
     PostFilterOutcome,
     PostFilterPlugin,
@@ -34,10 +36,12 @@ from ...framework.interface import (
     PreEnqueuePlugin,
     QueueingHint,
 )
-from ...framework.runtime import Framework
+from ...framework.runtime import Framework, _status
 from ...framework.status import SUCCESS, Code, Status
-from ...framework.types import NodeInfo, PodInfo
+from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
+from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
+from ..noderesources.fit import Fit
 from ..noderesources.resource_allocation import ArgsErrors
 from .preemption import (
     DISRUPTION_TARGET,
@@ -176,6 +180,12 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self.offset_rand: Callable[[int], int] | None = None
         self._rng = random.Random(0)
         self.evaluator = Evaluator(self.name, self.handle, self)
+        # select_victims_in_place's plan for the last (state, pod) it saw
+        self._plan: tuple[CycleState | None, PodInfo | None, _ResourcePlan | None] = (
+            None,
+            None,
+            None,
+        )
 
     # -- PostFilter ------------------------------------------------------------------------------
     def post_filter(
@@ -301,6 +311,12 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             # The node did not change, so filtering it again cannot help.
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
         trial = _Trial(fw, state, pod, node_info, self._nominated_pods(pod, node_info.name))
+        return self._select(trial, potential, pdbs)
+
+    def _select(
+        self, trial: _TrialLike, potential: list[PodInfo], pdbs: Sequence[PodDisruptionBudget]
+    ) -> tuple[list[PodInfo], int, Status]:
+        """Remove every potential victim, check the preemptor fits, then reprieve."""
         for pi in potential:
             err = trial.remove(pi)
             if err is not None:
@@ -332,6 +348,131 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             # Keep victims most important first (pickOneNodeForPreemption reads [0]).
             sort_by_importance(victims, self.more_important_pod)
         return victims, num_violating, SUCCESS
+
+    # -- the dry run without copies -------------------------------------------------------------
+    def select_victims_in_place(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node_info: NodeInfo,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status] | None:
+        """``select_victims_on_node``'s result, computed from the node's aggregates without
+        copying or changing it, or None when that shortcut is not exact here (the Evaluator
+        then runs ``select_victims_on_node`` on a copy).
+
+        Exact when the only active Filter plugin whose verdict depends on the pods on a
+        node is the built-in NodeResourcesFit (the others read the Node alone and pass on
+        it) and no PreFilter extension is active: then each of the dry run's Filter calls
+        is Fit's verdict on (allocatable, requested, pod count), which is all this varies.
+        That is the common case (preemption for resources), and it skips per node the
+        NodeInfo copy, the pod list edits and a Filter pass per reprieve.
+        """
+        if type(self).select_victims_on_node is not DefaultPreemption.select_victims_on_node:
+            return None  # a subclass decides differently: only its own method is exact
+        cached_state, cached_pod, plan = self._plan
+        if cached_state is not state or cached_pod is not pod:
+            plan = _ResourcePlan.build(self.handle.framework, state, pod)
+            self._plan = (state, pod, plan)
+        if plan is None or node_info.error is not None:
+            return None
+        for st in plan.node_only(state, pod, node_info):
+            if not st.is_success():
+                return None
+        pods = node_info.pods
+        uids = {p.uid for p in pods}
+        if len(uids) != len(pods) or "" in uids:
+            return None  # remove_pod matches by uid: only unique uids remove what we count
+        potential = [pi for pi in pods if self._preemption_allowed(node_info, pi, pod)]
+        if not potential:
+            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+        trial = _ResourceTrial(
+            plan, pod, node_info, self._nominated_pods(pod, node_info.name), len(pods)
+        )
+        return self._select(trial, potential, pdbs)
+
+
+class _TrialLike(Protocol):
+    """A node under a dry run: pods taken off and put back, the preemptor judged."""
+
+    def remove(self, pi: PodInfo) -> Status | None: ...
+
+    def add(self, pi: PodInfo) -> Status | None: ...
+
+    def filter(self) -> Status: ...
+
+
+@dataclass(slots=True)
+class _ResourcePlan:
+    """Which plugins ``select_victims_in_place`` consults for one (cycle, preemptor)."""
+
+    fit: Fit
+    others: list[Any]
+
+    @classmethod
+    def build(cls, fw: Framework | None, state: CycleState, pod: PodInfo) -> _ResourcePlan | None:
+        if fw is None or FIT_PRE_FILTER_KEY not in state:
+            return None
+        skip = state.skip_filter_plugins
+        for p in fw.pre_filter_plugins:
+            if p.name not in skip and p.pre_filter_extensions() is not None:
+                return None
+        fit: Fit | None = None
+        others: list[Any] = []
+        for p in fw.filter_plugins:
+            if p.name in skip:
+                continue
+            if type(p) is Fit and fit is None:
+                fit = p
+            elif isinstance(p, NodeOnlyFilter):
+                others.append(p)
+            else:
+                return None
+        return None if fit is None else cls(fit, others)
+
+    def node_only(self, state: CycleState, pod: PodInfo, ni: NodeInfo) -> Any:
+        for p in self.others:
+            yield _status(p.filter(state, pod, ni), p.name)
+
+
+class _ResourceTrial:
+    """A node's requested resources and pod count as the dry run removes and adds back
+    pods (``NodeInfo.remove_pod``/``add_pod`` arithmetic), judged by Fit alone."""
+
+    __slots__ = ("alloc", "n", "nominated", "plan", "pod", "used")
+
+    def __init__(
+        self, plan: _ResourcePlan, pod: PodInfo, ni: NodeInfo, nominated: list[PodInfo], n: int
+    ) -> None:
+        self.plan, self.pod, self.nominated = plan, pod, nominated
+        self.alloc = ni.allocatable
+        self.used = ni.requested.clone()
+        self.n = n
+
+    def remove(self, pi: PodInfo) -> Status | None:
+        add_requests(self.used, pi.requests, -1)
+        self.n -= 1
+        return None
+
+    def add(self, pi: PodInfo) -> Status | None:
+        add_requests(self.used, pi.requests, 1)
+        self.n += 1
+        return None
+
+    def _fit(self, used: Resource, n: int) -> Status:
+        fit = self.plan.fit
+        return _status(fit.verdict(self.pod, self.alloc, used, n), fit.name)
+
+    def filter(self) -> Status:
+        """``_Trial.filter``: with the nominated pods added first, then without."""
+        if self.nominated:
+            used = self.used.clone()
+            for p in self.nominated:
+                add_requests(used, p.requests, 1)
+            st = self._fit(used, self.n + len(self.nominated))
+            if not st.is_success():
+                return st
+        return self._fit(self.used, self.n)
 
 
 class _Trial:

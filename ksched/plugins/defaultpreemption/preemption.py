@@ -409,10 +409,14 @@ class Evaluator:
         copy_state: Callable[[CycleState], CycleState] = getattr(
             self.iface, "copy_state_for_dry_run", CycleState.clone
         )
+        in_place: Callable[..., Any] | None = getattr(self.iface, "select_victims_in_place", None)
         for i in range(n):
             ni = potential_nodes[(offset + i) % n]
             name = ni.name
-            pods, num_violations, st = select(copy_state(state), pod, ni.clone(), pdbs)
+            found = None if in_place is None else in_place(state, pod, ni, pdbs)
+            if found is None:
+                found = select(copy_state(state), pod, ni.clone(), pdbs)
+            pods, num_violations, st = found
             if st.is_success() and pods:
                 c = Candidate(name, Victims(pods, num_violations))
                 lst = non_violating if num_violations == 0 else violating

@@ -155,7 +155,7 @@ def compute_pre_filter(
     if terms.required_affinity:
         w = np.zeros(n, dtype=np.int64)
         hit = False
-        for g in index.signatures.values():
+        for g in index.signature_groups():
             if pod_matches_all_terms(terms.required_affinity, g.namespace, g.labels, namespaces):
                 g.add_into(w)
                 hit = True
@@ -165,7 +165,7 @@ def compute_pre_filter(
     if terms.required_anti_affinity:
         weights = {}
         for t in terms.required_anti_affinity:
-            for g in index.signatures.values():
+            for g in index.signature_groups():
                 if t.matches(g.namespace, g.labels, namespaces):
                     g.add_into(_weights(weights, t.topology_key, n))
         for key, w in weights.items():

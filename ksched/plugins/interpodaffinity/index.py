@@ -14,7 +14,7 @@ topology value with one ``bincount`` over the snapshot's label column; only rows
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -100,19 +100,37 @@ class SignatureGroup(RowCounts):
         self.labels = labels
 
 
-class ClusterIndex:
-    """The groups of one snapshot, brought up to date by ``sync`` each cycle."""
+class _Part:
+    """Which rows of the snapshot one kind of group was last brought up to date with."""
+
+    __slots__ = ("epoch", "gens", "infos", "position", "row_keys", "snap", "token")
 
     def __init__(self) -> None:
-        self._snap: Snapshot | None = None
-        self._infos: list[NodeInfo] | None = None
-        self._token: object = None
-        self._gens: IntArray = np.zeros(0, dtype=np.int64)
-        self._epoch = -1  # the snapshot's change log, read up to here
-        self._position = 0
-        self._row_keys: list[dict[RowKey, int]] = []
+        self.snap: Snapshot | None = None
+        self.infos: list[NodeInfo] | None = None
+        self.token: object = None
+        self.gens: IntArray = np.zeros(0, dtype=np.int64)
+        self.epoch = -1  # the snapshot's change log, read up to here
+        self.position = 0
+        self.row_keys: list[dict[RowKey, int]] = []
+
+
+class ClusterIndex:
+    """The groups of one snapshot, brought up to date by ``sync`` each cycle.
+
+    Two parts are tracked apart: the affinity terms of pods with affinity (few, read by
+    every cycle) and the signatures of all pods (read only for an incoming pod with
+    terms, or when existing pods have preferred terms to score), which
+    ``signature_groups`` brings up to date on demand, so a cycle that never reads them
+    does not re-read a node holding thousands of pods.
+    """
+
+    def __init__(self) -> None:
         self.n = 0
         self._groups: dict[RowKey, RowCounts] = {}
+        self._affinity = _Part()
+        self._signature = _Part()
+        self._last: tuple[Snapshot, object] | None = None
         # Views of _groups by kind, for matching.
         self.signatures: dict[RowKey, SignatureGroup] = {}
         self.required_anti_affinity: dict[AffinityTerm, RowCounts] = {}
@@ -121,7 +139,7 @@ class ClusterIndex:
         self.preferred: dict[tuple[AffinityTerm, int], RowCounts] = {}
 
     def sync(self, snap: Snapshot, token: object = None) -> None:
-        """Re-read the rows whose NodeInfo changed since the last call.
+        """Re-read the affinity terms of the rows whose NodeInfo changed since the last call.
 
         Every NodeInfo change draws a new generation from a global counter and a clone
         keeps it, so comparing generations finds exactly the changed rows; the snapshot's
@@ -129,48 +147,82 @@ class ClusterIndex:
         (the cycle's CycleState) skips the check when PreScore follows PreFilter in the
         same cycle, as the snapshot cannot change in between.
         """
-        infos = snap.node_infos
-        n = len(infos)
-        if snap is not self._snap or infos is not self._infos or n != self.n:
-            self._rebuild(snap)
-        elif token is None or token is not self._token:
-            gens = snap.generations
-            rows = snap.changed_rows(self._epoch, self._position)
-            if rows is not None:
-                # The snapshot's change log names the replaced rows: no full comparison.
-                for i in set(rows):
-                    g = gens[i]
-                    if g != self._gens[i]:
-                        self._reindex(i, infos[i])
-                        self._gens[i] = g
-            else:
-                changed = np.flatnonzero(gens != self._gens)
-                if len(changed):
-                    for i in changed.tolist():
-                        self._reindex(i, infos[i])
-                    self._gens = gens.copy()
-        self._epoch, self._position = snap.epoch, snap.log_position
-        self._token = token
+        if len(snap.node_infos) != self.n:
+            # another node count: every group's row counts are sized anew
+            self._reset(len(snap.node_infos))
+        self._sync(self._affinity, snap, token, self._affinity_contents)
+        self._last = (snap, token)
 
-    def _rebuild(self, snap: Snapshot) -> None:
-        infos = snap.node_infos
-        self._snap, self._infos, self.n = snap, infos, len(infos)
+    def signature_groups(self) -> Iterable[SignatureGroup]:
+        """The signature groups of the snapshot last synced, brought up to date."""
+        if self._last is not None:
+            snap, token = self._last
+            self._sync(self._signature, snap, token, self._signature_contents)
+        return self.signatures.values()
+
+    def _reset(self, n: int) -> None:
+        self.n = n
         self._groups.clear()
         self.signatures.clear()
         self.required_anti_affinity.clear()
         self.required_affinity.clear()
         self.preferred.clear()
-        self._row_keys = [{} for _ in infos]
+        self._affinity = _Part()
+        self._signature = _Part()
+
+    def _sync(
+        self,
+        part: _Part,
+        snap: Snapshot,
+        token: object,
+        contents: Callable[[NodeInfo], dict[RowKey, int]],
+    ) -> None:
+        infos = snap.node_infos
+        if snap is not part.snap or infos is not part.infos:
+            self._rebuild(part, snap, contents)
+        elif token is None or token is not part.token:
+            gens = snap.generations
+            rows = snap.changed_rows(part.epoch, part.position)
+            if rows is not None:
+                # The snapshot's change log names the replaced rows: no full comparison.
+                for i in set(rows):
+                    g = gens[i]
+                    if g != part.gens[i]:
+                        self._reindex(part, i, contents(infos[i]))
+                        part.gens[i] = g
+            else:
+                changed = np.flatnonzero(gens != part.gens)
+                if len(changed):
+                    for i in changed.tolist():
+                        self._reindex(part, i, contents(infos[i]))
+                    part.gens = gens.copy()
+        part.epoch, part.position = snap.epoch, snap.log_position
+        part.token = token
+
+    def _rebuild(
+        self, part: _Part, snap: Snapshot, contents: Callable[[NodeInfo], dict[RowKey, int]]
+    ) -> None:
+        infos = snap.node_infos
+        for row, keys in enumerate(part.row_keys):
+            for k, c in keys.items():
+                self._apply(k, row, -c)
+        part.snap, part.infos = snap, infos
+        part.row_keys = [{} for _ in infos]
         for i, ni in enumerate(infos):
-            self._reindex(i, ni)
-        self._gens = snap.generations.copy()
+            self._reindex(part, i, contents(ni))
+        part.gens = snap.generations.copy()
 
     @staticmethod
-    def _contents(ni: NodeInfo) -> dict[RowKey, int]:
+    def _signature_contents(ni: NodeInfo) -> dict[RowKey, int]:
         out: dict[RowKey, int] = {}
         for p in ni.pods:
             k: RowKey = ("s", pod_terms(p).signature)
             out[k] = out.get(k, 0) + 1
+        return out
+
+    @staticmethod
+    def _affinity_contents(ni: NodeInfo) -> dict[RowKey, int]:
+        out: dict[RowKey, int] = {}
         for p in ni.pods_with_affinity:
             d = pod_terms(p)
             keys: list[RowKey] = [("a", t) for t in d.required_anti_affinity]
@@ -181,14 +233,13 @@ class ClusterIndex:
                 out[k] = out.get(k, 0) + 1
         return out
 
-    def _reindex(self, row: int, ni: NodeInfo) -> None:
-        old = self._row_keys[row]
-        new = self._contents(ni)
+    def _reindex(self, part: _Part, row: int, new: dict[RowKey, int]) -> None:
+        old = part.row_keys[row]
         for k, c in old.items():
             self._apply(k, row, -c)
         for k, c in new.items():
             self._apply(k, row, c)
-        self._row_keys[row] = new
+        part.row_keys[row] = new
 
     def _apply(self, key: RowKey, row: int, count: int) -> None:
         g = self._groups.get(key)

@@ -103,7 +103,12 @@ def compute_pre_score(
         rows.add_into(w, weight)
         rows.mark(touched[key])
 
-    groups = index.signatures.values()
+    # only the incoming pod's own preferred terms read the existing pods' signatures
+    groups = (
+        index.signature_groups()
+        if terms.preferred_affinity or terms.preferred_anti_affinity
+        else ()
+    )
     for t, weight in terms.preferred_affinity:
         for g in groups:
             if t.matches(g.namespace, g.labels, namespaces):

@@ -46,7 +46,7 @@ from ...framework.interface import (
 )
 from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
 from ...framework.status import Code, Status
-from ...framework.types import NodeInfo, PodInfo
+from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
 from ..helper import requests_fragment
 from .least_allocated import LeastAllocated
@@ -70,6 +70,7 @@ __all__ = [
     "FitArgs",
     "InsufficientResource",
     "ScoringStrategy",
+    "insufficient_for",
     "insufficient_resources",
     "parse_shape",
     "validate_shape",
@@ -259,10 +260,23 @@ def insufficient_resources(
     scalars: tuple[tuple[str, int], ...] | None = None,
 ) -> list[InsufficientResource]:
     """Upstream ``fitsRequest``: every resource the node lacks for requests ``req``."""
+    return insufficient_for(
+        req, ni.allocatable, ni.requested, len(ni.pods), ignored, groups, scalars
+    )
+
+
+def insufficient_for(
+    req: Resource,
+    alloc: Resource,
+    used: Resource,
+    n_pods: int,
+    ignored: frozenset[str] = frozenset(),
+    groups: frozenset[str] = frozenset(),
+    scalars: tuple[tuple[str, int], ...] | None = None,
+) -> list[InsufficientResource]:
+    """``insufficient_resources`` on a node's aggregates alone (allocatable, requested,
+    number of pods): what preemption's dry run varies without building a NodeInfo."""
     out: list[InsufficientResource] = []
-    alloc = ni.allocatable
-    used = ni.requested
-    n_pods = len(ni.pods)
     if n_pods + 1 > alloc.allowed_pod_number:
         out.append(InsufficientResource(PODS, "Too many pods", 1, n_pods, alloc.allowed_pod_number))
     if _requests_nothing(req):
@@ -386,8 +400,23 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if PRE_FILTER_STATE_KEY not in state:
             return Status(Code.ERROR, _NOT_FOUND)
+        return self.verdict(pod, node.allocatable, node.requested, len(node.pods))
+
+    def filter_with_added(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo]
+    ) -> Status | None:
+        """Filter as if ``added`` were on the node: its aggregates plus theirs."""
+        if PRE_FILTER_STATE_KEY not in state:
+            return Status(Code.ERROR, _NOT_FOUND)
+        used = node.requested.clone()
+        for p in added:
+            add_requests(used, p.requests, 1)
+        return self.verdict(pod, node.allocatable, used, len(node.pods) + len(added))
+
+    def verdict(self, pod: PodInfo, alloc: Resource, used: Resource, n_pods: int) -> Status | None:
+        """Filter's verdict from a node's aggregates (PreFilter must have run)."""
         d = self._data(pod)
-        lacking = insufficient_resources(pod.requests, node, scalars=d.scalars)
+        lacking = insufficient_for(pod.requests, alloc, used, n_pods, scalars=d.scalars)
         if not lacking:
             return None
         code = (

@@ -5,15 +5,21 @@ waits for the node's kubelet to confirm. Here no kubelet runs, so preemption vic
 every bound pod a test deletes) would stay Terminating; the reaper watches pods and
 force-deletes (grace period 0, preconditioned on the UID) each one that is terminating on a
 node.
+
+Deletions go out from a small thread pool, so a burst of victims (a preemption workload
+evicts three pods per preemptor) is finished about as fast as kwok would, not one
+round trip at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,10 +29,13 @@ if TYPE_CHECKING:
 class PodReaper:
     """A daemon thread; ``stop()`` ends it within about a second."""
 
-    def __init__(self, cp: ControlPlane) -> None:
+    def __init__(self, cp: ControlPlane, workers: int = 8) -> None:
         self.cp = cp
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-reaper", daemon=True)
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="pod-reaper")
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
         self.reaped = 0
 
     def start(self) -> None:
@@ -35,6 +44,7 @@ class PodReaper:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -77,11 +87,28 @@ class PodReaper:
         meta = pod.get("metadata") or {}
         if not meta.get("deletionTimestamp") or not (pod.get("spec") or {}).get("nodeName"):
             return
+        uid = str(meta.get("uid"))
+        with self._lock:
+            if uid in self._pending:
+                return  # a worker is on it already
+            self._pending.add(uid)
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
-        body = {"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}}
-        for _ in range(3):
-            status, _data = self.cp.request("DELETE", path, body, timeout=10)
-            if status in (200, 202, 404, 409):
-                self.reaped += status in (200, 202)
-                return
-            time.sleep(0.2)
+        with contextlib.suppress(RuntimeError):  # the pool is shut down: stopping
+            self._pool.submit(self._reap, path, uid)
+
+    def _reap(self, path: str, uid: str) -> None:
+        body = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+        try:
+            for _ in range(3):
+                status, _data = self.cp.request("DELETE", path, body, timeout=10)
+                if status in (200, 202, 404, 409):
+                    if status in (200, 202):
+                        with self._lock:
+                            self.reaped += 1
+                    return
+                time.sleep(0.2)
+        except Exception:
+            pass  # the next list (after a watch ends) finds it again
+        finally:
+            with self._lock:
+                self._pending.discard(uid)

@@ -1,0 +1,733 @@
+"""``ksched bench --apiserver real``: scheduler_perf's workloads on the real control plane.
+
+For each workload and each contestant a fresh ``ControlPlane`` (etcd + kube-apiserver
+v1.36.3, the PodReaper finishing deleted pods as kwok would) gets the workload's nodes,
+its init pods (created bound, ``spec.nodeName`` set, round-robin) and its measured pods,
+pending. Then the contestant starts, and the clock runs until a watch on the measured
+namespace has seen every measured pod bound. Churn (PreemptionAsync's preemptors,
+Unschedulable's pods that fit nowhere, SchedulingWithMixedChurn's node/pod/service)
+is created while it runs, as scheduler_perf's ``churn`` op does.
+
+Contestants, each alone on its own control plane:
+
+* ``ksched``: a ``ksched run`` process;
+* ``kube-scheduler``: the real one (``--against kube-scheduler``), with the same
+  KubeSchedulerConfiguration;
+* ``null``: a bind-only client in this process (64 concurrent Binding POSTs, round-robin,
+  no decisions): what the API server's write path allows on this machine.
+
+Both schedulers run as ``system:kube-scheduler`` with client QPS/burst 5000. Reported per
+contestant: pods/s from the first bind to the last, latency percentiles from the moment
+the scheduler could see a pod (its creation, or the scheduler becoming ready for the
+backlog) to the watch seeing it bound, the scheduler process's CPU seconds over the same
+run and its peak RSS (VmHWM). The harness (pod creation, watch, churn, and the null
+client) runs in this process, so it shares the machine with the contestant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as dt
+import json
+import os
+import platform
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import yaml
+
+from .workloads import (
+    WORKLOADS,
+    Manifest,
+    Workload,
+    high_priority_large_cpu_pod,
+    high_priority_pod,
+    node_default,
+    scheduling_basic,
+)
+
+__all__ = [
+    "CONTESTANTS",
+    "PENDING_WORKLOADS",
+    "REAL_WORKLOADS",
+    "RealWorkload",
+    "compare",
+    "render_table",
+    "run_real_bench",
+]
+
+CONTESTANTS = ("ksched", "kube-scheduler", "null")
+CREATE_CONCURRENCY = 32
+CLIENT_QPS = 5000
+SCHEDULER_NAME = "ksched"
+MEASURED_NS = "sched-1"
+CHURN_NS = "sched-churn"
+
+JSON = dict[str, Any]
+
+
+# ---- workloads ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Churn:
+    """scheduler_perf's ``churn`` op: every ``interval`` seconds, objects from ``make(i)``;
+    ``recreate`` deletes the previous round's objects first (mode ``recreate``)."""
+
+    make: Callable[[int], list[Manifest]]
+    interval: float
+    recreate: bool = False
+
+
+@dataclass(frozen=True)
+class RealWorkload:
+    """A workload's objects and its (nodes, init pods, measured pods) per scale.
+
+    ``setup`` returns extra objects created before the nodes (DeviceClasses,
+    ResourceClaimTemplates...), each POSTed to the collection its apiVersion/kind names.
+    """
+
+    build: Workload
+    scales: dict[str, tuple[int, int, int]]
+    churn: Churn | None = None
+    setup: Callable[[], list[Manifest]] | None = None
+    note: str = ""
+
+
+def _preemptors(i: int) -> list[Manifest]:
+    return [high_priority_pod(f"churn-{i}", CHURN_NS)]
+
+
+def _never_fit(i: int) -> list[Manifest]:
+    return [high_priority_large_cpu_pod(f"churn-{i}", CHURN_NS)]
+
+
+def _mixed_churn(i: int) -> list[Manifest]:
+    """config/churn: a node, a pod that fits nowhere and a service, recreated each round."""
+    node = node_default(90000 + i)
+    node["metadata"]["name"] = f"churn-node-{i}"
+    node["metadata"]["labels"] = {"kubernetes.io/hostname": f"churn-node-{i}"}
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"churn-svc-{i}", "namespace": CHURN_NS},
+        "spec": {"selector": {"app": "churn"}, "ports": [{"port": 80, "targetPort": 8080}]},
+    }
+    return [node, high_priority_large_cpu_pod(f"churn-{i}", CHURN_NS), svc]
+
+
+# (nodes, init pods, measured pods): "full" is upstream's performance size where this
+# 2-core machine can hold it, "small" its 500-node variant.
+REAL_WORKLOADS: dict[str, RealWorkload] = {
+    "SchedulingBasic": RealWorkload(
+        scheduling_basic, {"small": (500, 500, 1000), "full": (5000, 1000, 10000)}
+    ),
+    "SchedulingPodAntiAffinity": RealWorkload(
+        WORKLOADS["SchedulingPodAntiAffinity"],
+        {"small": (500, 100, 400), "full": (5000, 1000, 2000)},
+    ),
+    "SchedulingPodAffinity": RealWorkload(
+        WORKLOADS["SchedulingPodAffinity"],
+        {"small": (500, 500, 1000), "full": (5000, 5000, 5000)},
+    ),
+    "TopologySpreading": RealWorkload(
+        WORKLOADS["TopologySpreading"], {"small": (500, 1000, 1000), "full": (5000, 5000, 2000)}
+    ),
+    "PreemptionBasic": RealWorkload(
+        WORKLOADS["PreemptionBasic"], {"small": (500, 2000, 500), "full": (1000, 4000, 1000)}
+    ),
+    "PreemptionAsync": RealWorkload(
+        WORKLOADS["PreemptionAsync"],
+        {"small": (500, 2000, 500), "full": (5000, 20000, 5000)},
+        churn=Churn(_preemptors, 0.2),
+    ),
+    "Unschedulable": RealWorkload(
+        WORKLOADS["Unschedulable"],
+        {"small": (500, 10, 1000), "full": (5000, 100, 10000)},
+        churn=Churn(_never_fit, 0.2),
+    ),
+    "MixedSchedulingBasePod": RealWorkload(
+        WORKLOADS["MixedSchedulingBasePod"],
+        {"small": (500, 200, 1000), "full": (5000, 2000, 5000)},
+    ),
+    "SchedulingWithMixedChurn": RealWorkload(
+        scheduling_basic,
+        {"small": (500, 0, 1000), "full": (5000, 0, 10000)},
+        churn=Churn(_mixed_churn, 1.0, recreate=True),
+    ),
+    "SchedulingDaemonset": RealWorkload(
+        WORKLOADS["SchedulingDaemonset"],
+        {"small": (500, 0, 1000), "full": (15000, 0, 30000)},
+    ),
+}
+
+#: Workloads of the table that cannot run yet, with the reason. To add
+#: SchedulingWithResourceClaimTemplate once DRA lands: a ``RealWorkload`` whose ``setup``
+#: returns the DeviceClass and the ResourceClaimTemplate (templates/dra/*), whose nodes
+#: come with ResourceSlices (also ``setup`` objects) and whose measured pods reference
+#: the template in ``spec.resourceClaims``; the harness creates any kind by apiVersion.
+PENDING_WORKLOADS: dict[str, str] = {
+    "SchedulingWithResourceClaimTemplate": "needs DynamicResourceAllocation in ksched",
+}
+
+
+# ---- the API as admin ----------------------------------------------------------------------------
+
+
+def _collection(obj: Manifest) -> str:
+    """The collection URL path of ``obj`` from its apiVersion, kind and namespace."""
+    api_version = str(obj.get("apiVersion", "v1"))
+    kind = str(obj["kind"])
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    if plural.endswith("ys"):
+        plural = plural[:-2] + "ies"
+    ns = obj.get("metadata", {}).get("namespace")
+    if ns and kind not in ("Namespace", "Node"):
+        return f"{base}/namespaces/{ns}/{plural}"
+    return f"{base}/{plural}"
+
+
+class _API:
+    """aiohttp to the control plane as admin (many concurrent requests, one session)."""
+
+    def __init__(self, url: str, token: str, ca_file: Path) -> None:
+        self.url = url
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.ssl = ssl.create_default_context(cafile=str(ca_file))
+        self.session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> _API:
+        conn = aiohttp.TCPConnector(limit=CREATE_CONCURRENCY * 2, ssl=self.ssl)
+        self.session = aiohttp.ClientSession(connector=conn, headers=self.headers)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    async def create(self, obj: Manifest) -> None:
+        assert self.session is not None
+        async with self.session.post(self.url + _collection(obj), json=obj) as r:
+            if r.status >= 300 and r.status != 409:
+                raise RuntimeError(
+                    f"creating {obj['kind']} {obj['metadata']['name']}: {r.status} "
+                    f"{(await r.text())[:300]}"
+                )
+
+    async def delete(self, obj: Manifest) -> None:
+        assert self.session is not None
+        path = _collection(obj) + "/" + obj["metadata"]["name"]
+        async with self.session.delete(self.url + path, json={"gracePeriodSeconds": 0}):
+            pass
+
+    async def create_all(self, objects: Sequence[Manifest], on_done: Any = None) -> None:
+        """POST ``objects`` from a few concurrent workers, in order of start."""
+        todo = iter(enumerate(objects))
+
+        async def worker() -> None:
+            for i, obj in todo:
+                await self.create(obj)
+                if on_done is not None:
+                    on_done(i, time.perf_counter())
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(CREATE_CONCURRENCY):
+                tg.start_soon(worker)
+
+    async def get(self, path: str) -> JSON:
+        assert self.session is not None
+        async with self.session.get(self.url + path) as r:
+            r.raise_for_status()
+            data: JSON = await r.json()
+            return data
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Binds:
+    """Bind times of the measured pods, as a watch on their namespace sees them."""
+
+    target: int
+    bound: dict[str, float] = field(default_factory=dict)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    def see(self, pod: JSON) -> None:
+        name = pod["metadata"]["name"]
+        if (pod.get("spec") or {}).get("nodeName") and name not in self.bound:
+            self.bound[name] = time.perf_counter()
+            if len(self.bound) >= self.target:
+                self.done.set()
+
+
+async def _watch(api: _API, binds: _Binds) -> None:
+    """List then watch the measured namespace until cancelled (re-listing if it ends)."""
+    assert api.session is not None
+    path = f"/api/v1/namespaces/{MEASURED_NS}/pods"
+    while True:
+        listed = await api.get(path)
+        for p in listed.get("items") or []:
+            binds.see(p)
+        rv = listed["metadata"]["resourceVersion"]
+        params = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": "3600"}
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        async with api.session.get(api.url + path, params=params, timeout=timeout) as r:
+            while True:
+                line = await r.content.readline()
+                if not line:
+                    break
+                ev = json.loads(line)
+                if ev.get("type") in ("ADDED", "MODIFIED"):
+                    binds.see(ev["object"])
+                elif ev.get("type") == "ERROR":
+                    break
+
+
+async def _churn(api: _API, churn: Churn) -> None:
+    """Create (and with ``recreate`` replace) churn objects until cancelled."""
+    previous: list[Manifest] = []
+    i = 0
+    while True:
+        if churn.recreate:
+            for obj in previous:
+                with contextlib.suppress(aiohttp.ClientError):
+                    await api.delete(obj)
+        previous = churn.make(i)
+        for obj in previous:
+            _priority_to_class(obj)
+        for obj in previous:
+            with contextlib.suppress(aiohttp.ClientError, RuntimeError):
+                await api.create(obj)
+        i += 1
+        await anyio.sleep(churn.interval)
+
+
+def _proc_cpu_seconds(pid: int) -> float:
+    """utime+stime of a process from /proc (Linux); -1 when unavailable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return -1.0
+
+
+def _proc_peak_rss_mb(pid: int) -> float | None:
+    """VmHWM (peak resident set) of a process, in MB (10^6 bytes); None when unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) * 1024 / 1e6, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    return round(sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] * 1e3, 1)
+
+
+# ---- contestants ---------------------------------------------------------------------------------
+
+
+def scheduler_config(base: JSON | None = None) -> JSON:
+    """The KubeSchedulerConfiguration both schedulers get: ``base`` (default: the default
+    profile named ``ksched``) with leader election off and client QPS/burst 5000."""
+    cfg = copy.deepcopy(base) if base else {}
+    cfg.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+    cfg.setdefault("kind", "KubeSchedulerConfiguration")
+    cfg.setdefault("profiles", [{"schedulerName": SCHEDULER_NAME}])
+    cfg["leaderElection"] = {"leaderElect": False}
+    conn = dict(cfg.get("clientConnection") or {})
+    conn.update({"qps": CLIENT_QPS, "burst": CLIENT_QPS})
+    cfg["clientConnection"] = conn
+    return cfg
+
+
+class _Contestant:
+    """Starts one scheduler against a control plane; ``pid`` None for in-process."""
+
+    pid: int | None = None
+
+    async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        return None
+
+
+class _KschedProcess(_Contestant):
+    def __init__(self, workload: str) -> None:
+        self.workload = workload
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log: Any = None
+
+    async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
+        from ..testing.controlplane._process import free_port
+
+        path = cp.dir / "ksched-bench.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        port = free_port()
+        self.log = open(cp.dir / "ksched-bench.log", "wb")  # noqa: SIM115 - closed in stop()
+        # KSCHED_BENCH_PROFILE=DIR: run it under cProfile, one DIR/<workload>.prof per run
+        profile_dir = os.environ.get("KSCHED_BENCH_PROFILE")
+        profiler = (
+            ["-m", "cProfile", "-o", str(Path(profile_dir) / f"{self.workload}.prof")]
+            if profile_dir
+            else []
+        )
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                *profiler,
+                "-m",
+                "ksched",
+                "run",
+                "--config",
+                str(path),
+                "--kubeconfig",
+                str(cp.scheduler_kubeconfig),
+                "--port",
+                str(port),
+                "--secure-port",
+                "0",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+        self.pid = self.proc.pid
+        deadline = time.monotonic() + 120
+        while not _http_ok(f"http://127.0.0.1:{port}/readyz"):
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"ksched run exited with {self.proc.returncode}; log {cp.dir}/ksched-bench.log"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError("ksched run not ready after 120s")
+            await anyio.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.log is not None:
+            self.log.close()
+
+
+class _KubeScheduler(_Contestant):
+    def __init__(self, workload: str) -> None:
+        self.ks: Any = None
+
+    async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
+        self.ks = cp.kube_scheduler(cfg)
+        await anyio.to_thread.run_sync(self.ks.start)
+        self.pid = self.ks.component.pid
+
+    def stop(self) -> None:
+        if self.ks is not None:
+            self.ks.stop()
+
+
+class _Null(_Contestant):
+    """e2e's ``NullScheduler`` on ksched's client stack, in this process."""
+
+    def __init__(self, workload: str) -> None:
+        self.client: Any = None
+
+    async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
+        from ..cluster import APIClient, connect_scheduler
+        from .e2e import NullScheduler
+
+        names = [p.get("schedulerName", "default-scheduler") for p in cfg["profiles"]]
+        self.client = await APIClient.from_kubeconfig(
+            cp.scheduler_kubeconfig, qps=CLIENT_QPS, burst=CLIENT_QPS
+        )
+        null = NullScheduler(self.client, names)
+        informers = connect_scheduler(null, self.client)
+        tg.start_soon(informers.run)
+        await informers.wait_synced()
+        tg.start_soon(null.run)
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+_MAKERS: dict[str, Callable[[str], _Contestant]] = {
+    "ksched": _KschedProcess,
+    "kube-scheduler": _KubeScheduler,
+    "null": _Null,
+}
+
+
+# ---- one run -------------------------------------------------------------------------------------
+
+
+def _objects(
+    wl: RealWorkload, nodes: int, init_pods: int, pods: int, scheduler_name: str
+) -> tuple[list[Manifest], list[Manifest]]:
+    """(setup objects, measured pods): namespaces, extras, nodes and bound init pods."""
+    node_ms, init_ms, measured = wl.build(nodes, pods, init_pods)
+    namespaces = sorted(
+        {m["metadata"].get("namespace", "default") for m in [*init_ms, *measured]}
+        | {CHURN_NS, MEASURED_NS}
+    )
+    setup: list[Manifest] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+        for n in namespaces
+        if n != "default"
+    ]
+    if wl.setup is not None:
+        setup += wl.setup()
+    setup += node_ms
+    # init pods bound round-robin over the default nodes (not a daemonset's named node)
+    names = [m["metadata"]["name"] for m in node_ms]
+    for i, m in enumerate(init_ms):
+        m["metadata"].pop("uid", None)
+        m["spec"]["nodeName"] = names[i % len(names)]
+        m["spec"]["schedulerName"] = scheduler_name
+        setup.append(m)
+    for m in measured:
+        m["metadata"].pop("uid", None)
+        m["metadata"]["namespace"] = MEASURED_NS
+        m["spec"]["schedulerName"] = scheduler_name
+    churn = wl.churn.make(0) if wl.churn is not None else []
+    values = {v for m in [*setup, *measured, *churn] if (v := _priority_to_class(m)) is not None}
+    classes = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": _priority_class(v)},
+            "value": v,
+        }
+        for v in sorted(values)
+    ]
+    return classes + setup, measured
+
+
+def _priority_class(value: int) -> str:
+    return f"bench-priority-{value}"
+
+
+def _priority_to_class(m: Manifest) -> int | None:
+    """kube-apiserver's Priority admission refuses ``spec.priority`` set by the client, so
+    a template's priority becomes a PriorityClass of that value (returned, to create)."""
+    spec = m.get("spec") if m.get("kind") == "Pod" else None
+    if not isinstance(spec, dict) or "priority" not in spec:
+        return None
+    value = int(spec.pop("priority"))
+    spec["priorityClassName"] = _priority_class(value)
+    return value
+
+
+async def _one(
+    name: str,
+    contestant: str,
+    wl: RealWorkload,
+    size: tuple[int, int, int],
+    cfg: JSON,
+    timeout: float,
+    progress: Callable[[str], None] | None,
+) -> JSON:
+    from ..testing.controlplane import ControlPlane
+
+    nodes, init_pods, pods = size
+    sched_name = cfg["profiles"][0].get("schedulerName", "default-scheduler")
+    setup, measured = _objects(wl, nodes, init_pods, pods, sched_name)
+    with tempfile.TemporaryDirectory(prefix="ksched-bench-") as tmp:
+        async with ControlPlane(workdir=tmp) as cp, _API(cp.url, cp.admin.token, cp.ca_file) as api:
+            t = time.perf_counter()
+            await api.create_all(setup)
+            await api.create_all(measured)
+            if progress is not None:
+                progress(
+                    f"{name}/{contestant}: {len(setup) + len(measured)} objects "
+                    f"in {time.perf_counter() - t:.0f}s"
+                )
+            binds = _Binds(pods)
+            runner = _MAKERS[contestant](name)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_watch, api, binds)
+                    await runner.start(cp, cfg, tg)
+                    ready = time.perf_counter()
+                    cpu0 = _proc_cpu_seconds(runner.pid) if runner.pid else -1.0
+                    if wl.churn is not None:
+                        tg.start_soon(_churn, api, wl.churn)
+                    with anyio.move_on_after(timeout):
+                        while not binds.done.is_set():
+                            with anyio.move_on_after(1.0):
+                                await binds.done.wait()
+                            if progress is not None:
+                                progress(f"{name}/{contestant}: {len(binds.bound)}/{pods} bound")
+                    cpu1 = _proc_cpu_seconds(runner.pid) if runner.pid else -1.0
+                    rss = _proc_peak_rss_mb(runner.pid) if runner.pid else None
+                    tg.cancel_scope.cancel()
+            finally:
+                runner.stop()
+                if isinstance(runner, _Null):
+                    await runner.aclose()
+    times = sorted(binds.bound.values())
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    lat = sorted(t - ready if t > ready else 0.0 for t in times)
+    out: JSON = {
+        "pods_per_s": round((len(times) - 1) / span, 1) if span > 0 else None,
+        "scheduled": len(times),
+    }
+    if contestant != "null":
+        out["p50_ms"] = _percentile(lat, 0.50)
+        out["p99_ms"] = _percentile(lat, 0.99)
+        out["cpu_s"] = round(cpu1 - cpu0, 2) if cpu0 >= 0 and cpu1 >= 0 else None
+        out["rss_mb"] = rss
+    return out
+
+
+def run_real_bench(
+    workloads: Sequence[str],
+    *,
+    scale: str = "small",
+    contestants: Sequence[str] = ("ksched", "null"),
+    config: JSON | None = None,
+    sizes: dict[str, tuple[int, int, int]] | None = None,
+    progress: bool = False,
+) -> JSON:
+    """Run ``workloads`` for each contestant; the JSON document the CLI prints.
+
+    ``sizes`` overrides (nodes, init pods, measured pods) per workload (tests use tiny ones).
+    """
+    cfg = scheduler_config(config)
+
+    def report(line: str) -> None:
+        print(f"\r{line}    ", end="", file=sys.stderr, flush=True)
+
+    show = report if progress else None
+    doc: JSON = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "scale": scale,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "versions": _versions(),
+        "workloads": [],
+    }
+    for name in workloads:
+        wl = REAL_WORKLOADS[name]
+        size = (sizes or {}).get(name) or wl.scales[scale]
+        nodes, init_pods, pods = size
+        timeout = max(120.0, pods / 10)
+        results: JSON = {}
+        for contestant in contestants:
+            results[contestant] = anyio.run(_one, name, contestant, wl, size, cfg, timeout, show)
+            if show is not None:
+                print(file=sys.stderr)
+        doc["workloads"].append(
+            {"name": name, "nodes": nodes, "init_pods": init_pods, "pods": pods, "results": results}
+        )
+    return doc
+
+
+def _versions() -> JSON:
+    from .. import __version__
+    from ..testing.controlplane import DEFAULT_VERSION
+
+    return {
+        "ksched": __version__,
+        "kubernetes": DEFAULT_VERSION,
+        "python": platform.python_version(),
+    }
+
+
+# ---- output --------------------------------------------------------------------------------------
+
+
+def _ratio(a: Any, b: Any) -> str:
+    return (
+        f"{a / b:.2f}" if isinstance(a, int | float) and isinstance(b, int | float) and b else "-"
+    )
+
+
+def _cell(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def render_table(doc: JSON) -> str:
+    """One row per workload: each contestant's figures, then ksched/kube-scheduler and
+    ksched/null throughput ratios."""
+    header = ["WORKLOAD", "NODES", "PODS"]
+    present = [c for c in CONTESTANTS if any(c in w["results"] for w in doc["workloads"])]
+    for c in present:
+        header.append(f"{c} pods/s")
+        if c != "null":
+            header += [f"{c} p50/p99 ms", f"{c} cpu s", f"{c} rss MB"]
+    header += ["ksched/kube", "ksched/null"]
+    rows = [header]
+    for w in doc["workloads"]:
+        r = w["results"]
+        row = [w["name"], str(w["nodes"]), str(w["pods"])]
+        for c in present:
+            res = r.get(c) or {}
+            pps = _cell(res.get("pods_per_s"))
+            if res and res.get("scheduled", w["pods"]) < w["pods"]:
+                pps += f" ({res['scheduled']}/{w['pods']} bound)"
+            row.append(pps)
+            if c != "null":
+                row += [
+                    f"{_cell(res.get('p50_ms'))}/{_cell(res.get('p99_ms'))}",
+                    _cell(res.get("cpu_s")),
+                    _cell(res.get("rss_mb")),
+                ]
+        k = (r.get("ksched") or {}).get("pods_per_s")
+        row.append(_ratio(k, (r.get("kube-scheduler") or {}).get("pods_per_s")))
+        row.append(_ratio(k, (r.get("null") or {}).get("pods_per_s")))
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows
+    )
+
+
+def compare(doc: JSON, saved: JSON, tolerance: float = 0.2) -> list[str]:
+    """Workloads where a contestant's throughput fell below ``1 - tolerance`` of a saved
+    run's (``--compare``): one line each; empty when nothing got slower."""
+    before = {w["name"]: w for w in saved.get("workloads") or [] if isinstance(w, dict)}
+    out: list[str] = []
+    for w in doc["workloads"]:
+        old = before.get(w["name"])
+        if old is None:
+            continue
+        for c, res in w["results"].items():
+            now = res.get("pods_per_s")
+            was = ((old.get("results") or {}).get(c) or {}).get("pods_per_s")
+            if not isinstance(now, int | float) or not isinstance(was, int | float):
+                continue
+            if was > 0 and now < was * (1 - tolerance):
+                out.append(f"{w['name']}: {c} slower: {now} pods/s, was {was} ({now / was:.2f}x)")
+    return out

@@ -1,0 +1,250 @@
+"""``ksched bench --apiserver real``: the harness, its JSON document, table and comparison.
+
+The kube test runs a tiny workload end to end on the real control plane for every
+contestant; it checks that the harness measures (every pod bound, the figures present),
+never how fast anything is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ksched.api.objects import Node, Pod, decode
+from ksched.bench import run_bench
+from ksched.bench.real import (
+    CHURN_NS,
+    MEASURED_NS,
+    PENDING_WORKLOADS,
+    REAL_WORKLOADS,
+    _collection,
+    _objects,
+    compare,
+    render_table,
+    run_real_bench,
+    scheduler_config,
+)
+from ksched.bench.workloads import DAEMONSET_NODE
+from ksched.cli import main
+from ksched.config import default_config
+from ksched.framework.registry import default_registry
+
+SCHEDULER_KEYS = {"pods_per_s", "scheduled", "p50_ms", "p99_ms", "cpu_s", "rss_mb"}
+
+
+def _doc(**pods_per_s: float | None) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for name, v in pods_per_s.items():
+        c = name.replace("_", "-")
+        results[c] = {"pods_per_s": v, "scheduled": 10}
+        if c != "null":
+            results[c] |= {"p50_ms": 1.0, "p99_ms": 2.0, "cpu_s": 0.5, "rss_mb": 100.0}
+    return {"workloads": [{"name": "SchedulingBasic", "nodes": 5, "pods": 10, "results": results}]}
+
+
+# ---- the run, end to end --------------------------------------------------------------------------
+
+
+@pytest.mark.kube
+def test_tiny_workload_end_to_end_for_every_contestant() -> None:
+    """Unschedulable at 3 nodes: measured pods bound by each contestant while the churn of
+    pods that fit nowhere runs; the document has the issue's shape."""
+    doc = run_real_bench(
+        ["Unschedulable"],
+        contestants=["ksched", "kube-scheduler", "null"],
+        sizes={"Unschedulable": (3, 1, 8)},
+    )
+    assert doc["machine"]["cpus"] >= 1
+    assert doc["versions"]["kubernetes"].startswith("v1.")
+    (w,) = doc["workloads"]
+    assert (w["name"], w["nodes"], w["init_pods"], w["pods"]) == ("Unschedulable", 3, 1, 8)
+    assert set(w["results"]) == {"ksched", "kube-scheduler", "null"}
+    for name in ("ksched", "kube-scheduler"):
+        r = w["results"][name]
+        assert set(r) == SCHEDULER_KEYS, name
+        assert r["scheduled"] == 8, name
+        assert r["pods_per_s"] > 0 and r["rss_mb"] > 0 and r["cpu_s"] >= 0, (name, r)
+        assert 0 <= r["p50_ms"] <= r["p99_ms"], (name, r)
+    assert set(w["results"]["null"]) == {"pods_per_s", "scheduled"}
+    assert w["results"]["null"]["scheduled"] == 8
+    json.dumps(doc)  # serialisable as --output json prints it
+    assert "Unschedulable" in render_table(doc)
+
+
+# ---- the objects each workload creates --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(REAL_WORKLOADS))
+def test_workload_objects_are_valid_and_init_pods_are_bound(name: str) -> None:
+    setup, measured = _objects(REAL_WORKLOADS[name], 6, 4, 5, "sched-x")
+    kinds = [m["kind"] for m in setup]
+    assert kinds.index("Namespace") < kinds.index("Node")
+    assert {m["metadata"]["name"] for m in setup if m["kind"] == "Namespace"} >= {
+        MEASURED_NS,
+        CHURN_NS,
+    }
+    nodes = {decode(m, Node).metadata.name for m in setup if m["kind"] == "Node"}
+    for m in setup:
+        if m["kind"] == "Pod":
+            p = decode(m, Pod)
+            assert p.spec.node_name in nodes and p.spec.scheduler_name == "sched-x"
+            assert not p.metadata.uid  # the API server assigns it
+    # the Priority admission plugin refuses spec.priority: a PriorityClass carries it
+    classes = {m["metadata"]["name"]: m["value"] for m in setup if m["kind"] == "PriorityClass"}
+    for m in [*setup, *measured]:
+        if m["kind"] == "Pod":
+            assert "priority" not in m["spec"]
+            assert m["spec"].get("priorityClassName") in (None, *classes)
+    if name in ("PreemptionBasic", "PreemptionAsync", "Unschedulable"):
+        assert 10 in classes.values()  # the measured pods' or the churn's preemptors
+    assert len(measured) == 5
+    for m in measured:
+        p = decode(m, Pod)
+        assert (p.metadata.namespace, p.spec.scheduler_name, p.spec.node_name) == (
+            MEASURED_NS,
+            "sched-x",
+            "",
+        )
+    churn = REAL_WORKLOADS[name].churn
+    if churn is not None:
+        for obj in churn.make(0):
+            assert _collection(obj).startswith(("/api/v1/", "/apis/"))
+
+
+@pytest.mark.parametrize(
+    ("obj", "path"),
+    [
+        ({"kind": "Node", "metadata": {"name": "n"}}, "/api/v1/nodes"),
+        ({"kind": "Namespace", "metadata": {"name": "n"}}, "/api/v1/namespaces"),
+        ({"kind": "Pod", "metadata": {"namespace": "a"}}, "/api/v1/namespaces/a/pods"),
+        ({"kind": "Service", "metadata": {"namespace": "a"}}, "/api/v1/namespaces/a/services"),
+        (
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {}},
+            "/apis/resource.k8s.io/v1/deviceclasses",
+        ),
+        (
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"namespace": "a"},
+            },
+            "/apis/resource.k8s.io/v1/namespaces/a/resourceclaimtemplates",
+        ),
+        (
+            {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {}},
+            "/apis/policy/v1/poddisruptionbudgets",
+        ),
+    ],
+)
+def test_collection_paths(obj: dict[str, Any], path: str) -> None:
+    assert _collection(obj) == path
+
+
+def test_daemonset_pods_all_land_on_the_named_node_in_process() -> None:
+    cfg = default_config()
+    r = run_bench(
+        "SchedulingDaemonset",
+        nodes=20,
+        pods=30,
+        config=cfg,
+        registry=default_registry(entry_points=False),
+    )
+    assert r["scheduled"] == 30
+
+
+@pytest.mark.parametrize(
+    "name", ["PreemptionAsync", "Unschedulable", "MixedSchedulingBasePod", "PreemptionBasic"]
+)
+def test_new_workloads_schedule_every_measured_pod_in_process(name: str) -> None:
+    r = run_bench(
+        name,
+        nodes=10,
+        pods=10,
+        init_pods=4,
+        config=default_config(),
+        registry=default_registry(entry_points=False),
+    )
+    assert r["scheduled"] == 10
+
+
+def test_daemonset_node_is_the_one_selected() -> None:
+    setup, measured = _objects(REAL_WORKLOADS["SchedulingDaemonset"], 3, 0, 2, "ksched")
+    names = [m["metadata"]["name"] for m in setup if m["kind"] == "Node"]
+    assert names[0] == DAEMONSET_NODE and len(names) == 4
+    term = measured[0]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"][0]
+    assert term["matchFields"][0]["values"] == [DAEMONSET_NODE]
+
+
+def test_scheduler_config_gives_both_schedulers_the_same_client_limits() -> None:
+    cfg = scheduler_config({"profiles": [{"schedulerName": "mine"}], "leaderElection": {}})
+    assert cfg["clientConnection"] == {"qps": 5000, "burst": 5000}
+    assert cfg["leaderElection"] == {"leaderElect": False}
+    assert cfg["profiles"] == [{"schedulerName": "mine"}]
+    assert scheduler_config()["profiles"] == [{"schedulerName": "ksched"}]
+
+
+# ---- table and comparison ---------------------------------------------------------------------------
+
+
+def test_table_has_the_ratios() -> None:
+    doc = _doc(ksched=300.0, kube_scheduler=100.0, null=400.0)
+    lines = render_table(doc).splitlines()
+    assert lines[0].split()[:3] == ["WORKLOAD", "NODES", "PODS"]
+    assert lines[0].rstrip().endswith("ksched/kube  ksched/null")
+    assert lines[1].split()[-2:] == ["3.00", "0.75"]
+
+
+def test_table_marks_a_run_that_did_not_bind_everything() -> None:
+    doc = _doc(ksched=None, null=50.0)
+    doc["workloads"][0]["results"]["ksched"]["scheduled"] = 3
+    row = render_table(doc).splitlines()[1]
+    assert "(3/10 bound)" in row and row.split()[-2:] == ["-", "-"]
+
+
+def test_compare_flags_only_what_got_slower() -> None:
+    saved = _doc(ksched=300.0, kube_scheduler=100.0, null=400.0)
+    assert compare(_doc(ksched=290.0, kube_scheduler=100.0, null=400.0), saved) == []
+    (line,) = compare(_doc(ksched=200.0, kube_scheduler=100.0, null=400.0), saved)
+    assert line.startswith("SchedulingBasic: ksched slower: 200.0 pods/s, was 300.0")
+    assert compare(_doc(ksched=None, null=1.0), {"workloads": []}) == []
+
+
+# ---- CLI input errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--apiserver", "real", "--workload", "Nope"], "unknown workload 'Nope'"),
+        (["--scale", "full"], "need --apiserver real"),
+        (["--against", "kube-scheduler"], "need --apiserver real"),
+    ],
+)
+def test_bench_real_bad_arguments_exit_2(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", *argv]) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_pending_workload_names_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    (name,) = PENDING_WORKLOADS
+    assert main(["bench", "--apiserver", "real", "--workload", name]) == 2
+    assert "cannot run yet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"workloads": 3}', "[]"])
+def test_compare_file_that_is_not_a_saved_run_exits_2(
+    tmp_path: Path, content: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "saved.json"
+    f.write_text(content)
+    argv = ["bench", "--apiserver", "real", "--workload", "SchedulingBasic", "--compare", str(f)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ksched bench: --compare {f}:") and len(err.splitlines()) == 1
