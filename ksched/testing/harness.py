@@ -291,23 +291,26 @@ def schedule(
     *,
     pods: Iterable[PodLike] = (),
     objects: Iterable[Mapping[str, Any]] = (),
+    plugins: Sequence[PluginLike] = (),
 ) -> ScheduleResult:
     """One scheduling cycle of ``pod`` (PostFilter, i.e. preemption, included; nothing is
     bound or evicted): the node it would go to, or the scheduler's message for it.
 
     ``config_or_plugins``: a loaded configuration, its data (the YAML as a dict: defaults
     and validation apply), or a list of plugins making up a profile on their own (plus
-    PrioritySort and DefaultBinder when none of them queues or binds). A pod whose
-    ``schedulerName`` names no profile is scheduled by the first one.
+    PrioritySort and DefaultBinder when none of them queues or binds). ``plugins``: plugin
+    classes or instances a configuration names, registered for this call (they need not
+    be installed). A pod whose ``schedulerName`` names no profile is scheduled by the first
+    one.
     """
     if isinstance(config_or_plugins, KubeSchedulerConfiguration):
-        config, reg = config_or_plugins, default_registry()
+        config, reg = config_or_plugins, _registry(plugins)
     elif isinstance(config_or_plugins, Mapping):
-        reg = default_registry()
+        reg = _registry(plugins)
         config, _ = load_config_data(dict(config_or_plugins), _SOURCE, reg.names())
     else:
         given = list(config_or_plugins)
-        reg = _registry(given)
+        reg = _registry([*plugins, *given])
         config = KubeSchedulerConfiguration(profiles=[_profile("ksched", given, reg)])
     raw = _manifest(pod, "Pod")
     spec = raw.setdefault("spec", {})

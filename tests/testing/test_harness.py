@@ -5,6 +5,8 @@ third-party per-node one."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -316,3 +318,19 @@ def test_schedule_gated_pod_reports_its_gates() -> None:
     pod = make_pod("g", schedulingGates=[{"name": "example.com/wait"}])
     res = schedule(CONFIG, pod, RACKS)
     assert res == ScheduleResult(None, "waiting for scheduling gates: [example.com/wait]")
+
+
+# ---- the guide's example ------------------------------------------------------------------
+
+
+def test_the_guides_plugin_and_its_test_run_in_under_40_lines() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
+    found = re.search(r"<!-- example: a plugin and its test -->\s*```python\n(.*?)```", guide, re.S)
+    assert found is not None
+    code = found.group(1)
+    assert len(code.splitlines()) < 40
+    imports = [line for line in code.splitlines() if line.startswith(("from ", "import "))]
+    assert [line.split()[1] for line in imports] == ["ksched", "ksched.testing"]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/plugins.md", "exec"), namespace)
+    namespace["test_same_team"]()  # its assertions hold
