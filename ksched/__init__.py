@@ -49,6 +49,7 @@ from .framework import (
     StateData,
     Status,
     WatchedResource,
+    extension_points_of,
 )
 from .framework.interface import (
     NOT_SIGNABLE,
@@ -164,6 +165,7 @@ __all__ = [
     "WatchedResource",
     "__version__",
     "default_registry",
+    "extension_points_of",
     "load_config",
     "load_config_data",
 ]
