@@ -203,8 +203,8 @@ def _one_plugin(
 ) -> tuple[Framework, Simulation]:
     reg = _registry([plugin])
     profile = _profile("ksched", [plugin], reg, points)
-    if not getattr(profile.plugins, _snake(points[-1])).enabled:
-        raise ValueError(f"plugin {_plugin_name(plugin)} is not a {points[-1]} plugin")
+    if not any(profile.plugins.point(_snake(p)).enabled for p in points):
+        raise ValueError(f"plugin {_plugin_name(plugin)} is not a {' or '.join(points)} plugin")
     sim = _simulation(KubeSchedulerConfiguration(profiles=[profile]), reg, nodes, pods, objects)
     return sim.sched.frameworks["ksched"], sim
 
@@ -317,7 +317,8 @@ def schedule(
     profiles = [p.scheduler_name for p in config.profiles]
     if spec.get("schedulerName") not in profiles:
         spec["schedulerName"] = profiles[0]
-    spec.pop("nodeName", None)
+    if spec.get("nodeName"):
+        raise ValueError("the pod has spec.nodeName: the scheduler never sees such a pod")
     sim = _simulation(config, reg, nodes, [*pods, raw], objects)
     sched = sim.sched
     target = pod_info(raw).uid

@@ -187,6 +187,31 @@ def test_run_filter_prefilter_narrowing_and_rejection() -> None:
     )
 
 
+def test_run_filter_prefilter_only_plugin_and_node_name() -> None:
+    class OnlyA(PreFilterPlugin):
+        name = "OnlyA"
+
+        def pre_filter(
+            self, state: CycleState, pod: PodInfo, snap: Snapshot
+        ) -> tuple[PreFilterResult | None, Status | None]:
+            return PreFilterResult({"r1-a"}), None
+
+    assert verdicts(run_filter(OnlyA(), make_pod("p"), RACKS)) == {
+        "r1-a": None,
+        "r1-b": (UU, "node(s) didn't satisfy plugin(s) [OnlyA]"),
+        "r2-a": (UU, "node(s) didn't satisfy plugin(s) [OnlyA]"),
+    }
+    # The pod under test is not part of the cluster, so its nodeName is NodeName's to judge.
+    out = verdicts(run_filter("NodeName", make_pod("p", node_name="r1-b"), RACKS))
+    assert out == {
+        "r1-a": (UU, "node(s) didn't match the requested node name"),
+        "r1-b": None,
+        "r2-a": (UU, "node(s) didn't match the requested node name"),
+    }
+    with pytest.raises(ValueError, match="the scheduler never sees such a pod"):
+        schedule(CONFIG, make_pod("p", node_name="r1-b"), RACKS)
+
+
 def test_run_filter_plugin_exception_is_an_error_status_on_every_node() -> None:
     out = run_filter(Rack(), make_pod("p", labels={"rack": "boom"}), RACKS)
     st = out["r1-a"]
@@ -196,7 +221,9 @@ def test_run_filter_plugin_exception_is_an_error_status_on_every_node() -> None:
 
 
 def test_run_filter_refuses_a_plugin_without_filter() -> None:
-    with pytest.raises(ValueError, match="plugin ImageLocality is not a filter plugin"):
+    with pytest.raises(
+        ValueError, match="plugin ImageLocality is not a preFilter or filter plugin"
+    ):
         run_filter("ImageLocality", make_pod("p"), RACKS)
     with pytest.raises(ValueError, match='unknown plugin "Nope"'):
         run_filter("Nope", make_pod("p"), RACKS)
@@ -252,7 +279,9 @@ def test_run_score_batch_plugin_agrees_with_its_per_node_form() -> None:
 
 
 def test_run_score_refuses_a_plugin_without_score() -> None:
-    with pytest.raises(ValueError, match="plugin NodeUnschedulable is not a score plugin"):
+    with pytest.raises(
+        ValueError, match="plugin NodeUnschedulable is not a preScore or score plugin"
+    ):
         run_score("NodeUnschedulable", make_pod("p"), RACKS)
 
 
