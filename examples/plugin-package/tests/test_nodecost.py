@@ -1,5 +1,6 @@
-"""NodeCost's tests: args, the two score forms, normalization, a simulated placement, the
-plugin inside the real daemon against ksched's test API server, and discovery.
+"""NodeCost's tests: args, the two score forms, normalization, scores and placements through
+ksched.testing's harness, the plugin inside the real daemon against ksched's test API
+server, and discovery. They import only ``ksched`` and ``ksched.testing``.
 
 Run them after installing the package: ``pip install -e '.[test]' && pytest``.
 """
