@@ -1,24 +1,40 @@
 """ksched: a Kubernetes scheduler with kube-scheduler's framework and Python plugins.
 
-The public API for plugin authors is re-exported here; low-level pieces (``api``,
-``util``) never import the scheduler core.
+The package root is the public API: everything a plugin author or an embedder needs is
+importable from ``ksched`` (plugin base classes, statuses, cycle state, score constants,
+node/pod info and the numpy array types of batch methods, cluster events, the handle,
+the daemon). Tests of plugins need only ``ksched.testing`` besides. Low-level pieces
+(``api``, ``util``) never import the scheduler core.
+
+The embedding names (``SchedulerDaemon``, ``APIClient``, ``load_config``,
+``load_config_data``) load on first use: they pull in the HTTP server, the API client,
+metrics and the config loader, which a plugin package importing ``ksched`` does not need.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    SUCCESS,
     BindPlugin,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
+    FitError,
     Handle,
+    InvalidObjectError,
     NodeInfo,
+    NodeToStatus,
     PermitPlugin,
     Plugin,
     PluginArgsError,
     PodInfo,
     PostBindPlugin,
     PostFilterPlugin,
+    PostFilterResult,
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -26,39 +42,130 @@ from .framework import (
     PreScorePlugin,
     QueueingHint,
     QueueSortPlugin,
+    Registry,
     ReservePlugin,
     ScorePlugin,
     Snapshot,
+    StateData,
     Status,
+    WatchedResource,
+    extension_points_of,
 )
+from .framework.interface import (
+    NOT_SIGNABLE,
+    EnqueueExtensions,
+    PostFilterOutcome,
+    PreFilterExtensions,
+    Victims,
+)
+from .framework.registry import default_registry
+from .framework.snapshot import BoolArray, IntArray
+from .queue.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
+    CSI_DRIVER,
+    CSI_NODE,
+    NODE_ADD,
+    NODE_DELETE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    UNSCHEDULED_POD_ADD,
+    UNSCHEDULED_POD_DELETE,
+    UNSCHEDULED_POD_UPDATE,
+    VOLUME_ATTACHMENT,
+    WILDCARD,
+)
+
+if TYPE_CHECKING:
+    from .cluster import APIClient
+    from .config import load_config, load_config_data
+    from .daemon import SchedulerDaemon
 
 __version__ = "0.1.0"
 
+# name -> the module it is loaded from on first use (see the module docstring)
+_LAZY = {
+    "APIClient": "ksched.cluster",
+    "SchedulerDaemon": "ksched.daemon",
+    "load_config": "ksched.config",
+    "load_config_data": "ksched.config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
+    "ASSIGNED_POD_ADD",
+    "ASSIGNED_POD_DELETE",
+    "ASSIGNED_POD_UPDATE",
+    "CSI_DRIVER",
+    "CSI_NODE",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "NODE_ADD",
+    "NODE_DELETE",
+    "NOT_SIGNABLE",
+    "PERSISTENT_VOLUME",
+    "PERSISTENT_VOLUME_CLAIM",
+    "STORAGE_CLASS",
+    "SUCCESS",
+    "UNSCHEDULED_POD_ADD",
+    "UNSCHEDULED_POD_DELETE",
+    "UNSCHEDULED_POD_UPDATE",
+    "VOLUME_ATTACHMENT",
+    "WILDCARD",
+    "APIClient",
     "BindPlugin",
+    "BoolArray",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
     "CycleState",
+    "EnqueueExtensions",
     "FilterPlugin",
+    "FitError",
     "Handle",
+    "IntArray",
+    "InvalidObjectError",
     "NodeInfo",
+    "NodeToStatus",
     "PermitPlugin",
     "Plugin",
     "PluginArgsError",
     "PodInfo",
     "PostBindPlugin",
+    "PostFilterOutcome",
     "PostFilterPlugin",
+    "PostFilterResult",
     "PreBindPlugin",
     "PreEnqueuePlugin",
+    "PreFilterExtensions",
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
     "QueueSortPlugin",
     "QueueingHint",
+    "Registry",
     "ReservePlugin",
+    "SchedulerDaemon",
     "ScorePlugin",
     "Snapshot",
+    "StateData",
     "Status",
+    "Victims",
+    "WatchedResource",
     "__version__",
+    "default_registry",
+    "extension_points_of",
+    "load_config",
+    "load_config_data",
 ]

@@ -7,6 +7,7 @@ from typing import Any
 from ksched.api.objects import Node, Pod, decode
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.types import NodeInfo, PodInfo
+from ksched.testing import node_info
 
 __all__ = ["make_node", "make_node_info", "make_pod", "make_snapshot", "pod_manifest"]
 
@@ -89,11 +90,7 @@ def make_node(
 
 
 def make_node_info(node: Node, pods: list[PodInfo] = ()) -> NodeInfo:  # type: ignore[assignment]
-    ni = NodeInfo()
-    ni.set_node(node)
-    for p in pods:
-        ni.add_pod(p)
-    return ni
+    return node_info(node, pods)
 
 
 def make_snapshot(nodes: list[Node], pods: list[PodInfo] = ()) -> Snapshot:  # type: ignore[assignment]

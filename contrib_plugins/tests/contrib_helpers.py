@@ -10,7 +10,7 @@ from ksched.api.objects import Node, Pod, decode
 from ksched.cache import Cache
 from ksched.framework.handle import Handle
 from ksched.framework.snapshot import Snapshot
-from ksched.framework.types import NodeInfo, PodInfo
+from ksched.framework.types import PodInfo
 from ksched.util.clock import FakeClock
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -56,12 +56,6 @@ def make_node(name: str, cpu: str = "4", pods: int = 110) -> Node:
         },
         Node,
     )
-
-
-def node_info(name: str) -> NodeInfo:
-    ni = NodeInfo()
-    ni.set_node(make_node(name))
-    return ni
 
 
 def podgroup(

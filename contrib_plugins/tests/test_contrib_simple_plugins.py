@@ -8,18 +8,33 @@ import anyio
 import numpy as np
 import pytest
 import structlog
-from contrib_helpers import make_pod, node_info
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import Handle
-from ksched.framework.interface import extension_points_of
-from ksched.framework.registry import PluginArgsError
-from ksched.framework.snapshot import Snapshot
-from ksched.framework.status import Code
+from ksched import (
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    PluginArgsError,
+    PodInfo,
+    Snapshot,
+    extension_points_of,
+)
+from ksched.testing import make_node, pod_info, run_filter, run_score, schedule
+from ksched.testing import make_pod as pod_manifest
+from ksched.testing import node_info as info_of
 
 from ksched_contrib.lucky import ERR_REASON, Lucky
 from ksched_contrib.podnamelength import PodNameLength
 from ksched_contrib.sample import Sample
 from ksched_contrib.shortnodename import ShortNodeName
+
+
+def make_pod(name: str) -> PodInfo:
+    return pod_info(pod_manifest(name))
+
+
+def node_info(name: str) -> NodeInfo:
+    return info_of(make_node(name))
+
 
 # ---- args --------------------------------------------------------------------------------
 
@@ -130,6 +145,19 @@ def test_pod_name_length_batch_agrees_with_filter() -> None:
     assert plugin.events_to_register() == []
 
 
+def test_pod_name_length_in_the_framework() -> None:
+    nodes = [make_node("a"), make_node("b")]
+    assert run_filter(PodNameLength, pod_manifest("pod1"), nodes) == {"a": None, "b": None}
+    out = run_filter(PodNameLength({"maxNameLength": 3}), pod_manifest("pod1"), nodes)
+    assert {n: (st.code, st.message()) for n, st in out.items() if st is not None} == {
+        n: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "pod name length 4 exceeds 3") for n in "ab"
+    }
+    assert schedule([PodNameLength], pod_manifest("test-pod"), nodes) == (
+        None,
+        "0/2 nodes are available: 2 pod name length 8 exceeds 4.",
+    )
+
+
 # ---- ShortNodeName -----------------------------------------------------------------------
 
 
@@ -142,6 +170,16 @@ def test_short_node_name_raw_and_normalized() -> None:
     assert raw.tolist() == [19, 14, 0]
     assert plugin.normalize_score(CycleState(), make_pod("p"), raw) is None
     assert raw.tolist() == [100, 73, 0]
+
+
+def test_short_node_name_in_the_framework() -> None:
+    nodes = [make_node(n) for n in ("a", "node-1", "a-very-long-node-name-indeed")]
+    assert run_score(ShortNodeName, pod_manifest("p"), nodes) == {
+        "a": 100,
+        "node-1": 73,
+        "a-very-long-node-name-indeed": 0,
+    }
+    assert schedule([ShortNodeName], pod_manifest("p"), nodes).node == "a"
 
 
 def test_short_node_name_normalize_edge_cases() -> None:

@@ -1,8 +1,13 @@
-"""Test support: an in-process API server with kube-apiserver semantics, plus builders.
+"""Test support: an in-process API server with kube-apiserver semantics, builders, and a
+harness running plugins through a real framework (``run_filter``, ``run_score``,
+``schedule``; see ``ksched.testing.harness``).
 
-Nothing in ksched.testing imports the rest of ksched, so tests against this server exercise
-the daemon against an independent implementation of the API.
+The API server and the builders import nothing else from ksched, so tests against this
+server exercise the daemon against an independent implementation of the API; the harness
+names load the scheduler, only when first used.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._auth import TokenUser
 from ._store import APIStatusError
@@ -29,11 +34,30 @@ from .objects import (
     make_volume_attachment,
 )
 
+if TYPE_CHECKING:
+    from .harness import ScheduleResult, node_info, pod_info, run_filter, run_score, schedule
+
+_HARNESS = frozenset(
+    ("ScheduleResult", "node_info", "pod_info", "run_filter", "run_score", "schedule")
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The harness on first use: importing it loads the scheduler, which the standalone
+    API server (``python -m ksched.testing apiserver``) does not need."""
+    if name in _HARNESS:
+        from . import harness
+
+        return getattr(harness, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "VERSION_INFO",
     "APIStatusError",
     "Faults",
     "RecordedRequest",
+    "ScheduleResult",
     "TestAPIServer",
     "TokenUser",
     "controller_ref",
@@ -54,5 +78,10 @@ __all__ = [
     "make_service",
     "make_storage_class",
     "make_volume_attachment",
+    "node_info",
+    "pod_info",
+    "run_filter",
+    "run_score",
+    "schedule",
     "serving",
 ]

@@ -19,14 +19,27 @@ def make_pod(
     priority_class_name: str | None = None,
     image: str = "registry.k8s.io/pause:3.10",
     owner: JSON | None = None,
+    requests: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+    tolerations: list[JSON] | None = None,
+    node_selector: dict[str, str] | None = None,
+    priority: int | None = None,
+    uid: str | None = None,
     **spec: Any,
 ) -> JSON:
     """A one-container pod; extra keyword arguments go into spec verbatim. ``owner``: a
-    stored controller object (with its uid), referenced as the pod's controller."""
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    stored controller object (with its uid), referenced as the pod's controller.
+
+    ``requests``/``limits`` are the container's (``cpu``/``memory`` add to the requests);
+    ``priority`` sets ``spec.priority`` as admission would from a PriorityClass."""
+    requests = {
+        **(requests or {}),
+        **{k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None},
+    }
     container: JSON = {"name": "main", "image": image}
-    if requests:
-        container["resources"] = {"requests": requests}
+    resources = {k: dict(v) for k, v in (("requests", requests), ("limits", limits)) if v}
+    if resources:
+        container["resources"] = resources
     pod_spec: JSON = {"containers": [container], **spec}
     if node_name:
         pod_spec["nodeName"] = node_name
@@ -34,7 +47,15 @@ def make_pod(
         pod_spec["schedulerName"] = scheduler_name
     if priority_class_name:
         pod_spec["priorityClassName"] = priority_class_name
+    if tolerations:
+        pod_spec["tolerations"] = [dict(t) for t in tolerations]
+    if node_selector:
+        pod_spec["nodeSelector"] = dict(node_selector)
+    if priority is not None:
+        pod_spec["priority"] = priority
     meta: JSON = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
     if labels:
         meta["labels"] = dict(labels)
     if owner is not None:
@@ -107,9 +128,14 @@ def make_node(
     taints: list[JSON] | None = None,
     ready: bool = True,
     unschedulable: bool = False,
+    allocatable: dict[str, Any] | None = None,
+    images: list[JSON] | None = None,
 ) -> JSON:
-    """A node with capacity == allocatable and a Ready condition, as a kubelet would report."""
-    resources = {"cpu": cpu, "memory": memory, "pods": pods}
+    """A node with capacity == allocatable and a Ready condition, as a kubelet would report.
+
+    ``allocatable`` adds resources or overrides ``cpu``/``memory``/``pods``; ``images``
+    is ``status.images`` (``[{"names": [...], "sizeBytes": n}]``, for ImageLocality)."""
+    resources: JSON = {"cpu": cpu, "memory": memory, "pods": pods, **(allocatable or {})}
     meta: JSON = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
     spec: JSON = {}
     if taints:
@@ -125,6 +151,7 @@ def make_node(
             "capacity": dict(resources),
             "allocatable": dict(resources),
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            **({"images": [dict(i) for i in images]} if images else {}),
         },
     }
 

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from ksched.framework import (
+from ksched import (
     MAX_NODE_SCORE,
     CycleState,
+    Handle,
+    IntArray,
     NodeInfo,
     PluginArgsError,
     PodInfo,
@@ -33,8 +35,6 @@ from ksched.framework import (
     Snapshot,
     Status,
 )
-from ksched.framework.handle import Handle
-from ksched.framework.snapshot import IntArray
 
 __all__ = ["DEFAULT_LABEL", "NAME", "UNKNOWN", "NodeCost"]
 

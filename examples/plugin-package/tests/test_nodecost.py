@@ -1,27 +1,38 @@
-"""NodeCost's tests: args, the two score forms, normalization, a simulated placement, the
-plugin inside the real daemon against ksched's test API server, and discovery.
+"""NodeCost's tests: args, the two score forms, normalization, scores and placements through
+ksched.testing's harness, the plugin inside the real daemon against ksched's test API
+server, and discovery. They import only ``ksched`` and ``ksched.testing``.
 
 Run them after installing the package: ``pip install -e '.[test]' && pytest``.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 import pytest
-from ksched.api.objects import Node, Pod, decode
-from ksched.cli import main
-from ksched.cluster import APIClient
-from ksched.config import load_config_data
-from ksched.daemon import SchedulerDaemon
-from ksched.framework import CycleState, NodeInfo, PluginArgsError, PodInfo, Registry, Snapshot
-from ksched.framework.registry import default_registry
-from ksched.sim import parse_cluster, simulate
-from ksched.testing import TestAPIServer, make_node, make_pod
+from ksched import (
+    APIClient,
+    CycleState,
+    PluginArgsError,
+    Registry,
+    SchedulerDaemon,
+    Snapshot,
+    default_registry,
+    load_config,
+    load_config_data,
+)
+from ksched.testing import (
+    TestAPIServer,
+    make_node,
+    make_pod,
+    node_info,
+    pod_info,
+    run_score,
+    schedule,
+)
 
 from ksched_nodecost import DEFAULT_LABEL, NodeCost
 from ksched_nodecost.plugin import UNKNOWN
@@ -31,30 +42,11 @@ LABEL = DEFAULT_LABEL
 
 
 def node(name: str, cost: str | None = None, cpu: str = "4") -> dict[str, Any]:
-    labels = {} if cost is None else {LABEL: cost}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}}}
+    return make_node(name, cpu=cpu, labels={} if cost is None else {LABEL: cost})
 
 
-def pod(name: str, cpu: str = "100m") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"schedulerName": "ksched", "containers": [
-                {"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]}}
-
-
-def snapshot(*nodes: dict[str, Any]) -> Snapshot:
-    infos = []
-    for raw in nodes:
-        ni = NodeInfo()
-        ni.set_node(decode(raw, Node))
-        infos.append(ni)
-    return Snapshot(infos)
-
-
-def pod_info(name: str = "p") -> PodInfo:
-    raw = pod(name)
-    return PodInfo(decode(raw, Pod), raw)
+def pod(name: str = "p", cpu: str = "100m") -> dict[str, Any]:
+    return make_pod(name, cpu=cpu, scheduler_name="ksched")
 
 
 def config(args: dict[str, Any] | None = None, weight: int = 5) -> Any:
@@ -111,8 +103,8 @@ NODES = [node("a", "0.80"), node("b", "0.12"), node("c"), node("d", "free"), nod
 @pytest.mark.parametrize("missing", [None, 0.0, 2.5])
 def test_batch_and_per_node_scores_agree(missing: float | None) -> None:
     plugin = NodeCost({} if missing is None else {"missingCost": missing})
-    snap = snapshot(*NODES)
-    state, p = CycleState(), pod_info()
+    snap = Snapshot([node_info(n) for n in NODES])
+    state, p = CycleState(), pod_info(pod())
     rows = np.arange(snap.n, dtype=np.int64)[::-1]  # any order, any subset
     batch = plugin.score_batch(state, p, snap, rows)
     single = [plugin.score(state, p, snap.node_infos[int(r)]) for r in rows]
@@ -121,28 +113,36 @@ def test_batch_and_per_node_scores_agree(missing: float | None) -> None:
     assert single[::-1] == [800, 120, unpriced, unpriced, 120, unpriced, 1_000_000]
 
 
+def test_scores_in_the_framework_cheapest_best_unpriced_last() -> None:
+    """Score then NormalizeScore, as the scheduler runs them (before the weight)."""
+    assert run_score(NodeCost(), pod(), NODES) == {
+        "a": 99, "b": 100, "c": 0, "d": 0, "e": 100, "f": 0, "g": 0}
+    assert run_score(NodeCost({"missingCost": 0.12}), pod(), NODES[:4]) == {
+        "a": 0, "b": 100, "c": 100, "d": 100}
+
+
 def test_normalize_cheapest_best_unpriced_last() -> None:
     scores = np.array([800, 120, UNKNOWN, 450], dtype=np.int64)
-    assert NodeCost().normalize_score(CycleState(), pod_info(), scores) is None
+    assert NodeCost().normalize_score(CycleState(), pod_info(pod()), scores) is None
     assert scores.tolist() == [0, 100, 0, 51]
     same = np.array([300, 300, UNKNOWN], dtype=np.int64)
-    NodeCost().normalize_score(CycleState(), pod_info(), same)
+    NodeCost().normalize_score(CycleState(), pod_info(pod()), same)
     assert same.tolist() == [100, 100, 0]
     none = np.array([UNKNOWN, UNKNOWN], dtype=np.int64)
-    NodeCost().normalize_score(CycleState(), pod_info(), none)
+    NodeCost().normalize_score(CycleState(), pod_info(pod()), none)
     assert none.tolist() == [0, 0]
 
 
 # ---- in the scheduler ------------------------------------------------------------------------
 
 
-def test_simulated_placement_prefers_cheap_nodes_that_fit() -> None:
-    cluster = parse_cluster(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        node("pricey", "0.90"), node("cheap", "0.10", cpu="1"), node("mid", "0.40"),
-        pod("small", "500m"), pod("big", "2")]}), "test")
-    results = {r.name: r for r in simulate(cluster, config(), registry())}
-    assert results["small"].node == "cheap"
-    assert results["big"].node == "mid"  # does not fit on cheap
+def test_scheduled_to_cheap_nodes_that_fit() -> None:
+    """One scheduling cycle with the default plugins plus NodeCost (weight 5)."""
+    nodes = [node("pricey", "0.90"), node("cheap", "0.10", cpu="1"), node("mid", "0.40")]
+    assert schedule(config(), pod("small", "500m"), nodes, plugins=[NodeCost]).node == "cheap"
+    assert schedule(config(), pod("big", "2"), nodes, plugins=[NodeCost]).node == "mid"
+    _, why = schedule(config(), pod("huge", "8"), nodes, plugins=[NodeCost])
+    assert why.startswith("0/3 nodes are available: 3 Insufficient cpu.")
 
 
 def test_the_daemon_binds_to_the_cheapest_node() -> None:
@@ -174,11 +174,10 @@ def test_the_daemon_binds_to_the_cheapest_node() -> None:
 # ---- installed: discovered through the entry point -------------------------------------------
 
 
-def test_installed_plugin_is_discovered_with_its_distribution(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_installed_plugin_is_discovered_with_its_distribution() -> None:
     spec = default_registry().get("NodeCost")
     if spec is None:
         pytest.skip("ksched-nodecost is not installed (pip install -e .)")
     assert (spec.cls, spec.distribution, spec.points) == (NodeCost, "ksched-nodecost", ["score"])
-    assert main(["config", "validate", str(HERE / "examples" / "config.yaml")]) == 0
-    assert "name: NodeCost" in capsys.readouterr().out
+    cfg, _ = load_config(str(HERE / "examples" / "config.yaml"), default_registry().names())
+    assert [r.name for r in cfg.profiles[0].plugins.score.enabled] == ["NodeCost"]
