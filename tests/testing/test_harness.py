@@ -134,13 +134,13 @@ def test_run_filter_taint_toleration_verdicts() -> None:
     tolerating = make_pod("t", tolerations=[{"key": "dedicated", "operator": "Exists"}])
     assert verdicts(run_filter(TaintToleration, tolerating, nodes)) == {
         "dedicated": None,
-        "draining": (UU, "node(s) had untolerated taint {drain: }"),
+        "draining": (UU, "node(s) had untolerated taint(s)"),
         "soft": None,
         "plain": None,
     }
     out = run_filter("TaintToleration", make_pod("p"), nodes)
     st = out["dedicated"]
-    assert st is not None and st.message() == "node(s) had untolerated taint {dedicated: gpu}"
+    assert st is not None and st.message() == "node(s) had untolerated taint(s)"
     assert st.plugin == "TaintToleration"
 
 
@@ -319,8 +319,9 @@ def test_schedule_fit_error_text_is_the_schedulers() -> None:
     nodes, placed, pod = fit_error_cluster()
     node, message = schedule(CONFIG, pod, nodes, pods=placed)
     expected = (
-        "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, "
-        "1 node(s) were unschedulable, 2 Insufficient cpu. preemption: 0/4 nodes are "
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
+        "1 node(s) were unschedulable, 2 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/4 nodes are "
         "available: 1 No preemption victims found for incoming pod, 3 Preemption is not "
         "helpful for scheduling."
     )
