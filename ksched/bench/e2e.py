@@ -37,7 +37,7 @@ from ..api.objects import Node
 from ..framework.types import PodInfo
 from .workloads import WORKLOADS, Manifest
 
-__all__ = ["NullScheduler", "run_e2e_bench"]
+__all__ = ["NullScheduler", "proc_cpu_seconds", "run_e2e_bench"]
 
 CREATE_CONCURRENCY = 32
 
@@ -336,10 +336,10 @@ def run_e2e_bench(
             await _create_all(url, objects)
             if show is not None:
                 show(f"{name}: created {len(objects)} objects in {time.perf_counter() - t:.1f}s")
-            cpu0 = _cpu_seconds(pid)
+            cpu0 = proc_cpu_seconds(pid)
             r = await _measure(name, url, config, registry, namespace, pods, timeout, seed, show)
             # The API server's CPU per pod says whether it, not the scheduler, was the limit.
-            cpu = _cpu_seconds(pid) - cpu0
+            cpu = proc_cpu_seconds(pid) - cpu0
             r["apiserver_cpu_ms_per_pod"] = (
                 round(cpu * 1000 / r["scheduled"], 3) if r["scheduled"] and cpu >= 0 else None
             )
@@ -413,7 +413,7 @@ def _no_plugins(config: Any) -> Any:
     return cfg
 
 
-def _cpu_seconds(pid: int) -> float:
+def proc_cpu_seconds(pid: int) -> float:
     """utime+stime of a process from /proc (Linux); -1 when unavailable."""
     try:
         with open(f"/proc/{pid}/stat") as f:

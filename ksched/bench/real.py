@@ -47,6 +47,7 @@ import aiohttp
 import anyio
 import yaml
 
+from .e2e import proc_cpu_seconds
 from .workloads import (
     WORKLOADS,
     Manifest,
@@ -315,16 +316,6 @@ async def _churn(api: _API, churn: Churn) -> None:
         await anyio.sleep(churn.interval)
 
 
-def _proc_cpu_seconds(pid: int) -> float:
-    """utime+stime of a process from /proc (Linux); -1 when unavailable."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return -1.0
-
-
 def _proc_peak_rss_mb(pid: int) -> float | None:
     """VmHWM (peak resident set) of a process, in MB (10^6 bytes); None when unknown."""
     try:
@@ -581,7 +572,7 @@ async def _one(
                     tg.start_soon(_watch, api, binds)
                     await runner.start(cp, cfg, tg)
                     ready = time.perf_counter()
-                    cpu0 = _proc_cpu_seconds(runner.pid) if runner.pid else -1.0
+                    cpu0 = proc_cpu_seconds(runner.pid) if runner.pid else -1.0
                     if wl.churn is not None:
                         tg.start_soon(_churn, api, wl.churn)
                     with anyio.move_on_after(timeout):
@@ -590,7 +581,7 @@ async def _one(
                                 await binds.done.wait()
                             if progress is not None:
                                 progress(f"{name}/{contestant}: {len(binds.bound)}/{pods} bound")
-                    cpu1 = _proc_cpu_seconds(runner.pid) if runner.pid else -1.0
+                    cpu1 = proc_cpu_seconds(runner.pid) if runner.pid else -1.0
                     rss = _proc_peak_rss_mb(runner.pid) if runner.pid else None
                     tg.cancel_scope.cancel()
             finally:
