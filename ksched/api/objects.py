@@ -120,6 +120,7 @@ class OwnerReference(_S):
 
 class ObjectMeta(_S):
     name: str = ""
+    generate_name: str = ""
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
@@ -376,6 +377,8 @@ class PodStatus(_S):
     conditions: list[PodCondition] = []
     start_time: str | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] = []
+    # KEP-5004: the claim DynamicResources made for DRA-backed extended resources.
+    extended_resource_claim_status: dict[str, Any] | None = None
 
 
 class Pod(_S):

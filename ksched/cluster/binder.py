@@ -218,6 +218,36 @@ class APIClusterClient:
             _claim_path(namespace, name, status=True), patch, STRATEGIC_MERGE_PATCH
         )
 
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        ns = _quote(claim.metadata.namespace)
+        path = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+        try:
+            _, raw = await self.client.request("POST", path, body=msgspec.to_builtins(claim))
+        except APIError as e:
+            raise BindError(e.message or e.reason, retry=e.status not in (400, 403, 422)) from e
+        return decode_json(raw, ResourceClaim)
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        try:
+            await self.client.request("DELETE", _claim_path(namespace, name))
+        except APIError as e:
+            if e.status != 404:
+                raise BindError(e.message or e.reason, retry=True) from e
+
+    async def set_extended_resource_claim_status(
+        self, pod: PodInfo, status: dict[str, Any]
+    ) -> None:
+        """A strategic merge patch of ``status.extendedResourceClaimStatus``."""
+        path = pod_path(pod.namespace, pod.name, "status")
+        try:
+            found = await patch_pod_status(
+                self.client, path, {"status": {"extendedResourceClaimStatus": status}}
+            )
+        except APIError as e:
+            raise BindError(e.message or e.reason, retry=True) from e
+        if not found:
+            raise BindError(f'pods "{pod.name}" not found', retry=False)
+
     async def _claim_write(self, path: str, body: dict[str, Any], patch: str) -> ResourceClaim:
         try:
             _, raw = await self.client.request("PATCH", path, body=body, content_type=patch)

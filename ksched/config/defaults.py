@@ -167,9 +167,13 @@ def _pod_topology_spread(a: dict[str, Any]) -> None:
 
 
 def _dynamic_resources(a: dict[str, Any]) -> None:
-    """``filterTimeout`` 10s (DRASchedulerFilterTimeout, beta and on in v1.36)."""
+    """``filterTimeout`` 10s (DRASchedulerFilterTimeout) and ``bindingTimeout`` 10m
+    (DRADeviceBindingConditions with DRAResourceClaimDeviceStatus): all beta and on in
+    v1.36, as kube-scheduler v1.36.3's ``/configz`` shows."""
     if a.get("filterTimeout") is None:
         a["filterTimeout"] = "10s"
+    if a.get("bindingTimeout") is None:
+        a["bindingTimeout"] = "10m0s"
 
 
 def _volume_binding(a: dict[str, Any]) -> None:

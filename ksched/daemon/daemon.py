@@ -190,6 +190,20 @@ class _FencedClusterClient(APIClusterClient):
         self._check(f"patching the status of ResourceClaim {namespace}/{name}")
         await super().patch_resource_claim_status(namespace, name, patch)
 
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self._check(f"creating a ResourceClaim for {claim.metadata.generate_name}")
+        return await super().create_resource_claim(claim)
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        self._check(f"deleting ResourceClaim {namespace}/{name}")
+        await super().delete_resource_claim(namespace, name)
+
+    async def set_extended_resource_claim_status(
+        self, pod: PodInfo, status: dict[str, Any]
+    ) -> None:
+        self._check(f"writing the extended resource claim of {pod.key}")
+        await super().set_extended_resource_claim_status(pod, status)
+
 
 class _NotLeader(RuntimeError):
     pass

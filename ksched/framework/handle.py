@@ -86,6 +86,18 @@ class ClusterClient(Protocol):
         """A strategic merge patch of the claim's status (Unreserve drops one reservedFor
         entry by uid without the latest claim)."""
 
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Create ``claim`` (named from ``metadata.generateName``): the claim for DRA-backed
+        extended resources; return the stored claim. Raise ``BindError``."""
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        """Delete a claim (already gone is fine). Raise ``BindError``."""
+
+    async def set_extended_resource_claim_status(
+        self, pod: PodInfo, status: dict[str, Any]
+    ) -> None:
+        """Write the pod's ``status.extendedResourceClaimStatus``. Raise ``BindError``."""
+
     async def update_persistent_volume_claim(
         self, pvc: PersistentVolumeClaim
     ) -> PersistentVolumeClaim:
@@ -134,6 +146,17 @@ class NullCluster:
 
     async def patch_resource_claim_status(
         self, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        return None
+
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return claim
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        return None
+
+    async def set_extended_resource_claim_status(
+        self, pod: PodInfo, status: dict[str, Any]
     ) -> None:
         return None
 

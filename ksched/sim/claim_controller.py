@@ -42,6 +42,7 @@ class SimulatedClaimController:
     def __init__(self, cluster: ClusterFile, emit: Emit) -> None:
         self.emit = emit
         self._rv = itertools.count(1)
+        self._names = itertools.count(1)
         self.stores: dict[str, RevisionedStore[Any]] = {}
         for lister in DRA_LISTERS.values():
             store: RevisionedStore[Any] = RevisionedStore()
@@ -157,6 +158,25 @@ class SimulatedClaimController:
     def update_status(self, claim: ResourceClaim) -> ResourceClaim:
         cur = self._current(claim)
         return self._store(msgspec.structs.replace(cur, status=claim.status))
+
+    def create(self, claim: ResourceClaim) -> ResourceClaim:
+        """A POST: the name from ``generateName`` (as the API server does), a uid."""
+        meta = claim.metadata
+        name = meta.name
+        while not name or f"{meta.namespace}/{name}" in self.claims:
+            name = f"{meta.generate_name}{next(self._names):05d}"
+        meta = msgspec.structs.replace(meta, name=name, uid=f"sim-claim-{meta.namespace}-{name}")
+        return self._store(msgspec.structs.replace(claim, metadata=meta))
+
+    def delete(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
+        old = self.claims.get(key)
+        if old is None:
+            return
+        del self.claims[key]
+        self.claims.bump(old)
+        resource = ev.RESOURCE_CLAIM
+        self.emit(ClusterEvent(resource, "Delete", f"{resource}Delete"), old, None)
 
     def patch_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         """Unreserve's patch: drop the reservedFor entries of the uids it deletes."""

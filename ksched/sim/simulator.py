@@ -154,6 +154,21 @@ class SimulatedCluster:
     ) -> None:
         self.claim_controller.patch_status(namespace, name, patch)
 
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return self.claim_controller.create(claim)
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        self.claim_controller.delete(namespace, name)
+
+    async def set_extended_resource_claim_status(
+        self, pod: PodInfo, status: dict[str, Any]
+    ) -> None:
+        cur = self.pods.get(pod.uid)
+        if cur is None:
+            raise BindError(f'pods "{pod.name}" not found', retry=False)
+        new = msgspec.structs.replace(cur.pod.status, extended_resource_claim_status=status)
+        self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, status=new)))
+
     def _emit(self, event: ClusterEvent, old: Any, new: Any) -> None:
         if self.sched is not None:
             self.sched.on_other_event(event, old, new)
@@ -411,7 +426,9 @@ class Simulation:
                 if r.explain is None:
                     r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
                 pod = self.cluster.pods.get(uid)
-                if devices and pod is not None and pod.pod.spec.resource_claims:
+                if devices and pod is not None and (
+                    pod.pod.spec.resource_claims or pod.pod.status.extended_resource_claim_status
+                ):
                     # DRA: every node's devices (and the claim holding each) at the end
                     r.explain = {**(r.explain or {}), "devices": devices}
             out.append(r)

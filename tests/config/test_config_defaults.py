@@ -51,7 +51,7 @@ DEFAULT_PLUGIN_CONFIG = [
     PluginConfig(
         "DefaultPreemption", {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}
     ),
-    PluginConfig("DynamicResources", {"filterTimeout": "10s"}),
+    PluginConfig("DynamicResources", {"filterTimeout": "10s", "bindingTimeout": "10m0s"}),
     PluginConfig(
         "InterPodAffinity",
         {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
@@ -237,7 +237,10 @@ def test_dynamic_resources_is_a_default_plugin_with_default_args() -> None:
     assert warnings == []
     prof = cfg.profiles[0]
     assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
-    assert PluginConfig("DynamicResources", {"filterTimeout": "10s"}) in prof.plugin_config
+    assert (
+        PluginConfig("DynamicResources", {"filterTimeout": "10s", "bindingTimeout": "10m0s"})
+        in prof.plugin_config
+    )
 
 
 def test_dynamic_resources_named_by_user_is_kept_with_its_args() -> None:
@@ -247,7 +250,7 @@ def test_dynamic_resources_named_by_user_is_kept_with_its_args() -> None:
     assert names(prof.plugins.filter.enabled) == [("Foo", None), ("DynamicResources", None)]
     assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
     (pc,) = [pc for pc in prof.plugin_config if pc.name == "DynamicResources"]
-    assert pc.args == {"filterTimeout": "5s"}
+    assert pc.args == {"filterTimeout": "5s", "bindingTimeout": "10m0s"}
 
 
 def test_disabling_dynamic_resources() -> None:

@@ -201,10 +201,12 @@ class E2E:
         owner: JSON | None = None,
         volumes: list[JSON] | None = None,
         resource_claims: list[JSON] | None = None,
+        extended: dict[str, str] | None = None,
     ) -> JSON:
         """``owner``: a created controller object the pod names as its controller;
         ``volumes``: the pod's ``spec.volumes``; ``resource_claims``: its
-        ``spec.resourceClaims`` (DRA)."""
+        ``spec.resourceClaims`` (DRA); ``extended``: extended resources the container
+        requests (and limits to the same)."""
         meta: JSON = {"name": name, "namespace": self.namespace}
         if labels:
             meta["labels"] = dict(labels)
@@ -223,7 +225,10 @@ class E2E:
                     {
                         "name": "main",
                         "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                        "resources": {
+                            "requests": {"cpu": cpu, "memory": memory, **(extended or {})},
+                            **({"limits": dict(extended)} if extended else {}),
+                        },
                     }
                 ],
             },

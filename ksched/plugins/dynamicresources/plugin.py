@@ -12,11 +12,19 @@ those devices; PreBind writes ``status.allocation`` and adds the pod to
 conflict, as upstream); Unreserve rolls the in-flight allocation back; PostFilter
 deallocates a claim that is allocated where the pod cannot go and used by no one else.
 Messages, statuses and events to register are upstream's.
+
+Extended resources backed by DRA (KEP-5004, ``ksched.dra.extended``): when a DeviceClass
+backs a scalar the pod's containers ask for, PreFilter adds a special claim (made in
+memory, or the one an earlier cycle created); Filter gives it, per node, one request per
+container for the resources the node does not advertise; PreBind creates it (annotated,
+owned by the pod), allocates and reserves it like the others, and writes the pod's
+``status.extendedResourceClaimStatus``; Unreserve and PostFilter delete a created one.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +40,15 @@ from ...api.resource import (
     ResourceClaimConsumerReference,
 )
 from ...api.selectors import CompiledNodeSelector, SelectorError, compile_node_selector
+from ...dra.extended import (
+    IN_MEMORY_NAME,
+    ClassResolver,
+    RequestMapping,
+    find_extended_claim,
+    in_memory_claim,
+    is_dra_extended_name,
+    requests_and_mappings,
+)
 from ...framework.cycle_state import CycleState
 from ...framework.handle import BindError, ConflictError, Handle
 from ...framework.interface import (
@@ -80,6 +97,9 @@ RESERVED_FOR_MAX_SIZE = 256
 FIRST_AVAILABLE_MAX_SIZE = 8
 # retry.DefaultRetry: attempts of a claim status update that meets conflicts.
 _UPDATE_ATTEMPTS = 5
+# AssumeExtendedResourceTimeoutDefaultSeconds: how long PreBind waits for the claim it
+# created to reach the informer (its devices stay in flight until then).
+EXTENDED_CLAIM_WAIT = 120.0
 
 
 class _NotSchedulable(Exception):
@@ -124,6 +144,17 @@ async def _write(call: Coroutine[Any, Any, ResourceClaim], what: str) -> Resourc
         raise
     except BindError as e:
         raise BindError(f"{what}: {e}", retry=e.retry) from e
+
+
+async def _reread(cluster: Any, claim: ResourceClaim, what: str) -> ResourceClaim:
+    """The claim as stored now, after a conflict; gone is a final error saying ``what``."""
+    meta = claim.metadata
+    fresh: ResourceClaim | None = await cluster.get_resource_claim(meta.namespace, meta.name)
+    if fresh is None:
+        raise BindError(
+            f'{what}: resourceclaims.resource.k8s.io "{meta.name}" not found', retry=False
+        )
+    return fresh
 
 
 # Past this many entries the taken-device log starts over (its readers recount).
@@ -200,8 +231,12 @@ class _State:
         "available_on",
         "claims",
         "counted",
+        "ext",
+        "ext_scalars",
+        "ext_uid",
         "in_flight",
         "node_allocations",
+        "node_ext",
         "pending",
         "prioritized",
         "unavailable",
@@ -225,12 +260,31 @@ class _State:
         # Some claim has a prioritized list (firstAvailable): Score has work to do.
         self.prioritized = False
         self.in_flight: list[str] = []
+        # The special claim for DRA-backed extended resources: its index in ``claims``
+        # (None: the pod has none), its first uid (in-memory claims get a temporary
+        # one), the pod's scalar requests, and Filter's per-node claim and mappings.
+        self.ext: int | None = None
+        self.ext_uid = ""
+        self.ext_scalars: dict[str, int] = {}
+        self.node_ext: dict[str, tuple[ResourceClaim | None, list[RequestMapping]]] = {}
 
     def clone(self) -> _State:
         return self
 
     def to_allocate(self) -> list[int]:
         return [i for i, c in enumerate(self.claims) if c.status.allocation is None]
+
+    def for_node(self, node: str) -> list[tuple[int, ResourceClaim]]:
+        """The claims to allocate on ``node``: the special claim as Filter made it for
+        the node, left out where the node's device plugins cover it."""
+        out: list[tuple[int, ResourceClaim]] = []
+        for i in self.to_allocate():
+            claim: ResourceClaim | None = self.claims[i]
+            if i == self.ext:
+                claim = self.node_ext.get(node, (None, []))[0]
+            if claim is not None:
+                out.append((i, claim))
+        return out
 
 
 class DynamicResources(
@@ -265,6 +319,7 @@ class DynamicResources(
         self._taken = _Taken()
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
+        self._ext_classes = ClassResolver()
 
     # -- listers (looked up late: the daemon fills them after building plugins) -------------
     def _lister(self, key: str) -> Mapping[str, Any]:
@@ -355,12 +410,16 @@ class DynamicResources(
         s = _State()
         state.write(STATE_KEY, s)
         p = pod.pod
-        if not p.spec.resource_claims:
-            return None, Status(Code.SKIP)
-        try:
-            claims = self._pod_claims(p)
-        except _NotSchedulable as e:
-            return None, Status.unresolvable(str(e))
+        claims: list[ResourceClaim] = []
+        if p.spec.resource_claims:
+            try:
+                claims = self._pod_claims(p)
+            except _NotSchedulable as e:
+                return None, Status.unresolvable(str(e))
+        ext = self._extended_claim(pod, s)
+        if ext is not None:
+            s.ext, s.ext_uid = len(claims), ext.metadata.uid
+            claims.append(ext)
         if not claims:
             return None, Status(Code.SKIP)
         s.available_on = [None] * len(claims)
@@ -387,6 +446,8 @@ class DynamicResources(
                 return None, Status.unresolvable(
                     f"resource claim {_kobj(claim)} is in the process of being allocated"
                 )
+            if i == s.ext:  # no requests yet, or an earlier cycle's: Filter decides
+                continue
             for req in claim.spec.devices.requests:
                 if req.exactly is not None:
                     st = self._validate_class(classes, req.exactly.device_class_name, req.name)
@@ -417,6 +478,46 @@ class DynamicResources(
         s.pending = [c for c in claims if c.status.allocation is None]
         return None, None
 
+    def _extended_claim(self, pod: PodInfo, s: _State) -> ResourceClaim | None:
+        """``preFilterExtendedResources``: the special claim when a DeviceClass backs
+        one of the pod's scalar requests (the one an earlier cycle created, or a new
+        one in memory)."""
+        scalars = pod.requests.scalar
+        if not scalars or not self._ext_classes.backed(self._lister(CLASSES), scalars.items()):
+            return None
+        s.ext_scalars = dict(scalars)
+        store = self._claims_store()
+        found = find_extended_claim(pod.pod, (c for k in store if (c := self.claims.get(k))))
+        return found if found is not None else in_memory_claim(pod.pod)
+
+    def _filter_extended(
+        self, s: _State, pod: PodInfo, node: NodeInfo
+    ) -> tuple[ResourceClaim | None, list[RequestMapping], Status | None]:
+        """``filterExtendedResources``: the special claim with the requests ``node``
+        needs (None: its device plugins cover them all), or why the node cannot do."""
+        if s.ext is None:
+            return None, [], None
+        claim = s.claims[s.ext]
+        if claim.spec.devices.requests:  # an earlier cycle's: PostFilter deletes it
+            return None, [], Status.unresolvable("cannot schedule extended resource claim")
+        classes = self._ext_classes.mapping(self._lister(CLASSES))
+        advertised = node.allocatable.scalar
+        wanted: dict[str, int] = {}
+        for name, q in s.ext_scalars.items():
+            if not q or not is_dra_extended_name(name):
+                continue
+            if name in classes and advertised.get(name, 0) == 0:
+                wanted[name] = q
+            elif name not in advertised:
+                return None, [], Status.unresolvable("cannot fit resource")
+        if not wanted or claim.status.allocation is not None:
+            return None, [], None
+        requests, mappings = requests_and_mappings(pod.pod, wanted, classes)
+        spec = msgspec.structs.replace(
+            claim.spec, devices=msgspec.structs.replace(claim.spec.devices, requests=requests)
+        )
+        return msgspec.structs.replace(claim, spec=spec), mappings, None
+
     @staticmethod
     def _validate_class(classes: Mapping[str, Any], name: str, request: str) -> Status | None:
         if not name:
@@ -439,6 +540,15 @@ class DynamicResources(
         n = node.node
         if n is None:
             return Status.as_error("node not found")
+        claims = s.pending
+        if s.ext is not None:
+            node_claim, mappings, st = self._filter_extended(s, pod, node)
+            if st is not None:
+                return st
+            if node_claim is None and len(s.claims) == 1:
+                return None  # only extended resources, all from device plugins here
+            s.node_ext[n.metadata.name] = (node_claim, mappings)
+            claims = [c for _, c in s.for_node(n.metadata.name)]
         unavailable = [
             i
             for i, sel in enumerate(s.available_on)
@@ -448,9 +558,8 @@ class DynamicResources(
         if s.allocator is not None:
             from ...dra.allocator import AllocationError, AllocationTimeout
 
-            claims = s.pending
             try:
-                fits = s.allocator.quick_fit(n, claims)
+                fits = s.allocator.quick_fit(n, claims) if claims else True
                 if fits is None:
                     allocations = s.allocator.allocate(n, claims)
                     fits = len(allocations) == len(claims)
@@ -480,7 +589,7 @@ class DynamicResources(
         mask = np.zeros(snap.n, dtype=np.bool_)
         alloc = s.allocator
         simple = None
-        if alloc is not None and not any(s.available_on):
+        if alloc is not None and s.ext is None and not any(s.available_on):
             first = next((ni.node for ni in infos if ni.node is not None), None)
             try:
                 simple = alloc.countable(first, s.pending) if first is not None else None
@@ -521,6 +630,8 @@ class DynamicResources(
             return None, Status(Code.UNSCHEDULABLE, "no new claims to deallocate")
         uid = pod.pod.metadata.uid
         for i in sorted(s.unavailable):
+            if i == s.ext:
+                continue
             claim = s.claims[i]
             rf = claim.status.reserved_for
             if not rf or (len(rf) == 1 and rf[0].uid == uid):
@@ -534,7 +645,38 @@ class DynamicResources(
                 if err is not None:
                     return None, Status.as_error(err)
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+        if s.ext is not None and s.claims[s.ext].metadata.name != IN_MEMORY_NAME:
+            # An earlier cycle created it and binding failed: start afresh.
+            err = self._io(functools.partial(self._delete_claim, s.claims[s.ext]))
+            if err is not None:
+                return None, Status.as_error(err)
+            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE, "still not schedulable")
+
+    async def _delete_claim(self, claim: ResourceClaim) -> None:
+        """``deleteClaim``: drop the scheduler's finalizer (read again on conflict), then
+        delete the claim (already gone is fine)."""
+        cluster = self._cluster()
+        for attempt in range(_UPDATE_ATTEMPTS):
+            if attempt:
+                claim = await _reread(cluster, claim, f"get resourceclaim {_kobj(claim)}")
+            meta = claim.metadata
+            kept = [f for f in meta.finalizers if f != FINALIZER]
+            try:
+                await _write(
+                    cluster.update_resource_claim(
+                        msgspec.structs.replace(
+                            claim, metadata=msgspec.structs.replace(meta, finalizers=kept)
+                        )
+                    ),
+                    f"update resourceclaim {_kobj(claim)}",
+                )
+            except ConflictError:
+                if attempt == _UPDATE_ATTEMPTS - 1:
+                    raise
+                continue
+            break
+        await cluster.delete_resource_claim(claim.metadata.namespace, claim.metadata.name)
 
     # -- PreScore / Score ------------------------------------------------------------------------
     def pre_score(
@@ -578,9 +720,10 @@ class DynamicResources(
     # -- Reserve / Unreserve ------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = self._state(state)
-        pending = s.to_allocate() if s.claims else []
-        if not pending or s.allocator is None:
+        pairs = s.for_node(node_name) if s.claims else []
+        if not pairs or s.allocator is None:
             return None
+        pending = [i for i, _ in pairs]
         allocations = s.node_allocations.get(node_name)
         if allocations is None and s.counted is not None:  # filter_batch counted devices
             ni = s.counted.get(node_name)
@@ -589,7 +732,7 @@ class DynamicResources(
             return Status.as_error("claim allocation not found for node")
         if isinstance(allocations, Node):  # Filter counted devices: allocate them now
             try:
-                allocations = s.allocator.allocate(allocations, [s.claims[i] for i in pending])
+                allocations = s.allocator.allocate(allocations, [c for _, c in pairs])
             except Exception as e:
                 return Status.as_error(str(e))
             if not allocations:
@@ -599,8 +742,7 @@ class DynamicResources(
                 f"internal error, have {len(allocations)} allocations, {len(pending)} claims "
                 f"to allocate, want {len(pending)} claims"
             )
-        for i, alloc in zip(pending, allocations, strict=True):
-            claim = s.claims[i]
+        for (i, claim), alloc in zip(pairs, allocations, strict=True):
             s.allocations[i] = alloc
             meta = claim.metadata
             finalizers = list(meta.finalizers)
@@ -620,8 +762,11 @@ class DynamicResources(
         s = state.get(STATE_KEY)
         if not isinstance(s, _State) or not s.claims:
             return
-        for claim in s.claims:
+        for i, claim in enumerate(s.claims):
             meta = claim.metadata
+            if i == s.ext:
+                self._unreserve_extended(s, claim)
+                continue
             if self.in_flight.pop(meta.uid, None) is not None:
                 self.claims.restore(f"{meta.namespace}/{meta.name}")
                 self._dirty.add(f"{meta.namespace}/{meta.name}")
@@ -642,6 +787,18 @@ class DynamicResources(
                 if err is not None:
                     log.error("unreserve", resourceclaim=_kobj(claim), error=err)
 
+    def _unreserve_extended(self, s: _State, claim: ResourceClaim) -> None:
+        """``unreserveExtendedResourceClaim``: its devices are no longer in flight, and a
+        claim PreBind created is deleted."""
+        if self.in_flight.pop(s.ext_uid, None) is not None:
+            self._bump()
+        if claim.metadata.name == IN_MEMORY_NAME:
+            return
+        self._dirty.add(_kobj(claim))
+        err = self._io(functools.partial(self._delete_claim, claim))
+        if err is not None:
+            log.error("delete", resourceclaim=_kobj(claim), error=err)
+
     # -- PreBind --------------------------------------------------------------------------------
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = self._state(state)
@@ -649,10 +806,87 @@ class DynamicResources(
             if _reserved_for_pod(pod.pod, claim):
                 continue
             try:
-                s.claims[i] = await self._bind_claim(s, i, pod.pod)
+                if i == s.ext:
+                    if s.allocations[i] is None and not claim.spec.devices.requests:
+                        continue  # the node's device plugins provide the resources
+                    await self._bind_extended(s, pod, node_name)
+                else:
+                    s.claims[i] = await self._bind_claim(s, i, pod.pod)
             except BindError as e:
                 return Status.as_error(str(e))
         return None
+
+    async def _bind_extended(self, s: _State, pod: PodInfo, node_name: str) -> None:
+        """Create the special claim (when in memory), allocate and reserve it, wait for
+        the informer to have it, then record it in the pod's status."""
+        assert s.ext is not None
+        cluster = self._cluster()
+        node_claim, mappings = s.node_ext.get(node_name, (None, []))
+        try:
+            if s.claims[s.ext].metadata.name == IN_MEMORY_NAME:
+                if node_claim is None:
+                    raise BindError(
+                        f"extended resource claim not found for node {node_name}", retry=False
+                    )
+                meta = msgspec.structs.replace(node_claim.metadata, name="", uid="")
+                fresh = msgspec.structs.replace(
+                    node_claim,
+                    metadata=meta,
+                    status=msgspec.structs.replace(node_claim.status, allocation=None),
+                )
+                try:
+                    s.claims[s.ext] = await cluster.create_resource_claim(fresh)
+                except BindError as e:
+                    raise BindError(
+                        "create claim for extended resources "
+                        f"{meta.namespace}/{IN_MEMORY_NAME}: {e}",
+                        retry=e.retry,
+                    ) from e
+            claim = s.claims[s.ext] = await self._bind_claim(s, s.ext, pod.pod)
+            await self._await_informer(claim)
+        finally:
+            if self.in_flight.pop(s.ext_uid, None) is not None:
+                self._bump()
+        if not mappings:
+            raise BindError(
+                f"nil or empty request mappings, no update of pod {pod.key} "
+                "ExtendedResourceClaimStatus",
+                retry=False,
+            )
+        status = {
+            "requestMappings": [
+                {"containerName": c, "resourceName": r, "requestName": n} for c, r, n in mappings
+            ],
+            "resourceClaimName": claim.metadata.name,
+        }
+        try:
+            await cluster.set_extended_resource_claim_status(pod, status)
+        except BindError as e:
+            raise BindError(
+                f"update pod {pod.key} ExtendedResourceClaimStatus: {e}", retry=e.retry
+            ) from e
+
+    async def _await_informer(self, claim: ResourceClaim) -> None:
+        """``waitForExtendedClaimInAssumeCache``: until the claim store has the created
+        claim, its devices would look free; poll (at most ``EXTENDED_CLAIM_WAIT``)."""
+        import anyio
+
+        key = _kobj(claim)
+        deadline = time.monotonic() + EXTENDED_CLAIM_WAIT
+        while True:
+            stored = self.claims.get_api(key)
+            if stored is not None:
+                if resource_version(stored) <= resource_version(claim):
+                    try:
+                        self.claims.assume(key, claim)
+                    except Exception as e:  # a newer version arrived meanwhile: fine
+                        log.debug("claim not stored in assume cache", error=str(e))
+                self._dirty.add(key)
+                return
+            if time.monotonic() >= deadline:
+                log.info("claim not stored in assume cache after retries", resourceclaim=key)
+                return
+            await anyio.sleep(0.05)
 
     async def _bind_claim(self, s: _State, index: int, pod: Pod) -> ResourceClaim:
         claim = s.claims[index]
@@ -665,16 +899,8 @@ class DynamicResources(
         try:
             for attempt in range(_UPDATE_ATTEMPTS):
                 if attempt:
-                    fresh = await cluster.get_resource_claim(
-                        claim.metadata.namespace, claim.metadata.name
-                    )
-                    if fresh is None:
-                        raise BindError(
-                            f"get updated claim {_kobj(claim)} after conflict: "
-                            f'resourceclaims.resource.k8s.io "{claim.metadata.name}" not found',
-                            retry=False,
-                        )
-                    claim = fresh
+                    what = f"get updated claim {_kobj(claim)} after conflict"
+                    claim = await _reread(cluster, claim, what)
                 if claim.metadata.deletion_timestamp is not None:
                     raise BindError(f"claim {_kobj(claim)} got deleted in the meantime", retry=True)
                 try:

@@ -11,6 +11,12 @@ Scalar resources are checked in the order the pod lists them (upstream iterates 
 map, so its order of several "Insufficient <scalar>" reasons is random). The free
 amount ``allocatable - requested`` is computed in Go's int64, which wraps round, in both
 forms (numpy's int64 columns wrap the same way).
+
+DRA extended resources (KEP-5004, on in v1.36): a scalar request some DeviceClass backs
+(``spec.extendedResourceName`` or ``deviceclass.resource.kubernetes.io/<class>``) is
+not checked on a node whose allocatable has none of it: DynamicResources allocates
+devices for it there (upstream ``ShouldDelegateResourceToDRA``). A node advertising the
+resource is checked as usual. Which names a class backs is read in PreFilter, each cycle.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from ...api.resources import (
     is_scalar_resource,
 )
 from ...api.validation import qualified_name_errors as _qualified_name_errors
+from ...dra.extended import ClassResolver
 from ...framework.cycle_state import CycleState
 from ...framework.interface import (
     ClusterEvent,
@@ -273,9 +280,11 @@ def insufficient_for(
     ignored: frozenset[str] = frozenset(),
     groups: frozenset[str] = frozenset(),
     scalars: tuple[tuple[str, int], ...] | None = None,
+    dra: tuple[tuple[str, int], ...] = (),
 ) -> list[InsufficientResource]:
     """``insufficient_resources`` on a node's aggregates alone (allocatable, requested,
-    number of pods): what preemption's dry run varies without building a NodeInfo."""
+    number of pods): what preemption's dry run varies without building a NodeInfo.
+    ``dra``: DRA-backed scalar requests, checked only where the node advertises them."""
     out: list[InsufficientResource] = []
     if n_pods + 1 > alloc.allowed_pod_number:
         out.append(InsufficientResource(PODS, "Too many pods", 1, n_pods, alloc.allowed_pod_number))
@@ -290,8 +299,10 @@ def insufficient_for(
             out.append(InsufficientResource(name, f"Insufficient {name}", q, u, a, q > a))
     if scalars is None:
         scalars = _scalar_checks(req, ignored, groups)
-    for name, q in scalars:
+    for name, q in (*scalars, *dra) if dra else scalars:
         a = alloc.scalar.get(name, 0)
+        if a <= 0 and dra and (name, q) in dra:
+            continue  # delegated to DynamicResources on this node
         u = used.scalar.get(name, 0)
         if q > wrap_int64(a - u):
             out.append(InsufficientResource(name, f"Insufficient {name}", q, u, a, q > a))
@@ -312,14 +323,23 @@ class _PodData:
     mask_key: _MaskKey | None = None
 
 
-# (requests nothing, cpu, memory, ephemeral-storage, checked scalars): what the mask
-# depends on besides the node.
-_MaskKey = tuple[bool, int, int, int, tuple[tuple[str, int], ...]]
+# (requests nothing, cpu, memory, ephemeral-storage, checked scalars, DRA-backed scalars
+# checked only where advertised): what the mask depends on besides the node.
+_Scalars = tuple[tuple[str, int], ...]
+_MaskKey = tuple[bool, int, int, int, _Scalars, _Scalars]
+
+
+@dataclass(frozen=True, slots=True)
+class _FitState:
+    """PreFilter's split of the pod's scalar requests when a DeviceClass backs some."""
+
+    scalars: _Scalars
+    dra: _Scalars
 
 
 def _fit_mask(snap: Snapshot, key: _MaskKey) -> BoolArray:
     """``fitsRequest`` over every row: the pod count, then each requested resource."""
-    nothing, cpu, mem, eph, scalars = key
+    nothing, cpu, mem, eph, scalars, dra = key
     mask: BoolArray = snap.num_pods < snap.alloc_pods  # len(pods)+1 <= allowed
     if nothing:
         return mask
@@ -333,12 +353,15 @@ def _fit_mask(snap: Snapshot, key: _MaskKey) -> BoolArray:
     for name, q in scalars:
         alloc, used = snap.scalar_columns(name)
         mask &= (alloc - used) >= q
+    for name, q in dra:
+        alloc, used = snap.scalar_columns(name)
+        mask &= (alloc <= 0) | ((alloc - used) >= q)
     return mask
 
 
 def _fits_row(snap: Snapshot, r: int, key: _MaskKey) -> bool:
     """``_fit_mask`` of one row."""
-    nothing, cpu, mem, eph, scalars = key
+    nothing, cpu, mem, eph, scalars, dra = key
     if not snap.num_pods[r] < snap.alloc_pods[r]:
         return False
     if nothing:
@@ -353,7 +376,13 @@ def _fits_row(snap: Snapshot, r: int, key: _MaskKey) -> bool:
         return False
     if eph > 0 and short(eph, snap.alloc_eph, snap.req_eph):
         return False
-    return not any(short(q, *snap.scalar_columns(name)) for name, q in scalars)
+    if any(short(q, *snap.scalar_columns(name)) for name, q in scalars):
+        return False
+    for name, q in dra:
+        alloc, used = snap.scalar_columns(name)
+        if alloc[r] > 0 and short(q, alloc, used):
+            return False
+    return True
 
 
 _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
@@ -376,6 +405,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         self.scorer = ResourceAllocationScorer(strategy.resources, False, build_strategy(strategy))
         self._key = f"{self.name}#{id(self)}"
         self._masks: RowCache[_MaskKey] = RowCache(_fit_mask, _fits_row)
+        self._classes = ClassResolver()
 
     def _data(self, pod: PodInfo) -> _PodData:
         d: _PodData | None = pod.cache.get(self._key)
@@ -393,14 +423,31 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     ) -> tuple[PreFilterResult | None, Status | None]:
         # The requests are precomputed on PodInfo; the state entry only records that
         # PreFilter ran, since upstream's Filter fails without it.
-        self._data(pod)
-        state.write(PRE_FILTER_STATE_KEY, True)
+        d = self._data(pod)
+        state.write(PRE_FILTER_STATE_KEY, self._split(d))
         return None, None
+
+    def _split(self, d: _PodData) -> _FitState | bool:
+        """The scalar requests a DeviceClass backs, apart (True: none is)."""
+        if not d.scalars:
+            return True
+        listers = getattr(self.handle, "listers", None) or {}
+        backed = self._classes.backed(listers.get("deviceclasses") or {}, d.scalars)
+        if not backed:
+            return True
+        return _FitState(
+            tuple(s for s in d.scalars if s[0] not in backed),
+            tuple(s for s in d.scalars if s[0] in backed),
+        )
+
+    def _scalars(self, state: CycleState, d: _PodData) -> tuple[_Scalars, _Scalars]:
+        st = state.get(PRE_FILTER_STATE_KEY)
+        return (st.scalars, st.dra) if isinstance(st, _FitState) else (d.scalars, ())
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if PRE_FILTER_STATE_KEY not in state:
             return Status(Code.ERROR, _NOT_FOUND)
-        return self.verdict(pod, node.allocatable, node.requested, len(node.pods))
+        return self.verdict(pod, node.allocatable, node.requested, len(node.pods), state)
 
     def filter_with_added(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo]
@@ -411,12 +458,20 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         used = node.requested.clone()
         for p in added:
             add_requests(used, p.requests, 1)
-        return self.verdict(pod, node.allocatable, used, len(node.pods) + len(added))
+        return self.verdict(pod, node.allocatable, used, len(node.pods) + len(added), state)
 
-    def verdict(self, pod: PodInfo, alloc: Resource, used: Resource, n_pods: int) -> Status | None:
+    def verdict(
+        self,
+        pod: PodInfo,
+        alloc: Resource,
+        used: Resource,
+        n_pods: int,
+        state: CycleState | None = None,
+    ) -> Status | None:
         """Filter's verdict from a node's aggregates (PreFilter must have run)."""
         d = self._data(pod)
-        lacking = insufficient_for(pod.requests, alloc, used, n_pods, scalars=d.scalars)
+        scalars, dra = self._scalars(state, d) if state is not None else (d.scalars, ())
+        lacking = insufficient_for(pod.requests, alloc, used, n_pods, scalars=scalars, dra=dra)
         if not lacking:
             return None
         code = (
@@ -441,7 +496,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
                 req.memory,
                 req.ephemeral_storage,
                 d.scalars,
+                (),
             )
+        st = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(st, _FitState):
+            key = (*key[:4], st.scalars, st.dra)
         return self._masks.get(snap, key)
 
     def filter_statuses(
@@ -456,7 +515,9 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             raise RuntimeError(_NOT_FOUND)
         d = self._data(pod)
         req = pod.requests
+        scalars, dra = self._scalars(state, d)
         checks: list[tuple[str, int, IntArray, IntArray]] = []
+        n_plain = 0
         if not d.nothing:
             for name, q, alloc, used in (
                 (CPU, req.milli_cpu, snap.alloc_cpu, snap.req_cpu),
@@ -465,7 +526,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             ):
                 if q > 0:
                     checks.append((name, q, alloc, used))
-            for name, q in d.scalars:
+            for name, q in scalars:
+                alloc, used = snap.scalar_columns(name)
+                checks.append((name, q, alloc, used))
+            n_plain = len(checks)
+            for name, q in dra:
                 alloc, used = snap.scalar_columns(name)
                 checks.append((name, q, alloc, used))
         lacking = np.zeros(len(rows), dtype=np.int64)
@@ -474,6 +539,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         for k, (_, q, alloc, used) in enumerate(checks):
             a = alloc[rows]
             short = q > a - used[rows]
+            if k >= n_plain:  # DRA-backed: only where the node advertises it
+                short &= a > 0
             lacking |= short.astype(np.int64) << (k + 1)
             unresolvable |= short & (q > a)
         codes = lacking * 2 + unresolvable
