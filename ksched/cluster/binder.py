@@ -219,8 +219,7 @@ class APIClusterClient:
         )
 
     async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        ns = _quote(claim.metadata.namespace)
-        path = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+        path = _CLAIMS_PATH.format(_quote(claim.metadata.namespace))
         try:
             _, raw = await self.client.request("POST", path, body=msgspec.to_builtins(claim))
         except APIError as e:
@@ -269,6 +268,7 @@ class APIClusterClient:
         return decode_json(raw, cls)
 
 
+_CLAIMS_PATH = "/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims"
 _CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims/{}"
 _CLAIM_STATUS_PATH = "/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims/{}/status"
 

@@ -45,9 +45,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any
 
@@ -203,6 +204,10 @@ class _FencedClusterClient(APIClusterClient):
     ) -> None:
         self._check(f"writing the extended resource claim of {pod.key}")
         await super().set_extended_resource_claim_status(pod, status)
+
+
+def _spawn(tg: anyio.abc.TaskGroup, call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+    tg.start_soon(call)
 
 
 class _NotLeader(RuntimeError):
@@ -644,6 +649,11 @@ class SchedulerDaemon:
                 async with anyio.create_task_group() as bindings:
                     self._bindings_scope = bindings.cancel_scope
                     sched._tg = bindings  # preemption tasks drain with the bindings
+                    spawn = functools.partial(_spawn, bindings)
+                    for fw in sched.frameworks.values():
+                        # plugins' API calls from synchronous points (DynamicResources'
+                        # Unreserve and PostFilter) drain with the bindings too
+                        fw.handle.spawn = spawn
                     self._ready.set()
                     # Shutdown ends the loop between cycles; a lost lease cancels even a
                     # running cycle (this scope), never a binding already started.

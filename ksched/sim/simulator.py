@@ -426,8 +426,13 @@ class Simulation:
                 if r.explain is None:
                     r.explain = self.sched.explanations.get(f"{r.namespace}/{r.name}")
                 pod = self.cluster.pods.get(uid)
-                if devices and pod is not None and (
-                    pod.pod.spec.resource_claims or pod.pod.status.extended_resource_claim_status
+                if (
+                    devices
+                    and pod is not None
+                    and (
+                        pod.pod.spec.resource_claims
+                        or pod.pod.status.extended_resource_claim_status
+                    )
                 ):
                     # DRA: every node's devices (and the claim holding each) at the end
                     r.explain = {**(r.explain or {}), "devices": devices}
