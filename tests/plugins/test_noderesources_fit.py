@@ -603,6 +603,9 @@ def test_events_to_register() -> None:
         ClusterEvent("Pod", "Update"),
         ClusterEvent("Node", "Add"),
         ClusterEvent("Node", "UpdateNodeAllocatable"),
+        # DRAExtendedResource (beta, on in v1.36): a class may now back a requested resource
+        ClusterEvent("DeviceClass", "Add"),
+        ClusterEvent("DeviceClass", "Update"),
     ]
 
 

@@ -106,3 +106,46 @@ def test_a_class_created_later_applies_from_the_next_cycle() -> None:
     store["gpu-class"] = cls
     store.bump(cls)
     assert verdicts(f, pod, make_snapshot(NODES[:1])) == [None]
+
+
+# ---- queueing hints (isSchedulableAfterDeviceClassEvent, isSchedulableAfterNodeChange) ----
+
+
+def _hint(f: Fit, resource: str, event: str) -> Any:
+    for h in f.events_to_register():
+        if (h.event.resource, h.event.action) == (resource, event):
+            return h.hint
+    raise AssertionError(f"{resource}/{event} not registered")
+
+
+def test_device_class_hint() -> None:
+    hint = _hint(fit([]), "DeviceClass", "Add")
+    assert _hint(fit([]), "DeviceClass", "Update") is hint
+    gpu_pod = _pod({GPU: "1"})
+    implicit_pod = _pod({IMPLICIT: "1"})
+    assert hint(gpu_pod, None, _class("x", GPU)) == "Queue"  # explicit name it asks for
+    assert hint(gpu_pod, None, _class("x", "example.com/other")) == "QueueSkip"
+    assert hint(gpu_pod, None, _class("x")) == "QueueSkip"
+    assert hint(implicit_pod, None, _class("gpu-class")) == "Queue"  # its implicit name
+    assert hint(implicit_pod, None, _class("other")) == "QueueSkip"
+    # updates: only a changed extendedResourceName the pod asks for
+    assert hint(gpu_pod, _class("x"), _class("x", GPU)) == "Queue"
+    assert hint(gpu_pod, _class("x", GPU), _class("x", GPU)) == "QueueSkip"
+    assert hint(implicit_pod, _class("gpu-class"), _class("gpu-class", GPU)) == "QueueSkip"
+
+
+def test_node_hint_counts_what_dra_may_provide() -> None:
+    f = fit([_class("gpu-class", GPU)])
+    hint = _hint(f, "Node", "UpdateNodeAllocatable")
+    pod = _pod({GPU: "1"})
+    plugin_node = make_node("n", allocatable={GPU: "1"})
+    no_gpu = make_node("n", cpu="8")
+    assert hint(pod, None, make_node("n")) == "Queue"  # DRA may provide the GPU there
+    # more cpu on a node without the resource: DRA might fit it now
+    assert hint(pod, make_node("n"), no_gpu) == "Queue"
+    # the device plugin's GPU taken away: DRA's turn
+    assert hint(pod, plugin_node, make_node("n")) == "Queue"
+    # without a backing class, a node lacking the resource never fits
+    assert _hint(fit([]), "Node", "Add")(pod, None, make_node("n")) == "QueueSkip"
+    # a node advertising too few is checked as before
+    assert hint(_pod({GPU: "2"}), None, plugin_node) == "QueueSkip"

@@ -29,6 +29,7 @@ import numpy as np
 
 from ...api.objects import Node
 from ...api.quantity import wrap_int64
+from ...api.resource import DeviceClass
 from ...api.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -39,7 +40,7 @@ from ...api.resources import (
     is_scalar_resource,
 )
 from ...api.validation import qualified_name_errors as _qualified_name_errors
-from ...dra.extended import ClassResolver
+from ...dra.extended import CLASS_PREFIX, ClassResolver
 from ...framework.cycle_state import CycleState
 from ...framework.interface import (
     ClusterEvent,
@@ -54,6 +55,7 @@ from ...framework.interface import (
 from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
+from ...queue.events import DEVICE_CLASS
 from .. import names
 from ..helper import requests_fragment
 from .least_allocated import LeastAllocated
@@ -265,10 +267,11 @@ def insufficient_resources(
     ignored: frozenset[str] = frozenset(),
     groups: frozenset[str] = frozenset(),
     scalars: tuple[tuple[str, int], ...] | None = None,
+    dra: tuple[tuple[str, int], ...] = (),
 ) -> list[InsufficientResource]:
     """Upstream ``fitsRequest``: every resource the node lacks for requests ``req``."""
     return insufficient_for(
-        req, ni.allocatable, ni.requested, len(ni.pods), ignored, groups, scalars
+        req, ni.allocatable, ni.requested, len(ni.pods), ignored, groups, scalars, dra
     )
 
 
@@ -591,15 +594,39 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     # -- queueing hints ------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Upstream with queueing hints and in-place pod resize on: pod deletion or
-        scale-down, and node add or allocatable change."""
+        """Upstream with queueing hints, in-place pod resize and DRAExtendedResource on:
+        pod deletion or scale-down, node add or allocatable change, and a DeviceClass
+        that may now back a resource the pod asks for."""
+        node = self._after_node_change
         return [
             ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"), _after_pod_delete),
             ClusterEventWithHint(ClusterEvent("AssignedPod", "Update"), _after_pod_scale_down),
             ClusterEventWithHint(ClusterEvent("Pod", "Update"), _after_pod_scale_down),
-            ClusterEventWithHint(ClusterEvent("Node", "Add"), _after_node_change),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeAllocatable"), _after_node_change),
+            ClusterEventWithHint(ClusterEvent("Node", "Add"), node),
+            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeAllocatable"), node),
+            ClusterEventWithHint(ClusterEvent(DEVICE_CLASS, "Add"), _after_device_class),
+            ClusterEventWithHint(ClusterEvent(DEVICE_CLASS, "Update"), _after_device_class),
         ]
+
+    def _after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        split = self._split(self._data(pod))
+        dra = split.dra if isinstance(split, _FitState) else ()
+        return _after_node_change(pod, old, new, dra)
+
+
+def _after_device_class(pod: PodInfo, old: Any, new: Any) -> str:
+    """``isSchedulableAfterDeviceClassEvent``: a new class whose implicit name, or a
+    class whose changed ``extendedResourceName``, the pod requests."""
+    if not isinstance(new, DeviceClass) or (old is not None and not isinstance(old, DeviceClass)):
+        raise TypeError("expected DeviceClass objects")
+    wants = pod.requests.scalar
+    ext = new.spec.extended_resource_name
+    if old is not None:
+        if (old.spec.extended_resource_name or "") == (ext or ""):
+            return QueueingHint.SKIP
+    elif CLASS_PREFIX + new.metadata.name in wants:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE if ext and ext in wants else QueueingHint.SKIP
 
 
 def _after_pod_delete(pod: PodInfo, old: Any, new: Any) -> str:
@@ -656,12 +683,16 @@ def _node_allocatable(node: Node) -> NodeInfo:
     return ni
 
 
-def _after_node_change(pod: PodInfo, old: Any, new: Any) -> str:
+def _after_node_change(pod: PodInfo, old: Any, new: Any, dra: _Scalars = ()) -> str:
     """``isSchedulableAfterNodeChange``: queue only if the pod now fits the (empty) node
-    and, for an update, some resource it requests (or the pod count) grew."""
+    and, for an update, some resource it requests (or the pod count) grew, or is one a
+    class backs (``dra``) that the node does not advertise (DRA may provide it)."""
     if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
         raise TypeError("expected Node objects")
-    if insufficient_resources(pod.requests, _node_allocatable(new)):
+    scalars = None
+    if dra:
+        scalars = tuple(x for x in pod.requests.scalar.items() if x[1] and x not in dra)
+    if insufficient_resources(pod.requests, _node_allocatable(new), scalars=scalars, dra=dra):
         return QueueingHint.SKIP
     if old is None:
         return QueueingHint.QUEUE
@@ -680,5 +711,7 @@ def _after_node_change(pod: PodInfo, old: Any, new: Any) -> str:
         return QueueingHint.QUEUE
     for name, q in r.scalar.items():
         if q != 0 and n.scalar.get(name, 0) > o.scalar.get(name, 0):
+            return QueueingHint.QUEUE
+        if q != 0 and (name, q) in dra and n.scalar.get(name, 0) <= 0:
             return QueueingHint.QUEUE
     return QueueingHint.SKIP
