@@ -11,6 +11,12 @@ it backtracks. A device already allocated (to any claim, or in flight for a pod 
 bound) is never handed out again, except to admin-access requests, which do not take a
 device from others.
 
+Partitionable devices (DRAPartitionableDevices, beta and on in v1.36): a pool's slices
+may publish ``sharedCounters`` (counter sets), and a device may ``consumesCounters``
+from them; a device is handed out only while, for every counter of its pool, what the
+allocated devices and the devices being allocated consume stays within the counter's
+value (upstream ``checkAvailableCounters``).
+
 The node-independent work (pools, per-device CEL activations and selector verdicts) is
 an ``Inventory`` built once per version of the slice list and shared by every pod.
 Errors about claims or classes (a selector that does not compile or evaluate, a missing
@@ -24,12 +30,14 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from ..api.quantity import parse_quantity
 from ..api.resource import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,
@@ -110,6 +118,9 @@ class _Dev:
     node_scope: tuple[str, Any] | None = None
     # Whether requests with this ``_Request.key`` may take the device (selectors, taints).
     verdicts: dict[Any, bool] = field(default_factory=dict)
+    # consumesCounters: (counter set, counter, amount); None when an amount is unreadable
+    # (the device is then never handed out).
+    consumes: tuple[tuple[str, str, Fraction], ...] | None = ()
 
 
 @dataclass(slots=True)
@@ -121,10 +132,50 @@ class _Pool:
     devices: list[_Dev] = field(default_factory=list)
     incomplete: bool = False
     invalid: str = ""
+    # sharedCounters of the pool's slices: counter set -> counter -> value.
+    counters: dict[str, dict[str, Fraction]] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return f"{self.driver}/{self.name}"
+
+
+def _amount(counter: Any) -> Fraction | None:
+    """A Counter's ``value`` (None: missing or not a quantity)."""
+    if not isinstance(counter, dict):
+        return None
+    try:
+        return parse_quantity(counter.get("value"))
+    except (ValueError, TypeError):
+        return None
+
+
+def _counter_sets(slices: Iterable[ResourceSlice]) -> dict[str, dict[str, Fraction]]:
+    """The pool's counter sets (an unreadable value counts as none available)."""
+    out: dict[str, dict[str, Fraction]] = {}
+    for s in slices:
+        for cs in s.spec.shared_counters:
+            if not isinstance(cs, dict) or not isinstance(cs.get("name"), str):
+                continue
+            counters = cs.get("counters")
+            values = out.setdefault(cs["name"], {})
+            for name, c in counters.items() if isinstance(counters, dict) else ():
+                values[str(name)] = _amount(c) or Fraction(0)
+    return out
+
+
+def _consumption(d: Device) -> tuple[tuple[str, str, Fraction], ...] | None:
+    out: list[tuple[str, str, Fraction]] = []
+    for entry in d.consumes_counters:
+        if not isinstance(entry, dict) or not isinstance(entry.get("counterSet"), str):
+            return None
+        counters = entry.get("counters")
+        for name, c in counters.items() if isinstance(counters, dict) else ():
+            amount = _amount(c)
+            if amount is None:
+                return None
+            out.append((entry["counterSet"], str(name), amount))
+    return tuple(out)
 
 
 def _compile_scope(sel: NodeSelector, where: str) -> CompiledNodeSelector | None:
@@ -180,6 +231,9 @@ class Inventory:
         for s in slices:
             by_pool.setdefault((s.spec.driver, s.spec.pool.name), []).append(s)
         self.pools: list[_Pool] = []
+        # Some device consumes shared counters: counting free devices cannot decide.
+        self.has_counters = False
+        self.pool_of: dict[tuple[str, str], _Pool] = {}
         # (pool index, slice scope) for slice-level node selection.
         self._slice_scope: dict[int, tuple[str, Any]] = {}
         for (driver, name), group in sorted(by_pool.items()):
@@ -188,6 +242,8 @@ class Inventory:
             current.sort(key=lambda s: s.metadata.name)
             pool = _Pool(driver, name, gen, current)
             pool.incomplete = len(current) != max(s.spec.pool.resource_slice_count for s in current)
+            pool.counters = _counter_sets(current)
+            self.pool_of[(driver, name)] = pool
             seen: set[str] = set()
             for s in current:
                 scope = self._slice_node_scope(s)
@@ -196,6 +252,9 @@ class Inventory:
                         pool.invalid = f"duplicate device name {d.name}"
                     seen.add(d.name)
                     dev = _Dev((driver, name, d.name), s, d, DeviceEnv(driver, d))
+                    if d.consumes_counters:
+                        dev.consumes = _consumption(d)
+                        self.has_counters = True
                     if scope[0] == "perdevice":
                         dev.node_scope = self._device_node_scope(d)
                     pool.devices.append(dev)
@@ -441,6 +500,21 @@ class Allocator:
         self._prep: dict[tuple[int, ...], _Prepared | AllocationError] = {}
         # quick_fit's verdict on the claims' shape: (request, devices needed) or False.
         self._simple: dict[tuple[int, ...], tuple[_Request, int] | None] = {}
+        # Per pool id: its counters less what the allocated devices consume.
+        self._available: dict[str, dict[tuple[str, str], Fraction]] = {}
+
+    def available_counters(self, pool: _Pool) -> dict[tuple[str, str], Fraction]:
+        """(counter set, counter) -> what the allocated devices leave (may be negative)."""
+        got = self._available.get(pool.id)
+        if got is None:
+            got = {(cs, c): v for cs, values in pool.counters.items() for c, v in values.items()}
+            for dev in pool.devices:
+                if dev.consumes and dev.id in self.allocated:
+                    for cs, c, amount in dev.consumes:
+                        if (cs, c) in got:  # validation makes every reference exist
+                            got[(cs, c)] -= amount
+            self._available[pool.id] = got
+        return got
 
     def _prepared(self, run: _Run, claims: Sequence[ResourceClaim]) -> _Prepared:
         key = tuple(id(c) for c in claims)
@@ -459,7 +533,10 @@ class Allocator:
         """(a request standing for all, devices needed) when counting free selectable
         devices decides whether the claims fit a node: every request an ExactCount one
         without admin access, all with the same class, selectors and tolerations, and no
-        constraints. None when the claims need the search (``allocate``)."""
+        constraints, and no device consuming shared counters. None when the claims need the
+        search (``allocate``)."""
+        if self.inventory.has_counters:
+            return None
         key = tuple(id(c) for c in claims)
         if key not in self._simple:
             run = _Run(self, node, claims)
@@ -547,6 +624,8 @@ class _Run:
             [_Constraint(r, m, d) for r, m, d in per_claim] for per_claim in specs[1]
         ]
         self.chosen: dict[tuple[int, int], int] = {}
+        # Shared counters the devices being taken consume, by pool id.
+        self.consumed: dict[str, dict[tuple[str, str], Fraction]] = {}
         # "All" requests: every device they select on this node (by id of the request).
         self.all_devices: dict[int, list[_Dev]] = {}
 
@@ -692,11 +771,38 @@ class _Run:
                         undo.remove()
                     return False
                 added.append(c)
+        if dev.consumes != () and not self._consume(dev):
+            for undo in added:
+                undo.remove()
+            return False
         self.taking.add(dev.id)
         self.results[req.claim_index].append((req, dev))
         return True
 
+    def _consume(self, dev: _Dev) -> bool:
+        """``checkAvailableCounters``: count the device's consumption in; if then some
+        counter of its pool is exceeded, count it out again and say no."""
+        if dev.consumes is None:
+            return False
+        pool = self.a.inventory.pool_of[dev.id[:2]]
+        available = self.a.available_counters(pool)
+        consumed = self.consumed.setdefault(pool.id, {})
+        for cs, c, amount in dev.consumes:
+            consumed[(cs, c)] = consumed.get((cs, c), Fraction(0)) + amount
+        zero = Fraction(0)
+        if all(v >= consumed.get(k, zero) for k, v in available.items()):
+            return True
+        self._unconsume(dev)
+        return False
+
+    def _unconsume(self, dev: _Dev) -> None:
+        consumed = self.consumed[self.a.inventory.pool_of[dev.id[:2]].id]
+        for cs, c, amount in dev.consumes or ():
+            consumed[(cs, c)] -= amount
+
     def _release(self, req: _Request, dev: _Dev) -> None:
+        if dev.consumes:
+            self._unconsume(dev)
         self.taking.discard(dev.id)
         self.results[req.claim_index].pop()
         for c in self.constraints[req.claim_index]:

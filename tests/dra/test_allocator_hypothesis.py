@@ -1,8 +1,9 @@
 """Property: for random slices, claims and already-taken devices, an allocation never
 hands out a device twice (nor one already taken), gives each request the devices it
 asked for, and every device satisfies its class's and request's selectors and every
-matchAttribute constraint; when the allocator says "no", a brute-force search agrees
-for small cases."""
+matchAttribute constraint, and no pool's shared counter is over-consumed by the
+devices it hands out together with the taken ones (partitionable devices); when the
+allocator says "no", a brute-force search agrees for small cases."""
 
 from __future__ import annotations
 
@@ -22,18 +23,31 @@ NODE = node("node-1")
 @st.composite
 def scenario(draw: st.DrawFn) -> dict[str, Any]:
     n_slices = draw(st.integers(1, 3))
-    slices, devices = [], {}
+    slices, devices, caps = [], {}, {}
     for s in range(n_slices):
         devs = []
+        # a shared counter ("units") some pools have, which each of their devices uses
+        cap = draw(st.one_of(st.none(), st.integers(0, 6)))
+        counter_sets = []
+        if cap is not None:
+            caps[f"pool-{s}"] = cap
+            counter_sets = [{"name": "set", "counters": {"units": {"value": str(cap)}}}]
         for d in range(draw(st.integers(0, 4))):
             attrs = {"size": draw(st.integers(0, 3)), "root": draw(st.sampled_from(["r1", "r2"]))}
             name = f"s{s}d{d}"
-            devs.append(device(name, attrs))
+            extra: dict[str, Any] = {}
+            if cap is not None:
+                attrs["units"] = draw(st.integers(0, 3))
+                units = {"units": {"value": str(attrs["units"])}}
+                extra["consumesCounters"] = [{"counterSet": "set", "counters": units}]
+            devs.append(device(name, {k: v for k, v in attrs.items() if k != "units"}, **extra))
             devices[(DRIVER, f"pool-{s}", name)] = attrs
         where = draw(
             st.sampled_from([{"node_name": "node-1"}, {"all_nodes": True}, {"node_name": "node-2"}])
         )
-        slices.append(slice_(f"slice-{s}", devs, pool=f"pool-{s}", **where))
+        slices.append(
+            slice_(f"slice-{s}", devs, pool=f"pool-{s}", shared_counters=counter_sets, **where)
+        )
     claims, wanted = [], []
     for c in range(draw(st.integers(1, 3))):
         reqs, req_specs = [], []
@@ -57,7 +71,20 @@ def scenario(draw: st.DrawFn) -> dict[str, Any]:
         "wanted": wanted,
         "devices": devices,
         "taken": taken,
+        "caps": caps,
     }
+
+
+def _counters_hold(sc: dict[str, Any], chosen: Any) -> bool:
+    """No pool with a counter gives out devices beyond what the taken ones leave."""
+    for pool, cap in sc["caps"].items():
+        mine = [d for d in chosen if d[1] == pool]
+        if not mine:
+            continue
+        used = sum(sc["devices"][d]["units"] for d in (*sc["taken"], *mine) if d[1] == pool)
+        if used > cap:
+            return False
+    return True
 
 
 def _on_node(sc: dict[str, Any]) -> set[DeviceID]:
@@ -87,7 +114,7 @@ def _brute_force_possible(sc: dict[str, Any]) -> bool:
         for d, (ci, _, match) in zip(perm, slots, strict=True):
             if match:
                 roots.setdefault(ci, set()).add(sc["devices"][d]["root"])
-        if all(len(v) == 1 for v in roots.values()):
+        if all(len(v) == 1 for v in roots.values()) and _counters_hold(sc, perm):
             return True
     return False
 
@@ -121,3 +148,4 @@ def test_allocations_are_exclusive_and_satisfy_selectors_and_constraints(
                 roots.add(sc["devices"][dev]["root"])
         if match:
             assert len(roots) == 1
+    assert _counters_hold(sc, seen)
