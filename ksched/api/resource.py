@@ -108,6 +108,11 @@ class Device(_S):
     all_nodes: bool | None = None
     taints: list[Taint] = []
     allow_multiple_allocations: bool | None = None
+    # Device binding conditions (DRADeviceBindingConditions): ksched does not wait for
+    # them, so it hands such devices out to no one (upstream with the gate off).
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    binds_to_node: bool | None = None
 
 
 class ResourcePool(_S):

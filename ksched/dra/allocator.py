@@ -747,6 +747,8 @@ class _Run:
         return verdict
 
     def _judge(self, req: _Request, dev: _Dev) -> bool:
+        if dev.device.binding_conditions:
+            return False  # binding conditions are not waited for: such devices are not used
         for taint in dev.device.taints:
             if taint.effect in _BLOCKING_EFFECTS and not tolerations_tolerate_taint(
                 req.tolerations, taint
