@@ -312,3 +312,15 @@ def test_user_claims_and_extended_resources_together() -> None:
     assert st.is_success(), st
     assert [c.metadata.name for c in env2.claims()] == ["mine"]
     assert "create" not in env2.cluster.writes
+
+
+def test_pods_with_backed_resources_are_not_signable() -> None:
+    """Their Filter verdicts depend on devices other pods take, so no cycle may reuse
+    another pod's (the equivalence cache)."""
+    from ksched.framework.interface import NOT_SIGNABLE
+
+    env = Env()
+    assert env.pl.sign_pod(gpu_pod()) is NOT_SIGNABLE
+    other = make_pod("fpga", requests={"example.com/fpga": "1"}, limits={"example.com/fpga": "1"})
+    assert env.pl.sign_pod(other) is None
+    assert env.pl.sign_pod(make_pod("plain", requests={"cpu": "1"})) is None

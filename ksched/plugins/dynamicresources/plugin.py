@@ -390,8 +390,15 @@ class DynamicResources(
         return out
 
     def sign_pod(self, pod: PodInfo) -> Any:
-        """Pods with claims are not signable, as upstream's SignPod."""
-        return NOT_SIGNABLE if pod.pod.spec.resource_claims else None
+        """Pods with claims are not signable, as upstream's SignPod; nor are pods with
+        extended resources a DeviceClass backs (their Filter verdicts depend on devices
+        others take, not on the node alone)."""
+        if pod.pod.spec.resource_claims:
+            return NOT_SIGNABLE
+        scalars = pod.requests.scalar
+        if scalars and self._ext_classes.backed(self._lister(CLASSES), scalars.items()):
+            return NOT_SIGNABLE
+        return None
 
     # -- PreEnqueue -----------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
