@@ -378,7 +378,7 @@ class PodStatus(_S):
     start_time: str | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] = []
     # KEP-5004: the claim DynamicResources made for DRA-backed extended resources.
-    extended_resource_claim_status: dict[str, Any] | None = None
+    extended_resource_claim_status: Any = None
 
 
 class Pod(_S):
