@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ksched.bench.e2e import _no_plugins
 from ksched.config import default_config
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.scheduler.scheduler import build_frameworks
 
 

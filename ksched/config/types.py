@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..util.errors import KschedError
+
 __all__ = [
     "API_GROUP",
     "API_VERSION",
@@ -61,7 +63,7 @@ EXTENSION_POINTS: tuple[tuple[str, str], ...] = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(KschedError, ValueError):
     """Every problem found in a configuration, one per line.
 
     Loading collects all problems before raising so a user fixes a file in one pass;

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..api.objects import InvalidObjectError
 from ..util.coro import run_sync
+from ..util.errors import KschedError
 from .cycle_state import CycleState
 from .handle import Handle
 from .interface import (
@@ -55,7 +56,7 @@ __all__ = [
 PREFILTER_NARROWED_KEY = "ksched/prefilter-narrowed"
 
 
-class FrameworkError(ValueError):
+class FrameworkError(KschedError, ValueError):
     """A profile whose plugin configuration cannot be assembled."""
 
 

@@ -7,11 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..framework.registry import Registry
 
-__all__ = ["BUILTIN_PLUGINS", "NOT_YET_IMPLEMENTED", "register_builtins"]
-
-# Default kube-scheduler plugins ksched has not implemented yet; dropped from the
-# effective plugin set with a warning rather than failing every default config.
-NOT_YET_IMPLEMENTED: frozenset[str] = frozenset()
+__all__ = ["BUILTIN_PLUGINS", "default_registry", "register_builtins"]
 
 # name -> "module:Class" (imported lazily so `ksched plugins` stays fast)
 BUILTIN_PLUGINS: dict[str, str] = {
@@ -44,3 +40,18 @@ def register_builtins(reg: Registry) -> None:
         mod, cls = target.split(":")
         module = importlib.import_module(f"{__name__}.{mod}")
         reg.register(name, getattr(module, cls), "ksched")
+
+
+def default_registry(*, entry_points: bool = True) -> Registry:
+    """Built-in plugins, then everything installed under ``ksched.plugins``.
+
+    It lives here, not in ``framework.registry``: the framework knows how to register
+    plugins, the plugins package knows which ones are built in (so the framework never
+    imports the plugins that import it)."""
+    from ..framework.registry import Registry
+
+    reg = Registry()
+    register_builtins(reg)
+    if entry_points:
+        reg.load_entry_points()
+    return reg

@@ -110,36 +110,6 @@ class _NullObserver:
         return None
 
 
-def drop_unimplemented(config: Any, registry: Registry) -> list[str]:
-    """Remove default plugins ksched does not implement yet (listed in NOT_YET_IMPLEMENTED)."""
-    from ..plugins import NOT_YET_IMPLEMENTED
-
-    dropped: list[str] = []
-    for prof in config.profiles:
-        for attr in (
-            "pre_enqueue",
-            "queue_sort",
-            "pre_filter",
-            "filter",
-            "post_filter",
-            "pre_score",
-            "score",
-            "reserve",
-            "permit",
-            "pre_bind",
-            "bind",
-            "post_bind",
-            "multi_point",
-        ):
-            ps = getattr(prof.plugins, attr)
-            keep = [
-                r for r in ps.enabled if r.name in registry or r.name not in NOT_YET_IMPLEMENTED
-            ]
-            dropped += [r.name for r in ps.enabled if r not in keep]
-            ps.enabled = keep
-    return sorted(set(dropped))
-
-
 def build_frameworks(
     config: Any,
     registry: Registry,
@@ -153,7 +123,6 @@ def build_frameworks(
     """One framework per profile, sharing snapshot, waiting pods and cluster client."""
     from ..config import ARGS_VALIDATED_IN_CONFIG, default_plugin_args
 
-    drop_unimplemented(config, registry)
     snapshot = snapshot if snapshot is not None else Snapshot()
     waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
     out: dict[str, Framework] = {}
@@ -228,7 +197,7 @@ class Scheduler:
         )
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
-            fw.handle.listers["queue"] = self.queue
+            fw.handle.activator = self.queue
             fw.handle.extenders = self.extenders
             fw.cycle_cache = CycleCache(fw)
         if self.extenders is not None:

@@ -37,11 +37,12 @@ from ..config.types import (
 )
 from ..framework.cycle_state import CycleState
 from ..framework.interface import extension_points_of
-from ..framework.registry import Registry, default_registry
+from ..framework.registry import Registry
 from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
 from ..framework.snapshot import NodeInfoView
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
+from ..plugins import default_registry
 from ..scheduler.schedule_one import scheduling_cycle
 from ..sim.cluster_file import parse_cluster
 from ..sim.simulator import Simulation, _admit

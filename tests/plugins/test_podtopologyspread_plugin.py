@@ -10,8 +10,9 @@ import pytest
 from ksched.api.objects import Node
 from ksched.config import load_config_data
 from ksched.framework.interface import ClusterEvent, QueueingHint, extension_points_of
-from ksched.framework.registry import PluginArgsError, default_registry
+from ksched.framework.registry import PluginArgsError
 from ksched.framework.types import PodInfo
+from ksched.plugins import default_registry
 from ksched.plugins.podtopologyspread import (
     SYSTEM_DEFAULT_CONSTRAINTS,
     PodTopologySpread,
