@@ -33,8 +33,6 @@ from ..framework.deadline import (
 from ..framework.handle import (
     ClusterClient,
     EventRecorder,
-    Handle,
-    RecordingEventRecorder,
 )
 from ..framework.interface import ClusterEvent
 from ..framework.preemption import preemption_condition
@@ -44,6 +42,7 @@ from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
+from ..plugins import build_frameworks
 from ..queue import events as ev
 from ..queue.scheduling_queue import INVALID_POD_PLUGIN, QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
@@ -108,42 +107,6 @@ class _NullObserver:
         self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
     ) -> None:
         return None
-
-
-def build_frameworks(
-    config: Any,
-    registry: Registry,
-    *,
-    cluster: ClusterClient | None = None,
-    recorder: EventRecorder | None = None,
-    clock: Clock | None = None,
-    snapshot: Snapshot | None = None,
-    waiting_pods: WaitingPods | None = None,
-) -> dict[str, Framework]:
-    """One framework per profile, sharing snapshot, waiting pods and cluster client."""
-    from ..config import ARGS_VALIDATED_IN_CONFIG, default_plugin_args
-
-    snapshot = snapshot if snapshot is not None else Snapshot()
-    waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
-    out: dict[str, Framework] = {}
-    for prof in config.profiles:
-        kw: dict[str, Any] = {
-            "snapshot": snapshot,
-            "waiting_pods": waiting_pods,
-            "parallelism": config.parallelism,
-            "clock": clock or RealClock(),
-            "recorder": recorder or RecordingEventRecorder(),
-        }
-        if cluster is not None:
-            kw["cluster"] = cluster
-        out[prof.scheduler_name] = Framework(
-            prof,
-            registry,
-            Handle(**kw),
-            default_args=default_plugin_args,
-            validate_args=ARGS_VALIDATED_IN_CONFIG,
-        )
-    return out
 
 
 class Scheduler:
