@@ -258,7 +258,7 @@ class SchedulerDaemon:
         ``shadow_of``: shadow mode (``shadow``): decide for that scheduler's pods with the
         first profile and compare, writing nothing to the cluster (no leader election)."""
         if registry is None:
-            from ..framework.registry import default_registry
+            from ..plugins import default_registry
 
             registry = default_registry()
         self.config = config

@@ -22,9 +22,11 @@ import numpy as np
 
 from ..api.objects import InvalidObjectError
 from ..util.coro import run_sync
+from ..util.errors import KschedError
 from .cycle_state import CycleState
 from .handle import Handle
 from .interface import (
+    EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MAX_TOTAL_SCORE,
     MIN_NODE_SCORE,
@@ -55,24 +57,12 @@ __all__ = [
 PREFILTER_NARROWED_KEY = "ksched/prefilter-narrowed"
 
 
-class FrameworkError(ValueError):
+class FrameworkError(KschedError, ValueError):
     """A profile whose plugin configuration cannot be assembled."""
 
 
-_POINT_ATTR = {
-    "preEnqueue": "pre_enqueue",
-    "queueSort": "queue_sort",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-    "postBind": "post_bind",
-}
+# extension point key -> its plugin-set attribute (``config.Plugins``), from the one table
+_POINT_ATTR = {p.key: p.attr for p in EXTENSION_POINTS}
 
 
 def _status(result: Status | None, plugin: str) -> Status:
@@ -190,7 +180,7 @@ class Framework:
 
         # 1. one instance per plugin named anywhere.
         wanted: list[str] = []
-        for point in [*_POINT_ATTR.values(), "multi_point"]:
+        for point in [*_POINT_ATTR.values(), "multi_point"]:  # multiPoint: config only
             for ref in getattr(plugins, point).enabled:
                 if ref.name not in wanted:
                     wanted.append(ref.name)

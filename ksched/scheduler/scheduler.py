@@ -33,8 +33,6 @@ from ..framework.deadline import (
 from ..framework.handle import (
     ClusterClient,
     EventRecorder,
-    Handle,
-    RecordingEventRecorder,
 )
 from ..framework.interface import ClusterEvent
 from ..framework.preemption import preemption_condition
@@ -44,6 +42,7 @@ from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
+from ..plugins import build_frameworks
 from ..queue import events as ev
 from ..queue.scheduling_queue import INVALID_POD_PLUGIN, QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
@@ -110,73 +109,6 @@ class _NullObserver:
         return None
 
 
-def drop_unimplemented(config: Any, registry: Registry) -> list[str]:
-    """Remove default plugins ksched does not implement yet (listed in NOT_YET_IMPLEMENTED)."""
-    from ..plugins import NOT_YET_IMPLEMENTED
-
-    dropped: list[str] = []
-    for prof in config.profiles:
-        for attr in (
-            "pre_enqueue",
-            "queue_sort",
-            "pre_filter",
-            "filter",
-            "post_filter",
-            "pre_score",
-            "score",
-            "reserve",
-            "permit",
-            "pre_bind",
-            "bind",
-            "post_bind",
-            "multi_point",
-        ):
-            ps = getattr(prof.plugins, attr)
-            keep = [
-                r for r in ps.enabled if r.name in registry or r.name not in NOT_YET_IMPLEMENTED
-            ]
-            dropped += [r.name for r in ps.enabled if r not in keep]
-            ps.enabled = keep
-    return sorted(set(dropped))
-
-
-def build_frameworks(
-    config: Any,
-    registry: Registry,
-    *,
-    cluster: ClusterClient | None = None,
-    recorder: EventRecorder | None = None,
-    clock: Clock | None = None,
-    snapshot: Snapshot | None = None,
-    waiting_pods: WaitingPods | None = None,
-) -> dict[str, Framework]:
-    """One framework per profile, sharing snapshot, waiting pods and cluster client."""
-    from ..config import ARGS_VALIDATED_IN_CONFIG, default_plugin_args
-
-    drop_unimplemented(config, registry)
-    snapshot = snapshot if snapshot is not None else Snapshot()
-    waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
-    out: dict[str, Framework] = {}
-    for prof in config.profiles:
-        kw: dict[str, Any] = {
-            "snapshot": snapshot,
-            "waiting_pods": waiting_pods,
-            "parallelism": config.parallelism,
-            "clock": clock or RealClock(),
-            "recorder": recorder or RecordingEventRecorder(),
-        }
-        if cluster is not None:
-            kw["cluster"] = cluster
-        out[prof.scheduler_name] = Framework(
-            prof,
-            registry,
-            Handle(**kw),
-            default_args=default_plugin_args,
-            validate_args=ARGS_VALIDATED_IN_CONFIG,
-        )
-    return out
-
-
 class Scheduler:
     #: How many pods' explanations (``explain=True``) are kept; the oldest go first.
     explanations_kept = 1000
@@ -228,7 +160,7 @@ class Scheduler:
         )
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
-            fw.handle.listers["queue"] = self.queue
+            fw.handle.activator = self.queue
             fw.handle.extenders = self.extenders
             fw.cycle_cache = CycleCache(fw)
         if self.extenders is not None:

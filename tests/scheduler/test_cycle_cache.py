@@ -14,8 +14,8 @@ import pytest
 from ksched.api.objects import Node, Pod, decode
 from ksched.config import load_config_data
 from ksched.framework.interface import FilterPlugin
-from ksched.framework.registry import default_registry
 from ksched.framework.types import PodInfo
+from ksched.plugins import default_registry
 from ksched.scheduler.cycle_cache import CycleCache
 from ksched.sim import Simulation
 from ksched.sim.cluster_file import ClusterFile
