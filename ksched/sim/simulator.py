@@ -365,7 +365,7 @@ class Simulation:
         sched = self.sched
         q = sched.queue
         async with anyio.create_task_group() as tg:
-            sched._tg = tg
+            sched.task_group = tg
             while budget > 0:
                 qpi = q.pop_nowait()
                 if qpi is not None:
@@ -389,7 +389,7 @@ class Simulation:
                 self.clock.set(min(deadlines))
                 q.flush_backoff_completed()
             tg.cancel_scope.cancel()
-            sched._tg = None
+            sched.task_group = None
 
     def _results(self, pending: list[PodInfo]) -> list[PodResult]:
         out: list[PodResult] = []

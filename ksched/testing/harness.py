@@ -43,7 +43,7 @@ from ..framework.snapshot import NodeInfoView
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from ..plugins import default_registry
-from ..scheduler.schedule_one import scheduling_cycle
+from ..scheduler.schedule_one import handle_scheduling_failure, scheduling_cycle
 from ..sim.cluster_file import parse_cluster
 from ..sim.simulator import Simulation, _admit
 
@@ -326,7 +326,8 @@ def schedule(
         res = scheduling_cycle(sched, fw, CycleState(), qpi)
         if res.status.is_success():
             return ScheduleResult(res.node, "")
-        sched.handle_failure(fw, qpi, res.status, res)  # the event message, as the scheduler
+        # the event message, as the scheduler
+        handle_scheduling_failure(sched, fw, qpi, res.status, res)
         return ScheduleResult(None, sim.recorder.results[target].message)
     gated = next((q for q in sched.queue.unschedulable_pods() if q.pod_info.uid == target), None)
     if gated is not None and gated.gating_status is not None:
