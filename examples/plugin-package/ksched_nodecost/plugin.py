@@ -80,9 +80,8 @@ class NodeCost(ScorePlugin):
             known = ("label", "missingCost")
             for key in data:
                 if key not in known:
-                    raise PluginArgsError(
-                        plugin, str(key), f"unknown field (known fields: {', '.join(known)})"
-                    )
+                    raise PluginArgsError(plugin, str(key),
+                                          f"unknown field (known fields: {', '.join(known)})")
             label = data.get("label", DEFAULT_LABEL)
             if not isinstance(label, str) or not label:
                 raise PluginArgsError(plugin, "label", f"must be a non-empty string, got {label!r}")
@@ -92,13 +91,11 @@ class NodeCost(ScorePlugin):
             missing = data.get("missingCost")
             if missing is not None:
                 if isinstance(missing, bool) or not isinstance(missing, int | float):
-                    raise PluginArgsError(
-                        plugin, "missingCost", f"must be a number or null, got {missing!r}"
-                    )
+                    raise PluginArgsError(plugin, "missingCost",
+                                          f"must be a number or null, got {missing!r}")
                 if not math.isfinite(missing) or missing < 0:
-                    raise PluginArgsError(
-                        plugin, "missingCost", f"must be a non-negative number, got {missing!r}"
-                    )
+                    raise PluginArgsError(plugin, "missingCost",
+                                          f"must be a non-negative number, got {missing!r}")
             return cls(label, None if missing is None else float(missing))
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
