@@ -14,7 +14,7 @@ metrics and the config loader, which a plugin package importing ``ksched`` does 
 
 from typing import TYPE_CHECKING, Any
 
-from .api.objects import InvalidObjectError
+from .api.objects import InvalidObjectError, Node, Pod
 from .api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from .framework import (
     MAX_NODE_SCORE,
@@ -150,11 +150,13 @@ __all__ = [
     "InvalidObjectError",
     "KschedError",
     "Listers",
+    "Node",
     "NodeInfo",
     "NodeToStatus",
     "PermitPlugin",
     "Plugin",
     "PluginArgsError",
+    "Pod",
     "PodActivator",
     "PodInfo",
     "PostBindPlugin",

@@ -7,6 +7,7 @@ from typing import Any
 from ksched.api.objects import Node, Pod, decode
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.types import NodeInfo, PodInfo
+from ksched.testing import make_pod as testing_make_pod
 from ksched.testing import node_info
 
 __all__ = ["make_node", "make_node_info", "make_pod", "make_snapshot", "pod_manifest"]
@@ -28,6 +29,9 @@ def pod_manifest(
     uid: str | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
+    """``ksched.testing.make_pod`` with this suite's defaults: a generated name and uid,
+    ksched's scheduler name, one container "c" of image "pause" (``containers`` replaces
+    it)."""
     global _counter
     _counter += 1
     name = name or f"pod-{_counter}"
@@ -40,26 +44,25 @@ def pod_manifest(
         containers = [
             {"name": "c", "image": "pause", "resources": {"requests": req} if req else {}}
         ]
-    s: dict[str, Any] = {"containers": containers, "schedulerName": "ksched"}
-    if node_name:
-        s["nodeName"] = node_name
-    if priority is not None:
-        s["priority"] = priority
-    s.update(spec)
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid or f"uid-{name}-{_counter}",
-            "labels": labels or {},
-        },
-        "spec": s,
-    }
+    m = testing_make_pod(
+        name,
+        namespace,
+        node_name=node_name or None,
+        scheduler_name=spec.pop("schedulerName", "ksched"),
+        priority=priority,
+        uid=uid or f"uid-{name}-{_counter}",
+        containers=containers,
+        **spec,
+    )
+    m["metadata"]["labels"] = labels or {}
+    # this suite's key order (raw pod JSON goes to extenders byte for byte)
+    first = [k for k in ("containers", "schedulerName", "nodeName", "priority") if k in m["spec"]]
+    m["spec"] = {**{k: m["spec"][k] for k in first}, **m["spec"]}
+    return m
 
 
 def make_pod(name: str = "", namespace: str = "default", **kw: Any) -> PodInfo:
+    """``pod_manifest`` as the scheduler sees it (a PodInfo keeping its manifest)."""
     m = pod_manifest(name, namespace, **kw)
     return PodInfo(decode(m, Pod), m)
 

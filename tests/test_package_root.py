@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import ksched
 import ksched.testing
@@ -49,3 +51,45 @@ def test_heavy_parts_load_on_first_use() -> None:
         "assert all(m in sys.modules for m in heavy)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# What a plugin author or embedder reads and copies: docs, examples, contrib, the README.
+_PUBLIC_TEXT = ("docs", "examples", "contrib_plugins", "README.md")
+_DEEP_IMPORT = re.compile(r"^\s*(?:from\s+ksched\.(?!testing\b)[\w.]+\s+import|import\s+ksched\.)")
+
+
+def _public_files(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for entry in _PUBLIC_TEXT:
+        path = root / entry
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        out += [f for f in files if f.suffix in (".py", ".md") and "egg-info" not in str(f)]
+    return out
+
+
+def deep_imports(root: Path) -> list[str]:
+    """Lines importing ksched deeper than the package root (``ksched.testing`` aside)."""
+    return [
+        f"{f.relative_to(root)}:{n}: {line.strip()}"
+        for f in _public_files(root)
+        for n, line in enumerate(f.read_text().splitlines(), 1)
+        if _DEEP_IMPORT.match(line) and not line.lstrip().startswith("import ksched.testing")
+    ]
+
+
+def test_docs_examples_contrib_and_readme_import_only_the_root_and_testing() -> None:
+    root = Path(__file__).resolve().parents[1]
+    assert len(_public_files(root)) > 20  # the scan found the trees
+    assert deep_imports(root) == []
+
+
+def test_the_import_scan_catches_deep_imports(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(
+        "```python\nfrom ksched.framework.handle import Handle\nfrom ksched import Status\n"
+        "from ksched.testing import make_pod\n    import ksched.api.objects\n```\n"
+    )
+    assert deep_imports(tmp_path) == [
+        "docs/a.md:2: from ksched.framework.handle import Handle",
+        "docs/a.md:5: import ksched.api.objects",
+    ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ksched.framework.registry import PluginArgsError
+from ksched import PluginArgsError
 
 __all__ = ["check_fields", "get_int", "get_optional_int", "get_str", "resolve"]
 

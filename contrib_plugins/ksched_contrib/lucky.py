@@ -13,11 +13,18 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import Handle
-from ksched.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, FilterPlugin, ScorePlugin
-from ksched.framework.status import Code, Status
-from ksched.framework.types import NodeInfo, PodInfo
+from ksched import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    Code,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    PodInfo,
+    ScorePlugin,
+    Status,
+)
 
 from ._args import check_fields, get_optional_int, resolve
 

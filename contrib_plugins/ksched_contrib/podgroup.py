@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ksched.api.objects import InvalidObjectError
+from ksched import InvalidObjectError
 
 __all__ = [
     "API_VERSION",

@@ -10,12 +10,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import Handle
-from ksched.framework.interface import ClusterEventWithHint, FilterPlugin
-from ksched.framework.snapshot import BoolArray, Snapshot
-from ksched.framework.status import Code, Status
-from ksched.framework.types import NodeInfo, PodInfo
+from ksched import (
+    BoolArray,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    PodInfo,
+    Snapshot,
+    Status,
+)
 
 from ._args import check_fields, get_int, resolve
 

@@ -12,18 +12,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import Handle
-from ksched.framework.interface import (
+from ksched import (
     ClusterEventWithHint,
+    CycleState,
     FilterPlugin,
+    Handle,
+    NodeInfo,
+    PodInfo,
     PreBindPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    Snapshot,
+    Status,
 )
-from ksched.framework.snapshot import Snapshot
-from ksched.framework.status import Status
-from ksched.framework.types import NodeInfo, PodInfo
 
 from ._args import check_fields, get_int, get_str, resolve
 

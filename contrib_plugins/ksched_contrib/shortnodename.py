@@ -6,11 +6,7 @@ scoring: a raw per-node score and a rescale of all scores to 0..100.
 
 from __future__ import annotations
 
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.interface import MAX_NODE_SCORE, ScorePlugin
-from ksched.framework.snapshot import IntArray
-from ksched.framework.status import Status
-from ksched.framework.types import NodeInfo, PodInfo
+from ksched import MAX_NODE_SCORE, CycleState, IntArray, NodeInfo, PodInfo, ScorePlugin, Status
 
 __all__ = ["BASE", "ShortNodeName"]
 

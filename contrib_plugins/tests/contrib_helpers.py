@@ -7,12 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ksched import Handle, Listers
-from ksched.api.objects import Node, Pod, decode
-from ksched.cache import Cache
-from ksched.framework.snapshot import Snapshot
-from ksched.framework.types import PodInfo
-from ksched.util.clock import FakeClock
+from ksched import Handle, Listers, Node, PodInfo, Snapshot
+from ksched.testing import Cache, FakeClock, node_info, pod_info
+from ksched.testing import make_node as node_manifest
+from ksched.testing import make_pod as pod_manifest
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 _seq = itertools.count()
@@ -27,36 +25,24 @@ def make_pod(
     node: str = "",
     priority: int | None = None,
 ) -> PodInfo:
-    spec: dict[str, Any] = {
-        "schedulerName": "ksched",
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    if priority is not None:
-        spec["priority"] = priority
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{namespace}-{name}-{next(_seq)}",
-    }
-    if group:
-        meta["labels"] = {GROUP_LABEL: group}
-    raw = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-    return PodInfo(decode(raw, Pod), raw)
+    """``ksched.testing.make_pod`` as the scheduler sees it, in PodGroup ``group``."""
+    manifest = pod_manifest(
+        name,
+        namespace,
+        requests={"cpu": cpu, "memory": "64Mi"},
+        labels={GROUP_LABEL: group} if group else None,
+        node_name=node or None,
+        scheduler_name="ksched",
+        priority=priority,
+        uid=f"uid-{namespace}-{name}-{next(_seq)}",
+    )
+    return pod_info(manifest)
 
 
 def make_node(name: str, cpu: str = "4", pods: int = 110) -> Node:
-    alloc = {"cpu": cpu, "memory": "16Gi", "pods": str(pods)}
-    return decode(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name},
-            "status": {"allocatable": alloc},
-        },
-        Node,
-    )
+    node = node_info(node_manifest(name, cpu=cpu, pods=str(pods))).node
+    assert node is not None
+    return node
 
 
 def podgroup(

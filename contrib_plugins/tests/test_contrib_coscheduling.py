@@ -7,15 +7,20 @@ from typing import Any
 
 import pytest
 from contrib_helpers import QPI, FakeQueue, make_handle, make_node, make_pod, podgroup, refresh
-from ksched.api.objects import InvalidObjectError
-from ksched.cache import Cache
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import Handle
-from ksched.framework.interface import ClusterEvent, NodeToStatus, QueueingHint
-from ksched.framework.registry import PluginArgsError
-from ksched.framework.status import Code, Status
-from ksched.framework.types import PodInfo
-from ksched.framework.waiting_pods import WaitingPod
+from ksched import (
+    ClusterEvent,
+    Code,
+    CycleState,
+    Handle,
+    InvalidObjectError,
+    NodeToStatus,
+    PluginArgsError,
+    PodInfo,
+    QueueingHint,
+    Status,
+    WaitingPod,
+)
+from ksched.testing import Cache
 
 from ksched_contrib.coscheduling import PODGROUP_RESOURCE, Coscheduling
 from ksched_contrib.podgroup import parse_podgroup, parse_timestamp

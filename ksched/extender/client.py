@@ -32,7 +32,7 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,10 +130,21 @@ class NodeEncoder:
         self._cache[name] = (node, data)
         return data
 
-    def forget_missing(self, names: Iterable[str]) -> None:
-        keep = set(names)
-        for name in [n for n in self._cache if n not in keep]:
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def forget_missing(self, names: Collection[str]) -> None:
+        """Drop the JSON of nodes not in ``names`` (the cluster's nodes now): a deleted
+        node's bytes would otherwise stay forever, a slow leak where node names churn."""
+        for name in [n for n in self._cache if n not in names]:
             del self._cache[name]
+
+    def forget_deleted(self, snap: Snapshot) -> None:
+        """``forget_missing`` against the snapshot, when the cache holds more names than it:
+        each encoded name is then a current node or a deleted one, so a cache larger than
+        the cluster has a deleted one (and stale entries stay fewer than the nodes)."""
+        if len(self._cache) > len(snap.index):
+            self.forget_missing(snap.index.keys())
 
 
 # ---- TLS -------------------------------------------------------------------------------------
@@ -564,6 +575,18 @@ class ExtenderSet:
         diagnosis: Diagnosis,
     ) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Status]:
         """``findNodesThatPassExtenders`` over snapshot rows; failures go into ``diagnosis``."""
+        try:
+            return await self._filter(pod, snap, rows, diagnosis)
+        finally:
+            self.nodes.forget_deleted(snap)  # after encoding this call's nodes
+
+    async def _filter(
+        self,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: np.ndarray[Any, np.dtype[np.intp]],
+        diagnosis: Diagnosis,
+    ) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Status]:
         infos = snap.node_infos
         current = [infos[int(r)] for r in rows]
         before = len(current)

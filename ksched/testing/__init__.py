@@ -35,11 +35,18 @@ from .objects import (
 )
 
 if TYPE_CHECKING:
+    from ..cache import Cache
+    from ..util.clock import FakeClock
     from .harness import ScheduleResult, node_info, pod_info, run_filter, run_score, schedule
 
 _HARNESS = frozenset(
     ("ScheduleResult", "node_info", "pod_info", "run_filter", "run_score", "schedule")
 )
+
+
+# For tests of stateful plugins (assumed pods, Permit timeouts): the scheduler's cache, which
+# builds snapshots as the scheduler does, and a clock the test moves.
+_TOOLS = {"Cache": "ksched.cache", "FakeClock": "ksched.util.clock"}
 
 
 def __getattr__(name: str) -> Any:
@@ -49,12 +56,18 @@ def __getattr__(name: str) -> Any:
         from . import harness
 
         return getattr(harness, name)
+    if name in _TOOLS:
+        import importlib
+
+        return getattr(importlib.import_module(_TOOLS[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "VERSION_INFO",
     "APIStatusError",
+    "Cache",
+    "FakeClock",
     "Faults",
     "RecordedRequest",
     "ScheduleResult",

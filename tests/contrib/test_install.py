@@ -134,7 +134,6 @@ def test_simulate_cli_places_by_name_lengths(
 def test_simulate_cli_gang_from_a_cluster_file_with_podgroups(
     contrib: Installed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ksched.sim import Simulation, parse_cluster
 
     cfg = profile_config(
         {
@@ -142,13 +141,6 @@ def test_simulate_cli_gang_from_a_cluster_file_with_podgroups(
             "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
         }
     )
-    from ksched.config import load_config_data
-
-    probe = Simulation(
-        parse_cluster("", "empty"), load_config_data(cfg, "c", None)[0], default_registry()
-    )
-    if not all("podgroups" in fw.handle.listers for fw in probe.sched.frameworks.values()):
-        pytest.skip('ksched simulate does not provide handle.listers["podgroups"] yet')
     pods = simulate_cli(
         tmp_path,
         capsys,

@@ -4,6 +4,7 @@ answers in Go's and in lowercase spelling, and upstream's error texts."""
 from __future__ import annotations
 
 import msgspec
+import numpy as np
 import pytest
 
 from ksched.api.objects import Pod, decode
@@ -15,6 +16,7 @@ from ksched.extender.client import (
     NodeEncoder,
     PreemptionVictims,
 )
+from ksched.framework.diagnosis import Diagnosis
 from ksched.framework.types import PodInfo
 from tests.factories import make_node, make_pod, make_snapshot
 
@@ -188,3 +190,36 @@ def test_ignorable_extenders_go_last_and_nodes_encode_once() -> None:
     first = enc.encode(n)
     assert enc.encode(n) is first
     assert msgspec.json.decode(first)["metadata"]["name"] == "n1"
+
+
+async def test_node_json_of_deleted_nodes_is_forgotten(fake: FakeExtender) -> None:
+    """The NodeList payload cache keeps each node's JSON while the node exists; on a
+    cluster whose node names churn, deleted nodes' JSON goes instead of piling up."""
+
+    async def accept_all(body: bytes) -> tuple[int, bytes]:
+        args = msgspec.json.decode(body)
+        return 200, msgspec.json.encode({"Nodes": args["Nodes"], "FailedNodes": {}})
+
+    fake.handlers["filter"] = accept_all
+    exts = ExtenderSet([ext(fake)])
+    pod = make_pod("p")
+
+    async def cycle(names: list[str]) -> list[str]:
+        snap = make_snapshot([make_node(n) for n in names])
+        rows = np.arange(len(names), dtype=np.intp)
+        kept, st = await exts.filter(pod, snap, rows, Diagnosis())
+        assert st.is_success() and len(kept) == len(names)
+        return sorted(exts.nodes._cache)
+
+    assert await cycle(["n1", "n2", "n3"]) == ["n1", "n2", "n3"]
+    # n2 deleted, n4 added: n2's JSON would otherwise stay forever
+    assert await cycle(["n1", "n3", "n4"]) == ["n1", "n3", "n4"]
+    for gen in range(5):  # names churning: the cache stays the size of the cluster
+        names = [f"churn-{gen}-{i}" for i in range(3)]
+        assert await cycle(names) == names
+    enc = NodeEncoder()
+    for n in ("a", "b", "c"):
+        enc.encode(make_node(n))
+    enc.forget_missing({"b"})
+    assert len(enc) == 1
+    await exts.aclose()

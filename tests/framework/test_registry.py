@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -34,6 +32,8 @@ from ksched.framework.registry import (
     parse_plugin_args,
 )
 from ksched.plugins import default_registry
+
+from .._offline_install import pip_install
 
 # ---- register / extension points ---------------------------------------------------------
 
@@ -567,31 +567,7 @@ def test_pip_installed_distribution_is_discovered_and_runs(
     (src / "ksched_test_backend.py").write_text(BACKEND)
     (src / "kschedtestplugin.py").write_text(PLUGIN_MODULE)
     target = tmp_path / "target"
-    env = {
-        **os.environ,
-        "PIP_ROOT_USER_ACTION": "ignore",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "PIP_NO_INPUT": "1",
-    }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--no-index",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(src),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    proc = pip_install(src, target)
     if proc.returncode != 0:
         pytest.skip(f"pip cannot build/install offline here: {proc.stderr.strip()[-500:]}")
     assert (target / "kschedtestplugin-0.2.dist-info" / "entry_points.txt").exists()
