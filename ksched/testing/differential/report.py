@@ -147,43 +147,53 @@ def run_differential(
     *,
     cp: ControlPlane | None = None,
     outdir: Path | None = None,
-    gap: float = 0.7,
+    gap: float | None = None,
+    batching: bool = True,
     progress: Callable[[PodReport], None] | None = None,
     ksched: KschedReplay | None = None,
 ) -> Report:
     """Replay every seed's scenario against kube-scheduler and ksched; ``cp`` is a running
     ControlPlane with the controller manager (one is started when None); ``ksched`` a
-    replay with another config than ksched's default one."""
+    replay with another config than ksched's default one; ``batching=False`` runs
+    kube-scheduler with OpportunisticBatching off, so pods need no gap."""
     seed_list = list(seeds)
     report = Report(seed_list, features)
     ours = ksched or KschedReplay()
     if cp is None:
         with ControlPlane(with_controller_manager=True) as own:
-            return _run(own, seed_list, features, ours, report, outdir, gap, progress)
-    return _run(cp, seed_list, features, ours, report, outdir, gap, progress)
+            return run_differential(
+                seed_list,
+                features,
+                cp=own,
+                outdir=outdir,
+                gap=gap,
+                batching=batching,
+                progress=progress,
+                ksched=ours,
+            )
+    with KubeReplay(cp, gap=gap, batching=batching) as kube:
+        return _run(kube, seed_list, features, ours, report, outdir, progress)
 
 
 def _run(
-    cp: ControlPlane,
+    kube: KubeReplay,
     seeds: list[int],
     features: tuple[str, ...],
     ours: KschedReplay,
     report: Report,
     outdir: Path | None,
-    gap: float,
     progress: Callable[[PodReport], None] | None,
 ) -> Report:
-    with KubeReplay(cp, gap=gap) as kube:
-        for seed in seeds:
-            scenario = generate(seed, features)
-            for run in kube.run(scenario, ours):
-                rep = _report(run, seed, outdir)
-                if run.kube.status == "Rejected":
-                    report.rejected.append(f"seed {seed} {rep.pod}: {run.kube.message}")
-                else:
-                    report.pods.append(rep)
-                if progress is not None:
-                    progress(rep)
-            report.rejected.extend(f"seed {seed} {r}" for r in kube.refused)
-            kube.refused.clear()
+    for seed in seeds:
+        scenario = generate(seed, features)
+        for run in kube.run(scenario, ours):
+            rep = _report(run, seed, outdir)
+            if run.kube.status == "Rejected":
+                report.rejected.append(f"seed {seed} {rep.pod}: {run.kube.message}")
+            else:
+                report.pods.append(rep)
+            if progress is not None:
+                progress(rep)
+        report.rejected.extend(f"seed {seed} {r}" for r in kube.refused)
+        kube.refused.clear()
     return report
