@@ -643,6 +643,15 @@ class DynamicResources(
                     log.error("unreserve", resourceclaim=_kobj(claim), error=err)
 
     # -- PreBind --------------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream ``PreBindPreFlight``: PreBind has work whenever the pod has claims (it
+        writes allocations and reservations), so the binding cycle nominates the node first."""
+        try:
+            s = self._state(state)
+        except KeyError as e:
+            return Status.as_error(str(e))
+        return None if s.claims else Status(Code.SKIP)
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = self._state(state)
         for i, claim in enumerate(s.claims):

@@ -49,9 +49,16 @@ _PATHS = {
     "RuntimeClass": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
+    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
+    "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
 }
 # What the scheduler's informers hold that pods can change while the replay runs.
-_LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume")
+_LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceClaim")
 
 _SCORED = re.compile(
     r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
@@ -272,7 +279,7 @@ class KubeReplay:
                 if not namespaced and not meta["name"].startswith(prefix):
                     continue
                 it.setdefault("kind", kind)
-                it.setdefault("apiVersion", "v1")
+                it.setdefault("apiVersion", group.removeprefix("/apis/").removeprefix("/api/"))
                 out.append(it)
         return out
 

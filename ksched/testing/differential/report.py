@@ -41,6 +41,21 @@ class PodReport:
             "scored": self.scored,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PodReport:
+        """The inverse of ``to_dict`` (a ``--jsonl`` line)."""
+        divs = [Divergence(**x) for x in d.get("divergences", [])]
+        return cls(
+            int(d["seed"]),
+            str(d["pod"]),
+            list(d.get("groups", [])),
+            str(d["kube"]),
+            str(d["ksched"]),
+            divs,
+            str(d.get("scenario", "")),
+            bool(d.get("scored", False)),
+        )
+
 
 @dataclass
 class GroupCounts:
@@ -80,6 +95,26 @@ class Report:
                 key = f"{d.what}:{d.plugin}" if d.plugin else d.what
                 out[key] = out.get(key, 0) + 1
         return dict(sorted(out.items()))
+
+    @classmethod
+    def from_jsonl(cls, paths: Iterable[Path]) -> Report:
+        """The report of one or more ``--jsonl`` files (a long run split over processes, or
+        cut short: every pod is written as soon as it is compared)."""
+        report = cls([], ())
+        seeds: set[int] = set()
+        for path in paths:
+            for line in path.read_text().splitlines():
+                if not line.strip():
+                    continue
+                rep = PodReport.from_dict(json.loads(line))
+                seeds.add(rep.seed)
+                if rep.kube_status == "Rejected":
+                    report.rejected.append(f"seed {rep.seed} {rep.pod}")
+                else:
+                    report.pods.append(rep)
+        report.seeds = sorted(seeds)
+        report.features = tuple(sorted({g for p in report.pods for g in p.groups} - {"base"}))
+        return report
 
     def to_dict(self) -> dict[str, Any]:
         return {
