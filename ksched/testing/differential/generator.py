@@ -696,88 +696,53 @@ def _dra_class(ctx: _Ctx, suffix: str) -> str:
     return f"{ctx.prefix}-{suffix}.{GPU_DRIVER}"
 
 
+def _resource(kind: str, name: str, spec: JSON, namespace: str | None = None) -> JSON:
+    """A resource.k8s.io/v1 object."""
+    meta: JSON = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, "metadata": meta, "spec": spec}
+
+
 def _dra_setup(ctx: _Ctx) -> None:
     """Two DeviceClasses (any GPU; only big ones), a ResourceSlice per GPU node with
     attributes and capacity, claim templates of every request form and shared claims that
     the first pod to use them allocates."""
     rng = ctx.rng
-    ctx.add(
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": _dra_class(ctx, "gpu")},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}]},
-        }
-    )
-    ctx.add(
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": _dra_class(ctx, "big")},
-            "spec": {
-                "selectors": [
-                    {"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}},
-                    {"cel": {"expression": _CEL_SELECTORS[2]}},
-                ]
-            },
-        }
-    )
+    any_gpu = {"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}
+    for suffix, selectors in (
+        ("gpu", [any_gpu]),
+        ("big", [any_gpu, {"cel": {"expression": _CEL_SELECTORS[2]}}]),
+    ):
+        ctx.add(_resource("DeviceClass", _dra_class(ctx, suffix), {"selectors": selectors}))
     for node in ctx.nodes:
         if rng.random() < 0.4:
             continue
         name = node["metadata"]["name"]
-        devices = []
-        for i in range(rng.randint(1, 4)):
-            devices.append(
-                {
-                    "name": f"gpu-{i}",
-                    "attributes": {
-                        "model": {"string": rng.choice(_MODELS)},
-                        "index": {"int": i},
-                        "numa": {"int": rng.randint(0, 1)},
-                        "fast": {"bool": rng.random() < 0.5},
-                    },
-                    "capacity": {"memory": {"value": rng.choice(["16Gi", "40Gi", "80Gi"])}},
-                }
-            )
-        ctx.add(
+        devices = [
             {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{name}-gpus"},
-                "spec": {
-                    "driver": GPU_DRIVER,
-                    "nodeName": name,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": devices,
+                "name": f"gpu-{i}",
+                "attributes": {
+                    "model": {"string": rng.choice(_MODELS)},
+                    "index": {"int": i},
+                    "numa": {"int": rng.randint(0, 1)},
+                    "fast": {"bool": rng.random() < 0.5},
                 },
+                "capacity": {"memory": {"value": rng.choice(["16Gi", "40Gi", "80Gi"])}},
             }
-        )
+            for i in range(rng.randint(1, 4))
+        ]
+        pool = {"name": name, "generation": 1, "resourceSliceCount": 1}
+        spec = {"driver": GPU_DRIVER, "nodeName": name, "pool": pool, "devices": devices}
+        ctx.add(_resource("ResourceSlice", f"{name}-gpus", spec))
     for ns in ctx.namespaces:
-        names = ctx.dra_templates.setdefault(ns, [])
+        templates = ctx.dra_templates.setdefault(ns, [])
         for i in range(rng.randint(2, 4)):
-            tpl = f"gpu-{i}"
-            ctx.add(
-                {
-                    "apiVersion": "resource.k8s.io/v1",
-                    "kind": "ResourceClaimTemplate",
-                    "metadata": {"name": tpl, "namespace": ns},
-                    "spec": {"spec": {"devices": _device_claim(ctx)}},
-                }
-            )
-            names.append(tpl)
+            spec = {"spec": {"devices": _device_claim(ctx)}}
+            ctx.add(_resource("ResourceClaimTemplate", f"gpu-{i}", spec, ns))
+            templates.append(f"gpu-{i}")
         shared = ctx.dra_claims.setdefault(ns, [])
         for i in range(rng.randint(0, 2)):
-            claim = f"shared-{i}"
-            ctx.add(
-                {
-                    "apiVersion": "resource.k8s.io/v1",
-                    "kind": "ResourceClaim",
-                    "metadata": {"name": claim, "namespace": ns},
-                    "spec": {"devices": _device_claim(ctx)},
-                }
-            )
-            shared.append(claim)
+            ctx.add(_resource("ResourceClaim", f"shared-{i}", {"devices": _device_claim(ctx)}, ns))
+            shared.append(f"shared-{i}")
 
 
 def _device_request(ctx: _Ctx, name: str) -> JSON:
