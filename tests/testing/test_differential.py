@@ -352,3 +352,22 @@ def test_a_nomination_for_the_bound_node_is_judged_like_the_node() -> None:
     assert compare(kube, ours) == []
     unannounced = Outcome("Scheduled", node="a", totals={"a": 5, "b": 5})
     assert [d.what for d in compare(kube, unannounced)] == ["nominated"]
+
+
+def test_a_filter_error_is_compared_without_what_chance_picks() -> None:
+    """kube-scheduler reports the first Filter error of its parallel run (any node's
+    devices) and names a template's claim with the API server's random suffix."""
+    text = (
+        'running "DynamicResources" filter plugin: claim d1-a/p6-gpu{}, request r0: '
+        "cannot add device gpu.example.com/{}/gpu-1 because a claim constraint would not "
+        "be satisfied"
+    )
+    kube = Outcome("Error", message=text.format("-mgs9z", "s1-n1"))
+    ours = Outcome("Error", message=text.format("", "s1-n0"))
+    assert compare(kube, ours) == []
+    other = Outcome("Error", message=text.format("", "s1-n0").replace("r0", "r1"))
+    assert [d.what for d in compare(kube, other)] == ["message"]
+    # outside a Filter error nothing is masked
+    assert not messages_agree(
+        "0/2 nodes are available: claim a/b-xyz12, x", "0/2 nodes are available: claim a/b, x"
+    )

@@ -76,7 +76,12 @@ def _record(paths: list[Path]) -> int:
     if missing:
         print(f"python -m ksched.testing.differential: no such file: {', '.join(missing)}")
         return 2
-    for path, golden in record(paths).items():
+    try:
+        recorded = record(paths)
+    except ValueError as e:  # a scenario the API server refused, or a pod without outcome
+        print(f"python -m ksched.testing.differential: {e}")
+        return 2
+    for path, golden in recorded.items():
         print(f"{golden_path(path)}: {len(golden['pods'])} pods")
     return 0
 

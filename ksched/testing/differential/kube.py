@@ -45,6 +45,8 @@ _PATHS = {
     "PersistentVolume": ("/api/v1", "persistentvolumes", False),
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "ReplicationController": ("/api/v1", "replicationcontrollers", True),
     "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
     "RuntimeClass": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
