@@ -163,6 +163,12 @@ def test_jsonl_lines_summarize_to_the_same_report(tmp_path: Path) -> None:
     )
     assert out.returncode == 1, out.stderr
     assert "score TaintToleration n1: weighted score" in out.stdout
+    # the diverging seed re-run after a fix: its pod counts once, by the later comparison
+    rerun = tmp_path / "rerun.jsonl"
+    fixed = PodReport(1, "d1-a/p0", ["taints"], "Scheduled", "Scheduled", [], "", True)
+    rerun.write_text(json.dumps(fixed.to_dict()) + "\n")
+    rep = Report.from_jsonl([path, rerun])
+    assert len(rep.pods) == 2 and not rep.diverging
 
 
 def test_parse_seeds_and_features() -> None:

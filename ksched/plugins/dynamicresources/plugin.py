@@ -53,7 +53,7 @@ from ...framework.interface import (
 )
 from ...framework.listers import RevisionedStore
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
-from ...framework.status import Code, Status, StatusError
+from ...framework.status import Code, RowErrors, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo
 from ...queue import events as ev
 from ...util.coro import run_sync
@@ -472,7 +472,7 @@ class DynamicResources(
         ExactCount request, no constraints) it counts each node's free selectable devices;
         otherwise it runs ``filter`` on each node. Statuses of rejected nodes come from
         ``filter``, as the runtime asks it; an Error status fails the cycle as ``filter``'s
-        would (StatusError)."""
+        would, on a node the Filter plugins before this one pass (RowErrors)."""
         from ...dra.allocator import AllocationError
 
         s = self._state(state)
@@ -497,6 +497,7 @@ class DynamicResources(
                 mask &= np.array([n is not None for n in nodes], dtype=np.bool_)
             s.counted = snap  # Reserve allocates on the chosen node
             return mask
+        errors: dict[int, Status] = {}
         for r, ni in enumerate(infos):
             if ni.node is None:
                 continue
@@ -504,7 +505,10 @@ class DynamicResources(
             if st is None or st.is_success():
                 mask[r] = True
             elif st.code == Code.ERROR:
-                raise StatusError(st)
+                errors[r] = st
+        if errors:
+            # fails the cycle only where the Filter plugins before this one pass
+            raise RowErrors(errors, mask)
         return mask
 
     # -- PostFilter -----------------------------------------------------------------------------

@@ -99,20 +99,23 @@ class Report:
     @classmethod
     def from_jsonl(cls, paths: Iterable[Path]) -> Report:
         """The report of one or more ``--jsonl`` files (a long run split over processes, or
-        cut short: every pod is written as soon as it is compared)."""
+        cut short: every pod is written as soon as it is compared). A pod compared again
+        (its seed re-run after a fix) counts once, by its last comparison: later files and
+        lines win."""
         report = cls([], ())
-        seeds: set[int] = set()
+        latest: dict[tuple[int, str], PodReport] = {}
         for path in paths:
             for line in path.read_text().splitlines():
-                if not line.strip():
-                    continue
-                rep = PodReport.from_dict(json.loads(line))
-                seeds.add(rep.seed)
-                if rep.kube_status == "Rejected":
-                    report.rejected.append(f"seed {rep.seed} {rep.pod}")
-                else:
-                    report.pods.append(rep)
-        report.seeds = sorted(seeds)
+                if line.strip():
+                    rep = PodReport.from_dict(json.loads(line))
+                    latest.pop((rep.seed, rep.pod), None)
+                    latest[(rep.seed, rep.pod)] = rep
+        for rep in latest.values():
+            if rep.kube_status == "Rejected":
+                report.rejected.append(f"seed {rep.seed} {rep.pod}")
+            else:
+                report.pods.append(rep)
+        report.seeds = sorted({seed for seed, _ in latest})
         report.features = tuple(sorted({g for p in report.pods for g in p.groups} - {"base"}))
         return report
 
