@@ -398,6 +398,12 @@ class KubeReplay:
                         break
         except (OSError, ValueError):
             pass  # the watch timed out or broke: no outcome
+        if self._nominated and first is not None:
+            # Preempted for, and still pending a preemption_timeout later: an outcome
+            # (ksched's simulator retries at once; a real queue may hold the pod longer).
+            out = Outcome("Unschedulable", message=str(first.get("message", "")), condition=first)
+            out.nominated = self._nominated
+            return out
         return Outcome("Timeout", message="no outcome within the timeout", condition=first)
 
     def _new_log(self) -> str:
