@@ -169,6 +169,18 @@ def test_jsonl_lines_summarize_to_the_same_report(tmp_path: Path) -> None:
     rerun.write_text(json.dumps(fixed.to_dict()) + "\n")
     rep = Report.from_jsonl([path, rerun])
     assert len(rep.pods) == 2 and not rep.diverging
+    # a damaged file is a one-line error naming the line, exit status 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"seed": 1}\n\xff{not json\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "ksched.testing.differential", "--summarize", str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"python -m ksched.testing.differential: {bad}:1: ")
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_parse_seeds_and_features() -> None:

@@ -95,7 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if missing:
             print(f"python -m ksched.testing.differential: no such file: {', '.join(missing)}")
             return 2
-        summary = Report.from_jsonl(args.summarize)
+        try:
+            summary = Report.from_jsonl(args.summarize)
+        except ValueError as e:
+            print(f"python -m ksched.testing.differential: {e}", file=sys.stderr)
+            return 2
         _print(summary, args.output)
         return 1 if summary.diverging else 0
     try:

@@ -105,11 +105,16 @@ class Report:
         report = cls([], ())
         latest: dict[tuple[int, str], PodReport] = {}
         for path in paths:
-            for line in path.read_text().splitlines():
-                if line.strip():
+            text = path.read_bytes().decode(errors="replace")
+            for lineno, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
                     rep = PodReport.from_dict(json.loads(line))
-                    latest.pop((rep.seed, rep.pod), None)
-                    latest[(rep.seed, rep.pod)] = rep
+                except (ValueError, KeyError, TypeError) as e:
+                    raise ValueError(f"{path}:{lineno}: not a --jsonl line ({e!r})") from None
+                latest.pop((rep.seed, rep.pod), None)
+                latest[(rep.seed, rep.pod)] = rep
         for rep in latest.values():
             if rep.kube_status == "Rejected":
                 report.rejected.append(f"seed {rep.seed} {rep.pod}")
