@@ -23,12 +23,11 @@ from typing import Any
 from ksched.api.objects import Node, Pod, decode
 from ksched.cache import Cache
 from ksched.config import default_config
-from ksched.framework.registry import default_registry
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.types import PodInfo
+from ksched.plugins import build_frameworks, default_registry
 from ksched.queue import SchedulingQueue
 from ksched.queue import events as ev
-from ksched.scheduler.scheduler import build_frameworks
 from ksched.util.clock import FakeClock
 
 

@@ -2,9 +2,10 @@
 
 The package root is the public API: everything a plugin author or an embedder needs is
 importable from ``ksched`` (plugin base classes, statuses, cycle state, score constants,
-node/pod info and the numpy array types of batch methods, cluster events, the handle,
-the daemon). Tests of plugins need only ``ksched.testing`` besides. Low-level pieces
-(``api``, ``util``) never import the scheduler core.
+node/pod info and the numpy array types of batch methods, cluster events, the handle and
+its listers, ``KschedError`` (the root of every error ksched raises), the daemon). Tests
+of plugins need only ``ksched.testing`` besides. Low-level pieces (``api``, ``util``) never
+import the scheduler core.
 
 The embedding names (``SchedulerDaemon``, ``APIClient``, ``load_config``,
 ``load_config_data``) load on first use: they pull in the HTTP server, the API client,
@@ -13,6 +14,8 @@ metrics and the config loader, which a plugin package importing ``ksched`` does 
 
 from typing import TYPE_CHECKING, Any
 
+from .api.objects import InvalidObjectError
+from .api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from .framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -25,7 +28,6 @@ from .framework import (
     FilterPlugin,
     FitError,
     Handle,
-    InvalidObjectError,
     NodeInfo,
     NodeToStatus,
     PermitPlugin,
@@ -51,6 +53,7 @@ from .framework import (
     WatchedResource,
     extension_points_of,
 )
+from .framework.handle import PodActivator
 from .framework.interface import (
     NOT_SIGNABLE,
     EnqueueExtensions,
@@ -58,8 +61,10 @@ from .framework.interface import (
     PreFilterExtensions,
     Victims,
 )
-from .framework.registry import default_registry
+from .framework.listers import Listers, RevisionedStore
 from .framework.snapshot import BoolArray, IntArray
+from .framework.waiting_pods import WaitingPod
+from .plugins import default_registry
 from .queue.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -77,6 +82,8 @@ from .queue.events import (
     VOLUME_ATTACHMENT,
     WILDCARD,
 )
+from .util.clock import Clock
+from .util.errors import KschedError
 
 if TYPE_CHECKING:
     from .cluster import APIClient
@@ -107,15 +114,19 @@ __all__ = [
     "ASSIGNED_POD_ADD",
     "ASSIGNED_POD_DELETE",
     "ASSIGNED_POD_UPDATE",
+    "CPU",
     "CSI_DRIVER",
     "CSI_NODE",
+    "EPHEMERAL_STORAGE",
     "MAX_NODE_SCORE",
+    "MEMORY",
     "MIN_NODE_SCORE",
     "NODE_ADD",
     "NODE_DELETE",
     "NOT_SIGNABLE",
     "PERSISTENT_VOLUME",
     "PERSISTENT_VOLUME_CLAIM",
+    "PODS",
     "STORAGE_CLASS",
     "SUCCESS",
     "UNSCHEDULED_POD_ADD",
@@ -126,6 +137,7 @@ __all__ = [
     "APIClient",
     "BindPlugin",
     "BoolArray",
+    "Clock",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
@@ -136,11 +148,14 @@ __all__ = [
     "Handle",
     "IntArray",
     "InvalidObjectError",
+    "KschedError",
+    "Listers",
     "NodeInfo",
     "NodeToStatus",
     "PermitPlugin",
     "Plugin",
     "PluginArgsError",
+    "PodActivator",
     "PodInfo",
     "PostBindPlugin",
     "PostFilterOutcome",
@@ -156,12 +171,15 @@ __all__ = [
     "QueueingHint",
     "Registry",
     "ReservePlugin",
+    "Resource",
+    "RevisionedStore",
     "SchedulerDaemon",
     "ScorePlugin",
     "Snapshot",
     "StateData",
     "Status",
     "Victims",
+    "WaitingPod",
     "WatchedResource",
     "__version__",
     "default_registry",

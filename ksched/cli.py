@@ -2,7 +2,10 @@
 
 Exit codes: 0 success (including simulations where pods stay unschedulable),
 2 bad input (config, cluster file, plugin that fails to load) with one line per
-problem on stderr, before anything touches a cluster.
+problem on stderr, before anything touches a cluster; 1 a failure at run time (the API
+server refused). Every error ksched reports is a ``KschedError`` that ``main`` catches
+once, printing its lines and exiting with its ``exit_code``; code that knows what an
+error is about (the config file, the command) names it with ``_about``.
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["main"]
+from .util.errors import EXIT_BAD_INPUT, KschedError
 
-EXIT_BAD_INPUT = 2
+__all__ = ["main"]
 
 
 def _die(lines: Sequence[str]) -> int:
@@ -24,24 +28,29 @@ def _die(lines: Sequence[str]) -> int:
     return EXIT_BAD_INPUT
 
 
-def _registry() -> Any:
-    from .framework.registry import PluginLoadError, default_registry
-
+@contextmanager
+def _about(context: str) -> Iterator[None]:
+    """A ``KschedError`` raised inside is about ``context`` (printed before its lines),
+    unless something closer already said what it is about."""
     try:
+        yield
+    except KschedError as e:
+        if not e.context:
+            e.context = context
+        raise
+
+
+def _registry() -> Any:
+    from .plugins import default_registry
+
+    with _about("ksched"):
         return default_registry()
-    except PluginLoadError as e:
-        raise SystemExit(_die([f"ksched: {e}"])) from None
 
 
 def _load_config(path: str | None, registry: Any) -> Any:
-    from .config import ConfigError, load_config
-    from .plugins import NOT_YET_IMPLEMENTED
+    from .config import load_config
 
-    known = set(registry.names()) | set(NOT_YET_IMPLEMENTED)
-    try:
-        cfg, warnings = load_config(path, known)
-    except ConfigError as e:
-        raise SystemExit(_die(str(e).splitlines())) from None
+    cfg, warnings = load_config(path, set(registry.names()))
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     return cfg
@@ -49,20 +58,14 @@ def _load_config(path: str | None, registry: Any) -> Any:
 
 def _build_check(cfg: Any, registry: Any, source: str) -> None:
     """Instantiate every profile's framework once so plugin args errors exit 2 up front."""
-    from .framework.runtime import FrameworkError
-    from .scheduler.scheduler import build_frameworks
+    from .plugins import build_frameworks
 
-    try:
+    with _about(source):
         build_frameworks(cfg, registry)
-    except FrameworkError as e:
-        raise SystemExit(_die([f"{source}: {e}"])) from None
-    if cfg.extenders:
-        from .extender.client import ExtenderConfigError, ExtenderSet
+        if cfg.extenders:
+            from .extender.client import ExtenderSet
 
-        try:
             ExtenderSet.from_config(cfg.extenders)  # TLS material loads
-        except ExtenderConfigError as e:
-            raise SystemExit(_die([f"{source}: {e}"])) from None
 
 
 # ---- simulate ------------------------------------------------------------------------
@@ -107,16 +110,13 @@ def _warn_skipped(skipped: Any) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .sim import ClusterFileError, load_cluster
+    from .sim import load_cluster
 
     _log_to_stderr()
     registry = _registry()
     cfg = _load_config(args.config, registry)
     _build_check(cfg, registry, args.config or "<default config>")
-    try:
-        cluster = load_cluster(args.cluster)
-    except ClusterFileError as e:
-        return _die([str(e)])
+    cluster = load_cluster(args.cluster)
     adopt = _adopted(args, cfg)
     if args.compare is not None:
         return _compare(args, cluster, cfg, registry, adopt)
@@ -227,7 +227,6 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.config import ConfigException
 
     from .cluster import APIClient
-    from .cluster.client import APIError
     from .sim.snapshot import take_snapshot
 
     def progress(kind: str, n: int) -> None:
@@ -242,12 +241,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             await client.close()
 
     try:
-        doc = anyio.run(main)
+        with _about("ksched snapshot"):  # an APIError: exit 1 (its exit_code)
+            doc = anyio.run(main)
     except (ConfigException, OSError, ValueError) as e:
         return _die([f"ksched snapshot: cannot load cluster configuration: {e}"])
-    except APIError as e:
-        print(f"ksched snapshot: {e}", file=sys.stderr)
-        return 1
     if args.format == "yaml":
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
         data = yaml.dump(doc, Dumper=dumper, sort_keys=False).encode()
@@ -517,10 +514,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_config_validate(args: argparse.Namespace) -> int:
     from .config import load_config, validate_file
-    from .plugins import NOT_YET_IMPLEMENTED
 
     registry = _registry()
-    known = set(registry.names()) | set(NOT_YET_IMPLEMENTED)
+    known = set(registry.names())
     text, problems, warnings = validate_file(args.file, known)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -839,6 +835,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rc: int = args.fn(args)
     except SystemExit as e:
         return int(e.code) if isinstance(e.code, int) else 1
+    except KschedError as e:  # the one place a reported error becomes lines and an exit code
+        for line in e.lines():
+            print(line, file=sys.stderr)
+        return e.exit_code
     return rc
 
 

@@ -58,7 +58,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .framework.cycle_state import CycleState
-from .framework.interface import extension_points_of
+from .framework.interface import POINTS, extension_points_of
 from .framework.status import Code, Status
 from .queue.scheduling_queue import plugin_names
 
@@ -194,51 +194,63 @@ def _label(st: Status | None) -> str:
     return "Success" if st is None else st.code.label
 
 
+def _label_of(key: str) -> str:
+    """The metrics label of an extension point (``framework.interface.EXTENSION_POINTS``)."""
+    return POINTS[key].label
+
+
+def _point(key: str, label: str = "") -> tuple[str, str]:
+    """(extension point key, metrics label): the point's own label unless ``label`` names a
+    part of it (Unreserve, ScoreExtensionNormalize)."""
+    return key, label or POINTS[key].label
+
+
 # Framework method -> (extension point label, how to read the status from its result).
 _FRAMEWORK_POINTS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "run_pre_filter": ("PreFilter", lambda r: _label(r[1])),
+    "run_pre_filter": (_label_of("preFilter"), lambda r: _label(r[1])),
     "find_feasible": (
-        "Filter",
+        _label_of("filter"),
         lambda r: (
             "Error"
             if r.statuses.absent is not None and r.statuses.absent.code == Code.ERROR
             else ("Success" if len(r.feasible) else "Unschedulable")
         ),
     ),
-    "run_post_filter": ("PostFilter", lambda r: _label(r[1])),
-    "run_pre_score": ("PreScore", _label),
-    "run_score": ("Score", lambda r: _label(r[1])),
-    "run_reserve": ("Reserve", _label),
+    "run_post_filter": (_label_of("postFilter"), lambda r: _label(r[1])),
+    "run_pre_score": (_label_of("preScore"), _label),
+    "run_score": (_label_of("score"), lambda r: _label(r[1])),
+    "run_reserve": (_label_of("reserve"), _label),
     "run_unreserve": ("Unreserve", lambda r: "Success"),
-    "run_permit": ("Permit", _label),
+    "run_permit": (_label_of("permit"), _label),
 }
 _FRAMEWORK_ASYNC_POINTS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "run_post_filter_async": ("PostFilter", lambda r: _label(r[1])),
-    "run_pre_bind": ("PreBind", _label),
-    "run_bind": ("Bind", _label),
-    "run_post_bind": ("PostBind", lambda r: "Success"),
+    "run_post_filter_async": (_label_of("postFilter"), lambda r: _label(r[1])),
+    "run_pre_bind": (_label_of("preBind"), _label),
+    "run_bind": (_label_of("bind"), _label),
+    "run_post_bind": (_label_of("postBind"), lambda r: "Success"),
 }
 
-# Plugin method -> (extension point label, status reader); the scheduling-cycle ones are
-# swapped in only for sampled cycles, the binding-cycle (async) ones check the CycleState.
+# Plugin method -> (extension point key, metrics label, status reader); the scheduling-cycle
+# ones are swapped in only for sampled cycles, the binding-cycle (async) ones check the
+# CycleState.
 _PLUGIN_SYNC: dict[str, tuple[str, str, Callable[[Any], str]]] = {
-    "pre_filter": ("preFilter", "PreFilter", lambda r: _label(r[1])),
-    "filter": ("filter", "Filter", _label),
+    "pre_filter": (*_point("preFilter"), lambda r: _label(r[1])),
+    "filter": (*_point("filter"), _label),
     # a batch call covers every node: Success when any node passed
-    "filter_batch": ("filter", "Filter", lambda r: "Success" if r.any() else "Unschedulable"),
-    "post_filter": ("postFilter", "PostFilter", lambda r: _label(r[1])),
-    "pre_score": ("preScore", "PreScore", _label),
-    "score": ("score", "Score", lambda r: "Success"),
-    "score_batch": ("score", "Score", lambda r: "Success"),
-    "normalize_score": ("score", "ScoreExtensionNormalize", _label),
-    "reserve": ("reserve", "Reserve", _label),
-    "unreserve": ("reserve", "Unreserve", lambda r: "Success"),
-    "permit": ("permit", "Permit", lambda r: _label(r[0])),
+    "filter_batch": (*_point("filter"), lambda r: "Success" if r.any() else "Unschedulable"),
+    "post_filter": (*_point("postFilter"), lambda r: _label(r[1])),
+    "pre_score": (*_point("preScore"), _label),
+    "score": (*_point("score"), lambda r: "Success"),
+    "score_batch": (*_point("score"), lambda r: "Success"),
+    "normalize_score": (*_point("score", "ScoreExtensionNormalize"), _label),
+    "reserve": (*_point("reserve"), _label),
+    "unreserve": (*_point("reserve", "Unreserve"), lambda r: "Success"),
+    "permit": (*_point("permit"), lambda r: _label(r[0])),
 }
 _PLUGIN_ASYNC: dict[str, tuple[str, str, Callable[[Any], str]]] = {
-    "pre_bind": ("preBind", "PreBind", _label),
-    "bind": ("bind", "Bind", _label),
-    "post_bind": ("postBind", "PostBind", lambda r: "Success"),
+    "pre_bind": (*_point("preBind"), _label),
+    "bind": (*_point("bind"), _label),
+    "post_bind": (*_point("postBind"), lambda r: "Success"),
 }
 
 

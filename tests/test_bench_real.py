@@ -30,7 +30,7 @@ from ksched.bench.real import (
 from ksched.bench.workloads import DAEMONSET_NODE
 from ksched.cli import main
 from ksched.config import default_config
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 
 SCHEDULER_KEYS = {"pods_per_s", "scheduled", "p50_ms", "p99_ms", "cpu_s", "rss_mb"}
 

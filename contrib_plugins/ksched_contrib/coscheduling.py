@@ -30,14 +30,21 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import structlog
-from ksched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.handle import Handle
-from ksched.framework.interface import (
+from ksched import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    Listers,
+    NodeInfo,
     NodeToStatus,
     PermitPlugin,
+    PodInfo,
     PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
@@ -45,11 +52,11 @@ from ksched.framework.interface import (
     QueueingHint,
     QueueSortPlugin,
     ReservePlugin,
+    Resource,
+    Snapshot,
+    Status,
     WatchedResource,
 )
-from ksched.framework.snapshot import Snapshot
-from ksched.framework.status import Code, Status
-from ksched.framework.types import NodeInfo, PodInfo
 
 from ._args import check_fields, get_int, resolve
 from .podgroup import POD_GROUP_LABEL, PodGroup, parse_podgroup
@@ -60,7 +67,6 @@ __all__ = [
     "PODGROUPS_PATH",
     "PODGROUP_RESOURCE",
     "PODS_LISTER",
-    "QUEUE_LISTER",
     "Coscheduling",
 ]
 
@@ -68,10 +74,10 @@ NAME = "Coscheduling"
 log = structlog.get_logger("ksched_contrib.coscheduling")
 # handle.listers keys. "podgroups": Mapping "namespace/name" -> raw PodGroup object.
 PODGROUPS_LISTER = "podgroups"
-# Optional: Mapping (any key) -> PodInfo of every non-terminal pod, bound or pending.
-# Without it the group's pods are counted from the snapshot plus the scheduling queue.
-PODS_LISTER = "pods"
-QUEUE_LISTER = "queue"
+# Mapping (any key) -> PodInfo of every non-terminal pod, bound or pending (the daemon and
+# simulate fill it). Without it (the extender server with no kubeconfig) only the
+# snapshot's pods are counted.
+PODS_LISTER = Listers.PODS
 # Resource name of PodGroup cluster events, in upstream's GVK form.
 PODGROUP_RESOURCE = "podgroups.v1alpha1.scheduling.x-k8s.io"
 # The PodGroup collection ``ksched run`` watches into the lister (all namespaces).
@@ -176,9 +182,6 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             candidates: Iterable[PodInfo] = store.values()
         else:
             candidates = [p for ni in h.snapshot.node_infos for p in ni.pods]
-            q = h.listers.get(QUEUE_LISTER)
-            if q is not None:
-                candidates = [*candidates, *(qpi.pod_info for qpi in self._queued(q))]
         for p in candidates:
             if _in_group(p, pg):
                 out.setdefault(_pod_key(p), p)
@@ -186,29 +189,19 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             out.setdefault(_pod_key(current), current)
         return out
 
-    @staticmethod
-    def _queued(q: Any) -> list[Any]:
-        return [*q.active_pods(), *q.backoff_pods(), *q.unschedulable_pods()]
-
     def _reject_waiting(self, pg: PodGroup, message: str) -> None:
         for wp in self._handle.waiting_pods:
             if _in_group(wp.pod, pg):
                 wp.reject(self.name, message)
 
     def _activate_siblings(self, pg: PodGroup, pod: PodInfo) -> None:
-        """``ActivateSiblings``: the group's pods waiting in the pool or in backoff go back to
-        activeQ now that one member is parked at Permit, so the gang can assemble."""
-        q = self._handle.listers.get(QUEUE_LISTER)
-        if q is None:
-            return
+        """``ActivateSiblings``: the group's pending pods go back to the active queue now
+        that one member is parked at Permit, so the gang can assemble (the queue moves
+        those in the pool or in backoff, and ignores the rest)."""
         me = _pod_key(pod)
-        siblings = [
-            qpi.pod_info
-            for qpi in [*q.unschedulable_pods(), *q.backoff_pods()]
-            if _in_group(qpi.pod_info, pg) and _pod_key(qpi.pod_info) != me
-        ]
+        siblings = [p for k, p in self.group_pods(pg).items() if k != me and not p.node_name]
         if siblings:
-            q.activate(siblings)
+            self._handle.activate(siblings)
 
     def _wait_time(self, pg: PodGroup) -> float:
         """``GetWaitTimeDuration``: the group's scheduleTimeoutSeconds, else the plugin arg."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ksched import Handle, Listers
 from ksched.api.objects import Node, Pod, decode
 from ksched.cache import Cache
-from ksched.framework.handle import Handle
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.types import PodInfo
 from ksched.util.clock import FakeClock
@@ -102,7 +103,9 @@ class FakeQueue:
     def unschedulable_pods(self) -> list[QPI]:
         return [QPI(p) for p in self.pool]
 
-    def activate(self, pods: list[PodInfo]) -> None:
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """Records what ``handle.activate`` was given (the real queue ignores pods it does
+        not hold; recording all of them shows what the plugin asked for)."""
         self.activated.append(sorted(p.name for p in pods))
 
 
@@ -123,14 +126,15 @@ def make_handle(
         cache.add_pod(p)
     snap = Snapshot()
     cache.update_snapshot(snap)
-    listers: dict[str, Any] = {
-        "podgroups": {f"{g['metadata']['namespace']}/{g['metadata']['name']}": g for g in groups}
-    }
+    listers = Listers(
+        podgroups={f"{g['metadata']['namespace']}/{g['metadata']['name']}": g for g in groups}
+    )
+    if pods is None and queue is not None:
+        # The pod informer sees every pod: the bound ones and those the queue holds.
+        pods = {p.key: p for p in [*bound, *queue.active, *queue.backoff, *queue.pool]}
     if pods is not None:
-        listers["pods"] = pods
-    if queue is not None:
-        listers["queue"] = queue
-    return Handle(clock=clock, snapshot=snap, listers=listers), cache
+        listers[Listers.PODS] = pods
+    return Handle(clock=clock, snapshot=snap, listers=listers, activator=queue), cache
 
 
 def refresh(handle: Handle, cache: Cache) -> None:

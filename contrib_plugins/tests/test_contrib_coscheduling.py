@@ -144,7 +144,9 @@ def test_prefilter_counts_every_pod_of_the_group() -> None:
     assert cs.pre_filter(CycleState(), a, None) == (None, None)  # type: ignore[arg-type]
 
 
-def test_prefilter_without_a_pods_lister_counts_snapshot_and_queue() -> None:
+def test_prefilter_counts_bound_and_pending_members() -> None:
+    """The pods lister (every pod, as the informer sees them) counts bound and queued
+    members alike; pods of other groups do not count."""
     bound = make_pod("a", group="g", node="n1")
     queued, pooled = make_pod("b", group="g"), make_pod("c", group="g")
     me = make_pod("d", group="g")

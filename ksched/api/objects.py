@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..util.errors import KschedError
+
 __all__ = [
     "AWSElasticBlockStoreVolumeSource",
     "Affinity",
@@ -92,7 +94,7 @@ Quantity = str | int | float
 ResourceList = dict[str, Quantity]
 
 
-class InvalidObjectError(ValueError):
+class InvalidObjectError(KschedError, ValueError):
     """An object whose fields cannot be interpreted; the message names object and field.
 
     Raised by decoding, quantity parsing and selector compilation alike; the

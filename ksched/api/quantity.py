@@ -18,6 +18,8 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
+from ..util.errors import KschedError
+
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
@@ -45,7 +47,7 @@ def wrap_int64(x: int) -> int:
     return (x + 2**63) % 2**64 - 2**63
 
 
-class QuantityError(ValueError):
+class QuantityError(KschedError, ValueError):
     """A string that is not a Kubernetes quantity."""
 
 

@@ -389,23 +389,11 @@ def _no_plugins(config: Any) -> Any:
     """
     import copy
 
-    from ..config import PluginRef, PluginSet
+    from ..config import PLUGIN_SETS, PluginRef, PluginSet
 
     cfg = copy.deepcopy(config)
     for prof in cfg.profiles:
-        for attr in (
-            "pre_enqueue",
-            "pre_filter",
-            "filter",
-            "post_filter",
-            "pre_score",
-            "score",
-            "reserve",
-            "permit",
-            "pre_bind",
-            "post_bind",
-            "multi_point",
-        ):
+        for attr, _ in PLUGIN_SETS:
             setattr(prof.plugins, attr, PluginSet([], []))
         prof.plugins.queue_sort = PluginSet([PluginRef("PrioritySort")], [])
         prof.plugins.bind = PluginSet([PluginRef("DefaultBinder")], [])

@@ -23,6 +23,7 @@ from ..api.objects import Node
 from ..framework.snapshot import Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation, same_for_node
 from ..util.clock import Clock, RealClock, wall_clock
+from ..util.errors import KschedError
 
 __all__ = ["Cache", "CacheError", "node_tree_order", "zone_key"]
 
@@ -31,7 +32,7 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 CLEANUP_PERIOD = 1.0  # upstream cleanAssumedPeriod
 
 
-class CacheError(RuntimeError):
+class CacheError(KschedError, RuntimeError):
     """An impossible transition (assume twice, forget a pod that was never assumed)."""
 
 

@@ -37,6 +37,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from ..util.clock import Clock, RealClock
 from ..util.limits import BoundedLoaderMixin, clip
+from .apierrors import APIConnectionError, APIError, retry_after_seconds
 
 __all__ = [
     "APIClient",
@@ -61,76 +62,6 @@ EXPIRY_SKEW = dt.timedelta(seconds=10)
 
 WatchEvent = tuple[str, msgspec.Raw]
 """A watch event: its type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) and raw object JSON."""
-
-
-class APIError(Exception):
-    """A non-2xx answer; ``status``/``reason``/``message`` come from the returned Status."""
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        *,
-        body: bytes = b"",
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(f"{status} {reason}: {message}" if status else f"{reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body
-        self.retry_after = retry_after
-
-    @property
-    def is_expired(self) -> bool:
-        """410 Gone/Expired: the resourceVersion asked for is no longer in the watch window."""
-        return self.status == 410 or self.reason in ("Expired", "Gone")
-
-    @classmethod
-    def from_response(cls, status: int, body: bytes, retry_after: float | None = None) -> APIError:
-        reason, message = _status_text(status, body)
-        return cls(status, reason, message, body=body, retry_after=retry_after)
-
-
-class APIConnectionError(APIError):
-    """No HTTP answer at all (refused, reset, timed out): status 0, always retriable."""
-
-    def __init__(self, message: str, *, reason: str = "ConnectionError") -> None:
-        super().__init__(0, reason, message)
-
-
-class _Status(msgspec.Struct):
-    reason: str = ""
-    message: str = ""
-    code: int = 0
-
-
-def _status_text(status: int, body: bytes) -> tuple[str, str]:
-    try:
-        st = msgspec.json.decode(body, type=_Status)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        text = body.decode("utf-8", "replace").strip()
-        return _default_reason(status), text[:512] or f"HTTP {status}"
-    return st.reason or _default_reason(status), st.message or f"HTTP {status}"
-
-
-def _default_reason(status: int) -> str:
-    return {
-        400: "BadRequest",
-        401: "Unauthorized",
-        403: "Forbidden",
-        404: "NotFound",
-        405: "MethodNotAllowed",
-        409: "Conflict",
-        410: "Gone",
-        415: "UnsupportedMediaType",
-        422: "Invalid",
-        429: "TooManyRequests",
-        500: "InternalError",
-        503: "ServiceUnavailable",
-        504: "Timeout",
-    }.get(status, "Unknown")
 
 
 class RateLimiter:
@@ -662,7 +593,7 @@ class APIClient:
                     ) as resp:
                         raw = await resp.read()
                         status = resp.status
-                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                        retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
                 except (aiohttp.ClientError, OSError) as e:
                     raise APIConnectionError(f"{method} {path}: {_describe(e)}") from e
                 except TimeoutError as e:
@@ -838,15 +769,6 @@ def _param(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(int(value)))
-    except ValueError:
-        return None
 
 
 def _describe(e: BaseException) -> str:

@@ -27,6 +27,7 @@ import structlog
 
 from ..api.objects import InvalidObjectError, ObjectMeta
 from ..util.clock import Clock, RealClock
+from ..util.errors import KschedError
 from ..util.limits import clip
 from ..util.throttle import LogThrottle
 from .client import APIClient, APIConnectionError, APIError
@@ -51,7 +52,7 @@ MIN_WATCH_TIMEOUT = 300.0
 VERY_SHORT_WATCH = 1.0
 
 
-class DecodeSkip(Exception):
+class DecodeSkip(KschedError):
     """Raised by a decoder for an object that cannot be represented; it is skipped."""
 
 

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .client import APIConnectionError, APIError, _retry_after
+from .apierrors import APIConnectionError, APIError, retry_after_seconds
 
 if TYPE_CHECKING:
     from .client import APIClient
@@ -97,7 +97,7 @@ def _parse(buf: bytearray, eof: bool = False) -> tuple[int, int, bytes, float | 
             elif "keep-alive" in v:
                 close = False
         elif name == "retry-after":
-            retry_after = _retry_after(value)
+            retry_after = retry_after_seconds(value)
     pos = end + 4
     if 100 <= status < 200 or status in (204, 304):
         return pos, status, b"", retry_after, close

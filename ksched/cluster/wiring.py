@@ -49,7 +49,7 @@ from ..api.objects import (
 )
 from ..api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from ..framework.interface import ClusterEvent, WatchedResource
-from ..framework.listers import RevisionedStore
+from ..framework.listers import Listers, RevisionedStore
 from ..framework.types import PodInfo
 from ..queue import events as ev
 from .client import APIClient
@@ -137,9 +137,9 @@ class ClusterInformers(InformerSet):
         """``handle.listers`` entries: namespaces by name, PDBs by ns/name, pods (PodInfo)
         by ns/name, plus the requested and custom collections."""
         return {
-            "namespaces": self.namespaces.store,
-            "pdbs": self.pdbs.store,
-            "pods": self.pods.store,
+            Listers.NAMESPACES: self.namespaces.store,
+            Listers.PDBS: self.pdbs.store,
+            Listers.PODS: self.pods.store,
             **{key: inf.store for key, inf in self.requested.items()},
             **{key: inf.store for key, inf in self.custom.items()},
         }
@@ -150,25 +150,29 @@ class ClusterInformers(InformerSet):
 # PriorityClasses are on request too: kube-scheduler watches none (pods carry their
 # resolved priority), and the stock system:kube-scheduler role may not list them.
 _ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
-    "priorityclasses": (PRIORITY_CLASSES_PATH, PriorityClass, ""),
-    "services": (SERVICES_PATH, Service, ""),
-    "replicationcontrollers": (REPLICATION_CONTROLLERS_PATH, ReplicationController, ""),
-    "replicasets": (REPLICA_SETS_PATH, ReplicaSet, ""),
-    "statefulsets": (STATEFUL_SETS_PATH, StatefulSet, ""),
-    "persistentvolumeclaims": (PVCS_PATH, PersistentVolumeClaim, ev.PERSISTENT_VOLUME_CLAIM),
-    "persistentvolumes": (PVS_PATH, PersistentVolume, ev.PERSISTENT_VOLUME),
-    "storageclasses": (STORAGE_CLASSES_PATH, StorageClass, ev.STORAGE_CLASS),
-    "csinodes": (CSI_NODES_PATH, CSINode, ev.CSI_NODE),
-    "csidrivers": (CSI_DRIVERS_PATH, CSIDriver, ev.CSI_DRIVER),
-    "volumeattachments": (VOLUME_ATTACHMENTS_PATH, VolumeAttachment, ev.VOLUME_ATTACHMENT),
+    Listers.PRIORITY_CLASSES: (PRIORITY_CLASSES_PATH, PriorityClass, ""),
+    Listers.SERVICES: (SERVICES_PATH, Service, ""),
+    Listers.REPLICATION_CONTROLLERS: (REPLICATION_CONTROLLERS_PATH, ReplicationController, ""),
+    Listers.REPLICA_SETS: (REPLICA_SETS_PATH, ReplicaSet, ""),
+    Listers.STATEFUL_SETS: (STATEFUL_SETS_PATH, StatefulSet, ""),
+    Listers.PERSISTENT_VOLUME_CLAIMS: (
+        PVCS_PATH,
+        PersistentVolumeClaim,
+        ev.PERSISTENT_VOLUME_CLAIM,
+    ),
+    Listers.PERSISTENT_VOLUMES: (PVS_PATH, PersistentVolume, ev.PERSISTENT_VOLUME),
+    Listers.STORAGE_CLASSES: (STORAGE_CLASSES_PATH, StorageClass, ev.STORAGE_CLASS),
+    Listers.CSI_NODES: (CSI_NODES_PATH, CSINode, ev.CSI_NODE),
+    Listers.CSI_DRIVERS: (CSI_DRIVERS_PATH, CSIDriver, ev.CSI_DRIVER),
+    Listers.VOLUME_ATTACHMENTS: (VOLUME_ATTACHMENTS_PATH, VolumeAttachment, ev.VOLUME_ATTACHMENT),
     # DynamicResources: claims by ns/name, slices and classes by name.
-    "resourceclaims": (RESOURCE_CLAIMS_PATH, ResourceClaim, ev.RESOURCE_CLAIM),
-    "resourceslices": (RESOURCE_SLICES_PATH, ResourceSlice, ev.RESOURCE_SLICE),
-    "deviceclasses": (DEVICE_CLASSES_PATH, DeviceClass, ev.DEVICE_CLASS),
+    Listers.RESOURCE_CLAIMS: (RESOURCE_CLAIMS_PATH, ResourceClaim, ev.RESOURCE_CLAIM),
+    Listers.RESOURCE_SLICES: (RESOURCE_SLICES_PATH, ResourceSlice, ev.RESOURCE_SLICE),
+    Listers.DEVICE_CLASSES: (DEVICE_CLASSES_PATH, DeviceClass, ev.DEVICE_CLASS),
 }
 # The collection each on-request lister is watched from (RBAC grants list/watch on each).
 ON_REQUEST_PATHS: Mapping[str, str] = MappingProxyType({k: v[0] for k, v in _ON_REQUEST.items()})
-_BUILTIN_LISTERS = frozenset({"namespaces", "pdbs", "pods", *_ON_REQUEST})
+_BUILTIN_LISTERS = frozenset({Listers.NAMESPACES, Listers.PDBS, Listers.PODS, *_ON_REQUEST})
 
 
 def _enabled_plugins(frameworks: Iterable[Any]) -> Iterable[tuple[str, Any]]:

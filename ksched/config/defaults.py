@@ -20,7 +20,7 @@ from typing import Any
 
 from ksched.config.types import (
     DEFAULT_SCHEDULER_NAME,
-    EXTENSION_POINTS,
+    PLUGIN_SETS,
     KubeSchedulerConfiguration,
     PluginConfig,
     PluginRef,
@@ -103,7 +103,7 @@ def merge_plugins(default: Plugins, custom: Plugins | None) -> Plugins:
     if custom is None:
         return copy.deepcopy(default)
     merged = Plugins()
-    for attr, _ in EXTENSION_POINTS:
+    for attr, _ in PLUGIN_SETS:
         setattr(merged, attr, merge_plugin_set(default.point(attr), custom.point(attr)))
     return merged
 
@@ -215,7 +215,7 @@ def default_plugin_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _enabled_names(plugins: Plugins) -> set[str]:
-    return {p.name for attr, _ in EXTENSION_POINTS for p in plugins.point(attr).enabled}
+    return {p.name for attr, _ in PLUGIN_SETS for p in plugins.point(attr).enabled}
 
 
 def _default_profile(prof: Profile) -> None:

@@ -25,8 +25,8 @@ from ksched.config.types import (
     API_VERSION,
     API_VERSION_V1BETA3,
     DEFAULT_SCHEDULER_NAME,
-    EXTENSION_POINTS,
     KIND,
+    PLUGIN_SETS,
     ClientConnection,
     ConfigError,
     Extender,
@@ -253,9 +253,9 @@ def _plugin_set(d: _Decoder, raw: Any, path: str) -> PluginSet:
 
 
 def _plugins(d: _Decoder, raw: Any, path: str) -> Plugins:
-    m = d.obj(raw, path, [key for _, key in EXTENSION_POINTS])
+    m = d.obj(raw, path, [key for _, key in PLUGIN_SETS])
     plugins = Plugins()
-    for attr, key in EXTENSION_POINTS:
+    for attr, key in PLUGIN_SETS:
         setattr(plugins, attr, _plugin_set(d, m.get(key), _join(path, key)))
     return plugins
 
@@ -667,9 +667,7 @@ def _profile_dict(prof: Profile) -> dict[str, Any]:
     out: dict[str, Any] = {"schedulerName": prof.scheduler_name}
     if prof.percentage_of_nodes_to_score is not None:
         out["percentageOfNodesToScore"] = prof.percentage_of_nodes_to_score
-    out["plugins"] = {
-        key: _plugin_set_dict(prof.plugins.point(attr)) for attr, key in EXTENSION_POINTS
-    }
+    out["plugins"] = {key: _plugin_set_dict(prof.plugins.point(attr)) for attr, key in PLUGIN_SETS}
     out["pluginConfig"] = [
         {"name": pc.name, "args": _plain_copy(pc.args)} for pc in prof.plugin_config
     ]

@@ -13,13 +13,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..framework.interface import EXTENSION_POINTS
+from ..util.errors import KschedError
+
 __all__ = [
     "API_GROUP",
     "API_VERSION",
     "API_VERSION_V1BETA3",
     "DEFAULT_SCHEDULER_NAME",
-    "EXTENSION_POINTS",
     "KIND",
+    "PLUGIN_SETS",
     "ClientConnection",
     "ConfigError",
     "Extender",
@@ -43,25 +46,16 @@ KIND = "KubeSchedulerConfiguration"
 # Upstream uses "default-scheduler"; ksched names its own profile so both can run side by side.
 DEFAULT_SCHEDULER_NAME = "ksched"
 
-# (attribute, YAML key) in the field order of the upstream v1 ``Plugins`` struct.
-EXTENSION_POINTS: tuple[tuple[str, str], ...] = (
-    ("pre_enqueue", "preEnqueue"),
-    ("queue_sort", "queueSort"),
-    ("pre_filter", "preFilter"),
-    ("filter", "filter"),
-    ("post_filter", "postFilter"),
-    ("pre_score", "preScore"),
-    ("score", "score"),
-    ("reserve", "reserve"),
-    ("permit", "permit"),
-    ("pre_bind", "preBind"),
-    ("bind", "bind"),
-    ("post_bind", "postBind"),
+# (attribute, YAML key) of each plugin set of ``Plugins``, in the field order of upstream's
+# v1 struct: the framework's extension points (``framework.interface.EXTENSION_POINTS``,
+# the one table) and multiPoint, which is config only (it expands into the others).
+PLUGIN_SETS: tuple[tuple[str, str], ...] = (
+    *((p.attr, p.key) for p in EXTENSION_POINTS),
     ("multi_point", "multiPoint"),
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(KschedError, ValueError):
     """Every problem found in a configuration, one per line.
 
     Loading collects all problems before raising so a user fixes a file in one pass;
@@ -107,7 +101,7 @@ class Plugins:
     multi_point: PluginSet = field(default_factory=PluginSet)
 
     def point(self, attr: str) -> PluginSet:
-        """The plugin set of one extension point by attribute name (see EXTENSION_POINTS)."""
+        """The plugin set of one extension point by attribute name (see PLUGIN_SETS)."""
         ps = getattr(self, attr)
         assert isinstance(ps, PluginSet)
         return ps

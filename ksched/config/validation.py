@@ -16,7 +16,7 @@ from typing import Any
 
 from ksched.api.validation import qualified_name_errors
 from ksched.config.types import (
-    EXTENSION_POINTS,
+    PLUGIN_SETS,
     KubeSchedulerConfiguration,
     PluginSet,
     Profile,
@@ -145,7 +145,7 @@ def _validate_profile(
     errs += _validate_percentage(
         f"{path}.percentageOfNodesToScore", prof.percentage_of_nodes_to_score
     )
-    for attr, key in EXTENSION_POINTS:
+    for attr, key in PLUGIN_SETS:
         for j, p in enumerate(prof.plugins.point(attr).enabled):
             where = f"{path}.plugins.{key}.enabled[{j}]"
             # Upstream does not check multiPoint for removed plugins; the registry does.

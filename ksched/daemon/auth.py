@@ -48,6 +48,7 @@ import msgspec
 from aiohttp import web
 
 from ..logging import get_logger
+from ..util.errors import KschedError
 from ..util.throttle import LogThrottle
 from ..util.tls import cert_identity, self_signed_ssl_context, server_ssl_context
 
@@ -169,7 +170,7 @@ class ReviewClient(Protocol):
     ) -> tuple[int, bytes]: ...
 
 
-class ReviewError(Exception):
+class ReviewError(KschedError):
     """A TokenReview or SubjectAccessReview got no usable answer."""
 
 

@@ -258,7 +258,7 @@ class SchedulerDaemon:
         ``shadow_of``: shadow mode (``shadow``): decide for that scheduler's pods with the
         first profile and compare, writing nothing to the cluster (no leader election)."""
         if registry is None:
-            from ..framework.registry import default_registry
+            from ..plugins import default_registry
 
             registry = default_registry()
         self.config = config
@@ -629,7 +629,7 @@ class SchedulerDaemon:
                 aux.start_soon(sched.cache.run_cleanup, name="assumed pod expiry")
                 async with anyio.create_task_group() as bindings:
                     self._bindings_scope = bindings.cancel_scope
-                    sched._tg = bindings  # preemption tasks drain with the bindings
+                    sched.task_group = bindings  # preemption tasks drain with the bindings
                     self._ready.set()
                     # Shutdown ends the loop between cycles; a lost lease cancels even a
                     # running cycle (this scope), never a binding already started.
@@ -659,7 +659,7 @@ class SchedulerDaemon:
                         bindings.cancel_scope.deadline, anyio.current_time() + self.shutdown_timeout
                     )
                 self._bindings_scope = None
-                sched._tg = None
+                sched.task_group = None
                 aux.cancel_scope.cancel()
         self._loop_done.set()
 

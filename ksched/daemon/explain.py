@@ -8,8 +8,8 @@ daemon does not. Instead it keeps two cheap things and computes the rest on requ
   rejecting plugins, attempts) — a small tuple stored by the observer, bounded LRU;
 * ``explain_pending``: for a pod still in the scheduling queue, re-run PreFilter, Filter,
   PreScore and Score with ``explain=True`` against the current cache snapshot, without
-  assuming, reserving or binding. The round-robin start index and the tie-break RNG are
-  restored afterwards, so the request does not change what the scheduler does next.
+  assuming, reserving or binding. The round-robin start index is a copy and the tie-break
+  RNG is restored afterwards, so the request does not change what the scheduler does next.
 
 The recomputation reflects the cluster as it is now, which is what one debugging a
 pending pod wants to know; the ``lastAttempt`` part says what the last real attempt saw.
@@ -115,17 +115,18 @@ def explain_pending(
         out.update(sched.describe(res, preemption=preemption, weights=fw.weights))
         return out
     sched.cache.update_snapshot(sched.snapshot)
-    start_index, rng_state = sched.next_start_node_index, sched.rng.getstate()
+    rng_state = sched.rng.getstate()
     pause = getattr(sched.metrics, "paused", None)
     if pause is not None:
         pause(True)
     try:
         with sched.deadline:
-            res = schedule_pod(sched, fw, CycleState(), pod, True)
+            # The cycle's own routine on a copy of the round-robin start: the scheduler's
+            # next cycle starts where it would have.
+            res = schedule_pod(sched, fw, CycleState(), pod, True, sched.rotation.copy())
     except (Exception, PluginTimeout) as e:  # a plugin's Error status, or one that hung
         res = CycleResult(Status(Code.ERROR, str(e)))
     finally:
-        sched.next_start_node_index = start_index
         sched.rng.setstate(rng_state)
         if pause is not None:
             pause(False)

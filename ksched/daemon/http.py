@@ -33,6 +33,7 @@ from ..config import to_dict
 from ..logging import get_logger
 from ..metrics import CONTENT_TYPE
 from ..queue.scheduling_queue import plugin_names
+from ..util.errors import KschedError
 from ..util.httpserver import start_app
 from .auth import DelegatingAuth, SecureServing
 from .explain import explain_pending, find_pending
@@ -81,7 +82,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(500, f"internal error: {type(e).__name__}")
 
 
-class ServingError(OSError):
+class ServingError(KschedError, OSError):
     """An HTTP listener could not start; the message names the address or the files."""
 
     def __init__(self, message: str, errno: int | None = None) -> None:

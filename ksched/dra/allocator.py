@@ -49,6 +49,7 @@ from ..api.selectors import (
     compile_node_selector,
     tolerations_tolerate_taint,
 )
+from ..util.errors import KschedError
 from .cel import CELError, DeviceEnv, ExpressionCache, qualified_name
 
 __all__ = [
@@ -72,11 +73,11 @@ DeviceID = tuple[str, str, str]  # driver, pool, device
 IntArray = npt.NDArray[np.int64]
 
 
-class AllocationError(Exception):
+class AllocationError(KschedError):
     """Something wrong with a claim, class or pool: scheduling the pod is an error."""
 
 
-class AllocationTimeout(Exception):
+class AllocationTimeout(KschedError):
     """The search took too many steps ("timed out trying to allocate devices")."""
 
 

@@ -35,6 +35,7 @@ from celpy.evaluation import CELEvalError
 
 from ..api.quantity import QuantityError, parse_quantity
 from ..api.resource import Device, DeviceAttribute
+from ..util.errors import KschedError
 
 __all__ = [
     "CELError",
@@ -56,7 +57,7 @@ if sys.getrecursionlimit() < _MIN_RECURSION:
     sys.setrecursionlimit(_MIN_RECURSION)
 
 
-class CELError(Exception):
+class CELError(KschedError):
     """A selector that failed to compile or to evaluate; ``str`` is cel-go-like text."""
 
 

@@ -50,6 +50,7 @@ from ..framework.interface import MAX_NODE_SCORE, Victims
 from ..framework.snapshot import Snapshot
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import NodeInfo, PodInfo
+from ..util.errors import KschedError
 from . import wire
 from .wire import MAX_EXTENDER_PRIORITY
 
@@ -77,11 +78,11 @@ _INT64_MAX = 2**63 - 1
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 
 
-class ExtenderConfigError(ValueError):
+class ExtenderConfigError(KschedError, ValueError):
     """An extender whose TLS material cannot be loaded."""
 
 
-class ExtenderError(Exception):
+class ExtenderError(KschedError):
     """A failed extender call (transport, HTTP status, undecodable answer, or its Error)."""
 
 

@@ -60,7 +60,8 @@ from ..framework.snapshot import NodeInfoView, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from ..metrics import SchedulerRegistry
-from ..scheduler.scheduler import build_frameworks
+from ..plugins import build_frameworks
+from ..util.errors import KschedError
 from ..util.httpserver import Limits, start_app
 from ..util.tls import server_ssl_context
 from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
@@ -129,15 +130,15 @@ def access_for(host: str | None, *, client_certs: bool, insecure: bool = False) 
     return Access(open_writes=insecure or is_loopback(host))
 
 
-class BadRequest(Exception):
+class BadRequest(KschedError):
     """The request itself is wrong (400)."""
 
 
-class CallFailed(Exception):
+class CallFailed(KschedError):
     """The call could not be answered (500 where the result type has no Error field)."""
 
 
-class NotReady(Exception):
+class NotReady(KschedError):
     """The informer caches are not synced yet (503)."""
 
 

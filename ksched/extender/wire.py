@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..util.errors import KschedError
 from ..util.limits import DecodeLimitError, decode_json
 
 __all__ = [
@@ -59,7 +60,7 @@ _INT64_MAX = 2**63 - 1
 JSONObject = dict[str, Any]
 
 
-class WireError(ValueError):
+class WireError(KschedError, ValueError):
     """A body Go's ``json.Unmarshal`` into the extender/v1 type would reject."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..util.errors import KschedError
 from .interface import NodeToStatus
 
 __all__ = ["NO_NODE_AVAILABLE_MSG", "Diagnosis", "FitError"]
@@ -20,7 +21,7 @@ class Diagnosis:
     post_filter_msg: str = ""
 
 
-class FitError(Exception):
+class FitError(KschedError):
     """No node fits; ``str()`` is exactly kube-scheduler's ``FitError.Error()``."""
 
     def __init__(self, pod_key: str, num_all_nodes: int, diagnosis: Diagnosis) -> None:

@@ -1,20 +1,23 @@
-"""What a plugin may reach beyond its arguments (``framework.Handle``).
+"""What a plugin may reach beyond its arguments (``ksched.Handle``).
 
 Plugins touch the cluster only through this: the snapshot of the current cycle,
-the pods waiting at Permit, an event recorder, the clock, the configured extenders, and
-a ``ClusterClient`` that the daemon, the extender server and ``ksched simulate`` each
+the pods waiting at Permit, an event recorder, the clock, the configured extenders, the
+informer-backed ``listers``, ``activate`` (pods back to the active queue), and a
+``ClusterClient`` that the daemon, the extender server and ``ksched simulate`` each
 implement — so one plugin runs unchanged in all three.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
 from ..api.resource import ResourceClaim
 from ..util.clock import Clock, RealClock
+from ..util.errors import KschedError
+from .listers import Listers
 from .snapshot import Snapshot
 from .types import PodInfo
 from .waiting_pods import WaitingPods
@@ -30,12 +33,13 @@ __all__ = [
     "EventRecorder",
     "Handle",
     "NullCluster",
+    "PodActivator",
     "RecordedEvent",
     "RecordingEventRecorder",
 ]
 
 
-class BindError(Exception):
+class BindError(KschedError):
     """A failed bind. ``retry`` says whether requeueing can help (5xx, timeouts)."""
 
     def __init__(self, message: str, *, retry: bool) -> None:
@@ -159,6 +163,12 @@ class RecordingEventRecorder:
         self.events.append(RecordedEvent(pod.key, type_, reason, action, note))
 
 
+class PodActivator(Protocol):
+    """What ``Handle.activate`` hands pods to: the scheduling queue."""
+
+    def activate(self, pods: Iterable[PodInfo]) -> None: ...
+
+
 @dataclass
 class Handle:
     cluster: ClusterClient = field(default_factory=NullCluster)
@@ -169,8 +179,9 @@ class Handle:
     parallelism: int = 16
     # Set by the runtime once the profile's framework exists (PluginsRunner role).
     framework: Framework | None = None
-    # Extra informer-backed listers (namespaces, PDBs, custom objects) by kind.
-    listers: dict[str, Any] = field(default_factory=dict)
+    # Informer-backed stores by named key (``Listers.SERVICES``, ``listers.services``);
+    # a plain dict given here is wrapped.
+    listers: Listers = field(default_factory=Listers)
     # The configured HTTP extenders (upstream ``Handle.Extenders``); None without any.
     # Preemption passes its candidates through those with a preemptVerb.
     extenders: ExtenderSet | None = None
@@ -178,3 +189,23 @@ class Handle:
     # synchronous extension points (DynamicResources' Unreserve and PostFilter). None:
     # such calls run at once and must not suspend (simulate's in-memory cluster).
     spawn: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None] | None = None
+    # The scheduling queue ``activate`` hands pods to (the Scheduler sets it, in the daemon
+    # and in ``ksched simulate``); None behind the extender server, see ``activate``.
+    activator: PodActivator | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.listers, Listers):
+            self.listers = Listers(self.listers)
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """Move ``pods`` to the active queue now (upstream's PodsToActivate): those in the
+        unschedulable pool or in backoff are retried at once, one being scheduled is
+        retried as soon as its attempt fails; pods not pending are ignored. Coscheduling
+        calls it for a gang's siblings once one member waits at Permit.
+
+        Behind the extender server this does nothing, on purpose: kube-scheduler owns the
+        queue there and ksched only answers its filter/prioritize calls, so there is no
+        queue to move pods in.
+        """
+        if self.activator is not None:
+            self.activator.activate(list(pods))

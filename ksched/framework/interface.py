@@ -41,10 +41,12 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "NOT_SIGNABLE",
+    "POINTS",
     "BindPlugin",
     "ClusterEvent",
     "ClusterEventWithHint",
     "EnqueueExtensions",
+    "ExtensionPoint",
     "FilterPlugin",
     "NodeOnlyFilter",
     "NodeToStatus",
@@ -338,21 +340,42 @@ class EnqueueExtensions(Protocol):
 
 # ---- discovery -----------------------------------------------------------------------
 
-# Extension point name (as in KubeSchedulerConfiguration) -> the method that marks it.
-EXTENSION_POINTS: dict[str, str] = {
-    "preEnqueue": "pre_enqueue",
-    "queueSort": "less|sort_key",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-    "postBind": "post_bind",
-}
+
+@dataclass(frozen=True, slots=True)
+class ExtensionPoint:
+    """One extension point, as each room names it.
+
+    ``key``: its KubeSchedulerConfiguration key (``preFilter``), also how
+    ``extension_points_of`` and ``ksched plugins`` name it; ``attr``: the ``config.Plugins``
+    field and the framework's plugin-list name (``pre_filter``); ``label``: the
+    ``extension_point`` label of the metrics (``PreFilter``); ``methods``: the plugin
+    methods that mark a plugin as serving it (any one of them).
+    """
+
+    key: str
+    attr: str
+    label: str
+    methods: tuple[str, ...]
+
+
+# THE table: every extension point in framework order (that of upstream's v1 ``Plugins``
+# struct). Config, the runtime, metrics, bench and ``extension_points_of`` derive from it.
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
+    ExtensionPoint("preEnqueue", "pre_enqueue", "PreEnqueue", ("pre_enqueue",)),
+    ExtensionPoint("queueSort", "queue_sort", "QueueSort", ("less", "sort_key")),
+    ExtensionPoint("preFilter", "pre_filter", "PreFilter", ("pre_filter",)),
+    ExtensionPoint("filter", "filter", "Filter", ("filter",)),
+    ExtensionPoint("postFilter", "post_filter", "PostFilter", ("post_filter",)),
+    ExtensionPoint("preScore", "pre_score", "PreScore", ("pre_score",)),
+    ExtensionPoint("score", "score", "Score", ("score",)),
+    ExtensionPoint("reserve", "reserve", "Reserve", ("reserve",)),
+    ExtensionPoint("permit", "permit", "Permit", ("permit",)),
+    ExtensionPoint("preBind", "pre_bind", "PreBind", ("pre_bind",)),
+    ExtensionPoint("bind", "bind", "Bind", ("bind",)),
+    ExtensionPoint("postBind", "post_bind", "PostBind", ("post_bind",)),
+)
+# key -> its ExtensionPoint
+POINTS: dict[str, ExtensionPoint] = {p.key: p for p in EXTENSION_POINTS}
 
 _BASE_METHODS = {
     "pre_enqueue": PreEnqueuePlugin.pre_enqueue,
@@ -381,11 +404,7 @@ def _implements(cls: type, method: str) -> bool:
 def extension_points_of(plugin: object | type) -> list[str]:
     """Extension points a plugin (class or instance) implements, in framework order."""
     cls = plugin if isinstance(plugin, type) else type(plugin)
-    out = []
-    for point, methods in EXTENSION_POINTS.items():
-        if any(_implements(cls, m) for m in methods.split("|")):
-            out.append(point)
-    return out
+    return [p.key for p in EXTENSION_POINTS if any(_implements(cls, m) for m in p.methods)]
 
 
 _ = np  # numpy is part of the batch-method contract (BoolArray/IntArray)

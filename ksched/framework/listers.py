@@ -1,19 +1,120 @@
-"""Stores behind ``handle.listers`` that say when they changed.
+"""``handle.listers``: the stores plugins read synchronously, by named key.
 
-A plugin that derives something costly from a lister (PodTopologySpread's default
-selectors come from every Service in the cluster) can cache it while the lister's
-``revision`` stays the same. A plain mapping has no revision, so whatever is derived
-from it cannot be cached.
+``Listers`` is a dict keyed by lister name; the built-in names are its constants
+(``Listers.SERVICES``) and each has a typed property (``listers.services``: the store, or
+None when nobody fills it: a unit test, the extender server without a kubeconfig).
+Plugins' own collections (``WatchedResource.lister``) sit under their declared key.
+
+``RevisionedStore``: a store that says when it changed. A plugin that derives something
+costly from a lister (PodTopologySpread's default selectors come from every Service in the
+cluster) can cache it while the lister's ``revision`` stays the same. A plain mapping has no
+revision, so whatever is derived from it cannot be cached.
 """
 
 from __future__ import annotations
 
+import random
 from collections import deque
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
-__all__ = ["RevisionedStore"]
+from ..api import objects as o
+from ..api.resource import DeviceClass, ResourceClaim, ResourceSlice
+from .types import PodInfo
+
+__all__ = ["Listers", "NominatedPods", "RevisionedStore"]
 
 V = TypeVar("V")
+T = TypeVar("T")
+
+
+class NominatedPods(Protocol):
+    """What preemption reads of the queue's nominator (``queue.nominator.Nominator``)."""
+
+    def pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def __len__(self) -> int: ...
+
+
+class _Entry(Generic[T]):
+    """A typed read-only view of one key of a ``Listers`` (None when absent)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _Entry[T]: ...
+    @overload
+    def __get__(self, obj: Listers, owner: type[Any]) -> T | None: ...
+    def __get__(self, obj: Listers | None, owner: type[Any]) -> _Entry[T] | T | None:
+        if obj is None:
+            return self
+        got: T | None = obj.get(self.key)
+        return got
+
+
+class Listers(dict[str, Any]):
+    """The stores behind ``handle.listers``, keyed as the constants below.
+
+    The daemon and ``ksched simulate`` fill ``PODS``, ``NAMESPACES`` and ``PDBS`` always,
+    the on-request ones when an enabled plugin names them in ``reads_listers``, and the
+    scheduler's own state (``NOMINATOR``, ``PREEMPTING``, ``RNG``) for preemption. Keys
+    are ``namespace/name`` (``name`` for cluster-scoped kinds).
+    """
+
+    # always there in the daemon and simulate
+    PODS: Final = "pods"  # PodInfo of every non-terminal pod, whatever its scheduler
+    NAMESPACES: Final = "namespaces"
+    PDBS: Final = "pdbs"
+    # on request (``Plugin.reads_listers``)
+    PRIORITY_CLASSES: Final = "priorityclasses"
+    SERVICES: Final = "services"
+    REPLICATION_CONTROLLERS: Final = "replicationcontrollers"
+    REPLICA_SETS: Final = "replicasets"
+    STATEFUL_SETS: Final = "statefulsets"
+    PERSISTENT_VOLUME_CLAIMS: Final = "persistentvolumeclaims"
+    PERSISTENT_VOLUMES: Final = "persistentvolumes"
+    STORAGE_CLASSES: Final = "storageclasses"
+    CSI_NODES: Final = "csinodes"
+    CSI_DRIVERS: Final = "csidrivers"
+    VOLUME_ATTACHMENTS: Final = "volumeattachments"
+    RESOURCE_CLAIMS: Final = "resourceclaims"
+    RESOURCE_SLICES: Final = "resourceslices"
+    DEVICE_CLASSES: Final = "deviceclasses"
+    # the scheduler's state that preemption reads (not informers)
+    NOMINATOR: Final = "nominator"  # the queue's nominated pods
+    PREEMPTING: Final = "preempting"  # preemptor uid -> its eviction in flight
+    RNG: Final = "rng"  # the scheduler's seeded random source
+
+    pods = _Entry[Mapping[str, PodInfo]](PODS)
+    namespaces = _Entry[Mapping[str, o.Namespace]](NAMESPACES)
+    pdbs = _Entry[Mapping[str, o.PodDisruptionBudget]](PDBS)
+    priority_classes = _Entry[Mapping[str, o.PriorityClass]](PRIORITY_CLASSES)
+    services = _Entry[Mapping[str, o.Service]](SERVICES)
+    replication_controllers = _Entry[Mapping[str, o.ReplicationController]](REPLICATION_CONTROLLERS)
+    replica_sets = _Entry[Mapping[str, o.ReplicaSet]](REPLICA_SETS)
+    stateful_sets = _Entry[Mapping[str, o.StatefulSet]](STATEFUL_SETS)
+    persistent_volume_claims = _Entry[Mapping[str, o.PersistentVolumeClaim]](
+        PERSISTENT_VOLUME_CLAIMS
+    )
+    persistent_volumes = _Entry[Mapping[str, o.PersistentVolume]](PERSISTENT_VOLUMES)
+    storage_classes = _Entry[Mapping[str, o.StorageClass]](STORAGE_CLASSES)
+    csi_nodes = _Entry[Mapping[str, o.CSINode]](CSI_NODES)
+    csi_drivers = _Entry[Mapping[str, o.CSIDriver]](CSI_DRIVERS)
+    volume_attachments = _Entry[Mapping[str, o.VolumeAttachment]](VOLUME_ATTACHMENTS)
+    resource_claims = _Entry[Mapping[str, ResourceClaim]](RESOURCE_CLAIMS)
+    resource_slices = _Entry[Mapping[str, ResourceSlice]](RESOURCE_SLICES)
+    device_classes = _Entry[Mapping[str, DeviceClass]](DEVICE_CLASSES)
+    nominator = _Entry[NominatedPods](NOMINATOR)
+    preempting = _Entry[Mapping[str, object]](PREEMPTING)
+    rng = _Entry[random.Random](RNG)
+
+    def store(self, key: str) -> Mapping[str, Any]:
+        """``self[key]``, or an empty mapping when nobody fills it."""
+        got: Mapping[str, Any] | None = self.get(key)
+        return got if got is not None else {}
 
 
 class RevisionedStore(dict[str, V]):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from ..util.errors import KschedError
 from .handle import Handle
 from .interface import extension_points_of
 
@@ -31,11 +32,11 @@ ENTRY_POINT_GROUP = "ksched.plugins"
 Factory = Callable[[Any, Handle], Any]
 
 
-class PluginLoadError(RuntimeError):
+class PluginLoadError(KschedError, RuntimeError):
     """An entry point that could not be imported."""
 
 
-class PluginArgsError(ValueError):
+class PluginArgsError(KschedError, ValueError):
     """Invalid plugin args; the message names the plugin and the field."""
 
     def __init__(self, plugin: str, path: str, message: str) -> None:
@@ -119,14 +120,3 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted(self._specs)
-
-
-def default_registry(*, entry_points: bool = True) -> Registry:
-    """Built-in plugins, then everything installed under ``ksched.plugins``."""
-    from ..plugins import register_builtins
-
-    reg = Registry()
-    register_builtins(reg)
-    if entry_points:
-        reg.load_entry_points()
-    return reg

@@ -22,9 +22,11 @@ import numpy as np
 
 from ..api.objects import InvalidObjectError
 from ..util.coro import run_sync
+from ..util.errors import KschedError
 from .cycle_state import CycleState
 from .handle import Handle
 from .interface import (
+    EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MAX_TOTAL_SCORE,
     MIN_NODE_SCORE,
@@ -35,6 +37,7 @@ from .interface import (
     extension_points_of,
 )
 from .registry import PluginArgsError, PluginSpec, Registry, parse_plugin_args
+from .selection import EquivalenceCache, KnownResults, passing_in_rotation
 from .snapshot import BoolArray, IntArray, Snapshot, all_true
 from .status import SUCCESS, Code, RowErrors, Status, StatusError
 from .types import NodeInfo, PodInfo
@@ -45,7 +48,6 @@ __all__ = [
     "Framework",
     "FrameworkError",
     "ScoreOutcome",
-    "first_in_rotation",
     "raw_scores",
 ]
 
@@ -55,24 +57,12 @@ __all__ = [
 PREFILTER_NARROWED_KEY = "ksched/prefilter-narrowed"
 
 
-class FrameworkError(ValueError):
+class FrameworkError(KschedError, ValueError):
     """A profile whose plugin configuration cannot be assembled."""
 
 
-_POINT_ATTR = {
-    "preEnqueue": "pre_enqueue",
-    "queueSort": "queue_sort",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-    "postBind": "post_bind",
-}
+# extension point key -> its plugin-set attribute (``config.Plugins``), from the one table
+_POINT_ATTR = {p.key: p.attr for p in EXTENSION_POINTS}
 
 
 def _status(result: Status | None, plugin: str) -> Status:
@@ -198,7 +188,7 @@ class Framework:
 
         # 1. one instance per plugin named anywhere.
         wanted: list[str] = []
-        for point in [*_POINT_ATTR.values(), "multi_point"]:
+        for point in [*_POINT_ATTR.values(), "multi_point"]:  # multiPoint: config only
             for ref in getattr(plugins, point).enabled:
                 if ref.name not in wanted:
                     wanted.append(ref.name)
@@ -268,7 +258,7 @@ class Framework:
         self.post_bind_plugins = self._lists["postBind"]
         self._signers: list[Any] | None = None
         # Set by the Scheduler: its ``cycle_cache.CycleCache`` for this profile.
-        self.cycle_cache: Any = None
+        self.cycle_cache: EquivalenceCache | None = None
 
     def _with_args(
         self,
@@ -625,74 +615,79 @@ class Framework:
             order = _Rotation(candidates, start)
         nominated = nominated or {}
         slow_rows = nominated.keys() if nominated else ()
+        verdicts = valid if combined is None else combined
         if mask is None and not per_node and not slow_rows and not explain:
-            # Rows are their own positions: the first feasible rows at or after ``start``,
-            # then from the beginning, are the first feasible ones in rotation order.
-            rows = np.flatnonzero(valid if combined is None else combined)
-            feasible, processed = first_in_rotation(rows, start, n, num_to_find)
-            out = FilterOutcome(feasible, processed, statuses, unsched)
-            if len(feasible) == 0:
-                order = order.array()
-                mask = (valid if combined is None else combined)[order]
-                self._diagnose(
-                    state,
-                    pod,
-                    snap,
-                    order[:processed],
-                    mask[:processed],
-                    out,
-                    explain,
-                    batch,
-                    nominated,
-                )
-            return out
-        if isinstance(order, _Rotation):
-            order = order.array()
-        if mask is None:
-            mask = (valid if combined is None else combined)[order]
-        if not per_node and not slow_rows:
-            pos = np.flatnonzero(mask)
-            if len(pos) > num_to_find:
-                pos = pos[:num_to_find]
-                processed = int(pos[-1]) + 1
-            else:
-                processed = n
-            feasible = order[pos]
+            # Rows are their own positions: the one routine the equivalence cache's answers
+            # take too (``selection.passing_in_rotation``).
+            feasible, processed = passing_in_rotation(verdicts, start, n, num_to_find)
+            if len(feasible):
+                return FilterOutcome(feasible, processed, statuses, unsched)
         else:
-            found: list[int] = []
-            processed = n
-            infos = snap.node_infos
-            for k in range(n):
-                row = int(order[k])
-                if not mask[k] and row not in nominated:
-                    continue
-                ni = infos[row]
-                if row in nominated:
-                    st = self.run_filter_with_nominated_pods(state, pod, ni, nominated[row])
+            if isinstance(order, _Rotation):
+                order = order.array()
+            if mask is None:
+                mask = verdicts[order]
+            if not per_node and not slow_rows:
+                pos = np.flatnonzero(mask)
+                if len(pos) > num_to_find:
+                    pos = pos[:num_to_find]
+                    processed = int(pos[-1]) + 1
                 else:
+                    processed = n
+                feasible = order[pos]
+            else:
+                found: list[int] = []
+                processed = n
+                infos = snap.node_infos
+                walked: BoolArray = mask
+
+                def verdict(k: int) -> Status | None:
+                    """Filter on the walk's ``k``-th node; None: a batch mask rejected it."""
+                    row = int(order[k])
+                    if row in nominated:
+                        return self.run_filter_with_nominated_pods(
+                            state, pod, infos[row], nominated[row]
+                        )
+                    if not walked[k]:
+                        return None
                     st = SUCCESS
                     for p in per_node:
                         try:
-                            st = _status(p.filter(state, pod, ni), p.name)
+                            st = _status(p.filter(state, pod, infos[row]), p.name)
                         except Exception as e:
                             st = _from_exception(e, p.name, "Filter")
                         if not st.is_success():
                             break
-                if st.code == Code.ERROR:
-                    return self._error_outcome(st, order, snap, statuses)
-                if st.is_success():
-                    found.append(row)
-                    if len(found) >= num_to_find:
-                        processed = k + 1
-                        break
-                else:
-                    mask[k] = False
-                    if st.plugin:
-                        unsched.add(st.plugin)
-                    statuses.set(ni.name, st)
-            feasible = np.array(found, dtype=np.intp)
+                    return st
+
+                for k in range(n):
+                    st = verdict(k)
+                    if st is None:
+                        continue
+                    if st.code == Code.ERROR:
+                        return self._error_outcome(st, order, snap, statuses)
+                    if st.is_success():
+                        found.append(int(order[k]))
+                        if len(found) >= num_to_find:
+                            # The walk ends here only if one more node would pass; with
+                            # exactly ``num_to_find`` feasible nodes it went through all,
+                            # as ``passing_in_rotation`` counts it (and the cache's answer).
+                            rest = (verdict(j) for j in range(k + 1, n))
+                            if any(v is not None and v.is_success() for v in rest):
+                                processed = k + 1
+                            break
+                    else:
+                        mask[k] = False
+                        if st.plugin:
+                            unsched.add(st.plugin)
+                        statuses.set(infos[int(order[k])].name, st)
+                feasible = np.array(found, dtype=np.intp)
         out = FilterOutcome(feasible, processed, statuses, unsched)
         if len(feasible) == 0 or explain:
+            if isinstance(order, _Rotation):
+                order = order.array()
+            if mask is None:
+                mask = verdicts[order]
             self._diagnose(
                 state,
                 pod,
@@ -882,9 +877,16 @@ class Framework:
         rows: np.ndarray[Any, np.dtype[np.intp]],
         *,
         explain: bool = False,
+        known: KnownResults | None = None,
     ) -> tuple[ScoreOutcome | None, Status]:
+        """Score, NormalizeScore and weights over ``rows``: the totals to pick a node from.
+
+        For a cycle the equivalence cache answers, ``known`` supplies the raw scores (and
+        the weighted sum of the plugins without NormalizeScore) instead of the plugins;
+        the rest is the same code. That cycle calls ``Framework.run_score`` itself, not the
+        metrics' timed wrapper: as upstream's batching, it runs no Score plugin."""
         n = len(rows)
-        totals: IntArray | None = None
+        totals: IntArray | None = None if known is None else known.static[rows]
         per: dict[str, tuple[IntArray, IntArray, IntArray]] | None = {} if explain else None
         skip = state.skip_score_plugins
         weights = self.weights
@@ -892,7 +894,13 @@ class Framework:
             if p.name in skip:
                 continue
             try:
-                raw = raw_scores(p, state, pod, snap, rows)
+                if known is None:
+                    raw = raw_scores(p, state, pod, snap, rows)
+                else:
+                    column = known.columns.get(p.name)
+                    if column is None:
+                        continue  # in ``known.static``
+                    raw = column[rows]
                 scores = raw.copy() if per is not None else raw
                 norm = getattr(p, "normalize_score", None)
                 if norm is not None:
@@ -1101,22 +1109,6 @@ class Framework:
                 await p.post_bind(state, pod, node_name)
             except Exception:
                 continue
-
-
-def first_in_rotation(
-    rows: np.ndarray[Any, np.dtype[np.intp]], start: int, n: int, num_to_find: int
-) -> tuple[np.ndarray[Any, np.dtype[np.intp]], int]:
-    """The first ``num_to_find`` of the sorted feasible ``rows`` in round-robin order from
-    ``start`` (of ``n`` rows), and how many rows that order went through to find them."""
-    total = len(rows)
-    k = int(np.searchsorted(rows, start)) if start else 0
-    if total > num_to_find:
-        if total - k >= num_to_find:
-            feasible = rows[k : k + num_to_find]
-        else:
-            feasible = np.concatenate((rows[k:], rows[: num_to_find - (total - k)]))
-        return feasible, (int(feasible[-1]) - start) % n + 1
-    return (np.concatenate((rows[k:], rows[:k])) if k else rows), n
 
 
 def raw_scores(

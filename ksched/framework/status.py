@@ -6,6 +6,8 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
+from ..util.errors import KschedError
+
 __all__ = ["SUCCESS", "Code", "RowErrors", "Status", "StatusError", "merge_statuses"]
 
 
@@ -161,7 +163,7 @@ def merge_statuses(statuses: Iterable[Status]) -> Status:
     return merged
 
 
-class StatusError(Exception):
+class StatusError(KschedError):
     """Raised by a batch method (``filter_batch``) for a node whose per-node form returns
     an Error status: the cycle fails with that status, worded as the per-node run words
     it, instead of with the exception's text."""

@@ -35,6 +35,7 @@ from ..framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
+from ..framework.listers import Listers
 from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -94,11 +95,11 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name = names.NODE_VOLUME_LIMITS
     reads_listers = frozenset(
         {
-            "persistentvolumeclaims",
-            "persistentvolumes",
-            "storageclasses",
-            "csinodes",
-            "volumeattachments",
+            Listers.PERSISTENT_VOLUME_CLAIMS,
+            Listers.PERSISTENT_VOLUMES,
+            Listers.STORAGE_CLASSES,
+            Listers.CSI_NODES,
+            Listers.VOLUME_ATTACHMENTS,
         }
     )
 
@@ -179,7 +180,11 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     def _revisions(self) -> tuple[int | None, ...]:
         return tuple(
             store_revision(lister(self.handle, key))
-            for key in ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
+            for key in (
+                Listers.PERSISTENT_VOLUME_CLAIMS,
+                Listers.PERSISTENT_VOLUMES,
+                Listers.STORAGE_CLASSES,
+            )
         )
 
     def _existing(self, pi: PodInfo, revisions: tuple[int | None, ...]) -> Volumes | Status:
@@ -198,7 +203,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         """``getNodeVolumeAttachmentInfo``: CSI volumes the node's VolumeAttachments name.
 
         The attachments are grouped by node once per lister revision."""
-        store: Mapping[str, Any] = lister(self.handle, "volumeattachments")
+        store: Mapping[str, Any] = lister(self.handle, Listers.VOLUME_ATTACHMENTS)
         rev = store_revision(store)
         idx = self._attachments
         if idx is None or rev is None or idx[0] != id(store) or idx[1] != rev:
@@ -227,7 +232,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             return new
         if not new:
             return None
-        limits = volume_limits(lister(self.handle, "csinodes").get(node.name))
+        limits = volume_limits(lister(self.handle, Listers.CSI_NODES).get(node.name))
         if not limits:
             return None
         revisions = self._revisions()

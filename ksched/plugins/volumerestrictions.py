@@ -32,6 +32,7 @@ from ..framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
+from ..framework.listers import Listers
 from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -178,7 +179,7 @@ _NO_RESTRICTED_VOLUMES = msgspec.json.encode(([],))
 
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     name = names.VOLUME_RESTRICTIONS
-    reads_listers = frozenset({"persistentvolumeclaims"})
+    reads_listers = frozenset({Listers.PERSISTENT_VOLUME_CLAIMS})
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

@@ -14,6 +14,8 @@ from typing import Any
 
 from ..api.objects import PersistentVolumeClaim, Pod, Volume
 from ..framework.handle import Handle
+from ..framework.listers import Listers
+from ..util.errors import KschedError
 
 __all__ = [
     "ANN_STORAGE_CLASS",
@@ -35,7 +37,7 @@ ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 _EMPTY: Mapping[str, Any] = {}
 
 
-class NotFoundError(LookupError):
+class NotFoundError(KschedError, LookupError):
     """``apierrors.IsNotFound``: the lister has no such object."""
 
     def __init__(self, resource: str, name: str) -> None:
@@ -57,21 +59,21 @@ def store_revision(store: Mapping[str, Any]) -> int | None:
 
 
 def get_pvc(handle: Handle | None, namespace: str, name: str) -> Any:
-    pvc = lister(handle, "persistentvolumeclaims").get(f"{namespace}/{name}")
+    pvc = lister(handle, Listers.PERSISTENT_VOLUME_CLAIMS).get(f"{namespace}/{name}")
     if pvc is None:
         raise NotFoundError("persistentvolumeclaim", name)
     return pvc
 
 
 def get_pv(handle: Handle | None, name: str) -> Any:
-    pv = lister(handle, "persistentvolumes").get(name)
+    pv = lister(handle, Listers.PERSISTENT_VOLUMES).get(name)
     if pv is None:
         raise NotFoundError("persistentvolume", name)
     return pv
 
 
 def get_storage_class(handle: Handle | None, name: str) -> Any:
-    sc = lister(handle, "storageclasses").get(name)
+    sc = lister(handle, Listers.STORAGE_CLASSES).get(name)
     if sc is None:
         raise NotFoundError("storageclass.storage.k8s.io", name)
     return sc

@@ -27,6 +27,7 @@ from ..framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
+from ..framework.listers import Listers
 from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -97,7 +98,9 @@ def _node_fits(labels: dict[str, str], topologies: list[PVTopology]) -> bool:
 
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = names.VOLUME_ZONE
-    reads_listers = frozenset({"persistentvolumeclaims", "persistentvolumes", "storageclasses"})
+    reads_listers = frozenset(
+        {Listers.PERSISTENT_VOLUME_CLAIMS, Listers.PERSISTENT_VOLUMES, Listers.STORAGE_CLASSES}
+    )
 
     def sign_pod(self, pod: PodInfo) -> Any:
         """Claims make the answer depend on PVC/PV objects; without any it is always yes."""

@@ -5,11 +5,12 @@ Filter, PreScore and Score plugin of the profile signs a pod (``sign_pod``; see
 ``framework.interface``), its verdict and raw scores on a node depend only on the
 signature and that node's NodeInfo. So this keeps, per signature, every node's Filter
 verdict and raw scores, brings rows the snapshot replaced since up to date (the
-snapshot's change log names them), and then does what ``find_feasible`` and
-``run_score`` would: the first ``numFeasibleNodesToFind`` feasible nodes from the
-round-robin start, normalized and weighted scores over exactly those, the same
-tie-break draw. The chosen node and the next start index are therefore the ones the
-full cycle picks; only the work differs.
+snapshot's change log names them), and hands them to the cycle (``KnownResults``). The
+cycle then selects from them with the very code it runs on the plugins' results: the
+first ``numFeasibleNodesToFind`` feasible nodes from the round-robin start
+(``selection.passing_in_rotation``), NormalizeScore and weights over exactly those
+(``Framework.run_score``), the same tie-break draw. The chosen node and the next start
+index are therefore the ones the full cycle picks; only the work differs.
 
 Upstream's OpportunisticBatching (KEP-5598) reuses the previous pod's sorted scores
 when its node filled up; here any row change is re-evaluated instead, so nothing is
@@ -31,21 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.diagnosis import Diagnosis
 from ..framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
-from ..framework.runtime import Framework, first_in_rotation, raw_scores
-from ..framework.snapshot import BoolArray, IntArray, NodeInfoView, Snapshot
-from ..framework.status import SUCCESS, Code
+from ..framework.runtime import Framework, raw_scores
+from ..framework.selection import BatchMetrics, KnownResults
+from ..framework.snapshot import BoolArray, NodeInfoView, Snapshot
+from ..framework.status import Code
 from ..framework.types import PodInfo
-
-if TYPE_CHECKING:
-    from .schedule_one import CycleResult
-    from .scheduler import MetricsRecorder, Scheduler
 
 __all__ = ["CycleCache"]
 
@@ -56,39 +53,28 @@ _max_reduce = np.maximum.reduce
 class _Entry:
     """One signature's per-row results, valid for ``snap`` up to its change-log ``position``."""
 
-    __slots__ = (
-        "epoch",
-        "feasible",
-        "images_version",
-        "normalized",
-        "position",
-        "snap",
-        "state",
-        "static",
-    )
+    __slots__ = ("epoch", "images_version", "known", "position", "snap")
 
     def __init__(
-        self,
-        snap: Snapshot,
-        state: CycleState,
-        feasible: BoolArray,
-        normalized: list[tuple[Any, int, IntArray]],
+        self, snap: Snapshot, state: CycleState, feasible: BoolArray, normalized: list[str]
     ) -> None:
         self.snap = snap
         self.epoch = snap.epoch
         self.position = snap.log_position
         self.images_version = snap.images_version
-        # The PreFilter/PreScore state every pod of the signature gets (plugins' contract).
-        self.state = state
-        self.feasible = feasible
-        # Weighted sum of the raw scores of plugins without NormalizeScore ("static") and,
-        # per plugin with one, its raw scores (normalized per cycle over the chosen nodes).
-        self.static: IntArray = np.zeros(snap.n, dtype=np.int64)
-        self.normalized = normalized
+        # The PreFilter/PreScore state every pod of the signature gets (plugins' contract),
+        # the verdicts, the weighted sum of the raw scores of plugins without NormalizeScore
+        # and, per plugin with one, its raw scores (normalized per cycle over the chosen nodes).
+        self.known = KnownResults(
+            state,
+            feasible,
+            np.zeros(snap.n, dtype=np.int64),
+            {name: np.zeros(snap.n, dtype=np.int64) for name in normalized},
+        )
 
 
 class CycleCache:
-    """One profile's cache; ``schedule`` answers a cycle or None (take the full cycle)."""
+    """One profile's cache; ``lookup`` answers a pod's Filter and Score or says None."""
 
     MAX_ENTRIES = 8
     # More replaced rows than this since an entry was used: rebuild it from the batch forms.
@@ -100,21 +86,23 @@ class CycleCache:
         self._entries: dict[Hashable, _Entry | None] = {}
         self.hits = 0
         self.builds = 0
-        # The scheduler's metrics, while ``schedule`` runs (None when it has none).
-        self._metrics: MetricsRecorder | None = None
+        # The scheduler's metrics, while ``lookup`` runs (None when it has none).
+        self._metrics: BatchMetrics | None = None
 
-    def schedule(self, sched: Scheduler, state: CycleState, pod: PodInfo) -> CycleResult | None:
-        if len(sched.queue.nominator) or pod.pod.status.nominated_node_name:
-            return None  # nominated pods make Filter depend on more than the node
-        snap = sched.snapshot
+    def lookup(
+        self, pod: PodInfo, snap: Snapshot, metrics: BatchMetrics | None
+    ) -> KnownResults | None:
+        """``pod``'s results on ``snap`` when its signature's entry is (or can be brought) up
+        to date and some node is feasible; None: the cycle runs the plugins (it alone can
+        explain a FitError). The caller ensures no pod is nominated anywhere: a nominated
+        pod makes Filter depend on more than the node."""
         if snap.n == 0:
             return None
         sig = self.fw.sign_pod(pod)
         if sig is None:
             return None
-        m = sched.metrics
-        self._metrics = m
-        t0 = perf_counter() if m is not None else 0.0
+        self._metrics = metrics
+        t0 = perf_counter() if metrics is not None else 0.0
         if sig in self._entries:
             entry = self._entries[sig]
             if entry is None:
@@ -124,14 +112,12 @@ class CycleCache:
                 entry = self._build(sig, pod, snap)
         else:
             entry = self._build(sig, pod, snap)
-        if m is not None:
-            m.batch_stored(self.fw.profile_name, perf_counter() - t0)
-        if entry is None:
+        if metrics is not None:
+            metrics.batch_stored(self.fw.profile_name, perf_counter() - t0)
+        if entry is None or not entry.known.feasible.any():
             return None
-        res = self._select(sched, entry, state, pod)
-        if res is not None:
-            self.hits += 1
-        return res
+        self.hits += 1
+        return entry.known
 
     # -- building and refreshing an entry --------------------------------------------------
     def _build(self, sig: Hashable, pod: PodInfo, snap: Snapshot) -> _Entry | None:
@@ -156,7 +142,7 @@ class CycleCache:
         feasible = np.zeros(snap.n, dtype=np.bool_)
         feasible[rows] = True
         normalized = [
-            (p, fw.weights.get(p.name, 1), np.zeros(snap.n, dtype=np.int64))
+            p.name
             for p in fw.score_plugins
             if p.name not in state.skip_score_plugins
             and getattr(p, "normalize_score", None) is not None
@@ -182,10 +168,9 @@ class CycleCache:
     def _score(self, entry: _Entry, pod: PodInfo, rows: np.ndarray[Any, Any]) -> bool:
         """Raw scores of feasible ``rows`` into the entry; False when a plugin fails or
         (without NormalizeScore) scores out of range: the full cycle reports it."""
-        fw, state, snap = self.fw, entry.state, entry.snap
-        static = entry.static
+        fw, known, snap = self.fw, entry.known, entry.snap
+        state, static = known.state, known.static
         static[rows] = 0
-        normalized = {id(p): col for p, _, col in entry.normalized}
         for p in fw.score_plugins:
             if p.name in state.skip_score_plugins:
                 continue
@@ -193,7 +178,7 @@ class CycleCache:
                 raw = raw_scores(p, state, pod, snap, rows)
             except Exception:
                 return False
-            col = normalized.get(id(p))
+            col = known.columns.get(p.name)
             if col is not None:
                 col[rows] = raw
                 continue
@@ -221,7 +206,8 @@ class CycleCache:
         rows = set(changed)
         if len(rows) > self.MAX_CHANGED_ROWS:
             return False
-        fw, state, infos, valid = self.fw, entry.state, snap.node_infos, snap.valid
+        fw, infos, valid = self.fw, snap.node_infos, snap.valid
+        state, feasible = entry.known.state, entry.known.feasible
         ok: list[int] = []
         for r in rows:
             fits = False
@@ -230,56 +216,10 @@ class CycleCache:
                 if st.code == Code.ERROR:
                     return False
                 fits = st.is_success()
-            entry.feasible[r] = fits
+            feasible[r] = fits
             if fits:
                 ok.append(r)
         if ok and not self._score(entry, pod, np.array(ok, dtype=np.intp)):
             return False
         entry.position = snap.log_position
         return True
-
-    # -- the cycle's answer ----------------------------------------------------------------
-    def _select(
-        self, sched: Scheduler, entry: _Entry, state: CycleState, pod: PodInfo
-    ) -> CycleResult | None:
-        """``find_feasible``'s round-robin choice of nodes and ``run_score`` over them."""
-        from .schedule_one import CycleResult, num_feasible_nodes_to_find, select_host
-
-        fw, snap = self.fw, entry.snap
-        n = snap.n
-        num_to_find = num_feasible_nodes_to_find(
-            fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, n
-        )
-        start = sched.next_start_node_index % n
-        rows = np.flatnonzero(entry.feasible)
-        if not len(rows):
-            return None
-        chosen, processed = first_in_rotation(rows, start, n, num_to_find)
-        if len(chosen) > 1:
-            totals = entry.static[chosen]
-            for p, w, col in entry.normalized:
-                scores = col[chosen]
-                try:
-                    nst = p.normalize_score(entry.state, pod, scores)
-                except Exception:
-                    return None
-                if nst is not None and not nst.is_success():
-                    return None
-                if (
-                    int(_min_reduce(scores)) < MIN_NODE_SCORE
-                    or int(_max_reduce(scores)) > MAX_NODE_SCORE
-                ):
-                    return None
-                totals += scores * w if w != 1 else scores
-            best = int(chosen[select_host(totals, sched.rng)])
-        else:
-            best = int(chosen[0])
-        sched.next_start_node_index = (sched.next_start_node_index + processed) % n
-        state.merge(entry.state)
-        return CycleResult(
-            SUCCESS,
-            snap.node_infos[best].name,
-            evaluated_nodes=len(chosen),
-            feasible_nodes=len(chosen),
-            diagnosis=Diagnosis(),
-        )

@@ -1,36 +1,60 @@
-"""One pod through the framework, top to bottom (``schedule_one.go``).
+"""One pod through the framework, top to bottom, as upstream's ``schedule_one.go``.
 
-scheduling cycle (sync, CPU only):
-    snapshot → PreFilter → Filter (round-robin, percentageOfNodesToScore)
-    → PostFilter when nothing fits → PreScore/Score/Normalize/weights → select
-    → assume → Reserve → Permit
-extenders (only for a pod some configured extender is interested in): the cycle is then
-    awaited, pausing after Filter for extender Filter, after Score for Prioritize, and in
-    PostFilter when preemption asks the extenders' preemptVerb about its candidates;
-    without extenders the same code runs synchronously (``run_sync``).
-binding cycle (async, runs beside the next scheduling cycles):
-    WaitOnPermit → PreBind → Bind → PostBind; Unreserve + forget on any failure.
+``schedule_one``: pop → scheduling cycle → (on success) binding cycle started beside the
+next scheduling cycles; on failure ``handle_scheduling_failure``.
+
+``scheduling_cycle`` (sync, CPU only):
+    ``schedule_pod`` = ``find_nodes_that_fit_pod`` (PreFilter → Filter round-robin over
+    ``numFeasibleNodesToFind`` nodes, or the equivalence cache's known results)
+    → ``prioritize_nodes`` (PreScore/Score/Normalize/weights) → ``select_host``;
+    a FitError → PostFilter (preemption); success → assume → Reserve → Permit.
+``binding_cycle`` (async):
+    WaitOnPermit → PreBind → Bind → PostBind; ``handle_binding_failure`` (Unreserve,
+    forget, requeue) on any failure.
+
+Extenders (only for a pod some configured extender is interested in): the cycle is then
+awaited, pausing after Filter for extender Filter, after Score for Prioritize, and in
+PostFilter when preemption asks the extenders' preemptVerb about its candidates; without
+extenders the same code runs synchronously (``run_sync``).
+
+Node selection (how many nodes, from where, which to pick) is ``framework.selection``'s,
+for the full cycle and the cache alike; ``find_nodes_that_fit_pod`` is the one place the
+round-robin start (``Scheduler.rotation``) moves. The ``Scheduler`` keeps the queue, the
+cache and the wiring.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import random
+import time
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+import anyio.abc
 import numpy as np
 import structlog
 
 from ..framework.cycle_state import CycleState
-from ..framework.deadline import PluginTimeout
+from ..framework.deadline import PluginTimeout, culprit_in_traceback, format_seconds
 from ..framework.diagnosis import Diagnosis, FitError
-from ..framework.interface import PostFilterResult
-from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
+from ..framework.interface import NodeToStatus, PostFilterResult
+from ..framework.runtime import PREFILTER_NARROWED_KEY, FilterOutcome, Framework
+from ..framework.selection import (
+    MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
+    MIN_FEASIBLE_NODES_TO_FIND,
+    KnownResults,
+    NodeRotation,
+    num_feasible_nodes_to_find,
+    passing_in_rotation,
+    select_host,
+)
 from ..framework.snapshot import NodeInfoView
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
+from ..queue import events as ev
+from ..queue.scheduling_queue import INVALID_POD_PLUGIN
 from ..util.coro import run_sync
 
 if TYPE_CHECKING:
@@ -42,48 +66,24 @@ __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
     "CycleResult",
+    "binding_cycle",
+    "find_nodes_that_fit_pod",
+    "handle_binding_failure",
+    "handle_scheduling_failure",
     "num_feasible_nodes_to_find",
+    "prioritize_nodes",
+    "schedule_one",
+    "schedule_pod",
     "scheduling_cycle",
     "scheduling_cycle_async",
     "select_host",
 ]
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 _UNBOUNDED = contextlib.nullcontext()
+# CycleState key holding the attempt's perf_counter start, for the binding-cycle metrics.
+_ATTEMPT_START = "ksched.io/attempt-start"
 log = structlog.get_logger("ksched.scheduler")
-
-
-def num_feasible_nodes_to_find(
-    percentage: int | None, global_percentage: int | None, num_all: int
-) -> int:
-    """How many feasible nodes are enough.
-
-    Adaptive: 50 - nodes/125 percent, at least 5 %, and never fewer than 100 nodes.
-    """
-    if num_all < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all
-    pct = percentage if percentage is not None else (global_percentage or 0)
-    if pct == 0:
-        pct = 50 - num_all // 125
-        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
-            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
-    n = num_all * pct // 100
-    return max(n, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-def select_host(totals: np.ndarray[Any, Any], rng: random.Random) -> int:
-    """Index of a highest total; ties broken uniformly at random.
-
-    Equivalent in distribution to upstream's reservoir sampling over the tied
-    nodes, with one random draw instead of one per tie.
-    """
-    best = totals.max()
-    ties = np.flatnonzero(totals == best)
-    if len(ties) == 1:
-        return int(ties[0])
-    return int(ties[rng.randrange(len(ties))])
 
 
 @dataclass(slots=True)
@@ -107,6 +107,477 @@ class CycleResult:
         return self.status.message()
 
 
+class _CycleError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+# == scheduleOne ===========================================================================
+async def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, tg: anyio.abc.TaskGroup) -> None:
+    """One scheduling cycle now; the binding cycle is started in ``tg``."""
+    fw = sched.frameworks[qpi.profile]
+    pod = qpi.pod_info
+    state = CycleState()
+    m = sched.metrics
+    if m is not None:
+        start = time.perf_counter()
+        state.write(_ATTEMPT_START, start)
+        m.cycle_started(fw, state)
+        if sched.extenders is None:
+            res = scheduling_cycle(sched, fw, state, qpi, sched.explain)
+        else:
+            sched.extenders.register_metrics(getattr(m, "registry", None))
+            res = await scheduling_cycle_async(sched, fw, state, qpi, sched.explain)
+        m.cycle_finished(fw, state, time.perf_counter() - start)
+    elif sched.extenders is None:
+        res = scheduling_cycle(sched, fw, state, qpi, sched.explain)
+    else:
+        res = await scheduling_cycle_async(sched, fw, state, qpi, sched.explain)
+    if sched.explain:
+        model = sched.describe(res, weights=fw.weights)
+        earlier = sched.explanations.get(pod.key)
+        if model["preemption"] is None and earlier and earlier["preemption"]:
+            # The attempt that preempted made room for this one: say so.
+            model["preemption"] = {**earlier["preemption"], "earlierAttempt": True}
+        sched.remember_explanation(pod.key, model)
+    if not res.status.is_success():
+        handle_scheduling_failure(sched, fw, qpi, res.status, res)
+        if m is not None:
+            result = "error" if res.status.code == Code.ERROR else "unschedulable"
+            m.attempt_finished(qpi, result, time.perf_counter() - start)
+        return
+    assert res.assumed is not None
+    # Assumed on a node now, so no longer a nominated pod (upstream ``assume``).
+    sched.queue.nominator.delete(pod)
+    await sched.acquire_binding_slot()
+    sched.start_binding(tg, binding_cycle(sched, _Binding(fw, state, qpi, res.assumed, res.node)))
+
+
+# == schedulingCycle =======================================================================
+def scheduling_cycle(
+    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, explain: bool = False
+) -> CycleResult:
+    """One scheduling cycle, synchronously: extenders are not consulted."""
+    return run_sync(_scheduling_cycle(sched, fw, state, qpi, explain, None))
+
+
+async def scheduling_cycle_async(
+    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, explain: bool = False
+) -> CycleResult:
+    """One scheduling cycle awaiting the extenders interested in the pod.
+
+    The in-tree parts stay synchronous CPU work; the cycle yields to the event loop only
+    for extender Filter (after the in-tree Filter) and Prioritize (after Score). Informer
+    events arriving meanwhile change the cache, not this cycle's snapshot (its NodeInfos
+    are clones), just as upstream's cycle runs beside its informers.
+    """
+    ext = sched.extenders
+    if ext is None or not ext.interested(qpi.pod_info):
+        return scheduling_cycle(sched, fw, state, qpi, explain)
+    return await _scheduling_cycle(sched, fw, state, qpi, explain, ext)
+
+
+async def _scheduling_cycle(
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    qpi: QueuedPodInfo,
+    explain: bool,
+    ext: ExtenderSet | None,
+) -> CycleResult:
+    pod = qpi.pod_info
+    if pod.error is not None:
+        st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error)
+        return CycleResult(st)
+    sched.cache.update_snapshot(sched.snapshot)
+    deadline = sched.deadline
+    try:
+        # Without extenders nothing below awaits, so plugin code runs under the
+        # deadline; with them the awaits would let the timer fire in other tasks.
+        with deadline if ext is None else _UNBOUNDED:
+            attempt = _Attempt(sched, fw, state, pod, explain, ext, sched.rotation)
+            res = await _schedule_pod(attempt)
+            if res.fit_error is not None:
+                await _run_post_filter(fw, state, pod, res, ext)
+                return res
+    except _CycleError as e:
+        return CycleResult(e.status)
+    except PluginTimeout as e:
+        return CycleResult(Status(Code.ERROR, str(e)))
+    if not res.status.is_success():
+        return res
+    # assume
+    assumed = pod.assumed_on(res.node)
+    try:
+        sched.cache.assume_pod(assumed, res.node)
+    except Exception as e:
+        return CycleResult(Status(Code.ERROR, str(e)))
+    res.assumed = assumed
+    # Reserve, Permit
+    try:
+        with deadline:
+            st = fw.run_reserve(state, assumed, res.node)
+            if st.is_success():
+                st = fw.run_permit(state, assumed, res.node)
+    except PluginTimeout as e:
+        # Reserve or Permit hung: undo as for any failure there (a pod Permit had
+        # already parked is let go first, so no binding cycle waits for it).
+        st = Status(Code.ERROR, str(e))
+        sched.waiting_pods.remove(assumed.uid or assumed.key)
+    if not st.is_success() and not st.is_wait():
+        unreserve(sched, fw, state, assumed, res.node)
+        sched.cache.forget_pod(assumed)
+        res.status = st
+        return res
+    res.status = SUCCESS
+    return res
+
+
+async def _run_post_filter(
+    fw: Framework, state: CycleState, pod: PodInfo, res: CycleResult, ext: ExtenderSet | None
+) -> None:
+    """A FitError: PostFilter (preemption) may nominate a node; the attempt stays
+    Unschedulable with the FitError's message.
+
+    As upstream, even a PostFilter error leaves the attempt Unschedulable with the
+    FitError, its message appended; only a result changes the nomination.
+    """
+    fe = res.fit_error
+    assert fe is not None
+    if fw.post_filter_plugins and res.status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        statuses = fe.diagnosis.node_to_status
+        if ext is None:
+            pf, pst = fw.run_post_filter(state, pod, statuses)
+        else:  # preemption may ask the extenders (upstream ``callExtenders``)
+            pf, pst = await fw.run_post_filter_async(state, pod, statuses)
+        fe.diagnosis.post_filter_msg = pst.message()
+        res.post_filter = pf
+    res.status = Status(Code.UNSCHEDULABLE, str(fe))
+
+
+def unreserve(sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
+    """Unreserve under the deadline: a plugin hanging there must not stall the undo."""
+    try:
+        with sched.deadline:
+            fw.run_unreserve(state, pod, node)
+    except PluginTimeout as e:
+        log.warning("unreserve abandoned", pod=pod.key, node=node, error=str(e))
+
+
+# == bindingCycle ==========================================================================
+@dataclass(slots=True)
+class _Binding:
+    """A pod assumed on its node, on its way there: what the binding cycle's steps read."""
+
+    fw: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    assumed: PodInfo
+    node: str
+
+
+async def binding_cycle(sched: Scheduler, b: _Binding) -> None:
+    """WaitOnPermit → PreBind → Bind (an extender's or the Bind plugins') → PostBind."""
+    fw, state, qpi, assumed, node = b.fw, b.state, b.qpi, b.assumed, b.node
+    holding = True
+    try:
+        wp = sched.waiting_pods.get(assumed.uid or assumed.key)
+        will_wait = wp is not None and not wp.done
+        pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
+        if pre_flight.code == Code.ERROR or pre_flight.is_rejected():
+            handle_binding_failure(sched, b, pre_flight)
+            if assumed.pod.status.nominated_node_name:
+                await _write_nomination(sched, assumed, "")
+            return
+        nominated_here = pre_flight.is_success() or will_wait
+        if nominated_here:
+            # NominatedNodeNameForExpectation: PreBind or Permit will take a while, so
+            # tell everyone (the autoscaler, other schedulers) where the pod is going.
+            await _write_nomination(sched, assumed, node)
+        if will_wait:
+            # A pod parked at Permit (e.g. waiting for its gang) must not hold a
+            # binding slot, or a gang larger than the bound could never assemble.
+            sched.binding_slots.release()
+            holding = False
+            st = await fw.wait_on_permit(assumed)
+            if st.is_success():
+                await sched.binding_slots.acquire()
+                holding = True
+        else:
+            st = await fw.wait_on_permit(assumed)
+        if st.is_success():
+            overdue = sched.overdue
+            task = overdue.begin()
+            try:
+                st = await fw.run_pre_bind(state, assumed, node)
+                if st.is_success():
+                    # An interested extender with a bindVerb binds instead of Bind plugins.
+                    ext = sched.extenders
+                    got = None if ext is None else await ext.bind(assumed, node)
+                    st = got if got is not None else await fw.run_bind(state, assumed, node)
+            except asyncio.CancelledError as e:
+                if not overdue.absorb(task):
+                    raise
+                st = _timed_out(sched, e)
+            finally:
+                overdue.end(task)
+        m = sched.metrics
+        if not st.is_success():
+            handle_binding_failure(sched, b, st)
+            if nominated_here or assumed.pod.status.nominated_node_name:
+                # handleBindingCycleError's clearNominatedNode: a pod that failed to
+                # bind holds no room anywhere
+                await _write_nomination(sched, assumed, "")
+            if m is not None and _ATTEMPT_START in state:
+                result = "unschedulable" if st.is_rejected() else "error"
+                m.attempt_finished(qpi, result, time.perf_counter() - state.read(_ATTEMPT_START))
+            return
+        sched.cache.finish_binding(assumed)
+        sched.queue.done(qpi.pod_info)
+        sched.observer.scheduled(assumed, node, qpi.profile, qpi.attempts)
+        if m is not None and _ATTEMPT_START in state:
+            first = qpi.initial_attempt_timestamp
+            m.attempt_finished(
+                qpi,
+                "scheduled",
+                time.perf_counter() - state.read(_ATTEMPT_START),
+                None if first is None else sched.clock.now() - first,
+            )
+        if fw.post_bind_plugins:
+            await _post_bind(sched, b)
+    finally:
+        sched.in_flight_bindings -= 1
+        if holding:
+            sched.binding_slots.release()
+
+
+async def _write_nomination(sched: Scheduler, pod: PodInfo, node: str) -> None:
+    """Write (or with "" clear) ``status.nominatedNodeName``; a failure is logged, as
+    upstream logs a failed updatePod and goes on binding."""
+    try:
+        await sched.cluster.set_nominated_node(pod, node)
+    except Exception as e:
+        log.warning("updating the nominated node failed", pod=pod.key, node=node, error=str(e))
+
+
+async def _post_bind(sched: Scheduler, b: _Binding) -> None:
+    """PostBind within the binding timeout; a stuck one is only logged (it is bound)."""
+    fw, state, assumed, node = b.fw, b.state, b.assumed, b.node
+    overdue = sched.overdue
+    task = overdue.begin()
+    try:
+        await fw.run_post_bind(state, assumed, node)
+    except asyncio.CancelledError as e:
+        if not overdue.absorb(task):
+            raise
+        log.warning(
+            "postbind abandoned", pod=assumed.key, node=node, error=_timed_out(sched, e).message()
+        )
+    finally:
+        overdue.end(task)
+
+
+def _timed_out(sched: Scheduler, e: BaseException) -> Status:
+    """The Error of a binding step the timeout cancelled, naming the plugin."""
+    who = culprit_in_traceback(e, sched.plugin_index())
+    what = f"plugin {who}" if who else "binding"
+    limit = format_seconds(sched.overdue.limit or 0.0)
+    return Status(Code.ERROR, f"{what} did not return within {limit}")
+
+
+def handle_binding_failure(sched: Scheduler, b: _Binding, st: Status) -> None:
+    """``handleBindingCycleError``: Unreserve, forget, requeue unless final, free resources."""
+    fw, state, qpi, assumed, node = b.fw, b.state, b.qpi, b.assumed, b.node
+    unreserve(sched, fw, state, assumed, node)
+    # Not assumed any more: deleted (already removed) or confirmed by the watch.
+    forgotten = sched.cache.is_assumed(assumed) and sched.cache_op(sched.cache.forget_pod, assumed)
+    # Forgetting frees resources, which is an AssignedPodDelete for the pool. For a
+    # rejection the move waits until the pod itself is requeued and skips it, so the
+    # event cannot count as "seen while in flight" and bypass its rejecting plugin.
+    if forgotten and not st.is_rejected():
+        sched.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
+    # Every binding failure is a scheduling failure, 409/404 included: requeued unless
+    # the informer has seen the pod deleted or bound meanwhile (the queue drops those),
+    # as upstream's handleSchedulingFailure checks its informer cache.
+    handle_scheduling_failure(sched, fw, qpi, st, None)
+    if forgotten and st.is_rejected():
+        me = assumed.uid or assumed.key
+        sched.queue.move_all_to_active_or_backoff(
+            ev.ASSIGNED_POD_DELETE, assumed, None, lambda p: (p.uid or p.key) != me
+        )
+
+
+# == schedulePod ===========================================================================
+def schedule_pod(
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    explain: bool,
+    rotation: NodeRotation | None = None,
+) -> CycleResult:
+    """The scheduling algorithm without extenders (also /debug/explain's and shadow
+    mode's). ``rotation`` defaults to the scheduler's; a dry run passes a copy."""
+    rot = sched.rotation if rotation is None else rotation
+    return run_sync(_schedule_pod(_Attempt(sched, fw, state, pod, explain, None, rot)))
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """What every step of one pod's ``schedulePod`` reads (upstream passes them one by one)."""
+
+    sched: Scheduler
+    fw: Framework
+    state: CycleState
+    pod: PodInfo
+    explain: bool
+    ext: ExtenderSet | None  # the extenders, when one is interested in the pod
+    rotation: NodeRotation  # the round-robin start this attempt moves
+
+
+async def _schedule_pod(a: _Attempt) -> CycleResult:
+    sched, pod, explain = a.sched, a.pod, a.explain
+    snap = sched.snapshot
+    if snap.n == 0:
+        return CycleResult(
+            Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
+            fit_error=FitError(pod.key, 0, Diagnosis()),
+        )
+    known = _known_results(sched, a.fw, pod) if a.ext is None and not explain else None
+    feasible, diagnosis, explain_out = await find_nodes_that_fit_pod(a, known)
+    if len(feasible) == 0:
+        fe = FitError(pod.key, snap.n, diagnosis)
+        return CycleResult(
+            Status(Code.UNSCHEDULABLE, str(fe)),
+            fit_error=fe,
+            diagnosis=diagnosis,
+            explain=explain_out,
+        )
+    infos = snap.node_infos
+    if len(feasible) == 1 and not explain:
+        return CycleResult(
+            SUCCESS,
+            infos[int(feasible[0])].name,
+            evaluated_nodes=1 + len(diagnosis.node_to_status),
+            feasible_nodes=1,
+            diagnosis=diagnosis,
+        )
+    totals, st, per = await prioritize_nodes(a, feasible, known)
+    if not st.is_success():
+        raise _CycleError(st)
+    i = select_host(totals, sched.rng)
+    res = CycleResult(
+        SUCCESS,
+        infos[int(feasible[i])].name,
+        evaluated_nodes=len(feasible) + len(diagnosis.node_to_status),
+        feasible_nodes=len(feasible),
+        diagnosis=diagnosis,
+    )
+    if explain_out is not None:
+        names = [infos[int(r)].name for r in feasible]
+        scores: dict[str, Any] = {}
+        for plugin, (raw, norm, weighted) in (per or {}).items():
+            scores[plugin] = {
+                n: {"raw": int(raw[k]), "normalized": int(norm[k]), "weighted": int(weighted[k])}
+                for k, n in enumerate(names)
+            }
+        explain_out["score"] = scores
+        explain_out["total"] = {n: int(totals[k]) for k, n in enumerate(names)}
+        res.explain = explain_out
+    return res
+
+
+def _known_results(sched: Scheduler, fw: Framework, pod: PodInfo) -> KnownResults | None:
+    """The equivalence cache's results for ``pod``, when it may answer: never with pods
+    nominated anywhere (they make Filter depend on more than the node)."""
+    cache = fw.cycle_cache
+    if cache is None or len(sched.queue.nominator) or pod.pod.status.nominated_node_name:
+        return None
+    m = sched.metrics
+    t0 = perf_counter() if m is not None else 0.0
+    known = cache.lookup(pod, sched.snapshot, m)
+    if m is not None:
+        m.batch_lookup(fw.profile_name, known is not None, perf_counter() - t0)
+    return known
+
+
+# == findNodesThatFitPod ===================================================================
+async def find_nodes_that_fit_pod(
+    a: _Attempt, known: KnownResults | None = None
+) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Diagnosis, dict[str, Any] | None]:
+    """The feasible nodes (rows) to score, the diagnosis of the others, the explanation.
+
+    With ``known`` results (the equivalence cache's) no PreFilter/Filter plugin runs: the
+    verdicts of every row are known, and the nodes are taken by the same routine as
+    ``Framework.find_feasible``'s from its plugins' verdicts.
+    """
+    sched, fw, state, pod, explain, ext = a.sched, a.fw, a.state, a.pod, a.explain, a.ext
+    snap = sched.snapshot
+    diagnosis = Diagnosis()
+    nominated: dict[int, list[PodInfo]] = {}
+    pre_res = None
+    if known is not None:
+        state.merge(known.state)
+    else:
+        pre_res, st, rejected = fw.run_pre_filter(state, pod, snap)
+        diagnosis.unschedulable_plugins |= rejected
+        if not st.is_success():
+            if not st.is_rejected():
+                raise _CycleError(st)
+            diagnosis.node_to_status.absent = st
+            diagnosis.pre_filter_msg = st.message()
+            if st.plugin:
+                diagnosis.unschedulable_plugins.add(st.plugin)
+            return np.empty(0, dtype=np.intp), diagnosis, ({"filter": {}} if explain else None)
+        nominated = _nominated_rows(sched, pod)
+        # A node nominated by an earlier preemption is tried first, alone. Explaining does
+        # not change that decision: the explanation then covers the nominated node only.
+        found, out = await _evaluate_nominated_node(a, pre_res, nominated, diagnosis)
+        if len(found):
+            return found, diagnosis, ({"filter": out.explain} if explain and out else None)
+    if pre_res is not None and pre_res.node_names is not None:
+        rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
+        candidates = np.array(rows, dtype=np.intp)
+        narrowed = sorted(state.get(PREFILTER_NARROWED_KEY, ()))
+        diagnosis.node_to_status.absent = Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]",
+        )
+    else:
+        candidates = snap.all_rows
+    num_to_find = num_feasible_nodes_to_find(
+        fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, len(candidates)
+    )
+    start = a.rotation.next_start
+    if known is None:
+        out = fw.find_feasible(
+            state, pod, snap, candidates, start, num_to_find, nominated, explain=explain
+        )
+    else:
+        chosen, processed = passing_in_rotation(known.feasible, start % snap.n, snap.n, num_to_find)
+        out = FilterOutcome(chosen, processed, NodeToStatus())
+    a.rotation.advance(out.processed, snap.n)
+    diagnosis.node_to_status.statuses.update(out.statuses.statuses)
+    if out.statuses.absent is not None and out.statuses.absent.code == Code.ERROR:
+        raise _CycleError(out.statuses.absent)
+    diagnosis.unschedulable_plugins |= out.unschedulable_plugins
+    feasible = out.feasible
+    if ext is not None and len(feasible):
+        feasible = await _extender_filter(sched, ext, pod, feasible, diagnosis)
+        if not len(feasible):
+            _record_filter_statuses(
+                fw, state, pod, snap, candidates, start, out, nominated, diagnosis
+            )
+    explain_out: dict[str, Any] | None = None
+    if explain:
+        explain_out = {"filter": out.explain or {}}
+        if pre_res is not None and pre_res.node_names is not None:
+            # The nodes PreFilter left (the others are rejected without Filter).
+            explain_out["narrowedTo"] = [snap.node_infos[int(r)].name for r in candidates]
+    return feasible, diagnosis, explain_out
+
+
 def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
     """Nodes with pods nominated there of priority >= the pod's (``addGENominatedPods``)."""
     nominator = sched.queue.nominator
@@ -125,90 +596,32 @@ def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
     return out
 
 
-async def find_nodes_that_fit_pod(
-    sched: Scheduler,
-    fw: Framework,
-    state: CycleState,
-    pod: PodInfo,
-    explain: bool,
-    ext: ExtenderSet | None = None,
-) -> tuple[np.ndarray[Any, np.dtype[np.intp]], Diagnosis, int, dict[str, Any] | None]:
+async def _evaluate_nominated_node(
+    a: _Attempt, pre_res: Any, nominated: dict[int, list[PodInfo]], diagnosis: Diagnosis
+) -> tuple[np.ndarray[Any, np.dtype[np.intp]], FilterOutcome | None]:
+    """``evaluateNominatedNode``: the node an earlier preemption nominated, if it fits
+    (then no other node is looked at); empty rows otherwise."""
+    sched, pod, ext = a.sched, a.pod, a.ext
     snap = sched.snapshot
-    diagnosis = Diagnosis()
     empty = np.empty(0, dtype=np.intp)
-    pre_res, st, rejected = fw.run_pre_filter(state, pod, snap)
-    diagnosis.unschedulable_plugins |= rejected
-    if not st.is_success():
-        if not st.is_rejected():
-            raise _CycleError(st)
-        diagnosis.node_to_status.absent = st
-        diagnosis.pre_filter_msg = st.message()
-        if st.plugin:
-            diagnosis.unschedulable_plugins.add(st.plugin)
-        return empty, diagnosis, 0, ({"filter": {}} if explain else None)
-    nominated = _nominated_rows(sched, pod)
-    # A node nominated by an earlier preemption is tried first, alone. Explaining does not
-    # change that decision: the explanation then covers the nominated node only.
     nominated_node = pod.pod.status.nominated_node_name or sched.queue.nominator.nominated_node(pod)
-    if nominated_node:
-        row = snap.row(nominated_node)
-        if row is not None and (
-            pre_res is None or pre_res.node_names is None or nominated_node in pre_res.node_names
-        ):
-            out = fw.find_feasible(
-                state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated, explain=explain
-            )
-            found = out.feasible
-            if len(found) and ext is not None:
-                try:
-                    found = await _extender_filter(sched, ext, pod, found, diagnosis)
-                except _CycleError:
-                    found = found[:0]  # upstream logs it and searches all nodes
-            if len(found):
-                return found, diagnosis, 1, ({"filter": out.explain} if explain else None)
-    if pre_res is not None and pre_res.node_names is not None:
-        rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
-        candidates = np.array(rows, dtype=np.intp)
-        narrowed = sorted(state.get(PREFILTER_NARROWED_KEY, ()))
-        diagnosis.node_to_status.absent = Status(
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]",
-        )
-    else:
-        candidates = snap.all_rows
-    num_to_find = num_feasible_nodes_to_find(
-        fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, len(candidates)
+    if not nominated_node:
+        return empty, None
+    row = snap.row(nominated_node)
+    if row is None or not (
+        pre_res is None or pre_res.node_names is None or nominated_node in pre_res.node_names
+    ):
+        return empty, None
+    out = a.fw.find_feasible(
+        a.state, pod, snap, np.array([row], dtype=np.intp), 0, 1, nominated, explain=a.explain
     )
-    start = sched.next_start_node_index
-    out = fw.find_feasible(
-        state, pod, snap, candidates, start, num_to_find, nominated, explain=explain
-    )
-    if snap.n:
-        sched.next_start_node_index = (sched.next_start_node_index + out.processed) % snap.n
-    diagnosis.node_to_status.statuses.update(out.statuses.statuses)
-    if out.statuses.absent is not None and out.statuses.absent.code == Code.ERROR:
-        raise _CycleError(out.statuses.absent)
-    diagnosis.unschedulable_plugins |= out.unschedulable_plugins
-    feasible = out.feasible
-    if ext is not None and len(feasible):
-        feasible = await _extender_filter(sched, ext, pod, feasible, diagnosis)
-        if not len(feasible):
-            _record_filter_statuses(
-                fw, state, pod, snap, candidates, start, out, nominated, diagnosis
-            )
-    explain_out: dict[str, Any] | None = None
-    if explain:
-        explain_out = {"filter": out.explain or {}}
-        if pre_res is not None and pre_res.node_names is not None:
-            # The nodes PreFilter left (the others are rejected without Filter).
-            explain_out["narrowedTo"] = [snap.node_infos[int(r)].name for r in candidates]
-    return feasible, diagnosis, out.processed, explain_out
-
-
-class _CycleError(Exception):
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
+    found = out.feasible
+    if len(found) and ext is not None:
+        try:
+            found = await _extender_filter(sched, ext, pod, found, diagnosis)
+        except _CycleError:
+            found = found[:0]  # upstream logs it and searches all nodes
+    return found, out
 
 
 async def _extender_filter(
@@ -259,95 +672,23 @@ def _record_filter_statuses(
                 diagnosis.unschedulable_plugins.add(st.plugin)
 
 
-def schedule_pod(
-    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, explain: bool
-) -> CycleResult:
-    """The scheduling algorithm without extenders (also /debug/explain's)."""
-    return run_sync(_schedule_pod(sched, fw, state, pod, explain, None))
-
-
-async def _schedule_pod(
-    sched: Scheduler,
-    fw: Framework,
-    state: CycleState,
-    pod: PodInfo,
-    explain: bool,
-    ext: ExtenderSet | None,
-) -> CycleResult:
-    snap = sched.snapshot
-    if snap.n == 0:
-        return CycleResult(
-            Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
-            fit_error=FitError(pod.key, 0, Diagnosis()),
-        )
-    if ext is None and not explain and fw.cycle_cache is not None:
-        m = sched.metrics
-        t0 = perf_counter() if m is not None else 0.0
-        cached: CycleResult | None = fw.cycle_cache.schedule(sched, state, pod)
-        if m is not None:
-            m.batch_lookup(fw.profile_name, cached is not None, perf_counter() - t0)
-        if cached is not None:
-            return cached
-    feasible, diagnosis, _processed, explain_out = await find_nodes_that_fit_pod(
-        sched, fw, state, pod, explain, ext
-    )
-    if len(feasible) == 0:
-        fe = FitError(pod.key, snap.n, diagnosis)
-        return CycleResult(
-            Status(Code.UNSCHEDULABLE, str(fe)),
-            fit_error=fe,
-            diagnosis=diagnosis,
-            explain=explain_out,
-        )
-    infos = snap.node_infos
-    if len(feasible) == 1 and not explain:
-        return CycleResult(
-            SUCCESS,
-            infos[int(feasible[0])].name,
-            evaluated_nodes=1 + len(diagnosis.node_to_status),
-            feasible_nodes=1,
-            diagnosis=diagnosis,
-        )
-    totals, st, per = await prioritize_nodes(sched, fw, state, pod, feasible, explain, ext)
-    if not st.is_success():
-        raise _CycleError(st)
-    i = select_host(totals, sched.rng)
-    res = CycleResult(
-        SUCCESS,
-        infos[int(feasible[i])].name,
-        evaluated_nodes=len(feasible) + len(diagnosis.node_to_status),
-        feasible_nodes=len(feasible),
-        diagnosis=diagnosis,
-    )
-    if explain_out is not None:
-        names = [infos[int(r)].name for r in feasible]
-        scores: dict[str, Any] = {}
-        for plugin, (raw, norm, weighted) in (per or {}).items():
-            scores[plugin] = {
-                n: {"raw": int(raw[k]), "normalized": int(norm[k]), "weighted": int(weighted[k])}
-                for k, n in enumerate(names)
-            }
-        explain_out["score"] = scores
-        explain_out["total"] = {n: int(totals[k]) for k, n in enumerate(names)}
-        res.explain = explain_out
-    return res
-
-
+# == prioritizeNodes =======================================================================
 async def prioritize_nodes(
-    sched: Scheduler,
-    fw: Framework,
-    state: CycleState,
-    pod: PodInfo,
-    feasible: Any,
-    explain: bool,
-    ext: ExtenderSet | None = None,
+    a: _Attempt, feasible: Any, known: KnownResults | None = None
 ) -> tuple[np.ndarray[Any, Any], Status, Any]:
+    """Each feasible node's total: PreScore, Score, NormalizeScore, weights (from the known
+    raw scores when the cache answered), plus the extenders' priorities."""
+    sched, fw, state, pod, ext = a.sched, a.fw, a.state, a.pod, a.ext
     if not fw.score_plugins and ext is None:
         return np.ones(len(feasible), dtype=np.int64), SUCCESS, None
-    st = fw.run_pre_score(state, pod, NodeInfoView(sched.snapshot.node_infos, feasible))
-    if not st.is_success():
-        return np.empty(0), st, None
-    out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=explain)
+    if known is not None:
+        # Not the metrics' timed ``fw.run_score``: no Score plugin runs for this cycle.
+        out, st = Framework.run_score(fw, state, pod, sched.snapshot, feasible, known=known)
+    else:
+        st = fw.run_pre_score(state, pod, NodeInfoView(sched.snapshot.node_infos, feasible))
+        if not st.is_success():
+            return np.empty(0), st, None
+        out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=a.explain)
     if out is None:
         return np.empty(0), st, None
     if ext is not None:
@@ -360,101 +701,67 @@ async def prioritize_nodes(
     return out.totals, SUCCESS, out.per_plugin
 
 
-def scheduling_cycle(
-    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, explain: bool = False
-) -> CycleResult:
-    """One scheduling cycle, synchronously: extenders are not consulted."""
-    return run_sync(_scheduling_cycle(sched, fw, state, qpi, explain, None))
-
-
-async def scheduling_cycle_async(
-    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, explain: bool = False
-) -> CycleResult:
-    """One scheduling cycle awaiting the extenders interested in the pod.
-
-    The in-tree parts stay synchronous CPU work; the cycle yields to the event loop only
-    for extender Filter (after the in-tree Filter) and Prioritize (after Score). Informer
-    events arriving meanwhile change the cache, not this cycle's snapshot (its NodeInfos
-    are clones), just as upstream's cycle runs beside its informers.
-    """
-    ext = sched.extenders
-    if ext is None or not ext.interested(qpi.pod_info):
-        return scheduling_cycle(sched, fw, state, qpi, explain)
-    return await _scheduling_cycle(sched, fw, state, qpi, explain, ext)
-
-
-async def _scheduling_cycle(
-    sched: Scheduler,
-    fw: Framework,
-    state: CycleState,
-    qpi: QueuedPodInfo,
-    explain: bool,
-    ext: ExtenderSet | None,
-) -> CycleResult:
+# == handleSchedulingFailure ===============================================================
+def handle_scheduling_failure(
+    sched: Scheduler, fw: Framework, qpi: QueuedPodInfo, st: Status, res: CycleResult | None
+) -> None:
+    """``handleSchedulingFailure``: requeue (pool or backoff), nominate, report."""
     pod = qpi.pod_info
+    is_error = st.code == Code.ERROR
+    reason = "SchedulerError" if is_error else "Unschedulable"
+    if res is not None and res.fit_error is not None:
+        d = res.fit_error.diagnosis
+        qpi.unschedulable_plugins = set(d.unschedulable_plugins)
+        qpi.pending_plugins = set(d.pending_plugins)
+    elif st.plugin and not is_error:
+        qpi.unschedulable_plugins = {st.plugin}
+    else:
+        qpi.unschedulable_plugins = set()
+    message = res.message if res is not None and res.fit_error is not None else st.message()
     if pod.error is not None:
-        st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error)
-        return CycleResult(st)
-    sched.cache.update_snapshot(sched.snapshot)
-    deadline = sched.deadline
-    try:
-        # Without extenders nothing below awaits, so plugin code runs under the
-        # deadline; with them the awaits would let the timer fire in other tasks.
-        with deadline if ext is None else _UNBOUNDED:
-            res = await _schedule_pod(sched, fw, state, pod, explain, ext)
-            if res.fit_error is not None:
-                fe = res.fit_error
-                if (
-                    fw.post_filter_plugins
-                    and res.status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-                ):
-                    # As upstream, even a PostFilter error leaves the attempt
-                    # Unschedulable with the FitError, its message appended; only a
-                    # result changes the nomination.
-                    statuses = fe.diagnosis.node_to_status
-                    if ext is None:
-                        pf, pst = fw.run_post_filter(state, pod, statuses)
-                    else:  # preemption may ask the extenders (upstream ``callExtenders``)
-                        pf, pst = await fw.run_post_filter_async(state, pod, statuses)
-                    fe.diagnosis.post_filter_msg = pst.message()
-                    res.post_filter = pf
-                res.status = Status(Code.UNSCHEDULABLE, str(fe))
-                return res
-    except _CycleError as e:
-        return CycleResult(e.status)
-    except PluginTimeout as e:
-        return CycleResult(Status(Code.ERROR, str(e)))
-    if not res.status.is_success():
-        return res
-    assumed = pod.assumed_on(res.node)
-    try:
-        sched.cache.assume_pod(assumed, res.node)
-    except Exception as e:
-        return CycleResult(Status(Code.ERROR, str(e)))
-    res.assumed = assumed
-    try:
-        with deadline:
-            st = fw.run_reserve(state, assumed, res.node)
-            if st.is_success():
-                st = fw.run_permit(state, assumed, res.node)
-    except PluginTimeout as e:
-        # Reserve or Permit hung: undo as for any failure there (a pod Permit had
-        # already parked is let go first, so no binding cycle waits for it).
-        st = Status(Code.ERROR, str(e))
-        sched.waiting_pods.remove(assumed.uid or assumed.key)
-    if not st.is_success() and not st.is_wait():
-        unreserve(sched, fw, state, assumed, res.node)
-        sched.cache.forget_pod(assumed)
-        res.status = st
-        return res
-    res.status = SUCCESS
-    return res
+        # The pod's own fields are broken: nothing in the cluster can fix it, only an update.
+        qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
+    pf = res.post_filter if res is not None else None
+    preempt_on = pf.nominated_node_name if pf is not None and sched.task_group is not None else ""
+    # Victims already terminating need no second eviction (``prepareCandidateAsync``).
+    victims = (
+        [v for v in pf.victims if v.pod.metadata.deletion_timestamp is None]
+        if pf is not None and preempt_on
+        else []
+    )
+    token = object()
+    if victims:
+        # Before requeueing: an event seen in flight must not retry it mid-eviction.
+        sched.preempting[pod.uid or pod.key] = token
+        if sched.metrics is not None and pf is not None:
+            sched.metrics.preemption_victims_selected(len(pf.victims))
+    sched.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+    _nominate(sched, fw, qpi.pod_info, res)
+    if preempt_on and sched.task_group is not None:
+        sched.task_group.start_soon(sched.preempt, fw, qpi.pod_info, preempt_on, victims, token)
+    sched.observer.failed(pod, qpi.profile, reason, message, res)
+    for hook in sched.hooks:
+        hook("failed", {"pod": pod.key, "reason": reason, "message": message})
 
 
-def unreserve(sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
-    """Unreserve under the deadline: a plugin hanging there must not stall the undo."""
-    try:
-        with sched.deadline:
-            fw.run_unreserve(state, pod, node)
-    except PluginTimeout as e:
-        log.warning("unreserve abandoned", pod=pod.key, node=node, error=str(e))
+def _nominate(sched: Scheduler, fw: Framework, pod: PodInfo, res: CycleResult | None) -> None:
+    """``AddNominatedPod`` with the attempt's NominatingInfo.
+
+    A PostFilter result overrides (an empty name clears); a FitError without one
+    keeps what the pod's status says; any other failure (error, Reserve/Permit or
+    binding failure, no PostFilter plugin) clears. The API side of clearing is the
+    observer's status patch (``updatePod``), as upstream.
+    """
+    nominator = sched.queue.nominator
+    fe = res.fit_error if res is not None else None
+    if fe is None or fe.num_all_nodes == 0 or not fw.post_filter_plugins:
+        nominator.delete(pod)
+        return
+    pf = res.post_filter if res is not None else None
+    if pf is None:
+        if sched.queue.location(pod) is not None:  # not deleted meanwhile
+            nominator.add(pod)
+    elif pf.nominated_node_name and sched.queue.location(pod) is not None:
+        nominator.add(pod, pf.nominated_node_name)
+    else:
+        nominator.delete(pod)

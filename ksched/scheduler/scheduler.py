@@ -1,10 +1,13 @@
 """The Scheduler: wires config → frameworks, cache, queue, and runs the loop.
 
 Data flows one way: informer events (or simulate's cluster) call the ``on_*``
-handlers, which feed the cache and queue; the loop pops pods, runs the scheduling
-cycle synchronously, and starts each binding cycle in the scheduler's own task
-group with a bound on in-flight bindings. Outcomes go to an ``Observer`` (events,
-status patches, metrics in the daemon; result rows in simulate).
+handlers, which feed the cache and queue; the loop pops pods and hands each to
+``schedule_one`` (the scheduling cycle, synchronously, then the binding cycle in the
+scheduler's own task group with a bound on in-flight bindings; that module reads top to
+bottom as upstream's ``schedule_one.go``). This module keeps what those cycles share:
+the queue, the cache, the snapshot, the round-robin start (``rotation``), the binding
+slots and the wiring. Outcomes go to an ``Observer`` (events, status patches, metrics in
+the daemon; result rows in simulate).
 """
 
 from __future__ import annotations
@@ -27,28 +30,25 @@ from ..framework.deadline import (
     DEFAULT_BINDING_TIMEOUT,
     DEFAULT_PLUGIN_TIMEOUT,
     SyncDeadline,
-    culprit_in_traceback,
-    format_seconds,
 )
 from ..framework.handle import (
     ClusterClient,
     EventRecorder,
-    Handle,
-    RecordingEventRecorder,
 )
 from ..framework.interface import ClusterEvent
 from ..framework.preemption import preemption_condition
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
+from ..framework.selection import NodeRotation
 from ..framework.snapshot import Snapshot
-from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
+from ..plugins import build_frameworks
 from ..queue import events as ev
-from ..queue.scheduling_queue import INVALID_POD_PLUGIN, QueuedPodInfo, SchedulingQueue
+from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
 from .cycle_cache import CycleCache
-from .schedule_one import CycleResult, scheduling_cycle, scheduling_cycle_async, unreserve
+from .schedule_one import CycleResult, schedule_one
 
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
@@ -96,9 +96,6 @@ class MetricsRecorder(Protocol):
 
 _perf = time.perf_counter
 
-# CycleState key holding the attempt's perf_counter start, for the binding-cycle metrics.
-_ATTEMPT_START = "ksched.io/attempt-start"
-
 
 class _NullObserver:
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None:
@@ -108,73 +105,6 @@ class _NullObserver:
         self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
     ) -> None:
         return None
-
-
-def drop_unimplemented(config: Any, registry: Registry) -> list[str]:
-    """Remove default plugins ksched does not implement yet (listed in NOT_YET_IMPLEMENTED)."""
-    from ..plugins import NOT_YET_IMPLEMENTED
-
-    dropped: list[str] = []
-    for prof in config.profiles:
-        for attr in (
-            "pre_enqueue",
-            "queue_sort",
-            "pre_filter",
-            "filter",
-            "post_filter",
-            "pre_score",
-            "score",
-            "reserve",
-            "permit",
-            "pre_bind",
-            "bind",
-            "post_bind",
-            "multi_point",
-        ):
-            ps = getattr(prof.plugins, attr)
-            keep = [
-                r for r in ps.enabled if r.name in registry or r.name not in NOT_YET_IMPLEMENTED
-            ]
-            dropped += [r.name for r in ps.enabled if r not in keep]
-            ps.enabled = keep
-    return sorted(set(dropped))
-
-
-def build_frameworks(
-    config: Any,
-    registry: Registry,
-    *,
-    cluster: ClusterClient | None = None,
-    recorder: EventRecorder | None = None,
-    clock: Clock | None = None,
-    snapshot: Snapshot | None = None,
-    waiting_pods: WaitingPods | None = None,
-) -> dict[str, Framework]:
-    """One framework per profile, sharing snapshot, waiting pods and cluster client."""
-    from ..config import ARGS_VALIDATED_IN_CONFIG, default_plugin_args
-
-    drop_unimplemented(config, registry)
-    snapshot = snapshot if snapshot is not None else Snapshot()
-    waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
-    out: dict[str, Framework] = {}
-    for prof in config.profiles:
-        kw: dict[str, Any] = {
-            "snapshot": snapshot,
-            "waiting_pods": waiting_pods,
-            "parallelism": config.parallelism,
-            "clock": clock or RealClock(),
-            "recorder": recorder or RecordingEventRecorder(),
-        }
-        if cluster is not None:
-            kw["cluster"] = cluster
-        out[prof.scheduler_name] = Framework(
-            prof,
-            registry,
-            Handle(**kw),
-            default_args=default_plugin_args,
-            validate_args=ARGS_VALIDATED_IN_CONFIG,
-        )
-    return out
 
 
 class Scheduler:
@@ -228,7 +158,7 @@ class Scheduler:
         )
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
-            fw.handle.listers["queue"] = self.queue
+            fw.handle.activator = self.queue
             fw.handle.extenders = self.extenders
             fw.cycle_cache = CycleCache(fw)
         if self.extenders is not None:
@@ -242,7 +172,8 @@ class Scheduler:
         # another scheduler's binding with its own decision there).
         self.before_pod_update: Callable[[PodInfo, PodInfo], None] | None = None
         self.percentage_of_nodes_to_score: int | None = config.percentage_of_nodes_to_score
-        self.next_start_node_index = 0
+        # Upstream's nextStartNodeIndex; only ``find_nodes_that_fit_pod`` moves it.
+        self.rotation = NodeRotation()
         self.rng = random.Random(seed)
         # Preemptor keys whose victims are still being evicted (to the eviction's token):
         # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
@@ -252,12 +183,12 @@ class Scheduler:
             fw.handle.listers["rng"] = self.rng
         self.explain = explain
         self.explanations: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._binding_limit = anyio.Semaphore(max_in_flight_bindings)
+        self.binding_slots = anyio.Semaphore(max_in_flight_bindings)
         self.in_flight_bindings = 0
         self.hooks: list[Callable[[str, dict[str, Any]], None]] = []
         self.metrics: MetricsRecorder | None = None
         self.stopping = False
-        self._tg: anyio.abc.TaskGroup | None = None
+        self.task_group: anyio.abc.TaskGroup | None = None
         self._bindings: _BindingRunner | None = None
         # preemptor uid -> victims it evicted ("ns/name"), for simulate's output.
         self.preemptions: dict[str, list[str]] = {}
@@ -265,8 +196,8 @@ class Scheduler:
         self._plugin_index: dict[int, str] | None = None
         self.deadline = SyncDeadline(plugin_timeout, self.plugin_index)
         self.queue.deadline = self.deadline
-        self._overdue = _Overdue(binding_timeout)
-        self.binding_timeout = self._overdue.limit
+        self.overdue = _Overdue(binding_timeout)
+        self.binding_timeout = self.overdue.limit
 
     def plugin_index(self) -> dict[int, str]:
         """id(plugin instance) -> name, to say which plugin a timeout interrupted."""
@@ -292,7 +223,7 @@ class Scheduler:
         return self.profile_of(pod) is not None
 
     @staticmethod
-    def _cache_op(op: Callable[..., Any], *args: Any) -> bool:
+    def cache_op(op: Callable[..., Any], *args: Any) -> bool:
         """Apply an informer event to the cache; like upstream, a rejected one is logged."""
         try:
             op(*args)
@@ -325,13 +256,13 @@ class Scheduler:
 
     def on_node_delete(self, node: Node) -> None:
         t0 = _perf()
-        self._cache_op(self.cache.remove_node, node.metadata.name)
+        self.cache_op(self.cache.remove_node, node.metadata.name)
         self._handled(ev.NODE_DELETE, _perf() - t0)
 
     def on_pod_add(self, pod: PodInfo) -> None:
         t0 = _perf()
         if pod.node_name:
-            self._cache_op(self.cache.add_pod, pod)
+            self.cache_op(self.cache.add_pod, pod)
             self.queue.nominator.delete(pod)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
             self._handled(ev.ASSIGNED_POD_ADD, _perf() - t0)
@@ -354,11 +285,11 @@ class Scheduler:
                 t1 = _perf()
                 if self.responsible_for(old):
                     self._handled(ev.UNSCHEDULED_POD_DELETE, t1 - t0)
-                self._cache_op(self.cache.add_pod, new)
+                self.cache_op(self.cache.add_pod, new)
                 self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, new)
                 self._handled(ev.ASSIGNED_POD_ADD, _perf() - t1)
             else:
-                self._cache_op(self.cache.update_pod, old, new)
+                self.cache_op(self.cache.update_pod, old, new)
                 updating = _perf() - t0
                 for e in ev.pod_update_events(old, new):
                     t1 = _perf()
@@ -406,7 +337,7 @@ class Scheduler:
             # An assumed pod (binding in flight, or bound but not yet observed: the event
             # may carry a stale unbound version) frees its node now; its failing binding
             # cycle then has nothing left to forget.
-            self._cache_op(self.cache.remove_pod, pod)
+            self.cache_op(self.cache.remove_pod, pod)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
             if pod.node_name:
                 return
@@ -432,7 +363,7 @@ class Scheduler:
     ) -> None:
         """Schedule until cancelled; bindings run in this task group and are awaited on exit."""
         async with anyio.create_task_group() as tg:
-            self._tg = tg
+            self.task_group = tg
 
             def spawn(call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
                 tg.start_soon(call)
@@ -450,51 +381,30 @@ class Scheduler:
             tg.cancel_scope.cancel()
 
     async def schedule_one(self, qpi: QueuedPodInfo, tg: anyio.abc.TaskGroup) -> None:
-        """One scheduling cycle now; the binding cycle is started in ``tg``."""
-        fw = self.frameworks[qpi.profile]
-        pod = qpi.pod_info
-        state = CycleState()
-        m = self.metrics
-        if m is not None:
-            start = time.perf_counter()
-            state.write(_ATTEMPT_START, start)
-            m.cycle_started(fw, state)
-            if self.extenders is None:
-                res = scheduling_cycle(self, fw, state, qpi, self.explain)
-            else:
-                self.extenders.register_metrics(getattr(m, "registry", None))
-                res = await scheduling_cycle_async(self, fw, state, qpi, self.explain)
-            m.cycle_finished(fw, state, time.perf_counter() - start)
-        elif self.extenders is None:
-            res = scheduling_cycle(self, fw, state, qpi, self.explain)
-        else:
-            res = await scheduling_cycle_async(self, fw, state, qpi, self.explain)
-        if self.explain:
-            model = self.describe(res, weights=fw.weights)
-            earlier = self.explanations.get(pod.key)
-            if model["preemption"] is None and earlier and earlier["preemption"]:
-                # The attempt that preempted made room for this one: say so.
-                model["preemption"] = {**earlier["preemption"], "earlierAttempt": True}
-            self.remember_explanation(pod.key, model)
-        if not res.status.is_success():
-            self.handle_failure(fw, qpi, res.status, res)
-            if m is not None:
-                result = "error" if res.status.code == Code.ERROR else "unschedulable"
-                m.attempt_finished(qpi, result, time.perf_counter() - start)
-            return
-        assert res.assumed is not None
-        # Assumed on a node now, so no longer a nominated pod (upstream ``assume``).
-        self.queue.nominator.delete(pod)
-        limit = self._binding_limit
+        """One scheduling cycle now; the binding cycle is started in ``tg``
+        (``schedule_one.schedule_one``)."""
+        await schedule_one(self, qpi, tg)
+
+    @property
+    def next_start_node_index(self) -> int:
+        """Where the next cycle's round-robin walk over the nodes starts (``rotation``)."""
+        return self.rotation.next_start
+
+    async def acquire_binding_slot(self) -> None:
+        """Wait for one of the ``max_in_flight_bindings`` slots; the binding cycle frees it."""
+        limit = self.binding_slots
         if limit.value > 0:
             limit.acquire_nowait()  # no event-loop round trip while slots are free
         else:
             await limit.acquire()
         self.in_flight_bindings += 1
+
+    def start_binding(self, tg: anyio.abc.TaskGroup, cycle: Coroutine[Any, Any, Any]) -> None:
+        """Run a binding cycle in ``tg`` beside the next scheduling cycles."""
         runner = self._bindings
         if runner is None or runner.tg is not tg or runner.finished:
-            runner = self._bindings = _BindingRunner(tg, self._overdue)
-        runner.start(self.binding_cycle(fw, state, qpi, res.assumed, res.node))
+            runner = self._bindings = _BindingRunner(tg, self.overdue)
+        runner.start(cycle)
 
     def describe(self, res: CycleResult, **kw: Any) -> dict[str, Any]:
         """The explanation model of a cycle over the current snapshot (``explanation``)."""
@@ -508,208 +418,7 @@ class Scheduler:
         while len(self.explanations) > self.explanations_kept:
             self.explanations.popitem(last=False)
 
-    async def binding_cycle(
-        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, node: str
-    ) -> None:
-        holding = True
-        try:
-            wp = self.waiting_pods.get(assumed.uid or assumed.key)
-            will_wait = wp is not None and not wp.done
-            pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
-            if pre_flight.code == Code.ERROR or pre_flight.is_rejected():
-                self.handle_binding_failure(fw, state, qpi, assumed, node, pre_flight)
-                if assumed.pod.status.nominated_node_name:
-                    await self._write_nomination(assumed, "")
-                return
-            nominated_here = pre_flight.is_success() or will_wait
-            if nominated_here:
-                # NominatedNodeNameForExpectation: PreBind or Permit will take a while, so
-                # tell everyone (the autoscaler, other schedulers) where the pod is going.
-                await self._write_nomination(assumed, node)
-            if will_wait:
-                # A pod parked at Permit (e.g. waiting for its gang) must not hold a
-                # binding slot, or a gang larger than the bound could never assemble.
-                self._binding_limit.release()
-                holding = False
-                st = await fw.wait_on_permit(assumed)
-                if st.is_success():
-                    await self._binding_limit.acquire()
-                    holding = True
-            else:
-                st = await fw.wait_on_permit(assumed)
-            if st.is_success():
-                overdue = self._overdue
-                task = overdue.begin()
-                try:
-                    st = await fw.run_pre_bind(state, assumed, node)
-                    if st.is_success():
-                        # An interested extender with a bindVerb binds instead of Bind plugins.
-                        ext = self.extenders
-                        got = None if ext is None else await ext.bind(assumed, node)
-                        st = got if got is not None else await fw.run_bind(state, assumed, node)
-                except asyncio.CancelledError as e:
-                    if not overdue.absorb(task):
-                        raise
-                    st = self._timed_out(e)
-                finally:
-                    overdue.end(task)
-            m = self.metrics
-            if not st.is_success():
-                self.handle_binding_failure(fw, state, qpi, assumed, node, st)
-                if nominated_here or assumed.pod.status.nominated_node_name:
-                    # handleBindingCycleError's clearNominatedNode: a pod that failed to
-                    # bind holds no room anywhere
-                    await self._write_nomination(assumed, "")
-                if m is not None and _ATTEMPT_START in state:
-                    result = "unschedulable" if st.is_rejected() else "error"
-                    m.attempt_finished(
-                        qpi, result, time.perf_counter() - state.read(_ATTEMPT_START)
-                    )
-                return
-            self.cache.finish_binding(assumed)
-            self.queue.done(qpi.pod_info)
-            self.observer.scheduled(assumed, node, qpi.profile, qpi.attempts)
-            if m is not None and _ATTEMPT_START in state:
-                first = qpi.initial_attempt_timestamp
-                m.attempt_finished(
-                    qpi,
-                    "scheduled",
-                    time.perf_counter() - state.read(_ATTEMPT_START),
-                    None if first is None else self.clock.now() - first,
-                )
-            if fw.post_bind_plugins:
-                await self._post_bind(fw, state, assumed, node)
-        finally:
-            self.in_flight_bindings -= 1
-            if holding:
-                self._binding_limit.release()
-
-    async def _write_nomination(self, pod: PodInfo, node: str) -> None:
-        """Write (or with "" clear) ``status.nominatedNodeName``; a failure is logged, as
-        upstream logs a failed updatePod and goes on binding."""
-        try:
-            await self.cluster.set_nominated_node(pod, node)
-        except Exception as e:
-            log.warning("updating the nominated node failed", pod=pod.key, node=node, error=str(e))
-
-    async def _post_bind(
-        self, fw: Framework, state: CycleState, assumed: PodInfo, node: str
-    ) -> None:
-        """PostBind within the binding timeout; a stuck one is only logged (it is bound)."""
-        overdue = self._overdue
-        task = overdue.begin()
-        try:
-            await fw.run_post_bind(state, assumed, node)
-        except asyncio.CancelledError as e:
-            if not overdue.absorb(task):
-                raise
-            log.warning(
-                "postbind abandoned", pod=assumed.key, node=node, error=self._timed_out(e).message()
-            )
-        finally:
-            overdue.end(task)
-
-    def _timed_out(self, e: BaseException) -> Status:
-        """The Error of a binding step the timeout cancelled, naming the plugin."""
-        who = culprit_in_traceback(e, self.plugin_index())
-        what = f"plugin {who}" if who else "binding"
-        limit = format_seconds(self._overdue.limit or 0.0)
-        return Status(Code.ERROR, f"{what} did not return within {limit}")
-
-    def handle_binding_failure(
-        self,
-        fw: Framework,
-        state: CycleState,
-        qpi: QueuedPodInfo,
-        assumed: PodInfo,
-        node: str,
-        st: Status,
-    ) -> None:
-        """``handleBindingCycleError``: Unreserve, forget, requeue unless final, free resources."""
-        unreserve(self, fw, state, assumed, node)
-        # Not assumed any more: deleted (already removed) or confirmed by the watch.
-        forgotten = self.cache.is_assumed(assumed) and self._cache_op(
-            self.cache.forget_pod, assumed
-        )
-        # Forgetting frees resources, which is an AssignedPodDelete for the pool. For a
-        # rejection the move waits until the pod itself is requeued and skips it, so the
-        # event cannot count as "seen while in flight" and bypass its rejecting plugin.
-        if forgotten and not st.is_rejected():
-            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
-        # Every binding failure is a scheduling failure, 409/404 included: requeued unless
-        # the informer has seen the pod deleted or bound meanwhile (the queue drops those),
-        # as upstream's handleSchedulingFailure checks its informer cache.
-        self.handle_failure(fw, qpi, st, None)
-        if forgotten and st.is_rejected():
-            me = assumed.uid or assumed.key
-            self.queue.move_all_to_active_or_backoff(
-                ev.ASSIGNED_POD_DELETE, assumed, None, lambda p: (p.uid or p.key) != me
-            )
-
-    def handle_failure(
-        self, fw: Framework, qpi: QueuedPodInfo, st: Status, res: CycleResult | None
-    ) -> None:
-        """``handleSchedulingFailure``: requeue (pool or backoff), nominate, report."""
-        pod = qpi.pod_info
-        is_error = st.code == Code.ERROR
-        reason = "SchedulerError" if is_error else "Unschedulable"
-        if res is not None and res.fit_error is not None:
-            d = res.fit_error.diagnosis
-            qpi.unschedulable_plugins = set(d.unschedulable_plugins)
-            qpi.pending_plugins = set(d.pending_plugins)
-        elif st.plugin and not is_error:
-            qpi.unschedulable_plugins = {st.plugin}
-        else:
-            qpi.unschedulable_plugins = set()
-        message = res.message if res is not None and res.fit_error is not None else st.message()
-        if pod.error is not None:
-            # The pod's own fields are broken: nothing in the cluster can fix it, only an update.
-            qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
-        pf = res.post_filter if res is not None else None
-        preempt_on = pf.nominated_node_name if pf is not None and self._tg is not None else ""
-        # Victims already terminating need no second eviction (``prepareCandidateAsync``).
-        victims = (
-            [v for v in pf.victims if v.pod.metadata.deletion_timestamp is None]
-            if pf is not None and preempt_on
-            else []
-        )
-        token = object()
-        if victims:
-            # Before requeueing: an event seen in flight must not retry it mid-eviction.
-            self.preempting[pod.uid or pod.key] = token
-            if self.metrics is not None and pf is not None:
-                self.metrics.preemption_victims_selected(len(pf.victims))
-        self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
-        self._nominate(fw, qpi.pod_info, res)
-        if preempt_on and self._tg is not None:
-            self._tg.start_soon(self._preempt, fw, qpi.pod_info, preempt_on, victims, token)
-        self.observer.failed(pod, qpi.profile, reason, message, res)
-        for hook in self.hooks:
-            hook("failed", {"pod": pod.key, "reason": reason, "message": message})
-
-    def _nominate(self, fw: Framework, pod: PodInfo, res: CycleResult | None) -> None:
-        """``AddNominatedPod`` with the attempt's NominatingInfo.
-
-        A PostFilter result overrides (an empty name clears); a FitError without one
-        keeps what the pod's status says; any other failure (error, Reserve/Permit or
-        binding failure, no PostFilter plugin) clears. The API side of clearing is the
-        observer's status patch (``updatePod``), as upstream.
-        """
-        nominator = self.queue.nominator
-        fe = res.fit_error if res is not None else None
-        if fe is None or fe.num_all_nodes == 0 or not fw.post_filter_plugins:
-            nominator.delete(pod)
-            return
-        pf = res.post_filter if res is not None else None
-        if pf is None:
-            if self.queue.location(pod) is not None:  # not deleted meanwhile
-                nominator.add(pod)
-        elif pf.nominated_node_name and self.queue.location(pod) is not None:
-            nominator.add(pod, pf.nominated_node_name)
-        else:
-            nominator.delete(pod)
-
-    async def _preempt(
+    async def preempt(
         self,
         fw: Framework,
         preemptor: PodInfo,

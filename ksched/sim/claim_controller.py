@@ -21,7 +21,7 @@ from ..api.objects import ObjectMeta, OwnerReference, Pod, PodResourceClaimStatu
 from ..api.resource import ResourceClaim, ResourceClaimTemplate
 from ..framework.handle import BindError, ConflictError
 from ..framework.interface import ClusterEvent
-from ..framework.listers import RevisionedStore
+from ..framework.listers import Listers, RevisionedStore
 from ..queue import events as ev
 from .cluster_file import DRA_LISTERS, ClusterFile
 
@@ -51,7 +51,7 @@ class SimulatedClaimController:
 
     @property
     def claims(self) -> RevisionedStore[ResourceClaim]:
-        return self.stores["resourceclaims"]
+        return self.stores[Listers.RESOURCE_CLAIMS]
 
     def listers(self) -> dict[str, RevisionedStore[Any]]:
         """What the scheduler's plugins read (the templates are the controller's own)."""
@@ -123,7 +123,7 @@ class SimulatedClaimController:
             for r in alloc.devices.results if alloc is not None else ():
                 holder[(r.driver, r.pool, r.device)] = key
         out: dict[str, dict[str, str | None]] = {}
-        for s in self.stores["resourceslices"].values():
+        for s in self.stores[Listers.RESOURCE_SLICES].values():
             node = s.spec.node_name or ("(all nodes)" if s.spec.all_nodes else "(selected nodes)")
             mine = out.setdefault(node, {})
             for d in s.spec.devices:

@@ -46,6 +46,8 @@ from ..api.objects import (
 from ..api.objects import decode_json as decode_typed_json
 from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from ..api.validation import object_errors
+from ..framework.listers import Listers
+from ..util.errors import KschedError
 from ..util.limits import MAX_DEPTH, BoundedSafeLoader, DecodeLimitError, decode_json, loads_json
 
 __all__ = [
@@ -60,7 +62,7 @@ __all__ = [
 ]
 
 
-class ClusterFileError(ValueError):
+class ClusterFileError(KschedError, ValueError):
     """A cluster file that cannot be used; one line naming the file and the object."""
 
 
@@ -106,27 +108,27 @@ KINDS: dict[str, Any] = {
 }
 # kind -> the handle.listers key PodTopologySpread reads it under
 WORKLOAD_LISTERS = {
-    "Service": "services",
-    "ReplicationController": "replicationcontrollers",
-    "ReplicaSet": "replicasets",
-    "StatefulSet": "statefulsets",
+    "Service": Listers.SERVICES,
+    "ReplicationController": Listers.REPLICATION_CONTROLLERS,
+    "ReplicaSet": Listers.REPLICA_SETS,
+    "StatefulSet": Listers.STATEFUL_SETS,
 }
 # kind -> the handle.listers key the volume plugins read it under
 STORAGE_LISTERS = {
-    "PersistentVolumeClaim": "persistentvolumeclaims",
-    "PersistentVolume": "persistentvolumes",
-    "StorageClass": "storageclasses",
-    "CSINode": "csinodes",
-    "CSIDriver": "csidrivers",
-    "VolumeAttachment": "volumeattachments",
+    "PersistentVolumeClaim": Listers.PERSISTENT_VOLUME_CLAIMS,
+    "PersistentVolume": Listers.PERSISTENT_VOLUMES,
+    "StorageClass": Listers.STORAGE_CLASSES,
+    "CSINode": Listers.CSI_NODES,
+    "CSIDriver": Listers.CSI_DRIVERS,
+    "VolumeAttachment": Listers.VOLUME_ATTACHMENTS,
 }
 
 # kind -> the handle.listers key DynamicResources (or the simulated resourceclaim
 # controller, for templates) reads it under
 DRA_LISTERS = {
-    "DeviceClass": "deviceclasses",
-    "ResourceSlice": "resourceslices",
-    "ResourceClaim": "resourceclaims",
+    "DeviceClass": Listers.DEVICE_CLASSES,
+    "ResourceSlice": Listers.RESOURCE_SLICES,
+    "ResourceClaim": Listers.RESOURCE_CLAIMS,
     "ResourceClaimTemplate": "resourceclaimtemplates",
 }
 _NAMESPACED = {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}

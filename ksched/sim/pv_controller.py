@@ -33,7 +33,7 @@ from ..api.objects import (
 )
 from ..framework.handle import BindError
 from ..framework.interface import ClusterEvent
-from ..framework.listers import RevisionedStore
+from ..framework.listers import Listers, RevisionedStore
 from ..plugins.volumebinding.pvutil import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -73,11 +73,11 @@ class SimulatedPVController:
 
     @property
     def claims(self) -> RevisionedStore[PersistentVolumeClaim]:
-        return self.stores["persistentvolumeclaims"]
+        return self.stores[Listers.PERSISTENT_VOLUME_CLAIMS]
 
     @property
     def volumes(self) -> RevisionedStore[PersistentVolume]:
-        return self.stores["persistentvolumes"]
+        return self.stores[Listers.PERSISTENT_VOLUMES]
 
     def _versioned(self, obj: Any) -> Any:
         meta = msgspec.structs.replace(obj.metadata, resource_version=str(next(self._rv)))
@@ -171,7 +171,7 @@ class SimulatedPVController:
 
     def _provision(self, pvc: PersistentVolumeClaim, node: str) -> None:
         """A provisioner's answer to the selected node: a new PV there, bound to the claim."""
-        sc: StorageClass | None = self.stores["storageclasses"].get(claim_class(pvc))
+        sc: StorageClass | None = self.stores[Listers.STORAGE_CLASSES].get(claim_class(pvc))
         if sc is None or sc.provisioner in ("", NOT_SUPPORTED_PROVISIONER):
             return
         name = f"pvc-{pvc.metadata.uid}"
@@ -196,7 +196,7 @@ class SimulatedPVController:
     def _topology(self, driver: str, node: str) -> VolumeNodeAffinity | None:
         labels = self.node_labels.get(node, {})
         keys: list[str] = []
-        csinode: CSINode | None = self.stores["csinodes"].get(node)
+        csinode: CSINode | None = self.stores[Listers.CSI_NODES].get(node)
         if csinode is not None:
             for d in csinode.spec.drivers:
                 if d.name == driver:

@@ -22,7 +22,7 @@ from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, PodCondi
 from ..api.resource import ResourceClaim
 from ..framework.handle import BindError, RecordingEventRecorder
 from ..framework.interface import ClusterEvent
-from ..framework.listers import RevisionedStore
+from ..framework.listers import Listers, RevisionedStore
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
@@ -250,13 +250,13 @@ class Simulation:
             ext.on_bound = self.cluster.bind
         # Informer-backed listers as the daemon provides them to plugins.
         listers: dict[str, Any] = {
-            "namespaces": {ns.metadata.name: ns for ns in cluster.namespaces},
-            "pdbs": {f"{p.metadata.namespace}/{p.metadata.name}": p for p in cluster.pdbs},
-            "priorityclasses": {pc.metadata.name: pc for pc in cluster.priority_classes},
+            Listers.NAMESPACES: {ns.metadata.name: ns for ns in cluster.namespaces},
+            Listers.PDBS: {f"{p.metadata.namespace}/{p.metadata.name}": p for p in cluster.pdbs},
+            Listers.PRIORITY_CLASSES: {pc.metadata.name: pc for pc in cluster.priority_classes},
             # Custom objects plugins read synchronously (Coscheduling's PodGroups).
             "podgroups": {_namespaced_key(pg): pg for pg in cluster.others.get("PodGroup", [])},
             # Every non-terminal pod, for any scheduler (PodInfo values).
-            "pods": self.cluster.pods,
+            Listers.PODS: self.cluster.pods,
         }
         # Services and controllers, for default spreading (static: revision 0 throughout).
         # A kind the file has none of stays unknown rather than empty, so a plain
@@ -365,7 +365,7 @@ class Simulation:
         sched = self.sched
         q = sched.queue
         async with anyio.create_task_group() as tg:
-            sched._tg = tg
+            sched.task_group = tg
             while budget > 0:
                 qpi = q.pop_nowait()
                 if qpi is not None:
@@ -389,7 +389,7 @@ class Simulation:
                 self.clock.set(min(deadlines))
                 q.flush_backoff_completed()
             tg.cancel_scope.cancel()
-            sched._tg = None
+            sched.task_group = None
 
     def _results(self, pending: list[PodInfo]) -> list[PodResult]:
         out: list[PodResult] = []

@@ -36,13 +36,14 @@ from ..config.types import (
     Profile,
 )
 from ..framework.cycle_state import CycleState
-from ..framework.interface import extension_points_of
-from ..framework.registry import Registry, default_registry
+from ..framework.interface import POINTS, extension_points_of
+from ..framework.registry import Registry
 from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
 from ..framework.snapshot import NodeInfoView
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
-from ..scheduler.schedule_one import scheduling_cycle
+from ..plugins import default_registry
+from ..scheduler.schedule_one import handle_scheduling_failure, scheduling_cycle
 from ..sim.cluster_file import parse_cluster
 from ..sim.simulator import Simulation, _admit
 
@@ -146,10 +147,6 @@ def _registry(plugins: Sequence[PluginLike]) -> Registry:
     return reg
 
 
-def _snake(point: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in point)
-
-
 def _profile(
     name: str, plugins: Sequence[PluginLike], reg: Registry, only: Sequence[str] = ()
 ) -> Profile:
@@ -166,7 +163,7 @@ def _profile(
         points = spec.points if isinstance(target, str) else extension_points_of(target)
         for point in points:
             if not only or point in only:
-                sets.point(_snake(point)).enabled.append(PluginRef(pname))
+                sets.point(POINTS[point].attr).enabled.append(PluginRef(pname))
     if not sets.queue_sort.enabled:
         sets.queue_sort = PluginSet([PluginRef("PrioritySort")])
     if not sets.bind.enabled:
@@ -203,7 +200,7 @@ def _one_plugin(
 ) -> tuple[Framework, Simulation]:
     reg = _registry([plugin])
     profile = _profile("ksched", [plugin], reg, points)
-    if not any(profile.plugins.point(_snake(p)).enabled for p in points):
+    if not any(profile.plugins.point(POINTS[p].attr).enabled for p in points):
         raise ValueError(f"plugin {_plugin_name(plugin)} is not a {' or '.join(points)} plugin")
     sim = _simulation(KubeSchedulerConfiguration(profiles=[profile]), reg, nodes, pods, objects)
     return sim.sched.frameworks["ksched"], sim
@@ -329,7 +326,8 @@ def schedule(
         res = scheduling_cycle(sched, fw, CycleState(), qpi)
         if res.status.is_success():
             return ScheduleResult(res.node, "")
-        sched.handle_failure(fw, qpi, res.status, res)  # the event message, as the scheduler
+        # the event message, as the scheduler
+        handle_scheduling_failure(sched, fw, qpi, res.status, res)
         return ScheduleResult(None, sim.recorder.results[target].message)
     gated = next((q for q in sched.queue.unschedulable_pods() if q.pod_info.uid == target), None)
     if gated is not None and gated.gating_status is not None:

@@ -15,6 +15,8 @@ import msgspec
 import numpy as np
 import yaml
 
+from .errors import KschedError
+
 __all__ = [
     "MAX_ALIAS_EXPANSION",
     "MAX_DEPTH",
@@ -38,7 +40,7 @@ MAX_ALIAS_EXPANSION = 100_000
 MAX_EXCERPT = 200
 
 
-class DecodeLimitError(ValueError):
+class DecodeLimitError(KschedError, ValueError):
     """A document beyond the nesting or alias bound; the message says which."""
 
 

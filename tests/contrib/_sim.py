@@ -8,7 +8,7 @@ import anyio
 import yaml
 
 from ksched.config import load_config_data
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.sim import Simulation, parse_cluster
 from ksched.sim.simulator import PodResult
 

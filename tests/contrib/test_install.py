@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from ksched.cli import main
-from ksched.framework.registry import ENTRY_POINT_GROUP, default_registry
+from ksched.framework.registry import ENTRY_POINT_GROUP
+from ksched.plugins import default_registry
 
 from ._install import CONTRIB_DIR, DIST, ROOT, Installed
 from ._sim import node, pod, podgroup

@@ -10,8 +10,8 @@ import pytest
 
 from ksched.config import default_config
 from ksched.daemon.explain import Outcomes
-from ksched.framework.registry import default_registry
 from ksched.metrics import SchedulerMetrics
+from ksched.plugins import default_registry
 from ksched.sim import Simulation, parse_cluster
 
 CLUSTER = """

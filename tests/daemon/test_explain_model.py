@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 
 from ksched.config import default_config
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.sim import Simulation, parse_cluster
 
 from .conftest import CLUSTER, FakeDaemon

@@ -257,7 +257,7 @@ PREEMPTION = (
 def _with_cycle_cache(m: SchedulerMetrics, cluster: str, max_entries: int = 8) -> Simulation:
     """Like ``simulated``, but the cycle cache answers what it can (as in the daemon)."""
     from ksched.config import default_config
-    from ksched.framework.registry import default_registry
+    from ksched.plugins import default_registry
     from ksched.sim import parse_cluster
 
     sim = Simulation(parse_cluster(cluster, "test"), default_config(), default_registry(), seed=0)

@@ -15,9 +15,10 @@ from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import FilterPlugin
-from ksched.framework.registry import Registry, default_registry
+from ksched.framework.registry import Registry
 from ksched.framework.status import Status
 from ksched.framework.types import NodeInfo, PodInfo
+from ksched.plugins import default_registry
 from ksched.testing import TestAPIServer, make_node, make_pod
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from ksched.config import load_config_data
 from ksched.extender.server import serve
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.testing import TestAPIServer, make_node, make_pod
 
 from ..extender.conftest import wait_ready

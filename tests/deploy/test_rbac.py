@@ -225,7 +225,7 @@ def referenced_resources() -> set[tuple[str, str]]:
 def _read_by_no_builtin_plugin() -> set[tuple[str, str]]:
     """On-request collections (``reads_listers``) no built-in plugin reads: watched only
     for a third-party plugin that asks, whose docs name the extra RBAC."""
-    from ksched.framework.registry import default_registry
+    from ksched.plugins import default_registry
 
     read: set[str] = set()
     for spec in default_registry(entry_points=False):

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from ksched.cli import main
-from ksched.framework.registry import ENTRY_POINT_GROUP, default_registry
+from ksched.framework.registry import ENTRY_POINT_GROUP
+from ksched.plugins import default_registry
 
 from ._install import DIST, PACKAGE_DIR, Installed
 

@@ -341,7 +341,7 @@ class E2E:
         from ksched.cluster import APIClient
         from ksched.config import load_config_data
         from ksched.daemon import SchedulerDaemon
-        from ksched.framework.registry import default_registry
+        from ksched.plugins import default_registry
 
         registry = default_registry()
         for name, cls in (plugins or {}).items():

@@ -20,9 +20,9 @@ from aiohttp import web
 
 from ksched.api.objects import Node, Pod, decode
 from ksched.config import load_config_data
-from ksched.framework.registry import default_registry
 from ksched.framework.types import NodeInfo, PodInfo
 from ksched.metrics import SchedulerMetrics
+from ksched.plugins import default_registry
 from ksched.sim.cluster_file import parse_cluster
 from ksched.sim.simulator import PodResult, Simulation
 

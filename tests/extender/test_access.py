@@ -35,7 +35,7 @@ from ksched.extender.server import (
     server_ssl_context,
     start,
 )
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 
 from .conftest import PKI, golden, make_pki
 

@@ -11,7 +11,7 @@ import yaml
 from ksched.config import load_config_data
 from ksched.extender.client import ExtenderSet
 from ksched.extender.server import ExtenderServer
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "extender"
 

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from ksched.config import load_config_data
 from ksched.extender.server import ExtenderServer, serve, start
 from ksched.framework.interface import FilterPlugin, ScorePlugin
-from ksched.framework.registry import Registry, default_registry
+from ksched.framework.registry import Registry
+from ksched.plugins import default_registry
 
 from .conftest import (
     config,

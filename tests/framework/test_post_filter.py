@@ -20,10 +20,10 @@ from ksched.framework.interface import (
     PostFilterPlugin,
     PostFilterResult,
 )
-from ksched.framework.registry import default_registry
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
+from ksched.plugins import default_registry
 from tests.factories import make_pod
 
 

@@ -31,9 +31,9 @@ from ksched.framework.registry import (
     PluginLoadError,
     PluginSpec,
     Registry,
-    default_registry,
     parse_plugin_args,
 )
+from ksched.plugins import default_registry
 
 # ---- register / extension points ---------------------------------------------------------
 

@@ -12,11 +12,12 @@ from ksched.config.types import PluginConfig, PluginRef, Plugins, PluginSet, Pro
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
 from ksched.framework.interface import FilterPlugin, PreFilterPlugin, PreFilterResult
-from ksched.framework.registry import Registry, default_registry
+from ksched.framework.registry import Registry
 from ksched.framework.runtime import Framework
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.status import Code, Status
 from ksched.framework.types import NodeInfo, PodInfo
+from ksched.plugins import default_registry
 from ksched.plugins.defaultpreemption import DefaultPreemption
 from ksched.queue.nominator import Nominator
 from tests.factories import make_snapshot

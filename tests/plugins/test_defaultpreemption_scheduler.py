@@ -21,7 +21,7 @@ from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
 from ksched.plugins import register_builtins
 from ksched.queue.scheduling_queue import ACTIVE_Q, UNSCHEDULABLE
-from ksched.scheduler.schedule_one import CycleResult
+from ksched.scheduler.schedule_one import CycleResult, handle_scheduling_failure
 from ksched.scheduler.scheduler import Scheduler
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
@@ -172,14 +172,14 @@ class Harness:
     async def attempt(self, tg: anyio.abc.TaskGroup) -> PodInfo:
         qpi = self.sched.queue.pop_nowait()
         assert qpi is not None
-        self.sched._tg = tg  # the loop's task group runs the evictions
+        self.sched.task_group = tg  # the loop's task group runs the evictions
         await self.sched.schedule_one(qpi, tg)
         await self.settle()
         return qpi.pod_info
 
     async def drive(self, tg: anyio.abc.TaskGroup, attempts: int = 50) -> None:
         q = self.sched.queue
-        self.sched._tg = tg
+        self.sched.task_group = tg
         while attempts > 0:
             qpi = q.pop_nowait()
             if qpi is not None:
@@ -413,7 +413,7 @@ async def test_binding_failure_clears_the_nomination() -> None:
     h.cluster.create(pod)
     qpi = h.sched.queue.pop_nowait()
     assert qpi is not None and h.sched.queue.nominator.nominated_node(pod) == "n0"
-    h.sched.handle_failure(h.fw, qpi, Status(Code.ERROR, "bind: boom"), None)
+    handle_scheduling_failure(h.sched, h.fw, qpi, Status(Code.ERROR, "bind: boom"), None)
     assert h.sched.queue.nominator.nominated_node(pod) == ""
 
 

@@ -160,7 +160,7 @@ def test_pod_without_containers_scores_zero() -> None:
 
 
 def test_registered_with_framework() -> None:
-    from ksched.framework.registry import default_registry
+    from ksched.plugins import default_registry
 
     spec = default_registry(entry_points=False).get("ImageLocality")
     assert spec is not None and spec.cls is ImageLocality

@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from ksched.api.objects import Node, decode
+from ksched.config import DEFAULT_MULTI_POINT
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import ClusterEvent, QueueingHint, extension_points_of
-from ksched.framework.registry import PluginArgsError, default_registry
-from ksched.plugins import BUILTIN_PLUGINS, NOT_YET_IMPLEMENTED
+from ksched.framework.registry import PluginArgsError
+from ksched.plugins import BUILTIN_PLUGINS, default_registry
 from ksched.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
 from ksched.plugins.interpodaffinity.terms import NamespaceLabels, pod_terms
 from tests.plugins.test_interpodaffinity_support import (
@@ -387,7 +388,8 @@ def test_args_validation(data: dict[str, Any], message: str) -> None:
 
 def test_registered_as_builtin() -> None:
     assert BUILTIN_PLUGINS["InterPodAffinity"] == "interpodaffinity:InterPodAffinity"
-    assert "InterPodAffinity" not in NOT_YET_IMPLEMENTED
+    # enabled by default, and (test_every_default_plugin_is_built_in) run, not dropped
+    assert "InterPodAffinity" in {ref.name for ref in DEFAULT_MULTI_POINT}
     spec = default_registry(entry_points=False).get("InterPodAffinity")
     assert spec is not None and spec.cls is InterPodAffinity
     assert extension_points_of(InterPodAffinity) == ["preFilter", "filter", "preScore", "score"]
@@ -487,7 +489,7 @@ def test_signatures_read_late_see_every_pod_placed_while_unread() -> None:
     from ksched.api.objects import Node, Pod, decode
     from ksched.bench.workloads import node_default, pod_default
     from ksched.config import default_config
-    from ksched.framework.registry import default_registry
+    from ksched.plugins import default_registry
     from ksched.sim.cluster_file import ClusterFile
     from ksched.sim.simulator import simulate
 

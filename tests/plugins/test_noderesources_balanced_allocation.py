@@ -240,7 +240,7 @@ def test_args() -> None:
 
 
 def test_registered_with_framework() -> None:
-    from ksched.framework.registry import default_registry
+    from ksched.plugins import default_registry
 
     spec = default_registry(entry_points=False).get("NodeResourcesBalancedAllocation")
     assert spec is not None and spec.cls is BalancedAllocation

@@ -930,7 +930,7 @@ def test_args_zero_weight_without_defaults() -> None:
 
 
 def test_registered_with_framework() -> None:
-    from ksched.framework.registry import default_registry
+    from ksched.plugins import default_registry
 
     reg = default_registry(entry_points=False)
     spec = reg.get("NodeResourcesFit")

@@ -14,11 +14,11 @@ from ksched.api.objects import Node, Pod, decode
 from ksched.config.types import PluginRef, Plugins, PluginSet, Profile
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import QueueingHint
-from ksched.framework.registry import default_registry
 from ksched.framework.runtime import Framework
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.status import Code
 from ksched.framework.types import PodInfo
+from ksched.plugins import default_registry
 from ksched.plugins.tainttoleration import TaintToleration
 from tests.factories import make_node_info
 

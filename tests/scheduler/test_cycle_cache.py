@@ -7,15 +7,19 @@ from __future__ import annotations
 import copy
 import random
 from typing import Any
+from unittest import mock
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ksched.api.objects import Node, Pod, decode
 from ksched.config import load_config_data
 from ksched.framework.interface import FilterPlugin
-from ksched.framework.registry import default_registry
+from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
+from ksched.plugins import default_registry
 from ksched.scheduler.cycle_cache import CycleCache
 from ksched.sim import Simulation
 from ksched.sim.cluster_file import ClusterFile
@@ -345,3 +349,147 @@ def test_metrics_count_every_attempt_and_only_the_extension_points_that_ran() ->
     # Only attempts the cache could not answer ran PreFilter.
     assert (pre_filter or 0) == placed - fw.cycle_cache.hits
     assert fw.cycle_cache.hits > 0
+
+
+# -- cycle by cycle: the cache's answer is selected by the full cycle's own routine ---------
+_Cycle = tuple[str, str, str, tuple[str, ...] | None, int]
+
+
+def _cycles(
+    nodes: list[dict[str, Any]],
+    waves: list[list[dict[str, Any]]],
+    *,
+    cached: bool,
+    seed: int,
+    percentage: int | None,
+    between: Any = None,
+) -> tuple[list[_Cycle], int]:
+    """Every scheduling cycle's (pod, chosen node, message, nodes scored in order, next
+    round-robin start), and the cache hits."""
+    from ksched.scheduler import schedule_one
+
+    cycles: list[_Cycle] = []
+    scored: list[tuple[str, ...] | None] = [None]
+    real_schedule_pod = schedule_one._schedule_pod
+    real_prioritize = schedule_one.prioritize_nodes
+
+    async def prioritize(a: Any, feasible: Any, *rest: Any) -> Any:
+        infos = a.sched.snapshot.node_infos
+        scored[0] = tuple(infos[int(r)].name for r in feasible)
+        return await real_prioritize(a, feasible, *rest)
+
+    async def schedule_pod(a: Any) -> Any:
+        scored[0] = None
+        res = await real_schedule_pod(a)
+        cycles.append((a.pod.key, res.node, res.message, scored[0], a.rotation.next_start))
+        return res
+
+    with (
+        mock.patch.object(schedule_one, "_schedule_pod", schedule_pod),
+        mock.patch.object(schedule_one, "prioritize_nodes", prioritize),
+    ):
+        _, _, hits = _run(
+            nodes, waves, cached=cached, seed=seed, percentage=percentage, between=between
+        )
+    return cycles, hits
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    num_nodes=st.integers(8, 160),
+    percentage=st.sampled_from([None, 1, 30, 100]),
+    change_nodes=st.booleans(),
+    cross_node=st.booleans(),
+)
+def test_cache_and_full_cycle_choose_the_same_nodes_every_cycle(
+    seed: int, num_nodes: int, percentage: int | None, change_nodes: bool, cross_node: bool
+) -> None:
+    """Over random clusters, cycle by cycle: the same nodes scored (in the same order, so
+    the same tie-break), the same choice or FitError text, the same next start index."""
+    rng = random.Random(seed)
+    nodes = [_node(i, rng) for i in range(num_nodes)]
+    waves = [
+        _pods(rng, 40, KINDS),
+        _pods(rng, 40, [*KINDS, "spread", "anti"] if cross_node else KINDS),
+    ]
+    for w, wave in enumerate(waves):
+        for m in wave:
+            m["metadata"]["name"] += f"-w{w}"
+            m["metadata"]["uid"] += f"-w{w}"
+    kw: dict[str, Any] = {"seed": seed, "percentage": percentage}
+
+    def between() -> Any:
+        return _node_changes(copy.deepcopy(nodes)) if change_nodes and num_nodes >= 4 else None
+
+    full, _ = _cycles(nodes, waves, cached=False, between=between(), **kw)
+    cached, hits = _cycles(nodes, waves, cached=True, between=between(), **kw)
+    assert cached == full
+    assert hits > 0  # the cache answered some of those cycles
+    assert any(c[3] is not None and len(c[3]) > 1 for c in full)  # and some were scored
+
+
+class _PerNodeDisk(FilterPlugin):
+    """A signable third-party Filter plugin with no batch form: the full cycle then walks
+    the nodes one by one, the cache still knows every verdict at once."""
+
+    name = "PerNodeDisk"
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return b""
+
+    def filter(self, state: Any, pod: PodInfo, node: Any) -> Status | None:
+        if node.node.metadata.labels.get("disk") == "hdd":
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "hdd")
+        return None
+
+
+@pytest.mark.parametrize("ssd", [99, 100, 101])
+def test_a_per_node_filter_walk_moves_the_start_as_the_cache_does(ssd: int) -> None:
+    """Exactly, one fewer and one more than numFeasibleNodesToFind (100 of 120) nodes pass,
+    the hdd ones first in the walk and the last: the next start index is the same."""
+    reg = default_registry(entry_points=False)
+    reg.register("PerNodeDisk", _PerNodeDisk)
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": "ksched",
+                    "plugins": {"filter": {"enabled": [{"name": "PerNodeDisk"}]}},
+                }
+            ],
+        },
+        "<test>",
+        None,
+    )
+    rng = random.Random(5)
+    nodes = [_node(i, rng) for i in range(120)]
+    for i, m in enumerate(nodes):
+        m["spec"] = {"taints": [], "unschedulable": False}
+        m["status"]["allocatable"] = m["status"]["capacity"] = {
+            "cpu": "64",
+            "memory": "64Gi",
+            "pods": "100",
+        }
+        m["metadata"]["labels"]["disk"] = "ssd" if 5 <= i < 5 + ssd else "hdd"
+    pods = _pods(rng, 6, ["plain"])
+    starts = {}
+    for cached in (False, True):
+        cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
+        sim = Simulation(cf, cfg, reg, seed=0)
+        fw = sim.sched.frameworks["ksched"]
+        if not cached:
+            fw.cycle_cache = None
+
+        async def main(sim: Simulation = sim) -> None:
+            sim._load()
+            sim.add_pending([PodInfo(decode(m, Pod), m) for m in pods])
+            await sim.drive(100)
+
+        anyio.run(main)
+        starts[cached] = sim.sched.next_start_node_index
+        if cached:
+            assert fw.cycle_cache is not None and fw.cycle_cache.hits > 0
+    assert starts[True] == starts[False]

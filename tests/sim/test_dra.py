@@ -11,7 +11,7 @@ import anyio
 import yaml
 
 from ksched.config import load_config_data
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.sim import parse_cluster
 from ksched.sim.simulator import Simulation
 from tests.sim.test_scenarios import node, pod, run

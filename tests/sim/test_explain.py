@@ -13,7 +13,7 @@ import yaml
 
 from ksched.cli import main
 from ksched.config import default_config
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.sim import parse_cluster, simulate
 from tests.sim.test_preemption_scenarios import cluster as preemption_cluster
 from tests.sim.test_preemption_scenarios import node, pod

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from ksched.config import load_config_data
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.sim import parse_cluster, simulate
 
 REG = default_registry(entry_points=False)

@@ -14,8 +14,8 @@ import yaml
 from ksched.api.objects import Pod, PodCondition, decode
 from ksched.cli import main
 from ksched.config import load_config_data
-from ksched.framework.registry import default_registry
 from ksched.framework.types import PodInfo
+from ksched.plugins import default_registry
 from ksched.sim import parse_cluster, simulate
 from ksched.sim.simulator import PodResult, SimulatedCluster
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ksched.config import load_config_data
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.sim import ClusterFileError, parse_cluster, simulate
 
 REG = default_registry(entry_points=False)

@@ -27,7 +27,7 @@ from ksched import (
     Status,
 )
 from ksched.config import load_config_data
-from ksched.framework.registry import default_registry
+from ksched.plugins import default_registry
 from ksched.plugins.noderesources import Fit as NodeResourcesFit
 from ksched.plugins.tainttoleration import TaintToleration
 from ksched.sim import parse_cluster, simulate

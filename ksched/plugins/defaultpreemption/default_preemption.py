@@ -227,7 +227,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     def _offset(self, num_nodes: int) -> int:
         if self.offset_rand is not None:
             return self.offset_rand(num_nodes)
-        rng = self.handle.listers.get("rng")
+        rng = self.handle.listers.rng
         if not isinstance(rng, random.Random):
             rng = self._rng
         return rng.randrange(num_nodes) if num_nodes > 0 else 0
@@ -284,7 +284,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     def _nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
         """Pods nominated to the node that the preemptor must leave room for
         (``addGENominatedPods``: priority >= the preemptor's, not itself)."""
-        nominator = self.handle.listers.get("nominator")
+        nominator = self.handle.listers.nominator
         if nominator is None or not len(nominator):
             return []
         me = pod.uid or pod.key

@@ -35,6 +35,7 @@ from ...framework.cycle_state import CycleState
 from ...framework.diagnosis import Diagnosis, FitError
 from ...framework.handle import Handle
 from ...framework.interface import NodeToStatus, PostFilterOutcome, PostFilterResult, Victims
+from ...framework.listers import Listers
 from ...framework.preemption import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
@@ -64,7 +65,7 @@ __all__ = [
 
 # ``handle.listers`` key of the set of preemptor keys (uid or ns/name) whose victims
 # the scheduler is still evicting; PreEnqueue holds those pods back meanwhile.
-PREEMPTING_LISTER = "preempting"
+PREEMPTING_LISTER = Listers.PREEMPTING
 
 NO_NODES_AVAILABLE = "no nodes available"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -216,7 +217,7 @@ def nodes_for_status_code(m: NodeToStatus, nodes: Sequence[NodeInfo], code: Code
 
 def lower_priority_nominated_pods(handle: Handle, pod: PodInfo, node_name: str) -> list[PodInfo]:
     """``getLowerPriorityNominatedPods``: nominated to ``node_name`` with lower priority."""
-    nominator = handle.listers.get("nominator")
+    nominator = handle.listers.nominator
     if nominator is None:
         return []
     return [p for p in nominator.pods_for_node(node_name) if p.priority < pod.priority]
@@ -292,7 +293,7 @@ class Evaluator:
         self.iface = iface
 
     def _pdbs(self) -> list[PodDisruptionBudget]:
-        pdbs: Any = self.handle.listers.get("pdbs")
+        pdbs: Any = self.handle.listers.get(Listers.PDBS)
         if not pdbs:
             return []
         return list(pdbs.values()) if isinstance(pdbs, Mapping) else list(pdbs)

@@ -51,7 +51,7 @@ from ...framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
-from ...framework.listers import RevisionedStore
+from ...framework.listers import Listers, RevisionedStore
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, RowErrors, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo
@@ -71,9 +71,9 @@ __all__ = ["CLAIMS", "CLASSES", "SLICES", "DynamicResources", "claim_name"]
 log = structlog.get_logger("ksched.plugins.dynamicresources")
 
 STATE_KEY = names.DYNAMIC_RESOURCES
-CLAIMS = "resourceclaims"
-SLICES = "resourceslices"
-CLASSES = "deviceclasses"
+CLAIMS = Listers.RESOURCE_CLAIMS
+SLICES = Listers.RESOURCE_SLICES
+CLASSES = Listers.DEVICE_CLASSES
 # resourceapi.ResourceClaimReservedForMaxSize
 RESERVED_FOR_MAX_SIZE = 256
 # resourceapi.FirstAvailableDeviceRequestMaxSize

@@ -22,6 +22,7 @@ from ...framework.interface import (
     QueueingHint,
     ScorePlugin,
 )
+from ...framework.listers import Listers
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Status
 from ...framework.types import NodeInfo, PodInfo
@@ -77,7 +78,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def _namespaces(self) -> NamespaceLabels:
         listers = getattr(self.handle, "listers", None) or {}
-        lister: Mapping[str, Namespace] | None = listers.get("namespaces")
+        lister: Mapping[str, Namespace] | None = listers.get(Listers.NAMESPACES)
         return NamespaceLabels(lister)
 
     def _snapshot(self, nodes: Sequence[NodeInfo]) -> Snapshot:

@@ -35,6 +35,7 @@ from ...api.selectors import (
 )
 from ...api.validation import label_value_errors, qualified_name_errors
 from ...framework.types import PodInfo
+from ...util.errors import KschedError
 
 __all__ = [
     "NAMESPACE_NAME_LABEL",
@@ -138,7 +139,7 @@ _EMPTY: Mapping[str, str] = {}
 # ---- label selector parsing with labels.NewRequirement's errors -----------------------------
 
 
-class TermError(ValueError):
+class TermError(KschedError, ValueError):
     """An affinity term whose selector kube-scheduler cannot parse."""
 
 

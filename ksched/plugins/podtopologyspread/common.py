@@ -43,6 +43,7 @@ from ...api.selectors import (
     find_untolerated_taint,
     selector_from_set,
 )
+from ...framework.listers import Listers
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.types import NodeInfo, PodInfo
 from ..helper import do_not_schedule_taint
@@ -72,7 +73,9 @@ HONOR = "Honor"
 IGNORE = "Ignore"
 MAX_INT32 = 2**31 - 1
 # The handle.listers keys default selectors read.
-WORKLOAD_LISTERS = frozenset({"services", "replicationcontrollers", "replicasets", "statefulsets"})
+WORKLOAD_LISTERS = frozenset(
+    {Listers.SERVICES, Listers.REPLICATION_CONTROLLERS, Listers.REPLICA_SETS, Listers.STATEFUL_SETS}
+)
 
 _PER_POD_LABELS = frozenset(
     {
@@ -343,7 +346,7 @@ def default_selector(
     labels = pod.labels
     label_set: dict[str, str] = {}
     if services is None:
-        lister = listers.get("services")
+        lister = listers.get(Listers.SERVICES)
         services = services_by_namespace(lister) if lister is not None else {}
     for sel in services.get(ns, ()):
         if _matches_set(sel, labels):
@@ -358,7 +361,11 @@ def default_selector(
     gvk = (*gv, owner.kind)
     if gvk not in (_RC, _RS, _SS):
         return selector
-    lister_name = {_RC: "replicationcontrollers", _RS: "replicasets", _SS: "statefulsets"}[gvk]
+    lister_name = {
+        _RC: Listers.REPLICATION_CONTROLLERS,
+        _RS: Listers.REPLICA_SETS,
+        _SS: Listers.STATEFUL_SETS,
+    }[gvk]
     lister = listers.get(lister_name)
     if lister is None:
         own = {k: v for k, v in labels.items() if k not in _PER_POD_LABELS}

@@ -22,6 +22,7 @@ from ...framework.interface import (
     QueueingHint,
     ScorePlugin,
 )
+from ...framework.listers import Listers
 from ...framework.snapshot import BoolArray, IntArray, NodeInfoView, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
@@ -126,7 +127,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def _service_index(self) -> ServiceIndex | None:
         """The Services lister by namespace, rebuilt only when it changed (None: none, or
         one that cannot tell, which ``default_selector`` then scans itself)."""
-        lister = self._listers().get("services")
+        lister = self._listers().get(Listers.SERVICES)
         revision = getattr(lister, "revision", None)
         if lister is None or not isinstance(revision, int):
             return None

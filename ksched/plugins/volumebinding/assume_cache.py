@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+from ...util.errors import KschedError
+
 __all__ = ["AssumeCache", "AssumeError", "resource_version"]
 
 T = TypeVar("T")
 
 
-class AssumeError(Exception):
+class AssumeError(KschedError):
     """An assumption about an object the cache does not know, or an older version of it."""
 
 

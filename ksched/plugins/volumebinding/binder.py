@@ -29,7 +29,9 @@ from ...api.objects import (
     StorageClass,
 )
 from ...framework.handle import ClusterClient
+from ...framework.listers import Listers
 from ...util.clock import Clock
+from ...util.errors import KschedError
 from .assume_cache import AssumeCache, resource_version
 from .pvutil import (
     ANN_BIND_COMPLETED,
@@ -74,15 +76,15 @@ ERR_REASON_PV_NOT_EXIST = (
 )
 
 # handle.listers keys (the daemon's informers keep them current)
-PVCS = "persistentvolumeclaims"
-PVS = "persistentvolumes"
-STORAGE_CLASSES = "storageclasses"
+PVCS = Listers.PERSISTENT_VOLUME_CLAIMS
+PVS = Listers.PERSISTENT_VOLUMES
+STORAGE_CLASSES = Listers.STORAGE_CLASSES
 
 # upstream polls the API objects once a second while waiting for the PV controller
 _POLL_INTERVAL = 1.0
 
 
-class VolumeBindingError(Exception):
+class VolumeBindingError(KschedError):
     """A failure the binder reports as an Error status (not a node's unfitness)."""
 
 

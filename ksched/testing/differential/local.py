@@ -21,8 +21,8 @@ import anyio
 from ...cluster.status import scheduling_failed_condition
 from ...config import load_config
 from ...config.types import DEFAULT_SCHEDULER_NAME
-from ...framework.registry import Registry, default_registry
-from ...plugins import NOT_YET_IMPLEMENTED
+from ...framework.registry import Registry
+from ...plugins import default_registry
 from ...sim import Simulation, parse_cluster
 from .generator import JSON
 from .outcome import Outcome
@@ -49,7 +49,7 @@ class KschedReplay:
 
     def __init__(self, config_path: str | None = None, registry: Registry | None = None) -> None:
         self.registry = registry or default_registry()
-        known = set(self.registry.names()) | set(NOT_YET_IMPLEMENTED)
+        known = set(self.registry.names())
         self.config, _warnings = load_config(config_path, known)
 
     def __call__(self, state: list[JSON], pod: JSON) -> Outcome:

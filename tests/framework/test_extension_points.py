@@ -1,0 +1,65 @@
+"""One extension-point table (``framework.interface.EXTENSION_POINTS``): config's plugin
+sets, the runtime's plugin lists, metrics' labels and plugin discovery all follow it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ksched import default_registry, extension_points_of
+from ksched.config import PLUGIN_SETS, Plugins, load_config_data
+from ksched.framework.interface import _BASE_METHODS, EXTENSION_POINTS, POINTS
+from ksched.metrics import _FRAMEWORK_ASYNC_POINTS, _FRAMEWORK_POINTS, _PLUGIN_ASYNC, _PLUGIN_SYNC
+from ksched.plugins import build_frameworks
+
+KEYS = [
+    "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
+    "reserve", "permit", "preBind", "bind", "postBind",
+]  # fmt: skip
+
+
+def test_the_table_is_upstreams_points_in_framework_order() -> None:
+    assert [p.key for p in EXTENSION_POINTS] == KEYS
+    assert list(POINTS) == KEYS
+    for p in EXTENSION_POINTS:
+        assert p.label == p.key[0].upper() + p.key[1:]
+        assert all(m in _BASE_METHODS or m == "sort_key" for m in p.methods), p
+
+
+def test_config_plugin_sets_follow_the_table_then_multi_point() -> None:
+    assert PLUGIN_SETS[:-1] == tuple((p.attr, p.key) for p in EXTENSION_POINTS)
+    assert PLUGIN_SETS[-1] == ("multi_point", "multiPoint")
+    assert [f.name for f in dataclasses.fields(Plugins)] == [attr for attr, _ in PLUGIN_SETS]
+
+
+def test_the_runtime_keeps_one_plugin_list_per_point() -> None:
+    reg = default_registry(entry_points=False)
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "<test>", set(reg.names()))
+    fw = build_frameworks(cfg, reg)["ksched"]
+    for p in EXTENSION_POINTS:
+        plugins = (
+            [fw.queue_sort_plugin] if p.key == "queueSort" else getattr(fw, f"{p.attr}_plugins")
+        )
+        assert all(p.key in extension_points_of(pl) for pl in plugins), p.key
+
+
+def test_metrics_label_points_from_the_table() -> None:
+    labels = {p.label for p in EXTENSION_POINTS} | {"Unreserve", "ScoreExtensionNormalize"}
+    for point, _ in [*_FRAMEWORK_POINTS.values(), *_FRAMEWORK_ASYNC_POINTS.values()]:
+        assert point in labels
+    for key, label, _ in [*_PLUGIN_SYNC.values(), *_PLUGIN_ASYNC.values()]:
+        assert key in POINTS and label in labels
+
+
+class _Everything:
+    """A plugin with one method of every point (queueSort through ``sort_key``)."""
+
+    name = "Everything"
+
+
+for _p in EXTENSION_POINTS:
+    setattr(_Everything, _p.methods[-1], lambda self, *a: None)
+
+
+def test_discovery_names_every_point_a_plugin_implements_in_table_order() -> None:
+    assert extension_points_of(_Everything) == KEYS
