@@ -42,7 +42,8 @@ __all__ = [
 # getDefaultPlugins() of kube-scheduler v1, in order (the EBS/GCEPD/AzureDisk limit
 # plugins upstream removed are omitted), with DynamicResources (always on since v1.35)
 # before DefaultPreemption as applyFeatureGates puts it: deallocating an idle claim is
-# better than evicting a pod.
+# better than evicting a pod. Its weight is 2 (what v1.36.3's
+# ``kube-scheduler --write-config-to`` writes; found by the differential oracle).
 DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -58,7 +59,7 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
-    PluginRef("DynamicResources"),
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

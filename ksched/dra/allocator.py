@@ -761,7 +761,10 @@ class _Run:
         claim = self.claims[req.claim_index]
         return self._selectors_match(req, dev, req.selectors, f"claim {_kobj(claim)}")
 
-    def _take(self, req: _Request, dev: _Dev) -> bool:
+    def _take(self, req: _Request, dev: _Dev, *, must: bool = False) -> bool:
+        """Take ``dev`` for ``req`` if it is free and the claim's constraints allow it.
+        ``must`` (an "All" request, which needs every device it selects): a constraint
+        refusing one is an error, as upstream's ``allocateDevice`` says, not a dead end."""
         if dev.id in self.taking:
             return False
         if not req.admin and dev.id in self.a.allocated:
@@ -772,6 +775,13 @@ class _Run:
                 if not c.add(dev):
                     for undo in added:
                         undo.remove()
+                    if must:
+                        claim = self.claims[req.claim_index]
+                        raise AllocationError(
+                            f"claim {_kobj(claim)}, request {req.name}: cannot add device "
+                            f"{'/'.join(dev.id)} because a claim constraint would not be "
+                            "satisfied"
+                        )
                     return False
                 added.append(c)
         if dev.consumes != () and not self._consume(dev):
@@ -844,7 +854,7 @@ class _Run:
         if i == len(devices):
             return then()
         dev = devices[i]
-        if not self._take(req, dev):
+        if not self._take(req, dev, must=True):
             return False
         if self._take_all(req, i + 1, then):
             return True

@@ -39,7 +39,7 @@ from .interface import (
 from .registry import PluginArgsError, PluginSpec, Registry, parse_plugin_args
 from .selection import EquivalenceCache, KnownResults, passing_in_rotation
 from .snapshot import BoolArray, IntArray, Snapshot, all_true
-from .status import SUCCESS, Code, Status, StatusError
+from .status import SUCCESS, Code, RowErrors, Status, StatusError
 from .types import NodeInfo, PodInfo
 from .waiting_pods import WaitingPod
 
@@ -133,6 +133,14 @@ class FilterOutcome:
 
 _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
+
+
+def _passes(plugins: list[Any], state: Any, pod: Any, ni: Any) -> bool:
+    for q in plugins:
+        st = q.filter(state, pod, ni)
+        if st is not None and not st.is_success():
+            return False
+    return True
 
 
 class _Rotation:
@@ -497,6 +505,26 @@ class Framework:
                 return st
         return SUCCESS
 
+    @staticmethod
+    def _first_reached(
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        candidates: Any,
+        start: int,
+        e: RowErrors,
+        before: list[Any],
+        skip: Any,
+    ) -> int | None:
+        """The first erring row, in rotation order, that every Filter plugin before the
+        erring one passes (None: each was rejected earlier, so its error never runs)."""
+        plugins = [q for q in before if q.name not in skip]
+        for row in _Rotation(candidates, start).array():
+            r = int(row)
+            if r in e.errors and _passes(plugins, state, pod, snap.node_infos[r]):
+                return r
+        return None
+
     def find_feasible(
         self,
         state: CycleState,
@@ -550,6 +578,13 @@ class Framework:
                 continue
             try:
                 m = fb(state, pod, snap)
+            except RowErrors as e:
+                before = list(self.filter_plugins)[: list(self.filter_plugins).index(p)]
+                row = self._first_reached(state, pod, snap, candidates, start, e, before, skip)
+                if row is not None:
+                    error = _from_exception(StatusError(e.errors[row]), p.name, "Filter")
+                    break
+                m = e.mask
             except Exception as e:
                 error = _from_exception(e, p.name, "Filter")
                 break

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from typing import Any
 
 from ..util.errors import KschedError
 
-__all__ = ["SUCCESS", "Code", "Status", "StatusError", "merge_statuses"]
+__all__ = ["SUCCESS", "Code", "RowErrors", "Status", "StatusError", "merge_statuses"]
 
 
 class Code(enum.IntEnum):
@@ -170,3 +171,15 @@ class StatusError(KschedError):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message())
         self.status = status
+
+
+class RowErrors(StatusError):
+    """Raised by ``filter_batch`` when its per-node form errs on some nodes (``errors``, by
+    snapshot row) and ``mask`` is its verdict on the rest. Upstream runs a node's Filter
+    plugins in order and stops at the first that does not pass, so an error only fails the
+    cycle on a node every earlier Filter plugin let through; the runtime checks that."""
+
+    def __init__(self, errors: dict[int, Status], mask: Any) -> None:
+        super().__init__(next(iter(errors.values())))
+        self.errors = errors
+        self.mask = mask

@@ -40,7 +40,7 @@ UPSTREAM_MULTI_POINT = [
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("DynamicResources", None),
+    ("DynamicResources", 2),  # v1.36.3's --write-config-to
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -248,7 +248,10 @@ def test_dynamic_resources_named_by_user_is_kept_with_its_args() -> None:
     assert warnings == []
     prof = cfg.profiles[0]
     assert names(prof.plugins.filter.enabled) == [("Foo", None), ("DynamicResources", None)]
-    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
+    # mergePluginSet: the user's entry replaces the default one in place, weight and all
+    assert names(prof.plugins.multi_point.enabled) == [
+        (n, None if n == "DynamicResources" else w) for n, w in UPSTREAM_MULTI_POINT
+    ]
     (pc,) = [pc for pc in prof.plugin_config if pc.name == "DynamicResources"]
     assert pc.args == {"filterTimeout": "5s", "bindingTimeout": "10m0s"}
 

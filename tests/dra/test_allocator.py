@@ -92,6 +92,10 @@ def rooted(*roots: str) -> ResourceSlice:
     return slice_("s", devs, **ON_NODE)
 
 
+ALL_SAME_ROOT = claim(
+    "c", request(allocationMode="All"), constraints=[{"matchAttribute": f"{DRIVER}/root"}]
+)
+
 CASES: dict[str, Case] = {
     "empty": Case([], [two()], expect=[]),
     "simple": Case([claim()], [two()], expect=[[("req-0", DRIVER, "pool-1", "dev-1")]]),
@@ -249,6 +253,19 @@ CASES: dict[str, Case] = {
     "match-attribute-no-match": Case(
         [claim("c", request(count=2), constraints=[{"matchAttribute": f"{DRIVER}/root"}])],
         [rooted("r1", "r2")],
+    ),
+    # upstream's allocateDevice with must=true: an "All" request's devices must all fit
+    # the claim's constraints, else the claim is wrong (an error, not a dead end)
+    "all-devices-constraint-not-satisfied": Case(
+        [ALL_SAME_ROOT],
+        [rooted("r1", "r2")],
+        error="claim default/c, request req-0: cannot add device driver-a/pool-1/d2 because "
+        "a claim constraint would not be satisfied",
+    ),
+    "all-devices-constraint-satisfied": Case(
+        [ALL_SAME_ROOT],
+        [rooted("r1", "r1")],
+        expect=[[("req-0", DRIVER, "pool-1", "d1"), ("req-0", DRIVER, "pool-1", "d2")]],
     ),
     "distinct-attribute": Case(
         [claim("c", request(count=2), constraints=[{"distinctAttribute": f"{DRIVER}/root"}])],

@@ -61,31 +61,6 @@ def placed(extra: list[Any], owner: tuple[str, str, str] | None = RS_OWNER) -> s
     return str(res["new"].node)
 
 
-def test_replicas_of_a_replicaset_spread_over_nodes_by_its_selector() -> None:
-    assert placed([controller("ReplicaSet", "web-abc", {"matchLabels": WEB})]) == "n2"
-    # The real selector decides: one that does not select the old replica spreads nothing.
-    other = controller("ReplicaSet", "web-abc", {"matchLabels": {"app": "other"}})
-    assert placed([other]) == "n1"
-    # A ReplicaSet the file lists, but not the pod's: the controller is unknown.
-    assert placed([controller("ReplicaSet", "api", {"matchLabels": WEB})]) == "n1"
-
-
-def test_statefulset_and_replication_controller_selectors() -> None:
-    sts = ("apps/v1", "StatefulSet", "db")
-    assert placed([controller("StatefulSet", "db", {"matchLabels": {"app": "web"}})], sts) == "n2"
-    assert placed([controller("StatefulSet", "db", {"matchLabels": {"app": "x"}})], sts) == "n1"
-    rc = ("v1", "ReplicationController", "old")
-    assert placed([controller("ReplicationController", "old", {"app": "web"}, "v1")], rc) == "n2"
-    assert placed([controller("ReplicationController", "old", {"app": "x"}, "v1")], rc) == "n1"
-
-
-def test_a_service_alone_gives_uncontrolled_pods_default_spreading() -> None:
-    assert placed([], owner=None) == "n1"
-    assert placed([service({"app": "web"})], owner=None) == "n2"
-    assert placed([service({"app": "other"})], owner=None) == "n1"
-    assert placed([service(None)], owner=None) == "n1"  # a nil selector selects nothing
-
-
 def test_without_controllers_in_the_file_the_pods_own_labels_stand_in() -> None:
     """A ``kubectl get nodes,pods`` dump: ReplicaSets are unknown, not absent."""
     assert placed([]) == "n2"

@@ -143,3 +143,25 @@ def test_missing_device_class() -> None:
     r = run(objs)["p"]
     assert r.node is None
     assert "request gpu: device class gpu does not exist" in r.message
+
+
+def test_an_all_request_split_by_a_constraint_errs_only_where_filters_reach_it() -> None:
+    """Upstream's allocator errs when an "All" request's devices break a matchAttribute
+    constraint; the cycle fails only if some node got that far (its earlier Filter
+    plugins passed), as kube-scheduler runs a node's Filters in order."""
+    split = template("split", constraints=[{"matchAttribute": f"{DRIVER}/pcieRoot"}])
+    exactly = split["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    exactly["allocationMode"] = "All"
+    exactly.pop("count")
+    tainted = node("n1")
+    tainted["spec"] = {"taints": [{"key": "k", "effect": "NoSchedule"}]}
+    fine = [node("n2"), gpu_slice("n2", ("gpu-0", "80Gi", "r0"), ("gpu-1", "80Gi", "r0"))]
+    mixed = [gpu_slice("n1", ("gpu-0", "16Gi", "r0"), ("gpu-1", "16Gi", "r1"))]
+    res = run([tainted, *mixed, *fine, device_class(), split, claiming("p", "split")])
+    assert res["p"].node == "n2"  # n1's error never runs: its taint rejected it first
+    res = run([node("n1"), *mixed, *fine, device_class(), split, claiming("p", "split")])
+    assert res["p"].status == "Error"
+    assert res["p"].message == (
+        'running "DynamicResources" filter plugin: claim default/p-gpu, request gpu: cannot '
+        f"add device {DRIVER}/n1/gpu-1 because a claim constraint would not be satisfied"
+    )

@@ -71,102 +71,6 @@ def run(
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 
-def test_tainted_gpu_node_only_takes_the_tolerating_gpu_pod() -> None:
-    res = run(
-        [
-            node("cpu-1"),
-            node("cpu-2"),
-            node("gpu-1", taints=[GPU_TAINT], extra={"nvidia.com/gpu": "2"}),
-            pod(
-                "trainer",
-                gpu="1",
-                tolerations=[
-                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-                ],
-            ),
-            pod("web"),
-            pod("gpu-no-toleration", gpu="1"),
-        ]
-    )
-    assert res["trainer"].node == "gpu-1"
-    assert res["web"].node in ("cpu-1", "cpu-2")
-    assert res["gpu-no-toleration"].status == "Unschedulable"
-    assert res["gpu-no-toleration"].message == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
-        "2 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/3 nodes are available: "
-        "3 Preemption is not helpful for scheduling."
-    )
-
-
-def test_zone_affinity_required_and_preferred() -> None:
-    zone = "topology.kubernetes.io/zone"
-    res = run(
-        [
-            node("a1", labels={zone: "a"}),
-            node("b1", labels={zone: "b"}),
-            node("c1", labels={zone: "c"}),
-            pod(
-                "must-b",
-                affinity={
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchExpressions": [
-                                        {"key": zone, "operator": "In", "values": ["b"]}
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                },
-            ),
-            pod(
-                "prefer-c",
-                affinity={
-                    "nodeAffinity": {
-                        "preferredDuringSchedulingIgnoredDuringExecution": [
-                            {
-                                "weight": 100,
-                                "preference": {
-                                    "matchExpressions": [
-                                        {"key": zone, "operator": "In", "values": ["c"]}
-                                    ]
-                                },
-                            }
-                        ]
-                    }
-                },
-            ),
-            pod("must-z", nodeSelector={zone: "z"}),
-        ]
-    )
-    assert res["must-b"].node == "b1"
-    assert res["prefer-c"].node == "c1"
-    assert res["must-z"].message == (
-        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
-    )
-
-
-def test_host_port_clash() -> None:
-    res = run(
-        [
-            node("n1"),
-            node("n2"),
-            pod("running", node_name="n1", ports=[{"containerPort": 80, "hostPort": 8080}]),
-            pod("wants-8080", ports=[{"containerPort": 80, "hostPort": 8080}]),
-            pod("wants-8080-too", ports=[{"containerPort": 80, "hostPort": 8080}]),
-        ]
-    )
-    assert res["wants-8080"].node == "n2"
-    assert res["wants-8080-too"].status == "Unschedulable"
-    assert res["wants-8080-too"].message == (
-        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. "
-        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
-    )
-
-
 def test_most_allocated_bin_packing_profile_fills_one_node_first() -> None:
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -190,21 +94,6 @@ def test_most_allocated_bin_packing_profile_fills_one_node_first() -> None:
     assert {packed[f"p{i}"].node for i in range(4)} == {"n2"}
     spread = run(objs)  # the default LeastAllocated spreads instead
     assert len({spread[f"p{i}"].node for i in range(4)}) > 1
-
-
-def test_fit_error_lists_every_reason_sorted() -> None:
-    res = run(
-        [
-            node("small-1", cpu="1", memory="1Gi"),
-            node("small-2", cpu="1", memory="1Gi"),
-            {**node("cordoned", cpu="64", memory="64Gi"), "spec": {"unschedulable": True}},
-            pod("big", cpu="8", memory="4Gi"),
-        ]
-    )
-    assert res["big"].message == (
-        "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 2 Insufficient memory. "
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
-    )
 
 
 def test_a_malformed_node_is_refused_as_the_api_server_refuses_it() -> None:
@@ -248,30 +137,6 @@ def test_malformed_selector_operator_only_fails_that_pod() -> None:
     assert res["bad-op"].status == "Unschedulable"
     assert "Pod default/bad-op" in res["bad-op"].message
     assert "operator" in res["bad-op"].message and "Sometimes" in res["bad-op"].message
-
-
-def test_pod_level_requests_decide_fit_not_the_container_sum() -> None:
-    """A pod-level request above its containers' sum does not fit a node the sum fits, and
-    a placed pod takes its pod-level request (not its containers') from the node."""
-    res = run(
-        [
-            node("n1", cpu="1"),
-            pod("big", cpu="500m", resources={"requests": {"cpu": "2"}}),
-            pod("small", cpu="500m"),
-        ]
-    )
-    assert res["big"].status == "Unschedulable"
-    assert res["big"].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
-    assert res["small"].node == "n1"
-    res = run(
-        [
-            node("n1", cpu="1"),
-            pod("placed", cpu="100m", node_name="n1", resources={"requests": {"cpu": "900m"}}),
-            pod("next", cpu="500m"),
-        ]
-    )
-    assert res["next"].status == "Unschedulable"
-    assert res["next"].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
 
 
 def test_explaining_does_not_change_where_a_nominated_pod_goes() -> None:

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,9 +20,11 @@ from ksched.testing.differential import (
     parse_features,
     parse_seeds,
 )
-from ksched.testing.differential.compare import messages_agree
+from ksched.testing.differential.compare import Divergence, messages_agree
+from ksched.testing.differential.generator import ZONE
 from ksched.testing.differential.kube import parse_scores
 from ksched.testing.differential.local import KschedReplay, scenario_file
+from ksched.testing.differential.report import PodReport, Report
 
 
 def test_same_seed_same_scenario_and_seeds_differ() -> None:
@@ -63,6 +66,123 @@ def test_generated_objects_stay_within_their_seed() -> None:
             assert len({(t["key"], t["effect"]) for t in taints}) == len(taints)
 
 
+def _all(
+    features: list[str], seeds: range = range(30)
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    objects: list[dict[str, Any]] = []
+    pods: list[dict[str, Any]] = []
+    for seed in seeds:
+        sc = generate(seed, features)
+        objects += sc.objects
+        pods += [p.pod for p in sc.pending if set(features) & p.groups]
+    return objects, pods
+
+
+def test_dra_group_covers_every_request_form() -> None:
+    objects, pods = _all(["dra"])
+    kinds = {o["kind"] for o in objects}
+    assert {"DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim"} <= kinds
+    devices = [d for o in objects if o["kind"] == "ResourceSlice" for d in o["spec"]["devices"]]
+    assert all(d["attributes"] and d["capacity"] for d in devices)
+    claims = [
+        o["spec"]["spec"]["devices"]
+        if o["kind"] == "ResourceClaimTemplate"
+        else o["spec"]["devices"]
+        for o in objects
+        if o["kind"] in ("ResourceClaimTemplate", "ResourceClaim")
+    ]
+    requests = [r for c in claims for r in c["requests"]]
+    modes = {r["exactly"]["allocationMode"] for r in requests if "exactly" in r}
+    assert modes == {"All", "ExactCount"}
+    assert any("firstAvailable" in r for r in requests)
+    assert any("selectors" in r.get("exactly", {}) for r in requests)
+    assert any("matchAttribute" in k for c in claims for k in c.get("constraints", []))
+    refs = [r for p in pods for r in p["spec"]["resourceClaims"]]
+    assert any("resourceClaimTemplateName" in r for r in refs)
+    # a shared claim is named by several pods: the first allocates it, the rest find it so
+    shared = [
+        (p["metadata"]["namespace"], r["resourceClaimName"])
+        for p in pods
+        for r in p["spec"]["resourceClaims"]
+        if "resourceClaimName" in r
+    ]
+    assert len(shared) > len(set(shared))
+    for p in pods:
+        names = {r["name"] for r in p["spec"]["resourceClaims"]}
+        assert {c["name"] for c in p["spec"]["containers"][0]["resources"]["claims"]} == names
+
+
+def test_csi_group_limits_nodes_and_counts_what_is_there() -> None:
+    objects, pods = _all(["csi"])
+    counts = [
+        d.get("allocatable", {}).get("count")
+        for o in objects
+        if o["kind"] == "CSINode"
+        for d in o["spec"]["drivers"]
+    ]
+    assert {1, 2, 3, None} <= set(counts)  # a driver without a count has no limit
+    pvs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolume"}
+    assert pvs and all("csi" in pv["spec"] and pv["spec"]["claimRef"] for pv in pvs.values())
+    running = [o for o in objects if o["kind"] == "Pod" and o["spec"].get("volumes")]
+    assert running and all(o["spec"]["nodeName"] for o in running)
+    attached = [o for o in objects if o["kind"] == "VolumeAttachment"]
+    assert attached and all(a["spec"]["source"]["persistentVolumeName"] in pvs for a in attached)
+    assert any(len(p["spec"]["volumes"]) > 1 for p in pods)
+
+
+def test_spread_min_domains_goes_beyond_the_domains_there_are() -> None:
+    seen = set()
+    for seed in range(40):
+        sc = generate(seed, ["spread"])
+        zones = {o["metadata"]["labels"][ZONE] for o in sc.objects if o["kind"] == "Node"}
+        for p in sc.pending:
+            for c in p.pod["spec"].get("topologySpreadConstraints", []):
+                if "minDomains" in c and c["topologyKey"] == ZONE:
+                    seen.add(c["minDomains"] > len(zones))
+    assert seen == {True, False}
+
+
+def test_jsonl_lines_summarize_to_the_same_report(tmp_path: Path) -> None:
+    div = Divergence("score", "weighted score", 3, 1, "TaintToleration", "n1")
+    pods = [
+        PodReport(1, "d1-a/p0", ["taints"], "Scheduled", "Scheduled", [div], "x.json", True),
+        PodReport(1, "d1-a/p1", ["base"], "Unschedulable", "Unschedulable", []),
+        PodReport(2, "d2-a/p0", ["dra"], "Rejected", "-", []),
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in pods))
+    rep = Report.from_jsonl([path])
+    assert rep.seeds == [1, 2] and len(rep.pods) == 2 and len(rep.rejected) == 1
+    assert rep.by_kind() == {"score:TaintToleration": 1}
+    assert rep.groups()["all"].unschedulable == 1
+    out = subprocess.run(
+        [sys.executable, "-m", "ksched.testing.differential", "--summarize", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 1, out.stderr
+    assert "score TaintToleration n1: weighted score" in out.stdout
+    # the diverging seed re-run after a fix: its pod counts once, by the later comparison
+    rerun = tmp_path / "rerun.jsonl"
+    fixed = PodReport(1, "d1-a/p0", ["taints"], "Scheduled", "Scheduled", [], "", True)
+    rerun.write_text(json.dumps(fixed.to_dict()) + "\n")
+    rep = Report.from_jsonl([path, rerun])
+    assert len(rep.pods) == 2 and not rep.diverging
+    # a damaged file is a one-line error naming the line, exit status 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"seed": 1}\n\xff{not json\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "ksched.testing.differential", "--summarize", str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"python -m ksched.testing.differential: {bad}:1: ")
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
 def test_parse_seeds_and_features() -> None:
     assert parse_seeds("0-3,9") == [0, 1, 2, 3, 9]
     assert parse_seeds("5") == [5]
@@ -73,7 +193,7 @@ def test_parse_seeds_and_features() -> None:
     assert parse_features("") == tuple(FEATURES)
     assert parse_features("volumes,taints") == ("taints", "volumes")
     with pytest.raises(ValueError, match="unknown feature group"):
-        parse_features("dra")
+        parse_features("gpus")
 
 
 LOG = """\
@@ -250,3 +370,22 @@ def test_a_nomination_for_the_bound_node_is_judged_like_the_node() -> None:
     assert compare(kube, ours) == []
     unannounced = Outcome("Scheduled", node="a", totals={"a": 5, "b": 5})
     assert [d.what for d in compare(kube, unannounced)] == ["nominated"]
+
+
+def test_a_filter_error_is_compared_without_what_chance_picks() -> None:
+    """kube-scheduler reports the first Filter error of its parallel run (any node's
+    devices) and names a template's claim with the API server's random suffix."""
+    text = (
+        'running "DynamicResources" filter plugin: claim d1-a/p6-gpu{}, request r0: '
+        "cannot add device gpu.example.com/{}/gpu-1 because a claim constraint would not "
+        "be satisfied"
+    )
+    kube = Outcome("Error", message=text.format("-mgs9z", "s1-n1"))
+    ours = Outcome("Error", message=text.format("", "s1-n0"))
+    assert compare(kube, ours) == []
+    other = Outcome("Error", message=text.format("", "s1-n0").replace("r0", "r1"))
+    assert [d.what for d in compare(kube, other)] == ["message"]
+    # outside a Filter error nothing is masked
+    assert not messages_agree(
+        "0/2 nodes are available: claim a/b-xyz12, x", "0/2 nodes are available: claim a/b, x"
+    )

@@ -4,6 +4,7 @@ text, PodScheduled condition, preemption). A long run is documented in docs/fide
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from ksched.testing.controlplane import ControlPlane
 from ksched.testing.differential import FEATURES, run_differential
+from ksched.testing.differential.golden import provenance, record
 from ksched.testing.differential.local import KschedReplay
 
 pytestmark = pytest.mark.kube
@@ -58,3 +60,30 @@ def test_a_wrong_weight_is_caught(cp: ControlPlane, tmp_path: Path) -> None:
     (first, *_) = report.diverging
     assert first.scenario and Path(first.scenario).is_file()
     assert "TaintToleration" in report.text()
+
+
+def test_the_recorder_reproduces_the_committed_goldens(cp: ControlPlane, tmp_path: Path) -> None:
+    """Recording again from the pinned kube-scheduler gives the committed expectations
+    (all but the tie-break's pick among equally good nodes, which is chance)."""
+    golden_dir = Path(__file__).parents[1] / "sim" / "golden"
+    names = [
+        "fit_error_lists_every_reason_sorted",
+        "hostname_spreading_puts_two_replicas_on_each_node",
+    ]
+    copies = []
+    for name in names:
+        src = golden_dir / f"{name}.yaml"
+        dst = tmp_path / src.name
+        dst.write_text(src.read_text())
+        copies.append(dst)
+    recorded = record(copies, cp)
+    for name, path in zip(names, copies, strict=True):
+        committed = json.loads((golden_dir / f"{name}.golden.json").read_text())
+        fresh = recorded[path]
+        assert provenance(path) == []
+        assert fresh["scenarioSha256"] == committed["scenarioSha256"]
+
+        def comparable(pods: dict[str, dict[str, object]]) -> dict[str, object]:
+            return {k: {f: v[f] for f in ("status", "message", "nodes")} for k, v in pods.items()}
+
+        assert comparable(fresh["pods"]) == comparable(committed["pods"]), name

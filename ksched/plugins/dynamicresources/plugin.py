@@ -70,7 +70,7 @@ from ...framework.interface import (
 )
 from ...framework.listers import Listers, RevisionedStore
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
-from ...framework.status import Code, Status, StatusError
+from ...framework.status import Code, RowErrors, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo
 from ...queue import events as ev
 from ...util.coro import run_sync
@@ -588,7 +588,7 @@ class DynamicResources(
         ExactCount request, no constraints) it counts each node's free selectable devices;
         otherwise it runs ``filter`` on each node. Statuses of rejected nodes come from
         ``filter``, as the runtime asks it; an Error status fails the cycle as ``filter``'s
-        would (StatusError)."""
+        would, on a node the Filter plugins before this one pass (RowErrors)."""
         from ...dra.allocator import AllocationError
 
         s = self._state(state)
@@ -613,6 +613,7 @@ class DynamicResources(
                 mask &= np.array([n is not None for n in nodes], dtype=np.bool_)
             s.counted = snap  # Reserve allocates on the chosen node
             return mask
+        errors: dict[int, Status] = {}
         for r, ni in enumerate(infos):
             if ni.node is None:
                 continue
@@ -620,7 +621,10 @@ class DynamicResources(
             if st is None or st.is_success():
                 mask[r] = True
             elif st.code == Code.ERROR:
-                raise StatusError(st)
+                errors[r] = st
+        if errors:
+            # fails the cycle only where the Filter plugins before this one pass
+            raise RowErrors(errors, mask)
         return mask
 
     # -- PostFilter -----------------------------------------------------------------------------
@@ -807,6 +811,15 @@ class DynamicResources(
             log.error("delete", resourceclaim=_kobj(claim), error=err)
 
     # -- PreBind --------------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream ``PreBindPreFlight``: PreBind has work whenever the pod has claims (it
+        writes allocations and reservations), so the binding cycle nominates the node first."""
+        try:
+            s = self._state(state)
+        except KeyError as e:
+            return Status.as_error(str(e))
+        return None if s.claims else Status(Code.SKIP)
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = self._state(state)
         for i, claim in enumerate(s.claims):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .generator import FEATURES, parse_features, parse_seeds
-from .report import PodReport, run_differential
+from .report import PodReport, Report, run_differential
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,8 +35,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gap",
         type=float,
-        default=0.7,
-        help="seconds between pods (kube-scheduler reuses scores for 500 ms)",
+        default=None,
+        help="seconds between pods (default 0.7: kube-scheduler reuses scores for 500 ms; "
+        "0 with --no-batching)",
+    )
+    p.add_argument(
+        "--no-batching",
+        action="store_true",
+        help="run kube-scheduler with --feature-gates=OpportunisticBatching=false "
+        "(every pod scored afresh, no gap needed: several times faster)",
+    )
+    p.add_argument(
+        "--jsonl",
+        type=Path,
+        help="append every compared pod to this file as one JSON line, as it goes",
+    )
+    p.add_argument(
+        "--summarize",
+        type=Path,
+        nargs="+",
+        metavar="JSONL",
+        help="instead: the report of --jsonl files (e.g. a long run's parallel processes)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no per-pod progress on stderr")
     p.add_argument(
@@ -57,7 +76,12 @@ def _record(paths: list[Path]) -> int:
     if missing:
         print(f"python -m ksched.testing.differential: no such file: {', '.join(missing)}")
         return 2
-    for path, golden in record(paths).items():
+    try:
+        recorded = record(paths)
+    except ValueError as e:  # a scenario the API server refused, or a pod without outcome
+        print(f"python -m ksched.testing.differential: {e}")
+        return 2
+    for path, golden in recorded.items():
         print(f"{golden_path(path)}: {len(golden['pods'])} pods")
     return 0
 
@@ -66,6 +90,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.record:
         return _record(args.record)
+    if args.summarize:
+        missing = [str(p) for p in args.summarize if not p.is_file()]
+        if missing:
+            print(f"python -m ksched.testing.differential: no such file: {', '.join(missing)}")
+            return 2
+        try:
+            summary = Report.from_jsonl(args.summarize)
+        except ValueError as e:
+            print(f"python -m ksched.testing.differential: {e}", file=sys.stderr)
+            return 2
+        _print(summary, args.output)
+        return 1 if summary.diverging else 0
     try:
         seeds = parse_seeds(args.seeds)
         features = parse_features(args.features)
@@ -73,20 +109,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m ksched.testing.differential: {e}", file=sys.stderr)
         return 2
 
+    jsonl = args.jsonl.open("a") if args.jsonl else None
+
     def progress(rep: PodReport) -> None:
+        if jsonl is not None:
+            jsonl.write(json.dumps(rep.to_dict()) + "\n")
+            jsonl.flush()
         if not args.quiet:
             mark = "DIVERGES" if rep.divergences else "ok"
             statuses = f"kube {rep.kube_status}, ksched {rep.ksched_status}"
             print(f"seed {rep.seed} {rep.pod}: {statuses}: {mark}", file=sys.stderr)
 
     report = run_differential(
-        seeds, features, outdir=args.scenarios, gap=args.gap, progress=progress
+        seeds,
+        features,
+        outdir=args.scenarios,
+        gap=args.gap,
+        batching=not args.no_batching,
+        progress=progress,
     )
-    if args.output == "json":
+    if jsonl is not None:
+        jsonl.close()
+    _print(report, args.output)
+    return 1 if report.diverging else 0
+
+
+def _print(report: Report, output: str) -> None:
+    if output == "json":
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(report.text())
-    return 1 if report.diverging else 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ scores are the one thing not compared (the totals are).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "Divergence",
     "compare",
     "messages_agree",
+    "normalize_filter_error",
     "normalize_kube_message",
 ]
 
@@ -74,11 +76,36 @@ def normalize_kube_message(message: str) -> str:
     return message
 
 
+# A claim made from a template: the API server completes generateName "<pod>-<claim>-"
+# with 5 random characters; ksched's simulator names it "<pod>-<claim>".
+_GENERATED_CLAIM = re.compile(r"claim ([^\s,]+)-[a-z0-9]{5}(?=[,:\s])")
+# A device (driver/pool/device): in a Filter error it is the node's own.
+_DEVICE = re.compile(r"[\w.-]+/[\w.-]+/[\w.-]+")
+_FILTER_ERROR = re.compile(r'^running "[^"]+" filter plugin: ')
+
+
+def normalize_filter_error(kube: str, ours: str) -> tuple[str, str]:
+    """Both texts with what is chance in a Filter error masked. kube-scheduler filters
+    nodes in parallel from a rotating start (``findNodesThatPassFilters``) and reports the
+    first error any node returns, so which node's devices the text names is not
+    determined; ksched reports its first node's. Claim names made from templates lose the
+    API server's random suffix (where ksched names the same claim without it)."""
+    if not (_FILTER_ERROR.match(kube) and _FILTER_ERROR.match(ours)):
+        return kube, ours
+
+    def claim(m: re.Match[str]) -> str:
+        return f"claim {m[1]}" if f"claim {m[1]}" in ours else m[0]
+
+    kube = _GENERATED_CLAIM.sub(claim, kube)
+    return _DEVICE.sub("<device>", kube), _DEVICE.sub("<device>", ours)
+
+
 def messages_agree(kube: str, ours: str) -> bool:
     """The FitError texts are the same once DynamicResources' PostFilter is accounted for:
     with its ``not found`` error kube-scheduler ran no preemption, so only the Filter
-    diagnosis before it is compared (only while ``DRA_PENDING``)."""
-    kube = normalize_kube_message(kube)
+    diagnosis before it is compared (only while ``DRA_PENDING``). A Filter error is
+    compared without what chance picks (``normalize_filter_error``)."""
+    kube, ours = normalize_filter_error(normalize_kube_message(kube), ours)
     if kube == ours:
         return True
     if DRA_PENDING and kube.endswith("." + _DRA_NO_STATE):

@@ -7,8 +7,8 @@ same scenario.
 
 Feature groups are functions registered in ``FEATURES``: ``setup`` adds cluster objects
 (nodes' taints, PersistentVolumes, PriorityClasses...), ``decorate`` may change a pending
-pod and answers whether it did. A new group (DynamicResources, when ksched has it) is one
-more entry; nothing else here needs to change.
+pod and answers whether it did. A new group is one more entry; nothing else here needs
+to change.
 
 Objects are built so that kube-apiserver accepts them (the replay still dry-runs each pod
 and uses the defaulted object): extended resources carry equal limits, hostPort pods never
@@ -112,6 +112,9 @@ class _Ctx:
         self.zones = [f"{self.prefix}-z{i}" for i in range(rng.randint(1, 3))]
         self.priority_classes: list[tuple[str, int]] = []
         self.claims: dict[str, list[str]] = {}  # namespace -> PVC names pods may use
+        self.csi_claims: dict[str, list[str]] = {}  # namespace -> claims bound to CSI PVs
+        self.dra_templates: dict[str, list[str]] = {}  # namespace -> ResourceClaimTemplates
+        self.dra_claims: dict[str, list[str]] = {}  # namespace -> shared ResourceClaims
         self.counter = 0
 
     def name(self, base: str) -> str:
@@ -475,8 +478,9 @@ def _spread(ctx: _Ctx, pod: JSON) -> bool:
             "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
             "labelSelector": _selector(ctx),
         }
-        if c["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.3:
-            c["minDomains"] = rng.randint(1, 4)
+        if c["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.5:
+            # more domains than exist too: the global minimum is then 0
+            c["minDomains"] = rng.randint(1, 6)
         if rng.random() < 0.3:
             c["nodeAffinityPolicy"] = rng.choice(["Honor", "Ignore"])
         if rng.random() < 0.3:
@@ -675,6 +679,236 @@ def _preemption(ctx: _Ctx, pod: JSON) -> bool:
     return True
 
 
+# -- DRA -----------------------------------------------------------------------------------------
+
+GPU_DRIVER = "gpu.example.com"
+_MODELS = ["a100", "t4", "l4"]
+_CEL_SELECTORS = [
+    f'device.attributes["{GPU_DRIVER}"].model == "a100"',
+    f'device.attributes["{GPU_DRIVER}"].model != "t4"',
+    f'device.capacity["{GPU_DRIVER}"].memory.compareTo(quantity("20Gi")) >= 0',
+    f'device.attributes["{GPU_DRIVER}"].index < 2',
+    f'"{GPU_DRIVER}" in device.attributes && device.attributes["{GPU_DRIVER}"].numa == 0',
+]
+
+
+def _dra_class(ctx: _Ctx, suffix: str) -> str:
+    return f"{ctx.prefix}-{suffix}.{GPU_DRIVER}"
+
+
+def _resource(kind: str, name: str, spec: JSON, namespace: str | None = None) -> JSON:
+    """A resource.k8s.io/v1 object."""
+    meta: JSON = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, "metadata": meta, "spec": spec}
+
+
+def _dra_setup(ctx: _Ctx) -> None:
+    """Two DeviceClasses (any GPU; only big ones), a ResourceSlice per GPU node with
+    attributes and capacity, claim templates of every request form and shared claims that
+    the first pod to use them allocates."""
+    rng = ctx.rng
+    any_gpu = {"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}
+    for suffix, selectors in (
+        ("gpu", [any_gpu]),
+        ("big", [any_gpu, {"cel": {"expression": _CEL_SELECTORS[2]}}]),
+    ):
+        ctx.add(_resource("DeviceClass", _dra_class(ctx, suffix), {"selectors": selectors}))
+    for node in ctx.nodes:
+        if rng.random() < 0.4:
+            continue
+        name = node["metadata"]["name"]
+        devices = [
+            {
+                "name": f"gpu-{i}",
+                "attributes": {
+                    "model": {"string": rng.choice(_MODELS)},
+                    "index": {"int": i},
+                    "numa": {"int": rng.randint(0, 1)},
+                    "fast": {"bool": rng.random() < 0.5},
+                },
+                "capacity": {"memory": {"value": rng.choice(["16Gi", "40Gi", "80Gi"])}},
+            }
+            for i in range(rng.randint(1, 4))
+        ]
+        pool = {"name": name, "generation": 1, "resourceSliceCount": 1}
+        spec = {"driver": GPU_DRIVER, "nodeName": name, "pool": pool, "devices": devices}
+        ctx.add(_resource("ResourceSlice", f"{name}-gpus", spec))
+    for ns in ctx.namespaces:
+        templates = ctx.dra_templates.setdefault(ns, [])
+        for i in range(rng.randint(2, 4)):
+            spec = {"spec": {"devices": _device_claim(ctx)}}
+            ctx.add(_resource("ResourceClaimTemplate", f"gpu-{i}", spec, ns))
+            templates.append(f"gpu-{i}")
+        shared = ctx.dra_claims.setdefault(ns, [])
+        for i in range(rng.randint(0, 2)):
+            ctx.add(_resource("ResourceClaim", f"shared-{i}", {"devices": _device_claim(ctx)}, ns))
+            shared.append(f"shared-{i}")
+
+
+def _device_request(ctx: _Ctx, name: str) -> JSON:
+    """ExactCount or All with CEL selectors, or a firstAvailable list of sub-requests."""
+    rng = ctx.rng
+    if rng.random() < 0.25:
+        subs = []
+        for j, cls in enumerate(rng.sample(["gpu", "big"], 2)):
+            sub: JSON = {
+                "name": f"alt{j}",
+                "deviceClassName": _dra_class(ctx, cls),
+                "count": rng.randint(1, 2),
+            }
+            if rng.random() < 0.4:
+                sub["selectors"] = [{"cel": {"expression": rng.choice(_CEL_SELECTORS)}}]
+            subs.append(sub)
+        return {"name": name, "firstAvailable": subs}
+    exactly: JSON = {"deviceClassName": _dra_class(ctx, rng.choice(["gpu", "gpu", "big"]))}
+    if rng.random() < 0.15:
+        exactly["allocationMode"] = "All"
+    else:
+        exactly["allocationMode"] = "ExactCount"
+        exactly["count"] = rng.choice([1, 1, 1, 2, 3])
+    if rng.random() < 0.5:
+        exactly["selectors"] = [
+            {"cel": {"expression": e}} for e in rng.sample(_CEL_SELECTORS, rng.randint(1, 2))
+        ]
+    return {"name": name, "exactly": exactly}
+
+
+def _device_claim(ctx: _Ctx) -> JSON:
+    rng = ctx.rng
+    requests = [_device_request(ctx, f"r{i}") for i in range(rng.choice([1, 1, 2]))]
+    claim: JSON = {"requests": requests}
+    if rng.random() < 0.4:
+        constraint: JSON = {"matchAttribute": f"{GPU_DRIVER}/{rng.choice(['numa', 'model'])}"}
+        if len(requests) > 1 and rng.random() < 0.5:
+            constraint["requests"] = [requests[0]["name"]]
+        claim["constraints"] = [constraint]
+    return claim
+
+
+def _dra(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    ns = pod["metadata"]["namespace"]
+    refs: list[JSON] = []
+    templates = ctx.dra_templates.get(ns, [])
+    shared = ctx.dra_claims.get(ns, [])
+    if templates:
+        refs.append({"name": "gpu", "resourceClaimTemplateName": rng.choice(templates)})
+    if shared and (not refs or rng.random() < 0.3):
+        refs.append({"name": "shared", "resourceClaimName": rng.choice(shared)})
+    if not refs:
+        return False
+    pod["spec"]["resourceClaims"] = refs
+    pod["spec"]["containers"][0].setdefault("resources", {})["claims"] = [
+        {"name": r["name"]} for r in refs
+    ]
+    return True
+
+
+# -- CSI volume limits ---------------------------------------------------------------------------
+
+
+def _csi_driver(ctx: _Ctx) -> str:
+    return f"{ctx.prefix}.csi.example.com"
+
+
+def _csi_setup(ctx: _Ctx) -> None:
+    """CSINodes with allocatable counts (some nodes without one: no limit), CSI
+    PersistentVolumes pre-bound to claims, running pods and VolumeAttachments using some
+    of them, so NodeVolumeLimits counts what is already on a node."""
+    rng = ctx.rng
+    driver = _csi_driver(ctx)
+    cls = f"{ctx.prefix}-csi"
+    ctx.add(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": cls},
+            "provisioner": driver,
+            "volumeBindingMode": "Immediate",
+        }
+    )
+    for node in ctx.nodes:
+        if rng.random() < 0.2:
+            continue
+        name = node["metadata"]["name"]
+        drv: JSON = {"name": driver, "nodeID": name}
+        if rng.random() < 0.85:
+            drv["allocatable"] = {"count": rng.randint(1, 3)}
+        ctx.add(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSINode",
+                "metadata": {"name": name},
+                "spec": {"drivers": [drv]},
+            }
+        )
+    for ns in ctx.namespaces:
+        claims = ctx.csi_claims.setdefault(ns, [])
+        for i in range(rng.randint(2, 5)):
+            pv = f"{ctx.prefix}-csi-{ns}-{i}"
+            claim = f"csi-{i}"
+            ctx.add(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": pv},
+                    "spec": {
+                        "capacity": {"storage": "5Gi"},
+                        "accessModes": ["ReadWriteMany"],
+                        "storageClassName": cls,
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "csi": {"driver": driver, "volumeHandle": f"vol-{ns}-{i}"},
+                        "claimRef": {"namespace": ns, "name": claim},
+                    },
+                }
+            )
+            ctx.add(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim, "namespace": ns},
+                    "spec": {
+                        "accessModes": ["ReadWriteMany"],
+                        "resources": {"requests": {"storage": "5Gi"}},
+                        "storageClassName": cls,
+                        "volumeName": pv,
+                    },
+                }
+            )
+            claims.append(claim)
+    for pod in ctx.running:
+        ns = pod["metadata"]["namespace"]
+        if ctx.csi_claims.get(ns) and rng.random() < 0.4:
+            _add_csi_volumes(ctx, pod)
+    for node in ctx.nodes:
+        if rng.random() < 0.2:
+            ns = rng.choice(ctx.namespaces)
+            i = rng.randrange(len(ctx.csi_claims[ns]))
+            ctx.add(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "VolumeAttachment",
+                    "metadata": {"name": f"{ctx.prefix}-va-{node['metadata']['name']}"},
+                    "spec": {
+                        "attacher": driver,
+                        "nodeName": node["metadata"]["name"],
+                        "source": {"persistentVolumeName": f"{ctx.prefix}-csi-{ns}-{i}"},
+                    },
+                }
+            )
+
+
+def _add_csi_volumes(ctx: _Ctx, pod: JSON) -> bool:
+    claims = ctx.csi_claims.get(pod["metadata"]["namespace"], [])
+    if not claims:
+        return False
+    picked = ctx.rng.sample(claims, ctx.rng.randint(1, min(3, len(claims))))
+    pod["spec"].setdefault("volumes", []).extend(
+        {"name": f"vol-{c}", "persistentVolumeClaim": {"claimName": c}} for c in picked
+    )
+    return True
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -688,6 +922,8 @@ FEATURES: dict[str, Feature] = {
         Feature("interpod", _interpod_setup, _interpod, 0.3),
         Feature("volumes", _volumes_setup, _volumes, 0.2),
         Feature("preemption", _preemption_setup, _preemption, 0.3),
+        Feature("dra", _dra_setup, _dra, 0.3),
+        Feature("csi", _csi_setup, _add_csi_volumes, 0.3),
     )
 }
 

@@ -10,12 +10,19 @@ diff of the golden files::
 
     python -m ksched.testing.differential --record tests/sim/golden/*.yaml
 
-A scenario must not depend on a random tie-break: a pending pod whose highest score is
-shared by several nodes is recorded with all of them, and later pods should not care which.
+Each golden file says what produced it: the pinned version, the SHA-256 of the scenario
+file it was recorded from, and a digest over both and the expectations. ``provenance``
+lists what does not hold (another version, a scenario edited since, expectations edited
+by hand), so a test can refuse expectations the recorder did not write.
+
+A pending pod whose highest score is shared by several nodes is recorded with all of them
+and the one kube-scheduler's random tie-break chose; ``check`` accepts any of them and
+goes on from kube-scheduler's choice, so later pods see the state they were recorded on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -23,23 +30,36 @@ from typing import Any
 import yaml
 
 from ...config.types import DEFAULT_SCHEDULER_NAME
-from ..controlplane import DEFAULT_VERSION, ControlPlane
+from ..controlplane import ControlPlane
+from ..controlplane._build import kube_version
 from .compare import messages_agree
 from .generator import JSON, PendingPod, Scenario
 from .kube import KubeReplay
 from .local import KschedReplay
 
-__all__ = ["check", "golden_path", "load_scenario", "record"]
+__all__ = ["check", "golden_path", "load_scenario", "provenance", "record"]
 
 KUBE_SCHEDULER = "default-scheduler"
+
+
+_NAMESPACED = (
+    "Pod",
+    "PersistentVolumeClaim",
+    "Service",
+    "ReplicaSet",
+    "StatefulSet",
+    "ReplicationController",
+)
 
 
 def golden_path(scenario: Path) -> Path:
     return scenario.with_name(scenario.stem + ".golden.json")
 
 
-def load_scenario(path: Path) -> Scenario:
-    """The file's objects in order, its unbound pods pending (for kube-scheduler)."""
+def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
+    """The file's objects in order, its unbound pods pending. ``for_kube``: namespaces and
+    controllers go before the pods, and an owner reference to an object in the file names
+    its real uid once created (the garbage collector deletes pods of a missing owner)."""
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     objects: list[JSON] = []
     pending: list[PendingPod] = []
@@ -47,7 +67,7 @@ def load_scenario(path: Path) -> Scenario:
     declared = {d["metadata"]["name"] for d in docs if d.get("kind") == "Namespace"}
     for d in docs:
         ns = d.get("metadata", {}).get("namespace")
-        if d.get("kind") in ("Pod", "PersistentVolumeClaim", "Service", "ReplicaSet"):
+        if d.get("kind") in _NAMESPACED:
             ns = ns or "default"
             d["metadata"]["namespace"] = ns
         if ns and ns not in declared:
@@ -62,9 +82,28 @@ def load_scenario(path: Path) -> Scenario:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in extra
     ]
     existing = ("default",) if "default" in namespaces else ()
+    if for_kube:
+        objects = _for_kube(objects)
     return Scenario(
         0, (path.stem,), [*ns_objs, *objects], pending, existing_namespaces=existing, prefix=""
     )
+
+
+def _for_kube(objects: list[JSON]) -> list[JSON]:
+    def ref(kind: str, ns: str | None, name: str) -> str:
+        return f"{kind}/{ns or ''}/{name}"
+
+    present = {
+        ref(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects
+    }
+    for o in objects:
+        meta = o["metadata"]
+        for owner in meta.get("ownerReferences") or []:
+            key = ref(owner.get("kind", ""), meta.get("namespace"), owner.get("name", ""))
+            if key in present:
+                owner["uid"] = {"$uid": key}
+    rank = {"Namespace": 0, "Pod": 2}
+    return sorted(objects, key=lambda o: rank.get(o["kind"], 1))
 
 
 def record(paths: list[Path], cp: ControlPlane | None = None) -> dict[Path, dict[str, Any]]:
@@ -73,11 +112,14 @@ def record(paths: list[Path], cp: ControlPlane | None = None) -> dict[Path, dict
         with ControlPlane(with_controller_manager=True) as own:
             return record(paths, own)
     out: dict[Path, dict[str, Any]] = {}
-    with KubeReplay(cp) as kube:
+    with KubeReplay(cp, batching=False) as kube:
         for path in paths:
             pods: dict[str, Any] = {}
-            for run in kube.run(load_scenario(path)):
+            for run in kube.run(load_scenario(path, for_kube=True)):
                 k = run.kube
+                if k.status in ("Rejected", "Timeout"):
+                    key = f"{run.pending.namespace}/{run.pending.name}"
+                    raise ValueError(f"{path}: {key}: {k.status}: {k.message}")
                 best = max(k.totals.values(), default=None)
                 nodes = (
                     sorted(n for n, v in k.totals.items() if v == best)
@@ -88,11 +130,61 @@ def record(paths: list[Path], cp: ControlPlane | None = None) -> dict[Path, dict
                     "status": k.status,
                     "message": k.message,
                     "nodes": nodes,
+                    "node": k.node,
                 }
-            golden = {"kubeScheduler": DEFAULT_VERSION, "pods": pods}
+            if kube.refused:
+                # a golden file of a scenario the API server only partly took would be wrong
+                raise ValueError(f"{path}: the API server refused {'; '.join(kube.refused)}")
+            golden = _signed(cp.assets.version, _sha256(path), pods)
             golden_path(path).write_text(json.dumps(golden, indent=2) + "\n")
             out[path] = golden
     return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _digest(version: str, scenario: str, pods: Any) -> str:
+    body = json.dumps([version, scenario, pods], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _signed(version: str, scenario: str, pods: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kubeScheduler": version,
+        "scenarioSha256": scenario,
+        "digest": _digest(version, scenario, pods),
+        "pods": pods,
+    }
+
+
+def provenance(path: Path, version: str | None = None) -> list[str]:
+    """Why ``path``'s golden file is not the recorder's output for this scenario file and
+    the pinned ``version`` (default: ``$KSCHED_KUBE_VERSION`` or v1.36.3; empty when it
+    is)."""
+    version = version or kube_version()
+    gpath = golden_path(path)
+    if not gpath.is_file():
+        return [f"{gpath.name}: missing; record it"]
+    try:
+        golden = json.loads(gpath.read_text())
+    except ValueError as e:
+        return [f"{gpath.name}: not JSON ({e})"]
+    if not isinstance(golden, dict):
+        return [f"{gpath.name}: not a golden file"]
+    problems: list[str] = []
+    recorded = golden.get("kubeScheduler")
+    if recorded != version:
+        problems.append(f"{gpath.name}: recorded from kube-scheduler {recorded}, pinned {version}")
+    if golden.get("scenarioSha256") != _sha256(path):
+        problems.append(f"{gpath.name}: {path.name} changed since it was recorded")
+    digest = _digest(str(recorded), str(golden.get("scenarioSha256")), golden.get("pods"))
+    if golden.get("digest") != digest:
+        problems.append(f"{gpath.name}: expectations not written by the recorder")
+    if problems:
+        problems.append(f"re-record: python -m ksched.testing.differential --record {path}")
+    return problems
 
 
 def check(path: Path, replay: KschedReplay | None = None) -> list[str]:
@@ -100,7 +192,7 @@ def check(path: Path, replay: KschedReplay | None = None) -> list[str]:
     golden = json.loads(golden_path(path).read_text())["pods"]
     scenario = load_scenario(path)
     ours = replay or KschedReplay()
-    state = [o for o in scenario.objects if o["kind"] != "Namespace"]
+    state = list(scenario.objects)  # namespaces too: their labels select pods
     problems: list[str] = []
     for pending in scenario.pending:
         key = f"{pending.namespace}/{pending.name}"
@@ -119,6 +211,11 @@ def check(path: Path, replay: KschedReplay | None = None) -> list[str]:
         elif got.node is not None and want["nodes"] and got.node not in want["nodes"]:
             problems.append(f"{key}: node {got.node}, kube-scheduler's best: {want['nodes']}")
         if got.node is not None:
-            bound = {**pod, "spec": {**pod["spec"], "nodeName": got.node}}
+            # Among equally good nodes, go on from where kube-scheduler's tie-break put the
+            # pod: the later pods' expectations were recorded on that state.
+            node = got.node
+            if want is not None and got.node in want["nodes"] and want.get("node"):
+                node = want["node"]
+            bound = {**pod, "spec": {**pod["spec"], "nodeName": node}}
             state.append(bound)
     return problems

@@ -7,7 +7,8 @@ facts this relies on (kube-scheduler v1.36):
   ``--vmodule=schedule_one=10`` ("Plugin scored node for pod", "Calculated node's final
   score for pod"), only when more than one node is feasible;
 * OpportunisticBatching reuses a pod's scores for the next alike pod for 500 ms, so pods
-  are at least ``gap`` (0.7 s) apart;
+  are at least ``gap`` (0.7 s) apart, unless the replay turns the feature gate off
+  (``batching=False``: the scores are then computed for every pod, and no gap is needed);
 * it retries an unschedulable pod on later cluster events, so that pod is deleted before
   the next is created;
 * the API server refuses some generated combinations and defaults the rest: each pod is
@@ -17,6 +18,7 @@ facts this relies on (kube-scheduler v1.36):
 from __future__ import annotations
 
 import copy
+import http.client
 import json
 import re
 import time
@@ -30,7 +32,10 @@ from ..controlplane import ControlPlane, KubeScheduler
 from .generator import JSON, PendingPod, Scenario
 from .outcome import Outcome
 
-__all__ = ["KubeReplay", "PodRun", "api_path", "parse_scores"]
+__all__ = ["BATCHING_GAP", "KubeReplay", "PodRun", "api_path", "parse_scores"]
+
+#: Seconds between pods while OpportunisticBatching is on (it reuses scores for 500 ms).
+BATCHING_GAP = 0.7
 
 _PATHS = {
     "Namespace": ("/api/v1", "namespaces", False),
@@ -40,13 +45,22 @@ _PATHS = {
     "PersistentVolume": ("/api/v1", "persistentvolumes", False),
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "ReplicationController": ("/api/v1", "replicationcontrollers", True),
     "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
     "RuntimeClass": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
+    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
+    "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
 }
 # What the scheduler's informers hold that pods can change while the replay runs.
-_LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume")
+_LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceClaim")
 
 _SCORED = re.compile(
     r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
@@ -94,6 +108,55 @@ class PodRun:
     ksched: Outcome | None = None
 
 
+class _Api:
+    """Admin requests over one kept-alive connection: the replay makes ~20 per pod, and a
+    TLS handshake each was a third of its wall time."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        parsed = urllib.parse.urlsplit(cp.url)
+        self.host = parsed.hostname or "127.0.0.1"
+        self.port = parsed.port or 443
+        self.ctx = cp.ssl_context
+        self.token = cp.admin.token
+        self.conn: http.client.HTTPSConnection | None = None
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = http.client.HTTPSConnection(
+                    self.host, self.port, context=self.ctx, timeout=30
+                )
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                resp = self.conn.getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException):
+                self.close()
+                if attempt:
+                    raise
+                continue  # the server closed an idle connection: once more on a new one
+            try:
+                return resp.status, json.loads(raw) if raw else None
+            except ValueError:
+                return resp.status, raw.decode(errors="replace")
+        raise AssertionError("unreachable")
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, data = self.request(method, path, body)
+        if status >= 300:
+            raise RuntimeError(f"{method} {path}: {status} {data}")
+        return data
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
 def _fill_uids(obj: Any, uids: dict[str, str]) -> Any:
     if isinstance(obj, dict):
         if set(obj) == {"$uid"}:
@@ -116,12 +179,15 @@ class KubeReplay:
         self,
         cp: ControlPlane,
         *,
-        gap: float = 0.7,
+        gap: float | None = None,
+        batching: bool = True,
         timeout: float = 20.0,
         preemption_timeout: float = 20.0,
     ) -> None:
         self.cp = cp
-        self.gap = gap
+        self.api = _Api(cp)
+        self.batching = batching
+        self.gap = gap if gap is not None else (BATCHING_GAP if batching else 0.0)
         self.timeout = timeout
         self.preemption_timeout = preemption_timeout
         self.scheduler: KubeScheduler | None = None
@@ -131,13 +197,15 @@ class KubeReplay:
         self._nominated = ""  # the pod's nominated node, once seen (cleared by its binding)
 
     def __enter__(self) -> KubeReplay:
-        self.scheduler = self.cp.kube_scheduler(
-            None, name="kube-scheduler-differential", args=["--vmodule=schedule_one=10"]
-        )
+        args = ["--vmodule=schedule_one=10"]
+        if not self.batching:
+            args.append("--feature-gates=OpportunisticBatching=false")
+        self.scheduler = self.cp.kube_scheduler(None, name="kube-scheduler-differential", args=args)
         self.scheduler.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.api.close()
         if self.scheduler is not None:
             self.scheduler.stop()
             self.scheduler = None
@@ -160,7 +228,7 @@ class KubeReplay:
             self._teardown(scenario, created)
 
     def _setup(self, scenario: Scenario, created: list[JSON]) -> list[JSON]:
-        cp = self.cp
+        cp = self.api
         uids = self._uids = {}
         for raw in scenario.objects:
             obj = _fill_uids(copy.deepcopy(raw), uids)
@@ -194,7 +262,7 @@ class KubeReplay:
                 "PersistentVolumeClaim", pvc["metadata"]["namespace"], pvc["metadata"]["name"]
             )
             while time.monotonic() < deadline:
-                st, cur = self.cp.request("GET", path)
+                st, cur = self.api.request("GET", path)
                 if st == 200 and cur.get("status", {}).get("phase") == "Bound":
                     break
                 time.sleep(0.1)
@@ -205,7 +273,7 @@ class KubeReplay:
         prefix = scenario.name_prefix
         for kind in _LIVE:
             group, resource, namespaced = _PATHS[kind]
-            items = self.cp.ok("GET", f"{group}/{resource}")["items"]
+            items = self.api.ok("GET", f"{group}/{resource}")["items"]
             for it in items:
                 meta = it["metadata"]
                 if namespaced and meta.get("namespace") not in names:
@@ -213,7 +281,7 @@ class KubeReplay:
                 if not namespaced and not meta["name"].startswith(prefix):
                     continue
                 it.setdefault("kind", kind)
-                it.setdefault("apiVersion", "v1")
+                it.setdefault("apiVersion", group.removeprefix("/apis/").removeprefix("/api/"))
                 out.append(it)
         return out
 
@@ -224,7 +292,7 @@ class KubeReplay:
         static: list[JSON],
         ksched: Callable[[list[JSON], JSON], Outcome] | None,
     ) -> PodRun:
-        cp = self.cp
+        cp = self.api
         path = api_path("Pod", pending.namespace)
         body = _fill_uids(pending.pod, self._uids)
         st, dry = cp.request("POST", path + "?dryRun=All", body)
@@ -330,6 +398,12 @@ class KubeReplay:
                         break
         except (OSError, ValueError):
             pass  # the watch timed out or broke: no outcome
+        if self._nominated and first is not None:
+            # Preempted for, and still pending a preemption_timeout later: an outcome
+            # (ksched's simulator retries at once; a real queue may hold the pod longer).
+            out = Outcome("Unschedulable", message=str(first.get("message", "")), condition=first)
+            out.nominated = self._nominated
+            return out
         return Outcome("Timeout", message="no outcome within the timeout", condition=first)
 
     def _new_log(self) -> str:
@@ -346,12 +420,12 @@ class KubeReplay:
     def _await_gone(self, path: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.cp.request("GET", path)[0] == 404:
+            if self.api.request("GET", path)[0] == 404:
                 return
-            time.sleep(0.1)
+            time.sleep(0.02)
 
     def _teardown(self, scenario: Scenario, created: list[JSON]) -> None:
-        cp = self.cp
+        cp = self.api
         for ns in scenario.namespaces:
             for p in cp.request("GET", api_path("Pod", ns))[1].get("items", []):
                 cp.request(
@@ -367,4 +441,4 @@ class KubeReplay:
             cp.request("DELETE", api_path(kind, meta.get("namespace"), meta["name"]))
         for ns in scenario.own_namespaces:
             cp.request("DELETE", api_path("Namespace", name=ns))
-        time.sleep(0.5)
+        time.sleep(0.2)

@@ -41,6 +41,21 @@ class PodReport:
             "scored": self.scored,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PodReport:
+        """The inverse of ``to_dict`` (a ``--jsonl`` line)."""
+        divs = [Divergence(**x) for x in d.get("divergences", [])]
+        return cls(
+            int(d["seed"]),
+            str(d["pod"]),
+            list(d.get("groups", [])),
+            str(d["kube"]),
+            str(d["ksched"]),
+            divs,
+            str(d.get("scenario", "")),
+            bool(d.get("scored", False)),
+        )
+
 
 @dataclass
 class GroupCounts:
@@ -80,6 +95,34 @@ class Report:
                 key = f"{d.what}:{d.plugin}" if d.plugin else d.what
                 out[key] = out.get(key, 0) + 1
         return dict(sorted(out.items()))
+
+    @classmethod
+    def from_jsonl(cls, paths: Iterable[Path]) -> Report:
+        """The report of one or more ``--jsonl`` files (a long run split over processes, or
+        cut short: every pod is written as soon as it is compared). A pod compared again
+        (its seed re-run after a fix) counts once, by its last comparison: later files and
+        lines win."""
+        report = cls([], ())
+        latest: dict[tuple[int, str], PodReport] = {}
+        for path in paths:
+            text = path.read_bytes().decode(errors="replace")
+            for lineno, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    rep = PodReport.from_dict(json.loads(line))
+                except (ValueError, KeyError, TypeError) as e:
+                    raise ValueError(f"{path}:{lineno}: not a --jsonl line ({e!r})") from None
+                latest.pop((rep.seed, rep.pod), None)
+                latest[(rep.seed, rep.pod)] = rep
+        for rep in latest.values():
+            if rep.kube_status == "Rejected":
+                report.rejected.append(f"seed {rep.seed} {rep.pod}")
+            else:
+                report.pods.append(rep)
+        report.seeds = sorted({seed for seed, _ in latest})
+        report.features = tuple(sorted({g for p in report.pods for g in p.groups} - {"base"}))
+        return report
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,43 +190,53 @@ def run_differential(
     *,
     cp: ControlPlane | None = None,
     outdir: Path | None = None,
-    gap: float = 0.7,
+    gap: float | None = None,
+    batching: bool = True,
     progress: Callable[[PodReport], None] | None = None,
     ksched: KschedReplay | None = None,
 ) -> Report:
     """Replay every seed's scenario against kube-scheduler and ksched; ``cp`` is a running
     ControlPlane with the controller manager (one is started when None); ``ksched`` a
-    replay with another config than ksched's default one."""
+    replay with another config than ksched's default one; ``batching=False`` runs
+    kube-scheduler with OpportunisticBatching off, so pods need no gap."""
     seed_list = list(seeds)
     report = Report(seed_list, features)
     ours = ksched or KschedReplay()
     if cp is None:
         with ControlPlane(with_controller_manager=True) as own:
-            return _run(own, seed_list, features, ours, report, outdir, gap, progress)
-    return _run(cp, seed_list, features, ours, report, outdir, gap, progress)
+            return run_differential(
+                seed_list,
+                features,
+                cp=own,
+                outdir=outdir,
+                gap=gap,
+                batching=batching,
+                progress=progress,
+                ksched=ours,
+            )
+    with KubeReplay(cp, gap=gap, batching=batching) as kube:
+        return _run(kube, seed_list, features, ours, report, outdir, progress)
 
 
 def _run(
-    cp: ControlPlane,
+    kube: KubeReplay,
     seeds: list[int],
     features: tuple[str, ...],
     ours: KschedReplay,
     report: Report,
     outdir: Path | None,
-    gap: float,
     progress: Callable[[PodReport], None] | None,
 ) -> Report:
-    with KubeReplay(cp, gap=gap) as kube:
-        for seed in seeds:
-            scenario = generate(seed, features)
-            for run in kube.run(scenario, ours):
-                rep = _report(run, seed, outdir)
-                if run.kube.status == "Rejected":
-                    report.rejected.append(f"seed {seed} {rep.pod}: {run.kube.message}")
-                else:
-                    report.pods.append(rep)
-                if progress is not None:
-                    progress(rep)
-            report.rejected.extend(f"seed {seed} {r}" for r in kube.refused)
-            kube.refused.clear()
+    for seed in seeds:
+        scenario = generate(seed, features)
+        for run in kube.run(scenario, ours):
+            rep = _report(run, seed, outdir)
+            if run.kube.status == "Rejected":
+                report.rejected.append(f"seed {seed} {rep.pod}: {run.kube.message}")
+            else:
+                report.pods.append(rep)
+            if progress is not None:
+                progress(rep)
+        report.rejected.extend(f"seed {seed} {r}" for r in kube.refused)
+        kube.refused.clear()
     return report
