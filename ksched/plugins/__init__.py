@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..framework.registry import Registry
 
-__all__ = ["BUILTIN_PLUGINS", "NOT_YET_IMPLEMENTED", "register_builtins"]
+__all__ = ["BUILTIN_PLUGINS", "NOT_YET_IMPLEMENTED", "builtin_plugin", "register_builtins"]
 
 # Default kube-scheduler plugins ksched has not implemented yet; dropped from the
 # effective plugin set with a warning rather than failing every default config.
@@ -37,10 +37,15 @@ BUILTIN_PLUGINS: dict[str, str] = {
 }
 
 
-def register_builtins(reg: Registry) -> None:
+def builtin_plugin(name: str) -> type:
+    """The class of the built-in plugin ``name`` (imported now); KeyError if none."""
     import importlib
 
-    for name, target in BUILTIN_PLUGINS.items():
-        mod, cls = target.split(":")
-        module = importlib.import_module(f"{__name__}.{mod}")
-        reg.register(name, getattr(module, cls), "ksched")
+    mod, cls = BUILTIN_PLUGINS[name].split(":")
+    plugin: type = getattr(importlib.import_module(f"{__name__}.{mod}"), cls)
+    return plugin
+
+
+def register_builtins(reg: Registry) -> None:
+    for name in BUILTIN_PLUGINS:
+        reg.register(name, builtin_plugin(name), "ksched")

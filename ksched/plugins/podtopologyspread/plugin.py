@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from ...api.objects import Node, TopologySpreadConstraint
 from ...framework.cycle_state import CycleState
+from ...framework.events import ActionType, EventResource
 from ...framework.interface import (
     NOT_SIGNABLE,
     ClusterEvent,
@@ -88,11 +89,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return None
 
     Args = PodTopologySpreadArgs
+    args: PodTopologySpreadArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, PodTopologySpreadArgs):
-            args = PodTopologySpreadArgs.parse(self.name, dict(args or {}))
         super().__init__(args, handle)
+        args = self.args
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
@@ -322,12 +323,22 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         node_hint = self.is_schedulable_after_node_change
         return [
             *(
-                ClusterEventWithHint(ClusterEvent("Pod", a), pod_hint)
-                for a in ("Add", "UpdatePodLabel", "UpdatePodToleration", "Delete")
+                ClusterEventWithHint(ClusterEvent(EventResource.POD, a), pod_hint)
+                for a in (
+                    ActionType.ADD,
+                    ActionType.UPDATE_POD_LABEL,
+                    ActionType.UPDATE_POD_TOLERATION,
+                    ActionType.DELETE,
+                )
             ),
             *(
-                ClusterEventWithHint(ClusterEvent("Node", a), node_hint)
-                for a in ("Add", "Delete", "UpdateNodeLabel", "UpdateNodeTaint")
+                ClusterEventWithHint(ClusterEvent(EventResource.NODE, a), node_hint)
+                for a in (
+                    ActionType.ADD,
+                    ActionType.DELETE,
+                    ActionType.UPDATE_NODE_LABEL,
+                    ActionType.UPDATE_NODE_TAINT,
+                )
             ),
         ]
 
