@@ -319,27 +319,16 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pods added, relabelled or deleted (and the pod's own tolerations, for
         taint-honoring constraints); nodes added, deleted, relabelled or retainted."""
-        pod_hint = self.is_schedulable_after_pod_change
-        node_hint = self.is_schedulable_after_node_change
+        a = ActionType
+        pods = (a.ADD, a.UPDATE_POD_LABEL, a.UPDATE_POD_TOLERATION, a.DELETE)
+        nodes = (a.ADD, a.DELETE, a.UPDATE_NODE_LABEL, a.UPDATE_NODE_TAINT)
         return [
-            *(
-                ClusterEventWithHint(ClusterEvent(EventResource.POD, a), pod_hint)
-                for a in (
-                    ActionType.ADD,
-                    ActionType.UPDATE_POD_LABEL,
-                    ActionType.UPDATE_POD_TOLERATION,
-                    ActionType.DELETE,
-                )
-            ),
-            *(
-                ClusterEventWithHint(ClusterEvent(EventResource.NODE, a), node_hint)
-                for a in (
-                    ActionType.ADD,
-                    ActionType.DELETE,
-                    ActionType.UPDATE_NODE_LABEL,
-                    ActionType.UPDATE_NODE_TAINT,
-                )
-            ),
+            ClusterEventWithHint(ClusterEvent(resource, action), hint)
+            for resource, actions, hint in (
+                (EventResource.POD, pods, self.is_schedulable_after_pod_change),
+                (EventResource.NODE, nodes, self.is_schedulable_after_node_change),
+            )
+            for action in actions
         ]
 
     def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:
