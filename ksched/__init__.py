@@ -2,10 +2,11 @@
 
 The package root is the public API: everything a plugin author or an embedder needs is
 importable from ``ksched`` (plugin base classes, statuses, cycle state, score constants,
-node/pod info and the numpy array types of batch methods, cluster events, the handle and
-its listers, ``KschedError`` (the root of every error ksched raises), the daemon). Tests
-of plugins need only ``ksched.testing`` besides. Low-level pieces (``api``, ``util``) never
-import the scheduler core.
+node/pod info and the numpy array types of batch methods, cluster events and their
+names, the handle and its listers, ``PluginArgs`` for declarative args, ``KschedError``
+(the root of every error ksched raises), the daemon). Tests of plugins need only
+``ksched.testing`` besides. Low-level pieces (``api``, ``util``) never import the
+scheduler core.
 
 The embedding names (``SchedulerDaemon``, ``APIClient``, ``load_config``,
 ``load_config_data``) load on first use: they pull in the HTTP server, the API client,
@@ -20,18 +21,24 @@ from .framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     SUCCESS,
+    ActionType,
+    ArgsErrors,
     BindPlugin,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
+    Duration,
+    EventResource,
     FilterPlugin,
     FitError,
     Handle,
+    Int32,
     NodeInfo,
     NodeToStatus,
     PermitPlugin,
     Plugin,
+    PluginArgs,
     PluginArgsError,
     PodInfo,
     PostBindPlugin,
@@ -135,6 +142,8 @@ __all__ = [
     "VOLUME_ATTACHMENT",
     "WILDCARD",
     "APIClient",
+    "ActionType",
+    "ArgsErrors",
     "BindPlugin",
     "BoolArray",
     "Clock",
@@ -142,10 +151,13 @@ __all__ = [
     "ClusterEventWithHint",
     "Code",
     "CycleState",
+    "Duration",
     "EnqueueExtensions",
+    "EventResource",
     "FilterPlugin",
     "FitError",
     "Handle",
+    "Int32",
     "IntArray",
     "InvalidObjectError",
     "KschedError",
@@ -155,6 +167,7 @@ __all__ = [
     "NodeToStatus",
     "PermitPlugin",
     "Plugin",
+    "PluginArgs",
     "PluginArgsError",
     "Pod",
     "PodActivator",

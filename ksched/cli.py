@@ -417,7 +417,7 @@ def _timeout_flags(p: argparse.ArgumentParser, *, binding: bool) -> None:
 
 def _duration(text: str) -> float:
     """A Go duration ("10s", "1m30s") of at least 0."""
-    from .config.types import parse_duration
+    from .util.duration import parse_duration
 
     try:
         v = parse_duration(text)

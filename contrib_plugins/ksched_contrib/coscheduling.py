@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import structlog
 from ksched import (
@@ -35,15 +34,18 @@ from ksched import (
     EPHEMERAL_STORAGE,
     MEMORY,
     PODS,
+    ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
+    EventResource,
     Handle,
     Listers,
     NodeInfo,
     NodeToStatus,
     PermitPlugin,
+    PluginArgs,
     PodInfo,
     PostFilterPlugin,
     PostFilterResult,
@@ -57,8 +59,8 @@ from ksched import (
     Status,
     WatchedResource,
 )
+from msgspec import Meta
 
-from ._args import check_fields, get_int, resolve
 from .podgroup import POD_GROUP_LABEL, PodGroup, parse_podgroup
 
 __all__ = [
@@ -102,32 +104,20 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         WatchedResource(PODGROUPS_PATH, PODGROUPS_LISTER, PODGROUP_RESOURCE),
     )
 
-    @dataclass(frozen=True, slots=True)
-    class Args:
+    class Args(PluginArgs):
         """``CoschedulingArgs`` (scheduler-plugins config v1)."""
 
-        permit_waiting_time_seconds: int = DEFAULT_PERMIT_WAITING_TIME_SECONDS
-        pod_group_backoff_seconds: int = 0
+        permit_waiting_time_seconds: Annotated[int, Meta(ge=1)] = (
+            DEFAULT_PERMIT_WAITING_TIME_SECONDS
+        )
+        pod_group_backoff_seconds: Annotated[int, Meta(ge=0)] = 0
 
-        @classmethod
-        def parse(cls, plugin: str, data: dict[str, Any]) -> Coscheduling.Args:
-            check_fields(plugin, data, ["permitWaitingTimeSeconds", "podGroupBackoffSeconds"])
-            return cls(
-                get_int(
-                    plugin,
-                    data,
-                    "permitWaitingTimeSeconds",
-                    DEFAULT_PERMIT_WAITING_TIME_SECONDS,
-                    minimum=1,
-                ),
-                get_int(plugin, data, "podGroupBackoffSeconds", 0, minimum=0),
-            )
+    args: Args
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        parsed: Coscheduling.Args = resolve(self.Args, self.name, args)
-        super().__init__(parsed, handle if handle is not None else Handle())
-        self.permit_waiting_time = float(parsed.permit_waiting_time_seconds)
-        self.pod_group_backoff = float(parsed.pod_group_backoff_seconds)
+        super().__init__(args, handle if handle is not None else Handle())
+        self.permit_waiting_time = float(self.args.permit_waiting_time_seconds)
+        self.pod_group_backoff = float(self.args.pod_group_backoff_seconds)
         # Group full name -> clock time until which its pods are rejected at PreFilter.
         self.backed_off: dict[str, float] = {}
         # Scheduler clock minus wall clock, fixed at first use so sort keys stay stable.
@@ -366,9 +356,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         activates them, so unrelated pod additions are skipped.
         """
         return [
-            ClusterEventWithHint(ClusterEvent("Pod", "Add"), _sibling_added),
-            ClusterEventWithHint(ClusterEvent(PODGROUP_RESOURCE, "Add")),
-            ClusterEventWithHint(ClusterEvent(PODGROUP_RESOURCE, "Update")),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.ADD), _sibling_added),
+            ClusterEventWithHint(ClusterEvent(PODGROUP_RESOURCE, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(PODGROUP_RESOURCE, ActionType.UPDATE)),
         ]
 
 

@@ -21,12 +21,11 @@ from ksched import (
     FilterPlugin,
     Handle,
     NodeInfo,
+    PluginArgs,
     PodInfo,
     ScorePlugin,
     Status,
 )
-
-from ._args import check_fields, get_optional_int, resolve
 
 __all__ = ["ERR_REASON", "Lucky"]
 
@@ -44,20 +43,15 @@ class _Draws:
 class Lucky(FilterPlugin, ScorePlugin):
     name = NAME
 
-    @dataclass(frozen=True, slots=True)
-    class Args:
+    class Args(PluginArgs):
         seed: int | None = None
 
-        @classmethod
-        def parse(cls, plugin: str, data: dict[str, Any]) -> Lucky.Args:
-            check_fields(plugin, data, ["seed"])
-            return cls(get_optional_int(plugin, data, "seed"))
+    args: Args
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        parsed: Lucky.Args = resolve(self.Args, self.name, args)
-        super().__init__(parsed, handle)
+        super().__init__(args, handle)
         # No seed: seeded from the OS, a different sequence each run.
-        self.rng = random.Random(parsed.seed)
+        self.rng = random.Random(self.args.seed)
 
     def _draws(self, state: CycleState) -> _Draws:
         d = state.get(_STATE_KEY)

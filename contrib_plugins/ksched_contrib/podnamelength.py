@@ -6,8 +6,7 @@ parsing, a per-node ``filter`` and the optional all-nodes ``filter_batch``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
 
 import numpy as np
 from ksched import (
@@ -16,14 +15,13 @@ from ksched import (
     Code,
     CycleState,
     FilterPlugin,
-    Handle,
     NodeInfo,
+    PluginArgs,
     PodInfo,
     Snapshot,
     Status,
 )
-
-from ._args import check_fields, get_int, resolve
+from msgspec import Meta
 
 __all__ = ["PodNameLength"]
 
@@ -33,19 +31,14 @@ NAME = "PodNameLength"
 class PodNameLength(FilterPlugin):
     name = NAME
 
-    @dataclass(frozen=True, slots=True)
-    class Args:
-        max_name_length: int = 4
+    class Args(PluginArgs):
+        max_name_length: Annotated[int, Meta(ge=0)] = 4
 
-        @classmethod
-        def parse(cls, plugin: str, data: dict[str, Any]) -> PodNameLength.Args:
-            check_fields(plugin, data, ["maxNameLength"])
-            return cls(get_int(plugin, data, "maxNameLength", 4, minimum=0))
+    args: Args
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        parsed: PodNameLength.Args = resolve(self.Args, self.name, args)
-        super().__init__(parsed, handle)
-        self.max_name_length = parsed.max_name_length
+    @property
+    def max_name_length(self) -> int:
+        return self.args.max_name_length
 
     def _verdict(self, pod: PodInfo) -> Status | None:
         n = len(pod.name)

@@ -8,16 +8,13 @@ every line as structured fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import structlog
 from ksched import (
     ClusterEventWithHint,
     CycleState,
     FilterPlugin,
-    Handle,
     NodeInfo,
+    PluginArgs,
     PodInfo,
     PreBindPlugin,
     PreFilterPlugin,
@@ -25,8 +22,6 @@ from ksched import (
     Snapshot,
     Status,
 )
-
-from ._args import check_fields, get_int, get_str, resolve
 
 __all__ = ["Sample"]
 
@@ -37,27 +32,14 @@ log = structlog.get_logger("ksched_contrib.sample")
 class Sample(PreFilterPlugin, FilterPlugin, PreBindPlugin):
     name = NAME
 
-    @dataclass(frozen=True, slots=True)
-    class Args:
+    class Args(PluginArgs, rename=None):
+        """The KEP's example args, whose wire names are snake_case."""
+
         favorite_color: str = ""
         favorite_number: int = 0
         thanks_to: str = ""
 
-        @classmethod
-        def parse(cls, plugin: str, data: dict[str, Any]) -> Sample.Args:
-            check_fields(plugin, data, ["favorite_color", "favorite_number", "thanks_to"])
-            return cls(
-                favorite_color=get_str(plugin, data, "favorite_color", ""),
-                favorite_number=get_int(plugin, data, "favorite_number", 0),
-                thanks_to=get_str(plugin, data, "thanks_to", ""),
-            )
-
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        parsed: Sample.Args = resolve(self.Args, self.name, args)
-        super().__init__(parsed, handle)
-        self.favorite_color = parsed.favorite_color
-        self.favorite_number = parsed.favorite_number
-        self.thanks_to = parsed.thanks_to
+    args: Args
 
     def _log(self, point: str, pod: PodInfo, node: str | None) -> None:
         fw = self.handle.framework if self.handle is not None else None
@@ -68,9 +50,9 @@ class Sample(PreFilterPlugin, FilterPlugin, PreBindPlugin):
             pod=pod.key,
             node=node,
             profile=fw.profile_name if fw is not None else None,
-            favorite_color=self.favorite_color,
-            favorite_number=self.favorite_number,
-            thanks_to=self.thanks_to,
+            favorite_color=self.args.favorite_color,
+            favorite_number=self.args.favorite_number,
+            thanks_to=self.args.thanks_to,
         )
 
     def pre_filter(

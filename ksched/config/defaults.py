@@ -15,8 +15,12 @@ ksched. Divergences, all deliberate:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ksched.plugins import builtin_plugin
+
+if TYPE_CHECKING:
+    from ksched.framework.args import PluginArgs
 
 from ksched.config.types import (
     DEFAULT_SCHEDULER_NAME,
@@ -110,94 +114,21 @@ def merge_plugins(default: Plugins, custom: Plugins | None) -> Plugins:
 
 # --- plugin args ----------------------------------------------------------------
 
-
-def _default_resources() -> list[dict[str, Any]]:
-    return [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
-
-
-def _weights_zero_to_one(resources: Any) -> None:
-    if isinstance(resources, list):
-        for r in resources:
-            if isinstance(r, dict) and not r.get("weight"):
-                r["weight"] = 1
-
-
-def _default_preemption(a: dict[str, Any]) -> None:
-    if a.get("minCandidateNodesPercentage") is None:
-        a["minCandidateNodesPercentage"] = 10
-    if a.get("minCandidateNodesAbsolute") is None:
-        a["minCandidateNodesAbsolute"] = 100
-
-
-def _inter_pod_affinity(a: dict[str, Any]) -> None:
-    if a.get("hardPodAffinityWeight") is None:
-        a["hardPodAffinityWeight"] = 1
-    if a.get("ignorePreferredTermsOfExistingPods") is None:
-        a["ignorePreferredTermsOfExistingPods"] = False
-
-
-def _node_affinity(a: dict[str, Any]) -> None:
-    """NodeAffinityArgs has no defaults but, being a known kind, still gets an entry."""
-
-
-def _balanced_allocation(a: dict[str, Any]) -> None:
-    if not a.get("resources"):
-        a["resources"] = _default_resources()
-    else:
-        _weights_zero_to_one(a["resources"])
-
-
-def _node_resources_fit(a: dict[str, Any]) -> None:
-    strategy = a.get("scoringStrategy")
-    if strategy is None:
-        # The type is only defaulted with the whole strategy, as upstream: an explicit
-        # strategy without a type is left for the plugin's validation to reject.
-        a["scoringStrategy"] = {"type": "LeastAllocated", "resources": _default_resources()}
-        return
-    if not isinstance(strategy, dict):
-        return
-    if not strategy.get("resources"):
-        strategy["resources"] = _default_resources()
-    else:
-        _weights_zero_to_one(strategy["resources"])
-
-
-def _pod_topology_spread(a: dict[str, Any]) -> None:
-    if not a.get("defaultingType"):
-        a["defaultingType"] = "System"
-
-
-def _dynamic_resources(a: dict[str, Any]) -> None:
-    """``filterTimeout`` 10s (DRASchedulerFilterTimeout) and ``bindingTimeout`` 10m
-    (DRADeviceBindingConditions with DRAResourceClaimDeviceStatus): all beta and on in
-    v1.36, as kube-scheduler v1.36.3's ``/configz`` shows."""
-    if a.get("filterTimeout") is None:
-        a["filterTimeout"] = "10s"
-    if a.get("bindingTimeout") is None:
-        a["bindingTimeout"] = "10m0s"
-
-
-def _volume_binding(a: dict[str, Any]) -> None:
-    """``bindTimeoutSeconds`` 600; the shape is defaulted upstream only under the
-    StorageCapacityScoring feature gate (off by default), so it is not here."""
-    if a.get("bindTimeoutSeconds") is None:
-        a["bindTimeoutSeconds"] = 600
-
-
-_ARGS_DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
-    "DefaultPreemption": _default_preemption,
-    "DynamicResources": _dynamic_resources,
-    "InterPodAffinity": _inter_pod_affinity,
-    "NodeAffinity": _node_affinity,
-    "NodeResourcesBalancedAllocation": _balanced_allocation,
-    "NodeResourcesFit": _node_resources_fit,
-    "PodTopologySpread": _pod_topology_spread,
-    "VolumeBinding": _volume_binding,
-}
-
 # In-tree plugins with a registered ``<Name>Args`` kind: upstream adds a defaulted
-# pluginConfig entry for each one that is enabled.
-PLUGINS_WITH_DEFAULT_ARGS: frozenset[str] = frozenset(_ARGS_DEFAULTERS)
+# pluginConfig entry for each one that is enabled. The defaults themselves are declared
+# on each plugin's ``Args`` fields (``ksched.framework.args``).
+PLUGINS_WITH_DEFAULT_ARGS: frozenset[str] = frozenset(
+    {
+        "DefaultPreemption",
+        "DynamicResources",
+        "InterPodAffinity",
+        "NodeAffinity",
+        "NodeResourcesBalancedAllocation",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "VolumeBinding",
+    }
+)
 
 
 def default_plugin_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -205,14 +136,12 @@ def default_plugin_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
 
     Returns a new dict for the in-tree plugins above and ``args`` itself for any other
     name, so a framework can call it for every plugin (out-of-tree ones default their
-    own args).
+    own args when they decode them, and the effective config shows them as written).
     """
-    defaulter = _ARGS_DEFAULTERS.get(name)
-    if defaulter is None:
+    if name not in PLUGINS_WITH_DEFAULT_ARGS:
         return args
-    out = copy.deepcopy(args)
-    defaulter(out)
-    return out
+    args_type: type[PluginArgs] = builtin_plugin(name).Args  # type: ignore[attr-defined]
+    return args_type.with_defaults(args)
 
 
 # --- whole configuration ----------------------------------------------------------

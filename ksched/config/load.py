@@ -43,6 +43,7 @@ from ksched.config.types import (
     parse_duration,
 )
 from ksched.config.validation import unknown_plugin_config, validate
+from ksched.framework.args import got
 from ksched.util.limits import BoundedLoaderMixin, loads_json
 
 __all__ = [
@@ -97,18 +98,6 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _got(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str | int | float):
-        return repr(value)
-    return type(value).__name__
-
-
 class _Decoder:
     """Collects problems while turning plain YAML/JSON data into dataclasses.
 
@@ -134,7 +123,7 @@ class _Decoder:
         if raw is None:
             return {}
         if not isinstance(raw, dict):
-            self.fail(path, f"must be an object, got {_got(raw)}")
+            self.fail(path, f"must be an object, got {got(raw)}")
             return {}
         out: dict[str, Any] = {}
         for key, value in raw.items():
@@ -157,7 +146,7 @@ class _Decoder:
             return default
         value = m[key]
         if not check(value):
-            self.fail(_join(path, key), f"must be {want}, got {_got(value)}")
+            self.fail(_join(path, key), f"must be {want}, got {got(value)}")
             return default
         return value  # type: ignore[no-any-return]
 
@@ -185,7 +174,7 @@ class _Decoder:
             return None
         value = m[key]
         if not isinstance(value, int) or isinstance(value, bool):
-            self.fail(_join(path, key), f"must be an integer, got {_got(value)}")
+            self.fail(_join(path, key), f"must be an integer, got {got(value)}")
             return None
         if not bounds[0] <= value <= bounds[1]:
             bits = 32 if bounds == _INT32 else 64
@@ -210,7 +199,7 @@ class _Decoder:
         value = m[key]
         where = _join(path, key)
         if not isinstance(value, str):
-            self.fail(where, f'must be a duration string like "15s" or "1m30s", got {_got(value)}')
+            self.fail(where, f'must be a duration string like "15s" or "1m30s", got {got(value)}')
             return default
         try:
             return parse_duration(value)
@@ -232,7 +221,7 @@ class _Decoder:
         value = m[key]
         where = _join(path, key)
         if not isinstance(value, list):
-            self.fail(where, f"must be a list, got {_got(value)}")
+            self.fail(where, f"must be a list, got {got(value)}")
             return []
         return [(f"{where}[{i}]", v) for i, v in enumerate(value)]
 
@@ -266,7 +255,7 @@ def _plugin_config(d: _Decoder, raw: Any, path: str) -> PluginConfig:
     args_path = _join(path, "args")
     args = m.get("args", {})
     if not isinstance(args, dict):
-        d.fail(args_path, f"must be an object, got {_got(args)}")
+        d.fail(args_path, f"must be an object, got {got(args)}")
         return PluginConfig(name)
     args = dict(args)
     if name in PLUGINS_WITH_DEFAULT_ARGS:
@@ -275,9 +264,9 @@ def _plugin_config(d: _Decoder, raw: Any, path: str) -> PluginConfig:
         kind = args.pop("kind", None)
         version = args.pop("apiVersion", None)
         if kind is not None and kind != f"{name}Args":
-            d.fail(_join(args_path, "kind"), f'must be "{name}Args", got {_got(kind)}')
+            d.fail(_join(args_path, "kind"), f'must be "{name}Args", got {got(kind)}')
         if version is not None and version not in (API_VERSION, API_VERSION_V1BETA3):
-            d.fail(_join(args_path, "apiVersion"), f'must be "{API_VERSION}", got {_got(version)}')
+            d.fail(_join(args_path, "apiVersion"), f'must be "{API_VERSION}", got {got(version)}')
     return PluginConfig(name, args)
 
 
@@ -436,7 +425,7 @@ def _type_meta(d: _Decoder, data: dict[str, Any], warnings: list[str]) -> str:
     if version is None:
         d.fail("apiVersion", "Required value")
     elif not isinstance(version, str):
-        d.fail("apiVersion", f"must be a string, got {_got(version)}")
+        d.fail("apiVersion", f"must be a string, got {got(version)}")
     elif version in _REMOVED_VERSIONS:
         d.fail("apiVersion", f"{version} is no longer supported; {_REMOVED_VERSIONS[version]}")
     elif version == API_VERSION_V1BETA3:
@@ -464,7 +453,7 @@ def decode_config(data: Any) -> tuple[KubeSchedulerConfiguration | None, list[st
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return None, [f"must be an object, got {_got(data)}"], warnings
+        return None, [f"must be an object, got {got(data)}"], warnings
     version = _type_meta(d, data, warnings)
     if d.problems:
         return None, d.problems, warnings

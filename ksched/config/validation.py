@@ -22,6 +22,7 @@ from ksched.config.types import (
     Profile,
     format_duration,
 )
+from ksched.framework.args import show
 
 __all__ = ["ARGS_VALIDATED_IN_CONFIG", "REMOVED_PLUGINS", "unknown_plugin_config", "validate"]
 
@@ -48,13 +49,8 @@ ARGS_VALIDATED_IN_CONFIG: frozenset[str] = frozenset(
 )
 
 
-def _show(value: Any) -> str:
-    """A bad value as Go's field errors print it (%v for scalars, %q for strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+# A bad value as Go's field errors print it (%v for scalars, %q for strings).
+_show = show
 
 
 def _invalid(path: str, value: Any, detail: str) -> str:

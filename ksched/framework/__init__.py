@@ -1,7 +1,9 @@
 """The scheduling framework: extension points, statuses, state, and the runtime."""
 
+from .args import ArgsErrors, Duration, Int32, PluginArgs, PluginArgsError
 from .cycle_state import CycleState, StateData
 from .diagnosis import Diagnosis, FitError
+from .events import ActionType, EventResource
 from .handle import BindError, ClusterClient, EventRecorder, Handle
 from .interface import (
     EXTENSION_POINTS,
@@ -30,7 +32,7 @@ from .interface import (
     extension_points_of,
 )
 from .listers import RevisionedStore
-from .registry import ENTRY_POINT_GROUP, PluginArgsError, PluginLoadError, PluginSpec, Registry
+from .registry import ENTRY_POINT_GROUP, PluginLoadError, PluginSpec, Registry
 from .snapshot import Snapshot
 from .status import SUCCESS, Code, Status
 from .types import HostPortInfo, ImageStateSummary, InvalidObjectError, NodeInfo, PodInfo
@@ -42,6 +44,8 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "SUCCESS",
+    "ActionType",
+    "ArgsErrors",
     "BindError",
     "BindPlugin",
     "ClusterClient",
@@ -50,17 +54,21 @@ __all__ = [
     "Code",
     "CycleState",
     "Diagnosis",
+    "Duration",
     "EventRecorder",
+    "EventResource",
     "FilterPlugin",
     "FitError",
     "Handle",
     "HostPortInfo",
     "ImageStateSummary",
+    "Int32",
     "InvalidObjectError",
     "NodeInfo",
     "NodeToStatus",
     "PermitPlugin",
     "Plugin",
+    "PluginArgs",
     "PluginArgsError",
     "PluginLoadError",
     "PluginSpec",

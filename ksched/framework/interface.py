@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from .args import PluginArgs
 from .cycle_state import CycleState
 from .snapshot import BoolArray, IntArray, Snapshot
 from .status import Code, Status
@@ -101,7 +102,8 @@ class WatchedResource:
 
 
 class Plugin:
-    """Base of all plugins. ``Args`` (optional) parses and validates the plugin's args.
+    """Base of all plugins. ``Args`` (optional, a ``PluginArgs``) declares the plugin's args,
+    which it finds decoded and validated in ``self.args``.
 
     ``watch_resources``: custom collections the daemon must watch into ``handle.listers``
     for this plugin (see ``WatchedResource``).
@@ -121,7 +123,13 @@ class Plugin:
     reads_listers: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        self.args = args
+        """``args``: with an ``Args(PluginArgs)`` class, its instance (as the framework
+        passes it), a dict (decoded and validated here) or None (the defaults); a plugin
+        with args needs no ``__init__`` of its own."""
+        args_type = getattr(type(self), "Args", None)
+        if isinstance(args_type, type) and issubclass(args_type, PluginArgs):
+            args = args_type.resolve(self.name or type(self).__name__, args)
+        self.args: Any = args
         self.handle = handle
 
 

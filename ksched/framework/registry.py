@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import Any
 
 from ..util.errors import KschedError
+from .args import PluginArgsError
 from .handle import Handle
 from .interface import extension_points_of
 
@@ -36,15 +37,6 @@ class PluginLoadError(KschedError, RuntimeError):
     """An entry point that could not be imported."""
 
 
-class PluginArgsError(KschedError, ValueError):
-    """Invalid plugin args; the message names the plugin and the field."""
-
-    def __init__(self, plugin: str, path: str, message: str) -> None:
-        self.plugin, self.path = plugin, path
-        where = f"args.{path}" if path else "args"
-        super().__init__(f"plugin {plugin}: {where}: {message}")
-
-
 @dataclass(slots=True)
 class PluginSpec:
     name: str
@@ -59,7 +51,8 @@ class PluginSpec:
 
 
 def parse_plugin_args(spec: PluginSpec, raw: dict[str, Any] | None) -> Any:
-    """Turn pluginConfig args into the plugin's Args (``Args.parse(name, dict)``), else the dict."""
+    """Turn pluginConfig args into the plugin's Args (``Args.parse(name, dict)``: the one
+    decoder of ``PluginArgs``, or a plugin's own), else the dict."""
     args_type = spec.args_type
     data = dict(raw or {})
     if args_type is None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 
 from ..api.objects import InvalidObjectError
 from ..util.coro import run_sync
+from ..util.duration import format_duration
 from ..util.errors import KschedError
 from .cycle_state import CycleState
 from .handle import Handle
@@ -1035,7 +1035,7 @@ class Framework:
                     await clock.sleep(start + seconds - clock.now())
                     wp.reject(
                         plugin,
-                        f"rejected due to timeout after waiting {_go_duration(seconds)} "
+                        f"rejected due to timeout after waiting {format_duration(seconds)} "
                         f"at plugin {plugin}",
                     )
 
@@ -1124,21 +1124,3 @@ def raw_scores(
     return np.fromiter(
         (sc(state, pod, infos[int(r)]) for r in rows), dtype=np.int64, count=len(rows)
     )
-
-
-def _go_duration(seconds: float) -> str:
-    """Format seconds like Go's time.Duration.String() for messages."""
-    if seconds == 0:
-        return "0s"
-    if seconds < 1:
-        ms = seconds * 1000
-        return f"{ms:g}ms"
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    out = ""
-    if h:
-        out += f"{int(h)}h"
-    if h or m:
-        out += f"{int(m)}m"
-    s_text = f"{s:.9f}".rstrip("0").rstrip(".") if not math.isclose(s, round(s)) else str(round(s))
-    return out + s_text + "s"

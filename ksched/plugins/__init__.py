@@ -12,7 +12,13 @@ if TYPE_CHECKING:
     from ..framework.waiting_pods import WaitingPods
     from ..util.clock import Clock
 
-__all__ = ["BUILTIN_PLUGINS", "build_frameworks", "default_registry", "register_builtins"]
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "build_frameworks",
+    "builtin_plugin",
+    "default_registry",
+    "register_builtins",
+]
 
 # name -> "module:Class" (imported lazily so `ksched plugins` stays fast)
 BUILTIN_PLUGINS: dict[str, str] = {
@@ -38,13 +44,18 @@ BUILTIN_PLUGINS: dict[str, str] = {
 }
 
 
-def register_builtins(reg: Registry) -> None:
+def builtin_plugin(name: str) -> type:
+    """The class of the built-in plugin ``name`` (imported now); KeyError if none."""
     import importlib
 
-    for name, target in BUILTIN_PLUGINS.items():
-        mod, cls = target.split(":")
-        module = importlib.import_module(f"{__name__}.{mod}")
-        reg.register(name, getattr(module, cls), "ksched")
+    mod, cls = BUILTIN_PLUGINS[name].split(":")
+    plugin: type = getattr(importlib.import_module(f"{__name__}.{mod}"), cls)
+    return plugin
+
+
+def register_builtins(reg: Registry) -> None:
+    for name in BUILTIN_PLUGINS:
+        reg.register(name, builtin_plugin(name), "ksched")
 
 
 def default_registry(*, entry_points: bool = True) -> Registry:

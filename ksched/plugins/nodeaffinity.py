@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from ..api import objects
@@ -31,8 +30,9 @@ from ..api.selectors import (
     compile_node_selector_term,
     selector_from_set,
 )
-from ..api.strict import unknown_fields
+from ..framework.args import ArgsErrors, KubeArgs
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -44,7 +44,6 @@ from ..framework.interface import (
     QueueingHint,
     ScorePlugin,
 )
-from ..framework.registry import PluginArgsError
 from ..framework.snapshot import BoolArray, IntArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
@@ -213,47 +212,28 @@ _ADDED_REQUIRED = _ADDED + ".requiredDuringSchedulingIgnoredDuringExecution"
 _ADDED_PREFERRED = _ADDED + ".preferredDuringSchedulingIgnoredDuringExecution"
 
 
-def _args_error(plugin: str, text: str) -> PluginArgsError:
+def _fail(errs: ArgsErrors, text: str) -> None:
+    """A selector problem (``path: message``) as an args error at that path."""
     path, _, message = text.partition(": ")
-    return PluginArgsError(plugin, path, message)
+    errs.fail(path, message)
 
 
-@dataclass(frozen=True, slots=True)
-class NodeAffinityArgs:
+class NodeAffinityArgs(KubeArgs):
     """``NodeAffinityArgs``: ``addedAffinity`` applies to every pod of the profile."""
 
     added_affinity: objects.NodeAffinity | None = None
 
-    @classmethod
-    def parse(cls, plugin_name: str, data: dict[str, Any]) -> NodeAffinityArgs:
-        """Decode strictly (no unknown field at any depth) and validate like
-        ``ValidateNodeAffinityArgs`` (the selectors must parse)."""
-        for key in data:
-            if key != _ADDED:
-                raise PluginArgsError(plugin_name, key, "unknown field")
-        raw = data.get(_ADDED)
-        if raw is None:
-            return cls()
-        unknown = unknown_fields(raw, objects.NodeAffinity, _ADDED)
-        if len(unknown) == 1:
-            raise PluginArgsError(plugin_name, unknown[0], "unknown field")
-        if unknown:
-            joined = ", ".join(f"{u}: unknown field" for u in unknown)
-            raise PluginArgsError(plugin_name, "", f"[{joined}]")
+    def validate(self, errs: ArgsErrors) -> None:
+        """``ValidateNodeAffinityArgs``: the selectors must parse (the first problem)."""
         try:
-            added = msgspec.convert(raw, objects.NodeAffinity, strict=True)
-        except msgspec.ValidationError as e:
-            msg, _, at = str(e).partition(" - at `$")
-            raise PluginArgsError(plugin_name, _ADDED + at.rstrip("`"), msg) from None
-        try:
-            req, pref = _compile_added(added)
+            req, pref = _compile_added(self.added_affinity)
         except SelectorError as e:
-            raise _args_error(plugin_name, str(e)) from None
+            _fail(errs, str(e))
+            return
         if req is not None and req.error:
-            raise _args_error(plugin_name, req.error)
-        if pref is not None and pref[1]:
-            raise _args_error(plugin_name, pref[1])
-        return cls(added)
+            _fail(errs, req.error)
+        elif pref is not None and pref[1]:
+            _fail(errs, pref[1])
 
 
 def _compile_added(
@@ -274,6 +254,7 @@ def _compile_added(
 class NodeAffinity(PreFilterPlugin, NodeOnlyFilter, PreScorePlugin, ScorePlugin):
     name = names.NODE_AFFINITY
     Args = NodeAffinityArgs
+    args: NodeAffinityArgs
 
     def sign_pod(self, pod: PodInfo) -> Any:
         spec = pod.pod.spec
@@ -281,10 +262,8 @@ class NodeAffinity(PreFilterPlugin, NodeOnlyFilter, PreScorePlugin, ScorePlugin)
         return spec_fragment(pod, "sign/nodeaffinity", spec.node_selector, affinity)
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, NodeAffinityArgs):
-            args = NodeAffinityArgs.parse(self.name, dict(args or {}))
         super().__init__(args, handle)
-        req, pref = _compile_added(args.added_affinity)
+        req, pref = _compile_added(self.args.added_affinity)
         self.added_node_selector: CompiledNodeSelector | None = req
         self.added_pref_terms: PreferredTerms | None = pref[0] if pref is not None else None
 
@@ -388,8 +367,10 @@ class NodeAffinity(PreFilterPlugin, NodeOnlyFilter, PreScorePlugin, ScorePlugin)
         """Node Add|UpdateNodeLabel (QueueingHints on: no UpdateNodeTaint), as upstream."""
         hint = self.is_schedulable_after_node_change
         return [
-            ClusterEventWithHint(ClusterEvent("Node", "Add"), hint),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeLabel"), hint),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), hint),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL), hint
+            ),
         ]
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import ClusterEvent, ClusterEventWithHint, NodeOnlyFilter
 from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
@@ -48,4 +49,4 @@ class NodeName(NodeOnlyFilter):
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Node Add only, no hint: node updates never change a name (QueueingHints on)."""
-        return [ClusterEventWithHint(ClusterEvent("Node", "Add"))]
+        return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]

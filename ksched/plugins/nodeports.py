@@ -15,6 +15,7 @@ import numpy as np
 
 from ..api.objects import ContainerPort
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -95,9 +96,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
         """Assigned pod deletions (hinted) and Node Add; QueueingHints on, as upstream."""
         return [
             ClusterEventWithHint(
-                ClusterEvent("AssignedPod", "Delete"), self.is_schedulable_after_pod_deleted
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
-            ClusterEventWithHint(ClusterEvent("Node", "Add")),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
         ]
 
     def is_schedulable_after_pod_deleted(self, pod: PodInfo, old: Any, new: Any) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 from ..api.objects import Node, Taint
 from ..api.selectors import tolerations_tolerate_taint
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -65,10 +66,12 @@ class NodeUnschedulable(NodeOnlyFilter):
         """Node Add|UpdateNodeTaint and the pod's own toleration updates (QueueingHints on)."""
         node_hint = self.is_schedulable_after_node_change
         return [
-            ClusterEventWithHint(ClusterEvent("Node", "Add"), node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeTaint"), node_hint),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), node_hint),
             ClusterEventWithHint(
-                ClusterEvent("Pod", "UpdatePodToleration"),
+                ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT), node_hint
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
                 self.is_schedulable_after_pod_toleration_change,
             ),
         ]

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..api.objects import CSINode, PersistentVolume, PersistentVolumeClaim, Pod
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.handle import Handle
 from ..framework.interface import (
     NOT_SIGNABLE,
@@ -259,18 +260,21 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """New or raised CSINode limits, volumes freed by pods or detached, claims created."""
         return [
-            ClusterEventWithHint(ClusterEvent("CSINode", "Add")),
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.ADD)),
             ClusterEventWithHint(
-                ClusterEvent("CSINode", "Update"), self.is_schedulable_after_csi_node_updated
+                ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE),
+                self.is_schedulable_after_csi_node_updated,
             ),
             ClusterEventWithHint(
-                ClusterEvent("Pod", "Delete"), self.is_schedulable_after_pod_deleted
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
             ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", "Add"), self.is_schedulable_after_pvc_added
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+                self.is_schedulable_after_pvc_added,
             ),
             ClusterEventWithHint(
-                ClusterEvent("VolumeAttachment", "Delete"),
+                ClusterEvent(EventResource.VOLUME_ATTACHMENT, ActionType.DELETE),
                 self.is_schedulable_after_volume_attachment_deleted,
             ),
         ]

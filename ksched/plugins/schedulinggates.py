@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import ClusterEvent, ClusterEventWithHint, PreEnqueuePlugin, QueueingHint
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
@@ -24,7 +25,7 @@ class SchedulingGates(PreEnqueuePlugin):
         )
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        event = ClusterEvent("Pod", "UpdatePodSchedulingGatesEliminated")
+        event = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
         return [ClusterEventWithHint(event, _gates_removed)]
 
 

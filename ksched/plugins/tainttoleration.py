@@ -18,6 +18,7 @@ import numpy as np
 from ..api.objects import Node, Taint, Toleration
 from ..api.selectors import find_untolerated_taint, tolerations_tolerate_taint
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -175,10 +176,12 @@ class TaintToleration(NodeOnlyFilter, PreScorePlugin, ScorePlugin):
         """Node Add|UpdateNodeTaint and the pod's own toleration updates (QueueingHints on)."""
         node_hint = self.is_schedulable_after_node_change
         return [
-            ClusterEventWithHint(ClusterEvent("Node", "Add"), node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeTaint"), node_hint),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), node_hint),
             ClusterEventWithHint(
-                ClusterEvent("Pod", "UpdatePodToleration"),
+                ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT), node_hint
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
                 self.is_schedulable_after_pod_toleration_change,
             ),
         ]

@@ -21,6 +21,7 @@ import msgspec
 
 from ..api.objects import PersistentVolumeClaim, Pod, Volume
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.handle import Handle
 from ..framework.interface import (
     NOT_SIGNABLE,
@@ -256,11 +257,13 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
         """Pod deletions (volumes freed), new nodes, and the pod's claims appearing."""
         return [
             ClusterEventWithHint(
-                ClusterEvent("Pod", "Delete"), self.is_schedulable_after_pod_deleted
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
-            ClusterEventWithHint(ClusterEvent("Node", "Add")),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
             ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", "Add"), self.is_schedulable_after_pvc_added
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+                self.is_schedulable_after_pvc_added,
             ),
         ]
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
 from ..framework.cycle_state import CycleState
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
     NOT_SIGNABLE,
     ClusterEvent,
@@ -190,14 +191,23 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
         pv_hint = self.is_schedulable_after_pv_change
         return [
             ClusterEventWithHint(
-                ClusterEvent("StorageClass", "Add"), self.is_schedulable_after_storage_class_added
+                ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD),
+                self.is_schedulable_after_storage_class_added,
             ),
-            ClusterEventWithHint(ClusterEvent("Node", "Add")),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeLabel")),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", "Add"), pvc_hint),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", "Update"), pvc_hint),
-            ClusterEventWithHint(ClusterEvent("PersistentVolume", "Add"), pv_hint),
-            ClusterEventWithHint(ClusterEvent("PersistentVolume", "Update"), pv_hint),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), pvc_hint
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.UPDATE), pvc_hint
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.ADD), pv_hint
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.UPDATE), pv_hint
+            ),
         ]
 
     def is_schedulable_after_pvc_change(self, pod: PodInfo, old: Any, new: Any) -> str:

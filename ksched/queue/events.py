@@ -14,6 +14,7 @@ Storage objects (the volume plugins' ``EventResource``s) only ever Add, Update o
 from __future__ import annotations
 
 from ..api.objects import Node
+from ..framework.events import ActionType, EventResource
 from ..framework.interface import ClusterEvent
 from ..framework.types import PodInfo
 
@@ -63,18 +64,18 @@ FORCE_ACTIVATE = ClusterEvent("*", "*", "ForceActivate")
 WILDCARD = ClusterEvent("*", "*", "WildCardEvent")
 
 # EventResources of the storage objects (upstream framework.PersistentVolumeClaim, ...).
-PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
-PERSISTENT_VOLUME = "PersistentVolume"
-STORAGE_CLASS = "StorageClass"
-CSI_NODE = "CSINode"
-CSI_DRIVER = "CSIDriver"
-VOLUME_ATTACHMENT = "VolumeAttachment"
+PERSISTENT_VOLUME_CLAIM = EventResource.PERSISTENT_VOLUME_CLAIM
+PERSISTENT_VOLUME = EventResource.PERSISTENT_VOLUME
+STORAGE_CLASS = EventResource.STORAGE_CLASS
+CSI_NODE = EventResource.CSI_NODE
+CSI_DRIVER = EventResource.CSI_DRIVER
+VOLUME_ATTACHMENT = EventResource.VOLUME_ATTACHMENT
 # DRA's EventResources (upstream framework.ResourceClaim, ...).
-RESOURCE_CLAIM = "ResourceClaim"
-RESOURCE_SLICE = "ResourceSlice"
-DEVICE_CLASS = "DeviceClass"
+RESOURCE_CLAIM = EventResource.RESOURCE_CLAIM
+RESOURCE_SLICE = EventResource.RESOURCE_SLICE
+DEVICE_CLASS = EventResource.DEVICE_CLASS
 # A pod update adding the claim the resourceclaim controller made from a template.
-UPDATE_POD_GENERATED_RESOURCE_CLAIM = "UpdatePodGeneratedResourceClaim"
+UPDATE_POD_GENERATED_RESOURCE_CLAIM = ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
 STORAGE_RESOURCES = (
     PERSISTENT_VOLUME_CLAIM,
     PERSISTENT_VOLUME,

@@ -7,6 +7,7 @@ import re
 import textwrap
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -161,3 +162,89 @@ def test_systemd_guide_commands_name_real_files() -> None:
     } <= named
     for path in named:
         assert (ROOT / path).is_file(), path
+
+
+# ---- the guide's plugin with args -------------------------------------------------------------
+
+
+def _args_example() -> str:
+    text = PLUGINS.read_text()
+    found = re.search(r"<!-- example: a plugin with args -->\s*```python\n(.*?)```", text, re.S)
+    assert found is not None
+    return found.group(1)
+
+
+def test_guides_plugin_with_args_needs_one_import_and_no_parsing() -> None:
+    code = _args_example()
+    imports = [line for line in code.splitlines() if line.startswith(("from ", "import "))]
+    assert [line.split()[1] for line in imports] == ["ksched"]
+    assert "__init__" not in code and "parse" not in code and "PluginArgsError" not in code
+    namespace: dict[str, object] = {}
+    exec(compile(code, "docs/plugins.md", "exec"), namespace)  # its assertions hold
+
+
+def test_guides_plugin_with_args_runs_and_names_bad_fields() -> None:
+    from ksched import PluginArgsError
+    from ksched.testing import make_node, make_pod, run_filter, schedule
+
+    namespace: dict[str, Any] = {}
+    exec(compile(_args_example(), "docs/plugins.md", "exec"), namespace)
+    no_metal = namespace["NoMetal"]
+
+    one, two = no_metal(), no_metal()
+    one.args.forbidden.append("tin")
+    assert two.args.forbidden == []  # a list default is each instance's own
+    assert no_metal(no_metal.Args(forbidden=["gold"])).args.forbidden == ["gold"]
+
+    nodes = [make_node("lead", labels={"metal": "lead"}), make_node("plain")]
+    verdicts = run_filter(no_metal({"forbidden": ["lead"]}), make_pod("p"), nodes)
+    assert verdicts["plain"] is None
+    assert verdicts["lead"] is not None
+    assert verdicts["lead"].message() == "node's metal is forbidden"
+
+    for data, message in [
+        ({"forbidden": "lead"}, "args.forbidden: must be a list, got 'lead'"),
+        ({"forbidden": ["lead", 7]}, "args.forbidden[1]: must be a string, got 7"),
+        (
+            {"forbiden": ["lead"]},
+            "args.forbiden: unknown field (known fields: forbidden, labelKey)",
+        ),
+        ({"labelKey": ""}, "args.labelKey: must not be empty"),
+    ]:
+        with pytest.raises(PluginArgsError) as e:
+            no_metal(data)
+        assert str(e.value) == f"plugin NoMetal: {message}"
+
+    # From a configuration, as ksched run builds it: the same words, with the profile.
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "ksched",
+                "plugins": {"filter": {"enabled": [{"name": "NoMetal"}]}},
+                "pluginConfig": [{"name": "NoMetal", "args": {"forbidden": ["lead"]}}],
+            }
+        ],
+    }
+    assert schedule(config, make_pod("p"), nodes[:1], plugins=[no_metal]).node is None
+    assert schedule(config, make_pod("p"), nodes, plugins=[no_metal]).node == "plain"
+    config["profiles"][0]["pluginConfig"][0]["args"] = {"forbidden": [1]}  # type: ignore[index]
+    with pytest.raises(Exception, match=r"plugin NoMetal: args\.forbidden\[0\]: must be a string"):
+        schedule(config, make_pod("p"), nodes, plugins=[no_metal])
+
+
+def test_shown_wrong_type_error_is_real(
+    nodecost: Installed,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = re.search(r"A wrong type reads `(.*?)`", " ".join(PLUGINS.read_text().split()))
+    assert shown is not None
+    cfg = yaml.safe_load((PACKAGE_DIR / "examples" / "config.yaml").read_text())
+    cfg["profiles"][0]["pluginConfig"][0]["args"] = {"missingCost": "cheap"}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", "validate", "bad.yaml"]) == 2
+    assert capsys.readouterr().err.splitlines() == [f'bad.yaml: profile "ksched": {shown.group(1)}']

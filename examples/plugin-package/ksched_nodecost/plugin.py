@@ -16,20 +16,18 @@ check that they do.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from ksched import (
     MAX_NODE_SCORE,
+    ArgsErrors,
     CycleState,
-    Handle,
     IntArray,
     NodeInfo,
-    PluginArgsError,
+    PluginArgs,
     PodInfo,
     ScorePlugin,
     Snapshot,
@@ -49,10 +47,10 @@ _PREFIX = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)
 _LABEL_KEY = re.compile(rf"(?:{_PREFIX}/)?{_NAME}")
 
 
-def _milli(value: str | None) -> int | None:
-    """A price label value in thousandths, or None when absent or not a price."""
-    if value is None:
-        return None
+@functools.lru_cache(maxsize=4096)
+def _milli(value: str) -> int | None:
+    """A price label value in thousandths, or None when it is not a price (few distinct
+    prices exist, so each is parsed once)."""
     try:
         cost = float(value)
     except ValueError:
@@ -65,57 +63,41 @@ def _milli(value: str | None) -> int | None:
 class NodeCost(ScorePlugin):
     name = NAME
 
-    @dataclass(frozen=True, slots=True)
-    class Args:
+    class Args(PluginArgs):
         """``pluginConfig`` args: ``label`` (the price label's key) and ``missingCost``
-        (the price assumed for nodes without one; default: least preferred)."""
+        (the price assumed for nodes without one; default: least preferred). ksched
+        refuses unknown fields and wrong types, naming the field."""
 
         label: str = DEFAULT_LABEL
         missing_cost: float | None = None
 
-        @classmethod
-        def parse(cls, plugin: str, data: dict[str, Any]) -> NodeCost.Args:
-            """Validate everything up front: a typo must stop ksched at startup with the
+        def validate(self, errs: ArgsErrors) -> None:
+            """What the types cannot say: a typo must stop ksched at startup with the
             plugin and field named, never silently keep a default."""
-            known = ("label", "missingCost")
-            for key in data:
-                if key not in known:
-                    raise PluginArgsError(plugin, str(key),
-                                          f"unknown field (known fields: {', '.join(known)})")
-            label = data.get("label", DEFAULT_LABEL)
-            if not isinstance(label, str) or not label:
-                raise PluginArgsError(plugin, "label", f"must be a non-empty string, got {label!r}")
-            prefix, _, name = label.rpartition("/")
-            if not _LABEL_KEY.fullmatch(label) or len(prefix) > 253 or len(name) > 63:
-                raise PluginArgsError(plugin, "label", f"{label!r} is not a valid label key")
-            missing = data.get("missingCost")
-            if missing is not None:
-                if isinstance(missing, bool) or not isinstance(missing, int | float):
-                    raise PluginArgsError(plugin, "missingCost",
-                                          f"must be a number or null, got {missing!r}")
-                if not math.isfinite(missing) or missing < 0:
-                    raise PluginArgsError(plugin, "missingCost",
-                                          f"must be a non-negative number, got {missing!r}")
-            return cls(label, None if missing is None else float(missing))
+            prefix, _, name = self.label.rpartition("/")
+            if not self.label:
+                errs.fail("label", f"must be a non-empty string, got {self.label!r}")
+            elif not _LABEL_KEY.fullmatch(self.label) or len(prefix) > 253 or len(name) > 63:
+                errs.fail("label", f"{self.label!r} is not a valid label key")
+            cost = self.missing_cost
+            if cost is not None and (not math.isfinite(cost) or cost < 0):
+                errs.fail("missingCost", f"must be a non-negative number, got {cost!r}")
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        # ksched passes the parsed Args; tests may pass a dict or nothing.
-        if not isinstance(args, NodeCost.Args):
-            raw = dict(args) if isinstance(args, Mapping) else {}
-            args = NodeCost.Args.parse(NAME, raw)
-        super().__init__(args, handle)
-        self.label = args.label
-        self.missing = UNKNOWN if args.missing_cost is None else round(args.missing_cost * 1000)
-        self._parsed: dict[str, int] = {}  # label value -> raw score (few distinct prices)
+    args: Args  # decoded and validated by ksched (or from a dict, or the defaults, in tests)
+
+    @property
+    def label(self) -> str:
+        return self.args.label
+
+    @property
+    def missing(self) -> int:
+        """The raw score of a node without a readable price."""
+        cost = self.args.missing_cost
+        return UNKNOWN if cost is None else round(cost * 1000)
 
     def _raw(self, value: str | None) -> int:
-        if value is None:
-            return self.missing
-        raw = self._parsed.get(value)
-        if raw is None:
-            milli = _milli(value)
-            raw = self._parsed[value] = self.missing if milli is None else milli
-        return raw
+        milli = None if value is None else _milli(value)
+        return self.missing if milli is None else milli
 
     # -- Score, one node at a time -------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:

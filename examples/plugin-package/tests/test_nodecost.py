@@ -52,13 +52,18 @@ def pod(name: str = "p", cpu: str = "100m") -> dict[str, Any]:
 def config(args: dict[str, Any] | None = None, weight: int = 5) -> Any:
     profile: dict[str, Any] = {
         "schedulerName": "ksched",
-        "plugins": {"score": {"enabled": [{"name": "NodeCost", "weight": weight}]}}}
+        "plugins": {"score": {"enabled": [{"name": "NodeCost", "weight": weight}]}},
+    }
     if args is not None:
         profile["pluginConfig"] = [{"name": "NodeCost", "args": args}]
-    cfg, _ = load_config_data({"apiVersion": "kubescheduler.config.k8s.io/v1",
-                               "kind": "KubeSchedulerConfiguration",
-                               "leaderElection": {"leaderElect": False},
-                               "profiles": [profile]})
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "profiles": [profile],
+        }
+    )
     return cfg
 
 
@@ -79,15 +84,18 @@ def test_default_args() -> None:
     assert NodeCost({"missingCost": 0.5}).missing == 500
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"lable": "x"}, "args.lable: unknown field (known fields: label, missingCost)"),
-    ({"label": ""}, "args.label: must be a non-empty string, got ''"),
-    ({"label": "bad key!"}, "args.label: 'bad key!' is not a valid label key"),
-    ({"label": "Example.com/cost"}, "args.label: 'Example.com/cost' is not a valid label key"),
-    ({"missingCost": -1}, "args.missingCost: must be a non-negative number, got -1"),
-    ({"missingCost": "1"}, "args.missingCost: must be a number or null, got '1'"),
-    ({"missingCost": True}, "args.missingCost: must be a number or null, got True"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"lable": "x"}, "args.lable: unknown field (known fields: label, missingCost)"),
+        ({"label": ""}, "args.label: must be a non-empty string, got ''"),
+        ({"label": "bad key!"}, "args.label: 'bad key!' is not a valid label key"),
+        ({"label": "Example.com/cost"}, "args.label: 'Example.com/cost' is not a valid label key"),
+        ({"missingCost": -1}, "args.missingCost: must be a non-negative number, got -1"),
+        ({"missingCost": "1"}, "args.missingCost: must be a number or null, got '1'"),
+        ({"missingCost": True}, "args.missingCost: must be a number or null, got True"),
+    ],
+)
 def test_bad_args_name_the_field(data: dict[str, Any], message: str) -> None:
     with pytest.raises(PluginArgsError) as e:
         NodeCost.Args.parse("NodeCost", data)
@@ -96,8 +104,15 @@ def test_bad_args_name_the_field(data: dict[str, Any], message: str) -> None:
 
 # ---- scores ----------------------------------------------------------------------------------
 
-NODES = [node("a", "0.80"), node("b", "0.12"), node("c"), node("d", "free"), node("e", "0.12"),
-         node("f", "-1"), node("g", "1e3")]
+NODES = [
+    node("a", "0.80"),
+    node("b", "0.12"),
+    node("c"),
+    node("d", "free"),
+    node("e", "0.12"),
+    node("f", "-1"),
+    node("g", "1e3"),
+]
 
 
 @pytest.mark.parametrize("missing", [None, 0.0, 2.5])
@@ -116,9 +131,20 @@ def test_batch_and_per_node_scores_agree(missing: float | None) -> None:
 def test_scores_in_the_framework_cheapest_best_unpriced_last() -> None:
     """Score then NormalizeScore, as the scheduler runs them (before the weight)."""
     assert run_score(NodeCost(), pod(), NODES) == {
-        "a": 99, "b": 100, "c": 0, "d": 0, "e": 100, "f": 0, "g": 0}
+        "a": 99,
+        "b": 100,
+        "c": 0,
+        "d": 0,
+        "e": 100,
+        "f": 0,
+        "g": 0,
+    }
     assert run_score(NodeCost({"missingCost": 0.12}), pod(), NODES[:4]) == {
-        "a": 0, "b": 100, "c": 100, "d": 100}
+        "a": 0,
+        "b": 100,
+        "c": 100,
+        "d": 100,
+    }
 
 
 def test_normalize_cheapest_best_unpriced_last() -> None:
@@ -147,6 +173,7 @@ def test_scheduled_to_cheap_nodes_that_fit() -> None:
 
 def test_the_daemon_binds_to_the_cheapest_node() -> None:
     """The same plugin in the real daemon, against ksched's test API server over HTTP."""
+
     async def run() -> str:
         async with TestAPIServer() as srv:
             for name, cost in (("n-pricey", "0.9"), ("n-cheap", "0.1"), ("n-unpriced", None)):
@@ -157,12 +184,14 @@ def test_the_daemon_binds_to_the_cheapest_node() -> None:
             srv.create(make_pod("web", cpu="100m", scheduler_name="ksched"))
             client = await APIClient.for_master(srv.url, qps=0)
             try:
-                async with SchedulerDaemon(config(), registry=registry(), client=client,
-                                           port=0) as d:
+                async with SchedulerDaemon(
+                    config(), registry=registry(), client=client, port=0
+                ) as d:
                     await d.wait_ready(15)
                     with anyio.fail_after(15):
-                        while not (bound := srv.get("pods", "default", "web")["spec"].get(
-                                "nodeName")):
+                        while not (
+                            bound := srv.get("pods", "default", "web")["spec"].get("nodeName")
+                        ):
                             await anyio.sleep(0.02)
             finally:
                 await client.close()

@@ -23,7 +23,9 @@ from typing import Any, Protocol
 from ...api.objects import PodDisruptionBudget, PodSpec
 from ...api.resources import Resource
 from ...api.selectors import SelectorError, compile_label_selector
+from ...framework.args import ArgsErrors, Int32, KubeArgs
 from ...framework.cycle_state import CycleState
+from ...framework.events import ActionType, EventResource
 from ...framework.handle import Handle
 from ...framework.interface import (
     ClusterEvent,
@@ -42,7 +44,6 @@ from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
 from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
 from ..noderesources.fit import Fit
-from ..noderesources.resource_allocation import ArgsErrors
 from .preemption import (
     DISRUPTION_TARGET,
     PREEMPTING_LISTER,
@@ -72,26 +73,11 @@ WAITING = "waiting for the preemption for this pod to be finished"
 IsEligiblePodFunc = Callable[[NodeInfo, PodInfo, PodInfo], bool]
 
 
-@dataclass(frozen=True, slots=True)
-class DefaultPreemptionArgs:
-    """``DefaultPreemptionArgs`` after v1 defaulting (10 %, 100 nodes)."""
+class DefaultPreemptionArgs(KubeArgs):
+    """``DefaultPreemptionArgs`` (v1 defaulting: 10 %, 100 nodes)."""
 
-    min_candidate_nodes_percentage: int = 10
-    min_candidate_nodes_absolute: int = 100
-
-    @classmethod
-    def parse(cls, plugin_name: str, data: dict[str, Any]) -> DefaultPreemptionArgs:
-        """Decode pluginConfig args, default missing fields, validate as upstream."""
-        errs = ArgsErrors(plugin_name)
-        fields = ("minCandidateNodesPercentage", "minCandidateNodesAbsolute")
-        m = errs.obj(data, "", fields)
-        pct = errs.integer(m, fields[0], "") if fields[0] in m else 10
-        absolute = errs.integer(m, fields[1], "") if fields[1] in m else 100
-        errs.raise_if_any()
-        args = cls(pct, absolute)
-        args.validate(errs)
-        errs.raise_if_any()
-        return args
+    min_candidate_nodes_percentage: Int32 = 10
+    min_candidate_nodes_absolute: Int32 = 100
 
     def validate(self, errs: ArgsErrors) -> None:
         """``ValidateDefaultPreemptionArgs``: same checks, paths and messages."""
@@ -166,10 +152,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     Args = DefaultPreemptionArgs
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if args is None or isinstance(args, dict):
-            args = DefaultPreemptionArgs.parse(self.name, args or {})
         super().__init__(args, handle if handle is not None else Handle())
-        self.args: DefaultPreemptionArgs = args
+        self.args: DefaultPreemptionArgs
         self.handle: Handle
         # Extension hooks as upstream: extra victim eligibility (on top of lower
         # priority) and victim ordering, most important first.
@@ -212,7 +196,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pod deletions un-gate a preemptor, but whether it is worth retrying is
         for the plugins that rejected it to say: this hint always skips (as upstream)."""
-        return [ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"), _skip)]
+        return [
+            ClusterEventWithHint(ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE), _skip)
+        ]
 
     # -- preemption.Interface ----------------------------------------------------------------
     def calculate_num_candidates(self, num_nodes: int) -> int:

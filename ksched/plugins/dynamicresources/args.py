@@ -2,50 +2,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from ...config.types import format_duration, parse_duration
-from ..noderesources.resource_allocation import ArgsErrors
+from ...framework.args import ArgsErrors, Duration, KubeArgs
+from ...util.duration import format_duration
 
 __all__ = ["DEFAULT_BINDING_TIMEOUT", "DEFAULT_FILTER_TIMEOUT", "DynamicResourcesArgs"]
 
 DEFAULT_FILTER_TIMEOUT = 10.0
 DEFAULT_BINDING_TIMEOUT = 600.0
-_FIELDS = ("filterTimeout", "bindingTimeout")
 
 
-@dataclass(frozen=True, slots=True)
-class DynamicResourcesArgs:
+class DynamicResourcesArgs(KubeArgs):
     """``filterTimeout``: how long Filter may search for devices on one node (0: no
     limit); past it the node is "timed out trying to allocate devices".
-    ``bindingTimeout``: how long PreBind waits for binding conditions (devices with
-    binding conditions are an alpha feature ksched does not implement: parsed only)."""
+    ``bindingTimeout``: how long PreBind waits for binding conditions. v1.36 defaults it
+    to 10m (DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are beta and on,
+    as kube-scheduler v1.36.3's ``/configz`` shows); ksched parses and shows it, and
+    never hands out devices with binding conditions, so it waits for none."""
 
-    filter_timeout: float = DEFAULT_FILTER_TIMEOUT
-    binding_timeout: float = DEFAULT_BINDING_TIMEOUT
+    filter_timeout: Duration = DEFAULT_FILTER_TIMEOUT
+    binding_timeout: Duration | None = DEFAULT_BINDING_TIMEOUT
 
-    @classmethod
-    def parse(cls, plugin_name: str, data: dict[str, Any]) -> DynamicResourcesArgs:
-        errs = ArgsErrors(plugin_name)
-        m = errs.obj(data, "", _FIELDS)
-        out = {"filterTimeout": DEFAULT_FILTER_TIMEOUT, "bindingTimeout": DEFAULT_BINDING_TIMEOUT}
-        for key in _FIELDS:
-            if key not in m:
-                continue
-            text = errs.string(m, key, "")
-            try:
-                out[key] = parse_duration(text)
-            except ValueError:
-                errs.invalid(key, text, "must be a duration")
-        errs.raise_if_any()
-        if out["filterTimeout"] < 0:
+    def validate(self, errs: ArgsErrors) -> None:
+        if self.filter_timeout < 0:
             errs.invalid(
-                "filterTimeout", format_duration(out["filterTimeout"]), "must be zero or positive"
+                "filterTimeout", format_duration(self.filter_timeout), "must be zero or positive"
             )
-        if out["bindingTimeout"] <= 0:
+        if self.binding_timeout is not None and self.binding_timeout <= 0:
             errs.invalid(
-                "bindingTimeout", format_duration(out["bindingTimeout"]), "must be positive"
+                "bindingTimeout", format_duration(self.binding_timeout), "must be positive"
             )
-        errs.raise_if_any()
-        return cls(out["filterTimeout"], out["bindingTimeout"])

@@ -50,6 +50,7 @@ from ...dra.extended import (
     requests_and_mappings,
 )
 from ...framework.cycle_state import CycleState
+from ...framework.events import ActionType, EventResource
 from ...framework.handle import BindError, ConflictError, Handle
 from ...framework.interface import (
     NOT_SIGNABLE,
@@ -72,7 +73,6 @@ from ...framework.listers import Listers, RevisionedStore
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, RowErrors, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo
-from ...queue import events as ev
 from ...util.coro import run_sync
 from .. import names
 from ..helper import default_normalize_score
@@ -302,13 +302,12 @@ class DynamicResources(
     name = names.DYNAMIC_RESOURCES
     reads_listers = frozenset({CLAIMS, SLICES, CLASSES})
     Args = DynamicResourcesArgs
+    args: DynamicResourcesArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, DynamicResourcesArgs):
-            args = DynamicResourcesArgs.parse(self.name, dict(args or {}))
         self._handle: Handle = handle if handle is not None else Handle()
         super().__init__(args, self._handle)
-        self.filter_timeout: float = args.filter_timeout
+        self.filter_timeout: float = self.args.filter_timeout
         # Claims as the API has them, overlaid with what PreBind wrote (upstream's claim
         # assume cache), and claims whose allocation is in flight (Reserve to PreBind).
         self.claims: AssumeCache[ResourceClaim] = AssumeCache(self._claims_store, "claim")
@@ -1004,19 +1003,23 @@ class DynamicResources(
         """As upstream with queueing hints on."""
         claim = self.is_schedulable_after_claim_change
         return [
-            ClusterEventWithHint(ClusterEvent("Node", "Add")),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeLabel")),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeAllocatable")),
-            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_CLAIM, "Add"), claim),
-            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_CLAIM, "Update"), claim),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)),
             ClusterEventWithHint(
-                ClusterEvent("Pod", ev.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE)
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD), claim),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.UPDATE), claim
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
                 self.is_schedulable_after_pod_change,
             ),
-            ClusterEventWithHint(ClusterEvent(ev.DEVICE_CLASS, "Add")),
-            ClusterEventWithHint(ClusterEvent(ev.DEVICE_CLASS, "Update")),
-            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_SLICE, "Add")),
-            ClusterEventWithHint(ClusterEvent(ev.RESOURCE_SLICE, "Update")),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.UPDATE)),
         ]
 
     def is_schedulable_after_claim_change(self, pod: PodInfo, old: Any, new: Any) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...api.objects import Namespace, Node
 from ...framework.cycle_state import CycleState
+from ...framework.events import ActionType, EventResource
 from ...framework.interface import (
     NOT_SIGNABLE,
     ClusterEvent,
@@ -69,10 +70,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return None
 
     Args = InterPodAffinityArgs
+    args: InterPodAffinityArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, InterPodAffinityArgs):
-            args = InterPodAffinityArgs.parse(self.name, dict(args or {}))
         super().__init__(args, handle)
         self.index = ClusterIndex()
 
@@ -179,11 +179,15 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         pod_hint = self.is_schedulable_after_pod_change
         node_hint = self.is_schedulable_after_node_change
         return [
-            ClusterEventWithHint(ClusterEvent("Pod", "Add"), pod_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodLabel"), pod_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", "Delete"), pod_hint),
-            ClusterEventWithHint(ClusterEvent("Node", "Add"), node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeLabel"), node_hint),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.ADD), pod_hint),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_LABEL), pod_hint
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE), pod_hint),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), node_hint),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL), node_hint
+            ),
         ]
 
     def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ...framework.args import EMPTY_IS_DEFAULT, ArgsErrors, KubeArgs, show
 from ...framework.cycle_state import CycleState
 from ...framework.interface import PreScorePlugin, ScorePlugin
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
@@ -29,11 +29,9 @@ from ..helper import requests_fragment
 from .resource_allocation import (
     DEFAULT_RESOURCES,
     MAX_NODE_SCORE,
-    ArgsErrors,
     Column,
     ResourceAllocationScorer,
     ResourceSpec,
-    show,
     tdiv,
     tdiv_vec,
 )
@@ -58,22 +56,10 @@ _FLOOR = -(2**31)
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True, slots=True)
-class BalancedAllocationArgs:
-    """``NodeResourcesBalancedAllocationArgs`` after v1 defaulting."""
+class BalancedAllocationArgs(KubeArgs):
+    """``NodeResourcesBalancedAllocationArgs``; no resources means cpu and memory."""
 
-    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
-
-    @classmethod
-    def parse(cls, plugin_name: str, data: dict[str, Any]) -> BalancedAllocationArgs:
-        errs = ArgsErrors(plugin_name)
-        m = errs.obj(data, "", ("resources",))
-        resources = errs.resources(errs.lst(m, "resources", ""), "resources")
-        errs.raise_if_any()
-        args = cls(tuple(resources) if resources else DEFAULT_RESOURCES)
-        args.validate(errs)
-        errs.raise_if_any()
-        return args
+    resources: Annotated[tuple[ResourceSpec, ...], EMPTY_IS_DEFAULT] = DEFAULT_RESOURCES
 
     def validate(self, errs: ArgsErrors) -> None:
         """Upstream ``ValidateNodeResourcesBalancedAllocationArgs``."""
@@ -206,12 +192,11 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
         return requests_fragment(pod)
 
     Args = BalancedAllocationArgs
+    args: BalancedAllocationArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, BalancedAllocationArgs):
-            args = BalancedAllocationArgs.parse(self.name, dict(args or {}))
         super().__init__(args, handle)
-        self.scorer = ResourceAllocationScorer(args.resources, True, BalancedScorer())
+        self.scorer = ResourceAllocationScorer(self.args.resources, True, BalancedScorer())
         self._key = f"{self.name}#{id(self)}"
 
     def _requests(self, pod: PodInfo) -> tuple[int, ...] | None:

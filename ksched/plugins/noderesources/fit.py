@@ -22,9 +22,10 @@ resource is checked as usual. Which names a class backs is read in PreFilter, ea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Annotated, Any, NamedTuple
 
+import msgspec
 import numpy as np
 
 from ...api.objects import Node
@@ -41,7 +42,9 @@ from ...api.resources import (
 )
 from ...api.validation import qualified_name_errors as _qualified_name_errors
 from ...dra.extended import CLASS_PREFIX, ClassResolver
+from ...framework.args import EMPTY_IS_DEFAULT, ArgsErrors, Int32, KubeArgs, show
 from ...framework.cycle_state import CycleState
+from ...framework.events import ActionType, EventResource
 from ...framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -55,7 +58,6 @@ from ...framework.interface import (
 from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
-from ...queue.events import DEVICE_CLASS
 from .. import names
 from ..helper import requests_fragment
 from .least_allocated import LeastAllocated
@@ -63,12 +65,9 @@ from .most_allocated import MostAllocated
 from .requested_to_capacity_ratio import MAX_CUSTOM_PRIORITY_SCORE, RequestedToCapacityRatio
 from .resource_allocation import (
     DEFAULT_RESOURCES,
-    ArgsErrors,
     ResourceAllocationScorer,
     ResourceSpec,
     Strategy,
-    join,
-    show,
 )
 
 __all__ = [
@@ -78,10 +77,12 @@ __all__ = [
     "Fit",
     "FitArgs",
     "InsufficientResource",
+    "RequestedToCapacityRatioParam",
     "ScoringStrategy",
+    "UtilizationShapePoint",
     "insufficient_for",
     "insufficient_resources",
-    "parse_shape",
+    "shape_pairs",
     "validate_shape",
 ]
 
@@ -96,51 +97,57 @@ PRE_FILTER_STATE_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 # ---- args -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ScoringStrategy:
-    """``config.ScoringStrategy``; ``shape`` is requestedToCapacityRatio.shape as
-    (utilization, score) pairs, None when requestedToCapacityRatio is absent."""
+class UtilizationShapePoint(KubeArgs):
+    """One point of a requested-to-capacity-ratio shape (``config.UtilizationShapePoint``)."""
 
-    type: str = LEAST_ALLOCATED
-    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
-    shape: tuple[tuple[int, int], ...] | None = None
+    utilization: Int32 = 0
+    score: Int32 = 0
 
 
-@dataclass(frozen=True, slots=True)
-class FitArgs:
-    """``NodeResourcesFitArgs`` after v1 defaulting."""
+class RequestedToCapacityRatioParam(KubeArgs):
+    """``config.RequestedToCapacityRatioParam``."""
+
+    shape: tuple[UtilizationShapePoint, ...] = ()
+
+
+def shape_pairs(points: Sequence[UtilizationShapePoint]) -> tuple[tuple[int, int], ...]:
+    """A shape as (utilization, score) pairs."""
+    return tuple((p.utilization, p.score) for p in points)
+
+
+class ScoringStrategy(KubeArgs):
+    """``config.ScoringStrategy``. An explicit strategy's type is not defaulted (upstream
+    defaults only a missing strategy as a whole); its resources are when empty.
+
+    ``requested_to_capacity_ratio`` may be given as (utilization, score) pairs by code
+    that builds args by hand."""
+
+    type: str = ""
+    resources: Annotated[tuple[ResourceSpec, ...], EMPTY_IS_DEFAULT] = DEFAULT_RESOURCES
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
+
+    def __post_init__(self) -> None:
+        r: Any = self.requested_to_capacity_ratio
+        if r is not None and not isinstance(r, RequestedToCapacityRatioParam):
+            points = tuple(UtilizationShapePoint(u, s) for u, s in r)
+            self.requested_to_capacity_ratio = RequestedToCapacityRatioParam(points)
+
+    @property
+    def shape(self) -> tuple[tuple[int, int], ...] | None:
+        """requestedToCapacityRatio.shape as (utilization, score) pairs; None when
+        requestedToCapacityRatio is absent."""
+        r = self.requested_to_capacity_ratio
+        return None if r is None else shape_pairs(r.shape)
+
+
+class FitArgs(KubeArgs):
+    """``NodeResourcesFitArgs`` (v1 defaulting: LeastAllocated over cpu and memory)."""
 
     ignored_resources: tuple[str, ...] = ()
     ignored_resource_groups: tuple[str, ...] = ()
-    scoring_strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
-
-    @classmethod
-    def parse(cls, plugin_name: str, data: dict[str, Any]) -> FitArgs:
-        """Decode pluginConfig args, apply ``SetDefaults_NodeResourcesFitArgs``, validate."""
-        errs = ArgsErrors(plugin_name)
-        m = errs.obj(data, "", ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"))
-        ignored = _strings(errs, m, "ignoredResources")
-        groups = _strings(errs, m, "ignoredResourceGroups")
-        strategy = ScoringStrategy()
-        if "scoringStrategy" in m:
-            p = "scoringStrategy"
-            sm = errs.obj(
-                m["scoringStrategy"], p, ("type", "resources", "requestedToCapacityRatio")
-            )
-            resources = errs.resources(errs.lst(sm, "resources", p), join(p, "resources"))
-            shape: tuple[tuple[int, int], ...] | None = None
-            if "requestedToCapacityRatio" in sm:
-                rp = join(p, "requestedToCapacityRatio")
-                rm = errs.obj(sm["requestedToCapacityRatio"], rp, ("shape",))
-                shape = parse_shape(errs, errs.lst(rm, "shape", rp), join(rp, "shape"))
-            strategy = ScoringStrategy(
-                errs.string(sm, "type", p), tuple(resources) or DEFAULT_RESOURCES, shape
-            )
-        errs.raise_if_any()
-        args = cls(tuple(ignored), tuple(groups), strategy)
-        args.validate(errs)
-        errs.raise_if_any()
-        return args
+    scoring_strategy: ScoringStrategy = msgspec.field(
+        default_factory=lambda: ScoringStrategy(LEAST_ALLOCATED)
+    )
 
     def validate(self, errs: ArgsErrors) -> None:
         """Upstream ``ValidateNodeResourcesFitArgs`` (same checks, paths and messages)."""
@@ -175,26 +182,6 @@ class FitArgs:
                 "scoringStrategy.requestedToCapacityRatio",
                 "Required value: must be specified when type is RequestedToCapacityRatio",
             )
-
-
-def _strings(errs: ArgsErrors, m: dict[str, Any], key: str) -> list[str]:
-    out = []
-    for i, v in enumerate(errs.lst(m, key, "")):
-        if isinstance(v, str):
-            out.append(v)
-        else:
-            errs.fail(f"{key}[{i}]", f"must be a string, got {v!r}")
-    return out
-
-
-def parse_shape(errs: ArgsErrors, raw: list[Any], path: str) -> tuple[tuple[int, int], ...]:
-    """``[]UtilizationShapePoint`` as (utilization, score) pairs; problems go to ``errs``."""
-    points = []
-    for i, item in enumerate(raw):
-        pp = f"{path}[{i}]"
-        pm = errs.obj(item, pp, ("utilization", "score"))
-        points.append((errs.integer(pm, "utilization", pp), errs.integer(pm, "score", pp)))
-    return tuple(points)
 
 
 def validate_shape(errs: ArgsErrors, shape: Sequence[tuple[int, int]], path: str) -> None:
@@ -394,14 +381,14 @@ _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_RESOURCES_FIT
     Args = FitArgs
+    args: FitArgs
 
     def sign_pod(self, pod: PodInfo) -> Any:
         return requests_fragment(pod)
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, FitArgs):
-            args = FitArgs.parse(self.name, dict(args or {}))
         super().__init__(args, handle)
+        args = self.args
         self.ignored = frozenset(args.ignored_resources)
         self.ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
@@ -599,13 +586,25 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         that may now back a resource the pod asks for."""
         node = self._after_node_change
         return [
-            ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"), _after_pod_delete),
-            ClusterEventWithHint(ClusterEvent("AssignedPod", "Update"), _after_pod_scale_down),
-            ClusterEventWithHint(ClusterEvent("Pod", "Update"), _after_pod_scale_down),
-            ClusterEventWithHint(ClusterEvent("Node", "Add"), node),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeAllocatable"), node),
-            ClusterEventWithHint(ClusterEvent(DEVICE_CLASS, "Add"), _after_device_class),
-            ClusterEventWithHint(ClusterEvent(DEVICE_CLASS, "Update"), _after_device_class),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE), _after_pod_delete
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE), _after_pod_scale_down
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE), _after_pod_scale_down
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), node),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE), node
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD), _after_device_class
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.DEVICE_CLASS, ActionType.UPDATE), _after_device_class
+            ),
         ]
 
     def _after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:

@@ -7,13 +7,19 @@ for cpu, as upstream); a resource requested beyond capacity scores 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ...api.quantity import wrap_int64
 from ...framework.snapshot import IntArray
-from .resource_allocation import MAX_NODE_SCORE, Column, dense, tdiv, tdiv_vec, weighted_mean
+from .resource_allocation import (
+    MAX_NODE_SCORE,
+    Column,
+    WeightedMeanStrategy,
+    dense,
+    tdiv,
+    tdiv_vec,
+    weighted_mean,
+)
 
 __all__ = ["LeastAllocated", "least_requested_score"]
 
@@ -24,19 +30,8 @@ def least_requested_score(requested: int, capacity: int) -> int:
     return tdiv(wrap_int64(wrap_int64(capacity - requested) * MAX_NODE_SCORE), capacity)
 
 
-class LeastAllocated:
-    def __init__(self, weights: Sequence[int]) -> None:
-        self.weights = tuple(weights)
-
-    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for i, w in enumerate(self.weights):
-            cap = allocatable[i]
-            if cap == 0:
-                continue
-            node_score = wrap_int64(node_score + least_requested_score(requested[i], cap) * w)
-            weight_sum += w
-        return 0 if weight_sum == 0 else tdiv(node_score, weight_sum)
+class LeastAllocated(WeightedMeanStrategy):
+    resource_score = staticmethod(least_requested_score)
 
     def score_vec(self, cols: list[Column], n: int) -> IntArray:
         if dense(cols):

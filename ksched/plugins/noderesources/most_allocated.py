@@ -7,13 +7,19 @@ count as exactly full.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ...api.quantity import wrap_int64
 from ...framework.snapshot import IntArray
-from .resource_allocation import MAX_NODE_SCORE, Column, dense, tdiv, tdiv_vec, weighted_mean
+from .resource_allocation import (
+    MAX_NODE_SCORE,
+    Column,
+    WeightedMeanStrategy,
+    dense,
+    tdiv,
+    tdiv_vec,
+    weighted_mean,
+)
 
 __all__ = ["MostAllocated", "most_requested_score"]
 
@@ -26,19 +32,8 @@ def most_requested_score(requested: int, capacity: int) -> int:
     return tdiv(wrap_int64(requested * MAX_NODE_SCORE), capacity)
 
 
-class MostAllocated:
-    def __init__(self, weights: Sequence[int]) -> None:
-        self.weights = tuple(weights)
-
-    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for i, w in enumerate(self.weights):
-            cap = allocatable[i]
-            if cap == 0:
-                continue
-            node_score = wrap_int64(node_score + most_requested_score(requested[i], cap) * w)
-            weight_sum += w
-        return 0 if weight_sum == 0 else tdiv(node_score, weight_sum)
+class MostAllocated(WeightedMeanStrategy):
+    resource_score = staticmethod(most_requested_score)
 
     def score_vec(self, cols: list[Column], n: int) -> IntArray:
         if dense(cols):

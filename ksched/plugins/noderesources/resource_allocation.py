@@ -11,30 +11,31 @@ per-node forms wrap with ``wrap_int64``). Where that gives a score outside
 0..MAX_NODE_SCORE (only with amounts near the int64 bounds or negative ones), upstream
 fails the cycle with "invalid score"; ksched clamps it into range instead.
 
-Also holds what the two plugins' args have in common: ``ResourceSpec`` and a small
-decoder whose messages read like kube-scheduler's field errors.
+Also holds what the two plugins' args have in common: ``ResourceSpec`` and the default
+resources (cpu and memory, weight 1).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Annotated, Protocol
 
 import numpy as np
 
 from ...api.quantity import INT64_MAX, wrap_int64
 from ...api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
-from ...framework.registry import PluginArgsError
+from ...framework.args import EMPTY_IS_DEFAULT, ArgsErrors, KubeArgs
 from ...framework.snapshot import IntArray, RowCache, Snapshot
 from ...framework.types import NodeInfo, PodInfo
 
 __all__ = [
+    "DEFAULT_RESOURCES",
+    "ArgsErrors",
     "Column",
     "ResourceAllocationScorer",
     "ResourceSpec",
     "Strategy",
+    "WeightedMeanStrategy",
     "clamp_score",
     "clamp_scores",
     "dense",
@@ -48,12 +49,12 @@ MAX_NODE_SCORE = 100
 _KIND_CPU, _KIND_MEMORY, _KIND_EPH, _KIND_SCALAR, _KIND_NONE = range(5)
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceSpec:
-    """One resource a scoring strategy looks at, with its weight (``config.ResourceSpec``)."""
+class ResourceSpec(KubeArgs):
+    """One resource a scoring strategy looks at, with its weight (``config.ResourceSpec``);
+    a weight of 0 is defaulted to 1, as upstream's v1 defaulting does."""
 
-    name: str
-    weight: int = 1
+    name: str = ""
+    weight: Annotated[int, EMPTY_IS_DEFAULT] = 1
 
 
 # One considered resource in the batch form: (index into the configured resources,
@@ -129,6 +130,30 @@ class Strategy(Protocol):
     def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int: ...
 
     def score_vec(self, cols: list[Column], n: int) -> IntArray: ...
+
+
+class WeightedMeanStrategy:
+    """A strategy that scores each resource on its own and takes the weighted mean over
+    the resources the node has, in Go's int64 arithmetic: upstream's
+    ``leastResourceScorer`` and ``mostResourceScorer``, which differ only in
+    ``resource_score``."""
+
+    def __init__(self, weights: Sequence[int]) -> None:
+        self.weights = tuple(weights)
+
+    @staticmethod
+    def resource_score(requested: int, capacity: int) -> int:
+        raise NotImplementedError
+
+    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, w in enumerate(self.weights):
+            cap = allocatable[i]
+            if cap == 0:
+                continue
+            node_score = wrap_int64(node_score + self.resource_score(requested[i], cap) * w)
+            weight_sum += w
+        return 0 if weight_sum == 0 else tdiv(node_score, weight_sum)
 
 
 def _kind(name: str) -> int:
@@ -252,117 +277,6 @@ class ResourceAllocationScorer:
 
     def _score_row(self, snap: Snapshot, i: int, pod_requests: tuple[int, ...]) -> int:
         return self.score(snap.node_infos[i], pod_requests)
-
-
-# ---- args decoding and field errors ------------------------------------------------------
-
-
-def show(value: Any) -> str:
-    """A bad value as apimachinery prints it (%v for numbers, quoted strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
-
-
-def _got(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str | int | float):
-        return repr(value)
-    return type(value).__name__
-
-
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-class ArgsErrors:
-    """Collects decoding and validation problems, then raises them as one ``PluginArgsError``.
-
-    One problem keeps its path on the error; several are joined like an apimachinery
-    aggregate (``[a, b]``).
-    """
-
-    def __init__(self, plugin: str) -> None:
-        self.plugin = plugin
-        self.errors: list[tuple[str, str]] = []
-
-    def fail(self, path: str, msg: str) -> None:
-        self.errors.append((path, msg))
-
-    def invalid(self, path: str, value: Any, detail: str) -> None:
-        self.fail(path, f"Invalid value: {show(value)}: {detail}")
-
-    def raise_if_any(self) -> None:
-        if not self.errors:
-            return
-        if len(self.errors) == 1:
-            path, msg = self.errors[0]
-            raise PluginArgsError(self.plugin, path, msg)
-        joined = ", ".join(f"{p}: {m}" if p else m for p, m in self.errors)
-        raise PluginArgsError(self.plugin, "", f"[{joined}]")
-
-    # -- typed getters: a wrong type is reported and the default used ---------------------
-    def obj(self, raw: Any, path: str, fields: Sequence[str]) -> dict[str, Any]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            self.fail(path, f"must be an object, got {_got(raw)}")
-            return {}
-        out: dict[str, Any] = {}
-        for key, value in raw.items():
-            if key not in fields:
-                self.fail(join(path, str(key)), "unknown field")
-            elif value is not None:
-                out[key] = value
-        return out
-
-    def lst(self, m: dict[str, Any], key: str, path: str) -> list[Any]:
-        value = m.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            self.fail(join(path, key), f"must be a list, got {_got(value)}")
-            return []
-        return value
-
-    def string(self, m: dict[str, Any], key: str, path: str) -> str:
-        value = m.get(key, "")
-        if not isinstance(value, str):
-            self.fail(join(path, key), f"must be a string, got {_got(value)}")
-            return ""
-        return value
-
-    def integer(self, m: dict[str, Any], key: str, path: str, bits: int = 32) -> int:
-        value = m.get(key, 0)
-        if not isinstance(value, int) or isinstance(value, bool):
-            self.fail(join(path, key), f"must be an integer, got {_got(value)}")
-            return 0
-        lo, hi = _INT32 if bits == 32 else _INT64
-        if not lo <= value <= hi:
-            self.fail(join(path, key), f"must be a {bits}-bit integer, got {value}")
-            return 0
-        return value
-
-    def resources(self, raw: list[Any], path: str) -> list[ResourceSpec]:
-        """``[]ResourceSpec``; a missing or 0 weight becomes 1, as upstream's v1 defaulting."""
-        out: list[ResourceSpec] = []
-        for i, item in enumerate(raw):
-            p = f"{path}[{i}]"
-            m = self.obj(item, p, ("name", "weight"))
-            weight = self.integer(m, "weight", p, bits=64)
-            out.append(ResourceSpec(self.string(m, "name", p), weight or 1))
-        return out
-
-
-def join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))

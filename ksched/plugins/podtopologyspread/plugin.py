@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from ...api.objects import Node, TopologySpreadConstraint
 from ...framework.cycle_state import CycleState
+from ...framework.events import ActionType, EventResource
 from ...framework.interface import (
     NOT_SIGNABLE,
     ClusterEvent,
@@ -89,11 +90,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return None
 
     Args = PodTopologySpreadArgs
+    args: PodTopologySpreadArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, PodTopologySpreadArgs):
-            args = PodTopologySpreadArgs.parse(self.name, dict(args or {}))
         super().__init__(args, handle)
+        args = self.args
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
@@ -319,17 +320,16 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pods added, relabelled or deleted (and the pod's own tolerations, for
         taint-honoring constraints); nodes added, deleted, relabelled or retainted."""
-        pod_hint = self.is_schedulable_after_pod_change
-        node_hint = self.is_schedulable_after_node_change
+        a = ActionType
+        pods = (a.ADD, a.UPDATE_POD_LABEL, a.UPDATE_POD_TOLERATION, a.DELETE)
+        nodes = (a.ADD, a.DELETE, a.UPDATE_NODE_LABEL, a.UPDATE_NODE_TAINT)
         return [
-            *(
-                ClusterEventWithHint(ClusterEvent("Pod", a), pod_hint)
-                for a in ("Add", "UpdatePodLabel", "UpdatePodToleration", "Delete")
-            ),
-            *(
-                ClusterEventWithHint(ClusterEvent("Node", a), node_hint)
-                for a in ("Add", "Delete", "UpdateNodeLabel", "UpdateNodeTaint")
-            ),
+            ClusterEventWithHint(ClusterEvent(resource, action), hint)
+            for resource, actions, hint in (
+                (EventResource.POD, pods, self.is_schedulable_after_pod_change),
+                (EventResource.NODE, nodes, self.is_schedulable_after_node_change),
+            )
+            for action in actions
         ]
 
     def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:

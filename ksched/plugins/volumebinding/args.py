@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from ..noderesources.fit import parse_shape, validate_shape
-from ..noderesources.resource_allocation import ArgsErrors
+from ...framework.args import ArgsErrors, KubeArgs
+from ..noderesources.fit import UtilizationShapePoint, shape_pairs, validate_shape
 
 __all__ = ["DEFAULT_BIND_TIMEOUT_SECONDS", "VolumeBindingArgs"]
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
-_FIELDS = ("bindTimeoutSeconds", "shape")
 
 
-@dataclass(frozen=True, slots=True)
-class VolumeBindingArgs:
+class VolumeBindingArgs(KubeArgs):
     """``bindTimeoutSeconds``: how long PreBind waits for the PV controller (0: one look).
 
     ``shape``: (utilization, score) points of the storage capacity score. Upstream only
@@ -25,24 +20,14 @@ class VolumeBindingArgs:
     """
 
     bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
-    shape: tuple[tuple[int, int], ...] = ()
+    shape: tuple[UtilizationShapePoint, ...] = ()
 
-    @classmethod
-    def parse(cls, plugin_name: str, data: dict[str, Any]) -> VolumeBindingArgs:
-        errs = ArgsErrors(plugin_name)
-        m = errs.obj(data, "", _FIELDS)
-        timeout = DEFAULT_BIND_TIMEOUT_SECONDS
-        if "bindTimeoutSeconds" in m:
-            timeout = errs.integer(m, "bindTimeoutSeconds", "", bits=64)
-        shape = parse_shape(errs, errs.lst(m, "shape", ""), "shape")
-        errs.raise_if_any()
-        if timeout < 0:
+    def validate(self, errs: ArgsErrors) -> None:
+        if self.bind_timeout_seconds < 0:
             errs.invalid(
                 "bindTimeoutSeconds",
-                timeout,
+                self.bind_timeout_seconds,
                 "invalid BindTimeoutSeconds, should not be a negative value",
             )
-        if shape:
-            validate_shape(errs, shape, "shape")
-        errs.raise_if_any()
-        return cls(timeout, shape)
+        if self.shape:
+            validate_shape(errs, shape_pairs(self.shape), "shape")

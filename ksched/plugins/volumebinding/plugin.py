@@ -17,6 +17,7 @@ from typing import Any
 
 from ...api.objects import Node, PersistentVolumeClaim, Pod
 from ...framework.cycle_state import CycleState
+from ...framework.events import ActionType, EventResource
 from ...framework.handle import ClusterClient, Handle
 from ...framework.interface import (
     NOT_SIGNABLE,
@@ -89,12 +90,12 @@ class VolumeBinding(
     name = names.VOLUME_BINDING
     reads_listers = frozenset({PVCS, PVS, STORAGE_CLASSES})
     Args = VolumeBindingArgs
+    args: VolumeBindingArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
-        if not isinstance(args, VolumeBindingArgs):
-            args = VolumeBindingArgs.parse(self.name, dict(args or {}))
         self._handle: Handle = handle if handle is not None else Handle()
         super().__init__(args, self._handle)
+        args = self.args
         self.binder = VolumeBinder(
             self._listers, self._cluster, self._clock, self._node, float(args.bind_timeout_seconds)
         )
@@ -102,7 +103,7 @@ class VolumeBinding(
         self._score_table: list[int] | None = None
         if shape:
             scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
-            scaled = [(u, s * scale) for u, s in shape]
+            scaled = [(p.utilization, p.score * scale) for p in shape]
             self._score_table = [
                 broken_linear_function(scaled, p) for p in range(MAX_UTILIZATION + 1)
             ]
@@ -278,16 +279,20 @@ class VolumeBinding(
         sc, pvc = self.is_schedulable_after_storage_class_change, self.is_schedulable_after_pvc
         csinode = self.is_schedulable_after_csinode_change
         return [
-            ClusterEventWithHint(ClusterEvent("StorageClass", "Add"), sc),
-            ClusterEventWithHint(ClusterEvent("StorageClass", "Update"), sc),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", "Add"), pvc),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", "Update"), pvc),
-            ClusterEventWithHint(ClusterEvent("PersistentVolume", "Add")),
-            ClusterEventWithHint(ClusterEvent("PersistentVolume", "Update")),
-            ClusterEventWithHint(ClusterEvent("Node", "Add")),
-            ClusterEventWithHint(ClusterEvent("Node", "UpdateNodeLabel")),
-            ClusterEventWithHint(ClusterEvent("CSINode", "Add"), csinode),
-            ClusterEventWithHint(ClusterEvent("CSINode", "Update"), csinode),
+            ClusterEventWithHint(ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD), sc),
+            ClusterEventWithHint(ClusterEvent(EventResource.STORAGE_CLASS, ActionType.UPDATE), sc),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), pvc
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.UPDATE), pvc
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)),
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.ADD), csinode),
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE), csinode),
         ]
 
     def is_schedulable_after_pvc(self, pod: PodInfo, old: Any, new: Any) -> str:
