@@ -15,7 +15,7 @@ forms (numpy's int64 columns wrap the same way).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -356,6 +356,34 @@ def _fits_row(snap: Snapshot, r: int, key: _MaskKey) -> bool:
     return not any(short(q, *snap.scalar_columns(name)) for name, q in scalars)
 
 
+def fits_aggregates(
+    key: _MaskKey,
+    alloc: Resource,
+    cpu: int,
+    mem: int,
+    eph: int,
+    scalar: Mapping[str, int],
+    n_pods: int,
+) -> bool:
+    """Whether ``insufficient_for`` finds nothing lacking, without wording the reasons:
+    the preemption dry run's reprieve check. The node's requested resources come as
+    plain sums (``cpu``..., ``scalar`` for the key's scalars), wrapped here as int64."""
+    if n_pods + 1 > alloc.allowed_pod_number:
+        return False
+    nothing, q_cpu, q_mem, q_eph, scalars = key
+    if nothing:
+        return True
+    if q_cpu > 0 and q_cpu > wrap_int64(alloc.milli_cpu - cpu):
+        return False
+    if q_mem > 0 and q_mem > wrap_int64(alloc.memory - mem):
+        return False
+    if q_eph > 0 and q_eph > wrap_int64(alloc.ephemeral_storage - eph):
+        return False
+    return all(
+        q <= wrap_int64(alloc.scalar.get(name, 0) - scalar.get(name, 0)) for name, q in scalars
+    )
+
+
 _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
 
 
@@ -431,6 +459,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         to date with the rows the snapshot replaced since; read-only for the caller."""
         if PRE_FILTER_STATE_KEY not in state:
             raise RuntimeError(_NOT_FOUND)
+        return self._masks.get(snap, self.mask_key(pod))
+
+    def mask_key(self, pod: PodInfo) -> _MaskKey:
+        """All Filter's verdict reads of ``pod``: (requests nothing, cpu, memory,
+        ephemeral storage, checked scalars)."""
         d = self._data(pod)
         key = d.mask_key
         if key is None:
@@ -442,7 +475,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
                 req.ephemeral_storage,
                 d.scalars,
             )
-        return self._masks.get(snap, key)
+        return key
 
     def filter_statuses(
         self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
