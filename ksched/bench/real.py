@@ -395,7 +395,7 @@ class _KschedProcess(_Contestant):
         self.log: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
-        from ..testing.controlplane._process import free_port
+        from ..testing.controlplane._process import _die_with_parent, free_port
 
         path = cp.dir / "ksched-bench.yaml"
         path.write_text(yaml.safe_dump(cfg))
@@ -428,14 +428,17 @@ class _KschedProcess(_Contestant):
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            # killed with the harness, as the control plane's processes are (no orphan
+            # scheduler left running when a long table is interrupted)
+            preexec_fn=_die_with_parent,
         )
         self.pid = self.proc.pid
         deadline = time.monotonic() + 120
         while not _http_ok(f"http://127.0.0.1:{port}/readyz"):
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"ksched run exited with {self.proc.returncode}; log {cp.dir}/ksched-bench.log"
-                )
+                self.log.flush()
+                tail = (cp.dir / "ksched-bench.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"ksched run exited with {self.proc.returncode}:\n{tail}")
             if time.monotonic() > deadline:
                 raise RuntimeError("ksched run not ready after 120s")
             await anyio.sleep(0.05)
