@@ -273,8 +273,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _log_to_stderr()
     if args.apiserver == "real":
         return _bench_real(args)
-    if args.against or args.compare or args.scale:
-        return _die(["ksched bench: --against, --scale and --compare need --apiserver real"])
+    if args.against or args.compare or args.scale or args.repeat != 1:
+        return _die(
+            ["ksched bench: --against, --scale, --repeat and --compare need --apiserver real"]
+        )
     args.workload = args.workload or "SchedulingBasic"
     if args.workload not in WORKLOADS:
         return _die(
@@ -331,12 +333,8 @@ def _bench_real(args: argparse.Namespace) -> int:
     """``ksched bench --apiserver real``: see ``ksched.bench.real``."""
     import yaml
 
-    from .bench.real import PENDING_WORKLOADS, REAL_WORKLOADS, compare, render_table, run_real_bench
+    from .bench.real import REAL_WORKLOADS, compare, render_table, run_real_bench
 
-    if args.workload in PENDING_WORKLOADS:
-        return _die(
-            [f"ksched bench: {args.workload} cannot run yet: {PENDING_WORKLOADS[args.workload]}"]
-        )
     if args.workload is not None and args.workload not in REAL_WORKLOADS:
         return _die(
             [
@@ -344,6 +342,8 @@ def _bench_real(args: argparse.Namespace) -> int:
                 f"available: {', '.join(REAL_WORKLOADS)}"
             ]
         )
+    if args.repeat < 1:
+        return _die([f"ksched bench: --repeat must be at least 1, got {args.repeat}"])
     saved = None
     if args.compare:
         try:
@@ -365,6 +365,7 @@ def _bench_real(args: argparse.Namespace) -> int:
         scale=args.scale or "small",
         contestants=contestants,
         config=base,
+        repeat=args.repeat,
         progress=sys.stderr.isatty() and args.output != "json",
     )
     slower = compare(doc, saved) if saved is not None else []
@@ -724,6 +725,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--scale", choices=("small", "full"), help="--apiserver real: workload sizes (small)"
+    )
+    b.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="--apiserver real: run each workload N times, contestants interleaved; report "
+        "each contestant's median and the median of each round's ratios",
     )
     b.add_argument(
         "--compare",

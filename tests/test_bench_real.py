@@ -18,7 +18,6 @@ from ksched.bench import run_bench
 from ksched.bench.real import (
     CHURN_NS,
     MEASURED_NS,
-    PENDING_WORKLOADS,
     REAL_WORKLOADS,
     _collection,
     _objects,
@@ -32,7 +31,7 @@ from ksched.cli import main
 from ksched.config import default_config
 from ksched.plugins import default_registry
 
-SCHEDULER_KEYS = {"pods_per_s", "scheduled", "p50_ms", "p99_ms", "cpu_s", "rss_mb"}
+SCHEDULER_KEYS = {"pods_per_s", "scheduled", "p50_ms", "p99_ms", "cpu_s", "rss_mb", "runs"}
 
 
 def _doc(**pods_per_s: float | None) -> dict[str, Any]:
@@ -68,7 +67,8 @@ def test_tiny_workload_end_to_end_for_every_contestant() -> None:
         assert r["scheduled"] == 8, name
         assert r["pods_per_s"] > 0 and r["rss_mb"] > 0 and r["cpu_s"] >= 0, (name, r)
         assert 0 <= r["p50_ms"] <= r["p99_ms"], (name, r)
-    assert set(w["results"]["null"]) == {"pods_per_s", "scheduled"}
+    assert set(w["results"]["null"]) == {"pods_per_s", "scheduled", "runs"}
+    assert set(w["ratios"]) == {"ksched/kube-scheduler", "ksched/null", "cpu kube-scheduler/ksched"}
     assert w["results"]["null"]["scheduled"] == 8
     json.dumps(doc)  # serialisable as --output json prints it
     assert "Unschedulable" in render_table(doc)
@@ -195,15 +195,136 @@ def test_table_has_the_ratios() -> None:
     doc = _doc(ksched=300.0, kube_scheduler=100.0, null=400.0)
     lines = render_table(doc).splitlines()
     assert lines[0].split()[:3] == ["WORKLOAD", "NODES", "PODS"]
-    assert lines[0].rstrip().endswith("ksched/kube  ksched/null")
-    assert lines[1].split()[-2:] == ["3.00", "0.75"]
+    assert lines[0].rstrip().endswith("ksched/kube  ksched/null  cpu kube/ksched")
+    assert lines[1].split()[-3:] == ["3.00", "0.75", "1.00"]
 
 
 def test_table_marks_a_run_that_did_not_bind_everything() -> None:
     doc = _doc(ksched=None, null=50.0)
     doc["workloads"][0]["results"]["ksched"]["scheduled"] = 3
     row = render_table(doc).splitlines()[1]
-    assert "(3/10 bound)" in row and row.split()[-2:] == ["-", "-"]
+    assert "(3/10 bound)" in row and row.split()[-3:] == ["-", "-", "-"]
+
+
+# ---- repeated runs ------------------------------------------------------------------------------------
+
+
+def test_repeat_interleaves_contestants_and_reports_medians(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three rounds: each starts with a different contestant; each contestant's figures
+    are its medians and each ratio the median of the rounds' ratios, with its range."""
+    order: list[str] = []
+    # per round: ksched, kube-scheduler, null pods/s; ksched and kube-scheduler CPU
+    figures = {
+        0: (100.0, 50.0, 200.0, 2.0, 4.0),
+        1: (300.0, 100.0, 400.0, 1.0, 4.0),
+        2: (90.0, 90.0, 100.0, 2.0, 2.0),
+    }
+
+    async def fake_one(name: str, contestant: str, *args: Any) -> dict[str, Any]:
+        rnd = len(order) // 3
+        order.append(contestant)
+        k, ks, null, kcpu, kscpu = figures[rnd]
+        if contestant == "null":
+            return {"pods_per_s": null, "scheduled": 10}
+        pps, cpu = (k, kcpu) if contestant == "ksched" else (ks, kscpu)
+        return {
+            "pods_per_s": pps,
+            "scheduled": 10 - rnd,
+            "p50_ms": 1.0,
+            "p99_ms": 2.0,
+            "cpu_s": cpu,
+            "rss_mb": 100.0 + rnd,
+        }
+
+    monkeypatch.setattr("ksched.bench.real._one", fake_one)
+    doc = run_real_bench(
+        ["SchedulingBasic"],
+        contestants=["ksched", "kube-scheduler", "null"],
+        sizes={"SchedulingBasic": (2, 0, 10)},
+        repeat=3,
+    )
+    assert order == [
+        "ksched",
+        "kube-scheduler",
+        "null",
+        "kube-scheduler",
+        "null",
+        "ksched",
+        "null",
+        "ksched",
+        "kube-scheduler",
+    ]
+    (w,) = doc["workloads"]
+    k = w["results"]["ksched"]
+    assert (k["pods_per_s"], k["cpu_s"], k["rss_mb"], k["scheduled"]) == (100.0, 2.0, 101.0, 8)
+    assert [r["pods_per_s"] for r in k["runs"]] == [100.0, 300.0, 90.0]
+    assert w["results"]["null"]["pods_per_s"] == 200.0
+    # round ratios ksched/kube 2.0, 3.0, 1.0; ksched/null 0.5, 0.75, 0.9; cpu 2.0, 4.0, 1.0
+    assert w["ratios"]["ksched/kube-scheduler"] == {"median": 2.0, "min": 1.0, "max": 3.0}
+    assert w["ratios"]["ksched/null"] == {"median": 0.75, "min": 0.5, "max": 0.9}
+    assert w["ratios"]["cpu kube-scheduler/ksched"] == {"median": 2.0, "min": 1.0, "max": 4.0}
+    assert doc["repeat"] == 3
+    row = render_table(doc).splitlines()[1]
+    assert "2.00 (1.00-3.00)" in row and "0.75 (0.50-0.90)" in row
+
+
+def test_repeat_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match="repeat"):
+        run_real_bench(["SchedulingBasic"], repeat=0)
+    assert main(["bench", "--apiserver", "real", "--repeat", "0"]) == 2
+    assert "--repeat must be at least 1" in capsys.readouterr().err
+
+
+# ---- DRA: SchedulingWithResourceClaimTemplate ----------------------------------------------------------
+
+
+def test_dra_init_claims_are_preallocated_one_device_each() -> None:
+    """Each bound init pod references its own claim by name; the claims' statuses give
+    every init pod a distinct device of its own node's pool and reserve it for the pod;
+    the measured pods keep the template reference for the resourceclaim controller."""
+    setup, measured = _objects(REAL_WORKLOADS["SchedulingWithResourceClaimTemplate"], 3, 7, 4, "k")
+    kinds = [m["kind"] for m in setup]
+    assert kinds.count("ResourceSlice") == 3 and kinds.count("DeviceClass") == 1
+    claims = {m["metadata"]["name"]: m for m in setup if m["kind"] == "ResourceClaim"}
+    pods = [m for m in setup if m["kind"] == "Pod"]
+    assert len(claims) == len(pods) == 7
+    taken = set()
+    for p in pods:
+        (ref,) = p["spec"]["resourceClaims"]
+        claim = claims[ref["resourceClaimName"]]
+        assert "resourceClaimTemplateName" not in ref
+        (res,) = claim["status"]["allocation"]["devices"]["results"]
+        assert res["pool"] == p["spec"]["nodeName"]
+        taken.add((res["pool"], res["device"]))
+        assert claim["status"]["reservedFor"] == [
+            {"resource": "pods", "name": p["metadata"]["name"]}
+        ]
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
+    assert len(taken) == 7  # no device given twice
+    for m in measured:
+        assert m["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    # every template's namespace exists before the template is created
+    namespaces = {m["metadata"]["name"] for m in setup if m["kind"] == "Namespace"}
+    for m in setup:
+        if m["kind"] == "ResourceClaimTemplate":
+            assert m["metadata"]["namespace"] in namespaces
+
+
+@pytest.mark.kube
+def test_dra_workload_fills_the_devices_exactly() -> None:
+    """2 nodes x 10 devices, 15 held by init pods: the API server takes the preallocated
+    claims' statuses, the real resourceclaim controller makes the measured pods' claims,
+    and both schedulers bind all five pods onto the five free devices."""
+    doc = run_real_bench(
+        ["SchedulingWithResourceClaimTemplate"],
+        contestants=["ksched", "kube-scheduler"],
+        sizes={"SchedulingWithResourceClaimTemplate": (2, 15, 5)},
+    )
+    (w,) = doc["workloads"]
+    for name in ("ksched", "kube-scheduler"):
+        assert w["results"][name]["scheduled"] == 5, name
 
 
 def test_compare_flags_only_what_got_slower() -> None:
@@ -230,12 +351,6 @@ def test_bench_real_bad_arguments_exit_2(
 ) -> None:
     assert main(["bench", *argv]) == 2
     assert needle in capsys.readouterr().err
-
-
-def test_pending_workload_names_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    (name,) = PENDING_WORKLOADS
-    assert main(["bench", "--apiserver", "real", "--workload", name]) == 2
-    assert "cannot run yet" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"workloads": 3}', "[]"])

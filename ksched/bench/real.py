@@ -49,6 +49,7 @@ import yaml
 
 from .e2e import proc_cpu_seconds
 from .workloads import (
+    DRA_DRIVER,
     WORKLOADS,
     Manifest,
     Workload,
@@ -60,7 +61,6 @@ from .workloads import (
 
 __all__ = [
     "CONTESTANTS",
-    "PENDING_WORKLOADS",
     "REAL_WORKLOADS",
     "RealWorkload",
     "compare",
@@ -104,6 +104,10 @@ class RealWorkload:
     churn: Churn | None = None
     setup: Callable[[], list[Manifest]] | None = None
     note: str = ""
+    #: run kube-controller-manager too (its resourceclaim controller makes the measured
+    #: pods' claims from their templates); the harness waits for every claim before the
+    #: contestant starts, so the controller is not part of what is measured
+    controller_manager: bool = False
 
 
 def _preemptors(i: int) -> list[Manifest]:
@@ -171,16 +175,20 @@ REAL_WORKLOADS: dict[str, RealWorkload] = {
         WORKLOADS["SchedulingDaemonset"],
         {"small": (500, 0, 1000), "full": (15000, 0, 30000)},
     ),
+    # dra/performance-config.yaml: small is 2000pods_200nodes, full 5000pods_500nodes
+    # (maxClaimsPerNode 10 both: the init pods hold half the devices, the measured pods
+    # take the rest). The init pods' claims are created allocated (as the allocResourceClaims
+    # op does); the measured pods' come from the real resourceclaim controller.
+    "SchedulingWithResourceClaimTemplate": RealWorkload(
+        WORKLOADS["SchedulingWithResourceClaimTemplate"],
+        {"small": (200, 1000, 1000), "full": (500, 2500, 2500)},
+        controller_manager=True,
+    ),
 }
 
-#: Workloads of the table that cannot run yet, with the reason. To add
-#: SchedulingWithResourceClaimTemplate once DRA lands: a ``RealWorkload`` whose ``setup``
-#: returns the DeviceClass and the ResourceClaimTemplate (templates/dra/*), whose nodes
-#: come with ResourceSlices (also ``setup`` objects) and whose measured pods reference
-#: the template in ``spec.resourceClaims``; the harness creates any kind by apiVersion.
-PENDING_WORKLOADS: dict[str, str] = {
-    "SchedulingWithResourceClaimTemplate": "needs DynamicResourceAllocation in ksched",
-}
+#: kube-controller-manager's client limits when a workload runs it (its default QPS 20
+#: would take a minute to create a thousand claims).
+CONTROLLER_MANAGER_ARGS = (f"--kube-api-qps={CLIENT_QPS}", f"--kube-api-burst={CLIENT_QPS}")
 
 
 # ---- the API as admin ----------------------------------------------------------------------------
@@ -220,10 +228,27 @@ class _API:
 
     async def create(self, obj: Manifest) -> None:
         assert self.session is not None
-        async with self.session.post(self.url + _collection(obj), json=obj) as r:
+        # a claim's allocation goes through its status subresource (_allocate_claims)
+        claim = obj["kind"] == "ResourceClaim"
+        body = {k: v for k, v in obj.items() if k != "status"} if claim else obj
+        async with self.session.post(self.url + _collection(obj), json=body) as r:
             if r.status >= 300 and r.status != 409:
                 raise RuntimeError(
                     f"creating {obj['kind']} {obj['metadata']['name']}: {r.status} "
+                    f"{(await r.text())[:300]}"
+                )
+
+    async def patch_status(self, obj: Manifest, status: JSON) -> None:
+        """Merge-patch ``status`` into ``obj``'s status subresource."""
+        assert self.session is not None
+        path = f"{_collection(obj)}/{obj['metadata']['name']}/status"
+        headers = {"Content-Type": "application/merge-patch+json"}
+        async with self.session.patch(
+            self.url + path, data=json.dumps({"status": status}), headers=headers
+        ) as r:
+            if r.status >= 300:
+                raise RuntimeError(
+                    f"patching {obj['kind']} {obj['metadata']['name']} status: {r.status} "
                     f"{(await r.text())[:300]}"
                 )
 
@@ -370,7 +395,7 @@ class _KschedProcess(_Contestant):
         self.log: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
-        from ..testing.controlplane._process import free_port
+        from ..testing.controlplane._process import _die_with_parent, free_port
 
         path = cp.dir / "ksched-bench.yaml"
         path.write_text(yaml.safe_dump(cfg))
@@ -403,14 +428,17 @@ class _KschedProcess(_Contestant):
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            # killed with the harness, as the control plane's processes are (no orphan
+            # scheduler left running when a long table is interrupted)
+            preexec_fn=_die_with_parent,
         )
         self.pid = self.proc.pid
         deadline = time.monotonic() + 120
         while not _http_ok(f"http://127.0.0.1:{port}/readyz"):
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"ksched run exited with {self.proc.returncode}; log {cp.dir}/ksched-bench.log"
-                )
+                self.log.flush()
+                tail = (cp.dir / "ksched-bench.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"ksched run exited with {self.proc.returncode}:\n{tail}")
             if time.monotonic() > deadline:
                 raise RuntimeError("ksched run not ready after 120s")
             await anyio.sleep(0.05)
@@ -488,9 +516,12 @@ def _objects(
     wl: RealWorkload, nodes: int, init_pods: int, pods: int, scheduler_name: str
 ) -> tuple[list[Manifest], list[Manifest]]:
     """(setup objects, measured pods): namespaces, extras, nodes and bound init pods."""
-    node_ms, init_ms, measured = wl.build(nodes, pods, init_pods)
+    built, init_ms, measured = wl.build(nodes, pods, init_pods)
+    node_ms = [m for m in built if m["kind"] == "Node"]
+    extras = [m for m in built if m["kind"] != "Node"]
     namespaces = sorted(
         {m["metadata"].get("namespace", "default") for m in [*init_ms, *measured]}
+        | {m["metadata"]["namespace"] for m in extras if m["metadata"].get("namespace")}
         | {CHURN_NS, MEASURED_NS}
     )
     setup: list[Manifest] = [
@@ -500,13 +531,20 @@ def _objects(
     ]
     if wl.setup is not None:
         setup += wl.setup()
+    setup += extras
     setup += node_ms
     # init pods bound round-robin over the default nodes (not a daemonset's named node)
     names = [m["metadata"]["name"] for m in node_ms]
+    templates = {
+        (m["metadata"]["namespace"], m["metadata"]["name"]): m
+        for m in extras
+        if m["kind"] == "ResourceClaimTemplate"
+    }
     for i, m in enumerate(init_ms):
         m["metadata"].pop("uid", None)
         m["spec"]["nodeName"] = names[i % len(names)]
         m["spec"]["schedulerName"] = scheduler_name
+        setup += _preallocated_claims(m, templates, i // len(names))
         setup.append(m)
     for m in measured:
         m["metadata"].pop("uid", None)
@@ -524,6 +562,95 @@ def _objects(
         for v in sorted(values)
     ]
     return classes + setup, measured
+
+
+def _preallocated_claims(
+    pod: Manifest, templates: dict[tuple[str, str], Manifest], device: int
+) -> list[Manifest]:
+    """A bound init pod's claims, as the scheduler would have left them: for each
+    template reference, a ResourceClaim named after the pod whose ``status`` (applied by
+    ``_allocate_claims`` once the pod exists) allocates device ``instance-<device>`` of
+    the pod's node's pool to every request and reserves it for the pod. The pod then
+    references the claim by name. Scheduling them is not measured, so they are not
+    scheduled (scheduler_perf's allocResourceClaims does the same)."""
+    ns = pod["metadata"]["namespace"]
+    node = pod["spec"]["nodeName"]
+    out: list[Manifest] = []
+    for ref in pod["spec"].get("resourceClaims") or []:
+        template = templates.get((ns, ref.get("resourceClaimTemplateName", "")))
+        if template is None:
+            continue
+        name = f"{pod['metadata']['name']}-{ref['name']}"
+        requests = template["spec"]["spec"]["devices"]["requests"]
+        driver = DRA_DRIVER
+        results = [
+            {"request": r["name"], "driver": driver, "pool": node, "device": f"instance-{device}"}
+            for r in requests
+        ]
+        selector = {"key": "metadata.name", "operator": "In", "values": [node]}
+        out.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": copy.deepcopy(template["spec"]["spec"]),
+                "status": {
+                    "allocation": {
+                        "devices": {"results": results},
+                        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [selector]}]},
+                    },
+                    "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"]}],
+                },
+            }
+        )
+        ref.pop("resourceClaimTemplateName")
+        ref["resourceClaimName"] = name
+    return out
+
+
+async def _allocate_claims(api: _API, setup: Sequence[Manifest]) -> None:
+    """Apply the preallocated claims' status, each reserved for its pod by UID."""
+    claims = [m for m in setup if m["kind"] == "ResourceClaim" and m.get("status")]
+    if not claims:
+        return
+    uids: dict[tuple[str, str], str] = {}
+    for ns in sorted({c["metadata"]["namespace"] for c in claims}):
+        listed = await api.get(f"/api/v1/namespaces/{ns}/pods")
+        for p in listed.get("items") or []:
+            uids[(ns, p["metadata"]["name"])] = p["metadata"]["uid"]
+    todo = iter(claims)
+
+    async def worker() -> None:
+        for c in todo:
+            ns = c["metadata"]["namespace"]
+            status = copy.deepcopy(c["status"])
+            for ref in status.get("reservedFor") or []:
+                ref["uid"] = uids[(ns, ref["name"])]
+            await api.patch_status(c, status)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(CREATE_CONCURRENCY):
+            tg.start_soon(worker)
+
+
+async def _wait_for_claims(api: _API, pods: int, timeout: float) -> None:
+    """Until every measured pod that uses a claim template has its claim (the
+    resourceclaim controller records it in ``status.resourceClaimStatuses``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = await api.get(f"/api/v1/namespaces/{MEASURED_NS}/pods")
+        items = listed.get("items") or []
+        missing = sum(
+            1
+            for p in items
+            if len((p.get("status") or {}).get("resourceClaimStatuses") or [])
+            < len((p.get("spec") or {}).get("resourceClaims") or [])
+        )
+        if missing == 0 and len(items) >= pods:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"resourceclaim controller: {missing} pods still lack claims")
+        await anyio.sleep(0.5)
 
 
 def _priority_class(value: int) -> str:
@@ -556,10 +683,23 @@ async def _one(
     sched_name = cfg["profiles"][0].get("schedulerName", "default-scheduler")
     setup, measured = _objects(wl, nodes, init_pods, pods, sched_name)
     with tempfile.TemporaryDirectory(prefix="ksched-bench-") as tmp:
-        async with ControlPlane(workdir=tmp) as cp, _API(cp.url, cp.admin.token, cp.ca_file) as api:
+        plane = ControlPlane(
+            workdir=tmp,
+            with_controller_manager=wl.controller_manager,
+            controller_manager_args=CONTROLLER_MANAGER_ARGS,
+        )
+        async with plane as cp, _API(cp.url, cp.admin.token, cp.ca_file) as api:
             t = time.perf_counter()
-            await api.create_all(setup)
+            # namespaces before anything in them (create_all runs concurrently)
+            first = [m for m in setup if m["kind"] in ("Namespace", "PriorityClass")]
+            await api.create_all(first)
+            await api.create_all(
+                [m for m in setup if m["kind"] not in ("Namespace", "PriorityClass")]
+            )
+            await _allocate_claims(api, setup)
             await api.create_all(measured)
+            if wl.controller_manager:
+                await _wait_for_claims(api, len(measured), timeout)
             if progress is not None:
                 progress(
                     f"{name}/{contestant}: {len(setup) + len(measured)} objects "
@@ -610,12 +750,21 @@ def run_real_bench(
     contestants: Sequence[str] = ("ksched", "null"),
     config: JSON | None = None,
     sizes: dict[str, tuple[int, int, int]] | None = None,
+    repeat: int = 1,
     progress: bool = False,
 ) -> JSON:
-    """Run ``workloads`` for each contestant; the JSON document the CLI prints.
+    """Run ``workloads`` for each contestant ``repeat`` times; the JSON document the CLI
+    prints.
 
-    ``sizes`` overrides (nodes, init pods, measured pods) per workload (tests use tiny ones).
+    On a shared machine one run's throughput moves with everyone else's load, so with
+    ``repeat`` > 1 the contestants run interleaved (round r starts with contestant r mod
+    n, so none always runs first or last), each contestant's figures are the median over
+    its runs, and the ratios are the median of each round's ratio: a round's contestants
+    ran minutes apart, under similar load. ``sizes`` overrides (nodes, init pods,
+    measured pods) per workload (tests use tiny ones).
     """
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
     cfg = scheduler_config(config)
 
     def report(line: str) -> None:
@@ -625,7 +774,9 @@ def run_real_bench(
     doc: JSON = {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "scale": scale,
+        "repeat": repeat,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "loadavg_start": _loadavg(),
         "versions": _versions(),
         "workloads": [],
     }
@@ -634,15 +785,92 @@ def run_real_bench(
         size = (sizes or {}).get(name) or wl.scales[scale]
         nodes, init_pods, pods = size
         timeout = max(120.0, pods / 10)
-        results: JSON = {}
-        for contestant in contestants:
-            results[contestant] = anyio.run(_one, name, contestant, wl, size, cfg, timeout, show)
-            if show is not None:
-                print(file=sys.stderr)
+        rounds: list[JSON] = []
+        for r in range(repeat):
+            order = [*contestants[r % len(contestants) :], *contestants[: r % len(contestants)]]
+            this: JSON = {}
+            for contestant in order:
+                res = anyio.run(_one, name, contestant, wl, size, cfg, timeout, show)
+                res["loadavg"] = _loadavg()
+                this[contestant] = res
+                if show is not None:
+                    print(file=sys.stderr)
+            rounds.append(this)
+        results = {c: _median_run([rd[c] for rd in rounds]) for c in contestants}
         doc["workloads"].append(
-            {"name": name, "nodes": nodes, "init_pods": init_pods, "pods": pods, "results": results}
+            {
+                "name": name,
+                "nodes": nodes,
+                "init_pods": init_pods,
+                "pods": pods,
+                "results": results,
+                "ratios": _round_ratios(rounds),
+            }
         )
+    doc["loadavg_end"] = _loadavg()
     return doc
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def _median(values: Sequence[float]) -> float | None:
+    v = sorted(values)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return round(v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2, 2)
+
+
+def _median_run(runs: Sequence[JSON]) -> JSON:
+    """One contestant's runs folded into one result: each figure's median (a run that
+    bound nothing counts as 0 pods/s), ``scheduled`` the fewest any run bound, and every
+    run's throughput, CPU and load average under ``runs``."""
+    out: JSON = {}
+    for key in ("pods_per_s", "p50_ms", "p99_ms", "cpu_s", "rss_mb"):
+        if key not in runs[0]:
+            continue
+        values = [r.get(key) for r in runs]
+        if key == "pods_per_s":
+            values = [v or 0.0 for v in values]
+        out[key] = _median([v for v in values if isinstance(v, int | float)])
+    out["scheduled"] = min(r["scheduled"] for r in runs)
+    out["runs"] = [
+        {k: r.get(k) for k in ("pods_per_s", "cpu_s", "loadavg") if k in r} for r in runs
+    ]
+    return out
+
+
+#: The ratios reported per workload: (name, numerator contestant and key, denominator).
+RATIOS = (
+    ("ksched/kube-scheduler", ("ksched", "pods_per_s"), ("kube-scheduler", "pods_per_s")),
+    ("ksched/null", ("ksched", "pods_per_s"), ("null", "pods_per_s")),
+    # CPU the other way round: above 1 means ksched spent less CPU than kube-scheduler
+    ("cpu kube-scheduler/ksched", ("kube-scheduler", "cpu_s"), ("ksched", "cpu_s")),
+)
+
+
+def _round_ratios(rounds: Sequence[JSON]) -> JSON:
+    """Each ratio's median over the rounds that have both figures, with its range."""
+    out: JSON = {}
+    for label, (a, ka), (b, kb) in RATIOS:
+        values = []
+        for rd in rounds:
+            x = (rd.get(a) or {}).get(ka)
+            y = (rd.get(b) or {}).get(kb)
+            if isinstance(x, int | float) and isinstance(y, int | float) and y > 0:
+                values.append(x / y)
+        if values:
+            out[label] = {
+                "median": _median(values),
+                "min": round(min(values), 2),
+                "max": round(max(values), 2),
+            }
+    return out
 
 
 def _versions() -> JSON:
@@ -659,26 +887,21 @@ def _versions() -> JSON:
 # ---- output --------------------------------------------------------------------------------------
 
 
-def _ratio(a: Any, b: Any) -> str:
-    return (
-        f"{a / b:.2f}" if isinstance(a, int | float) and isinstance(b, int | float) and b else "-"
-    )
-
-
 def _cell(v: Any) -> str:
     return "-" if v is None else str(v)
 
 
 def render_table(doc: JSON) -> str:
-    """One row per workload: each contestant's figures, then ksched/kube-scheduler and
-    ksched/null throughput ratios."""
+    """One row per workload: each contestant's figures, then the ksched/kube-scheduler and
+    ksched/null throughput ratios and kube-scheduler/ksched CPU seconds (with their range
+    over the rounds when there were several)."""
     header = ["WORKLOAD", "NODES", "PODS"]
     present = [c for c in CONTESTANTS if any(c in w["results"] for w in doc["workloads"])]
     for c in present:
         header.append(f"{c} pods/s")
         if c != "null":
             header += [f"{c} p50/p99 ms", f"{c} cpu s", f"{c} rss MB"]
-    header += ["ksched/kube", "ksched/null"]
+    header += ["ksched/kube", "ksched/null", "cpu kube/ksched"]
     rows = [header]
     for w in doc["workloads"]:
         r = w["results"]
@@ -695,9 +918,15 @@ def render_table(doc: JSON) -> str:
                     _cell(res.get("cpu_s")),
                     _cell(res.get("rss_mb")),
                 ]
-        k = (r.get("ksched") or {}).get("pods_per_s")
-        row.append(_ratio(k, (r.get("kube-scheduler") or {}).get("pods_per_s")))
-        row.append(_ratio(k, (r.get("null") or {}).get("pods_per_s")))
+        ratios = w.get("ratios")
+        if ratios is None:  # a document saved before ratios were recorded
+            ratios = _round_ratios([r])
+        for label, _, _ in RATIOS:
+            q = ratios.get(label)
+            cell = "-" if q is None else f"{q['median']:.2f}"
+            if q is not None and q["min"] != q["max"]:
+                cell += f" ({q['min']:.2f}-{q['max']:.2f})"
+            row.append(cell)
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join(

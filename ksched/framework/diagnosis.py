@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..util.errors import KschedError
 from .interface import NodeToStatus
@@ -34,9 +35,18 @@ class FitError(KschedError):
         d = self.diagnosis
         reasons: dict[str, int] = {}
         nts = d.node_to_status
+        # Nodes with the same verdict share one Status (Fit's batch statuses do): count
+        # each object's nodes first, then word its reasons once (same first-seen order).
+        seen: dict[int, list[Any]] = {}
         for st in nts.statuses.values():
+            e = seen.get(id(st))
+            if e is None:
+                seen[id(st)] = [st, 1]
+            else:
+                e[1] += 1
+        for st, n in seen.values():
             for r in st.all_reasons():
-                reasons[r] = reasons.get(r, 0) + 1
+                reasons[r] = reasons.get(r, 0) + n
         absent = self.num_all_nodes - len(nts)
         if absent > 0 and nts.absent is not None:
             for r in nts.absent.all_reasons():

@@ -736,12 +736,12 @@ class Framework:
                 infos[int(r)].name: self._explain_node(state, pod, infos[int(r)]) for r in rows
             }
         todo: list[int] = []
-        for k, row in enumerate(rows):
-            r = int(row)
-            if passed[k] or r in nominated:
+        # only the rows the filters rejected (all of them when preemption follows)
+        for r in np.asarray(rows)[~np.asarray(passed, dtype=np.bool_)].tolist():
+            if r in nominated:
                 continue
             ni = infos[r]
-            if ni.name in known:
+            if known and ni.name in known:
                 continue
             if ni.error is not None:
                 out.statuses.set(ni.name, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ni.error))
@@ -759,9 +759,11 @@ class Framework:
                 continue
             statuses = self._filter_statuses(p, state, pod, snap, asked)
             rejected = np.zeros(len(asked), dtype=np.bool_)
+            into = out.statuses.statuses
+            ok = Code.SUCCESS
             for k, (r, st) in enumerate(zip(asked.tolist(), statuses, strict=True)):
-                if not st.is_success():
-                    out.statuses.set(infos[r].name, st)
+                if st.code != ok:
+                    into[infos[r].name] = st
                     rejected[k] = True
             if rejected.any():
                 out.unschedulable_plugins.add(p.name)

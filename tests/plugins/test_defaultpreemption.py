@@ -1358,6 +1358,92 @@ def test_select_victims_in_place_equals_select_victims_on_a_copy(with_pdbs: bool
     assert compared > 300
 
 
+def _rich_random_case(rng: Any) -> tuple[Env, PodInfo, list[Any]]:
+    """``_random_case`` over every resource Fit checks: cpu, memory, ephemeral storage,
+    an extended resource (absent on some nodes), quantities at the int64 edge (sums that
+    wrap round), pods that request nothing, nominated pods of every kind."""
+    huge = str(2**63 - 1)
+
+    def amount(choices: list[str]) -> str:
+        return rng.choice(choices)
+
+    n_nodes = rng.randint(1, 4)
+    nodes = []
+    for i in range(n_nodes):
+        cap = {
+            "cpu": f"{rng.randint(3, 8) * 100}m",
+            "memory": amount(["800", "2000", huge]),
+            "ephemeral-storage": amount(["500", "1000"]),
+            "pods": str(rng.randint(3, 7)),
+        }
+        if rng.random() < 0.7:
+            cap["example.com/gpu"] = str(rng.randint(0, 4))
+        nodes.append(node(f"n{i}", cap))
+    pods = []
+    for i in range(rng.randint(0, 5 * n_nodes)):
+        req: dict[str, str] = {}
+        if rng.random() < 0.8:
+            req["cpu"] = f"{rng.choice([0, 50, 100, 200])}m"
+        if rng.random() < 0.6:
+            req["memory"] = amount(["0", "100", "300", huge])
+        if rng.random() < 0.4:
+            req["ephemeral-storage"] = amount(["100", "400"])
+        if rng.random() < 0.4:
+            req["example.com/gpu"] = str(rng.randint(1, 2))
+        pods.append(
+            pod(
+                f"v{i}",
+                node=f"n{rng.randrange(n_nodes)}",
+                prio=rng.choice([LOW, MID, HIGH]),
+                req=req,
+                labels={"app": rng.choice("ab")},
+                start=epoch(rng.randint(0, 10)),
+            )
+        )
+    pdbs = [pdb("pa", match_labels={"app": "a"}, allowed=rng.randint(0, 2))]
+    env = Env(nodes, pods, [FIT, TAINTS], pdbs=pdbs)
+    for i in range(rng.randint(0, 3)):
+        nreq = {"cpu": "100m"}
+        if rng.random() < 0.5:
+            nreq["example.com/gpu"] = "1"
+        if rng.random() < 0.3:
+            nreq["memory"] = amount(["200", huge])
+        nom = pod(f"nom{i}", prio=rng.choice([LOW, VERY_HIGH]), req=nreq)
+        env.nominator.add(nom, f"n{rng.randrange(n_nodes)}")
+    preq: dict[str, str] = {}
+    if rng.random() < 0.9:
+        preq["cpu"] = f"{rng.randint(1, 6) * 100}m"
+    if rng.random() < 0.5:
+        preq["memory"] = amount(["100", "500", "1500"])
+    if rng.random() < 0.3:
+        preq["ephemeral-storage"] = amount(["200", "600"])
+    if rng.random() < 0.5:
+        preq["example.com/gpu"] = str(rng.randint(1, 3))
+    return env, pod("p", prio=VERY_HIGH - 1, req=preq), pdbs
+
+
+def test_select_victims_in_place_equals_the_copy_over_every_resource() -> None:
+    """The dry run's plain-int reprieve checks (``fits_aggregates``) agree with Fit's
+    verdict on copies for memory, ephemeral storage, extended resources and int64 wrap."""
+    import random
+
+    rng = random.Random(23)
+    outcomes: set[str] = set()
+    for _ in range(400):
+        env, p, pdbs = _rich_random_case(rng)
+        state = env.state_for(p)
+        for ni in env.node_infos():
+            got = env.pl.select_victims_in_place(state, p, ni, pdbs)
+            assert got is not None
+            want = env.pl.select_victims_on_node(state.clone(), p, ni.clone(), pdbs)
+            assert [v.name for v in got[0]] == [v.name for v in want[0]]
+            assert got[1] == want[1]
+            assert (got[2].code, got[2].message()) == (want[2].code, want[2].message())
+            outcomes.add(f"{got[2].code.name}:{bool(got[0])}")
+    # both kinds of node were met: ones with victims and ones preemption cannot help
+    assert {"SUCCESS:True", "UNSCHEDULABLE:False"} <= outcomes, outcomes
+
+
 def test_select_victims_in_place_declines_where_pods_matter() -> None:
     """A plugin that reads the pods on the node (PodTopologySpread with a constraint) or
     a subclass with its own selection: the Evaluator must use select_victims_on_node."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...api.objects import PodDisruptionBudget, PodSpec
+from ...api.quantity import wrap_int64
 from ...api.resources import Resource
 from ...api.selectors import SelectorError, compile_label_selector
 from ...framework.args import ArgsErrors, Int32, KubeArgs
@@ -43,7 +44,7 @@ from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
 from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
-from ..noderesources.fit import Fit
+from ..noderesources.fit import Fit, fits_aggregates
 from .preemption import (
     DISRUPTION_TARGET,
     PREEMPTING_LISTER,
@@ -322,7 +323,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                 err = trial.add(pi)
                 if err is not None:
                     return [], 0, err
-                if trial.filter().is_success():
+                if trial.fits():
                     continue
                 err = trial.remove(pi)
                 if err is not None:
@@ -387,6 +388,8 @@ class _TrialLike(Protocol):
 
     def filter(self) -> Status: ...
 
+    def fits(self) -> bool: ...
+
 
 @dataclass(slots=True)
 class _ResourcePlan:
@@ -423,42 +426,101 @@ class _ResourcePlan:
 
 class _ResourceTrial:
     """A node's requested resources and pod count as the dry run removes and adds back
-    pods (``NodeInfo.remove_pod``/``add_pod`` arithmetic), judged by Fit alone."""
+    pods (``NodeInfo.remove_pod``/``add_pod`` arithmetic), judged by Fit alone.
 
-    __slots__ = ("alloc", "n", "nominated", "plan", "pod", "used")
+    The sums are plain ints of the resources Fit checks for this preemptor (int64
+    wrapping commutes with the sums, so ``fits_aggregates`` wraps once at the end): a
+    reprieve step is a few additions and comparisons, not a Resource copy and a Status.
+    """
+
+    __slots__ = (
+        "alloc",
+        "cpu",
+        "eph",
+        "key",
+        "mem",
+        "n",
+        "names",
+        "nominated",
+        "plan",
+        "pod",
+        "scalar",
+        "with_nominated",
+    )
 
     def __init__(
         self, plan: _ResourcePlan, pod: PodInfo, ni: NodeInfo, nominated: list[PodInfo], n: int
     ) -> None:
         self.plan, self.pod, self.nominated = plan, pod, nominated
+        self.key = plan.fit.mask_key(pod)
+        self.names = tuple(name for name, _ in self.key[4])
         self.alloc = ni.allocatable
-        self.used = ni.requested.clone()
+        used = ni.requested
+        self.cpu, self.mem, self.eph = used.milli_cpu, used.memory, used.ephemeral_storage
+        self.scalar = {name: used.scalar.get(name, 0) for name in self.names}
         self.n = n
+        # what the nominated pods add (RunFilterPluginsWithNominatedPods' first pass)
+        extra = Resource()
+        for p in nominated:
+            add_requests(extra, p.requests, 1)
+        self.with_nominated = (
+            extra.milli_cpu,
+            extra.memory,
+            extra.ephemeral_storage,
+            {name: extra.scalar.get(name, 0) for name in self.names},
+            len(nominated),
+        )
+
+    def _step(self, pi: PodInfo, sign: int) -> None:
+        r = pi.requests
+        self.cpu += sign * r.milli_cpu
+        self.mem += sign * r.memory
+        self.eph += sign * r.ephemeral_storage
+        if self.names and r.scalar:
+            for name in self.names:
+                self.scalar[name] += sign * r.scalar.get(name, 0)
+        self.n += sign
 
     def remove(self, pi: PodInfo) -> Status | None:
-        add_requests(self.used, pi.requests, -1)
-        self.n -= 1
+        self._step(pi, -1)
         return None
 
     def add(self, pi: PodInfo) -> Status | None:
-        add_requests(self.used, pi.requests, 1)
-        self.n += 1
+        self._step(pi, 1)
         return None
 
-    def _fit(self, used: Resource, n: int) -> Status:
-        fit = self.plan.fit
-        return _status(fit.verdict(self.pod, self.alloc, used, n), fit.name)
+    def fits(self) -> bool:
+        """``filter().is_success()``, without building statuses."""
+        key, alloc = self.key, self.alloc
+        if self.nominated:
+            c, m, e, sc, k = self.with_nominated
+            scalar = {name: v + sc[name] for name, v in self.scalar.items()}
+            if not fits_aggregates(
+                key, alloc, self.cpu + c, self.mem + m, self.eph + e, scalar, self.n + k
+            ):
+                return False
+        return fits_aggregates(key, alloc, self.cpu, self.mem, self.eph, self.scalar, self.n)
 
     def filter(self) -> Status:
         """``_Trial.filter``: with the nominated pods added first, then without."""
+        fit = self.plan.fit
+        passes: list[tuple[int, int, int, dict[str, int], int]] = []
         if self.nominated:
-            used = self.used.clone()
-            for p in self.nominated:
-                add_requests(used, p.requests, 1)
-            st = self._fit(used, self.n + len(self.nominated))
+            c, m, e, sc, k = self.with_nominated
+            scalar = {name: v + sc[name] for name, v in self.scalar.items()}
+            passes.append((self.cpu + c, self.mem + m, self.eph + e, scalar, self.n + k))
+        passes.append((self.cpu, self.mem, self.eph, self.scalar, self.n))
+        for cpu, mem, eph, scalar, n in passes:
+            used = Resource(
+                wrap_int64(cpu),
+                wrap_int64(mem),
+                wrap_int64(eph),
+                scalar={name: wrap_int64(v) for name, v in scalar.items()},
+            )
+            st = _status(fit.verdict(self.pod, self.alloc, used, n), fit.name)
             if not st.is_success():
                 return st
-        return self._fit(self.used, self.n)
+        return SUCCESS
 
 
 class _Trial:
@@ -491,6 +553,9 @@ class _Trial:
         return _extension_status(
             self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, self.ni), "AddPod"
         )
+
+    def fits(self) -> bool:
+        return self.filter().is_success()
 
     def filter(self) -> Status:
         """``RunFilterPluginsWithNominatedPods``: fit with the nominated pods added, then

@@ -21,7 +21,7 @@ resource is checked as usual. Which names a class backs is read in PreFilter, ea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NamedTuple
 
@@ -375,6 +375,41 @@ def _fits_row(snap: Snapshot, r: int, key: _MaskKey) -> bool:
     return True
 
 
+def fits_aggregates(
+    key: _MaskKey,
+    alloc: Resource,
+    cpu: int,
+    mem: int,
+    eph: int,
+    scalar: Mapping[str, int],
+    n_pods: int,
+) -> bool:
+    """Whether ``insufficient_for`` finds nothing lacking, without wording the reasons:
+    the preemption dry run's reprieve check. The node's requested resources come as
+    plain sums (``cpu``..., ``scalar`` for the key's scalars), wrapped here as int64."""
+    if n_pods + 1 > alloc.allowed_pod_number:
+        return False
+    nothing, q_cpu, q_mem, q_eph, scalars, dra = key
+    if nothing:
+        return True
+    if q_cpu > 0 and q_cpu > wrap_int64(alloc.milli_cpu - cpu):
+        return False
+    if q_mem > 0 and q_mem > wrap_int64(alloc.memory - mem):
+        return False
+    if q_eph > 0 and q_eph > wrap_int64(alloc.ephemeral_storage - eph):
+        return False
+    if not all(
+        q <= wrap_int64(alloc.scalar.get(name, 0) - scalar.get(name, 0)) for name, q in scalars
+    ):
+        return False
+    # a DRA-backed resource is checked only where the node advertises it (``_fits_row``)
+    return all(
+        alloc.scalar.get(name, 0) <= 0
+        or q <= wrap_int64(alloc.scalar.get(name, 0) - scalar.get(name, 0))
+        for name, q in dra
+    )
+
+
 _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
 
 
@@ -476,6 +511,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         to date with the rows the snapshot replaced since; read-only for the caller."""
         if PRE_FILTER_STATE_KEY not in state:
             raise RuntimeError(_NOT_FOUND)
+        return self._masks.get(snap, self.mask_key(pod, state))
+
+    def mask_key(self, pod: PodInfo, state: CycleState | None = None) -> _MaskKey:
+        """All Filter's verdict reads of ``pod``: (requests nothing, cpu, memory,
+        ephemeral storage, checked scalars, DRA-backed scalars). Without ``state`` (the
+        preemption dry run, which runs only when no PreFilter such as DynamicResources'
+        is active) no resource is DRA-backed."""
         d = self._data(pod)
         key = d.mask_key
         if key is None:
@@ -488,10 +530,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
                 d.scalars,
                 (),
             )
-        st = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(st, _FitState):
-            key = (*key[:4], st.scalars, st.dra)
-        return self._masks.get(snap, key)
+        if state is not None:
+            st = state.get(PRE_FILTER_STATE_KEY)
+            if isinstance(st, _FitState):
+                key = (*key[:4], st.scalars, st.dra)
+        return key
 
     def filter_statuses(
         self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray

@@ -105,6 +105,7 @@ class ControlPlane:
         reaper: bool = True,
         workdir: str | Path | None = None,
         apiserver_args: Sequence[str] = (),
+        controller_manager_args: Sequence[str] = (),
         start_timeout: float = 60.0,
     ) -> None:
         self._assets = assets
@@ -113,6 +114,7 @@ class ControlPlane:
         self.reaper_enabled = reaper
         self._workdir_arg = Path(workdir) if workdir else None
         self.apiserver_args = list(apiserver_args)
+        self.controller_manager_args = list(controller_manager_args)
         self.start_timeout = start_timeout
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.dir = Path()
@@ -333,6 +335,7 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",
                 "--use-service-account-credentials=false",
+                *self.controller_manager_args,
             ],
             self.dir / "logs" / "kube-controller-manager.log",
         )
