@@ -25,7 +25,8 @@ from ksched.cache import Cache
 from ksched.config import default_config
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.types import PodInfo
-from ksched.plugins import build_frameworks, default_registry
+from ksched.plugins import default_registry
+from ksched.profile import build_frameworks
 from ksched.queue import SchedulingQueue
 from ksched.queue import events as ev
 from ksched.util.clock import FakeClock

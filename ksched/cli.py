@@ -58,7 +58,7 @@ def _load_config(path: str | None, registry: Any) -> Any:
 
 def _build_check(cfg: Any, registry: Any, source: str) -> None:
     """Instantiate every profile's framework once so plugin args errors exit 2 up front."""
-    from .plugins import build_frameworks
+    from .profile import build_frameworks
 
     with _about(source):
         build_frameworks(cfg, registry)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ksched.bench.e2e import _no_plugins
 from ksched.config import default_config
-from ksched.plugins import build_frameworks, default_registry
+from ksched.plugins import default_registry
+from ksched.profile import build_frameworks
 
 
 def test_noplugins_baseline_keeps_only_queue_sort_and_binder() -> None:

@@ -60,7 +60,7 @@ from ..framework.snapshot import NodeInfoView, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from ..metrics import SchedulerRegistry
-from ..plugins import build_frameworks
+from ..profile import build_frameworks
 from ..util.errors import KschedError
 from ..util.httpserver import Limits, start_app
 from ..util.tls import server_ssl_context

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..framework.handle import ClusterClient, EventRecorder
     from ..framework.registry import Registry
-    from ..framework.runtime import Framework
-    from ..framework.snapshot import Snapshot
-    from ..framework.waiting_pods import WaitingPods
-    from ..util.clock import Clock
 
 __all__ = [
     "BUILTIN_PLUGINS",
-    "build_frameworks",
     "builtin_plugin",
     "default_registry",
     "register_builtins",
@@ -71,48 +65,3 @@ def default_registry(*, entry_points: bool = True) -> Registry:
     if entry_points:
         reg.load_entry_points()
     return reg
-
-
-def build_frameworks(
-    config: Any,
-    registry: Registry,
-    *,
-    cluster: ClusterClient | None = None,
-    recorder: EventRecorder | None = None,
-    clock: Clock | None = None,
-    snapshot: Snapshot | None = None,
-    waiting_pods: WaitingPods | None = None,
-) -> dict[str, Framework]:
-    """One framework per profile, sharing snapshot, waiting pods and cluster client (the
-    scheduler's, the extender server's and ``ksched config validate``'s build check).
-
-    Here, beside ``default_registry``, because it applies the built-in plugins' arg defaults
-    from ``ksched.config``: the framework itself never reads configuration."""
-    from ..config import ARGS_VALIDATED_IN_CONFIG, default_plugin_args
-    from ..framework.handle import Handle, RecordingEventRecorder
-    from ..framework.runtime import Framework
-    from ..framework.snapshot import Snapshot
-    from ..framework.waiting_pods import WaitingPods
-    from ..util.clock import RealClock
-
-    snapshot = snapshot if snapshot is not None else Snapshot()
-    waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
-    out: dict[str, Framework] = {}
-    for prof in config.profiles:
-        kw: dict[str, Any] = {
-            "snapshot": snapshot,
-            "waiting_pods": waiting_pods,
-            "parallelism": config.parallelism,
-            "clock": clock or RealClock(),
-            "recorder": recorder or RecordingEventRecorder(),
-        }
-        if cluster is not None:
-            kw["cluster"] = cluster
-        out[prof.scheduler_name] = Framework(
-            prof,
-            registry,
-            Handle(**kw),
-            default_args=default_plugin_args,
-            validate_args=ARGS_VALIDATED_IN_CONFIG,
-        )
-    return out

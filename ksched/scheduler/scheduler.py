@@ -43,7 +43,7 @@ from ..framework.selection import NodeRotation
 from ..framework.snapshot import Snapshot
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
-from ..plugins import build_frameworks
+from ..profile import build_frameworks
 from ..queue import events as ev
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock

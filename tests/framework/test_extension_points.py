@@ -9,7 +9,7 @@ from ksched import default_registry, extension_points_of
 from ksched.config import PLUGIN_SETS, Plugins, load_config_data
 from ksched.framework.interface import _BASE_METHODS, EXTENSION_POINTS, POINTS
 from ksched.metrics import _FRAMEWORK_ASYNC_POINTS, _FRAMEWORK_POINTS, _PLUGIN_ASYNC, _PLUGIN_SYNC
-from ksched.plugins import build_frameworks
+from ksched.profile import build_frameworks
 
 KEYS = [
     "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",

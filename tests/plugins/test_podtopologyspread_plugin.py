@@ -12,12 +12,13 @@ from ksched.config import load_config_data
 from ksched.framework.interface import ClusterEvent, QueueingHint, extension_points_of
 from ksched.framework.registry import PluginArgsError
 from ksched.framework.types import PodInfo
-from ksched.plugins import build_frameworks, default_registry
+from ksched.plugins import default_registry
 from ksched.plugins.podtopologyspread import (
     SYSTEM_DEFAULT_CONSTRAINTS,
     PodTopologySpread,
     PodTopologySpreadArgs,
 )
+from ksched.profile import build_frameworks
 from tests.plugins.test_podtopologyspread_common import (
     BAR,
     FOO,

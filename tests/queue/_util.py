@@ -18,7 +18,8 @@ from ksched.framework.registry import Registry
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.framework.types import NodeInfo, PodInfo
-from ksched.plugins import build_frameworks, register_builtins
+from ksched.plugins import register_builtins
+from ksched.profile import build_frameworks
 from ksched.queue import SchedulingQueue
 from ksched.queue.scheduling_queue import QueuedPodInfo
 from ksched.util.clock import FakeClock
