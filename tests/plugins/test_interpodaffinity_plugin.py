@@ -16,6 +16,7 @@ from ksched.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityAr
 from ksched.plugins.interpodaffinity.terms import NamespaceLabels, pod_terms
 from tests.plugins.test_interpodaffinity_support import (
     NAMESPACES,
+    NS_LABEL_T1,
     REQUIRED,
     MakePod,
     namespace,
@@ -170,6 +171,42 @@ POD_CASES: list[tuple[str, Any, Any, Any, str]] = [
         .obj(),
         None,
         Q,
+    ),
+    (
+        # upstream's podMatchesAllAffinityTerms: every term of the deleted pod must match
+        "delete a pod with two anti-affinity terms of which only one matches pending pod",
+        MakePod().name("p").label("service", "securityscan").obj(),
+        MakePod()
+        .node("fake-node")
+        .pod_anti_affinity_in("service", "region", ["securityscan"], REQUIRED)
+        .pod_anti_affinity_in("team", "region", ["blue"], REQUIRED)
+        .obj(),
+        None,
+        S,
+    ),
+    (
+        # and with nil namespace labels: a namespaceSelector naming a label never matches,
+        # even though the pending pod's namespace carries that label
+        "delete a pod whose anti-affinity selects the pending pod's namespace by label",
+        MakePod().name("p").namespace("subteam1.team1").label("service", "securityscan").obj(),
+        MakePod()
+        .node("fake-node")
+        .affinity(
+            {
+                "podAntiAffinity": {
+                    REQUIRED: [
+                        {
+                            "labelSelector": {"matchLabels": {"service": "securityscan"}},
+                            "namespaceSelector": {"matchLabels": dict(NS_LABEL_T1)},
+                            "topologyKey": "region",
+                        }
+                    ]
+                }
+            }
+        )
+        .obj(),
+        None,
+        S,
     ),
     (
         "delete a pod with anti-affinity that doesn't match pending pod",

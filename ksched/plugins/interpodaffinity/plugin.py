@@ -192,8 +192,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> str:
         """Queue when the pending pod itself changed, a scheduled pod starts matching all its
-        affinity terms, or one matching all its anti-affinity terms (or whose anti-affinity
-        matches it) goes away. The pod's own terms match with nil namespace labels, as
+        affinity terms, or one matching all its anti-affinity terms (or all of whose
+        anti-affinity terms match it) goes away. Terms match with nil namespace labels, as
         upstream's hint does."""
         for p in (old, new):
             if p is not None and not isinstance(p, PodInfo):
@@ -222,10 +222,14 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return QueueingHint.SKIP
         if all_match(anti, old):
             return QueueingHint.QUEUE
-        nsl = self._namespaces()
-        for t in pod_terms(old).required_anti_affinity:
-            if t.matches(pod.namespace, pod.labels, nsl):
-                return QueueingHint.QUEUE
+        # The deleted pod's own anti-affinity: upstream asks that ALL its terms match the
+        # pending pod, with nil namespace labels (a namespaceSelector other than {} never
+        # matches here), not any term with the namespaces' real labels.
+        old_terms = pod_terms(old)
+        if old_terms.error:
+            return QueueingHint.QUEUE
+        if all_match(old_terms.required_anti_affinity, pod):
+            return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:
