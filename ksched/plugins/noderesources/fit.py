@@ -389,7 +389,9 @@ def fits_aggregates(
     plain sums (``cpu``..., ``scalar`` for the key's scalars), wrapped here as int64."""
     if n_pods + 1 > alloc.allowed_pod_number:
         return False
-    nothing, q_cpu, q_mem, q_eph, scalars, dra = key
+    # The dry run's key is stateless (``mask_key(pod)``): it runs only when no PreFilter
+    # is active, so DynamicResources has backed no resource and the DRA part is empty.
+    nothing, q_cpu, q_mem, q_eph, scalars, _dra = key
     if nothing:
         return True
     if q_cpu > 0 and q_cpu > wrap_int64(alloc.milli_cpu - cpu):
@@ -398,15 +400,8 @@ def fits_aggregates(
         return False
     if q_eph > 0 and q_eph > wrap_int64(alloc.ephemeral_storage - eph):
         return False
-    if not all(
-        q <= wrap_int64(alloc.scalar.get(name, 0) - scalar.get(name, 0)) for name, q in scalars
-    ):
-        return False
-    # a DRA-backed resource is checked only where the node advertises it (``_fits_row``)
     return all(
-        alloc.scalar.get(name, 0) <= 0
-        or q <= wrap_int64(alloc.scalar.get(name, 0) - scalar.get(name, 0))
-        for name, q in dra
+        q <= wrap_int64(alloc.scalar.get(name, 0) - scalar.get(name, 0)) for name, q in scalars
     )
 
 
