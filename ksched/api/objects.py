@@ -353,6 +353,8 @@ class PodSpec(_S):
     resources: ResourceRequirements | None = None
     volumes: list[Volume] = []
     resource_claims: list[PodResourceClaim] = []
+    # None: the API server's default (30 s); 0 or a pod off any node: deleted at once
+    termination_grace_period_seconds: int | None = None
 
 
 class PodCondition(_S):

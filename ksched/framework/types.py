@@ -390,14 +390,20 @@ class NodeInfo:
         self._update(pi, 1)
 
     def remove_pod(self, pi: PodInfo) -> bool:
+        """Upstream's ``removeFromSlice``: the last pod takes the removed one's place. The
+        order is observable: preemption sorts victims with a comparator that is not a
+        strict order (unstarted pods), so ties come out as the node lists them."""
         uid, key = pi.uid, pi.key
-        for i, p in enumerate(self.pods):
+        pods = self.pods
+        for i, p in enumerate(pods):
             if (p.uid == uid and uid) or (not uid and p.key == key):
-                del self.pods[i]
+                pods[i] = pods[-1]
+                pods.pop()
                 for lst in (self.pods_with_affinity, self.pods_with_required_anti_affinity):
                     for j, q in enumerate(lst):
                         if q is p:
-                            del lst[j]
+                            lst[j] = lst[-1]
+                            lst.pop()
                             break
                 self._update(p, -1)
                 return True

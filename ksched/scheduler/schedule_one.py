@@ -40,6 +40,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout, culprit_in_traceback, format_seconds
 from ..framework.diagnosis import Diagnosis, FitError
 from ..framework.interface import NodeToStatus, PostFilterResult
+from ..framework.preemption import PreemptionInFlight
 from ..framework.runtime import PREFILTER_NARROWED_KEY, FilterOutcome, Framework
 from ..framework.selection import (
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
@@ -729,7 +730,7 @@ def handle_scheduling_failure(
         if pf is not None and preempt_on
         else []
     )
-    token = object()
+    token = PreemptionInFlight()
     if victims:
         # Before requeueing: an event seen in flight must not retry it mid-eviction.
         sched.preempting[pod.uid or pod.key] = token

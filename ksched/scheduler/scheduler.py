@@ -36,7 +36,7 @@ from ..framework.handle import (
     EventRecorder,
 )
 from ..framework.interface import ClusterEvent
-from ..framework.preemption import preemption_condition
+from ..framework.preemption import PreemptionInFlight, preemption_condition
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
 from ..framework.selection import NodeRotation
@@ -177,7 +177,7 @@ class Scheduler:
         self.rng = random.Random(seed)
         # Preemptor keys whose victims are still being evicted (to the eviction's token):
         # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
-        self.preempting: dict[str, object] = {}
+        self.preempting: dict[str, PreemptionInFlight] = {}
         for fw in self.frameworks.values():
             fw.handle.listers["preempting"] = self.preempting
             fw.handle.listers["rng"] = self.rng
@@ -424,14 +424,16 @@ class Scheduler:
         preemptor: PodInfo,
         node: str,
         victims: list[PodInfo],
-        token: object = None,
+        token: PreemptionInFlight | None = None,
     ) -> None:
         """Record the nomination, then evict the victims (``prepareCandidateAsync``).
 
         Lower-priority pods nominated to the node lose that nomination (they may no
-        longer fit). The preemptor leaves the ``preempting`` set just before its last
-        victim goes, so that victim's deletion event can requeue it; if an eviction
-        fails it is activated rather than left waiting for events that may not come.
+        longer fit). Just before the last victim goes, ``token`` names it: from then on
+        the preemptor is let into the queue as soon as that victim is seen terminating or
+        gone (``PreemptionInFlight``), so the deletion events can requeue it; if an
+        eviction fails it is activated rather than left waiting for events that may not
+        come.
         """
         key = preemptor.uid or preemptor.key
         failed = False
@@ -455,8 +457,8 @@ class Scheduler:
                         failed = True
                         log.warning("clearing nominatedNodeName failed", pod=p.key, error=str(e))
             for i, v in enumerate(victims):
-                if i == len(victims) - 1:
-                    self._done_preempting(key, token)
+                if i == len(victims) - 1 and token is not None:
+                    token.last_victim = v
                 if not await self._evict(fw, preemptor, node, v):
                     failed = True
                     if i < len(victims) - 1:
@@ -472,7 +474,7 @@ class Scheduler:
                 result = "error" if failed else "success"
                 self.metrics.preemption_finished(result, _perf() - started)
 
-    def _done_preempting(self, key: str, token: object) -> None:
+    def _done_preempting(self, key: str, token: PreemptionInFlight | None) -> None:
         """Un-gate the preemptor, unless a newer preemption of it has started meanwhile."""
         if key in self.preempting and self.preempting[key] is token:
             del self.preempting[key]

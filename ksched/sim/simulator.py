@@ -9,6 +9,7 @@ simulation is deterministic for a seed and never sleeps.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
@@ -27,7 +28,7 @@ from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
-from ..util.clock import FakeClock
+from ..util.clock import FakeClock, rfc3339
 from .claim_controller import SimulatedClaimController
 from .cluster_file import ClusterFile
 from .pv_controller import SimulatedPVController
@@ -60,6 +61,12 @@ class PodResult:
         return d
 
 
+#: Seconds a deleted pod on a node stays Terminating before its kubelet finishes it: longer
+#: than the first retry backoff (1 s), as on a cluster, where a preemptor is retried when
+#: its first victim is gone. The differential harness gives kube-scheduler the same.
+TERMINATION_SECONDS = 1.5
+
+
 def _namespaced_key(raw: dict[str, Any]) -> str:
     meta = raw.get("metadata", {})
     return f"{meta.get('namespace') or 'default'}/{meta['name']}"
@@ -73,11 +80,17 @@ class SimulatedCluster:
     PV controller and the provisioners for the scheduler's writes.
     """
 
-    def __init__(self, cluster: ClusterFile) -> None:
+    def __init__(self, cluster: ClusterFile, clock: FakeClock | None = None) -> None:
         self.pods: dict[str, PodInfo] = {}
         self.objects: dict[str, dict[str, Any]] = {}
         self.sched: Scheduler | None = None
         self.deleted: list[str] = []
+        self.clock = clock or FakeClock()
+        # Deleted pods still Terminating on their node: (finish time, order, uid).
+        self.terminating: list[tuple[float, int, str]] = []
+        self._terminations = itertools.count()
+        # resourceVersions for the writes here, above any a cluster dump carries
+        self._versions = itertools.count(1 << 40)
         for kind, items in cluster.others.items():
             for raw in items:
                 meta = raw.get("metadata", {})
@@ -98,12 +111,41 @@ class SimulatedCluster:
         self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, spec=spec)))
 
     async def delete_pod(self, pod: PodInfo) -> None:
-        cur = self.pods.pop(pod.uid, None)
+        """A graceful deletion, as the API server does it: a pod on a node (with a grace
+        period) only gets its deletionTimestamp; its kubelet finishes it
+        ``TERMINATION_SECONDS`` later (``finish_termination``), one pod at a time. So a
+        preemptor sees its victims go one by one, as kube-scheduler does on a cluster."""
+        cur = self.pods.get(pod.uid)
         if cur is None:
             return
         self.deleted.append(cur.key)
-        assert self.sched is not None
-        self.sched.on_pod_delete(cur)
+        grace = cur.pod.spec.termination_grace_period_seconds
+        if not cur.node_name or grace == 0:
+            self._remove(cur.uid)
+            return
+        if cur.pod.metadata.deletion_timestamp is not None:
+            return  # already terminating
+        meta = msgspec.structs.replace(cur.pod.metadata, deletion_timestamp=rfc3339())
+        self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, metadata=meta)))
+        done = self.clock.now() + TERMINATION_SECONDS
+        heapq.heappush(self.terminating, (done, next(self._terminations), cur.uid))
+
+    def next_termination(self) -> float | None:
+        return self.terminating[0][0] if self.terminating else None
+
+    def finish_termination(self) -> bool:
+        """The kubelet's part: remove the first terminating pod that is due; False if none."""
+        if not self.terminating or self.terminating[0][0] > self.clock.now():
+            return False
+        _, _, uid = heapq.heappop(self.terminating)
+        self._remove(uid)
+        return True
+
+    def _remove(self, uid: str) -> None:
+        cur = self.pods.pop(uid, None)
+        if cur is not None:
+            assert self.sched is not None
+            self.sched.on_pod_delete(cur)
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         cur = self.pods.get(pod.uid)
@@ -124,7 +166,11 @@ class SimulatedCluster:
         return True
 
     def _update(self, cur: PodInfo, new: PodInfo) -> None:
-        """Store ``new`` and tell the scheduler, as the pod watch would."""
+        """Store ``new`` and tell the scheduler, as the pod watch would: with a new
+        resourceVersion, as every write gets (one equal to the old is a resync, which the
+        scheduler rightly ignores)."""
+        meta = msgspec.structs.replace(new.pod.metadata, resource_version=str(next(self._versions)))
+        new = new.with_pod(msgspec.structs.replace(new.pod, metadata=meta))
         self.pods[new.uid] = new
         assert self.sched is not None
         self.sched.on_pod_update(cur, new)
@@ -234,7 +280,7 @@ class Simulation:
         schedules their pending pods here (``Scheduler.adopted``)."""
         self.cluster_file = cluster
         self.clock = FakeClock()
-        self.cluster = SimulatedCluster(cluster)
+        self.cluster = SimulatedCluster(cluster, self.clock)
         self.recorder = _Recorder()
         self.events = RecordingEventRecorder()
         self.sched = Scheduler(
@@ -393,10 +439,16 @@ class Simulation:
                 await self._settle()
                 if q.has_active():
                     continue
+                if self.cluster.finish_termination():
+                    continue  # one pod gone: let the scheduler react before the next
                 # Nothing runnable: jump virtual time to the next deadline, if any.
                 deadlines = [
                     t
-                    for t in (q.next_backoff_expiry(), self.clock.next_deadline())
+                    for t in (
+                        q.next_backoff_expiry(),
+                        self.clock.next_deadline(),
+                        self.cluster.next_termination(),
+                    )
                     if t is not None
                 ]
                 if not deadlines:

@@ -15,6 +15,8 @@ import msgspec
 import pytest
 
 from ksched.framework.interface import NodeToStatus, PostFilterResult
+from ksched.framework.listers import Listers
+from ksched.framework.preemption import PreemptionInFlight
 from ksched.framework.registry import PluginArgsError
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
@@ -1153,23 +1155,52 @@ def test_no_nodes_is_an_error() -> None:
 # ---- TestPreEnqueue -----------------------------------------------------------------------------
 
 
+WAITING_MSG = "waiting for the preemption for this pod to be finished"
+
+
 @pytest.mark.parametrize(
-    ("preempting", "check", "want"),
+    ("in_flight", "last_victim", "victim_state", "want"),
     [
-        (set(), "p", None),
-        ({"p"}, "p", "waiting for the preemption for this pod to be finished"),
-        ({"p"}, "p_other", None),
+        (False, None, None, None),
+        (False, "victim", "present", None),
+        (True, None, None, WAITING_MSG),
+        (True, "victim", "gone", None),
+        (True, "victim", "present", WAITING_MSG),
+        (True, "victim", "terminating", None),
     ],
-    ids=["no preemption running", "same pod", "different pod"],
+    ids=[
+        "preemptor not in preempting",
+        "not in preempting, a last victim left over",
+        "in preempting, no last victim yet",
+        "last victim not in the pod lister",
+        "last victim in the pod lister",
+        "last victim in the pod lister with a deletion timestamp",
+    ],
 )
-def test_pre_enqueue(preempting: set[str], check: str, want: str | None) -> None:
+def test_pre_enqueue(
+    in_flight: bool, last_victim: str | None, victim_state: str | None, want: str | None
+) -> None:
+    """Upstream's ``TestIsPodRunningPreemption`` through PreEnqueue: a preemptor is held
+    back until its last victim is gone or terminating, not until the evictions return."""
     env = Env([node("node1", ONE_POD)], [pod("p1", node="node1")])
-    env.fw.handle.listers[PREEMPTING_LISTER] = preempting
-    st = env.pl.pre_enqueue(pod(check, prio=HIGH))
+    preemptor = pod("p", prio=HIGH)
+    victim = pod("victim", node="node1")
+    entry = PreemptionInFlight(last_victim=victim if last_victim else None)
+    running = {preemptor.uid or preemptor.key: entry} if in_flight else {}
+    env.fw.handle.listers[PREEMPTING_LISTER] = running
+    lister: dict[str, PodInfo] = {}
+    if victim_state == "present":
+        lister[victim.key] = victim
+    elif victim_state == "terminating":
+        lister[victim.key] = pod("victim", node="node1", terminating=True)
+    env.fw.handle.listers[Listers.PODS] = lister
+    st = env.pl.pre_enqueue(preemptor)
     if want is None:
         assert st is None
     else:
         assert st is not None and (st.code, st.message()) == (UU, want)
+    # another pod is never held back by this preemption
+    assert env.pl.pre_enqueue(pod("p_other", prio=HIGH)) is None
 
 
 def test_events_to_register_always_skip() -> None:
@@ -1506,3 +1537,36 @@ def test_filters_take_added_only_when_every_active_plugin_can() -> None:
     )
     assert not env.fw._filters_take_added(env.state_for(spread))  # PTS extensions active
     assert env.fw._filters_take_added(env.state_for(pod("q", prio=HIGH, req=LARGE)))
+
+
+def test_unstarted_victims_of_one_priority_are_reprieved_in_upstreams_order() -> None:
+    """Found by the long differential run (seed 390): pods without ``startTime`` (no
+    kubelet has started them yet) compare as "more important" both ways round, since
+    upstream reads ``time.Now()`` for each at comparison time, and Go's sort then reverses
+    the tie group. Reprieve tries the 1000m pod first, it fits back, and the two 500m
+    pods are the victims; a stable order would have evicted the 1000m pod alone."""
+    pods = [
+        pod("a", node="n0", prio=0, req={"cpu": "500m"}),
+        pod("b", node="n0", prio=0, req={"cpu": "500m"}),
+        pod("c", node="n0", prio=0, req={"cpu": "1000m"}),
+    ]
+    env = Env([node("n0", {"cpu": "4", "pods": "10"})], pods, [FIT, TAINTS])
+    p = pod("p", prio=1000, req={"cpu": "3"})
+    state = env.state_for(p)
+    (ni,) = env.snapshot.node_infos
+    on_copy = env.pl.select_victims_on_node(state.clone(), p, ni.clone(), [])
+    in_place = env.pl.select_victims_in_place(state, p, ni, [])
+    assert in_place is not None
+    for victims, _, status in (on_copy, in_place):
+        assert status.is_success()
+        assert [v.name for v in victims] == ["b", "a"]
+    # Started pods order by start time as before: the oldest is reprieved first.
+    started = [
+        pod("a", node="n0", prio=0, req={"cpu": "500m"}, start=epoch(1)),
+        pod("b", node="n0", prio=0, req={"cpu": "500m"}, start=epoch(2)),
+        pod("c", node="n0", prio=0, req={"cpu": "1000m"}, start=epoch(3)),
+    ]
+    env = Env([node("n0", {"cpu": "4", "pods": "10"})], started, [FIT, TAINTS])
+    (ni,) = env.snapshot.node_infos
+    victims, _, _ = env.pl.select_victims_on_node(env.state_for(p), p, ni.clone(), [])
+    assert [v.name for v in victims] == ["c"]

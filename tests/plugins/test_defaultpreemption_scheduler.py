@@ -128,6 +128,7 @@ class Cluster(NullCluster):
 
 class Harness:
     def __init__(self, *, nodes: int = 1, cpu: str = "4") -> None:
+        self._started = 0
         reg = Registry()
         register_builtins(reg)
         reg.register(HoldAtPermit.name, HoldAtPermit, "tests")
@@ -153,7 +154,15 @@ class Harness:
             self.sched.on_node_add(make_node(f"n{i}", cpu=cpu, memory="8Gi"))
 
     def running(self, name: str, node: str, cpu: str, prio: int = 0, **kw: Any) -> PodInfo:
+        """A running pod, started one second after the previous one: its kubelet set
+        ``startTime`` (unstarted pods of one priority order as upstream's ``time.Now()``
+        makes them, which is not what these tests are about)."""
+        self._started += 1
         pod = make_pod(name, cpu=cpu, node_name=node, priority=prio, **kw)
+        status = msgspec.structs.replace(
+            pod.pod.status, start_time=f"2025-01-01T00:00:{self._started:02d}Z"
+        )
+        pod = pod.with_pod(msgspec.structs.replace(pod.pod, status=status))
         self.cluster.create(pod)
         return pod
 

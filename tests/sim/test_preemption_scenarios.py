@@ -256,3 +256,135 @@ def test_simulated_cluster_sets_a_condition_in_place_and_echoes_it() -> None:
     assert [(old, new.pod.status.conditions) for old, new in updates] == [(victim, got)]
     del sc.pods["u1"]
     assert anyio.run(sc.set_pod_condition, victim, cond) is False
+
+
+def _sim(objs: list[dict[str, Any]]) -> Any:
+    from ksched.sim.simulator import Simulation
+
+    cf = parse_cluster(yaml.safe_dump_all(objs), "scenario.yaml")
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    return Simulation(cf, cfg, REG, seed=0)
+
+
+def _trace(sim: Any) -> list[tuple[float, str, str]]:
+    """(virtual time, "attempt" | "gone" | "terminating", pod) as the scheduler sees them."""
+    seen: list[tuple[float, str, str]] = []
+    sched = sim.sched
+    attempt, delete, update = sched.schedule_one, sched.on_pod_delete, sched.on_pod_update
+
+    async def schedule_one(qpi: Any, tg: Any) -> Any:
+        seen.append((sim.clock.now(), "attempt", qpi.pod_info.name))
+        return await attempt(qpi, tg)
+
+    def on_pod_delete(p: PodInfo) -> None:
+        seen.append((sim.clock.now(), "gone", p.name))
+        delete(p)
+
+    def on_pod_update(old: PodInfo, new: PodInfo) -> None:
+        if new.pod.metadata.deletion_timestamp and not old.pod.metadata.deletion_timestamp:
+            seen.append((sim.clock.now(), "terminating", new.name))
+        update(old, new)
+
+    sched.schedule_one, sched.on_pod_delete, sched.on_pod_update = (
+        schedule_one,
+        on_pod_delete,
+        on_pod_update,
+    )
+    return seen
+
+
+def test_victims_terminate_like_on_a_node_one_at_a_time() -> None:
+    """A victim on a node is only marked for deletion; its kubelet finishes it
+    TERMINATION_SECONDS later, one pod at a time, and the scheduler reacts to each: the
+    preemptor, retried when the first is gone, is not eligible to preempt again while the
+    other still terminates (no third victim), and binds once both are gone."""
+    from ksched.sim.simulator import TERMINATION_SECONDS
+
+    objs = [
+        priority_class("high", 1000),
+        node("n1"),
+        pod("a", "2", "n1"),
+        pod("b", "2", "n1"),
+        pod("urgent", "4", priorityClassName="high"),
+    ]
+    sim = _sim(objs)
+    seen = _trace(sim)
+    results = {r.name: r for r in anyio.run(sim.run)}
+    assert results["urgent"].node == "n1"
+    assert sorted(results["urgent"].preempted) == ["default/a", "default/b"]
+    t = TERMINATION_SECONDS
+    assert [e for e in seen if e[1] != "attempt"] == [
+        (0.0, "terminating", "b"),  # unstarted ties: upstream's sort reverses node order
+        (0.0, "terminating", "a"),
+        (t, "gone", "b"),
+        (t, "gone", "a"),
+    ]
+    attempts = [e[0] for e in seen if e[1] == "attempt"]
+    assert attempts[0] == 0.0 and attempts[-1] >= t and len(attempts) >= 2
+    # between the two deletions the preemptor was retried, and did not preempt again
+    gone = [i for i, e in enumerate(seen) if e[1] == "gone"]
+    assert any(e[1] == "attempt" for e in seen[gone[0] : gone[1]])
+
+
+def test_victims_without_a_grace_period_go_at_once() -> None:
+    """terminationGracePeriodSeconds: 0 (or a pod on no node): the API server deletes at once."""
+    objs = [
+        priority_class("high", 1000),
+        node("n1"),
+        pod("a", "4", "n1", terminationGracePeriodSeconds=0),
+        pod("urgent", "4", priorityClassName="high"),
+    ]
+    sim = _sim(objs)
+    seen = _trace(sim)
+    results = {r.name: r for r in anyio.run(sim.run)}
+    assert results["urgent"].node == "n1"
+    assert [e for e in seen if e[1] != "attempt"] == [(0.0, "gone", "a")]
+
+
+def test_a_preemptor_waits_as_kube_scheduler_when_its_last_victims_deletion_interests_none() -> (
+    None
+):
+    """Seen against kube-scheduler v1.36 (long differential run, seed 156). The victims are
+    ``b`` (needed for cpu) and ``a`` (matching the preemptor's required anti-affinity,
+    through a namespaceSelector). ``b`` goes first: NodeResourcesFit requeues the pod,
+    which now fails InterPodAffinity on ``a``, still terminating, and may not preempt
+    again. When ``a`` goes, InterPodAffinity's hint matches it against the term with no
+    namespace labels (upstream's isSchedulableAfterPodChange), so a namespaceSelector term
+    never matches and the event is skipped: the pod stays pending, nominated, until the
+    unschedulable pool's five-minute flush."""
+    ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "blue", "labels": {"team": "blue"}},
+    }
+    a = pod("a", "500m", "n1", labels={"app": "cache"})
+    a["metadata"]["namespace"] = "blue"
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "cache"}},
+                    "namespaceSelector": {"matchLabels": {"team": "blue"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    objs = [
+        priority_class("high", 1000),
+        ns,
+        node("n1"),
+        a,
+        pod("b", "2", "n1"),
+        pod("urgent", "3", priorityClassName="high", affinity=anti),
+    ]
+    sim = _sim(objs)
+    seen = _trace(sim)
+    results = {r.name: r for r in anyio.run(sim.run)}
+    urgent = results["urgent"]
+    assert urgent.status == "Unschedulable" and urgent.node in ("", None)
+    assert sorted(urgent.preempted) == ["blue/a", "default/b"]
+    assert [e[2] for e in seen if e[1] == "gone"] == ["b", "a"]
+    cur = next(p for p in sim.cluster.pods.values() if p.name == "urgent")
+    assert cur.pod.status.nominated_node_name == "n1"

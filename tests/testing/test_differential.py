@@ -389,3 +389,46 @@ def test_a_filter_error_is_compared_without_what_chance_picks() -> None:
     assert not messages_agree(
         "0/2 nodes are available: claim a/b-xyz12, x", "0/2 nodes are available: claim a/b, x"
     )
+
+
+def test_node_order_follows_kube_schedulers_cache() -> None:
+    """``_NodeOrder`` rebuilds ``NodeInfo.Pods`` from watch events: a pod is appended when
+    it lands; removing one puts the node's last pod in its place (``removeFromSlice``),
+    and an update is a removal and an add (``cache.updatePod``); other namespaces and
+    unbound pods are not the scenario's or not on a node."""
+    from ksched.testing.differential.kube import _NodeOrder
+
+    order = _NodeOrder.__new__(_NodeOrder)
+    order.namespaces = {"d1"}
+    order.nodes, order.seen, order.rv = {}, {}, ""
+    import threading
+
+    order.lock = threading.Lock()
+
+    def ev(kind: str, name: str, node: str, rv: int, ns: str = "d1") -> None:
+        obj = {
+            "metadata": {"name": name, "namespace": ns, "resourceVersion": str(rv)},
+            "spec": {"nodeName": node} if node else {},
+        }
+        order._apply({"type": kind, "object": obj})
+
+    ev("ADDED", "a", "n1", 1)
+    ev("ADDED", "b", "n1", 2)
+    ev("ADDED", "c", "n1", 3)
+    ev("ADDED", "p", "", 4)  # pending: not on a node
+    ev("ADDED", "x", "n1", 5, ns="other")  # not the scenario's
+    ev("MODIFIED", "p", "n1", 6)  # bound: lands last
+    ev("MODIFIED", "a", "n1", 7)  # updated: removed (the last takes its place), re-added
+    assert order.nodes["n1"] == ["d1/p", "d1/b", "d1/c", "d1/a"]
+    ev("DELETED", "b", "n1", 8)
+    assert order.nodes["n1"] == ["d1/p", "d1/a", "d1/c"]
+    pods = [
+        {
+            "metadata": {"namespace": "d1", "name": n, "resourceVersion": rv},
+            "spec": {"nodeName": "n1"},
+        }
+        for n, rv in (("a", "7"), ("c", "3"), ("p", "6"))
+    ]
+    assert order.rank(pods, timeout=0) == {"d1/p": 0, "d1/a": 1, "d1/c": 2}
+    # a list the watch has not caught up with yet: no answer rather than a wrong one
+    assert order.rank([*pods[:2]], timeout=0) is None

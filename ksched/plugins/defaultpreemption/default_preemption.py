@@ -39,6 +39,8 @@ from ...framework.interface import (
     PreEnqueuePlugin,
     QueueingHint,
 )
+from ...framework.listers import Listers
+from ...framework.preemption import PreemptionInFlight
 from ...framework.runtime import Framework, _status
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
@@ -190,9 +192,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     # -- PreEnqueue (async preemption) --------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         running = self.handle.listers.get(PREEMPTING_LISTER)
-        if running and (pod.uid or pod.key) in running:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING)
-        return None
+        entry = running.get(pod.uid or pod.key) if running else None
+        if entry is None:
+            return None
+        if isinstance(entry, PreemptionInFlight) and not entry.running(
+            self.handle.listers.store(Listers.PODS)
+        ):
+            return None  # its last victim is going: the deletion events may requeue it
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pod deletions un-gate a preemptor, but whether it is worth retrying is

@@ -43,6 +43,7 @@ from ...framework.preemption import (
 )
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo
+from ...util.gosort import sort_slice
 
 __all__ = [
     "DISRUPTION_TARGET",
@@ -116,11 +117,11 @@ class PreemptionInterface(Protocol):
 
 
 def get_pod_start_time(pod: PodInfo) -> float:
-    """``util.GetPodStartTime`` as seconds; a pod not started yet counts as newest.
+    """``util.GetPodStartTime`` as seconds; a pod not started yet counts as newest (+inf).
 
-    Upstream substitutes ``time.Now()`` for a missing start time; +inf orders the same
-    against any past start and makes two unstarted pods tie instead of depending on
-    call order.
+    Upstream substitutes ``time.Now()`` for a missing start time, read afresh at each
+    call: against any real start it is later, as +inf is; two unstarted pods are ordered
+    by which is asked about first, which ``more_important_pod`` reproduces.
     """
     cache = pod.cache
     t = cache.get(_START_TIME_CACHE)
@@ -137,32 +138,25 @@ def get_pod_start_time(pod: PodInfo) -> float:
 
 
 def more_important_pod(pod1: PodInfo, pod2: PodInfo) -> bool:
-    """``util.MoreImportantPod``: higher priority, then the one running longer."""
+    """``util.MoreImportantPod``: higher priority, then the one running longer.
+
+    Of two unstarted pods of one priority the first asked about is "older" (its
+    ``time.Now()`` is read first), so ``less(a, b)`` and ``less(b, a)`` are both true and
+    Go's sort decides their order; ``sort_by_importance`` runs that same sort.
+    """
     p1, p2 = pod1.priority, pod2.priority
     if p1 != p2:
         return p1 > p2
-    return get_pod_start_time(pod1) < get_pod_start_time(pod2)
-
-
-def importance_key(pod: PodInfo) -> tuple[int, float]:
-    """Sort key equivalent to ``more_important_pod`` (most important first)."""
-    return -pod.priority, get_pod_start_time(pod)
+    t1, t2 = get_pod_start_time(pod1), get_pod_start_time(pod2)
+    if t1 == math.inf:
+        return t2 == math.inf
+    return t1 < t2
 
 
 def sort_by_importance(pods: list[PodInfo], more_important: MoreImportantPodFunc | None) -> None:
-    """Sort in place, most important first; stable, like Go's sort on short slices."""
-    if more_important is None or more_important is more_important_pod:
-        pods.sort(key=importance_key)
-        return
-
-    def cmp(a: PodInfo, b: PodInfo) -> int:
-        if more_important(a, b):
-            return -1
-        if more_important(b, a):
-            return 1
-        return 0
-
-    pods.sort(key=functools.cmp_to_key(cmp))
+    """Sort in place, most important first, as upstream's ``sort.Slice`` does: the same
+    algorithm (unstable), so ties among unstarted pods come out in upstream's order."""
+    sort_slice(pods, more_important or more_important_pod)
 
 
 def get_earliest_pod_start_time(victims: Victims) -> float | None:

@@ -201,7 +201,12 @@ def _pod(ctx: _Ctx, name: str, namespace: str, *, big: bool = False) -> JSON:
             "namespace": namespace,
             "labels": {"app": app, "track": rng.choice(["stable", "canary"])},
         },
-        "spec": {"containers": containers, "terminationGracePeriodSeconds": 0},
+        # The default grace period: a bound pod deleted (a preemption victim) stays
+        # Terminating until PodReaper, playing its kubelet, finishes it a moment later. With
+        # 0 it vanished at once, and its deletion could reach kube-scheduler before its
+        # preemption goroutine had registered the last victim: the preemptor, held at
+        # PreEnqueue, then missed the event that would have requeued it (docs/fidelity.md).
+        "spec": {"containers": containers},
     }
 
 

@@ -21,6 +21,7 @@ import copy
 import http.client
 import json
 import re
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -36,6 +37,11 @@ __all__ = ["BATCHING_GAP", "KubeReplay", "PodRun", "api_path", "parse_scores"]
 
 #: Seconds between pods while OpportunisticBatching is on (it reuses scores for 500 ms).
 BATCHING_GAP = 0.7
+#: Seconds a deleted bound pod stays Terminating (a kubelet's part, played by PodReaper):
+#: ``ksched.sim.simulator.TERMINATION_SECONDS``, what ksched's simulator assumes.
+TERMINATION_DELAY = 1.5
+#: Seconds between two such pods finishing, so the scheduler sees them go one by one.
+TERMINATION_SPACING = 0.25
 
 _PATHS = {
     "Namespace": ("/api/v1", "namespaces", False),
@@ -106,6 +112,97 @@ class PodRun:
     pod: JSON | None
     kube: Outcome
     ksched: Outcome | None = None
+
+
+class _NodeOrder:
+    """kube-scheduler's order of each node's pods (``NodeInfo.Pods``), rebuilt from the
+    pod watch stream its informer sees: a pod is appended when it lands on the node and
+    again on every later update (``cache.updatePod`` removes, then adds), and a deleted
+    pod's place goes to the node's last pod (``removeFromSlice``).
+
+    The order matters where upstream's comparisons are not a strict order: preemption
+    sorts victims with ``time.Now()`` for pods without ``startTime``, so which of two
+    unstarted pods is reprieved first follows their order on the node. ksched is given
+    the state in this order.
+    """
+
+    def __init__(self, cp: ControlPlane, namespaces: list[str]) -> None:
+        self.cp = cp
+        self.namespaces = set(namespaces)
+        self.nodes: dict[str, list[str]] = {}  # node -> pod keys, in cache order
+        self.seen: dict[str, tuple[str, str]] = {}  # pod key -> (node, resourceVersion)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.rv = ""
+        self.thread = threading.Thread(target=self._run, name="node-order", daemon=True)
+
+    def start(self, resource_version: str) -> None:
+        self.rv = resource_version
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            query = urllib.parse.urlencode(
+                {"watch": "1", "resourceVersion": self.rv, "timeoutSeconds": "30"}
+            )
+            req = urllib.request.Request(f"{self.cp.url}/api/v1/pods?{query}")
+            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
+            try:
+                with urllib.request.urlopen(req, timeout=40, context=self.cp.ssl_context) as st:
+                    for line in st:
+                        if self.stop.is_set():
+                            return
+                        self._apply(json.loads(line))
+            except (OSError, ValueError):
+                time.sleep(0.1)
+
+    def _apply(self, event: JSON) -> None:
+        obj = event.get("object") or {}
+        meta = obj.get("metadata") or {}
+        if event.get("type") == "ERROR" or not meta:
+            return
+        self.rv = meta.get("resourceVersion", self.rv)
+        if meta.get("namespace") not in self.namespaces:
+            return
+        key = f"{meta['namespace']}/{meta['name']}"
+        node = (obj.get("spec") or {}).get("nodeName") or ""
+        with self.lock:
+            if key in self.seen:
+                self._remove(key, self.seen.pop(key)[0])
+            if event.get("type") != "DELETED" and node:
+                self.nodes.setdefault(node, []).append(key)
+                self.seen[key] = (node, meta.get("resourceVersion", ""))
+
+    def _remove(self, key: str, node: str) -> None:
+        pods = self.nodes.get(node, [])
+        if key in pods:
+            i = pods.index(key)
+            pods[i] = pods[-1]
+            pods.pop()
+
+    def rank(self, pods: list[JSON], timeout: float = 5.0) -> dict[str, int] | None:
+        """Each listed pod's place on its node, once the watch has caught up with the
+        list (every bound pod seen at its listed version, nothing else); None if it does
+        not within ``timeout``."""
+        want = {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}": (
+                p["spec"].get("nodeName") or "",
+                p["metadata"].get("resourceVersion", ""),
+            )
+            for p in pods
+            if (p.get("spec") or {}).get("nodeName")
+        }
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                if self.seen == want:
+                    return {k: i for keys in self.nodes.values() for i, k in enumerate(keys)}
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.02)
 
 
 class _Api:
@@ -195,8 +292,18 @@ class KubeReplay:
         self.refused: list[str] = []  # setup objects the API server refused
         self._uids: dict[str, str] = {}  # "Kind/namespace/name" -> uid, this scenario's
         self._nominated = ""  # the pod's nominated node, once seen (cleared by its binding)
+        self._order: _NodeOrder | None = None
+        self._reaper_delay = (0.0, 0.0)
+        self.order_fallbacks = 0  # pods whose node order came from resourceVersions
 
     def __enter__(self) -> KubeReplay:
+        reaper = self.cp.reaper
+        if reaper is not None:
+            # victims terminate as on a node with a kubelet, not faster than
+            # kube-scheduler's preemption goroutine finishes (see PodReaper)
+            self._reaper_delay = reaper.delay, reaper.spacing
+            reaper.delay = max(reaper.delay, TERMINATION_DELAY)
+            reaper.spacing = max(reaper.spacing, TERMINATION_SPACING)
         args = ["--vmodule=schedule_one=10"]
         if not self.batching:
             args.append("--feature-gates=OpportunisticBatching=false")
@@ -205,6 +312,8 @@ class KubeReplay:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.cp.reaper is not None:
+            self.cp.reaper.delay, self.cp.reaper.spacing = self._reaper_delay
         self.api.close()
         if self.scheduler is not None:
             self.scheduler.stop()
@@ -220,12 +329,30 @@ class KubeReplay:
         """Replay ``scenario``; ``ksched(state, pod)`` is called for each pod while the
         real scheduler works on it. Everything the scenario created is deleted after."""
         created: list[JSON] = []
+        rv = self.api.ok("GET", "/api/v1/pods?limit=1")["metadata"]["resourceVersion"]
+        self._order = _NodeOrder(self.cp, list(scenario.namespaces))
+        self._order.start(rv)
         try:
             static = self._setup(scenario, created)
             for pending in scenario.pending:
                 yield self._one(scenario, pending, static, ksched)
         finally:
+            self._order.close()
             self._teardown(scenario, created)
+
+    def _in_cache_order(self, state: list[JSON]) -> list[JSON]:
+        """``state`` with its pods in kube-scheduler's per-node order (``_NodeOrder``);
+        by last write if the watch lags (what that order is when nothing was deleted)."""
+        pods = [o for o in state if o["kind"] == "Pod"]
+        rank = self._order.rank(pods) if self._order is not None else None
+        if rank is None:
+            self.order_fallbacks += 1
+            pods.sort(key=lambda p: int(p["metadata"].get("resourceVersion") or 0))
+        else:
+            pods.sort(
+                key=lambda p: rank.get(f"{p['metadata']['namespace']}/{p['metadata']['name']}", -1)
+            )
+        return [o for o in state if o["kind"] != "Pod"] + pods
 
     def _setup(self, scenario: Scenario, created: list[JSON]) -> list[JSON]:
         cp = self.api
@@ -301,7 +428,7 @@ class KubeReplay:
             return PodRun(pending, [], None, Outcome("Rejected", message=msg))
         dry.setdefault("kind", "Pod")
         dry.setdefault("apiVersion", "v1")
-        state = static + self._live_state(scenario)
+        state = self._in_cache_order(static + self._live_state(scenario))
         before = {
             f"{p['metadata']['namespace']}/{p['metadata']['name']}"
             for p in state
