@@ -12,7 +12,11 @@ facts this relies on (kube-scheduler v1.36):
 * it retries an unschedulable pod on later cluster events, so that pod is deleted before
   the next is created;
 * the API server refuses some generated combinations and defaults the rest: each pod is
-  created with ``dryRun=All`` first and the defaulted object is what ksched gets.
+  created with ``dryRun=All`` first and the defaulted object is what ksched gets;
+* preemption depends on how victims go: the control plane's PodReaper finishes each
+  deleted pod ``TERMINATION_DELAY`` after its deletion, one at a time, as kubelets would
+  (ksched's simulator assumes the same), and ksched gets the state in kube-scheduler's
+  cache order (``_NodeOrder``), which decides ties among victims.
 """
 
 from __future__ import annotations
