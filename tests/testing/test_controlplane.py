@@ -138,3 +138,52 @@ def test_kill_9_of_the_owner_takes_the_control_plane_along(tmp_path: Path) -> No
     while _processes_mentioning(str(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_mentioning(str(tmp_path)) == []
+
+
+def test_the_reaper_plays_a_kubelet_slow_and_one_pod_at_a_time(controlplane: ControlPlane) -> None:
+    """With ``delay``/``spacing`` (the differential harness sets them) a deleted bound pod
+    stays Terminating ``delay`` seconds and two never finish closer than ``spacing``."""
+    import uuid
+
+    cp = controlplane
+    reaper = cp.reaper
+    assert reaper is not None
+    run = uuid.uuid4().hex[:8]
+    ns = f"reap-{run}"
+    cp.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+    node = f"reap-node-{run}"
+    alloc = {"cpu": "4", "memory": "4Gi", "pods": "10"}
+    cp.request(
+        "POST",
+        "/api/v1/nodes",
+        {"metadata": {"name": node}, "status": {"allocatable": alloc, "capacity": alloc}},
+    )
+    names = ["a", "b"]
+    for n in names:
+        body = {
+            "metadata": {"name": n},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]},
+        }
+        assert cp.request("POST", f"/api/v1/namespaces/{ns}/pods", body)[0] == 201
+    saved = reaper.delay, reaper.spacing
+    reaper.delay, reaper.spacing = 0.6, 0.4
+    try:
+        start = time.monotonic()
+        for n in names:
+            st, out = cp.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{n}", {})
+            assert st == 200 and out["metadata"].get("deletionTimestamp")
+        gone: dict[str, float] = {}
+        while len(gone) < len(names) and time.monotonic() - start < 20:
+            for n in names:
+                path = f"/api/v1/namespaces/{ns}/pods/{n}"
+                if n not in gone and cp.request("GET", path)[0] == 404:
+                    gone[n] = time.monotonic() - start
+            time.sleep(0.02)
+    finally:
+        reaper.delay, reaper.spacing = saved
+        cp.request("DELETE", f"/api/v1/nodes/{node}")
+        cp.request("DELETE", f"/api/v1/namespaces/{ns}")
+    assert len(gone) == 2
+    first, second = sorted(gone.values())
+    assert first >= 0.6
+    assert second - first >= 0.35
