@@ -13,6 +13,7 @@ round trip at a time.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import threading
@@ -36,7 +37,9 @@ class PodReaper:
     none of the plugins that rejected the pod, the pod waits for the five-minute flush —
     a race no real cluster runs (the differential harness waits 1.5 s). ``spacing``: at
     least that many seconds between two pods finishing, as kubelets never finish two
-    victims in the same instant (the scheduler reacts to each).
+    victims in the same instant (the scheduler reacts to each); pods are then finished
+    one at a time in the order they were deleted, so a replay does not depend on which
+    thread wakes first.
     """
 
     def __init__(
@@ -45,8 +48,11 @@ class PodReaper:
         self.cp = cp
         self.delay = delay
         self.spacing = spacing
-        self._spaced = threading.Lock()
-        self._last = 0.0
+        self._fifo: collections.deque[tuple[float, str, str]] = collections.deque()
+        self._fifo_ready = threading.Condition()
+        self._fifo_thread = threading.Thread(
+            target=self._run_fifo, name="pod-reaper-fifo", daemon=True
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-reaper", daemon=True)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="pod-reaper")
@@ -56,10 +62,12 @@ class PodReaper:
 
     def start(self) -> None:
         self._thread.start()
+        self._fifo_thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+        self._fifo_thread.join(5)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self) -> None:
@@ -109,6 +117,11 @@ class PodReaper:
                 return  # a worker is on it already
             self._pending.add(uid)
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+        if self.spacing:
+            with self._fifo_ready:
+                self._fifo.append((time.monotonic() + self.delay, path, uid))
+                self._fifo_ready.notify()
+            return
         with contextlib.suppress(RuntimeError):  # the pool is shut down: stopping
             self._pool.submit(self._reap, path, uid)
 
@@ -117,20 +130,32 @@ class PodReaper:
         try:
             if self.delay and self._stop.wait(self.delay):
                 return
-            if not self.spacing:
-                self._finish(path, body)  # in parallel: a burst goes as fast as kwok's
-                return
-            with self._spaced:
-                wait = self._last + self.spacing - time.monotonic()
-                if wait > 0 and self._stop.wait(wait):
-                    return
-                self._finish(path, body)
-                self._last = time.monotonic()
+            self._finish(path, body)  # in parallel: a burst goes as fast as kwok's
         except Exception:
             pass  # the next list (after a watch ends) finds it again
         finally:
             with self._lock:
                 self._pending.discard(uid)
+
+    def _run_fifo(self) -> None:
+        """With ``spacing``: one pod at a time, in deletion order, ``spacing`` apart."""
+        while not self._stop.is_set():
+            with self._fifo_ready:
+                if not self._fifo:
+                    self._fifo_ready.wait(0.2)
+                    continue
+                due, path, uid = self._fifo.popleft()
+            try:
+                if self._stop.wait(max(0.0, due - time.monotonic())):
+                    return
+                self._finish(path, {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+            except Exception:
+                pass  # the next list (after a watch ends) finds it again
+            finally:
+                with self._lock:
+                    self._pending.discard(uid)
+            if self._stop.wait(self.spacing):
+                return
 
     def _finish(self, path: str, body: dict[str, Any]) -> None:
         for _ in range(3):

@@ -118,6 +118,15 @@ class PodRun:
     ksched: Outcome | None = None
 
 
+def _running(objs: list[JSON]) -> set[str]:
+    """The pods among ``objs`` that are not being deleted."""
+    return {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+        for p in objs
+        if p["kind"] == "Pod" and not p["metadata"].get("deletionTimestamp")
+    }
+
+
 class _NodeOrder:
     """kube-scheduler's order of each node's pods (``NodeInfo.Pods``), rebuilt from the
     pod watch stream its informer sees: a pod is appended when it lands on the node and
@@ -433,11 +442,7 @@ class KubeReplay:
         dry.setdefault("kind", "Pod")
         dry.setdefault("apiVersion", "v1")
         state = self._in_cache_order(static + self._live_state(scenario))
-        before = {
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
-            for p in state
-            if p["kind"] == "Pod"
-        }
+        before = _running(state)
         start = time.monotonic()
         created = cp.ok("POST", path, body)
         # kube-scheduler uses the created object; ksched gets the same (uid, generation)
@@ -451,12 +456,9 @@ class KubeReplay:
             kube.feasible = sorted(next(iter(kube.scores.values())))
         elif kube.node:
             kube.feasible = [kube.node]
-        after = {
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
-            for p in self._live_state(scenario)
-            if p["kind"] == "Pod"
-        }
-        kube.victims = sorted(before - after)
+        # victims: gone, or still terminating (a kubelet, the reaper, finishes them one
+        # at a time; the preemptor may bind before the last one is gone)
+        kube.victims = sorted(before - _running(self._live_state(scenario)))
         if kube.node is None:
             cp.request(
                 "DELETE",
