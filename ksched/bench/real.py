@@ -32,6 +32,7 @@ import datetime as dt
 import json
 import os
 import platform
+import signal
 import ssl
 import subprocess
 import sys
@@ -392,6 +393,7 @@ class _KschedProcess(_Contestant):
     def __init__(self, workload: str) -> None:
         self.workload = workload
         self.proc: subprocess.Popen[bytes] | None = None
+        self.spy: subprocess.Popen[bytes] | None = None
         self.log: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
@@ -442,8 +444,25 @@ class _KschedProcess(_Contestant):
             if time.monotonic() > deadline:
                 raise RuntimeError("ksched run not ready after 120s")
             await anyio.sleep(0.05)
+        # KSCHED_BENCH_PYSPY=DIR: sample it with py-spy from ready to the end of the run
+        # (DIR/<workload>.txt, collapsed stacks; ``bench/pyspy_split.py`` sums them up)
+        spy_dir = os.environ.get("KSCHED_BENCH_PYSPY")
+        if spy_dir:
+            out = Path(spy_dir) / f"{self.workload}.txt"
+            spy = ["py-spy", "record", "--pid", str(self.pid), "--rate", "250"]
+            self.spy = subprocess.Popen(
+                [*spy, "--format", "raw", "--nonblocking", "-o", str(out)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
     def stop(self) -> None:
+        if self.spy is not None:
+            self.spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.spy.wait(30)
+            self.spy = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
