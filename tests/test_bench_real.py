@@ -434,9 +434,10 @@ def test_null_deletes_victims_of_a_preemptor_before_binding_it(victims: int) -> 
     from ksched.testing import TestAPIServer, make_node, make_pod
 
     with TestAPIServer().run_in_thread() as srv:
-        srv.create(make_node("n1"))
-        for i in range(4):
-            srv.create(make_pod(f"low-{i}", node_name="n1"))
+        for n in ("n1", "n2"):
+            srv.create(make_node(n))
+            for i in range(4):
+                srv.create(make_pod(f"low-{n}-{i}", node_name=n))
         plain = make_pod("plain", scheduler_name="ksched")
         srv.create(
             {
@@ -446,20 +447,29 @@ def test_null_deletes_victims_of_a_preemptor_before_binding_it(victims: int) -> 
                 "value": 10,
             }
         )
-        preemptor = make_pod("pre", scheduler_name="ksched", priority_class_name="high")
+        for name in ("pre-1", "pre-2"):
+            srv.create(make_pod(name, scheduler_name="ksched", priority_class_name="high"))
         srv.create(plain)
-        srv.create(preemptor)
         _run_null(
             srv,
             NullWrites(victims=victims),
-            lambda: _bound(srv, "pre") and _bound(srv, "plain"),
+            lambda: all(_bound(srv, n) for n in ("pre-1", "pre-2", "plain")),
         )
         deletes = srv.find_requests(verb="delete", resource="pods")
-        assert len(deletes) == victims  # the plain pod (priority 0) deletes nothing
-        assert all(d.name and d.name.startswith("low-") for d in deletes)
-        assert len({d.name for d in deletes}) == victims
-        (bind,) = srv.find_requests(verb="create", resource="pods/binding", name="pre")
-        assert all(d.time <= bind.time for d in deletes)
+        # three per preemptor, each from its own node; the plain pod deletes nothing
+        assert len(deletes) == 2 * victims
+        assert len({d.name for d in deletes}) == 2 * victims
+        for pre in ("pre-1", "pre-2"):
+            node = srv.get("pods", "default", pre)["spec"]["nodeName"]
+            gone = [d.name for d in deletes if d.name and d.name.startswith(f"low-{node}-")]
+            assert len(gone) == victims, (pre, node)
+        # every eviction before any preemptor's Binding
+        binds = [
+            b
+            for b in srv.find_requests(verb="create", resource="pods/binding")
+            if b.name != "plain"
+        ]
+        assert all(d.time <= min(b.time for b in binds) for d in deletes)
 
 
 def test_null_allocates_each_claim_before_binding() -> None:

@@ -62,7 +62,8 @@ class NullWrites:
     for that workload, the practical limit of a scheduler there.
 
     * ``victims``: before binding a pod with a priority above 0 (a preemptor), delete that
-      many lower-priority pods bound to the node it picked (preemption's evictions);
+      many lower-priority pods bound to the node it picked (preemption's evictions); the
+      preemptors are bound once every pending pod has been started (``run``);
     * ``claims``: before binding, allocate each of the pod's ResourceClaims to the next
       device of the picked node's pool (``instance-<n>`` from ``first_device`` on), as
       DynamicResources' PreBind does: the claim's finalizer, then its status (allocation
@@ -115,6 +116,9 @@ class NullScheduler:
         # bound pods by node (the victims' pool) and the next free device per node
         self._bound: dict[str, dict[str, PodInfo]] = {}
         self._devices: dict[str, int] = {}
+        # preemptors whose victims were deleted, waiting for their Binding
+        self._evicted: deque[tuple[PodInfo, str]] = deque()
+        self._evicting = 0
         self.bound = 0
         self.deleted = 0
         self.errors = 0
@@ -149,24 +153,34 @@ class NullScheduler:
 
     # -- loop --------------------------------------------------------------------------------
     async def run(self) -> None:
+        """Pending pods round-robin over the nodes. A preemptor's evictions start as soon
+        as it is popped, its Binding only once no pending pod is left to start and no
+        eviction is in flight: as in a scheduler's queue, where a preemptor comes back
+        (behind the pods never tried) after its victims are gone, the evictions come
+        before the preemptors' binds."""
         async with anyio.create_task_group() as tg:
             while True:
-                if not self.pending or not self._node_list:
+                if self._node_list and self.pending:
+                    pod = self.pending.popleft()
+                    nodes = self._node_list
+                    node = nodes[self._next % len(nodes)]
+                    self._next += 1
+                    evict = bool(self.writes.victims) and pod.priority > 0
+                    await self._limit.acquire()
+                    self._evicting += evict
+                    tg.start_soon(self._evict_then_wait if evict else self._bind, pod, node)
+                elif self._evicted and not self._evicting:
+                    pod, node = self._evicted.popleft()
+                    await self._limit.acquire()
+                    tg.start_soon(self._bind, pod, node)
+                else:
                     self._wakeup = anyio.Event()
                     await self._wakeup.wait()
                     continue
-                pod = self.pending.popleft()
-                nodes = self._node_list
-                node = nodes[self._next % len(nodes)]
-                self._next += 1
-                await self._limit.acquire()
-                tg.start_soon(self._bind, pod, node)
                 await anyio.lowlevel.checkpoint()
 
     async def _bind(self, pod: PodInfo, node: str) -> None:
         try:
-            if self.writes.victims and pod.priority > 0:
-                await self._evict(pod, node)
             if self.writes.claims:
                 await self._allocate(pod, node)
             await self.binder.bind(pod, node)
@@ -174,6 +188,18 @@ class NullScheduler:
         except Exception:
             self.errors += 1
         finally:
+            self._limit.release()
+
+    async def _evict_then_wait(self, pod: PodInfo, node: str) -> None:
+        """A preemptor's evictions; then it waits (in ``_evicted``) for its Binding."""
+        try:
+            await self._evict(pod, node)
+            self._evicted.append((pod, node))
+        except Exception:
+            self.errors += 1
+        finally:
+            self._evicting -= 1
+            self._wakeup.set()
             self._limit.release()
 
     async def _evict(self, pod: PodInfo, node: str) -> None:
