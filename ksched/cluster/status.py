@@ -214,6 +214,7 @@ class StatusReporter:
         self.suppressed = 0
         self.api_errors = 0
         self._last_drop_log = -1e18
+        self._last_event_drop_log = -1e18
 
     # -- Observer -------------------------------------------------------------------------------
 
@@ -379,8 +380,8 @@ class StatusReporter:
         if len(self._events) >= self.max_events:
             self.events_dropped += 1
             now = self.clock.now()
-            if now - self._last_drop_log >= 10.0:
-                self._last_drop_log = now
+            if now - self._last_event_drop_log >= 10.0:
+                self._last_event_drop_log = now
                 log.warning(
                     "event queue full, dropping event",
                     reason=work.body.get("reason"),
