@@ -716,7 +716,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--apiserver",
         choices=("real",),
-        help="real: each contestant end to end on a fresh real kube-apiserver (ControlPlane)",
+        help="real: each contestant end to end on a fresh real kube-apiserver (ControlPlane): "
+        "ksched, the null client (no decisions; Bindings plus the writes the workload makes "
+        "any scheduler do: victim deletions for PreemptionBasic, claim finalizer and "
+        "allocation for SchedulingWithResourceClaimTemplate; 'null_writes' in the JSON) "
+        "and with --against kube-scheduler",
     )
     b.add_argument(
         "--against",

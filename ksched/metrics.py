@@ -459,6 +459,10 @@ class SchedulerMetrics:
         for fw in sched.frameworks.values():
             self.instrument_framework(fw)
 
+    def attach_recorder(self, recorder: Any) -> None:
+        """Report ``recorder.events_dropped`` as ``ksched_events_dropped_total``."""
+        self._state.recorders.append(recorder)
+
     def instrument_framework(self, fw: Framework) -> None:
         """Time ``fw``'s extension points and count its plugins' evaluations; prepare its
         plugins' sampled timing wrappers."""
@@ -862,6 +866,8 @@ class _StateCollector:
     def __init__(self) -> None:
         self.schedulers: list[Scheduler] = []
         self.evaluations: list[_Evaluations] = []
+        # event recorders with an ``events_dropped`` count (the daemon's StatusReporter)
+        self.recorders: list[Any] = []
         self._seen_unschedulable: set[tuple[str, str]] = set()
         self._seen_events: set[str] = set()
 
@@ -909,7 +915,13 @@ class _StateCollector:
             "(available only in PreFilter, Filter, PreScore, and Score).",
             labels=["plugin", "extension_point", "profile"],
         )
+        dropped = CounterMetricFamily(
+            "ksched_events_dropped",
+            "Events not recorded because the event queue was full (client-go's event "
+            "broadcaster drops them the same way).",
+        )
         if fill:
+            dropped.add_metric([], sum(r.events_dropped for r in self.recorders))
             counts: dict[str, int] = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
             by_plugin: dict[tuple[str, str], int] = dict.fromkeys(self._seen_unschedulable, 0)
             events: _Tally[str] = _Tally(dict.fromkeys(self._seen_events, 0))
@@ -949,3 +961,4 @@ class _StateCollector:
         yield inflight
         yield goroutines
         yield evaluations
+        yield dropped

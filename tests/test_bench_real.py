@@ -8,6 +8,7 @@ never how fast anything is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,14 @@ def test_table_has_the_ratios() -> None:
     assert lines[0].split()[:3] == ["WORKLOAD", "NODES", "PODS"]
     assert lines[0].rstrip().endswith("ksched/kube  ksched/null  cpu kube/ksched")
     assert lines[1].split()[-3:] == ["3.00", "0.75", "1.00"]
+    assert len(lines) == 2  # bind-only null: no note
+
+
+def test_table_notes_what_the_null_client_writes_besides_bindings() -> None:
+    doc = _doc(ksched=300.0, null=400.0)
+    doc["workloads"][0]["null_writes"] = "3 victim deletions (preemptors) + binding"
+    note = render_table(doc).splitlines()[-1]
+    assert note == "null writes, SchedulingBasic: 3 victim deletions (preemptors) + binding"
 
 
 def test_table_marks_a_run_that_did_not_bind_everything() -> None:
@@ -316,14 +325,16 @@ def test_dra_init_claims_are_preallocated_one_device_each() -> None:
 def test_dra_workload_fills_the_devices_exactly() -> None:
     """2 nodes x 10 devices, 15 held by init pods: the API server takes the preallocated
     claims' statuses, the real resourceclaim controller makes the measured pods' claims,
-    and both schedulers bind all five pods onto the five free devices."""
+    and both schedulers (and the null client, allocating claims itself) bind all five
+    pods."""
     doc = run_real_bench(
         ["SchedulingWithResourceClaimTemplate"],
-        contestants=["ksched", "kube-scheduler"],
+        contestants=["ksched", "kube-scheduler", "null"],
         sizes={"SchedulingWithResourceClaimTemplate": (2, 15, 5)},
     )
     (w,) = doc["workloads"]
-    for name in ("ksched", "kube-scheduler"):
+    # the null client binds only after the API server took its claim writes
+    for name in ("ksched", "kube-scheduler", "null"):
         assert w["results"][name]["scheduled"] == 5, name
 
 
@@ -363,3 +374,154 @@ def test_compare_file_that_is_not_a_saved_run_exits_2(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"ksched bench: --compare {f}:") and len(err.splitlines()) == 1
+
+
+# ---- the null client's mandatory writes -------------------------------------------------------
+
+
+def test_null_writes_are_bind_only_except_preemption_basic_and_dra() -> None:
+    """The null client makes the writes the workload makes any scheduler do: victims'
+    deletions for PreemptionBasic's preemptors, claim allocations for DRA; the JSON says so."""
+    described = {
+        name: wl.null_writes_for(wl.scales["small"]).describe()
+        for name, wl in REAL_WORKLOADS.items()
+    }
+    assert described.pop("PreemptionBasic") == "3 victim deletions (preemptors) + binding"
+    dra = REAL_WORKLOADS["SchedulingWithResourceClaimTemplate"]
+    assert described.pop("SchedulingWithResourceClaimTemplate") == (
+        "per claim: finalizer + status (allocation, reservedFor) + binding"
+    )
+    assert set(described.values()) == {"binding"}
+    # the init pods hold devices 0-4 of each node at small scale (1000 pods, 200 nodes)
+    assert dra.null_writes_for((200, 1000, 1000)).first_device == 5
+    assert dra.null_writes_for((2, 15, 5)).first_device == 8
+
+
+def _run_null(srv: Any, writes: Any, until: Callable[[], bool], profile: str = "ksched") -> None:
+    """A NullScheduler with ``writes`` against the test API server until ``until()``."""
+    import anyio
+
+    from ksched.bench.e2e import NullScheduler
+    from ksched.cluster import APIClient, connect_scheduler
+
+    async def main() -> None:
+        client = await APIClient.for_master(srv.url, qps=0)
+        try:
+            null = NullScheduler(client, [profile], writes=writes)
+            async with anyio.create_task_group() as tg:
+                informers = connect_scheduler(null, client)
+                tg.start_soon(informers.run)
+                await informers.wait_synced()
+                tg.start_soon(null.run)
+                with anyio.fail_after(10):
+                    while not until():
+                        await anyio.sleep(0.02)
+                tg.cancel_scope.cancel()
+            assert null.errors == 0
+        finally:
+            await client.close()
+
+    anyio.run(main)
+
+
+def _bound(srv: Any, name: str, ns: str = "default") -> bool:
+    return bool(srv.get("pods", ns, name)["spec"].get("nodeName"))
+
+
+@pytest.mark.parametrize("victims", [0, 3])
+def test_null_deletes_victims_of_a_preemptor_before_binding_it(victims: int) -> None:
+    from ksched.bench.e2e import NullWrites
+    from ksched.testing import TestAPIServer, make_node, make_pod
+
+    with TestAPIServer().run_in_thread() as srv:
+        for n in ("n1", "n2"):
+            srv.create(make_node(n))
+            for i in range(4):
+                srv.create(make_pod(f"low-{n}-{i}", node_name=n))
+        plain = make_pod("plain", scheduler_name="ksched")
+        srv.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "high"},
+                "value": 10,
+            }
+        )
+        for name in ("pre-1", "pre-2"):
+            srv.create(make_pod(name, scheduler_name="ksched", priority_class_name="high"))
+        srv.create(plain)
+        _run_null(
+            srv,
+            NullWrites(victims=victims),
+            lambda: all(_bound(srv, n) for n in ("pre-1", "pre-2", "plain")),
+        )
+        deletes = srv.find_requests(verb="delete", resource="pods")
+        # three per preemptor, each from its own node; the plain pod deletes nothing
+        assert len(deletes) == 2 * victims
+        assert len({d.name for d in deletes}) == 2 * victims
+        for pre in ("pre-1", "pre-2"):
+            node = srv.get("pods", "default", pre)["spec"]["nodeName"]
+            gone = [d.name for d in deletes if d.name and d.name.startswith(f"low-{node}-")]
+            assert len(gone) == victims, (pre, node)
+        # every eviction before any preemptor's Binding
+        binds = [
+            b
+            for b in srv.find_requests(verb="create", resource="pods/binding")
+            if b.name != "plain"
+        ]
+        assert all(d.time <= min(b.time for b in binds) for d in deletes)
+
+
+def test_null_allocates_each_claim_before_binding() -> None:
+    from ksched.bench.e2e import NullWrites
+    from ksched.testing import TestAPIServer, make_node, make_pod
+
+    with TestAPIServer().run_in_thread() as srv:
+        srv.create(make_node("n1"))
+        claim = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "pod-a-gpu", "namespace": "default"},
+            "spec": {
+                "devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "c"}}]}
+            },
+        }
+        srv.create(claim)
+        pod = make_pod("pod-a", scheduler_name="ksched")
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+        stored = srv.create(pod)
+        stored["status"]["resourceClaimStatuses"] = [
+            {"name": "gpu", "resourceClaimName": "pod-a-gpu"}
+        ]
+        srv.update_status(stored)
+        writes = NullWrites(
+            claims=True, driver="d.example.com", requests=("req-0",), first_device=5
+        )
+        _run_null(srv, writes, lambda: _bound(srv, "pod-a"))
+        got = srv.get("resourceclaims", "default", "pod-a-gpu")
+        assert got["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+        (result,) = got["status"]["allocation"]["devices"]["results"]
+        assert result == {
+            "request": "req-0",
+            "driver": "d.example.com",
+            "pool": "n1",
+            "device": "instance-5",
+        }
+        assert got["status"]["reservedFor"] == [
+            {"resource": "pods", "name": "pod-a", "uid": stored["metadata"]["uid"]}
+        ]
+        patches = srv.find_requests(verb="patch", resource="resourceclaims")
+        (bind,) = srv.find_requests(verb="create", resource="pods/binding")
+        assert len(patches) == 2 and all(p.time <= bind.time for p in patches)
+
+
+@pytest.mark.kube
+def test_null_preemption_writes_are_accepted_by_the_real_api_server() -> None:
+    """PreemptionBasic at 2 nodes: each preemptor's three victims are deleted, then it is
+    bound (a refused deletion would leave it unbound)."""
+    doc = run_real_bench(
+        ["PreemptionBasic"], contestants=["null"], sizes={"PreemptionBasic": (2, 8, 2)}
+    )
+    (w,) = doc["workloads"]
+    assert w["results"]["null"]["scheduled"] == 2
+    assert w["null_writes"] == "3 victim deletions (preemptors) + binding"

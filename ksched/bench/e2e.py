@@ -27,6 +27,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -37,7 +38,7 @@ from ..api.objects import Node
 from ..framework.types import PodInfo
 from .workloads import WORKLOADS, Manifest
 
-__all__ = ["NullScheduler", "proc_cpu_seconds", "run_e2e_bench"]
+__all__ = ["NullScheduler", "NullWrites", "proc_cpu_seconds", "run_e2e_bench"]
 
 CREATE_CONCURRENCY = 32
 
@@ -54,23 +55,72 @@ class _NullFramework:
         self.handle = _NullHandle()
 
 
+@dataclass(frozen=True)
+class NullWrites:
+    """The API writes a workload makes any scheduler do, which the null client makes too,
+    still without deciding anything: the null client is then the API server's write path
+    for that workload, the practical limit of a scheduler there.
+
+    * ``victims``: before binding a pod with a priority above 0 (a preemptor), delete that
+      many lower-priority pods bound to the node it picked (preemption's evictions); the
+      preemptors are bound once every pending pod has been started (``run``);
+    * ``claims``: before binding, allocate each of the pod's ResourceClaims to the next
+      device of the picked node's pool (``instance-<n>`` from ``first_device`` on), as
+      DynamicResources' PreBind does: the claim's finalizer, then its status (allocation
+      and reservedFor) — two writes per claim.
+
+    The default is bind-only: one Binding POST per pod.
+    """
+
+    victims: int = 0
+    claims: bool = False
+    driver: str = ""
+    #: the claims' request names (one device each)
+    requests: tuple[str, ...] = ()
+    first_device: int = 0
+
+    def describe(self) -> str:
+        """What the null client writes per pod (the ``null_writes`` of the bench JSON)."""
+        parts = []
+        if self.victims:
+            parts.append(f"{self.victims} victim deletions (preemptors)")
+        if self.claims:
+            parts.append("per claim: finalizer + status (allocation, reservedFor)")
+        return " + ".join([*parts, "binding"])
+
+
 class NullScheduler:
-    """The baseline: informers in, binds out, no scheduling logic at all."""
+    """The baseline: informers in, binds out, no scheduling logic at all (plus the
+    workload's ``NullWrites``)."""
 
     def __init__(
-        self, client: Any, profiles: list[str], *, max_in_flight_bindings: int = 64
+        self,
+        client: Any,
+        profiles: list[str],
+        *,
+        max_in_flight_bindings: int = 64,
+        writes: NullWrites | None = None,
     ) -> None:
         from ..cluster import APIClusterClient
 
         self.frameworks: dict[str, Any] = {p: _NullFramework() for p in profiles}
+        self.client = client
         self.binder = APIClusterClient(client)
+        self.writes = writes or NullWrites()
         self.nodes: dict[str, None] = {}
         self._node_list: list[str] = []
         self.pending: deque[PodInfo] = deque()
         self._wakeup = anyio.Event()
         self._limit = anyio.Semaphore(max_in_flight_bindings)
         self._next = 0
+        # bound pods by node (the victims' pool) and the next free device per node
+        self._bound: dict[str, dict[str, PodInfo]] = {}
+        self._devices: dict[str, int] = {}
+        # preemptors whose victims were deleted, waiting for their Binding
+        self._evicted: deque[tuple[PodInfo, str]] = deque()
+        self._evicting = 0
         self.bound = 0
+        self.deleted = 0
         self.errors = 0
 
     # -- informer handlers -------------------------------------------------------------------
@@ -87,7 +137,10 @@ class NullScheduler:
         self._node_list = list(self.nodes)
 
     def on_pod_add(self, pod: PodInfo) -> None:
-        if not pod.node_name and pod.pod.spec.scheduler_name in self.frameworks:
+        if pod.node_name:
+            if self.writes.victims:
+                self._bound.setdefault(pod.node_name, {})[pod.key] = pod
+        elif pod.pod.spec.scheduler_name in self.frameworks:
             self.pending.append(pod)
             self._wakeup.set()
 
@@ -95,32 +148,104 @@ class NullScheduler:
         return None
 
     def on_pod_delete(self, pod: PodInfo) -> None:
-        return None
+        if pod.node_name:
+            self._bound.get(pod.node_name, {}).pop(pod.key, None)
 
     # -- loop --------------------------------------------------------------------------------
     async def run(self) -> None:
+        """Pending pods round-robin over the nodes. A preemptor's evictions start as soon
+        as it is popped, its Binding only once no pending pod is left to start and no
+        eviction is in flight: as in a scheduler's queue, where a preemptor comes back
+        (behind the pods never tried) after its victims are gone, the evictions come
+        before the preemptors' binds."""
         async with anyio.create_task_group() as tg:
             while True:
-                if not self.pending or not self._node_list:
+                if self._node_list and self.pending:
+                    pod = self.pending.popleft()
+                    nodes = self._node_list
+                    node = nodes[self._next % len(nodes)]
+                    self._next += 1
+                    evict = bool(self.writes.victims) and pod.priority > 0
+                    await self._limit.acquire()
+                    self._evicting += evict
+                    tg.start_soon(self._evict_then_wait if evict else self._bind, pod, node)
+                elif self._evicted and not self._evicting:
+                    pod, node = self._evicted.popleft()
+                    await self._limit.acquire()
+                    tg.start_soon(self._bind, pod, node)
+                else:
                     self._wakeup = anyio.Event()
                     await self._wakeup.wait()
                     continue
-                pod = self.pending.popleft()
-                nodes = self._node_list
-                node = nodes[self._next % len(nodes)]
-                self._next += 1
-                await self._limit.acquire()
-                tg.start_soon(self._bind, pod, node)
                 await anyio.lowlevel.checkpoint()
 
     async def _bind(self, pod: PodInfo, node: str) -> None:
         try:
+            if self.writes.claims:
+                await self._allocate(pod, node)
             await self.binder.bind(pod, node)
             self.bound += 1
         except Exception:
             self.errors += 1
         finally:
             self._limit.release()
+
+    async def _evict_then_wait(self, pod: PodInfo, node: str) -> None:
+        """A preemptor's evictions; then it waits (in ``_evicted``) for its Binding."""
+        try:
+            await self._evict(pod, node)
+            self._evicted.append((pod, node))
+        except Exception:
+            self.errors += 1
+        finally:
+            self._evicting -= 1
+            self._wakeup.set()
+            self._limit.release()
+
+    async def _evict(self, pod: PodInfo, node: str) -> None:
+        """Delete ``victims`` lower-priority pods bound to ``node`` (the first ones seen)."""
+        on_node = self._bound.get(node, {})
+        victims = [v for v in on_node.values() if v.priority < pod.priority]
+        victims = victims[: self.writes.victims]
+        for v in victims:
+            on_node.pop(v.key, None)
+        async with anyio.create_task_group() as tg:
+            for v in victims:
+                tg.start_soon(self.binder.delete_pod, v)
+        self.deleted += len(victims)
+
+    async def _allocate(self, pod: PodInfo, node: str) -> None:
+        """Each claim of ``pod``: the finalizer, then the allocation of the node's next
+        device and the reservation for the pod (merge patches, unconditional)."""
+        from ..cluster.client import MERGE_PATCH
+
+        w = self.writes
+        for st in pod.pod.status.resource_claim_statuses:
+            if not st.resource_claim_name:
+                continue
+            path = (
+                f"/apis/resource.k8s.io/v1/namespaces/{pod.namespace}/resourceclaims/"
+                f"{st.resource_claim_name}"
+            )
+            first = self._devices.get(node, w.first_device)
+            self._devices[node] = first + len(w.requests)
+            finalizer = {"metadata": {"finalizers": ["resource.kubernetes.io/delete-protection"]}}
+            await self.client.request("PATCH", path, body=finalizer, content_type=MERGE_PATCH)
+            results = [
+                {"request": r, "driver": w.driver, "pool": node, "device": f"instance-{first + i}"}
+                for i, r in enumerate(w.requests)
+            ]
+            selector = {"key": "metadata.name", "operator": "In", "values": [node]}
+            status = {
+                "allocation": {
+                    "devices": {"results": results},
+                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [selector]}]},
+                },
+                "reservedFor": [{"resource": "pods", "name": pod.name, "uid": pod.uid}],
+            }
+            await self.client.request(
+                "PATCH", path + "/status", body={"status": status}, content_type=MERGE_PATCH
+            )
 
 
 # -- the API server process and the objects in it ------------------------------------------

@@ -13,8 +13,12 @@ Contestants, each alone on its own control plane:
 * ``ksched``: a ``ksched run`` process;
 * ``kube-scheduler``: the real one (``--against kube-scheduler``), with the same
   KubeSchedulerConfiguration;
-* ``null``: a bind-only client in this process (64 concurrent Binding POSTs, round-robin,
-  no decisions): what the API server's write path allows on this machine.
+* ``null``: a client in this process that makes no decisions (64 concurrent Binding
+  POSTs, round-robin): what the API server's write path allows on this machine. Where a
+  workload makes every scheduler write more than the Binding, the null client writes
+  that too (``RealWorkload.null_writes``, ``NullWrites``): PreemptionBasic's three
+  victim deletions per preemptor, the DRA workload's claim finalizer and allocation per
+  claim. Elsewhere it is bind-only. The JSON says which, per workload (``null_writes``).
 
 Both schedulers run as ``system:kube-scheduler`` with client QPS/burst 5000. Reported per
 contestant: pods/s from the first bind to the last, latency percentiles from the moment
@@ -32,6 +36,7 @@ import datetime as dt
 import json
 import os
 import platform
+import signal
 import ssl
 import subprocess
 import sys
@@ -39,7 +44,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +52,7 @@ import aiohttp
 import anyio
 import yaml
 
-from .e2e import proc_cpu_seconds
+from .e2e import NullWrites, proc_cpu_seconds
 from .workloads import (
     DRA_DRIVER,
     WORKLOADS,
@@ -108,6 +113,17 @@ class RealWorkload:
     #: pods' claims from their templates); the harness waits for every claim before the
     #: contestant starts, so the controller is not part of what is measured
     controller_manager: bool = False
+    #: the writes no scheduler can skip here, which the null client makes too (bind-only
+    #: unless the workload needs preemption's evictions or DRA's claim allocations)
+    null_writes: NullWrites = field(default_factory=NullWrites)
+
+    def null_writes_for(self, size: tuple[int, int, int]) -> NullWrites:
+        """``null_writes`` at ``size``: claims start at the first device the init pods
+        left free on each node (they hold ``ceil(init pods / nodes)`` each)."""
+        nodes, init_pods, _ = size
+        if not self.null_writes.claims:
+            return self.null_writes
+        return replace(self.null_writes, first_device=-(-init_pods // max(1, nodes)))
 
 
 def _preemptors(i: int) -> list[Manifest]:
@@ -149,8 +165,11 @@ REAL_WORKLOADS: dict[str, RealWorkload] = {
     "TopologySpreading": RealWorkload(
         WORKLOADS["TopologySpreading"], {"small": (500, 1000, 1000), "full": (5000, 5000, 2000)}
     ),
+    # each preemptor (3000m) fits only once three of its node's 900m pods are gone
     "PreemptionBasic": RealWorkload(
-        WORKLOADS["PreemptionBasic"], {"small": (500, 2000, 500), "full": (1000, 4000, 1000)}
+        WORKLOADS["PreemptionBasic"],
+        {"small": (500, 2000, 500), "full": (1000, 4000, 1000)},
+        null_writes=NullWrites(victims=3),
     ),
     "PreemptionAsync": RealWorkload(
         WORKLOADS["PreemptionAsync"],
@@ -183,6 +202,7 @@ REAL_WORKLOADS: dict[str, RealWorkload] = {
         WORKLOADS["SchedulingWithResourceClaimTemplate"],
         {"small": (200, 1000, 1000), "full": (500, 2500, 2500)},
         controller_manager=True,
+        null_writes=NullWrites(claims=True, driver=DRA_DRIVER, requests=("req-0",)),
     ),
 }
 
@@ -392,6 +412,7 @@ class _KschedProcess(_Contestant):
     def __init__(self, workload: str) -> None:
         self.workload = workload
         self.proc: subprocess.Popen[bytes] | None = None
+        self.spy: subprocess.Popen[bytes] | None = None
         self.log: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
@@ -442,8 +463,25 @@ class _KschedProcess(_Contestant):
             if time.monotonic() > deadline:
                 raise RuntimeError("ksched run not ready after 120s")
             await anyio.sleep(0.05)
+        # KSCHED_BENCH_PYSPY=DIR: sample it with py-spy from ready to the end of the run
+        # (DIR/<workload>.txt, collapsed stacks; ``bench/pyspy_split.py`` sums them up)
+        spy_dir = os.environ.get("KSCHED_BENCH_PYSPY")
+        if spy_dir:
+            out = Path(spy_dir) / f"{self.workload}.txt"
+            spy = ["py-spy", "record", "--pid", str(self.pid), "--rate", "250"]
+            self.spy = subprocess.Popen(
+                [*spy, "--format", "raw", "--nonblocking", "-o", str(out)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
     def stop(self) -> None:
+        if self.spy is not None:
+            self.spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.spy.wait(30)
+            self.spy = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -470,10 +508,12 @@ class _KubeScheduler(_Contestant):
 
 
 class _Null(_Contestant):
-    """e2e's ``NullScheduler`` on ksched's client stack, in this process."""
+    """e2e's ``NullScheduler`` on ksched's client stack, in this process, making the
+    workload's mandatory writes (``writes``) besides the Bindings."""
 
     def __init__(self, workload: str) -> None:
         self.client: Any = None
+        self.writes = NullWrites()
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
         from ..cluster import APIClient, connect_scheduler
@@ -483,7 +523,7 @@ class _Null(_Contestant):
         self.client = await APIClient.from_kubeconfig(
             cp.scheduler_kubeconfig, qps=CLIENT_QPS, burst=CLIENT_QPS
         )
-        null = NullScheduler(self.client, names)
+        null = NullScheduler(self.client, names, writes=self.writes)
         informers = connect_scheduler(null, self.client)
         tg.start_soon(informers.run)
         await informers.wait_synced()
@@ -707,6 +747,8 @@ async def _one(
                 )
             binds = _Binds(pods)
             runner = _MAKERS[contestant](name)
+            if isinstance(runner, _Null):
+                runner.writes = wl.null_writes_for(size)
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_watch, api, binds)
@@ -805,6 +847,7 @@ def run_real_bench(
                 "pods": pods,
                 "results": results,
                 "ratios": _round_ratios(rounds),
+                "null_writes": wl.null_writes_for(size).describe(),
             }
         )
     doc["loadavg_end"] = _loadavg()
@@ -929,9 +972,14 @@ def render_table(doc: JSON) -> str:
             row.append(cell)
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows
-    )
+    lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows]
+    # where the null client writes more than the Bindings, say what
+    lines += [
+        f"null writes, {w['name']}: {w['null_writes']}"
+        for w in doc["workloads"]
+        if w.get("null_writes", "binding") != "binding"
+    ]
+    return "\n".join(lines)
 
 
 def compare(doc: JSON, saved: JSON, tolerance: float = 0.2) -> list[str]:

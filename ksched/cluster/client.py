@@ -282,6 +282,7 @@ class APIClient:
         credential_refresher: Any = None,
     ) -> None:
         self.configuration = configuration
+        self._host_of: tuple[object, str] = (None, "")  # (configuration.host, host)
         self.clock: Clock = clock or RealClock()
         self.limiter = RateLimiter(qps, burst, clock=self.clock)
         self.request_timeout = request_timeout
@@ -319,7 +320,14 @@ class APIClient:
 
     @property
     def host(self) -> str:
-        return str(self.configuration.host).rstrip("/")
+        """The server URL without a trailing slash (worked out once per configured value:
+        every request asks)."""
+        raw = self.configuration.host
+        seen, host = self._host_of
+        if raw is not seen:
+            host = str(raw).rstrip("/")
+            self._host_of = (raw, host)
+        return host
 
     def connection_settings(self) -> dict[str, Any]:
         """What this client really uses: the server URL, the kubeconfig it was loaded from
@@ -525,12 +533,7 @@ class APIClient:
         return t
 
     def _url(self, path: str, params: Mapping[str, Any] | None) -> str:
-        url = self.host + (path if path.startswith("/") else "/" + path)
-        if params:
-            q = {k: _param(v) for k, v in params.items() if v is not None}
-            if q:
-                url += "?" + urlencode(q)
-        return url
+        return self.host + _target(path, params)
 
     def _request_kwargs(self) -> dict[str, Any]:
         rc = self.api_client.rest_client
@@ -565,9 +568,8 @@ class APIClient:
         data: bytes | None = None
         if body is not None:
             data = body if isinstance(body, bytes) else msgspec.json.encode(body)
-        url = self._url(path, params)
+        target = _target(path, params)
         seconds = timeout if timeout is not None else self.request_timeout
-        tmo = self._timeout(seconds)
         pool = self._writes() if method != "GET" else None
         retries = 0
         limiter = self.limiter
@@ -577,18 +579,16 @@ class APIClient:
             ctype = content_type if data is not None else None
             self.requests_sent += 1
             if pool is not None:
-                status, raw, retry_after = await pool.request(
-                    method, url[len(self.host) :], data, ctype, seconds
-                )
+                status, raw, retry_after = await pool.request(method, target, data, ctype, seconds)
             else:
                 headers = await self._headers(ctype)
                 try:
                     async with self._session.request(
                         method,
-                        url,
+                        self.host + target,
                         data=data,
                         headers=headers,
-                        timeout=tmo,
+                        timeout=self._timeout(seconds),
                         **self._request_kwargs(),
                     ) as resp:
                         raw = await resp.read()
@@ -763,6 +763,16 @@ async def _read_quietly(resp: aiohttp.ClientResponse) -> bytes:
         return await resp.read()
     except (aiohttp.ClientError, OSError, TimeoutError):
         return b""
+
+
+def _target(path: str, params: Mapping[str, Any] | None) -> str:
+    """A request's path and query, without the server."""
+    target = path if path.startswith("/") else "/" + path
+    if params:
+        q = {k: _param(v) for k, v in params.items() if v is not None}
+        if q:
+            target += "?" + urlencode(q)
+    return target
 
 
 def _param(v: Any) -> str:

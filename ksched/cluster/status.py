@@ -1,9 +1,21 @@
 """Scheduling outcomes written back to the API: pod conditions and events.k8s.io/v1 Events.
 
 The scheduling loop must never wait on the API, so ``StatusReporter`` only enqueues: the
-Observer and EventRecorder calls append to a bounded in-memory queue (dropping the
-oldest work, with a log line, when the API cannot keep up) and workers in the reporter's
-own task group make the calls.
+Observer and EventRecorder calls append to bounded in-memory queues and tasks in the
+reporter's own task group make the calls.
+
+Bindings first. Event creations (one per scheduled pod) go to their own queue, written
+by one task in pipelined batches on one connection. While ``defer_to()`` says bindings
+are in flight, that task waits, up to ``event_delay`` seconds after an event was
+recorded: on an API server that is the bound, each Event written during a backlog is a
+binding fewer per second. Once bindings are idle (or the oldest event has waited
+``event_delay``), or on ``drain()``, the queue is written out, so nothing is lost at idle
+and no event waits longer than ``event_delay`` plus the write. When the event queue is
+full (``max_events``), a new event is dropped, as client-go's event broadcaster drops
+what does not fit its channel: counted in ``events_dropped`` (the
+``ksched_events_dropped_total`` metric) with one log line per 10 s. Condition patches and
+series updates keep their own queue (dropping the oldest when full), written at once by
+``workers`` tasks.
 
 A failure is reported like kube-scheduler's ``handleSchedulingFailure``: a
 ``FailedScheduling`` Warning event with the (truncated) message, then ``updatePod``'s
@@ -25,6 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +147,7 @@ class _Work:
     path: str
     body: dict[str, Any]
     key: Any = None
+    at: float = 0.0  # clock time it was queued (events)
 
 
 class StatusReporter:
@@ -155,14 +169,27 @@ class StatusReporter:
         clock: Clock | None = None,
         pipelining: bool = True,
         batch_size: int = 64,
+        max_events: int = 10_000,
+        event_delay: float = 5.0,
+        defer_to: Callable[[], bool] | None = None,
+        defer_poll: float = 0.01,
     ) -> None:
         """``pipelining``: write queued Events in batches on one connection
-        (``ksched.cluster.pipeline``), at most ``batch_size`` per write."""
+        (``ksched.cluster.pipeline``), at most ``batch_size`` per write.
+        ``defer_to``: true while work that goes first (bindings) is in flight; events
+        then wait up to ``event_delay`` seconds, looked at every ``defer_poll``."""
         self.client = client
+        self.max_events = max(1, max_events)
+        self.event_delay = event_delay
+        self.defer_to = defer_to
+        self.defer_poll = defer_poll
+        self._events: deque[_Work] = deque()
+        self._events_wakeup: anyio.Event | None = None
+        self._events_busy = 0
+        self._flushing = 0
         self.pipelining = pipelining
         self.batch_size = max(1, batch_size)
         self._pipe: PipelinedConnection | None = None
-        self._event_lock = anyio.Lock()
         self.controller = controller
         self.instance = instance or f"{controller}-{hostname()}"
         self.max_queue = max_queue
@@ -182,10 +209,12 @@ class StatusReporter:
         # repeat failure before the watch shows our patch is not patched again
         self._conditions: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
         # counters (metrics, tests)
-        self.dropped = 0
+        self.dropped = 0  # condition/series work dropped (its queue was full)
+        self.events_dropped = 0  # events not recorded (the event queue was full)
         self.suppressed = 0
         self.api_errors = 0
         self._last_drop_log = -1e18
+        self._last_event_drop_log = -1e18
 
     # -- Observer -------------------------------------------------------------------------------
 
@@ -233,7 +262,7 @@ class StatusReporter:
         ev = self._new_event(pod, type_, reason, action, note, wall)
         series[key] = _Series(ev, last_seen=now, last_write=now, last_observed=wall)
         ns = ev["metadata"]["namespace"]
-        self._enqueue(_Work("event", f"{EVENTS_API}/namespaces/{ns}/events", ev, key))
+        self._enqueue_event(_Work("event", f"{EVENTS_API}/namespaces/{ns}/events", ev, key, now))
 
     def _new_event(
         self, pod: PodInfo, type_: str, reason: str, action: str, note: str, wall: str
@@ -343,7 +372,27 @@ class StatusReporter:
             )
         )
 
-    # -- queue & workers ------------------------------------------------------------------------
+    # -- queues & workers -----------------------------------------------------------------------
+
+    def _enqueue_event(self, work: _Work) -> None:
+        """Queue an Event creation; when the queue is full the new one is dropped (client-go's
+        broadcaster: DropIfChannelFull), counted, with a log line at most every 10 s."""
+        if len(self._events) >= self.max_events:
+            self.events_dropped += 1
+            now = self.clock.now()
+            if now - self._last_event_drop_log >= 10.0:
+                self._last_event_drop_log = now
+                log.warning(
+                    "event queue full, dropping event",
+                    reason=work.body.get("reason"),
+                    path=work.path,
+                    events_dropped_total=self.events_dropped,
+                )
+            return
+        self._events.append(work)
+        if self._events_wakeup is not None:
+            self._events_wakeup.set()
+            self._events_wakeup = None
 
     def _enqueue(self, work: _Work) -> None:
         if len(self._queue) >= self.max_queue:
@@ -365,7 +414,7 @@ class StatusReporter:
 
     @property
     def pending(self) -> int:
-        return len(self._queue) + self._busy
+        return len(self._queue) + self._busy + len(self._events) + self._events_busy
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -377,6 +426,7 @@ class StatusReporter:
             async with anyio.create_task_group() as tg:
                 for i in range(self.workers):
                     tg.start_soon(self._worker, name=f"status worker {i}")
+                tg.start_soon(self._event_writer, name="event writer")
                 tg.start_soon(self._ticker, name="event series ticker")
                 task_status.started()
         finally:
@@ -391,9 +441,7 @@ class StatusReporter:
             self._tick()
 
     async def _worker(self) -> None:
-        # Events (the bulk: one per scheduled pod) go out in pipelined batches, one batch at
-        # a time on one connection, so that what queues up meanwhile makes the next batch;
-        # anything else, or with a client that cannot pipeline, one request at a time.
+        """Condition patches and series updates, one request at a time."""
         while True:
             q = self._queue
             if not q:
@@ -401,30 +449,58 @@ class StatusReporter:
                     self._wakeup = anyio.Event()
                 await self._wakeup.wait()
                 continue
-            if q[0].kind == "event" and self._pipe is not None:
-                async with self._event_lock:
-                    batch: list[_Work] = []
-                    while q and q[0].kind == "event" and len(batch) < self.batch_size:
-                        batch.append(q.popleft())
-                    if not batch:
-                        continue  # another worker took them
-                    self._busy += len(batch)
-                    try:
-                        await self._post_events(self._pipe, batch)
-                    finally:
-                        self._busy -= len(batch)
-                continue
             work = q.popleft()
             self._busy += 1
             try:
-                await self._perform(work)
-            except APIError as e:
-                self._write_failed(work, e)
-            except Exception:
-                self.api_errors += 1
-                log.exception("status/event write failed", kind=work.kind, path=work.path)
+                await self._write_one(work)
             finally:
                 self._busy -= 1
+
+    async def _write_one(self, work: _Work) -> None:
+        """One write; a failure is counted and logged, never raised (the worker goes on)."""
+        try:
+            await self._perform(work)
+        except APIError as e:
+            self._write_failed(work, e)
+        except Exception:
+            self.api_errors += 1
+            log.exception("status/event write failed", kind=work.kind, path=work.path)
+
+    def _deferring(self) -> float:
+        """Seconds the oldest queued event may still wait for bindings (0: write now)."""
+        if self._flushing or self.defer_to is None or not self.defer_to():
+            return 0.0
+        return max(0.0, self._events[0].at + self.event_delay - self.clock.now())
+
+    async def _event_writer(self) -> None:
+        """The one task creating Events: in batches of up to ``batch_size``, pipelined on
+        one connection (else ``workers`` requests at a time), after in-flight bindings."""
+        q = self._events
+        while True:
+            if not q:
+                if self._events_wakeup is None:
+                    self._events_wakeup = anyio.Event()
+                await self._events_wakeup.wait()
+                continue
+            wait = self._deferring()
+            if wait > 0:
+                await self.clock.sleep(min(wait, self.defer_poll))
+                continue
+            batch = [q.popleft() for _ in range(min(len(q), self.batch_size))]
+            self._events_busy += len(batch)
+            try:
+                if self._pipe is not None:
+                    await self._post_events(self._pipe, batch)
+                else:
+                    async with anyio.create_task_group() as tg:
+                        for group in range(min(self.workers, len(batch))):
+                            tg.start_soon(self._perform_each, batch[group :: self.workers])
+            finally:
+                self._events_busy -= len(batch)
+
+    async def _perform_each(self, works: list[_Work]) -> None:
+        for work in works:
+            await self._write_one(work)
 
     def _write_failed(self, work: _Work, e: APIError) -> None:
         self.api_errors += 1
@@ -464,10 +540,15 @@ class StatusReporter:
             self._write_failed(work, err)
 
     async def drain(self, timeout: float = 10.0) -> None:
-        """Wait until everything queued so far has been written (tests, shutdown)."""
-        with anyio.fail_after(timeout):
-            while self.pending:
-                await anyio.sleep(0.005)
+        """Wait until everything queued so far has been written (tests, shutdown); events
+        do not wait for bindings meanwhile."""
+        self._flushing += 1
+        try:
+            with anyio.fail_after(timeout):
+                while self.pending:
+                    await anyio.sleep(0.005)
+        finally:
+            self._flushing -= 1
 
     async def _perform(self, work: _Work) -> None:
         if work.kind == "event":

@@ -526,6 +526,10 @@ class SchedulerDaemon:
         )
         self._sched = sched
         self.metrics.attach(sched)
+        if self.reporter is not None:
+            # bindings first: Events wait while bindings are in flight (StatusReporter)
+            self.reporter.defer_to = lambda: sched.in_flight_bindings > 0
+            self.metrics.attach_recorder(self.reporter)
         if self.shadow_of is not None:
             self.shadow = Shadow(
                 sched, self.metrics.registry, shadowed=self.shadow_of, profile=profiles[0]

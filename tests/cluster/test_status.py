@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+import structlog.testing
 
 from ksched.api.objects import Pod
 from ksched.cluster import APIClient, StatusReporter
@@ -198,14 +199,79 @@ async def test_failed_preemption_clears_nominated_node(
     assert "nominatedNodeName" not in apiserver.get("pods", "default", "pre")["status"]
 
 
-async def test_queue_is_bounded_dropping_oldest(client: APIClient) -> None:
+async def test_condition_queue_is_bounded_dropping_oldest(client: APIClient) -> None:
     r = StatusReporter(client, max_queue=2)  # not running: nothing is written
-    pod = info({**make_pod("web"), "metadata": {"name": "web", "namespace": "default"}})
-    for i in range(5):
-        r.event(pod, "Warning", "FailedScheduling", "Scheduling", f"message {i}")
+    pods = [
+        info({**make_pod(f"p{i}"), "metadata": {"name": f"p{i}", "namespace": "default"}})
+        for i in range(5)
+    ]
+    for p in pods:
+        r.failed(p, "default-scheduler", "Unschedulable", "m", None)
     assert r.dropped == 3
-    assert r.pending == 2
-    assert [w.body["note"] for w in r._queue] == ["message 3", "message 4"]
+    assert [w.path.split("/")[-2] for w in r._queue] == ["p3", "p4"]
+    assert r.events_dropped == 0
+
+
+async def test_full_event_queue_drops_new_events_counted_and_logged_once(
+    client: APIClient,
+) -> None:
+    """client-go's broadcaster (DropIfChannelFull): what does not fit is dropped, not what
+    waits; one warning per 10 s, and the count is a metric."""
+    from ksched.metrics import SchedulerMetrics
+
+    r = StatusReporter(client, max_events=2)  # not running: nothing is written
+    metrics = SchedulerMetrics(process_metrics=False)
+    metrics.attach_recorder(r)
+    pod = info({**make_pod("web"), "metadata": {"name": "web", "namespace": "default"}})
+    with structlog.testing.capture_logs() as logs:
+        for i in range(5):
+            r.event(pod, "Warning", "FailedScheduling", "Scheduling", f"message {i}")
+    assert r.events_dropped == 3
+    assert [w.body["note"] for w in r._events] == ["message 0", "message 1"]
+    assert [entry["event"] for entry in logs] == ["event queue full, dropping event"]
+    assert metrics.registry.get_sample_value("ksched_events_dropped_total") == 3
+
+
+async def test_events_wait_while_bindings_are_in_flight(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """Bindings first: no Event is written while ``defer_to()`` is true (within
+    ``event_delay``); once it turns false they all are, without a drain."""
+    pods = [info(apiserver.create(make_pod(f"p{i}"))) for i in range(3)]
+    binding = [True]
+    r = StatusReporter(client, defer_to=lambda: binding[0], event_delay=60.0)
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        for p in pods:
+            r.scheduled(p, "n1", "ksched", 1)
+        r.failed(pods[0], "default-scheduler", "Unschedulable", "m", None)
+        await anyio.sleep(0.3)
+        assert apiserver.count_requests(verb="create", resource="events") == 0
+        # the condition patch is not an Event: it does not wait
+        assert apiserver.count_requests(verb="patch", resource="pods/status") == 1
+        binding[0] = False
+        await eventually(lambda: len(events(apiserver)) == 4, timeout=2.0)
+        tg.cancel_scope.cancel()
+
+
+async def test_deferred_events_come_out_after_event_delay_or_on_drain(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """Bindings that never stop hold an Event back no longer than ``event_delay``; a drain
+    (shutdown) writes the deferred ones at once."""
+    web, db = (info(apiserver.create(make_pod(n))) for n in ("web", "db"))
+    r = StatusReporter(client, defer_to=lambda: True, event_delay=0.4)
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        r.scheduled(web, "n1", "ksched", 1)
+        await anyio.sleep(0.2)
+        assert not events(apiserver)
+        await eventually(lambda: len(events(apiserver)) == 1, timeout=2.0)
+        r.event_delay = 60.0
+        r.scheduled(db, "n1", "ksched", 1)
+        await r.drain(timeout=2.0)
+        assert len(events(apiserver)) == 2
+        tg.cancel_scope.cancel()
 
 
 async def test_api_errors_do_not_stop_the_worker(
@@ -239,8 +305,9 @@ def test_ticker_writes_due_repeats_once_and_ends_only_quiet_series() -> None:
     a, b, c = (info(make_pod(n)) for n in ("a", "b", "c"))
 
     def kinds() -> list[tuple[str, str]]:
-        out = [(w.kind, w.path.rsplit("/", 1)[-1]) for w in r._queue]
+        out = [(w.kind, w.path.rsplit("/", 1)[-1]) for w in [*r._events, *r._queue]]
         r._queue.clear()
+        r._events.clear()
         return out
 
     for p in (a, b, c):
@@ -277,4 +344,5 @@ def test_a_series_ended_before_its_repeats_were_written_leaves_no_patch() -> Non
     r.event(p, "Normal", "Scheduled", "Binding", "x")  # a new Event
     clock.advance(100)
     r._tick()
-    assert [w.kind for w in r._queue] == ["event", "event"]
+    assert [w.kind for w in r._events] == ["event", "event"]
+    assert not r._queue

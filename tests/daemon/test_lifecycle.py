@@ -105,3 +105,32 @@ def test_gc_young_threshold_raised_while_scheduling_and_restored() -> None:
         assert gc.get_threshold() == before
     finally:
         gc.set_threshold(*original)
+
+
+def test_events_wait_for_the_bindings_in_flight() -> None:
+    """Bindings first: the daemon writes the Scheduled event of a pod bound at once only
+    after a slow binding of another pod has finished, and then without being asked."""
+
+    async def main() -> None:
+        async with TestAPIServer() as srv:
+            srv.create(make_node("n1"))
+            srv.faults.add_latency(1.0, verb="create", resource="pods/binding", name="slow")
+            srv.create(make_pod("slow", scheduler_name="ksched"))
+            srv.create(make_pod("fast", scheduler_name="ksched"))
+            client = await APIClient.for_master(srv.url, qps=0)
+            try:
+                async with SchedulerDaemon(default_config(), client=client, port=0) as d:
+                    await d.wait_ready(10)
+                    with anyio.fail_after(10):
+                        while len(srv.list("events.events.k8s.io", "default")) < 2:
+                            await anyio.sleep(0.02)
+            finally:
+                await client.close()
+            binds = {r.name: r for r in srv.find_requests(verb="create", resource="pods/binding")}
+            creates = srv.find_requests(verb="create", resource="events", namespace="default")
+            assert set(binds) == {"slow", "fast"} and len(creates) == 2
+            # fast was bound well before slow; its event still waited for slow's binding
+            assert binds["fast"].time < binds["slow"].time - 0.5
+            assert min(e.time for e in creates) >= binds["slow"].time
+
+    anyio.run(main)

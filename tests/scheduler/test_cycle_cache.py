@@ -420,7 +420,8 @@ def test_cache_and_full_cycle_choose_the_same_nodes_every_cycle(
     kw: dict[str, Any] = {"seed": seed, "percentage": percentage}
 
     def between() -> Any:
-        return _node_changes(copy.deepcopy(nodes)) if change_nodes and num_nodes >= 4 else None
+        # four nodes changed after each of the two waves, one of them dropped: 9 at least
+        return _node_changes(copy.deepcopy(nodes)) if change_nodes and num_nodes >= 9 else None
 
     full, _ = _cycles(nodes, waves, cached=False, between=between(), **kw)
     cached, hits = _cycles(nodes, waves, cached=True, between=between(), **kw)
