@@ -78,34 +78,43 @@ class PodReaper:
                 self._stop.wait(0.5)
 
     def _list_and_watch(self) -> None:
+        """List, then watch from the list's version. A read that times out (every second
+        while idle, so ``stop`` is prompt) leaves the response unusable: the watch is
+        opened again from the last version seen, not re-listed, so pods are still taken
+        in the order they were deleted (a list is in name order)."""
         status, data = self.cp.request("GET", "/api/v1/pods", timeout=30)
         if status != 200:
             raise RuntimeError(status)
-        for pod in data.get("items") or []:
+        items = data.get("items") or []
+        items.sort(key=lambda p: int((p.get("metadata") or {}).get("resourceVersion") or 0))
+        for pod in items:  # by last write: terminating ones in the order they were deleted
             self._maybe_reap(pod)
         rv = data["metadata"]["resourceVersion"]
-        req = urllib.request.Request(
-            f"{self.cp.url}/api/v1/pods?watch=1&allowWatchBookmarks=true"
-            f"&resourceVersion={rv}&timeoutSeconds=60"
-        )
-        req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
-        with urllib.request.urlopen(req, timeout=1.0, context=self.cp.ssl_context) as r:
-            buf = b""
-            while not self._stop.is_set():
-                try:
-                    chunk = r.read1(65536)
-                except TimeoutError:
-                    continue
-                if not chunk:
-                    return
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    ev = json.loads(line)
-                    if ev.get("type") == "ERROR":
-                        return
-                    if ev.get("type") in ("ADDED", "MODIFIED"):
-                        self._maybe_reap(ev["object"])
+        while not self._stop.is_set():
+            req = urllib.request.Request(
+                f"{self.cp.url}/api/v1/pods?watch=1&allowWatchBookmarks=true"
+                f"&resourceVersion={rv}&timeoutSeconds=60"
+            )
+            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
+            try:
+                with urllib.request.urlopen(req, timeout=1.0, context=self.cp.ssl_context) as r:
+                    buf = b""
+                    while not self._stop.is_set():
+                        chunk = r.read1(65536)
+                        if not chunk:
+                            break  # the server ended the watch: open it again
+                        buf += chunk
+                        while b"\n" in buf:
+                            line, buf = buf.split(b"\n", 1)
+                            ev = json.loads(line)
+                            if ev.get("type") == "ERROR":
+                                return  # e.g. 410 Gone: list again
+                            obj = ev.get("object") or {}
+                            rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                            if ev.get("type") in ("ADDED", "MODIFIED"):
+                                self._maybe_reap(obj)
+            except TimeoutError:
+                continue  # idle for a second: reopen from ``rv``
 
     def _maybe_reap(self, pod: dict[str, Any]) -> None:
         meta = pod.get("metadata") or {}
