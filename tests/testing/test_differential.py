@@ -385,6 +385,12 @@ def test_a_filter_error_is_compared_without_what_chance_picks() -> None:
     assert compare(kube, ours) == []
     other = Outcome("Error", message=text.format("", "s1-n0").replace("r0", "r1"))
     assert [d.what for d in compare(kube, other)] == ["message"]
+    # the errors a preemption dry run lists are Filter errors too (seed 10324)
+    fit = "0/6 nodes are available: 1 Insufficient cpu. preemption: [{}, {}]"
+    assert messages_agree(
+        fit.format(text.format("-txfsj", "s1-n5"), text.format("-txfsj", "s1-n2")),
+        fit.format(text.format("", "s1-n5"), text.format("", "s1-n2")),
+    )
     # outside a Filter error nothing is masked
     assert not messages_agree(
         "0/2 nodes are available: claim a/b-xyz12, x", "0/2 nodes are available: claim a/b, x"

@@ -81,23 +81,32 @@ def normalize_kube_message(message: str) -> str:
 _GENERATED_CLAIM = re.compile(r"claim ([^\s,]+)-[a-z0-9]{5}(?=[,:\s])")
 # A device (driver/pool/device): in a Filter error it is the node's own.
 _DEVICE = re.compile(r"[\w.-]+/[\w.-]+/[\w.-]+")
-_FILTER_ERROR = re.compile(r'^running "[^"]+" filter plugin: ')
+_FILTER_ERROR = re.compile(r'running "[^"]+" filter plugin: ')
 
 
 def normalize_filter_error(kube: str, ours: str) -> tuple[str, str]:
     """Both texts with what is chance in a Filter error masked. kube-scheduler filters
-    nodes in parallel from a rotating start (``findNodesThatPassFilters``) and reports the
-    first error any node returns, so which node's devices the text names is not
-    determined; ksched reports its first node's. Claim names made from templates lose the
-    API server's random suffix (where ksched names the same claim without it)."""
-    if not (_FILTER_ERROR.match(kube) and _FILTER_ERROR.match(ours)):
+    nodes in parallel from a rotating start (``findNodesThatPassFilters``; the preemption
+    dry run too) and reports the first error any node returns, so which node's devices
+    the text names is not determined; ksched reports its first node's. Claim names made
+    from templates lose the API server's random suffix (where ksched names the same claim
+    without it). Only the Filter errors are masked (the whole text of a cycle's error,
+    or each one preemption lists), nothing before the first."""
+    if not (_FILTER_ERROR.search(kube) and _FILTER_ERROR.search(ours)):
         return kube, ours
 
     def claim(m: re.Match[str]) -> str:
         return f"claim {m[1]}" if f"claim {m[1]}" in ours else m[0]
 
-    kube = _GENERATED_CLAIM.sub(claim, kube)
-    return _DEVICE.sub("<device>", kube), _DEVICE.sub("<device>", ours)
+    def masked(text: str, rename: bool) -> str:
+        first = _FILTER_ERROR.search(text)
+        assert first is not None
+        head, errors = text[: first.start()], text[first.start() :]
+        if rename:
+            errors = _GENERATED_CLAIM.sub(claim, errors)
+        return head + _DEVICE.sub("<device>", errors)
+
+    return masked(kube, True), masked(ours, False)
 
 
 def messages_agree(kube: str, ours: str) -> bool:
