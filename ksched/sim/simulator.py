@@ -116,15 +116,13 @@ class SimulatedCluster:
         ``TERMINATION_SECONDS`` later (``finish_termination``), one pod at a time. So a
         preemptor sees its victims go one by one, as kube-scheduler does on a cluster."""
         cur = self.pods.get(pod.uid)
-        if cur is None:
-            return
+        if cur is None or cur.pod.metadata.deletion_timestamp is not None:
+            return  # gone, or already terminating
         self.deleted.append(cur.key)
         grace = cur.pod.spec.termination_grace_period_seconds
         if not cur.node_name or grace == 0:
             self._remove(cur.uid)
             return
-        if cur.pod.metadata.deletion_timestamp is not None:
-            return  # already terminating
         meta = msgspec.structs.replace(cur.pod.metadata, deletion_timestamp=rfc3339())
         self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, metadata=meta)))
         done = self.clock.now() + TERMINATION_SECONDS
