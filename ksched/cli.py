@@ -273,9 +273,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _log_to_stderr()
     if args.apiserver == "real":
         return _bench_real(args)
-    if args.against or args.compare or args.scale or args.repeat != 1:
+    if args.against or args.compare or args.scale or args.repeat != 1 or args.pin:
         return _die(
-            ["ksched bench: --against, --scale, --repeat and --compare need --apiserver real"]
+            [
+                "ksched bench: --against, --scale, --repeat, --pin and --compare need "
+                "--apiserver real"
+            ]
         )
     args.workload = args.workload or "SchedulingBasic"
     if args.workload not in WORKLOADS:
@@ -333,7 +336,7 @@ def _bench_real(args: argparse.Namespace) -> int:
     """``ksched bench --apiserver real``: see ``ksched.bench.real``."""
     import yaml
 
-    from .bench.real import REAL_WORKLOADS, compare, render_table, run_real_bench
+    from .bench.real import REAL_WORKLOADS, compare, cpu_split, render_table, run_real_bench
 
     if args.workload is not None and args.workload not in REAL_WORKLOADS:
         return _die(
@@ -359,6 +362,11 @@ def _bench_real(args: argparse.Namespace) -> int:
         _build_check(_load_config(args.config, registry), registry, args.config)
         with open(args.config, encoding="utf-8") as f:
             base = yaml.safe_load(f)
+    if args.pin:
+        try:
+            cpu_split()
+        except ValueError as e:
+            return _die([f"ksched bench: {e}"])
     contestants = ["ksched", *([args.against] if args.against else []), "null"]
     doc = run_real_bench(
         [args.workload] if args.workload else list(REAL_WORKLOADS),
@@ -367,6 +375,7 @@ def _bench_real(args: argparse.Namespace) -> int:
         config=base,
         repeat=args.repeat,
         progress=sys.stderr.isatty() and args.output != "json",
+        pin=args.pin,
     )
     slower = compare(doc, saved) if saved is not None else []
     if args.output == "json":
@@ -737,6 +746,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="--apiserver real: run each workload N times, contestants interleaved; report "
         "each contestant's median and the median of each round's ratios",
+    )
+    b.add_argument(
+        "--pin",
+        action="store_true",
+        help="--apiserver real: etcd and kube-apiserver on the first half of the CPUs, the "
+        "scheduler under test and the harness on the rest, so the API server's cores are "
+        "the bound (as on a control plane where the scheduler has cores of its own)",
     )
     b.add_argument(
         "--compare",

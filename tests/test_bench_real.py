@@ -23,6 +23,7 @@ from ksched.bench.real import (
     _collection,
     _objects,
     compare,
+    cpu_split,
     render_table,
     run_real_bench,
     scheduler_config,
@@ -32,7 +33,16 @@ from ksched.cli import main
 from ksched.config import default_config
 from ksched.plugins import default_registry
 
-SCHEDULER_KEYS = {"pods_per_s", "scheduled", "p50_ms", "p99_ms", "cpu_s", "rss_mb", "runs"}
+SCHEDULER_KEYS = {
+    "pods_per_s",
+    "scheduled",
+    "p50_ms",
+    "p99_ms",
+    "cpu_s",
+    "rss_mb",
+    "apiserver_cpu_s",
+    "runs",
+}
 
 
 def _doc(**pods_per_s: float | None) -> dict[str, Any]:
@@ -68,7 +78,9 @@ def test_tiny_workload_end_to_end_for_every_contestant() -> None:
         assert r["scheduled"] == 8, name
         assert r["pods_per_s"] > 0 and r["rss_mb"] > 0 and r["cpu_s"] >= 0, (name, r)
         assert 0 <= r["p50_ms"] <= r["p99_ms"], (name, r)
-    assert set(w["results"]["null"]) == {"pods_per_s", "scheduled", "runs"}
+    assert set(w["results"]["null"]) == {"pods_per_s", "scheduled", "apiserver_cpu_s", "runs"}
+    for r in w["results"].values():  # measured for every contestant (0 s in a tiny window)
+        assert isinstance(r["apiserver_cpu_s"], float) and r["apiserver_cpu_s"] >= 0, r
     assert set(w["ratios"]) == {"ksched/kube-scheduler", "ksched/null", "cpu kube-scheduler/ksched"}
     assert w["results"]["null"]["scheduled"] == 8
     json.dumps(doc)  # serialisable as --output json prints it
@@ -206,6 +218,30 @@ def test_table_notes_what_the_null_client_writes_besides_bindings() -> None:
     doc["workloads"][0]["null_writes"] = "3 victim deletions (preemptors) + binding"
     note = render_table(doc).splitlines()[-1]
     assert note == "null writes, SchedulingBasic: 3 victim deletions (preemptors) + binding"
+
+
+def test_table_shows_the_api_servers_cpu_per_pod_and_the_pinning() -> None:
+    doc = _doc(ksched=300.0, null=400.0)
+    doc["workloads"][0]["results"]["ksched"]["apiserver_cpu_s"] = 0.025  # 10 pods
+    doc["pinned"] = cpu_split([0, 1, 2, 3]).describe()
+    lines = render_table(doc).splitlines()
+
+    def cell(column: str) -> str:
+        start = lines[0].index(column)
+        return lines[1][start:].split()[0]
+
+    assert cell("ksched apiserver ms/pod") == "2.5"
+    assert cell("null apiserver ms/pod") == "-"
+    assert lines[-1] == (
+        "pinned: etcd and kube-apiserver on CPUs [0, 1], "
+        "the scheduler and the harness on CPUs [2, 3]"
+    )
+
+
+def test_cpu_split_gives_the_api_server_the_first_half() -> None:
+    assert cpu_split([3, 1, 2]).describe() == {"apiserver": [1], "scheduler": [2, 3]}
+    with pytest.raises(ValueError, match="--pin needs at least 2 CPUs"):
+        cpu_split([0])
 
 
 def test_table_marks_a_run_that_did_not_bind_everything() -> None:
@@ -355,6 +391,7 @@ def test_compare_flags_only_what_got_slower() -> None:
         (["--apiserver", "real", "--workload", "Nope"], "unknown workload 'Nope'"),
         (["--scale", "full"], "need --apiserver real"),
         (["--against", "kube-scheduler"], "need --apiserver real"),
+        (["--pin"], "need --apiserver real"),
     ],
 )
 def test_bench_real_bad_arguments_exit_2(

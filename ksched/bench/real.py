@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -373,6 +373,43 @@ def _proc_peak_rss_mb(pid: int) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class CPUSplit:
+    """``--pin``: the CPUs of etcd, kube-apiserver (and kube-controller-manager), and the
+    CPUs of the scheduler under test with the harness. On a shared machine the scheduler's
+    CPU is taken from the API server's; split, the API server's cores are its own and
+    are the bound for any scheduler that keeps up with them."""
+
+    apiserver: frozenset[int]
+    scheduler: frozenset[int]
+
+    def describe(self) -> JSON:
+        return {"apiserver": sorted(self.apiserver), "scheduler": sorted(self.scheduler)}
+
+
+def cpu_split(cpus: Collection[int] | None = None) -> CPUSplit:
+    """The CPUs this process may use, the first half for the control plane and the rest
+    for the scheduler and the harness; ValueError with fewer than two."""
+    avail = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
+    if len(avail) < 2:
+        raise ValueError(f"--pin needs at least 2 CPUs, this process may use {len(avail)}")
+    half = len(avail) // 2
+    return CPUSplit(frozenset(avail[:half]), frozenset(avail[half:]))
+
+
+def _plane_cpu(cp: Any) -> float:
+    """kube-apiserver's and etcd's CPU seconds so far (-1 when unknown): what a
+    contestant costs the control plane, steadier than the throughput it gets."""
+    total = 0.0
+    for c in cp.components:
+        if c.name in ("kube-apiserver", "etcd"):
+            cpu = proc_cpu_seconds(c.pid) if c.pid else -1.0
+            if cpu < 0:
+                return -1.0
+            total += cpu
+    return total
+
+
 def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
     if not sorted_values:
         return None
@@ -400,6 +437,8 @@ class _Contestant:
     """Starts one scheduler against a control plane; ``pid`` None for in-process."""
 
     pid: int | None = None
+    # --pin: the CPUs the scheduler may run on (None: any)
+    cpus: frozenset[int] | None = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
         raise NotImplementedError
@@ -416,7 +455,7 @@ class _KschedProcess(_Contestant):
         self.log: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
-        from ..testing.controlplane._process import _die_with_parent, free_port
+        from ..testing.controlplane._process import child_setup, free_port
 
         path = cp.dir / "ksched-bench.yaml"
         path.write_text(yaml.safe_dump(cfg))
@@ -451,7 +490,7 @@ class _KschedProcess(_Contestant):
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
             # killed with the harness, as the control plane's processes are (no orphan
             # scheduler left running when a long table is interrupted)
-            preexec_fn=_die_with_parent,
+            preexec_fn=child_setup(self.cpus),
         )
         self.pid = self.proc.pid
         deadline = time.monotonic() + 120
@@ -498,7 +537,7 @@ class _KubeScheduler(_Contestant):
         self.ks: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
-        self.ks = cp.kube_scheduler(cfg)
+        self.ks = cp.kube_scheduler(cfg, cpus=self.cpus)
         await anyio.to_thread.run_sync(self.ks.start)
         self.pid = self.ks.component.pid
 
@@ -716,10 +755,16 @@ async def _one(
     cfg: JSON,
     timeout: float,
     progress: Callable[[str], None] | None,
+    split: CPUSplit | None = None,
 ) -> JSON:
     from ..testing.controlplane import ControlPlane
+    from ..testing.controlplane._process import pin_process
 
     nodes, init_pods, pods = size
+    harness_cpus = os.sched_getaffinity(0)
+    if split is not None:
+        # the harness (pod creation, watch, PodReaper, the null client) beside the scheduler
+        pin_process(os.getpid(), split.scheduler)
     sched_name = cfg["profiles"][0].get("schedulerName", "default-scheduler")
     setup, measured = _objects(wl, nodes, init_pods, pods, sched_name)
     with tempfile.TemporaryDirectory(prefix="ksched-bench-") as tmp:
@@ -727,6 +772,7 @@ async def _one(
             workdir=tmp,
             with_controller_manager=wl.controller_manager,
             controller_manager_args=CONTROLLER_MANAGER_ARGS,
+            cpus=split.apiserver if split is not None else None,
         )
         async with plane as cp, _API(cp.url, cp.admin.token, cp.ca_file) as api:
             t = time.perf_counter()
@@ -747,6 +793,7 @@ async def _one(
                 )
             binds = _Binds(pods)
             runner = _MAKERS[contestant](name)
+            runner.cpus = split.scheduler if split is not None else None
             if isinstance(runner, _Null):
                 runner.writes = wl.null_writes_for(size)
             try:
@@ -755,6 +802,7 @@ async def _one(
                     await runner.start(cp, cfg, tg)
                     ready = time.perf_counter()
                     cpu0 = proc_cpu_seconds(runner.pid) if runner.pid else -1.0
+                    plane0 = _plane_cpu(cp)
                     if wl.churn is not None:
                         tg.start_soon(_churn, api, wl.churn)
                     with anyio.move_on_after(timeout):
@@ -764,18 +812,22 @@ async def _one(
                             if progress is not None:
                                 progress(f"{name}/{contestant}: {len(binds.bound)}/{pods} bound")
                     cpu1 = proc_cpu_seconds(runner.pid) if runner.pid else -1.0
+                    plane1 = _plane_cpu(cp)
                     rss = _proc_peak_rss_mb(runner.pid) if runner.pid else None
                     tg.cancel_scope.cancel()
             finally:
                 runner.stop()
                 if isinstance(runner, _Null):
                     await runner.aclose()
+                if split is not None:
+                    pin_process(os.getpid(), harness_cpus)
     times = sorted(binds.bound.values())
     span = times[-1] - times[0] if len(times) > 1 else 0.0
     lat = sorted(t - ready if t > ready else 0.0 for t in times)
     out: JSON = {
         "pods_per_s": round((len(times) - 1) / span, 1) if span > 0 else None,
         "scheduled": len(times),
+        "apiserver_cpu_s": round(plane1 - plane0, 2) if plane0 >= 0 and plane1 >= 0 else None,
     }
     if contestant != "null":
         out["p50_ms"] = _percentile(lat, 0.50)
@@ -794,6 +846,7 @@ def run_real_bench(
     sizes: dict[str, tuple[int, int, int]] | None = None,
     repeat: int = 1,
     progress: bool = False,
+    pin: bool = False,
 ) -> JSON:
     """Run ``workloads`` for each contestant ``repeat`` times; the JSON document the CLI
     prints.
@@ -803,11 +856,13 @@ def run_real_bench(
     n, so none always runs first or last), each contestant's figures are the median over
     its runs, and the ratios are the median of each round's ratio: a round's contestants
     ran minutes apart, under similar load. ``sizes`` overrides (nodes, init pods,
-    measured pods) per workload (tests use tiny ones).
+    measured pods) per workload (tests use tiny ones). ``pin``: the API server on its own
+    CPUs (``cpu_split``).
     """
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     cfg = scheduler_config(config)
+    split = cpu_split() if pin else None
 
     def report(line: str) -> None:
         print(f"\r{line}    ", end="", file=sys.stderr, flush=True)
@@ -818,6 +873,7 @@ def run_real_bench(
         "scale": scale,
         "repeat": repeat,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "pinned": split.describe() if split is not None else None,
         "loadavg_start": _loadavg(),
         "versions": _versions(),
         "workloads": [],
@@ -832,7 +888,7 @@ def run_real_bench(
             order = [*contestants[r % len(contestants) :], *contestants[: r % len(contestants)]]
             this: JSON = {}
             for contestant in order:
-                res = anyio.run(_one, name, contestant, wl, size, cfg, timeout, show)
+                res = anyio.run(_one, name, contestant, wl, size, cfg, timeout, show, split)
                 res["loadavg"] = _loadavg()
                 this[contestant] = res
                 if show is not None:
@@ -874,7 +930,7 @@ def _median_run(runs: Sequence[JSON]) -> JSON:
     bound nothing counts as 0 pods/s), ``scheduled`` the fewest any run bound, and every
     run's throughput, CPU and load average under ``runs``."""
     out: JSON = {}
-    for key in ("pods_per_s", "p50_ms", "p99_ms", "cpu_s", "rss_mb"):
+    for key in ("pods_per_s", "p50_ms", "p99_ms", "cpu_s", "rss_mb", "apiserver_cpu_s"):
         if key not in runs[0]:
             continue
         values = [r.get(key) for r in runs]
@@ -883,7 +939,8 @@ def _median_run(runs: Sequence[JSON]) -> JSON:
         out[key] = _median([v for v in values if isinstance(v, int | float)])
     out["scheduled"] = min(r["scheduled"] for r in runs)
     out["runs"] = [
-        {k: r.get(k) for k in ("pods_per_s", "cpu_s", "loadavg") if k in r} for r in runs
+        {k: r.get(k) for k in ("pods_per_s", "cpu_s", "apiserver_cpu_s", "loadavg") if k in r}
+        for r in runs
     ]
     return out
 
@@ -944,6 +1001,7 @@ def render_table(doc: JSON) -> str:
         header.append(f"{c} pods/s")
         if c != "null":
             header += [f"{c} p50/p99 ms", f"{c} cpu s", f"{c} rss MB"]
+        header.append(f"{c} apiserver ms/pod")
     header += ["ksched/kube", "ksched/null", "cpu kube/ksched"]
     rows = [header]
     for w in doc["workloads"]:
@@ -961,6 +1019,7 @@ def render_table(doc: JSON) -> str:
                     _cell(res.get("cpu_s")),
                     _cell(res.get("rss_mb")),
                 ]
+            row.append(_cell(_apiserver_ms_per_pod(res)))
         ratios = w.get("ratios")
         if ratios is None:  # a document saved before ratios were recorded
             ratios = _round_ratios([r])
@@ -979,7 +1038,22 @@ def render_table(doc: JSON) -> str:
         for w in doc["workloads"]
         if w.get("null_writes", "binding") != "binding"
     ]
+    pinned = doc.get("pinned")
+    if pinned:
+        lines.append(
+            f"pinned: etcd and kube-apiserver on CPUs {pinned['apiserver']}, "
+            f"the scheduler and the harness on CPUs {pinned['scheduler']}"
+        )
     return "\n".join(lines)
+
+
+def _apiserver_ms_per_pod(res: JSON) -> float | None:
+    """kube-apiserver's and etcd's CPU per bound pod while a contestant ran: the load it
+    put on the control plane."""
+    cpu, n = res.get("apiserver_cpu_s"), res.get("scheduled")
+    if not isinstance(cpu, int | float) or not n:
+        return None
+    return round(float(cpu) * 1000 / int(n), 2)
 
 
 def compare(doc: JSON, saved: JSON, tolerance: float = 0.2) -> list[str]:

@@ -79,6 +79,8 @@ class CycleCache:
     MAX_ENTRIES = 8
     # More replaced rows than this since an entry was used: rebuild it from the batch forms.
     MAX_CHANGED_ROWS = 64
+    # Up to this many rows to score: per-node forms instead of the batch forms.
+    FEW_ROWS = 4
 
     def __init__(self, fw: Framework) -> None:
         self.fw = fw
@@ -168,6 +170,8 @@ class CycleCache:
     def _score(self, entry: _Entry, pod: PodInfo, rows: np.ndarray[Any, Any]) -> bool:
         """Raw scores of feasible ``rows`` into the entry; False when a plugin fails or
         (without NormalizeScore) scores out of range: the full cycle reports it."""
+        if len(rows) <= self.FEW_ROWS:
+            return self._score_few(entry, pod, rows.tolist())
         fw, known, snap = self.fw, entry.known, entry.snap
         state, static = known.state, known.static
         static[rows] = 0
@@ -187,6 +191,37 @@ class CycleCache:
             ):
                 return False
             static[rows] += raw * fw.weights.get(p.name, 1)
+        return True
+
+    def _score_few(self, entry: _Entry, pod: PodInfo, rows: list[int]) -> bool:
+        """``_score`` for the row or two a binding changed, with the plugins' per-node forms
+        (tested to agree with the batch forms) in plain ints: NumPy's per-call overhead on
+        one-element arrays was most of a refreshed cycle's cost."""
+        fw, known, infos = self.fw, entry.known, entry.snap.node_infos
+        state, static, columns, weights = known.state, known.static, known.columns, fw.weights
+        skip = state.skip_score_plugins
+        totals = [0] * len(rows)
+        for p in fw.score_plugins:
+            name = p.name
+            if name in skip:
+                continue
+            per_node = p.score  # every Score plugin has the per-node form
+            col = columns.get(name)
+            try:
+                values = [int(per_node(state, pod, infos[r])) for r in rows]
+                if col is not None:  # normalized per cycle: kept raw (an int64, as batch)
+                    for r, v in zip(rows, values, strict=True):
+                        col[r] = v
+                    continue
+            except Exception:
+                return False
+            w = weights.get(name, 1)
+            for i, v in enumerate(values):
+                if v < MIN_NODE_SCORE or v > MAX_NODE_SCORE:
+                    return False
+                totals[i] += v * w
+        for r, t in zip(rows, totals, strict=True):
+            static[r] = t
         return True
 
     def _refresh(self, entry: _Entry, pod: PodInfo, snap: Snapshot) -> bool:

@@ -494,3 +494,53 @@ def test_a_per_node_filter_walk_moves_the_start_as_the_cache_does(ssd: int) -> N
         if cached:
             assert fw.cycle_cache is not None and fw.cycle_cache.hits > 0
     assert starts[True] == starts[False]
+
+
+def test_refreshed_rows_keep_the_plugin_weights() -> None:
+    """After a binding the cache re-scores only the changed rows (with the per-node forms
+    when they are few): with weights other than 1, every placement must still match the
+    full cycle's."""
+    reg = default_registry(entry_points=False)
+    data = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "plugins": {
+                    "score": {
+                        "enabled": [
+                            {"name": "NodeResourcesFit", "weight": 7},
+                            {"name": "NodeResourcesBalancedAllocation", "weight": 3},
+                            {"name": "ImageLocality", "weight": 5},
+                        ]
+                    }
+                }
+            }
+        ],
+    }
+    rng = random.Random(11)
+    nodes = [_node(i, rng) for i in range(80)]
+    pods = _pods(rng, 220, ["plain", "big", "image", "plain"])
+
+    def run(cached: bool) -> tuple[dict[str, str | None], int]:
+        cfg, _ = load_config_data(copy.deepcopy(data), "<test>", None)
+        cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
+        sim = Simulation(cf, cfg, reg, seed=5)
+        fw = next(iter(sim.sched.frameworks.values()))
+        if not cached:
+            fw.cycle_cache = None
+
+        async def main() -> None:
+            sim._load()
+            sim.add_pending([PodInfo(decode(m, Pod), m) for m in pods])
+            await sim.drive(20 * len(pods))
+
+        anyio.run(main)
+        hits = fw.cycle_cache.hits if fw.cycle_cache is not None else 0
+        return {p.key: p.node_name or None for p in sim.cluster.pods.values()}, hits
+
+    plain, _ = run(False)
+    cached, hits = run(True)
+    assert cached == plain
+    assert hits > 100
+    assert sum(1 for n in plain.values() if n) > 100

@@ -188,3 +188,28 @@ def test_the_reaper_plays_a_kubelet_slow_and_one_pod_at_a_time(controlplane: Con
     assert len(gone) == 2
     assert gone["b"] >= 0.6  # finished in deletion order, spacing apart
     assert gone["a"] - gone["b"] >= 0.35
+
+
+def _thread_cpus(pid: int) -> set[frozenset[int]]:
+    """The CPU sets of every thread of ``pid``."""
+    return {frozenset(os.sched_getaffinity(int(tid))) for tid in os.listdir(f"/proc/{pid}/task")}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs to split")
+def test_components_and_kube_scheduler_run_on_the_cpus_given(tmp_path: Path) -> None:
+    """``ksched bench --pin``: every thread of etcd and kube-apiserver on the control
+    plane's CPUs, every thread of a kube-scheduler on its own, and a process can be moved
+    over whole."""
+    from ksched.testing.controlplane._process import pin_process
+
+    first, *rest = sorted(os.sched_getaffinity(0))
+    with ControlPlane(workdir=tmp_path, cpus={first}) as cp:
+        for c in cp.components:
+            assert c.pid is not None
+            assert _thread_cpus(c.pid) == {frozenset({first})}, c.name
+        with cp.kube_scheduler(cpus=set(rest)) as ks:
+            assert ks.component is not None and ks.component.pid is not None
+            pid = ks.component.pid
+            assert _thread_cpus(pid) == {frozenset(rest)}
+            pin_process(pid, {first})
+            assert _thread_cpus(pid) == {frozenset({first})}

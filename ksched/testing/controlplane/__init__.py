@@ -28,7 +28,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -107,8 +107,12 @@ class ControlPlane:
         apiserver_args: Sequence[str] = (),
         controller_manager_args: Sequence[str] = (),
         start_timeout: float = 60.0,
+        cpus: Collection[int] | None = None,
     ) -> None:
+        """``cpus``: the CPUs etcd, kube-apiserver and kube-controller-manager may run on
+        (all when None), e.g. to keep them off a scheduler's cores in a benchmark."""
         self._assets = assets
+        self.cpus = cpus
         self.with_controller_manager = with_controller_manager
         self.with_scheduler = with_scheduler
         self.reaper_enabled = reaper
@@ -255,6 +259,7 @@ class ControlPlane:
                 "warn",
             ],
             self.dir / "logs" / "etcd.log",
+            self.cpus,
         )
         self._launch(etcd)
         wait_until(lambda: _http_ok(f"{self.etcd_url}/health"), self.start_timeout, etcd, "healthy")
@@ -284,6 +289,7 @@ class ControlPlane:
                 *self.apiserver_args,
             ],
             self.dir / "logs" / "kube-apiserver.log",
+            self.cpus,
         )
         self._launch(apiserver)
         wait_until(lambda: self._probe("/readyz") == 200, self.start_timeout, apiserver, "ready")
@@ -338,6 +344,7 @@ class ControlPlane:
                 *self.controller_manager_args,
             ],
             self.dir / "logs" / "kube-controller-manager.log",
+            self.cpus,
         )
         self._launch(kcm)
         # ready once its serviceaccount controller made the default namespace's account
@@ -443,11 +450,12 @@ class ControlPlane:
         name: str = "kube-scheduler",
         args: Sequence[str] = (),
         kubeconfig: Path | None = None,
+        cpus: Collection[int] | None = None,
     ) -> KubeScheduler:
         """A real kube-scheduler with ``config`` (a KubeSchedulerConfiguration; default
-        profile when None), running as ``system:kube-scheduler``. Start it with ``start()``
-        or as a context manager."""
-        return KubeScheduler(self, config, name=name, args=args, kubeconfig=kubeconfig)
+        profile when None), running as ``system:kube-scheduler`` (on ``cpus`` when given).
+        Start it with ``start()`` or as a context manager."""
+        return KubeScheduler(self, config, name=name, args=args, kubeconfig=kubeconfig, cpus=cpus)
 
 
 class KubeScheduler:
@@ -461,8 +469,10 @@ class KubeScheduler:
         name: str,
         args: Sequence[str],
         kubeconfig: Path | None,
+        cpus: Collection[int] | None = None,
     ) -> None:
         self.cp = cp
+        self.cpus = cpus
         self.name = name
         self.port = 0
         self.kubeconfig = kubeconfig or cp.scheduler_kubeconfig
@@ -511,6 +521,7 @@ class KubeScheduler:
                 *self.args,
             ],
             self.cp.dir / "logs" / f"{self.name}-{uid}.log",
+            self.cpus,
         )
         self.cp.schedulers.append(self)
         self.component.start()

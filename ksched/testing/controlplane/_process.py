@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 
@@ -34,13 +34,41 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
             libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-class Component:
-    """One control-plane binary with its log file."""
+def child_setup(cpus: Collection[int] | None) -> Callable[[], None]:
+    """The ``preexec_fn`` of a component: dies with its parent, and runs on ``cpus`` only
+    when given (every thread it starts inherits them)."""
+    if not cpus:
+        return _die_with_parent
+    pinned = set(cpus)
 
-    def __init__(self, name: str, argv: Sequence[str], log: Path) -> None:
+    def setup() -> None:  # pragma: no cover - runs in the child before exec
+        _die_with_parent()
+        os.sched_setaffinity(0, pinned)
+
+    return setup
+
+
+def pin_process(pid: int, cpus: Collection[int]) -> None:
+    """Every thread of ``pid`` onto ``cpus`` (Linux sets affinity per thread)."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        tids = [pid]
+    for tid in tids:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(tid, set(cpus))
+
+
+class Component:
+    """One control-plane binary with its log file; ``cpus``: the CPUs it may run on."""
+
+    def __init__(
+        self, name: str, argv: Sequence[str], log: Path, cpus: Collection[int] | None = None
+    ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log = log
+        self.cpus = cpus
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -53,7 +81,7 @@ class Component:
                 stdin=subprocess.DEVNULL,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=child_setup(self.cpus),
             )
 
     @property
