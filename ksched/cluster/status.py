@@ -48,6 +48,7 @@ import structlog
 
 from ..framework.types import PodInfo
 from ..util.clock import Clock, RealClock, rfc3339
+from ..util.throttle import LogThrottle
 from .binder import condition_patch, patch_pod_status, pod_path
 from .client import (
     JSON_CT,
@@ -213,8 +214,8 @@ class StatusReporter:
         self.events_dropped = 0  # events not recorded (the event queue was full)
         self.suppressed = 0
         self.api_errors = 0
-        self._last_drop_log = -1e18
-        self._last_event_drop_log = -1e18
+        # a full queue logs once per 10 s per queue, not per dropped item
+        self._drop_log = LogThrottle(10.0, clock=self.clock.now)
 
     # -- Observer -------------------------------------------------------------------------------
 
@@ -379,9 +380,7 @@ class StatusReporter:
         broadcaster: DropIfChannelFull), counted, with a log line at most every 10 s."""
         if len(self._events) >= self.max_events:
             self.events_dropped += 1
-            now = self.clock.now()
-            if now - self._last_event_drop_log >= 10.0:
-                self._last_event_drop_log = now
+            if self._drop_log.allow("event") is not None:
                 log.warning(
                     "event queue full, dropping event",
                     reason=work.body.get("reason"),
@@ -398,9 +397,7 @@ class StatusReporter:
         if len(self._queue) >= self.max_queue:
             dropped = self._queue.popleft()
             self.dropped += 1
-            now = self.clock.now()
-            if now - self._last_drop_log >= 10.0:
-                self._last_drop_log = now
+            if self._drop_log.allow("work") is not None:
                 log.warning(
                     "status/event queue full, dropping oldest work",
                     dropped_kind=dropped.kind,
