@@ -342,15 +342,16 @@ class StatusReporter:
         rv = pod.pod.metadata.resource_version
         if not identical and self._conditions.get(uid) == (reason, message, rv):
             identical = True  # we patched it already; the watch has not caught up yet
-        # PostFilter said "no nomination" (preemption found nothing): clear a stale one,
-        # as upstream's nominatingInfo ModeOverride with an empty name does.
+        # A PostFilter result overrides the nomination (upstream's nominatingInfo
+        # ModeOverride): a preemption's node is written here, with the condition, and an
+        # empty name (preemption found nothing) clears a stale one.
         post = getattr(result, "post_filter", None)
-        clear_nnn = (
-            post is not None
-            and not getattr(post, "nominated_node_name", "")
-            and bool(status.nominated_node_name)
-        )
-        if identical and not clear_nnn:
+        nominate: str | None = None
+        if post is not None:
+            node = getattr(post, "nominated_node_name", "") or ""
+            if node != (status.nominated_node_name or ""):
+                nominate = node
+        if identical and nominate is None:
             return
         cond = scheduling_failed_condition(
             pod.pod.metadata.generation,
@@ -361,8 +362,8 @@ class StatusReporter:
             else rfc3339(),
         )
         patch_status = condition_patch(status, cond)
-        if clear_nnn:
-            patch_status["nominatedNodeName"] = None
+        if nominate is not None:
+            patch_status["nominatedNodeName"] = nominate or None
         self._conditions[uid] = (reason, message, rv)
         self._conditions.move_to_end(uid)
         while len(self._conditions) > 10_000:

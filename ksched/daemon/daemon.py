@@ -95,6 +95,9 @@ log = klog.get_logger("ksched.daemon")
 class _DaemonObserver:
     """Observer fan-out: API status/events, last-attempt records, and the per-pod log line."""
 
+    #: the reporter's failure patch carries a preemption's nominatedNodeName
+    writes_nomination = True
+
     def __init__(self, reporter: StatusReporter, outcomes: Outcomes) -> None:
         self.reporter = reporter
         self.outcomes = outcomes

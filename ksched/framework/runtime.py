@@ -435,17 +435,25 @@ class Framework:
         return SUCCESS
 
     def run_filter_with_nominated_pods(
-        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo]
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        nominated: Sequence[PodInfo],
+        take_added: bool | None = None,
     ) -> Status:
         """``RunFilterPluginsWithNominatedPods``: the nominated pods (priority >= pod's,
         already selected by the caller) must fit alongside the pod, and the pod must fit
-        without them too, in case they never arrive."""
+        without them too, in case they never arrive. ``take_added``: the caller's
+        ``_filters_take_added(state)``, asked once for many nodes."""
         st = SUCCESS
         pods_added = False
         for first in (True, False):
             state_used, node_used = state, node
             if first:
-                if nominated and self._filters_take_added(state):
+                if take_added is None and nominated:
+                    take_added = self._filters_take_added(state)
+                if nominated and take_added:
                     # No copies: each plugin judges the node with the pods added itself.
                     pods_added = True
                     st = self.run_filter_plugins(state, pod, node, nominated)
@@ -640,13 +648,14 @@ class Framework:
                 processed = n
                 infos = snap.node_infos
                 walked: BoolArray = mask
+                take_added = bool(nominated) and self._filters_take_added(state)
 
                 def verdict(k: int) -> Status | None:
                     """Filter on the walk's ``k``-th node; None: a batch mask rejected it."""
                     row = int(order[k])
                     if row in nominated:
                         return self.run_filter_with_nominated_pods(
-                            state, pod, infos[row], nominated[row]
+                            state, pod, infos[row], nominated[row], take_added
                         )
                     if not walked[k]:
                         return None

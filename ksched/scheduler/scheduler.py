@@ -59,7 +59,13 @@ log = structlog.get_logger("ksched.scheduler")
 
 
 class Observer(Protocol):
-    """Receives outcomes; must not block (the daemon queues its API calls)."""
+    """Receives outcomes; must not block (the daemon queues its API calls).
+
+    An observer whose ``failed`` writes the pod's status may also set a class attribute
+    ``writes_nomination = True``: it then records a preemption's nominated node in that
+    same write (upstream's ``updatePod``: one patch with the condition and
+    ``nominatedNodeName``), and the preemption makes no separate one.
+    """
 
     def scheduled(self, pod: PodInfo, node: str, profile: str, attempts: int) -> None: ...
 
@@ -440,12 +446,16 @@ class Scheduler:
         # The evictions' own span, timed as upstream times its preemption goroutine.
         started: float | None = None
         try:
-            try:
-                await self.cluster.set_nominated_node(preemptor, node)
-            except Exception as e:
-                log.warning(
-                    "setting nominatedNodeName failed", pod=preemptor.key, node=node, error=str(e)
-                )
+            if not getattr(self.observer, "writes_nomination", False):
+                try:
+                    await self.cluster.set_nominated_node(preemptor, node)
+                except Exception as e:
+                    log.warning(
+                        "setting nominatedNodeName failed",
+                        pod=preemptor.key,
+                        node=node,
+                        error=str(e),
+                    )
             if not victims:
                 return
             started = _perf()

@@ -199,6 +199,37 @@ async def test_failed_preemption_clears_nominated_node(
     assert "nominatedNodeName" not in apiserver.get("pods", "default", "pre")["status"]
 
 
+async def test_preemption_nomination_rides_on_the_condition_patch(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """Upstream's updatePod: one status patch carries PodScheduled=False and the
+    nominated node; a second failure with the same message still moves the nomination."""
+    pod = info(apiserver.create(make_pod("pre")))
+
+    def result(node: str) -> object:
+        class Result:
+            post_filter = PostFilterResult(nominated_node_name=node)
+
+        return Result()
+
+    async with running(StatusReporter(client)) as r:
+        r.failed(pod, "default-scheduler", "Unschedulable", "no", result("node-1"))
+        await r.drain()
+        patches = apiserver.count_requests(verb="patch", resource="pods")
+        assert patches == 1
+        status = apiserver.get("pods", "default", "pre")["status"]
+        assert status["nominatedNodeName"] == "node-1"
+        assert status["conditions"][-1]["reason"] == "Unschedulable"
+        moved = info(apiserver.get("pods", "default", "pre"))
+        r.failed(moved, "default-scheduler", "Unschedulable", "no", result("node-2"))
+        await r.drain()
+        # the same nomination again (condition unchanged): nothing to write
+        again = info(apiserver.get("pods", "default", "pre"))
+        r.failed(again, "default-scheduler", "Unschedulable", "no", result("node-2"))
+    assert apiserver.get("pods", "default", "pre")["status"]["nominatedNodeName"] == "node-2"
+    assert apiserver.count_requests(verb="patch", resource="pods") == patches + 1
+
+
 async def test_condition_queue_is_bounded_dropping_oldest(client: APIClient) -> None:
     r = StatusReporter(client, max_queue=2)  # not running: nothing is written
     pods = [

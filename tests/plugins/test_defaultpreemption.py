@@ -1570,3 +1570,31 @@ def test_unstarted_victims_of_one_priority_are_reprieved_in_upstreams_order() ->
     (ni,) = env.snapshot.node_infos
     victims, _, _ = env.pl.select_victims_on_node(env.state_for(p), p, ni.clone(), [])
     assert [v.name for v in victims] == ["c"]
+
+
+def test_sort_by_importance_agrees_with_gos_sort_with_and_without_ties() -> None:
+    """The shortcut for tie-free lists gives what Go's ``sort.Slice`` replay gives; lists
+    with ties (unstarted pods of one priority, equal start times) keep the replay."""
+    import random
+
+    from ksched.plugins.defaultpreemption.preemption import (
+        more_important_pod,
+        sort_by_importance,
+    )
+    from ksched.util.gosort import sort_slice
+
+    rng = random.Random(5)
+    kinds = {"distinct": 0, "ties": 0}
+    for _ in range(400):
+        pods = []
+        for i in range(rng.randint(2, 14)):
+            start = None if rng.random() < 0.2 else epoch(rng.randint(0, 30))
+            pods.append(pod(f"v{i}", prio=rng.choice([LOW, MID, HIGH]), start=start))
+        keys = {(p.priority, p.pod.status.start_time) for p in pods}
+        kinds["distinct" if len(keys) == len(pods) else "ties"] += 1
+        got = list(pods)
+        sort_by_importance(got, None)
+        want = list(pods)
+        sort_slice(want, more_important_pod)
+        assert [p.name for p in got] == [p.name for p in want]
+    assert kinds["distinct"] > 50 and kinds["ties"] > 50, kinds

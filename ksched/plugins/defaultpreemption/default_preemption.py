@@ -431,6 +431,9 @@ class _ResourcePlan:
             yield _status(p.filter(state, pod, ni), p.name)
 
 
+_NOTHING_ADDED: tuple[int, int, int, dict[str, int], int] = (0, 0, 0, {}, 0)
+
+
 class _ResourceTrial:
     """A node's requested resources and pod count as the dry run removes and adds back
     pods (``NodeInfo.remove_pod``/``add_pod`` arithmetic), judged by Fit alone.
@@ -467,16 +470,19 @@ class _ResourceTrial:
         self.scalar = {name: used.scalar.get(name, 0) for name in self.names}
         self.n = n
         # what the nominated pods add (RunFilterPluginsWithNominatedPods' first pass)
-        extra = Resource()
-        for p in nominated:
-            add_requests(extra, p.requests, 1)
-        self.with_nominated = (
-            extra.milli_cpu,
-            extra.memory,
-            extra.ephemeral_storage,
-            {name: extra.scalar.get(name, 0) for name in self.names},
-            len(nominated),
-        )
+        if nominated:
+            extra = Resource()
+            for p in nominated:
+                add_requests(extra, p.requests, 1)
+            self.with_nominated = (
+                extra.milli_cpu,
+                extra.memory,
+                extra.ephemeral_storage,
+                {name: extra.scalar.get(name, 0) for name in self.names},
+                len(nominated),
+            )
+        else:
+            self.with_nominated = _NOTHING_ADDED
 
     def _step(self, pi: PodInfo, sign: int) -> None:
         r = pi.requests
@@ -509,7 +515,10 @@ class _ResourceTrial:
         return fits_aggregates(key, alloc, self.cpu, self.mem, self.eph, self.scalar, self.n)
 
     def filter(self) -> Status:
-        """``_Trial.filter``: with the nominated pods added first, then without."""
+        """``_Trial.filter``: with the nominated pods added first, then without. A node
+        that fits builds no Status (the plain-int check says so)."""
+        if self.fits():
+            return SUCCESS
         fit = self.plan.fit
         passes: list[tuple[int, int, int, dict[str, int], int]] = []
         if self.nominated:
