@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["sort_slice"]
+__all__ = ["MAX_INSERTION", "sort_slice"]
 
 T = TypeVar("T")
 
-_MAX_INSERTION = 12
+# Go's pdqsort sorts up to this many elements by insertion sort (maxInsertion)
+MAX_INSERTION = 12
 _SHORTEST_NINTHER = 50
 _MAX_SWAPS = 4 * 3
 _MAX_STEPS = 5
@@ -86,7 +87,7 @@ class _Sorter:
         was_partitioned = True
         while True:
             length = b - a
-            if length <= _MAX_INSERTION:
+            if length <= MAX_INSERTION:
                 self.insertion_sort(a, b)
                 return
             if limit == 0:

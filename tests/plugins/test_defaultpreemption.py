@@ -1598,3 +1598,33 @@ def test_sort_by_importance_agrees_with_gos_sort_with_and_without_ties() -> None
         sort_slice(want, more_important_pod)
         assert [p.name for p in got] == [p.name for p in want]
     assert kinds["distinct"] > 50 and kinds["ties"] > 50, kinds
+
+
+def test_dry_run_words_statuses_only_when_no_candidate_is_found() -> None:
+    """Lazily worded statuses: the same candidates as the eager dry run; with no
+    candidate the same statuses node for node; with candidates no placeholder left."""
+    import random
+
+    from ksched.plugins.defaultpreemption.preemption import UNWORDED
+
+    rng = random.Random(11)
+    seen = {"candidates": 0, "none": 0, "worded later": 0}
+    for i in range(400):
+        env, p, pdbs = _rich_random_case(rng) if i % 2 else _random_case(rng, True)[:3]
+        infos = env.node_infos()
+        lazy = env.pl.evaluator.dry_run_preemption(env.state_for(p), p, infos, pdbs, 0, 2)
+        env.pl.dry_run_words_lazily = False
+        eager = env.pl.evaluator.dry_run_preemption(env.state_for(p), p, infos, pdbs, 0, 2)
+        assert [(c.name, [v.name for v in c.victims.pods]) for c in lazy[0]] == [
+            (c.name, [v.name for v in c.victims.pods]) for c in eager[0]
+        ]
+        assert all(s is not UNWORDED for s in lazy[1].statuses.values())
+        if lazy[0]:
+            seen["candidates"] += 1
+            continue
+        seen["none"] += 1
+        words = [(n, s.code, s.message()) for n, s in lazy[1].statuses.items()]
+        assert words == [(n, s.code, s.message()) for n, s in eager[1].statuses.items()]
+        if any("Insufficient" in m for _, _, m in words):
+            seen["worded later"] += 1
+    assert seen["candidates"] > 50 and seen["worded later"] > 20, seen

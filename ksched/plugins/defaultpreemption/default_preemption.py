@@ -51,6 +51,7 @@ from .preemption import (
     DISRUPTION_TARGET,
     PREEMPTING_LISTER,
     PREEMPTION_BY_SCHEDULER,
+    UNWORDED,
     Candidate,
     Evaluator,
     MoreImportantPodFunc,
@@ -344,12 +345,17 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         return victims, num_violating, SUCCESS
 
     # -- the dry run without copies -------------------------------------------------------------
+    #: ``select_victims_in_place`` takes ``worded`` (``Evaluator.dry_run_preemption``)
+    dry_run_words_lazily = True
+
     def select_victims_in_place(
         self,
         state: CycleState,
         pod: PodInfo,
         node_info: NodeInfo,
         pdbs: Sequence[PodDisruptionBudget],
+        *,
+        worded: bool = True,
     ) -> tuple[list[PodInfo], int, Status] | None:
         """``select_victims_on_node``'s result, computed from the node's aggregates without
         copying or changing it, or None when that shortcut is not exact here (the Evaluator
@@ -360,7 +366,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         it) and no PreFilter extension is active: then each of the dry run's Filter calls
         is Fit's verdict on (allocatable, requested, pod count), which is all this varies.
         That is the common case (preemption for resources), and it skips per node the
-        NodeInfo copy, the pod list edits and a Filter pass per reprieve.
+        NodeInfo copy, the pod list edits and a Filter pass per reprieve. ``worded=False``:
+        a node the preemptor does not fit even without its victims gets ``UNWORDED``
+        instead of Fit's reasons.
         """
         if type(self).select_victims_on_node is not DefaultPreemption.select_victims_on_node:
             return None  # a subclass decides differently: only its own method is exact
@@ -381,7 +389,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
         trial = _ResourceTrial(
-            plan, pod, node_info, self._nominated_pods(pod, node_info.name), len(pods)
+            plan, pod, node_info, self._nominated_pods(pod, node_info.name), len(pods), worded
         )
         return self._select(trial, potential, pdbs)
 
@@ -456,12 +464,19 @@ class _ResourceTrial:
         "pod",
         "scalar",
         "with_nominated",
+        "worded",
     )
 
     def __init__(
-        self, plan: _ResourcePlan, pod: PodInfo, ni: NodeInfo, nominated: list[PodInfo], n: int
+        self,
+        plan: _ResourcePlan,
+        pod: PodInfo,
+        ni: NodeInfo,
+        nominated: list[PodInfo],
+        n: int,
+        worded: bool = True,
     ) -> None:
-        self.plan, self.pod, self.nominated = plan, pod, nominated
+        self.plan, self.pod, self.nominated, self.worded = plan, pod, nominated, worded
         self.key = plan.fit.mask_key(pod)
         self.names = tuple(name for name, _ in self.key[4])
         self.alloc = ni.allocatable
@@ -519,6 +534,8 @@ class _ResourceTrial:
         that fits builds no Status (the plain-int check says so)."""
         if self.fits():
             return SUCCESS
+        if not self.worded:
+            return UNWORDED
         fit = self.plan.fit
         passes: list[tuple[int, int, int, dict[str, int], int]] = []
         if self.nominated:

@@ -43,7 +43,7 @@ from ...framework.preemption import (
 )
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo
-from ...util.gosort import sort_slice
+from ...util.gosort import MAX_INSERTION, sort_slice
 
 __all__ = [
     "DISRUPTION_TARGET",
@@ -70,6 +70,11 @@ PREEMPTING_LISTER = Listers.PREEMPTING
 
 NO_NODES_AVAILABLE = "no nodes available"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
+#: A dry run's verdict on a node preemption cannot help, left unworded: the statuses of
+#: such nodes are read only when no candidate is found, and only then worded (by asking
+#: ``select_victims_in_place`` again with ``worded=True``).
+UNWORDED = Status(Code.UNSCHEDULABLE)
 NO_CANDIDATE = "no candidate node for preemption"
 
 # The condition preemption puts on each victim before deleting it (``PreemptPod``), which
@@ -157,17 +162,45 @@ def sort_by_importance(pods: list[PodInfo], more_important: MoreImportantPodFunc
     """Sort in place, most important first, as upstream's ``sort.Slice`` does: the same
     algorithm (unstable), so ties among unstarted pods come out in upstream's order.
 
-    With the default order and no two pods alike in (priority, start time) there are no
-    ties, so every correct sort agrees: Python's ``sorted`` on that key then, much
-    cheaper than replaying Go's algorithm through Python comparisons.
+    With the default order two shortcuts give the same result much cheaper than replaying
+    Go's algorithm through Python calls: up to 12 pods Go's pdqsort is a plain insertion
+    sort, run here with ``more_important_pod`` inlined over precomputed keys; beyond that,
+    when no two pods are alike in (priority, start time) there are no ties, and every
+    correct sort agrees, so Python's ``sorted`` on that key.
     """
-    if (more_important is None or more_important is more_important_pod) and len(pods) > 1:
+    n = len(pods)
+    if (more_important is None or more_important is more_important_pod) and n > 1:
+        if n <= MAX_INSERTION:
+            _insertion_sort_by_importance(pods)
+            return
         keys = [(-p.priority, get_pod_start_time(p)) for p in pods]
-        if len(set(keys)) == len(keys):
-            order = sorted(range(len(pods)), key=keys.__getitem__)
+        if len(set(keys)) == n:
+            order = sorted(range(n), key=keys.__getitem__)
             pods[:] = [pods[i] for i in order]
             return
     sort_slice(pods, more_important or more_important_pod)
+
+
+def _insertion_sort_by_importance(pods: list[PodInfo]) -> None:
+    """Go's ``insertionSort`` with ``more_important_pod`` as the less function."""
+    inf = math.inf
+    items = [(p.priority, get_pod_start_time(p), p) for p in pods]
+    for i in range(1, len(items)):
+        j = i
+        while j > 0:
+            p1, t1, _ = items[j]
+            p2, t2, _ = items[j - 1]
+            if p1 != p2:
+                less = p1 > p2
+            elif t1 == inf:
+                less = t2 == inf
+            else:
+                less = t1 < t2
+            if not less:
+                break
+            items[j], items[j - 1] = items[j - 1], items[j]
+            j -= 1
+    pods[:] = [item[2] for item in items]
 
 
 def get_earliest_pod_start_time(victims: Victims) -> float | None:
@@ -404,7 +437,8 @@ class Evaluator:
 
         Stops once ``num_candidates`` are found and at least one violates no PDB; each
         list keeps at most ``num_candidates`` (upstream's fixed-size candidate lists).
-        Non-violating candidates come first.
+        Non-violating candidates come first. The statuses of the nodes without
+        candidates are worded only if no candidate is found (the one case they are read).
         """
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
@@ -416,10 +450,17 @@ class Evaluator:
             self.iface, "copy_state_for_dry_run", CycleState.clone
         )
         in_place: Callable[..., Any] | None = getattr(self.iface, "select_victims_in_place", None)
+        lazy = in_place is not None and getattr(self.iface, "dry_run_words_lazily", False)
+        unworded: list[NodeInfo] = []
         for i in range(n):
             ni = potential_nodes[(offset + i) % n]
             name = ni.name
-            found = None if in_place is None else in_place(state, pod, ni, pdbs)
+            if in_place is None:
+                found = None
+            elif lazy:
+                found = in_place(state, pod, ni, pdbs, worded=False)
+            else:
+                found = in_place(state, pod, ni, pdbs)
             if found is None:
                 found = select(copy_state(state), pod, ni.clone(), pdbs)
             pods, num_violations, st = found
@@ -435,7 +476,16 @@ class Evaluator:
                 st = Status(Code.ERROR, f'expected at least one victim pod on node "{name}"')
             if st.code == Code.ERROR:
                 errors.append(st.message())
+            elif st is UNWORDED:
+                unworded.append(ni)
             statuses.set(name, st)
+        if unworded:
+            for ni in unworded:
+                if non_violating or violating:
+                    del statuses.statuses[ni.name]  # not read: no placeholder left behind
+                else:
+                    assert in_place is not None
+                    statuses.set(ni.name, in_place(state, pod, ni, pdbs)[2])
         return non_violating + violating, statuses, errors
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
