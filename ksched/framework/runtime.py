@@ -31,6 +31,7 @@ from .interface import (
     MAX_TOTAL_SCORE,
     MIN_NODE_SCORE,
     NOT_SIGNABLE,
+    NodeOnlyFilter,
     NodeToStatus,
     PostFilterResult,
     PreFilterResult,
@@ -649,13 +650,29 @@ class Framework:
                 infos = snap.node_infos
                 walked: BoolArray = mask
                 take_added = bool(nominated) and self._filters_take_added(state)
+                first_pass = (
+                    self._nominated_first_pass(state, pod, snap, batch, nominated)
+                    if take_added and not per_node
+                    else None
+                )
 
                 def verdict(k: int) -> Status | None:
                     """Filter on the walk's ``k``-th node; None: a batch mask rejected it."""
                     row = int(order[k])
                     if row in nominated:
-                        return self.run_filter_with_nominated_pods(
-                            state, pod, infos[row], nominated[row], take_added
+                        st = None if first_pass is None else first_pass.get(row)
+                        if st is None:
+                            return self.run_filter_with_nominated_pods(
+                                state, pod, infos[row], nominated[row], take_added
+                            )
+                        if not st.is_success():
+                            return st
+                        # the second pass, without the nominated pods: the batch masks'
+                        # verdict (worded by the plugins only if it is a rejection)
+                        return (
+                            SUCCESS
+                            if walked[k]
+                            else self.run_filter_plugins(state, pod, infos[row])
                         )
                     if not walked[k]:
                         return None
@@ -708,6 +725,61 @@ class Framework:
                 batch,
                 nominated,
             )
+        return out
+
+    def _nominated_first_pass(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        batch: list[tuple[Any, BoolArray]],
+        nominated: dict[int, list[PodInfo]],
+    ) -> dict[int, Status] | None:
+        """The first pass of ``run_filter_with_nominated_pods`` (the pod beside the pods
+        nominated there) on every nominated row at once: the status of the first plugin
+        that rejects, or SUCCESS. Possible when every active Filter plugin is a batch one
+        that either reads the Node alone (its mask is its verdict with pods added too) or
+        words many rows with pods added (``filter_statuses_take_added``); None otherwise.
+        A row left out (a broken node, a status neither success nor rejection) is for
+        the per-node path, which words errors as a node-by-node run does."""
+        infos, valid = snap.node_infos, snap.valid
+        for p, _ in batch:
+            if not isinstance(p, NodeOnlyFilter) and not getattr(
+                p, "filter_statuses_take_added", False
+            ):
+                return None
+        pending = np.array(
+            sorted(r for r in nominated if valid[r] and infos[r].error is None), dtype=np.intp
+        )
+        out: dict[int, Status] = {}
+        for p, m in batch:
+            if not len(pending):
+                break
+            if isinstance(p, NodeOnlyFilter):
+                asked = pending[~m[pending]]
+                if not len(asked):
+                    continue
+                sts = self._filter_statuses(p, state, pod, snap, asked)
+            else:
+                asked = pending
+                try:
+                    raw = p.filter_statuses(
+                        state, pod, snap, asked, [nominated[r] for r in asked.tolist()]
+                    )
+                except Exception:
+                    return None  # the per-node path words the failure
+                sts = [_status(st, p.name) for st in raw]
+            done: list[int] = []
+            for r, st in zip(asked.tolist(), sts, strict=True):
+                if st.is_success():
+                    continue
+                done.append(r)
+                if st.is_rejected():
+                    out[r] = st
+            if done:
+                pending = pending[~np.isin(pending, done)]
+        for r in pending.tolist():
+            out[r] = SUCCESS
         return out
 
     def _error_outcome(

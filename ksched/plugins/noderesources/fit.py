@@ -408,6 +408,28 @@ def fits_aggregates(
 _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
 
 
+def _added_columns(added: Sequence[Sequence[PodInfo]], names: Sequence[str]) -> list[IntArray]:
+    """What the pods of each row add to the named resources (int64, wrapped as
+    ``add_requests`` wraps), then their count: columns beside the snapshot's."""
+    sums = [[0] * len(added) for _ in range(len(names) + 1)]
+    count = sums[-1]
+    for i, pods in enumerate(added):
+        count[i] = len(pods)
+        for p in pods:
+            r = p.requests
+            for k, name in enumerate(names):
+                if name == CPU:
+                    v = r.milli_cpu
+                elif name == MEMORY:
+                    v = r.memory
+                elif name == EPHEMERAL_STORAGE:
+                    v = r.ephemeral_storage
+                else:
+                    v = r.scalar.get(name, 0)
+                sums[k][i] += v
+    return [np.array([wrap_int64(v) for v in col], dtype=np.int64) for col in sums]
+
+
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = names.NODE_RESOURCES_FIT
     Args = FitArgs
@@ -531,10 +553,20 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
                 key = (*key[:4], st.scalars, st.dra)
         return key
 
+    #: ``filter_statuses`` takes ``added`` (the runtime's nominated-pods pass)
+    filter_statuses_take_added = True
+
     def filter_statuses(
-        self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: IntArray,
+        added: Sequence[Sequence[PodInfo]] | None = None,
     ) -> list[Status | None]:
-        """``filter`` for many rows at once (the FitError's per-node reasons).
+        """``filter`` for many rows at once (the FitError's per-node reasons); with
+        ``added`` (pods per row), ``filter_with_added`` for each row instead (the
+        nominated pods' pass over many nodes).
 
         Each row's verdict is a combination of "lacks resource k" and "k exceeds the whole
         allocatable" bits; rows with the same bits share one Status.
@@ -561,12 +593,14 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             for name, q in dra:
                 alloc, used = snap.scalar_columns(name)
                 checks.append((name, q, alloc, used))
+        extra = None if added is None else _added_columns(added, [c[0] for c in checks])
         lacking = np.zeros(len(rows), dtype=np.int64)
         unresolvable = np.zeros(len(rows), dtype=np.bool_)
-        lacking |= (snap.num_pods[rows] + 1 > snap.alloc_pods[rows]).astype(np.int64)
+        n_pods = snap.num_pods[rows] if extra is None else snap.num_pods[rows] + extra[-1]
+        lacking |= (n_pods + 1 > snap.alloc_pods[rows]).astype(np.int64)
         for k, (_, q, alloc, used) in enumerate(checks):
             a = alloc[rows]
-            short = q > a - used[rows]
+            short = q > a - (used[rows] if extra is None else used[rows] + extra[k])
             if k >= n_plain:  # DRA-backed: only where the node advertises it
                 short &= a > 0
             lacking |= short.astype(np.int64) << (k + 1)
