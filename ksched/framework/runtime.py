@@ -651,7 +651,16 @@ class Framework:
                 walked: BoolArray = mask
                 take_added = bool(nominated) and self._filters_take_added(state)
                 first_pass = (
-                    self._nominated_first_pass(state, pod, snap, batch, nominated)
+                    self._nominated_first_pass(
+                        state,
+                        pod,
+                        snap,
+                        batch,
+                        nominated,
+                        nominated.keys()
+                        if everything
+                        else [r for r in candidates.tolist() if r in nominated],
+                    )
                     if take_added and not per_node
                     else None
                 )
@@ -734,14 +743,16 @@ class Framework:
         snap: Snapshot,
         batch: list[tuple[Any, BoolArray]],
         nominated: dict[int, list[PodInfo]],
+        rows: Any,
     ) -> dict[int, Status] | None:
         """The first pass of ``run_filter_with_nominated_pods`` (the pod beside the pods
         nominated there) on every nominated row at once: the status of the first plugin
         that rejects, or SUCCESS. Possible when every active Filter plugin is a batch one
         that either reads the Node alone (its mask is its verdict with pods added too) or
         words many rows with pods added (``filter_statuses_take_added``); None otherwise.
-        A row left out (a broken node, a status neither success nor rejection) is for
-        the per-node path, which words errors as a node-by-node run does."""
+        Only ``rows`` (the nominated ones among the candidates) are judged. A row left
+        out (a broken node, a status neither success nor rejection) is for the per-node
+        path, which words errors as a node-by-node run does."""
         infos, valid = snap.node_infos, snap.valid
         for p, _ in batch:
             if not isinstance(p, NodeOnlyFilter) and not getattr(
@@ -749,35 +760,42 @@ class Framework:
             ):
                 return None
         pending = np.array(
-            sorted(r for r in nominated if valid[r] and infos[r].error is None), dtype=np.intp
+            sorted(r for r in rows if valid[r] and infos[r].error is None), dtype=np.intp
         )
         out: dict[int, Status] = {}
         for p, m in batch:
             if not len(pending):
                 break
             if isinstance(p, NodeOnlyFilter):
-                asked = pending[~m[pending]]
-                if not len(asked):
+                at = np.flatnonzero(~m[pending])
+                if not len(at):
                     continue
-                sts = self._filter_statuses(p, state, pod, snap, asked)
+                sts = self._filter_statuses(p, state, pod, snap, pending[at])
             else:
-                asked = pending
+                at = np.arange(len(pending))
                 try:
                     raw = p.filter_statuses(
-                        state, pod, snap, asked, [nominated[r] for r in asked.tolist()]
+                        state, pod, snap, pending, [nominated[r] for r in pending.tolist()]
                     )
                 except Exception:
                     return None  # the per-node path words the failure
-                sts = [_status(st, p.name) for st in raw]
-            done: list[int] = []
-            for r, st in zip(asked.tolist(), sts, strict=True):
-                if st.is_success():
+                sts = [SUCCESS if st is None else _status(st, p.name) for st in raw]
+            keep = np.ones(len(pending), dtype=np.bool_)
+            rejected: dict[int, bool] = {}  # by Status identity: rows share them
+            for i, st in zip(at.tolist(), sts, strict=True):
+                if st is SUCCESS:
                     continue
-                done.append(r)
-                if st.is_rejected():
-                    out[r] = st
-            if done:
-                pending = pending[~np.isin(pending, done)]
+                key = id(st)
+                rej = rejected.get(key)
+                if rej is None:
+                    if st.is_success():
+                        continue
+                    rej = rejected[key] = st.is_rejected()
+                keep[i] = False
+                if rej:
+                    out[int(pending[i])] = st
+            if not keep.all():
+                pending = pending[keep]
         for r in pending.tolist():
             out[r] = SUCCESS
         return out

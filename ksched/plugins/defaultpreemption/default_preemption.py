@@ -412,6 +412,9 @@ class _ResourcePlan:
 
     fit: Fit
     others: list[Any]
+    # Fit's reading of the preemptor and the scalar resources it checks
+    key: Any = None
+    names: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, fw: Framework | None, state: CycleState, pod: PodInfo) -> _ResourcePlan | None:
@@ -432,7 +435,10 @@ class _ResourcePlan:
                 others.append(p)
             else:
                 return None
-        return None if fit is None else cls(fit, others)
+        if fit is None:
+            return None
+        key = fit.mask_key(pod)
+        return cls(fit, others, key, tuple(name for name, _ in key[4]))
 
     def node_only(self, state: CycleState, pod: PodInfo, ni: NodeInfo) -> Any:
         for p in self.others:
@@ -477,12 +483,11 @@ class _ResourceTrial:
         worded: bool = True,
     ) -> None:
         self.plan, self.pod, self.nominated, self.worded = plan, pod, nominated, worded
-        self.key = plan.fit.mask_key(pod)
-        self.names = tuple(name for name, _ in self.key[4])
+        self.key, self.names = plan.key, plan.names
         self.alloc = ni.allocatable
         used = ni.requested
         self.cpu, self.mem, self.eph = used.milli_cpu, used.memory, used.ephemeral_storage
-        self.scalar = {name: used.scalar.get(name, 0) for name in self.names}
+        self.scalar = {name: used.scalar.get(name, 0) for name in self.names} if self.names else {}
         self.n = n
         # what the nominated pods add (RunFilterPluginsWithNominatedPods' first pass)
         if nominated:
