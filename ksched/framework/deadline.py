@@ -129,8 +129,10 @@ class _Alarm:
             return False
         if cls.usable is None:
             current = signal.getsignal(signal.SIGALRM)
-            cls.usable = current in (signal.SIG_DFL, signal.SIG_IGN, None)
-            if cls.usable:
+            # ours already (given back by whoever borrowed SIGALRM): usable as it is
+            mine = current is cls.handler
+            cls.usable = mine or current in (signal.SIG_DFL, signal.SIG_IGN, None)
+            if cls.usable and not mine:
                 signal.signal(signal.SIGALRM, cls.handler)
                 # Interpreter shutdown puts SIGALRM back to its default action (terminate):
                 # a timer still running then would kill an exiting process with -14.

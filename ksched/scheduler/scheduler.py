@@ -432,7 +432,8 @@ class Scheduler:
         victims: list[PodInfo],
         token: PreemptionInFlight | None = None,
     ) -> None:
-        """Record the nomination, then evict the victims (``prepareCandidateAsync``).
+        """Record the nomination, then evict the victims (``prepareCandidateAsync``): all
+        but the last at once, then the last.
 
         Lower-priority pods nominated to the node lose that nomination (they may no
         longer fit). Just before the last victim goes, ``token`` names it: from then on
@@ -466,13 +467,27 @@ class Scheduler:
                     except Exception as e:
                         failed = True
                         log.warning("clearing nominatedNodeName failed", pod=p.key, error=str(e))
-            for i, v in enumerate(victims):
-                if i == len(victims) - 1 and token is not None:
-                    token.last_victim = v
-                if not await self._evict(fw, preemptor, node, v):
+            # All but the last victim at once (upstream's Parallelizer, ``parallelism`` at
+            # a time), then the last, skipped once an eviction failed.
+            *head, last = victims
+            evicted: list[bool] = []
+            if head:
+                limit = anyio.CapacityLimiter(max(1, fw.handle.parallelism))
+
+                async def evict(v: PodInfo) -> None:
+                    async with limit:
+                        evicted.append(await self._evict(fw, preemptor, node, v))
+
+                async with anyio.create_task_group() as tg:
+                    for v in head:
+                        tg.start_soon(evict, v)
+            if not all(evicted):
+                failed = True
+            else:
+                if token is not None:
+                    token.last_victim = last
+                if not await self._evict(fw, preemptor, node, last):
                     failed = True
-                    if i < len(victims) - 1:
-                        break  # upstream skips the last victim once one eviction failed
         finally:
             self._done_preempting(key, token)
             if failed:

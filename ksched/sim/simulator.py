@@ -365,7 +365,8 @@ class Simulation:
         return pending
 
     async def _settle(self) -> None:
-        """Let started binding cycles run until each finished or waits (Permit)."""
+        """Let started binding cycles run until each finished or waits (Permit), and
+        started preemptions until their victims are evicted."""
         sched = self.sched
         ext = sched.extenders
         if ext is not None and any(e.is_binder for e in ext.extenders):
@@ -381,7 +382,7 @@ class Simulation:
         for _ in range(10000):
             await anyio.sleep(0)
             waiting = sum(1 for wp in sched.waiting_pods if not wp.done)
-            if sched.in_flight_bindings <= waiting:
+            if sched.in_flight_bindings <= waiting and not sched.preempting:
                 if waiting:
                     # Permit timers start in tasks of their own: let them register their
                     # deadlines on the virtual clock before time may jump.

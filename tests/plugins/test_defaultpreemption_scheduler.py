@@ -56,6 +56,7 @@ class Cluster(NullCluster):
         self.pods: dict[str, PodInfo] = {}
         self.sched: Scheduler | None = None
         self.deleted: list[str] = []
+        self.started: list[str] = []  # deletions begun, held or not
         self.nominations: list[tuple[str, str]] = []
         self.writes: list[tuple[str, str]] = []
         self.hold: anyio.Event | None = None
@@ -86,6 +87,7 @@ class Cluster(NullCluster):
 
     async def delete_pod(self, pod: PodInfo) -> None:
         assert self.sched is not None
+        self.started.append(pod.name)
         if self.hold is not None:
             await self.hold.wait()
         if pod.name in self.fail:
@@ -470,3 +472,37 @@ async def test_no_candidate_clears_the_nomination() -> None:
         "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     )
+
+
+async def test_victims_but_the_last_are_evicted_at_once_then_the_last() -> None:
+    """``prepareCandidateAsync``: every victim but the last is deleted in parallel; the
+    last only once they are all done."""
+    h = Harness(nodes=1)
+    for i in range(3):
+        h.running(f"low-{i}", "n0", "1")
+    h.pending("high", "4", prio=1000)
+    h.cluster.hold = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        head = list(h.cluster.started)
+        assert len(head) == 2 and h.cluster.deleted == []  # both in flight together
+        h.cluster.hold.set()
+        await h.settle()
+        tg.cancel_scope.cancel()
+    (last,) = {"low-0", "low-1", "low-2"} - set(head)
+    assert h.cluster.started == [*head, last]
+    assert h.cluster.deleted[-1] == last and len(h.cluster.deleted) == 3
+
+
+async def test_a_failed_eviction_spares_the_last_victim() -> None:
+    h = Harness(nodes=1)
+    for i in range(3):
+        h.running(f"low-{i}", "n0", "1")
+    high = h.pending("high", "4", prio=1000)
+    h.cluster.fail = {"low-0", "low-1", "low-2"}
+    async with anyio.create_task_group() as tg:
+        await h.attempt(tg)
+        tg.cancel_scope.cancel()
+    assert len(h.cluster.started) == 2 and h.cluster.deleted == []
+    # the preemptor is not left waiting for deletions that will not come
+    assert h.sched.queue.location(high) in ("active", "backoff")

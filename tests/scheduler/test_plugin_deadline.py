@@ -441,6 +441,20 @@ def test_a_handler_installed_later_turns_deadlines_off() -> None:
         _Alarm.usable = None  # let later tests install ours again
 
 
+def test_deadlines_work_again_once_sigalrm_is_given_back() -> None:
+    """Whoever borrowed SIGALRM and put our handler back: the deadline is ours again
+    (it stayed off for the rest of the process, and a later test's hung plugin hung)."""
+    SyncDeadline(SHORT).call(lambda: None)  # ours is installed
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    time.sleep(2 * SHORT)  # whatever timer was running fires now, into the borrower
+    signal.signal(signal.SIGALRM, previous)
+    _Alarm.usable = None  # asked afresh, as after a reset
+    dl = SyncDeadline(SHORT)
+    assert dl.enabled
+    with pytest.raises(PluginTimeout), dl:
+        time.sleep(40 * SHORT)
+
+
 def test_the_timer_is_stopped_at_exit() -> None:
     """Interpreter shutdown restores SIGALRM's default action (terminate): a timer left
     running then killed an exiting daemon with -14 instead of its exit status."""
