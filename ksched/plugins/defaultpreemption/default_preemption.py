@@ -413,8 +413,8 @@ class _ResourcePlan:
     fit: Fit
     others: list[Any]
     # Fit's reading of the preemptor and the scalar resources it checks
-    key: Any = None
-    names: tuple[str, ...] = ()
+    key: Any
+    names: tuple[str, ...]
 
     @classmethod
     def build(cls, fw: Framework | None, state: CycleState, pod: PodInfo) -> _ResourcePlan | None:
@@ -487,7 +487,7 @@ class _ResourceTrial:
         self.alloc = ni.allocatable
         used = ni.requested
         self.cpu, self.mem, self.eph = used.milli_cpu, used.memory, used.ephemeral_storage
-        self.scalar = {name: used.scalar.get(name, 0) for name in self.names} if self.names else {}
+        self.scalar = {name: used.scalar.get(name, 0) for name in self.names}
         self.n = n
         # what the nominated pods add (RunFilterPluginsWithNominatedPods' first pass)
         if nominated:

@@ -418,15 +418,7 @@ def _added_columns(added: Sequence[Sequence[PodInfo]], names: Sequence[str]) -> 
         for p in pods:
             r = p.requests
             for k, name in enumerate(names):
-                if name == CPU:
-                    v = r.milli_cpu
-                elif name == MEMORY:
-                    v = r.memory
-                elif name == EPHEMERAL_STORAGE:
-                    v = r.ephemeral_storage
-                else:
-                    v = r.scalar.get(name, 0)
-                sums[k][i] += v
+                sums[k][i] += r.get(name)
     return [np.array([wrap_int64(v) for v in col], dtype=np.int64) for col in sums]
 
 
