@@ -98,6 +98,9 @@ if TYPE_CHECKING:
     from .daemon import SchedulerDaemon
 
 __version__ = "0.1.0"
+#: The kube-scheduler release whose behaviour ksched follows (and the control plane its
+#: tests build).
+KUBERNETES_VERSION = "v1.36.3"
 
 # name -> the module it is loaded from on first use (see the module docstring)
 _LAZY = {
@@ -125,6 +128,7 @@ __all__ = [
     "CSI_DRIVER",
     "CSI_NODE",
     "EPHEMERAL_STORAGE",
+    "KUBERNETES_VERSION",
     "MAX_NODE_SCORE",
     "MEMORY",
     "MIN_NODE_SCORE",

@@ -641,8 +641,16 @@ def cmd_extender(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import KUBERNETES_VERSION, __version__
+
     p = argparse.ArgumentParser(
         prog="ksched", description="A Kubernetes scheduler with Python plugins."
+    )
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"ksched v{__version__} (follows kube-scheduler {KUBERNETES_VERSION})",
+        help="print the version, and the kube-scheduler release ksched follows, and exit",
     )
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -1,8 +1,10 @@
-"""`ksched config validate` and `ksched plugins`."""
+"""`ksched --version`, `ksched config validate` and `ksched plugins`."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,25 @@ def case_file(tmp_path: Path, case_id: str) -> Path:
     f = tmp_path / ("c" + case.suffix)
     f.write_text(case.file_text())
     return f
+
+
+def test_version_prints_ksched_and_the_kubernetes_release_it_follows() -> None:
+    """Like ``kube-scheduler --version``: one line on stdout, exit 0, no subcommand needed."""
+    import ksched
+    from ksched.testing.controlplane import DEFAULT_VERSION
+
+    out = subprocess.run(
+        [sys.executable, "-m", "ksched", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert out.stdout == f"ksched v{ksched.__version__} (follows kube-scheduler v1.36.3)\n"
+    # one home for the release: the control plane the tests build is the same one
+    assert ksched.KUBERNETES_VERSION == DEFAULT_VERSION == "v1.36.3"
 
 
 def test_plugins_lists_builtins_with_points_and_distribution(

@@ -19,7 +19,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_VERSION = "v1.36.3"
+from ... import KUBERNETES_VERSION
+
+DEFAULT_VERSION = KUBERNETES_VERSION
 #: Environment variable naming a directory of ready binaries (envtest's KUBEBUILDER_ASSETS).
 ASSETS_ENV = "KSCHED_KUBE_ASSETS"
 #: Environment variable overriding the pinned Kubernetes version.
