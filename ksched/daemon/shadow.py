@@ -14,7 +14,10 @@ that moment, on the cache just before the binding is applied.
 Results (``ksched_shadow_decisions_total{profile, result}``):
 
 * ``agree``: the same node, or both found it unschedulable;
-* ``disagree``: different nodes;
+* ``tie``: different nodes that ksched scored the same (both schedulers break a tie
+  between equally scored nodes at random, so neither choice is wrong);
+* ``disagree``: a node ksched scored lower than its own, or found infeasible (or never
+  evaluated: not in its cache, beyond percentageOfNodesToScore);
 * ``unschedulable_here``: ``NAME`` bound it, ksched found no node;
 * ``unschedulable_there``: ``NAME`` found it unschedulable, ksched had a node.
 
@@ -23,9 +26,9 @@ the cluster events that may help, as a scheduler would retry it; a pod it placed
 decided again. Only the latest decision counts. A pod ``NAME`` reports unschedulable and
 binds later is compared at both moments. HTTP extenders in the config are not consulted.
 
-``/debug/shadow`` shows the counts and the latest disagreements, each with both nodes'
-breakdowns: total and weighted score per Score plugin for a node ksched found feasible,
-the Filter verdicts that rejected it otherwise.
+``/debug/shadow`` shows the counts, the latest disagreements and the latest ties, each
+with both nodes' breakdowns: total and weighted score per Score plugin for a node ksched
+found feasible, the Filter verdicts that rejected it otherwise.
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RESULTS", "Shadow"]
 
-RESULTS = ("agree", "disagree", "unschedulable_here", "unschedulable_there")
-# Decisions kept for pods not yet compared; disagreements kept for /debug/shadow.
+RESULTS = ("agree", "tie", "disagree", "unschedulable_here", "unschedulable_there")
+# Decisions kept for pods not yet compared; disagreements (and ties) kept for /debug/shadow.
 MAX_DECISIONS = 10_000
 MAX_DISAGREEMENTS = 100
 _OK_VERDICTS = ("Success", "Skip")
@@ -101,6 +104,19 @@ def _decision(res: Any, at: float) -> Decision:
     return d
 
 
+def _bound_result(d: Decision, there: str) -> str:
+    """How ksched's decision compares with a binding to ``there``: a node ksched scored
+    as high as its own choice is a tie (the other scheduler's random tie-break), not a
+    disagreement."""
+    if d.node is None:
+        return "unschedulable_here"
+    if d.node == there:
+        return "agree"
+    mine = d.scores[d.node]["total"] if d.node in d.scores else None
+    theirs = d.scores[there]["total"] if there in d.scores else None
+    return "tie" if theirs is not None and theirs == mine else "disagree"
+
+
 def _unschedulable_condition(pod: PodInfo) -> str | None:
     """The message of a ``PodScheduled=False, reason Unschedulable`` condition, if any."""
     for c in pod.pod.status.conditions:
@@ -127,6 +143,7 @@ class Shadow:
         sched.before_pod_update = self.observe
         self.decisions: OrderedDict[str, Decision] = OrderedDict()
         self.disagreements: deque[dict[str, Any]] = deque(maxlen=MAX_DISAGREEMENTS)
+        self.ties: deque[dict[str, Any]] = deque(maxlen=MAX_DISAGREEMENTS)
         self.counts: Counter[str] = Counter()
         self.metric = PromCounter(
             "ksched_shadow_decisions_total",
@@ -197,11 +214,7 @@ class Shadow:
                 d, _ = self._decide(old)
                 self.decisions.pop(key, None)
             there: str | None = new.node_name
-            result = (
-                "unschedulable_here"
-                if d.node is None
-                else ("agree" if d.node == there else "disagree")
-            )
+            result = _bound_result(d, new.node_name)
         else:
             msg = _unschedulable_condition(new)
             if msg is None or _unschedulable_condition(old) == msg:
@@ -227,6 +240,11 @@ class Shadow:
             "ksched": d.breakdown(d.node) or {"node": None, "message": d.message},
             self.shadowed: d.breakdown(there) or {"node": None, "message": msg},
         }
+        if result == "tie":
+            self.ties.append(entry)
+            if klog.enabled(4):
+                log.info("shadow decision ties", pod=pod.key, node=d.node, their_node=there, v=4)
+            return
         self.disagreements.append(entry)
         if klog.enabled(2):
             log.info(
@@ -241,7 +259,7 @@ class Shadow:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """``/debug/shadow``: counts, then the latest disagreements, newest first."""
+        """``/debug/shadow``: counts, then the latest disagreements and ties, newest first."""
         return {
             "shadowOf": self.shadowed,
             "profile": self.profile,
@@ -250,4 +268,5 @@ class Shadow:
             "undecided": sum(1 for _ in self.sched.queue.active_pods())
             + sum(1 for _ in self.sched.queue.backoff_pods()),
             "disagreements": list(reversed(self.disagreements)),
+            "ties": list(reversed(self.ties)),
         }

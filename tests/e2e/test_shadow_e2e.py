@@ -104,6 +104,65 @@ def test_shadow_writes_nothing_and_scores_the_other_schedulers_bindings(e2e: E2E
     assert e2e.node_of("fits-agree") == big
 
 
+@pytest.mark.fake_apiserver
+def test_shadow_counts_a_tie_between_equally_scored_nodes_as_its_own_result(e2e: E2E) -> None:
+    """Bound to the twin of the node ksched chose (the same score): ``tie``, listed under
+    ``ties`` with both equal totals; bound to a node ksched scored lower, or one it found
+    infeasible: ``disagree``."""
+    srv = e2e.need_server()
+    twins = [e2e.create_node(n, cpu="8", memory="16Gi") for n in ("twin-a", "twin-b")]
+    small = e2e.create_node("small", cpu="2", memory="4Gi")
+    for name, cpu in (("tied", "100m"), ("lower", "100m"), ("infeasible", "3")):
+        e2e.create_pod(name, cpu=cpu, scheduler_name=SHADOWED)
+    with e2e.daemon(e2e.config(), shadow_of=SHADOWED) as d:
+        shadow = d.daemon.shadow
+        assert shadow is not None
+
+        def decided(name: str) -> Any:
+            uid = e2e.pod(name)["metadata"]["uid"]
+            wait_for(lambda: d.call(lambda: uid in shadow.decisions), what=name)
+            return d.call(lambda: shadow.decisions[uid])
+
+        tied = decided("tied")
+        assert tied.node in twins
+        other = next(t for t in twins if t != tied.node)
+        assert tied.scores[other]["total"] == tied.scores[tied.node]["total"]  # a real tie
+        srv.bind(e2e.namespace, "tied", other)
+        wait_for(lambda: d.call(lambda: shadow.counts["tie"]) == 1, 10)
+        lower = decided("lower")
+        assert lower.scores[small]["total"] < lower.scores[lower.node]["total"]
+        srv.bind(e2e.namespace, "lower", small)
+        infeasible = decided("infeasible")
+        assert small in infeasible.rejected
+        srv.bind(e2e.namespace, "infeasible", small)
+        wait_for(lambda: d.call(lambda: shadow.counts["disagree"]) == 2, 10)
+        status, body = d.get("/metrics")
+        assert status == 200
+        got = {
+            r: metric(body, "ksched_shadow_decisions_total", profile=e2e.scheduler_name, result=r)
+            for r in ("agree", "tie", "disagree")
+        }
+        assert got == {"agree": 0.0, "tie": 1.0, "disagree": 2.0}
+        doc = json.loads(d.get("/debug/shadow")[1])
+    assert doc["counts"] == {
+        "agree": 0,
+        "tie": 1,
+        "disagree": 2,
+        "unschedulable_here": 0,
+        "unschedulable_there": 0,
+    }
+    [tie] = doc["ties"]
+    assert tie["pod"] == f"{e2e.namespace}/tied" and tie["result"] == "tie"
+    assert (tie["ksched"]["node"], tie[SHADOWED]["node"]) == (tied.node, other)
+    assert tie["ksched"]["total"] == tie[SHADOWED]["total"]
+    by_pod = {e["pod"].split("/")[1]: e for e in doc["disagreements"]}
+    assert sorted(by_pod) == ["infeasible", "lower"]
+    assert by_pod["lower"]["ksched"]["total"] > by_pod["lower"][SHADOWED]["total"]
+    assert by_pod["infeasible"][SHADOWED]["filter"] == {
+        "NodeResourcesFit": "UnschedulableAndUnresolvable: Insufficient cpu"
+    }
+
+
 def shadow_results() -> tuple[str, ...]:
     from ksched.daemon.shadow import RESULTS
 
@@ -161,10 +220,11 @@ def _counts(proc: Any) -> dict[str, Any] | None:
 @pytest.mark.kube
 @pytest.mark.parametrize("e2e", ["kube"], indirect=True)
 def test_shadow_of_the_real_kube_scheduler_never_prefers_another_node(e2e: E2E) -> None:
-    """ksched's default profile shadowing a real kube-scheduler with the default profile:
-    every pod is compared, and where the two chose different nodes ksched scored both the
-    same (a tie each broke at random), never one above the other. ksched writes nothing:
-    each pod's only Scheduled event is kube-scheduler's."""
+    """ksched's default profile shadowing a real kube-scheduler with the default profile, on
+    identical nodes: every pod is compared, and where the two chose different nodes ksched
+    scored both the same (a tie each broke at random, counted as ``tie``), never one above
+    the other, so nothing is a disagreement. ksched writes nothing: each pod's only
+    Scheduled event is kube-scheduler's."""
     assert e2e.controlplane is not None
     kube = f"kube-{e2e.run_id}"
     kube_cfg = {
@@ -172,8 +232,8 @@ def test_shadow_of_the_real_kube_scheduler_never_prefers_another_node(e2e: E2E) 
         "kind": "KubeSchedulerConfiguration",
         "profiles": [{"schedulerName": kube}],
     }
-    for name, cpu, mem in (("s", "3", "6Gi"), ("m", "5", "12Gi"), ("l", "8", "20Gi")):
-        e2e.create_node(name, cpu=cpu, memory=mem)
+    for i in range(4):
+        e2e.create_node(f"n{i}", cpu="4", memory="8Gi")
     names = [f"p{i}" for i in range(12)]
     with (
         e2e.controlplane.kube_scheduler(kube_cfg, name=f"kube-scheduler-{e2e.run_id}"),
@@ -186,11 +246,19 @@ def test_shadow_of_the_real_kube_scheduler_never_prefers_another_node(e2e: E2E) 
             e2e.wait_bound(name, timeout=30)
         wait_for(lambda: sum(d.call(lambda: dict(shadow.counts)).values()) == len(names), 20)
         counts = d.call(lambda: dict(shadow.counts))
+        status, body = d.get("/metrics")
         doc = json.loads(d.get("/debug/shadow")[1])
-    assert set(counts) <= {"agree", "disagree"}, counts
-    assert counts.get("agree", 0) > counts.get("disagree", 0), counts
-    assert len(doc["disagreements"]) == counts.get("disagree", 0)
-    for entry in doc["disagreements"]:
+    assert status == 200
+    assert set(counts) <= {"agree", "tie"}, counts
+    # four empty nodes tie for the first pod, three for the next...: both schedulers
+    # picking the same one every time is a chance of well under one in a thousand
+    assert counts.get("tie", 0) > 0, counts
+    assert doc["counts"]["tie"] == counts["tie"] and doc["counts"]["disagree"] == 0
+    assert metric(body, "ksched_shadow_decisions_total", result="tie") == counts["tie"]
+    assert doc["disagreements"] == []
+    assert len(doc["ties"]) == counts["tie"]
+    for entry in doc["ties"]:
+        assert entry["ksched"]["node"] != entry[kube]["node"], entry
         assert entry["ksched"]["total"] == entry[kube]["total"], entry
     for name in names:
         events = e2e.events(name, "Scheduled")
