@@ -226,17 +226,24 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     import yaml
     from kubernetes_asyncio.config import ConfigException
 
-    from .cluster import APIClient
-    from .sim.snapshot import take_snapshot
+    from .cluster import APIClient, APIError
+    from .sim.snapshot import LACKS, Listed, take_snapshot
 
     def progress(kind: str, n: int) -> None:
         if args.verbose:
             print(f"ksched snapshot: {n} {kind}", file=sys.stderr)
 
+    def forbidden(what: Listed, e: APIError) -> None:
+        print(
+            f"ksched snapshot: warning: skipped {what.kind} ({e.status} {e.reason}: "
+            f"{e.message}); a simulation of the file lacks {LACKS[what.kind]}",
+            file=sys.stderr,
+        )
+
     async def main() -> dict[str, Any]:
         client = await APIClient.auto(args.kubeconfig, args.master)
         try:
-            return await take_snapshot(client, progress)
+            return await take_snapshot(client, progress, forbidden)
         finally:
             await client.close()
 

@@ -8,6 +8,11 @@ pods (Succeeded, Failed) are left out, as the daemon's informer leaves them out.
 ``resource.k8s.io`` kinds (dynamic resource allocation) are included only when the server
 serves them. The listing is a series of lists, not one consistent read: a pod bound
 between the node list and the pod list is simply bound in the file.
+
+An identity that may not list a kind (403) gets a snapshot without it: kube-scheduler's
+own (``system:kube-scheduler``) may not list PriorityClasses or ResourceClaimTemplates,
+which it never reads. ``LACKS`` says what a simulation of the file then lacks; only
+nodes and pods are required.
 """
 
 from __future__ import annotations
@@ -21,7 +26,15 @@ import msgspec
 from ..cluster.client import APIClient, APIError
 from ..cluster.wiring import PODS_FIELD_SELECTOR
 
-__all__ = ["DRA_GROUP", "DRA_KINDS", "SNAPSHOT_KINDS", "Listed", "take_snapshot"]
+__all__ = [
+    "DRA_GROUP",
+    "DRA_KINDS",
+    "LACKS",
+    "REQUIRED",
+    "SNAPSHOT_KINDS",
+    "Listed",
+    "take_snapshot",
+]
 
 DRA_GROUP = "resource.k8s.io"
 
@@ -66,6 +79,30 @@ DRA_KINDS = {
     "resourceclaimtemplates": "ResourceClaimTemplate",
 }
 
+#: Kinds a snapshot is useless without: a 403 listing them fails it.
+REQUIRED = frozenset({"Node", "Pod"})
+#: What ``simulate`` lacks when a snapshot has none of a kind (the warning's words).
+LACKS: dict[str, str] = {
+    "Namespace": "namespace labels (namespaceSelector of pod affinity terms matches none)",
+    "PriorityClass": "priority for pods without spec.priority (admitted pods carry theirs)",
+    "PodDisruptionBudget": "disruption budgets (preemption picks victims ignoring them)",
+    "Service": "Services' selectors for default topology spreading",
+    "ReplicationController": "ReplicationControllers' selectors for default spreading",
+    "ReplicaSet": "ReplicaSets' selectors for default topology spreading",
+    "StatefulSet": "StatefulSets' selectors for default topology spreading",
+    "PersistentVolumeClaim": "claims (pods with a PersistentVolumeClaim stay pending)",
+    "PersistentVolume": "volumes (pods with unbound claims find none to bind)",
+    "StorageClass": "storage classes (claims to provision or bind late stay pending)",
+    "CSINode": "CSI volume limits per node",
+    "CSIDriver": "CSI drivers (volume limits and attach requirements)",
+    "VolumeAttachment": "attached volumes counted against CSI volume limits",
+    "DeviceClass": "device classes (pods with resource claims stay pending)",
+    "ResourceSlice": "devices (pods with resource claims stay pending)",
+    "ResourceClaim": "resource claims (pods with claims stay pending)",
+    "ResourceClaimTemplate": "claim templates (pods whose claims the resourceclaim "
+    "controller has not made yet stay pending)",
+}
+
 
 class _Resource(msgspec.Struct):
     name: str = ""
@@ -99,13 +136,24 @@ async def _dra_kinds(client: APIClient) -> list[Listed]:
 
 
 async def take_snapshot(
-    client: APIClient, progress: Callable[[str, int], None] | None = None
+    client: APIClient,
+    progress: Callable[[str, int], None] | None = None,
+    forbidden: Callable[[Listed, APIError], None] | None = None,
 ) -> dict[str, Any]:
     """Every collection ``simulate`` reads, as one ``kind: List`` (JSON-ready dicts);
-    ``progress(kind, count)`` is told after each collection."""
+    ``progress(kind, count)`` is told after each collection. A kind the identity may not
+    list (403) is left out and ``forbidden(kind, error)`` told, unless it is ``REQUIRED``:
+    then the error is raised."""
     items: list[dict[str, Any]] = []
     for what in (*SNAPSHOT_KINDS, *await _dra_kinds(client)):
-        raws, _ = await client.list(what.path, dict(what.params))
+        try:
+            raws, _ = await client.list(what.path, dict(what.params))
+        except APIError as e:
+            if e.status != 403 or what.kind in REQUIRED:
+                raise
+            if forbidden is not None:
+                forbidden(what, e)
+            continue
         for raw in raws:
             obj = msgspec.json.decode(raw)
             if not isinstance(obj, dict):

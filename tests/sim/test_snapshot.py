@@ -17,7 +17,7 @@ from ksched.cluster import APIClient
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
 from ksched.sim.cluster_file import KINDS, load_cluster
-from ksched.sim.snapshot import DRA_KINDS, SNAPSHOT_KINDS
+from ksched.sim.snapshot import DRA_KINDS, LACKS, REQUIRED, SNAPSHOT_KINDS
 from ksched.testing import (
     TestAPIServer,
     make_controller,
@@ -192,6 +192,73 @@ def test_snapshot_without_a_cluster_exits_2(
     assert len(err.splitlines()) == 1
 
 
+def _forbid(srv: TestAPIServer, resource: str, group: str) -> None:
+    """The next list of ``resource`` answers 403 as kube-apiserver words it."""
+    qualified = f"{resource}.{group}" if group else resource
+    srv.faults.fail_next(
+        verb="list",
+        resource=resource,
+        code=403,
+        reason="Forbidden",
+        message=f'{qualified} is forbidden: User "system:kube-scheduler" cannot list '
+        f'resource "{resource}" in API group "{group}" at the cluster scope',
+    )
+
+
+def test_snapshot_skips_each_forbidden_kind_with_one_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kind the identity may not list is left out, one warning line each saying what a
+    simulation then lacks; the rest is written and replays."""
+    with TestAPIServer().run_in_thread() as srv:
+        srv.create(make_node("n1"))
+        srv.create(make_pod("running", node_name="n1"))
+        srv.create(make_pod("pending"))
+        kubeconfig = srv.write_kubeconfig(tmp_path / "kubeconfig")
+        _forbid(srv, "priorityclasses", "scheduling.k8s.io")
+        _forbid(srv, "poddisruptionbudgets", "policy")
+        out = tmp_path / "cluster.json"
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    warnings = [line for line in err if "warning" in line]
+    assert len(warnings) == 2, err
+    assert warnings[0].startswith("ksched snapshot: warning: skipped PriorityClass (403 Forbidden")
+    assert LACKS["PriorityClass"] in warnings[0]
+    assert warnings[1].startswith("ksched snapshot: warning: skipped PodDisruptionBudget (403")
+    assert LACKS["PodDisruptionBudget"] in warnings[1]
+    assert err[-1].startswith("ksched snapshot: ") and "objects written to" in err[-1]
+    kinds = [o["kind"] for o in json.loads(out.read_text())["items"]]
+    assert "PriorityClass" not in kinds and "PodDisruptionBudget" not in kinds
+    assert kinds.count("Node") == 1 and kinds.count("Pod") == 2 and "Namespace" in kinds
+    rc = main(["simulate", "--cluster", str(out), "--all-pending", "--output", "json"])
+    assert rc == 0
+    pods = json.loads(capsys.readouterr().out)["pods"]
+    assert [(p["name"], p["node"]) for p in pods] == [("pending", "n1")]
+
+
+@pytest.mark.parametrize("resource", ["nodes", "pods"])
+def test_snapshot_without_nodes_or_pods_fails_and_writes_nothing(
+    resource: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with TestAPIServer().run_in_thread() as srv:
+        srv.create(make_node("n1"))
+        kubeconfig = srv.write_kubeconfig(tmp_path / "kubeconfig")
+        _forbid(srv, resource, "")
+        out = tmp_path / "cluster.json"
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 1
+    assert not out.exists()
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("ksched snapshot: 403 Forbidden: ")
+    assert f'cannot list resource "{resource}"' in err[0]
+
+
+def test_every_snapshot_kind_says_what_a_simulation_lacks_without_it() -> None:
+    kinds = {k.kind for k in SNAPSHOT_KINDS} | set(DRA_KINDS.values())
+    assert set(LACKS) == kinds - REQUIRED
+    assert kinds >= REQUIRED
+
+
 @pytest.mark.kube
 def test_snapshot_of_a_real_api_server_includes_dra_kinds_it_serves(
     controlplane: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -215,3 +282,51 @@ def test_snapshot_of_a_real_api_server_includes_dra_kinds_it_serves(
         load_cluster(str(out))  # and simulate can read it back
     finally:
         controlplane.request("DELETE", f"/apis/resource.k8s.io/v1/deviceclasses/{name}")
+
+
+@pytest.mark.kube
+def test_snapshot_with_kube_schedulers_own_identity(
+    controlplane: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``system:kube-scheduler`` (the stock bootstrap RBAC) may list everything the
+    scheduler reads, but not PriorityClasses or ResourceClaimTemplates: the snapshot
+    leaves those two out with one warning each, and the rest replays."""
+    name = f"snapshot-{uuid.uuid4().hex[:8]}"
+    status, body = controlplane.request("POST", "/api/v1/nodes", make_node(name, cpu="4"))
+    assert status == 201, body
+    pod = make_pod(name, cpu="1", scheduler_name="default-scheduler")
+    status, body = controlplane.request("POST", "/api/v1/namespaces/default/pods", pod)
+    assert status == 201, body
+    try:
+        out = tmp_path / "cluster.json"
+        kc = str(controlplane.scheduler_kubeconfig)
+        assert main(["snapshot", "--kubeconfig", kc, "-o", str(out)]) == 0
+        err = capsys.readouterr().err.splitlines()
+        warnings = [line for line in err if "warning" in line]
+        skipped = sorted(line.split()[4] for line in warnings)
+        assert skipped == ["PriorityClass", "ResourceClaimTemplate"], err
+        for line in warnings:
+            assert "(403 Forbidden: " in line
+            assert 'User "system:kube-scheduler" cannot list' in line
+        items = json.loads(out.read_text())["items"]
+        kinds = {o["kind"] for o in items}
+        assert not kinds & {"PriorityClass", "ResourceClaimTemplate"}
+        assert {"Node", "Pod", "Namespace"} <= kinds
+        assert any(o["kind"] == "Node" and o["metadata"]["name"] == name for o in items)
+        rc = main(
+            [
+                "simulate",
+                "--cluster",
+                str(out),
+                "--scheduler-name",
+                "default-scheduler",
+                "--output",
+                "json",
+            ]
+        )
+        assert rc == 0
+        pods = {p["name"]: p for p in json.loads(capsys.readouterr().out)["pods"]}
+        assert pods[name]["status"] == "Scheduled"
+    finally:
+        controlplane.request("DELETE", f"/api/v1/namespaces/default/pods/{name}")
+        controlplane.request("DELETE", f"/api/v1/nodes/{name}")
