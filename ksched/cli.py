@@ -123,6 +123,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     want = args.explain or None  # NS/NAME, or None for every pod
     if want is not None and want.count("/") != 1:
         return _die([f"ksched simulate: --explain takes NAMESPACE/NAME, got {want!r}"])
+    if want is not None:
+        from .sim.bound import bound_pod
+
+        if bound_pod(cluster, want) is not None:
+            return _explain_bound(args, cluster, cfg, registry, adopt, want)
     import anyio
 
     from .sim import Simulation
@@ -132,12 +137,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     results, before, after = anyio.run(sim.run_measured)
     keys = [f"{r.namespace}/{r.name}" for r in results]
     if want is not None and want not in keys:
-        return _die(
-            [
-                f"ksched simulate: --explain {want}: no pending pod of that name in "
-                f"{args.cluster} (for this config's profiles)"
-            ]
-        )
+        return _die([_not_explained(cluster, want, args.cluster)])
     if args.report is not None:
         from .sim.report import write_report
 
@@ -170,6 +170,59 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _warn_skipped(sim.skipped)
     scheduled = sum(1 for r in results if r.status == "Scheduled")
     print(f"\n{scheduled}/{len(results)} pods scheduled", file=sys.stderr)
+    return 0
+
+
+def _other_scheduler(want: str, name: str, what: str) -> str:
+    """--explain of another scheduler's pod: say so, and which flag adopts it."""
+    return (
+        f"ksched simulate: --explain {want}: {what} scheduler {name}, which no profile of "
+        f"this config is named after; --scheduler-name {name} (or --all-pending) explains "
+        "it with the config's first profile"
+    )
+
+
+def _not_explained(cluster: Any, want: str, source: str) -> str:
+    """Why --explain's pod has no explanation: another scheduler's, or not in the file."""
+    pod = next((p for p, _ in cluster.pods if p.key == want), None)
+    if pod is not None and pod.status.phase not in ("Succeeded", "Failed"):
+        return _other_scheduler(want, pod.spec.scheduler_name, "a pending pod of")
+    return f"ksched simulate: --explain {want}: no pod of that name in {source} to schedule"
+
+
+def _explain_bound(
+    args: argparse.Namespace,
+    cluster: Any,
+    cfg: Any,
+    registry: Any,
+    adopt: Mapping[str, str],
+    want: str,
+) -> int:
+    """``--explain NS/NAME`` of a bound pod: as if pending on the cluster without it."""
+    from .scheduler.explanation import render_text
+    from .sim.bound import explain_bound, render_where
+
+    found = explain_bound(cluster, cfg, registry, want, seed=args.seed, adopt=adopt)
+    assert found is not None  # the caller saw the pod bound
+    r = found.result
+    if r is None:
+        return _die([_other_scheduler(want, found.scheduler_name, f"bound to {found.node} by")])
+    if args.report is not None:
+        from .sim.report import write_report
+
+        try:
+            write_report(
+                args.report, [r], found.before, found.after, source=args.cluster, top=args.top
+            )
+        except OSError as e:
+            return _die([f"ksched simulate: --report {args.report}: {e.strerror or e}"])
+    if args.output == "json":
+        print(json.dumps({"pods": [{**r.to_dict(True), "bound": found.bound}]}, indent=2))
+        return 0
+    for line in render_where(want, found, args.cluster):
+        print(line)
+    for line in render_text(want, r.explain, top=args.top, final=(r.status, r.node)):
+        print(line)
     return 0
 
 

@@ -197,7 +197,7 @@ def test_json_is_one_document_and_one_pod_has_the_explanation(
 
 @pytest.mark.parametrize(
     ("arg", "says"),
-    [("nope", "NAMESPACE/NAME"), ("a/b/c", "NAMESPACE/NAME"), ("shop/nope", "no pending pod")],
+    [("nope", "NAMESPACE/NAME"), ("a/b/c", "NAMESPACE/NAME"), ("shop/nope", "no pod of that name")],
 )
 def test_bad_explain_target_exits_2(
     capsys: pytest.CaptureFixture[str], arg: str, says: str
