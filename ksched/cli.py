@@ -118,11 +118,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     _build_check(cfg, registry, args.config or "<default config>")
     cluster = load_cluster(args.cluster)
     adopt = _adopted(args, cfg)
-    if args.compare is not None:
-        return _compare(args, cluster, cfg, registry, adopt)
     want = args.explain or None  # NS/NAME, or None for every pod
     if want is not None and want.count("/") != 1:
         return _die([f"ksched simulate: --explain takes NAMESPACE/NAME, got {want!r}"])
+    if args.compare is not None:
+        return _compare(args, cluster, cfg, registry, adopt, want)
     if want is not None:
         from .sim.bound import bound_pod
 
@@ -244,21 +244,120 @@ def _compare(
     cluster: Any,
     cfg: Any,
     registry: Any,
-    adopt: Mapping[str, str] | None,
+    adopt: Mapping[str, str],
+    want: str | None,
 ) -> int:
-    """``simulate --compare B.yaml``: the same pods under --config (A) and B."""
-    from .sim.compare import compare, render_compare
+    """``simulate --compare B.yaml``: the same pods under --config (A) and B; with
+    ``--explain`` the differing pods' (or NS/NAME's) explanations side by side, with
+    ``--report`` A's page with the pods that differ under B."""
+    from .sim.bound import bound_pod
+    from .sim.compare import compare_runs, render_compare, render_explain_pair, run_both
 
-    if args.explain is not None or args.report is not None:
-        return _die(["ksched simulate: --compare goes without --explain and --report"])
     cfg_b = _load_config(args.compare, registry)
     _build_check(cfg_b, registry, args.compare)
-    data = compare(cluster, cfg, cfg_b, registry, seed=args.seed, adopt=adopt)
-    if args.output == "json":
-        print(json.dumps(data, indent=2))
+    labels = (args.config or "defaults", args.compare)
+    if want is not None and bound_pod(cluster, want) is not None:
+        return _compare_bound(args, cluster, (cfg, cfg_b), registry, adopt, want, labels)
+    explain = args.explain is not None or args.report is not None
+    a, b = run_both(cluster, cfg, cfg_b, registry, seed=args.seed, adopt=adopt, explain=explain)
+    data = compare_runs(a, b)
+    ra, rb = a.by_key(), b.by_key()
+    if want is not None:
+        ns, name = want.split("/")
+        if (ns, name) not in ra and (ns, name) not in rb:
+            return _die([_not_explained(cluster, want, args.cluster)])
+        keys = [(ns, name)]
     else:
-        for line in render_compare(data, args.config or "defaults", args.compare):
-            print(line)
+        keys = [(d["namespace"], d["name"]) for d in data["differences"]]
+    if args.report is not None and not _report_compared(args, a, b, data, labels):
+        return EXIT_BAD_INPUT
+    if args.output == "json":
+        if args.explain is not None:
+            data["explain"] = [_pair_json(k, ra.get(k), rb.get(k)) for k in keys]
+        print(json.dumps(data, indent=2))
+        return 0
+    for line in render_compare(data, *labels):
+        print(line)
+    if args.explain is not None:
+        for k in keys:
+            print()
+            for line in render_explain_pair(
+                f"{k[0]}/{k[1]}", (ra.get(k), rb.get(k)), labels, top=args.top
+            ):
+                print(line)
+    return 0
+
+
+def _pair_json(key: tuple[str, str], x: Any, y: Any) -> dict[str, Any]:
+    return {
+        "namespace": key[0],
+        "name": key[1],
+        "a": x.to_dict(True) if x is not None else None,
+        "b": y.to_dict(True) if y is not None else None,
+    }
+
+
+def _report_compared(
+    args: argparse.Namespace, a: Any, b: Any, data: dict[str, Any], labels: tuple[str, str]
+) -> bool:
+    """--report with --compare: A's page with the pods that differ under B (False: the
+    error is printed)."""
+    from .sim.report import Comparison, write_report
+
+    cmp = Comparison(labels[0], labels[1], data["differences"], b.by_key())
+    try:
+        write_report(
+            args.report, a.results, a.before, a.after, source=args.cluster, top=args.top,
+            compare=cmp,
+        )  # fmt: skip
+    except OSError as e:
+        _die([f"ksched simulate: --report {args.report}: {e.strerror or e}"])
+        return False
+    return True
+
+
+def _compare_bound(
+    args: argparse.Namespace,
+    cluster: Any,
+    configs: tuple[Any, Any],
+    registry: Any,
+    adopt: Mapping[str, str],
+    want: str,
+    labels: tuple[str, str],
+) -> int:
+    """--compare with --explain of a bound pod: each config's explanation of it as if
+    pending on the cluster without it, side by side."""
+    from .sim.bound import explain_bound, where_text
+    from .sim.compare import Run, compare_runs, render_explain_pair
+
+    found = [
+        explain_bound(cluster, c, registry, want, seed=args.seed, adopt=adopt) for c in configs
+    ]
+    fa, fb = found
+    assert fa is not None and fb is not None  # the caller saw the pod bound
+    if fa.result is None and fb.result is None:
+        return _die([_other_scheduler(want, fa.scheduler_name, f"bound to {fa.node} by")])
+    a, b = (Run([f.result] if f.result else [], f.before, f.after) for f in (fa, fb))
+    data = compare_runs(a, b)
+    if args.report is not None and not _report_compared(args, a, b, data, labels):
+        return EXIT_BAD_INPUT
+    if args.output == "json":
+        ns, name = want.split("/")
+        pair = _pair_json((ns, name), fa.result, fb.result)
+        for side, f in (("a", fa), ("b", fb)):
+            if pair[side] is not None:
+                pair[side]["bound"] = f.bound
+        print(json.dumps({**data, "explain": [pair]}, indent=2))
+        return 0
+    print(
+        f"{want}: bound to {fa.node} in {args.cluster}; explained as if pending on the "
+        "cluster without it (its other bound pods stay, pending pods are left out)"
+    )
+    bound = (where_text(fa, short=True), where_text(fb, short=True), fa.node)
+    for line in render_explain_pair(
+        want, (fa.result, fb.result), labels, top=args.top, bound=bound
+    ):
+        print(line)
     return 0
 
 
@@ -725,7 +824,8 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         metavar="NS/NAME",
         help="why each pod (or only NS/NAME) landed where it did or stays pending: ranked "
-        "feasible nodes with each Score plugin's share, rejections by reason, preemption",
+        "feasible nodes with each Score plugin's share, rejections by reason, preemption; "
+        "a bound NS/NAME is explained as if pending on the cluster without it",
     )
     s.add_argument(
         "--top",
@@ -739,7 +839,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--compare",
         metavar="B.yaml",
         help="what-if: schedule the same pods under this config too (A is --config) and "
-        "print the summaries side by side and the pods that differ",
+        "print the summaries side by side and the pods that differ; with --explain, those "
+        "pods' (or NS/NAME's) explanations under both; with --report, A's page with them",
     )
     s.add_argument(
         "--scheduler-name",

@@ -24,7 +24,14 @@ from .cluster_file import ClusterFile
 from .simulator import PodResult, Simulation
 from .summary import NodeUsage
 
-__all__ = ["BoundExplanation", "bound_pod", "explain_bound", "render_where", "where_it_is"]
+__all__ = [
+    "BoundExplanation",
+    "bound_pod",
+    "explain_bound",
+    "render_where",
+    "where_it_is",
+    "where_text",
+]
 
 
 @dataclasses.dataclass
@@ -124,26 +131,29 @@ def where_it_is(model: dict[str, Any] | None, node: str) -> dict[str, Any]:
     return {"node": node}
 
 
-def render_where(key: str, found: BoundExplanation, source: str) -> list[str]:
-    """The lines that head a bound pod's explanation: what is explained, and where its
-    node ranks."""
+def where_text(found: BoundExplanation, *, short: bool = False) -> str:
+    """Where the bound pod's node stands, in a few words (``short``: a table cell)."""
     b = found.bound or {"node": found.node}
-    lines = [
-        f"{key}: bound to {found.node} in {source}; explained as if pending on the cluster "
-        "without it (its other bound pods stay, pending pods are left out)"
-    ]
+    if "rank" in b and short:
+        tie = f", {b['tiedWith']} tied" if b["tiedWith"] else ""
+        best = f", best {b['best']}" if b["rank"] > 1 else ""
+        return f"#{b['rank']} of {b['feasible']}, total {b['total']}{tie}{best}"
     if "rank" in b:
         tie = f", tied with {b['tiedWith']} other node(s)" if b["tiedWith"] else ""
         best = f"; the best total is {b['best']}" if b["rank"] > 1 else ""
-        lines.append(
-            f"  its node {found.node}: rank {b['rank']} of {b['feasible']} feasible nodes, "
-            f"total {b['total']}{tie}{best}"
-        )
-    elif "rejected" in b:
-        lines.append(f"  its node {found.node}: rejected here: {'; '.join(b['rejected'])}")
-    else:
-        lines.append(
-            f"  its node {found.node}: not evaluated here (not among the file's nodes, or "
-            "beyond percentageOfNodesToScore)"
-        )
-    return lines
+        return f"rank {b['rank']} of {b['feasible']} feasible nodes, total {b['total']}{tie}{best}"
+    if "rejected" in b:
+        return f"rejected here: {'; '.join(b['rejected'])}"
+    if found.result is None:
+        return "not scheduled by this config (no profile for its schedulerName)"
+    return "not evaluated here (not among the file's nodes, or beyond percentageOfNodesToScore)"
+
+
+def render_where(key: str, found: BoundExplanation, source: str) -> list[str]:
+    """The lines that head a bound pod's explanation: what is explained, and where its
+    node ranks."""
+    return [
+        f"{key}: bound to {found.node} in {source}; explained as if pending on the cluster "
+        "without it (its other bound pods stay, pending pods are left out)",
+        f"  its node {found.node}: {where_text(found)}",
+    ]

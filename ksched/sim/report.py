@@ -7,6 +7,10 @@ decision, a node x Score plugin table with the winner marked, and the Filter ver
 matrix. Everything is rendered on the server side; the script only builds the pod index
 (with a status filter) from the JSON embedded in the page.
 
+With ``--compare`` the page is A's, plus the pods that differ under B: a table of them
+(A's node, B's), and in each such pod's section B's outcome and score table beside A's;
+the index marks them and can show only them.
+
 Every string from the cluster file is escaped: names and messages are user input.
 """
 
@@ -14,13 +18,26 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .simulator import PodResult
 from .summary import NodeUsage, allocation, cluster_percent
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["Comparison", "render_report", "write_report"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``--compare`` adds to A's page: B's label, the differing pods (``compare``'s
+    ``differences``) and B's results by (namespace, name)."""
+
+    label_a: str
+    label_b: str
+    differences: Sequence[dict[str, Any]]
+    results_b: Mapping[tuple[str, str], PodResult]
+
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:80em}
@@ -37,6 +54,7 @@ td.ok{color:#1a7f37}td.skip{color:#999}td.fail{background:#fdecea;color:#8a1c1c}
 #pod-index li{display:inline-block;margin:0 1em .3em 0}
 .muted{color:#777}
 .wide{overflow-x:auto}td:first-child{white-space:nowrap}
+.under-b{border-left:3px solid #2f6fab;padding-left:.8em}
 """
 
 _SCRIPT = """
@@ -45,14 +63,17 @@ _SCRIPT = """
   var nav = document.getElementById('pod-index');
   var filter = document.createElement('select');
   filter.id = 'status-filter';
-  ['all','Scheduled','Unschedulable','Error'].forEach(function(s){
+  var choices = ['all','Scheduled','Unschedulable','Error'];
+  if (data.compare) choices.push('moved');
+  choices.forEach(function(s){
     var o = document.createElement('option'); o.value = s; o.textContent = s; filter.appendChild(o);
   });
   var list = document.createElement('ul');
   data.pods.forEach(function(p){
     var li = document.createElement('li');
-    li.className = 'index-entry ' + p.status;
+    li.className = 'index-entry ' + p.status + (p.moved ? ' moved' : '');
     li.dataset.status = p.status;
+    li.dataset.moved = String(!!p.moved);
     var a = document.createElement('a');
     a.href = '#' + p.id; a.textContent = p.key;
     li.appendChild(a);
@@ -61,7 +82,8 @@ _SCRIPT = """
   });
   filter.addEventListener('change', function(){
     list.querySelectorAll('li').forEach(function(li){
-      li.hidden = filter.value !== 'all' && li.dataset.status !== filter.value;
+      li.hidden = filter.value === 'moved' ? li.dataset.moved !== 'true'
+        : filter.value !== 'all' && li.dataset.status !== filter.value;
     });
   });
   var label = document.createElement('label');
@@ -193,12 +215,34 @@ def _rejections(model: dict[str, Any]) -> str:
     return f'{head}<ul class="rejected">{items}</ul>'
 
 
-def _pod_section(i: int, r: PodResult, top: int) -> str:
-    key = f"{r.namespace}/{r.name}"
-    model = r.explain or {}
+def _decision(r: PodResult) -> str:
     decision = f'<span class="{_e(r.status)}">{_e(r.status)}</span>'
     if r.node:
         decision += f" on <b>{_e(r.node)}</b>"
+    return decision
+
+
+def _under_b(r: PodResult | None, cmp: Comparison, top: int) -> str:
+    """A differing pod's outcome and score table under B."""
+    head = f"<h3>Under B ({_e(cmp.label_b)})</h3>"
+    if r is None:
+        return (
+            f'<div class="under-b">{head}<p class="decision">not scheduled by B '
+            "(no profile for its schedulerName)</p></div>"
+        )
+    parts = [f'<div class="under-b">{head}<p class="decision">{_decision(r)}</p>']
+    if r.message:
+        parts.append(f'<p class="message">{_e(r.message)}</p>')
+    if r.explain:
+        parts.append(_score_table(r.explain, top))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _pod_section(i: int, r: PodResult, top: int, cmp: Comparison | None, moved: bool) -> str:
+    key = f"{r.namespace}/{r.name}"
+    model = r.explain or {}
+    decision = _decision(r)
     parts = [
         f'<section class="pod" id="pod-{i}" data-pod="{_e(key)}" data-status="{_e(r.status)}">',
         f"<h2>{_e(key)}</h2>",
@@ -219,8 +263,40 @@ def _pod_section(i: int, r: PodResult, top: int) -> str:
         parts.append(_filter_matrix(model, top))
     else:
         parts.append('<p class="muted">No explanation kept.</p>')
+    if cmp is not None and moved:
+        parts.append(_under_b(cmp.results_b.get((r.namespace, r.name)), cmp, top))
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _side(d: dict[str, Any]) -> str:
+    return _e(d["node"] or d["status"])
+
+
+def _compare_section(cmp: Comparison, ids: Mapping[tuple[str, str], str]) -> str:
+    """The pods that differ under B, each linked to its section (when A has one)."""
+    rows = []
+    for d in cmp.differences:
+        key = (d["namespace"], d["name"])
+        name = _e(f"{key[0]}/{key[1]}")
+        link = f'<a href="#{ids[key]}">{name}</a>' if key in ids else name
+        rows.append(
+            f'<tr class="moved" data-pod="{name}"><td>{link}</td>'
+            f"<td>{_side(d['a'])}</td><td>{_side(d['b'])}</td></tr>"
+        )
+    n = len(cmp.differences)
+    table = (
+        '<table class="moved"><thead><tr><th>pod</th><th>A</th><th>B</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        if rows
+        else '<p class="muted">No pod differs.</p>'
+    )
+    return (
+        '<section id="compare"><h2>Compared with B</h2>'
+        f"<p>This page is A (<code>{_e(cmp.label_a)}</code>); B is "
+        f"<code>{_e(cmp.label_b)}</code>, the same pods with the same seed. "
+        f'<b id="moved-count">{n}</b> pod(s) differ:</p>{table}</section>'
+    )
 
 
 def render_report(
@@ -230,21 +306,25 @@ def render_report(
     *,
     source: str,
     top: int = 10,
+    compare: Comparison | None = None,
 ) -> str:
-    """The page's HTML."""
+    """The page's HTML (``compare``: A's page with what differs under B)."""
     scheduled = sum(1 for r in results if r.status == "Scheduled")
     pct_before, pct_after = cluster_percent(before), cluster_percent(after)
     alloc_after = allocation(after)
     used_before = sum(1 for u in before if u.pods)
     used_after = sum(1 for u in after if u.pods)
-    data = {
+    moved = {(d["namespace"], d["name"]) for d in compare.differences} if compare else set()
+    data: dict[str, Any] = {
         "source": source,
+        "compare": compare is not None,
         "pods": [
             {
                 "id": f"pod-{i}",
                 "key": f"{r.namespace}/{r.name}",
                 "status": r.status,
                 "node": r.node,
+                "moved": (r.namespace, r.name) in moved,
             }
             for i, r in enumerate(results)
         ],
@@ -267,7 +347,13 @@ def render_report(
         f"<tbody>{rows}</tbody></table>"
         f"{_bars(pct_before, pct_after)}</section>"
     )
-    pods = "\n".join(_pod_section(i, r, top) for i, r in enumerate(results))
+    pods = "\n".join(
+        _pod_section(i, r, top, compare, (r.namespace, r.name) in moved)
+        for i, r in enumerate(results)
+    )
+    if compare is not None:
+        ids = {(r.namespace, r.name): f"pod-{i}" for i, r in enumerate(results)}
+        summary += _compare_section(compare, ids)
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
@@ -288,7 +374,8 @@ def write_report(
     *,
     source: str,
     top: int = 10,
+    compare: Comparison | None = None,
 ) -> None:
-    text = render_report(results, before, after, source=source, top=top)
+    text = render_report(results, before, after, source=source, top=top, compare=compare)
     with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.write(text)

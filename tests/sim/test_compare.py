@@ -139,12 +139,112 @@ def test_a_pod_only_one_config_schedules_is_a_difference(
     assert {d["b"]["status"] for d in data["differences"]} == {"NotConsidered"}
 
 
-@pytest.mark.parametrize("extra", [("--explain",), ("--report", "x.html")])
-def test_compare_refuses_explain_and_report(
-    capsys: pytest.CaptureFixture[str], extra: tuple[str, ...]
+def explained_alone(capsys: pytest.CaptureFixture[str], config: str, key: str) -> Any:
+    """``key``'s explanation from a plain ``--explain`` run of ``config``."""
+    rc, out, _ = cli(
+        capsys, "--output", "json", "--cluster", CLUSTER, "--config", config, "--explain", key
+    )
+    assert rc == 0
+    return next(p for p in json.loads(out)["pods"] if f"{p['namespace']}/{p['name']}" == key)
+
+
+def test_compare_explain_one_pod_has_both_configs_explanations(
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    rc, out, err = cli(capsys, "--cluster", CLUSTER, "--compare", MOST, *extra)
-    assert rc == 2 and out == "" and "--compare" in err
+    """Each side is exactly what that config's own --explain says of the pod."""
+    data = compare_json(
+        capsys, "--cluster", CLUSTER, "--config", LEAST, "--compare", MOST,
+        "--explain", "shop/web-0",
+    )  # fmt: skip
+    [pair] = data["explain"]
+    assert (pair["namespace"], pair["name"]) == ("shop", "web-0")
+    assert pair["a"] == explained_alone(capsys, LEAST, "shop/web-0")
+    assert pair["b"] == explained_alone(capsys, MOST, "shop/web-0")
+    assert pair["a"]["node"] != pair["b"]["node"]  # the pod moved
+    assert data["differences"]  # and the comparison is all there
+
+
+def test_compare_explain_in_text_ranks_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = cli(
+        capsys, "--cluster", CLUSTER, "--config", LEAST, "--compare", MOST,
+        "--explain", "shop/web-0", "--top", "3",
+    )  # fmt: skip
+    assert rc == 0, err
+    a = explained_alone(capsys, LEAST, "shop/web-0")["explain"]
+    b = explained_alone(capsys, MOST, "shop/web-0")["explain"]
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("shop/web-0  A: "))
+    block = lines[head:]
+    assert block[0].split() == ["shop/web-0", "A:", LEAST, "B:", MOST]
+    assert block[1].split()[:4] == ["result", "Scheduled", "on", a["node"]]
+    assert block[1].split()[-1] == b["node"]
+    ranks = [line.split() for line in block if line.startswith("#")]
+    assert len(ranks) == 3  # --top 3
+    for i, cells in enumerate(ranks):
+        ra, rb = a["ranking"][i], b["ranking"][i]
+        want = ["*"] * ra["selected"] + [ra["node"], str(ra["total"])]
+        want += ["*"] * rb["selected"] + [rb["node"], str(rb["total"])]
+        assert cells[1:] == want
+    # the weighted scores of the nodes the two chose, under each config
+    table = block[block.index("  weighted scores on the chosen nodes, per config:") + 1 :]
+    assert table[0].split() == ["PLUGIN", "A", a["node"], "A", b["node"], "B", a["node"], "B",
+                                b["node"]]  # fmt: skip
+    fit = next(line.split() for line in table if line.split()[0] == "NodeResourcesFit")
+    by_node_a = {r["node"]: r for r in a["ranking"]}
+    by_node_b = {r["node"]: r for r in b["ranking"]}
+    assert fit[1:] == [
+        str(by_node_a[a["node"]]["scores"]["NodeResourcesFit"]),
+        str(by_node_a[b["node"]]["scores"]["NodeResourcesFit"]),
+        str(by_node_b[a["node"]]["scores"]["NodeResourcesFit"]),
+        str(by_node_b[b["node"]]["scores"]["NodeResourcesFit"]),
+    ]
+
+
+def test_compare_explain_alone_explains_every_pod_that_differs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = compare_json(capsys, "--cluster", CLUSTER, "--config", LEAST, "--compare", MOST,
+                        "--explain")  # fmt: skip
+    moved = [(d["namespace"], d["name"]) for d in data["differences"]]
+    assert [(e["namespace"], e["name"]) for e in data["explain"]] == moved
+    for e in data["explain"]:
+        assert e["a"]["explain"]["node"] == e["a"]["node"]
+        assert e["b"]["explain"]["node"] == e["b"]["node"]
+
+
+def test_compare_explain_of_a_bound_pod_shows_its_node_under_both(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ("--cluster", CLUSTER, "--config", LEAST, "--compare", MOST,
+            "--explain", "shop/postgres-0", "--scheduler-name", "default-scheduler")  # fmt: skip
+    data = compare_json(capsys, *args)
+    [pair] = data["explain"]
+    for side in ("a", "b"):
+        bound = pair[side]["bound"]
+        assert bound["node"] == "medium-b1"
+        ranking = pair[side]["explain"]["ranking"]
+        row = next(r for r in ranking if r["node"] == "medium-b1")
+        assert bound["total"] == row["total"]
+        assert bound["rank"] == 1 + sum(1 for r in ranking if r["total"] > row["total"])
+    rc, out, _ = cli(capsys, *args)
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("shop/postgres-0: bound to medium-b1 in ")
+    its = next(line for line in lines if line.startswith("its node medium-b1"))
+    ba, bb = pair["a"]["bound"], pair["b"]["bound"]
+    assert f"#{ba['rank']} of {ba['feasible']}, total {ba['total']}" in its
+    assert f"#{bb['rank']} of {bb['feasible']}, total {bb['total']}" in its
+    assert "  weighted scores on its node and the chosen nodes, per config:" in lines
+
+
+def test_compare_explain_of_a_pod_of_neither_config_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for key, says in (("shop/postgres-0", "bound to medium-b1 by scheduler default-scheduler"),
+                      ("shop/nope", "no pod of that name")):  # fmt: skip
+        rc, out, err = cli(capsys, "--cluster", CLUSTER, "--compare", MOST, "--explain", key)
+        assert rc == 2 and out == ""
+        assert len(err.splitlines()) == 1 and says in err
 
 
 def test_bad_compare_config_exits_2_naming_it(

@@ -245,3 +245,62 @@ def test_top_limits_the_tables_and_says_how_many_more(
         "gpu-b2",
     ]
     assert "3 more evaluated node(s) not shown." in notes
+
+
+def test_browser_renders_the_pods_that_move_under_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--report`` with ``--compare``: A's page, a table of the pods that differ under B
+    (each linked to its section), B's outcome and scores in those sections, and the index
+    marking them, all as ``--compare --output json --explain`` says."""
+    least, most = (
+        str(ROOT / "examples" / "least-allocated.yaml"),
+        str(ROOT / "examples" / "most-allocated.yaml"),
+    )
+    page = tmp_path / "compare.html"
+    base = ["simulate", "--cluster", str(EXAMPLE), "--config", least, "--compare", most]
+    assert main([*base, "--report", str(page)]) == 0
+    capsys.readouterr()
+    assert main([*base, "--output", "json", "--explain"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    moved = {f"{d['namespace']}/{d['name']}": d for d in data["differences"]}
+    assert moved  # the example tells the two configs apart
+    dom = rendered(page, tmp_path)
+    section = dom.one("section", id="compare")
+    assert section.one("b", id="moved-count").content() == str(len(moved))
+    assert least in section.content() and most in section.content()
+    rows = section.one("table", cls="moved").all("tr", cls="moved")
+    assert [tr.attrs["data-pod"] for tr in rows] == list(moved)
+    pods = {s.attrs["id"]: s for s in dom.all("section", cls="pod")}
+    for tr in rows:
+        d = moved[tr.attrs["data-pod"]]
+        cells = [td.content() for td in tr.all("td")]
+        assert cells == [tr.attrs["data-pod"], d["a"]["node"], d["b"]["node"]]
+        target = pods[tr.one("a").attrs["href"][1:]]
+        assert target.attrs["data-pod"] == tr.attrs["data-pod"]
+    # Each moved pod's section: A's decision and, under B, B's decision and ranking.
+    explained = {f"{e['namespace']}/{e['name']}": e for e in data["explain"]}
+    for s in pods.values():
+        key = s.attrs["data-pod"]
+        under = s.all("div", cls="under-b")
+        if key not in moved:
+            assert under == [], key
+            continue
+        (b_side,) = under
+        b = explained[key]["b"]
+        decision = b_side.one("p", cls="decision")
+        assert decision.one("span").content() == b["status"] == "Scheduled"
+        assert decision.one("b").content() == b["node"]
+        winner = b_side.one("table", cls="scores").one("tr", cls="winner")
+        assert winner.attrs["data-node"] == b["node"]
+        ranked = [tr.attrs["data-node"] for tr in b_side.all("tr") if "data-node" in tr.attrs]
+        assert ranked == [r["node"] for r in b["explain"]["ranking"]]
+        a_winner = s.all("table", cls="scores")[0].one("tr", cls="winner")
+        assert a_winner.attrs["data-node"] == explained[key]["a"]["node"]
+    # The script's index marks the moved pods and offers them as a filter.
+    nav = dom.one("nav", id="pod-index")
+    marked = [li.one("a").content() for li in nav.all("li", cls="moved")]
+    assert marked == [k for k in (li.one("a").content() for li in nav.all("li")) if k in moved]
+    assert sorted(marked) == sorted(moved)
+    options = [o.content() for o in dom.one("select", id="status-filter").all("option")]
+    assert options == ["all", "Scheduled", "Unschedulable", "Error", "moved"]
