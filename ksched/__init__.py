@@ -91,16 +91,13 @@ from .queue.events import (
 )
 from .util.clock import Clock
 from .util.errors import KschedError
+from .util.version import KUBERNETES_VERSION, __version__
 
 if TYPE_CHECKING:
     from .cluster import APIClient
     from .config import load_config, load_config_data
     from .daemon import SchedulerDaemon
 
-__version__ = "0.1.0"
-#: The kube-scheduler release whose behaviour ksched follows (and the control plane its
-#: tests build).
-KUBERNETES_VERSION = "v1.36.3"
 
 # name -> the module it is loaded from on first use (see the module docstring)
 _LAZY = {

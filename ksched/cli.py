@@ -800,7 +800,7 @@ def cmd_extender(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import KUBERNETES_VERSION, __version__
+    from .util.version import KUBERNETES_VERSION, __version__
 
     p = argparse.ArgumentParser(
         prog="ksched", description="A Kubernetes scheduler with Python plugins."
