@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 
+_TERMINAL = ("Succeeded", "Failed")
+
+
 @dataclasses.dataclass
 class BoundExplanation:
     """The pod's explanation as if pending (``result``; None: no profile of the config
@@ -54,9 +57,6 @@ def bound_pod(cluster: ClusterFile, key: str) -> Pod | None:
         if pod.key == key and pod.spec.node_name and pod.status.phase not in _TERMINAL:
             return pod
     return None
-
-
-_TERMINAL = ("Succeeded", "Failed")
 
 
 def _pending_again(pod: Pod, raw: dict[str, Any] | bytes) -> tuple[Pod, dict[str, Any]]:
