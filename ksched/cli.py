@@ -138,13 +138,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     keys = [f"{r.namespace}/{r.name}" for r in results]
     if want is not None and want not in keys:
         return _die([_not_explained(cluster, want, args.cluster)])
-    if args.report is not None:
-        from .sim.report import write_report
-
-        try:
-            write_report(args.report, results, before, after, source=args.cluster, top=args.top)
-        except OSError as e:
-            return _die([f"ksched simulate: --report {args.report}: {e.strerror or e}"])
+    if args.report is not None and not _report(args, results, before, after):
+        return EXIT_BAD_INPUT
     if args.output == "json":
         pods = [
             r.to_dict(args.explain is not None and want in (None, k))
@@ -207,15 +202,8 @@ def _explain_bound(
     r = found.result
     if r is None:
         return _die([_other_scheduler(want, found.scheduler_name, f"bound to {found.node} by")])
-    if args.report is not None:
-        from .sim.report import write_report
-
-        try:
-            write_report(
-                args.report, [r], found.before, found.after, source=args.cluster, top=args.top
-            )
-        except OSError as e:
-            return _die([f"ksched simulate: --report {args.report}: {e.strerror or e}"])
+    if args.report is not None and not _report(args, [r], found.before, found.after):
+        return EXIT_BAD_INPUT
     if args.output == "json":
         print(json.dumps({"pods": [{**r.to_dict(True), "bound": found.bound}]}, indent=2))
         return 0
@@ -297,23 +285,31 @@ def _pair_json(key: tuple[str, str], x: Any, y: Any) -> dict[str, Any]:
     }
 
 
-def _report_compared(
-    args: argparse.Namespace, a: Any, b: Any, data: dict[str, Any], labels: tuple[str, str]
+def _report(
+    args: argparse.Namespace, results: Any, before: Any, after: Any, compare: Any = None
 ) -> bool:
-    """--report with --compare: A's page with the pods that differ under B (False: the
-    error is printed)."""
-    from .sim.report import Comparison, write_report
+    """Write --report's page (False: it could not be, and the error is printed)."""
+    from .sim.report import write_report
 
-    cmp = Comparison(labels[0], labels[1], data["differences"], b.by_key())
     try:
         write_report(
-            args.report, a.results, a.before, a.after, source=args.cluster, top=args.top,
-            compare=cmp,
+            args.report, results, before, after, source=args.cluster, top=args.top,
+            compare=compare,
         )  # fmt: skip
     except OSError as e:
         _die([f"ksched simulate: --report {args.report}: {e.strerror or e}"])
         return False
     return True
+
+
+def _report_compared(
+    args: argparse.Namespace, a: Any, b: Any, data: dict[str, Any], labels: tuple[str, str]
+) -> bool:
+    """--report with --compare: A's page with the pods that differ under B."""
+    from .sim.report import Comparison
+
+    cmp = Comparison(labels[0], labels[1], data["differences"], b.by_key())
+    return _report(args, a.results, a.before, a.after, cmp)
 
 
 def _compare_bound(
@@ -327,7 +323,7 @@ def _compare_bound(
 ) -> int:
     """--compare with --explain of a bound pod: each config's explanation of it as if
     pending on the cluster without it, side by side."""
-    from .sim.bound import explain_bound, where_text
+    from .sim.bound import bound_head, explain_bound, where_text
     from .sim.compare import Run, compare_runs, render_explain_pair
 
     found = [
@@ -349,10 +345,7 @@ def _compare_bound(
                 pair[side]["bound"] = f.bound
         print(json.dumps({**data, "explain": [pair]}, indent=2))
         return 0
-    print(
-        f"{want}: bound to {fa.node} in {args.cluster}; explained as if pending on the "
-        "cluster without it (its other bound pods stay, pending pods are left out)"
-    )
+    print(bound_head(want, fa.node, args.cluster))
     bound = (where_text(fa, short=True), where_text(fb, short=True), fa.node)
     for line in render_explain_pair(
         want, (fa.result, fb.result), labels, top=args.top, bound=bound

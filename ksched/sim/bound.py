@@ -26,6 +26,7 @@ from .summary import NodeUsage
 
 __all__ = [
     "BoundExplanation",
+    "bound_head",
     "bound_pod",
     "explain_bound",
     "render_where",
@@ -149,11 +150,15 @@ def where_text(found: BoundExplanation, *, short: bool = False) -> str:
     return "not evaluated here (not among the file's nodes, or beyond percentageOfNodesToScore)"
 
 
+def bound_head(key: str, node: str, source: str) -> str:
+    """The line saying what a bound pod's explanation is of."""
+    return (
+        f"{key}: bound to {node} in {source}; explained as if pending on the cluster "
+        "without it (its other bound pods stay, pending pods are left out)"
+    )
+
+
 def render_where(key: str, found: BoundExplanation, source: str) -> list[str]:
     """The lines that head a bound pod's explanation: what is explained, and where its
     node ranks."""
-    return [
-        f"{key}: bound to {found.node} in {source}; explained as if pending on the cluster "
-        "without it (its other bound pods stay, pending pods are left out)",
-        f"  its node {found.node}: {where_text(found)}",
-    ]
+    return [bound_head(key, found.node, source), f"  its node {found.node}: {where_text(found)}"]

@@ -109,3 +109,18 @@ def test_another_schedulers_pod_names_the_flag_that_explains_it(
     )  # fmt: skip
     assert rc == 0
     assert out.splitlines()[1].startswith("  its node n2: rank ")
+
+
+def test_a_bound_pods_report_is_of_the_run_that_explains_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = _file(tmp_path)
+    page = tmp_path / "b.html"
+    rc, out, _ = _run(capsys, "--cluster", str(f), "--explain", "default/b", "--report", str(page))
+    assert rc == 0 and out.startswith("default/b: bound to n1")
+    text = page.read_text()
+    assert text.count('<section class="pod"') == 1 and 'data-pod="default/b"' in text
+    rc, _, err = _run(
+        capsys, "--cluster", str(f), "--explain", "default/b", "--report", str(tmp_path / "x/y")
+    )
+    assert rc == 2 and len(err.splitlines()) == 1 and "--report" in err
