@@ -26,7 +26,7 @@ import yaml
 
 from ksched.cli import build_parser, main
 from ksched.testing import make_node, make_pod
-from ksched.testing.controlplane import ControlPlane
+from ksched.testing.controlplane import ControlPlane, KubeScheduler
 
 from ._manifests import DEPLOY, JSON, load
 from ._schema import VALIDATORS
@@ -190,7 +190,8 @@ def static_pod_process(cp: ControlPlane, tmp: Path, config: Path) -> Iterator[st
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     url = f"https://{args.bind_address}:{args.secure_port}"
     try:
-        wait(lambda: probe(url + c["readinessProbe"]["httpGet"]["path"]) == 200, proc, tmp, 60)
+        ready = url + c["readinessProbe"]["httpGet"]["path"]
+        wait(lambda: probe(ready) == 200, tmp, "ready", 60, proc=proc)
         assert probe(url + c["livenessProbe"]["httpGet"]["path"]) == 200
         yield url
         proc.send_signal(signal.SIGTERM)
@@ -220,11 +221,22 @@ def log_of(tmp: Path) -> str:
     return (tmp / "ksched.log").read_text(errors="replace")[-3000:]
 
 
-def wait(cond: Any, proc: subprocess.Popen[bytes], tmp: Path, timeout: float) -> None:
+def wait(
+    cond: Any,
+    tmp: Path,
+    what: str,
+    timeout: float = 30,
+    proc: subprocess.Popen[bytes] | None = None,
+    ks: KubeScheduler | None = None,
+) -> None:
+    """Poll ``cond``; on failure show ksched's log (and kube-scheduler's)."""
     deadline = time.monotonic() + timeout
     while not cond():
-        assert proc.poll() is None, f"ksched exited {proc.returncode}:\n{log_of(tmp)}"
-        assert time.monotonic() < deadline, f"timed out:\n{log_of(tmp)}"
+        if proc is not None:
+            assert proc.poll() is None, f"ksched exited {proc.returncode}:\n{log_of(tmp)}"
+        if time.monotonic() > deadline:
+            theirs = f"\nkube-scheduler:\n{ks.log()[-3000:]}" if ks is not None else ""
+            pytest.fail(f"timed out after {timeout}s waiting for {what}\n{log_of(tmp)}{theirs}")
         time.sleep(0.1)
 
 
@@ -247,24 +259,12 @@ def test_beside_kube_scheduler_it_schedules_with_a_kubeadm_scheduler_conf(
 ) -> None:
     cp.ok("POST", "/api/v1/nodes", make_node("kubeadm-beside-n1"))
     with static_pod_process(cp, tmp_path, KUBEADM / "config.yaml") as url:
-        cp.ok(
-            "POST",
-            "/api/v1/namespaces/default/pods",
-            make_pod("beside", scheduler_name="ksched", cpu="100m"),
-        )
-        proc_wait(lambda: bound_to(cp, "beside") == "kubeadm-beside-n1", tmp_path)
+        pod = make_pod("beside", scheduler_name="ksched", cpu="100m")
+        cp.ok("POST", "/api/v1/namespaces/default/pods", pod)
+        wait(lambda: bound_to(cp, "beside") == "kubeadm-beside-n1", tmp_path, "beside bound")
         assert holder(cp, "ksched")  # its own Lease, beside kube-scheduler's
         assert probe(url + "/metrics") == 403  # anonymous: only the probe paths
     assert not holder(cp, "ksched")  # released on SIGTERM
-
-
-def proc_wait(cond: Any, tmp: Path, timeout: float = 30, what: str = "", extra: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, (
-            f"timed out after {timeout}s waiting for {what}\nksched:\n{log_of(tmp)}\n{extra}"
-        )
-        time.sleep(0.1)
 
 
 @pytest.mark.kube
@@ -276,44 +276,34 @@ def test_in_place_of_kube_scheduler_it_waits_for_its_lease(
     of the manifests), ksched takes the Lease over and schedules default-scheduler's pods;
     rolled back, kube-scheduler takes the Lease ksched released and schedules again."""
     cp.ok("POST", "/api/v1/nodes", make_node("kubeadm-replace-n1"))
+
+    def create(name: str) -> None:
+        cp.ok("POST", "/api/v1/namespaces/default/pods", make_pod(name, cpu="100m"))
+
+    def lease() -> str:
+        return holder(cp, "kube-scheduler")
+
     ks = cp.kube_scheduler(LEADER_ELECTING)
     ks.start()
     try:
-        proc_wait(lambda: holder(cp, "kube-scheduler"), tmp_path)
-        kube = holder(cp, "kube-scheduler")
+        wait(lambda: lease(), tmp_path, "kube-scheduler's Lease", ks=ks)
+        kube = lease()
         with static_pod_process(cp, tmp_path, KUBEADM / "config-replace.yaml"):
-            cp.ok("POST", "/api/v1/namespaces/default/pods", make_pod("by-kube", cpu="100m"))
-            proc_wait(lambda: bound_to(cp, "by-kube"), tmp_path, 30, "by-kube", ks.log()[-3000:])
+            create("by-kube")
+            wait(lambda: bound_to(cp, "by-kube"), tmp_path, "by-kube bound", ks=ks)
             time.sleep(3)  # a retry period and more: ksched does not take a held Lease
-            assert holder(cp, "kube-scheduler") == kube
+            assert lease() == kube
             ks.stop()  # kube-scheduler.yaml moved out of /etc/kubernetes/manifests
             # kube-scheduler releases the Lease as it stops; ksched takes it and schedules
-            proc_wait(
-                lambda: holder(cp, "kube-scheduler") not in ("", kube),
-                tmp_path,
-                40,
-                "ksched's Lease",
-            )
-            cp.ok("POST", "/api/v1/namespaces/default/pods", make_pod("by-ksched", cpu="100m"))
-            proc_wait(lambda: bound_to(cp, "by-ksched"), tmp_path, 30, "by-ksched")
-        # roll back: ksched released the Lease as it stopped, a kube-scheduler takes it
-        assert holder(cp, "kube-scheduler") == ""
+            wait(lambda: lease() not in ("", kube), tmp_path, "ksched's turn", 40)
+            create("by-ksched")
+            wait(lambda: bound_to(cp, "by-ksched"), tmp_path, "by-ksched bound")
+        # roll back: ksched released the Lease as it stopped; a kube-scheduler takes it
+        assert lease() == ""
         ks = cp.kube_scheduler(LEADER_ELECTING, name="kube-scheduler-back")
         ks.start()
-        proc_wait(
-            lambda: holder(cp, "kube-scheduler") not in ("", kube),
-            tmp_path,
-            30,
-            "the Lease back",
-            ks.log()[-3000:],
-        )
-        cp.ok("POST", "/api/v1/namespaces/default/pods", make_pod("rolled-back", cpu="100m"))
-        proc_wait(
-            lambda: bound_to(cp, "rolled-back"),
-            tmp_path,
-            30,
-            "rolled-back",
-            ks.log()[-3000:],
-        )
+        wait(lambda: lease() not in ("", kube), tmp_path, "the Lease back", ks=ks)
+        create("rolled-back")
+        wait(lambda: bound_to(cp, "rolled-back"), tmp_path, "rolled-back bound", ks=ks)
     finally:
         ks.stop()
