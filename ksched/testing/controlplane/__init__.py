@@ -93,8 +93,8 @@ class ControlPlane:
 
     Use as a context manager, sync or async (``async with ControlPlane() as cp``); every
     process is stopped on exit, on any exception, and (Linux) when this process dies.
-    After start: ``url``, ``admin_kubeconfig``, ``scheduler_kubeconfig``, ``request()``,
-    ``kubectl()``, ``kube_scheduler()``.
+    After start: ``url``, ``addresses()``, ``admin_kubeconfig``, ``scheduler_kubeconfig``,
+    ``certificate_kubeconfig()``, ``request()``, ``kubectl()``, ``kube_scheduler()``.
     """
 
     def __init__(
