@@ -14,7 +14,9 @@ A stock kube-scheduler (or ksched itself) POSTs extender/v1 payloads to ``/filte
 Filter: PreFilter, then Filter on the requested nodes; Unschedulable nodes go to
 ``FailedNodes``, UnschedulableAndUnresolvable ones to ``FailedAndUnresolvableNodes``.
 Prioritize: PreScore/Score/NormalizeScore and weights as in the scheduler; the weighted
-0..100 average (total / sum of the weights that scored) is scaled to 0..10, rounded.
+totals are stretched over the requested nodes to 0..10 (``extender_priorities``: the
+lowest gets 0, the highest 10), so differences survive kube-scheduler's 0..10 scale. At
+``-v 4`` each request logs one line with the spread and the best node.
 Preempt: a candidate node stays when the pod passes Filter with its victims removed
 (nodes the extender knows nothing about are passed through untouched).
 
@@ -44,10 +46,10 @@ from typing import Any
 import anyio
 import anyio.abc
 import numpy as np
-import structlog
 from aiohttp import web
 from prometheus_client import Counter, Histogram, generate_latest
 
+from .. import logging as klog
 from ..api.objects import DecodeError, InvalidObjectError, Node, ObjectMeta, Pod, decode
 from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
@@ -75,6 +77,7 @@ __all__ = [
     "Access",
     "ExtenderServer",
     "access_for",
+    "extender_priorities",
     "is_loopback",
     "make_app",
     "make_health_app",
@@ -85,7 +88,7 @@ __all__ = [
 
 # A request its client abandoned (the status nginx logs for it); never sent.
 CLIENT_CLOSED_REQUEST = 499
-log = structlog.get_logger("ksched.extender.server")
+log = klog.get_logger("ksched.extender.server")
 
 _JSON = "application/json"
 
@@ -407,10 +410,21 @@ class ExtenderServer:
                 for p in fw.score_plugins
                 if p.name not in state.skip_score_plugins
             )
-            den = 2 * MAX_NODE_SCORE * wsum
-            for r, total in zip(known, res.totals.tolist(), strict=True):
-                # round(total / wsum / 100 * 10), in integers
-                scores[r] = (2 * MAX_EXTENDER_PRIORITY * total + den // 2) // den if den else 0
+            totals = res.totals.tolist()
+            scores = dict(zip(known, extender_priorities(totals, wsum), strict=True))
+            if klog.enabled(4):
+                best = max(range(len(known)), key=totals.__getitem__)
+                log.info(
+                    "extender prioritize",
+                    pod=pod.key,
+                    node=snap.node_infos[known[best]].name,
+                    profile=self.profile,
+                    nodes=len(req.names),
+                    total_min=min(totals),
+                    total_max=totals[best],
+                    weights=wsum,
+                    v=4,
+                )
         return [
             wire.HostPriority(n, scores.get(r, 0) if r is not None else 0)
             for n, r in zip(req.names, req.rows, strict=True)
@@ -481,6 +495,29 @@ class ExtenderServer:
         except Exception as e:
             return wire.ExtenderBindingResult(str(e) or type(e).__name__)
         return wire.ExtenderBindingResult("")
+
+
+def extender_priorities(totals: Sequence[int], weight_sum: int) -> list[int]:
+    """ksched's weighted totals as extender scores (0..``MAX_EXTENDER_PRIORITY``).
+
+    kube-scheduler multiplies an extender's score by its weight and by 10, so the 0..10
+    scale has eleven steps where ksched's totals have ``100 * weight_sum + 1``. Scaling
+    the weighted average straight down rounds the few points that separate feasible nodes
+    (MostAllocated: 55, 58, 62) to one score; stretching ``[min, max]`` of the totals over
+    the nodes asked about onto 0..10 keeps ksched's order and the ratios of its gaps, and
+    loses only gaps under a twentieth of the spread. Equal totals give equal scores; when
+    all are equal the average is scaled down, as there is no spread to stretch.
+    """
+    if not totals:
+        return []
+    lo, hi = min(totals), max(totals)
+    if hi > lo:
+        # round(MAX * (t - lo) / (hi - lo)), in integers
+        den = 2 * (hi - lo)
+        return [(2 * MAX_EXTENDER_PRIORITY * (t - lo) + hi - lo) // den for t in totals]
+    den = 2 * MAX_NODE_SCORE * weight_sum
+    # round(t / weight_sum / MAX_NODE_SCORE * MAX), in integers
+    return [(2 * MAX_EXTENDER_PRIORITY * t + den // 2) // den if den > 0 else 0 for t in totals]
 
 
 def _fits_without(
