@@ -643,7 +643,21 @@ class APIClient:
         freed before the next one comes (at 50,000 pods, hundreds of MB never held at
         once). ``convert`` must not have side effects: a fallback to a full list converts
         every item again."""
+        items, rv, _ = await self.list_paged(path, convert, params, page_size=page_size)
+        return items, rv
+
+    async def list_paged(
+        self,
+        path: str,
+        convert: Callable[[msgspec.Raw], _Item],
+        params: Mapping[str, Any] | None = None,
+        *,
+        page_size: int = 500,
+    ) -> tuple[builtins.list[_Item], str, bool]:
+        """``list_as``, also saying whether the server answered in more than one page
+        (client-go's pager's paginatedResult: the reflector keeps paging only then)."""
         base = dict(params or {})
+        paginated = False
         items: list[_Item] = []
         cont = ""
         while True:
@@ -666,7 +680,8 @@ class APIClient:
             items.extend(map(convert, lst.items or ()))
             cont = lst.metadata.continue_
             if not cont:
-                return items, lst.metadata.resource_version
+                return items, lst.metadata.resource_version, paginated
+            paginated = True
 
     async def watch(
         self,
@@ -676,12 +691,15 @@ class APIClient:
         timeout_seconds: int,
         allow_bookmarks: bool = True,
         params: Mapping[str, Any] | None = None,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Stream a watch's events (newline-delimited JSON) until the server ends it.
 
         Raises ``APIError`` if the watch cannot be opened (e.g. 410 for an expired
         resourceVersion) and ``APIConnectionError`` if the stream breaks; an ERROR event
-        is yielded as is for the caller to interpret.
+        is yielded as is for the caller to interpret. ``on_open`` is called once the
+        server has accepted the watch (200), before any event: a quiet collection may
+        send none for minutes.
         """
         q: dict[str, Any] = dict(params or {})
         q["watch"] = "true"
@@ -712,6 +730,8 @@ class APIClient:
                 if resp.status == 401 and self._refresher is not None:
                     self._refresher.invalidate()
                 raise APIError.from_response(resp.status, raw)
+            if on_open is not None:
+                on_open()
             buf = bytearray()
             try:
                 async for chunk in resp.content.iter_any():
