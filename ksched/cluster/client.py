@@ -558,12 +558,15 @@ class APIClient:
         content_type: str = JSON_CT,
         timeout: float | None = None,
         check: bool = True,
+        guard: Callable[[], None] | None = None,
     ) -> tuple[int, bytes]:
         """One rate-limited request; ``body`` may be bytes or anything msgspec encodes.
 
         Raises ``APIError`` on a non-2xx answer when ``check`` (else returns it), and
         ``APIConnectionError`` when there is no answer. A 429/5xx with Retry-After is
-        retried up to 10 times, like client-go.
+        retried up to 10 times, like client-go. ``guard`` is called just before each
+        attempt goes out, after any wait for the rate limiter or a connection, and may
+        raise to stop it (fencing: a pause during those waits must not let a write out).
         """
         data: bytes | None = None
         if body is not None:
@@ -579,9 +582,13 @@ class APIClient:
             ctype = content_type if data is not None else None
             self.requests_sent += 1
             if pool is not None:
-                status, raw, retry_after = await pool.request(method, target, data, ctype, seconds)
+                status, raw, retry_after = await pool.request(
+                    method, target, data, ctype, seconds, guard
+                )
             else:
                 headers = await self._headers(ctype)
+                if guard is not None:
+                    guard()
                 try:
                     async with self._session.request(
                         method,
