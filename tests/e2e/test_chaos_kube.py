@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import signal
 import threading
 import time
 import urllib.request
@@ -25,9 +26,10 @@ from typing import Any
 
 import pytest
 
-from ksched.testing.controlplane import ControlPlane, TCPProxy
+from ksched.testing.controlplane import ControlPlane
 
 from .conftest import E2E, DaemonHandle, Kube, wait_for
+from .test_ha import FAST, LD, Daemon, holder, leader, lease, lease_path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kube]
 
@@ -37,6 +39,10 @@ BOUND = 1.0
 TOLERANCE = 1.5
 POD_CPU_MILLI = 250
 NODE_CPU = 4
+# Timings for a pause longer than renewDeadline but shorter than the lease (less the
+# standby's jittered retry period: it may have seen the last renewal that much earlier).
+SLOW = {"leaseDuration": "8s", "renewDeadline": "3s", "retryPeriod": "500ms"}
+SLOW_PAUSE = 4.5
 
 
 @pytest.fixture(scope="module")
@@ -124,14 +130,16 @@ class Chaos:
             yield
 
     # -- pods --------------------------------------------------------------------------------
-    def create(self, prefix: str, n: int, *, kube_too: bool = True) -> list[str]:
+    def create(
+        self, prefix: str, n: int, *, kube_too: bool = True, cpu_milli: int = POD_CPU_MILLI
+    ) -> list[str]:
         """``n`` pods for ksched (and ``n`` for kube-scheduler), interleaved."""
         names = []
         for i in range(n):
             for sched in [self.e2e.scheduler_name] + ([self.kube_name] if kube_too else []):
                 who = "k" if sched == self.kube_name else "q"
                 name = f"{prefix}-{who}{i}"
-                self.e2e.create_pod(name, cpu=f"{POD_CPU_MILLI}m", scheduler_name=sched)
+                self.e2e.create_pod(name, cpu=f"{cpu_milli}m", scheduler_name=sched)
                 self.pods[name] = sched
                 names.append(name)
         return names
@@ -257,4 +265,127 @@ def test_apiserver_kill_9_and_restart_mid_stream(chaos: Chaos) -> None:
     _no_slower(times)
     assert times["ksched"] < 10.0
     assert len(after) == 16
+    chaos.check()
+
+
+# -- a paused leader ---------------------------------------------------------------------------
+def _replicas(chaos: Chaos, n: int, timings: dict[str, str]) -> list[Daemon]:
+    e2e = chaos.e2e
+    e2e.kube.request("DELETE", lease_path(e2e))  # the last case's
+    ds = [Daemon(e2e, f"r{i}-{e2e.run_id}", timings) for i in range(n)]
+    for d in ds:
+        d.started()
+    for d in ds:
+        wait_for(lambda d=d: d.get("/readyz")[0] == 200, 30, what=f"{d.name} ready")
+    return ds
+
+
+def _logged_bound(chaos: Chaos, d: Daemon) -> set[str]:
+    """The pods ``d`` logged as bound (its events may never be written: it exits)."""
+    d._drain()
+    prefix = f"{chaos.e2e.namespace}/"
+    return {
+        str(e["pod"]).removeprefix(prefix)
+        for e in d.log
+        if e.get("msg") == "Successfully bound pod to node"
+    }
+
+
+class Stream:
+    """Creates a pod for ksched every ``every`` seconds in a thread until stopped."""
+
+    def __init__(self, chaos: Chaos, prefix: str, every: float = 0.1) -> None:
+        self.chaos, self.prefix, self.every = chaos, prefix, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.n = 0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.chaos.create(f"{self.prefix}{self.n}", 1, kube_too=False, cpu_milli=20)
+            self.n += 1
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> Stream:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def _bound_now(chaos: Chaos) -> set[str]:
+    return {p["metadata"]["name"] for p in chaos._listed() if p["spec"].get("nodeName")}
+
+
+def test_sigstop_the_leader_past_its_lease_binds_nothing_after(chaos: Chaos) -> None:
+    """SIGSTOP the leader longer than the lease while pods queue at it, SIGCONT: the
+    standby took over, and the resumed process binds nothing more (kube-scheduler v1.36.3
+    binds for seconds until its renew loop notices) and exits as having lost the lease."""
+    ds = _replicas(chaos, 2, FAST)
+    try:
+        first = leader(chaos.e2e, ds)
+        (standby,) = [d for d in ds if d is not first]
+        before = chaos.create("before", 6, kube_too=False)
+        chaos.wait_bound(before, time.monotonic())
+        with Stream(chaos, "s"):  # pods keep coming, before, during and after the pause
+            time.sleep(1.0)
+            first.p.send_signal(signal.SIGSTOP)
+            stopped = time.monotonic()
+            time.sleep(0.5)  # what it had already sent lands
+            bound_at_stop = _bound_now(chaos)
+            wait_for(lambda: holder(chaos.e2e) == standby.identity, 15, what="the standby")
+            took_over = time.monotonic() - stopped
+            time.sleep(max(0.0, 2 * LD + 1 - (time.monotonic() - stopped)))
+            first.p.send_signal(signal.SIGCONT)
+            resumed = time.monotonic()
+            time.sleep(1.0)
+        times = chaos.wait_bound(list(chaos.pods), resumed)
+        assert first.p.wait(20) == 1  # "leaderelection lost"
+        late = _logged_bound(chaos, first) - bound_at_stop
+        print(
+            f"\n[chaos] SIGSTOP leader {resumed - stopped:.1f}s: standby led after "
+            f"{took_over:.2f}s; resumed leader bound {len(late)} pods after the stop; "
+            f"all {len(chaos.pods)} bound {times['ksched']:.2f}s after SIGCONT"
+        )
+        assert late == set()
+        assert first.logged("leaderelection lost") is not None
+        assert wait_for(lambda: standby.get("/readyz")[0] == 200, 10)
+    finally:
+        for d in ds:
+            d.kill()
+    chaos.check()
+
+
+def test_a_pause_shorter_than_the_lease_keeps_it_after_a_re_read(chaos: Chaos) -> None:
+    """A pause longer than renewDeadline but shorter than the lease: the leader writes
+    nothing until it has confirmed the Lease is still its own, then leads on — no
+    transition, no exit, no double binding; fencing needs no clock shared between the
+    replicas, only each process's monotonic clock."""
+    ds = _replicas(chaos, 2, SLOW)
+    try:
+        first = leader(chaos.e2e, ds)
+        (standby,) = [d for d in ds if d is not first]
+        transitions = lease(chaos.e2e)["leaseTransitions"]
+        before = chaos.create("before", 4, kube_too=False)
+        chaos.wait_bound(before, time.monotonic())
+        first.p.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        chaos.create("during", 6, kube_too=False)
+        time.sleep(SLOW_PAUSE - (time.monotonic() - stopped))
+        first.p.send_signal(signal.SIGCONT)
+        resumed = time.monotonic()
+        times = chaos.wait_bound(list(chaos.pods), resumed)
+        print(
+            f"\n[chaos] pause {resumed - stopped:.1f}s < lease: the leader kept it, "
+            f"pods bound {times['ksched']:.2f}s after SIGCONT"
+        )
+        assert first.alive and holder(chaos.e2e) == first.identity
+        assert lease(chaos.e2e)["leaseTransitions"] == transitions
+        assert _logged_bound(chaos, standby) == set()
+        wait_for(lambda: first.get("/readyz")[0] == 200, 10, what="the leader ready")
+    finally:
+        for d in ds:
+            d.kill()
     chaos.check()
