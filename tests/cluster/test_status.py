@@ -377,3 +377,41 @@ def test_a_series_ended_before_its_repeats_were_written_leaves_no_patch() -> Non
     r._tick()
     assert [w.kind for w in r._events] == ["event", "event"]
     assert not r._queue
+
+
+@pytest.mark.parametrize("pipelining", [True, False])
+async def test_an_event_the_server_failed_is_tried_again(
+    apiserver: TestAPIServer, client: APIClient, pipelining: bool
+) -> None:
+    """client-go's broadcaster keeps an event the server did not take (5xx, no answer)
+    and tries again; a try that finds it created after all (409) is quiet."""
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(2, verb="create", resource="events", code=503)
+    r = StatusReporter(client, pipelining=pipelining)
+    r.event_retry_sleep = 0.05
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        r.scheduled(pod, "n1", "default-scheduler", 1)
+        await eventually(lambda: len(events(apiserver)) == 1, timeout=5)
+        tg.cancel_scope.cancel()
+    (ev,) = events(apiserver)
+    assert ev["reason"] == "Scheduled"
+    creates = apiserver.find_requests(verb="create", resource="events")
+    assert [c.status for c in creates] == [503, 503, 201]
+
+
+async def test_an_event_is_tried_at_most_twelve_times(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(100, verb="create", resource="events", code=500)
+    r = StatusReporter(client, pipelining=False)
+    r.event_retry_sleep = 0.01
+    async with running(r):
+        r.scheduled(pod, "n1", "default-scheduler", 1)
+        await eventually(
+            lambda: apiserver.count_requests(verb="create", resource="events") >= 12, timeout=5
+        )
+        await anyio.sleep(0.2)
+    assert apiserver.count_requests(verb="create", resource="events") == 12
+    assert events(apiserver) == []
