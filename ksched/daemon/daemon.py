@@ -92,6 +92,8 @@ STATUS_FLUSH_TIMEOUT = 5.0
 # /readyz fails once an informer has been out of step with the API server (no watch, no
 # relist), or the leader's bindings have failed for want of the server, this long.
 DEFAULT_READINESS_BOUND = 5.0
+# Unanswered bindings remembered at most (the oldest forgotten first).
+MAX_UNANSWERED = 10_000
 
 log = klog.get_logger("ksched.daemon")
 
@@ -151,7 +153,12 @@ class _FencedClusterClient(APIClusterClient):
     binding or eviction while a renewal confirms the lease after a pause, and the fence is
     checked again right before the request's bytes go out (``write_guard``), so a pause
     while it waited for a token or a connection lets nothing out either. Bindings that
-    fail without an answer or with a server error are remembered for ``/readyz``."""
+    fail without an answer or with a server error are remembered for ``/readyz``.
+
+    A binding that got no answer may have been applied (the server died after committing
+    it): it is remembered (``unanswered``) and, when the pod informer shows the pod bound
+    to that very node, reported as scheduled after all (``confirmed``) — else the pod
+    would be bound without a Scheduled event, as kube-scheduler leaves it."""
 
     def __init__(
         self,
@@ -166,6 +173,8 @@ class _FencedClusterClient(APIClusterClient):
         # monotonic time of the first of the failing bindings since the last success
         self.failing_since: float | None = None
         self.last_failure = ""
+        # uid (or key) -> node of bindings sent but never answered, oldest first
+        self.unanswered: dict[str, str] = {}
 
     def _guard(self) -> None:
         if not self.may_write():
@@ -188,8 +197,27 @@ class _FencedClusterClient(APIClusterClient):
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
                 self.last_failure = str(cause)
+                if cause.status == 0:
+                    self._remember(pod, node_name)
             raise
         self.failing_since = None
+        self.unanswered.pop(pod.uid or pod.key, None)
+
+    def _remember(self, pod: PodInfo, node: str) -> None:
+        if len(self.unanswered) >= MAX_UNANSWERED:
+            del self.unanswered[next(iter(self.unanswered))]
+        self.unanswered[pod.uid or pod.key] = node
+
+    def forget(self, pod: PodInfo) -> None:
+        self.unanswered.pop(pod.uid or pod.key, None)
+
+    def confirmed(self, pod: PodInfo) -> str | None:
+        """The node an unanswered binding of ``pod`` named, if the pod is now bound there
+        (forgotten either way once the pod is bound)."""
+        if not self.unanswered or not pod.node_name:
+            return None
+        node = self.unanswered.pop(pod.uid or pod.key, None)
+        return node if node == pod.node_name else None
 
     def failing_for(self) -> float:
         """Seconds since bindings started failing for want of the server (0 if not)."""
@@ -436,6 +464,14 @@ class SchedulerDaemon:
             return False
         return self.elector is None or self.elector.may_write()
 
+    def _bound_unanswered(self, pod: PodInfo) -> None:
+        """A binding the server applied but never answered: report it now."""
+        b = self._binder
+        node = None if b is None else b.confirmed(pod)
+        if node is not None and self._sched is not None:
+            log.info("an unanswered binding was applied", pod=pod.key, node=node)
+            self._sched.observer.scheduled(pod, node, pod.pod.spec.scheduler_name, 1)
+
     async def _wait_writable(self) -> bool:
         if self.elector is None or self.shadow_of is not None:
             return self.may_write()
@@ -617,6 +653,12 @@ class SchedulerDaemon:
             )
             log.info("shadow mode: deciding, writing nothing", shadow_of=self.shadow_of)
         self.informers = _connect(sched, client)
+        if self.reporter is not None:
+            self.informers.pods.add_handlers(
+                on_add=self._bound_unanswered,
+                on_update=lambda _, new: self._bound_unanswered(new),
+                on_delete=binder.forget,
+            )
         if self.on_informers is not None:
             self.on_informers(self.informers)
         if self.port is not None or self.secure_serving is not None:
