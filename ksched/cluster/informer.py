@@ -21,6 +21,8 @@ informer never stalls beyond one relist.
 A connection that fails outright (refused, reset: the server is down or restarting) is
 retried on a short backoff of its own (200 ms → 2 s), not the reflector's 30 s: it costs
 the server nothing, and a scheduler must resume within seconds of the server's readiness.
+The first informer of a client to get through wakes the others waiting to reconnect: the
+server is back for all of them.
 ``stale_for`` says how long an informer has been without a working watch or list, for
 ``/readyz``.
 
@@ -31,6 +33,7 @@ methods are synchronous and cheap, so no queue sits in between.
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -68,6 +71,26 @@ VERY_SHORT_WATCH = 1.0
 # Retrying a connection that failed outright (see the module doc).
 RECONNECT_INITIAL = 0.2
 RECONNECT_CAP = 2.0
+
+
+class _ServerBack:
+    """Wakes the informers of one client that wait to reconnect, once one got through."""
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+
+    async def wait(self) -> None:
+        if self._event is None:
+            self._event = anyio.Event()
+        await self._event.wait()
+
+    def back(self) -> None:
+        if self._event is not None:
+            self._event.set()
+            self._event = None
+
+
+_SERVER_BACK: weakref.WeakKeyDictionary[APIClient, _ServerBack] = weakref.WeakKeyDictionary()
 
 
 class DecodeSkip(KschedError):
@@ -288,8 +311,30 @@ class Informer(Generic[T]):
             self._lost_at = self.clock.now()
 
     def _in_step(self) -> None:
+        if self._lost_at is not None:
+            self._server_back().back()
         self._lost_at = None
         self.last_error = None
+
+    def _server_back(self) -> _ServerBack:
+        back = _SERVER_BACK.get(self.client)
+        if back is None:
+            back = _SERVER_BACK[self.client] = _ServerBack()
+        return back
+
+    async def _reconnect_wait(self) -> None:
+        """The reconnect backoff, cut short when another informer got through."""
+        delay = self.reconnect_backoff.next()
+        back = self._server_back()
+        async with anyio.create_task_group() as tg:
+
+            async def sleep() -> None:
+                await self.clock.sleep(delay)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(sleep)
+            await back.wait()
+            tg.cancel_scope.cancel()
 
     def __len__(self) -> int:
         return len(self.store)
@@ -354,7 +399,10 @@ class Informer(Generic[T]):
             except Exception:
                 self._lost()
                 log.exception("list/watch failed unexpectedly", informer=self.name)
-            await backoff.wait()
+            if backoff is self.reconnect_backoff:
+                await self._reconnect_wait()
+            else:
+                await backoff.wait()
 
     def _relist_resource_version(self) -> str:
         """client-go's relistResourceVersion: "0" (any cached state) on the first list, the
@@ -483,7 +531,7 @@ class Informer(Generic[T]):
                     log.info(
                         "watch failed to open", informer=self.name, error=str(e), repeated=held
                     )
-                await self.reconnect_backoff.wait()
+                await self._reconnect_wait()
                 continue
             except APIError as e:
                 if e.is_expired or e.is_too_large_resource_version:

@@ -449,3 +449,34 @@ async def test_stale_for_measures_the_time_without_a_watch(
         await eventually(lambda: apiserver.watcher_count("pods") == 1, timeout=10)
         await eventually(lambda: inf.stale_for() == 0.0)
         assert s.stale(0.0) == ""
+
+
+async def test_the_first_informer_through_wakes_the_others_waiting_to_reconnect() -> None:
+    """A partition that heals: once one informer of a client reconnects, the server is
+    back for all, and the others stop waiting out their reconnect backoff."""
+    from ksched.testing.controlplane import TCPProxy
+
+    async with TestAPIServer() as srv:
+        port = int(srv.url.rsplit(":", 1)[1])
+        with TCPProxy(port) as proxy:
+            client = await APIClient.for_master(f"http://127.0.0.1:{proxy.port}", qps=0)
+            try:
+                rec = Recorder()
+                eager = pod_informer(client, rec, reconnect_backoff=Backoff(0.05, 0.05, jitter=0))
+                slow: Informer[Node] = Informer(
+                    client,
+                    "/api/v1/nodes",
+                    struct_decoder(Node),
+                    name="nodes",
+                    reconnect_backoff=Backoff(60.0, 60.0, jitter=0),
+                )
+                async with running(eager, slow):
+                    await eventually(lambda: srv.watcher_count("nodes") == 1)
+                    proxy.cut(hold=True)
+                    await eventually(lambda: slow.stale_for() > 0 and eager.stale_for() > 0.2)
+                    proxy.release()
+                    await eventually(lambda: slow.stale_for() == 0.0, timeout=5)
+                    srv.create(make_node("after"))
+                    await eventually(lambda: "after" in slow.store, timeout=5)
+            finally:
+                await client.close()
