@@ -514,3 +514,27 @@ def test_a_proxy_that_drops_resets_and_stalls_connections(
             assert ready.ready_during(start + BOUND + 1.0, healed) == []
     _no_slower(times)
     chaos.check()
+
+
+def test_apiserver_restart_under_two_replicas(chaos: Chaos) -> None:
+    """The restart under leader election: the leader cannot renew while the server is
+    down and exits; whichever replica leads afterwards must see the new pods (in the
+    outage the issue reports, the standby took over with informers stuck and bound 0)."""
+    ds = _replicas(chaos, 2, FAST)
+    try:
+        with chaos.kube_scheduler():
+            first = leader(chaos.e2e, ds)
+            before = chaos.create("before", 4)
+            chaos.wait_bound(before, time.monotonic())
+            _, up = _restart_apiserver(chaos.cp, 5.0)
+            chaos.create("after", 8)
+            times = chaos.wait_bound(list(chaos.pods), up)
+            now_leading = leader(chaos.e2e, [d for d in ds if d.alive], timeout=15)
+            _report("kube-apiserver restart, two ksched replicas", times)
+            print(f"[chaos] leading after the restart: {now_leading.name} (was {first.name})")
+        _no_slower(times)
+        assert times["ksched"] < 10.0
+    finally:
+        for d in ds:
+            d.kill()
+    chaos.check()
