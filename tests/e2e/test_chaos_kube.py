@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 import signal
 import threading
 import time
@@ -134,12 +135,20 @@ class Chaos:
 
     # -- pods --------------------------------------------------------------------------------
     def create(
-        self, prefix: str, n: int, *, kube_too: bool = True, cpu_milli: int = POD_CPU_MILLI
+        self,
+        prefix: str,
+        n: int,
+        *,
+        kube_too: bool = True,
+        cpu_milli: int = POD_CPU_MILLI,
+        scheduler: str | None = None,
     ) -> list[str]:
-        """``n`` pods for ksched (and ``n`` for kube-scheduler), interleaved."""
+        """``n`` pods for ksched (or ``scheduler``; and ``n`` for kube-scheduler),
+        interleaved."""
         names = []
+        first = scheduler or self.e2e.scheduler_name
         for i in range(n):
-            for sched in [self.e2e.scheduler_name] + ([self.kube_name] if kube_too else []):
+            for sched in [first] + ([self.kube_name] if kube_too else []):
                 who = "k" if sched == self.kube_name else "q"
                 name = f"{prefix}-{who}{i}"
                 self.e2e.create_pod(name, cpu=f"{cpu_milli}m", scheduler_name=sched)
@@ -315,15 +324,20 @@ def _logged_bound(chaos: Chaos, d: Daemon) -> set[str]:
 class Stream:
     """Creates a pod for ksched every ``every`` seconds in a thread until stopped."""
 
-    def __init__(self, chaos: Chaos, prefix: str, every: float = 0.1) -> None:
+    def __init__(
+        self, chaos: Chaos, prefix: str, every: float = 0.1, scheduler: str | None = None
+    ) -> None:
         self.chaos, self.prefix, self.every = chaos, prefix, every
+        self.scheduler = scheduler
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.n = 0
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.chaos.create(f"{self.prefix}{self.n}", 1, kube_too=False, cpu_milli=20)
+            self.chaos.create(
+                f"{self.prefix}{self.n}", 1, kube_too=False, cpu_milli=20, scheduler=self.scheduler
+            )
             self.n += 1
             self._stop.wait(self.every)
 
@@ -376,7 +390,63 @@ def test_sigstop_the_leader_past_its_lease_binds_nothing_after(chaos: Chaos) -> 
     finally:
         for d in ds:
             d.kill()
+    kube_late = _kube_scheduler_pair_sigstop(chaos)
+    print(f"[chaos] the same fault on two kube-schedulers: the resumed one bound {kube_late}")
     chaos.check()
+
+
+_BOUND_LINE = re.compile(r'"Successfully bound pod to node" pod="[^/"]+/([^"]+)"')
+
+
+def _kube_scheduler_pair_sigstop(chaos: Chaos) -> int:
+    """SIGSTOP/SIGCONT the leader of two kube-schedulers (same timings, a Lease of their
+    own, as admin) under the same stream of pods: how many pods the resumed one bound
+    after it was stopped (upstream has no fence: for the record, not asserted)."""
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": chaos.kube_name}],
+        "leaderElection": {
+            "leaderElect": True,
+            "resourceName": f"kube-{chaos.e2e.run_id}",
+            "resourceNamespace": "kube-system",
+            **FAST,
+        },
+    }
+    pair = [
+        chaos.cp.kube_scheduler(
+            cfg,
+            name=f"kube-{i}-{chaos.e2e.run_id}",
+            args=["-v=2"],
+            kubeconfig=chaos.cp.admin_kubeconfig,
+        )
+        for i in range(2)
+    ]
+    try:
+        for k in pair:
+            k.start()
+        first = wait_for(
+            lambda: next((k for k in pair if "Successfully acquired lease" in k.log()), None),
+            20,
+            what="a kube-scheduler leading",
+        )
+        assert first.component is not None and first.component.proc is not None
+        proc = first.component.proc
+        with Stream(chaos, "ks", scheduler=chaos.kube_name):
+            time.sleep(1.0)
+            proc.send_signal(signal.SIGSTOP)
+            stopped = time.monotonic()
+            time.sleep(0.5)
+            bound_at_stop = _bound_now(chaos)
+            time.sleep(max(0.0, 2 * LD + 1 - (time.monotonic() - stopped)))
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(1.0)
+        chaos.wait_bound([n for n in chaos.pods if n.startswith("ks")], time.monotonic())
+        proc.wait(20)
+        return len(set(_BOUND_LINE.findall(first.log())) - bound_at_stop)
+    finally:
+        for k in pair:
+            k.stop()
 
 
 def test_a_pause_shorter_than_the_lease_keeps_it_after_a_re_read(chaos: Chaos) -> None:
