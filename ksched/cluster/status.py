@@ -526,8 +526,8 @@ class StatusReporter:
             if not q:
                 if self._events_wakeup is None:
                     self._events_wakeup = anyio.Event()
-                # a drain wakes it too (its retries are due at once)
-                with anyio.move_on_after(min(next_retry or math.inf, self.defer_poll * 10)):
+                # new events and a drain (its retries are due at once) wake it too
+                with anyio.move_on_after(math.inf if next_retry is None else next_retry):
                     await self._events_wakeup.wait()
                 continue
             wait = self._deferring()
@@ -598,6 +598,9 @@ class StatusReporter:
         """Wait until everything queued so far has been written (tests, shutdown); events
         do not wait for bindings meanwhile."""
         self._flushing += 1
+        if self._event_retries and self._events_wakeup is not None:
+            self._events_wakeup.set()
+            self._events_wakeup = None
         try:
             with anyio.fail_after(timeout):
                 while self.pending:

@@ -415,3 +415,22 @@ async def test_an_event_is_tried_at_most_twelve_times(
         await anyio.sleep(0.2)
     assert apiserver.count_requests(verb="create", resource="events") == 12
     assert events(apiserver) == []
+
+
+async def test_drain_writes_the_events_waiting_to_be_tried_again_at_once(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(1, verb="create", resource="events", code=503)
+    r = StatusReporter(client)
+    r.event_retry_sleep = 600.0
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        r.scheduled(pod, "n1", "default-scheduler", 1)
+        await eventually(lambda: apiserver.count_requests(verb="create", resource="events") == 1)
+        await anyio.sleep(0.1)
+        assert r.pending == 1  # waiting for its next try
+        with anyio.fail_after(5):
+            await r.drain()
+        tg.cancel_scope.cancel()
+    assert [e["reason"] for e in events(apiserver)] == ["Scheduled"]
