@@ -507,6 +507,7 @@ class Informer(Generic[T]):
                 )
             self._replace([])
             self.last_sync_resource_version = ""
+            self._in_step()  # not served is a state of the server, not a lost watch
             if not self.has_synced:
                 self.has_synced = True
                 self._synced_event().set()
