@@ -243,9 +243,10 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def _restart_apiserver(cp: ControlPlane, down: float) -> tuple[float, float]:
+def _restart_apiserver(cp: ControlPlane, down: float) -> tuple[float, float, float]:
     """kill -9 kube-apiserver, start it again after ``down`` seconds with the same
-    arguments; (killed at, ready at) in monotonic time. While it is down, etcd's revision
+    arguments; (killed at, restarted at, ready at) in monotonic time (it serves watches
+    a little before its /readyz says so). While it is down, etcd's revision
     moves on (as other API servers' writes would move it), so the new watch cache starts
     past every version a client saw: a watch resumed from one is "too old"."""
     api = cp.component("kube-apiserver")
@@ -254,9 +255,10 @@ def _restart_apiserver(cp: ControlPlane, down: float) -> tuple[float, float]:
     for i in range(5):
         _etcd(cp, "/v3/kv/put", {"key": _b64(f"/chaos/{i}"), "value": _b64("x")})
     time.sleep(down)
+    restarted = time.monotonic()
     api.start()
     wait_for(lambda: _probe(cp) == 200, 40, 0.05, "kube-apiserver ready again")
-    return killed, time.monotonic()
+    return killed, restarted, time.monotonic()
 
 
 def _probe(cp: ControlPlane) -> int:
@@ -282,14 +284,14 @@ def test_apiserver_kill_9_and_restart_mid_stream(chaos: Chaos) -> None:
         before = chaos.create("before", 8)
         chaos.wait_bound(before, time.monotonic())
         chaos.create("mid", 4)  # in flight when the server dies
-        killed, up = _restart_apiserver(chaos.cp, 5.0)
+        killed, restarted, up = _restart_apiserver(chaos.cp, 5.0)
         after = chaos.create("after", 8)
         times = chaos.wait_bound(list(chaos.pods), up)
         _report("kube-apiserver kill -9, 5 s down, restart", times)
         wait_for(lambda: d.get("/readyz")[0] == 200, 10, what="ksched ready again")
         # not ready while the server was down (once the bound had passed)
-        assert ready.ready_during(killed + BOUND + 1.0, up) == []
-        assert ready.unready_during(killed, up) > 0
+        assert ready.ready_during(killed + BOUND + 1.0, restarted) == []
+        assert ready.unready_during(killed, restarted) > 0
         # the resumed watches were too old for the new watch cache: relisted, at once
         assert d.daemon.informers.pods.lists >= 2
     _no_slower(times)
@@ -596,7 +598,7 @@ def test_apiserver_restart_under_two_replicas(chaos: Chaos) -> None:
             first = leader(chaos.e2e, ds)
             before = chaos.create("before", 4)
             chaos.wait_bound(before, time.monotonic())
-            _, up = _restart_apiserver(chaos.cp, 5.0)
+            _, _, up = _restart_apiserver(chaos.cp, 5.0)
             chaos.create("after", 8)
             times = chaos.wait_bound(list(chaos.pods), up)
             now_leading = leader(chaos.e2e, [d for d in ds if d.alive], timeout=15)
