@@ -554,9 +554,20 @@ class StatusReporter:
         if work.kind == "event" and work.tries > 1 and e.status == 409:
             return  # an earlier try was created after all, its answer lost
         self.api_errors += 1
-        log.warning("status/event write failed", kind=work.kind, path=work.path, error=str(e))
         if work.kind == "event" and _retriable(e):
+            # one line per kind of failure every 10 s: an outage fails every event, often
+            held = self._drop_log.allow(f"retry {e.status} {e.reason}")
+            if held is not None:
+                log.warning(
+                    "status/event write failed; trying again later",
+                    kind=work.kind,
+                    path=work.path,
+                    error=str(e),
+                    repeated=held,
+                )
             self._retry_event(work, str(e))
+            return
+        log.warning("status/event write failed", kind=work.kind, path=work.path, error=str(e))
 
     async def _post_events(self, pipe: PipelinedConnection, batch: list[_Work]) -> None:
         """Create the batch's Events in one pipelined write; an answer asking to retry later
@@ -574,14 +585,7 @@ class StatusReporter:
             if err is None:
                 continue
             if not isinstance(err, APIError):
-                self.api_errors += 1
-                log.error(
-                    "status/event write failed",
-                    kind=work.kind,
-                    path=work.path,
-                    error=f"{type(err).__name__}: {err}",
-                )
-                self._retry_event(work, str(err))
+                self._write_failed(work, APIError(0, type(err).__name__, str(err)))
                 continue
             if err.status == 401:
                 self.client.credentials_rejected()

@@ -407,14 +407,22 @@ async def test_an_event_is_tried_at_most_twelve_times(
     apiserver.faults.fail_next(100, verb="create", resource="events", code=500)
     r = StatusReporter(client, pipelining=False)
     r.event_retry_sleep = 0.01
-    async with running(r):
-        r.scheduled(pod, "n1", "default-scheduler", 1)
-        await eventually(
-            lambda: apiserver.count_requests(verb="create", resource="events") >= 12, timeout=5
-        )
-        await anyio.sleep(0.2)
+    with structlog.testing.capture_logs() as logs:
+        async with running(r):
+            r.scheduled(pod, "n1", "default-scheduler", 1)
+            await eventually(
+                lambda: apiserver.count_requests(verb="create", resource="events") >= 12,
+                timeout=5,
+            )
+            await anyio.sleep(0.2)
     assert apiserver.count_requests(verb="create", resource="events") == 12
     assert events(apiserver) == []
+    # one line for the failing tries (throttled), one for giving up
+    said = [e["event"] for e in logs if e["log_level"] in ("warning", "error")]
+    assert said == [
+        "status/event write failed; trying again later",
+        "Unable to write event (retry limit exceeded!)",
+    ]
 
 
 async def test_drain_writes_the_events_waiting_to_be_tried_again_at_once(
