@@ -48,7 +48,14 @@ from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, Re
 from ..api.validation import object_errors
 from ..framework.listers import Listers
 from ..util.errors import KschedError
-from ..util.limits import MAX_DEPTH, BoundedSafeLoader, DecodeLimitError, decode_json, loads_json
+from ..util.limits import (
+    MAX_DEPTH,
+    BoundedSafeLoader,
+    DecodeLimitError,
+    decode_json,
+    loads_json,
+    utf8_error_offset,
+)
 
 __all__ = [
     "DRA_LISTERS",
@@ -187,6 +194,11 @@ def _syntax_error(source: str, e: BaseException) -> ClusterFileError:
     return ClusterFileError(f"{source}: not valid YAML/JSON: {first}")
 
 
+def _reason(e: Exception) -> str:
+    """msgspec's message without the path of an untyped decode (only `$[...][...]`)."""
+    return str(e).split(" - at `$[")[0]
+
+
 def _json_docs(data: bytes, source: str) -> list[Any]:
     """A JSON file's objects: a ``kind: *List`` as raw items (decoded one by one later),
     anything else decoded whole. Malformed JSON is decoded again by the standard library
@@ -204,12 +216,13 @@ def _json_docs(data: bytes, source: str) -> list[Any]:
         ):
             return list(head.items)
         return [decode_json(data)]
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
         try:
             loads_json(data)
-        except (json.JSONDecodeError, UnicodeDecodeError, DecodeLimitError) as e:
-            raise _syntax_error(source, e) from None
-        raise ClusterFileError(f"{source}: not valid JSON") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, DecodeLimitError) as syntax:
+            raise _syntax_error(source, syntax) from None
+        # Python's json takes what msgspec refuses: a number beyond float64 (1e400).
+        raise ClusterFileError(f"{source}: not valid JSON: {_reason(e)}") from None
     except (RecursionError, DecodeLimitError):
         raise ClusterFileError(
             f"{source}: not valid JSON: nesting deeper than {MAX_DEPTH} levels"
@@ -221,7 +234,7 @@ def _typed(raw: msgspec.Raw, source: str) -> tuple[str, Any, bytes] | None:
     None for anything else (decoded as a mapping instead)."""
     try:
         head = _HEAD.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     cls = _TYPED.get(head.kind) if isinstance(head.kind, str) else None
     meta = head.metadata
@@ -270,7 +283,10 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
             try:
                 d = decode_json(d)
             except (msgspec.DecodeError, DecodeLimitError) as e:
-                raise ClusterFileError(f"{source}: not valid JSON: {e}") from None
+                # an offset within the item names nothing: say where in the file
+                bad = utf8_error_offset(data)
+                why = _reason(e) if bad is None else f"invalid UTF-8 at byte {bad}"
+                raise ClusterFileError(f"{source}: not valid JSON: {why}") from None
         if isinstance(d, list):
             for x in d:
                 _flatten(x, source, objs)

@@ -28,6 +28,7 @@ __all__ = [
     "decode_json",
     "json_depth",
     "loads_json",
+    "utf8_error_offset",
 ]
 
 #: Deepest nesting accepted. Kubernetes objects nest about 15 deep (a pod's affinity
@@ -142,7 +143,19 @@ def decode_json(data: bytes | str | msgspec.Raw) -> Any:
     except RecursionError:
         raise DecodeLimitError(f"nesting deeper than {MAX_DEPTH} levels") from None
     except UnicodeDecodeError as e:
-        raise msgspec.DecodeError(f"invalid UTF-8 at byte {e.start}: {e.reason}") from None
+        where = utf8_error_offset(raw)
+        raise msgspec.DecodeError(f"invalid UTF-8 at byte {where}: {e.reason}") from None
+
+
+def utf8_error_offset(data: bytes | memoryview | msgspec.Raw) -> int | None:
+    """The byte offset of the first invalid UTF-8 sequence in ``data`` (None: there is
+    none). msgspec reports an offset within the string it was decoding, which points the
+    reader nowhere."""
+    try:
+        bytes(memoryview(data)).decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start
+    return None
 
 
 class BoundedLoaderMixin:
