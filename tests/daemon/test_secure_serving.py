@@ -6,6 +6,7 @@ the real kube-apiserver and compares with a real kube-scheduler."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -241,6 +242,40 @@ def test_a_failed_review_is_a_json_error_and_not_cached(tmp_path: Path) -> None:
             assert (await s.get("/metrics", token=ALICE.token))[0] == 403  # asked again
             s.srv.faults.fail_next(1, verb="create", resource="tokenreviews", code=503)
             assert await s.get("/metrics", token="another") == (401, UNAUTHORIZED)
+
+    anyio.run(main)
+
+
+async def raw_get(url: str, authorization: bytes) -> tuple[int, Any]:
+    """GET over TLS with an Authorization header of any bytes (clients refuse to send
+    what is not ASCII)."""
+    host, port = url.removeprefix("https://").split("/")[0].rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port), ssl=client_ssl())
+    writer.write(
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Authorization: " + authorization + b"\r\n\r\n"
+    )
+    data = await reader.read()
+    writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [b"Bearer \xff\xfe\x80", "Bearer t\u00f6k\u00e9n".encode(), b"Bearer \xc3("],
+    ids=["not-utf8", "utf8-non-ascii", "truncated-utf8"],
+)
+def test_a_bearer_token_that_is_not_ascii_is_401(tmp_path: Path, authorization: bytes) -> None:
+    """kube's tokens are ASCII (RFC 6750's b64token): 401 as for any token the API server
+    does not know, without a TokenReview (a 500 UnicodeEncodeError before)."""
+
+    async def main() -> None:
+        async with secure_daemon(tmp_path) as s:
+            before = s.reviews("tokenreviews")
+            assert await raw_get(s.daemon.secure_url, authorization) == (401, UNAUTHORIZED)
+            assert s.reviews("tokenreviews") == before
+            assert (await s.get("/metrics", token=ADMIN.token))[0] == 200
 
     anyio.run(main)
 
