@@ -62,7 +62,7 @@ from ..framework.types import NodeInfo, PodInfo
 from ..metrics import SchedulerRegistry
 from ..profile import build_frameworks
 from ..util.errors import KschedError
-from ..util.httpserver import Limits, start_app
+from ..util.httpserver import Limits, answer_and_close, payload_error, start_app
 from ..util.tls import server_ssl_context
 from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
 from .wire import MAX_EXTENDER_PRIORITY
@@ -636,6 +636,10 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
             return _error(500, str(e))
         except InvalidObjectError as e:
             return _error(400, str(e))
+        except web.RequestPayloadError as e:
+            # A corrupt gzip stream, a chunked body cut short: the rest of the stream is
+            # unusable, so the connection closes (and says so) after the answer.
+            return await answer_and_close(request, _error(400, payload_error(e)))
         except ConnectionResetError:
             # The client hung up mid-body: nobody is left to answer. Counted as 499 (the
             # "client closed request" status of proxies), not as a server error.

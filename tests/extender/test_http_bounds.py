@@ -111,3 +111,58 @@ async def test_bind_bodies_have_a_small_cap() -> None:
                 assert r.status == 200, await r.text()
     finally:
         await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        (b"Content-Encoding: gzip\r\nContent-Length: %d\r\n", b"\x1f\x8b\x08\x00garbage-garbage"),
+        (b"Content-Encoding: deflate\r\nContent-Length: %d\r\n", b"not a deflate stream at all"),
+        (b"Transfer-Encoding: chunked\r\n", b"zz\r\n{}\r\n0\r\n\r\n"),
+    ],
+    ids=["gzip", "deflate", "chunked"],
+)
+async def test_a_body_that_cannot_be_read_is_400_and_the_connection_closes(
+    headers: bytes, body: bytes
+) -> None:
+    """A corrupt gzip body was a 500 naming the exception class, a logged traceback and a
+    keep-alive connection dropped without ``Connection: close``."""
+    import asyncio
+    import gzip
+    import io
+
+    from ksched import logging as klog
+
+    buf = io.StringIO()
+    klog.configure("json", 0, stream=buf)
+    runner, port = await start(_server())
+    try:
+        if body.startswith(b"\x1f\x8b"):  # a real gzip stream with its checksum broken
+            body = gzip.compress(golden("filter_args_nodelist.json"))[:-8] + b"\0" * 8
+        if b"%d" in headers:
+            headers = headers % len(body)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /filter HTTP/1.1\r\nHost: t\r\n" + headers + b"\r\n" + body)
+        answer = await asyncio.wait_for(reader.read(), 5)  # the server closes
+        writer.close()
+        head, _, payload = answer.partition(b"\r\n\r\n")
+        error = json.loads(payload)["Error"]
+        if b"chunked" in headers:  # aiohttp's parser refuses the message itself (HTTP/1.0)
+            assert head.startswith(b"HTTP/1.0 400 ") and error == "malformed HTTP request"
+        else:
+            assert head.startswith(b"HTTP/1.1 400 "), answer
+            assert b"Connection: close" in head
+            assert error.startswith("the request body could not be read: "), error
+            assert "Error" not in error.split(": ", 1)[1]  # no exception class
+        assert b"Content-Type: application/json" in head
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(
+                f"http://127.0.0.1:{port}/filter", data=golden("filter_args_nodelist.json")
+            ) as r,
+        ):
+            assert r.status == 200
+    finally:
+        await runner.cleanup()
+        klog.reset()
+    assert "Traceback" not in buf.getvalue() and "exception" not in buf.getvalue(), buf.getvalue()
