@@ -11,7 +11,7 @@ limit).
 or with ``?verbose`` one ``[+]check ok`` / ``[-]check failed`` line per check. ``/readyz``
 is 503 until the informers have synced (and while shutting down). ``/metrics`` is the
 Prometheus text format, ``/configz`` the effective configuration as
-``{"componentconfig": ...}`` with key material and tokens replaced by ``REDACTED``
+``{"componentconfig": ...}`` with key material, tokens and URL userinfo replaced by ``REDACTED``
 (kube-scheduler prints an extender's ``tlsConfig.keyData`` in full). The ``/debug/*``
 endpoints expose scheduler internals.
 
@@ -22,6 +22,7 @@ port's 401/403 are kube's ``Status`` objects.
 
 from __future__ import annotations
 
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -339,15 +340,29 @@ def _secret(key: Any) -> bool:
     return any(s in k for s in _SECRET_KEYS) and not k.endswith(_NOT_SECRET_SUFFIXES)
 
 
+#: the userinfo of a URL (``https://user:password@host``): credentials wherever they are
+_URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+
+
+def _redact_url(v: str) -> str:
+    return _URL_USERINFO.sub(rf"\g<1>{REDACTED}@", v, count=1)
+
+
 def redact(obj: Any) -> Any:
-    """``obj`` with key material and tokens replaced by ``REDACTED`` (in place)."""
+    """``obj`` with key material, tokens and the userinfo of URLs (an extender's
+    ``urlPrefix`` of ``https://user:password@host``) replaced by ``REDACTED`` (in place)."""
     if isinstance(obj, dict):
         for k, v in obj.items():
             if isinstance(v, str) and v and _secret(k):
                 obj[k] = REDACTED
+            elif isinstance(v, str):
+                obj[k] = _redact_url(v)
             else:
                 redact(v)
     elif isinstance(obj, list):
-        for v in obj:
-            redact(v)
+        for i, v in enumerate(obj):
+            if isinstance(v, str):
+                obj[i] = _redact_url(v)
+            else:
+                redact(v)
     return obj
