@@ -588,6 +588,8 @@ def cmd_extender(args: argparse.Namespace) -> int:
         )
     if args.max_request_bytes <= 0:
         return _die(["ksched extender: --max-request-bytes must be positive"])
+    if args.max_request_nodes <= 0:
+        return _die(["ksched extender: --max-request-nodes must be positive"])
     registry = _registry()
     cfg = _load_config(args.config, registry)
     _build_check(cfg, registry, args.config)
@@ -619,6 +621,7 @@ def cmd_extender(args: argparse.Namespace) -> int:
                     ssl_context=ctx,
                     kubeconfig=args.kubeconfig,
                     max_body_bytes=args.max_request_bytes,
+                    max_nodes=args.max_request_nodes,
                     health_port=args.health_port,
                     plugin_timeout=args.plugin_timeout,
                     insecure_allow_unauthenticated_bind=args.insecure_allow_unauthenticated_bind,
@@ -810,7 +813,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--output", choices=("table", "json"), default="table")
     pl.set_defaults(fn=cmd_plugins)
 
-    from .extender import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+    from .extender import (
+        DEFAULT_BIND_ADDRESS,
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_MAX_NODES,
+        DEFAULT_PORT,
+    )
 
     x = sub.add_parser("extender", help="serve a profile's plugins as a kube-scheduler extender")
     x.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
@@ -839,7 +847,19 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument(
         "--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames requests, /bind)"
     )
-    x.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    x.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="largest request body (413 beyond)",
+    )
+    x.add_argument(
+        "--max-request-nodes",
+        type=int,
+        default=DEFAULT_MAX_NODES,
+        help="most nodes a request may carry without --kubeconfig (413 beyond; with it, "
+        "the nodes the informer cache holds and a tenth more)",
+    )
     x.add_argument(
         "--health-port",
         type=int,

@@ -48,7 +48,15 @@ import structlog
 from aiohttp import web
 from prometheus_client import Counter, Histogram, generate_latest
 
-from ..api.objects import DecodeError, InvalidObjectError, Node, ObjectMeta, Pod, decode
+from ..api.objects import (
+    DecodeError,
+    InvalidObjectError,
+    Node,
+    ObjectMeta,
+    Pod,
+    decode,
+    decode_json,
+)
 from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import DEFAULT_PLUGIN_TIMEOUT, PluginTimeout, SyncDeadline
@@ -64,7 +72,7 @@ from ..profile import build_frameworks
 from ..util.errors import KschedError
 from ..util.httpserver import Limits, answer_and_close, payload_error, start_app
 from ..util.tls import server_ssl_context
-from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, wire
+from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_NODES, DEFAULT_PORT, wire
 from .wire import MAX_EXTENDER_PRIORITY
 
 __all__ = [
@@ -138,6 +146,10 @@ class CallFailed(KschedError):
     """The call could not be answered (500 where the result type has no Error field)."""
 
 
+class TooLarge(KschedError):
+    """The request is over a size or count bound (413)."""
+
+
 class NotReady(KschedError):
     """The informer caches are not synced yet (503)."""
 
@@ -148,7 +160,7 @@ class _Nodes:
 
     names: list[str]
     rows: list[int | None]
-    raw: list[wire.JSONObject] | None
+    raw: list[wire.Obj] | None
 
 
 @dataclass(slots=True)
@@ -215,6 +227,7 @@ class ExtenderServer:
         stateful: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
+        max_nodes: int = DEFAULT_MAX_NODES,
     ) -> None:
         self.snapshot = Snapshot()
         self.cluster: ClusterClient = cluster if cluster is not None else NullCluster()
@@ -236,6 +249,7 @@ class ExtenderServer:
         self.feeder = _CacheFeeder(self.cache, self.frameworks) if self.cache else None
         self.synced = not stateful
         self.max_body_bytes = max_body_bytes
+        self.max_nodes = max_nodes
         # no _created series, as on the scheduler's /metrics
         self.metrics = SchedulerRegistry()
         self.requests = Counter(
@@ -254,11 +268,23 @@ class ExtenderServer:
 
     # -- request → snapshot ---------------------------------------------------------------------
 
-    def _pod(self, raw: wire.JSONObject | None) -> PodInfo:
+    def bounds(self) -> wire.Bounds:
+        """What a request body may hold: ``max_nodes`` nodes without informers; with them,
+        the nodes the cache holds and a tenth more (at least 100) for nodes the informer
+        has yet to deliver: more is no request a scheduler of this cluster sends."""
+        if self.cache is None:
+            return wire.Bounds(self.max_nodes)
+        known = self.cache.node_count()
+        return wire.Bounds(known + max(100, known // 10))
+
+    def _pod(self, raw: wire.Obj | None) -> PodInfo:
         if raw is None:
             raise BadRequest("Pod: required")
         try:
-            return PodInfo(decode(raw, Pod), raw)
+            if isinstance(raw, dict):
+                return PodInfo(decode(raw, Pod), raw)
+            data = bytes(raw)
+            return PodInfo(decode_json(data, Pod), data)
         except DecodeError as e:
             raise BadRequest(str(e)) from None
 
@@ -280,7 +306,8 @@ class ExtenderServer:
         local = Cache(assumed_ttl=0)
         for i, raw in enumerate(args.nodes):
             try:
-                node = decode(raw, Node)
+                # straight from the body's bytes: fields no plugin reads are skipped
+                node = decode(raw, Node) if isinstance(raw, dict) else decode_json(raw, Node)
             except DecodeError as e:
                 raise BadRequest(f"Nodes.items[{i}]: {e}") from None
             if not node.metadata.name:
@@ -294,14 +321,14 @@ class ExtenderServer:
         if req.local is not None:
             assert args.nodes is not None
             req.local.update_snapshot(self.snapshot)
-            names = [_name(raw) for raw in args.nodes]
+            names = [wire.object_meta(raw)[0] for raw in args.nodes]
             return _Nodes(names, [self.snapshot.row(n) for n in names], args.nodes)
         if not self.synced:
             raise NotReady("the extender's informer caches are not synced yet")
         assert self.cache is not None
         self.cache.update_snapshot(self.snapshot)
         if args.nodes is not None:
-            names = [_name(raw) for raw in args.nodes]
+            names = [wire.object_meta(raw)[0] for raw in args.nodes]
         elif args.node_names is not None:
             names = list(args.node_names)
         else:
@@ -424,7 +451,7 @@ class ExtenderServer:
                 uids = [p.uid if p else "" for p in (mv.pods or [])] if mv else []
                 wanted[node] = (uids, mv.num_pdb_violations if mv else 0)
         for node, v in (args.node_name_to_victims or {}).items():
-            uids = [_uid(p) for p in (v.pods or [])] if v else []
+            uids = [wire.object_meta(p)[1] for p in (v.pods or [])] if v else []
             wanted[node] = (uids, v.num_pdb_violations if v else 0)
         keep = dict(wanted)
         if self.cache is not None and wanted:
@@ -498,18 +525,6 @@ def _fits_without(
     return fw.run_filter_plugins(state, pod, ni)
 
 
-def _name(raw: wire.JSONObject) -> str:
-    meta = raw.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else ""
-
-
-def _uid(raw: wire.JSONObject) -> str:
-    meta = raw.get("metadata")
-    uid = meta.get("uid") if isinstance(meta, dict) else None
-    return uid if isinstance(uid, str) else ""
-
-
 # ---- HTTP ------------------------------------------------------------------------------------
 
 
@@ -521,7 +536,7 @@ def _error(status: int, message: str) -> web.Response:
 
 async def _read_body(request: web.Request, limit: int) -> bytes:
     if request.content_length is not None and request.content_length > limit:
-        raise BadRequest(
+        raise TooLarge(
             f"request body of {request.content_length} bytes is over the limit of {limit} bytes"
         )
     chunks: list[bytes] = []
@@ -529,7 +544,7 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
     async for chunk in request.content.iter_chunked(1 << 16):
         total += len(chunk)
         if total > limit:
-            raise BadRequest(f"request body is over the limit of {limit} bytes")
+            raise TooLarge(f"request body is over the limit of {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -585,7 +600,7 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
     # doubling the decoded objects in memory.
     decoding = anyio.CapacityLimiter(1)
 
-    def endpoint(verb: str, decoder: Callable[[Any], Any], call: Handler) -> Any:
+    def endpoint(verb: str, decoder: Callable[[bytes, wire.Bounds], Any], call: Handler) -> Any:
         async def handle(request: web.Request) -> web.Response:
             start = time.perf_counter()
             resp = await _answer(request, verb, decoder, call)
@@ -596,7 +611,10 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
         return handle
 
     async def _answer(
-        request: web.Request, verb: str, decoder: Callable[[Any], Any], call: Handler
+        request: web.Request,
+        verb: str,
+        decoder: Callable[[bytes, wire.Bounds], Any],
+        call: Handler,
     ) -> web.Response:
         try:
             limit = (
@@ -605,10 +623,13 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
                 else min(server.max_body_bytes, BIND_MAX_BODY_BYTES)
             )
             body = await _read_body(request, limit)
+            bounds = server.bounds()
 
             def decode_body() -> Any:
                 try:
-                    args = decoder(wire.parse_json(body))
+                    args = decoder(body, bounds)
+                except wire.TooLarge as e:
+                    raise TooLarge(str(e)) from None
                 except wire.WireError as e:
                     raise BadRequest(str(e)) from None
                 if verb in ("filter", "prioritize"):
@@ -623,6 +644,8 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
             data = await anyio.to_thread.run_sync(wire.encode, out, limiter=decoding)
         except BadRequest as e:
             return _error(400, str(e))
+        except TooLarge as e:
+            return _error(413, str(e))
         except NotReady as e:
             return _error(503, str(e))
         except CallFailed as e:
@@ -668,12 +691,16 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
     async def do_bind(a: wire.ExtenderBindingArgs) -> Any:
         return await server.bind(a)
 
-    app.router.add_post("/filter", endpoint("filter", wire.decode_extender_args, do_filter))
+    def decode_bind(body: bytes, _: wire.Bounds) -> wire.ExtenderBindingArgs:
+        return wire.decode_binding_args(wire.parse_json(body))  # at most 64 KiB
+
+    args = wire.decode_extender_args_body
+    app.router.add_post("/filter", endpoint("filter", args, do_filter))
+    app.router.add_post("/prioritize", endpoint("prioritize", args, do_prioritize))
     app.router.add_post(
-        "/prioritize", endpoint("prioritize", wire.decode_extender_args, do_prioritize)
+        "/preempt", endpoint("preempt", wire.decode_preemption_args_body, do_preempt)
     )
-    app.router.add_post("/preempt", endpoint("preempt", wire.decode_preemption_args, do_preempt))
-    app.router.add_post("/bind", endpoint("bind", wire.decode_binding_args, do_bind))
+    app.router.add_post("/bind", endpoint("bind", decode_bind, do_bind))
     _add_health_routes(app, server)
     return app
 
@@ -746,6 +773,7 @@ async def serve(
     plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
     insecure_allow_unauthenticated_bind: bool = False,
     limits: Limits | None = None,
+    max_nodes: int = DEFAULT_MAX_NODES,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the extender until cancelled; ``task_status`` receives the bound port.
@@ -781,27 +809,18 @@ async def serve(
         return bound
 
     try:
+        options: dict[str, Any] = {
+            "profile": profile,
+            "max_body_bytes": max_body_bytes,
+            "plugin_timeout": plugin_timeout,
+            "max_nodes": max_nodes,
+        }
         if kubeconfig is None:
-            server = ExtenderServer(
-                config,
-                registry,
-                profile=profile,
-                max_body_bytes=max_body_bytes,
-                plugin_timeout=plugin_timeout,
-            )
+            server = ExtenderServer(config, registry, **options)
             task_status.started(await listen(server))
             await anyio.sleep_forever()
         else:
-            await _serve_stateful(
-                config,
-                registry,
-                profile,
-                kubeconfig,
-                max_body_bytes,
-                plugin_timeout,
-                listen,
-                task_status,
-            )
+            await _serve_stateful(config, registry, options, kubeconfig, listen, task_status)
     finally:
         with anyio.CancelScope(shield=True):
             for r in runners:
@@ -832,10 +851,8 @@ def _warn_access(host: str, access: Access) -> None:
 async def _serve_stateful(
     config: Any,
     registry: Registry,
-    profile: str | None,
+    options: dict[str, Any],
     kubeconfig: str,
-    max_body_bytes: int,
-    plugin_timeout: float | None,
     listen: Callable[[ExtenderServer], Awaitable[int]],
     task_status: anyio.abc.TaskStatus[int],
 ) -> None:
@@ -846,13 +863,7 @@ async def _serve_stateful(
     cc = config.client_connection
     async with await APIClient.from_kubeconfig(kubeconfig, qps=cc.qps, burst=cc.burst) as api:
         server = ExtenderServer(
-            config,
-            registry,
-            profile=profile,
-            cluster=APIClusterClient(api),
-            stateful=True,
-            max_body_bytes=max_body_bytes,
-            plugin_timeout=plugin_timeout,
+            config, registry, cluster=APIClusterClient(api), stateful=True, **options
         )
         assert server.feeder is not None
         informers = connect_scheduler(server.feeder, api)

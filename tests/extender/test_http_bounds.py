@@ -64,13 +64,13 @@ async def test_decoding_a_body_does_not_stall_the_loop(monkeypatch: pytest.Monke
 
     answered = threading.Event()
     waited: list[bool] = []
-    parse = wire.parse_json
+    parse = wire.decode_extender_args_body
 
-    def slow_parse(data: bytes) -> object:
+    def slow_parse(data: bytes, bounds: wire.Bounds) -> wire.ExtenderArgs:
         waited.append(answered.wait(20))
-        return parse(data)
+        return parse(data, bounds)
 
-    monkeypatch.setattr(wire, "parse_json", slow_parse)
+    monkeypatch.setattr(wire, "decode_extender_args_body", slow_parse)
     runner, port = await start(_server())
     try:
         async with aiohttp.ClientSession() as s:
@@ -102,7 +102,7 @@ async def test_bind_bodies_have_a_small_cap() -> None:
     try:
         async with aiohttp.ClientSession() as s:
             async with s.post(f"http://127.0.0.1:{port}/bind", data=body) as r:
-                assert r.status == 400
+                assert r.status == 413
                 assert f"over the limit of {BIND_MAX_BODY_BYTES} bytes" in (await r.json())["Error"]
             # the same size is fine for a verb that carries a NodeList
             big = json.loads(golden("filter_args_nodelist.json"))

@@ -228,10 +228,10 @@ async def test_a_client_hanging_up_mid_body_is_a_debug_line() -> None:
         await runner.cleanup()
 
 
-async def test_oversize_bodies_get_400() -> None:
+async def test_oversize_bodies_get_413() -> None:
     async for c in _serve(ExtenderServer(server_config(), _registry(), max_body_bytes=100)):
         status, out = await c.json("filter", golden("filter_args_nodelist.json"))
-        assert status == 400 and "over the limit of 100 bytes" in out["Error"]
+        assert status == 413 and "over the limit of 100 bytes" in out["Error"]
 
 
 async def test_plugin_failures() -> None:

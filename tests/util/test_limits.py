@@ -22,6 +22,7 @@ from ksched.util.limits import (
     clip,
     decode_json,
     json_depth,
+    json_length,
     loads_json,
 )
 
@@ -81,7 +82,7 @@ def _depth(value: object) -> int:
 
 
 # Strings made of the bytes that matter to the scan: brackets, quotes and backslash runs.
-_tricky = st.text(alphabet='[]{}"\\ax\u2028', max_size=12)
+_tricky = st.text(alphabet='[]{}",\\ax\u2028', max_size=12)
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | _tricky,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_tricky, inner, max_size=4),
@@ -94,6 +95,35 @@ _json = st.recursive(
 def test_json_depth_is_the_decoded_depth(value: object) -> None:
     """The byte scan agrees with walking the value, whatever the strings hold."""
     assert json_depth(msgspec.json.encode(value)) == _depth(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.integers(1, 9), st.sampled_from([b"", b" ", b"\n  "]))
+def test_the_scan_carries_strings_and_escapes_across_chunks(
+    value: object, chunk: int, pad: bytes
+) -> None:
+    """Scanned a few bytes at a time, a string, an escape or a backslash run split between
+    chunks counts as when scanned whole; json_length is the decoded length."""
+    from ksched.util import limits
+
+    text = msgspec.json.encode(value)
+    if pad:  # whitespace where JSON allows it
+        text = pad + text.replace(b",", b"," + pad) + pad
+    original = limits._SCAN_CHUNK
+    limits._SCAN_CHUNK = chunk
+    try:
+        assert json_depth(text) == _depth(value)
+        if isinstance(value, (list, dict)):
+            assert json_length(text) == len(value)
+    finally:
+        limits._SCAN_CHUNK = original
+
+
+def test_json_length_needs_a_container() -> None:
+    assert json_length(b"[]") == json_length(b" { } ") == 0
+    assert json_length(b'[1, "a,b", [2, 3], {"x": [4, 5]}]') == 4
+    with pytest.raises(ValueError):
+        json_length(b'"a,b"')
 
 
 def test_json_depth_of_escapes() -> None:
