@@ -101,6 +101,13 @@ _JSON = "application/json"
 #: one (the other verbs carry a NodeList and take ``max_body_bytes``).
 BIND_MAX_BODY_BYTES = 64 * 1024
 
+#: The body limit over this is the bound on a body's JSON values (array elements and
+#: object members): what the decoded objects cost grows with their count, not their bytes
+#: (a label of 10 bytes costs about 100 decoded). Nodes as kube-scheduler sends them
+#: (managedFields trimmed) average over 30 bytes a value; a body of two-byte values
+#: would otherwise decode to some 30 times its size.
+BYTES_PER_VALUE = 16
+
 #: The verbs that act on the cluster (bind) or shape its evictions (preempt).
 PROTECTED_PATHS = frozenset({"/bind", "/preempt"})
 
@@ -271,11 +278,13 @@ class ExtenderServer:
     def bounds(self) -> wire.Bounds:
         """What a request body may hold: ``max_nodes`` nodes without informers; with them,
         the nodes the cache holds and a tenth more (at least 100) for nodes the informer
-        has yet to deliver: more is no request a scheduler of this cluster sends."""
+        has yet to deliver: more is no request a scheduler of this cluster sends. And a
+        JSON value per ``BYTES_PER_VALUE`` bytes of the body limit."""
+        values = self.max_body_bytes // BYTES_PER_VALUE
         if self.cache is None:
-            return wire.Bounds(self.max_nodes)
+            return wire.Bounds(self.max_nodes, max_values=values)
         known = self.cache.node_count()
-        return wire.Bounds(known + max(100, known // 10))
+        return wire.Bounds(known + max(100, known // 10), max_values=values)
 
     def _pod(self, raw: wire.Obj | None) -> PodInfo:
         if raw is None:
@@ -596,9 +605,12 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
     middlewares = [_authenticator(server, access)] if access is not None else []
     app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
 
-    # One body decoded at a time: a second 60 MiB NodeList waits as bytes rather than
-    # doubling the decoded objects in memory.
-    decoding = anyio.CapacityLimiter(1)
+    # What the process holds is what one request may hold (``ExtenderServer.bounds``):
+    # at most two bodies are read at once (more clients wait, their bytes in the kernel)
+    # and one request at a time decodes, runs and encodes (a second 60 MiB NodeList waits
+    # as bytes rather than doubling the decoded objects). /bind is small and exempt.
+    reading = anyio.Semaphore(2)
+    working = anyio.Lock()
 
     def endpoint(verb: str, decoder: Callable[[bytes, wire.Bounds], Any], call: Handler) -> Any:
         async def handle(request: web.Request) -> web.Response:
@@ -622,10 +634,8 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
                 if verb != "bind"
                 else min(server.max_body_bytes, BIND_MAX_BODY_BYTES)
             )
-            body = await _read_body(request, limit)
-            bounds = server.bounds()
 
-            def decode_body() -> Any:
+            def decode_body(body: bytes, bounds: wire.Bounds) -> Any:
                 try:
                     args = decoder(body, bounds)
                 except wire.TooLarge as e:
@@ -636,12 +646,22 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
                     return server.decode_request(args)
                 return args
 
-            # Decoding and encoding are pure and may take seconds for a large NodeList: a
-            # worker thread does them, so health checks and small requests go on meanwhile.
-            # The verbs run plugin code on the loop, under the plugin deadline.
-            args = await anyio.to_thread.run_sync(decode_body, limiter=decoding)
-            out = await call(args)
-            data = await anyio.to_thread.run_sync(wire.encode, out, limiter=decoding)
+            async def process(body: bytes) -> bytes:
+                # Decoding and encoding are pure and may take seconds for a large
+                # NodeList: a worker thread does them, so health checks go on meanwhile.
+                # The verbs run plugin code on the loop, under the plugin deadline.
+                args = await anyio.to_thread.run_sync(decode_body, body, server.bounds())
+                out = await call(args)
+                return await anyio.to_thread.run_sync(wire.encode, out)
+
+            if verb == "bind":
+                data = await process(await _read_body(request, limit))
+            else:
+                async with reading:
+                    body = await _read_body(request, limit)
+                    async with working:
+                        data = await process(body)
+                    del body
         except BadRequest as e:
             return _error(400, str(e))
         except TooLarge as e:

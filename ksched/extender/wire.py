@@ -22,11 +22,12 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..util.errors import KschedError
-from ..util.limits import MAX_DEPTH, DecodeLimitError, clip, decode_json, json_depth, json_length
+from ..util.limits import MAX_DEPTH, DecodeLimitError, clip, decode_json, json_length, json_shape
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
     "MAX_OBJECT_BYTES",
+    "MAX_STRUCT_MEMBERS",
     "MIN_EXTENDER_PRIORITY",
     "Bounds",
     "ExtenderArgs",
@@ -512,6 +513,8 @@ class Bounds:
     max_object_bytes: int = MAX_OBJECT_BYTES
     #: victim pods of a preemption request, over all its nodes
     max_victims: int = 0
+    #: JSON values in the body (``ksched.util.limits.json_shape``); 0: no bound
+    max_values: int = 0
 
     def victims(self) -> int:
         """The victim bound: ``max_victims``, or 110 (kubelet's default max-pods) per node."""
@@ -603,15 +606,16 @@ def _raw_struct(
 
 
 def _raw_elements(
-    raw: msgspec.Raw, field: str, gotype: str, limit: int, what: str
+    raw: msgspec.Raw, field: str, gotype: str, limit: int, what: str, few: bool = False
 ) -> list[msgspec.Raw] | None:
-    """The elements of a JSON array (None for null), left raw; TooLarge beyond ``limit``."""
+    """The elements of a JSON array (None for null), left raw; TooLarge beyond ``limit``
+    (counted from the bytes first, unless ``few`` says there cannot be that many)."""
     jtype = _raw_jtype(raw)
     if jtype == "null":
         return None
     if jtype != "array":
         raise _raw_type_error(raw, field, gotype)
-    n = json_length(raw)
+    n = limit if few else json_length(raw)
     if n > limit:
         raise TooLarge(f"{field}: {n} {what} is over the limit of {limit}")
     return _RAW_ELEMENTS.decode(raw)
@@ -638,33 +642,46 @@ def _raw_str_list(raw: msgspec.Raw | None, field: str, limit: int) -> list[str] 
     return None if items is None else [_str(_scalar(x), field) for x in items]
 
 
-def _top_raw(data: bytes, struct: str, names: tuple[str, ...]) -> dict[str, msgspec.Raw]:
-    """The top-level struct's fields of a body, after the checks ``parse_json`` makes."""
+def _top_raw(
+    data: bytes, struct: str, names: tuple[str, ...], bounds: Bounds, count_at: int = 0
+) -> tuple[dict[str, msgspec.Raw], int]:
+    """The top-level struct's fields of a body, after the checks ``parse_json`` makes and
+    the bound on its values; and the commas at nesting ``count_at`` (``json_shape``)."""
+    depth, values, commas = json_shape(data, count_at)
     try:
-        if json_depth(data) > MAX_DEPTH:
+        if depth > MAX_DEPTH:
             raise WireError(f"invalid JSON: nesting deeper than {MAX_DEPTH} levels")
         msgspec.json.decode(data, type=msgspec.Raw)  # the syntax, all of it, first (as Go)
     except msgspec.DecodeError as e:
         raise WireError(f"invalid JSON: {e}") from None
+    if bounds.max_values and values > bounds.max_values:
+        raise TooLarge(
+            f"{struct}: {values} JSON values (array elements and object members) is over "
+            f"the limit of {bounds.max_values}"
+        )
     if _raw_jtype(data) == "null":
-        return {}  # Go: unmarshalling null into a struct is a no-op
+        return {}, 0  # Go: unmarshalling null into a struct is a no-op
     if _raw_jtype(data) != "object":
         raise WireError(
             f"json: cannot unmarshal {_raw_jtype(data)} into Go value of type v1.{struct}"
         )
-    return _raw_struct(data, struct, names, struct)
+    return _raw_struct(data, struct, names, struct), commas
 
 
 def decode_extender_args_body(data: bytes, bounds: Bounds) -> ExtenderArgs:
     """``decode_extender_args(parse_json(data))`` within ``bounds``: the Pod and the nodes
     stay ``msgspec.Raw``; TooLarge for more nodes or larger objects than allowed."""
-    f = _top_raw(data, "ExtenderArgs", ("Pod", "Nodes", "NodeNames"))
+    # Nodes.items' elements are at nesting 3: fewer commas there than max_nodes (the
+    # usual case) spares counting them with a second scan.
+    f, commas = _top_raw(data, "ExtenderArgs", ("Pod", "Nodes", "NodeNames"), bounds, 3)
+    few = commas < bounds.max_nodes
+    pod = _raw_object(f.get("Pod"), "ExtenderArgs.Pod", "v1.Pod", bounds)  # Go's order
     nodes: list[Obj] | None = None
     if (raw_nodes := f.get("Nodes")) is not None and _raw_jtype(raw_nodes) != "null":
         field = "ExtenderArgs.Nodes"
         items = _raw_struct(raw_nodes, "NodeList", ("Items",), field).get("Items")
         elements = (
-            _raw_elements(items, f"{field}.items", "[]v1.Node", bounds.max_nodes, "nodes")
+            _raw_elements(items, f"{field}.items", "[]v1.Node", bounds.max_nodes, "nodes", few)
             if items is not None
             else None
         )
@@ -673,7 +690,7 @@ def decode_extender_args_body(data: bytes, bounds: Bounds) -> ExtenderArgs:
             for x in elements or []
         ]
     return ExtenderArgs(
-        pod=_raw_object(f.get("Pod"), "ExtenderArgs.Pod", "v1.Pod", bounds),
+        pod=pod,
         nodes=nodes,
         node_names=_raw_str_list(f.get("NodeNames"), "ExtenderArgs.NodeNames", bounds.max_nodes),
     )
@@ -688,8 +705,9 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
     ``max_nodes`` candidate nodes and ``bounds.victims()`` victims over all of them; the
     Pod and the victim pods stay ``msgspec.Raw``."""
     s = "ExtenderPreemptionArgs"
-    f = _top_raw(data, s, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"))
+    f, _ = _top_raw(data, s, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"), bounds)
     budget = [bounds.victims()]
+    pod = _raw_object(f.get("Pod"), f"{s}.Pod", "v1.Pod", bounds)  # Go's order
 
     def victims(field: str, raw: msgspec.Raw) -> list[msgspec.Raw] | None:
         pods = _raw_elements(raw, field, "[]*v1.Pod", budget[0], "victims (over all nodes)")
@@ -731,7 +749,7 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
                 _raw_int64(v.get("NumPDBViolations"), "MetaVictims.NumPDBViolations"),
             )
     return ExtenderPreemptionArgs(
-        pod=_raw_object(f.get("Pod"), f"{s}.Pod", "v1.Pod", bounds),
+        pod=pod,
         node_name_to_victims=full,
         node_name_to_meta_victims=meta,
     )

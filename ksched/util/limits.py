@@ -28,6 +28,7 @@ __all__ = [
     "decode_json",
     "json_depth",
     "json_length",
+    "json_shape",
     "loads_json",
     "utf8_error_offset",
 ]
@@ -103,16 +104,18 @@ _JSON_CLASS = bytes(
 _SCAN_CHUNK = 1 << 20
 
 
-def _scan(data: bytes | memoryview | msgspec.Raw, count_at: int = 0) -> tuple[int, int]:
-    """(deepest nesting, commas outside strings at nesting ``count_at``) of JSON text,
-    from its bytes alone, one chunk at a time (a string, an escape or a run of
-    backslashes may span two chunks: the state carries over).
+def json_shape(data: bytes | memoryview | msgspec.Raw, count_at: int = 0) -> tuple[int, int, int]:
+    """(deepest nesting, values, commas at nesting ``count_at``) of JSON text, from its
+    bytes alone, one chunk at a time (a string, an escape or a run of backslashes may span
+    two chunks: the state carries over). ``values`` counts the elements of arrays, the
+    members of objects (a key with its value) and the top value, which bounds the objects
+    a decoder makes: commas and open brackets outside strings, plus one.
 
     Exact for valid JSON: brackets inside strings do not count, and a quote is a string's
     end unless an odd run of backslashes precedes it. For malformed text it is an
     estimate, and the decoder rejects that text anyway."""
     view = memoryview(data).cast("B")  # msgspec.Raw is a buffer
-    depth = deepest = commas = 0
+    depth = deepest = commas = values = 0
     in_string = escaped = False  # at the chunk's start: inside a string; its byte escaped
     for start in range(0, len(view), _SCAN_CHUNK):
         chunk = bytes(view[start : start + _SCAN_CHUNK])
@@ -144,13 +147,14 @@ def _scan(data: bytes | memoryview | msgspec.Raw, count_at: int = 0) -> tuple[in
         outside = (np.searchsorted(quotes, where) + in_string) % 2 == 0
         in_string = bool((quotes.size + in_string) % 2)
         what = what[outside]
+        values += what.size - int(np.count_nonzero(what == _CLOSE))
         steps = (what == _OPEN).astype(np.int64) - (what == _CLOSE)
         levels = depth + np.cumsum(steps)  # the nesting after each byte
         if levels.size:
             deepest = max(deepest, int(levels.max()))
             commas += int(np.count_nonzero((what == _COMMA) & (levels == count_at)))
             depth = int(levels[-1])
-    return deepest, commas
+    return deepest, values + 1, commas
 
 
 def json_depth(data: bytes | memoryview | msgspec.Raw) -> int:
@@ -159,7 +163,7 @@ def json_depth(data: bytes | memoryview | msgspec.Raw) -> int:
     Walking the decoded value costs seconds for a 60 MiB NodeList; this scans the bytes with
     numpy in a fraction of that, in bounded memory, and runs before any recursive decoder
     sees the text."""
-    return _scan(data)[0]
+    return json_shape(data)[0]
 
 
 def json_length(data: bytes | memoryview | msgspec.Raw) -> int:
@@ -177,7 +181,7 @@ def json_length(data: bytes | memoryview | msgspec.Raw) -> int:
         i += 1
     if i == len(view) or view[i] in b"]}":
         return 0
-    return _scan(view, count_at=1)[1] + 1
+    return json_shape(view, count_at=1)[2] + 1
 
 
 def decode_json(data: bytes | str | msgspec.Raw) -> Any:

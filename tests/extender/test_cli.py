@@ -48,6 +48,7 @@ def cfg(tmp_path: Path) -> str:
         ),
         (["--profile", "nope"], "unknown profile 'nope'"),
         (["--max-request-bytes", "0"], "must be positive"),
+        (["--max-request-nodes", "0"], "--max-request-nodes must be positive"),
         (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.pem"], "TLS:"),
     ],
 )
