@@ -579,10 +579,10 @@ def cmd_extender(args: argparse.Namespace) -> int:
         return _die(
             ["ksched extender: --client-ca-file needs --tls-cert-file and --tls-private-key-file"]
         )
-    if args.client_ca and args.insecure_allow_unauthenticated_bind:
+    if args.client_ca and args.insecure_allow_unauthenticated:
         return _die(
             [
-                "ksched extender: --insecure-allow-unauthenticated-bind contradicts "
+                "ksched extender: --insecure-allow-unauthenticated contradicts "
                 "--client-ca-file (which requires a client certificate for every request)"
             ]
         )
@@ -624,7 +624,7 @@ def cmd_extender(args: argparse.Namespace) -> int:
                     max_nodes=args.max_request_nodes,
                     health_port=args.health_port,
                     plugin_timeout=args.plugin_timeout,
-                    insecure_allow_unauthenticated_bind=args.insecure_allow_unauthenticated_bind,
+                    insecure_allow_unauthenticated=args.insecure_allow_unauthenticated,
                 )
             )
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -826,8 +826,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument(
         "--bind-address",
         default=DEFAULT_BIND_ADDRESS,
-        help="listen address (default: loopback only); beyond loopback /bind and /preempt "
-        "need --client-ca-file (or --insecure-allow-unauthenticated-bind)",
+        help="listen address (default: loopback only); beyond loopback every verb needs "
+        "--client-ca-file (or --insecure-allow-unauthenticated)",
     )
     x.add_argument("--port", type=int, default=DEFAULT_PORT)
     x.add_argument("--tls-cert-file", "--tls-cert", dest="tls_cert", help="serving cert (PEM)")
@@ -839,10 +839,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="require, on every request, a client certificate signed by this CA (401 without)",
     )
     x.add_argument(
+        "--insecure-allow-unauthenticated",
+        # its name before /filter and /prioritize were protected too
         "--insecure-allow-unauthenticated-bind",
         action="store_true",
-        help="answer /bind and /preempt without authentication on a non-loopback address "
-        "(anyone who can reach the port can bind any pod to any node)",
+        help="answer every verb without authentication on a non-loopback address (anyone "
+        "who can reach the port can bind any pod to any node)",
     )
     x.add_argument(
         "--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames requests, /bind)"

@@ -21,13 +21,18 @@ Preempt: a candidate node stays when the pod passes Filter with its victims remo
 Access: on a loopback address (the default, 127.0.0.1) every verb answers anyone who can
 connect. With ``--client-ca-file`` (TLS) every request on the port must present a client
 certificate that CA signed: none gets 401 ``{"Error": ...}`` (a certificate the CA did not
-sign fails the TLS handshake). On any other address without ``--client-ca-file``,
-``/bind`` and ``/preempt`` get 403 (anyone reaching the port could bind any pod to any
-node) unless ``--insecure-allow-unauthenticated-bind`` says otherwise, which is logged at
-start. Reads and writes of a connection are bounded (``ksched.util.httpserver``).
+sign fails the TLS handshake). On any other address without ``--client-ca-file`` every
+verb gets 403 (anyone reaching the port could bind any pod to any node, steer its
+evictions, or read and feed the plugins; kube-scheduler's own secure port authenticates
+everything but its health checks) unless ``--insecure-allow-unauthenticated`` says
+otherwise, which is logged at start; /healthz, /readyz and /metrics answer anyone, as on
+``--health-port``. Reads and writes of a connection are bounded
+(``ksched.util.httpserver``).
 
-Errors: a body that is not valid JSON, has wrong types or is over the size limit gets 400
-``{"Error": ...}``; a plugin failure during Filter or Bind is a 200 whose ``Error`` is set,
+Errors: a body that is not valid JSON or has wrong types gets 400 ``{"Error": ...}``; one
+over a bound on what a request may hold (``ExtenderServer.bounds``: bytes, nodes, JSON
+values, the size of one object) 413, decided from the bytes before anything is decoded;
+a plugin failure during Filter or Bind is a 200 whose ``Error`` is set,
 which kube-scheduler turns into a failed call; Prioritize and Preempt have no Error field,
 so their failures are a 500 ``{"Error": ...}``. Never a traceback.
 """
@@ -108,8 +113,8 @@ BIND_MAX_BODY_BYTES = 64 * 1024
 #: would otherwise decode to some 30 times its size.
 BYTES_PER_VALUE = 16
 
-#: The verbs that act on the cluster (bind) or shape its evictions (preempt).
-PROTECTED_PATHS = frozenset({"/bind", "/preempt"})
+#: The verbs: beyond loopback, only for callers with a client certificate.
+PROTECTED_PATHS = frozenset({"/filter", "/prioritize", "/preempt", "/bind"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +125,7 @@ class Access:
     #: must present one (401 without)
     client_certs: bool = False
     #: ``PROTECTED_PATHS`` answer callers that presented no certificate (403 otherwise)
-    open_writes: bool = True
+    open_verbs: bool = True
 
 
 def is_loopback(host: str | None) -> bool:
@@ -138,11 +143,11 @@ def is_loopback(host: str | None) -> bool:
 
 def access_for(host: str | None, *, client_certs: bool, insecure: bool = False) -> Access:
     """The access rules for listening on ``host``: with client certificates verified, they
-    are required; else ``/bind`` and ``/preempt`` are open on loopback, or when
-    ``insecure`` (``--insecure-allow-unauthenticated-bind``) says so."""
+    are required; else the verbs are open on loopback, or when ``insecure``
+    (``--insecure-allow-unauthenticated``) says so."""
     if client_certs:
-        return Access(client_certs=True, open_writes=False)
-    return Access(open_writes=insecure or is_loopback(host))
+        return Access(client_certs=True, open_verbs=False)
+    return Access(open_verbs=insecure or is_loopback(host))
 
 
 class BadRequest(KschedError):
@@ -584,7 +589,7 @@ def _authenticator(server: ExtenderServer, access: Access) -> Any:
                     "Unauthorized: a client certificate signed by the extender's "
                     "--client-ca-file CA is required",
                 )
-        elif request.path in PROTECTED_PATHS and not access.open_writes:
+        elif request.path in PROTECTED_PATHS and not access.open_verbs:
             return refuse(
                 request,
                 403,
@@ -791,7 +796,7 @@ async def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     health_port: int | None = None,
     plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
-    insecure_allow_unauthenticated_bind: bool = False,
+    insecure_allow_unauthenticated: bool = False,
     limits: Limits | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
@@ -799,14 +804,14 @@ async def serve(
     """Run the extender until cancelled; ``task_status`` receives the bound port.
 
     ``health_port``: also serve /healthz, /readyz and /metrics there over plain HTTP.
-    ``insecure_allow_unauthenticated_bind``: /bind and /preempt answer anyone even beyond
-    loopback without client certificates (logged at start).
+    ``insecure_allow_unauthenticated``: the verbs answer anyone even beyond loopback
+    without client certificates (logged at start).
     """
     runners: list[web.AppRunner] = []
     access = access_for(
         host,
         client_certs=verifies_clients(ssl_context),
-        insecure=insecure_allow_unauthenticated_bind,
+        insecure=insecure_allow_unauthenticated,
     )
 
     async def listen(server: ExtenderServer) -> int:
@@ -848,22 +853,22 @@ async def serve(
 
 
 def _warn_access(host: str, access: Access) -> None:
-    """One warning line when ``/bind`` and ``/preempt`` are open beyond loopback, or
-    refused for want of client certificates."""
+    """One warning line when the verbs are open beyond loopback, or refused for want of
+    client certificates."""
     if access.client_certs or is_loopback(host):
         return
-    paths = " and ".join(sorted(PROTECTED_PATHS))
-    if access.open_writes:
+    if access.open_verbs:
         log.warning(
-            f"INSECURE: {paths} answer unauthenticated requests on a non-loopback address "
-            "(--insecure-allow-unauthenticated-bind): anyone who can reach the port can bind "
-            "any pod to any node",
+            "INSECURE: /filter, /prioritize, /preempt and /bind answer unauthenticated "
+            "requests on a non-loopback address (--insecure-allow-unauthenticated): anyone "
+            "who can reach the port can bind any pod to any node",
             address=host,
         )
     else:
         log.warning(
-            f"{paths} are refused (403): the extender listens beyond loopback without "
-            "client-certificate authentication (--client-ca-file)",
+            "/filter, /prioritize, /preempt and /bind are refused (403): the extender "
+            "listens beyond loopback without client-certificate authentication "
+            "(--client-ca-file); /healthz, /readyz and /metrics answer",
             address=host,
         )
 
