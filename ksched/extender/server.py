@@ -39,6 +39,9 @@ so their failures are a 500 ``{"Error": ...}``. Never a traceback.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import ipaddress
 import ssl
 import time
@@ -241,21 +244,14 @@ class ExtenderServer:
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
         max_nodes: int = DEFAULT_MAX_NODES,
     ) -> None:
-        self.snapshot = Snapshot()
         self.cluster: ClusterClient = cluster if cluster is not None else NullCluster()
         self.can_bind = cluster is not None
-        self.frameworks = build_frameworks(
-            config, registry, cluster=self.cluster, snapshot=self.snapshot
-        )
+        self._config, self._registry = config, registry
         name = profile or config.profiles[0].scheduler_name
-        if name not in self.frameworks:
-            raise ValueError(
-                f"unknown profile {name!r}; the config has: " + ", ".join(sorted(self.frameworks))
-            )
         self.profile = name
-        self.fw = self.frameworks[name]
-        plugins = {id(inst): n for n, inst in self.fw.plugins.items()}
-        self.deadline = SyncDeadline(plugin_timeout, lambda: plugins)
+        self._plugins: dict[int, str] = {}
+        self._build()
+        self.deadline = SyncDeadline(plugin_timeout, lambda: self._plugins)
         # Stateful (informer-fed) cache, or None: each request brings its nodes.
         self.cache: Cache | None = Cache(assumed_ttl=0) if stateful else None
         self.feeder = _CacheFeeder(self.cache, self.frameworks) if self.cache else None
@@ -281,15 +277,38 @@ class ExtenderServer:
     # -- request → snapshot ---------------------------------------------------------------------
 
     def bounds(self) -> wire.Bounds:
-        """What a request body may hold: ``max_nodes`` nodes without informers; with them,
-        the nodes the cache holds and a tenth more (at least 100) for nodes the informer
-        has yet to deliver: more is no request a scheduler of this cluster sends. And a
-        JSON value per ``BYTES_PER_VALUE`` bytes of the body limit."""
+        """What a request body may hold: ``max_nodes`` nodes without informers (or before
+        they have synced); with them, the nodes the cache holds and a tenth more (at least
+        100) for nodes the informer has yet to deliver: more is no request a scheduler of
+        this cluster sends. And a JSON value per ``BYTES_PER_VALUE`` bytes of the body
+        limit."""
         values = self.max_body_bytes // BYTES_PER_VALUE
-        if self.cache is None:
+        if self.cache is None or not self.synced:  # not synced: 503 once decoded
             return wire.Bounds(self.max_nodes, max_values=values)
         known = self.cache.node_count()
         return wire.Bounds(known + max(100, known // 10), max_values=values)
+
+    def _build(self) -> None:
+        self.snapshot = Snapshot()
+        self.frameworks = build_frameworks(
+            self._config, self._registry, cluster=self.cluster, snapshot=self.snapshot
+        )
+        if self.profile not in self.frameworks:
+            raise ValueError(
+                f"unknown profile {self.profile!r}; the config has: "
+                + ", ".join(sorted(self.frameworks))
+            )
+        self.fw: Framework = self.frameworks[self.profile]
+        self._plugins = {id(inst): n for n, inst in self.fw.plugins.items()}
+
+    def forget(self) -> None:
+        """Without informers, drop what a request left behind once it is answered: its
+        nodes stay in the snapshot, and in what plugins keep of it between cycles (the
+        inter-pod affinity index), until the next request. For a large NodeList that was
+        hundreds of MB (a 41 MB one left 1.5 GB resident); a new snapshot and frameworks
+        cost 2 ms."""
+        if self.cache is None:
+            self._build()
 
     def _pod(self, raw: wire.Obj | None) -> PodInfo:
         if raw is None:
@@ -604,6 +623,31 @@ def _authenticator(server: ExtenderServer, access: Access) -> Any:
 _VERBS = frozenset({"/filter", "/prioritize", "/preempt", "/bind"})
 
 
+#: After a body this large, what the request left behind is dropped (``forget``) and the
+#: freed memory given back to the OS: hundreds of MB, against 2 ms of work.
+_LARGE_BODY_BYTES = 4 << 20
+
+
+def _release_memory() -> None:
+    """Return the heap's free pages to the OS (glibc's ``malloc_trim``): the objects of a
+    large request are freed, but glibc keeps their pages (a 41 MB NodeList left 1.5 GB
+    resident). Elsewhere a no-op."""
+    gc.collect()
+    if _libc is not None:
+        _libc.malloc_trim(0)
+
+
+def _load_libc() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+_libc = _load_libc()
+
+
 def make_app(server: ExtenderServer, access: Access | None = None) -> web.Application:
     """The aiohttp application: the four verbs plus /healthz, /readyz and /metrics, under
     ``access`` (default: open, as on loopback)."""
@@ -656,7 +700,11 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
                 # NodeList: a worker thread does them, so health checks go on meanwhile.
                 # The verbs run plugin code on the loop, under the plugin deadline.
                 args = await anyio.to_thread.run_sync(decode_body, body, server.bounds())
-                out = await call(args)
+                try:
+                    out = await call(args)
+                finally:
+                    if len(body) >= _LARGE_BODY_BYTES:
+                        server.forget()
                 return await anyio.to_thread.run_sync(wire.encode, out)
 
             if verb == "bind":
@@ -666,6 +714,8 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
                     body = await _read_body(request, limit)
                     async with working:
                         data = await process(body)
+                        if len(body) >= _LARGE_BODY_BYTES:
+                            await anyio.to_thread.run_sync(_release_memory)
                     del body
         except BadRequest as e:
             return _error(400, str(e))

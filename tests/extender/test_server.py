@@ -432,6 +432,15 @@ async def test_informer_backed_mode(apiserver: Any, apiserver_kubeconfig: Path) 
         status, out = await c.json("prioritize", args)
         scores = {h["Host"]: h["Score"] for h in out}
         assert scores["n2"] > scores["n1"] and scores["n3"] == 0
+        # The node bound follows the cache: its 2 nodes and at least 100 more.
+        names = [f"n{i}" for i in range(1, 103)]
+        status, out = await c.json("filter", {**args, "NodeNames": names})
+        assert status == 200 and len(out["FailedNodes"]) == 101  # n1 and the unknown
+        status, out = await c.json("prioritize", {**args, "NodeNames": [*names, "n103"]})
+        assert (status, out) == (
+            413,
+            {"Error": "ExtenderArgs.NodeNames: 103 names is over the limit of 102"},
+        )
         # Preemption: evicting busy makes room on n1; an unknown victim does not.
         status, out = await c.json(
             "preempt",
