@@ -31,6 +31,7 @@ __all__ = [
     "DecodeError",
     "EphemeralVolumeSource",
     "GCEPersistentDiskVolumeSource",
+    "HeadMeta",
     "ISCSIVolumeSource",
     "InvalidObjectError",
     "KObject",
@@ -45,6 +46,7 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "ObjectHead",
     "ObjectMeta",
     "ObjectReference",
     "OwnerReference",
@@ -597,24 +599,29 @@ def decode_json(data: bytes, cls: type[T]) -> T:
         ) from None
 
 
-class _RefMeta(msgspec.Struct):
+class HeadMeta(msgspec.Struct):
     name: Any = None
     namespace: Any = None
+    uid: Any = None
 
 
-class _RefHead(msgspec.Struct):
+class ObjectHead(msgspec.Struct):
+    """What JSON bytes say an object is, decoded alone (``msgspec.json.decode(data,
+    type=ObjectHead)``): every other field is skipped, unbuilt and unchecked. Any type, so
+    a wrong one is for the full decoding to report."""
+
     kind: Any = None
-    metadata: _RefMeta | None = None
+    metadata: HeadMeta | None = None
 
 
 def _json_ref(data: bytes, kind: str) -> str:
     """``object_ref`` of JSON bytes, from the kind and name alone: the rest of a document
     that failed to decode (a number out of range, bad UTF-8) would fail again."""
     try:
-        head = msgspec.json.decode(data, type=_RefHead)
+        head = msgspec.json.decode(data, type=ObjectHead)
     except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
         return kind
-    meta = head.metadata or _RefMeta()
+    meta = head.metadata or HeadMeta()
     fields = {"name": meta.name, "namespace": meta.namespace}
     scalars = {k: v for k, v in fields.items() if v is not None and not isinstance(v, dict | list)}
     return object_ref(

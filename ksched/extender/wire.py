@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..api.objects import HeadMeta, ObjectHead
 from ..util.errors import KschedError
 from ..util.limits import MAX_DEPTH, DecodeLimitError, clip, decode_json, json_length, json_shape
 
@@ -720,34 +721,35 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
             return None
         return _raw_members(raw, f"{s}.{key}", gotype, bounds.max_nodes, "nodes")
 
-    full: dict[str, Victims | None] | None = None
-    if (m := node_map("NodeNameToVictims", "map[string]*v1.Victims")) is not None:
-        full = {}
+    def victims_map(
+        key: str, gotype: str, struct: str, item: Callable[[msgspec.Raw], Any]
+    ) -> dict[str, Any] | None:
+        """NodeNameToVictims or NodeNameToMetaVictims: node → Victims or MetaVictims."""
+        if (m := node_map(key, gotype)) is None:
+            return None
+        out: dict[str, Any] = {}
         for node, raw in m.items():
             if _raw_jtype(raw) == "null":
-                full[node] = None
+                out[node] = None
                 continue
-            v = _raw_struct(raw, "Victims", ("Pods", "NumPDBViolations"), "Victims")
-            pods = victims("Victims.Pods", v["Pods"]) if "Pods" in v else None
-            full[node] = Victims(
-                None
-                if pods is None
-                else [_raw_object(p, "Victims.Pods", "v1.Pod", bounds) or _EMPTY for p in pods],
-                _raw_int64(v.get("NumPDBViolations"), "Victims.NumPDBViolations"),
+            v = _raw_struct(raw, struct, ("Pods", "NumPDBViolations"), struct)
+            pods = victims(f"{struct}.Pods", v["Pods"]) if "Pods" in v else None
+            cls = Victims if struct == "Victims" else MetaVictims
+            out[node] = cls(
+                None if pods is None else [item(p) for p in pods],
+                _raw_int64(v.get("NumPDBViolations"), f"{struct}.NumPDBViolations"),
             )
-    meta: dict[str, MetaVictims | None] | None = None
-    if (m := node_map("NodeNameToMetaVictims", "map[string]*v1.MetaVictims")) is not None:
-        meta = {}
-        for node, raw in m.items():
-            if _raw_jtype(raw) == "null":
-                meta[node] = None
-                continue
-            v = _raw_struct(raw, "MetaVictims", ("Pods", "NumPDBViolations"), "MetaVictims")
-            pods = victims("MetaVictims.Pods", v["Pods"]) if "Pods" in v else None
-            meta[node] = MetaVictims(
-                None if pods is None else [_raw_meta_pod(p) for p in pods],
-                _raw_int64(v.get("NumPDBViolations"), "MetaVictims.NumPDBViolations"),
-            )
+        return out
+
+    full = victims_map(
+        "NodeNameToVictims",
+        "map[string]*v1.Victims",
+        "Victims",
+        lambda p: _raw_object(p, "Victims.Pods", "v1.Pod", bounds) or _EMPTY,
+    )
+    meta = victims_map(
+        "NodeNameToMetaVictims", "map[string]*v1.MetaVictims", "MetaVictims", _raw_meta_pod
+    )
     return ExtenderPreemptionArgs(
         pod=pod,
         node_name_to_victims=full,
@@ -763,15 +765,6 @@ def _raw_meta_pod(raw: msgspec.Raw) -> MetaPod | None:
     return MetaPod("" if uid is None else _str(_scalar(uid), "MetaPod.UID"))
 
 
-class _Meta(msgspec.Struct):
-    name: Any = None
-    uid: Any = None
-
-
-class _Head(msgspec.Struct):
-    metadata: _Meta | None = None
-
-
 def object_meta(obj: Obj) -> tuple[str, str]:
     """(metadata.name, metadata.uid) of a v1 object, decoded or raw; "" for what is not
     a string (the object's own decoding reports that)."""
@@ -781,7 +774,7 @@ def object_meta(obj: Obj) -> tuple[str, str]:
         uid = meta.get("uid") if isinstance(meta, dict) else None
     else:
         try:
-            head = msgspec.json.decode(obj, type=_Head).metadata or _Meta()
+            head = msgspec.json.decode(obj, type=ObjectHead).metadata or HeadMeta()
         except (msgspec.DecodeError, UnicodeDecodeError):
             return "", ""
         name, uid = head.name, head.uid

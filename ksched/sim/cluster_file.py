@@ -28,6 +28,7 @@ from ..api.objects import (
     DecodeError,
     Namespace,
     Node,
+    ObjectHead,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -163,20 +164,8 @@ class _ListHead(msgspec.Struct):
     items: list[msgspec.Raw] | None = None
 
 
-class _Meta(msgspec.Struct):
-    name: Any = None
-    namespace: Any = None
-
-
-class _Head(msgspec.Struct):
-    """What a JSON item must say before it is decoded into its kind."""
-
-    kind: Any = None
-    metadata: _Meta | None = None
-
-
 _LIST_HEAD = msgspec.json.Decoder(_ListHead)
-_HEAD = msgspec.json.Decoder(_Head)
+_HEAD = msgspec.json.Decoder(ObjectHead)
 # Kinds decoded straight from JSON bytes (no intermediate dicts): nearly all of a dump.
 _TYPED: dict[str, type[Any]] = {"Node": Node, "Pod": Pod}
 

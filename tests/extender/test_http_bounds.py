@@ -25,6 +25,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+async def _filter_answers(port: int) -> None:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(f"http://127.0.0.1:{port}/filter", data=golden("filter_args_nodelist.json")) as r,
+    ):
+        assert r.status == 200
+
+
 async def test_slow_clients_are_cut_off_and_idle_ones_give_way() -> None:
     server: ExtenderServer = _server()
     limits = Limits(header_timeout=0.5, body_timeout=0.5, max_connections=20)
@@ -41,13 +49,7 @@ async def test_slow_clients_are_cut_off_and_idle_ones_give_way() -> None:
         }
         socks = await _open_idle(port, 100)
         try:
-            async with (
-                aiohttp.ClientSession() as s,
-                s.post(
-                    f"http://127.0.0.1:{port}/filter", data=golden("filter_args_nodelist.json")
-                ) as r,
-            ):
-                assert r.status == 200
+            await _filter_answers(port)
         finally:
             for sock in socks:
                 sock.close()
@@ -155,13 +157,7 @@ async def test_a_body_that_cannot_be_read_is_400_and_the_connection_closes(
             assert error.startswith("the request body could not be read: "), error
             assert "Error" not in error.split(": ", 1)[1]  # no exception class
         assert b"Content-Type: application/json" in head
-        async with (
-            aiohttp.ClientSession() as s,
-            s.post(
-                f"http://127.0.0.1:{port}/filter", data=golden("filter_args_nodelist.json")
-            ) as r,
-        ):
-            assert r.status == 200
+        await _filter_answers(port)
     finally:
         await runner.cleanup()
         klog.reset()

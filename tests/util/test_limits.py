@@ -26,6 +26,9 @@ from ksched.util.limits import (
     loads_json,
 )
 
+NODE = b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}'
+BIG_CPU = b'"status":{"allocatable":{"cpu":1e400,"pods":"10"}}}'
+
 
 def alias_bomb(levels: int = 7, width: int = 9) -> str:
     """``levels`` anchors, each a list of ``width`` aliases of the previous: width**levels
@@ -200,7 +203,7 @@ def test_config_validate_exits_2_in_one_line(
     assert main(["config", "validate", str(path)]) == 2
     assert time.monotonic() - t0 < 3.0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(str(path)), err
+    assert len(err) == 1 and err[0].startswith(f"{path}: "), err
     assert message in err[0]
     assert len(err[0]) < 400
     assert "Traceback" not in err[0]
@@ -222,14 +225,60 @@ def test_config_validate_exits_2_in_one_line(
         ),
         ("broken.yaml", "kind: Node\nmetadata: {name: a\n", "not valid YAML: line 3, column 1:"),
         ("broken.json", '{"kind": "Node",\n "metadata": }', "not valid JSON: line 2, column 14:"),
+        # invalid UTF-8: in a List item's name, a whole document's name, a leading byte
+        # order mark of another encoding, and YAML
+        (
+            "c.json",
+            b'{"kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n\xff1"}}]}',
+            "not valid JSON: invalid UTF-8 at byte 78",
+        ),
+        (
+            "c.json",
+            b'{"kind":"Node","apiVersion":"v1","metadata":{"name":"n\xc3"}}',
+            "can't decode byte 0xc3 in position 54",
+        ),
+        ("c.json", b'\xff\xfe{"kind":"Node"}', "not valid YAML/JSON"),
+        ("c.yaml", b"kind: Node\napiVersion: v1\nmetadata:\n  name: n\xff1\n", "UTF-8"),
+        # a typed item whose head decodes but a later string does not
+        (
+            "c.json",
+            b'{"kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},'
+            b'"spec":{"containers":[{"name":"c\xfe"}]}}]}',
+            "Pod p: invalid JSON: invalid UTF-8 at byte 88 of the object",
+        ),
+        # numbers beyond float64: in a List item, a whole document, an untyped object
+        (
+            "c.json",
+            b'{"kind":"List","items":[' + NODE + b"," + BIG_CPU + b"]}",
+            "Node n1: Number out of range - at `status.allocatable[...]`",
+        ),
+        ("c.json", NODE + b"," + BIG_CPU, "not valid JSON: Number out of range"),
+        (
+            "c.json",
+            b'{"kind":"List","items":[{"kind":"ConfigMap","apiVersion":"v1",'
+            b'"metadata":{"name":"m"},"data":{"a":1e400}}]}',
+            "not valid JSON: Number out of range",
+        ),
+        (
+            "c.json",
+            b'{"kind":"List","items":[{"kind":"Pod","apiVersion":"v1","metadata":'
+            b'{"name":"p","namespace":"x"},"spec":{"priority":1e400,"containers":[]}}]}',
+            "Pod x/p: Number out of range - at `spec.priority`",
+        ),
+        (
+            "c.yaml",
+            b"kind: Node\napiVersion: v1\nmetadata: {name: n1}\nstatus:\n"
+            b"  allocatable: {cpu: 1.0e+400}\n",
+            "Node n1: status.allocatable[cpu]: Invalid value: inf: quantity must be finite",
+        ),
     ],
 )
 def test_simulate_exits_2_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, message: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str | bytes, message: str
 ) -> None:
     path = tmp_path / name
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     assert main(["simulate", "--cluster", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(str(path)), err
+    assert len(err) == 1 and err[0].startswith(f"{path}: "), err
     assert message in err[0]
