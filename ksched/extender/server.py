@@ -165,6 +165,10 @@ class TooLarge(KschedError):
     """The request is over a size or count bound (413)."""
 
 
+class Busy(KschedError):
+    """Too many request bodies in memory at once (503)."""
+
+
 class NotReady(KschedError):
     """The informer caches are not synced yet (503)."""
 
@@ -567,7 +571,17 @@ def _error(status: int, message: str) -> web.Response:
     )
 
 
-async def _read_body(request: web.Request, limit: int) -> bytes:
+class _Budget:
+    """Bytes of request bodies the process holds at once, counted as they arrive (a slow
+    sender holds only what it has sent, so a few cannot lock the others out)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+
+async def _read_body(request: web.Request, limit: int, budget: _Budget, held: list[int]) -> bytes:
+    """The body, counted in ``budget`` (and in ``held``, for the caller to give back)."""
     if request.content_length is not None and request.content_length > limit:
         raise TooLarge(
             f"request body of {request.content_length} bytes is over the limit of {limit} bytes"
@@ -578,6 +592,13 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
         total += len(chunk)
         if total > limit:
             raise TooLarge(f"request body is over the limit of {limit} bytes")
+        if budget.used + len(chunk) > budget.limit:
+            raise Busy(
+                f"the extender holds {budget.used} bytes of request bodies, near its limit "
+                f"of {budget.limit}: retry"
+            )
+        budget.used += len(chunk)
+        held[0] += len(chunk)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -655,10 +676,10 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
     app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
 
     # What the process holds is what one request may hold (``ExtenderServer.bounds``):
-    # at most two bodies are read at once (more clients wait, their bytes in the kernel)
-    # and one request at a time decodes, runs and encodes (a second 60 MiB NodeList waits
-    # as bytes rather than doubling the decoded objects). /bind is small and exempt.
-    reading = anyio.Semaphore(2)
+    # request bodies up to twice the body limit at once (503 beyond: a crowd of 60 MiB
+    # uploads held 60 MiB each), and one request at a time decodes, runs and encodes (a
+    # second 60 MiB NodeList waits as bytes rather than doubling the decoded objects).
+    budget = _Budget(2 * server.max_body_bytes + BIND_MAX_BODY_BYTES)
     working = anyio.Lock()
 
     def endpoint(verb: str, decoder: Callable[[bytes, wire.Bounds], Any], call: Handler) -> Any:
@@ -676,6 +697,19 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
         verb: str,
         decoder: Callable[[bytes, wire.Bounds], Any],
         call: Handler,
+    ) -> web.Response:
+        held = [0]  # bytes of the budget this request's body holds
+        try:
+            return await _answer_holding(request, verb, decoder, call, held)
+        finally:
+            budget.used -= held[0]
+
+    async def _answer_holding(
+        request: web.Request,
+        verb: str,
+        decoder: Callable[[bytes, wire.Bounds], Any],
+        call: Handler,
+        held: list[int],
     ) -> web.Response:
         try:
             limit = (
@@ -707,21 +741,20 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
                         server.forget()
                 return await anyio.to_thread.run_sync(wire.encode, out)
 
-            if verb == "bind":
-                data = await process(await _read_body(request, limit))
+            body = await _read_body(request, limit, budget, held)
+            if verb == "bind":  # small, and waits on the API server: not in line
+                data = await process(body)
             else:
-                async with reading:
-                    body = await _read_body(request, limit)
-                    async with working:
-                        data = await process(body)
-                        if len(body) >= _LARGE_BODY_BYTES:
-                            await anyio.to_thread.run_sync(_release_memory)
-                    del body
+                async with working:
+                    data = await process(body)
+                    if len(body) >= _LARGE_BODY_BYTES:
+                        await anyio.to_thread.run_sync(_release_memory)
+            del body
         except BadRequest as e:
             return _error(400, str(e))
         except TooLarge as e:
             return _error(413, str(e))
-        except NotReady as e:
+        except (NotReady, Busy) as e:
             return _error(503, str(e))
         except CallFailed as e:
             if verb in ("filter", "bind"):

@@ -162,3 +162,52 @@ async def test_a_body_that_cannot_be_read_is_400_and_the_connection_closes(
         await runner.cleanup()
         klog.reset()
     assert "Traceback" not in buf.getvalue() and "exception" not in buf.getvalue(), buf.getvalue()
+
+
+async def test_request_bodies_in_memory_at_once_are_bounded() -> None:
+    """Bodies count against twice the body limit as their bytes arrive: a crowd of large
+    uploads gets 503 past it (each held up to 64 MiB before), while slow senders, holding
+    only what they sent, do not lock anyone out."""
+    import asyncio
+
+    from ksched.extender.server import BIND_MAX_BODY_BYTES
+
+    limit = 100_000
+    server = _server()
+    server.max_body_bytes = limit
+    runner, port = await start(server)
+    writers = []
+    try:
+        # ten slow senders: a few bytes each, then nothing
+        for _ in range(10):
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"POST /filter HTTP/1.1\r\nHost: t\r\nContent-Length: 90000\r\n\r\n{")
+            writers.append(w)
+        await _filter_answers(port)
+        # two large bodies under way hold 180,000 bytes; a third pushes past 2 x 100,000
+        # + 64 KiB
+        for _ in range(2):
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"POST /filter HTTP/1.1\r\nHost: t\r\nContent-Length: 99000\r\n\r\n")
+            w.write(b'{"Pod": {"metadata": {"name": "' + b"p" * 95_000)
+            await w.drain()
+            writers.append(w)
+        await asyncio.sleep(0.3)
+        reader, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(b"POST /filter HTTP/1.1\r\nHost: t\r\nContent-Length: 99000\r\n\r\n")
+        w.write(b" " * 99_000)
+        answer = await asyncio.wait_for(reader.read(2000), 5)
+        w.close()
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503 "), answer
+        error = json.loads(body)["Error"]
+        assert error.endswith(f"near its limit of {2 * limit + BIND_MAX_BODY_BYTES}: retry")
+        for w in writers[-2:]:
+            w.close()
+        writers = writers[:-2]
+        await asyncio.sleep(0.3)
+        await _filter_answers(port)  # what they held is given back
+    finally:
+        for w in writers:
+            w.close()
+        await runner.cleanup()
