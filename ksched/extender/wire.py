@@ -578,12 +578,13 @@ def _scalar(raw: msgspec.Raw) -> Any:
 
 
 def _raw_members(
-    raw: bytes | msgspec.Raw, field: str, gotype: str, limit: int, what: str
+    raw: bytes | msgspec.Raw, field: str, gotype: str, limit: int, what: str, few: bool
 ) -> dict[str, msgspec.Raw]:
-    """The members of a JSON object, its values left raw; TooLarge beyond ``limit``."""
+    """The members of a JSON object, its values left raw; TooLarge beyond ``limit``
+    (counted from the bytes first, unless ``few`` says there cannot be that many)."""
     if _raw_jtype(raw) != "object":
         raise _raw_type_error(raw, field, gotype)
-    n = json_length(raw)
+    n = limit if few else json_length(raw)
     if n > limit:
         raise TooLarge(f"{field}: {n} {what} is over the limit of {limit}")
     try:
@@ -593,10 +594,10 @@ def _raw_members(
 
 
 def _raw_struct(
-    raw: bytes | msgspec.Raw, struct: str, names: tuple[str, ...], field: str
+    raw: bytes | msgspec.Raw, struct: str, names: tuple[str, ...], field: str, few: bool
 ) -> dict[str, msgspec.Raw]:
     """``_fields`` of a raw JSON object: its Go fields' values, still raw."""
-    members = _raw_members(raw, field, f"v1.{struct}", MAX_STRUCT_MEMBERS, "members")
+    members = _raw_members(raw, field, f"v1.{struct}", MAX_STRUCT_MEMBERS, "members", few)
     index = {_fold(n): n for n in names}
     out: dict[str, msgspec.Raw] = {}
     for k, x in members.items():
@@ -607,7 +608,7 @@ def _raw_struct(
 
 
 def _raw_elements(
-    raw: msgspec.Raw, field: str, gotype: str, limit: int, what: str, few: bool = False
+    raw: msgspec.Raw, field: str, gotype: str, limit: int, what: str, few: bool
 ) -> list[msgspec.Raw] | None:
     """The elements of a JSON array (None for null), left raw; TooLarge beyond ``limit``
     (counted from the bytes first, unless ``few`` says there cannot be that many)."""
@@ -636,19 +637,20 @@ def _raw_object(raw: msgspec.Raw | None, field: str, gotype: str, bounds: Bounds
     return raw
 
 
-def _raw_str_list(raw: msgspec.Raw | None, field: str, limit: int) -> list[str] | None:
+def _raw_str_list(raw: msgspec.Raw | None, field: str, limit: int, few: bool) -> list[str] | None:
     if raw is None:
         return None
-    items = _raw_elements(raw, field, "[]string", limit, "names")
+    items = _raw_elements(raw, field, "[]string", limit, "names", few)
     return None if items is None else [_str(_scalar(x), field) for x in items]
 
 
 def _top_raw(
-    data: bytes, struct: str, names: tuple[str, ...], bounds: Bounds, count_at: int = 0
-) -> tuple[dict[str, msgspec.Raw], int]:
+    data: bytes, struct: str, names: tuple[str, ...], bounds: Bounds
+) -> tuple[dict[str, msgspec.Raw], list[int]]:
     """The top-level struct's fields of a body, after the checks ``parse_json`` makes and
-    the bound on its values; and the commas at nesting ``count_at`` (``json_shape``)."""
-    depth, values, commas = json_shape(data, count_at)
+    the bound on its values; and the commas at each nesting (``json_shape``), which spare
+    counting a container's elements with another scan when there cannot be too many."""
+    depth, values, commas = json_shape(data)
     try:
         if depth > MAX_DEPTH:
             raise WireError(f"invalid JSON: nesting deeper than {MAX_DEPTH} levels")
@@ -661,26 +663,26 @@ def _top_raw(
             f"the limit of {bounds.max_values}"
         )
     if _raw_jtype(data) == "null":
-        return {}, 0  # Go: unmarshalling null into a struct is a no-op
+        return {}, commas  # Go: unmarshalling null into a struct is a no-op
     if _raw_jtype(data) != "object":
         raise WireError(
             f"json: cannot unmarshal {_raw_jtype(data)} into Go value of type v1.{struct}"
         )
-    return _raw_struct(data, struct, names, struct), commas
+    few = commas[1] < MAX_STRUCT_MEMBERS
+    return _raw_struct(data, struct, names, struct, few), commas
 
 
 def decode_extender_args_body(data: bytes, bounds: Bounds) -> ExtenderArgs:
     """``decode_extender_args(parse_json(data))`` within ``bounds``: the Pod and the nodes
     stay ``msgspec.Raw``; TooLarge for more nodes or larger objects than allowed."""
-    # Nodes.items' elements are at nesting 3: fewer commas there than max_nodes (the
-    # usual case) spares counting them with a second scan.
-    f, commas = _top_raw(data, "ExtenderArgs", ("Pod", "Nodes", "NodeNames"), bounds, 3)
-    few = commas < bounds.max_nodes
+    f, commas = _top_raw(data, "ExtenderArgs", ("Pod", "Nodes", "NodeNames"), bounds)
     pod = _raw_object(f.get("Pod"), "ExtenderArgs.Pod", "v1.Pod", bounds)  # Go's order
     nodes: list[Obj] | None = None
     if (raw_nodes := f.get("Nodes")) is not None and _raw_jtype(raw_nodes) != "null":
         field = "ExtenderArgs.Nodes"
-        items = _raw_struct(raw_nodes, "NodeList", ("Items",), field).get("Items")
+        few = commas[2] < MAX_STRUCT_MEMBERS
+        items = _raw_struct(raw_nodes, "NodeList", ("Items",), field, few).get("Items")
+        few = commas[3] < bounds.max_nodes  # Nodes.items' elements are at nesting 3
         elements = (
             _raw_elements(items, f"{field}.items", "[]v1.Node", bounds.max_nodes, "nodes", few)
             if items is not None
@@ -693,7 +695,12 @@ def decode_extender_args_body(data: bytes, bounds: Bounds) -> ExtenderArgs:
     return ExtenderArgs(
         pod=pod,
         nodes=nodes,
-        node_names=_raw_str_list(f.get("NodeNames"), "ExtenderArgs.NodeNames", bounds.max_nodes),
+        node_names=_raw_str_list(
+            f.get("NodeNames"),
+            "ExtenderArgs.NodeNames",
+            bounds.max_nodes,
+            commas[2] < bounds.max_nodes,
+        ),
     )
 
 
@@ -706,12 +713,19 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
     ``max_nodes`` candidate nodes and ``bounds.victims()`` victims over all of them; the
     Pod and the victim pods stay ``msgspec.Raw``."""
     s = "ExtenderPreemptionArgs"
-    f, _ = _top_raw(data, s, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"), bounds)
+    f, commas = _top_raw(data, s, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"), bounds)
     budget = [bounds.victims()]
     pod = _raw_object(f.get("Pod"), f"{s}.Pod", "v1.Pod", bounds)  # Go's order
+    # Nesting 2: the maps' nodes; 3: a Victims' fields; 4: its pods (at most two lists a
+    # node); 5: a MetaPod's fields.
+    few_nodes = commas[2] < bounds.max_nodes
+    few_fields = commas[3] < MAX_STRUCT_MEMBERS and commas[5] < MAX_STRUCT_MEMBERS
+    few_pods = commas[4] + 2 * bounds.max_nodes <= budget[0]
 
     def victims(field: str, raw: msgspec.Raw) -> list[msgspec.Raw] | None:
-        pods = _raw_elements(raw, field, "[]*v1.Pod", budget[0], "victims (over all nodes)")
+        pods = _raw_elements(
+            raw, field, "[]*v1.Pod", budget[0], "victims (over all nodes)", few_pods
+        )
         budget[0] -= len(pods or [])
         return pods
 
@@ -719,7 +733,7 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
         raw = f.get(key)
         if raw is None or _raw_jtype(raw) == "null":
             return None
-        return _raw_members(raw, f"{s}.{key}", gotype, bounds.max_nodes, "nodes")
+        return _raw_members(raw, f"{s}.{key}", gotype, bounds.max_nodes, "nodes", few_nodes)
 
     def victims_map(
         key: str, gotype: str, struct: str, item: Callable[[msgspec.Raw], Any]
@@ -732,7 +746,7 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
             if _raw_jtype(raw) == "null":
                 out[node] = None
                 continue
-            v = _raw_struct(raw, struct, ("Pods", "NumPDBViolations"), struct)
+            v = _raw_struct(raw, struct, ("Pods", "NumPDBViolations"), struct, few_fields)
             pods = victims(f"{struct}.Pods", v["Pods"]) if "Pods" in v else None
             cls = Victims if struct == "Victims" else MetaVictims
             out[node] = cls(
@@ -748,7 +762,10 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
         lambda p: _raw_object(p, "Victims.Pods", "v1.Pod", bounds) or _EMPTY,
     )
     meta = victims_map(
-        "NodeNameToMetaVictims", "map[string]*v1.MetaVictims", "MetaVictims", _raw_meta_pod
+        "NodeNameToMetaVictims",
+        "map[string]*v1.MetaVictims",
+        "MetaVictims",
+        lambda p: _raw_meta_pod(p, few_fields),
     )
     return ExtenderPreemptionArgs(
         pod=pod,
@@ -757,10 +774,10 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
     )
 
 
-def _raw_meta_pod(raw: msgspec.Raw) -> MetaPod | None:
+def _raw_meta_pod(raw: msgspec.Raw, few: bool) -> MetaPod | None:
     if _raw_jtype(raw) == "null":
         return None
-    f = _raw_struct(raw, "MetaPod", ("UID",), "MetaPod")
+    f = _raw_struct(raw, "MetaPod", ("UID",), "MetaPod", few)
     uid = f.get("UID")
     return MetaPod("" if uid is None else _str(_scalar(uid), "MetaPod.UID"))
 

@@ -20,6 +20,7 @@ from .errors import KschedError
 __all__ = [
     "MAX_ALIAS_EXPANSION",
     "MAX_DEPTH",
+    "SHAPE_LEVELS",
     "BoundedLoaderMixin",
     "BoundedSafeLoader",
     "DecodeLimitError",
@@ -104,18 +105,25 @@ _JSON_CLASS = bytes(
 _SCAN_CHUNK = 1 << 20
 
 
-def json_shape(data: bytes | memoryview | msgspec.Raw, count_at: int = 0) -> tuple[int, int, int]:
-    """(deepest nesting, values, commas at nesting ``count_at``) of JSON text, from its
-    bytes alone, one chunk at a time (a string, an escape or a run of backslashes may span
-    two chunks: the state carries over). ``values`` counts the elements of arrays, the
-    members of objects (a key with its value) and the top value, which bounds the objects
-    a decoder makes: commas and open brackets outside strings, plus one.
+#: Nesting levels ``json_shape`` counts commas at (0 to this, exclusive).
+SHAPE_LEVELS = 8
+
+
+def json_shape(data: bytes | memoryview | msgspec.Raw) -> tuple[int, int, list[int]]:
+    """(deepest nesting, values, commas at each nesting below ``SHAPE_LEVELS``) of JSON
+    text, from its bytes alone, one chunk at a time (a string, an escape or a run of
+    backslashes may span two chunks: the state carries over). ``values`` counts the
+    elements of arrays, the members of objects (a key with its value) and the top value,
+    which bounds the objects a decoder makes: commas and open brackets outside strings,
+    plus one. The commas at a nesting bound how many elements or members the containers
+    there hold (each holds its commas plus one).
 
     Exact for valid JSON: brackets inside strings do not count, and a quote is a string's
     end unless an odd run of backslashes precedes it. For malformed text it is an
     estimate, and the decoder rejects that text anyway."""
     view = memoryview(data).cast("B")  # msgspec.Raw is a buffer
-    depth = deepest = commas = values = 0
+    depth = deepest = values = 0
+    commas = np.zeros(SHAPE_LEVELS, dtype=np.int64)
     in_string = escaped = False  # at the chunk's start: inside a string; its byte escaped
     for start in range(0, len(view), _SCAN_CHUNK):
         chunk = bytes(view[start : start + _SCAN_CHUNK])
@@ -152,9 +160,10 @@ def json_shape(data: bytes | memoryview | msgspec.Raw, count_at: int = 0) -> tup
         levels = depth + np.cumsum(steps)  # the nesting after each byte
         if levels.size:
             deepest = max(deepest, int(levels.max()))
-            commas += int(np.count_nonzero((what == _COMMA) & (levels == count_at)))
+            at = levels[(what == _COMMA) & (levels >= 0) & (levels < SHAPE_LEVELS)]
+            commas += np.bincount(at, minlength=SHAPE_LEVELS)
             depth = int(levels[-1])
-    return deepest, values + 1, commas
+    return deepest, values + 1, commas.tolist()
 
 
 def json_depth(data: bytes | memoryview | msgspec.Raw) -> int:
@@ -181,7 +190,7 @@ def json_length(data: bytes | memoryview | msgspec.Raw) -> int:
         i += 1
     if i == len(view) or view[i] in b"]}":
         return 0
-    return json_shape(view, count_at=1)[2] + 1
+    return json_shape(view)[2][1] + 1
 
 
 def decode_json(data: bytes | str | msgspec.Raw) -> Any:
