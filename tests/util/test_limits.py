@@ -16,6 +16,7 @@ from ksched.cli import main
 from ksched.util.limits import (
     MAX_ALIAS_EXPANSION,
     MAX_DEPTH,
+    SHAPE_LEVELS,
     BoundedLoaderMixin,
     DecodeLimitError,
     check_depth,
@@ -23,6 +24,7 @@ from ksched.util.limits import (
     decode_json,
     json_depth,
     json_length,
+    json_shape,
     loads_json,
 )
 
@@ -76,6 +78,18 @@ def test_json_nesting_is_bounded(decode: object, depth: int) -> None:
         decode("[" * depth + "]" * depth)  # type: ignore[operator]
 
 
+def _commas(value: object, level: int, out: list[int]) -> None:
+    """The commas at each nesting of ``value``'s JSON: a container's, one fewer than its
+    elements, at the nesting inside it."""
+    children = list(value.values()) if isinstance(value, dict) else value
+    if not isinstance(children, list):
+        return
+    if level < len(out):
+        out[level] += max(len(children) - 1, 0)
+    for c in children:
+        _commas(c, level + 1, out)
+
+
 def _depth(value: object) -> int:
     if isinstance(value, dict):
         return 1 + max(map(_depth, value.values()), default=0)
@@ -118,6 +132,9 @@ def test_the_scan_carries_strings_and_escapes_across_chunks(
         assert json_depth(text) == _depth(value)
         if isinstance(value, (list, dict)):
             assert json_length(text) == len(value)
+        want = [0] * SHAPE_LEVELS
+        _commas(value, 1, want)
+        assert json_shape(text)[2] == want
     finally:
         limits._SCAN_CHUNK = original
 
