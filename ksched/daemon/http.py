@@ -35,7 +35,7 @@ from ..logging import get_logger
 from ..metrics import CONTENT_TYPE
 from ..queue.scheduling_queue import plugin_names
 from ..util.errors import KschedError
-from ..util.httpserver import start_app
+from ..util.httpserver import http_error_message, start_app
 from .auth import DelegatingAuth, SecureServing
 from .explain import explain_pending, find_pending
 
@@ -73,11 +73,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        msg = {
-            404: f"not found: {request.path}",
-            405: f"method {request.method} not allowed on {request.path}",
-        }.get(e.status, e.reason)
-        return _error(e.status, msg)
+        return _error(e.status, http_error_message(e, request))
     except Exception as e:
         log.error("debug endpoint failed", path=request.path, error=f"{type(e).__name__}: {e}")
         return _error(500, f"internal error: {type(e).__name__}")

@@ -78,7 +78,13 @@ from ..framework.types import NodeInfo, PodInfo
 from ..metrics import SchedulerRegistry
 from ..profile import build_frameworks
 from ..util.errors import KschedError
-from ..util.httpserver import Limits, answer_and_close, payload_error, start_app
+from ..util.httpserver import (
+    Limits,
+    answer_and_close,
+    http_error_message,
+    payload_error,
+    start_app,
+)
 from ..util.tls import server_ssl_context
 from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_NODES, DEFAULT_PORT, wire
 from .wire import MAX_EXTENDER_PRIORITY
@@ -644,6 +650,22 @@ def _authenticator(server: ExtenderServer, access: Access) -> Any:
 _VERBS = frozenset({"/filter", "/prioritize", "/preempt", "/bind"})
 
 
+@web.middleware
+async def _json_http_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """aiohttp's own 4xx (an unknown path, GET /filter) as ``{"Error": ...}``, not text."""
+    try:
+        return await handler(request)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        resp = _error(e.status, http_error_message(e, request))
+        if "Allow" in e.headers:
+            resp.headers["Allow"] = e.headers["Allow"]
+        return resp
+
+
 #: After a body this large, what the request left behind is dropped (``forget``) and the
 #: freed memory given back to the OS: hundreds of MB, against 2 ms of work.
 _LARGE_BODY_BYTES = 4 << 20
@@ -672,7 +694,9 @@ _libc = _load_libc()
 def make_app(server: ExtenderServer, access: Access | None = None) -> web.Application:
     """The aiohttp application: the four verbs plus /healthz, /readyz and /metrics, under
     ``access`` (default: open, as on loopback)."""
-    middlewares = [_authenticator(server, access)] if access is not None else []
+    middlewares = [_json_http_errors]
+    if access is not None:
+        middlewares.append(_authenticator(server, access))
     app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
 
     # What the process holds is what one request may hold (``ExtenderServer.bounds``):
@@ -816,7 +840,7 @@ def make_app(server: ExtenderServer, access: Access | None = None) -> web.Applic
 def make_health_app(server: ExtenderServer) -> web.Application:
     """/healthz, /readyz and /metrics alone, for a plain-HTTP port beside an mTLS one
     (kubelet probes and Prometheus carry no client certificate)."""
-    app = web.Application()
+    app = web.Application(middlewares=[_json_http_errors])
     _add_health_routes(app, server)
     return app
 

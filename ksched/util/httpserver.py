@@ -70,6 +70,7 @@ __all__ = [
     "Limits",
     "answer_and_close",
     "connection_limit",
+    "http_error_message",
     "payload_error",
     "start_app",
 ]
@@ -591,6 +592,15 @@ async def answer_and_close(request: web.Request, resp: web.Response) -> web.Resp
     await resp.write_eof()
     request.protocol.force_close()  # no lingering read of the rest
     return resp
+
+
+def http_error_message(e: web.HTTPException, request: web.Request) -> str:
+    """What a JSON error body says for one of aiohttp's own 4xx answers (an unknown path,
+    a method the route does not take), which it words as text/plain."""
+    return {
+        404: f"not found: {request.path}",
+        405: f"method {request.method} not allowed on {request.path}",
+    }.get(e.status, e.reason)
 
 
 def payload_error(e: web.RequestPayloadError) -> str:

@@ -272,8 +272,12 @@ async def test_health_metrics_and_methods(ext: Client) -> None:
     async with s.get(f"{ext.url}/metrics") as r:
         text = await r.text()
     assert 'ksched_extender_server_requests_total{code="200",verb="filter"} 1.0' in text
+    # aiohttp's own answers, as JSON like every other error
     async with s.get(f"{ext.url}/filter") as r:
-        assert r.status == 405
+        assert r.status == 405 and r.headers["Allow"] == "POST"
+        assert await r.json() == {"Error": "method GET not allowed on /filter"}
+    async with s.post(f"{ext.url}/nope", data=b"{}") as r:
+        assert r.status == 404 and await r.json() == {"Error": "not found: /nope"}
 
 
 def test_unknown_profile() -> None:
