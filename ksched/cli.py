@@ -731,15 +731,17 @@ def cmd_extender(args: argparse.Namespace) -> int:
         return _die(
             ["ksched extender: --client-ca-file needs --tls-cert-file and --tls-private-key-file"]
         )
-    if args.client_ca and args.insecure_allow_unauthenticated_bind:
+    if args.client_ca and args.insecure_allow_unauthenticated:
         return _die(
             [
-                "ksched extender: --insecure-allow-unauthenticated-bind contradicts "
+                "ksched extender: --insecure-allow-unauthenticated contradicts "
                 "--client-ca-file (which requires a client certificate for every request)"
             ]
         )
     if args.max_request_bytes <= 0:
         return _die(["ksched extender: --max-request-bytes must be positive"])
+    if args.max_request_nodes <= 0:
+        return _die(["ksched extender: --max-request-nodes must be positive"])
     registry = _registry()
     cfg = _load_config(args.config, registry)
     _build_check(cfg, registry, args.config)
@@ -771,9 +773,10 @@ def cmd_extender(args: argparse.Namespace) -> int:
                     ssl_context=ctx,
                     kubeconfig=args.kubeconfig,
                     max_body_bytes=args.max_request_bytes,
+                    max_nodes=args.max_request_nodes,
                     health_port=args.health_port,
                     plugin_timeout=args.plugin_timeout,
-                    insecure_allow_unauthenticated_bind=args.insecure_allow_unauthenticated_bind,
+                    insecure_allow_unauthenticated=args.insecure_allow_unauthenticated,
                 )
             )
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -972,7 +975,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--output", choices=("table", "json"), default="table")
     pl.set_defaults(fn=cmd_plugins)
 
-    from .extender import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+    from .extender import (
+        DEFAULT_BIND_ADDRESS,
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_MAX_NODES,
+        DEFAULT_PORT,
+    )
 
     x = sub.add_parser("extender", help="serve a profile's plugins as a kube-scheduler extender")
     x.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
@@ -980,8 +988,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument(
         "--bind-address",
         default=DEFAULT_BIND_ADDRESS,
-        help="listen address (default: loopback only); beyond loopback /bind and /preempt "
-        "need --client-ca-file (or --insecure-allow-unauthenticated-bind)",
+        help="listen address (default: loopback only); beyond loopback every verb needs "
+        "--client-ca-file (or --insecure-allow-unauthenticated)",
     )
     x.add_argument("--port", type=int, default=DEFAULT_PORT)
     x.add_argument("--tls-cert-file", "--tls-cert", dest="tls_cert", help="serving cert (PEM)")
@@ -993,15 +1001,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="require, on every request, a client certificate signed by this CA (401 without)",
     )
     x.add_argument(
+        "--insecure-allow-unauthenticated",
+        # its name before /filter and /prioritize were protected too
         "--insecure-allow-unauthenticated-bind",
         action="store_true",
-        help="answer /bind and /preempt without authentication on a non-loopback address "
-        "(anyone who can reach the port can bind any pod to any node)",
+        help="answer every verb without authentication on a non-loopback address (anyone "
+        "who can reach the port can bind any pod to any node)",
     )
     x.add_argument(
         "--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames requests, /bind)"
     )
-    x.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    x.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="largest request body (413 beyond)",
+    )
+    x.add_argument(
+        "--max-request-nodes",
+        type=int,
+        default=DEFAULT_MAX_NODES,
+        help="most nodes a request may carry without --kubeconfig (413 beyond; with it, "
+        "the nodes the informer cache holds and a tenth more)",
+    )
     x.add_argument(
         "--health-port",
         type=int,

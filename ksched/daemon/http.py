@@ -11,7 +11,7 @@ limit).
 or with ``?verbose`` one ``[+]check ok`` / ``[-]check failed`` line per check. ``/readyz``
 is 503 until the informers have synced (and while shutting down). ``/metrics`` is the
 Prometheus text format, ``/configz`` the effective configuration as
-``{"componentconfig": ...}`` with key material and tokens replaced by ``REDACTED``
+``{"componentconfig": ...}`` with key material, tokens and URL userinfo replaced by ``REDACTED``
 (kube-scheduler prints an extender's ``tlsConfig.keyData`` in full). The ``/debug/*``
 endpoints expose scheduler internals.
 
@@ -22,6 +22,7 @@ port's 401/403 are kube's ``Status`` objects.
 
 from __future__ import annotations
 
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from ..logging import get_logger
 from ..metrics import CONTENT_TYPE
 from ..queue.scheduling_queue import plugin_names
 from ..util.errors import KschedError
-from ..util.httpserver import start_app
+from ..util.httpserver import http_error_message, start_app
 from .auth import DelegatingAuth, SecureServing
 from .explain import explain_pending, find_pending
 
@@ -72,11 +73,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        msg = {
-            404: f"not found: {request.path}",
-            405: f"method {request.method} not allowed on {request.path}",
-        }.get(e.status, e.reason)
-        return _error(e.status, msg)
+        return _error(e.status, http_error_message(e, request))
     except Exception as e:
         log.error("debug endpoint failed", path=request.path, error=f"{type(e).__name__}: {e}")
         return _error(500, f"internal error: {type(e).__name__}")
@@ -339,15 +336,29 @@ def _secret(key: Any) -> bool:
     return any(s in k for s in _SECRET_KEYS) and not k.endswith(_NOT_SECRET_SUFFIXES)
 
 
+#: the userinfo of a URL (``https://user:password@host``): credentials wherever they are
+_URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+
+
+def _redact_url(v: str) -> str:
+    return _URL_USERINFO.sub(rf"\g<1>{REDACTED}@", v, count=1)
+
+
 def redact(obj: Any) -> Any:
-    """``obj`` with key material and tokens replaced by ``REDACTED`` (in place)."""
+    """``obj`` with key material, tokens and the userinfo of URLs (an extender's
+    ``urlPrefix`` of ``https://user:password@host``) replaced by ``REDACTED`` (in place)."""
     if isinstance(obj, dict):
         for k, v in obj.items():
             if isinstance(v, str) and v and _secret(k):
                 obj[k] = REDACTED
+            elif isinstance(v, str):
+                obj[k] = _redact_url(v)
             else:
                 redact(v)
     elif isinstance(obj, list):
-        for v in obj:
-            redact(v)
+        for i, v in enumerate(obj):
+            if isinstance(v, str):
+                obj[i] = _redact_url(v)
+            else:
+                redact(v)
     return obj

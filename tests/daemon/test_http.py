@@ -366,3 +366,41 @@ def test_debug_shadow_outside_shadow_mode_is_a_404_saying_how(daemon: FakeDaemon
     }
     status, _, body = one(daemon, "/debug/shadow?x=1")
     assert status == 400 and "unknown query parameter(s): x" in json.loads(body)["error"]
+
+
+def test_configz_redacts_the_userinfo_of_urls(daemon: FakeDaemon) -> None:
+    """A password in an extender's urlPrefix was shown verbatim; the rest of the URL (what
+    an operator needs to see) stays."""
+    import dataclasses
+
+    from ksched.config import load_config_data
+
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "extenders": [
+                {"urlPrefix": "https://user:S3CRET@extender.test:8443/x", "filterVerb": "f"},
+                {"urlPrefix": "http://T0KEN@other.test/", "filterVerb": "f"},
+                {"urlPrefix": "https://plain.test/a@b", "filterVerb": "f"},
+            ],
+        }
+    )
+    status, _, body = one(dataclasses.replace(daemon, config=cfg), "/configz")
+    assert status == 200
+    urls = [e["urlPrefix"] for e in json.loads(body)["componentconfig"]["extenders"]]
+    assert urls == [
+        "https://REDACTED@extender.test:8443/x",
+        "http://REDACTED@other.test/",
+        "https://plain.test/a@b",  # an @ in the path is no userinfo
+    ]
+    assert "S3CRET" not in body and "T0KEN" not in body
+
+
+def test_redact_urls_in_lists_and_plugin_args() -> None:
+    from ksched.daemon.http import redact
+
+    out = redact({"args": {"endpoints": ["https://a:b@h/", "h2"], "upstream": "ftp://u@h"}})
+    assert out == {
+        "args": {"endpoints": ["https://REDACTED@h/", "h2"], "upstream": "ftp://REDACTED@h"}
+    }
