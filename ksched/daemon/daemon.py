@@ -48,7 +48,7 @@ import contextlib
 import functools
 import gc
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -264,6 +264,7 @@ class SchedulerDaemon:
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
         shadow_of: str | None = None,
+        flags: Mapping[str, str] | None = None,
     ) -> None:
         """``client`` (owned by the caller) or ``kubeconfig``/``master`` (a client is made and
         closed by the daemon). ``port``: plain HTTP on ``bind_address`` (0 picks a free
@@ -278,7 +279,9 @@ class SchedulerDaemon:
         cycle's synchronous plugin code, ``binding_timeout`` PreBind+Bind and PostBind
         (seconds; None or 0 for no bound): a plugin that hangs fails that pod's attempt.
         ``shadow_of``: shadow mode (``shadow``): decide for that scheduler's pods with the
-        first profile and compare, writing nothing to the cluster (no leader election)."""
+        first profile and compare, writing nothing to the cluster (no leader election).
+        ``flags``: the command line's flags by name, for ``/flagz`` (default: the feature
+        gate flags the config's gates stand for)."""
         if registry is None:
             from ..plugins import default_registry
 
@@ -317,6 +320,11 @@ class SchedulerDaemon:
         self._gc_threshold: tuple[int, ...] | None = None  # to restore on stop
         self._cycle_started: float | None = None  # monotonic start of the running cycle
         self.shadow_of = shadow_of
+        gates = config.features
+        self.flags: dict[str, str] = dict(flags or {}) or {
+            "emulated-version": gates.emulated_version,
+            "feature-gates": gates.flag_value(),
+        }
         self.shadow: Shadow | None = None
         self.leader_elect = (
             config.leader_election.leader_elect if leader_elect is None else leader_elect

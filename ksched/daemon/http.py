@@ -12,8 +12,9 @@ or with ``?verbose`` one ``[+]check ok`` / ``[-]check failed`` line per check. `
 is 503 until the informers have synced (and while shutting down). ``/metrics`` is the
 Prometheus text format, ``/configz`` the effective configuration as
 ``{"componentconfig": ...}`` with key material and tokens replaced by ``REDACTED``
-(kube-scheduler prints an extender's ``tlsConfig.keyData`` in full). The ``/debug/*``
-endpoints expose scheduler internals.
+(kube-scheduler prints an extender's ``tlsConfig.keyData`` in full), and beside it the
+feature gates in effect; ``/flagz`` (with ComponentFlagz, on in v1.36) the command line's
+flags. The ``/debug/*`` endpoints expose scheduler internals.
 
 Anything unknown or malformed gets a 4xx JSON body ``{"error": "..."}``; a failing handler
 gets a 500 with the same shape and is logged, never a traceback on the wire. The secure
@@ -80,6 +81,13 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception as e:
         log.error("debug endpoint failed", path=request.path, error=f"{type(e).__name__}: {e}")
         return _error(500, f"internal error: {type(e).__name__}")
+
+
+#: The header of apiserver's flagz text serializer (``headerFmt``) for this component.
+FLAGZ_HEADER = (
+    "\nksched flagz\nWarning: This endpoint is not meant to be machine parseable, has no "
+    "formatting compatibility guarantees and is for debugging purposes only.\n"
+)
 
 
 class ServingError(KschedError, OSError):
@@ -155,6 +163,7 @@ class DebugServer:
         r.add_get("/readyz/ping", self._ping)
         r.add_get("/metrics", self._metrics)
         r.add_get("/configz", self._configz)
+        r.add_get("/flagz", self._flagz)
         r.add_get("/debug/queue", self._queue)
         r.add_get("/debug/cache", self._cache)
         r.add_get("/debug/explain", self._explain)
@@ -249,7 +258,21 @@ class DebugServer:
             for key in ("kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"):
                 cc[key] = client[key]
             out["client"] = client
+        # The gates the configuration was defaulted and runs under (upstream's /configz has
+        # the component config only; its gates show on /flagz and /statusz).
+        gates = self.daemon.config.features
+        out["emulatedVersion"] = gates.emulated_version
+        out["featureGates"] = gates.effective()
         return json_response(out)
+
+    async def _flagz(self, request: web.Request) -> web.Response:
+        """kube-scheduler's ``/flagz`` (ComponentFlagz) as text: each flag of the command
+        line, sorted by name, with its value (upstream picks its separator at random so
+        no one parses it; here always ``=``). Not there (404) with the gate off."""
+        if not self.daemon.config.features.enabled("ComponentFlagz"):
+            raise web.HTTPNotFound()
+        lines = [f"{k}={v}" for k, v in sorted(self.daemon.flags.items())]
+        return web.Response(text=FLAGZ_HEADER + "\n".join(lines) + "\n", content_type="text/plain")
 
     # -- debug --------------------------------------------------------------------------------
     def _scheduler_or_503(self) -> Any:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
@@ -316,22 +317,35 @@ def set_feature_gates(
     A version kube-scheduler would accept but ksched does not implement is refused after
     those, in ksched's words. Whether ksched implements each gate's value is
     ``support.resolve_feature_gates``' question."""
-    version = _emulated_version(emulated_version) or BINARY_VERSION
+    with _about("--emulated-version"):
+        version = _emulated_version(emulated_version) or BINARY_VERSION
     # The gates ksched's binary knows: those of the version it emulates when it implements
     # it (v1.36.3's at 1.36), else its own binary version's, as a binary's specs are at
     # any other emulated version (kube then refuses that version, or ksched does below).
     implemented = any(v.minor == version and v.implemented for v in KUBE_VERSIONS)
     table = gate_table(version if implemented else BINARY_VERSION)
-    explicit = _set_from_map(table, _requested(_gate_pairs(feature_gates)))
-    errs = _version_range(version, gate_table(BINARY_VERSION).emulation_floor)
-    if errs:
-        raise FeatureGateError(_aggregate(errs))
-    if version != BINARY_VERSION:
-        raise FeatureGateError(
-            f"emulation version {version} is not implemented by ksched: it emulates "
-            f"kube-scheduler {_implemented().kube} only (--emulated-version {BINARY_VERSION})"
-        )
+    with _about("--feature-gates"):
+        explicit = _set_from_map(table, _requested(_gate_pairs(feature_gates)))
+    with _about("--emulated-version"):
+        errs = _version_range(version, gate_table(BINARY_VERSION).emulation_floor)
+        if errs:
+            raise FeatureGateError(_aggregate(errs))
+        if version != BINARY_VERSION:
+            raise FeatureGateError(
+                f"emulation version {version} is not implemented by ksched: it emulates "
+                f"kube-scheduler {_implemented().kube} only (--emulated-version {BINARY_VERSION})"
+            )
     return FeatureGates(version, MappingProxyType(explicit))
+
+
+@contextmanager
+def _about(flag: str) -> Iterator[None]:
+    """Errors raised inside are about ``flag`` (the CLI prints it before them)."""
+    try:
+        yield
+    except FeatureGateError as e:
+        e.context = e.context or flag
+        raise
 
 
 def _version_range(version: str, floor: str) -> list[str]:

@@ -158,7 +158,9 @@ def resolve_feature_gates(
     gates = set_feature_gates(feature_gates, emulated_version)
     problems = refusals(gates)
     if problems:
-        raise FeatureGateError("\n".join(problems))
+        err = FeatureGateError("\n".join(problems))
+        err.context = "--feature-gates"
+        raise err
     return gates
 
 
