@@ -330,10 +330,12 @@ def set_feature_gates(
         errs = _version_range(version, gate_table(BINARY_VERSION).emulation_floor)
         if errs:
             raise FeatureGateError(_aggregate(errs))
-        if version != BINARY_VERSION:
+        if not implemented:
+            rows = [v for v in KUBE_VERSIONS if v.implemented]
             raise FeatureGateError(
                 f"emulation version {version} is not implemented by ksched: it emulates "
-                f"kube-scheduler {_implemented().kube} only (--emulated-version {BINARY_VERSION})"
+                + ", ".join(f"kube-scheduler {v.kube} (--emulated-version {v.minor})" for v in rows)
+                + (" only" if len(rows) == 1 else "")
             )
     return FeatureGates(version, MappingProxyType(explicit))
 

@@ -67,9 +67,9 @@ SUPPORT: dict[str, Support] = {
     ),
     "DRADeviceBindingConditions": Support(
         False,
-        False,
-        "binding conditions are not implemented (devices with bindingConditions are handed "
-        "to no one, as with the gate off, but the bindingTimeout default differs)",
+        True,
+        "binding conditions are not implemented: devices with bindingConditions go to no "
+        "one, as with the gate off",
     ),
     "DRADeviceTaintRules": Support(False, True, "DeviceTaintRules are not implemented"),
     "DRADeviceTaints": Support(False, True, "device taints and tolerations are ignored"),
@@ -78,7 +78,9 @@ SUPPORT: dict[str, Support] = {
     "DRANodeAllocatableResources": Support(False, True, "node-allocatable DRA resources"),
     "DRAPartitionableDevices": Support(True, False, "shared counters (ksched.dra.allocator)"),
     "DRAPrioritizedList": Support(True, False, "firstAvailable (ksched.dra.allocator)"),
-    "DRAResourceClaimDeviceStatus": Support(True, False, "bindingTimeout default"),
+    "DRAResourceClaimDeviceStatus": Support(
+        True, True, "acts only with DRADeviceBindingConditions (bindingTimeout)"
+    ),
     "DRASchedulerFilterTimeout": Support(True, True, "DynamicResourcesArgs.filterTimeout"),
     "DRAWorkloadResourceClaims": Support(False, True, _WORKLOAD),
     "DynamicResourceAllocation": Support(True, False, "DynamicResources in the default profile"),
