@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -16,6 +17,7 @@ from ksched.cluster import APIClient
 from ksched.config import default_config
 from ksched.daemon import SchedulerDaemon
 from ksched.daemon.http import DebugServer
+from ksched.features import set_feature_gates
 from ksched.metrics import SchedulerMetrics
 from ksched.testing import TestAPIServer
 
@@ -162,6 +164,56 @@ def test_configz_shows_the_client_settings_in_effect(tmp_path: Path) -> None:
     assert client["server"].startswith("http://127.0.0.1:")
     assert client["kubeconfig"] == str(tmp_path / "kubeconfig")
     assert (client["source"], client["qps"], client["burst"]) == ("kubeconfig", 7.0, 9)
+
+
+def test_configz_shows_the_feature_gates_in_effect(daemon: FakeDaemon) -> None:
+    out = json.loads(one(daemon, "/configz")[2])
+    assert out["emulatedVersion"] == "1.36"
+    assert out["featureGates"]["OpportunisticBatching"] is True
+    gates = set_feature_gates(["OpportunisticBatching=false,StorageCapacityScoring=true"])
+    cfg = default_config(gates)
+    out = json.loads(one(dataclasses.replace(daemon, config=cfg), "/configz")[2])
+    assert out["featureGates"] == gates.effective()
+    assert out["featureGates"]["OpportunisticBatching"] is False
+    assert len(out["featureGates"]) > 200  # every gate, not only those set
+    vb = [
+        pc
+        for pc in out["componentconfig"]["profiles"][0]["pluginConfig"]
+        if pc["name"] == "VolumeBinding"
+    ]
+    assert vb[0]["args"]["shape"]  # defaulted under the gate
+
+
+def test_flagz_lists_the_command_line_and_goes_with_its_gate(tmp_path: Path) -> None:
+    """``ksched run``'s flags (``daemon.main._flags``) as kube-scheduler's /flagz text; 404
+    with ComponentFlagz off."""
+    from ksched.cli import build_parser
+    from ksched.daemon.main import _flags
+
+    args = build_parser().parse_args(
+        ["run", "--feature-gates", "OpportunisticBatching=false", "--emulated-version", "1.36"]
+    )
+    flags = _flags(args)
+    assert flags["feature-gates"] == "OpportunisticBatching=false"
+    assert flags["emulated-version"] == "1.36" and flags["secure-port"] == "10259"
+    assert "fn" not in flags
+    d = FakeDaemon(None, flags={"feature-gates": "A=true", "v": "2"})
+    status, ctype, body = one(d, "/flagz")
+    assert (status, ctype) == (200, "text/plain")
+    assert body == (
+        "\nksched flagz\nWarning: This endpoint is not meant to be machine parseable, has no "
+        "formatting compatibility guarantees and is for debugging purposes only.\n"
+        "feature-gates=A=true\nv=2\n"
+    )
+    off = default_config(set_feature_gates(["ComponentFlagz=false"]))
+    status, ctype, body = one(FakeDaemon(None, config=off), "/flagz")
+    assert (status, ctype) == (404, "application/json") and "error" in json.loads(body)
+
+
+def test_a_daemon_without_flags_shows_its_gate_flags_on_flagz() -> None:
+    gates = set_feature_gates(["OpportunisticBatching=false"])
+    d = SchedulerDaemon(default_config(gates), kubeconfig="/nonexistent")
+    assert d.flags == {"emulated-version": "1.36", "feature-gates": "OpportunisticBatching=false"}
 
 
 RFC3339_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -316,7 +368,6 @@ def test_configz_redacts_key_material_and_tokens(daemon: FakeDaemon) -> None:
     """An extender's tlsConfig.keyData (kube-scheduler's /configz prints it in full) and any
     token-like plugin argument are REDACTED; certificates, which are public, are not."""
     import base64
-    import dataclasses
 
     from ksched.config import load_config_data
 

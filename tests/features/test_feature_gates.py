@@ -39,6 +39,7 @@ from ksched.features import (
 )
 from ksched.plugins import default_registry
 from ksched.profile import build_frameworks
+from tests.features.gatesets import NON_DEFAULT, kube_scheduler_effective
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -116,17 +117,6 @@ KUBE_REFUSALS_UNORDERED = [
         "InPlacePodVerticalScalingInitContainers is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
         "RestartAllContainersOnContainerExits is enabled, but depends on features that are disabled: [NodeDeclaredFeatures]]",
     ),
-]
-
-#: A gate set kube-scheduler accepts and ksched implements, every value non-default: the
-#: NodeDeclaredFeatures plugin out (with the gates that need it), StorageCapacityScoring
-#: (default shape), no DRA filter timeout, no batching, no /flagz.
-NON_DEFAULT = [
-    "NodeDeclaredFeatures=false,InPlacePodVerticalScalingInitContainers=false,"
-    "InPlacePodLevelResourcesVerticalScaling=false,RestartAllContainersOnContainerExits=false,"
-    "ExtendWebSocketsToKubelet=false",
-    "StorageCapacityScoring=true,DRASchedulerFilterTimeout=false",
-    "OpportunisticBatching=false,ComponentFlagz=false",
 ]
 
 
@@ -553,3 +543,27 @@ def test_simulate_runs_under_the_gates(tmp_path: Path) -> None:
 def test_feature_gates_is_a_value_object() -> None:
     assert FeatureGates() == default_feature_gates()
     assert FeatureGates().effective()["OpportunisticBatching"] is True
+
+
+# --- against the real binary ----------------------------------------------------------------
+
+
+def _as_set(text: str) -> set[str]:
+    """An aggregate's errors (``[a, b]``) as a set: Go orders them by map iteration."""
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    import re
+
+    return set(re.split(r", (?=[A-Z]|cannot )", inner))
+
+
+@pytest.mark.kube
+def test_every_refusal_text_is_the_real_binarys() -> None:
+    for gates, versions, _, text in KUBE_REFUSALS + KUBE_REFUSALS_UNORDERED:
+        flags = [f"--feature-gates={g}" for g in gates]
+        flags += [f"--emulated-version={v}" for v in versions]
+        effective, err = kube_scheduler_effective(flags)
+        assert effective is None, flags
+        if (gates, versions, _, text) in KUBE_REFUSALS:
+            assert err == text, flags
+        else:
+            assert _as_set(err) == _as_set(text), flags
