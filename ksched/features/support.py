@@ -109,7 +109,7 @@ SUPPORT: dict[str, Support] = {
     "VolumeAttributesClass": Support(False, False, "VolumeAttributesClass matching"),
     "VolumeLimitScaling": Support(False, True, "CSI volume limit scaling"),
     # the scheduler and its queue
-    "NominatedNodeNameForExpectation": Support(True, False, "nominating before PreBind"),
+    "NominatedNodeNameForExpectation": Support(True, True, "nominating before PreBind"),
     "OpportunisticBatching": Support(
         True, True, "ksched's exact cycle cache decides as both (scheduler.cycle_cache)"
     ),

@@ -396,6 +396,10 @@ def test_gated_arg_defaults() -> None:
         {"utilization": 0, "score": 10},
         {"utilization": 100, "score": 0},
     ]
+    # bindingTimeout needs both DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
+    for gate in ("DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"):
+        cfg = default_config(resolve_feature_gates([f"{gate}=false"]))
+        assert _args(cfg, "DynamicResources") == {"filterTimeout": "10s"}
     # the user's value wins over a gated default
     data = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
