@@ -397,8 +397,12 @@ def test_gated_arg_defaults() -> None:
         {"utilization": 100, "score": 0},
     ]
     # bindingTimeout needs both DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
-    for gate in ("DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"):
-        cfg = default_config(resolve_feature_gates([f"{gate}=false"]))
+    # (and the first needs the second)
+    for gates in (
+        "DRADeviceBindingConditions=false",
+        "DRADeviceBindingConditions=false,DRAResourceClaimDeviceStatus=false",
+    ):
+        cfg = default_config(resolve_feature_gates([gates]))
         assert _args(cfg, "DynamicResources") == {"filterTimeout": "10s"}
     # the user's value wins over a gated default
     data = {
