@@ -397,10 +397,11 @@ def test_gated_arg_defaults() -> None:
         {"utilization": 100, "score": 0},
     ]
     # bindingTimeout needs both DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
-    # (and the first needs the second)
+    # (the first and DRAResourceClaimGranularStatusAuthorization need the second)
     for gates in (
         "DRADeviceBindingConditions=false",
-        "DRADeviceBindingConditions=false,DRAResourceClaimDeviceStatus=false",
+        "DRADeviceBindingConditions=false,DRAResourceClaimDeviceStatus=false,"
+        "DRAResourceClaimGranularStatusAuthorization=false",
     ):
         cfg = default_config(resolve_feature_gates([gates]))
         assert _args(cfg, "DynamicResources") == {"filterTimeout": "10s"}
