@@ -96,7 +96,7 @@ SUPPORT: dict[str, Support] = {
     "InPlacePodVerticalScaling": Support(
         False, False, "container resources are read from the spec, never from a resize status"
     ),
-    "MatchLabelKeysInPodTopologySpread": Support(True, False, "matchLabelKeys"),
+    "MatchLabelKeysInPodTopologySpread": Support(True, True, "matchLabelKeys"),
     "NodeDeclaredFeatures": Support(
         False, True, "the NodeDeclaredFeatures plugin is not implemented yet"
     ),

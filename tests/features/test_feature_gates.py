@@ -465,6 +465,27 @@ def test_the_gates_reach_every_plugins_handle() -> None:
     assert fw.plugins["DynamicResources"].filter_timeout == 10.0
 
 
+def test_match_label_keys_follow_their_gate() -> None:
+    """PodTopologySpread's filterTopologySpreadConstraints merges matchLabelKeys into the
+    selector only with MatchLabelKeysInPodTopologySpread on."""
+    from ksched.framework.handle import Handle
+    from ksched.plugins.podtopologyspread import PodTopologySpread
+    from tests.plugins.test_podtopologyspread_common import FOO, mk_pod, spread
+
+    pod = mk_pod(
+        labels={"foo": "", "bar": "a"},
+        constraints=[spread(1, "zone", selector=FOO, match_label_keys=["bar"])],
+    )
+    gates = "MatchLabelKeysInPodTopologySpread=false,MatchLabelKeysInPodTopologySpreadSelectorMerge=false"
+    off = Handle(features=resolve_feature_gates([gates]))
+    # both alive at once: a plugin's per-pod cache is keyed by its id()
+    plugins = PodTopologySpread(None, Handle()), PodTopologySpread(None, off)
+    (on_c,), (off_c,) = (p.constraints(pod, "DoNotSchedule") for p in plugins)
+    assert on_c.selector.matches({"foo": "", "bar": "a"})
+    assert not on_c.selector.matches({"foo": ""})
+    assert off_c.selector.matches({"foo": ""})  # bar is not part of it
+
+
 def test_opportunistic_batching_off_turns_the_cycle_cache_off() -> None:
     from ksched.framework.handle import NullCluster
     from ksched.scheduler.scheduler import Scheduler
