@@ -406,50 +406,47 @@ def test_gated_arg_defaults() -> None:
         cfg = default_config(resolve_feature_gates([gates]))
         assert _args(cfg, "DynamicResources") == {"filterTimeout": "10s"}
     # the user's value wins over a gated default
-    data = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [
-            {
-                "schedulerName": "x",
-                "pluginConfig": [
-                    {"name": "VolumeBinding", "args": {"shape": [{"utilization": 50, "score": 5}]}}
-                ],
-            }
-        ],
-    }
+    data = one_profile(
+        [{"name": "VolumeBinding", "args": {"shape": [{"utilization": 50, "score": 5}]}}]
+    )
     cfg, _ = load_config_data(data, "c.yaml", None, resolve_feature_gates(NON_DEFAULT))
     assert _args(cfg, "VolumeBinding")["shape"] == [{"utilization": 50, "score": 5}]
 
 
-def test_gated_args_are_refused_with_their_gates_off() -> None:
-    """validation_pluginargs' texts (checked against v1.36.3's binary by hand: the same
-    three errors for this file with DRASchedulerFilterTimeout and
-    DRADeviceBindingConditions off)."""
-    data = {
+def one_profile(plugin_config: list[dict[str, object]]) -> dict[str, object]:
+    """A config of one profile with these pluginConfig entries."""
+    return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [
-            {
-                "schedulerName": "x",
-                "pluginConfig": [
-                    {"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 10}]}},
-                    {"name": "DynamicResources", "args": {"filterTimeout": "5s"}},
-                ],
-            }
-        ],
+        "profiles": [{"schedulerName": "x", "pluginConfig": plugin_config}],
     }
-    with pytest.raises(ConfigError) as e:
-        load_config_data(
-            data, "c.yaml", None, set_feature_gates(["DRASchedulerFilterTimeout=false"])
-        )
-    assert e.value.problems == [
-        'c.yaml: profiles[0].pluginConfig[0].args.shape: Invalid value: [{"Utilization":0,"Score":10}]: '
-        "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
-        "c.yaml: profiles[0].pluginConfig[1].args.filterTimeout: Forbidden: "
-        "DRASchedulingFilterTimeout feature gate is disabled",
+
+
+#: Every gated args field set, and the gates that leave all of them off: what
+#: validation_pluginargs refuses (the kube test below has the real binary judge it too).
+GATED_ARGS = one_profile(
+    [
+        {"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 10}]}},
+        {"name": "DynamicResources", "args": {"filterTimeout": "5s", "bindingTimeout": "5m"}},
     ]
-    load_config_data(data, "c.yaml", None, set_feature_gates(["StorageCapacityScoring=true"]))
+)
+GATES_OFF = ["DRASchedulerFilterTimeout=false,DRADeviceBindingConditions=false"]
+GATED_ARGS_PROBLEMS = [
+    'profiles[0].pluginConfig[0].args.shape: Invalid value: [{"Utilization":0,"Score":10}]: '
+    "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
+    "profiles[0].pluginConfig[1].args.filterTimeout: Forbidden: "
+    "DRASchedulingFilterTimeout feature gate is disabled",
+    "profiles[0].pluginConfig[1].args.bindingTimeout: Forbidden: "
+    "DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
+]
+
+
+def test_gated_args_are_refused_with_their_gates_off() -> None:
+    with pytest.raises(ConfigError) as e:
+        load_config_data(GATED_ARGS, "c.yaml", None, set_feature_gates(GATES_OFF))
+    assert e.value.problems == [f"c.yaml: {p}" for p in GATED_ARGS_PROBLEMS]
+    gates = set_feature_gates(["StorageCapacityScoring=true"])
+    load_config_data(GATED_ARGS, "c.yaml", None, gates)  # all gates on: accepted
 
 
 def test_the_gates_reach_every_plugins_handle() -> None:
@@ -597,3 +594,17 @@ def test_every_refusal_text_is_the_real_binarys() -> None:
             assert err == text, flags
         else:
             assert _as_set(err) == _as_set(text), flags
+
+
+@pytest.mark.kube
+def test_gated_args_are_refused_as_the_real_binary_refuses_them(tmp_path: Path) -> None:
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(GATED_ARGS))
+    flags = [f"--feature-gates={g}" for g in GATES_OFF]
+    effective, err = kube_scheduler_effective(flags, path)
+    assert effective is None
+    assert err == "[" + ", ".join(GATED_ARGS_PROBLEMS) + "]"
+    effective, err = kube_scheduler_effective(["--feature-gates=StorageCapacityScoring=true"], path)
+    assert effective is not None, err
