@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -260,10 +261,11 @@ def test_v1_36_gates_are_kube_scheduler_v1_36_3s() -> None:
 
 
 def _module_dir(module: str, version: str) -> Path | None:
-    """The module's source if Go's module cache has it (no download)."""
-    out = subprocess.run(
-        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False
-    ).stdout.strip()
+    """The module's source if Go's module cache has it (no download); None without Go."""
+    go = shutil.which("go")
+    if go is None:
+        return None
+    out = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True).stdout.strip()
     d = Path(out) / f"{module}@{version}" if out else None
     return d if d is not None and d.is_dir() else None
 
