@@ -39,6 +39,7 @@ from ksched.config.types import (
 __all__ = [
     "BASE_MULTI_POINT",
     "DEFAULT_MULTI_POINT",
+    "DEFAULT_PROFILE_BY_VERSION",
     "GATED_ARG_DEFAULTS",
     "GATED_PLUGINS",
     "PLUGINS_WITH_DEFAULT_ARGS",
@@ -97,13 +98,23 @@ GATED_PLUGINS: tuple[GatedPlugin, ...] = (
 )
 
 
+# Per emulated version (each implemented row of ``ksched.features.KUBE_VERSIONS``): its
+# getDefaultPlugins list and applyFeatureGates rules. A version whose defaults differ gets
+# its own row here; the code below stays the same.
+DEFAULT_PROFILE_BY_VERSION: dict[str, tuple[list[PluginRef], tuple[GatedPlugin, ...]]] = {
+    "1.36": (BASE_MULTI_POINT, GATED_PLUGINS),
+}
+
+
 def default_multi_point(features: FeatureGates | None = None) -> list[PluginRef]:
     """The default profile's multiPoint plugins under ``features`` (default gates if None):
-    ``BASE_MULTI_POINT`` with ``GATED_PLUGINS`` applied. A rule whose plugin ksched does not
-    have yet is skipped (its gate's value is a documented gap, ``ksched.features.support``)."""
+    the emulated version's base list with its gated rules applied. A rule whose plugin
+    ksched does not have yet is skipped (its gate's value is a documented gap,
+    ``ksched.features.support``)."""
     features = features or default_feature_gates()
-    out = copy.deepcopy(BASE_MULTI_POINT)
-    for rule in GATED_PLUGINS:
+    base, rules = DEFAULT_PROFILE_BY_VERSION[features.emulated_version]
+    out = copy.deepcopy(base)
+    for rule in rules:
         if not features.enabled(rule.gate) or rule.plugin.name not in BUILTIN_PLUGINS:
             continue
         names = [p.name for p in out]

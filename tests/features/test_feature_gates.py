@@ -386,6 +386,12 @@ def test_apply_feature_gates_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [p.name for p in default_multi_point(off)] == default
 
 
+def test_every_implemented_version_has_its_default_profile() -> None:
+    from ksched.config.defaults import DEFAULT_PROFILE_BY_VERSION
+
+    assert set(DEFAULT_PROFILE_BY_VERSION) == {v.minor for v in KUBE_VERSIONS if v.implemented}
+
+
 def test_gated_arg_defaults() -> None:
     assert _args(default_config(), "DynamicResources") == {
         "filterTimeout": "10s",
