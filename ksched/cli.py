@@ -486,7 +486,8 @@ def _serving_flags(r: argparse.ArgumentParser) -> None:
     # every command; tests/daemon/test_secure_serving.py keeps them equal)
     g = r.add_argument_group(
         "secure serving",
-        "HTTPS for /healthz, /readyz, /livez, /metrics, /configz and /debug/*; requests "
+        "HTTPS for /healthz, /readyz, /livez, /metrics, /configz, /flagz, /statusz and "
+        "/debug/*; requests "
         "are authenticated (client certificate, else bearer token through a TokenReview, "
         "else system:anonymous) and authorized (SubjectAccessReview of the path) by the "
         "API server, as kube-scheduler's",

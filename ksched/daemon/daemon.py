@@ -68,6 +68,7 @@ from ..cluster.leaderelection import (
     resolve_lease_namespace,
 )
 from ..extender.server import is_loopback
+from ..features import flagz_values
 from ..framework.deadline import DEFAULT_BINDING_TIMEOUT, DEFAULT_PLUGIN_TIMEOUT
 from ..framework.handle import BindError
 from ..framework.registry import Registry
@@ -320,11 +321,10 @@ class SchedulerDaemon:
         self._gc_threshold: tuple[int, ...] | None = None  # to restore on stop
         self._cycle_started: float | None = None  # monotonic start of the running cycle
         self.shadow_of = shadow_of
-        gates = config.features
-        self.flags: dict[str, str] = dict(flags or {}) or {
-            "emulated-version": gates.emulated_version,
-            "feature-gates": gates.flag_value(),
-        }
+        explicit = config.features.flag_value()
+        self.flags: dict[str, str] = dict(flags or {}) or flagz_values(
+            [explicit] if explicit else [], []
+        )
         self.shadow: Shadow | None = None
         self.leader_elect = (
             config.leader_election.leader_elect if leader_elect is None else leader_elect

@@ -99,14 +99,17 @@ def secure_serving(args: Any) -> Any:
 
 
 def _flags(args: Any) -> dict[str, str]:
-    """The parsed command line by flag name, for ``/flagz`` (lists as given, joined)."""
+    """The parsed command line by flag name, for ``/flagz`` (lists as given, joined; the
+    feature gate flags as kube-scheduler shows them)."""
+    from ..features import flagz_values
+
     out = {}
     for dest, value in vars(args).items():
         if dest in ("fn", "command") or callable(value):
             continue
         shown = ",".join(map(str, value)) if isinstance(value, list) else value
         out[dest.replace("_", "-")] = "" if shown is None else str(shown)
-    return out
+    return out | flagz_values(args.feature_gates, args.emulated_version)
 
 
 async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:

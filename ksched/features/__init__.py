@@ -14,6 +14,7 @@ from .gates import (
     GateSpec,
     GateTable,
     default_feature_gates,
+    flagz_values,
     gate_table,
     set_feature_gates,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "KubeVersion",
     "Support",
     "default_feature_gates",
+    "flagz_values",
     "gate_table",
     "gate_table_markdown",
     "refusals",

@@ -29,6 +29,7 @@ __all__ = [
     "GateSpec",
     "GateTable",
     "default_feature_gates",
+    "flagz_values",
     "gate_table",
     "set_feature_gates",
 ]
@@ -348,6 +349,22 @@ def _about(flag: str) -> Iterator[None]:
     except FeatureGateError as e:
         e.context = e.context or flag
         raise
+
+
+def flagz_values(feature_gates: Sequence[str], emulated_version: Sequence[str]) -> dict[str, str]:
+    """The two flags as kube-scheduler's ``/flagz`` prints them: ``--feature-gates`` as its
+    ``ColonSeparatedMultimapStringString`` (``component:Name=bool``, the component empty
+    when not given, stable-sorted by it), ``--emulated-version`` as a pflag string slice."""
+    pairs = []
+    for item in (p for v in feature_gates for p in v.split(",") if p):
+        comp, sep, rest = item.partition(":")
+        pairs.append((comp.strip(), rest.strip()) if sep else ("", item.strip()))
+    pairs.sort(key=lambda kv: kv[0])
+    versions = [item for v in emulated_version for item in v.split(",")]
+    return {
+        "feature-gates": ",".join(f"{k}:{v}" for k, v in pairs),
+        "emulated-version": "[" + ",".join(versions) + "]",
+    }
 
 
 def _version_range(version: str, floor: str) -> list[str]:

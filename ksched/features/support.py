@@ -58,7 +58,7 @@ _WORKLOAD = "workload-aware scheduling (GenericWorkload and its plugins) is not 
 SUPPORT: dict[str, Support] = {
     # cmd/kube-scheduler
     "ComponentFlagz": Support(True, True, "/flagz"),
-    "ComponentStatusz": Support(False, True, "ksched serves no /statusz"),
+    "ComponentStatusz": Support(True, True, "/statusz"),
     "CoordinatedLeaderElection": Support(False, True, "no coordinated leader election"),
     # DynamicResources and the DRA allocator
     "DRAAdminAccess": Support(False, False, "adminAccess requests are not implemented"),

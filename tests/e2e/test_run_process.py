@@ -146,7 +146,8 @@ def test_run_under_feature_gates_shows_them_on_configz_and_flagz(
     e2e: E2E, procs: list[KschedProcess]
 ) -> None:
     """``ksched run --feature-gates ... --emulated-version 1.36`` schedules under those
-    gates; ``/configz`` has every gate's value, ``/flagz`` the command line."""
+    gates; ``/configz`` has every gate's value, ``/flagz`` the command line, ``/statusz``
+    the emulated version."""
     import json
 
     node = e2e.create_node("n")
@@ -175,5 +176,8 @@ def test_run_under_feature_gates_shows_them_on_configz_and_flagz(
     assert configz["featureGates"]["StorageCapacityScoring"] is True
     with urllib.request.urlopen(url + "/flagz", timeout=5) as r:
         flagz = r.read().decode()
-    assert f"\nfeature-gates={gates}\n" in flagz
-    assert "\nemulated-version=1.36\n" in flagz and "\nksched flagz\n" in flagz
+    shown = ",".join(f":{g}" for g in gates.split(","))  # as kube-scheduler's /flagz shows it
+    assert f"\nfeature-gates={shown}\n" in flagz
+    assert "\nemulated-version=[1.36]\n" in flagz and "\nksched flagz\n" in flagz
+    with urllib.request.urlopen(url + "/statusz", timeout=5) as r:
+        assert "\nEmulation version  1.36\n" in r.read().decode()
