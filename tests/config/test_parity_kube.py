@@ -387,13 +387,18 @@ def _default_profile_of(effective: Any) -> tuple[list[tuple[str, int]], dict[tup
 
 @pytest.mark.kube
 @pytest.mark.parametrize("gates", [[], NON_DEFAULT], ids=["default-gates", "non-default-gates"])
-def test_the_default_profile_is_kube_schedulers_under_each_gate_set(gates: list[str]) -> None:
+def test_the_default_profile_is_kube_schedulers_under_each_gate_set(
+    controlplane: ControlPlane, gates: list[str]
+) -> None:
     """The default profile's plugins (order, weights) and the args upstream defaults only
-    under feature gates, against the real kube-scheduler's effective configuration (what its
-    ``/configz`` serves) with the same ``--feature-gates``."""
+    under feature gates, against a real kube-scheduler's ``/configz`` with the same
+    ``--feature-gates`` (and its ``--write-config-to``, which must say the same)."""
     flags = [f"--feature-gates={g}" for g in gates]
-    theirs, err = kube_scheduler_effective(flags)
-    assert theirs is not None, err
+    with controlplane.kube_scheduler(None, name=f"configz-{len(gates)}", args=flags) as ks:
+        theirs = json.loads(ks.get("/configz"))["componentconfig"]
+    written, err = kube_scheduler_effective(flags)
+    assert written is not None, err
+    assert _default_profile_of(written) == _default_profile_of(theirs)
     mine = to_dict(default_config(resolve_feature_gates(gates)))
     their_plugins, their_args = _default_profile_of(theirs)
     my_plugins, my_args = _default_profile_of(mine)
