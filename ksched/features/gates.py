@@ -37,7 +37,6 @@ __all__ = [
 #: kube-scheduler's only component in its registry ("kube"); ``--feature-gates`` and
 #: ``--emulated-version`` entries without a component are its.
 KUBE_COMPONENT = "kube"
-_STAGES = ("ALPHA", "BETA", "GA", "DEPRECATED", "PreAlpha")
 
 
 class FeatureGateError(KschedError, ValueError):
@@ -119,6 +118,9 @@ class FeatureGates:
     def __reduce__(self) -> tuple[object, tuple[str, dict[str, bool]]]:
         return (_rebuild, (self.emulated_version, dict(self.explicit)))
 
+    def __hash__(self) -> int:
+        return hash((self.emulated_version, frozenset(self.explicit.items())))
+
     def enabled(self, name: str) -> bool:
         spec = self.table.gates[name]
         return self.explicit.get(name, spec.default)
@@ -182,7 +184,8 @@ def _parse_version(text: str) -> tuple[tuple[int, ...], str]:
 def _emulated_version(values: Sequence[str]) -> str | None:
     """``toVersionMap`` of ``--emulated-version`` (a comma-separated list, repeatable)."""
     seen: dict[str, tuple[str, str]] = {}  # component -> (major.minor, as given)
-    for item in (s for v in values for s in v.split(",")):
+    # a string slice flag: an empty value is no item, "a," is "a" and ""
+    for item in (s for v in values if v for s in v.split(",")):
         comp, ver = KUBE_COMPONENT, item
         if "=" in item:
             comp, _, ver = item.partition("=")

@@ -86,6 +86,13 @@ KUBE_REFUSALS = [
     ([], ["foo=1.36"], "--emulated-version", "component not registered: foo"),
     ([], ["abc"], "--emulated-version", 'could not parse "abc" as version'),
     ([], ["1"], "--emulated-version", 'illegal version string "1"'),
+    ([], ["1.36,"], "--emulated-version", 'could not parse "" as version'),
+    (
+        [],
+        ["01.36"],
+        "--emulated-version",
+        'illegal zero-prefixed version component "01" in "01.36"',
+    ),
     (
         [],
         ["1.36", "kube=1.35"],
@@ -159,6 +166,9 @@ def test_accepted_values_parse_as_kube_scheduler_does() -> None:
         "DynamicResourceAllocation"
     )
     assert set_feature_gates([], []) == default_feature_gates()
+    # an empty --emulated-version is no version; a suffix after MAJOR.MINOR.0 is ignored
+    assert set_feature_gates([], [""]) == default_feature_gates()
+    assert set_feature_gates([], ["1.36.0-beta"]).emulated_version == "1.36"
 
 
 def test_all_alpha_sets_every_unset_alpha_gate_and_explicit_ones_win() -> None:
@@ -219,6 +229,7 @@ def test_feature_gates_are_frozen_and_survive_copies() -> None:
     with pytest.raises(TypeError):
         g.explicit["X"] = True  # type: ignore[index]
     assert copy.deepcopy(g) is g and pickle.loads(pickle.dumps(g)) == g
+    assert hash(g) == hash(resolve_feature_gates(NON_DEFAULT)) and {g: 1}[g] == 1
     assert g.flag_value().startswith("ComponentFlagz=false,DRASchedulerFilterTimeout=false,")
 
 
