@@ -462,7 +462,8 @@ def _gate_flags(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="VERSION",
         help=f"the Kubernetes version whose behaviour to emulate, MAJOR.MINOR (or kube=...); "
-        f"default and only value so far: {BINARY_VERSION}",
+        f"default {BINARY_VERSION}; implemented: "
+        + ", ".join(v.minor for v in KUBE_VERSIONS if v.implemented),
     )
 
 
