@@ -105,7 +105,12 @@ SUPPORT: dict[str, Support] = {
     "SidecarContainers": Support(True, False, "restartable init containers"),
     "TaintTolerationComparisonOperators": Support(False, True, "Gt/Lt toleration operators"),
     # storage
-    "StorageCapacityScoring": Support(True, True, "VolumeBindingArgs.shape"),
+    "StorageCapacityScoring": Support(
+        True,
+        True,
+        "VolumeBindingArgs.shape scores static bindings; dynamic provisioning scores 0 on "
+        "every node (ksched has no CSIStorageCapacity, see the README)",
+    ),
     "VolumeAttributesClass": Support(False, False, "VolumeAttributesClass matching"),
     "VolumeLimitScaling": Support(False, True, "CSI volume limit scaling"),
     # the scheduler and its queue

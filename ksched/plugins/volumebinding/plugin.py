@@ -101,7 +101,9 @@ class VolumeBinding(
         )
         shape = args.shape
         self._score_table: list[int] | None = None
-        if shape:
+        # Upstream builds its scorer only with StorageCapacityScoring on (config validation
+        # refuses a shape without it; plugin args given directly may still have one).
+        if shape and self._handle.features.enabled("StorageCapacityScoring"):
             scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
             scaled = [(p.utilization, p.score * scale) for p in shape]
             self._score_table = [
