@@ -172,24 +172,26 @@ def resolve_feature_gates(
 
 
 def gate_table_markdown() -> str:
-    """docs/fidelity.md's gate table: every gate kube-scheduler's code reads, per version,
-    with ksched's status for each value (the default's first)."""
-    versions = [v for v in KUBE_VERSIONS if v.implemented]
-    lines = [
-        "| gate | " + " | ".join(f"{v.kube}: default" for v in versions) + " | enabled | "
-        "disabled | what |",
-        "|---|" + "---|" * len(versions) + "---|---|---|",
-    ]
-    tables = [gate_table(v.minor) for v in versions]
+    """docs/fidelity.md's gate table: every gate kube-scheduler's code reads in any known
+    version, its stage and default per version (``locked`` when locked), and for each
+    version ksched implements its status per value; "-" where a version has no such gate,
+    or ksched does not implement the version at all."""
+    tables = [gate_table(v.minor) for v in KUBE_VERSIONS]
+    done = [t for t in tables if t.version.implemented]
+    head = ["gate", *(t.version.kube for t in tables)]
+    head += [f"{t.version.minor} {value}" for t in done for value in ("enabled", "disabled")]
+    lines = ["| " + " | ".join([*head, "what"]) + " |", "|" + "---|" * (len(head) + 1)]
     names = sorted({n for t in tables for n, s in t.gates.items() if s.read_by})
     for name in names:
-        cells = []
+        cells = [name]
         for t in tables:
             s = t.gates.get(name)
-            cells.append(f"{s.stage.lower()}, {'on' if s.default else 'off'}" if s else "-")
-        # every listed version is the newest implemented one for now: its statuses
-        t = tables[-1]
+            lock = ", locked" if s is not None and s.locked else ""
+            cells.append(f"{s.stage.lower()}, {'on' if s.default else 'off'}{lock}" if s else "-")
+        for t in done:
+            known = name in t.gates
+            cells += [status(t, name, v) if known else "-" for v in (True, False)]
         row = SUPPORT.get(name)
-        cells += [status(t, name, True), status(t, name, False), row.note if row else ""]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells.append(row.note if row else "")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
