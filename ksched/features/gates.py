@@ -12,6 +12,7 @@ object that rides on the configuration into profile building and every plugin's
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -146,6 +147,23 @@ def default_feature_gates() -> FeatureGates:
 # --- parsing, as component-base does -----------------------------------------------------
 
 
+_SHOWN = 100  # characters of a user's value an error quotes, at most
+
+
+def _cut(text: str) -> str:
+    """A user's value as an error shows it: whole up to ``_SHOWN`` characters (every real
+    gate name and version), else its start and its length, so a hostile flag cannot
+    flood the terminal or the log."""
+    if len(text) <= _SHOWN:
+        return text
+    return f"{text[:_SHOWN]}...({len(text)} characters)"
+
+
+def _q(text: str) -> str:
+    """Go's ``%q`` of a user's value (cut as ``_cut``)."""
+    return json.dumps(_cut(text), ensure_ascii=False)
+
+
 def _aggregate(errors: Sequence[str]) -> str:
     """utilerrors.NewAggregate(...).Error(): one message, or ``[a, b]`` without repeats."""
     unique = list(dict.fromkeys(errors))
@@ -163,7 +181,7 @@ def _parse_version(text: str) -> tuple[tuple[int, ...], str]:
     (three numbers and a suffix) first, else generic (two or more numbers)."""
     m = _VERSION.match(text)
     if m is None:
-        raise FeatureGateError(f'could not parse "{text}" as version')
+        raise FeatureGateError(f"could not parse {_q(text)} as version")
     comps, extra = m[1].split("."), m[2]
     semver_extra = _SEMVER_EXTRA.match(extra)
     if (
@@ -174,9 +192,11 @@ def _parse_version(text: str) -> tuple[tuple[int, ...], str]:
         shown = ".".join(str(int(c)) for c in comps) + extra.rstrip()
         return tuple(int(c) for c in comps), shown
     if len(comps) < 2:
-        raise FeatureGateError(f'illegal version string "{text}"')
+        raise FeatureGateError(f"illegal version string {_q(text)}")
     if comps[0].startswith("0") and comps[0] != "0":
-        raise FeatureGateError(f'illegal zero-prefixed version component "{comps[0]}" in "{text}"')
+        raise FeatureGateError(
+            f"illegal zero-prefixed version component {_q(comps[0])} in {_q(text)}"
+        )
     nums = tuple(int(c) for c in comps)
     return nums, ".".join(str(n) for n in nums)
 
@@ -192,15 +212,16 @@ def _emulated_version(values: Sequence[str]) -> str | None:
             comp, ver = comp.strip(), ver.strip()
         nums, shown = _parse_version(ver)
         if len(nums) > 2 and nums[2] != 0:
-            raise FeatureGateError(f"patch version not allowed, got: {comp}={shown}")
+            raise FeatureGateError(f"patch version not allowed, got: {_cut(comp)}={_cut(shown)}")
         if comp in seen:
             raise FeatureGateError(
-                f"duplicate version flag, {comp}={seen[comp][1]} and {comp}={shown}"
+                f"duplicate version flag, {_cut(comp)}={_cut(seen[comp][1])} and "
+                f"{_cut(comp)}={_cut(shown)}"
             )
         seen[comp] = (f"{nums[0]}.{nums[1]}", shown)
     for comp in seen:
         if comp != KUBE_COMPONENT:
-            raise FeatureGateError(f"component not registered: {comp}")
+            raise FeatureGateError(f"component not registered: {_cut(comp)}")
     return seen[KUBE_COMPONENT][0] if KUBE_COMPONENT in seen else None
 
 
@@ -220,7 +241,7 @@ def _gate_pairs(values: Sequence[str]) -> list[str]:
         )
     for comp in by_comp:
         if comp not in ("", KUBE_COMPONENT):
-            raise FeatureGateError(f"component not registered: {comp}")
+            raise FeatureGateError(f"component not registered: {_cut(comp)}")
     return [p for pairs in by_comp.values() for p in pairs]
 
 
@@ -234,7 +255,8 @@ def _parse_bool(key: str, value: str) -> bool:
     if value in _GO_FALSE:
         return False
     raise FeatureGateError(
-        f'invalid value of {key}={value}, err: strconv.ParseBool: parsing "{value}": invalid syntax'
+        f"invalid value of {_cut(key)}={_cut(value)}, err: strconv.ParseBool: parsing "
+        f"{_q(value)}: invalid syntax"
     )
 
 
@@ -247,7 +269,7 @@ def _requested(pairs: Iterable[str]) -> dict[str, bool]:
         k, sep, v = s.partition("=")
         k = k.strip()
         if not sep:
-            raise FeatureGateError(f"missing bool value for {k}")
+            raise FeatureGateError(f"missing bool value for {_cut(k)}")
         out[k] = _parse_bool(k, v.strip())
     return out
 
@@ -262,7 +284,7 @@ def _set_from_map(table: GateTable, requested: Mapping[str, bool]) -> dict[str, 
         v = requested[k]
         spec = table.gates.get(k)
         if spec is None:
-            errs.append(f"unrecognized feature gate: {k}")
+            errs.append(f"unrecognized feature gate: {_cut(k)}")
             raise FeatureGateError(_aggregate(errs))
         if spec.locked and spec.default != v:
             errs.append(

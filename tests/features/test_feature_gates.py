@@ -151,6 +151,29 @@ def test_kube_schedulers_refusals_and_texts(
     assert e.value.lines() == [f"{flag}: {text}"]
 
 
+def test_hostile_values_get_a_short_one_line_error() -> None:
+    """A huge or odd flag value is quoted cut short (kube-scheduler's text otherwise), on
+    one line, and never crashes."""
+    huge = "X" * 100_000
+    for gates, versions in (
+        ([f"{huge}=true"], []),
+        ([f"OpportunisticBatching={huge}"], []),
+        ([huge], []),
+        ([f"{huge}:A=true"], []),
+        ([], [huge]),
+        ([], [f"{huge}=1.36"]),
+        (['Op"p\n=true'], []),
+        ([], ["\udcff"]),
+    ):
+        with pytest.raises(FeatureGateError) as e:
+            set_feature_gates(gates, versions)
+        (line,) = e.value.lines()
+        assert len(line) < 400, line[:500]
+    with pytest.raises(FeatureGateError) as e:
+        set_feature_gates([], ["a\tb"])
+    assert str(e.value) == 'could not parse "a\\tb" as version'  # Go's %q, as the binary says
+
+
 def test_accepted_values_parse_as_kube_scheduler_does() -> None:
     g = set_feature_gates(
         ["kube:OpportunisticBatching=False", "kube: SchedulerAsyncPreemption = t,"],
