@@ -375,7 +375,9 @@ def test_status_per_value() -> None:
     t = gate_table("1.36")
     assert status(t, "GenericWorkload", True) == "refused"
     assert status(t, "GenericWorkload", False) == "implemented"
-    assert status(t, "NodeDeclaredFeatures", True) == "gap"  # the plugin is not there yet
+    # "gap" until the NodeDeclaredFeatures plugin lands (then its SUPPORT row flips)
+    nodedeclared = "implemented" if SUPPORT["NodeDeclaredFeatures"].on else "gap"
+    assert status(t, "NodeDeclaredFeatures", True) == nodedeclared
     assert status(t, "NodeDeclaredFeatures", False) == "implemented"
     assert status(t, "DynamicResourceAllocation", False) == "locked"
     assert status(t, "OpportunisticBatching", False) == "implemented"
@@ -403,21 +405,34 @@ def _args(cfg: object, name: str) -> dict[str, object]:
 
 
 def test_apply_feature_gates_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ksched.config.defaults as defaults
+
     base = [p.name for p in BASE_MULTI_POINT]
-    default = [p.name for p in DEFAULT_MULTI_POINT]
     # DynamicResources (its gate locked on) goes before DefaultPreemption
-    assert default == [*base[:14], "DynamicResources", *base[14:]]
+    with_dra = [*base[:14], "DynamicResources", *base[14:]]
+    assert base[14] == "DefaultPreemption"
     assert [r.gate for r in GATED_PLUGINS][:2] == [
         "NodeDeclaredFeatures",
         "DynamicResourceAllocation",
     ]
     # NodeDeclaredFeatures' rule waits for its plugin; once built in, it is appended
-    import ksched.config.defaults as defaults
-
+    monkeypatch.delitem(defaults.BUILTIN_PLUGINS, "NodeDeclaredFeatures", raising=False)
+    assert [p.name for p in default_multi_point()] == with_dra
     monkeypatch.setitem(defaults.BUILTIN_PLUGINS, "NodeDeclaredFeatures", "x:Y")
-    assert [p.name for p in default_multi_point()] == [*default, "NodeDeclaredFeatures"]
+    assert [p.name for p in default_multi_point()] == [*with_dra, "NodeDeclaredFeatures"]
     off = resolve_feature_gates(NON_DEFAULT[:1])
-    assert [p.name for p in default_multi_point(off)] == default
+    assert [p.name for p in default_multi_point(off)] == with_dra
+    # what the package computed at import, with the plugins it has
+    assert DEFAULT_MULTI_POINT[:15] == default_multi_point(off)[:15]
+
+
+def test_a_gate_that_adds_a_plugin_is_implemented_exactly_when_the_plugin_is_built_in() -> None:
+    """Keeps the support table honest when a plugin lands (NodeDeclaredFeatures): its
+    gate's enabled value is implemented once the plugin is there, a gap before."""
+    from ksched.plugins import BUILTIN_PLUGINS
+
+    for rule in GATED_PLUGINS:
+        assert SUPPORT[rule.gate].on == (rule.plugin.name in BUILTIN_PLUGINS), rule
 
 
 def test_every_implemented_version_has_its_default_profile() -> None:
