@@ -14,12 +14,14 @@ For each row of ``ksched.features.versions.KUBE_VERSIONS`` (or ``--version vX.Y.
 
 Adding Kubernetes 1.38: add its row to ``KUBE_VERSIONS`` and run this script.
 ``--check`` compares instead of writing (exit 1 on a difference). The Go dump is cached
-in ``~/.cache/ksched/featuregates/<version>/gates.json``; ``--from-cache`` uses only that.
+in ``~/.cache/ksched/featuregates/<version>/`` (``cached_dump``); ``--from-cache`` uses
+only that.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -56,10 +58,17 @@ def module_dir(module: str, version: str) -> Path:
     return Path(json.loads(out)["Dir"])
 
 
+def cached_dump(version: str) -> Path:
+    """Where the dumper's JSON for ``version`` is kept: per version and dumper source, so
+    a changed dumper is run again."""
+    digest = hashlib.sha256(DUMPER.read_bytes()).hexdigest()[:12]
+    return cache_dir(version).parent.parent / "featuregates" / version / f"gates-{digest}.json"
+
+
 def go_dump(version: str, *, from_cache: bool) -> dict[str, Any]:
-    """The dumper's JSON for one version (cached per version)."""
-    work = cache_dir(version).parent.parent / "featuregates" / version
-    cached = work / "gates.json"
+    """The dumper's JSON for one version (cached, see ``cached_dump``)."""
+    cached = cached_dump(version)
+    work = cached.parent
     if cached.exists():
         data: dict[str, Any] = json.loads(cached.read_text())
         return data
@@ -185,7 +194,9 @@ def out_path(minor: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description="Regenerate ksched/features/kube_<major>_<minor>.py from the upstream modules."
+    )
     ap.add_argument("--version", action="append", help="vX.Y.Z (default: every KUBE_VERSIONS row)")
     ap.add_argument("--check", action="store_true", help="compare, do not write")
     ap.add_argument("--from-cache", action="store_true", help="only use cached Go dumps")

@@ -320,11 +320,7 @@ def test_read_by_matches_a_fresh_scan_of_the_module_source(version: object) -> N
 def test_the_generated_modules_match_a_regeneration_from_the_cached_dumps() -> None:
     """``gen_feature_gates --check --from-cache``: byte-equal modules (skips without the Go
     dump cache that a real run of the script leaves)."""
-    cached = [
-        v.kube
-        for v in KUBE_VERSIONS
-        if (Path.home() / ".cache/ksched/featuregates" / v.kube / "gates.json").exists()
-    ]
+    cached = [v.kube for v in KUBE_VERSIONS if gen.cached_dump(v.kube).exists()]
     if not cached or any(_module_dir("k8s.io/kubernetes", v) is None for v in cached):
         pytest.skip("no cached Go dump of the gate tables")
     args = ["--check", "--from-cache"] + [a for v in cached for a in ("--version", v)]
