@@ -48,7 +48,7 @@ import contextlib
 import functools
 import gc
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -68,6 +68,7 @@ from ..cluster.leaderelection import (
     resolve_lease_namespace,
 )
 from ..extender.server import is_loopback
+from ..features import flagz_values
 from ..framework.deadline import DEFAULT_BINDING_TIMEOUT, DEFAULT_PLUGIN_TIMEOUT
 from ..framework.handle import BindError
 from ..framework.registry import Registry
@@ -331,6 +332,7 @@ class SchedulerDaemon:
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
         shadow_of: str | None = None,
         readiness_bound: float = DEFAULT_READINESS_BOUND,
+        flags: Mapping[str, str] | None = None,
     ) -> None:
         """``client`` (owned by the caller) or ``kubeconfig``/``master`` (a client is made and
         closed by the daemon). ``port``: plain HTTP on ``bind_address`` (0 picks a free
@@ -347,7 +349,9 @@ class SchedulerDaemon:
         ``shadow_of``: shadow mode (``shadow``): decide for that scheduler's pods with the
         first profile and compare, writing nothing to the cluster (no leader election).
         ``readiness_bound``: seconds an informer may be out of step with the API server, or
-        the leader's bindings fail for want of it, before ``/readyz`` fails."""
+        the leader's bindings fail for want of it, before ``/readyz`` fails.
+        ``flags``: the command line's flags by name, for ``/flagz`` (default: the feature
+        gate flags the config's gates stand for)."""
         if registry is None:
             from ..plugins import default_registry
 
@@ -388,6 +392,10 @@ class SchedulerDaemon:
         self.shadow_of = shadow_of
         self.readiness_bound = readiness_bound
         self._binder: _FencedClusterClient | None = None
+        explicit = config.features.flag_value()
+        self.flags: dict[str, str] = dict(flags or {}) or flagz_values(
+            [explicit] if explicit else [], []
+        )
         self.shadow: Shadow | None = None
         self.leader_elect = (
             config.leader_election.leader_elect if leader_elect is None else leader_elect

@@ -12,8 +12,10 @@ or with ``?verbose`` one ``[+]check ok`` / ``[-]check failed`` line per check. `
 is 503 until the informers have synced (and while shutting down). ``/metrics`` is the
 Prometheus text format, ``/configz`` the effective configuration as
 ``{"componentconfig": ...}`` with key material, tokens and URL userinfo replaced by ``REDACTED``
-(kube-scheduler prints an extender's ``tlsConfig.keyData`` in full). The ``/debug/*``
-endpoints expose scheduler internals.
+(kube-scheduler prints an extender's ``tlsConfig.keyData`` in full), and beside it the
+feature gates in effect; ``/flagz`` and ``/statusz`` (ComponentFlagz, ComponentStatusz: on
+in v1.36) the command line's flags, and the start time, versions and paths. The
+``/debug/*`` endpoints expose scheduler internals.
 
 Anything unknown or malformed gets a 4xx JSON body ``{"error": "..."}``; a failing handler
 gets a 500 with the same shape and is logged, never a traceback on the wire. The secure
@@ -22,8 +24,11 @@ port's 401/403 are kube's ``Status`` objects.
 
 from __future__ import annotations
 
+import importlib.metadata
+import platform
 import re
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +84,25 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(500, f"internal error: {type(e).__name__}")
 
 
+#: The top-level paths ``/statusz`` lists (upstream: the mux's listed paths, first segment).
+ZPAGE_PATHS = ("/configz", "/debug", "/flagz", "/healthz", "/livez", "/metrics", "/readyz")
+
+
+def _ksched_version() -> str:
+    try:
+        return importlib.metadata.version("ksched")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _zpage_header(page: str) -> str:
+    """The header of apiserver's flagz and statusz text serializers (``headerFmt``)."""
+    return (
+        f"\nksched {page}\nWarning: This endpoint is not meant to be machine parseable, has "
+        "no formatting compatibility guarantees and is for debugging purposes only.\n"
+    )
+
+
 class ServingError(KschedError, OSError):
     """An HTTP listener could not start; the message names the address or the files."""
 
@@ -114,6 +138,7 @@ class DebugServer:
         self.auth = auth
         self.secure_port: int | None = None
         self._runners: list[web.AppRunner] = []
+        self.started = time.time()  # /statusz
 
     @staticmethod
     def _url(scheme: str, host: str, port: int | None) -> str:
@@ -152,6 +177,8 @@ class DebugServer:
         r.add_get("/readyz/ping", self._ping)
         r.add_get("/metrics", self._metrics)
         r.add_get("/configz", self._configz)
+        r.add_get("/flagz", self._flagz)
+        r.add_get("/statusz", self._statusz)
         r.add_get("/debug/queue", self._queue)
         r.add_get("/debug/cache", self._cache)
         r.add_get("/debug/explain", self._explain)
@@ -246,7 +273,41 @@ class DebugServer:
             for key in ("kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"):
                 cc[key] = client[key]
             out["client"] = client
+        # The gates the configuration was defaulted and runs under (upstream's /configz has
+        # the component config only; its gates show on /flagz and /statusz).
+        gates = self.daemon.config.features
+        out["emulatedVersion"] = gates.emulated_version
+        out["featureGates"] = gates.effective()
         return json_response(out)
+
+    async def _flagz(self, request: web.Request) -> web.Response:
+        """kube-scheduler's ``/flagz`` (ComponentFlagz) as text: each flag of the command
+        line, sorted by name, with its value (upstream picks its separator at random so
+        no one parses it; here always ``=``). Not there (404) with the gate off."""
+        if not self.daemon.config.features.enabled("ComponentFlagz"):
+            raise web.HTTPNotFound()
+        lines = [f"{k}={v}" for k, v in sorted(self.daemon.flags.items())]
+        return web.Response(text=_zpage_header("flagz") + "\n".join(lines) + "\n")
+
+    async def _statusz(self, request: web.Request) -> web.Response:
+        """kube-scheduler's ``/statusz`` (ComponentStatusz) as text: start time, uptime, the
+        runtime's version (Python's, where upstream's says Go's), the version ksched
+        behaves as, the emulated version and the top-level paths. 404 with the gate off."""
+        gates = self.daemon.config.features
+        if not gates.enabled("ComponentStatusz"):
+            raise web.HTTPNotFound()
+        up = int(time.time() - self.started)
+        kube = gates.table.version.kube
+        rows = [
+            ("Started", time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(self.started))),
+            ("Up", f"{up // 3600} hr {up // 60 % 60:02d} min {up % 60:02d} sec"),
+            ("Python version", platform.python_version()),
+            ("Binary version", f"{kube.lstrip('v')} (ksched {_ksched_version()})"),
+            ("Emulation version", gates.emulated_version),
+            ("Paths", " ".join(ZPAGE_PATHS)),
+        ]
+        body = "\n" + "".join(f"{k}  {v}\n" for k, v in rows)
+        return web.Response(text=_zpage_header("statusz") + body)
 
     # -- debug --------------------------------------------------------------------------------
     def _scheduler_or_503(self) -> Any:

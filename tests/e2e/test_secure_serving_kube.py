@@ -121,7 +121,16 @@ def test_secure_port_answers_as_kube_schedulers(e2e: E2E, tmp_path: Path) -> Non
     }
     cases: list[tuple[str, str, dict[str, Any]]] = []
     for who, token in tokens.items():
-        for path in ("/metrics", "/configz", "/healthz", "/readyz", "/livez", "/healthz/ping"):
+        for path in (
+            "/metrics",
+            "/configz",
+            "/flagz",
+            "/statusz",
+            "/healthz",
+            "/readyz",
+            "/livez",
+            "/healthz/ping",
+        ):
             cases.append((f"{who} GET {path}", path, {"token": token}))
     for who, cert in certs.items():
         for path in ("/metrics", "/configz", "/healthz"):

@@ -597,15 +597,20 @@ class KubeScheduler:
         ctx.verify_mode = ssl.CERT_NONE
         wait_until(lambda: _http_ok(self.url + "/readyz", ctx), timeout, self.component, "ready")
 
-    def metrics(self) -> str:
-        """``/metrics``, read as admin (delegated authentication and authorization)."""
+    def get(self, path: str) -> str:
+        """GET ``path`` (``/metrics``, ``/configz``, ``/flagz``...) on the secure port, as
+        admin (delegated authentication and authorization)."""
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        req = urllib.request.Request(self.url + "/metrics")
+        req = urllib.request.Request(self.url + path)
         req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
         with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
             return str(r.read().decode())
+
+    def metrics(self) -> str:
+        """``/metrics``, read as admin."""
+        return self.get("/metrics")
 
     def log(self) -> str:
         assert self.component is not None
