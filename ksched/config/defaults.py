@@ -48,6 +48,8 @@ __all__ = [
 # before DefaultPreemption as applyFeatureGates puts it: deallocating an idle claim is
 # better than evicting a pod. Its weight is 2 (what v1.36.3's
 # ``kube-scheduler --write-config-to`` writes; found by the differential oracle).
+# NodeDeclaredFeatures (gate beta and on in 1.36) comes last: applyFeatureGates appends it
+# before it inserts DynamicResources.
 DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -68,6 +70,7 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
+    PluginRef("NodeDeclaredFeatures"),
 ]
 
 
