@@ -58,7 +58,7 @@ from ..api.selectors import (
     tolerations_tolerate_taint,
 )
 from ..util.errors import KschedError
-from .cel import CELError, DeviceEnv, ExpressionCache, qualified_name
+from .cel import CELError, CELTimeout, DeviceEnv, ExpressionCache, qualified_name
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
@@ -735,8 +735,10 @@ class _Run:
             if expr.error:
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {expr.error}")
             try:
-                if not expr.matches(dev.env):
+                if not expr.matches(dev.env, self.deadline):
                     return False
+            except CELTimeout:
+                raise AllocationTimeout("timed out trying to allocate devices") from None
             except CELError as e:
                 raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from None
         return True

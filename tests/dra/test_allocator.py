@@ -347,7 +347,7 @@ CASES: dict[str, Case] = {
     "cel-runtime-error-in-claim": Case(
         [claim("c", request("req-0", CLASS, 'device.attributes["x"].y'))],
         [two()],
-        error="claim default/c: selector #0: CEL runtime error: no such key: x",
+        error="claim default/c: selector #0: CEL runtime error: no such key: y",  # "x": an empty map
     ),
     "unsupported-mode": Case(
         [claim("c", request(allocationMode="Some"))],

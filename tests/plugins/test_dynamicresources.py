@@ -269,7 +269,7 @@ def test_cel_runtime_error_is_an_error_status() -> None:
     assert env.pre_filter(pod_with(), state).is_success()
     st = env.filter(pod_with(), state)
     assert st.code == Code.ERROR
-    assert st.message() == ("claim default/claim: selector #0: CEL runtime error: no such key: x")
+    assert st.message() == ("claim default/claim: selector #0: CEL runtime error: no such key: y")
 
 
 def test_allocated_claim_not_available_on_node_is_deallocated_by_post_filter() -> None:
@@ -498,7 +498,7 @@ def test_filter_batch_error_fails_the_cycle_with_filters_words() -> None:
     assert (st.code, st.message()) == (
         Code.ERROR,
         'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
-        "CEL runtime error: no such key: x",
+        "CEL runtime error: no such key: y",
     )
 
 

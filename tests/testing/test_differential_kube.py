@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ksched.testing.controlplane import ControlPlane
-from ksched.testing.differential import FEATURES, run_differential
+from ksched.testing.differential import APISERVER_ARGS, FEATURES, run_differential
 from ksched.testing.differential.golden import provenance, record
 from ksched.testing.differential.local import KschedReplay
 
@@ -25,7 +25,7 @@ CI_SEEDS = [0, 1, 2, 3, 4, 5]
 def cp() -> Iterator[ControlPlane]:
     """Its own control plane: the PV binder must run, and no other kube-scheduler may
     serve the default profile."""
-    with ControlPlane(with_controller_manager=True) as plane:
+    with ControlPlane(with_controller_manager=True, apiserver_args=APISERVER_ARGS) as plane:
         yield plane
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "APISERVER_ARGS",
     "FEATURES",
     "Feature",
     "PendingPod",
@@ -914,6 +915,58 @@ def _add_csi_volumes(ctx: _Ctx, pod: JSON) -> bool:
     return True
 
 
+# -- node declared features ---------------------------------------------------------------------
+
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+USERNS_HOSTNET = "UserNamespacesHostNetworkSupport"
+# Declared names kube-scheduler does not know (dropped by its TryMap) beside the two it infers.
+_DECLARED = [RESTART_ALL, USERNS_HOSTNET, "ExampleVendorFeature", "ZetaFeature/sub"]
+
+#: What the API server needs for the generated inputs: a pod on the host network in a user
+#: namespace of its own is refused unless UserNamespacesHostNetworkSupport (alpha) is on.
+APISERVER_ARGS: tuple[str, ...] = ("--feature-gates=UserNamespacesHostNetworkSupport=true",)
+
+
+def _nodefeatures_setup(ctx: _Ctx) -> None:
+    """Some nodes declare features (sorted, as the API server requires), some none."""
+    rng = ctx.rng
+    for node in ctx.nodes:
+        if rng.random() < 0.6:
+            have = rng.sample(_DECLARED, rng.randint(1, len(_DECLARED)))
+            node["status"]["declaredFeatures"] = sorted(have)
+
+
+def _restart_all_rule() -> JSON:
+    return {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+
+
+def _nodefeatures(ctx: _Ctx, pod: JSON) -> bool:
+    """A RestartAllContainers restart rule (on a container or an init container) and/or
+    the host network with ``hostUsers: false``: what NodeDeclaredFeatures infers."""
+    rng = ctx.rng
+    spec = pod["spec"]
+    kind = rng.choice(["container", "init", "userns", "both", "plain-rule"])
+    if kind in ("container", "both", "plain-rule"):
+        c = spec["containers"][0]
+        c["restartPolicy"] = "Never"
+        rule = _restart_all_rule()
+        if kind == "plain-rule":
+            rule["action"] = "Restart"  # no feature needed: the plugin skips the pod
+        c["restartPolicyRules"] = [rule]
+    if kind == "init":
+        init = _container(ctx, "init-rule")
+        init["restartPolicy"] = "Never"
+        init["restartPolicyRules"] = [_restart_all_rule()]
+        spec.setdefault("initContainers", []).append(init)
+    if kind in ("userns", "both"):
+        # the host network needs hostPort == containerPort: only pods without ports
+        if any(c.get("ports") for c in spec["containers"]):
+            return kind == "both"
+        spec["hostNetwork"] = True
+        spec["hostUsers"] = False
+    return True
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -929,6 +982,7 @@ FEATURES: dict[str, Feature] = {
         Feature("preemption", _preemption_setup, _preemption, 0.3),
         Feature("dra", _dra_setup, _dra, 0.3),
         Feature("csi", _csi_setup, _add_csi_volumes, 0.3),
+        Feature("nodefeatures", _nodefeatures_setup, _nodefeatures, 0.3),
     )
 }
 

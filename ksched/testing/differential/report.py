@@ -11,7 +11,7 @@ from typing import Any
 
 from ..controlplane import ControlPlane
 from .compare import Divergence, compare
-from .generator import generate
+from .generator import APISERVER_ARGS, generate
 from .kube import KubeReplay, PodRun
 from .local import KschedReplay, scenario_file
 
@@ -203,7 +203,7 @@ def run_differential(
     report = Report(seed_list, features)
     ours = ksched or KschedReplay()
     if cp is None:
-        with ControlPlane(with_controller_manager=True) as own:
+        with ControlPlane(with_controller_manager=True, apiserver_args=APISERVER_ARGS) as own:
             return run_differential(
                 seed_list,
                 features,
