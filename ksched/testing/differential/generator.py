@@ -698,6 +698,31 @@ _CEL_SELECTORS = [
 ]
 
 
+# Selectors that fail on some devices or all (CEL runtime errors: the pod's Filter is an
+# error naming the claim and selector, in cel-go's words) or that celpy alone would fail
+# (a string compared with a number is false in cel-go, numbers compare across types).
+_ATTR = f'device.attributes["{GPU_DRIVER}"]'
+_CEL_ERRORS = [
+    f"{_ATTR}.nvlink == true",  # no such key: nvlink
+    'device.attributes["other.example.com"].model == "a100"',  # an empty map: no such key
+    f"{_ATTR}.index % {_ATTR}.numa == 0",  # modulus by zero where numa is 0
+    f"{_ATTR}.index / ({_ATTR}.index - 1) >= 0",  # division by zero on gpu-1
+    f"{_ATTR}.index + 9223372036854775807 > 0",  # integer overflow but on gpu-0
+    f"{_ATTR}.model > 1",  # no such overload
+    f"{_ATTR}.fast + 1 == 2",  # no such overload: _+_
+    f"{_ATTR}.model == 1 || {_ATTR}.index < 2.5",  # no error in cel-go
+]
+
+
+def _selectors(ctx: _Ctx, k: int) -> list[JSON]:
+    """``k`` CEL selectors; now and then one that fails at runtime (``_CEL_ERRORS``)."""
+    rng = ctx.rng
+    exprs = rng.sample(_CEL_SELECTORS, k)
+    if rng.random() < 0.15:
+        exprs[rng.randrange(k)] = rng.choice(_CEL_ERRORS)
+    return [{"cel": {"expression": e}} for e in exprs]
+
+
 def _dra_class(ctx: _Ctx, suffix: str) -> str:
     return f"{ctx.prefix}-{suffix}.{GPU_DRIVER}"
 
@@ -763,7 +788,7 @@ def _device_request(ctx: _Ctx, name: str) -> JSON:
                 "count": rng.randint(1, 2),
             }
             if rng.random() < 0.4:
-                sub["selectors"] = [{"cel": {"expression": rng.choice(_CEL_SELECTORS)}}]
+                sub["selectors"] = _selectors(ctx, 1)
             subs.append(sub)
         return {"name": name, "firstAvailable": subs}
     exactly: JSON = {"deviceClassName": _dra_class(ctx, rng.choice(["gpu", "gpu", "big"]))}
@@ -773,9 +798,7 @@ def _device_request(ctx: _Ctx, name: str) -> JSON:
         exactly["allocationMode"] = "ExactCount"
         exactly["count"] = rng.choice([1, 1, 1, 2, 3])
     if rng.random() < 0.5:
-        exactly["selectors"] = [
-            {"cel": {"expression": e}} for e in rng.sample(_CEL_SELECTORS, rng.randint(1, 2))
-        ]
+        exactly["selectors"] = _selectors(ctx, rng.randint(1, 2))
     return {"name": name, "exactly": exactly}
 
 
