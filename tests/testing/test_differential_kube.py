@@ -62,6 +62,34 @@ def test_a_wrong_weight_is_caught(cp: ControlPlane, tmp_path: Path) -> None:
     assert "TaintToleration" in report.text()
 
 
+def test_a_ksched_without_node_declared_features_is_caught(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    """The nodefeatures group reaches kube-scheduler's NodeDeclaredFeatures: ksched with the
+    plugin disabled places pods kube-scheduler keeps off nodes lacking a feature."""
+    cfg = tmp_path / "no-ndf.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "- plugins:\n"
+        "    multiPoint:\n"
+        "      disabled: [{name: NodeDeclaredFeatures}]\n"
+    )
+    report = run_differential(
+        [0, 2, 3],
+        ("nodefeatures",),
+        cp=cp,
+        outdir=tmp_path / "out",
+        batching=False,
+        ksched=KschedReplay(str(cfg)),
+    )
+    assert not report.rejected, report.rejected
+    assert report.diverging, report.text()
+    assert all("nodefeatures" in p.groups for p in report.diverging)
+    assert "didn't match Pod's required features" in report.text()
+
+
 def test_the_recorder_reproduces_the_committed_goldens(cp: ControlPlane, tmp_path: Path) -> None:
     """Recording again from the pinned kube-scheduler gives the committed expectations
     (all but the tie-break's pick among equally good nodes, which is chance)."""
