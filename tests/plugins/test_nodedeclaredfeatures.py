@@ -321,3 +321,41 @@ def test_hints_refuse_wrong_objects(old: Any, new: Any) -> None:
         pl.is_schedulable_after_node_change(pod(), old, new)
     with pytest.raises(TypeError):
         pl.is_schedulable_after_pod_update(pod(), old, new)
+
+
+def test_a_node_declaring_the_feature_requeues_the_rejected_pod() -> None:
+    """Through the scheduler: the pod rejected by NodeDeclaredFeatures waits in the
+    unschedulable pool; a label change leaves it there, the node declaring the feature
+    (UpdateNodeDeclaredFeature) moves it out, and it is then placed on that node."""
+    from ksched.config.load import load_config_data
+    from ksched.plugins import default_registry
+    from ksched.scheduler.schedule_one import handle_scheduling_failure, scheduling_cycle
+    from ksched.testing.harness import _simulation
+
+    reg = default_registry(entry_points=False)
+    config, _ = load_config_data(dict(DEFAULT_CONFIG), "test", reg.names())
+    bare = make_node("n1")
+    needs = make_pod("p", uid="p-uid", containers=[restart_all_container()])
+    needs["spec"]["schedulerName"] = config.profiles[0].scheduler_name
+    sim = _simulation(config, reg, [bare], [needs], [])
+    sched = sim.sched
+    qpi = sched.queue.pop_nowait()
+    assert qpi is not None
+    fw = sched.frameworks[qpi.profile]
+    res = scheduling_cycle(sched, fw, CycleState(), qpi)
+    assert not res.status.is_success()
+    handle_scheduling_failure(sched, fw, qpi, res.status, res)
+    assert [q.pod_info.key for q in sched.queue.unschedulable_pods()] == ["default/p"]
+
+    relabelled = make_node("n1", labels={"x": "y"})
+    sched.on_node_update(decode(bare, Node), decode(relabelled, Node))
+    assert [q.pod_info.key for q in sched.queue.unschedulable_pods()] == ["default/p"]
+
+    declared = make_node("n1", labels={"x": "y"}, declared_features=[RESTART_ALL])
+    sched.on_node_update(decode(relabelled, Node), decode(declared, Node))
+    assert sched.queue.unschedulable_pods() == []
+    moved = [*sched.queue.active_pods(), *sched.queue.backoff_pods()]
+    assert [q.pod_info.key for q in moved] == ["default/p"]
+    sched.cache.update_snapshot(sched.snapshot)
+    again = scheduling_cycle(sched, fw, CycleState(), moved[0])
+    assert again.status.is_success() and again.node == "n1"
