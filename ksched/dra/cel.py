@@ -14,8 +14,11 @@ evaluating it for a device is cached on that device (``DeviceEnv.results``), dev
 being immutable while their ResourceSlice is unchanged, so a pod's Filter over many
 nodes does not re-run the interpreter for devices it already judged. A compile or
 evaluation error is a ``CELError`` with upstream's wording, never an exception escaping
-to the scheduler. Unlike cel-go, celpy does not type-check at compile time: a type error
-shows when the expression is evaluated, as a runtime error.
+to the scheduler. Operators are cel-go's (``celops``): their semantics and error texts, so
+kube-scheduler and ksched word a failing selector alike; an evaluation stops at cel-go's
+cost limit (counted in celpy's tree visits) or at the caller's deadline. Unlike cel-go,
+celpy does not type-check at compile time: a type error shows when the expression is
+evaluated, as a runtime error.
 """
 
 from __future__ import annotations
@@ -247,7 +250,7 @@ def _normalize_semver(text: str) -> str:
 
 def _is_semver(arg: Any, normalize: Any = None) -> Any:
     text = _normalize_semver(str(arg)) if normalize else str(arg)
-    return celtypes.BoolType(parse_semver(text) is not None)
+    return celtypes.BoolType(semver_error(text) is None and parse_semver(text) is not None)
 
 
 def _overload(fn: str, *args: Any) -> CELEvalError:
