@@ -467,6 +467,38 @@ class _CostedEvaluator(Evaluator):
     def sub_evaluator(self, ast: Any) -> Evaluator:
         return _CostedEvaluator(ast, self.activation, self.budget)
 
+    def member_dot_arg(self, tree: Any) -> Any:
+        """``cel.bind(name, init, expr)`` (cel-go's Bindings extension, in Kubernetes' CEL
+        since 1.31: ``cel.bind(dra, device.attributes["dra.example.com"], dra.a && dra.b)``);
+        every other method call or macro is celpy's."""
+        bound = _binding(tree)
+        if bound is None:
+            return super().member_dot_arg(tree)
+        name, init_tree, expr_tree = bound
+        # an error binds as a value: like cel-go's lazy binding, it fails only where used
+        value = self.visit(init_tree)
+        try:
+            return self.sub_evaluator(expr_tree).evaluate({name: value})
+        except CELEvalError as e:
+            return e
+
+
+def _binding(tree: Any) -> tuple[str, Any, Any] | None:
+    """(name, init, expr) of a ``cel.bind(...)`` call tree, else None."""
+    member, method = tree.children[0], tree.children[1]
+    if str(method) != "bind" or len(tree.children) != 3:
+        return None
+    idents = list(member.find_data("ident"))
+    if len(idents) != 1 or str(idents[0].children[0]) != "cel" or member.data != "member":
+        return None
+    args = tree.children[2].children
+    if len(args) != 3:
+        return None
+    names = list(args[0].find_data("ident"))
+    if len(names) != 1 or list(args[0].find_data("member_dot")):
+        return None
+    return str(names[0].children[0]), args[1], args[2]
+
 
 class _CostedRunner(InterpretedRunner):
     def evaluate(self, context: Any) -> Any:
@@ -494,6 +526,9 @@ def _message(e: BaseException) -> str:
             return f"no such key: {e.tree.children[-1]}"  # a.b on a value that is no map
         if first.startswith("found no matching overload"):
             return "no such overload"
+        if first.startswith("undeclared reference to "):
+            # celpy appends its whole activation; cel-go's checker says this (at compile time)
+            return first.split(" (in activation", 1)[0] + " (in container '')"
         if first == "return error for overflow" and e.token is not None:
             # a conversion: uint(-1), int(1e30)
             return "unsigned integer overflow" if e.token == "uint" else "integer overflow"

@@ -50,6 +50,7 @@ MISSING_KEY = {
     f"{A}.healthy.x == 1": "no such key: x",
     "[1, 2][5] == 1": "index out of bounds: 5",
     "dyn([1, 2]).x == 1": "unsupported index type 'string' in list",
+    'cel.bind(d, device.attributes["other.example.com"], d.model == "a")': "no such key: model",
 }
 TYPE_MISMATCH = {
     f"{A}.model > 1": "no such overload",
@@ -115,6 +116,12 @@ VERDICTS = {
     f"{A}.index > 2 || {A}.nope": True,
     f"{A}.driverVersion != 1": True,
     f"{A}.index / 0.0 > 1.0 || true": True,
+    # cel.bind (cel-go's Bindings extension); its value is only computed where it is used
+    f'cel.bind(d, {A}, d.model == "a100" && d.index == 3)': True,
+    "cel.bind(x, 1, cel.bind(y, x + 1, y == 2))": True,
+    "cel.bind(x, 1, cel.bind(x, 2, x == 2))": True,
+    "cel.bind(x, 2, [1, 2].exists(i, i == x))": True,
+    f"cel.bind(x, {A}.nope, true)": True,
 }
 _R50 = "[" + ",".join(map(str, range(50))) + "]"
 # A loop cel-go runs within its budget (its cost is recorded beside it).
@@ -208,6 +215,19 @@ def test_every_operator_on_every_type_pair_is_cel_gos() -> None:
             differ.append((expression, want, got))
     assert not differ, differ[:10]
     assert len(_grid()) - len(differ) > 1000
+
+
+def test_an_unknown_function_is_named_in_one_line() -> None:
+    """cel-go refuses it at compile time (``undeclared reference to 'foo' (in container
+    '')``); celpy finds out when evaluating, and its message would carry the whole
+    activation: ksched keeps cel-go's sentence."""
+    for expression, name in (
+        ("foo(1) == 1", "foo"),
+        (f"{A}.model.lowerAscii() == 'a'", "lowerAscii"),
+    ):
+        assert outcome(expression) == {
+            "runtime": f"undeclared reference to '{name}' (in container '')"
+        }
 
 
 def test_the_cost_limit_is_cel_gos_text(monkeypatch: pytest.MonkeyPatch) -> None:
