@@ -889,6 +889,15 @@ class _Run:
         return False
 
     def run(self) -> list[AllocationResult]:
+        # Upstream gathers what each "All" request takes (evaluating its selectors on every
+        # device of the node's pools) while it validates the requests, before any search:
+        # a failing selector or an incomplete pool is an error even where an earlier claim
+        # could not be satisfied anyway.
+        for per_request in self.alternatives:
+            for alternatives in per_request:
+                for req in alternatives:
+                    if req.mode == ALLOCATION_MODE_ALL:
+                        self._all_devices(req)
         if not self._solve(self._slots(), 0):
             return []
         return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
