@@ -977,7 +977,8 @@ def _nodefeatures(ctx: _Ctx, pod: JSON) -> bool:
             rule["action"] = "Restart"  # no feature needed: the plugin skips the pod
         c["restartPolicyRules"] = [rule]
     if kind == "init":
-        init = _container(ctx, "init-rule")
+        # no requests: pod-level resources must cover the containers' (the API server)
+        init: JSON = {"name": "init-rule", "image": IMAGES[4][0]}
         init["restartPolicy"] = "Never"
         init["restartPolicyRules"] = [_restart_all_rule()]
         spec.setdefault("initContainers", []).append(init)
