@@ -76,6 +76,8 @@ def intern_node(node: Node) -> Node:
         img.names = [_s(n) for n in img.names]
     for cond in node.status.conditions:
         _share(cond, "type", "status")
+    if node.status.declared_features:
+        node.status.declared_features = [_s(f) for f in node.status.declared_features]
     for t in node.spec.taints:
         _share(t, "key", "value", "effect")
     return node

@@ -28,6 +28,7 @@ __all__ = [
     "Container",
     "ContainerImage",
     "ContainerPort",
+    "ContainerRestartRule",
     "DecodeError",
     "EphemeralVolumeSource",
     "GCEPersistentDiskVolumeSource",
@@ -249,12 +250,20 @@ class ResourceRequirements(_S):
     limits: ResourceList = {}
 
 
+class ContainerRestartRule(_S):
+    """``restartPolicyRules[]``: only the action matters here (NodeDeclaredFeatures infers
+    ``RestartAllContainersOnContainerExits`` from it)."""
+
+    action: str = ""
+
+
 class Container(_S):
     name: str = ""
     image: str = ""
     ports: list[ContainerPort] = []
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] = []
 
 
 class PodSchedulingGate(_S):
@@ -353,6 +362,8 @@ class PodSpec(_S):
     scheduling_gates: list[PodSchedulingGate] = []
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     host_network: bool = False
+    # None: the API server's default (true: the host's user namespace)
+    host_users: bool | None = None
     resources: ResourceRequirements | None = None
     volumes: list[Volume] = []
     resource_claims: list[PodResourceClaim] = []
@@ -426,6 +437,9 @@ class NodeStatus(_S):
     allocatable: ResourceList = {}
     images: list[ContainerImage] = []
     conditions: list[NodeCondition] = []
+    # NodeDeclaredFeatures: what the kubelet declares it supports, sorted and unique (the
+    # API server's validation), read as upstream's ``TryMap`` reads it.
+    declared_features: list[str] = []
 
 
 class Node(_S):

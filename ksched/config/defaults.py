@@ -13,8 +13,7 @@ ksched. Divergences, all deliberate:
 
 Feature gates (the config's ``features``) decide what upstream decides with them: the
 default plugins (``applyFeatureGates``: ``GATED_PLUGINS``) and gated args defaults
-(``GATED_ARG_DEFAULTS``). Not a choice but a gap: a gated plugin ksched does not have yet
-(NodeDeclaredFeatures, on in v1.36) is left out of the default profile.
+(``GATED_ARG_DEFAULTS``).
 """
 
 from __future__ import annotations

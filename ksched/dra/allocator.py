@@ -58,7 +58,7 @@ from ..api.selectors import (
     tolerations_tolerate_taint,
 )
 from ..util.errors import KschedError
-from .cel import CELError, DeviceEnv, ExpressionCache, qualified_name
+from .cel import CELError, CELTimeout, DeviceEnv, ExpressionCache, qualified_name
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
@@ -735,8 +735,10 @@ class _Run:
             if expr.error:
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {expr.error}")
             try:
-                if not expr.matches(dev.env):
+                if not expr.matches(dev.env, self.deadline):
                     return False
+            except CELTimeout:
+                raise AllocationTimeout("timed out trying to allocate devices") from None
             except CELError as e:
                 raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from None
         return True
@@ -887,6 +889,15 @@ class _Run:
         return False
 
     def run(self) -> list[AllocationResult]:
+        # Upstream gathers what each "All" request takes (evaluating its selectors on every
+        # device of the node's pools) while it validates the requests, before any search:
+        # a failing selector or an incomplete pool is an error even where an earlier claim
+        # could not be satisfied anyway.
+        for per_request in self.alternatives:
+            for alternatives in per_request:
+                for req in alternatives:
+                    if req.mode == ALLOCATION_MODE_ALL:
+                        self._all_devices(req)
         if not self._solve(self._slots(), 0):
             return []
         return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]

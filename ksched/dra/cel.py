@@ -14,15 +14,20 @@ evaluating it for a device is cached on that device (``DeviceEnv.results``), dev
 being immutable while their ResourceSlice is unchanged, so a pod's Filter over many
 nodes does not re-run the interpreter for devices it already judged. A compile or
 evaluation error is a ``CELError`` with upstream's wording, never an exception escaping
-to the scheduler. Unlike cel-go, celpy does not type-check at compile time: a type error
-shows when the expression is evaluated, as a runtime error.
+to the scheduler. Operators are cel-go's (``celops``): their semantics and error texts, so
+kube-scheduler and ksched word a failing selector alike; an evaluation stops at cel-go's
+cost limit (counted in celpy's tree visits) or at the caller's deadline. Unlike cel-go,
+celpy does not type-check at compile time: a type error shows when the expression is
+evaluated, as a runtime error.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import re
 import sys
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -30,15 +35,17 @@ from functools import total_ordering
 from typing import Any
 
 import celpy
-from celpy import celtypes
-from celpy.evaluation import CELEvalError
+from celpy import InterpretedRunner, celtypes
+from celpy.evaluation import CELEvalError, Evaluator
 
 from ..api.quantity import QuantityError, parse_quantity
 from ..api.resource import Device, DeviceAttribute
 from ..util.errors import KschedError
+from .celops import COST_LIMIT_EXCEEDED, OPERATORS, DomainMap, go_value, kind, no_such_overload
 
 __all__ = [
     "CELError",
+    "CELTimeout",
     "CompiledExpression",
     "DeviceEnv",
     "ExpressionCache",
@@ -66,6 +73,7 @@ class Quantity:
     """A ``resource.Quantity`` value inside CEL (``quantity("40Gi")``, capacities)."""
 
     __slots__ = ("text", "value")
+    CEL_TYPE = "kubernetes.Quantity"
 
     def __init__(self, value: Fraction, text: str) -> None:
         self.value = value
@@ -96,6 +104,7 @@ class Semver:
     """A semantic version (``semver("1.2.3")``, version attributes), ordered by precedence."""
 
     __slots__ = ("major", "minor", "patch", "pre", "text")
+    CEL_TYPE = "kubernetes.Semver"
 
     def __init__(self, major: int, minor: int, patch: int, pre: tuple[str, ...], text: str):
         self.major, self.minor, self.patch, self.pre, self.text = major, minor, patch, pre, text
@@ -160,10 +169,71 @@ def _is_quantity(arg: Any) -> Any:
     return celtypes.BoolType(True)
 
 
+_DIGITS = frozenset("0123456789")
+_ALPHANUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") | _DIGITS
+
+
+def _go_quote(s: str) -> str:
+    """Go's ``%q`` for the plain text semver errors quote."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _number_error(part: str, what: str) -> str | None:
+    """blang/semver's checks of a major, minor or patch number."""
+    if not set(part) <= _DIGITS:
+        return f"Invalid character(s) found in {what} number {_go_quote(part)}"
+    if len(part) > 1 and part[0] == "0":
+        return f"{what.capitalize()} number must not contain leading zeroes {_go_quote(part)}"
+    if not part or int(part) >= 2**64:
+        reason = "invalid syntax" if not part else "value out of range"
+        return f"strconv.ParseUint: parsing {_go_quote(part)}: {reason}"
+    return None
+
+
+def semver_error(text: str) -> str | None:
+    """Why ``semver()`` refuses ``text``, in blang/semver v4's words (``Parse``, which
+    Kubernetes' CEL library calls), or None when it parses."""
+    if not text:
+        return "Version string empty"
+    parts = text.split(".", 2)
+    if len(parts) != 3:
+        return "No Major.Minor.Patch elements found"
+    major, minor, patch = parts
+    build: list[str] = []
+    pre: list[str] = []
+    if "+" in patch:
+        patch, _, rest = patch.partition("+")
+        build = rest.split(".")
+    if "-" in patch:
+        patch, _, rest = patch.partition("-")
+        pre = rest.split(".")
+    for part, what in ((major, "major"), (minor, "minor"), (patch, "patch")):
+        err = _number_error(part, what)
+        if err is not None:
+            return err
+    for p in pre:
+        if not p:
+            return "Prerelease is empty"
+        if set(p) <= _DIGITS:
+            if len(p) > 1 and p[0] == "0":
+                return f"Numeric PreRelease version must not contain leading zeroes {_go_quote(p)}"
+        elif not set(p) <= _ALPHANUM:
+            return f"Invalid character(s) found in prerelease {_go_quote(p)}"
+    for b in build:
+        if not b:
+            return "Build meta data is empty"
+        if not set(b) <= _ALPHANUM:
+            return f"Invalid character(s) found in build meta data {_go_quote(b)}"
+    return None
+
+
 def _semver(arg: Any, normalize: Any = None) -> Any:
     text = str(arg)
     if normalize:
         text = _normalize_semver(text)
+    error = semver_error(text)
+    if error is not None:
+        return _err(error)
     v = parse_semver(text)
     return _err(f"invalid semver: {arg}") if v is None else v
 
@@ -180,7 +250,13 @@ def _normalize_semver(text: str) -> str:
 
 def _is_semver(arg: Any, normalize: Any = None) -> Any:
     text = _normalize_semver(str(arg)) if normalize else str(arg)
-    return celtypes.BoolType(parse_semver(text) is not None)
+    return celtypes.BoolType(semver_error(text) is None and parse_semver(text) is not None)
+
+
+def _overload(fn: str, *args: Any) -> CELEvalError:
+    """cel-go's text for a Kubernetes function given operands of the wrong types (selectors
+    reach them with attributes of dynamic type): ``no such overload: major(string)``."""
+    return no_such_overload(f"{fn}({', '.join(kind(a) for a in args)})")
 
 
 def _comparable(a: Any, b: Any, fn: str) -> tuple[Any, Any] | CELEvalError:
@@ -188,15 +264,7 @@ def _comparable(a: Any, b: Any, fn: str) -> tuple[Any, Any] | CELEvalError:
         return a, b
     if isinstance(a, Semver) and isinstance(b, Semver):
         return a, b
-    return _err(f"found no matching overload for '{fn}' applied to '({_tn(a)}, {_tn(b)})'")
-
-
-def _tn(v: Any) -> str:
-    if isinstance(v, Quantity):
-        return "kubernetes.Quantity"
-    if isinstance(v, Semver):
-        return "kubernetes.Semver"
-    return type(v).__name__.removesuffix("Type").lower()
+    return _overload(fn, a, b)
 
 
 def _compare_to(a: Any, b: Any) -> Any:
@@ -217,20 +285,18 @@ def _is_greater_than(a: Any, b: Any) -> Any:
     return ab if isinstance(ab, CELEvalError) else celtypes.BoolType(ab[1] < ab[0])
 
 
-def _as_fraction(v: Any, fn: str) -> Fraction | CELEvalError:
+def _as_fraction(v: Any) -> Fraction | None:
     if isinstance(v, Quantity):
         return v.value
-    if isinstance(v, int) and not isinstance(v, bool):
+    if kind(v) == "int":
         return Fraction(int(v))
-    return _err(f"found no matching overload for '{fn}' applied to '{_tn(v)}'")
+    return None
 
 
 def _arith(a: Any, b: Any, fn: str, sign: int) -> Any:
-    x, y = _as_fraction(a, fn), _as_fraction(b, fn)
-    if isinstance(x, CELEvalError):
-        return x
-    if isinstance(y, CELEvalError):
-        return y
+    x, y = _as_fraction(a), _as_fraction(b)
+    if not isinstance(a, Quantity) or y is None or x is None:
+        return _overload(fn, a, b)
     out = x + sign * y
     return Quantity(out, str(out))
 
@@ -245,19 +311,19 @@ def _sub(a: Any, b: Any) -> Any:
 
 def _sign(a: Any) -> Any:
     if not isinstance(a, Quantity):
-        return _err(f"found no matching overload for 'sign' applied to '{_tn(a)}'")
+        return _overload("sign", a)
     return celtypes.IntType((a.value > 0) - (a.value < 0))
 
 
 def _is_integer(a: Any) -> Any:
     if not isinstance(a, Quantity):
-        return _err(f"found no matching overload for 'isInteger' applied to '{_tn(a)}'")
+        return _overload("isInteger", a)
     return celtypes.BoolType(a.value.denominator == 1 and -(2**63) <= a.value < 2**63)
 
 
 def _as_integer(a: Any) -> Any:
     if not isinstance(a, Quantity):
-        return _err(f"found no matching overload for 'asInteger' applied to '{_tn(a)}'")
+        return _overload("asInteger", a)
     if a.value.denominator != 1 or not -(2**63) <= a.value < 2**63:
         return _err("cannot convert value to integer")
     return celtypes.IntType(int(a.value))
@@ -265,20 +331,21 @@ def _as_integer(a: Any) -> Any:
 
 def _as_approximate_float(a: Any) -> Any:
     if not isinstance(a, Quantity):
-        return _err(f"found no matching overload for 'asApproximateFloat' applied to '{_tn(a)}'")
+        return _overload("asApproximateFloat", a)
     return celtypes.DoubleType(float(a.value))
 
 
 def _version_part(name: str) -> Any:
     def part(v: Any) -> Any:
         if not isinstance(v, Semver):
-            return _err(f"found no matching overload for '{name}' applied to '{_tn(v)}'")
+            return _overload(name, v)
         return celtypes.IntType(getattr(v, name))
 
     return part
 
 
 FUNCTIONS: dict[str, Any] = {
+    **OPERATORS,
     "quantity": _quantity,
     "isQuantity": _is_quantity,
     "semver": _semver,
@@ -345,12 +412,10 @@ class DeviceEnv:
                 "device": celtypes.MapType(
                     {
                         s("driver"): s(self.driver),
-                        s("attributes"): celtypes.MapType(
+                        s("attributes"): DomainMap(
                             {k: celtypes.MapType(v) for k, v in attrs.items()}
                         ),
-                        s("capacity"): celtypes.MapType(
-                            {k: celtypes.MapType(v) for k, v in caps.items()}
-                        ),
+                        s("capacity"): DomainMap({k: celtypes.MapType(v) for k, v in caps.items()}),
                         s("allowMultipleAllocations"): celtypes.BoolType(
                             bool(self.device.allow_multiple_allocations)
                         ),
@@ -360,12 +425,114 @@ class DeviceEnv:
         return self._activation
 
 
+# cel-go's runtime cost limit of a selector (resourceapi.CELSelectorExpressionMaxCost), and
+# about how many of celpy's tree visits one unit of cel-go's cost is (4 to 5 in loops over
+# lists, measured against cel-go's ActualCost): ksched stops at that many visits.
+COST_LIMIT = 1_000_000
+VISITS_PER_COST_UNIT = 4.5
+_MAX_VISITS = int(COST_LIMIT * VISITS_PER_COST_UNIT)
+
+
+class CostLimitExceeded(Exception):
+    """An evaluation past the cost budget (never a CELEvalError, which celpy would keep as a
+    value and carry on)."""
+
+
+class CELTimeout(CELError):
+    """An evaluation still running at the caller's deadline."""
+
+
+# The deadline of the evaluation running in this context (0: none).
+_DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("cel_deadline", default=0.0)
+
+
+class _CostedEvaluator(Evaluator):
+    """celpy's evaluator counting every tree node it visits, macros' sub-evaluations
+    included, against one shared budget."""
+
+    def __init__(self, ast: Any, activation: Any, budget: list[int]) -> None:
+        super().__init__(ast, activation)
+        self.budget = budget
+
+    def _visit_tree(self, tree: Any) -> Any:
+        left = self.budget[0] = self.budget[0] - 1
+        if left < 0:
+            raise CostLimitExceeded(COST_LIMIT_EXCEEDED)
+        if not left & 4095:
+            deadline = _DEADLINE.get()
+            if deadline and time.monotonic() > deadline:
+                raise CELTimeout("operation interrupted")
+        return super()._visit_tree(tree)
+
+    def sub_evaluator(self, ast: Any) -> Evaluator:
+        return _CostedEvaluator(ast, self.activation, self.budget)
+
+    def member_dot_arg(self, tree: Any) -> Any:
+        """``cel.bind(name, init, expr)`` (cel-go's Bindings extension, in Kubernetes' CEL
+        since 1.31: ``cel.bind(dra, device.attributes["dra.example.com"], dra.a && dra.b)``);
+        every other method call or macro is celpy's."""
+        bound = _binding(tree)
+        if bound is None:
+            return super().member_dot_arg(tree)
+        name, init_tree, expr_tree = bound
+        # an error binds as a value: like cel-go's lazy binding, it fails only where used
+        value = self.visit(init_tree)
+        try:
+            return self.sub_evaluator(expr_tree).evaluate({name: value})
+        except CELEvalError as e:
+            return e
+
+
+def _binding(tree: Any) -> tuple[str, Any, Any] | None:
+    """(name, init, expr) of a ``cel.bind(...)`` call tree, else None."""
+    member, method = tree.children[0], tree.children[1]
+    if str(method) != "bind" or len(tree.children) != 3:
+        return None
+    idents = list(member.find_data("ident"))
+    if len(idents) != 1 or str(idents[0].children[0]) != "cel" or member.data != "member":
+        return None
+    args = tree.children[2].children
+    if len(args) != 3:
+        return None
+    names = list(args[0].find_data("ident"))
+    if len(names) != 1 or list(args[0].find_data("member_dot")):
+        return None
+    return str(names[0].children[0]), args[1], args[2]
+
+
+class _CostedRunner(InterpretedRunner):
+    def evaluate(self, context: Any) -> Any:
+        e = _CostedEvaluator(self.ast, self.new_activation(), [_MAX_VISITS])
+        return e.evaluate(context)
+
+
+_MEMBER = re.compile(r"^no such member in mapping: (['\"])(.*)\1$", re.DOTALL)
+
+
 def _message(e: BaseException) -> str:
+    """cel-go's text for what went wrong (the operators word theirs already, ``celops``)."""
+    if isinstance(e, CostLimitExceeded):
+        return COST_LIMIT_EXCEEDED
     if isinstance(e, CELEvalError) and e.args:
-        first = e.args[0]
+        first = str(e.args[0])
         if first == "no such key" and len(e.args) > 2 and e.args[2]:
-            return f"no such key: {e.args[2][0]}"
-        return str(first)
+            return f"no such key: {go_value(e.args[2][0])}"
+        m = _MEMBER.match(first)
+        if m is not None:  # a.b on a map without b
+            return f"no such key: {m.group(2)}"
+        if first.endswith("does not support field selection") and e.tree is not None:
+            if "ListType" in first:  # a.b on a list
+                return "unsupported index type 'string' in list"
+            return f"no such key: {e.tree.children[-1]}"  # a.b on a value that is no map
+        if first.startswith("found no matching overload"):
+            return "no such overload"
+        if first.startswith("undeclared reference to "):
+            # celpy appends its whole activation; cel-go's checker says this (at compile time)
+            return first.split(" (in activation", 1)[0] + " (in container '')"
+        if first == "return error for overflow" and e.token is not None:
+            # a conversion: uint(-1), int(1e30)
+            return "unsigned integer overflow" if e.token == "uint" else "integer overflow"
+        return first
     if isinstance(e, RecursionError):
         return "expression nested too deeply"
     return str(e) or type(e).__name__
@@ -374,7 +541,7 @@ def _message(e: BaseException) -> str:
 @functools.cache
 def _environment() -> Any:
     """celpy's environment (building its parser takes a second: done on first use)."""
-    return celpy.Environment()
+    return celpy.Environment(runner_class=_CostedRunner)
 
 
 class CompiledExpression:
@@ -395,21 +562,28 @@ class CompiledExpression:
         except Exception as e:  # celpy raises parse errors of several types
             self.error = _message(e).strip().splitlines()[0] if str(e).strip() else "syntax error"
 
-    def matches(self, device: DeviceEnv) -> bool:
-        """Whether ``device`` is selected; CELError on a runtime error or a non-bool."""
+    def matches(self, device: DeviceEnv, deadline: float = 0.0) -> bool:
+        """Whether ``device`` is selected; CELError on a runtime error or a non-bool,
+        CELTimeout past ``deadline`` (``time.monotonic()``; 0: none), as cel-go's evaluation
+        stops when the Filter's context expires."""
         cached = device.results.get(self.expression)
         if cached is not None:
             return cached
         if self.program is None:
             raise CELError(self.error)
+        token = _DEADLINE.set(deadline)
         try:
             out = self.program.evaluate(device.activation())
+        except CELTimeout:
+            raise
         except Exception as e:
             raise CELError(_message(e)) from None
+        finally:
+            _DEADLINE.reset(token)
         if isinstance(out, CELEvalError):
             raise CELError(_message(out))
         if not isinstance(out, celtypes.BoolType | bool):
-            raise CELError(f"CEL result of type {_tn(out)} could not be converted to bool")
+            raise CELError(f"CEL result of type {kind(out)} could not be converted to bool")
         verdict = bool(out)
         device.results[self.expression] = verdict
         return verdict

@@ -97,9 +97,7 @@ SUPPORT: dict[str, Support] = {
         False, False, "container resources are read from the spec, never from a resize status"
     ),
     "MatchLabelKeysInPodTopologySpread": Support(True, True, "matchLabelKeys"),
-    "NodeDeclaredFeatures": Support(
-        False, True, "the NodeDeclaredFeatures plugin is not implemented yet"
-    ),
+    "NodeDeclaredFeatures": Support(True, True, "the NodeDeclaredFeatures plugin"),
     "NodeInclusionPolicyInPodTopologySpread": Support(True, False, "node inclusion policies"),
     "PodLevelResources": Support(True, False, "pod-level requests (ksched.api.resources)"),
     "SidecarContainers": Support(True, False, "restartable init containers"),

@@ -47,6 +47,7 @@ class ActionType(StrEnum):
     UPDATE_NODE_TAINT = "UpdateNodeTaint"
     UPDATE_NODE_CONDITION = "UpdateNodeCondition"
     UPDATE_NODE_ANNOTATION = "UpdateNodeAnnotation"
+    UPDATE_NODE_DECLARED_FEATURE = "UpdateNodeDeclaredFeature"
     UPDATE_POD_LABEL = "UpdatePodLabel"
     UPDATE_POD_SCALE_DOWN = "UpdatePodScaleDown"
     UPDATE_POD_TOLERATION = "UpdatePodToleration"

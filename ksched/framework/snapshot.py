@@ -157,6 +157,8 @@ class Snapshot:
         self.generations = z()
         self.unschedulable: BoolArray = np.zeros(n, dtype=np.bool_)
         self._any_unschedulable: bool | None = None
+        # NodeInfo.declared_features per row (a feature bitmap; NodeDeclaredFeatures)
+        self.declared_features: npt.NDArray[np.uint64] = np.zeros(n, dtype=np.uint64)
         self.valid: BoolArray = np.ones(n, dtype=np.bool_)
         self.taint_ids = np.zeros(n, dtype=np.int32)
         self.taint_sets: list[tuple[Taint, ...]] = [()]
@@ -236,6 +238,7 @@ class Snapshot:
         self.nz_cpu[i] = ni.non_zero_requested.milli_cpu
         self.nz_mem[i] = ni.non_zero_requested.memory
         self.generations[i] = ni.generation
+        self.declared_features[i] = ni.declared_features
         node = ni.node
         self.valid[i] = node is not None and ni.error is None
         if node is None:

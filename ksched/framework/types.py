@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from ..api.nodefeatures import try_map
 from ..api.objects import InvalidObjectError, Node, Pod, PodSpec, ResourceRequirements
 from ..api.quantity import wrap_int64
 from ..api.resources import CPU, MEMORY, PodRequests, Resource, ResourceError, pod_requests
@@ -362,6 +363,8 @@ class NodeInfo:
     non_zero_requested: Resource = field(default_factory=Resource)
     allocatable: Resource = field(default_factory=Resource)
     image_states: dict[str, ImageStateSummary] = field(default_factory=dict)
+    # ``node.status.declaredFeatures`` as a feature bitmap (``ksched.api.nodefeatures``)
+    declared_features: int = 0
     generation: int = 0
     error: str | None = None
 
@@ -372,6 +375,7 @@ class NodeInfo:
     def set_node(self, node: Node) -> None:
         self.node = node
         self.error = None
+        self.declared_features = try_map(node.status.declared_features)
         try:
             self.allocatable = Resource.from_list(
                 node.status.allocatable, f"Node {node.metadata.name}: status.allocatable"
@@ -456,6 +460,7 @@ class NodeInfo:
             non_zero_requested=self.non_zero_requested.clone(),
             allocatable=self.allocatable.clone(),
             image_states=self.image_states,
+            declared_features=self.declared_features,
             generation=self.generation,
             error=self.error,
         )

@@ -35,6 +35,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "NodeVolumeLimits": "nodevolumelimits:NodeVolumeLimits",
     "VolumeBinding": "volumebinding:VolumeBinding",
     "DynamicResources": "dynamicresources:DynamicResources",
+    "NodeDeclaredFeatures": "nodedeclaredfeatures:NodeDeclaredFeatures",
 }
 
 

@@ -186,4 +186,7 @@ def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
         actions.append("UpdateNodeCondition")
     if old.metadata.annotations != new.metadata.annotations:
         actions.append("UpdateNodeAnnotation")
+    # NodeDeclaredFeatures (on in v1.36): the lists are kept sorted, so compared as lists
+    if old.status.declared_features != new.status.declared_features:
+        actions.append(ActionType.UPDATE_NODE_DECLARED_FEATURE)
     return [ClusterEvent("Node", a, "Node" + a) for a in actions]

@@ -130,11 +130,14 @@ def make_node(
     unschedulable: bool = False,
     allocatable: dict[str, Any] | None = None,
     images: list[JSON] | None = None,
+    declared_features: list[str] | None = None,
 ) -> JSON:
     """A node with capacity == allocatable and a Ready condition, as a kubelet would report.
 
     ``allocatable`` adds resources or overrides ``cpu``/``memory``/``pods``; ``images``
-    is ``status.images`` (``[{"names": [...], "sizeBytes": n}]``, for ImageLocality)."""
+    is ``status.images`` (``[{"names": [...], "sizeBytes": n}]``, for ImageLocality);
+    ``declared_features`` is ``status.declaredFeatures`` (sorted here, as the API server
+    requires)."""
     resources: JSON = {"cpu": cpu, "memory": memory, "pods": pods, **(allocatable or {})}
     meta: JSON = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
     spec: JSON = {}
@@ -152,6 +155,7 @@ def make_node(
             "allocatable": dict(resources),
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
             **({"images": [dict(i) for i in images]} if images else {}),
+            **({"declaredFeatures": sorted(declared_features)} if declared_features else {}),
         },
     }
 

@@ -45,6 +45,7 @@ UPSTREAM_MULTI_POINT = [
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
+    ("NodeDeclaredFeatures", None),  # appended by applyFeatureGates (gate on in v1.36)
 ]
 DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 DEFAULT_PLUGIN_CONFIG = [

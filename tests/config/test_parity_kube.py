@@ -46,7 +46,6 @@ import yaml
 from ksched.cli import main as ksched_main
 from ksched.config import API_VERSION_V1BETA3, GATED_ARG_DEFAULTS, KIND, default_config, to_dict
 from ksched.features import resolve_feature_gates
-from ksched.plugins import BUILTIN_PLUGINS
 from ksched.testing.controlplane import ControlPlane
 from ksched.testing.controlplane._process import _die_with_parent as die_with_parent
 from tests.config.cases import CASES, Case
@@ -402,13 +401,5 @@ def test_the_default_profile_is_kube_schedulers_under_each_gate_set(
     mine = to_dict(default_config(resolve_feature_gates(gates)))
     their_plugins, their_args = _default_profile_of(theirs)
     my_plugins, my_args = _default_profile_of(mine)
-    # NodeDeclaredFeatures (on by default in v1.36) closes kube-scheduler's list; ksched has
-    # no such plugin yet: the one documented gap (docs/fidelity.md, "Feature gates").
-    gap = (
-        [("NodeDeclaredFeatures", 0)]
-        if "NodeDeclaredFeatures" not in BUILTIN_PLUGINS
-        and resolve_feature_gates(gates).enabled("NodeDeclaredFeatures")
-        else []
-    )
-    assert their_plugins == my_plugins + gap
+    assert their_plugins == my_plugins
     assert their_args == my_args

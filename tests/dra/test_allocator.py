@@ -347,7 +347,26 @@ CASES: dict[str, Case] = {
     "cel-runtime-error-in-claim": Case(
         [claim("c", request("req-0", CLASS, 'device.attributes["x"].y'))],
         [two()],
-        error="claim default/c: selector #0: CEL runtime error: no such key: x",
+        error="claim default/c: selector #0: CEL runtime error: no such key: y",  # "x": an empty map
+    ),
+    # Upstream gathers an "All" request's devices while validating the requests, before
+    # the search: the second claim's selector fails on dev-2 although the first claim
+    # (three devices of two) could never be satisfied (oracle seed 4032).
+    "cel-runtime-error-in-all-request-before-the-search": Case(
+        [
+            claim("c1", request("req-0", CLASS, allocationMode="ExactCount", count=3)),
+            claim(
+                "c2",
+                request(
+                    "req-0",
+                    CLASS,
+                    'device.attributes["driver-a"].index / (device.attributes["driver-a"].index - 2) >= 0',
+                    allocationMode="All",
+                ),
+            ),
+        ],
+        [slice_("s", [device("dev-1", {"index": 1}), device("dev-2", {"index": 2})], **ON_NODE)],
+        error="claim default/c2: selector #0: CEL runtime error: division by zero",
     ),
     "unsupported-mode": Case(
         [claim("c", request(allocationMode="Some"))],

@@ -269,7 +269,7 @@ def test_cel_runtime_error_is_an_error_status() -> None:
     assert env.pre_filter(pod_with(), state).is_success()
     st = env.filter(pod_with(), state)
     assert st.code == Code.ERROR
-    assert st.message() == ("claim default/claim: selector #0: CEL runtime error: no such key: x")
+    assert st.message() == ("claim default/claim: selector #0: CEL runtime error: no such key: y")
 
 
 def test_allocated_claim_not_available_on_node_is_deallocated_by_post_filter() -> None:
@@ -498,7 +498,7 @@ def test_filter_batch_error_fails_the_cycle_with_filters_words() -> None:
     assert (st.code, st.message()) == (
         Code.ERROR,
         'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
-        "CEL runtime error: no such key: x",
+        "CEL runtime error: no such key: y",
     )
 
 
@@ -550,3 +550,34 @@ def test_filter_batch_agrees_with_filter_as_claims_get_allocated(
     assert batch == {
         ni.name: bool(s.allocator.allocate(ni.node, s.pending)) for ni in env.snap.node_infos
     }
+
+
+@pytest.mark.parametrize("cpu", ["1", "8"], ids=["earlier-filter-rejects", "node-fits"])
+def test_a_failing_selector_is_an_error_only_on_nodes_the_earlier_filters_pass(cpu: str) -> None:
+    """Upstream runs DynamicResources' Filter on a node only once the Filter plugins before
+    it pass there: a selector failing on the devices of a node NodeResourcesFit rejected is
+    no error (the counting path used to raise it for the whole cycle; oracle seed 4016)."""
+    from ksched.testing import make_node as node_manifest
+    from ksched.testing import make_pod as pod_manifest
+    from ksched.testing.harness import schedule
+
+    overflow = f'device.attributes["{DRIVER}"].index + 9223372036854775807 > 0'
+    devices = [{"name": f"dev-{i}", "attributes": {"index": {"int": i}}} for i in range(2)]
+    objects = [
+        make_device_class("class", f'device.driver == "{DRIVER}"'),
+        make_resource_slice("worker", DRIVER, devices),
+        make_resource_claim("claim", device_requests("class", 2, overflow)),
+    ]
+    pod = pod_manifest("p", cpu="2", resourceClaims=[{"name": "c", "resourceClaimName": "claim"}])
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    got = schedule(config, pod, [node_manifest("worker", cpu=cpu)], objects=objects)
+    if cpu == "1":
+        assert got.node is None and got.message.startswith(
+            "0/1 nodes are available: 1 Insufficient cpu."
+        ), got.message
+    else:
+        assert got == (
+            None,
+            'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
+            "CEL runtime error: integer overflow",
+        )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ksched.testing.controlplane import ControlPlane
-from ksched.testing.differential import FEATURES, run_differential
+from ksched.testing.differential import APISERVER_ARGS, FEATURES, run_differential
 from ksched.testing.differential.golden import provenance, record
 from ksched.testing.differential.local import KschedReplay
 from tests.features.gatesets import NON_DEFAULT
@@ -26,7 +26,7 @@ CI_SEEDS = [0, 1, 2, 3, 4, 5]
 def cp() -> Iterator[ControlPlane]:
     """Its own control plane: the PV binder must run, and no other kube-scheduler may
     serve the default profile."""
-    with ControlPlane(with_controller_manager=True) as plane:
+    with ControlPlane(with_controller_manager=True, apiserver_args=APISERVER_ARGS) as plane:
         yield plane
 
 
@@ -78,6 +78,34 @@ def test_a_wrong_weight_is_caught(cp: ControlPlane, tmp_path: Path) -> None:
     (first, *_) = report.diverging
     assert first.scenario and Path(first.scenario).is_file()
     assert "TaintToleration" in report.text()
+
+
+def test_a_ksched_without_node_declared_features_is_caught(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    """The nodefeatures group reaches kube-scheduler's NodeDeclaredFeatures: ksched with the
+    plugin disabled places pods kube-scheduler keeps off nodes lacking a feature."""
+    cfg = tmp_path / "no-ndf.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "- plugins:\n"
+        "    multiPoint:\n"
+        "      disabled: [{name: NodeDeclaredFeatures}]\n"
+    )
+    report = run_differential(
+        [0, 2, 3],
+        ("nodefeatures",),
+        cp=cp,
+        outdir=tmp_path / "out",
+        batching=False,
+        ksched=KschedReplay(str(cfg)),
+    )
+    assert not report.rejected, report.rejected
+    assert report.diverging, report.text()
+    assert all("nodefeatures" in p.groups for p in report.diverging)
+    assert "didn't match Pod's required features" in report.text()
 
 
 def test_the_recorder_reproduces_the_committed_goldens(cp: ControlPlane, tmp_path: Path) -> None:

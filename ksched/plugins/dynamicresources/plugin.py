@@ -23,6 +23,7 @@ owned by the pod), allocates and reserves it like the others, and writes the pod
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -71,7 +72,7 @@ from ...framework.interface import (
 )
 from ...framework.listers import Listers, RevisionedStore
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
-from ...framework.status import Code, RowErrors, Status, StatusError
+from ...framework.status import Code, RowErrors, Status
 from ...framework.types import NodeInfo, PodInfo
 from ...util.coro import run_sync
 from .. import names
@@ -598,23 +599,25 @@ class DynamicResources(
         mask = np.zeros(snap.n, dtype=np.bool_)
         alloc = s.allocator
         simple = None
+        # An AllocationError while counting (a selector failing on some device) is not the
+        # cycle's error yet: upstream's Filter fails only on a node the Filter plugins
+        # before it pass, so those nodes are judged one by one below (RowErrors).
         if alloc is not None and s.ext is None and not any(s.available_on):
             first = next((ni.node for ni in infos if ni.node is not None), None)
-            try:
+            with contextlib.suppress(AllocationError):
                 simple = alloc.countable(first, s.pending) if first is not None else None
-            except AllocationError as e:
-                raise StatusError(Status.as_error(str(e))) from None
         if alloc is not None and simple is not None:
             req, need = simple
             nodes = [ni.node for ni in infos]
             try:
-                mask = alloc.free_counts(nodes, s.pending, req) >= need
-            except AllocationError as e:
-                raise StatusError(Status.as_error(str(e))) from None
-            if None in nodes:
-                mask &= np.array([n is not None for n in nodes], dtype=np.bool_)
-            s.counted = snap  # Reserve allocates on the chosen node
-            return mask
+                counted = alloc.free_counts(nodes, s.pending, req) >= need
+            except AllocationError:
+                counted = None
+            if counted is not None:
+                if None in nodes:
+                    counted &= np.array([n is not None for n in nodes], dtype=np.bool_)
+                s.counted = snap  # Reserve allocates on the chosen node
+                return counted
         errors: dict[int, Status] = {}
         for r, ni in enumerate(infos):
             if ni.node is None:

@@ -7,6 +7,7 @@ says what is compared and which reference quirks ksched matches on purpose.
 
 from .compare import DRA_PENDING, Divergence, compare, normalize_kube_message
 from .generator import (
+    APISERVER_ARGS,
     FEATURES,
     Feature,
     PendingPod,
@@ -19,6 +20,7 @@ from .outcome import Outcome
 from .report import Report, run_differential
 
 __all__ = [
+    "APISERVER_ARGS",
     "DRA_PENDING",
     "FEATURES",
     "Divergence",

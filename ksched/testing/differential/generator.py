@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "APISERVER_ARGS",
     "FEATURES",
     "Feature",
     "PendingPod",
@@ -697,6 +698,31 @@ _CEL_SELECTORS = [
 ]
 
 
+# Selectors that fail on some devices or all (CEL runtime errors: the pod's Filter is an
+# error naming the claim and selector, in cel-go's words) or that celpy alone would fail
+# (a string compared with a number is false in cel-go, numbers compare across types).
+_ATTR = f'device.attributes["{GPU_DRIVER}"]'
+_CEL_ERRORS = [
+    f"{_ATTR}.nvlink == true",  # no such key: nvlink
+    'device.attributes["other.example.com"].model == "a100"',  # an empty map: no such key
+    f"{_ATTR}.index % {_ATTR}.numa == 0",  # modulus by zero where numa is 0
+    f"{_ATTR}.index / ({_ATTR}.index - 1) >= 0",  # division by zero on gpu-1
+    f"{_ATTR}.index + 9223372036854775807 > 0",  # integer overflow but on gpu-0
+    f"{_ATTR}.model > 1",  # no such overload
+    f"{_ATTR}.fast + 1 == 2",  # no such overload: _+_
+    f"{_ATTR}.model == 1 || {_ATTR}.index < 2.5",  # no error in cel-go
+]
+
+
+def _selectors(ctx: _Ctx, k: int) -> list[JSON]:
+    """``k`` CEL selectors; now and then one that fails at runtime (``_CEL_ERRORS``)."""
+    rng = ctx.rng
+    exprs = rng.sample(_CEL_SELECTORS, k)
+    if rng.random() < 0.15:
+        exprs[rng.randrange(k)] = rng.choice(_CEL_ERRORS)
+    return [{"cel": {"expression": e}} for e in exprs]
+
+
 def _dra_class(ctx: _Ctx, suffix: str) -> str:
     return f"{ctx.prefix}-{suffix}.{GPU_DRIVER}"
 
@@ -762,7 +788,7 @@ def _device_request(ctx: _Ctx, name: str) -> JSON:
                 "count": rng.randint(1, 2),
             }
             if rng.random() < 0.4:
-                sub["selectors"] = [{"cel": {"expression": rng.choice(_CEL_SELECTORS)}}]
+                sub["selectors"] = _selectors(ctx, 1)
             subs.append(sub)
         return {"name": name, "firstAvailable": subs}
     exactly: JSON = {"deviceClassName": _dra_class(ctx, rng.choice(["gpu", "gpu", "big"]))}
@@ -772,9 +798,7 @@ def _device_request(ctx: _Ctx, name: str) -> JSON:
         exactly["allocationMode"] = "ExactCount"
         exactly["count"] = rng.choice([1, 1, 1, 2, 3])
     if rng.random() < 0.5:
-        exactly["selectors"] = [
-            {"cel": {"expression": e}} for e in rng.sample(_CEL_SELECTORS, rng.randint(1, 2))
-        ]
+        exactly["selectors"] = _selectors(ctx, rng.randint(1, 2))
     return {"name": name, "exactly": exactly}
 
 
@@ -914,6 +938,59 @@ def _add_csi_volumes(ctx: _Ctx, pod: JSON) -> bool:
     return True
 
 
+# -- node declared features ---------------------------------------------------------------------
+
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+USERNS_HOSTNET = "UserNamespacesHostNetworkSupport"
+# Declared names kube-scheduler does not know (dropped by its TryMap) beside the two it infers.
+_DECLARED = [RESTART_ALL, USERNS_HOSTNET, "ExampleVendorFeature", "ZetaFeature/sub"]
+
+#: What the API server needs for the generated inputs: a pod on the host network in a user
+#: namespace of its own is refused unless UserNamespacesHostNetworkSupport (alpha) is on.
+APISERVER_ARGS: tuple[str, ...] = ("--feature-gates=UserNamespacesHostNetworkSupport=true",)
+
+
+def _nodefeatures_setup(ctx: _Ctx) -> None:
+    """Some nodes declare features (sorted, as the API server requires), some none."""
+    rng = ctx.rng
+    for node in ctx.nodes:
+        if rng.random() < 0.6:
+            have = rng.sample(_DECLARED, rng.randint(1, len(_DECLARED)))
+            node["status"]["declaredFeatures"] = sorted(have)
+
+
+def _restart_all_rule() -> JSON:
+    return {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+
+
+def _nodefeatures(ctx: _Ctx, pod: JSON) -> bool:
+    """A RestartAllContainers restart rule (on a container or an init container) and/or
+    the host network with ``hostUsers: false``: what NodeDeclaredFeatures infers."""
+    rng = ctx.rng
+    spec = pod["spec"]
+    kind = rng.choice(["container", "init", "userns", "both", "plain-rule"])
+    if kind in ("container", "both", "plain-rule"):
+        c = spec["containers"][0]
+        c["restartPolicy"] = "Never"
+        rule = _restart_all_rule()
+        if kind == "plain-rule":
+            rule["action"] = "Restart"  # no feature needed: the plugin skips the pod
+        c["restartPolicyRules"] = [rule]
+    if kind == "init":
+        # no requests: pod-level resources must cover the containers' (the API server)
+        init: JSON = {"name": "init-rule", "image": IMAGES[4][0]}
+        init["restartPolicy"] = "Never"
+        init["restartPolicyRules"] = [_restart_all_rule()]
+        spec.setdefault("initContainers", []).append(init)
+    if kind in ("userns", "both"):
+        # the host network needs hostPort == containerPort: only pods without ports
+        if any(c.get("ports") for c in spec["containers"]):
+            return kind == "both"
+        spec["hostNetwork"] = True
+        spec["hostUsers"] = False
+    return True
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -929,6 +1006,7 @@ FEATURES: dict[str, Feature] = {
         Feature("preemption", _preemption_setup, _preemption, 0.3),
         Feature("dra", _dra_setup, _dra, 0.3),
         Feature("csi", _csi_setup, _add_csi_volumes, 0.3),
+        Feature("nodefeatures", _nodefeatures_setup, _nodefeatures, 0.3),
     )
 }
 

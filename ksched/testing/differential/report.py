@@ -12,7 +12,7 @@ from typing import Any
 from ...features import resolve_feature_gates
 from ..controlplane import ControlPlane
 from .compare import Divergence, compare
-from .generator import generate
+from .generator import APISERVER_ARGS, generate
 from .kube import KubeReplay, PodRun, gate_values
 from .local import KschedReplay, scenario_file
 
@@ -207,7 +207,7 @@ def run_differential(
     gates = gate_values(feature_gates, batching)
     ours = ksched or KschedReplay(features=resolve_feature_gates(gates))
     if cp is None:
-        with ControlPlane(with_controller_manager=True) as own:
+        with ControlPlane(with_controller_manager=True, apiserver_args=APISERVER_ARGS) as own:
             return run_differential(
                 seed_list,
                 features,
