@@ -94,15 +94,12 @@ class Env:
         devices: int = 1,
         classes: bool = True,
         node: str = "worker",
+        device_fields: dict[str, Any] | None = None,
     ) -> None:
         cf = ClusterFile()
         cf.dra["resourceclaims"] = claims
-        cf.dra["resourceslices"] = [
-            decode(
-                make_resource_slice(node, DRIVER, [{"name": f"dev-{i}"} for i in range(devices)]),
-                ResourceSlice,
-            )
-        ]
+        devs = [{"name": f"dev-{i}", **(device_fields or {})} for i in range(devices)]
+        cf.dra["resourceslices"] = [decode(make_resource_slice(node, DRIVER, devs), ResourceSlice)]
         if classes:
             cf.dra["deviceclasses"] = [
                 decode(make_device_class("class", f'device.driver == "{DRIVER}"'), DeviceClass)
@@ -550,3 +547,37 @@ def test_filter_batch_agrees_with_filter_as_claims_get_allocated(
     assert batch == {
         ni.name: bool(s.allocator.allocate(ni.node, s.pending)) for ni in env.snap.node_infos
     }
+
+
+def _wants_capacity(name: str, amount: str) -> ResourceClaim:
+    raw = make_resource_claim(name, device_requests("class", 1))
+    raw["metadata"]["uid"] = f"uid-{name}"
+    raw["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"mem": amount}}
+    return decode(raw, ResourceClaim)
+
+
+def test_shares_of_a_device_count_allocated_and_in_flight_capacity() -> None:
+    """Claims share a device that allows multiple allocations until its capacity is
+    used up: by allocated claims (the store) and by allocations in flight alike."""
+    env = Env(
+        [_wants_capacity(c, "2") for c in ("a", "b", "c")],
+        device_fields={"allowMultipleAllocations": True, "capacity": {"mem": {"value": "4"}}},
+    )
+    pa = make_pod("pa", resourceClaims=[{"name": "r", "resourceClaimName": "a"}])
+    assert env.schedule(pa)[1].is_success()
+    (got,) = env.claim("a").status.allocation.devices.results  # type: ignore[union-attr]
+    assert (got.device, got.consumed_capacity, bool(got.share_id)) == ("dev-0", {"mem": "2"}, True)
+    # b's share is in flight (Reserve, no PreBind yet): c finds no capacity left
+    pb = make_pod("pb", resourceClaims=[{"name": "r", "resourceClaimName": "b"}])
+    sb = CycleState()
+    env.pre_filter(pb, sb)
+    assert env.filter(pb, sb).is_success()
+    assert env.pl.reserve(sb, pb, "worker") is None
+    pc = make_pod("pc", resourceClaims=[{"name": "r", "resourceClaimName": "c"}])
+    sc = CycleState()
+    env.pre_filter(pc, sc)
+    assert env.filter(pc, sc).message() == "cannot allocate all claims"
+    # b rolled back: c gets the rest of the device
+    env.pl.unreserve(sb, pb, "worker")
+    assert env.schedule(pc)[1].is_success()
+    assert env.pl.allocated() == set()  # shares take no device from others

@@ -49,6 +49,7 @@ from ...dra.extended import (
     is_dra_extended_name,
     requests_and_mappings,
 )
+from ...dra.features import Features
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
 from ...framework.handle import BindError, ConflictError, Handle
@@ -80,7 +81,7 @@ from ..volumebinding.assume_cache import AssumeCache, resource_version
 from .args import DynamicResourcesArgs
 
 if TYPE_CHECKING:
-    from ...dra.allocator import Allocator, DeviceID, Inventory
+    from ...dra.allocator import Allocator, DeviceID, Inventory, Shared
     from ...dra.cel import ExpressionCache
 
 __all__ = ["CLAIMS", "CLASSES", "SLICES", "DynamicResources", "claim_name"]
@@ -162,9 +163,11 @@ _LOG_LIMIT = 100_000
 
 
 class _Taken:
-    """Devices of allocated claims, by claim, updated from a claim store's changes."""
+    """Devices of allocated claims, by claim, updated from a claim store's changes; and
+    the shares of devices they hold (consumable capacity)."""
 
-    def __init__(self) -> None:
+    def __init__(self, features: Features) -> None:
+        self.features = features
         self.store: Mapping[str, ResourceClaim] | None = None
         self.revision = -1
         self.by_key: dict[str, tuple[Any, ...]] = {}
@@ -174,11 +177,31 @@ class _Taken:
         # began (a full recount starts a new one): Filter's counts follow it.
         self.generation = 0
         self.log: list[tuple[Any, int]] = []
+        # Shares by claim (few claims have any), and their sum (None: to be summed).
+        self.shares: dict[str, tuple[Any, ...]] = {}
+        self._shared: Shared | None = None
+
+    def shared(self) -> Shared:
+        """``Shared`` of the claims counted (``Allocator``'s ``shared``)."""
+        if self._shared is None:
+            from ...dra.allocator import shared_allocations
+
+            self._shared = shared_allocations(
+                (s for shares in self.shares.values() for s in shares), self.features
+            )
+        return self._shared
 
     def _set(self, key: str, claim: ResourceClaim | None) -> None:
-        from ...dra.allocator import allocated_devices
+        from ...dra.allocator import allocated_devices, claim_shares
 
-        new = tuple(allocated_devices([claim])) if claim is not None else ()
+        new = tuple(allocated_devices([claim], self.features)) if claim is not None else ()
+        shares = claim_shares(claim) if claim is not None else ()
+        if shares != self.shares.get(key, ()):
+            self._shared = None
+            if shares:
+                self.shares[key] = shares
+            else:
+                del self.shares[key]
         old = self.by_key.pop(key, ())
         if new:
             self.by_key[key] = new
@@ -208,6 +231,7 @@ class _Taken:
             changes = store.changes_since(self.revision)
         if changes is None or len(self.log) > _LOG_LIMIT:
             self.by_key, self.count, self.devices = {}, {}, set()
+            self.shares, self._shared = {}, None
             self.generation += 1
             self.log = []
             for key in store:
@@ -315,7 +339,9 @@ class DynamicResources(
         self._in_flight_version = 0
         self._cel: ExpressionCache | None = None
         self._inventory: tuple[tuple[int, int], Inventory] | None = None
-        self._taken = _Taken()
+        # The optional DRA behaviours allocation has (feature gates switch them).
+        self.features = Features()
+        self._taken = _Taken(self.features)
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
         self._ext_classes = ClassResolver()
@@ -361,7 +387,19 @@ class DynamicResources(
         taken = self._taken.refresh(self._claims_store(), self.claims.get, self._dirty)
         if not self.in_flight:
             return taken
-        return taken | allocated_devices(self.in_flight.values())
+        return taken | allocated_devices(self.in_flight.values(), self.features)
+
+    def shared(self) -> Shared:
+        """Shares of devices allocated claims hold, those in flight included (call after
+        ``allocated``, which brings the counted claims up to date)."""
+        from ...dra.allocator import claim_shares, shared_allocations
+
+        counted = self._taken.shared()
+        flying = [s for c in self.in_flight.values() for s in claim_shares(c)]
+        if not flying:
+            return counted
+        mine = [s for shares in self._taken.shares.values() for s in shares]
+        return shared_allocations(mine + flying, self.features)
 
     def _bump(self) -> None:
         self._in_flight_version += 1
@@ -477,6 +515,8 @@ class DynamicResources(
                 classes,
                 self.allocated(),
                 self.cel,
+                features=self.features,
+                shared=self.shared(),
                 journal=self._taken if not self.in_flight else None,
                 max_seconds=self.filter_timeout,
             )

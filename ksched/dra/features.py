@@ -1,0 +1,21 @@
+"""Which optional DRA behaviours allocation has: a light module, so the plugin can hold
+them without loading the allocator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_FEATURES", "Features"]
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """Optional allocation behaviours (upstream's ``structured.Features``), each the
+    switch of a feature gate; the defaults are v1.36.3's."""
+
+    admin_access: bool = True  # DRAAdminAccess (GA)
+    device_taints: bool = True  # DRADeviceTaints (beta, on)
+    consumable_capacity: bool = True  # DRAConsumableCapacity (beta, on)
+
+
+DEFAULT_FEATURES = Features()
