@@ -28,6 +28,11 @@ The optional behaviours of v1.36 (``Features``, upstream's ``structured.Features
   result carries a ``shareID`` and its ``consumedCapacity``. Capacity requests also
   filter devices that cannot be shared (a request naming a capacity the device lacks, or
   more than it has, does not take it).
+- binding conditions (DRADeviceBindingConditions with DRAResourceClaimDeviceStatus, beta
+  and on): a device with ``bindingConditions`` may be handed out, its pool searched after
+  every pool without such devices; its result carries the conditions, and one that
+  ``bindsToNode`` ties the allocation to the node. With the feature off such devices go
+  to no one.
 
 Partitionable devices (DRAPartitionableDevices, beta and on in v1.36): a pool's slices
 may publish ``sharedCounters`` (counter sets), and a device may ``consumesCounters``
@@ -597,8 +602,7 @@ class Inventory:
         hit = self._node_cache.get(name)
         if hit is not None and hit[0] is node:
             return hit[1], hit[2]
-        pools: list[_Pool] = []
-        devices: dict[int, list[_Dev]] = {}
+        found: list[tuple[bool, _Pool, list[_Dev]]] = []
         for pi in sorted(self._by_node.get(name, set()) | self._elsewhere):
             pool = self.pools[pi]
             scopes: dict[int, bool] = {}
@@ -615,8 +619,12 @@ class Inventory:
                     continue
                 usable.append(dev)
             if any(scopes.values()):
-                devices[len(pools)] = usable
-                pools.append(pool)
+                # Pools with binding conditions on the node's slices go last (GatherPools).
+                late = any(d.device.binding_conditions for d in pool.devices if scopes[id(d.slice)])
+                found.append((late, pool, usable))
+        found.sort(key=lambda f: f[0])  # stable: by id within each part
+        pools = [pool for _, pool, _ in found]
+        devices = {i: usable for i, (_, _, usable) in enumerate(found)}
         self._node_cache[name] = (node, pools, devices)
         return pools, devices
 
@@ -1078,8 +1086,8 @@ class _Run:
         return verdict
 
     def _selectors_judge(self, req: _Request, dev: _Dev) -> bool:
-        if dev.device.binding_conditions:
-            return False  # binding conditions are not waited for: such devices are not used
+        if dev.device.binding_conditions and not req.features.binding_conditions:
+            return False  # nobody would wait for the conditions
         cls = req.class_
         if not self._selectors_match(req, dev, cls.spec.selectors, f"class {cls.metadata.name}"):
             return False
@@ -1287,6 +1295,12 @@ class _Run:
                 device=dev.id[2],
                 admin_access=True if req.admin else None,
                 tolerations=list(req.tolerations),
+                binding_conditions=list(dev.device.binding_conditions)
+                if req.features.binding_conditions
+                else [],
+                binding_failure_conditions=list(dev.device.binding_failure_conditions)
+                if req.features.binding_conditions
+                else [],
                 share_id=took.share_id,
                 consumed_capacity={k: format_quantity(v) for k, v in took.consumed.items()}
                 if took.consumed
@@ -1310,7 +1324,7 @@ class _Run:
                 config.append(entry)
         return AllocationResult(
             devices=DeviceAllocationResult(results=results, config=config),
-            node_selector=_node_selector(self.results[ci]),
+            node_selector=_node_selector(self.node.metadata.name, self.results[ci]),
         )
 
 
@@ -1318,17 +1332,21 @@ def _without_requests(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k != "requests"}
 
 
-def _node_selector(taken: Sequence[tuple[_Request, _Dev, _Took]]) -> NodeSelector | None:
-    """Where the allocated devices can be used: one node, a selector's nodes, or anywhere."""
+def _node_selector(
+    node_name: str, taken: Sequence[tuple[_Request, _Dev, _Took]]
+) -> NodeSelector | None:
+    """Where the allocated devices can be used: this node (a device local to one node or
+    binding to it), a selector's nodes, or anywhere (``createNodeSelector``)."""
     fields: list[NodeSelectorRequirement] = []
     exprs: list[NodeSelectorRequirement] = []
-    for _, dev, _ in taken:
+    for req, dev, _ in taken:
         spec = dev.slice.spec
         if spec.per_device_node_selection:
-            node_name, selector = dev.device.node_name, dev.device.node_selector
+            local, selector = dev.device.node_name, dev.device.node_selector
         else:
-            node_name, selector = spec.node_name, spec.node_selector
-        if node_name:
+            local, selector = spec.node_name, spec.node_selector
+        binds = dev.device.binds_to_node and req.features.binding_conditions
+        if local or binds:
             return NodeSelector(
                 node_selector_terms=[
                     NodeSelectorTerm(

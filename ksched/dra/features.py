@@ -16,6 +16,9 @@ class Features:
     admin_access: bool = True  # DRAAdminAccess (GA)
     device_taints: bool = True  # DRADeviceTaints (beta, on)
     consumable_capacity: bool = True  # DRAConsumableCapacity (beta, on)
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus (both beta, on): devices
+    # with binding conditions are handed out (last), and PreBind waits for the conditions.
+    binding_conditions: bool = True
 
 
 DEFAULT_FEATURES = Features()

@@ -447,3 +447,59 @@ def test_format_quantity_prints_what_parses_back() -> None:
         assert format_quantity(parse_quantity(text)) == want
     for text in ("500m", "1.5", "0.000001", "7n", "-2Ki"):
         assert parse_quantity(format_quantity(parse_quantity(text))) == parse_quantity(text)
+
+
+# -- binding conditions ------------------------------------------------------------------------
+
+ON = Features()
+NEEDS_ATTACH = {"bindingConditions": ["Attached"], "bindingFailureConditions": ["Failed"]}
+
+
+def _slices_bc() -> list[ResourceSlice]:
+    """Pool "a-attach" (sorted first by name) has a device with binding conditions; pool
+    "b-plain" has none."""
+    return [
+        slice_("s1", [device("needs-attach", **NEEDS_ATTACH)], pool="a-attach", **ON_NODE),
+        slice_("s2", [device("plain")], pool="b-plain", **ON_NODE),
+    ]
+
+
+def _allocate_bc(
+    slices: list[ResourceSlice], claims: list[ResourceClaim], features: Features = ON
+) -> list[AllocationResult]:
+    return Allocator(
+        Inventory(slices), {CLASS: device_class()}, set(), ExpressionCache(), features=features
+    ).allocate(NODE, claims)
+
+
+def test_pools_with_binding_conditions_are_searched_last() -> None:
+    (one,) = _allocate_bc(_slices_bc(), [claim()])
+    assert [r.device for r in one.devices.results] == ["plain"]
+    # the plain device taken: the one with binding conditions goes, carrying them
+    got = _allocate_bc(_slices_bc(), [claim("c0"), claim("c1")])
+    (r,) = got[1].devices.results
+    assert (r.device, r.binding_conditions, r.binding_failure_conditions) == (
+        "needs-attach",
+        ["Attached"],
+        ["Failed"],
+    )
+    assert got[0].devices.results[0].binding_conditions == []
+
+
+def test_binding_conditions_feature_off_hands_such_devices_to_no_one() -> None:
+    off = Features(binding_conditions=False)
+    assert picked(_allocate_bc(_slices_bc(), [claim("c0"), claim("c1")], off)) == []
+    (one,) = _allocate_bc(_slices_bc(), [claim()], off)
+    assert one.devices.results[0].device == "plain"
+
+
+def test_a_device_binding_to_the_node_ties_the_allocation_to_it() -> None:
+    """``bindsToNode`` on a network-attached device: the allocation's node selector names
+    the node allocated for, not the slice's selector."""
+    anywhere = slice_("s", [device("d", bindsToNode=True, **NEEDS_ATTACH)], all_nodes=True)
+    (a,) = _allocate_bc([anywhere], [claim()])
+    assert a.node_selector is not None
+    (term,) = a.node_selector.node_selector_terms
+    assert [(f.key, f.values) for f in term.match_fields] == [("metadata.name", ["node-1"])]
+    plain = slice_("s", [device("d")], all_nodes=True)
+    assert _allocate_bc([plain], [claim()])[0].node_selector is None

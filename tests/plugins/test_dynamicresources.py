@@ -95,6 +95,7 @@ class Env:
         classes: bool = True,
         node: str = "worker",
         device_fields: dict[str, Any] | None = None,
+        clock: Any = None,
     ) -> None:
         cf = ClusterFile()
         cf.dra["resourceclaims"] = claims
@@ -107,6 +108,8 @@ class Env:
         self.ctl = SimulatedClaimController(cf, lambda *a: None)
         self.cluster = Cluster(self.ctl)
         handle = Handle(cluster=self.cluster)  # type: ignore[arg-type]
+        if clock is not None:
+            handle.clock = clock
         handle.listers.update(self.ctl.listers())
         for key in (CLAIMS, SLICES, CLASSES):
             handle.listers.setdefault(key, RevisionedStore())
@@ -581,3 +584,112 @@ def test_shares_of_a_device_count_allocated_and_in_flight_capacity() -> None:
     env.pl.unreserve(sb, pb, "worker")
     assert env.schedule(pc)[1].is_success()
     assert env.pl.allocated() == set()  # shares take no device from others
+
+
+ATTACH = {"bindingConditions": ["Attached"], "bindingFailureConditions": ["Failed"]}
+
+
+def _set_device_condition(env: Env, name: str, kind: str, **fields: str) -> None:
+    c = env.claim(name)
+    st = {"driver": DRIVER, "pool": "worker", "device": "dev-0"}
+    cond = {"type": kind, "status": "True", "reason": "R", "message": "M", **fields}
+    status = msgspec.structs.replace(c.status, devices=[{**st, "conditions": [cond]}])
+    env.ctl.update_status(msgspec.structs.replace(c, status=status))
+
+
+async def _pre_bind_while(
+    env: Env, clock: Any, pod: PodInfo, state: CycleState, then: Any
+) -> Status:
+    """PreBind, with ``then()`` run once it waits (on the fake clock)."""
+    import anyio
+
+    out: list[Status] = []
+
+    async def bind() -> None:
+        out.append(await env.pl.pre_bind(state, pod, "worker") or Status(Code.SUCCESS))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bind)
+        while clock.sleeping == 0 and not out:
+            await anyio.sleep(0)
+        await then()
+    return out[0]
+
+
+def _reserved(env: Env, claim: str) -> tuple[PodInfo, CycleState]:
+    pod = make_pod("p", resourceClaims=[{"name": "r", "resourceClaimName": claim}])
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert env.filter(pod, state).is_success()
+    assert env.pl.reserve(state, pod, "worker") is None
+    return pod, state
+
+
+def test_pre_bind_waits_for_binding_conditions() -> None:
+    from ksched.util.clock import FakeClock
+
+    clock = FakeClock()
+    env = Env([_claim("a")], device_fields=ATTACH, clock=clock)
+    pod, state = _reserved(env, "a")
+
+    async def attach() -> None:
+        _set_device_condition(env, "a", "Attached")
+        clock.advance(5)
+
+    st = anyio.run(_pre_bind_while, env, clock, pod, state, attach)
+    assert st.is_success(), st.message()
+    alloc = env.claim("a").status.allocation
+    assert alloc is not None and alloc.allocation_timestamp  # written with the allocation
+    (r,) = alloc.devices.results
+    assert (r.binding_conditions, r.binding_failure_conditions) == (["Attached"], ["Failed"])
+    (ev,) = [e for e in env.pl._handle.recorder.events if e.reason == "BindingConditionsPending"]  # type: ignore[attr-defined]
+    assert ev.note == "waiting for binding conditions for device on node worker"
+
+
+def test_binding_failure_condition_fails_the_attempt() -> None:
+    from ksched.util.clock import FakeClock
+
+    clock = FakeClock()
+    env = Env([_claim("a")], device_fields=ATTACH, clock=clock)
+    pod, state = _reserved(env, "a")
+
+    async def fail() -> None:
+        _set_device_condition(env, "a", "Failed", reason="NoPort", message='port "x" busy')
+        clock.advance(5)
+
+    st = anyio.run(_pre_bind_while, env, clock, pod, state, fail)
+    assert st.code == Code.ERROR
+    assert (
+        st.message() == 'device binding failed: claim=a, reason=NoPort, message="port \\"x\\" busy"'
+    )
+    # the next attempt: the claim is not available anywhere, PostFilter deallocates it
+    env.pl.unreserve(state, pod, "worker")
+    again = CycleState()
+    assert env.pre_filter(pod, again).is_success()
+    assert env.filter(pod, again).message() == "resourceclaim not available on the node"
+    _, pf = env.pl.post_filter(again, pod, {})  # type: ignore[arg-type]
+    assert pf is not None and pf.message() == "deallocation of ResourceClaim completed"
+    assert env.claim("a").status.allocation is None
+
+
+def test_binding_conditions_time_out() -> None:
+    from ksched.util.clock import FakeClock
+
+    clock = FakeClock()
+    env = Env([_claim("a")], device_fields=ATTACH, clock=clock)
+    pod, state = _reserved(env, "a")
+
+    async def never() -> None:
+        while clock.sleeping:  # each poll, 5 s apart, until PreBind gives up
+            clock.advance_to_next()
+            await anyio.sleep(0)
+
+    st = anyio.run(_pre_bind_while, env, clock, pod, state, never)
+    assert st.code == Code.ERROR
+    assert st.message() == "device binding timeout: context deadline exceeded"
+    assert clock.now() == env.pl.binding_timeout == 600.0
+    # past the timeout (allocationTimestamp + 10m), the claim is not available either
+    env.pl.unreserve(state, pod, "worker")
+    again = CycleState()
+    env.pre_filter(pod, again)
+    assert env.filter(pod, again).message() == "resourceclaim not available on the node"

@@ -14,10 +14,10 @@ DEFAULT_BINDING_TIMEOUT = 600.0
 class DynamicResourcesArgs(KubeArgs):
     """``filterTimeout``: how long Filter may search for devices on one node (0: no
     limit); past it the node is "timed out trying to allocate devices".
-    ``bindingTimeout``: how long PreBind waits for binding conditions. v1.36 defaults it
-    to 10m (DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are beta and on,
-    as kube-scheduler v1.36.3's ``/configz`` shows); ksched parses and shows it, and
-    never hands out devices with binding conditions, so it waits for none."""
+    ``bindingTimeout``: how long PreBind waits for the binding conditions of the devices
+    it allocated, and how long after its allocation such a claim counts as timed out.
+    v1.36 defaults it to 10m (DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
+    are beta and on, as kube-scheduler v1.36.3's ``/configz`` shows)."""
 
     filter_timeout: Duration = DEFAULT_FILTER_TIMEOUT
     binding_timeout: Duration | None = DEFAULT_BINDING_TIMEOUT

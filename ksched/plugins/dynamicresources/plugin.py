@@ -9,8 +9,13 @@ and remembers the result; Score prefers nodes where prioritized lists got earlie
 choices; Reserve marks the chosen node's allocations in flight, so no other pod gets
 those devices; PreBind writes ``status.allocation`` and adds the pod to
 ``status.reservedFor`` (update with the resourceVersion, a fresh read and retry on
-conflict, as upstream); Unreserve rolls the in-flight allocation back; PostFilter
-deallocates a claim that is allocated where the pod cannot go and used by no one else.
+conflict, as upstream) and then, when a device it got has binding conditions, waits for
+them (``bindingTimeout``; a failure condition or the timeout fails the attempt, and the
+next attempt's Filter finds that claim unavailable); Unreserve rolls the in-flight
+allocation back; PostFilter deallocates a claim that is allocated where the pod cannot go
+(or whose binding failed or timed out) and used by no one else. ``features`` holds the
+optional DRA behaviours (admin access, device taints, consumable capacity, binding
+conditions: v1.36's defaults), each a feature gate's switch.
 Messages, statuses and events to register are upstream's.
 
 Extended resources backed by DRA (KEP-5004, ``ksched.dra.extended``): when a DeviceClass
@@ -23,7 +28,9 @@ owned by the pod), allocates and reserves it like the others, and writes the pod
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import json
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -74,11 +81,12 @@ from ...framework.listers import Listers, RevisionedStore
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, RowErrors, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo
+from ...util.clock import rfc3339
 from ...util.coro import run_sync
 from .. import names
 from ..helper import default_normalize_score
 from ..volumebinding.assume_cache import AssumeCache, resource_version
-from .args import DynamicResourcesArgs
+from .args import DEFAULT_BINDING_TIMEOUT, DynamicResourcesArgs
 
 if TYPE_CHECKING:
     from ...dra.allocator import Allocator, DeviceID, Inventory, Shared
@@ -101,6 +109,69 @@ _UPDATE_ATTEMPTS = 5
 # AssumeExtendedResourceTimeoutDefaultSeconds: how long PreBind waits for the claim it
 # created to reach the informer (its devices stay in flight until then).
 EXTENDED_CLAIM_WAIT = 120.0
+# How often PreBind looks at the claims while it waits for binding conditions.
+BINDING_POLL = 5.0
+
+
+class _BindingFailed(Exception):
+    """``ErrDeviceBindingFailed`` / ``ErrDeviceBindingTimeout`` with upstream's text."""
+
+
+def _device_status(claim: ResourceClaim, r: Any) -> dict[str, Any] | None:
+    """``getAllocatedDeviceStatus``: the claim's status.devices entry of a result."""
+    for d in claim.status.devices:
+        if (
+            isinstance(d, dict)
+            and d.get("driver") == r.driver
+            and d.get("pool") == r.pool
+            and d.get("device") == r.device
+        ):
+            return d
+    return None
+
+
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    conds = status.get("conditions")
+    for c in conds if isinstance(conds, list) else ():
+        if isinstance(c, dict) and c.get("type") == kind:
+            return c
+    return None
+
+
+def claim_ready_for_binding(claim: ResourceClaim) -> bool:
+    """``isClaimReadyForBinding``: every binding condition of its devices True (none at
+    all counts); a failure condition True raises ``_BindingFailed``."""
+    alloc = claim.status.allocation
+    if alloc is None:
+        return False
+    for r in alloc.devices.results:
+        if not r.binding_conditions:
+            continue
+        st = _device_status(claim, r)
+        if st is None:
+            return False
+        for kind in r.binding_failure_conditions:
+            c = _condition(st, kind)
+            if c is not None and c.get("status") == "True":
+                raise _BindingFailed(
+                    f"device binding failed: claim={claim.metadata.name}, "
+                    f"reason={c.get('reason', '')}, "
+                    f"message={json.dumps(str(c.get('message', '')), ensure_ascii=False)}"
+                )
+        for kind in r.binding_conditions:
+            c = _condition(st, kind)
+            if c is None or c.get("status") != "True":
+                return False
+    return True
+
+
+def _has_binding_conditions(claims: Sequence[ResourceClaim]) -> bool:
+    return any(
+        r.binding_conditions
+        for c in claims
+        if c.status.allocation is not None
+        for r in c.status.allocation.devices.results
+    )
 
 
 class _NotSchedulable(Exception):
@@ -345,6 +416,10 @@ class DynamicResources(
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
         self._ext_classes = ClassResolver()
+        self.binding_timeout: float = self.args.binding_timeout or DEFAULT_BINDING_TIMEOUT
+        # Wall time minus the handle's clock: allocation timestamps are wall time, the
+        # waits run on the (maybe virtual) clock.
+        self._wall_offset = time.time() - self._handle.clock.now()
 
     # -- listers (looked up late: the daemon fills them after building plugins) -------------
     def _lister(self, key: str) -> Mapping[str, Any]:
@@ -403,6 +478,36 @@ class DynamicResources(
 
     def _bump(self) -> None:
         self._in_flight_version += 1
+
+    def _wall_now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self._wall_offset + self._handle.clock.now(), dt.UTC)
+
+    def claim_timed_out(self, claim: ResourceClaim) -> bool:
+        """``isClaimTimeout``: a device with binding conditions allocated longer ago than
+        ``bindingTimeout``."""
+        alloc = claim.status.allocation
+        if not self.features.binding_conditions or alloc is None:
+            return False
+        if not alloc.allocation_timestamp or not any(
+            r.binding_conditions for r in alloc.devices.results
+        ):
+            return False
+        try:
+            at = dt.datetime.fromisoformat(alloc.allocation_timestamp)
+        except ValueError:
+            return False
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=dt.UTC)
+        return at + dt.timedelta(seconds=self.binding_timeout) < self._wall_now()
+
+    def _binding_blocked(self, claim: ResourceClaim) -> bool:
+        """An allocated claim whose binding failed or timed out: Filter finds it not
+        available, so PostFilter may deallocate it for another try."""
+        try:
+            ready = claim_ready_for_binding(claim)
+        except _BindingFailed:
+            return True
+        return not ready and self.claim_timed_out(claim)
 
     # -- claims of a pod ------------------------------------------------------------------------
     def _pod_claims(self, pod: Pod) -> list[ResourceClaim]:
@@ -598,7 +703,12 @@ class DynamicResources(
         unavailable = [
             i
             for i, sel in enumerate(s.available_on)
-            if sel is not None and not sel.matches(n.metadata.labels, n.metadata.name)
+            if (sel is not None and not sel.matches(n.metadata.labels, n.metadata.name))
+            or (
+                self.features.binding_conditions
+                and s.claims[i].status.allocation is not None
+                and self._binding_blocked(s.claims[i])
+            )
         ]
         allocations: list[AllocationResult] = []
         if s.allocator is not None:
@@ -873,7 +983,52 @@ class DynamicResources(
                     s.claims[i] = await self._bind_claim(s, i, pod.pod)
             except BindError as e:
                 return Status.as_error(str(e))
+        if self.features.binding_conditions and _has_binding_conditions(s.claims):
+            return await self._await_binding_conditions(s, pod, node_name)
         return None
+
+    async def _await_binding_conditions(
+        self, s: _State, pod: PodInfo, node_name: str
+    ) -> Status | None:
+        """Poll the claims (every ``BINDING_POLL`` seconds, up to ``bindingTimeout``) until
+        every binding condition of their devices is True. A failure condition, a claim
+        past its timeout or the wait's own deadline fails the attempt with upstream's
+        text; the next attempt's Filter finds such a claim unavailable."""
+        self._handle.recorder.event(
+            pod,
+            "Normal",
+            "BindingConditionsPending",
+            "Scheduling",
+            f"waiting for binding conditions for device on node {node_name}",
+        )
+        clock = self._handle.clock
+        deadline = clock.now() + self.binding_timeout
+        while True:
+            try:
+                if self._pod_ready_for_binding(s):
+                    return None
+            except _BindingFailed as e:
+                return Status.as_error(str(e))
+            left = deadline - clock.now()
+            if left <= BINDING_POLL:
+                await clock.sleep(left)
+                return Status.as_error("device binding timeout: context deadline exceeded")
+            await clock.sleep(BINDING_POLL)
+
+    def _pod_ready_for_binding(self, s: _State) -> bool:
+        """``isPodReadyForBinding`` on the claims as the informer has them now."""
+        for i, claim in enumerate(s.claims):
+            fresh = self.claims.get(_kobj(claim))
+            if fresh is None:
+                raise _BindingFailed(
+                    f'resourceclaim.resource.k8s.io "{claim.metadata.name}" not found'
+                )
+            s.claims[i] = fresh
+            if not claim_ready_for_binding(fresh):
+                if self.claim_timed_out(fresh):
+                    raise _BindingFailed(f"device binding timeout: claim={fresh.metadata.name}")
+                return False
+        return True
 
     async def _bind_extended(self, s: _State, pod: PodInfo, node_name: str) -> None:
         """Create the special claim (when in memory), allocate and reserve it, wait for
@@ -979,9 +1134,20 @@ class DynamicResources(
                                 ),
                                 f"add finalizer to claim {_kobj(claim)}",
                             )
+                    alloc = allocation or claim.status.allocation
+                    if self.features.binding_conditions:
+                        if alloc is None:
+                            raise BindError(
+                                f"claim {_kobj(claim)} got deallocated elsewhere in the meantime",
+                                retry=True,
+                            )
+                        if alloc.allocation_timestamp is None:
+                            alloc = msgspec.structs.replace(
+                                alloc, allocation_timestamp=rfc3339(self._wall_now())
+                            )
                     status = msgspec.structs.replace(
                         claim.status,
-                        allocation=allocation or claim.status.allocation,
+                        allocation=alloc,
                         reserved_for=[*claim.status.reserved_for, ref],
                     )
                     what = "allocation and reservation" if allocation else "reservation"

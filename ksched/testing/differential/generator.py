@@ -1098,7 +1098,7 @@ FEATURES: dict[str, Feature] = {
         Feature("preemption", _preemption_setup, _preemption, 0.3),
         Feature("dra", _dra_setup, _dra, 0.3),
         Feature("csi", _csi_setup, _add_csi_volumes, 0.3),
-        Feature("dradevices", _dra_devices_setup, _dra_devices, 0.3),
+        Feature("dradevices", _dra_devices_setup, _dra_devices, 0.45),
     )
 }
 
