@@ -693,3 +693,32 @@ def test_binding_conditions_time_out() -> None:
     again = CycleState()
     env.pre_filter(pod, again)
     assert env.filter(pod, again).message() == "resourceclaim not available on the node"
+
+
+def test_a_claim_whose_binding_failed_is_available_on_no_node() -> None:
+    """Node-independent: the batch path that counts devices for the other claims sees it
+    too (the allocation has no node selector to rule nodes out)."""
+    failed = _claim(
+        "a",
+        allocation={"devices": {"results": [{**result("dev-0"), **ATTACH}]}},
+        devices=[
+            {
+                "driver": DRIVER,
+                "pool": "worker",
+                "device": "dev-0",
+                "conditions": [{"type": "Failed", "status": "True", "reason": "R"}],
+            }
+        ],
+    )
+    env = Env([failed, _claim("b")], devices=2)
+    pod = make_pod(
+        "p",
+        resourceClaims=[
+            {"name": "r0", "resourceClaimName": "a"},
+            {"name": "r1", "resourceClaimName": "b"},
+        ],
+    )
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert not env.pl.filter_batch(state, pod, env.snap).any()
+    assert env.filter(pod, state).message() == "resourceclaim not available on the node"

@@ -138,7 +138,7 @@ def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None
     return None
 
 
-def claim_ready_for_binding(claim: ResourceClaim) -> bool:
+def _claim_ready_for_binding(claim: ResourceClaim) -> bool:
     """``isClaimReadyForBinding``: every binding condition of its devices True (none at
     all counts); a failure condition True raises ``_BindingFailed``."""
     alloc = claim.status.allocation
@@ -324,6 +324,7 @@ class _State:
         "allocations",
         "allocator",
         "available_on",
+        "blocked",
         "claims",
         "counted",
         "ext",
@@ -347,6 +348,8 @@ class _State:
         # Per claim: the allocation Reserve chose (None: nothing to allocate).
         self.allocations: list[AllocationResult | None] = []
         self.unavailable: set[int] = set()
+        # Allocated claims whose binding failed or timed out: available on no node.
+        self.blocked: set[int] = set()
         # Filter's allocations by node; a Node: it fits, the allocation is made at Reserve.
         self.node_allocations: dict[str, list[AllocationResult] | Node] = {}
         # The snapshot whose nodes filter_batch counted free devices on (allocated at
@@ -504,7 +507,7 @@ class DynamicResources(
         """An allocated claim whose binding failed or timed out: Filter finds it not
         available, so PostFilter may deallocate it for another try."""
         try:
-            ready = claim_ready_for_binding(claim)
+            ready = _claim_ready_for_binding(claim)
         except _BindingFailed:
             return True
         return not ready and self.claim_timed_out(claim)
@@ -582,6 +585,8 @@ class DynamicResources(
                     _reserved_for_pod(p, claim)
                 ):
                     return None, Status.unresolvable("resourceclaim in use")
+                if self.features.binding_conditions and self._binding_blocked(claim):
+                    s.blocked.add(i)
                 if alloc.node_selector is not None:
                     try:
                         s.available_on[i] = compile_node_selector(
@@ -704,11 +709,7 @@ class DynamicResources(
             i
             for i, sel in enumerate(s.available_on)
             if (sel is not None and not sel.matches(n.metadata.labels, n.metadata.name))
-            or (
-                self.features.binding_conditions
-                and s.claims[i].status.allocation is not None
-                and self._binding_blocked(s.claims[i])
-            )
+            or i in s.blocked
         ]
         allocations: list[AllocationResult] = []
         if s.allocator is not None:
@@ -745,7 +746,7 @@ class DynamicResources(
         mask = np.zeros(snap.n, dtype=np.bool_)
         alloc = s.allocator
         simple = None
-        if alloc is not None and s.ext is None and not any(s.available_on):
+        if alloc is not None and s.ext is None and not any(s.available_on) and not s.blocked:
             first = next((ni.node for ni in infos if ni.node is not None), None)
             try:
                 simple = alloc.countable(first, s.pending) if first is not None else None
@@ -1024,7 +1025,7 @@ class DynamicResources(
                     f'resourceclaim.resource.k8s.io "{claim.metadata.name}" not found'
                 )
             s.claims[i] = fresh
-            if not claim_ready_for_binding(fresh):
+            if not _claim_ready_for_binding(fresh):
                 if self.claim_timed_out(fresh):
                     raise _BindingFailed(f"device binding timeout: claim={fresh.metadata.name}")
                 return False
