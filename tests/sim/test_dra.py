@@ -165,3 +165,25 @@ def test_an_all_request_split_by_a_constraint_errs_only_where_filters_reach_it()
         'running "DynamicResources" filter plugin: claim default/p-gpu, request gpu: cannot '
         f"add device {DRIVER}/n1/gpu-1 because a claim constraint would not be satisfied"
     )
+
+
+def test_binding_conditions_nobody_sets_time_out_on_the_virtual_clock() -> None:
+    """No driver sets the device's binding condition: PreBind waits bindingTimeout (10m)
+    on the simulation's clock, parked, so the run takes virtual time, not real time; the
+    next attempt finds the claim timed out, and PostFilter deallocates it."""
+    bc_slice = gpu_slice("n1", ("gpu-0", "16Gi", "r0"))
+    bc_slice["spec"]["devices"][0]["bindingConditions"] = ["Attached"]
+    cf = parse_cluster(
+        yaml.safe_dump_all(
+            [node("n1"), device_class(), bc_slice, template("one"), claiming("p", "one")]
+        ),
+        "f.yaml",
+    )
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    sim = Simulation(cf, cfg, default_registry(entry_points=False), max_attempts_per_pod=3)
+    (res,) = anyio.run(sim.run)
+    assert res.node is None
+    assert "resourceclaim not available on the node" in res.message
+    assert "deallocation of ResourceClaim completed" in res.message
+    assert sim.clock.now() >= 600

@@ -1011,10 +1011,13 @@ class DynamicResources(
             except _BindingFailed as e:
                 return Status.as_error(str(e))
             left = deadline - clock.now()
+            self._handle.parked += 1
+            try:
+                await clock.sleep(min(left, BINDING_POLL))
+            finally:
+                self._handle.parked -= 1
             if left <= BINDING_POLL:
-                await clock.sleep(left)
                 return Status.as_error("device binding timeout: context deadline exceeded")
-            await clock.sleep(BINDING_POLL)
 
     def _pod_ready_for_binding(self, s: _State) -> bool:
         """``isPodReadyForBinding`` on the claims as the informer has them now."""
