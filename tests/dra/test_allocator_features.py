@@ -503,3 +503,22 @@ def test_a_device_binding_to_the_node_ties_the_allocation_to_it() -> None:
     assert [(f.key, f.values) for f in term.match_fields] == [("metadata.name", ["node-1"])]
     plain = slice_("s", [device("d")], all_nodes=True)
     assert _allocate_bc([plain], [claim()])[0].node_selector is None
+
+
+def test_unreadable_quantities_never_crash() -> None:
+    """What the API server would refuse, from a hand-written cluster file: a device whose
+    capacity or policy does not parse goes to no one; a request's does not parse is the
+    claim's error."""
+    bad_device = Case(
+        [claim("c", wants("1"))],
+        [
+            shareable("dev-1", "lots"),
+            shareable("dev-2", "4", {"default": "x"}),
+            device("dev-3", capacity={"cap": {"value": "4"}}),
+        ],
+    )
+    assert picked(run(bad_device)) == [[("req-0", "dev-3", False, None)]]
+    bad_request = Case([claim("c", wants("many"))], [shareable("dev-1")])
+    with pytest.raises(AllocationError) as e:
+        run(bad_request)
+    assert str(e.value).startswith("claim default/c, request req-0: capacity.requests:")
