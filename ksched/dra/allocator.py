@@ -688,30 +688,42 @@ def _exact_count(req: _Request) -> int:
 
 @dataclass(slots=True)
 class _Constraint:
-    """A constraint's state while devices are taken (its values so far)."""
+    """A constraint's state while devices are taken. ``matchAttribute``: every device's
+    value equals the first's. ``distinctAttribute``, as upstream's
+    ``distinctAttributeConstraint`` keeps it: a new device's value differs from the
+    value of the latest device of each request (a request's devices overwrite each
+    other's entry, and taking one back drops the request's entry)."""
 
     requests: frozenset[str]
     match: str | None
     distinct: str | None
-    values: list[tuple[Any, ...]] = field(default_factory=list)
+    count: int = 0
+    first: tuple[Any, ...] | None = None
+    latest: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def applies(self, req: _Request) -> bool:
         return not self.requests or req.parent in self.requests or req.name in self.requests
 
-    def add(self, dev: _Dev) -> bool:
-        name = self.match or self.distinct or ""
-        value = _lookup_attribute(dev, name)
+    def add(self, req: _Request, dev: _Dev) -> bool:
+        value = _lookup_attribute(dev, self.match or self.distinct or "")
         if value is None:
             return False
-        if self.match is not None and self.values and self.values[0] != value:
+        if self.count == 0:
+            self.first = value
+        elif self.match is not None:
+            if value != self.first:
+                return False
+        elif value in self.latest.values():
             return False
-        if self.distinct is not None and value in self.values:
-            return False
-        self.values.append(value)
+        if self.distinct is not None:
+            self.latest[req.parent] = value
+        self.count += 1
         return True
 
-    def remove(self) -> None:
-        self.values.pop()
+    def remove(self, req: _Request) -> None:
+        self.count -= 1
+        if self.distinct is not None:
+            self.latest.pop(req.parent, None)
 
 
 def _attr_key(a: DeviceAttribute) -> tuple[Any, ...] | None:
@@ -1135,7 +1147,7 @@ class _Run:
         added = 0
         for c in self.constraints[ci]:
             if c.applies(req):
-                if not c.add(dev):
+                if not c.add(req, dev):
                     self._undo(req, dev, took, added)
                     if must:
                         claim = self.claims[ci]
@@ -1181,7 +1193,7 @@ class _Run:
         if constraints:
             applied = [c for c in self.constraints[req.claim_index] if c.applies(req)]
             for c in reversed(applied[:constraints]):
-                c.remove()
+                c.remove(req)
         if took.counters:
             self._unconsume(dev)
 

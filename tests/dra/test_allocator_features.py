@@ -31,6 +31,7 @@ NODE = node("node-1")
 ON_NODE = {"node_name": "node-1"}
 DEV1: DeviceID = (DRIVER, "pool-1", "dev-1")
 DEV2: DeviceID = (DRIVER, "pool-1", "dev-2")
+PORT = f"{DRIVER}/port"
 
 NO_SCHEDULE = {"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"}
 NO_EXECUTE = {"key": "taint-key", "value": "taint-value", "effect": "NoExecute"}
@@ -341,6 +342,45 @@ CASES: dict[str, Case] = {
         [claim("c", wants("1"))],
         [shareable("dev-1", "2", RANGE)],
         allocated={DEV1},
+    ),
+    # -- distinctAttribute, as upstream's constraint keeps it ---------------------------------
+    "distinct-attribute-compares-with-each-requests-latest-device": Case(
+        # upstream keeps one value per request, the latest device's: port 0, 1, 0 pass
+        [claim("c", request(allocationMode="All"), constraints=[{"distinctAttribute": PORT}])],
+        [device("dev-1", {"port": 0}), device("dev-2", {"port": 1}), device("dev-3", {"port": 0})],
+        expect=[
+            [
+                ("req-0", "dev-1", False, None),
+                ("req-0", "dev-2", False, None),
+                ("req-0", "dev-3", False, None),
+            ]
+        ],
+    ),
+    "distinct-attribute-across-requests": Case(
+        [
+            claim(
+                "c",
+                request("req-0"),
+                request("req-1"),
+                constraints=[{"distinctAttribute": PORT}],
+            )
+        ],
+        [device("dev-1", {"port": 0}), device("dev-2", {"port": 0}), device("dev-3", {"port": 1})],
+        expect=[[("req-0", "dev-1", False, None), ("req-1", "dev-3", False, None)]],
+    ),
+    "distinct-attribute-all-after-a-request-is-an-error": Case(
+        # req-1 ("All") meets req-0's port 0 again: a constraint refusing an "All" device
+        [
+            claim(
+                "c",
+                request("req-0"),
+                request("req-1", allocationMode="All"),
+                constraints=[{"distinctAttribute": PORT}],
+            )
+        ],
+        [device("dev-1", {"port": 0}), device("dev-2", {"port": 0})],
+        error="claim default/c, request req-1: cannot add device driver-a/pool-1/dev-1 because "
+        "a claim constraint would not be satisfied",
     ),
     "consumable-capacity-disabled-feature": Case(
         [claim("c", wants("1"))],
