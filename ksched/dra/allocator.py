@@ -95,6 +95,7 @@ __all__ = [
     "Inventory",
     "Shared",
     "allocated_devices",
+    "claim_shares",
     "shared_allocations",
 ]
 
@@ -364,7 +365,9 @@ def _consumed(requested: Fraction | None, cap: _Cap) -> Fraction:
 
 
 def _violates(consumed: Fraction, cap: _Cap) -> bool:
-    """``violatesPolicy``: validRange checks max and step only, validValues membership."""
+    """``violatesPolicy``: validRange checks max and step only, validValues membership.
+    (Upstream compares with the default as Go structs; equal values of one spelling,
+    which is what the API server stores, are what that finds equal.)"""
     if not cap.has_policy or (cap.default is not None and consumed == cap.default):
         return False
     if cap.valid_range is not None:
