@@ -722,3 +722,23 @@ def test_a_claim_whose_binding_failed_is_available_on_no_node() -> None:
     assert env.pre_filter(pod, state).is_success()
     assert not env.pl.filter_batch(state, pod, env.snap).any()
     assert env.filter(pod, state).message() == "resourceclaim not available on the node"
+
+
+def test_switching_consumable_capacity_off_counts_shares_as_taken_devices() -> None:
+    """With DRAConsumableCapacity off (a feature gate), a device shared by an allocated
+    claim is taken, as upstream's GatherAllocatedState falls back to."""
+    from ksched.dra.features import Features
+
+    env = Env(
+        [_wants_capacity("a", "2"), _claim("b")],
+        device_fields={"allowMultipleAllocations": True, "capacity": {"mem": {"value": "4"}}},
+    )
+    pa = make_pod("pa", resourceClaims=[{"name": "r", "resourceClaimName": "a"}])
+    assert env.schedule(pa)[1].is_success()
+    assert env.pl.allocated() == set()
+    env.pl.features = Features(consumable_capacity=False)
+    assert env.pl.allocated() == {(DRIVER, "worker", "dev-0")}
+    pb = make_pod("pb", resourceClaims=[{"name": "r", "resourceClaimName": "b"}])
+    sb = CycleState()
+    env.pre_filter(pb, sb)
+    assert env.filter(pb, sb).message() == "cannot allocate all claims"

@@ -413,9 +413,8 @@ class DynamicResources(
         self._in_flight_version = 0
         self._cel: ExpressionCache | None = None
         self._inventory: tuple[tuple[int, int], Inventory] | None = None
-        # The optional DRA behaviours allocation has (feature gates switch them).
-        self.features = Features()
-        self._taken = _Taken(self.features)
+        self._features = Features()
+        self._taken = _Taken(self._features)
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
         self._ext_classes = ClassResolver()
@@ -423,6 +422,16 @@ class DynamicResources(
         # Wall time minus the handle's clock: allocation timestamps are wall time, the
         # waits run on the (maybe virtual) clock.
         self._wall_offset = time.time() - self._handle.clock.now()
+
+    @property
+    def features(self) -> Features:
+        """The optional DRA behaviours allocation has (feature gates switch them)."""
+        return self._features
+
+    @features.setter
+    def features(self, value: Features) -> None:
+        self._features = value
+        self._taken = _Taken(value)  # devices and shares are counted afresh
 
     # -- listers (looked up late: the daemon fills them after building plugins) -------------
     def _lister(self, key: str) -> Mapping[str, Any]:
