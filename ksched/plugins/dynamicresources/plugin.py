@@ -494,7 +494,7 @@ class DynamicResources(
     def _wall_now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self._wall_offset + self._handle.clock.now(), dt.UTC)
 
-    def claim_timed_out(self, claim: ResourceClaim) -> bool:
+    def _claim_timed_out(self, claim: ResourceClaim) -> bool:
         """``isClaimTimeout``: a device with binding conditions allocated longer ago than
         ``bindingTimeout``."""
         alloc = claim.status.allocation
@@ -519,7 +519,7 @@ class DynamicResources(
             ready = _claim_ready_for_binding(claim)
         except _BindingFailed:
             return True
-        return not ready and self.claim_timed_out(claim)
+        return not ready and self._claim_timed_out(claim)
 
     # -- claims of a pod ------------------------------------------------------------------------
     def _pod_claims(self, pod: Pod) -> list[ResourceClaim]:
@@ -1038,7 +1038,7 @@ class DynamicResources(
                 )
             s.claims[i] = fresh
             if not _claim_ready_for_binding(fresh):
-                if self.claim_timed_out(fresh):
+                if self._claim_timed_out(fresh):
                     raise _BindingFailed(f"device binding timeout: claim={fresh.metadata.name}")
                 return False
         return True
