@@ -3,8 +3,8 @@
 The package root is the public API: everything a plugin author or an embedder needs is
 importable from ``ksched`` (plugin base classes, statuses, cycle state, score constants,
 node/pod info and the numpy array types of batch methods, cluster events and their
-names, the handle and its listers, ``PluginArgs`` for declarative args, ``KschedError``
-(the root of every error ksched raises), the daemon). Tests of plugins need only
+names, the handle, its listers and its feature gates, ``PluginArgs`` for declarative args,
+``KschedError`` (the root of every error ksched raises), the daemon). Tests of plugins need only
 ``ksched.testing`` besides. Low-level pieces (``api``, ``util``) never import the
 scheduler core.
 
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .api.objects import InvalidObjectError, Node, Pod
 from .api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
+from .features import FeatureGateError, FeatureGates, resolve_feature_gates
 from .framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -155,6 +156,8 @@ __all__ = [
     "Duration",
     "EnqueueExtensions",
     "EventResource",
+    "FeatureGateError",
+    "FeatureGates",
     "FilterPlugin",
     "FitError",
     "Handle",
@@ -202,4 +205,5 @@ __all__ = [
     "extension_points_of",
     "load_config",
     "load_config_data",
+    "resolve_feature_gates",
 ]

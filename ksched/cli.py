@@ -47,10 +47,19 @@ def _registry() -> Any:
         return default_registry()
 
 
-def _load_config(path: str | None, registry: Any) -> Any:
+def _feature_gates(args: argparse.Namespace) -> Any:
+    """``--feature-gates`` and ``--emulated-version``, checked before any config is read
+    (as kube-scheduler sets them before it loads its config): exit 2 with kube-scheduler's
+    text, or ksched's for a value it does not implement."""
+    from .features import resolve_feature_gates
+
+    return resolve_feature_gates(args.feature_gates, args.emulated_version)
+
+
+def _load_config(path: str | None, registry: Any, args: argparse.Namespace) -> Any:
     from .config import load_config
 
-    cfg, warnings = load_config(path, set(registry.names()))
+    cfg, warnings = load_config(path, set(registry.names()), _feature_gates(args))
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     return cfg
@@ -114,7 +123,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     _log_to_stderr()
     registry = _registry()
-    cfg = _load_config(args.config, registry)
+    cfg = _load_config(args.config, registry, args)
     _build_check(cfg, registry, args.config or "<default config>")
     cluster = load_cluster(args.cluster)
     adopt = _adopted(args, cfg)
@@ -241,7 +250,7 @@ def _compare(
     from .sim.bound import bound_pod
     from .sim.compare import compare_runs, render_compare, render_explain_pair, run_both
 
-    cfg_b = _load_config(args.compare, registry)
+    cfg_b = _load_config(args.compare, registry, args)
     _build_check(cfg_b, registry, args.compare)
     labels = (args.config or "defaults", args.compare)
     if want is not None and bound_pod(cluster, want) is not None:
@@ -449,7 +458,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.mode == "e2e" and args.workload in IN_PROCESS_ONLY:
         return _die([f"ksched bench: {args.workload} runs in process only (--mode in-process)"])
     registry = _registry()
-    cfg = _load_config(args.config, registry)
+    cfg = _load_config(args.config, registry, args)
     _build_check(cfg, registry, args.config or "<default config>")
     if args.mode == "e2e":
         from .bench.e2e import run_e2e_bench
@@ -509,9 +518,12 @@ def _bench_real(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as e:
             return _die([f"ksched bench: --compare {args.compare}: {e}"])
     base = None
+    _feature_gates(args)  # refused here (exit 2) rather than by a contestant mid-run
+    gate_flags = [f"--feature-gates={v}" for v in args.feature_gates]
+    gate_flags += [f"--emulated-version={v}" for v in args.emulated_version]
     if args.config:
         registry = _registry()
-        _build_check(_load_config(args.config, registry), registry, args.config)
+        _build_check(_load_config(args.config, registry, args), registry, args.config)
         with open(args.config, encoding="utf-8") as f:
             base = yaml.safe_load(f)
     if args.pin:
@@ -528,6 +540,7 @@ def _bench_real(args: argparse.Namespace) -> int:
         repeat=args.repeat,
         progress=sys.stderr.isatty() and args.output != "json",
         pin=args.pin,
+        gate_flags=gate_flags,
     )
     slower = compare(doc, saved) if saved is not None else []
     if args.output == "json":
@@ -577,6 +590,35 @@ def _timeout_flags(p: argparse.ArgumentParser, *, binding: bool) -> None:
         )
 
 
+def _gate_flags(p: argparse.ArgumentParser) -> None:
+    """kube-scheduler's feature gate flags (same names, syntax and refusals)."""
+    from .features import BINARY_VERSION, KUBE_VERSIONS
+
+    kube = next(v.kube for v in KUBE_VERSIONS if v.minor == BINARY_VERSION)
+    g = p.add_argument_group(
+        "feature gate",
+        f"ksched behaves as kube-scheduler {kube}; a gate value ksched does not implement is "
+        "refused (exit 2), never ignored (docs/fidelity.md lists each gate)",
+    )
+    g.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="NAME=BOOL,...",
+        help="comma-separated feature gates, kube:NAME=BOOL or NAME=BOOL as kube-scheduler "
+        "takes them; repeatable",
+    )
+    g.add_argument(
+        "--emulated-version",
+        action="append",
+        default=[],
+        metavar="VERSION",
+        help=f"the Kubernetes version whose behaviour to emulate, MAJOR.MINOR (or kube=...); "
+        f"default {BINARY_VERSION}; implemented: "
+        + ", ".join(v.minor for v in KUBE_VERSIONS if v.implemented),
+    )
+
+
 def _duration(text: str) -> float:
     """A Go duration ("10s", "1m30s") of at least 0."""
     from .util.duration import parse_duration
@@ -597,7 +639,8 @@ def _serving_flags(r: argparse.ArgumentParser) -> None:
     # every command; tests/daemon/test_secure_serving.py keeps them equal)
     g = r.add_argument_group(
         "secure serving",
-        "HTTPS for /healthz, /readyz, /livez, /metrics, /configz and /debug/*; requests "
+        "HTTPS for /healthz, /readyz, /livez, /metrics, /configz, /flagz, /statusz and "
+        "/debug/*; requests "
         "are authenticated (client certificate, else bearer token through a TokenReview, "
         "else system:anonymous) and authorized (SubjectAccessReview of the path) by the "
         "API server, as kube-scheduler's",
@@ -666,7 +709,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .daemon.main import run
 
     registry = _registry()
-    cfg = _load_config(args.config, registry)
+    cfg = _load_config(args.config, registry, args)
     _build_check(cfg, registry, args.config or "<default config>")
     return run(args, cfg, registry)
 
@@ -679,12 +722,13 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
 
     registry = _registry()
     known = set(registry.names())
-    text, problems, warnings = validate_file(args.file, known)
+    gates = _feature_gates(args)
+    text, problems, warnings = validate_file(args.file, known, gates)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if problems or text is None:
         return _die(problems)
-    cfg, _ = load_config(args.file, known)  # its warnings are printed above
+    cfg, _ = load_config(args.file, known, gates)  # its warnings are printed above
     _build_check(cfg, registry, args.file)
     print(text, end="")
     return 0
@@ -731,17 +775,19 @@ def cmd_extender(args: argparse.Namespace) -> int:
         return _die(
             ["ksched extender: --client-ca-file needs --tls-cert-file and --tls-private-key-file"]
         )
-    if args.client_ca and args.insecure_allow_unauthenticated_bind:
+    if args.client_ca and args.insecure_allow_unauthenticated:
         return _die(
             [
-                "ksched extender: --insecure-allow-unauthenticated-bind contradicts "
+                "ksched extender: --insecure-allow-unauthenticated contradicts "
                 "--client-ca-file (which requires a client certificate for every request)"
             ]
         )
     if args.max_request_bytes <= 0:
         return _die(["ksched extender: --max-request-bytes must be positive"])
+    if args.max_request_nodes <= 0:
+        return _die(["ksched extender: --max-request-nodes must be positive"])
     registry = _registry()
-    cfg = _load_config(args.config, registry)
+    cfg = _load_config(args.config, registry, args)
     _build_check(cfg, registry, args.config)
     names = [p.scheduler_name for p in cfg.profiles]
     if args.profile and args.profile not in names:
@@ -771,9 +817,10 @@ def cmd_extender(args: argparse.Namespace) -> int:
                     ssl_context=ctx,
                     kubeconfig=args.kubeconfig,
                     max_body_bytes=args.max_request_bytes,
+                    max_nodes=args.max_request_nodes,
                     health_port=args.health_port,
                     plugin_timeout=args.plugin_timeout,
-                    insecure_allow_unauthenticated_bind=args.insecure_allow_unauthenticated_bind,
+                    insecure_allow_unauthenticated=args.insecure_allow_unauthenticated,
                 )
             )
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -847,6 +894,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="schedule every pending pod, whatever its schedulerName, with the first profile",
     )
+    _gate_flags(s)
     s.set_defaults(fn=cmd_simulate)
 
     sn = sub.add_parser(
@@ -921,6 +969,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="--apiserver real: a saved --output json; flag workloads now 20%% slower (exit 1)",
     )
+    _gate_flags(b)
     b.set_defaults(fn=cmd_bench)
 
     r = sub.add_parser("run", help="schedule the pods of a cluster (the daemon)")
@@ -958,6 +1007,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(no bindings, status patches, events or lease); see /debug/shadow",
     )
     r.add_argument("-v", "--v", dest="v", type=int, default=0, help="log verbosity (klog levels)")
+    _gate_flags(r)
     r.set_defaults(fn=cmd_run)
 
     c = sub.add_parser("config", help="configuration tools")
@@ -966,13 +1016,19 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help="print the effective config (defaults filled in), or the errors"
     )
     v.add_argument("file")
+    _gate_flags(v)
     v.set_defaults(fn=cmd_config_validate)
 
     pl = sub.add_parser("plugins", help="list every discovered plugin")
     pl.add_argument("--output", choices=("table", "json"), default="table")
     pl.set_defaults(fn=cmd_plugins)
 
-    from .extender import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+    from .extender import (
+        DEFAULT_BIND_ADDRESS,
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_MAX_NODES,
+        DEFAULT_PORT,
+    )
 
     x = sub.add_parser("extender", help="serve a profile's plugins as a kube-scheduler extender")
     x.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
@@ -980,8 +1036,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument(
         "--bind-address",
         default=DEFAULT_BIND_ADDRESS,
-        help="listen address (default: loopback only); beyond loopback /bind and /preempt "
-        "need --client-ca-file (or --insecure-allow-unauthenticated-bind)",
+        help="listen address (default: loopback only); beyond loopback every verb needs "
+        "--client-ca-file (or --insecure-allow-unauthenticated)",
     )
     x.add_argument("--port", type=int, default=DEFAULT_PORT)
     x.add_argument("--tls-cert-file", "--tls-cert", dest="tls_cert", help="serving cert (PEM)")
@@ -993,15 +1049,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="require, on every request, a client certificate signed by this CA (401 without)",
     )
     x.add_argument(
+        "--insecure-allow-unauthenticated",
+        # its name before /filter and /prioritize were protected too
         "--insecure-allow-unauthenticated-bind",
         action="store_true",
-        help="answer /bind and /preempt without authentication on a non-loopback address "
-        "(anyone who can reach the port can bind any pod to any node)",
+        help="answer every verb without authentication on a non-loopback address (anyone "
+        "who can reach the port can bind any pod to any node)",
     )
     x.add_argument(
         "--kubeconfig", help="keep an informer cache (stateful plugins, NodeNames requests, /bind)"
     )
-    x.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    x.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="largest request body (413 beyond)",
+    )
+    x.add_argument(
+        "--max-request-nodes",
+        type=int,
+        default=DEFAULT_MAX_NODES,
+        help="most nodes a request may carry without --kubeconfig (413 beyond; with it, "
+        "the nodes the informer cache holds and a tenth more)",
+    )
     x.add_argument(
         "--health-port",
         type=int,
@@ -1010,6 +1080,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _timeout_flags(x, binding=False)
     x.add_argument("-v", type=int, default=0, help="log verbosity")
+    _gate_flags(x)
     x.set_defaults(fn=cmd_extender)
     return p
 

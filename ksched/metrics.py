@@ -40,11 +40,13 @@ through the framework and are not counted. The batching families
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from bisect import bisect_left
 from collections import Counter as _Tally
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -73,6 +75,7 @@ __all__ = [
     "SchedulerMetrics",
     "SchedulerRegistry",
     "exponential_buckets",
+    "go_float",
     "without_created",
 ]
 
@@ -131,6 +134,7 @@ class _FastHistogram(Histogram):
     def _metric_init(self) -> None:
         super()._metric_init()
         self._bounds = list(self._upper_bounds)
+        self._les = [go_float(b) for b in self._bounds]
         self._pending = [0] * len(self._bounds)
         self._pending_sum = 0.0
         self._dirty = False
@@ -158,7 +162,11 @@ class _FastHistogram(Histogram):
 
     def _child_samples(self) -> Any:
         self._flush()
-        return super()._child_samples()
+        # the buckets come first, one per bound; their ``le`` as kube-scheduler writes it
+        samples = list(super()._child_samples())
+        for i, le in enumerate(self._les):
+            samples[i] = samples[i]._replace(labels={"le": le})
+        return tuple(samples)
 
 
 class _FastCounter(Counter):
@@ -185,9 +193,51 @@ class _FastCounter(Counter):
         super().reset()
 
 
+def go_float(f: float) -> str:
+    """``f`` as client_golang's text exposition writes it (``strconv.FormatFloat(f, 'g',
+    -1, 64)``): ``le="1"`` where Python writes ``le="1.0"``, another series to Prometheus.
+
+    The shortest digits that read back as ``f`` are the same in both languages (``repr``);
+    Go then writes an exponent from 1e+06 up or below 1e-04, with at least two digits.
+    """
+    if f != f:
+        return "NaN"
+    if f in (math.inf, -math.inf):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0:
+        return "0"
+    sign = "-" if f < 0 else ""
+    t = Decimal(repr(abs(f))).normalize().as_tuple()
+    digits = "".join(map(str, t.digits))
+    assert isinstance(t.exponent, int)
+    nd = len(digits)
+    dp = nd + t.exponent  # the decimal point's place after the first digit
+    exp = dp - 1
+    if exp < -4 or exp >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if nd > 1 else "")
+        return f"{sign}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if dp <= 0:
+        return f"{sign}0.{'0' * -dp}{digits}"
+    if dp >= nd:
+        return f"{sign}{digits}{'0' * (dp - nd)}"
+    return f"{sign}{digits[:dp]}.{digits[dp:]}"
+
+
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
-    """``prometheus.ExponentialBuckets``: upper bounds start, start*factor, ... (count of them)."""
-    return [start * factor**i for i in range(count)]
+    """``prometheus.ExponentialBuckets``: ``count`` upper bounds from ``start``, each the one
+    before times ``factor``.
+
+    Multiplied step by step as Go does, not ``start * factor**i``: the two round differently
+    (``1e-05 * 1.5 * 1.5`` is ``2.2500000000000005e-05``, ``1e-05 * 1.5**2`` is ``2.25e-05``),
+    and a bound that differs in the last bit is another ``le`` series in Prometheus.
+    """
+    if count < 1 or start <= 0 or factor <= 1:
+        raise ValueError(f"exponential_buckets({start}, {factor}, {count}): out of range")
+    bounds = []
+    for _ in range(count):
+        bounds.append(start)
+        start *= factor
+    return bounds
 
 
 def _label(st: Status | None) -> str:

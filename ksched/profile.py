@@ -8,6 +8,7 @@ extender server and ``ksched config validate`` build their frameworks here.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from .config import ARGS_VALIDATED_IN_CONFIG, default_plugin_args
@@ -39,7 +40,8 @@ def build_frameworks(
     scheduler's, the extender server's and ``ksched config validate``'s build check).
 
     The built-in plugins' arg defaults and in-config validation come from
-    ``ksched.config``; the framework itself never reads configuration."""
+    ``ksched.config``; the framework itself never reads configuration. The config's
+    feature gates reach every plugin on its ``Handle``."""
 
     snapshot = snapshot if snapshot is not None else Snapshot()
     waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
@@ -51,6 +53,7 @@ def build_frameworks(
             "parallelism": config.parallelism,
             "clock": clock or RealClock(),
             "recorder": recorder or RecordingEventRecorder(),
+            "features": config.features,
         }
         if cluster is not None:
             kw["cluster"] = cluster
@@ -58,7 +61,7 @@ def build_frameworks(
             prof,
             registry,
             Handle(**kw),
-            default_args=default_plugin_args,
+            default_args=functools.partial(default_plugin_args, features=config.features),
             validate_args=ARGS_VALIDATED_IN_CONFIG,
         )
     return out

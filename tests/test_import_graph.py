@@ -1,7 +1,7 @@
 """No import cycles: every module imports alone, and the static import graph (read with
 ``ast``, lazy imports inside functions included, ``if TYPE_CHECKING:`` blocks not) has no
 cycle between modules or between rooms (the packages of ``docs/architecture.md``), and the
-low-level rooms (``api``, ``util``, ``logging``) import nothing of the core."""
+low-level rooms (``api``, ``util``, ``logging``, ``features``) import nothing of the core."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import ksched
 
 ROOT = Path(ksched.__file__).parent
-LOW_LEVEL = frozenset({"ksched.api", "ksched.util", "ksched.logging"})
+LOW_LEVEL = frozenset({"ksched.api", "ksched.util", "ksched.logging", "ksched.features"})
 
 # Imports every module of PACKAGE alone: importing ``pkg.x`` always runs ``pkg/__init__``
 # to completion first, so a child forked after ``import pkg`` starts exactly as a fresh

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..util.errors import KschedError
+from ..util.limits import utf8_error_offset
 
 __all__ = [
     "AWSElasticBlockStoreVolumeSource",
@@ -30,6 +31,7 @@ __all__ = [
     "DecodeError",
     "EphemeralVolumeSource",
     "GCEPersistentDiskVolumeSource",
+    "HeadMeta",
     "ISCSIVolumeSource",
     "InvalidObjectError",
     "KObject",
@@ -44,6 +46,7 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "ObjectHead",
     "ObjectMeta",
     "ObjectReference",
     "OwnerReference",
@@ -585,10 +588,45 @@ def decode_json(data: bytes, cls: type[T]) -> T:
     try:
         return dec.decode(data)  # type: ignore[no-any-return]
     except msgspec.ValidationError as e:
-        ref = object_ref(msgspec.json.decode(data), cls.__name__) if data else cls.__name__
-        raise DecodeError(f"{ref}: {_field_path(e)}") from None
+        raise DecodeError(f"{_json_ref(data, cls.__name__)}: {_field_path(e)}") from None
     except msgspec.DecodeError as e:
         raise DecodeError(f"{cls.__name__}: invalid JSON: {e}") from None
+    except UnicodeDecodeError:  # msgspec's error for bad UTF-8 inside a string
+        ref = _json_ref(data, cls.__name__)
+        where = utf8_error_offset(data)
+        raise DecodeError(
+            f"{ref}: invalid JSON: invalid UTF-8 at byte {where} of the object"
+        ) from None
+
+
+class HeadMeta(msgspec.Struct):
+    name: Any = None
+    namespace: Any = None
+    uid: Any = None
+
+
+class ObjectHead(msgspec.Struct):
+    """What JSON bytes say an object is, decoded alone (``msgspec.json.decode(data,
+    type=ObjectHead)``): every other field is skipped, unbuilt and unchecked. Any type, so
+    a wrong one is for the full decoding to report."""
+
+    kind: Any = None
+    metadata: HeadMeta | None = None
+
+
+def _json_ref(data: bytes, kind: str) -> str:
+    """``object_ref`` of JSON bytes, from the kind and name alone: the rest of a document
+    that failed to decode (a number out of range, bad UTF-8) would fail again."""
+    try:
+        head = msgspec.json.decode(data, type=ObjectHead)
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+        return kind
+    meta = head.metadata or HeadMeta()
+    fields = {"name": meta.name, "namespace": meta.namespace}
+    scalars = {k: v for k, v in fields.items() if v is not None and not isinstance(v, dict | list)}
+    return object_ref(
+        {"kind": head.kind if isinstance(head.kind, str) else "", "metadata": scalars}, kind
+    )
 
 
 # ---- storage: what the volume plugins read (listers on request) ------------------

@@ -439,6 +439,8 @@ class _Contestant:
     pid: int | None = None
     # --pin: the CPUs the scheduler may run on (None: any)
     cpus: frozenset[int] | None = None
+    # --feature-gates/--emulated-version flags, given to ksched and kube-scheduler alike
+    gate_flags: tuple[str, ...] = ()
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
         raise NotImplementedError
@@ -483,6 +485,7 @@ class _KschedProcess(_Contestant):
                 str(port),
                 "--secure-port",
                 "0",
+                *self.gate_flags,
             ],
             stdin=subprocess.DEVNULL,
             stdout=self.log,
@@ -537,7 +540,7 @@ class _KubeScheduler(_Contestant):
         self.ks: Any = None
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
-        self.ks = cp.kube_scheduler(cfg, cpus=self.cpus)
+        self.ks = cp.kube_scheduler(cfg, cpus=self.cpus, args=self.gate_flags)
         await anyio.to_thread.run_sync(self.ks.start)
         self.pid = self.ks.component.pid
 
@@ -756,6 +759,7 @@ async def _one(
     timeout: float,
     progress: Callable[[str], None] | None,
     split: CPUSplit | None = None,
+    gate_flags: tuple[str, ...] = (),
 ) -> JSON:
     from ..testing.controlplane import ControlPlane
     from ..testing.controlplane._process import pin_process
@@ -794,6 +798,7 @@ async def _one(
             binds = _Binds(pods)
             runner = _MAKERS[contestant](name)
             runner.cpus = split.scheduler if split is not None else None
+            runner.gate_flags = gate_flags
             if isinstance(runner, _Null):
                 runner.writes = wl.null_writes_for(size)
             try:
@@ -847,9 +852,11 @@ def run_real_bench(
     repeat: int = 1,
     progress: bool = False,
     pin: bool = False,
+    gate_flags: Sequence[str] = (),
 ) -> JSON:
     """Run ``workloads`` for each contestant ``repeat`` times; the JSON document the CLI
-    prints.
+    prints. ``gate_flags``: ``--feature-gates=...``/``--emulated-version=...`` arguments
+    every scheduler contestant is started with.
 
     On a shared machine one run's throughput moves with everyone else's load, so with
     ``repeat`` > 1 the contestants run interleaved (round r starts with contestant r mod
@@ -888,7 +895,9 @@ def run_real_bench(
             order = [*contestants[r % len(contestants) :], *contestants[: r % len(contestants)]]
             this: JSON = {}
             for contestant in order:
-                res = anyio.run(_one, name, contestant, wl, size, cfg, timeout, show, split)
+                res = anyio.run(
+                    _one, name, contestant, wl, size, cfg, timeout, show, split, tuple(gate_flags)
+                )
                 res["loadavg"] = _loadavg()
                 this[contestant] = res
                 if show is not None:

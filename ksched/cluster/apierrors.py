@@ -40,6 +40,15 @@ class APIError(KschedError):
         """410 Gone/Expired: the resourceVersion asked for is no longer in the watch window."""
         return self.status == 410 or self.reason in ("Expired", "Gone")
 
+    @property
+    def is_too_large_resource_version(self) -> bool:
+        """client-go's isTooLargeResourceVersionError: the server (its watch cache, just
+        restarted) has not yet seen the resourceVersion asked for. A Status cause
+        ``ResourceVersionTooLarge``, or an older server's 504 "Too large resource version"."""
+        if _has_cause(self.body, "ResourceVersionTooLarge"):
+            return True
+        return self.status == 504 and "Too large resource version" in self.message
+
     @classmethod
     def from_response(cls, status: int, body: bytes, retry_after: float | None = None) -> APIError:
         reason, message = _status_text(status, body)
@@ -53,10 +62,30 @@ class APIConnectionError(APIError):
         super().__init__(0, reason, message)
 
 
+class _Cause(msgspec.Struct):
+    reason: str = ""
+    message: str = ""
+
+
+class _Details(msgspec.Struct):
+    causes: list[_Cause] = msgspec.field(default_factory=list)
+
+
 class _Status(msgspec.Struct):
     reason: str = ""
     message: str = ""
     code: int = 0
+    details: _Details | None = None
+
+
+def _has_cause(body: bytes, reason: str) -> bool:
+    if not body or reason.encode() not in body:
+        return False
+    try:
+        st = msgspec.json.decode(body, type=_Status)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return st.details is not None and any(c.reason == reason for c in st.details.causes)
 
 
 def _status_text(status: int, body: bytes) -> tuple[str, str]:

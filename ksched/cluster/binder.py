@@ -9,6 +9,7 @@ request could succeed again: not after a 409 or 404).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -91,6 +92,9 @@ class APIClusterClient:
     def __init__(self, client: APIClient, *, bind_timeout: float | None = None) -> None:
         self.client = client
         self.bind_timeout = bind_timeout
+        # Called right before a binding or eviction goes out; raises to stop it (the
+        # daemon's fence: see ``APIClient.request``'s ``guard``).
+        self.write_guard: Callable[[], None] | None = None
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         body = {
@@ -105,6 +109,7 @@ class APIClusterClient:
                 pod_path(pod.namespace, pod.name, "binding"),
                 body=body,
                 timeout=self.bind_timeout,
+                guard=self.write_guard,
             )
         except APIError as e:
             retry = e.status not in _FINAL_BIND_STATUSES
@@ -118,7 +123,9 @@ class APIClusterClient:
         if pod.uid:
             body["preconditions"] = {"uid": pod.uid}
         try:
-            await self.client.request("DELETE", pod_path(pod.namespace, pod.name), body=body)
+            await self.client.request(
+                "DELETE", pod_path(pod.namespace, pod.name), body=body, guard=self.write_guard
+            )
         except APIError as e:
             if e.status == 404:
                 return

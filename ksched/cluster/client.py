@@ -558,12 +558,15 @@ class APIClient:
         content_type: str = JSON_CT,
         timeout: float | None = None,
         check: bool = True,
+        guard: Callable[[], None] | None = None,
     ) -> tuple[int, bytes]:
         """One rate-limited request; ``body`` may be bytes or anything msgspec encodes.
 
         Raises ``APIError`` on a non-2xx answer when ``check`` (else returns it), and
         ``APIConnectionError`` when there is no answer. A 429/5xx with Retry-After is
-        retried up to 10 times, like client-go.
+        retried up to 10 times, like client-go. ``guard`` is called just before each
+        attempt goes out, after any wait for the rate limiter or a connection, and may
+        raise to stop it (fencing: a pause during those waits must not let a write out).
         """
         data: bytes | None = None
         if body is not None:
@@ -579,9 +582,13 @@ class APIClient:
             ctype = content_type if data is not None else None
             self.requests_sent += 1
             if pool is not None:
-                status, raw, retry_after = await pool.request(method, target, data, ctype, seconds)
+                status, raw, retry_after = await pool.request(
+                    method, target, data, ctype, seconds, guard
+                )
             else:
                 headers = await self._headers(ctype)
+                if guard is not None:
+                    guard()
                 try:
                     async with self._session.request(
                         method,
@@ -643,7 +650,21 @@ class APIClient:
         freed before the next one comes (at 50,000 pods, hundreds of MB never held at
         once). ``convert`` must not have side effects: a fallback to a full list converts
         every item again."""
+        items, rv, _ = await self.list_paged(path, convert, params, page_size=page_size)
+        return items, rv
+
+    async def list_paged(
+        self,
+        path: str,
+        convert: Callable[[msgspec.Raw], _Item],
+        params: Mapping[str, Any] | None = None,
+        *,
+        page_size: int = 500,
+    ) -> tuple[builtins.list[_Item], str, bool]:
+        """``list_as``, also saying whether the server answered in more than one page
+        (client-go's pager's paginatedResult: the reflector keeps paging only then)."""
         base = dict(params or {})
+        paginated = False
         items: list[_Item] = []
         cont = ""
         while True:
@@ -666,7 +687,8 @@ class APIClient:
             items.extend(map(convert, lst.items or ()))
             cont = lst.metadata.continue_
             if not cont:
-                return items, lst.metadata.resource_version
+                return items, lst.metadata.resource_version, paginated
+            paginated = True
 
     async def watch(
         self,
@@ -676,12 +698,15 @@ class APIClient:
         timeout_seconds: int,
         allow_bookmarks: bool = True,
         params: Mapping[str, Any] | None = None,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Stream a watch's events (newline-delimited JSON) until the server ends it.
 
         Raises ``APIError`` if the watch cannot be opened (e.g. 410 for an expired
         resourceVersion) and ``APIConnectionError`` if the stream breaks; an ERROR event
-        is yielded as is for the caller to interpret.
+        is yielded as is for the caller to interpret. ``on_open`` is called once the
+        server has accepted the watch (200), before any event: a quiet collection may
+        send none for minutes.
         """
         q: dict[str, Any] = dict(params or {})
         q["watch"] = "true"
@@ -712,6 +737,8 @@ class APIClient:
                 if resp.status == 401 and self._refresher is not None:
                     self._refresher.invalidate()
                 raise APIError.from_response(resp.status, raw)
+            if on_open is not None:
+                on_open()
             buf = bytearray()
             try:
                 async for chunk in resp.content.iter_any():

@@ -9,6 +9,23 @@ objects that vanished meanwhile are delivered as deletes, changed ones (by
 resourceVersion) as updates, new ones as adds. Failures back off exponentially with
 jitter (800 ms → 30 s, reset after 2 healthy minutes), as client-go's reflector does.
 
+Relists follow the reflector's ``list``: the first at resourceVersion "0", later ones at
+the last version seen and *unpaged*, so the watch cache answers with state at least that
+new (a paged list at a resourceVersion is an exact read from etcd: after an API server
+restart it returns the old state whose version the new watch cache calls too old, and the
+informer would relist it forever). A list whose version is expired or not yet known to
+the server falls back at once to a consistent read (resourceVersion ""), and so does the
+relist after a watch that expired at the very version the previous list returned: the
+informer never stalls beyond one relist.
+
+A connection that fails outright (refused, reset: the server is down or restarting) is
+retried on a short backoff of its own (200 ms → 2 s), not the reflector's 30 s: it costs
+the server nothing, and a scheduler must resume within seconds of the server's readiness.
+The first informer of a client to get through wakes the others waiting to reconnect: the
+server is back for all of them.
+``stale_for`` says how long an informer has been without a working watch or list, for
+``/readyz``.
+
 Handlers are plain callables run in order on the event loop; the scheduler's ``on_*``
 methods are synchronous and cheap, so no queue sits in between.
 """
@@ -16,6 +33,7 @@ methods are synchronous and cheap, so no queue sits in between.
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -50,6 +68,29 @@ T = TypeVar("T")
 # a broken server or proxy, answered by a relist after backoff rather than a hot loop.
 MIN_WATCH_TIMEOUT = 300.0
 VERY_SHORT_WATCH = 1.0
+# Retrying a connection that failed outright (see the module doc).
+RECONNECT_INITIAL = 0.2
+RECONNECT_CAP = 2.0
+
+
+class _ServerBack:
+    """Wakes the informers of one client that wait to reconnect, once one got through."""
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+
+    async def wait(self) -> None:
+        if self._event is None:
+            self._event = anyio.Event()
+        await self._event.wait()
+
+    def back(self) -> None:
+        if self._event is not None:
+            self._event.set()
+            self._event = None
+
+
+_SERVER_BACK: weakref.WeakKeyDictionary[APIClient, _ServerBack] = weakref.WeakKeyDictionary()
 
 
 class DecodeSkip(KschedError):
@@ -168,6 +209,7 @@ class Informer(Generic[T]):
         meta: Callable[[T], ObjectMeta] = _default_meta,
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         backoff: Backoff | None = None,
+        reconnect_backoff: Backoff | None = None,
         page_size: int = 500,
         clock: Clock | None = None,
         rng: random.Random | None = None,
@@ -186,12 +228,22 @@ class Informer(Generic[T]):
         self.clock: Clock = clock or RealClock()
         self.rng = rng or random.Random()
         self.backoff = backoff or Backoff(clock=self.clock, rng=self.rng)
+        self.reconnect_backoff = reconnect_backoff or Backoff(
+            RECONNECT_INITIAL, RECONNECT_CAP, clock=self.clock, rng=self.rng
+        )
         self.page_size = page_size
+        # client-go's paginatedResult: the first list (at "0") came in pages, so the
+        # server has no watch cache for this collection and relists page too.
+        self.paginated = False
         self.missing_ok = missing_ok
         self.not_served = False  # missing_ok: the last list answered 404
         self.store: dict[str, T] = store if store is not None else {}
         self.last_sync_resource_version = ""
         self._rv_unavailable = False
+        self._listed_rv = ""  # the resourceVersion the last list returned
+        # Since when (clock) the informer has had neither a working watch nor a fresh
+        # list; None while it is in step with the server.
+        self._lost_at: float | None = None
         self.has_synced = False
         self._synced: anyio.Event | None = None  # created on the loop, lazily
         # counters, for logs, metrics and tests
@@ -199,6 +251,7 @@ class Informer(Generic[T]):
         # Why the last list/watch failed, until one succeeds (for /readyz?verbose).
         self.last_error: str | None = None
         self.watches = 0
+        self.consistent_lists = 0  # lists at resourceVersion "" after the first
         self.decode_errors = 0
 
     # -- handlers -------------------------------------------------------------------------------
@@ -247,6 +300,42 @@ class Informer(Generic[T]):
         if not self.has_synced:
             await self._synced_event().wait()
 
+    def stale_for(self) -> float:
+        """Seconds since the informer lost its watch without a new one or a relist (0
+        while in step; the time since creation until the first list)."""
+        lost = self._lost_at
+        return 0.0 if lost is None else max(0.0, self.clock.now() - lost)
+
+    def _lost(self) -> None:
+        if self._lost_at is None:
+            self._lost_at = self.clock.now()
+
+    def _in_step(self) -> None:
+        if self._lost_at is not None:
+            self._server_back().back()
+        self._lost_at = None
+        self.last_error = None
+
+    def _server_back(self) -> _ServerBack:
+        back = _SERVER_BACK.get(self.client)
+        if back is None:
+            back = _SERVER_BACK[self.client] = _ServerBack()
+        return back
+
+    async def _reconnect_wait(self) -> None:
+        """The reconnect backoff, cut short when another informer got through."""
+        delay = self.reconnect_backoff.next()
+        back = self._server_back()
+        async with anyio.create_task_group() as tg:
+
+            async def sleep() -> None:
+                await self.clock.sleep(delay)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(sleep)
+            await back.wait()
+            tg.cancel_scope.cancel()
+
     def __len__(self) -> int:
         return len(self.store)
 
@@ -287,10 +376,16 @@ class Informer(Generic[T]):
     ) -> None:
         """ListAndWatch until cancelled (``wait.BackoffUntil`` around it, like client-go)."""
         task_status.started()
+        if not self.has_synced:
+            self._lost()
         while True:
+            backoff = self.backoff
             try:
                 await self._list_and_watch()
             except APIError as e:
+                self._lost()
+                if isinstance(e, APIConnectionError):
+                    backoff = self.reconnect_backoff
                 self.last_error = f"{self.path}: {e}"
                 # one line per cause (every informer hits the same unreachable server)
                 held = _THROTTLE.allow(f"{type(e).__name__} {str(e).replace(self.path, '')}")
@@ -299,10 +394,15 @@ class Informer(Generic[T]):
                         "list/watch failed", informer=self.name, error=str(e), repeated=held
                     )
             except _WatchEnded as e:
+                self._lost()
                 log.info("relisting", informer=self.name, why=str(e))
             except Exception:
+                self._lost()
                 log.exception("list/watch failed unexpectedly", informer=self.name)
-            await self.backoff.wait()
+            if backoff is self.reconnect_backoff:
+                await self._reconnect_wait()
+            else:
+                await backoff.wait()
 
     def _relist_resource_version(self) -> str:
         """client-go's relistResourceVersion: "0" (any cached state) on the first list, the
@@ -312,28 +412,44 @@ class Informer(Generic[T]):
         return self.last_sync_resource_version or "0"
 
     async def _list(self) -> None:
-        params = self._params()
-        params["resourceVersion"] = self._relist_resource_version()
+        asked = self._relist_resource_version()
         try:
-            items, rv = await self.client.list_as(
-                self.path, self._listed, params, page_size=self.page_size
-            )
+            items, rv, paginated = await self._list_at(asked)
         except APIError as e:
-            if not (e.is_expired or (e.status == 504 and "Too large" in e.message)):
+            if not (e.is_expired or e.is_too_large_resource_version):
                 raise
-            self._rv_unavailable = True
-            params["resourceVersion"] = ""
-            items, rv = await self.client.list_as(
-                self.path, self._listed, params, page_size=self.page_size
+            # Retry at once with a consistent read: the version is gone or not yet known.
+            log.info(
+                "list at an unavailable resourceVersion; listing the latest",
+                informer=self.name,
+                resource_version=asked,
+                error=str(e),
             )
+            self._rv_unavailable = True
+            asked = ""
+            items, rv, paginated = await self._list_at(asked)
+        if asked == "0" and paginated:
+            self.paginated = True
+        if asked == "" and self.lists:
+            self.consistent_lists += 1
         self.lists += 1
-        self.last_error = None
         self._rv_unavailable = False
         self._replace(items)
-        self.last_sync_resource_version = rv
+        self.last_sync_resource_version = self._listed_rv = rv
+        self._in_step()
         if not self.has_synced:
             self.has_synced = True
             self._synced_event().set()
+
+    async def _list_at(self, resource_version: str) -> tuple[list[Any], str, bool]:
+        """One list (the reflector's pager): paged only at "" or "0" or when the server
+        paged the first list, so a relist at a version is served by the watch cache."""
+        params = self._params()
+        params["resourceVersion"] = resource_version
+        paged = resource_version in ("", "0") or self.paginated
+        return await self.client.list_paged(
+            self.path, self._listed, params, page_size=self.page_size if paged else 0
+        )
 
     def _listed(self, raw: msgspec.Raw) -> tuple[str, str, T | None, bool]:
         """A listed item decoded as its page arrives: (key, resourceVersion, object or None
@@ -391,6 +507,7 @@ class Informer(Generic[T]):
                 )
             self._replace([])
             self.last_sync_resource_version = ""
+            self._in_step()  # not served is a state of the server, not a lost watch
             if not self.has_synced:
                 self.has_synced = True
                 self._synced_event().set()
@@ -408,17 +525,25 @@ class Informer(Generic[T]):
                 events = await self._watch_once(timeout)
             except APIConnectionError as e:
                 # no stream at all (refused, reset): retry the watch, not the list
+                self._lost()
+                self.last_error = f"{self.path}: {e}"
                 held = _THROTTLE.allow(f"watch {str(e).replace(self.path, '')}")
                 if held is not None:
                     log.info(
                         "watch failed to open", informer=self.name, error=str(e), repeated=held
                     )
-                await self.backoff.wait()
+                await self._reconnect_wait()
                 continue
             except APIError as e:
-                if e.is_expired:
+                if e.is_expired or e.is_too_large_resource_version:
+                    if self.last_sync_resource_version == self._listed_rv:
+                        # Expired at the version the last list returned: that list was
+                        # stale (an exact read of old state), so the next one reads the
+                        # latest instead of going round again.
+                        self._rv_unavailable = True
                     raise _WatchEnded(f"watch expired: {e.message}") from None
                 if e.status == 429:
+                    self._lost()
                     await self.backoff.wait()
                     continue
                 raise
@@ -435,6 +560,7 @@ class Informer(Generic[T]):
             timeout_seconds=timeout,
             allow_bookmarks=True,
             params=self._params(),
+            on_open=self._in_step,
         )
         try:
             async for type_, raw in stream:
@@ -444,6 +570,7 @@ class Informer(Generic[T]):
             if count == 0:
                 raise
             # cut mid-stream (client-go: "probable EOF"): resume from the last version
+            self._lost()
             log.info("watch connection dropped", informer=self.name, error=str(e))
         finally:
             await stream.aclose()
@@ -455,7 +582,9 @@ class Informer(Generic[T]):
                 st = msgspec.json.decode(raw, type=_WatchStatus)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 st = _WatchStatus(500, "InternalError", bytes(raw).decode("utf-8", "replace"))
-            raise APIError(st.code or 500, st.reason or "InternalError", st.message)
+            raise APIError(
+                st.code or 500, st.reason or "InternalError", st.message, body=bytes(raw)
+            )
         if type_ == "BOOKMARK":
             m = _meta_only(raw)
             if m is not None and m.resource_version:
@@ -508,6 +637,19 @@ class InformerSet:
             ", ".join(names) + (f" ({clip(error)})" if error else "")
             for names, error in groups.values()
         )
+
+    def stale(self, bound: float) -> str:
+        """The synced informers that have been out of step with the server (no watch, no
+        relist) for more than ``bound`` seconds, with why ("" when none): their view may
+        be missing what the server has since accepted."""
+        late = [(i, i.stale_for()) for i in self.informers if i.has_synced]
+        late = [(i, t) for i, t in late if t > bound]
+        if not late:
+            return ""
+        worst = max(late, key=lambda it: it[1])
+        names = ", ".join(i.name for i, _ in late)
+        why = f" ({clip(worst[0].last_error)})" if worst[0].last_error else ""
+        return f"{names} out of step for {worst[1]:.0f}s{why}"
 
     async def wait_synced(self) -> None:
         for i in self.informers:

@@ -20,11 +20,25 @@ it fence or expose a health check. This module follows client-go (``leaderelecti
 * ``release`` clears ``holderIdentity`` (keeping ``leaseTransitions``, with
   ``leaseDurationSeconds=1``) so a standby takes over within one retry period.
 
+Fencing, beyond client-go: ``may_write`` is true only while the last successful lease
+write began less than ``renew_deadline`` ago by the monotonic clock. A process that did not
+run for longer (SIGSTOP, a paused VM, a long GC or event-loop stall) sees that clock jump
+and writes nothing until a renewal confirms the lease — a write conditional on the
+Lease's resourceVersion, or a re-read showing it still ours with the same
+``leaseTransitions``. Others may take the lease only ``lease_duration`` after observing our
+last write, which began before it, so no guarded write is *sent* after the lease could
+have passed to someone else (a request already on the wire may still land). kube-scheduler
+keeps binding after such a pause until its renew loop notices.
+
 Differences from client-go, all deliberate: remote records are compared with microsecond
 ``renewTime`` (client-go's raw record has second precision, which only delays noticing a
 renewal); ``run`` calls ``on_stopped_leading`` only after a lost lease, not when cancelled;
-and the lease is released by an explicit ``release()`` so its owner can first drain the
-work the lease guards (client-go's ``ReleaseOnCancel`` releases at once).
+the lease is released by an explicit ``release()`` so its owner can first drain the
+work the lease guards (client-go's ``ReleaseOnCancel`` releases at once); a leader that
+finds someone else's write on the Lease has lost it, even when the lease is free again
+(client-go would take it back as a new transition); and a renew round that overran its
+deadline because the process did not run gets one more attempt (the re-read above)
+instead of ending the leadership outright.
 """
 
 from __future__ import annotations
@@ -338,6 +352,35 @@ class LeaderElector:
             return f"failed election to renew leadership on lease {self.name}"
         return None
 
+    def may_write(self) -> bool:
+        """Fencing (module doc): leading, and the lease confirmed less than renewDeadline
+        ago by the monotonic clock."""
+        at = self.renewed_at
+        return self.leading and at is not None and self.clock.now() - at < self.renew_deadline
+
+    def fence_check(self) -> str | None:
+        """For /readyz: why a leader may not write now (None when it may, or when it does
+        not lead: a standby is ready)."""
+        if not self.leading or self.may_write():
+            return None
+        at = self.renewed_at
+        ago = self.clock.now() - at if at is not None else 0.0
+        return (
+            f"lease {self.lock.describe()} not confirmed for {ago:.1f}s "
+            f"(renewDeadline {self.renew_deadline:g}s): not binding until it is"
+        )
+
+    async def wait_writable(self, timeout: float) -> bool:
+        """Until ``may_write`` (True), or leadership ends or ``timeout`` passes (False):
+        a write held back while a renewal confirms the lease after a pause."""
+        deadline = self.clock.now() + timeout
+        while not self.may_write():
+            now = self.clock.now()
+            if not self.leading or now >= deadline:
+                return False
+            await self.clock.sleep(min(0.05, deadline - now))
+        return True
+
     def access_check(self) -> str | None:
         """For /readyz: the API server's refusal of the Lease, while not leading."""
         return None if self.leading else self.access_error
@@ -425,7 +468,16 @@ class LeaderElector:
             self._failed("error retrieving resource lock", e)
             return False
         self.access_error = None
-        # 3. Record obtained: a change restarts the local expiry clock.
+        # 3. Record obtained: a change restarts the local expiry clock. A leader finding
+        # another holder's write since its own has lost the lease, free or not.
+        mine = self.observed_record
+        if self.leading and (
+            old.holder_identity != self.identity
+            or old.leader_transitions != mine.leader_transitions
+        ):
+            self._set_observed(old)
+            self._observed_raw = old
+            return False
         if old != self._observed_raw:
             self._set_observed(old)
             self._observed_raw = old
@@ -514,6 +566,19 @@ class LeaderElector:
                 if remaining <= 0:
                     break
                 await self._pause(min(self.retry_period, remaining))
+            gap = self.clock.now() - start - self.renew_deadline
+            if not ok and not self._stop_requested and gap > self.retry_period:
+                # The round overran its deadline: this process did not run (a pause). Writes
+                # are fenced meanwhile (may_write); lead on only if the Lease is still ours.
+                log.warning(
+                    "lease renewal paused; re-reading the lease",
+                    lease=desc,
+                    identity=self.identity,
+                    paused=round(gap, 3),
+                )
+                ok = await self.try_acquire_or_renew()
+                if ok:
+                    log.info("lease still held after the pause", lease=desc, identity=self.identity)
             self._maybe_report_transition()
             if not ok and not self._stop_requested:
                 log.error(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -453,16 +453,25 @@ class ConnectionPool(_Endpoint):
             self._freed = None
 
     async def request(
-        self, method: str, target: str, body: bytes | None, content_type: str | None, timeout: float
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        content_type: str | None,
+        timeout: float,
+        guard: Callable[[], None] | None = None,
     ) -> tuple[int, bytes, float | None]:
         """``target`` is the path and query (the client's base path is prepended). Raises
-        ``APIConnectionError`` without an answer; a timeout has reason "Timeout"."""
+        ``APIConnectionError`` without an answer; a timeout has reason "Timeout".
+        ``guard`` runs right before the bytes are written (``APIClient.request``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         proto = await self._acquire(timeout)
         ok = False
         try:
             head = await self._head(content_type)
+            if guard is not None:
+                guard()  # nothing awaited between this and the write
             data = body or b""
             fut: asyncio.Future[tuple[int, bytes, float | None]] = loop.create_future()
             proto.waiters.append(fut)

@@ -30,11 +30,19 @@ produces one Event object and a patch a minute, not a write per attempt. A serie
 (and the next occurrence creates a new Event) after ``finish_after`` (6 min, client-go's
 ``finishTime``) without repeats. Unlike client-go the key leaves out the pod's
 resourceVersion, which changes with every status patch.
+
+An Event creation the server did not answer, or answered with a 5xx or 429, is tried again
+like client-go's broadcaster does (``attemptRecording``): up to 12 tries, about
+``event_retry_sleep`` (10 s, jittered +25 %) apart; ``drain`` writes them at once. A retry
+of an Event that was in fact created meets 409 AlreadyExists (the name is fixed when it
+is recorded), so none is written twice.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
+import random
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -70,6 +78,9 @@ log = structlog.get_logger("ksched.cluster.status")
 
 # events/v1 validation: note ≤ 1 kB (kube-scheduler's truncateMessage uses the same limit)
 NOTE_LENGTH_LIMIT = 1024
+# client-go's events broadcaster: maxTriesPerEvent, and its sleep between tries.
+MAX_EVENT_TRIES = 12
+EVENT_RETRY_SLEEP = 10.0
 EVENTS_API = "/apis/events.k8s.io/v1"
 
 
@@ -149,6 +160,7 @@ class _Work:
     body: dict[str, Any]
     key: Any = None
     at: float = 0.0  # clock time it was queued (events)
+    tries: int = 1
 
 
 class StatusReporter:
@@ -185,6 +197,10 @@ class StatusReporter:
         self.defer_to = defer_to
         self.defer_poll = defer_poll
         self._events: deque[_Work] = deque()
+        # (due clock time, work): Event creations to try again (module doc)
+        self._event_retries: list[tuple[float, _Work]] = []
+        self.event_retry_sleep = EVENT_RETRY_SLEEP
+        self._rng = random.Random()
         self._events_wakeup: anyio.Event | None = None
         self._events_busy = 0
         self._flushing = 0
@@ -412,7 +428,38 @@ class StatusReporter:
 
     @property
     def pending(self) -> int:
-        return len(self._queue) + self._busy + len(self._events) + self._events_busy
+        return (
+            len(self._queue)
+            + self._busy
+            + len(self._events)
+            + self._events_busy
+            + len(self._event_retries)
+        )
+
+    def _retry_event(self, work: _Work, error: str) -> None:
+        """Try a failed Event creation again later, up to ``MAX_EVENT_TRIES`` in all."""
+        if work.tries >= MAX_EVENT_TRIES:
+            log.error("Unable to write event (retry limit exceeded!)", path=work.path, error=error)
+            return
+        work.tries += 1
+        jitter = 1.0 + self._rng.random() * 0.25
+        self._event_retries.append((self.clock.now() + self.event_retry_sleep * jitter, work))
+
+    def _requeue_due_events(self) -> float | None:
+        """Move the retries that are due (all while draining) to the event queue; seconds
+        until the next one is (None: none left)."""
+        if not self._event_retries:
+            return None
+        now = self.clock.now()
+        due = [w for t, w in self._event_retries if t <= now or self._flushing]
+        if due:
+            self._event_retries = [
+                (t, w) for t, w in self._event_retries if not (t <= now or self._flushing)
+            ]
+            self._events.extend(due)
+        if not self._event_retries:
+            return None
+        return max(0.0, min(t for t, _ in self._event_retries) - now)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -475,10 +522,13 @@ class StatusReporter:
         one connection (else ``workers`` requests at a time), after in-flight bindings."""
         q = self._events
         while True:
+            next_retry = self._requeue_due_events()
             if not q:
                 if self._events_wakeup is None:
                     self._events_wakeup = anyio.Event()
-                await self._events_wakeup.wait()
+                # new events and a drain (its retries are due at once) wake it too
+                with anyio.move_on_after(math.inf if next_retry is None else next_retry):
+                    await self._events_wakeup.wait()
                 continue
             wait = self._deferring()
             if wait > 0:
@@ -501,7 +551,22 @@ class StatusReporter:
             await self._write_one(work)
 
     def _write_failed(self, work: _Work, e: APIError) -> None:
+        if work.kind == "event" and work.tries > 1 and e.status == 409:
+            return  # an earlier try was created after all, its answer lost
         self.api_errors += 1
+        if work.kind == "event" and _retriable(e):
+            # one line per kind of failure every 10 s: an outage fails every event, often
+            held = self._drop_log.allow(f"retry {e.status} {e.reason}")
+            if held is not None:
+                log.warning(
+                    "status/event write failed; trying again later",
+                    kind=work.kind,
+                    path=work.path,
+                    error=str(e),
+                    repeated=held,
+                )
+            self._retry_event(work, str(e))
+            return
         log.warning("status/event write failed", kind=work.kind, path=work.path, error=str(e))
 
     async def _post_events(self, pipe: PipelinedConnection, batch: list[_Work]) -> None:
@@ -509,22 +574,18 @@ class StatusReporter:
         (Retry-After) is retried through ``APIClient.request``, which honours it."""
         try:
             results = await pipe.batch([("POST", w.path, _encode(w.body), JSON_CT) for w in batch])
-        except Exception:
+        except Exception as e:
             self.api_errors += len(batch)
             log.exception("status/event write failed", kind="event", events=len(batch))
+            for work in batch:
+                self._retry_event(work, str(e))
             return
         for work, r in zip(batch, results, strict=True):
             err = r if isinstance(r, BaseException) else as_error(r)
             if err is None:
                 continue
             if not isinstance(err, APIError):
-                self.api_errors += 1
-                log.error(
-                    "status/event write failed",
-                    kind=work.kind,
-                    path=work.path,
-                    error=f"{type(err).__name__}: {err}",
-                )
+                self._write_failed(work, APIError(0, type(err).__name__, str(err)))
                 continue
             if err.status == 401:
                 self.client.credentials_rejected()
@@ -541,6 +602,9 @@ class StatusReporter:
         """Wait until everything queued so far has been written (tests, shutdown); events
         do not wait for bindings meanwhile."""
         self._flushing += 1
+        if self._event_retries and self._events_wakeup is not None:
+            self._events_wakeup.set()
+            self._events_wakeup = None
         try:
             with anyio.fail_after(timeout):
                 while self.pending:
@@ -569,3 +633,8 @@ class StatusReporter:
                 await self.client.request("POST", f"{EVENTS_API}/namespaces/{ns}/events", body=ev)
         elif work.kind == "condition":
             await patch_pod_status(self.client, work.path, work.body)  # a 404: pod gone
+
+
+def _retriable(e: APIError) -> bool:
+    """No answer, or the server asking to be tried later: client-go keeps the event."""
+    return e.status == 0 or e.status == 429 or e.status >= 500

@@ -10,14 +10,22 @@ ksched. Divergences, all deliberate:
   has no protobuf) and the leader-election lock is named ``ksched``.
 * An extender ``httpTimeout`` of 0 is shown as upstream's effective 5s.
 * ``percentageOfNodesToScore`` stays None (upstream writes 0); both mean adaptive.
+
+Feature gates (the config's ``features``) decide what upstream decides with them: the
+default plugins (``applyFeatureGates``: ``GATED_PLUGINS``) and gated args defaults
+(``GATED_ARG_DEFAULTS``). Not a choice but a gap: a gated plugin ksched does not have yet
+(NodeDeclaredFeatures, on in v1.36) is left out of the default profile.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ksched.plugins import builtin_plugin
+from ksched.features import FeatureGates, default_feature_gates
+from ksched.plugins import BUILTIN_PLUGINS, builtin_plugin
+from ksched.plugins.names import NODE_DECLARED_FEATURES
 
 if TYPE_CHECKING:
     from ksched.framework.args import PluginArgs
@@ -34,8 +42,14 @@ from ksched.config.types import (
 )
 
 __all__ = [
+    "BASE_MULTI_POINT",
     "DEFAULT_MULTI_POINT",
+    "DEFAULT_PROFILE_BY_VERSION",
+    "GATED_ARG_DEFAULTS",
+    "GATED_PLUGINS",
     "PLUGINS_WITH_DEFAULT_ARGS",
+    "GatedPlugin",
+    "default_multi_point",
     "default_plugin_args",
     "default_plugins",
     "merge_plugin_set",
@@ -44,11 +58,8 @@ __all__ = [
 ]
 
 # getDefaultPlugins() of kube-scheduler v1, in order (the EBS/GCEPD/AzureDisk limit
-# plugins upstream removed are omitted), with DynamicResources (always on since v1.35)
-# before DefaultPreemption as applyFeatureGates puts it: deallocating an idle claim is
-# better than evicting a pod. Its weight is 2 (what v1.36.3's
-# ``kube-scheduler --write-config-to`` writes; found by the differential oracle).
-DEFAULT_MULTI_POINT: list[PluginRef] = [
+# plugins upstream removed are omitted), before applyFeatureGates (``GATED_PLUGINS``).
+BASE_MULTI_POINT: list[PluginRef] = [
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
     PluginRef("NodeUnschedulable"),
@@ -63,7 +74,6 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
-    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
@@ -71,9 +81,60 @@ DEFAULT_MULTI_POINT: list[PluginRef] = [
 ]
 
 
-def default_plugins() -> Plugins:
+@dataclass(frozen=True)
+class GatedPlugin:
+    """One rule of upstream's ``applyFeatureGates``: with ``gate`` on, ``plugin`` joins the
+    default multiPoint list, before ``before`` (if given and present) or at the end."""
+
+    gate: str
+    plugin: PluginRef
+    before: str | None = None
+
+
+# applyFeatureGates (pkg/scheduler/apis/config/v1/default_plugins.go), in its order.
+# DynamicResources goes before DefaultPreemption: deallocating an idle claim is better
+# than evicting a pod; its weight 2 is what v1.36.3's --write-config-to writes.
+GATED_PLUGINS: tuple[GatedPlugin, ...] = (
+    GatedPlugin("NodeDeclaredFeatures", PluginRef(NODE_DECLARED_FEATURES)),
+    GatedPlugin("DynamicResourceAllocation", PluginRef("DynamicResources", 2), "DefaultPreemption"),
+    GatedPlugin("GangScheduling", PluginRef("GangScheduling")),
+    GatedPlugin("TopologyAwareWorkloadScheduling", PluginRef("TopologyPlacementGenerator")),
+    GatedPlugin("TopologyAwareWorkloadScheduling", PluginRef("PodGroupPodsCount", 1)),
+)
+
+
+# Per emulated version (each implemented row of ``ksched.features.KUBE_VERSIONS``): its
+# getDefaultPlugins list and applyFeatureGates rules. A version whose defaults differ gets
+# its own row here; the code below stays the same.
+DEFAULT_PROFILE_BY_VERSION: dict[str, tuple[list[PluginRef], tuple[GatedPlugin, ...]]] = {
+    "1.36": (BASE_MULTI_POINT, GATED_PLUGINS),
+}
+
+
+def default_multi_point(features: FeatureGates | None = None) -> list[PluginRef]:
+    """The default profile's multiPoint plugins under ``features`` (default gates if None):
+    the emulated version's base list with its gated rules applied. A rule whose plugin
+    ksched does not have yet is skipped (its gate's value is a documented gap,
+    ``ksched.features.support``)."""
+    features = features or default_feature_gates()
+    base, rules = DEFAULT_PROFILE_BY_VERSION[features.emulated_version]
+    out = copy.deepcopy(base)
+    for rule in rules:
+        if not features.enabled(rule.gate) or rule.plugin.name not in BUILTIN_PLUGINS:
+            continue
+        names = [p.name for p in out]
+        at = names.index(rule.before) if rule.before in names else len(out)
+        out.insert(at, copy.deepcopy(rule.plugin))
+    return out
+
+
+# The default profile under the default gates (what most callers and tests compare with).
+DEFAULT_MULTI_POINT: list[PluginRef] = default_multi_point()
+
+
+def default_plugins(features: FeatureGates | None = None) -> Plugins:
     """A fresh copy of the default plugin set (callers mutate what they get)."""
-    return Plugins(multi_point=PluginSet(enabled=copy.deepcopy(DEFAULT_MULTI_POINT)))
+    return Plugins(multi_point=PluginSet(enabled=default_multi_point(features)))
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -131,8 +192,24 @@ PLUGINS_WITH_DEFAULT_ARGS: frozenset[str] = frozenset(
 )
 
 
-def default_plugin_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Args with upstream's ``SetDefaults_<Name>Args`` applied; user fields win.
+# SetDefaults_<Name>Args' fields that upstream defaults only while feature gates are on:
+# (plugin, field) -> the gates, all of which must be on. The default itself is the plugin's
+# (its Args' ``gated_defaults``); the Args field's own default is the gates-off value.
+GATED_ARG_DEFAULTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("DynamicResources", "filterTimeout"): ("DRASchedulerFilterTimeout",),
+    ("DynamicResources", "bindingTimeout"): (
+        "DRADeviceBindingConditions",
+        "DRAResourceClaimDeviceStatus",
+    ),
+    ("VolumeBinding", "shape"): ("StorageCapacityScoring",),
+}
+
+
+def default_plugin_args(
+    name: str, args: dict[str, Any], features: FeatureGates | None = None
+) -> dict[str, Any]:
+    """Args with upstream's ``SetDefaults_<Name>Args`` applied under ``features`` (the
+    default gates if None); user fields win.
 
     Returns a new dict for the in-tree plugins above and ``args`` itself for any other
     name, so a framework can call it for every plugin (out-of-tree ones default their
@@ -140,7 +217,12 @@ def default_plugin_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     """
     if name not in PLUGINS_WITH_DEFAULT_ARGS:
         return args
+    features = features or default_feature_gates()
     args_type: type[PluginArgs] = builtin_plugin(name).Args  # type: ignore[attr-defined]
+    args = dict(args)
+    for (plugin, key), gates in GATED_ARG_DEFAULTS.items():
+        if plugin == name and args.get(key) is None and all(map(features.enabled, gates)):
+            args[key] = copy.deepcopy(args_type.gated_defaults[key])
     return args_type.with_defaults(args)
 
 
@@ -151,16 +233,16 @@ def _enabled_names(plugins: Plugins) -> set[str]:
     return {p.name for attr, _ in PLUGIN_SETS for p in plugins.point(attr).enabled}
 
 
-def _default_profile(prof: Profile) -> None:
-    merged = merge_plugins(default_plugins(), prof.plugins)
+def _default_profile(prof: Profile, features: FeatureGates) -> None:
+    merged = merge_plugins(default_plugins(features), prof.plugins)
     prof.plugins = merged
 
     configs: list[PluginConfig] = []
     for pc in prof.plugin_config:
-        configs.append(PluginConfig(pc.name, default_plugin_args(pc.name, pc.args)))
+        configs.append(PluginConfig(pc.name, default_plugin_args(pc.name, pc.args, features)))
     existing = {pc.name for pc in configs}
     for name in sorted((_enabled_names(merged) & PLUGINS_WITH_DEFAULT_ARGS) - existing):
-        configs.append(PluginConfig(name, default_plugin_args(name, {})))
+        configs.append(PluginConfig(name, default_plugin_args(name, {}, features)))
     prof.plugin_config = configs
 
 
@@ -175,7 +257,7 @@ def set_defaults(cfg: KubeSchedulerConfiguration) -> list[str]:
         cfg.profiles.append(Profile(scheduler_name=DEFAULT_SCHEDULER_NAME))
     warnings: list[str] = []
     for prof in cfg.profiles:
-        _default_profile(prof)
+        _default_profile(prof, cfg.features)
 
     le = cfg.leader_election
     le.resource_lock = le.resource_lock or "leases"

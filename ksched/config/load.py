@@ -43,6 +43,7 @@ from ksched.config.types import (
     parse_duration,
 )
 from ksched.config.validation import unknown_plugin_config, validate
+from ksched.features import FeatureGates
 from ksched.framework.args import got
 from ksched.util.limits import BoundedLoaderMixin, loads_json
 
@@ -494,17 +495,24 @@ def _prefix(source: str, lines: list[str]) -> list[str]:
 
 
 def load_config_data(
-    data: Any, source: str = "<data>", known_plugins: Collection[str] | None = None
+    data: Any,
+    source: str = "<data>",
+    known_plugins: Collection[str] | None = None,
+    features: FeatureGates | None = None,
 ) -> tuple[KubeSchedulerConfiguration, list[str]]:
     """Decode, default and validate already-parsed data; returns (config, warnings).
 
     Raises ConfigError listing every problem, each line prefixed with ``source``.
     ``known_plugins`` enables the plugin-name check (see ``validate``) and a warning for
-    each pluginConfig entry that names no known plugin.
+    each pluginConfig entry that names no known plugin. ``features``: the feature gates
+    (``--feature-gates``, ``--emulated-version``) the file is defaulted and validated
+    under, and which the config then carries; the default gates if None.
     """
     cfg, problems, warnings = decode_config(data)
     if cfg is None:
         raise ConfigError(_prefix(source, problems), _prefix(source, warnings))
+    if features is not None:
+        cfg.features = features
     warnings += set_defaults(cfg)
     if known_plugins is not None:
         warnings += unknown_plugin_config(cfg, known_plugins)
@@ -590,41 +598,49 @@ def _parse(text: str, source: str) -> Any:
         raise ConfigError([f"{source}: {' '.join(str(e).split())}"]) from e
 
 
-def default_config() -> KubeSchedulerConfiguration:
-    """The configuration used when no file is given: every field defaulted."""
+def default_config(features: FeatureGates | None = None) -> KubeSchedulerConfiguration:
+    """The configuration used when no file is given: every field defaulted (under
+    ``features``, the default gates if None)."""
     cfg = KubeSchedulerConfiguration()
+    if features is not None:
+        cfg.features = features
     set_defaults(cfg)
     return cfg
 
 
 def load_config(
-    path: str | None, known_plugins: Collection[str] | None = None
+    path: str | None,
+    known_plugins: Collection[str] | None = None,
+    features: FeatureGates | None = None,
 ) -> tuple[KubeSchedulerConfiguration, list[str]]:
     """Load a YAML or JSON file (``.json`` is parsed as JSON); returns (config, warnings).
 
     ``None`` gives ``default_config()``. Raises ConfigError (lines prefixed with
     ``path``) for unreadable files, decode problems and validation problems alike.
+    ``features``: as for ``load_config_data``.
     """
     if path is None:
-        return default_config(), []
+        return default_config(features), []
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise ConfigError([f"{path}: cannot read: {reason}"]) from e
-    return load_config_data(_parse(text, path), path, known_plugins)
+    return load_config_data(_parse(text, path), path, known_plugins, features)
 
 
 def validate_file(
-    path: str, known_plugins: Collection[str] | None = None
+    path: str,
+    known_plugins: Collection[str] | None = None,
+    features: FeatureGates | None = None,
 ) -> tuple[str | None, list[str], list[str]]:
     """What ``ksched config validate FILE`` reports: (effective YAML, problems, warnings).
 
     The YAML is None exactly when there are problems; all lines are source-prefixed.
     """
     try:
-        cfg, warnings = load_config(path, known_plugins)
+        cfg, warnings = load_config(path, known_plugins, features)
     except ConfigError as e:
         return None, e.problems, e.warnings
     return dump_yaml(cfg), [], warnings

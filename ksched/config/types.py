@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..features import FeatureGates, default_feature_gates
 from ..framework.interface import EXTENSION_POINTS
 from ..util.duration import format_duration, parse_duration, parse_duration_ns
 from ..util.errors import KschedError
@@ -197,3 +198,6 @@ class KubeSchedulerConfiguration:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     delay_cache_until_active: bool = False
+    # Not in the file: the effective feature gates and emulated version (command-line
+    # flags) this configuration is defaulted, validated and run under.
+    features: FeatureGates = field(default_factory=default_feature_gates)

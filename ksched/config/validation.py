@@ -2,7 +2,8 @@
 
 Messages follow apimachinery's field errors (``path: Invalid value: 0: detail``) so
 they read like kube-scheduler's. Plugin args are not checked here: each plugin
-validates its own when the framework builds it. Beyond upstream, ksched also checks
+validates its own when the framework builds it, except the fields upstream accepts only
+while their feature gates are on (``_gated_args``). Beyond upstream, ksched also checks
 (marked below): enabled plugin names against a registry (upstream refuses them when it
 builds the framework), and (deliberate extensions, docs/fidelity.md) extender ``urlPrefix``
 presence and a non-negative ``httpTimeout``.
@@ -11,10 +12,11 @@ presence and a non-negative ``httpTimeout``.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ksched.api.validation import qualified_name_errors
+from ksched.config.defaults import GATED_ARG_DEFAULTS
 from ksched.config.types import (
     PLUGIN_SETS,
     KubeSchedulerConfiguration,
@@ -22,6 +24,7 @@ from ksched.config.types import (
     Profile,
     format_duration,
 )
+from ksched.features import FeatureGates
 from ksched.framework.args import show
 
 __all__ = ["ARGS_VALIDATED_IN_CONFIG", "REMOVED_PLUGINS", "unknown_plugin_config", "validate"]
@@ -130,6 +133,44 @@ def _removed(path: str, name: str, api_version: str) -> str:
 
 def _unknown(path: str, name: str, known: Collection[str]) -> str:
     return f"{path}: unknown plugin {_show(name)}; available: {', '.join(sorted(known))}"
+
+
+# validation_pluginargs' checks of the fields upstream accepts only while their feature gates
+# are on (the gates: ``GATED_ARG_DEFAULTS``): (plugin, field) -> the problem, given the value.
+_GATED_ARG_PROBLEMS: dict[tuple[str, str], Callable[[Any], str]] = {
+    ("DynamicResources", "filterTimeout"): lambda _v: (
+        "Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
+    ),
+    ("DynamicResources", "bindingTimeout"): lambda _v: (
+        "Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate "
+        "is disabled"
+    ),
+    ("VolumeBinding", "shape"): lambda v: (
+        f"Invalid value: {_go_json(v)}: unexpected field `shape`, remove it or turn on the "
+        "feature gate StorageCapacityScoring"
+    ),
+}
+
+
+def _go_json(value: Any) -> str:
+    """A decoded struct list as Go's JSON of the internal type shows it (exported names)."""
+    if isinstance(value, list):
+        return "[" + ",".join(_go_json(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{json.dumps(k[:1].upper() + k[1:])}:{_go_json(v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    return json.dumps(value)
+
+
+def _gated_args(path: str, prof: Profile, features: FeatureGates) -> list[str]:
+    errs = []
+    for j, pc in enumerate(prof.plugin_config):
+        for (plugin, key), gates in GATED_ARG_DEFAULTS.items():
+            value = pc.args.get(key) if isinstance(pc.args, dict) else None
+            if plugin == pc.name and value is not None and not all(map(features.enabled, gates)):
+                problem = _GATED_ARG_PROBLEMS[plugin, key](value)
+                errs.append(f"{path}.pluginConfig[{j}].args.{key}: {problem}")
+    return errs
 
 
 def _validate_profile(
@@ -280,6 +321,7 @@ def validate(
         for i, prof in enumerate(cfg.profiles):
             path = f"profiles[{i}]"
             errs += _validate_profile(path, cfg.api_version, prof, known_plugins)
+            errs += _gated_args(path, prof, cfg.features)
             if prof.scheduler_name in seen:
                 # Upstream shows the other profile's path; the name is what users grep for.
                 errs.append(f"{path}.schedulerName: Duplicate value: {_show(prof.scheduler_name)}")

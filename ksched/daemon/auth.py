@@ -305,6 +305,11 @@ class DelegatingAuth:
         token = bearer_token(request.headers.get("Authorization"))
         if token is None:
             return ANONYMOUS
+        if not token.isascii():
+            # RFC 6750's b64token is ASCII, and bytes that are not UTF-8 reach us as lone
+            # surrogates no review could carry: no API server token looks like this.
+            self._log("authentication failed: a bearer token that is not ASCII")
+            raise _Unauthenticated
         key = hashlib.sha256(token.encode()).digest()
         ttl = self.options.token_cache_ttl
         try:

@@ -48,7 +48,7 @@ import contextlib
 import functools
 import gc
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -58,7 +58,7 @@ import anyio.abc
 from .. import logging as klog
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
 from ..api.resource import ResourceClaim
-from ..cluster import APIClient, APIClusterClient, ClusterInformers, StatusReporter
+from ..cluster import APIClient, APIClusterClient, APIError, ClusterInformers, StatusReporter
 from ..cluster import connect_scheduler as _connect
 from ..cluster.leaderelection import (
     LeaderElector,
@@ -68,6 +68,7 @@ from ..cluster.leaderelection import (
     resolve_lease_namespace,
 )
 from ..extender.server import is_loopback
+from ..features import flagz_values
 from ..framework.deadline import DEFAULT_BINDING_TIMEOUT, DEFAULT_PLUGIN_TIMEOUT
 from ..framework.handle import BindError
 from ..framework.registry import Registry
@@ -75,6 +76,7 @@ from ..framework.types import PodInfo
 from ..metrics import SchedulerMetrics
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
+from ..util.limits import clip
 from .auth import DEFAULT_SECURE_PORT, REVIEW_BURST, REVIEW_QPS, DelegatingAuth, SecureServing
 from .explain import Outcomes
 from .http import DebugServer
@@ -88,6 +90,11 @@ DEFAULT_PORT = DEFAULT_SECURE_PORT  # kube-scheduler's secure port, 10259
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 # How long shutdown waits for queued events and status patches once bindings are done.
 STATUS_FLUSH_TIMEOUT = 5.0
+# /readyz fails once an informer has been out of step with the API server (no watch, no
+# relist), or the leader's bindings have failed for want of the server, this long.
+DEFAULT_READINESS_BOUND = 5.0
+# Unanswered bindings remembered at most (the oldest forgotten first).
+MAX_UNANSWERED = 10_000
 
 log = klog.get_logger("ksched.daemon")
 
@@ -141,71 +148,131 @@ class _DaemonObserver:
 
 class _FencedClusterClient(APIClusterClient):
     """The binder, refusing writes once leadership is lost: a binding cycle that started
-    before the loss but reaches Bind after it must not race the new leader."""
+    before the loss but reaches Bind after it must not race the new leader.
 
-    def __init__(self, client: APIClient, may_write: Callable[[], bool]) -> None:
+    ``may_write`` is the fence (``LeaderElector.may_write``); ``wait_writable`` holds a
+    binding or eviction while a renewal confirms the lease after a pause, and the fence is
+    checked again right before the request's bytes go out (``write_guard``), so a pause
+    while it waited for a token or a connection lets nothing out either. Bindings that
+    fail without an answer or with a server error are remembered for ``/readyz``.
+
+    A binding that got no answer may have been applied (the server died after committing
+    it): it is remembered (``unanswered``) and, when the pod informer shows the pod bound
+    to that very node, reported as scheduled after all (``confirmed``) — else the pod
+    would be bound without a Scheduled event, as kube-scheduler leaves it."""
+
+    def __init__(
+        self,
+        client: APIClient,
+        may_write: Callable[[], bool],
+        wait_writable: Callable[[], Coroutine[Any, Any, bool]] | None = None,
+    ) -> None:
         super().__init__(client)
         self.may_write = may_write
+        self.wait_writable = wait_writable
+        self.write_guard = self._guard
+        # monotonic time of the first of the failing bindings since the last success
+        self.failing_since: float | None = None
+        self.last_failure = ""
+        # uid (or key) -> node of bindings sent but never answered, oldest first
+        self.unanswered: dict[str, str] = {}
 
-    def _check(self, what: str) -> None:
+    def _guard(self) -> None:
         if not self.may_write():
+            raise _NotLeader("not the leader any more, or the lease is not confirmed")
+
+    async def _fence(self, what: str) -> None:
+        if not self.may_write() and (self.wait_writable is None or not await self.wait_writable()):
             raise _NotLeader(f"{what}: not the leader any more")
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
-        if not self.may_write():
-            raise BindError(
-                f"binding {pod.key} to {node_name}: not the leader any more", retry=True
-            )
-        await super().bind(pod, node_name)
+        what = f"binding {pod.key} to {node_name}"
+        try:
+            await self._fence(what)
+            await super().bind(pod, node_name)
+        except _NotLeader as e:
+            raise BindError(f"{what}: {e}", retry=True) from None
+        except BindError as e:
+            cause = e.__cause__
+            if isinstance(cause, APIError) and (cause.status == 0 or cause.status >= 500):
+                if self.failing_since is None:
+                    self.failing_since = time.monotonic()
+                self.last_failure = str(cause)
+                if cause.status == 0:
+                    self._remember(pod, node_name)
+            raise
+        self.failing_since = None
+        self.unanswered.pop(pod.uid or pod.key, None)
+
+    def _remember(self, pod: PodInfo, node: str) -> None:
+        if len(self.unanswered) >= MAX_UNANSWERED:
+            del self.unanswered[next(iter(self.unanswered))]
+        self.unanswered[pod.uid or pod.key] = node
+
+    def forget(self, pod: PodInfo) -> None:
+        self.unanswered.pop(pod.uid or pod.key, None)
+
+    def confirmed(self, pod: PodInfo) -> str | None:
+        """The node an unanswered binding of ``pod`` named, if the pod is now bound there
+        (forgotten either way once the pod is bound)."""
+        if not self.unanswered or not pod.node_name:
+            return None
+        node = self.unanswered.pop(pod.uid or pod.key, None)
+        return node if node == pod.node_name else None
+
+    def failing_for(self) -> float:
+        """Seconds since bindings started failing for want of the server (0 if not)."""
+        since = self.failing_since
+        return 0.0 if since is None else time.monotonic() - since
 
     async def delete_pod(self, pod: PodInfo) -> None:
-        self._check(f"deleting {pod.key}")
+        await self._fence(f"deleting {pod.key}")
         await super().delete_pod(pod)
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
-        self._check(f"nominating {pod.key}")
+        await self._fence(f"nominating {pod.key}")
         await super().set_nominated_node(pod, node_name)
 
     async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
-        self._check(f"setting condition {condition.type} of {pod.key}")
+        await self._fence(f"setting condition {condition.type} of {pod.key}")
         return await super().set_pod_condition(pod, condition)
 
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
-        self._check(f"binding PersistentVolume {pv.metadata.name}")
+        await self._fence(f"binding PersistentVolume {pv.metadata.name}")
         return await super().update_persistent_volume(pv)
 
     async def update_persistent_volume_claim(
         self, pvc: PersistentVolumeClaim
     ) -> PersistentVolumeClaim:
-        self._check(f"selecting a node for PersistentVolumeClaim {pvc.metadata.name}")
+        await self._fence(f"selecting a node for PersistentVolumeClaim {pvc.metadata.name}")
         return await super().update_persistent_volume_claim(pvc)
 
     async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        self._check(f"updating ResourceClaim {claim.key}")
+        await self._fence(f"updating ResourceClaim {claim.key}")
         return await super().update_resource_claim(claim)
 
     async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
-        self._check(f"updating the status of ResourceClaim {claim.key}")
+        await self._fence(f"updating the status of ResourceClaim {claim.key}")
         return await super().update_resource_claim_status(claim)
 
     async def patch_resource_claim_status(
         self, namespace: str, name: str, patch: dict[str, Any]
     ) -> None:
-        self._check(f"patching the status of ResourceClaim {namespace}/{name}")
+        await self._fence(f"patching the status of ResourceClaim {namespace}/{name}")
         await super().patch_resource_claim_status(namespace, name, patch)
 
     async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        self._check(f"creating a ResourceClaim for {claim.metadata.generate_name}")
+        await self._fence(f"creating a ResourceClaim for {claim.metadata.generate_name}")
         return await super().create_resource_claim(claim)
 
     async def delete_resource_claim(self, namespace: str, name: str) -> None:
-        self._check(f"deleting ResourceClaim {namespace}/{name}")
+        await self._fence(f"deleting ResourceClaim {namespace}/{name}")
         await super().delete_resource_claim(namespace, name)
 
     async def set_extended_resource_claim_status(
         self, pod: PodInfo, status: dict[str, Any]
     ) -> None:
-        self._check(f"writing the extended resource claim of {pod.key}")
+        await self._fence(f"writing the extended resource claim of {pod.key}")
         await super().set_extended_resource_claim_status(pod, status)
 
 
@@ -264,6 +331,8 @@ class SchedulerDaemon:
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
         shadow_of: str | None = None,
+        readiness_bound: float = DEFAULT_READINESS_BOUND,
+        flags: Mapping[str, str] | None = None,
     ) -> None:
         """``client`` (owned by the caller) or ``kubeconfig``/``master`` (a client is made and
         closed by the daemon). ``port``: plain HTTP on ``bind_address`` (0 picks a free
@@ -278,7 +347,11 @@ class SchedulerDaemon:
         cycle's synchronous plugin code, ``binding_timeout`` PreBind+Bind and PostBind
         (seconds; None or 0 for no bound): a plugin that hangs fails that pod's attempt.
         ``shadow_of``: shadow mode (``shadow``): decide for that scheduler's pods with the
-        first profile and compare, writing nothing to the cluster (no leader election)."""
+        first profile and compare, writing nothing to the cluster (no leader election).
+        ``readiness_bound``: seconds an informer may be out of step with the API server, or
+        the leader's bindings fail for want of it, before ``/readyz`` fails.
+        ``flags``: the command line's flags by name, for ``/flagz`` (default: the feature
+        gate flags the config's gates stand for)."""
         if registry is None:
             from ..plugins import default_registry
 
@@ -317,6 +390,12 @@ class SchedulerDaemon:
         self._gc_threshold: tuple[int, ...] | None = None  # to restore on stop
         self._cycle_started: float | None = None  # monotonic start of the running cycle
         self.shadow_of = shadow_of
+        self.readiness_bound = readiness_bound
+        self._binder: _FencedClusterClient | None = None
+        explicit = config.features.flag_value()
+        self.flags: dict[str, str] = dict(flags or {}) or flagz_values(
+            [explicit] if explicit else [], []
+        )
         self.shadow: Shadow | None = None
         self.leader_elect = (
             config.leader_election.leader_elect if leader_elect is None else leader_elect
@@ -385,6 +464,27 @@ class SchedulerDaemon:
         """The lease could not be renewed: the daemon stopped scheduling for good."""
         return self._lost.is_set()
 
+    def may_write(self) -> bool:
+        """The fence on bindings and evictions: no leader election, or the lease is held
+        and confirmed (``LeaderElector.may_write``); never for a shadow, as if it had lost
+        a lease it never held."""
+        if self.shadow_of is not None:
+            return False
+        return self.elector is None or self.elector.may_write()
+
+    def _bound_unanswered(self, pod: PodInfo) -> None:
+        """A binding the server applied but never answered: report it now."""
+        b = self._binder
+        node = None if b is None else b.confirmed(pod)
+        if node is not None and self._sched is not None:
+            log.info("an unanswered binding was applied", pod=pod.key, node=node)
+            self._sched.observer.scheduled(pod, node, pod.pod.spec.scheduler_name, 1)
+
+    async def _wait_writable(self) -> bool:
+        if self.elector is None or self.shadow_of is not None:
+            return self.may_write()
+        return await self.elector.wait_writable(self.elector.lease_duration)
+
     async def wait_leading(self, timeout: float | None = None) -> None:
         with anyio.fail_after(timeout):
             await self._leading.wait()
@@ -405,14 +505,36 @@ class SchedulerDaemon:
         election = [] if self.elector is None else [("leaderElection", self._election_ready())]
         return [
             ("ping", None),
-            ("informer-sync", None if self.synced else self._not_synced()),
+            ("informer-sync", self._not_synced()),
+            ("binding", self._cannot_bind()),
             ("shutdown", "shutting down" if self._stopping else None),
             *election,
         ]
 
-    def _not_synced(self) -> str:
-        waiting = self.informers.unsynced() if self.informers is not None else ""
-        return "informers have not synced yet" + (f": {waiting}" if waiting else "")
+    def _not_synced(self) -> str | None:
+        """Not yet listed, or out of step with the API server for longer than the bound
+        (watches down, relists failing): what it schedules from may be missing pods,
+        nodes or bindings the server has since accepted."""
+        if self.informers is None:
+            return "informers have not synced yet"
+        if not self.informers.synced:
+            waiting = self.informers.unsynced()
+            return "informers have not synced yet" + (f": {waiting}" if waiting else "")
+        stale = self.informers.stale(self.readiness_bound)
+        return f"informers out of step with the API server: {stale}" if stale else None
+
+    def _cannot_bind(self) -> str | None:
+        """The instance that should schedule cannot: its lease is not confirmed (fenced
+        after a pause), or its bindings have failed for want of the server for longer
+        than the bound. A standby is not expected to bind."""
+        if self.shadow_of is not None or not self.leading or not self._ready.is_set():
+            return None
+        if self.elector is not None and (fenced := self.elector.fence_check()) is not None:
+            return fenced
+        b = self._binder
+        if b is not None and b.failing_for() > self.readiness_bound:
+            return f"bindings failing for {b.failing_for():.0f}s: {clip(b.last_failure)}"
+        return None
 
     def _election_ready(self) -> str | None:
         """Liveness's check, plus: a candidate the API server will not let near its Lease
@@ -512,11 +634,11 @@ class SchedulerDaemon:
             )
         if self.shadow_of is None:
             self.reporter = StatusReporter(client, controller=_controller(profiles))
+        self._binder = binder = _FencedClusterClient(client, self.may_write, self._wait_writable)
         sched = Scheduler(
             cfg,
             self.registry,
-            # a shadow may not write at all: as if it had lost a lease it never held
-            cluster=_FencedClusterClient(client, lambda: self.leading and self.shadow_of is None),
+            cluster=binder,
             observer=None
             if self.reporter is None
             else _DaemonObserver(self.reporter, self.outcomes),
@@ -539,6 +661,12 @@ class SchedulerDaemon:
             )
             log.info("shadow mode: deciding, writing nothing", shadow_of=self.shadow_of)
         self.informers = _connect(sched, client)
+        if self.reporter is not None:
+            self.informers.pods.add_handlers(
+                on_add=self._bound_unanswered,
+                on_update=lambda _, new: self._bound_unanswered(new),
+                on_delete=binder.forget,
+            )
         if self.on_informers is not None:
             self.on_informers(self.informers)
         if self.port is not None or self.secure_serving is not None:

@@ -11,9 +11,11 @@ limit).
 or with ``?verbose`` one ``[+]check ok`` / ``[-]check failed`` line per check. ``/readyz``
 is 503 until the informers have synced (and while shutting down). ``/metrics`` is the
 Prometheus text format, ``/configz`` the effective configuration as
-``{"componentconfig": ...}`` with key material and tokens replaced by ``REDACTED``
-(kube-scheduler prints an extender's ``tlsConfig.keyData`` in full). The ``/debug/*``
-endpoints expose scheduler internals.
+``{"componentconfig": ...}`` with key material, tokens and URL userinfo replaced by ``REDACTED``
+(kube-scheduler prints an extender's ``tlsConfig.keyData`` in full), and beside it the
+feature gates in effect; ``/flagz`` and ``/statusz`` (ComponentFlagz, ComponentStatusz: on
+in v1.36) the command line's flags, and the start time, versions and paths. The
+``/debug/*`` endpoints expose scheduler internals.
 
 Anything unknown or malformed gets a 4xx JSON body ``{"error": "..."}``; a failing handler
 gets a 500 with the same shape and is logged, never a traceback on the wire. The secure
@@ -22,7 +24,11 @@ port's 401/403 are kube's ``Status`` objects.
 
 from __future__ import annotations
 
+import importlib.metadata
+import platform
+import re
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +40,7 @@ from ..logging import get_logger
 from ..metrics import CONTENT_TYPE
 from ..queue.scheduling_queue import plugin_names
 from ..util.errors import KschedError
-from ..util.httpserver import start_app
+from ..util.httpserver import http_error_message, start_app
 from .auth import DelegatingAuth, SecureServing
 from .explain import explain_pending, find_pending
 
@@ -72,14 +78,29 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        msg = {
-            404: f"not found: {request.path}",
-            405: f"method {request.method} not allowed on {request.path}",
-        }.get(e.status, e.reason)
-        return _error(e.status, msg)
+        return _error(e.status, http_error_message(e, request))
     except Exception as e:
         log.error("debug endpoint failed", path=request.path, error=f"{type(e).__name__}: {e}")
         return _error(500, f"internal error: {type(e).__name__}")
+
+
+#: The top-level paths ``/statusz`` lists (upstream: the mux's listed paths, first segment).
+ZPAGE_PATHS = ("/configz", "/debug", "/flagz", "/healthz", "/livez", "/metrics", "/readyz")
+
+
+def _ksched_version() -> str:
+    try:
+        return importlib.metadata.version("ksched")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _zpage_header(page: str) -> str:
+    """The header of apiserver's flagz and statusz text serializers (``headerFmt``)."""
+    return (
+        f"\nksched {page}\nWarning: This endpoint is not meant to be machine parseable, has "
+        "no formatting compatibility guarantees and is for debugging purposes only.\n"
+    )
 
 
 class ServingError(KschedError, OSError):
@@ -117,6 +138,7 @@ class DebugServer:
         self.auth = auth
         self.secure_port: int | None = None
         self._runners: list[web.AppRunner] = []
+        self.started = time.time()  # /statusz
 
     @staticmethod
     def _url(scheme: str, host: str, port: int | None) -> str:
@@ -155,6 +177,8 @@ class DebugServer:
         r.add_get("/readyz/ping", self._ping)
         r.add_get("/metrics", self._metrics)
         r.add_get("/configz", self._configz)
+        r.add_get("/flagz", self._flagz)
+        r.add_get("/statusz", self._statusz)
         r.add_get("/debug/queue", self._queue)
         r.add_get("/debug/cache", self._cache)
         r.add_get("/debug/explain", self._explain)
@@ -249,7 +273,41 @@ class DebugServer:
             for key in ("kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"):
                 cc[key] = client[key]
             out["client"] = client
+        # The gates the configuration was defaulted and runs under (upstream's /configz has
+        # the component config only; its gates show on /flagz and /statusz).
+        gates = self.daemon.config.features
+        out["emulatedVersion"] = gates.emulated_version
+        out["featureGates"] = gates.effective()
         return json_response(out)
+
+    async def _flagz(self, request: web.Request) -> web.Response:
+        """kube-scheduler's ``/flagz`` (ComponentFlagz) as text: each flag of the command
+        line, sorted by name, with its value (upstream picks its separator at random so
+        no one parses it; here always ``=``). Not there (404) with the gate off."""
+        if not self.daemon.config.features.enabled("ComponentFlagz"):
+            raise web.HTTPNotFound()
+        lines = [f"{k}={v}" for k, v in sorted(self.daemon.flags.items())]
+        return web.Response(text=_zpage_header("flagz") + "\n".join(lines) + "\n")
+
+    async def _statusz(self, request: web.Request) -> web.Response:
+        """kube-scheduler's ``/statusz`` (ComponentStatusz) as text: start time, uptime, the
+        runtime's version (Python's, where upstream's says Go's), the version ksched
+        behaves as, the emulated version and the top-level paths. 404 with the gate off."""
+        gates = self.daemon.config.features
+        if not gates.enabled("ComponentStatusz"):
+            raise web.HTTPNotFound()
+        up = int(time.time() - self.started)
+        kube = gates.table.version.kube
+        rows = [
+            ("Started", time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(self.started))),
+            ("Up", f"{up // 3600} hr {up // 60 % 60:02d} min {up % 60:02d} sec"),
+            ("Python version", platform.python_version()),
+            ("Binary version", f"{kube.lstrip('v')} (ksched {_ksched_version()})"),
+            ("Emulation version", gates.emulated_version),
+            ("Paths", " ".join(ZPAGE_PATHS)),
+        ]
+        body = "\n" + "".join(f"{k}  {v}\n" for k, v in rows)
+        return web.Response(text=_zpage_header("statusz") + body)
 
     # -- debug --------------------------------------------------------------------------------
     def _scheduler_or_503(self) -> Any:
@@ -339,15 +397,29 @@ def _secret(key: Any) -> bool:
     return any(s in k for s in _SECRET_KEYS) and not k.endswith(_NOT_SECRET_SUFFIXES)
 
 
+#: the userinfo of a URL (``https://user:password@host``): credentials wherever they are
+_URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+
+
+def _redact_url(v: str) -> str:
+    return _URL_USERINFO.sub(rf"\g<1>{REDACTED}@", v, count=1)
+
+
 def redact(obj: Any) -> Any:
-    """``obj`` with key material and tokens replaced by ``REDACTED`` (in place)."""
+    """``obj`` with key material, tokens and the userinfo of URLs (an extender's
+    ``urlPrefix`` of ``https://user:password@host``) replaced by ``REDACTED`` (in place)."""
     if isinstance(obj, dict):
         for k, v in obj.items():
             if isinstance(v, str) and v and _secret(k):
                 obj[k] = REDACTED
+            elif isinstance(v, str):
+                obj[k] = _redact_url(v)
             else:
                 redact(v)
     elif isinstance(obj, list):
-        for v in obj:
-            redact(v)
+        for i, v in enumerate(obj):
+            if isinstance(v, str):
+                obj[i] = _redact_url(v)
+            else:
+                redact(v)
     return obj

@@ -98,6 +98,20 @@ def secure_serving(args: Any) -> Any:
     )
 
 
+def _flags(args: Any) -> dict[str, str]:
+    """The parsed command line by flag name, for ``/flagz`` (lists as given, joined; the
+    feature gate flags as kube-scheduler shows them)."""
+    from ..features import flagz_values
+
+    out = {}
+    for dest, value in vars(args).items():
+        if dest in ("fn", "command") or callable(value):
+            continue
+        shown = ",".join(map(str, value)) if isinstance(value, list) else value
+        out[dest.replace("_", "-")] = "" if shown is None else str(shown)
+    return out | flagz_values(args.feature_gates, args.emulated_version)
+
+
 async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
     from kubernetes_asyncio.config import ConfigException
 
@@ -123,6 +137,7 @@ async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
         plugin_timeout=args.plugin_timeout,
         binding_timeout=args.binding_timeout,
         shadow_of=args.shadow_of,
+        flags=_flags(args),
     )
     try:
         # The receiver is closed once the first signal arrived, so a second one during the

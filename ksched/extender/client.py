@@ -363,7 +363,7 @@ class HTTPExtender:
         if self.node_cache_capable and res.node_names is not None:
             kept = res.node_names
         elif res.nodes is not None:
-            kept = [_node_name(n) for n in res.nodes]
+            kept = [wire.object_meta(n)[0] for n in res.nodes]
         else:
             kept = []  # upstream: neither list means no node passed
         out: list[NodeInfo] = []
@@ -459,12 +459,6 @@ class HTTPExtender:
                 victims.pods.append(found)
             out[node] = victims
         return out
-
-
-def _node_name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else ""
 
 
 # ---- metrics ---------------------------------------------------------------------------------

@@ -21,12 +21,16 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..api.objects import HeadMeta, ObjectHead
 from ..util.errors import KschedError
-from ..util.limits import DecodeLimitError, decode_json
+from ..util.limits import MAX_DEPTH, DecodeLimitError, clip, decode_json, json_length, json_shape
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
+    "MAX_OBJECT_BYTES",
+    "MAX_STRUCT_MEMBERS",
     "MIN_EXTENDER_PRIORITY",
+    "Bounds",
     "ExtenderArgs",
     "ExtenderBindingArgs",
     "ExtenderBindingResult",
@@ -36,18 +40,23 @@ __all__ = [
     "HostPriority",
     "MetaPod",
     "MetaVictims",
+    "Obj",
+    "TooLarge",
     "Victims",
     "WireError",
     "decode_binding_args",
     "decode_binding_result",
     "decode_extender_args",
+    "decode_extender_args_body",
     "decode_filter_result",
     "decode_host_priority_list",
     "decode_preemption_args",
+    "decode_preemption_args_body",
     "decode_preemption_result",
     "encode",
     "encode_args_raw",
     "go_escape",
+    "object_meta",
     "parse_json",
 ]
 
@@ -58,6 +67,9 @@ _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
 JSONObject = dict[str, Any]
+#: a v1.Pod or v1.Node: decoded (what clients and tests build) or its raw JSON (what the
+#: server keeps of a request body, ``decode_extender_args_body``)
+Obj = JSONObject | msgspec.Raw
 
 
 class WireError(KschedError, ValueError):
@@ -69,15 +81,15 @@ class WireError(KschedError, ValueError):
 
 @dataclass(slots=True)
 class ExtenderArgs:
-    pod: JSONObject | None = None
+    pod: Obj | None = None
     # v1.NodeList items (only when the extender is not nodeCacheCapable); None is nil.
-    nodes: list[JSONObject] | None = None
+    nodes: list[Obj] | None = None
     node_names: list[str] | None = None
 
 
 @dataclass(slots=True)
 class ExtenderFilterResult:
-    nodes: list[JSONObject] | None = None
+    nodes: list[Obj] | None = None
     node_names: list[str] | None = None
     failed_nodes: dict[str, str] | None = None
     failed_and_unresolvable_nodes: dict[str, str] | None = None
@@ -105,7 +117,7 @@ class ExtenderBindingResult:
 
 @dataclass(slots=True)
 class Victims:
-    pods: list[JSONObject] | None = None
+    pods: list[Obj] | None = None
     num_pdb_violations: int = 0
 
 
@@ -122,7 +134,7 @@ class MetaVictims:
 
 @dataclass(slots=True)
 class ExtenderPreemptionArgs:
-    pod: JSONObject | None = None
+    pod: Obj | None = None
     node_name_to_victims: dict[str, Victims | None] | None = None
     node_name_to_meta_victims: dict[str, MetaVictims | None] | None = None
 
@@ -157,7 +169,7 @@ def _sorted_map(m: Mapping[str, Any] | None, value: Callable[[Any], Any]) -> Any
     return {k: value(m[k]) for k in sorted(m)}
 
 
-def _node_list(items: list[JSONObject] | None) -> Any:
+def _node_list(items: list[Obj] | None) -> Any:
     return None if items is None else {"metadata": {}, "items": items}
 
 
@@ -251,6 +263,8 @@ def _fold(key: str) -> str:
 def _jtype(v: Any) -> str:
     if v is None:
         return "null"
+    if isinstance(v, _Opaque):
+        return v.jtype
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int | float):
@@ -324,12 +338,12 @@ def _map(v: Any, field: str, gotype: str, value: Callable[[Any, str], T]) -> dic
     return {k: value(x, field) for k, x in v.items()}
 
 
-def _node_items(v: Any, field: str) -> list[JSONObject] | None:
+def _node_items(v: Any, field: str) -> list[Obj] | None:
     if v is None:
         return None
     f = _fields(v, "NodeList", ("Items",), field)
 
-    def item(x: Any, where: str) -> JSONObject:
+    def item(x: Any, where: str) -> Obj:
         # null decodes to a zero Node.
         return _object(x, f"{field}.items", "v1.Node") or {}
 
@@ -467,3 +481,318 @@ def decode_preemption_result(v: Any) -> ExtenderPreemptionResult:
             _meta_victims_of,
         )
     )
+
+
+# ---- bounded decoding of request bodies (the server) -------------------------------------------
+#
+# A body is decoded field by field with msgspec.Raw (a view of the body's bytes, no Python
+# objects): every count is checked against ``Bounds`` before a decoder makes an object per
+# element, so a 60 MiB body of two million tiny nodes is refused for the price of a scan
+# (it took 59 s and 5.9 GB decoded whole). The node and pod objects stay Raw: the server
+# decodes them straight into its types, skipping fields no plugin reads, and answers with
+# their bytes as they came.
+
+#: Largest object a request may carry: kube-apiserver refuses a JSON request body beyond
+#: 3 MiB, so no Node or Pod it serves is larger.
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
+#: Most members of one extender/v1 struct's JSON object (it has two to five fields; Go
+#: skips unknown keys, but a body of a million of them is an attack, not a request).
+MAX_STRUCT_MEMBERS = 1000
+
+
+class TooLarge(WireError):
+    """A body beyond one of ``Bounds`` (413)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What one request body may hold."""
+
+    #: nodes in Nodes.items or NodeNames, and candidate nodes of a preemption
+    max_nodes: int
+    #: bytes of any one Pod or Node
+    max_object_bytes: int = MAX_OBJECT_BYTES
+    #: victim pods of a preemption request, over all its nodes
+    max_victims: int = 0
+    #: JSON values in the body (``ksched.util.limits.json_shape``); 0: no bound
+    max_values: int = 0
+
+    def victims(self) -> int:
+        """The victim bound: ``max_victims``, or 110 (kubelet's default max-pods) per node."""
+        return self.max_victims or 110 * self.max_nodes
+
+
+_RAW_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_ELEMENTS = msgspec.json.Decoder(list[msgspec.Raw])
+_EMPTY = msgspec.Raw(b"{}")
+_WHITESPACE = b" \t\r\n"
+
+
+@dataclass(frozen=True, slots=True)
+class _Opaque:
+    """An array or object where a scalar belongs: only its JSON type matters (the error)."""
+
+    jtype: str
+
+
+def _first_byte(raw: bytes | msgspec.Raw) -> int:
+    view = memoryview(raw).cast("B")  # msgspec.Raw is a buffer
+    for b in view:
+        if b not in _WHITESPACE:
+            return b
+    return 0
+
+
+def _raw_jtype(raw: bytes | msgspec.Raw) -> str:
+    """Go's name for the JSON type of ``raw`` (with a number's text, as Go words it)."""
+    b = _first_byte(raw)
+    if b == ord("{"):
+        return "object"
+    if b == ord("["):
+        return "array"
+    if b == ord('"'):
+        return "string"
+    if b == ord("n"):
+        return "null"
+    if b in (ord("t"), ord("f")):
+        return "bool"
+    return f"number {clip(bytes(raw).strip().decode('ascii', 'replace'), 40)}"
+
+
+def _raw_type_error(raw: bytes | msgspec.Raw, field: str, gotype: str) -> WireError:
+    where = f"Go struct field {field}" if "." in field else "Go value"
+    return WireError(f"json: cannot unmarshal {_raw_jtype(raw)} into {where} of type {gotype}")
+
+
+def _scalar(raw: msgspec.Raw) -> Any:
+    """A scalar's value; an array or object as ``_Opaque`` (never built)."""
+    jtype = _raw_jtype(raw)
+    if jtype in ("object", "array"):
+        return _Opaque(jtype)
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.ValidationError:  # a number beyond float64 (1e400)
+        return _Opaque(jtype)
+    except UnicodeDecodeError:
+        raise WireError("invalid JSON: invalid UTF-8 in a string") from None
+
+
+def _raw_members(
+    raw: bytes | msgspec.Raw, field: str, gotype: str, limit: int, what: str, few: bool
+) -> dict[str, msgspec.Raw]:
+    """The members of a JSON object, its values left raw; TooLarge beyond ``limit``
+    (counted from the bytes first, unless ``few`` says there cannot be that many)."""
+    if _raw_jtype(raw) != "object":
+        raise _raw_type_error(raw, field, gotype)
+    n = limit if few else json_length(raw)
+    if n > limit:
+        raise TooLarge(f"{field}: {n} {what} is over the limit of {limit}")
+    try:
+        return _RAW_MEMBERS.decode(raw)
+    except UnicodeDecodeError:
+        raise WireError("invalid JSON: invalid UTF-8 in a key") from None
+
+
+def _raw_struct(
+    raw: bytes | msgspec.Raw, struct: str, names: tuple[str, ...], field: str, few: bool
+) -> dict[str, msgspec.Raw]:
+    """``_fields`` of a raw JSON object: its Go fields' values, still raw."""
+    members = _raw_members(raw, field, f"v1.{struct}", MAX_STRUCT_MEMBERS, "members", few)
+    index = {_fold(n): n for n in names}
+    out: dict[str, msgspec.Raw] = {}
+    for k, x in members.items():
+        name = index.get(_fold(k))
+        if name is not None:
+            out[name] = x
+    return out
+
+
+def _raw_elements(
+    raw: msgspec.Raw, field: str, gotype: str, limit: int, what: str, few: bool
+) -> list[msgspec.Raw] | None:
+    """The elements of a JSON array (None for null), left raw; TooLarge beyond ``limit``
+    (counted from the bytes first, unless ``few`` says there cannot be that many)."""
+    jtype = _raw_jtype(raw)
+    if jtype == "null":
+        return None
+    if jtype != "array":
+        raise _raw_type_error(raw, field, gotype)
+    n = limit if few else json_length(raw)
+    if n > limit:
+        raise TooLarge(f"{field}: {n} {what} is over the limit of {limit}")
+    return _RAW_ELEMENTS.decode(raw)
+
+
+def _raw_object(raw: msgspec.Raw | None, field: str, gotype: str, bounds: Bounds) -> Obj | None:
+    """A Kubernetes object kept raw (None for null), within the size bound."""
+    if raw is None or _raw_jtype(raw) == "null":
+        return None
+    if _raw_jtype(raw) != "object":
+        raise _raw_type_error(raw, field, gotype)
+    if len(raw) > bounds.max_object_bytes:
+        raise TooLarge(
+            f"{field}: an object of {len(raw)} bytes is over the limit of "
+            f"{bounds.max_object_bytes} bytes"
+        )
+    return raw
+
+
+def _raw_str_list(raw: msgspec.Raw | None, field: str, limit: int, few: bool) -> list[str] | None:
+    if raw is None:
+        return None
+    items = _raw_elements(raw, field, "[]string", limit, "names", few)
+    return None if items is None else [_str(_scalar(x), field) for x in items]
+
+
+def _top_raw(
+    data: bytes, struct: str, names: tuple[str, ...], bounds: Bounds
+) -> tuple[dict[str, msgspec.Raw], list[int]]:
+    """The top-level struct's fields of a body, after the checks ``parse_json`` makes and
+    the bound on its values; and the commas at each nesting (``json_shape``), which spare
+    counting a container's elements with another scan when there cannot be too many."""
+    depth, values, commas = json_shape(data)
+    try:
+        if depth > MAX_DEPTH:
+            raise WireError(f"invalid JSON: nesting deeper than {MAX_DEPTH} levels")
+        msgspec.json.decode(data, type=msgspec.Raw)  # the syntax, all of it, first (as Go)
+    except msgspec.DecodeError as e:
+        raise WireError(f"invalid JSON: {e}") from None
+    if bounds.max_values and values > bounds.max_values:
+        raise TooLarge(
+            f"{struct}: {values} JSON values (array elements and object members) is over "
+            f"the limit of {bounds.max_values}"
+        )
+    if _raw_jtype(data) == "null":
+        return {}, commas  # Go: unmarshalling null into a struct is a no-op
+    if _raw_jtype(data) != "object":
+        raise WireError(
+            f"json: cannot unmarshal {_raw_jtype(data)} into Go value of type v1.{struct}"
+        )
+    few = commas[1] < MAX_STRUCT_MEMBERS
+    return _raw_struct(data, struct, names, struct, few), commas
+
+
+def decode_extender_args_body(data: bytes, bounds: Bounds) -> ExtenderArgs:
+    """``decode_extender_args(parse_json(data))`` within ``bounds``: the Pod and the nodes
+    stay ``msgspec.Raw``; TooLarge for more nodes or larger objects than allowed."""
+    f, commas = _top_raw(data, "ExtenderArgs", ("Pod", "Nodes", "NodeNames"), bounds)
+    pod = _raw_object(f.get("Pod"), "ExtenderArgs.Pod", "v1.Pod", bounds)  # Go's order
+    nodes: list[Obj] | None = None
+    if (raw_nodes := f.get("Nodes")) is not None and _raw_jtype(raw_nodes) != "null":
+        field = "ExtenderArgs.Nodes"
+        few = commas[2] < MAX_STRUCT_MEMBERS
+        items = _raw_struct(raw_nodes, "NodeList", ("Items",), field, few).get("Items")
+        few = commas[3] < bounds.max_nodes  # Nodes.items' elements are at nesting 3
+        elements = (
+            _raw_elements(items, f"{field}.items", "[]v1.Node", bounds.max_nodes, "nodes", few)
+            if items is not None
+            else None
+        )
+        nodes = [
+            _raw_object(x, f"{field}.items", "v1.Node", bounds) or _EMPTY  # null: a zero Node
+            for x in elements or []
+        ]
+    return ExtenderArgs(
+        pod=pod,
+        nodes=nodes,
+        node_names=_raw_str_list(
+            f.get("NodeNames"),
+            "ExtenderArgs.NodeNames",
+            bounds.max_nodes,
+            commas[2] < bounds.max_nodes,
+        ),
+    )
+
+
+def _raw_int64(raw: msgspec.Raw | None, field: str) -> int:
+    return 0 if raw is None else _int64(_scalar(raw), field)
+
+
+def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreemptionArgs:
+    """``decode_preemption_args(parse_json(data))`` within ``bounds``: at most
+    ``max_nodes`` candidate nodes and ``bounds.victims()`` victims over all of them; the
+    Pod and the victim pods stay ``msgspec.Raw``."""
+    s = "ExtenderPreemptionArgs"
+    f, commas = _top_raw(data, s, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"), bounds)
+    budget = [bounds.victims()]
+    pod = _raw_object(f.get("Pod"), f"{s}.Pod", "v1.Pod", bounds)  # Go's order
+    # Nesting 2: the maps' nodes; 3: a Victims' fields; 4: its pods (at most two lists a
+    # node); 5: a MetaPod's fields.
+    few_nodes = commas[2] < bounds.max_nodes
+    few_fields = commas[3] < MAX_STRUCT_MEMBERS and commas[5] < MAX_STRUCT_MEMBERS
+    few_pods = commas[4] + 2 * bounds.max_nodes <= budget[0]
+
+    def victims(field: str, raw: msgspec.Raw) -> list[msgspec.Raw] | None:
+        pods = _raw_elements(
+            raw, field, "[]*v1.Pod", budget[0], "victims (over all nodes)", few_pods
+        )
+        budget[0] -= len(pods or [])
+        return pods
+
+    def node_map(key: str, gotype: str) -> dict[str, msgspec.Raw] | None:
+        raw = f.get(key)
+        if raw is None or _raw_jtype(raw) == "null":
+            return None
+        return _raw_members(raw, f"{s}.{key}", gotype, bounds.max_nodes, "nodes", few_nodes)
+
+    def victims_map(
+        key: str, gotype: str, struct: str, item: Callable[[msgspec.Raw], Any]
+    ) -> dict[str, Any] | None:
+        """NodeNameToVictims or NodeNameToMetaVictims: node → Victims or MetaVictims."""
+        if (m := node_map(key, gotype)) is None:
+            return None
+        out: dict[str, Any] = {}
+        for node, raw in m.items():
+            if _raw_jtype(raw) == "null":
+                out[node] = None
+                continue
+            v = _raw_struct(raw, struct, ("Pods", "NumPDBViolations"), struct, few_fields)
+            pods = victims(f"{struct}.Pods", v["Pods"]) if "Pods" in v else None
+            cls = Victims if struct == "Victims" else MetaVictims
+            out[node] = cls(
+                None if pods is None else [item(p) for p in pods],
+                _raw_int64(v.get("NumPDBViolations"), f"{struct}.NumPDBViolations"),
+            )
+        return out
+
+    full = victims_map(
+        "NodeNameToVictims",
+        "map[string]*v1.Victims",
+        "Victims",
+        lambda p: _raw_object(p, "Victims.Pods", "v1.Pod", bounds) or _EMPTY,
+    )
+    meta = victims_map(
+        "NodeNameToMetaVictims",
+        "map[string]*v1.MetaVictims",
+        "MetaVictims",
+        lambda p: _raw_meta_pod(p, few_fields),
+    )
+    return ExtenderPreemptionArgs(
+        pod=pod,
+        node_name_to_victims=full,
+        node_name_to_meta_victims=meta,
+    )
+
+
+def _raw_meta_pod(raw: msgspec.Raw, few: bool) -> MetaPod | None:
+    if _raw_jtype(raw) == "null":
+        return None
+    f = _raw_struct(raw, "MetaPod", ("UID",), "MetaPod", few)
+    uid = f.get("UID")
+    return MetaPod("" if uid is None else _str(_scalar(uid), "MetaPod.UID"))
+
+
+def object_meta(obj: Obj) -> tuple[str, str]:
+    """(metadata.name, metadata.uid) of a v1 object, decoded or raw; "" for what is not
+    a string (the object's own decoding reports that)."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        uid = meta.get("uid") if isinstance(meta, dict) else None
+    else:
+        try:
+            head = msgspec.json.decode(obj, type=ObjectHead).metadata or HeadMeta()
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return "", ""
+        name, uid = head.name, head.uid
+    return (name if isinstance(name, str) else "", uid if isinstance(uid, str) else "")

@@ -140,6 +140,9 @@ class PluginArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_
 
     #: An unknown field's message lists the known ones, to help with a typo.
     unknown_field_hint: ClassVar[bool] = True
+    #: Defaults (as the file spells them) of fields the configuration fills in only while
+    #: feature gates are on (``ksched.config.GATED_ARG_DEFAULTS`` names the gates).
+    gated_defaults: ClassVar[dict[str, Any]] = {}
 
     def validate(self, errs: ArgsErrors) -> None:
         """Rules across fields (or beyond a field's type): report each with ``errs``."""

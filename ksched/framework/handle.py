@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
 from ..api.resource import ResourceClaim
+from ..features import FeatureGates, default_feature_gates
 from ..util.clock import Clock, RealClock
 from ..util.errors import KschedError
 from .listers import Listers
@@ -218,6 +219,10 @@ class Handle:
     # The scheduling queue ``activate`` hands pods to (the Scheduler sets it, in the daemon
     # and in ``ksched simulate``); None behind the extender server, see ``activate``.
     activator: PodActivator | None = None
+    # The effective feature gates (upstream's ``feature.Features`` handed to every plugin
+    # factory): ``handle.features.enabled("SchedulerQueueingHints")``. Frozen; one per
+    # scheduler, never a process global.
+    features: FeatureGates = field(default_factory=default_feature_gates)
 
     def __post_init__(self) -> None:
         if not isinstance(self.listers, Listers):

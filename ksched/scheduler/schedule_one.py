@@ -285,13 +285,15 @@ async def binding_cycle(sched: Scheduler, b: _Binding) -> None:
     try:
         wp = sched.waiting_pods.get(assumed.uid or assumed.key)
         will_wait = wp is not None and not wp.done
-        pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
-        if pre_flight.code == Code.ERROR or pre_flight.is_rejected():
-            handle_binding_failure(sched, b, pre_flight)
-            if assumed.pod.status.nominated_node_name:
-                await _write_nomination(sched, assumed, "")
-            return
-        nominated_here = pre_flight.is_success() or will_wait
+        nominated_here = False
+        if fw.handle.features.enabled("NominatedNodeNameForExpectation"):
+            pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
+            if pre_flight.code == Code.ERROR or pre_flight.is_rejected():
+                handle_binding_failure(sched, b, pre_flight)
+                if assumed.pod.status.nominated_node_name:
+                    await _write_nomination(sched, assumed, "")
+                return
+            nominated_here = pre_flight.is_success() or will_wait
         if nominated_here:
             # NominatedNodeNameForExpectation: PreBind or Permit will take a while, so
             # tell everyone (the autoscaler, other schedulers) where the pod is going.

@@ -166,7 +166,10 @@ class Scheduler:
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.activator = self.queue
             fw.handle.extenders = self.extenders
-            fw.cycle_cache = CycleCache(fw)
+            # ksched's exact stand-in for OpportunisticBatching: decides as a full cycle
+            # would, so the gate only says whether the batching metrics are fed.
+            if config.features.enabled("OpportunisticBatching"):
+                fw.cycle_cache = CycleCache(fw)
         if self.extenders is not None:
             self.extenders.register_requeue(self.queue)
         self.observer: Observer = observer or _NullObserver()

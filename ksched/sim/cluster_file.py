@@ -28,6 +28,7 @@ from ..api.objects import (
     DecodeError,
     Namespace,
     Node,
+    ObjectHead,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -48,7 +49,14 @@ from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, Re
 from ..api.validation import object_errors
 from ..framework.listers import Listers
 from ..util.errors import KschedError
-from ..util.limits import MAX_DEPTH, BoundedSafeLoader, DecodeLimitError, decode_json, loads_json
+from ..util.limits import (
+    MAX_DEPTH,
+    BoundedSafeLoader,
+    DecodeLimitError,
+    decode_json,
+    loads_json,
+    utf8_error_offset,
+)
 
 __all__ = [
     "DRA_LISTERS",
@@ -156,20 +164,8 @@ class _ListHead(msgspec.Struct):
     items: list[msgspec.Raw] | None = None
 
 
-class _Meta(msgspec.Struct):
-    name: Any = None
-    namespace: Any = None
-
-
-class _Head(msgspec.Struct):
-    """What a JSON item must say before it is decoded into its kind."""
-
-    kind: Any = None
-    metadata: _Meta | None = None
-
-
 _LIST_HEAD = msgspec.json.Decoder(_ListHead)
-_HEAD = msgspec.json.Decoder(_Head)
+_HEAD = msgspec.json.Decoder(ObjectHead)
 # Kinds decoded straight from JSON bytes (no intermediate dicts): nearly all of a dump.
 _TYPED: dict[str, type[Any]] = {"Node": Node, "Pod": Pod}
 
@@ -185,6 +181,11 @@ def _syntax_error(source: str, e: BaseException) -> ClusterFileError:
         return ClusterFileError(f"{source}: not valid YAML: {where}{e.problem}")
     first = str(e).splitlines()[0] if str(e) else type(e).__name__
     return ClusterFileError(f"{source}: not valid YAML/JSON: {first}")
+
+
+def _reason(e: Exception) -> str:
+    """msgspec's message without the path of an untyped decode (only `$[...][...]`)."""
+    return str(e).split(" - at `$[")[0]
 
 
 def _json_docs(data: bytes, source: str) -> list[Any]:
@@ -204,12 +205,13 @@ def _json_docs(data: bytes, source: str) -> list[Any]:
         ):
             return list(head.items)
         return [decode_json(data)]
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
         try:
             loads_json(data)
-        except (json.JSONDecodeError, UnicodeDecodeError, DecodeLimitError) as e:
-            raise _syntax_error(source, e) from None
-        raise ClusterFileError(f"{source}: not valid JSON") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, DecodeLimitError) as syntax:
+            raise _syntax_error(source, syntax) from None
+        # Python's json takes what msgspec refuses: a number beyond float64 (1e400).
+        raise ClusterFileError(f"{source}: not valid JSON: {_reason(e)}") from None
     except (RecursionError, DecodeLimitError):
         raise ClusterFileError(
             f"{source}: not valid JSON: nesting deeper than {MAX_DEPTH} levels"
@@ -221,7 +223,7 @@ def _typed(raw: msgspec.Raw, source: str) -> tuple[str, Any, bytes] | None:
     None for anything else (decoded as a mapping instead)."""
     try:
         head = _HEAD.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     cls = _TYPED.get(head.kind) if isinstance(head.kind, str) else None
     meta = head.metadata
@@ -270,7 +272,10 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
             try:
                 d = decode_json(d)
             except (msgspec.DecodeError, DecodeLimitError) as e:
-                raise ClusterFileError(f"{source}: not valid JSON: {e}") from None
+                # an offset within the item names nothing: say where in the file
+                bad = utf8_error_offset(data)
+                why = _reason(e) if bad is None else f"invalid UTF-8 at byte {bad}"
+                raise ClusterFileError(f"{source}: not valid JSON: {why}") from None
         if isinstance(d, list):
             for x in d:
                 _flatten(x, source, objs)

@@ -25,6 +25,13 @@ Both of ksched's HTTP servers (the daemon's health/metrics/debug server and
   (asyncio's own accept loop logs a traceback for each failed ``accept()``, up to a
   hundred per loop iteration: hundreds of thousands of lines a minute.)
 
+* **malformed requests**: aiohttp's own answers (an over-long request line or header, a
+  bad method, TLS spoken to a plain port) are JSON errors that echo none of the client's
+  bytes (aiohttp's quote the request line), and its error logging is one line per cause
+  per ``log_interval`` without a traceback (aiohttp logs a traceback per request). A body
+  that cannot be read (a corrupt gzip stream) gets 400 and ``Connection: close``
+  (:func:`answer_and_close`).
+
 Timeouts and limits are per server (runner); :data:`DEFAULT_LIMITS` applies when none are
 given.
 """
@@ -44,6 +51,15 @@ from enum import Enum
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import (
+    BadHttpMethod,
+    BadStatusLine,
+    HttpProcessingError,
+    InvalidHeader,
+    InvalidURLError,
+    LineTooLong,
+)
+from aiohttp.web_request import BaseRequest
 
 from ..logging import get_logger
 from .throttle import LogThrottle
@@ -52,7 +68,10 @@ __all__ = [
     "DEFAULT_LIMITS",
     "DEFAULT_MAX_CONNECTIONS",
     "Limits",
+    "answer_and_close",
     "connection_limit",
+    "http_error_message",
+    "payload_error",
     "start_app",
 ]
 
@@ -193,6 +212,62 @@ class _Conn(asyncio.Protocol):
             self.pending.cancel()
         if self.transport is not None:
             self.transport.abort()
+
+
+#: What aiohttp's own error answers say instead of its text (which echoes the request
+#: line or a header back to the client, and to the log).
+_PROTOCOL_ERRORS: dict[type[Exception], str] = {
+    LineTooLong: "request line or header too long",
+    BadHttpMethod: "invalid HTTP method",
+    BadStatusLine: "invalid request line",
+    InvalidURLError: "invalid request target",
+    InvalidHeader: "invalid header",
+}
+
+
+class _Handler(web.RequestHandler):
+    """aiohttp's protocol with its own error answers as JSON (``error``) naming the
+    problem without echoing it, and its error logging one throttled line without a
+    traceback: 2,000 over-long request lines wrote 2,000 tracebacks before."""
+
+    __slots__ = ("_error", "_guard")
+
+    def __init__(self, guard: _Guard, error: ErrorResponse, server: web.Server) -> None:
+        # The runner's keyword arguments (keepalive_timeout, access_log, ...) as
+        # ``web.Server.__call__`` passes them to the RequestHandler it makes.
+        kwargs: dict[str, Any] = getattr(server, "_kwargs", {})
+        super().__init__(server, loop=asyncio.get_running_loop(), **kwargs)
+        self._guard = guard
+        self._error = error
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        self.log_exception("http request failed", exc_info=exc, status=status)
+        if request.writer.output_size > 0:  # as aiohttp: too late for an answer
+            raise ConnectionError("a response was sent already")
+        if status >= 500:
+            text = "internal error"
+        else:
+            text = next(
+                (t for cls, t in _PROTOCOL_ERRORS.items() if isinstance(exc, cls)),
+                "malformed HTTP request",
+            )
+        resp = self._error(status, text)
+        resp.force_close()
+        return resp
+
+    def log_exception(self, *args: Any, **kw: Any) -> None:
+        exc = kw.get("exc_info")
+        error = type(exc).__name__ if isinstance(exc, BaseException) else None
+        what = str(args[0]) if args else "http request failed"
+        held_back = self._guard.throttle.allow(f"{what} {error}")
+        if held_back is not None:
+            log.warning(what, error=error, status=kw.get("status"), repeated=held_back)
 
 
 class _Guard:
@@ -433,11 +508,13 @@ class _Site(web.BaseSite):
         host: str | None,
         port: int,
         ssl_context: ssl.SSLContext | None,
+        error: ErrorResponse,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context)
         self.guard = guard
         self.host = host
         self.port = port
+        self.error = error
 
     @property
     def name(self) -> str:
@@ -450,7 +527,8 @@ class _Site(web.BaseSite):
         server = self._runner.server
         assert server is not None
         socks = await _listen(self.host, self.port, self._backlog)
-        listener = _Listener(self.guard, socks, server, self._ssl_context)
+        factory = functools.partial(_Handler, self.guard, self.error, server)
+        listener = _Listener(self.guard, socks, factory, self._ssl_context)
         self._server = listener  # type: ignore[assignment]  # close() and .sockets suffice
         self.port = int(socks[0].getsockname()[1])
         listener.start()
@@ -502,11 +580,35 @@ async def _with_body_timeout(
             raise
     log.debug("http request body timed out", path=request.path, seconds=limits.body_timeout)
     resp = error(408, f"the request body did not arrive within {limits.body_timeout:g}s")
+    return await answer_and_close(request, resp)
+
+
+async def answer_and_close(request: web.Request, resp: web.Response) -> web.Response:
+    """Send ``resp`` with ``Connection: close`` and close the connection: the rest of the
+    body (late, undecodable) is not read, so the connection cannot carry another request.
+    The handler returns the response (already sent) as usual."""
     resp.force_close()
     await resp.prepare(request)
     await resp.write_eof()
     request.protocol.force_close()  # no lingering read of the rest
     return resp
+
+
+def http_error_message(e: web.HTTPException, request: web.Request) -> str:
+    """What a JSON error body says for one of aiohttp's own 4xx answers (an unknown path,
+    a method the route does not take), which it words as text/plain."""
+    return {
+        404: f"not found: {request.path}",
+        405: f"method {request.method} not allowed on {request.path}",
+    }.get(e.status, e.reason)
+
+
+def payload_error(e: web.RequestPayloadError) -> str:
+    """What was wrong with a body aiohttp could not read (a corrupt gzip stream, a
+    chunked encoding cut short), without echoing the client's bytes."""
+    cause = e.__cause__
+    why = cause.message if isinstance(cause, HttpProcessingError) else ""
+    return f"the request body could not be read: {why or 'malformed'}"
 
 
 async def start_app(
@@ -528,12 +630,13 @@ async def start_app(
     """
     limits = limits if limits is not None else DEFAULT_LIMITS
     guard = _Guard(limits)
-    app.middlewares.insert(0, _bounded(guard, error or _json_error))
+    error = error or _json_error
+    app.middlewares.insert(0, _bounded(guard, error))
     runner_kwargs.setdefault("access_log", None)
     runner_kwargs.setdefault("handle_signals", False)
     runner = web.AppRunner(app, keepalive_timeout=limits.idle_timeout, **runner_kwargs)
     await runner.setup()
-    site = _Site(runner, guard, host, port, ssl_context)
+    site = _Site(runner, guard, host, port, ssl_context, error)
     try:
         await site.start()
     except BaseException:

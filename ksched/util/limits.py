@@ -20,6 +20,7 @@ from .errors import KschedError
 __all__ = [
     "MAX_ALIAS_EXPANSION",
     "MAX_DEPTH",
+    "SHAPE_LEVELS",
     "BoundedLoaderMixin",
     "BoundedSafeLoader",
     "DecodeLimitError",
@@ -27,7 +28,10 @@ __all__ = [
     "clip",
     "decode_json",
     "json_depth",
+    "json_length",
+    "json_shape",
     "loads_json",
+    "utf8_error_offset",
 ]
 
 #: Deepest nesting accepted. Kubernetes objects nest about 15 deep (a pod's affinity
@@ -82,7 +86,7 @@ def loads_json(text: str | bytes, **kw: Any) -> Any:
     return out
 
 
-_OPEN, _CLOSE, _QUOTE, _BACKSLASH = 1, 2, 3, 4
+_OPEN, _CLOSE, _QUOTE, _BACKSLASH, _COMMA = 1, 2, 3, 4, 5
 # bytes.translate table: the bytes that matter to nesting get a class, all others 0.
 _JSON_CLASS = bytes(
     {
@@ -92,43 +96,101 @@ _JSON_CLASS = bytes(
         ord("]"): _CLOSE,
         ord('"'): _QUOTE,
         ord("\\"): _BACKSLASH,
+        ord(","): _COMMA,
     }.get(b, 0)
     for b in range(256)
 )
+#: Bytes scanned at a time: the index arrays of a chunk cost up to 8 bytes per input byte,
+#: so a 60 MiB body scanned whole would take half a gigabyte.
+_SCAN_CHUNK = 1 << 20
+
+
+#: Nesting levels ``json_shape`` counts commas at (0 to this, exclusive).
+SHAPE_LEVELS = 8
+
+
+def json_shape(data: bytes | memoryview | msgspec.Raw) -> tuple[int, int, list[int]]:
+    """(deepest nesting, values, commas at each nesting below ``SHAPE_LEVELS``) of JSON
+    text, from its bytes alone, one chunk at a time (a string, an escape or a run of
+    backslashes may span two chunks: the state carries over). ``values`` counts the
+    elements of arrays, the members of objects (a key with its value) and the top value,
+    which bounds the objects a decoder makes: commas and open brackets outside strings,
+    plus one. The commas at a nesting bound how many elements or members the containers
+    there hold (each holds its commas plus one).
+
+    Exact for valid JSON: brackets inside strings do not count, and a quote is a string's
+    end unless an odd run of backslashes precedes it. For malformed text it is an
+    estimate, and the decoder rejects that text anyway."""
+    view = memoryview(data).cast("B")  # msgspec.Raw is a buffer
+    depth = deepest = values = 0
+    commas = np.zeros(SHAPE_LEVELS, dtype=np.int64)
+    in_string = escaped = False  # at the chunk's start: inside a string; its byte escaped
+    for start in range(0, len(view), _SCAN_CHUNK):
+        chunk = bytes(view[start : start + _SCAN_CHUNK])
+        cls = np.frombuffer(chunk.translate(_JSON_CLASS), dtype=np.uint8)
+        pos = np.flatnonzero(cls)
+        if escaped and pos.size and pos[0] == 0:
+            pos = pos[1:]  # escaped by the previous chunk's last backslash: a literal
+        escaped = False
+        kind = cls[pos]
+        backslashes = pos[kind == _BACKSLASH]
+        quotes = pos[kind == _QUOTE]
+        if backslashes.size:
+            # In each run of consecutive backslashes the 1st, 3rd, ... escape the next byte.
+            starts = np.empty(backslashes.size, dtype=bool)
+            starts[0] = True
+            np.not_equal(np.diff(backslashes), 1, out=starts[1:])
+            first = np.flatnonzero(starts)
+            lengths = np.diff(np.append(first, backslashes.size))
+            offset = np.arange(backslashes.size) - np.repeat(first, lengths)
+            escapes = backslashes[offset % 2 == 0] + 1  # sorted
+            escaped = bool(escapes[-1] == len(chunk))
+            hit = np.searchsorted(escapes, quotes)
+            is_escaped = escapes[np.minimum(hit, escapes.size - 1)] == quotes
+            quotes = quotes[~is_escaped]
+        structural = (kind == _OPEN) | (kind == _CLOSE) | (kind == _COMMA)
+        where, what = pos[structural], kind[structural]
+        # Outside a string when an even number of real quotes (with the carried-over
+        # string) precede it.
+        outside = (np.searchsorted(quotes, where) + in_string) % 2 == 0
+        in_string = bool((quotes.size + in_string) % 2)
+        what = what[outside]
+        values += what.size - int(np.count_nonzero(what == _CLOSE))
+        steps = (what == _OPEN).astype(np.int64) - (what == _CLOSE)
+        levels = depth + np.cumsum(steps)  # the nesting after each byte
+        if levels.size:
+            deepest = max(deepest, int(levels.max()))
+            at = levels[(what == _COMMA) & (levels >= 0) & (levels < SHAPE_LEVELS)]
+            commas += np.bincount(at, minlength=SHAPE_LEVELS)
+            depth = int(levels[-1])
+    return deepest, values + 1, commas.tolist()
 
 
 def json_depth(data: bytes | memoryview | msgspec.Raw) -> int:
     """How deep the JSON text ``data`` nests (0 for a scalar), from its bytes alone.
 
     Walking the decoded value costs seconds for a 60 MiB NodeList; this scans the bytes with
-    numpy in a fraction of that, and runs before any recursive decoder sees the text. Exact
-    for valid JSON: brackets inside strings do not count, and a quote is a string's end
-    unless an odd run of backslashes precedes it. For malformed text it is an estimate,
-    and the decoder rejects that text anyway."""
-    buf = data if isinstance(data, bytes) else bytes(memoryview(data))  # msgspec.Raw too
-    cls = np.frombuffer(buf.translate(_JSON_CLASS), dtype=np.uint8)
-    pos = np.flatnonzero(cls)
-    kind = cls[pos]
-    backslashes = pos[kind == _BACKSLASH]
-    quotes = pos[kind == _QUOTE]
-    if backslashes.size:
-        # In each run of consecutive backslashes the 1st, 3rd, ... escape the next byte.
-        starts = np.empty(backslashes.size, dtype=bool)
-        starts[0] = True
-        np.not_equal(np.diff(backslashes), 1, out=starts[1:])
-        first = np.flatnonzero(starts)
-        lengths = np.diff(np.append(first, backslashes.size))
-        offset = np.arange(backslashes.size) - np.repeat(first, lengths)
-        escaped = backslashes[offset % 2 == 0] + 1  # sorted
-        hit = np.searchsorted(escaped, quotes)
-        is_escaped = escaped[np.minimum(hit, escaped.size - 1)] == quotes
-        quotes = quotes[~is_escaped]
-    is_bracket = (kind == _OPEN) | (kind == _CLOSE)
-    brackets = pos[is_bracket]
-    # A bracket is inside a string when an odd number of real quotes precede it.
-    outside = np.searchsorted(quotes, brackets) % 2 == 0
-    steps = np.where(kind[is_bracket][outside] == _OPEN, 1, -1)
-    return int(np.cumsum(steps).max(initial=0))
+    numpy in a fraction of that, in bounded memory, and runs before any recursive decoder
+    sees the text."""
+    return json_shape(data)[0]
+
+
+def json_length(data: bytes | memoryview | msgspec.Raw) -> int:
+    """How many elements (or members) the JSON array (or object) ``data`` holds, from its
+    bytes alone: a bound checked before a decoder makes an object for each. ``data`` is
+    one valid JSON array or object (a ``msgspec.Raw`` of one, say)."""
+    view = memoryview(data).cast("B")
+    i = 0
+    while i < len(view) and view[i] in b" \t\r\n":
+        i += 1
+    if i == len(view) or view[i] not in b"[{":
+        raise ValueError("not a JSON array or object")
+    i += 1
+    while i < len(view) and view[i] in b" \t\r\n":
+        i += 1
+    if i == len(view) or view[i] in b"]}":
+        return 0
+    return json_shape(view)[2][1] + 1
 
 
 def decode_json(data: bytes | str | msgspec.Raw) -> Any:
@@ -142,7 +204,19 @@ def decode_json(data: bytes | str | msgspec.Raw) -> Any:
     except RecursionError:
         raise DecodeLimitError(f"nesting deeper than {MAX_DEPTH} levels") from None
     except UnicodeDecodeError as e:
-        raise msgspec.DecodeError(f"invalid UTF-8 at byte {e.start}: {e.reason}") from None
+        where = utf8_error_offset(raw)
+        raise msgspec.DecodeError(f"invalid UTF-8 at byte {where}: {e.reason}") from None
+
+
+def utf8_error_offset(data: bytes | memoryview | msgspec.Raw) -> int | None:
+    """The byte offset of the first invalid UTF-8 sequence in ``data`` (None: there is
+    none). msgspec reports an offset within the string it was decoding, which points the
+    reader nowhere."""
+    try:
+        bytes(memoryview(data)).decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start
+    return None
 
 
 class BoundedLoaderMixin:

@@ -305,3 +305,34 @@ async def test_update_persistent_volume_claim_conflict_is_retriable() -> None:
     with pytest.raises(BindError) as err:
         await APIClusterClient(fake).update_persistent_volume_claim(pvc)  # type: ignore[arg-type]
     assert err.value.retry is False
+
+
+class _Fenced(Exception):
+    pass
+
+
+async def test_write_guard_runs_last_and_stops_the_request(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """The fence is checked right before the bytes go out: a guard that raises sends
+    nothing (a binding or an eviction), one that passes lets the request through."""
+    pod = info(apiserver.create(make_pod("web")))
+    calls: list[str] = []
+
+    def fenced() -> None:
+        calls.append("guard")
+        raise _Fenced
+
+    c = APIClusterClient(client)
+    c.write_guard = fenced
+    with pytest.raises(_Fenced):
+        await c.bind(pod, "node-1")
+    with pytest.raises(_Fenced):
+        await c.delete_pod(pod)
+    assert calls == ["guard", "guard"]
+    assert apiserver.find_requests(resource="pods/binding") == []
+    assert apiserver.find_requests(verb="delete", resource="pods") == []
+    c.write_guard = lambda: calls.append("open")  # type: ignore[func-returns-value]
+    await c.bind(pod, "node-1")
+    assert calls[-1] == "open"
+    assert apiserver.get("pods", "default", "web")["spec"]["nodeName"] == "node-1"

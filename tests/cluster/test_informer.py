@@ -322,3 +322,161 @@ def test_backoff_doubles_caps_and_resets() -> None:
     assert b.next() == 0.8
     j = Backoff(1.0, 30.0, jitter=1.0, clock=clock)
     assert 1.0 <= j.next() <= 2.0  # jitter adds up to 100%
+
+
+def _lists(apiserver: TestAPIServer) -> list[tuple[str | None, str | None]]:
+    """Each pods list's (resourceVersion, limit)."""
+    return [
+        (r.query.get("resourceVersion"), r.query.get("limit"))
+        for r in apiserver.find_requests(verb="list", resource="pods")
+    ]
+
+
+@pytest.mark.parametrize("first_paged", [False, True])
+async def test_relist_at_a_version_is_unpaged_unless_the_first_list_was_paged(
+    apiserver: TestAPIServer, client: APIClient, first_paged: bool
+) -> None:
+    """client-go's reflector: a relist at the last version seen goes without a limit, so
+    the watch cache serves it (a paged one is an exact read of old state from etcd)."""
+    for i in range(3):
+        apiserver.create(make_pod(f"p{i}"))
+    rec = Recorder()
+    inf = pod_informer(client, rec, page_size=2 if first_paged else 500)
+    async with running(inf):
+        await eventually(lambda: apiserver.watcher_count("pods") == 1)
+        seen = apiserver.create(make_pod("seen"))  # the watch moves past the list's version
+        await eventually(lambda: inf.last_sync_resource_version == rv_of(seen))
+        apiserver.faults.fail_next(
+            1, verb="watch", resource="pods", code=410, reason="Expired", message="too old"
+        )
+        apiserver.faults.drop_watches(resource="pods")
+        await eventually(lambda: inf.lists == 2)
+    lists = _lists(apiserver)
+    assert lists[0][0] == "0"
+    assert lists[-1][0] == rv_of(seen)
+    if first_paged:
+        assert inf.paginated
+        assert lists[-1][1] == "2"
+    else:
+        assert not inf.paginated
+        assert lists[-1][1] is None
+    assert inf.consistent_lists == 0
+    assert set(inf.store) == {"default/p0", "default/p1", "default/p2", "default/seen"}
+
+
+async def test_watch_expired_at_the_listed_version_relists_the_latest(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """The API server restart loop: a list returned a version the watch calls too old at
+    once; the next list is a consistent read ("") instead of the same stale one again."""
+    apiserver.create(make_pod("a"))
+    apiserver.faults.fail_next(
+        2, verb="watch", resource="pods", code=410, reason="Expired", message="too old"
+    )
+    rec = Recorder()
+    inf = pod_informer(client, rec)
+    async with running(inf):
+        await eventually(lambda: apiserver.watcher_count("pods") == 1, timeout=5)
+        apiserver.create(make_pod("b"))
+        await eventually(lambda: len(rec.events) == 2)
+    versions = [rv for rv, _ in _lists(apiserver)]
+    # first list at "0"; each watch from a list's version expired: both relists consistent
+    assert versions == ["0", "", ""]
+    assert inf.consistent_lists == 2
+    assert rec.kinds() == [("add", "a"), ("add", "b")]
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "message"),
+    [
+        (410, "Expired", "too old resource version: 5 (9)"),
+        (504, "Timeout", "Too large resource version: 50, current: 9"),
+    ],
+)
+async def test_list_at_an_unavailable_version_falls_back_at_once(
+    apiserver: TestAPIServer, client: APIClient, code: int, reason: str, message: str
+) -> None:
+    apiserver.create(make_pod("a"))
+    rec = Recorder()
+    inf = pod_informer(client, rec)
+    async with running(inf):
+        await eventually(lambda: apiserver.watcher_count("pods") == 1)
+        seen = apiserver.create(make_pod("b"))
+        await eventually(lambda: inf.last_sync_resource_version == rv_of(seen))
+        apiserver.faults.fail_next(
+            1, verb="list", resource="pods", code=code, reason=reason, message=message
+        )
+        apiserver.faults.fail_next(
+            1, verb="watch", resource="pods", code=410, reason="Expired", message="too old"
+        )
+        apiserver.faults.drop_watches(resource="pods")
+        await eventually(lambda: inf.lists == 2)
+    versions = [rv for rv, _ in _lists(apiserver)]
+    assert versions == ["0", rv_of(seen), ""]  # the refused list retried at "" at once
+
+
+def test_too_large_resource_version_is_recognized_by_its_cause() -> None:
+    from ksched.cluster import APIError
+
+    body = (
+        b'{"kind":"Status","code":504,"reason":"Timeout","message":"Too large resource '
+        b'version: 12, current: 9","details":{"causes":[{"reason":"ResourceVersionTooLarge",'
+        b'"message":"Too large resource version"}],"retryAfterSeconds":1}}'
+    )
+    assert APIError.from_response(504, body).is_too_large_resource_version
+    other = b'{"kind":"Status","code":504,"reason":"Timeout","message":"request timed out"}'
+    assert not APIError.from_response(504, other).is_too_large_resource_version
+    assert not APIError.from_response(410, b"").is_too_large_resource_version
+
+
+async def test_stale_for_measures_the_time_without_a_watch(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """Readiness input: 0 while watching; growing while the watch cannot be reopened;
+    0 again once it is."""
+    rec = Recorder()
+    inf = pod_informer(client, rec)
+    s = InformerSet([inf])
+    async with running(inf):
+        await eventually(lambda: apiserver.watcher_count("pods") == 1)
+        assert inf.stale_for() == 0.0
+        assert s.stale(0.0) == ""
+        apiserver.faults.fail_next(1000, verb="watch", resource="pods", code=429)
+        apiserver.faults.drop_watches(resource="pods")
+        await eventually(lambda: inf.stale_for() > 0.3)
+        assert s.stale(0.2).startswith("pods out of step for")
+        apiserver.faults.clear()
+        await eventually(lambda: apiserver.watcher_count("pods") == 1, timeout=10)
+        await eventually(lambda: inf.stale_for() == 0.0)
+        assert s.stale(0.0) == ""
+
+
+async def test_the_first_informer_through_wakes_the_others_waiting_to_reconnect() -> None:
+    """A partition that heals: once one informer of a client reconnects, the server is
+    back for all, and the others stop waiting out their reconnect backoff."""
+    from ksched.testing.controlplane import TCPProxy
+
+    async with TestAPIServer() as srv:
+        port = int(srv.url.rsplit(":", 1)[1])
+        with TCPProxy(port) as proxy:
+            client = await APIClient.for_master(f"http://127.0.0.1:{proxy.port}", qps=0)
+            try:
+                rec = Recorder()
+                eager = pod_informer(client, rec, reconnect_backoff=Backoff(0.05, 0.05, jitter=0))
+                slow: Informer[Node] = Informer(
+                    client,
+                    "/api/v1/nodes",
+                    struct_decoder(Node),
+                    name="nodes",
+                    reconnect_backoff=Backoff(60.0, 60.0, jitter=0),
+                )
+                async with running(eager, slow):
+                    await eventually(lambda: srv.watcher_count("nodes") == 1)
+                    proxy.cut(hold=True)
+                    await eventually(lambda: slow.stale_for() > 0 and eager.stale_for() > 0.2)
+                    proxy.release()
+                    await eventually(lambda: slow.stale_for() == 0.0, timeout=5)
+                    srv.create(make_node("after"))
+                    await eventually(lambda: "after" in slow.store, timeout=5)
+            finally:
+                await client.close()

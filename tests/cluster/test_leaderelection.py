@@ -582,3 +582,89 @@ async def test_two_electors_on_the_test_api_server(
         assert spec["holderIdentity"] == "b" and spec["leaseTransitions"] == 1
     finally:
         await lc.close()
+
+
+# -- fencing -----------------------------------------------------------------------------------
+async def test_a_pause_fences_writes_until_a_renewal_confirms_the_lease() -> None:
+    """A monotonic clock jump longer than renewDeadline (SIGSTOP, a paused VM): no write
+    until the Lease is confirmed ours again; then the leader leads on (no transition)."""
+    api, clock = FakeAPI(), FakeClock()
+    e = elector(api, clock, "a")
+    stopped: list[float] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(e.run, lambda: None, lambda: stopped.append(clock.now()))
+        await advance(clock, 3 * RP)
+        assert e.may_write() and e.fence_check() is None
+        clock.set(clock.now() + LD + 5)  # the process did not run meanwhile
+        assert e.leading and not e.may_write()
+        assert "not confirmed" in (e.fence_check() or "")
+        writable = []
+        tg.start_soon(lambda: _record(e.wait_writable(LD), writable))
+        await advance(clock, RP)
+        assert writable == [True]  # the renewal re-read the Lease: still ours
+        assert e.may_write() and e.leading and stopped == []
+        assert api.record().holder_identity == "a"
+        assert api.record().leader_transitions == 0
+        e.stop()
+
+
+async def _record(coro: Any, out: list[Any]) -> None:
+    out.append(await coro)
+
+
+@pytest.mark.parametrize("other", ["holds", "released"])
+async def test_a_pause_past_the_lease_loses_it_without_a_write(other: str) -> None:
+    """Someone wrote the Lease while we were paused: we never write again — not even to
+    take back a lease that was released meanwhile (client-go would, as a transition)."""
+    api, clock = FakeAPI(), FakeClock()
+    e = elector(api, clock, "a")
+    stopped: list[float] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(e.run, lambda: None, lambda: stopped.append(clock.now()))
+        await advance(clock, 3 * RP)
+        clock.set(clock.now() + LD + 5)
+        api.put_spec(holderIdentity="b", leaseTransitions=1)
+        if other == "released":
+            api.put_spec(holderIdentity="", leaseDurationSeconds=1)
+        writable: list[bool] = []
+        tg.start_soon(lambda: _record(e.wait_writable(LD), writable))
+        api.calls.clear()
+        await advance(clock, RD + 2 * RP)
+        assert writable == [False]
+        assert stopped and not e.leading and not e.may_write()
+    assert "PUT" not in api.calls and "POST" not in api.calls
+    assert api.record().holder_identity == ("b" if other == "holds" else "")
+
+
+async def test_a_pause_during_a_renewal_round_rereads_the_lease_once() -> None:
+    """The round ran out of its deadline while the process was paused mid-request: one
+    more attempt re-reads the Lease instead of ending the leadership outright."""
+    api, clock = FakeAPI(), FakeClock()
+    e = elector(api, clock, "a")
+    stopped: list[float] = []
+    failing = 0
+    real_request = api.request
+
+    async def paused(method: str, path: str, **kw: Any) -> tuple[int, bytes]:
+        nonlocal failing
+        if failing and not path.endswith("/events"):
+            failing -= 1
+            if failing == 1:
+                clock.set(clock.now() + RD + RP + 1)  # stopped mid-request
+            api.calls.append(method)
+            raise APIError(0, "ConnectionError", "reset")
+        return await real_request(method, path, **kw)
+
+    api.request = paused  # type: ignore[method-assign]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(e.run, lambda: None, lambda: stopped.append(clock.now()))
+        await advance(clock, 3 * RP)
+        api.calls.clear()
+        failing = 2  # the fast path's PUT (during which we pause), then the GET
+        await advance(clock, RP)
+        assert api.calls == ["PUT", "GET", "GET", "PUT"]  # the last two: the re-read
+        assert stopped == [] and e.leading
+        await advance(clock, RP)
+        assert e.may_write()
+        assert api.record().leader_transitions == 0
+        e.stop()

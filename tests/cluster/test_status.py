@@ -377,3 +377,68 @@ def test_a_series_ended_before_its_repeats_were_written_leaves_no_patch() -> Non
     r._tick()
     assert [w.kind for w in r._events] == ["event", "event"]
     assert not r._queue
+
+
+@pytest.mark.parametrize("pipelining", [True, False])
+async def test_an_event_the_server_failed_is_tried_again(
+    apiserver: TestAPIServer, client: APIClient, pipelining: bool
+) -> None:
+    """client-go's broadcaster keeps an event the server did not take (5xx, no answer)
+    and tries again; a try that finds it created after all (409) is quiet."""
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(2, verb="create", resource="events", code=503)
+    r = StatusReporter(client, pipelining=pipelining)
+    r.event_retry_sleep = 0.05
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        r.scheduled(pod, "n1", "default-scheduler", 1)
+        await eventually(lambda: len(events(apiserver)) == 1, timeout=5)
+        tg.cancel_scope.cancel()
+    (ev,) = events(apiserver)
+    assert ev["reason"] == "Scheduled"
+    creates = apiserver.find_requests(verb="create", resource="events")
+    assert [c.status for c in creates] == [503, 503, 201]
+
+
+async def test_an_event_is_tried_at_most_twelve_times(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(100, verb="create", resource="events", code=500)
+    r = StatusReporter(client, pipelining=False)
+    r.event_retry_sleep = 0.01
+    with structlog.testing.capture_logs() as logs:
+        async with running(r):
+            r.scheduled(pod, "n1", "default-scheduler", 1)
+            await eventually(
+                lambda: apiserver.count_requests(verb="create", resource="events") >= 12,
+                timeout=5,
+            )
+            await anyio.sleep(0.2)
+    assert apiserver.count_requests(verb="create", resource="events") == 12
+    assert events(apiserver) == []
+    # one line for the failing tries (throttled), one for giving up
+    said = [e["event"] for e in logs if e["log_level"] in ("warning", "error")]
+    assert said == [
+        "status/event write failed; trying again later",
+        "Unable to write event (retry limit exceeded!)",
+    ]
+
+
+async def test_drain_writes_the_events_waiting_to_be_tried_again_at_once(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    pod = info(apiserver.create(make_pod("web")))
+    apiserver.faults.fail_next(1, verb="create", resource="events", code=503)
+    r = StatusReporter(client)
+    r.event_retry_sleep = 600.0
+    async with anyio.create_task_group() as tg:
+        await tg.start(r.run)
+        r.scheduled(pod, "n1", "default-scheduler", 1)
+        await eventually(lambda: apiserver.count_requests(verb="create", resource="events") == 1)
+        await anyio.sleep(0.1)
+        assert r.pending == 1  # waiting for its next try
+        with anyio.fail_after(5):
+            await r.drain()
+        tg.cancel_scope.cancel()
+    assert [e["reason"] for e in events(apiserver)] == ["Scheduled"]

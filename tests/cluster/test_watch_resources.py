@@ -135,6 +135,8 @@ async def test_missing_collection_appearing_later_is_picked_up(
     async with anyio.create_task_group() as tg:
         with anyio.fail_after(5):
             await tg.start(informers.run)
+        # synced empty while not served: in step with the server, not stale (readiness)
+        assert pgs.stale_for() == 0.0
         await eventually(lambda: "default/g" in pgs.store, what="podgroup after the CRD appeared")
         assert not pgs.not_served
         assert [e.action for e, _, _ in sched.other] == ["Add"]

@@ -56,6 +56,7 @@ class FakeDaemon:
     outcomes: Outcomes = field(default_factory=Outcomes)
     config: Any = field(default_factory=default_config)
     shadow: Any = None  # not in shadow mode
+    flags: dict[str, str] = field(default_factory=dict)  # /flagz
 
     @property
     def scheduler_if_started(self) -> Any:

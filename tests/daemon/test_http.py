@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -16,6 +17,7 @@ from ksched.cluster import APIClient
 from ksched.config import default_config
 from ksched.daemon import SchedulerDaemon
 from ksched.daemon.http import DebugServer
+from ksched.features import set_feature_gates
 from ksched.metrics import SchedulerMetrics
 from ksched.testing import TestAPIServer
 
@@ -162,6 +164,88 @@ def test_configz_shows_the_client_settings_in_effect(tmp_path: Path) -> None:
     assert client["server"].startswith("http://127.0.0.1:")
     assert client["kubeconfig"] == str(tmp_path / "kubeconfig")
     assert (client["source"], client["qps"], client["burst"]) == ("kubeconfig", 7.0, 9)
+
+
+def test_configz_shows_the_feature_gates_in_effect(daemon: FakeDaemon) -> None:
+    out = json.loads(one(daemon, "/configz")[2])
+    assert out["emulatedVersion"] == "1.36"
+    assert out["featureGates"]["OpportunisticBatching"] is True
+    gates = set_feature_gates(["OpportunisticBatching=false,StorageCapacityScoring=true"])
+    cfg = default_config(gates)
+    out = json.loads(one(dataclasses.replace(daemon, config=cfg), "/configz")[2])
+    assert out["featureGates"] == gates.effective()
+    assert out["featureGates"]["OpportunisticBatching"] is False
+    assert len(out["featureGates"]) > 200  # every gate, not only those set
+    vb = [
+        pc
+        for pc in out["componentconfig"]["profiles"][0]["pluginConfig"]
+        if pc["name"] == "VolumeBinding"
+    ]
+    assert vb[0]["args"]["shape"]  # defaulted under the gate
+
+
+ZPAGE_WARNING = (
+    "Warning: This endpoint is not meant to be machine parseable, has no formatting "
+    "compatibility guarantees and is for debugging purposes only.\n"
+)
+
+
+def test_flagz_lists_the_command_line_and_goes_with_its_gate() -> None:
+    """``ksched run``'s flags (``daemon.main._flags``) as kube-scheduler's /flagz text (the
+    gate flags in its spelling: kube-scheduler v1.36.3 shows
+    ``feature-gates=:OpportunisticBatching=false`` and ``emulated-version=[]``); 404 with
+    ComponentFlagz off."""
+    from ksched.cli import build_parser
+    from ksched.daemon.main import _flags
+
+    args = build_parser().parse_args(
+        ["run", "--feature-gates", "OpportunisticBatching=false", "--feature-gates", "kube:A=true"]
+    )
+    flags = _flags(args)
+    assert flags["feature-gates"] == ":OpportunisticBatching=false,kube:A=true"
+    assert flags["emulated-version"] == "[]" and flags["secure-port"] == "10259"
+    assert "fn" not in flags
+    args = build_parser().parse_args(["run", "--emulated-version", "1.36"])
+    assert _flags(args)["emulated-version"] == "[1.36]"
+    d = FakeDaemon(None, flags={"feature-gates": ":A=true", "v": "2"})
+    status, ctype, body = one(d, "/flagz")
+    assert (status, ctype) == (200, "text/plain")
+    assert body == "\nksched flagz\n" + ZPAGE_WARNING + "feature-gates=:A=true\nv=2\n"
+    off = default_config(set_feature_gates(["ComponentFlagz=false"]))
+    status, ctype, body = one(FakeDaemon(None, config=off), "/flagz")
+    assert (status, ctype) == (404, "application/json") and "error" in json.loads(body)
+
+
+def test_statusz_as_kube_schedulers_and_goes_with_its_gate() -> None:
+    """Upstream's statusz text: header, then Started/Up/<runtime> version/Binary
+    version/Emulation version/Paths, one per line."""
+    status, ctype, body = one(FakeDaemon(None), "/statusz")
+    assert (status, ctype) == (200, "text/plain")
+    head, rows = body.split(ZPAGE_WARNING)
+    assert head == "\nksched statusz\n"
+    lines = rows.splitlines()
+    assert lines[0] == ""
+    names = [ln.split("  ")[0] for ln in lines[1:]]
+    assert names == [
+        "Started",
+        "Up",
+        "Python version",
+        "Binary version",
+        "Emulation version",
+        "Paths",
+    ]
+    assert re.fullmatch(r"Up  0 hr 00 min 0\d sec", lines[2])
+    assert lines[4].startswith("Binary version  1.36.3 (ksched ")
+    assert lines[5] == "Emulation version  1.36"
+    assert "/configz" in lines[6] and "/flagz" in lines[6]
+    off = default_config(set_feature_gates(["ComponentStatusz=false"]))
+    assert one(FakeDaemon(None, config=off), "/statusz")[0] == 404
+
+
+def test_a_daemon_without_flags_shows_its_gate_flags_on_flagz() -> None:
+    gates = set_feature_gates(["OpportunisticBatching=false"])
+    d = SchedulerDaemon(default_config(gates), kubeconfig="/nonexistent")
+    assert d.flags == {"emulated-version": "[]", "feature-gates": ":OpportunisticBatching=false"}
 
 
 RFC3339_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -316,7 +400,6 @@ def test_configz_redacts_key_material_and_tokens(daemon: FakeDaemon) -> None:
     """An extender's tlsConfig.keyData (kube-scheduler's /configz prints it in full) and any
     token-like plugin argument are REDACTED; certificates, which are public, are not."""
     import base64
-    import dataclasses
 
     from ksched.config import load_config_data
 
@@ -366,3 +449,41 @@ def test_debug_shadow_outside_shadow_mode_is_a_404_saying_how(daemon: FakeDaemon
     }
     status, _, body = one(daemon, "/debug/shadow?x=1")
     assert status == 400 and "unknown query parameter(s): x" in json.loads(body)["error"]
+
+
+def test_configz_redacts_the_userinfo_of_urls(daemon: FakeDaemon) -> None:
+    """A password in an extender's urlPrefix was shown verbatim; the rest of the URL (what
+    an operator needs to see) stays."""
+    import dataclasses
+
+    from ksched.config import load_config_data
+
+    cfg, _ = load_config_data(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "extenders": [
+                {"urlPrefix": "https://user:S3CRET@extender.test:8443/x", "filterVerb": "f"},
+                {"urlPrefix": "http://T0KEN@other.test/", "filterVerb": "f"},
+                {"urlPrefix": "https://plain.test/a@b", "filterVerb": "f"},
+            ],
+        }
+    )
+    status, _, body = one(dataclasses.replace(daemon, config=cfg), "/configz")
+    assert status == 200
+    urls = [e["urlPrefix"] for e in json.loads(body)["componentconfig"]["extenders"]]
+    assert urls == [
+        "https://REDACTED@extender.test:8443/x",
+        "http://REDACTED@other.test/",
+        "https://plain.test/a@b",  # an @ in the path is no userinfo
+    ]
+    assert "S3CRET" not in body and "T0KEN" not in body
+
+
+def test_redact_urls_in_lists_and_plugin_args() -> None:
+    from ksched.daemon.http import redact
+
+    out = redact({"args": {"endpoints": ["https://a:b@h/", "h2"], "upstream": "ftp://u@h"}})
+    assert out == {
+        "args": {"endpoints": ["https://REDACTED@h/", "h2"], "upstream": "ftp://REDACTED@h"}
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -9,7 +10,7 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ksched.metrics import SchedulerMetrics, exponential_buckets
+from ksched.metrics import SchedulerMetrics, exponential_buckets, go_float
 from ksched.sim import Simulation
 
 from .conftest import CLUSTER, simulated
@@ -158,7 +159,62 @@ def test_upstream_bucket_layouts(
     expected: list[float],
 ) -> None:
     _, m = sim_metrics
-    assert buckets(m, name) == pytest.approx(expected)
+    assert buckets(m, name) == expected
+
+
+def test_exponential_buckets_multiply_step_by_step_as_go_does() -> None:
+    """Each bound is the previous one times the factor, rounded once (Go's ``start *=
+    factor``), not ``start * factor**i``: kube-scheduler's third plugin-duration bound is
+    ``2.2500000000000005e-05``, where the power gives ``2.25e-05``."""
+    bounds = exponential_buckets(0.00001, 1.5, 20)
+    assert len(bounds) == 20 and bounds[0] == 0.00001
+    assert all(b == a * 1.5 for a, b in itertools.pairwise(bounds))
+    assert repr(bounds[2]) == "2.2500000000000005e-05" != repr(0.00001 * 1.5**2)
+    assert exponential_buckets(1, 2, 5) == [1, 2, 4, 8, 16]
+    with pytest.raises(ValueError, match="out of range"):
+        exponential_buckets(0.1, 1, 3)
+
+
+def test_exposition_writes_bucket_bounds_as_go_does() -> None:
+    """``le`` as client_golang writes it: the step-by-step bound, ``1`` not ``1.0``."""
+    m = SchedulerMetrics()
+    m.plugin_execution_duration.labels("NodeResourcesFit", "Filter", "Success").observe(0.00002)
+    m.pod_scheduling_attempts.observe(1)
+    m.preemption_victims.observe(3)
+    text = m.render().decode()
+    assert 'le="2.2500000000000005e-05"' in text and 'le="2.25e-05"' not in text
+    assert 'scheduler_pod_scheduling_attempts_bucket{le="1"} 1.0' in text
+    assert 'scheduler_preemption_victims_bucket{le="64"} 1.0' in text
+    assert 'le="1.0"' not in text and 'le="64.0"' not in text
+    assert m.registry.get_sample_value("scheduler_pod_scheduling_attempts_bucket", {"le": "1"})
+
+
+@pytest.mark.parametrize(
+    ("value", "go"),
+    [
+        # strconv.FormatFloat(value, 'g', -1, 64), printed by Go 1.26
+        (1.0, "1"),
+        (16.0, "16"),
+        (0.001, "0.001"),
+        (0.0001, "0.0001"),
+        (1e-05, "1e-05"),
+        (2.2500000000000005e-05, "2.2500000000000005e-05"),
+        (0.00011390625000000003, "0.00011390625000000003"),
+        (5242.88, "5242.88"),
+        (999999.0, "999999"),
+        (1e6, "1e+06"),
+        (1048576.0, "1.048576e+06"),
+        (1e21, "1e+21"),
+        (-2.5, "-2.5"),
+        (5e-324, "5e-324"),
+        (0.0, "0"),
+        (float("inf"), "+Inf"),
+        (float("-inf"), "-Inf"),
+        (float("nan"), "NaN"),
+    ],
+)
+def test_go_float(value: float, go: str) -> None:
+    assert go_float(value) == go
 
 
 def test_exposition_names_types_and_label_sets(

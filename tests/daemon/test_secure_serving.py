@@ -6,10 +6,12 @@ the real kube-apiserver and compares with a real kube-scheduler."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,6 +245,70 @@ def test_a_failed_review_is_a_json_error_and_not_cached(tmp_path: Path) -> None:
             assert await s.get("/metrics", token="another") == (401, UNAUTHORIZED)
 
     anyio.run(main)
+
+
+async def raw_get(url: str, authorization: bytes, path: bytes = b"/metrics") -> tuple[int, Any]:
+    """GET over TLS with an Authorization header of any bytes (clients refuse to send
+    what is not ASCII)."""
+    host, port = url.removeprefix("https://").split("/")[0].rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port), ssl=client_ssl())
+    writer.write(
+        b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Authorization: " + authorization + b"\r\n\r\n"
+    )
+    data = await reader.read()
+    writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [b"Bearer \xff\xfe\x80", "Bearer t\u00f6k\u00e9n".encode(), b"Bearer \xc3("],
+    ids=["not-utf8", "utf8-non-ascii", "truncated-utf8"],
+)
+def test_a_bearer_token_that_is_not_ascii_is_401(tmp_path: Path, authorization: bytes) -> None:
+    """kube's tokens are ASCII (RFC 6750's b64token): 401 as for any token the API server
+    does not know, without a TokenReview (a 500 UnicodeEncodeError before)."""
+
+    async def main() -> None:
+        async with secure_daemon(tmp_path) as s:
+            before = s.reviews("tokenreviews")
+            assert await raw_get(s.daemon.secure_url, authorization) == (401, UNAUTHORIZED)
+            assert s.reviews("tokenreviews") == before
+            assert (await s.get("/metrics", token=ADMIN.token))[0] == 200
+
+    anyio.run(main)
+
+
+def test_over_long_urls_get_a_json_400_and_one_log_line(tmp_path: Path) -> None:
+    """200 unauthenticated requests with 10 kB URLs: each a JSON 400 that does not echo the
+    URL (aiohttp's own answer quoted it as text/plain), and one log line, no traceback
+    (aiohttp logged a traceback per request)."""
+    import io
+
+    buf = io.StringIO()
+    took: list[float] = []
+
+    async def main() -> None:
+        async with secure_daemon(tmp_path) as s:
+            klog.configure("json", 0, stream=buf)
+            start = time.monotonic()
+            for _ in range(200):
+                status, body = await raw_get(s.daemon.secure_url, b"Bearer x", b"/" + b"z" * 10_000)
+                assert (status, body) == (400, {"error": "request line or header too long"})
+            took.append(time.monotonic() - start)
+            assert (await s.get("/metrics", token=ADMIN.token))[0] == 200
+
+    try:
+        anyio.run(main)
+    finally:
+        klog.reset()
+    out = buf.getvalue()
+    assert "Traceback" not in out and "zzzz" not in out
+    failures = [x for x in out.splitlines() if "LineTooLong" in x]
+    # one line per 10 s (a loaded machine may take longer than that for 200 handshakes)
+    assert 1 <= len(failures) <= 1 + int(took[0] // 10), out[-3000:]
 
 
 def test_a_certificate_the_ca_did_not_sign_fails_the_handshake(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ __all__ = ["VALIDATORS", "validate_jsonschema", "validate_models"]
 # Kinds the deploy/ manifests use, with their apiVersion (the models do not encode groups).
 API_VERSIONS = {
     "Namespace": "v1",
+    "Pod": "v1",
     "ServiceAccount": "v1",
     "ConfigMap": "v1",
     "Secret": "v1",

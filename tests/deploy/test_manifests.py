@@ -130,11 +130,20 @@ def test_deployment_runs_ksched_with_leader_election_and_probes() -> None:
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"https": args.secure_port} and args.secure_port == 10259
     always = args.authorization_always_allow_paths.split(",")
-    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+    probes = (
+        ("startupProbe", "/livez"),
+        ("livenessProbe", "/livez"),
+        ("readinessProbe", "/readyz"),
+    )
+    for probe, path in probes:
         get = c[probe]["httpGet"]
         assert get["path"] == path and ports[get["port"]] == args.secure_port
         assert get["scheme"] == "HTTPS"  # as the seeds' kube-scheduler manifests probe it
         assert path in always  # the kubelet's probes carry no credentials
+    # the startup probe holds liveness back for a slow start: no initial delay needed
+    startup = c["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 60
+    assert "initialDelaySeconds" not in c["livenessProbe"]
     assert pod["priorityClassName"] == "system-cluster-critical"
     assert pod.get("schedulerName") in (None, "default-scheduler")  # never schedules itself
     assert c["resources"]["requests"].keys() == {"cpu", "memory"}

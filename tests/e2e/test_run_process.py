@@ -140,3 +140,44 @@ def test_leader_elect_flag_with_bad_timings_exits_2(e2e: E2E, tmp_path: Path) ->
     assert r.returncode == 2
     assert "leaderElection.leaseDuration: Invalid value: 5s" in r.stderr
     assert srv.requests == []
+
+
+def test_run_under_feature_gates_shows_them_on_configz_and_flagz(
+    e2e: E2E, procs: list[KschedProcess]
+) -> None:
+    """``ksched run --feature-gates ... --emulated-version 1.36`` schedules under those
+    gates; ``/configz`` has every gate's value, ``/flagz`` the command line, ``/statusz``
+    the emulated version."""
+    import json
+
+    node = e2e.create_node("n")
+    cfg = e2e.write_config()
+    gates = "OpportunisticBatching=false,StorageCapacityScoring=true"
+    proc = KschedProcess(
+        [
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            str(e2e.kubeconfig),
+            "--no-leader-elect",
+            f"--feature-gates={gates}",
+            "--emulated-version=1.36",
+        ]
+    )
+    procs.append(proc)
+    url = proc.serving()
+    wait_for(lambda: _get(url + "/readyz") == 200, 20, what="readyz")
+    e2e.create_pod("p")
+    assert e2e.wait_bound("p") == node
+    with urllib.request.urlopen(url + "/configz", timeout=5) as r:
+        configz = json.loads(r.read())
+    assert configz["emulatedVersion"] == "1.36"
+    assert configz["featureGates"]["OpportunisticBatching"] is False
+    assert configz["featureGates"]["StorageCapacityScoring"] is True
+    with urllib.request.urlopen(url + "/flagz", timeout=5) as r:
+        flagz = r.read().decode()
+    shown = ",".join(f":{g}" for g in gates.split(","))  # as kube-scheduler's /flagz shows it
+    assert f"\nfeature-gates={shown}\n" in flagz
+    assert "\nemulated-version=[1.36]\n" in flagz and "\nksched flagz\n" in flagz
+    with urllib.request.urlopen(url + "/statusz", timeout=5) as r:
+        assert "\nEmulation version  1.36\n" in r.read().decode()

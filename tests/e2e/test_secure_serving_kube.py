@@ -1,9 +1,9 @@
 """The secure port against the real kube-apiserver, beside a real kube-scheduler's.
 
-Both serve the same requests — bearer tokens of three identities, none, a made-up one,
-client certificates signed by the ``--client-ca-file`` CA (one of a user RBAC lets get
-``/metrics``), the always-allowed health paths — and must answer with the same status
-codes, and for 401/403 the same ``Status`` bodies. ksched's daemon runs as
+Both serve the same requests — bearer tokens of three identities, none, a made-up one, one
+that is not UTF-8, client certificates signed by the ``--client-ca-file`` CA (one of a
+user RBAC lets get ``/metrics``), the always-allowed health paths — and must answer with
+the same status codes, and for 401/403 the same ``Status`` bodies. ksched's daemon runs as
 ``system:kube-scheduler`` with the stock role (which may create the TokenReviews and
 SubjectAccessReviews); kube-scheduler with the same kubeconfig for its delegated
 authentication and authorization.
@@ -115,11 +115,22 @@ def test_secure_port_answers_as_kube_schedulers(e2e: E2E, tmp_path: Path) -> Non
         "scheduler": cp.scheduler_identity.token,
         "controller-manager": cp.controller_manager_identity.token,
         "made-up": "not-a-token",
+        # sent as latin-1: bytes that are not UTF-8 (ksched answered 500 UnicodeEncodeError)
+        "not-ascii": "t\u00f6k\u00e9n",
         "none": None,
     }
     cases: list[tuple[str, str, dict[str, Any]]] = []
     for who, token in tokens.items():
-        for path in ("/metrics", "/configz", "/healthz", "/readyz", "/livez", "/healthz/ping"):
+        for path in (
+            "/metrics",
+            "/configz",
+            "/flagz",
+            "/statusz",
+            "/healthz",
+            "/readyz",
+            "/livez",
+            "/healthz/ping",
+        ):
             cases.append((f"{who} GET {path}", path, {"token": token}))
     for who, cert in certs.items():
         for path in ("/metrics", "/configz", "/healthz"):

@@ -1,8 +1,9 @@
-"""Who may call the extender: loopback by default and open there; beyond loopback /bind
-and /preempt need client-certificate authentication (403 without it configured, unless
-``--insecure-allow-unauthenticated-bind``, which is logged); with ``--client-ca-file``
-every request needs a certificate that CA signed (401 JSON without one, a failed handshake
-with a foreign one). Never a traceback."""
+"""Who may call the extender: loopback by default and open there; beyond loopback every
+verb needs client-certificate authentication (403 without it configured, unless
+``--insecure-allow-unauthenticated``, which is logged), and only /healthz, /readyz and
+/metrics answer anyone; with ``--client-ca-file`` every request needs a certificate that
+CA signed (401 JSON without one, a failed handshake with a foreign one). Never a
+traceback."""
 
 from __future__ import annotations
 
@@ -69,14 +70,17 @@ def test_loopback_and_access_rules() -> None:
         assert is_loopback(host), host
     for host in ("0.0.0.0", "::", "", None, "10.0.0.1", "ksched-extender.kube-system.svc"):
         assert not is_loopback(host), host
-    assert access_for("127.0.0.1", client_certs=False) == Access(open_writes=True)
-    assert access_for("0.0.0.0", client_certs=False) == Access(open_writes=False)
-    assert access_for("0.0.0.0", client_certs=False, insecure=True) == Access(open_writes=True)
-    assert access_for("127.0.0.1", client_certs=True) == Access(True, open_writes=False)
-    assert {"/bind", "/preempt"} == PROTECTED_PATHS
+    assert access_for("127.0.0.1", client_certs=False) == Access(open_verbs=True)
+    assert access_for("0.0.0.0", client_certs=False) == Access(open_verbs=False)
+    assert access_for("0.0.0.0", client_certs=False, insecure=True) == Access(open_verbs=True)
+    assert access_for("127.0.0.1", client_certs=True) == Access(True, open_verbs=False)
+    assert {"/filter", "/prioritize", "/bind", "/preempt"} == PROTECTED_PATHS
     # the default is loopback
     args = build_parser().parse_args(["extender", "--config", "c.yaml"])
-    assert args.bind_address == "127.0.0.1" and not args.insecure_allow_unauthenticated_bind
+    assert args.bind_address == "127.0.0.1" and not args.insecure_allow_unauthenticated
+    # the flag's earlier name still works
+    old = ["extender", "--config", "c.yaml", "--insecure-allow-unauthenticated-bind"]
+    assert build_parser().parse_args(old).insecure_allow_unauthenticated
 
 
 @asynccontextmanager
@@ -115,14 +119,17 @@ async def test_loopback_default_is_open() -> None:
 
 
 @pytest.mark.anyio
-async def test_beyond_loopback_without_client_certificates_bind_and_preempt_get_403() -> None:
+async def test_beyond_loopback_without_client_certificates_every_verb_gets_403() -> None:
     """The rules of a non-loopback address (``access_for("0.0.0.0", ...)``), served on
-    127.0.0.1 so the test can reach it; the CLI test below binds 0.0.0.0 for real."""
+    127.0.0.1 so the test can reach it; the CLI test below binds 0.0.0.0 for real.
+    /filter and /prioritize were open to anyone (a 60 MiB NodeList from a stranger)."""
+    nodelist = json.loads(golden("filter_args_nodelist.json"))
+    verbs = (("filter", nodelist), ("prioritize", nodelist), ("bind", BIND), ("preempt", PREEMPT))
     async with (
         _serving(access_for("0.0.0.0", client_certs=False)) as (url, server),
         aiohttp.ClientSession() as s,
     ):
-        for verb, body in (("bind", BIND), ("preempt", PREEMPT)):
+        for verb, body in verbs:
             status, out = await _post(s, f"{url}/{verb}", body)
             assert status == 403, out
             assert out == {
@@ -130,16 +137,16 @@ async def test_beyond_loopback_without_client_certificates_bind_and_preempt_get_
                 "extender listens beyond loopback without --client-ca-file"
             }
             assert _count(server, verb, "403") == 1
-        # the read-only verbs and the probes still answer
-        body = json.loads(golden("filter_args_nodelist.json"))
-        assert (await _post(s, f"{url}/filter", body))[0] == 200
-        async with s.get(f"{url}/healthz") as r:
-            assert r.status == 200
+        # the probes and the metrics still answer
+        for path in ("/healthz", "/readyz", "/metrics"):
+            async with s.get(f"{url}{path}") as r:
+                assert r.status == 200, path
     async with (
         _serving(access_for("0.0.0.0", client_certs=False, insecure=True)) as (url, _),
         aiohttp.ClientSession() as s,
     ):
-        assert (await _post(s, f"{url}/bind", BIND))[0] == 200
+        for verb, body in verbs:
+            assert (await _post(s, f"{url}/{verb}", body))[0] == 200, verb
 
 
 def _client_ctx(pki: PKI, with_cert: PKI | None) -> ssl.SSLContext:
@@ -236,19 +243,29 @@ def _warnings(lines: list[str]) -> list[str]:
     return [x["msg"] for x in map(json.loads, lines) if x.get("level") == "warning"]
 
 
-def test_cli_on_all_interfaces_refuses_bind_and_says_so(tmp_path: Path) -> None:
+def test_cli_on_all_interfaces_refuses_every_verb_and_says_so(tmp_path: Path) -> None:
     with _extender(tmp_path) as (port, lines):
         status, out = _curl(port, "bind", BIND)
         assert status == 403 and out["Error"].startswith("Forbidden: /bind needs"), out
         assert _curl(port, "preempt", PREEMPT)[0] == 403
-        assert _curl(port, "filter", json.loads(golden("filter_args_nodelist.json")))[0] == 200
+        nodelist = json.loads(golden("filter_args_nodelist.json"))
+        assert _curl(port, "filter", nodelist)[0] == 403
+        assert _curl(port, "prioritize", nodelist)[0] == 403
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+            assert r.status == 200
     (warning,) = _warnings(lines)
-    assert warning.startswith("/bind and /preempt are refused (403)"), lines
+    assert warning.startswith("/filter, /prioritize, /preempt and /bind are refused (403)"), lines
 
 
-def test_cli_insecure_flag_opens_bind_and_warns_once(tmp_path: Path) -> None:
-    with _extender(tmp_path, "--insecure-allow-unauthenticated-bind") as (port, lines):
+@pytest.mark.parametrize(
+    "flag", ["--insecure-allow-unauthenticated", "--insecure-allow-unauthenticated-bind"]
+)
+def test_cli_insecure_flag_opens_every_verb_and_warns_once(tmp_path: Path, flag: str) -> None:
+    with _extender(tmp_path, flag) as (port, lines):
         status, out = _curl(port, "bind", BIND)
         assert status == 200 and "no API server" in out["Error"], out
+        assert _curl(port, "filter", json.loads(golden("filter_args_nodelist.json")))[0] == 200
     (warning,) = _warnings(lines)
-    assert warning.startswith("INSECURE: /bind and /preempt answer unauthenticated requests")
+    assert warning.startswith(
+        "INSECURE: /filter, /prioritize, /preempt and /bind answer unauthenticated requests"
+    )

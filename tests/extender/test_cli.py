@@ -42,12 +42,13 @@ def cfg(tmp_path: Path) -> str:
         (
             [
                 *("--tls-cert-file", "c.pem", "--tls-private-key-file", "k.pem"),
-                *("--client-ca-file", "ca.pem", "--insecure-allow-unauthenticated-bind"),
+                *("--client-ca-file", "ca.pem", "--insecure-allow-unauthenticated"),
             ],
-            "--insecure-allow-unauthenticated-bind contradicts --client-ca-file",
+            "--insecure-allow-unauthenticated contradicts --client-ca-file",
         ),
         (["--profile", "nope"], "unknown profile 'nope'"),
         (["--max-request-bytes", "0"], "must be positive"),
+        (["--max-request-nodes", "0"], "--max-request-nodes must be positive"),
         (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.pem"], "TLS:"),
     ],
 )

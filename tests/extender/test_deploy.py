@@ -105,5 +105,16 @@ def test_deployment_survives_disruption_with_restricted_pods() -> None:
         assert csc["readOnlyRootFilesystem"] is True
     # the client certificates of the main port, plain HTTP probes on the health port
     args = pod["containers"][0]["args"]
+    main = pod["containers"][0]
+    health = next(p["containerPort"] for p in main["ports"] if p["name"] == "health")
+    assert f"--health-port={health}" in args
+    for probe, path in (
+        ("startupProbe", "/healthz"),
+        ("livenessProbe", "/healthz"),
+        ("readinessProbe", "/readyz"),
+    ):
+        assert main[probe]["httpGet"] == {"path": path, "port": "health"}, probe
+    startup = main["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 60
     assert "--client-ca-file=/etc/ksched/tls/ca.crt" in args
     assert not any(a.startswith("--insecure") for a in args)

@@ -228,10 +228,10 @@ async def test_a_client_hanging_up_mid_body_is_a_debug_line() -> None:
         await runner.cleanup()
 
 
-async def test_oversize_bodies_get_400() -> None:
+async def test_oversize_bodies_get_413() -> None:
     async for c in _serve(ExtenderServer(server_config(), _registry(), max_body_bytes=100)):
         status, out = await c.json("filter", golden("filter_args_nodelist.json"))
-        assert status == 400 and "over the limit of 100 bytes" in out["Error"]
+        assert status == 413 and "over the limit of 100 bytes" in out["Error"]
 
 
 async def test_plugin_failures() -> None:
@@ -272,8 +272,12 @@ async def test_health_metrics_and_methods(ext: Client) -> None:
     async with s.get(f"{ext.url}/metrics") as r:
         text = await r.text()
     assert 'ksched_extender_server_requests_total{code="200",verb="filter"} 1.0' in text
+    # aiohttp's own answers, as JSON like every other error
     async with s.get(f"{ext.url}/filter") as r:
-        assert r.status == 405
+        assert r.status == 405 and r.headers["Allow"] == "POST"
+        assert await r.json() == {"Error": "method GET not allowed on /filter"}
+    async with s.post(f"{ext.url}/nope", data=b"{}") as r:
+        assert r.status == 404 and await r.json() == {"Error": "not found: /nope"}
 
 
 def test_unknown_profile() -> None:
@@ -432,6 +436,15 @@ async def test_informer_backed_mode(apiserver: Any, apiserver_kubeconfig: Path) 
         status, out = await c.json("prioritize", args)
         scores = {h["Host"]: h["Score"] for h in out}
         assert scores["n2"] > scores["n1"] and scores["n3"] == 0
+        # The node bound follows the cache: its 2 nodes and at least 100 more.
+        names = [f"n{i}" for i in range(1, 103)]
+        status, out = await c.json("filter", {**args, "NodeNames": names})
+        assert status == 200 and len(out["FailedNodes"]) == 101  # n1 and the unknown
+        status, out = await c.json("prioritize", {**args, "NodeNames": [*names, "n103"]})
+        assert (status, out) == (
+            413,
+            {"Error": "ExtenderArgs.NodeNames: 103 names is over the limit of 102"},
+        )
         # Preemption: evicting busy makes room on n1; an unknown victim does not.
         status, out = await c.json(
             "preempt",

@@ -200,3 +200,93 @@ def test_decoders_raise_only_wire_errors(value: Any) -> None:
         except wire.WireError:
             continue
         wire.encode(out)  # whatever decodes also encodes
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_the_bounded_body_decoders_agree_with_the_value_decoders(value: Any) -> None:
+    """The server's decoders of raw bodies answer as the decoders of parsed values (the
+    same objects, or the same error), keeping the Pods and Nodes as raw JSON."""
+    data = msgspec.json.encode(value)
+    for body_decode, decode in (
+        (wire.decode_extender_args_body, wire.decode_extender_args),
+        (wire.decode_preemption_args_body, wire.decode_preemption_args),
+    ):
+        try:
+            want: Any = wire.encode(decode(value))
+        except wire.WireError as e:
+            want = str(e)
+        try:
+            got: Any = wire.encode(body_decode(data, wire.Bounds(max_nodes=100)))
+        except wire.WireError as e:
+            got = str(e)
+        assert got == want
+
+
+@pytest.mark.parametrize(
+    ("decode", "body", "bounds", "message"),
+    [
+        (
+            wire.decode_extender_args_body,
+            b'{"Nodes":{"items":[{},{},{}]}}',
+            wire.Bounds(max_nodes=2),
+            "ExtenderArgs.Nodes.items: 3 nodes is over the limit of 2",
+        ),
+        (
+            wire.decode_extender_args_body,
+            b'{"NodeNames":["a","b","c"]}',
+            wire.Bounds(max_nodes=2),
+            "ExtenderArgs.NodeNames: 3 names is over the limit of 2",
+        ),
+        (
+            wire.decode_extender_args_body,
+            b'{"Pod":{"metadata":{"name":"' + b"p" * 100 + b'"}}}',
+            wire.Bounds(max_nodes=2, max_object_bytes=100),
+            "ExtenderArgs.Pod: an object of 124 bytes is over the limit of 100 bytes",
+        ),
+        (
+            wire.decode_extender_args_body,
+            b'{"Pod":{},"Nodes":{"items":[{},{},{},{}]}}',
+            wire.Bounds(max_nodes=10, max_values=7),
+            "ExtenderArgs: 13 JSON values (array elements and object members) is over the "
+            "limit of 7",
+        ),
+        (
+            wire.decode_extender_args_body,
+            b"{" + b",".join(b'"k%d":0' % i for i in range(wire.MAX_STRUCT_MEMBERS + 1)) + b"}",
+            wire.Bounds(max_nodes=10),
+            f"ExtenderArgs: {wire.MAX_STRUCT_MEMBERS + 1} members is over the limit of "
+            f"{wire.MAX_STRUCT_MEMBERS}",
+        ),
+        (
+            wire.decode_preemption_args_body,
+            b'{"NodeNameToMetaVictims":{"a":null,"b":null,"c":null}}',
+            wire.Bounds(max_nodes=2),
+            "ExtenderPreemptionArgs.NodeNameToMetaVictims: 3 nodes is over the limit of 2",
+        ),
+        (
+            wire.decode_preemption_args_body,
+            b'{"NodeNameToVictims":{"a":{"Pods":[{},{}]},"b":{"Pods":[{},{}]}}}',
+            wire.Bounds(max_nodes=2, max_victims=3),
+            "Victims.Pods: 2 victims (over all nodes) is over the limit of 1",
+        ),
+        (
+            wire.decode_preemption_args_body,
+            b'{"NodeNameToMetaVictims":{"a":{"Pods":[{"UID":"x"}]}},'
+            b'"NodeNameToVictims":{"a":{"Pods":[{},{}]}}}',
+            wire.Bounds(max_nodes=2, max_victims=2),
+            "MetaVictims.Pods: 1 victims (over all nodes) is over the limit of 0",
+        ),
+    ],
+)
+def test_bounded_decoders_refuse_past_each_bound(
+    decode: Any, body: bytes, bounds: wire.Bounds, message: str
+) -> None:
+    with pytest.raises(wire.TooLarge) as e:
+        decode(body, bounds)
+    assert str(e.value) == message
+    at_the_bound = wire.Bounds(
+        max_nodes=100, max_object_bytes=10_000, max_victims=100, max_values=100
+    )
+    if b'"k0"' not in body:
+        decode(body, at_the_bound)  # within generous bounds it decodes

@@ -42,6 +42,7 @@ from ksched.api.objects import (
 from ksched.api.objects import (
     PersistentVolumeClaimVolumeSource as ClaimSource,
 )
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import BindError, Handle
 from ksched.framework.interface import NOT_SIGNABLE, QueueingHint
@@ -271,7 +272,9 @@ class Env:
         self.pvs = store(pvs)
         self.cluster = FakeCluster(self.pvcs, self.pvs)
         self.clock = FakeClock()
-        handle = Handle(cluster=self.cluster, clock=self.clock, snapshot=self.snap)  # type: ignore[arg-type]
+        # a shape scores only with StorageCapacityScoring on (upstream's tests turn it on)
+        gates = set_feature_gates(["StorageCapacityScoring=true"] if args else [])
+        handle = Handle(cluster=self.cluster, clock=self.clock, snapshot=self.snap, features=gates)  # type: ignore[arg-type]
         handle.listers.update(
             persistentvolumeclaims=self.pvcs,
             persistentvolumes=self.pvs,
@@ -472,6 +475,20 @@ def test_volume_binding(
         for ni in env.nodes
     ]
     assert scores == want_scores
+
+
+def test_a_shape_scores_only_with_storage_capacity_scoring() -> None:
+    """Upstream's New builds its scorer only with the gate on: the same args without it
+    leave Score skipped."""
+    case = next(c for c in CASES if c[0] == "local volumes with close capacity are preferred")
+    kw = dict(case[1])
+    pod = make_pod("pod-a", *kw.pop("pod"))
+    env = Env(kw.pop("nodes"), **kw)
+    gates_off = Handle(features=set_feature_gates([]))
+    assert VolumeBinding(kw["args"], gates_off)._score_table is None
+    state, _ = env.pre_filter(pod)
+    env.filter_all(state, pod)
+    assert env.pl.pre_score(state, pod, env.nodes) is None  # the Env turns the gate on
 
 
 def test_pod_without_claims_is_skipped_and_signable() -> None:

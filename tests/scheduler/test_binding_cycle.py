@@ -4,7 +4,7 @@ bound, and what failures do to cache and queue. FakeClock only; nothing sleeps."
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 import anyio
@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from ksched.api.objects import PodCondition
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import BindError, NullCluster
 from ksched.framework.interface import (
@@ -215,7 +216,9 @@ def nominated(pi: PodInfo, node: str) -> PodInfo:
 
 
 class Harness:
-    def __init__(self, *, max_in_flight_bindings: int = 64, nodes: int = 1) -> None:
+    def __init__(
+        self, *, max_in_flight_bindings: int = 64, nodes: int = 1, gates: Sequence[str] = ()
+    ) -> None:
         reg = Registry()
         register_builtins(reg)
         for cls in (Recorder, Waiter, Quorum, RejectPreBind, FlakyBinder):
@@ -228,6 +231,7 @@ class Harness:
                 "bind": ["FlakyBinder"],
             }
         )
+        cfg.features = set_feature_gates(gates)
         self.clock = FakeClock()
         self.cluster = FakeCluster()
         self.out = Outcomes()
@@ -446,6 +450,18 @@ async def test_prebind_work_or_a_permit_wait_nominates_the_node_before_binding()
         await h.drive(tg, advance=False)
     assert h.cluster.bound == {"plain": "n0", "work": "n0"}
     assert h.cluster.nominations == [("work", "n0", False)]
+
+
+async def test_without_nominated_node_name_for_expectation_nothing_is_nominated() -> None:
+    """The gate off (upstream's ``nominatedNodeNameForExpectationEnabled``): no pre-flight,
+    no nomination, and a pre-flight that would fail is never asked."""
+    h = Harness(gates=["NominatedNodeNameForExpectation=false"])
+    h.add("work", labels={"prebind": "work"})
+    h.add("broken", labels={"prebind": "broken"})
+    async with anyio.create_task_group() as tg:
+        await h.drive(tg, advance=False)
+    assert h.cluster.bound == {"work": "n0", "broken": "n0"}
+    assert h.cluster.nominations == []
 
 
 async def test_prebind_pre_flight_error_fails_the_binding_cycle() -> None:

@@ -4,10 +4,14 @@ up in one command, explains its failures, and never leaves a process behind."""
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -88,9 +92,23 @@ def test_a_failing_component_is_named_with_its_log_and_nothing_stays(tmp_path: P
     assert _processes_mentioning(str(tmp_path)) == []
 
 
-def test_up_gives_a_working_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:
+def test_up_prints_every_address_and_a_kubectl_that_runs_then_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    """``up`` with every optional component: each printed address answers, the printed
+    ``try:`` line runs as it stands and the ``export PATH=`` line puts kubectl on a PATH
+    without it (the build's directory is on nobody's PATH); SIGTERM stops everything."""
     p = subprocess.Popen(
-        [sys.executable, "-m", "ksched.testing.controlplane", "up", "--dir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "ksched.testing.controlplane",
+            "up",
+            "--with-scheduler",
+            "--with-controller-manager",
+            "--dir",
+            str(tmp_path),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -99,27 +117,74 @@ def test_up_gives_a_working_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> N
         assert p.stdout is not None
         lines = []
         for line in p.stdout:
-            lines.append(line)
-            if line.startswith("try: kubectl"):
+            lines.append(line.rstrip("\n"))
+            if line.startswith("try: "):
                 break
-        text = "".join(lines)
+        text = "\n".join(lines)
         assert "control plane up in" in text, text
-        admin = next(x for x in lines if x.startswith("admin kubeconfig:")).split()[-1]
+        fields = dict(x.split(":", 1) for x in lines[1:] if not x.startswith(("export", "try")))
+        fields = {k: v.strip() for k, v in fields.items()}
+        assert set(fields) >= {
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "admin kubeconfig",
+            "kube-scheduler kubeconfig",
+            "kubectl",
+        }, text
         kubectl = str(build().path("kubectl"))
+        assert fields["kubectl"] == kubectl
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        assert _get(fields["etcd"] + "/health", None) == 200
+        # /healthz and /readyz answer anyone on each secure port (authorization-always-allow)
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+            assert fields[name].startswith("https://127.0.0.1:"), text
+            assert _get(fields[name] + "/healthz", insecure) == 200, name
+
+        # the try: line as printed, with a PATH that has no kubectl on it
+        empty = tmp_path / "empty-bin"
+        empty.mkdir()
+        bare = {**os.environ, "PATH": str(empty)}
+        try_line = lines[-1].removeprefix("try: ")
         out = subprocess.run(
-            [kubectl, "--kubeconfig", admin, "get", "namespaces", "-o", "name"],
+            [*shlex.split(try_line), "-o", "name"],
             capture_output=True,
             text=True,
             timeout=30,
+            env=bare,
         )
         assert "namespace/kube-system" in out.stdout, out.stderr
-        assert _processes_mentioning(str(tmp_path))  # etcd, kube-apiserver
+        (export,) = [x for x in lines if x.startswith("export PATH=")]
+        bash = shutil.which("bash")
+        assert bash is not None
+        out = subprocess.run(
+            [
+                bash,
+                "-c",
+                f'{export}; kubectl --kubeconfig "$0" get ns -o name',
+                fields["admin kubeconfig"],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=bare,
+        )
+        assert "namespace/kube-system" in out.stdout, out.stderr
+        assert _processes_mentioning(str(tmp_path))  # etcd, kube-apiserver, ...
         p.send_signal(signal.SIGTERM)
         assert p.wait(30) == 0
     finally:
         if p.poll() is None:
             p.kill()
     assert _processes_mentioning(str(tmp_path)) == []
+
+
+def _get(url: str, ctx: ssl.SSLContext | None) -> int:
+    with urllib.request.urlopen(url, timeout=5, context=ctx) as r:
+        return int(r.status)
 
 
 def test_kill_9_of_the_owner_takes_the_control_plane_along(tmp_path: Path) -> None:

@@ -499,3 +499,21 @@ def test_node_order_follows_kube_schedulers_cache() -> None:
     assert order.rank(pods, timeout=0) == {"d1/p": 0, "d1/a": 1, "d1/c": 2}
     # a list the watch has not caught up with yet: no answer rather than a wrong one
     assert order.rank([*pods[:2]], timeout=0) is None
+
+
+def test_feature_gates_reach_both_sides_and_bad_ones_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--feature-gates`` go to kube-scheduler's command line and ksched's replay alike
+    (``--no-batching`` adds OpportunisticBatching=false to both); refused up front."""
+    from ksched.features import resolve_feature_gates
+    from ksched.testing.differential.__main__ import main
+    from ksched.testing.differential.kube import gate_values
+
+    assert gate_values(["A=true"], batching=True) == ["A=true"]
+    assert gate_values(["A=true"], batching=False) == ["A=true", "OpportunisticBatching=false"]
+    gates = resolve_feature_gates(["StorageCapacityScoring=true"])
+    assert KschedReplay(features=gates).config.features is gates
+    assert main(["--seeds", "0", "--feature-gates", "GenericWorkload=true"]) == 2
+    err = capsys.readouterr().err
+    assert "--feature-gates: feature gate GenericWorkload=true is not implemented by ksched" in err

@@ -14,6 +14,7 @@ from ksched.testing.controlplane import ControlPlane
 from ksched.testing.differential import FEATURES, run_differential
 from ksched.testing.differential.golden import provenance, record
 from ksched.testing.differential.local import KschedReplay
+from tests.features.gatesets import NON_DEFAULT
 
 pytestmark = pytest.mark.kube
 
@@ -36,6 +37,23 @@ def test_fixed_seeds_agree_with_kube_scheduler(cp: ControlPlane, tmp_path: Path)
     assert groups["all"].pods >= 50
     # both verdicts and scores were compared, not only one kind of outcome
     assert 0 < groups["all"].unschedulable < groups["all"].pods
+    assert not report.rejected, report.rejected
+    assert not report.diverging, report.text()
+
+
+def test_seeds_agree_under_a_non_default_gate_set(cp: ControlPlane, tmp_path: Path) -> None:
+    """Both schedulers under the same non-default gates (tests/features/gatesets.py: no
+    NodeDeclaredFeatures, StorageCapacityScoring on, no DRA filter timeout, no batching)
+    on the groups those gates touch."""
+    report = run_differential(
+        [0, 1],
+        ("volumes", "csi", "dra", "spread"),
+        cp=cp,
+        outdir=tmp_path,
+        batching=False,
+        feature_gates=NON_DEFAULT,
+    )
+    assert report.groups()["all"].pods >= 10
     assert not report.rejected, report.rejected
     assert not report.diverging, report.text()
 

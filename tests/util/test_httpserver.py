@@ -297,3 +297,70 @@ def test_accept_emfile_is_logged_once_per_interval_not_per_accept() -> None:
     assert emfile[0]["error"] == "Too many open files"
     assert "Traceback" not in err and "Too many open files" not in err, err[-2000:]
     assert len(out.splitlines()) <= 5, out
+
+
+# ---- aiohttp's own error answers ----------------------------------------------------------
+
+
+async def _send(port: int, data: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        return await asyncio.wait_for(reader.read(), 5)
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "message"),
+    [
+        (
+            b"GET /" + b"a" * 10_000 + b" HTTP/1.1\r\nHost: t\r\n\r\n",
+            "request line or header too long",
+        ),
+        (
+            b"GET / HTTP/1.1\r\nX-Long: " + b"b" * 10_000 + b"\r\n\r\n",
+            "request line or header too long",
+        ),
+        (b"SECRET\x00\x01 / HTTP/1.1\r\n\r\n", "invalid HTTP method"),
+        (b"GET / HTTP/9.9x\r\n\r\n", "invalid request line"),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03secret\r\n\r\n", "invalid HTTP method"),
+    ],
+    ids=["long-url", "long-header", "bad-method", "bad-version", "tls-to-plain"],
+)
+async def test_malformed_requests_get_a_json_400_that_echoes_nothing(
+    request_bytes: bytes, message: str
+) -> None:
+    """aiohttp answers these itself, as text/plain quoting the request line back."""
+    async with serving(Limits()) as (port, _):
+        answer = await _send(port, request_bytes)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.split(b"\r\n")[0].split()[1] == b"400", answer[:300]
+        assert b"Content-Type: application/json" in head
+        assert json.loads(body) == {"error": message}
+        for echo in (b"aaaa", b"bbbb", b"SECRET", b"secret", b"9.9x"):
+            assert echo not in body
+        assert b" 200 OK" in await _get(port)
+
+
+async def test_a_flood_of_malformed_requests_logs_one_line_per_interval() -> None:
+    """2,000 over-long request lines wrote 2,000 tracebacks (1.6 MB) through aiohttp's
+    server logger; now one line per cause per ``log_interval``, none with a traceback."""
+    import io
+
+    from ksched import logging as klog
+
+    buf = io.StringIO()
+    klog.configure("json", 0, stream=buf)
+    try:
+        async with serving(Limits(log_interval=60)) as (port, _):
+            long_url = b"GET /" + b"a" * 9_000 + b" HTTP/1.1\r\nHost: t\r\n\r\n"
+            for _ in range(500):
+                assert b" 400 " in (await _send(port, long_url))[:20]
+    finally:
+        klog.reset()
+    out = buf.getvalue()
+    assert "Traceback" not in out and "aaaa" not in out
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert len(lines) == 1, out[:2000]
+    assert lines[0]["error"] == "LineTooLong" and lines[0]["status"] == 400

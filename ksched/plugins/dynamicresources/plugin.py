@@ -405,7 +405,10 @@ class DynamicResources(
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         self._handle: Handle = handle if handle is not None else Handle()
         super().__init__(args, self._handle)
-        self.filter_timeout: float = self.args.filter_timeout
+        # Upstream bounds Filter only with DRASchedulerFilterTimeout on (and > 0).
+        timeout = self.args.filter_timeout
+        gated = self._handle.features.enabled("DRASchedulerFilterTimeout")
+        self.filter_timeout: float = timeout if gated and timeout else 0.0
         # Claims as the API has them, overlaid with what PreBind wrote (upstream's claim
         # assume cache), and claims whose allocation is in flight (Reserve to PreBind).
         self.claims: AssumeCache[ResourceClaim] = AssumeCache(self._claims_store, "claim")

@@ -111,18 +111,20 @@ def filter_constraints(
     pod_labels: Mapping[str, str],
     action: str,
     where: str,
+    match_label_keys: bool = True,
 ) -> tuple[Constraint, ...]:
     """``filterTopologySpreadConstraints``: the constraints of one ``whenUnsatisfiable``.
 
     ``matchLabelKeys`` values taken from the pod are ANDed into the selector (a nil
-    selector stays "nothing", as ``mergeLabelSetWithSelector`` leaves it).
+    selector stays "nothing", as ``mergeLabelSetWithSelector`` leaves it), unless
+    ``match_label_keys`` is off (the MatchLabelKeysInPodTopologySpread gate).
     """
     out: list[Constraint] = []
     for i, c in enumerate(constraints):
         if c.when_unsatisfiable != action:
             continue
         sel = compile_label_selector(c.label_selector, f"{where}[{i}].labelSelector")
-        if c.match_label_keys and not sel.nothing:
+        if match_label_keys and c.match_label_keys and not sel.nothing:
             extra = {k: pod_labels[k] for k in c.match_label_keys if k in pod_labels}
             if extra:
                 sel = Selector(selector_from_set(extra).requirements + sel.requirements)

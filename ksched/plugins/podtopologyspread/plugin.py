@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...api.objects import Node, TopologySpreadConstraint
+from ...features import default_feature_gates
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
 from ...framework.interface import (
@@ -100,6 +101,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         )
         self.counters = CounterCache()
+        features = getattr(handle, "features", None) or default_feature_gates()
+        self.match_label_keys = features.enabled("MatchLabelKeysInPodTopologySpread")
         self._cache_key = f"{self.name}#{id(self)}"
         self._default_by_action: dict[str, tuple[Constraint, ...]] = {}
         # (Services lister, its revision, its selectors per namespace)
@@ -158,6 +161,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 pod.labels,
                 action,
                 f"Pod {pod.key}: spec.topologySpreadConstraints",
+                self.match_label_keys,
             )
         else:
             out = self._defaults(pod, action)
@@ -175,8 +179,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         got = self._default_by_action.get(action)
         if got is not None:
             return got
-        out = filter_constraints(self.default_constraints, pod.labels, action, "defaultConstraints")
-        if not any(c.match_label_keys for c in self.default_constraints):
+        keys, where = self.match_label_keys, "defaultConstraints"
+        out = filter_constraints(self.default_constraints, pod.labels, action, where, keys)
+        if not keys or not any(c.match_label_keys for c in self.default_constraints):
             self._default_by_action[action] = out
         return out
 

@@ -57,13 +57,12 @@ MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
 class _State:
     """``stateData``: one per cycle, shared (not copied) by clones as upstream's."""
 
-    __slots__ = ("all_bound", "by_node", "claims", "has_static_bindings")
+    __slots__ = ("all_bound", "by_node", "claims")
 
     def __init__(self, claims: PodVolumeClaims | None) -> None:
         self.claims = claims
         self.all_bound = claims is None
         self.by_node: dict[str, PodVolumes] = {}
-        self.has_static_bindings = False
 
     def clone(self) -> _State:
         return self
@@ -101,7 +100,9 @@ class VolumeBinding(
         )
         shape = args.shape
         self._score_table: list[int] | None = None
-        if shape:
+        # Upstream builds its scorer only with StorageCapacityScoring on (config validation
+        # refuses a shape without it; plugin args given directly may still have one).
+        if shape and self._handle.features.enabled("StorageCapacityScoring"):
             scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
             scaled = [(p.utilization, p.score * scale) for p in shape]
             self._score_table = [
@@ -196,19 +197,18 @@ class VolumeBinding(
         if reasons:
             return Status.unresolvable(*reasons)
         s.by_node[node.name] = volumes
-        s.has_static_bindings = s.has_static_bindings or bool(volumes.static_bindings)
         return None
 
-    # -- PreScore / Score (only with args.shape) --------------------------------------------
+    # -- PreScore / Score (only with args.shape and StorageCapacityScoring) -----------------
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
         if self._score_table is None:
             return Status(Code.SKIP)
-        s = state.get(STATE_KEY)
-        if isinstance(s, _State) and s.has_static_bindings:
-            return None
-        return Status(Code.SKIP)
+        # The table exists only with StorageCapacityScoring on, and then upstream's PreScore
+        # never skips: a pod without static bindings scores 0 everywhere (its dynamic
+        # provisioning would score by CSIStorageCapacity, which ksched does not model).
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         """Per storage class, how full the statically bound PVs would be, averaged."""

@@ -44,6 +44,7 @@ from ._build import (
     build,
     find_assets,
 )
+from ._pki import ClientCA
 from ._process import Component, ControlPlaneError, free_port, wait_until
 from ._proxy import TCPProxy
 from ._reaper import PodReaper
@@ -92,8 +93,8 @@ class ControlPlane:
 
     Use as a context manager, sync or async (``async with ControlPlane() as cp``); every
     process is stopped on exit, on any exception, and (Linux) when this process dies.
-    After start: ``url``, ``admin_kubeconfig``, ``scheduler_kubeconfig``, ``request()``,
-    ``kubectl()``, ``kube_scheduler()``.
+    After start: ``url``, ``addresses()``, ``admin_kubeconfig``, ``scheduler_kubeconfig``,
+    ``certificate_kubeconfig()``, ``request()``, ``kubectl()``, ``kube_scheduler()``.
     """
 
     def __init__(
@@ -132,6 +133,8 @@ class ControlPlane:
         )
         self.port = 0
         self.etcd_url = ""
+        self.controller_manager_port = 0
+        self._client_ca: ClientCA | None = None
         self._ssl: ssl.SSLContext | None = None
         self.started = False
 
@@ -148,7 +151,25 @@ class ControlPlane:
 
     @property
     def ca_file(self) -> Path:
+        """The CA that verifies kube-apiserver's serving certificate."""
         return self.dir / "pki" / "apiserver.crt"
+
+    @property
+    def client_ca_file(self) -> Path:
+        """The cluster CA kube-apiserver trusts for client certificates
+        (``--client-ca-file``; kubeadm's ``/etc/kubernetes/pki/ca.crt``)."""
+        return self.dir / "pki" / "ca.crt"
+
+    def addresses(self) -> dict[str, str]:
+        """Each running component's address: etcd's client URL, the API server's, and the
+        secure ports of kube-controller-manager and of every kube-scheduler (``/healthz``,
+        ``/metrics``)."""
+        out = {"etcd": self.etcd_url, "kube-apiserver": self.url}
+        if self.controller_manager_port:
+            out["kube-controller-manager"] = f"https://127.0.0.1:{self.controller_manager_port}"
+        for s in self.schedulers:
+            out[s.name] = s.url
+        return out
 
     @property
     def admin_kubeconfig(self) -> Path:
@@ -171,6 +192,48 @@ class ControlPlane:
         """A kubeconfig with any bearer token (a ServiceAccount's, say)."""
         path.write_text(yaml.safe_dump(self._kubeconfig(user, token)))
         return path
+
+    def certificate_kubeconfig(
+        self, user: str, groups: Sequence[str] = (), path: Path | None = None
+    ) -> Path:
+        """Write (and return) a kubeconfig shaped like kubeadm's ``scheduler.conf``: a client
+        certificate for ``user`` (CN) in ``groups`` (O), signed by the cluster CA
+        (``client_ca_file``), embedded as data; no token."""
+        if self._client_ca is None:
+            raise ControlPlaneError("start the control plane before asking for certificates")
+        cert, key = self._client_ca.issue(user, groups)
+        b64 = base64.b64encode
+        cluster = "kubernetes"
+        context = f"{user}@{cluster}"
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": cluster,
+                    "cluster": {
+                        "server": self.url,
+                        "certificate-authority-data": b64(self.ca_file.read_bytes()).decode(),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {
+                        "client-certificate-data": b64(cert).decode(),
+                        "client-key-data": b64(key).decode(),
+                    },
+                }
+            ],
+            "contexts": [{"name": context, "context": {"cluster": cluster, "user": user}}],
+            "current-context": context,
+            "preferences": {},
+        }
+        out = path or self.dir / f"{user.replace(':', '-')}.cert.kubeconfig"
+        out.write_text(yaml.safe_dump(kubeconfig))
+        out.chmod(0o600)
+        return out
 
     def _kubeconfig(self, user: str, token: str, server: str | None = None) -> JSON:
         ca = base64.b64encode(self.ca_file.read_bytes()).decode()
@@ -231,6 +294,7 @@ class ControlPlane:
         pki = self.dir / "pki"
         pki.mkdir(exist_ok=True)
         _write_service_account_key(pki / "sa.key", pki / "sa.pub")
+        self._client_ca = ClientCA.create(self.client_ca_file, pki / "ca.key")
         tokens = self.dir / "tokens.csv"
         idents = [self.admin, self.scheduler_identity, self.controller_manager_identity]
         tokens.write_text(
@@ -277,6 +341,7 @@ class ControlPlane:
                 "--advertise-address=127.0.0.1",
                 f"--cert-dir={pki}",
                 f"--token-auth-file={tokens}",
+                f"--client-ca-file={self.client_ca_file}",
                 "--authorization-mode=RBAC",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={pki / 'sa.pub'}",
@@ -326,6 +391,7 @@ class ControlPlane:
 
     def _start_controller_manager(self, assets: Assets) -> None:
         kcm_kubeconfig = self.kubeconfig_for(self.admin, self.dir / "controller-manager.kubeconfig")
+        self.controller_manager_port = free_port()
         pki = self.dir / "pki"
         kcm = Component(
             "kube-controller-manager",
@@ -339,7 +405,7 @@ class ControlPlane:
                 f"--root-ca-file={self.ca_file}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
+                f"--secure-port={self.controller_manager_port}",
                 "--use-service-account-credentials=false",
                 *self.controller_manager_args,
             ],
@@ -371,6 +437,7 @@ class ControlPlane:
         for c in reversed(self.components):
             c.stop()
         self.components.clear()
+        self.controller_manager_port = 0
         if self._tmp is not None:
             with contextlib.suppress(OSError):
                 self._tmp.cleanup()
@@ -530,15 +597,20 @@ class KubeScheduler:
         ctx.verify_mode = ssl.CERT_NONE
         wait_until(lambda: _http_ok(self.url + "/readyz", ctx), timeout, self.component, "ready")
 
-    def metrics(self) -> str:
-        """``/metrics``, read as admin (delegated authentication and authorization)."""
+    def get(self, path: str) -> str:
+        """GET ``path`` (``/metrics``, ``/configz``, ``/flagz``...) on the secure port, as
+        admin (delegated authentication and authorization)."""
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        req = urllib.request.Request(self.url + "/metrics")
+        req = urllib.request.Request(self.url + path)
         req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
         with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
             return str(r.read().decode())
+
+    def metrics(self) -> str:
+        """``/metrics``, read as admin."""
+        return self.get("/metrics")
 
     def log(self) -> str:
         assert self.component is not None

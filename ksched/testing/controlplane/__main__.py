@@ -4,6 +4,7 @@ a throw-away control plane until Ctrl-C/SIGTERM."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 import threading
@@ -86,10 +87,7 @@ def _up(args: argparse.Namespace) -> int:
         workdir=args.dir,
     ) as cp:
         print(f"control plane up in {time.monotonic() - t0:.1f}s at {cp.url}", flush=True)
-        print(f"admin kubeconfig:          {cp.admin_kubeconfig}")
-        print(f"kube-scheduler kubeconfig: {cp.scheduler_kubeconfig}")
-        print(f"logs:                      {cp.dir / 'logs'}")
-        print(f"try: kubectl --kubeconfig {cp.admin_kubeconfig} get ns", flush=True)
+        print(_summary(cp), flush=True)
         while not stop.wait(0.5):
             for c in cp.components:
                 if not c.running():
@@ -97,6 +95,25 @@ def _up(args: argparse.Namespace) -> int:
                     return 1
     print("stopped", flush=True)
     return 0
+
+
+def _summary(cp: ControlPlane) -> str:
+    """Every address, kubeconfig and log, and kubectl by its full path: the build's
+    directory is not on ``PATH``."""
+    kubectl = cp.assets.path("kubectl")
+    rows = [(f"{name}:", url) for name, url in cp.addresses().items()]
+    rows += [
+        ("admin kubeconfig:", str(cp.admin_kubeconfig)),
+        ("kube-scheduler kubeconfig:", str(cp.scheduler_kubeconfig)),
+        ("logs:", str(cp.dir / "logs")),
+        ("kubectl:", str(kubectl)),
+    ]
+    width = max(len(k) for k, _ in rows) + 1
+    lines = [f"{k:<{width}}{v}" for k, v in rows]
+    q = shlex.quote
+    lines.append(f"export PATH={q(str(kubectl.parent))}:$PATH")
+    lines.append(f"try: {q(str(kubectl))} --kubeconfig {q(str(cp.admin_kubeconfig))} get ns")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

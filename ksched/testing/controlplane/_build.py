@@ -149,21 +149,52 @@ def build(version: str | None = None, *, force: bool = False, quiet: bool = Fals
         raise
 
 
-def _build(version: str, *, quiet: bool) -> Assets:
-    if not re.fullmatch(r"v1\.(\d+)\.(\d+)", version):
-        raise BuildError(f"kube version {version!r}: expected v1.MINOR.PATCH")
-    minor, patch = re.fullmatch(r"v1\.(\d+)\.(\d+)", version).groups()  # type: ignore[union-attr]
-    go = _check_go()
-    dest = cache_dir(version)
-    work = dest / ".build"
-    work.mkdir(parents=True, exist_ok=True)
-    log = dest / "build.log"
-    log.write_text("")
+def go_env() -> dict[str, str]:
+    """The environment every Go step runs in: modules resolved as the build resolves them,
+    no cgo, the local toolchain (so compiled packages are shared through Go's cache)."""
     env = dict(os.environ)
     env.setdefault("GOFLAGS", "")
     env["GOFLAGS"] = (env["GOFLAGS"] + " -mod=mod -buildvcs=false").strip()
     env.setdefault("CGO_ENABLED", "0")
     env["GOTOOLCHAIN"] = "local"
+    return env
+
+
+def write_wrapper_module(version: str, work: Path, log: Path) -> str:
+    """A throw-away module in ``work`` requiring ``k8s.io/kubernetes@version`` with its
+    staging modules pinned to the published ``v0.X.Y``; returns the ``go`` executable.
+    Shared by the build and ``scripts/gen_feature_gates.py`` (same module graph, so the
+    second one compiles from Go's cache)."""
+    m = re.fullmatch(r"v1\.(\d+)\.(\d+)", version)
+    if m is None:
+        raise BuildError(f"kube version {version!r}: expected v1.MINOR.PATCH")
+    go = _check_go()
+    work.mkdir(parents=True, exist_ok=True)
+    staging = _staging_modules(go, version, work, go_env(), log)
+    mod_version = f"v0.{m[1]}.{m[2]}"
+    lines = ["module ksched.local/kubebuild", "", "go 1.26.0", "", "godebug default=go1.26", ""]
+    lines.append("require k8s.io/kubernetes " + version)
+    lines.append("")
+    lines.append("replace (")
+    lines += [f"\t{mod} => {mod} {mod_version}" for mod in staging]
+    lines.append(")")
+    lines.append("")
+    (work / "go.mod").write_text("\n".join(lines))
+    (work / "go.sum").unlink(missing_ok=True)
+    return go
+
+
+def _build(version: str, *, quiet: bool) -> Assets:
+    m = re.fullmatch(r"v1\.(\d+)\.(\d+)", version)
+    if m is None:
+        raise BuildError(f"kube version {version!r}: expected v1.MINOR.PATCH")
+    minor = m[1]
+    dest = cache_dir(version)
+    work = dest / ".build"
+    work.mkdir(parents=True, exist_ok=True)
+    log = dest / "build.log"
+    log.write_text("")
+    env = go_env()
     t0 = time.monotonic()
 
     def say(msg: str) -> None:
@@ -173,17 +204,7 @@ def _build(version: str, *, quiet: bool) -> Assets:
             )
 
     say(f"building Kubernetes {version} into {dest} (cold: about 6 min on 2 cores)")
-    staging = _staging_modules(go, version, work, env, log)
-    mod_version = f"v0.{minor}.{patch}"
-    lines = ["module ksched.local/kubebuild", "", "go 1.26.0", "", "godebug default=go1.26", ""]
-    lines.append("require k8s.io/kubernetes " + version)
-    lines.append("")
-    lines.append("replace (")
-    lines += [f"\t{m} => {m} {mod_version}" for m in staging]
-    lines.append(")")
-    lines.append("")
-    (work / "go.mod").write_text("\n".join(lines))
-    (work / "go.sum").unlink(missing_ok=True)
+    go = write_wrapper_module(version, work, log)
     (work / "tools.go").write_text(
         "//go:build tools\n\npackage tools\n\nimport (\n"
         + "".join(f'\t_ "{p}"\n' for p in COMMANDS.values())

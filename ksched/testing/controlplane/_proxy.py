@@ -1,5 +1,6 @@
-"""A loopback TCP proxy a test can cut: the way to drop a real kube-apiserver's watch
-connections (and keep them down for a while) without touching the server."""
+"""A loopback TCP proxy a test can cut or stall: the way to drop a real kube-apiserver's
+watch connections (and keep them down for a while), or hold every byte back as a dead
+network path would, without touching the server."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import threading
 
 class TCPProxy:
     """Forwards 127.0.0.1:``port`` to ``target_port``; ``cut(hold=True)`` closes every live
-    connection and refuses new ones until ``release()``."""
+    connection and refuses new ones until ``release()``; ``stall()`` keeps connections
+    open but forwards nothing (either way) until ``resume()``."""
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
         self.target = (target_host, target_port)
@@ -20,6 +22,8 @@ class TCPProxy:
         self._conns: list[socket.socket] = []
         self._holding = False
         self._closed = False
+        self._flowing = threading.Event()
+        self._flowing.set()
         self.accepted = 0
         self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
 
@@ -51,10 +55,12 @@ class TCPProxy:
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                while not self._flowing.wait(0.5):
+                    if self._closed:
+                        return
                 dst.sendall(data)
         except OSError:
             pass
@@ -78,8 +84,16 @@ class TCPProxy:
         with self._lock:
             self._holding = False
 
+    def stall(self) -> None:
+        """Forward nothing from now on (bytes read are held, not lost) until ``resume``."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
     def stop(self) -> None:
         self._closed = True
+        self._flowing.set()
         with contextlib.suppress(OSError):
             self._listener.close()
         self.cut()

@@ -13,7 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...features import FeatureGateError, resolve_feature_gates
 from .generator import FEATURES, parse_features, parse_seeds
+from .kube import gate_values
 from .report import PodReport, Report, run_differential
 
 
@@ -44,6 +46,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run kube-scheduler with --feature-gates=OpportunisticBatching=false "
         "(every pod scored afresh, no gap needed: several times faster)",
+    )
+    p.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="NAME=BOOL,...",
+        help="run both schedulers with these feature gates (repeatable; as kube-scheduler "
+        "takes them; a value ksched does not implement is refused)",
     )
     p.add_argument(
         "--jsonl",
@@ -105,6 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         seeds = parse_seeds(args.seeds)
         features = parse_features(args.features)
+        resolve_feature_gates(gate_values(args.feature_gates, not args.no_batching))
+    except FeatureGateError as e:
+        for line in e.lines():
+            print(f"python -m ksched.testing.differential: {line}", file=sys.stderr)
+        return 2
     except ValueError as e:
         print(f"python -m ksched.testing.differential: {e}", file=sys.stderr)
         return 2
@@ -127,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gap=args.gap,
         batching=not args.no_batching,
         progress=progress,
+        feature_gates=args.feature_gates,
     )
     if jsonl is not None:
         jsonl.close()

@@ -29,7 +29,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,6 +282,12 @@ def _ref(obj: JSON) -> str:
     return f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
 
 
+def gate_values(feature_gates: Sequence[str], batching: bool) -> list[str]:
+    """The ``--feature-gates`` values both schedulers run with: the given ones, and
+    OpportunisticBatching off when ``batching`` is."""
+    return [*feature_gates, *([] if batching else ["OpportunisticBatching=false"])]
+
+
 class KubeReplay:
     """A kube-scheduler (default profile, ``--vmodule=schedule_one=10``) on ``cp``."""
 
@@ -293,10 +299,13 @@ class KubeReplay:
         batching: bool = True,
         timeout: float = 20.0,
         preemption_timeout: float = 20.0,
+        feature_gates: Sequence[str] = (),
     ) -> None:
         self.cp = cp
         self.api = _Api(cp)
         self.batching = batching
+        # --feature-gates values, as ksched's replay gets them (batching=False adds its own)
+        self.feature_gates = list(feature_gates)
         self.gap = gap if gap is not None else (BATCHING_GAP if batching else 0.0)
         self.timeout = timeout
         self.preemption_timeout = preemption_timeout
@@ -318,8 +327,7 @@ class KubeReplay:
             reaper.delay = max(reaper.delay, TERMINATION_DELAY)
             reaper.spacing = max(reaper.spacing, TERMINATION_SPACING)
         args = ["--vmodule=schedule_one=10"]
-        if not self.batching:
-            args.append("--feature-gates=OpportunisticBatching=false")
+        args += [f"--feature-gates={g}" for g in gate_values(self.feature_gates, self.batching)]
         self.scheduler = self.cp.kube_scheduler(None, name="kube-scheduler-differential", args=args)
         self.scheduler.start()
         return self

@@ -21,6 +21,7 @@ import anyio
 from ...cluster.status import scheduling_failed_condition
 from ...config import load_config
 from ...config.types import DEFAULT_SCHEDULER_NAME
+from ...features import FeatureGates
 from ...framework.registry import Registry
 from ...plugins import default_registry
 from ...sim import Simulation, parse_cluster
@@ -45,12 +46,18 @@ def _strip(obj: JSON) -> JSON:
 
 
 class KschedReplay:
-    """ksched's default profile (or ``config``), built once, run per pod."""
+    """ksched's default profile (or ``config``), built once, run per pod, under
+    ``features`` (the default gates if None)."""
 
-    def __init__(self, config_path: str | None = None, registry: Registry | None = None) -> None:
+    def __init__(
+        self,
+        config_path: str | None = None,
+        registry: Registry | None = None,
+        features: FeatureGates | None = None,
+    ) -> None:
         self.registry = registry or default_registry()
         known = set(self.registry.names())
-        self.config, _warnings = load_config(config_path, known)
+        self.config, _warnings = load_config(config_path, known, features)
 
     def __call__(self, state: list[JSON], pod: JSON) -> Outcome:
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"

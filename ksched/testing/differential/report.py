@@ -4,15 +4,16 @@ divergence the seed, pod, plugin, both values and a scenario file that reproduce
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...features import resolve_feature_gates
 from ..controlplane import ControlPlane
 from .compare import Divergence, compare
 from .generator import generate
-from .kube import KubeReplay, PodRun
+from .kube import KubeReplay, PodRun, gate_values
 from .local import KschedReplay, scenario_file
 
 __all__ = ["GroupCounts", "PodReport", "Report", "run_differential"]
@@ -194,14 +195,17 @@ def run_differential(
     batching: bool = True,
     progress: Callable[[PodReport], None] | None = None,
     ksched: KschedReplay | None = None,
+    feature_gates: Sequence[str] = (),
 ) -> Report:
     """Replay every seed's scenario against kube-scheduler and ksched; ``cp`` is a running
     ControlPlane with the controller manager (one is started when None); ``ksched`` a
-    replay with another config than ksched's default one; ``batching=False`` runs
-    kube-scheduler with OpportunisticBatching off, so pods need no gap."""
+    replay with another config than ksched's default one; ``batching=False`` runs both
+    with OpportunisticBatching off, so pods need no gap; ``feature_gates``: more
+    ``--feature-gates`` values both run with (a ``ksched`` replay given brings its own)."""
     seed_list = list(seeds)
     report = Report(seed_list, features)
-    ours = ksched or KschedReplay()
+    gates = gate_values(feature_gates, batching)
+    ours = ksched or KschedReplay(features=resolve_feature_gates(gates))
     if cp is None:
         with ControlPlane(with_controller_manager=True) as own:
             return run_differential(
@@ -213,8 +217,9 @@ def run_differential(
                 batching=batching,
                 progress=progress,
                 ksched=ours,
+                feature_gates=feature_gates,
             )
-    with KubeReplay(cp, gap=gap, batching=batching) as kube:
+    with KubeReplay(cp, gap=gap, batching=batching, feature_gates=feature_gates) as kube:
         return _run(kube, seed_list, features, ours, report, outdir, progress)
 
 

@@ -1,0 +1,30 @@
+"""The Kubernetes versions ksched knows: one row each.
+
+``implemented`` says whether ksched's behaviour (default plugins, messages, config
+validation, metric names) is that version's. The newest implemented row is ksched's own
+"binary version": its default ``--emulated-version``, as kube-scheduler's default is the
+binary's. A row that is known (its gate table generated) but not implemented is refused
+as kube-scheduler refuses an emulated version above its binary's.
+
+Adding a version: a row here, ``scripts/gen_feature_gates.py`` (its gate table), then the
+behaviour work; when done, ``implemented=True`` makes it the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["KUBE_VERSIONS", "KubeVersion"]
+
+
+@dataclass(frozen=True)
+class KubeVersion:
+    minor: str  # "1.36": what --emulated-version takes
+    kube: str  # "v1.36.3": the release whose module the tables come from
+    implemented: bool
+
+
+KUBE_VERSIONS: tuple[KubeVersion, ...] = (
+    KubeVersion("1.36", "v1.36.3", implemented=True),
+    KubeVersion("1.37", "v1.37.2", implemented=False),
+)

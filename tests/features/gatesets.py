@@ -1,0 +1,44 @@
+"""Gate sets and the real kube-scheduler's effective configuration, shared by the feature
+gate tests and the config parity test."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+#: A gate set kube-scheduler accepts and ksched implements, every value non-default: the
+#: NodeDeclaredFeatures plugin out (with the gates that need it), StorageCapacityScoring
+#: (default shape), no DRA filter timeout, no batching, no /flagz.
+NON_DEFAULT = [
+    "NodeDeclaredFeatures=false,InPlacePodVerticalScalingInitContainers=false,"
+    "InPlacePodLevelResourcesVerticalScaling=false,RestartAllContainersOnContainerExits=false,"
+    "ExtendWebSocketsToKubelet=false",
+    "StorageCapacityScoring=true,DRASchedulerFilterTimeout=false",
+    "OpportunisticBatching=false,ComponentFlagz=false",
+]
+
+
+def kube_scheduler_effective(
+    flags: list[str], config: Path | None = None
+) -> tuple[dict[str, object] | None, str]:
+    """The real kube-scheduler's effective configuration under ``flags`` (its
+    ``--write-config-to``, which it writes and exits: the componentconfig ``/configz``
+    serves), or None and its error text."""
+    from ksched.testing.controlplane import build
+
+    binary = build().path("kube-scheduler")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "effective.yaml"
+        argv = [str(binary), "--master=http://127.0.0.1:1", f"--write-config-to={out}", *flags]
+        if config is not None:
+            argv.append(f"--config={config}")
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        if proc.returncode == 0 and out.exists():
+            return yaml.safe_load(out.read_text()), ""
+    m = re.search(r'"command failed" err=(".*")\s*$', proc.stderr, re.M)
+    return None, json.loads(m[1]) if m else proc.stderr[-500:]
