@@ -742,3 +742,19 @@ def test_switching_consumable_capacity_off_counts_shares_as_taken_devices() -> N
     sb = CycleState()
     env.pre_filter(pb, sb)
     assert env.filter(pb, sb).message() == "cannot allocate all claims"
+
+
+def test_feature_gates_switch_the_dra_behaviours() -> None:
+    """DynamicResources reads its allocation features from the effective gates, as
+    upstream's ``structured.Features``."""
+    from ksched.dra.features import Features
+    from ksched.features.gates import set_feature_gates
+
+    def features(*flags: str) -> Features:
+        return DynamicResources(None, Handle(features=set_feature_gates(list(flags)))).features
+
+    assert features() == Features()
+    assert features("DRAConsumableCapacity=false,DRADeviceTaints=false") == Features(
+        consumable_capacity=False, device_taints=False
+    )
+    assert features("DRADeviceBindingConditions=false") == Features(binding_conditions=False)

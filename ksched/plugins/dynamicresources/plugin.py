@@ -416,7 +416,14 @@ class DynamicResources(
         self._in_flight_version = 0
         self._cel: ExpressionCache | None = None
         self._inventory: tuple[tuple[int, int], Inventory] | None = None
-        self._features = Features()
+        gates = self._handle.features
+        self._features = Features(
+            admin_access=gates.enabled("DRAAdminAccess"),
+            device_taints=gates.enabled("DRADeviceTaints"),
+            consumable_capacity=gates.enabled("DRAConsumableCapacity"),
+            binding_conditions=gates.enabled("DRADeviceBindingConditions")
+            and gates.enabled("DRAResourceClaimDeviceStatus"),
+        )
         self._taken = _Taken(self._features)
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
