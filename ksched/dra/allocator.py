@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -225,6 +226,15 @@ class _Dev:
     # Its capacities (None: some amount unreadable; it is then never handed out while
     # consumable capacity is on).
     capacity: dict[str, _Cap] | None = None
+    # What CEL sees with upstream's "stable" allocator (``Features.stable``): no
+    # ``allowMultipleAllocations``.
+    _stable_env: DeviceEnv | None = None
+
+    def stable_env(self) -> DeviceEnv:
+        if self._stable_env is None:
+            plain = msgspec.structs.replace(self.device, allow_multiple_allocations=None)
+            self._stable_env = DeviceEnv(self.id[0], plain)
+        return self._stable_env
 
 
 @dataclass(slots=True)
@@ -956,7 +966,7 @@ class _Run:
                 "feature is disabled"
             )
         capacity: Capacity | None = None
-        if spec.capacity is not None:
+        if spec.capacity is not None and not self.a.features.stable:
             if not self.a.features.consumable_capacity:
                 sub = name.rpartition("/")[2]
                 what = f"subrequest {sub}" if parent != name else f"request {name}"
@@ -1046,13 +1056,18 @@ class _Run:
                     f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
             alternatives.append(per_request)
-            constraints.append(
-                [
-                    (frozenset(c.requests), c.match_attribute, c.distinct_attribute)
-                    for c in claim.spec.devices.constraints
-                    if c.match_attribute or c.distinct_attribute
-                ]
-            )
+            specs: list[_ConstraintSpec] = []
+            for i, c in enumerate(claim.spec.devices.constraints):
+                if c.match_attribute:
+                    specs.append((frozenset(c.requests), c.match_attribute, None))
+                elif c.distinct_attribute and not self.a.features.stable:
+                    specs.append((frozenset(c.requests), None, c.distinct_attribute))
+                else:
+                    raise AllocationError(
+                        f"claim {_kobj(claim)}, constraint #{i}: empty constraint (unsupported "
+                        "constraint type?)"
+                    )
+            constraints.append(specs)
         return alternatives, constraints
 
     # -- device checks -------------------------------------------------------------------------
@@ -1065,8 +1080,11 @@ class _Run:
             expr = self.a.cel.get(sel.cel.expression)
             if expr.error:
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {expr.error}")
+            env = dev.env
+            if dev.device.allow_multiple_allocations and req.features.stable:
+                env = dev.stable_env()
             try:
-                if not expr.matches(dev.env):
+                if not expr.matches(env):
                     return False
             except CELError as e:
                 raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from None

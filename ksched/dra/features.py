@@ -20,5 +20,12 @@ class Features:
     # with binding conditions are handed out (last), and PreBind waits for the conditions.
     binding_conditions: bool = True
 
+    @property
+    def stable(self) -> bool:
+        """Upstream then picks its "stable" allocator, the oldest, which knows nothing of
+        consumable capacity (capacity requests are ignored, ``allowMultipleAllocations``
+        reads false in CEL) nor of ``distinctAttribute`` constraints (an error)."""
+        return not self.consumable_capacity and not self.binding_conditions
+
 
 DEFAULT_FEATURES = Features()

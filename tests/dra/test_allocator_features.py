@@ -32,6 +32,8 @@ ON_NODE = {"node_name": "node-1"}
 DEV1: DeviceID = (DRIVER, "pool-1", "dev-1")
 DEV2: DeviceID = (DRIVER, "pool-1", "dev-2")
 PORT = f"{DRIVER}/port"
+# Consumable capacity and binding conditions off: upstream's "stable" allocator.
+STABLE = Features(consumable_capacity=False, binding_conditions=False)
 
 NO_SCHEDULE = {"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"}
 NO_EXECUTE = {"key": "taint-key", "value": "taint-value", "effect": "NoExecute"}
@@ -382,7 +384,40 @@ CASES: dict[str, Case] = {
         error="claim default/c, request req-1: cannot add device driver-a/pool-1/dev-1 because "
         "a claim constraint would not be satisfied",
     ),
+    # -- upstream's "stable" allocator: consumable capacity and binding conditions off ------
+    "stable-allocator-ignores-capacity-requests": Case(
+        [claim("c", wants("100"))],
+        [shareable("dev-1", "1")],
+        expect=[[("req-0", "dev-1", False, None)]],
+        features=STABLE,
+    ),
+    "stable-allocator-refuses-distinct-attribute": Case(
+        [
+            claim(
+                "c", request(), constraints=[{"matchAttribute": PORT}, {"distinctAttribute": PORT}]
+            )
+        ],
+        [device("dev-1", {"port": 0})],
+        features=STABLE,
+        error="claim default/c, constraint #1: empty constraint (unsupported constraint type?)",
+    ),
+    "stable-allocator-cel-sees-no-multiple-allocations": Case(
+        [claim("c", request("req-0", CLASS, "device.allowMultipleAllocations"))],
+        [shareable("dev-1")],
+        features=STABLE,
+    ),
+    "incubating-allocator-cel-sees-multiple-allocations": Case(
+        [claim("c", request("req-0", CLASS, "device.allowMultipleAllocations"))],
+        [shareable("dev-1")],
+        expect=[[("req-0", "dev-1", False, {"cap": "4"})]],
+    ),
+    "empty-constraint-is-an-error": Case(
+        [claim("c", request(), constraints=[{"requests": ["req-0"]}])],
+        [device("dev-1")],
+        error="claim default/c, constraint #0: empty constraint (unsupported constraint type?)",
+    ),
     "consumable-capacity-disabled-feature": Case(
+        # binding conditions on: the "incubating" allocator, which refuses capacity requests
         [claim("c", wants("1"))],
         [shareable("dev-1")],
         features=Features(consumable_capacity=False),
