@@ -24,6 +24,7 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "QuantityError",
+    "format_quantity",
     "milli_value",
     "parse_quantity",
     "saturate_int64",
@@ -142,3 +143,22 @@ def milli_value(raw: object) -> int:
 def value(raw: object) -> int:
     """``resource.Quantity.Value()``: whole units, rounded up, saturated to int64."""
     return saturate_int64(_round_away(parse_quantity(raw)))
+
+
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def format_quantity(q: Fraction) -> str:
+    """A quantity string for a parsed value (a multiple of a nanounit): whole numbers with
+    the largest binary suffix that divides them, as ``NewQuantity(v, BinarySI)`` prints,
+    fractions in m, u or n. The API server stores its own canonical form of either."""
+    if q.denominator == 1:
+        n, i = int(q), 0
+        while n and abs(n) >= 1024 and n % 1024 == 0 and i < len(_BINARY_SUFFIXES) - 1:
+            n, i = n // 1024, i + 1
+        return f"{n}{_BINARY_SUFFIXES[i]}"
+    for suffix, scale in (("m", 10**3), ("u", 10**6), ("n", 10**9)):
+        scaled = q * scale
+        if scaled.denominator == 1 or suffix == "n":
+            return f"{_round_away(scaled)}{suffix}"
+    raise AssertionError("unreachable")

@@ -22,6 +22,9 @@ __all__ = [
     "FINALIZER",
     "AllocationResult",
     "CELDeviceSelector",
+    "CapacityRequestPolicy",
+    "CapacityRequestPolicyRange",
+    "CapacityRequirements",
     "Device",
     "DeviceAllocationResult",
     "DeviceAttribute",
@@ -92,9 +95,24 @@ class DeviceAttribute(_S):
     version: str | None = None
 
 
+class CapacityRequestPolicyRange(_S):
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(_S):
+    """How requests for a shareable device's capacity are checked and rounded up
+    (DRAConsumableCapacity)."""
+
+    default: Quantity | None = None
+    valid_values: list[Quantity] | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
 class DeviceCapacity(_S):
     value: Quantity = "0"
-    request_policy: dict[str, Any] | None = None
+    request_policy: CapacityRequestPolicy | None = None
 
 
 class Device(_S):
@@ -106,7 +124,10 @@ class Device(_S):
     node_name: str | None = None
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
+    # DeviceTaints (DRADeviceTaints): same fields and matching as a node's taints.
     taints: list[Taint] = []
+    # DRAConsumableCapacity: the device may go to several claims, each consuming a share
+    # of its capacity.
     allow_multiple_allocations: bool | None = None
     # Device binding conditions (DRADeviceBindingConditions): ksched does not wait for
     # them, so it hands such devices out to no one (upstream with the gate off).
@@ -143,6 +164,10 @@ class ResourceSlice(_S):
 # ---- ResourceClaim -----------------------------------------------------------------
 
 
+class CapacityRequirements(_S):
+    requests: dict[str, Quantity] = {}
+
+
 class ExactDeviceRequest(_S):
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
@@ -150,7 +175,7 @@ class ExactDeviceRequest(_S):
     count: int = 0
     admin_access: bool | None = None
     tolerations: list[Toleration] = []
-    capacity: dict[str, Any] | None = None
+    capacity: CapacityRequirements | None = None
 
 
 class DeviceSubRequest(_S):
@@ -160,7 +185,7 @@ class DeviceSubRequest(_S):
     allocation_mode: str = ""
     count: int = 0
     tolerations: list[Toleration] = []
-    capacity: dict[str, Any] | None = None
+    capacity: CapacityRequirements | None = None
 
 
 class DeviceRequest(_S):
@@ -192,6 +217,11 @@ class DeviceRequestAllocationResult(_S):
     device: str = ""
     admin_access: bool | None = None
     tolerations: list[Toleration] = []
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    # A share of a device that allows multiple allocations, and what the share consumes.
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+    consumed_capacity: dict[str, Quantity] | None = None
 
 
 class DeviceAllocationResult(_S):

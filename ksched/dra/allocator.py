@@ -9,7 +9,30 @@ takes ``count`` devices (``ExactCount``) or every matching one (``All``), a
 and ``distinctAttribute`` constraints bind requests of a claim together; on a dead end
 it backtracks. A device already allocated (to any claim, or in flight for a pod being
 bound) is never handed out again, except to admin-access requests, which do not take a
-device from others.
+device from others (though one claim's admin requests take a device once).
+
+The optional behaviours of v1.36 (``Features``, upstream's ``structured.Features``; the
+"incubating" allocator its default gates select) are each behind one switch:
+
+- admin access (DRAAdminAccess, GA): see above; a request asking for it while off is an
+  error.
+- device taints (DRADeviceTaints, beta and on): a device with a NoSchedule or NoExecute
+  taint goes only to requests tolerating it (None and unknown effects do not count).
+  Checked where upstream's ``allocateDevice`` checks it: after the selectors (a CEL error
+  on a tainted device is still an error) and after the shared counters, so an "All"
+  request over a tainted device does not fit the node.
+- consumable capacity (DRAConsumableCapacity, beta and on): a device with
+  ``allowMultipleAllocations`` is not taken by a claim: every request may get a share,
+  as long as its capacity requests (rounded up by the capacity's ``requestPolicy``) and
+  the shares allocated or being allocated fit every capacity of the device. A share's
+  result carries a ``shareID`` and its ``consumedCapacity``. Capacity requests also
+  filter devices that cannot be shared (a request naming a capacity the device lacks, or
+  more than it has, does not take it).
+- binding conditions (DRADeviceBindingConditions with DRAResourceClaimDeviceStatus, beta
+  and on): a device with ``bindingConditions`` may be handed out, its pool searched after
+  every pool without such devices; its result carries the conditions, and one that
+  ``bindsToNode`` ties the allocation to the node. With the feature off such devices go
+  to no one.
 
 Partitionable devices (DRAPartitionableDevices, beta and on in v1.36): a pool's slices
 may publish ``sharedCounters`` (counter sets), and a device may ``consumesCounters``
@@ -27,17 +50,20 @@ upstream's text; "does not fit this node" is an empty answer.
 from __future__ import annotations
 
 import functools
+import math
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from ..api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from ..api.quantity import parse_quantity
+from ..api.quantity import format_quantity, parse_quantity
 from ..api.resource import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,
@@ -59,14 +85,19 @@ from ..api.selectors import (
 )
 from ..util.errors import KschedError
 from .cel import CELError, CELTimeout, DeviceEnv, ExpressionCache, qualified_name
+from .features import DEFAULT_FEATURES, Features
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
     "AllocationError",
     "Allocator",
     "DeviceID",
+    "Features",
     "Inventory",
+    "Shared",
     "allocated_devices",
+    "claim_shares",
+    "shared_allocations",
 ]
 
 # resourceapi.AllocationResultsMaxSize: devices one claim may get.
@@ -74,7 +105,8 @@ ALLOCATION_RESULTS_MAX_SIZE = 32
 # Backtracking steps one allocate() may take before it gives up on the node, besides
 # DynamicResources' filterTimeout (``max_seconds``), upstream's only bound.
 MAX_STEPS = 200_000
-# Device taint effects that keep a device from being allocated.
+# Device taint effects that keep a device from being allocated (None and unknown ones
+# do not).
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
@@ -93,17 +125,84 @@ def _kobj(claim: ResourceClaim) -> str:
     return f"{claim.metadata.namespace}/{claim.metadata.name}"
 
 
-def allocated_devices(claims: Iterable[ResourceClaim]) -> set[DeviceID]:
-    """Devices taken by allocated claims (admin access takes none)."""
+Capacity = dict[str, Fraction]
+
+
+@dataclass(slots=True)
+class Shared:
+    """What shares of devices allocated claims hold (``AllocatedSharedDeviceIDs`` and
+    ``AggregatedCapacity`` of upstream's ``AllocatedState``)."""
+
+    # Devices some allocated claim holds a share of.
+    devices: set[DeviceID] = field(default_factory=set)
+    # Per device, the capacity its allocated shares consume together (only shares that
+    # recorded a consumedCapacity).
+    capacity: dict[DeviceID, Capacity] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.devices or self.capacity)
+
+
+def _is_share(r: DeviceRequestAllocationResult, features: Features) -> bool:
+    return features.consumable_capacity and r.share_id is not None
+
+
+def allocated_devices(
+    claims: Iterable[ResourceClaim], features: Features = DEFAULT_FEATURES
+) -> set[DeviceID]:
+    """Devices taken by allocated claims (admin access takes none, nor does a share of a
+    device allowing multiple allocations: ``foreachAllocatedDevice``)."""
     out: set[DeviceID] = set()
     for c in claims:
         alloc = c.status.allocation
         if alloc is None:
             continue
         for r in alloc.devices.results:
-            if not r.admin_access:
+            if not r.admin_access and not _is_share(r, features):
                 out.add((r.driver, r.pool, r.device))
     return out
+
+
+def claim_shares(claim: ResourceClaim) -> tuple[tuple[DeviceID, Capacity | None], ...]:
+    """The device shares one allocated claim holds, each with the capacity it consumes
+    (None: no consumedCapacity recorded; an unreadable amount counts as none)."""
+    alloc = claim.status.allocation
+    if alloc is None:
+        return ()
+    out: list[tuple[DeviceID, Capacity | None]] = []
+    for r in alloc.devices.results:
+        if r.admin_access or r.share_id is None:
+            continue
+        consumed: Capacity | None = None
+        if r.consumed_capacity is not None:
+            consumed = {}
+            for name, q in r.consumed_capacity.items():
+                try:
+                    consumed[name] = parse_quantity(q)
+                except ValueError:
+                    consumed[name] = Fraction(0)
+        out.append(((r.driver, r.pool, r.device), consumed))
+    return tuple(out)
+
+
+def shared_allocations(
+    shares: Iterable[tuple[DeviceID, Capacity | None]], features: Features = DEFAULT_FEATURES
+) -> Shared:
+    """The ``Shared`` state of these shares (``claim_shares`` of every allocated claim);
+    empty with consumable capacity off (the shares then count as taken devices)."""
+    out = Shared()
+    if not features.consumable_capacity:
+        return out
+    for dev, consumed in shares:
+        out.devices.add(dev)
+        if consumed is not None:
+            _add_capacity(out.capacity.setdefault(dev, {}), consumed)
+    return out
+
+
+def _add_capacity(into: Capacity, amounts: Mapping[str, Fraction]) -> None:
+    for name, q in amounts.items():
+        into[name] = into.get(name, Fraction(0)) + q
 
 
 # ---- the inventory: pools, slices and devices, independent of nodes ----------------------
@@ -122,6 +221,20 @@ class _Dev:
     # consumesCounters: (counter set, counter, amount); None when an amount is unreadable
     # (the device is then never handed out).
     consumes: tuple[tuple[str, str, Fraction], ...] | None = ()
+    # allowMultipleAllocations: shares of the device go to any number of requests.
+    multi: bool = False
+    # Its capacities (None: some amount unreadable; it is then never handed out while
+    # consumable capacity is on).
+    capacity: dict[str, _Cap] | None = None
+    # What CEL sees with upstream's "stable" allocator (``Features.stable``): no
+    # ``allowMultipleAllocations``.
+    _stable_env: DeviceEnv | None = None
+
+    def stable_env(self) -> DeviceEnv:
+        if self._stable_env is None:
+            plain = msgspec.structs.replace(self.device, allow_multiple_allocations=None)
+            self._stable_env = DeviceEnv(self.id[0], plain)
+        return self._stable_env
 
 
 @dataclass(slots=True)
@@ -179,6 +292,138 @@ def _consumption(d: Device) -> tuple[tuple[str, str, Fraction], ...] | None:
     return tuple(out)
 
 
+# ---- consumable capacity (upstream consumable_capacity.go) --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Cap:
+    """One capacity of a device with its request policy, parsed."""
+
+    value: Fraction
+    has_policy: bool = False
+    default: Fraction | None = None
+    valid_values: tuple[Fraction, ...] | None = None
+    # validRange: (min, max, step), each optional.
+    valid_range: tuple[Fraction | None, Fraction | None, Fraction | None] | None = None
+
+
+def _opt_quantity(raw: Any) -> Fraction | None:
+    return None if raw is None else parse_quantity(raw)
+
+
+def _capacities(d: Device) -> dict[str, _Cap] | None:
+    """The device's capacities (None when some amount is not a quantity)."""
+    out: dict[str, _Cap] = {}
+    try:
+        for name, cap in d.capacity.items():
+            p = cap.request_policy
+            if p is None:
+                out[name] = _Cap(parse_quantity(cap.value))
+                continue
+            r = p.valid_range
+            out[name] = _Cap(
+                parse_quantity(cap.value),
+                True,
+                _opt_quantity(p.default),
+                None if p.valid_values is None else tuple(map(parse_quantity, p.valid_values)),
+                None
+                if r is None
+                else (_opt_quantity(r.min), _opt_quantity(r.max), _opt_quantity(r.step)),
+            )
+    except ValueError:
+        return None
+    return out
+
+
+def _whole(q: Fraction) -> int:
+    """``Quantity.Value()``: rounded up (away from zero)."""
+    return math.ceil(q) if q >= 0 else math.floor(q)
+
+
+def _go_rem(a: int, b: int) -> int:
+    """Go's ``a % b`` (the sign of ``a``)."""
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+def _round_up_range(requested: Fraction, rng: tuple[Fraction | None, ...]) -> Fraction:
+    lo, _, step = rng
+    assert lo is not None
+    if requested < lo:
+        return lo
+    if step is None or _whole(step) == 0:
+        return requested
+    s, m = _whole(step), _whole(lo)
+    added = _whole(requested) - m
+    n = int(added / s)  # Go's division truncates toward zero
+    if _go_rem(added, s):
+        n += 1
+    return Fraction(m + s * n)
+
+
+def _consumed(requested: Fraction | None, cap: _Cap) -> Fraction:
+    """``calculateConsumedCapacity``: what a request takes of one capacity."""
+    if requested is None:
+        return cap.default if cap.default is not None else cap.value
+    if not cap.has_policy:
+        return requested
+    if cap.valid_range is not None and cap.valid_range[0] is not None:
+        return _round_up_range(requested, cap.valid_range)
+    if cap.valid_values is not None:
+        return next((v for v in cap.valid_values if requested <= v), requested)
+    return requested
+
+
+def _violates(consumed: Fraction, cap: _Cap) -> bool:
+    """``violatesPolicy``: validRange checks max and step only, validValues membership.
+    (Upstream compares with the default as Go structs; equal values of one spelling,
+    which is what the API server stores, are what that finds equal.)"""
+    if not cap.has_policy or (cap.default is not None and consumed == cap.default):
+        return False
+    if cap.valid_range is not None:
+        lo, hi, step = cap.valid_range
+        if hi is not None and consumed > hi:
+            return True
+        if step is not None:
+            s = _whole(step)
+            return s == 0 or _go_rem(_whole(consumed) - _whole(lo or Fraction(0)), s) != 0
+        return False
+    if cap.valid_values:
+        return consumed not in cap.valid_values
+    return False
+
+
+def _consumed_capacity(requests: Capacity | None, caps: Mapping[str, _Cap]) -> Capacity:
+    """``GetConsumedCapacityFromRequest``: a share's consumption of every capacity."""
+    req = requests or {}
+    return {name: _consumed(req.get(name), cap) for name, cap in caps.items()}
+
+
+def _capacity_fits(
+    current: Mapping[str, Fraction],
+    requests: Capacity | None,
+    caps: Mapping[str, _Cap],
+    allocating: Mapping[str, Fraction] | None,
+) -> bool:
+    """``CmpRequestOverCapacity``: the request names only capacities the device has, its
+    consumption obeys every request policy, and with what allocated (``current``) and
+    allocating shares consume it stays within every capacity."""
+    if requests and any(name not in caps for name in requests):
+        return False  # upstream: an error, and the device is skipped
+    req = requests or {}
+    zero = Fraction(0)
+    for name, cap in caps.items():
+        consumed = _consumed(req.get(name), cap)
+        if _violates(consumed, cap):
+            return False
+        total = current.get(name, zero) + consumed
+        if allocating is not None:
+            total += allocating.get(name, zero)
+        if total > cap.value:
+            return False
+    return True
+
+
 def _compile_scope(sel: NodeSelector, where: str) -> CompiledNodeSelector | None:
     try:
         return compile_node_selector(sel, where)
@@ -234,6 +479,8 @@ class Inventory:
         self.pools: list[_Pool] = []
         # Some device consumes shared counters: counting free devices cannot decide.
         self.has_counters = False
+        # Some device allows multiple allocations: nor can it then.
+        self.has_multi = False
         self.pool_of: dict[tuple[str, str], _Pool] = {}
         # (pool index, slice scope) for slice-level node selection.
         self._slice_scope: dict[int, tuple[str, Any]] = {}
@@ -256,6 +503,10 @@ class Inventory:
                     if d.consumes_counters:
                         dev.consumes = _consumption(d)
                         self.has_counters = True
+                    dev.capacity = _capacities(d)
+                    if d.allow_multiple_allocations:
+                        dev.multi = True
+                        self.has_multi = True
                     if scope[0] == "perdevice":
                         dev.node_scope = self._device_node_scope(d)
                     pool.devices.append(dev)
@@ -364,8 +615,7 @@ class Inventory:
         hit = self._node_cache.get(name)
         if hit is not None and hit[0] is node:
             return hit[1], hit[2]
-        pools: list[_Pool] = []
-        devices: dict[int, list[_Dev]] = {}
+        found: list[tuple[bool, _Pool, list[_Dev]]] = []
         for pi in sorted(self._by_node.get(name, set()) | self._elsewhere):
             pool = self.pools[pi]
             scopes: dict[int, bool] = {}
@@ -382,8 +632,12 @@ class Inventory:
                     continue
                 usable.append(dev)
             if any(scopes.values()):
-                devices[len(pools)] = usable
-                pools.append(pool)
+                # Pools with binding conditions on the node's slices go last (GatherPools).
+                late = any(d.device.binding_conditions for d in pool.devices if scopes[id(d.slice)])
+                found.append((late, pool, usable))
+        found.sort(key=lambda f: f[0])  # stable: by id within each part
+        pools = [pool for _, pool, _ in found]
+        devices = {i: usable for i, (_, _, usable) in enumerate(found)}
         self._node_cache[name] = (node, pools, devices)
         return pools, devices
 
@@ -404,13 +658,40 @@ class _Request:
     count: int
     admin: bool
     tolerations: Sequence[Any]
-    # What decides which devices the request may take: class, selectors, tolerations.
+    # Capacity requests (None: none).
+    capacity: Capacity | None
+    features: Features
+    # What decides which devices the request may take: class, selectors, tolerations,
+    # capacity requests (and the features judging them).
     key: Any = None
 
     def __post_init__(self) -> None:
         exprs = tuple(s.cel.expression for s in self.selectors if s.cel is not None)
         tols = tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations)
-        self.key = (id(self.class_), exprs, tols)
+        caps = None if self.capacity is None else tuple(sorted(self.capacity.items()))
+        self.key = (id(self.class_), exprs, tols, caps, self.features)
+
+
+@dataclass(slots=True)
+class _Took:
+    """What taking one device changed, for ``_Run._release`` to undo (upstream's
+    ``deviceRollbackState``)."""
+
+    counters: bool = False
+    marked: bool = False
+    # A share: its id and what it consumes (counted in ``_Run.allocating``).
+    share_id: str | None = None
+    consumed: Capacity | None = None
+    # ``_Run.allocating`` had an entry for the device before this share.
+    entry_existed: bool = False
+
+
+def _tainted(req: _Request, dev: _Dev) -> bool:
+    """``taintPreventsAllocation``: some NoSchedule or NoExecute taint not tolerated."""
+    return any(
+        taint.effect in _BLOCKING_EFFECTS and not tolerations_tolerate_taint(req.tolerations, taint)
+        for taint in dev.device.taints
+    )
 
 
 def _exact_count(req: _Request) -> int:
@@ -420,30 +701,42 @@ def _exact_count(req: _Request) -> int:
 
 @dataclass(slots=True)
 class _Constraint:
-    """A constraint's state while devices are taken (its values so far)."""
+    """A constraint's state while devices are taken. ``matchAttribute``: every device's
+    value equals the first's. ``distinctAttribute``, as upstream's
+    ``distinctAttributeConstraint`` keeps it: a new device's value differs from the
+    value of the latest device of each request (a request's devices overwrite each
+    other's entry, and taking one back drops the request's entry)."""
 
     requests: frozenset[str]
     match: str | None
     distinct: str | None
-    values: list[tuple[Any, ...]] = field(default_factory=list)
+    count: int = 0
+    first: tuple[Any, ...] | None = None
+    latest: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def applies(self, req: _Request) -> bool:
         return not self.requests or req.parent in self.requests or req.name in self.requests
 
-    def add(self, dev: _Dev) -> bool:
-        name = self.match or self.distinct or ""
-        value = _lookup_attribute(dev, name)
+    def add(self, req: _Request, dev: _Dev) -> bool:
+        value = _lookup_attribute(dev, self.match or self.distinct or "")
         if value is None:
             return False
-        if self.match is not None and self.values and self.values[0] != value:
+        if self.count == 0:
+            self.first = value
+        elif self.match is not None:
+            if value != self.first:
+                return False
+        elif value in self.latest.values():
             return False
-        if self.distinct is not None and value in self.values:
-            return False
-        self.values.append(value)
+        if self.distinct is not None:
+            self.latest[req.parent] = value
+        self.count += 1
         return True
 
-    def remove(self) -> None:
-        self.values.pop()
+    def remove(self, req: _Request) -> None:
+        self.count -= 1
+        if self.distinct is not None:
+            self.latest.pop(req.parent, None)
 
 
 def _attr_key(a: DeviceAttribute) -> tuple[Any, ...] | None:
@@ -481,7 +774,8 @@ class Allocator:
         allocated: set[DeviceID],
         cel_cache: ExpressionCache,
         *,
-        admin_access: bool = True,
+        features: Features = DEFAULT_FEATURES,
+        shared: Shared | None = None,
         max_steps: int = MAX_STEPS,
         max_seconds: float = 0.0,
         journal: Any = None,
@@ -490,7 +784,8 @@ class Allocator:
         self.classes = classes
         self.allocated = allocated
         self.cel = cel_cache
-        self.admin_access = admin_access
+        self.features = features
+        self.shared = shared if shared is not None and features.consumable_capacity else Shared()
         self.max_steps = max_steps
         self.max_seconds = max_seconds
         # Optional: how ``allocated`` came to be (``generation``, ``log`` of (device, +1 or
@@ -509,8 +804,13 @@ class Allocator:
         got = self._available.get(pool.id)
         if got is None:
             got = {(cs, c): v for cs, values in pool.counters.items() for c, v in values.items()}
+            shared = self.shared
             for dev in pool.devices:
-                if dev.consumes and dev.id in self.allocated:
+                if dev.consumes and (
+                    dev.id in self.allocated
+                    or dev.id in shared.devices
+                    or dev.id in shared.capacity
+                ):
                     for cs, c, amount in dev.consumes:
                         if (cs, c) in got:  # validation makes every reference exist
                             got[(cs, c)] -= amount
@@ -533,10 +833,11 @@ class Allocator:
     def countable(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[_Request, int] | None:
         """(a request standing for all, devices needed) when counting free selectable
         devices decides whether the claims fit a node: every request an ExactCount one
-        without admin access, all with the same class, selectors and tolerations, and no
-        constraints, and no device consuming shared counters. None when the claims need the
+        without admin access, all with the same class, selectors, tolerations and capacity
+        requests, and no constraints, no device consuming shared counters or allowing
+        multiple allocations, and no shares allocated. None when the claims need the
         search (``allocate``)."""
-        if self.inventory.has_counters:
+        if self.inventory.has_counters or self.inventory.has_multi or self.shared:
             return None
         key = tuple(id(c) for c in claims)
         if key not in self._simple:
@@ -615,8 +916,11 @@ class _Run:
         self.steps = 0
         limit = alloc.max_seconds
         self.deadline = time.monotonic() + limit if limit > 0 else 0.0
-        self.taking: set[DeviceID] = set()
-        self.results: list[list[tuple[_Request, _Dev]]] = [[] for _ in claims]
+        # allocatingDevices: the devices being taken, each with the claims taking it.
+        self.taking: dict[DeviceID, set[int]] = {}
+        # allocatingCapacity: what the shares being allocated consume, per device.
+        self.allocating: dict[DeviceID, Capacity] = {}
+        self.results: list[list[tuple[_Request, _Dev, _Took]]] = [[] for _ in claims]
         # Per claim, per request: the alternatives (one, or one per subrequest); the same
         # for every node of one pod's cycle, so prepared once.
         specs = alloc._prepared(self, claims)
@@ -656,12 +960,39 @@ class _Run:
             raise AllocationError(
                 f"claim {_kobj(claim)}, request {name}: unsupported count mode {mode}"
             )
-        if admin and not self.a.admin_access:
+        if admin and not self.a.features.admin_access:
             raise AllocationError(
                 f"claim {_kobj(claim)}, request {name}: admin access is requested, but the "
                 "feature is disabled"
             )
-        return _Request(ci, name, parent, cls, spec.selectors, mode, count, admin, spec.tolerations)
+        capacity: Capacity | None = None
+        if spec.capacity is not None and not self.a.features.stable:
+            if not self.a.features.consumable_capacity:
+                sub = name.rpartition("/")[2]
+                what = f"subrequest {sub}" if parent != name else f"request {name}"
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, {what}: has capacity requests, but the "
+                    "DRAConsumableCapacity feature is disabled"
+                )
+            try:
+                capacity = {k: parse_quantity(v) for k, v in spec.capacity.requests.items()}
+            except ValueError as e:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {name}: capacity.requests: {e}"
+                ) from None
+        return _Request(
+            ci,
+            name,
+            parent,
+            cls,
+            spec.selectors,
+            mode,
+            count,
+            admin,
+            spec.tolerations,
+            capacity,
+            self.a.features,
+        )
 
     def _all_devices(self, req: _Request) -> list[_Dev]:
         """The devices an "All" request takes on this node."""
@@ -681,7 +1012,17 @@ class _Run:
                     f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but "
                     f"resource pool {pool.id} is currently invalid"
                 )
-            got.extend(dev for dev in self.devices[pi] if self._selectable(req, dev))
+            # Selectable and within capacity before anything is taken (upstream decides
+            # these when it validates the request); taints are checked as each is taken.
+            got.extend(
+                dev
+                for dev in self.devices[pi]
+                if self._selectors_ok(req, dev)
+                and (
+                    not self.a.features.consumable_capacity
+                    or self._fits_capacity(req, dev, allocating=False)
+                )
+            )
         self.all_devices[id(req)] = got
         return got
 
@@ -715,13 +1056,18 @@ class _Run:
                     f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
             alternatives.append(per_request)
-            constraints.append(
-                [
-                    (frozenset(c.requests), c.match_attribute, c.distinct_attribute)
-                    for c in claim.spec.devices.constraints
-                    if c.match_attribute or c.distinct_attribute
-                ]
-            )
+            specs: list[_ConstraintSpec] = []
+            for i, c in enumerate(claim.spec.devices.constraints):
+                if c.match_attribute:
+                    specs.append((frozenset(c.requests), c.match_attribute, None))
+                elif c.distinct_attribute and not self.a.features.stable:
+                    specs.append((frozenset(c.requests), None, c.distinct_attribute))
+                else:
+                    raise AllocationError(
+                        f"claim {_kobj(claim)}, constraint #{i}: empty constraint (unsupported "
+                        "constraint type?)"
+                    )
+            constraints.append(specs)
         return alternatives, constraints
 
     # -- device checks -------------------------------------------------------------------------
@@ -734,8 +1080,11 @@ class _Run:
             expr = self.a.cel.get(sel.cel.expression)
             if expr.error:
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {expr.error}")
+            env = dev.env
+            if dev.device.allow_multiple_allocations and req.features.stable:
+                env = dev.stable_env()
             try:
-                if not expr.matches(dev.env, self.deadline):
+                if not expr.matches(env, self.deadline):
                     return False
             except CELTimeout:
                 raise AllocationTimeout("timed out trying to allocate devices") from None
@@ -744,55 +1093,132 @@ class _Run:
         return True
 
     def _selectable(self, req: _Request, dev: _Dev) -> bool:
+        """Whether ``req`` may take ``dev`` as far as the two alone decide (cached)."""
         verdict = dev.verdicts.get(req.key)
         if verdict is None:
             verdict = dev.verdicts[req.key] = self._judge(req, dev)
         return verdict
 
     def _judge(self, req: _Request, dev: _Dev) -> bool:
-        if dev.device.binding_conditions:
-            return False  # binding conditions are not waited for: such devices are not used
-        for taint in dev.device.taints:
-            if taint.effect in _BLOCKING_EFFECTS and not tolerations_tolerate_taint(
-                req.tolerations, taint
-            ):
-                return False
+        if not self._selectors_ok(req, dev):
+            return False
+        features = req.features
+        # Not shared: only the request and the device decide whether it fits.
+        if (
+            features.consumable_capacity
+            and not dev.multi
+            and not self._fits_capacity(req, dev, current=False, allocating=False)
+        ):
+            return False
+        return not (features.device_taints and _tainted(req, dev))
+
+    def _selectors_ok(self, req: _Request, dev: _Dev) -> bool:
+        """``isSelectable``: the class's and the request's selectors (cached)."""
+        key = ("selectors", req.key)
+        verdict = dev.verdicts.get(key)
+        if verdict is None:
+            verdict = dev.verdicts[key] = self._selectors_judge(req, dev)
+        return verdict
+
+    def _selectors_judge(self, req: _Request, dev: _Dev) -> bool:
+        if dev.device.binding_conditions and not req.features.binding_conditions:
+            return False  # nobody would wait for the conditions
         cls = req.class_
         if not self._selectors_match(req, dev, cls.spec.selectors, f"class {cls.metadata.name}"):
             return False
         claim = self.claims[req.claim_index]
         return self._selectors_match(req, dev, req.selectors, f"claim {_kobj(claim)}")
 
+    def _fits_capacity(
+        self, req: _Request, dev: _Dev, *, current: bool = True, allocating: bool = True
+    ) -> bool:
+        """``CmpRequestOverCapacity`` with the allocated shares' consumption (``current``)
+        and the shares being allocated (``allocating``)."""
+        caps = dev.capacity
+        if caps is None:
+            return False
+        return _capacity_fits(
+            self.a.shared.capacity.get(dev.id, {}) if current else {},
+            req.capacity,
+            caps,
+            self.allocating.get(dev.id) if allocating else None,
+        )
+
+    def _in_use(self, d: DeviceID) -> bool:
+        return d in self.a.allocated or bool(self.taking.get(d))
+
     def _take(self, req: _Request, dev: _Dev, *, must: bool = False) -> bool:
         """Take ``dev`` for ``req`` if it is free and the claim's constraints allow it.
         ``must`` (an "All" request, which needs every device it selects): a constraint
         refusing one is an error, as upstream's ``allocateDevice`` says, not a dead end."""
-        if dev.id in self.taking:
+        ci = req.claim_index
+        features = req.features
+        multi = dev.multi and features.consumable_capacity
+        if not multi and req.admin and ci in self.taking.get(dev.id, ()):
             return False
-        if not req.admin and dev.id in self.a.allocated:
+        if not req.admin and self._in_use(dev.id):
             return False
-        added: list[_Constraint] = []
-        for c in self.constraints[req.claim_index]:
+        took = _Took()
+        # A shared device already in use has its counters counted once, by then.
+        if dev.consumes != () and not (multi and self._capacity_in_use(dev.id)):
+            if not self._consume(dev):
+                return False
+            took.counters = True
+        if features.device_taints and _tainted(req, dev):
+            self._undo(req, dev, took, 0)
+            return False
+        added = 0
+        for c in self.constraints[ci]:
             if c.applies(req):
-                if not c.add(dev):
-                    for undo in added:
-                        undo.remove()
+                if not c.add(req, dev):
+                    self._undo(req, dev, took, added)
                     if must:
-                        claim = self.claims[req.claim_index]
+                        claim = self.claims[ci]
                         raise AllocationError(
                             f"claim {_kobj(claim)}, request {req.name}: cannot add device "
                             f"{'/'.join(dev.id)} because a claim constraint would not be "
                             "satisfied"
                         )
                     return False
-                added.append(c)
-        if dev.consumes != () and not self._consume(dev):
-            for undo in added:
-                undo.remove()
-            return False
-        self.taking.add(dev.id)
-        self.results[req.claim_index].append((req, dev))
+                added += 1
+        if not multi:
+            self.taking.setdefault(dev.id, set()).add(ci)
+            took.marked = True
+        if features.consumable_capacity:
+            if not self._fits_capacity(req, dev):
+                self._undo(req, dev, took, added)
+                return False
+            if multi:
+                took.consumed = _consumed_capacity(req.capacity, dev.capacity or {})
+                took.share_id = str(uuid.uuid4())
+                took.entry_existed = dev.id in self.allocating
+                _add_capacity(self.allocating.setdefault(dev.id, {}), took.consumed)
+        self.results[ci].append((req, dev, took))
         return True
+
+    def _capacity_in_use(self, d: DeviceID) -> bool:
+        return d in self.a.shared.capacity or d in self.allocating
+
+    def _undo(self, req: _Request, dev: _Dev, took: _Took, constraints: int) -> None:
+        """Undo what ``_take`` did (``rollbackDevice``), its first ``constraints``
+        applicable constraints included."""
+        if took.consumed is not None:
+            entry = self.allocating[dev.id]
+            for name, q in took.consumed.items():
+                if name in entry:
+                    entry[name] -= q
+            if not any(entry.values()):
+                del self.allocating[dev.id]
+            if took.entry_existed and dev.id not in self.allocating:
+                self.allocating[dev.id] = {}  # the earlier share still holds the device
+        if took.marked:
+            self.taking[dev.id].discard(req.claim_index)
+        if constraints:
+            applied = [c for c in self.constraints[req.claim_index] if c.applies(req)]
+            for c in reversed(applied[:constraints]):
+                c.remove(req)
+        if took.counters:
+            self._unconsume(dev)
 
     def _consume(self, dev: _Dev) -> bool:
         """``checkAvailableCounters``: count the device's consumption in; if then some
@@ -816,13 +1242,9 @@ class _Run:
             consumed[(cs, c)] -= amount
 
     def _release(self, req: _Request, dev: _Dev) -> None:
-        if dev.consumes:
-            self._unconsume(dev)
-        self.taking.discard(dev.id)
-        self.results[req.claim_index].pop()
-        for c in self.constraints[req.claim_index]:
-            if c.applies(req):
-                c.remove()
+        _, _, took = self.results[req.claim_index].pop()
+        applied = sum(1 for c in self.constraints[req.claim_index] if c.applies(req))
+        self._undo(req, dev, took, applied)
 
     # -- search ----------------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -876,9 +1298,14 @@ class _Run:
             if k < start:
                 continue
             self._tick()
-            if dev.id in self.taking or (not req.admin and dev.id in self.a.allocated):
+            if req.admin:
+                if req.claim_index in self.taking.get(dev.id, ()):
+                    continue
+            elif self._in_use(dev.id):
                 continue
             if not self._selectable(req, dev):
+                continue
+            if dev.multi and req.features.consumable_capacity and not self._fits_capacity(req, dev):
                 continue
             if not self._take(req, dev):
                 continue
@@ -912,8 +1339,18 @@ class _Run:
                 device=dev.id[2],
                 admin_access=True if req.admin else None,
                 tolerations=list(req.tolerations),
+                binding_conditions=list(dev.device.binding_conditions)
+                if req.features.binding_conditions
+                else [],
+                binding_failure_conditions=list(dev.device.binding_failure_conditions)
+                if req.features.binding_conditions
+                else [],
+                share_id=took.share_id,
+                consumed_capacity={k: format_quantity(v) for k, v in took.consumed.items()}
+                if took.consumed
+                else None,
             )
-            for req, dev in self.results[ci]
+            for req, dev, took in self.results[ci]
         ]
         config: list[dict[str, Any]] = []
         chosen: list[_Request] = []
@@ -931,7 +1368,7 @@ class _Run:
                 config.append(entry)
         return AllocationResult(
             devices=DeviceAllocationResult(results=results, config=config),
-            node_selector=_node_selector(self.results[ci]),
+            node_selector=_node_selector(self.node.metadata.name, self.results[ci]),
         )
 
 
@@ -939,17 +1376,21 @@ def _without_requests(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k != "requests"}
 
 
-def _node_selector(taken: Sequence[tuple[_Request, _Dev]]) -> NodeSelector | None:
-    """Where the allocated devices can be used: one node, a selector's nodes, or anywhere."""
+def _node_selector(
+    node_name: str, taken: Sequence[tuple[_Request, _Dev, _Took]]
+) -> NodeSelector | None:
+    """Where the allocated devices can be used: this node (a device local to one node or
+    binding to it), a selector's nodes, or anywhere (``createNodeSelector``)."""
     fields: list[NodeSelectorRequirement] = []
     exprs: list[NodeSelectorRequirement] = []
-    for _, dev in taken:
+    for req, dev, _ in taken:
         spec = dev.slice.spec
         if spec.per_device_node_selection:
-            node_name, selector = dev.device.node_name, dev.device.node_selector
+            local, selector = dev.device.node_name, dev.device.node_selector
         else:
-            node_name, selector = spec.node_name, spec.node_selector
-        if node_name:
+            local, selector = spec.node_name, spec.node_selector
+        binds = dev.device.binds_to_node and req.features.binding_conditions
+        if local or binds:
             return NodeSelector(
                 node_selector_terms=[
                     NodeSelectorTerm(

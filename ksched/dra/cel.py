@@ -433,7 +433,7 @@ VISITS_PER_COST_UNIT = 4.5
 _MAX_VISITS = int(COST_LIMIT * VISITS_PER_COST_UNIT)
 
 
-class CostLimitExceeded(Exception):
+class _CostLimitExceeded(Exception):
     """An evaluation past the cost budget (never a CELEvalError, which celpy would keep as a
     value and carry on)."""
 
@@ -457,7 +457,7 @@ class _CostedEvaluator(Evaluator):
     def _visit_tree(self, tree: Any) -> Any:
         left = self.budget[0] = self.budget[0] - 1
         if left < 0:
-            raise CostLimitExceeded(COST_LIMIT_EXCEEDED)
+            raise _CostLimitExceeded(COST_LIMIT_EXCEEDED)
         if not left & 4095:
             deadline = _DEADLINE.get()
             if deadline and time.monotonic() > deadline:
@@ -511,7 +511,7 @@ _MEMBER = re.compile(r"^no such member in mapping: (['\"])(.*)\1$", re.DOTALL)
 
 def _message(e: BaseException) -> str:
     """cel-go's text for what went wrong (the operators word theirs already, ``celops``)."""
-    if isinstance(e, CostLimitExceeded):
+    if isinstance(e, _CostLimitExceeded):
         return COST_LIMIT_EXCEEDED
     if isinstance(e, CELEvalError) and e.args:
         first = str(e.args[0])

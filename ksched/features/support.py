@@ -61,25 +61,24 @@ SUPPORT: dict[str, Support] = {
     "ComponentStatusz": Support(True, True, "/statusz"),
     "CoordinatedLeaderElection": Support(False, True, "no coordinated leader election"),
     # DynamicResources and the DRA allocator
-    "DRAAdminAccess": Support(False, False, "adminAccess requests are not implemented"),
+    "DRAAdminAccess": Support(True, True, "adminAccess requests (ksched.dra.features)"),
     "DRAConsumableCapacity": Support(
-        False, False, "consumable capacity (allowMultipleAllocations, capacity requests)"
+        True,
+        True,
+        "allowMultipleAllocations, capacity requests and request policies (ksched.dra.features)",
     ),
     "DRADeviceBindingConditions": Support(
-        False,
-        True,
-        "binding conditions are not implemented: devices with bindingConditions go to no "
-        "one, as with the gate off",
+        True, True, "PreBind waits for binding conditions (ksched.dra.features)"
     ),
     "DRADeviceTaintRules": Support(False, True, "DeviceTaintRules are not implemented"),
-    "DRADeviceTaints": Support(False, True, "device taints and tolerations are ignored"),
+    "DRADeviceTaints": Support(True, True, "device taints and tolerations (ksched.dra.features)"),
     "DRAExtendedResource": Support(True, False, "ksched.dra.extended"),
     "DRAListTypeAttributes": Support(False, True, "list-typed device attributes"),
     "DRANodeAllocatableResources": Support(False, True, "node-allocatable DRA resources"),
     "DRAPartitionableDevices": Support(True, False, "shared counters (ksched.dra.allocator)"),
     "DRAPrioritizedList": Support(True, False, "firstAvailable (ksched.dra.allocator)"),
     "DRAResourceClaimDeviceStatus": Support(
-        True, True, "acts only with DRADeviceBindingConditions (bindingTimeout)"
+        True, True, "acts only with DRADeviceBindingConditions (binding conditions)"
     ),
     "DRASchedulerFilterTimeout": Support(True, True, "DynamicResourcesArgs.filterTimeout"),
     "DRAWorkloadResourceClaims": Support(False, True, _WORKLOAD),

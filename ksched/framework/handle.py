@@ -199,6 +199,9 @@ class Handle:
     recorder: EventRecorder = field(default_factory=RecordingEventRecorder)
     clock: Clock = field(default_factory=RealClock)
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+    # Binding cycles asleep on ``clock`` for something outside the scheduler (a PreBind
+    # polling for DRA binding conditions): a simulation may move time on for them.
+    parked: int = 0
     snapshot: Snapshot = field(default_factory=Snapshot)
     parallelism: int = 16
     # Set by the runtime once the profile's framework exists (PluginsRunner role).

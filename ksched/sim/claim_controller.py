@@ -117,12 +117,16 @@ class SimulatedClaimController:
 
     def devices_by_node(self) -> dict[str, dict[str, str | None]]:
         """For ``--explain``: each node's devices (``driver/pool/device``, from slices
-        naming the node) and the claim allocated each (None: free)."""
-        holder: dict[tuple[str, str, str], str] = {}
+        naming the node) and the claims allocated each, comma-separated (a shared device,
+        admin access; None: free)."""
+        holders: dict[tuple[str, str, str], list[str]] = {}
         for key, claim in self.claims.items():
             alloc = claim.status.allocation
             for r in alloc.devices.results if alloc is not None else ():
-                holder[(r.driver, r.pool, r.device)] = key
+                keys = holders.setdefault((r.driver, r.pool, r.device), [])
+                if key not in keys:
+                    keys.append(key)
+        holder = {d: ", ".join(keys) for d, keys in holders.items()}
         out: dict[str, dict[str, str | None]] = {}
         for s in self.stores[Listers.RESOURCE_SLICES].values():
             node = s.spec.node_name or ("(all nodes)" if s.spec.all_nodes else "(selected nodes)")

@@ -365,8 +365,9 @@ class Simulation:
         return pending
 
     async def _settle(self) -> None:
-        """Let started binding cycles run until each finished or waits (Permit), and
-        started preemptions until their victims are evicted."""
+        """Let started binding cycles run until each finished or waits (Permit, or asleep
+        on the clock: ``Handle.parked``), and started preemptions until their victims
+        are evicted."""
         sched = self.sched
         ext = sched.extenders
         if ext is not None and any(e.is_binder for e in ext.extenders):
@@ -379,9 +380,11 @@ class Simulation:
                     if sched.in_flight_bindings <= waiting:
                         return
             return
+        handles = [fw.handle for fw in sched.frameworks.values()]
         for _ in range(10000):
             await anyio.sleep(0)
             waiting = sum(1 for wp in sched.waiting_pods if not wp.done)
+            waiting += sum(h.parked for h in handles)
             if sched.in_flight_bindings <= waiting and not sched.preempting:
                 if waiting:
                     # Permit timers start in tasks of their own: let them register their

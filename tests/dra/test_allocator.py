@@ -17,6 +17,7 @@ from ksched.dra.allocator import (
     AllocationTimeout,
     Allocator,
     DeviceID,
+    Features,
     Inventory,
     allocated_devices,
 )
@@ -63,7 +64,7 @@ def run(c: Case) -> list[AllocationResult]:
         {cl.metadata.name: cl for cl in c.classes},
         set(c.allocated),
         ExpressionCache(),
-        admin_access=c.admin_access,
+        features=Features(admin_access=c.admin_access),
     )
     return alloc.allocate(c.node, c.claims)
 

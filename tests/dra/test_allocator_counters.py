@@ -143,21 +143,3 @@ def test_counters_of_the_pools_current_generation_only() -> None:
     c = claim("c", request("r", CLASS, count=2))
     # the current generation's 40Gi bound holds, not the old slice's 80Gi
     assert allocate([old, *mig_slice()], [c]) == [["gpu-0-mig-a", "gpu-0-mig-b"]]
-
-
-def test_devices_with_binding_conditions_are_not_handed_out() -> None:
-    """ksched does not wait for binding conditions in PreBind, so, as upstream with
-    DRADeviceBindingConditions off, such devices are not selectable."""
-    devs = [
-        device("needs-attach", bindingConditions=["Attached"], bindingFailureConditions=["Failed"]),
-        device("plain"),
-    ]
-    one = claim("c", request("r", CLASS))
-    got = Allocator(
-        Inventory([slice_("s", devs, node_name="node-1")]),
-        {CLASS: device_class()},
-        set(),
-        ExpressionCache(),
-    ).allocate(NODE, [one])
-    assert [[r.device for r in a.devices.results] for a in got] == [["plain"]]
-    assert allocate([slice_("s", devs[:1], node_name="node-1")], [one]) == []

@@ -184,6 +184,18 @@ class Chaos:
                 raise AssertionError(f"not bound after {timeout}s: {missing}")
             time.sleep(0.1)
 
+    def wait_events(self, names: list[str], timeout: float = 15.0) -> None:
+        """Wait until ksched's pods among ``names`` have their Scheduled events: before a
+        fault that ends the leader, so an event still on its way under load is not lost
+        with the process (the test is of recovery, not of a dying leader's events)."""
+        ours = self.e2e.scheduler_name
+        want = {n for n in names if self.pods[n] == ours}
+        deadline = time.monotonic() + timeout
+        while not want <= set(self._scheduled(ours)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no Scheduled event after {timeout}s: {sorted(want)}")
+            time.sleep(0.1)
+
     def check(self) -> None:
         """Every pod bound once, no node over-committed, one Scheduled event per pod of
         ksched's."""
@@ -598,6 +610,7 @@ def test_apiserver_restart_under_two_replicas(chaos: Chaos) -> None:
             first = leader(chaos.e2e, ds)
             before = chaos.create("before", 4)
             chaos.wait_bound(before, time.monotonic())
+            chaos.wait_events(before)
             _, _, up = _restart_apiserver(chaos.cp, 5.0)
             chaos.create("after", 8)
             times = chaos.wait_bound(list(chaos.pods), up)

@@ -137,3 +137,126 @@ def test_unsatisfiable_claim_message_agrees_with_kube_scheduler(e2e: E2E, kube_n
         theirs = wait_for(lambda: e2e.condition("theirs"), 30, what="kube-scheduler's verdict")
     assert ours["message"] == theirs["message"]
     assert ours["message"].startswith("0/1 nodes are available: 1 cannot allocate all claims.")
+
+
+def _attach(e2e: E2E, claim: JSON, condition: str) -> None:
+    """What a DRA driver does once a device is ready: a condition True in the claim's
+    ``status.devices`` entry of each allocated device."""
+    results = claim["status"]["allocation"]["devices"]["results"]
+    claim["status"]["devices"] = [
+        {
+            "driver": r["driver"],
+            "pool": r["pool"],
+            "device": r["device"],
+            "conditions": [
+                {
+                    "type": condition,
+                    "status": "True",
+                    "reason": "DriverSaysSo",
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+        }
+        for r in results
+    ]
+    name = claim["metadata"]["name"]
+    e2e.kube.ok("PUT", e2e.object_path("ResourceClaim", name) + "/status", claim)
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("e2e", ["kube"], indirect=True)
+def test_binding_conditions_wait_for_the_driver_like_kube_scheduler(
+    e2e: E2E, kube_name: str
+) -> None:
+    """Devices with binding conditions, for kube-scheduler v1.36 and for ksched: both
+    allocate one, write the conditions and allocationTimestamp into the claim, nominate
+    the node and wait in PreBind; once the driver sets the condition, both bind."""
+    node = e2e.create_node("nic")
+    cls = e2e.node_name("nic")
+    e2e.create_object(make_device_class(cls, f'device.driver == "{DRIVER}"'))
+    attach = {"bindingConditions": ["Attached"], "bindingFailureConditions": ["Failed"]}
+    devices = [{"name": f"nic-{i}", **attach} for i in range(2)]
+    e2e.create_object(make_resource_slice(node, DRIVER, devices, name=e2e.node_name("s")))
+    for who in ("ours", "theirs"):
+        e2e.create_object(make_resource_claim(who, device_requests(cls, 1), e2e.namespace))
+
+    def waiting(who: str) -> JSON | None:
+        claim: JSON = e2e.get_object("ResourceClaim", who)
+        if not claim.get("status", {}).get("reservedFor"):
+            return None
+        return claim
+
+    with e2e.daemon():
+        e2e.create_pod("ours", resource_claims=[{"name": "n", "resourceClaimName": "ours"}])
+        e2e.create_pod(
+            "theirs",
+            resource_claims=[{"name": "n", "resourceClaimName": "theirs"}],
+            scheduler_name=kube_name,
+        )
+        claims = {
+            who: wait_for(lambda w=who: waiting(w), 30, what=f"{who} reserved")
+            for who in ("ours", "theirs")
+        }
+        for who, claim in claims.items():
+            alloc = claim["status"]["allocation"]
+            (r,) = alloc["devices"]["results"]
+            assert (r["bindingConditions"], r["bindingFailureConditions"]) == (
+                ["Attached"],
+                ["Failed"],
+            ), who
+            assert alloc["allocationTimestamp"], who
+            assert e2e.node_of(who) is None  # waiting in PreBind
+            nominated = wait_for(
+                lambda w=who: e2e.pod(w)["status"].get("nominatedNodeName"),
+                10,
+                what=f"{who} nominated",
+            )
+            assert nominated == node
+        for claim in claims.values():
+            _attach(e2e, claim, "Attached")
+        assert e2e.wait_bound("ours", timeout=30) == node
+        assert e2e.wait_bound("theirs", timeout=30) == node
+    assert e2e.events("ours", "BindingConditionsPending")
+    assert e2e.events("theirs", "BindingConditionsPending")
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("e2e", ["kube"], indirect=True)
+def test_binding_failure_condition_fails_the_attempt_like_kube_scheduler(
+    e2e: E2E, kube_name: str
+) -> None:
+    """The driver sets a binding failure condition: both schedulers fail the attempt with
+    the same words (the claim's name aside)."""
+    node = e2e.create_node("nic")
+    cls = e2e.node_name("nic")
+    e2e.create_object(make_device_class(cls, f'device.driver == "{DRIVER}"'))
+    attach = {"bindingConditions": ["Attached"], "bindingFailureConditions": ["Failed"]}
+    devices = [{"name": f"nic-{i}", **attach} for i in range(2)]
+    e2e.create_object(make_resource_slice(node, DRIVER, devices, name=e2e.node_name("s")))
+    for who in ("ours", "theirs"):
+        e2e.create_object(make_resource_claim(who, device_requests(cls, 1), e2e.namespace))
+
+    def reserved(who: str) -> JSON | None:
+        claim: JSON = e2e.get_object("ResourceClaim", who)
+        return claim if claim.get("status", {}).get("reservedFor") else None
+
+    def failed(who: str) -> str | None:
+        for e in e2e.events(who, "FailedScheduling"):
+            if "device binding failed" in (e.get("note") or ""):
+                return str(e["note"])
+        return None
+
+    with e2e.daemon():
+        e2e.create_pod("ours", resource_claims=[{"name": "n", "resourceClaimName": "ours"}])
+        e2e.create_pod(
+            "theirs",
+            resource_claims=[{"name": "n", "resourceClaimName": "theirs"}],
+            scheduler_name=kube_name,
+        )
+        for who in ("ours", "theirs"):
+            _attach(e2e, wait_for(lambda w=who: reserved(w), 30, what=f"{who} reserved"), "Failed")
+        ours = wait_for(lambda: failed("ours"), 30, what="ksched's failure")
+        theirs = wait_for(lambda: failed("theirs"), 30, what="kube-scheduler's failure")
+    assert ours.replace("claim=ours", "claim=X") == theirs.replace("claim=theirs", "claim=X")
+    assert 'device binding failed: claim=ours, reason=DriverSaysSo, message=""' in ours

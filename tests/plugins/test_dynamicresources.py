@@ -94,15 +94,13 @@ class Env:
         devices: int = 1,
         classes: bool = True,
         node: str = "worker",
+        device_fields: dict[str, Any] | None = None,
+        clock: Any = None,
     ) -> None:
         cf = ClusterFile()
         cf.dra["resourceclaims"] = claims
-        cf.dra["resourceslices"] = [
-            decode(
-                make_resource_slice(node, DRIVER, [{"name": f"dev-{i}"} for i in range(devices)]),
-                ResourceSlice,
-            )
-        ]
+        devs = [{"name": f"dev-{i}", **(device_fields or {})} for i in range(devices)]
+        cf.dra["resourceslices"] = [decode(make_resource_slice(node, DRIVER, devs), ResourceSlice)]
         if classes:
             cf.dra["deviceclasses"] = [
                 decode(make_device_class("class", f'device.driver == "{DRIVER}"'), DeviceClass)
@@ -110,6 +108,8 @@ class Env:
         self.ctl = SimulatedClaimController(cf, lambda *a: None)
         self.cluster = Cluster(self.ctl)
         handle = Handle(cluster=self.cluster)  # type: ignore[arg-type]
+        if clock is not None:
+            handle.clock = clock
         handle.listers.update(self.ctl.listers())
         for key in (CLAIMS, SLICES, CLASSES):
             handle.listers.setdefault(key, RevisionedStore())
@@ -581,3 +581,211 @@ def test_a_failing_selector_is_an_error_only_on_nodes_the_earlier_filters_pass(c
             'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
             "CEL runtime error: integer overflow",
         )
+
+
+def _wants_capacity(name: str, amount: str) -> ResourceClaim:
+    raw = make_resource_claim(name, device_requests("class", 1))
+    raw["metadata"]["uid"] = f"uid-{name}"
+    raw["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"mem": amount}}
+    return decode(raw, ResourceClaim)
+
+
+def test_shares_of_a_device_count_allocated_and_in_flight_capacity() -> None:
+    """Claims share a device that allows multiple allocations until its capacity is
+    used up: by allocated claims (the store) and by allocations in flight alike."""
+    env = Env(
+        [_wants_capacity(c, "2") for c in ("a", "b", "c")],
+        device_fields={"allowMultipleAllocations": True, "capacity": {"mem": {"value": "4"}}},
+    )
+    pa = make_pod("pa", resourceClaims=[{"name": "r", "resourceClaimName": "a"}])
+    assert env.schedule(pa)[1].is_success()
+    (got,) = env.claim("a").status.allocation.devices.results  # type: ignore[union-attr]
+    assert (got.device, got.consumed_capacity, bool(got.share_id)) == ("dev-0", {"mem": "2"}, True)
+    # b's share is in flight (Reserve, no PreBind yet): c finds no capacity left
+    pb = make_pod("pb", resourceClaims=[{"name": "r", "resourceClaimName": "b"}])
+    sb = CycleState()
+    env.pre_filter(pb, sb)
+    assert env.filter(pb, sb).is_success()
+    assert env.pl.reserve(sb, pb, "worker") is None
+    pc = make_pod("pc", resourceClaims=[{"name": "r", "resourceClaimName": "c"}])
+    sc = CycleState()
+    env.pre_filter(pc, sc)
+    assert env.filter(pc, sc).message() == "cannot allocate all claims"
+    # b rolled back: c gets the rest of the device
+    env.pl.unreserve(sb, pb, "worker")
+    assert env.schedule(pc)[1].is_success()
+    assert env.pl.allocated() == set()  # shares take no device from others
+
+
+ATTACH = {"bindingConditions": ["Attached"], "bindingFailureConditions": ["Failed"]}
+
+
+def _set_device_condition(env: Env, name: str, kind: str, **fields: str) -> None:
+    c = env.claim(name)
+    st = {"driver": DRIVER, "pool": "worker", "device": "dev-0"}
+    cond = {"type": kind, "status": "True", "reason": "R", "message": "M", **fields}
+    status = msgspec.structs.replace(c.status, devices=[{**st, "conditions": [cond]}])
+    env.ctl.update_status(msgspec.structs.replace(c, status=status))
+
+
+async def _pre_bind_while(
+    env: Env, clock: Any, pod: PodInfo, state: CycleState, then: Any
+) -> Status:
+    """PreBind, with ``then()`` run once it waits (on the fake clock)."""
+    import anyio
+
+    out: list[Status] = []
+
+    async def bind() -> None:
+        out.append(await env.pl.pre_bind(state, pod, "worker") or Status(Code.SUCCESS))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bind)
+        while clock.sleeping == 0 and not out:
+            await anyio.sleep(0)
+        await then()
+    return out[0]
+
+
+def _reserved(env: Env, claim: str) -> tuple[PodInfo, CycleState]:
+    pod = make_pod("p", resourceClaims=[{"name": "r", "resourceClaimName": claim}])
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert env.filter(pod, state).is_success()
+    assert env.pl.reserve(state, pod, "worker") is None
+    return pod, state
+
+
+def test_pre_bind_waits_for_binding_conditions() -> None:
+    from ksched.util.clock import FakeClock
+
+    clock = FakeClock()
+    env = Env([_claim("a")], device_fields=ATTACH, clock=clock)
+    pod, state = _reserved(env, "a")
+
+    async def attach() -> None:
+        _set_device_condition(env, "a", "Attached")
+        clock.advance(5)
+
+    st = anyio.run(_pre_bind_while, env, clock, pod, state, attach)
+    assert st.is_success(), st.message()
+    alloc = env.claim("a").status.allocation
+    assert alloc is not None and alloc.allocation_timestamp  # written with the allocation
+    (r,) = alloc.devices.results
+    assert (r.binding_conditions, r.binding_failure_conditions) == (["Attached"], ["Failed"])
+    (ev,) = [e for e in env.pl._handle.recorder.events if e.reason == "BindingConditionsPending"]  # type: ignore[attr-defined]
+    assert ev.note == "waiting for binding conditions for device on node worker"
+
+
+def test_binding_failure_condition_fails_the_attempt() -> None:
+    from ksched.util.clock import FakeClock
+
+    clock = FakeClock()
+    env = Env([_claim("a")], device_fields=ATTACH, clock=clock)
+    pod, state = _reserved(env, "a")
+
+    async def fail() -> None:
+        _set_device_condition(env, "a", "Failed", reason="NoPort", message='port "x" busy')
+        clock.advance(5)
+
+    st = anyio.run(_pre_bind_while, env, clock, pod, state, fail)
+    assert st.code == Code.ERROR
+    assert (
+        st.message() == 'device binding failed: claim=a, reason=NoPort, message="port \\"x\\" busy"'
+    )
+    # the next attempt: the claim is not available anywhere, PostFilter deallocates it
+    env.pl.unreserve(state, pod, "worker")
+    again = CycleState()
+    assert env.pre_filter(pod, again).is_success()
+    assert env.filter(pod, again).message() == "resourceclaim not available on the node"
+    _, pf = env.pl.post_filter(again, pod, {})  # type: ignore[arg-type]
+    assert pf is not None and pf.message() == "deallocation of ResourceClaim completed"
+    assert env.claim("a").status.allocation is None
+
+
+def test_binding_conditions_time_out() -> None:
+    from ksched.util.clock import FakeClock
+
+    clock = FakeClock()
+    env = Env([_claim("a")], device_fields=ATTACH, clock=clock)
+    pod, state = _reserved(env, "a")
+
+    async def never() -> None:
+        while clock.sleeping:  # each poll, 5 s apart, until PreBind gives up
+            clock.advance_to_next()
+            await anyio.sleep(0)
+
+    st = anyio.run(_pre_bind_while, env, clock, pod, state, never)
+    assert st.code == Code.ERROR
+    assert st.message() == "device binding timeout: context deadline exceeded"
+    assert clock.now() == env.pl.binding_timeout == 600.0
+    # past the timeout (allocationTimestamp + 10m), the claim is not available either
+    env.pl.unreserve(state, pod, "worker")
+    again = CycleState()
+    env.pre_filter(pod, again)
+    assert env.filter(pod, again).message() == "resourceclaim not available on the node"
+
+
+def test_a_claim_whose_binding_failed_is_available_on_no_node() -> None:
+    """Node-independent: the batch path that counts devices for the other claims sees it
+    too (the allocation has no node selector to rule nodes out)."""
+    failed = _claim(
+        "a",
+        allocation={"devices": {"results": [{**result("dev-0"), **ATTACH}]}},
+        devices=[
+            {
+                "driver": DRIVER,
+                "pool": "worker",
+                "device": "dev-0",
+                "conditions": [{"type": "Failed", "status": "True", "reason": "R"}],
+            }
+        ],
+    )
+    env = Env([failed, _claim("b")], devices=2)
+    pod = make_pod(
+        "p",
+        resourceClaims=[
+            {"name": "r0", "resourceClaimName": "a"},
+            {"name": "r1", "resourceClaimName": "b"},
+        ],
+    )
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    assert not env.pl.filter_batch(state, pod, env.snap).any()
+    assert env.filter(pod, state).message() == "resourceclaim not available on the node"
+
+
+def test_switching_consumable_capacity_off_counts_shares_as_taken_devices() -> None:
+    """With DRAConsumableCapacity off (a feature gate), a device shared by an allocated
+    claim is taken, as upstream's GatherAllocatedState falls back to."""
+    from ksched.dra.features import Features
+
+    env = Env(
+        [_wants_capacity("a", "2"), _claim("b")],
+        device_fields={"allowMultipleAllocations": True, "capacity": {"mem": {"value": "4"}}},
+    )
+    pa = make_pod("pa", resourceClaims=[{"name": "r", "resourceClaimName": "a"}])
+    assert env.schedule(pa)[1].is_success()
+    assert env.pl.allocated() == set()
+    env.pl.features = Features(consumable_capacity=False)
+    assert env.pl.allocated() == {(DRIVER, "worker", "dev-0")}
+    pb = make_pod("pb", resourceClaims=[{"name": "r", "resourceClaimName": "b"}])
+    sb = CycleState()
+    env.pre_filter(pb, sb)
+    assert env.filter(pb, sb).message() == "cannot allocate all claims"
+
+
+def test_feature_gates_switch_the_dra_behaviours() -> None:
+    """DynamicResources reads its allocation features from the effective gates, as
+    upstream's ``structured.Features``."""
+    from ksched.dra.features import Features
+    from ksched.features.gates import set_feature_gates
+
+    def features(*flags: str) -> Features:
+        return DynamicResources(None, Handle(features=set_feature_gates(list(flags)))).features
+
+    assert features() == Features()
+    assert features("DRAConsumableCapacity=false,DRADeviceTaints=false") == Features(
+        consumable_capacity=False, device_taints=False
+    )
+    assert features("DRADeviceBindingConditions=false") == Features(binding_conditions=False)

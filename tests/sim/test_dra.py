@@ -165,3 +165,52 @@ def test_an_all_request_split_by_a_constraint_errs_only_where_filters_reach_it()
         'running "DynamicResources" filter plugin: claim default/p-gpu, request gpu: cannot '
         f"add device {DRIVER}/n1/gpu-1 because a claim constraint would not be satisfied"
     )
+
+
+def test_binding_conditions_nobody_sets_time_out_on_the_virtual_clock() -> None:
+    """No driver sets the device's binding condition: PreBind waits bindingTimeout (10m)
+    on the simulation's clock, parked, so the run takes virtual time, not real time; the
+    next attempt finds the claim timed out, and PostFilter deallocates it."""
+    bc_slice = gpu_slice("n1", ("gpu-0", "16Gi", "r0"))
+    bc_slice["spec"]["devices"][0]["bindingConditions"] = ["Attached"]
+    cf = parse_cluster(
+        yaml.safe_dump_all(
+            [node("n1"), device_class(), bc_slice, template("one"), claiming("p", "one")]
+        ),
+        "f.yaml",
+    )
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    sim = Simulation(cf, cfg, default_registry(entry_points=False), max_attempts_per_pod=3)
+    (res,) = anyio.run(sim.run)
+    assert res.node is None
+    assert "resourceclaim not available on the node" in res.message
+    assert "deallocation of ResourceClaim completed" in res.message
+    assert sim.clock.now() >= 600
+
+
+def test_shared_device_goes_to_claims_while_its_capacity_lasts() -> None:
+    """Consumable capacity in simulate: a device allowing multiple allocations serves
+    two 2Gi claims of its 4Gi; the third pod finds none left; --explain's device list
+    names both claims holding it."""
+    shared = gpu_slice("n1", ("gpu-0", "4Gi", "r0"))
+    shared["spec"]["devices"][0]["allowMultipleAllocations"] = True
+    tpl = template("share")
+    tpl["spec"]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {
+        "requests": {"memory": "2Gi"}
+    }
+    objs = [node("n1"), device_class(), shared, tpl]
+    objs += [claiming(n, "share") for n in ("a", "b", "c")]
+    cf = parse_cluster(yaml.safe_dump_all(objs), "f.yaml")
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    sim = Simulation(cf, cfg, default_registry(entry_points=False))
+    res = {r.name: r for r in anyio.run(sim.run)}
+    assert [res[n].node for n in ("a", "b", "c")] == ["n1", "n1", None]
+    assert "cannot allocate all claims" in res["c"].message
+    holders = sim.cluster.claim_controller.devices_by_node()["n1"][f"{DRIVER}/n1/gpu-0"]
+    assert holders == "default/a-gpu, default/b-gpu"
+    claim = sim.cluster.claim_controller.get("default", "a-gpu")
+    assert claim is not None and claim.status.allocation is not None
+    (r,) = claim.status.allocation.devices.results
+    assert r.consumed_capacity == {"memory": "2Gi"} and r.share_id

@@ -21,7 +21,7 @@ from ksched.testing.differential import (
     parse_seeds,
 )
 from ksched.testing.differential.compare import Divergence, messages_agree
-from ksched.testing.differential.generator import ZONE
+from ksched.testing.differential.generator import ADMIN_ACCESS_LABEL, NET_DRIVER, ZONE
 from ksched.testing.differential.kube import parse_scores
 from ksched.testing.differential.local import KschedReplay, scenario_file
 from ksched.testing.differential.report import PodReport, Report
@@ -110,6 +110,71 @@ def test_dra_group_covers_every_request_form() -> None:
     for p in pods:
         names = {r["name"] for r in p["spec"]["resourceClaims"]}
         assert {c["name"] for c in p["spec"]["containers"][0]["resources"]["claims"]} == names
+
+
+def test_dradevices_group_covers_taints_shares_capacity_and_admin_access() -> None:
+    objects, pods = _all(["dradevices"])
+    devices = [
+        d
+        for o in objects
+        if o["kind"] == "ResourceSlice" and o["spec"]["driver"] == NET_DRIVER
+        for d in o["spec"]["devices"]
+    ]
+    effects = {t["effect"] for d in devices for t in d.get("taints", [])}
+    assert effects == {"NoSchedule", "NoExecute", "None"}
+    shared = [d for d in devices if d.get("allowMultipleAllocations")]
+    policies = [d["capacity"]["bandwidth"].get("requestPolicy") for d in shared]
+    assert None in policies
+    assert any(p and "validRange" in p for p in policies)
+    assert any(p and "validValues" in p for p in policies)
+    # request policies only on shareable devices, as the API server requires
+    assert all(
+        "requestPolicy" not in d["capacity"]["bandwidth"] for d in devices if d not in shared
+    )
+    claims = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): (
+            o["spec"]["spec"]["devices"]
+            if o["kind"] == "ResourceClaimTemplate"
+            else o["spec"]["devices"]
+        )
+        for o in objects
+        if o["kind"] in ("ResourceClaimTemplate", "ResourceClaim")
+    }
+    labelled = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "Namespace" and o["metadata"]["labels"].get(ADMIN_ACCESS_LABEL) == "true"
+    }
+    specs: list[tuple[str, dict[str, Any]]] = []
+    for (ns, _), c in claims.items():
+        for r in c["requests"]:
+            specs += (
+                [(ns, r["exactly"])] if "exactly" in r else [(ns, s) for s in r["firstAvailable"]]
+            )
+    assert any("tolerations" in s for _, s in specs)
+    assert any("capacity" in s for _, s in specs)
+    admins = [ns for ns, s in specs if s.get("adminAccess")]
+    assert admins and set(admins) <= labelled  # admission refuses it elsewhere
+    assert any(r.get("name") == "nic" for p in pods for r in p["spec"]["resourceClaims"])
+
+
+def test_dradevices_scenarios_replay_in_ksched_without_errors() -> None:
+    """Every pod of a few scenarios, on the cluster as set up (no real control plane):
+    ksched decodes the new fields and schedules or explains; the only errors are the CEL
+    runtime errors the ``dra`` group's failing selectors raise on purpose."""
+    replay = KschedReplay()
+    seen: set[str] = set()
+    for seed in range(4):
+        sc = generate(seed, ["dra", "dradevices"])
+        state = [o for o in sc.objects if o["kind"] not in ("Namespace",)]
+        for p in sc.pending:
+            out = replay(state, {**p.pod, "metadata": {**p.pod["metadata"], "uid": p.name}})
+            ok = out.status in ("Scheduled", "Unschedulable") or (
+                out.status == "Error" and "CEL runtime error" in out.message
+            )
+            assert ok, (seed, p.name, out.message)
+            seen.add(out.status)
+    assert {"Scheduled", "Unschedulable"} <= seen
 
 
 def test_csi_group_limits_nodes_and_counts_what_is_there() -> None:

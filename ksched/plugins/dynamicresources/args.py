@@ -16,8 +16,8 @@ DEFAULT_BINDING_TIMEOUT = 600.0
 class DynamicResourcesArgs(KubeArgs):
     """``filterTimeout``: how long Filter may search for devices on one node (0 or unset:
     no limit); past it the node is "timed out trying to allocate devices".
-    ``bindingTimeout``: how long PreBind waits for binding conditions; ksched parses and
-    shows it, and never hands out devices with binding conditions, so it waits for none.
+    ``bindingTimeout``: how long PreBind waits for the binding conditions of the devices
+    it allocated, and how long after its allocation such a claim counts as timed out.
     Both are defaulted by the configuration only while their feature gates are on
     (``ksched.config.GATED_ARG_DEFAULTS``: 10s with DRASchedulerFilterTimeout, 10m with
     DRADeviceBindingConditions and DRAResourceClaimDeviceStatus, all on in v1.36), as

@@ -9,8 +9,13 @@ and remembers the result; Score prefers nodes where prioritized lists got earlie
 choices; Reserve marks the chosen node's allocations in flight, so no other pod gets
 those devices; PreBind writes ``status.allocation`` and adds the pod to
 ``status.reservedFor`` (update with the resourceVersion, a fresh read and retry on
-conflict, as upstream); Unreserve rolls the in-flight allocation back; PostFilter
-deallocates a claim that is allocated where the pod cannot go and used by no one else.
+conflict, as upstream) and then, when a device it got has binding conditions, waits for
+them (``bindingTimeout``; a failure condition or the timeout fails the attempt, and the
+next attempt's Filter finds that claim unavailable); Unreserve rolls the in-flight
+allocation back; PostFilter deallocates a claim that is allocated where the pod cannot go
+(or whose binding failed or timed out) and used by no one else. ``features`` holds the
+optional DRA behaviours (admin access, device taints, consumable capacity, binding
+conditions: v1.36's defaults), each a feature gate's switch.
 Messages, statuses and events to register are upstream's.
 
 Extended resources backed by DRA (KEP-5004, ``ksched.dra.extended``): when a DeviceClass
@@ -24,7 +29,9 @@ owned by the pod), allocates and reserves it like the others, and writes the pod
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
+import json
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -50,6 +57,7 @@ from ...dra.extended import (
     is_dra_extended_name,
     requests_and_mappings,
 )
+from ...dra.features import Features
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
 from ...framework.handle import BindError, ConflictError, Handle
@@ -74,14 +82,15 @@ from ...framework.listers import Listers, RevisionedStore
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, RowErrors, Status
 from ...framework.types import NodeInfo, PodInfo
+from ...util.clock import rfc3339
 from ...util.coro import run_sync
 from .. import names
 from ..helper import default_normalize_score
 from ..volumebinding.assume_cache import AssumeCache, resource_version
-from .args import DynamicResourcesArgs
+from .args import DEFAULT_BINDING_TIMEOUT, DynamicResourcesArgs
 
 if TYPE_CHECKING:
-    from ...dra.allocator import Allocator, DeviceID, Inventory
+    from ...dra.allocator import Allocator, DeviceID, Inventory, Shared
     from ...dra.cel import ExpressionCache
 
 __all__ = ["CLAIMS", "CLASSES", "SLICES", "DynamicResources", "claim_name"]
@@ -101,6 +110,69 @@ _UPDATE_ATTEMPTS = 5
 # AssumeExtendedResourceTimeoutDefaultSeconds: how long PreBind waits for the claim it
 # created to reach the informer (its devices stay in flight until then).
 EXTENDED_CLAIM_WAIT = 120.0
+# How often PreBind looks at the claims while it waits for binding conditions.
+BINDING_POLL = 5.0
+
+
+class _BindingFailed(Exception):
+    """``ErrDeviceBindingFailed`` / ``ErrDeviceBindingTimeout`` with upstream's text."""
+
+
+def _device_status(claim: ResourceClaim, r: Any) -> dict[str, Any] | None:
+    """``getAllocatedDeviceStatus``: the claim's status.devices entry of a result."""
+    for d in claim.status.devices:
+        if (
+            isinstance(d, dict)
+            and d.get("driver") == r.driver
+            and d.get("pool") == r.pool
+            and d.get("device") == r.device
+        ):
+            return d
+    return None
+
+
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    conds = status.get("conditions")
+    for c in conds if isinstance(conds, list) else ():
+        if isinstance(c, dict) and c.get("type") == kind:
+            return c
+    return None
+
+
+def _claim_ready_for_binding(claim: ResourceClaim) -> bool:
+    """``isClaimReadyForBinding``: every binding condition of its devices True (none at
+    all counts); a failure condition True raises ``_BindingFailed``."""
+    alloc = claim.status.allocation
+    if alloc is None:
+        return False
+    for r in alloc.devices.results:
+        if not r.binding_conditions:
+            continue
+        st = _device_status(claim, r)
+        if st is None:
+            return False
+        for kind in r.binding_failure_conditions:
+            c = _condition(st, kind)
+            if c is not None and c.get("status") == "True":
+                raise _BindingFailed(
+                    f"device binding failed: claim={claim.metadata.name}, "
+                    f"reason={c.get('reason', '')}, "
+                    f"message={json.dumps(str(c.get('message', '')), ensure_ascii=False)}"
+                )
+        for kind in r.binding_conditions:
+            c = _condition(st, kind)
+            if c is None or c.get("status") != "True":
+                return False
+    return True
+
+
+def _has_binding_conditions(claims: Sequence[ResourceClaim]) -> bool:
+    return any(
+        r.binding_conditions
+        for c in claims
+        if c.status.allocation is not None
+        for r in c.status.allocation.devices.results
+    )
 
 
 class _NotSchedulable(Exception):
@@ -163,9 +235,11 @@ _LOG_LIMIT = 100_000
 
 
 class _Taken:
-    """Devices of allocated claims, by claim, updated from a claim store's changes."""
+    """Devices of allocated claims, by claim, updated from a claim store's changes; and
+    the shares of devices they hold (consumable capacity)."""
 
-    def __init__(self) -> None:
+    def __init__(self, features: Features) -> None:
+        self.features = features
         self.store: Mapping[str, ResourceClaim] | None = None
         self.revision = -1
         self.by_key: dict[str, tuple[Any, ...]] = {}
@@ -175,11 +249,31 @@ class _Taken:
         # began (a full recount starts a new one): Filter's counts follow it.
         self.generation = 0
         self.log: list[tuple[Any, int]] = []
+        # Shares by claim (few claims have any), and their sum (None: to be summed).
+        self.shares: dict[str, tuple[Any, ...]] = {}
+        self._shared: Shared | None = None
+
+    def shared(self) -> Shared:
+        """``Shared`` of the claims counted (``Allocator``'s ``shared``)."""
+        if self._shared is None:
+            from ...dra.allocator import shared_allocations
+
+            self._shared = shared_allocations(
+                (s for shares in self.shares.values() for s in shares), self.features
+            )
+        return self._shared
 
     def _set(self, key: str, claim: ResourceClaim | None) -> None:
-        from ...dra.allocator import allocated_devices
+        from ...dra.allocator import allocated_devices, claim_shares
 
-        new = tuple(allocated_devices([claim])) if claim is not None else ()
+        new = tuple(allocated_devices([claim], self.features)) if claim is not None else ()
+        shares = claim_shares(claim) if claim is not None else ()
+        if shares != self.shares.get(key, ()):
+            self._shared = None
+            if shares:
+                self.shares[key] = shares
+            else:
+                del self.shares[key]
         old = self.by_key.pop(key, ())
         if new:
             self.by_key[key] = new
@@ -209,6 +303,7 @@ class _Taken:
             changes = store.changes_since(self.revision)
         if changes is None or len(self.log) > _LOG_LIMIT:
             self.by_key, self.count, self.devices = {}, {}, set()
+            self.shares, self._shared = {}, None
             self.generation += 1
             self.log = []
             for key in store:
@@ -230,6 +325,7 @@ class _State:
         "allocations",
         "allocator",
         "available_on",
+        "blocked",
         "claims",
         "counted",
         "ext",
@@ -253,6 +349,8 @@ class _State:
         # Per claim: the allocation Reserve chose (None: nothing to allocate).
         self.allocations: list[AllocationResult | None] = []
         self.unavailable: set[int] = set()
+        # Allocated claims whose binding failed or timed out: available on no node.
+        self.blocked: set[int] = set()
         # Filter's allocations by node; a Node: it fits, the allocation is made at Reserve.
         self.node_allocations: dict[str, list[AllocationResult] | Node] = {}
         # The snapshot whose nodes filter_batch counted free devices on (allocated at
@@ -319,10 +417,32 @@ class DynamicResources(
         self._in_flight_version = 0
         self._cel: ExpressionCache | None = None
         self._inventory: tuple[tuple[int, int], Inventory] | None = None
-        self._taken = _Taken()
+        gates = self._handle.features
+        self._features = Features(
+            admin_access=gates.enabled("DRAAdminAccess"),
+            device_taints=gates.enabled("DRADeviceTaints"),
+            consumable_capacity=gates.enabled("DRAConsumableCapacity"),
+            binding_conditions=gates.enabled("DRADeviceBindingConditions")
+            and gates.enabled("DRAResourceClaimDeviceStatus"),
+        )
+        self._taken = _Taken(self._features)
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
         self._ext_classes = ClassResolver()
+        self.binding_timeout: float = self.args.binding_timeout or DEFAULT_BINDING_TIMEOUT
+        # Wall time minus the handle's clock: allocation timestamps are wall time, the
+        # waits run on the (maybe virtual) clock.
+        self._wall_offset = time.time() - self._handle.clock.now()
+
+    @property
+    def features(self) -> Features:
+        """The optional DRA behaviours allocation has (feature gates switch them)."""
+        return self._features
+
+    @features.setter
+    def features(self, value: Features) -> None:
+        self._features = value
+        self._taken = _Taken(value)  # devices and shares are counted afresh
 
     # -- listers (looked up late: the daemon fills them after building plugins) -------------
     def _lister(self, key: str) -> Mapping[str, Any]:
@@ -365,10 +485,52 @@ class DynamicResources(
         taken = self._taken.refresh(self._claims_store(), self.claims.get, self._dirty)
         if not self.in_flight:
             return taken
-        return taken | allocated_devices(self.in_flight.values())
+        return taken | allocated_devices(self.in_flight.values(), self.features)
+
+    def shared(self) -> Shared:
+        """Shares of devices allocated claims hold, those in flight included (call after
+        ``allocated``, which brings the counted claims up to date)."""
+        from ...dra.allocator import claim_shares, shared_allocations
+
+        counted = self._taken.shared()
+        flying = [s for c in self.in_flight.values() for s in claim_shares(c)]
+        if not flying:
+            return counted
+        mine = [s for shares in self._taken.shares.values() for s in shares]
+        return shared_allocations(mine + flying, self.features)
 
     def _bump(self) -> None:
         self._in_flight_version += 1
+
+    def _wall_now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self._wall_offset + self._handle.clock.now(), dt.UTC)
+
+    def _claim_timed_out(self, claim: ResourceClaim) -> bool:
+        """``isClaimTimeout``: a device with binding conditions allocated longer ago than
+        ``bindingTimeout``."""
+        alloc = claim.status.allocation
+        if not self.features.binding_conditions or alloc is None:
+            return False
+        if not alloc.allocation_timestamp or not any(
+            r.binding_conditions for r in alloc.devices.results
+        ):
+            return False
+        try:
+            at = dt.datetime.fromisoformat(alloc.allocation_timestamp)
+        except ValueError:
+            return False
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=dt.UTC)
+        return at + dt.timedelta(seconds=self.binding_timeout) < self._wall_now()
+
+    def _binding_blocked(self, claim: ResourceClaim) -> bool:
+        """An allocated claim whose binding failed or timed out: Filter finds it not
+        available, so PostFilter may deallocate it for another try."""
+        try:
+            ready = _claim_ready_for_binding(claim)
+        except _BindingFailed:
+            return True
+        return not ready and self._claim_timed_out(claim)
 
     # -- claims of a pod ------------------------------------------------------------------------
     def _pod_claims(self, pod: Pod) -> list[ResourceClaim]:
@@ -443,6 +605,8 @@ class DynamicResources(
                     _reserved_for_pod(p, claim)
                 ):
                     return None, Status.unresolvable("resourceclaim in use")
+                if self.features.binding_conditions and self._binding_blocked(claim):
+                    s.blocked.add(i)
                 if alloc.node_selector is not None:
                     try:
                         s.available_on[i] = compile_node_selector(
@@ -481,6 +645,8 @@ class DynamicResources(
                 classes,
                 self.allocated(),
                 self.cel,
+                features=self.features,
+                shared=self.shared(),
                 journal=self._taken if not self.in_flight else None,
                 max_seconds=self.filter_timeout,
             )
@@ -562,7 +728,8 @@ class DynamicResources(
         unavailable = [
             i
             for i, sel in enumerate(s.available_on)
-            if sel is not None and not sel.matches(n.metadata.labels, n.metadata.name)
+            if (sel is not None and not sel.matches(n.metadata.labels, n.metadata.name))
+            or i in s.blocked
         ]
         allocations: list[AllocationResult] = []
         if s.allocator is not None:
@@ -602,7 +769,7 @@ class DynamicResources(
         # An AllocationError while counting (a selector failing on some device) is not the
         # cycle's error yet: upstream's Filter fails only on a node the Filter plugins
         # before it pass, so those nodes are judged one by one below (RowErrors).
-        if alloc is not None and s.ext is None and not any(s.available_on):
+        if alloc is not None and s.ext is None and not any(s.available_on) and not s.blocked:
             first = next((ni.node for ni in infos if ni.node is not None), None)
             with contextlib.suppress(AllocationError):
                 simple = alloc.countable(first, s.pending) if first is not None else None
@@ -839,7 +1006,55 @@ class DynamicResources(
                     s.claims[i] = await self._bind_claim(s, i, pod.pod)
             except BindError as e:
                 return Status.as_error(str(e))
+        if self.features.binding_conditions and _has_binding_conditions(s.claims):
+            return await self._await_binding_conditions(s, pod, node_name)
         return None
+
+    async def _await_binding_conditions(
+        self, s: _State, pod: PodInfo, node_name: str
+    ) -> Status | None:
+        """Poll the claims (every ``BINDING_POLL`` seconds, up to ``bindingTimeout``) until
+        every binding condition of their devices is True. A failure condition, a claim
+        past its timeout or the wait's own deadline fails the attempt with upstream's
+        text; the next attempt's Filter finds such a claim unavailable."""
+        self._handle.recorder.event(
+            pod,
+            "Normal",
+            "BindingConditionsPending",
+            "Scheduling",
+            f"waiting for binding conditions for device on node {node_name}",
+        )
+        clock = self._handle.clock
+        deadline = clock.now() + self.binding_timeout
+        while True:
+            try:
+                if self._pod_ready_for_binding(s):
+                    return None
+            except _BindingFailed as e:
+                return Status.as_error(str(e))
+            left = deadline - clock.now()
+            self._handle.parked += 1
+            try:
+                await clock.sleep(min(left, BINDING_POLL))
+            finally:
+                self._handle.parked -= 1
+            if left <= BINDING_POLL:
+                return Status.as_error("device binding timeout: context deadline exceeded")
+
+    def _pod_ready_for_binding(self, s: _State) -> bool:
+        """``isPodReadyForBinding`` on the claims as the informer has them now."""
+        for i, claim in enumerate(s.claims):
+            fresh = self.claims.get(_kobj(claim))
+            if fresh is None:
+                raise _BindingFailed(
+                    f'resourceclaim.resource.k8s.io "{claim.metadata.name}" not found'
+                )
+            s.claims[i] = fresh
+            if not _claim_ready_for_binding(fresh):
+                if self._claim_timed_out(fresh):
+                    raise _BindingFailed(f"device binding timeout: claim={fresh.metadata.name}")
+                return False
+        return True
 
     async def _bind_extended(self, s: _State, pod: PodInfo, node_name: str) -> None:
         """Create the special claim (when in memory), allocate and reserve it, wait for
@@ -945,9 +1160,20 @@ class DynamicResources(
                                 ),
                                 f"add finalizer to claim {_kobj(claim)}",
                             )
+                    alloc = allocation or claim.status.allocation
+                    if self.features.binding_conditions:
+                        if alloc is None:
+                            raise BindError(
+                                f"claim {_kobj(claim)} got deallocated elsewhere in the meantime",
+                                retry=True,
+                            )
+                        if alloc.allocation_timestamp is None:
+                            alloc = msgspec.structs.replace(
+                                alloc, allocation_timestamp=rfc3339(self._wall_now())
+                            )
                     status = msgspec.structs.replace(
                         claim.status,
-                        allocation=allocation or claim.status.allocation,
+                        allocation=alloc,
                         reserved_for=[*claim.status.reserved_for, ref],
                     )
                     what = "allocation and reservation" if allocation else "reservation"

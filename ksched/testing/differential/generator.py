@@ -116,6 +116,10 @@ class _Ctx:
         self.csi_claims: dict[str, list[str]] = {}  # namespace -> claims bound to CSI PVs
         self.dra_templates: dict[str, list[str]] = {}  # namespace -> ResourceClaimTemplates
         self.dra_claims: dict[str, list[str]] = {}  # namespace -> shared ResourceClaims
+        self.nic_templates: dict[str, list[str]] = {}  # the "dradevices" group's
+        self.nic_claims: dict[str, list[str]] = {}
+        # Labels feature groups add to the scenario's namespaces.
+        self.namespace_labels: dict[str, dict[str, str]] = {}
         self.counter = 0
 
     def name(self, base: str) -> str:
@@ -833,6 +837,171 @@ def _dra(ctx: _Ctx, pod: JSON) -> bool:
     return True
 
 
+# -- DRA: device taints, admin access, consumable capacity -----------------------------------------
+
+NET_DRIVER = "net.example.com"
+# The namespace label admission requires of claims asking for admin access.
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+_DEVICE_TAINTS = [("maint", ""), ("degraded", "true"), ("degraded", "false")]
+_TAINT_EFFECTS = ["NoSchedule", "NoSchedule", "NoExecute", "None"]
+_BANDWIDTHS = ["1", "2", "3", "4", "5", "8", "10", "12"]  # in Gi (ordered)
+
+
+def _net_class(ctx: _Ctx) -> str:
+    return f"{ctx.prefix}-nic.{NET_DRIVER}"
+
+
+def _capacity_policy(rng: random.Random, total: int) -> JSON | None:
+    """A request policy for a shareable device's bandwidth of ``total`` Gi, valid as the
+    API server checks it (default within range or among the values)."""
+    r = rng.random()
+    if r < 0.3:
+        return None
+    if r < 0.65:
+        lo = rng.choice([1, 2])
+        step = rng.choice([1, 2, 3])
+        steps = max(0, (total - lo) // step)
+        rng_spec: JSON = {"min": f"{lo}Gi", "step": f"{step}Gi"}
+        if rng.random() < 0.6:
+            rng_spec["max"] = f"{lo + step * rng.randint(0, steps)}Gi"
+        return {"default": f"{lo}Gi", "validRange": rng_spec}
+    values = sorted(rng.sample(range(1, total + 1), min(total, rng.randint(1, 3))))
+    return {"default": f"{rng.choice(values)}Gi", "validValues": [f"{v}Gi" for v in values]}
+
+
+def _nic(ctx: _Ctx, i: int) -> JSON:
+    """A NIC: maybe tainted, maybe shareable (``allowMultipleAllocations``) with a
+    bandwidth capacity and a request policy."""
+    rng = ctx.rng
+    dev: JSON = {"name": f"nic-{i}", "attributes": {"port": {"int": i % 2}}}
+    total = int(rng.choice(_BANDWIDTHS[3:]))
+    cap: JSON = {"value": f"{total}Gi"}
+    if rng.random() < 0.5:
+        dev["allowMultipleAllocations"] = True
+        policy = _capacity_policy(rng, total)
+        if policy is not None:
+            cap["requestPolicy"] = policy
+    dev["capacity"] = {"bandwidth": cap}
+    if rng.random() < 0.35:
+        taints = []
+        for key, value in rng.sample(_DEVICE_TAINTS, rng.randint(1, 2)):
+            taint: JSON = {"key": key, "effect": rng.choice(_TAINT_EFFECTS)}
+            if value:
+                taint["value"] = value
+            taints.append(taint)
+        dev["taints"] = taints
+    return dev
+
+
+def _device_toleration(rng: random.Random) -> JSON:
+    key, value = rng.choice(_DEVICE_TAINTS)
+    if rng.random() < 0.3:
+        tol: JSON = {"operator": "Exists"}
+        if rng.random() < 0.7:
+            tol["key"] = key
+    else:
+        tol = {"key": key, "operator": "Equal", "value": rng.choice([value, "true"])}
+    if rng.random() < 0.5:
+        tol["effect"] = rng.choice(_TAINT_EFFECTS)
+    return tol
+
+
+def _nic_request(ctx: _Ctx, name: str, *, admin: bool) -> JSON:
+    """A NIC request: tolerations, capacity requests (some to be rounded up, some more
+    than a device has or its policy allows), admin access where the namespace allows."""
+    rng = ctx.rng
+    spec: JSON = {"deviceClassName": _net_class(ctx)}
+    if rng.random() < 0.15:
+        spec["allocationMode"] = "All"
+    else:
+        spec["allocationMode"] = "ExactCount"
+        spec["count"] = rng.choice([1, 1, 1, 2])
+    if rng.random() < 0.5:
+        spec["tolerations"] = [_device_toleration(rng) for _ in range(rng.randint(1, 2))]
+    if rng.random() < 0.6:
+        amount = rng.choice(_BANDWIDTHS)
+        spec["capacity"] = {"requests": {"bandwidth": f"{amount}Gi"}}
+    if rng.random() < 0.2:
+        spec["selectors"] = [{"cel": {"expression": rng.choice(_NIC_SELECTORS)}}]
+    if admin and rng.random() < 0.3:
+        spec["adminAccess"] = True
+    if rng.random() < 0.2:
+        sub = {k: v for k, v in spec.items() if k != "adminAccess"}
+        plain = {"name": "plain", "deviceClassName": _net_class(ctx)}
+        return {"name": name, "firstAvailable": [{"name": "rich", **sub}, plain]}
+    return {"name": name, "exactly": spec}
+
+
+_NIC_SELECTORS = [
+    f'device.attributes["{NET_DRIVER}"].port == 0',
+    "device.allowMultipleAllocations",
+    f'device.capacity["{NET_DRIVER}"].bandwidth.compareTo(quantity("8Gi")) >= 0',
+]
+
+
+def _nic_claim(ctx: _Ctx, admin: bool) -> JSON:
+    rng = ctx.rng
+    requests = [_nic_request(ctx, f"n{i}", admin=admin) for i in range(rng.choice([1, 1, 2]))]
+    claim: JSON = {"requests": requests}
+    if len(requests) > 1 and rng.random() < 0.3:
+        claim["constraints"] = [{"distinctAttribute": f"{NET_DRIVER}/port"}]
+    return claim
+
+
+def _dra_devices_setup(ctx: _Ctx) -> None:
+    """A NIC class and, per node, NICs that may be tainted or shareable (consumable
+    capacity with request policies); claim templates and shared claims with tolerations,
+    capacity requests and, in the namespace labelled for it, admin access."""
+    rng = ctx.rng
+    admin_ns = ctx.namespaces[-1]
+    ctx.namespace_labels.setdefault(admin_ns, {})[ADMIN_ACCESS_LABEL] = "true"
+    selector = {"cel": {"expression": f'device.driver == "{NET_DRIVER}"'}}
+    ctx.add(_resource("DeviceClass", _net_class(ctx), {"selectors": [selector]}))
+    for node in ctx.nodes:
+        if rng.random() < 0.3:
+            continue
+        name = node["metadata"]["name"]
+        devices = [_nic(ctx, i) for i in range(rng.randint(1, 4))]
+        pool = {"name": f"{name}-nics", "generation": 1, "resourceSliceCount": 1}
+        spec = {"driver": NET_DRIVER, "nodeName": name, "pool": pool, "devices": devices}
+        ctx.add(_resource("ResourceSlice", f"{name}-nics", spec))
+    for ns in ctx.namespaces:
+        admin = ns == admin_ns
+        templates = ctx.nic_templates.setdefault(ns, [])
+        for i in range(rng.randint(2, 4)):
+            spec = {"spec": {"devices": _nic_claim(ctx, admin)}}
+            ctx.add(_resource("ResourceClaimTemplate", f"nic-{i}", spec, ns))
+            templates.append(f"nic-{i}")
+        shared = ctx.nic_claims.setdefault(ns, [])
+        for i in range(rng.randint(0, 2)):
+            ctx.add(
+                _resource(
+                    "ResourceClaim", f"nic-shared-{i}", {"devices": _nic_claim(ctx, admin)}, ns
+                )
+            )
+            shared.append(f"nic-shared-{i}")
+
+
+def _dra_devices(ctx: _Ctx, pod: JSON) -> bool:
+    rng = ctx.rng
+    ns = pod["metadata"]["namespace"]
+    refs: list[JSON] = []
+    templates = ctx.nic_templates.get(ns, [])
+    shared = ctx.nic_claims.get(ns, [])
+    if templates and rng.random() < 0.8:
+        refs.append({"name": "nic", "resourceClaimTemplateName": rng.choice(templates)})
+    if shared and (not refs or rng.random() < 0.3):
+        refs.append({"name": "nic-shared", "resourceClaimName": rng.choice(shared)})
+    if not refs:
+        return False
+    pod["spec"].setdefault("resourceClaims", []).extend(refs)
+    c0 = pod["spec"]["containers"][0]
+    c0.setdefault("resources", {}).setdefault("claims", []).extend(
+        {"name": r["name"]} for r in refs
+    )
+    return True
+
+
 # -- CSI volume limits ---------------------------------------------------------------------------
 
 
@@ -1007,6 +1176,7 @@ FEATURES: dict[str, Feature] = {
         Feature("dra", _dra_setup, _dra, 0.3),
         Feature("csi", _csi_setup, _add_csi_volumes, 0.3),
         Feature("nodefeatures", _nodefeatures_setup, _nodefeatures, 0.3),
+        Feature("dradevices", _dra_devices_setup, _dra_devices, 0.45),
     )
 }
 
@@ -1056,18 +1226,21 @@ def generate(
     feats = tuple(features) if features is not None else tuple(FEATURES)
     rng = random.Random(seed)
     ctx = _Ctx(seed, rng, feats)
-    ns_objs = [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": ns, "labels": {"team": f"{ctx.prefix}-{team}"}},
-        }
-        for ns, team in zip(ctx.namespaces, ("blue", "red"), strict=True)
-    ]
     ctx.nodes = [_node(ctx, i) for i in range(rng.randint(*nodes))]
     _running_pods(ctx)
     for f in feats:
         FEATURES[f].setup(ctx)
+    ns_objs: list[JSON] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": ns,
+                "labels": {"team": f"{ctx.prefix}-{team}", **ctx.namespace_labels.get(ns, {})},
+            },
+        }
+        for ns, team in zip(ctx.namespaces, ("blue", "red"), strict=True)
+    ]
     pending: list[PendingPod] = []
     for i in range(rng.randint(*pods)):
         pod = _pod(ctx, f"p{i}", rng.choice(ctx.namespaces))

@@ -1,0 +1,31 @@
+"""Which optional DRA behaviours allocation has: a light module, so the plugin can hold
+them without loading the allocator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_FEATURES", "Features"]
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """Optional allocation behaviours (upstream's ``structured.Features``), each the
+    switch of a feature gate; the defaults are v1.36.3's."""
+
+    admin_access: bool = True  # DRAAdminAccess (GA)
+    device_taints: bool = True  # DRADeviceTaints (beta, on)
+    consumable_capacity: bool = True  # DRAConsumableCapacity (beta, on)
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus (both beta, on): devices
+    # with binding conditions are handed out (last), and PreBind waits for the conditions.
+    binding_conditions: bool = True
+
+    @property
+    def stable(self) -> bool:
+        """Upstream then picks its "stable" allocator, the oldest, which knows nothing of
+        consumable capacity (capacity requests are ignored, ``allowMultipleAllocations``
+        reads false in CEL) nor of ``distinctAttribute`` constraints (an error)."""
+        return not self.consumable_capacity and not self.binding_conditions
+
+
+DEFAULT_FEATURES = Features()
