@@ -413,12 +413,15 @@ class SchedulerMetrics:
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, sched: Scheduler) -> None:
-        """Report ``sched``'s attempts, queue moves and gauges, and its frameworks' timings."""
-        sched.metrics = self
+        """Report ``sched``'s attempts, queue moves and gauges, and its frameworks' timings
+        (unless it was built with these metrics: ``Scheduler(metrics=...)``)."""
+        if sched.metrics is not self:
+            sched.metrics = self
         sched.queue.hint_observer = self.hint_executed
         self._state.schedulers.append(sched)
         for fw in sched.frameworks.values():
-            fw.record_to(self)
+            if fw.recorder is not self:
+                fw.record_to(self)
 
     def attach_recorder(self, recorder: Any) -> None:
         """Report ``recorder.events_dropped`` as ``ksched_events_dropped_total``."""

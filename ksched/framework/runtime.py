@@ -1340,17 +1340,19 @@ class Framework:
         return int(p.score(state, pod, node))
 
     # -- signatures (SignPlugin) -------------------------------------------------------------
-    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...] | None:
+    def sign_pod(self, pod: PodInfo, sampled: bool = False) -> tuple[Any, ...] | None:
         """The pod's signature for this profile (upstream's ``SignPod``): the ``sign_pod``
         fragments of every PreFilter/Filter/PreScore/Score plugin, or None when one of
         them cannot sign (no ``sign_pod``, NOT_SIGNABLE, or an exception).
 
         Observed at upstream's Sign point (Success: upstream's deferred observation reads a
-        status its loop shadows), and each plugin's call too, every time, as upstream."""
+        status its loop shadows); each plugin's call only when ``sampled`` (the cycle asking
+        is): upstream times every call, into a recorder that drops what it cannot keep up
+        with, and a dozen timings per pod would cost the hot path more than all the rest."""
         if not self._recording:
             return self._sign_pod(pod, False)
         t0 = _perf()
-        sig = self._sign_pod(pod, True)
+        sig = self._sign_pod(pod, sampled)
         self._observed(_SIGN, "Success", t0)
         return sig
 

@@ -105,7 +105,7 @@ class CycleCache:
         calls are timed, so the ones made here for it are too."""
         if snap.n == 0:
             return None
-        sig = self.fw.sign_pod(pod)
+        sig = self.fw.sign_pod(pod, sampled)
         if sig is None:
             return None
         self._metrics = metrics
