@@ -27,7 +27,8 @@ live in one process. The hot path pays only for what it must:
 
 Every attempt is observed at the extension points its cycle went through, as upstream's
 (PreEnqueue, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit,
-PreBindPreFlight, PreBind, Bind, PostBind), cycles answered by the cycle cache included.
+PreBindPreFlight, PreBind, Bind, PostBind, and Sign when the cycle cache signs the pod),
+cycles answered by the cycle cache included.
 Differences from upstream worth knowing: ``scheduling_algorithm_duration_seconds`` times the
 whole scheduling cycle. ``plugin_execution_duration_seconds`` has one observation per call:
 a batched Filter or Score plugin judges every node in one call (Filter: ``Success`` when
