@@ -616,3 +616,21 @@ def test_plugin_execution_series_are_labelled_as_upstreams(cached: bool) -> None
         names = {p.name for p in plugins}
         ran = {plugin for plugin, at in timed if at == point}
         assert ran and ran <= names, point
+
+
+def test_frameworks_built_with_the_metrics_record_from_the_start() -> None:
+    """Handed over as the frameworks are built (as the daemon's Scheduler does), the metrics
+    list every plugin's evaluations at 0 and take the first PreEnqueue."""
+    from ksched.profile import build_frameworks
+    from tests.factories import make_pod
+
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    fw = build_frameworks(default_config(), default_registry(), metrics=m)["ksched"]
+    assert fw.recorder is m
+    evaluations = "scheduler_plugin_evaluation_total"
+    for p in fw.filter_plugins:
+        labels = {"plugin": p.name, "extension_point": "Filter", "profile": "ksched"}
+        assert m.registry.get_sample_value(evaluations, labels) == 0
+    assert fw.run_pre_enqueue(make_pod("p")).is_success()
+    name = "scheduler_framework_extension_point_duration_seconds_count"
+    assert value(m, name, extension_point="PreEnqueue", status="Success", profile="ksched") == 1
