@@ -115,9 +115,12 @@ class CycleCache:
             entry = self._entries[sig]
             if entry is None:
                 return None
-            entry.known.state.record_plugin_metrics = sampled
-            ok = self._refresh(entry, pod, snap)
-            entry.known.state.record_plugin_metrics = False
+            state = entry.known.state
+            state.record_plugin_metrics = sampled
+            try:
+                ok = self._refresh(entry, pod, snap)
+            finally:  # a plugin timeout may end the cycle here
+                state.record_plugin_metrics = False
             if not ok:
                 self._flushed("expired")
                 entry = self._build(sig, pod, snap)
