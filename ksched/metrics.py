@@ -17,21 +17,27 @@ live in one process. The hot path pays only for what it must:
   computed from the queue and cache when ``/metrics`` is scraped, never maintained per event;
 * ``scheduler_plugin_evaluation_total`` is kept as plain integers per extension point and
   profile (one addition per framework call) and turned into samples at scrape time;
-* extension points are timed with one ``perf_counter`` pair per framework call, and
-  individual plugins only in a sampled 10 % of scheduling cycles, as upstream's
-  ``pluginMetricsSamplePercent``;
+* the framework times its own extension points and, in a sampled 10 % of scheduling
+  cycles (upstream's ``pluginMetricsSamplePercent``, flagged in the ``CycleState``), its
+  plugins, and tells this recorder (``framework.recorder.FrameworkRecorder``): nothing
+  here wraps or replaces a method of the framework or of a plugin;
 * the scheduling loop's counters and histograms observe into plain Python numbers (one
   bisect, no lock: the scheduler is one event-loop thread) that are added to
   prometheus_client's values whenever samples are read (a scrape, ``collect()``).
 
-Differences from upstream worth knowing: ``framework_extension_point_duration_seconds`` also
-has ``extension_point="Filter"`` (ksched filters all nodes in one batched call, which is worth
-timing); ``scheduling_algorithm_duration_seconds`` times the whole scheduling cycle.
-``plugin_evaluation_total`` counts, per Filter plugin not skipped, the nodes the cycle
-examined (ksched evaluates batched plugins over all of them at once, so upstream's per-node
-stop at the first rejecting plugin has no equivalent), and, per Score plugin, the nodes
-scored; preemption's dry runs and cycles answered by the cycle cache evaluate no plugin
-through the framework and are not counted. The batching families
+Every attempt is observed at the extension points its cycle went through, as upstream's
+(PreEnqueue, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit,
+PreBindPreFlight, PreBind, Bind, PostBind, and Sign when the cycle cache signs the pod),
+cycles answered by the cycle cache included.
+Differences from upstream worth knowing: ``scheduling_algorithm_duration_seconds`` times the
+whole scheduling cycle. ``plugin_execution_duration_seconds`` has one observation per call:
+a batched Filter or Score plugin judges every node in one call (Filter: ``Success`` when
+any node passed), where upstream observes each node. ``plugin_evaluation_total`` counts, per
+Filter plugin not skipped, the nodes the cycle examined (ksched evaluates batched plugins
+over all of them at once, so upstream's per-node stop at the first rejecting plugin has no
+equivalent), and, per Score plugin, the nodes scored; preemption's dry runs and cycles
+answered by the cycle cache evaluate no plugin through the framework and are not counted.
+The batching families
 (``batch_attempts_total``, ``batch_cache_flushed_total``, ``get_node_hint_duration_seconds``,
 ``store_schedule_results_duration_seconds``) report ksched's cycle cache
 (``scheduler.cycle_cache``), its equivalent of upstream's OpportunisticBatching; see
@@ -42,10 +48,9 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from bisect import bisect_left
 from collections import Counter as _Tally
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +65,6 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .framework.cycle_state import CycleState
-from .framework.interface import POINTS, extension_points_of
-from .framework.status import Code, Status
 from .queue.scheduling_queue import plugin_names
 
 if TYPE_CHECKING:
@@ -81,10 +84,6 @@ __all__ = [
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
-# CycleState key that marks a cycle whose plugins are timed (binding-cycle plugins read it).
-SAMPLED_KEY = "ksched.io/record-plugin-metrics"
-
-_perf = time.perf_counter
 
 # component-base's stability levels, which it puts in front of every metric's help text.
 STABLE, BETA, ALPHA = "[STABLE] ", "[BETA] ", "[ALPHA] "
@@ -238,91 +237,6 @@ def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
         bounds.append(start)
         start *= factor
     return bounds
-
-
-def _label(st: Status | None) -> str:
-    return "Success" if st is None else st.code.label
-
-
-def _label_of(key: str) -> str:
-    """The metrics label of an extension point (``framework.interface.EXTENSION_POINTS``)."""
-    return POINTS[key].label
-
-
-def _point(key: str, label: str = "") -> tuple[str, str]:
-    """(extension point key, metrics label): the point's own label unless ``label`` names a
-    part of it (Unreserve, ScoreExtensionNormalize)."""
-    return key, label or POINTS[key].label
-
-
-# Framework method -> (extension point label, how to read the status from its result).
-_FRAMEWORK_POINTS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "run_pre_filter": (_label_of("preFilter"), lambda r: _label(r[1])),
-    "find_feasible": (
-        _label_of("filter"),
-        lambda r: (
-            "Error"
-            if r.statuses.absent is not None and r.statuses.absent.code == Code.ERROR
-            else ("Success" if len(r.feasible) else "Unschedulable")
-        ),
-    ),
-    "run_post_filter": (_label_of("postFilter"), lambda r: _label(r[1])),
-    "run_pre_score": (_label_of("preScore"), _label),
-    "run_score": (_label_of("score"), lambda r: _label(r[1])),
-    "run_reserve": (_label_of("reserve"), _label),
-    "run_unreserve": ("Unreserve", lambda r: "Success"),
-    "run_permit": (_label_of("permit"), _label),
-}
-_FRAMEWORK_ASYNC_POINTS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "run_post_filter_async": (_label_of("postFilter"), lambda r: _label(r[1])),
-    "run_pre_bind": (_label_of("preBind"), _label),
-    "run_bind": (_label_of("bind"), _label),
-    "run_post_bind": (_label_of("postBind"), lambda r: "Success"),
-}
-
-# Plugin method -> (extension point key, metrics label, status reader); the scheduling-cycle
-# ones are swapped in only for sampled cycles, the binding-cycle (async) ones check the
-# CycleState.
-_PLUGIN_SYNC: dict[str, tuple[str, str, Callable[[Any], str]]] = {
-    "pre_filter": (*_point("preFilter"), lambda r: _label(r[1])),
-    "filter": (*_point("filter"), _label),
-    # a batch call covers every node: Success when any node passed
-    "filter_batch": (*_point("filter"), lambda r: "Success" if r.any() else "Unschedulable"),
-    "post_filter": (*_point("postFilter"), lambda r: _label(r[1])),
-    "pre_score": (*_point("preScore"), _label),
-    "score": (*_point("score"), lambda r: "Success"),
-    "score_batch": (*_point("score"), lambda r: "Success"),
-    "normalize_score": (*_point("score", "ScoreExtensionNormalize"), _label),
-    "reserve": (*_point("reserve"), _label),
-    "unreserve": (*_point("reserve", "Unreserve"), lambda r: "Success"),
-    "permit": (*_point("permit"), lambda r: _label(r[0])),
-}
-_PLUGIN_ASYNC: dict[str, tuple[str, str, Callable[[Any], str]]] = {
-    "pre_bind": (*_point("preBind"), _label),
-    "bind": (*_point("bind"), _label),
-    "post_bind": (*_point("postBind"), lambda r: "Success"),
-}
-
-
-class _Swap:
-    """Per-plugin timing wrappers, installed only for the duration of a sampled cycle."""
-
-    __slots__ = ("entries",)
-
-    def __init__(self) -> None:
-        # (plugin instance, attribute, wrapper, original-if-it-was-an-instance-attribute)
-        self.entries: list[tuple[Any, str, Any, Any]] = []
-
-    def install(self) -> None:
-        for inst, attr, wrapper, _ in self.entries:
-            setattr(inst, attr, wrapper)
-
-    def uninstall(self) -> None:
-        for inst, attr, _, own in self.entries:
-            if own is None:
-                delattr(inst, attr)
-            else:
-                setattr(inst, attr, own)
 
 
 class SchedulerMetrics:
@@ -494,148 +408,62 @@ class SchedulerMetrics:
         if process_metrics:
             ProcessCollector(registry=r)
         self._children: dict[tuple[Any, ...], Any] = {}
-        self._swaps: dict[int, _Swap] = {}
-        self._sampled: _Swap | None = None
         self._paused = False
         self._state = _StateCollector()
         r.register(self._state)
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, sched: Scheduler) -> None:
-        """Report ``sched``'s attempts, queue moves, framework and plugin timings, and gauges."""
-        sched.metrics = self
+        """Report ``sched``'s attempts, queue moves and gauges, and its frameworks' timings
+        (unless it was built with these metrics: ``Scheduler(metrics=...)``)."""
+        if sched.metrics is not self:
+            sched.metrics = self
         sched.queue.hint_observer = self.hint_executed
         self._state.schedulers.append(sched)
         for fw in sched.frameworks.values():
-            self.instrument_framework(fw)
+            if fw.recorder is not self:
+                fw.record_to(self)
 
     def attach_recorder(self, recorder: Any) -> None:
         """Report ``recorder.events_dropped`` as ``ksched_events_dropped_total``."""
         self._state.recorders.append(recorder)
 
-    def instrument_framework(self, fw: Framework) -> None:
-        """Time ``fw``'s extension points and count its plugins' evaluations; prepare its
-        plugins' sampled timing wrappers."""
-        if getattr(fw, "_ksched_metrics", None) is self:
-            return
-        fw._ksched_metrics = self  # type: ignore[attr-defined]
-        profile = fw.profile_name
-        counts = self._evaluations(fw)
-        for attr, (point, status_of) in _FRAMEWORK_POINTS.items():
-            timed = self._timed(getattr(fw, attr), point, profile, status_of, counts.get(attr))
-            setattr(fw, attr, timed)
-        for attr, (point, status_of) in _FRAMEWORK_ASYNC_POINTS.items():
-            setattr(fw, attr, self._timed_async(getattr(fw, attr), point, profile, status_of))
-        fw.wait_on_permit = self._permit_wait_timer(fw)  # type: ignore[method-assign,assignment]
-        self._count_preemption_attempts(fw)
-        swap = _Swap()
-        for name, inst in fw.plugins.items():
-            if not hasattr(inst, "__dict__"):
-                continue  # __slots__ plugins cannot be wrapped; they go untimed
-            points = set(extension_points_of(inst))
-            for attr, (ep, label, status_of) in _PLUGIN_SYNC.items():
-                if ep in points and callable(getattr(inst, attr, None)):
-                    own = inst.__dict__.get(attr)
-                    wrapper = self._plugin_timer(getattr(inst, attr), name, label, status_of)
-                    swap.entries.append((inst, attr, wrapper, own))
-            for attr, (ep, label, status_of) in _PLUGIN_ASYNC.items():
-                if ep in points and callable(getattr(inst, attr, None)):
-                    inst.__dict__[attr] = self._plugin_timer_async(
-                        getattr(inst, attr), name, label, status_of
-                    )
-        self._swaps[id(fw)] = swap
+    # -- the framework's records (``framework.recorder.FrameworkRecorder``) -----------------
+    def plugins_listed(self, profile: str, point: str, plugins: Sequence[str]) -> None:
+        """Every plugin of the point listed from the start, at 0, as upstream."""
+        self._state.evaluations[(profile, point)] = _Evaluations(profile, point, list(plugins))
 
-    def _evaluations(self, fw: Framework) -> dict[str, _AfterCall]:
-        """``scheduler_plugin_evaluation_total``'s counts of ``fw`` (every plugin of the four
-        points listed from the start, at 0, as upstream), and the framework methods'
-        after-call hooks that feed them."""
-        lists = {
-            "PreFilter": fw.pre_filter_plugins,
-            "Filter": fw.filter_plugins,
-            "PreScore": fw.pre_score_plugins,
-            "Score": fw.score_plugins,
-        }
-        ev = {
-            point: _Evaluations(fw.profile_name, point, [p.name for p in plugins])
-            for point, plugins in lists.items()
-        }
-        self._state.evaluations.extend(ev.values())
-        pre_filter, filter_, pre_score, score = (ev[p] for p in lists)
+    def extension_point(self, point: str, status: str, profile: str, seconds: float) -> None:
+        if not self._paused:
+            self._ep_child(point, status, profile).observe(seconds)
 
-        def after_pre_filter(args: tuple[Any, ...], out: Any) -> None:
-            st = out[1]
-            pre_filter.add(1, args[0].skip_filter_plugins, "" if st.is_success() else st.plugin)
+    def plugin(self, point: str, plugin: str, status: str, seconds: float) -> None:
+        if not self._paused:
+            self._plugin_child(plugin, point, status).observe(seconds)
 
-        def after_filter(args: tuple[Any, ...], out: Any) -> None:
-            filter_.add(out.processed, args[0].skip_filter_plugins)
+    def evaluated(
+        self, profile: str, point: str, n: int, skipped: Collection[str], stopped_at: str
+    ) -> None:
+        ev = self._state.evaluations.get((profile, point))
+        if ev is not None and not self._paused:
+            ev.add(n, skipped, stopped_at)
 
-        def after_pre_score(args: tuple[Any, ...], st: Any) -> None:
-            pre_score.add(1, args[0].skip_score_plugins, "" if st.is_success() else st.plugin)
+    def sample_plugins(self) -> bool:
+        """Upstream's ``rand.Intn(100) < pluginMetricsSamplePercent``."""
+        return self._rng.random() * 100 < self.plugin_sample_percent
 
-        def after_score(args: tuple[Any, ...], out: Any) -> None:
-            failed = "" if out[0] is not None else out[1].plugin
-            score.add(len(args[3]), args[0].skip_score_plugins, failed)
+    def permit_waited(self, status: str, seconds: float) -> None:
+        self._child_of(self.permit_wait_duration, status).observe(seconds)
 
-        return {
-            "run_pre_filter": after_pre_filter,
-            "find_feasible": after_filter,
-            "run_pre_score": after_pre_score,
-            "run_score": after_score,
-        }
-
-    def _count_preemption_attempts(self, fw: Framework) -> None:
-        """``scheduler_preemption_attempts_total``: every PostFilter call of DefaultPreemption
-        (or a plugin built on it), whatever its outcome, as upstream's deferred Inc. Wrapped
-        before the sampled timers, which then wrap (and restore) this wrapper."""
-        from .plugins.defaultpreemption.default_preemption import DefaultPreemption
-
-        counter = self.preemption_attempts
-        for inst in fw.post_filter_plugins:
-            if not isinstance(inst, DefaultPreemption) or not hasattr(inst, "__dict__"):
-                continue
-            post_filter = inst.post_filter
-
-            def counted(*args: Any, _fn: Callable[..., Any] = post_filter, **kwargs: Any) -> Any:
-                try:
-                    return _fn(*args, **kwargs)
-                finally:
-                    counter.inc()
-
-            inst.__dict__["post_filter"] = counted
-
-    def _permit_wait_timer(self, fw: Framework) -> Callable[[Any], Awaitable[Status]]:
-        """``scheduler_permit_wait_duration_seconds``: how long a pod parked at Permit waited,
-        by the final status; a pod that was never told to wait is not observed."""
-        wait = fw.wait_on_permit
-        waiting = fw.handle.waiting_pods
-
-        async def timed(pod: Any) -> Status:
-            t0 = _perf()
-            st = await wait(pod)
-            self._child_of(self.permit_wait_duration, st.code.label).observe(_perf() - t0)
-            return st
-
-        def wait_on_permit(pod: Any) -> Awaitable[Status]:
-            if waiting.get(pod.uid or pod.key) is None:
-                return wait(pod)
-            return timed(pod)
-
-        return wait_on_permit
+    def preemption_attempted(self) -> None:
+        self.preemption_attempts.inc()
 
     # -- hooks called by the Scheduler ------------------------------------------------------
     def cycle_started(self, fw: Framework, state: CycleState) -> None:
         """Decide whether this cycle's plugins are timed (upstream samples 10 %)."""
-        if self._rng.random() * 100 < self.plugin_sample_percent:
-            state.write(SAMPLED_KEY, True)
-            swap = self._swaps.get(id(fw))
-            if swap is not None:
-                swap.install()
-                self._sampled = swap
+        state.record_plugin_metrics = self.sample_plugins()
 
     def cycle_finished(self, fw: Framework, state: CycleState, seconds: float) -> None:
-        swap, self._sampled = self._sampled, None
-        if swap is not None:
-            swap.uninstall()
         self.scheduling_algorithm_duration.observe(seconds)
 
     def attempt_finished(
@@ -729,7 +557,8 @@ class SchedulerMetrics:
         self.leader_election_slowpath.labels(name).inc()
 
     def paused(self, on: bool) -> None:
-        """Stop (or resume) timing framework calls, e.g. while /debug/explain re-runs a cycle."""
+        """Stop (or resume) taking the framework's records, e.g. while /debug/explain re-runs
+        a cycle."""
         self._paused = on
 
     # -- exposition ---------------------------------------------------------------------------
@@ -769,109 +598,6 @@ class SchedulerMetrics:
         if c is None:
             c = self._children[key] = self.plugin_execution_duration.labels(plugin, point, status)
         return c
-
-    def _timed(
-        self,
-        fn: Callable[..., Any],
-        point: str,
-        profile: str,
-        status_of: Callable[[Any], str],
-        after: _AfterCall | None = None,
-    ) -> Callable[..., Any]:
-        """``fn`` timed per status; ``after(args, result)`` is told of each (unpaused) call."""
-        children: dict[str, Any] = {}
-
-        def child(status: str) -> Any:
-            c = children[status] = self._ep_child(point, status, profile)
-            return c
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            if self._paused:
-                return fn(*args, **kwargs)
-            t0 = _perf()
-            try:
-                out = fn(*args, **kwargs)
-            except BaseException:
-                self._ep_child(point, "Error", profile).observe(_perf() - t0)
-                raise
-            t1 = _perf()
-            status = status_of(out)
-            c = children.get(status)
-            (c if c is not None else child(status)).observe(t1 - t0)
-            if after is not None:
-                after(args, out)
-            return out
-
-        return timed
-
-    def _timed_async(
-        self,
-        fn: Callable[..., Awaitable[Any]],
-        point: str,
-        profile: str,
-        status_of: Callable[[Any], str],
-    ) -> Callable[..., Awaitable[Any]]:
-        children: dict[str, Any] = {}
-
-        async def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = _perf()
-            try:
-                out = await fn(*args, **kwargs)
-            except BaseException:
-                self._ep_child(point, "Error", profile).observe(_perf() - t0)
-                raise
-            t1 = _perf()
-            status = status_of(out)
-            c = children.get(status)
-            if c is None:
-                c = children[status] = self._ep_child(point, status, profile)
-            c.observe(t1 - t0)
-            return out
-
-        return timed
-
-    def _plugin_timer(
-        self, fn: Callable[..., Any], plugin: str, point: str, status_of: Callable[[Any], str]
-    ) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = _perf()
-            try:
-                out = fn(*args, **kwargs)
-            except BaseException:
-                self._plugin_child(plugin, point, "Error").observe(_perf() - t0)
-                raise
-            self._plugin_child(plugin, point, status_of(out)).observe(_perf() - t0)
-            return out
-
-        return timed
-
-    def _plugin_timer_async(
-        self,
-        fn: Callable[..., Awaitable[Any]],
-        plugin: str,
-        point: str,
-        status_of: Callable[[Any], str],
-    ) -> Callable[..., Awaitable[Any]]:
-        async def sampled(state: CycleState, *args: Any, **kwargs: Any) -> Any:
-            t0 = _perf()
-            try:
-                out = await fn(state, *args, **kwargs)
-            except BaseException:
-                self._plugin_child(plugin, point, "Error").observe(_perf() - t0)
-                raise
-            self._plugin_child(plugin, point, status_of(out)).observe(_perf() - t0)
-            return out
-
-        def timed(state: CycleState, *args: Any, **kwargs: Any) -> Awaitable[Any]:
-            # An unsampled cycle awaits the plugin's own coroutine: no extra frame.
-            if not state.get(SAMPLED_KEY):
-                return fn(state, *args, **kwargs)
-            return sampled(state, *args, **kwargs)
-
-        return timed
-
-
-_AfterCall = Callable[[tuple[Any, ...], Any], None]
 
 
 class _Evaluations:
@@ -915,7 +641,8 @@ class _StateCollector:
 
     def __init__(self) -> None:
         self.schedulers: list[Scheduler] = []
-        self.evaluations: list[_Evaluations] = []
+        # (profile, extension point) -> its counts
+        self.evaluations: dict[tuple[str, str], _Evaluations] = {}
         # event recorders with an ``events_dropped`` count (the daemon's StatusReporter)
         self.recorders: list[Any] = []
         self._seen_unschedulable: set[tuple[str, str]] = set()
@@ -1002,7 +729,7 @@ class _StateCollector:
             for event, v in sorted(events.items()):
                 inflight.add_metric([event], v)
             goroutines.add_metric(["binding"], binding)
-            for ev in self.evaluations:
+            for ev in self.evaluations.values():
                 for plugin, v in ev.samples():
                     evaluations.add_metric([plugin, ev.point, ev.profile], v)
         yield pending

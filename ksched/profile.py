@@ -20,6 +20,7 @@ from .util.clock import RealClock
 
 if TYPE_CHECKING:
     from .framework.handle import ClusterClient, EventRecorder
+    from .framework.recorder import FrameworkRecorder
     from .framework.registry import Registry
     from .util.clock import Clock
 
@@ -35,9 +36,11 @@ def build_frameworks(
     clock: Clock | None = None,
     snapshot: Snapshot | None = None,
     waiting_pods: WaitingPods | None = None,
+    metrics: FrameworkRecorder | None = None,
 ) -> dict[str, Framework]:
     """One framework per profile, sharing snapshot, waiting pods and cluster client (the
-    scheduler's, the extender server's and ``ksched config validate``'s build check).
+    scheduler's, the extender server's and ``ksched config validate``'s build check);
+    ``metrics`` takes their timings (``Framework.record_to``).
 
     The built-in plugins' arg defaults and in-config validation come from
     ``ksched.config``; the framework itself never reads configuration. The config's
@@ -63,5 +66,6 @@ def build_frameworks(
             Handle(**kw),
             default_args=functools.partial(default_plugin_args, features=config.features),
             validate_args=ARGS_VALIDATED_IN_CONFIG,
+            recorder=metrics,
         )
     return out

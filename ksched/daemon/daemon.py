@@ -648,6 +648,7 @@ class SchedulerDaemon:
             max_in_flight_bindings=self.max_in_flight_bindings,
             plugin_timeout=self.plugin_timeout,
             binding_timeout=self.binding_timeout,
+            metrics=self.metrics,
         )
         self._sched = sched
         self.metrics.attach(sched)

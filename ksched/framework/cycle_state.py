@@ -15,10 +15,12 @@ class StateData(Protocol):
 
 
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
+        # Upstream's recordPluginMetrics: this (sampled) cycle's plugin calls are timed.
+        self.record_plugin_metrics = False
         # Plugins whose PreFilter/PreScore returned Skip; the runtime skips them later.
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
@@ -42,10 +44,12 @@ class CycleState:
     def clone(self) -> CycleState:
         c = CycleState()
         c.merge(self)
+        c.record_plugin_metrics = self.record_plugin_metrics
         return c
 
     def merge(self, other: CycleState) -> None:
-        """Add a copy of ``other``'s entries (cloning StateData) and take its skip sets."""
+        """Add a copy of ``other``'s entries (cloning StateData) and take its skip sets; whether
+        this cycle is sampled stays this cycle's."""
         # A ``clone`` attribute lookup instead of isinstance(v, StateData): runtime Protocol
         # checks cost ~20 µs per clone, and preemption clones per candidate node.
         data = self._data

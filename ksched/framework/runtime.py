@@ -14,6 +14,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from time import perf_counter as _perf
 from typing import Any
 
 import anyio
@@ -31,12 +32,14 @@ from .interface import (
     MAX_TOTAL_SCORE,
     MIN_NODE_SCORE,
     NOT_SIGNABLE,
+    POINTS,
     NodeOnlyFilter,
     NodeToStatus,
     PostFilterResult,
     PreFilterResult,
     extension_points_of,
 )
+from .recorder import NO_RECORDER, FrameworkRecorder
 from .registry import PluginArgsError, PluginSpec, Registry, parse_plugin_args
 from .selection import EquivalenceCache, KnownResults, passing_in_rotation
 from .snapshot import BoolArray, IntArray, Snapshot, all_true
@@ -64,6 +67,21 @@ class FrameworkError(KschedError, ValueError):
 
 # extension point key -> its plugin-set attribute (``config.Plugins``), from the one table
 _POINT_ATTR = {p.key: p.attr for p in EXTENSION_POINTS}
+# The metrics' ``extension_point`` labels (upstream's ``metrics.PreFilter``, ...): the
+# table's, and those naming a part of a point.
+_PRE_ENQUEUE, _PRE_FILTER, _FILTER, _POST_FILTER = (
+    POINTS[k].label for k in ("preEnqueue", "preFilter", "filter", "postFilter")
+)
+_PRE_SCORE, _SCORE, _RESERVE, _PERMIT = (
+    POINTS[k].label for k in ("preScore", "score", "reserve", "permit")
+)
+_PRE_BIND, _BIND, _POST_BIND = (POINTS[k].label for k in ("preBind", "bind", "postBind"))
+_NORMALIZE, _UNRESERVE, _PRE_BIND_PRE_FLIGHT, _SIGN = (
+    "ScoreExtensionNormalize",
+    "Unreserve",
+    "PreBindPreFlight",
+    "Sign",
+)
 
 
 def _status(result: Status | None, plugin: str) -> Status:
@@ -85,6 +103,33 @@ def _from_exception(e: BaseException, plugin: str, point: str) -> Status:
     )
     st.cause = e
     return st
+
+
+def _label(st: Status | None) -> str:
+    """A plugin's (or a point's) status as the metrics' ``status`` label."""
+    return "Success" if st is None else st.code.label
+
+
+def _label_of_first(out: tuple[Any, ...]) -> str:
+    return _label(out[0])
+
+
+def _label_of_second(out: tuple[Any, ...]) -> str:
+    return _label(out[1])
+
+
+def _success(_: object) -> str:
+    return "Success"
+
+
+def _signed(fragment: object) -> str:
+    """A plugin that cannot sign says Unschedulable upstream (InterPodAffinity, ...)."""
+    return "Unschedulable" if fragment is NOT_SIGNABLE else "Success"
+
+
+def _any_passed(mask: BoolArray) -> str:
+    """A batch Filter call judges every node at once: Success when any node passed."""
+    return "Success" if mask.any() else "Unschedulable"
 
 
 def _int64(x: int) -> int:
@@ -174,10 +219,11 @@ class Framework:
         *,
         default_args: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
         validate_args: Collection[str] = (),
+        recorder: FrameworkRecorder | None = None,
     ) -> None:
         """``validate_args``: plugins whose pluginConfig args are parsed (and so validated)
         even when the profile does not enable them, as kube-scheduler's config validation
-        does for some in-tree plugins."""
+        does for some in-tree plugins. ``recorder``: where its timings go (``record_to``)."""
         self.profile_name: str = profile.scheduler_name
         self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
         self.handle = handle if handle is not None else Handle()
@@ -257,9 +303,54 @@ class Framework:
         self.pre_bind_plugins = self._lists["preBind"]
         self.bind_plugins = self._lists["bind"]
         self.post_bind_plugins = self._lists["postBind"]
-        self._signers: list[Any] | None = None
+        self._signers: list[tuple[Any, Any]] | None = None
         # Set by the Scheduler: its ``cycle_cache.CycleCache`` for this profile.
         self.cycle_cache: EquivalenceCache | None = None
+        self.recorder: FrameworkRecorder = NO_RECORDER
+        self._recording = False
+        if recorder is not None:
+            self.record_to(recorder)
+
+    def record_to(self, recorder: FrameworkRecorder) -> None:
+        """Report this framework's extension-point timings, its sampled cycles' plugin
+        timings and its plugin evaluations to ``recorder`` from now on."""
+        self.recorder = recorder
+        self._recording = recorder is not NO_RECORDER
+        for label, plugins in (
+            (_PRE_FILTER, self.pre_filter_plugins),
+            (_FILTER, self.filter_plugins),
+            (_PRE_SCORE, self.pre_score_plugins),
+            (_SCORE, self.score_plugins),
+        ):
+            recorder.plugins_listed(self.profile_name, label, [p.name for p in plugins])
+
+    def _timed(
+        self, point: str, p: Any, status_of: Callable[[Any], str], fn: Any, *args: Any
+    ) -> Any:
+        """``fn(*args)``, plugin ``p``'s call at ``point`` in a sampled cycle, timed."""
+        t0 = _perf()
+        try:
+            out = fn(*args)
+        except BaseException:
+            self.recorder.plugin(point, p.name, "Error", _perf() - t0)
+            raise
+        self.recorder.plugin(point, p.name, status_of(out), _perf() - t0)
+        return out
+
+    async def _timed_async(
+        self, point: str, p: Any, status_of: Callable[[Any], str], fn: Any, *args: Any
+    ) -> Any:
+        t0 = _perf()
+        try:
+            out = await fn(*args)
+        except BaseException:
+            self.recorder.plugin(point, p.name, "Error", _perf() - t0)
+            raise
+        self.recorder.plugin(point, p.name, status_of(out), _perf() - t0)
+        return out
+
+    def _observed(self, point: str, status: str, t0: float) -> None:
+        self.recorder.extension_point(point, status, self.profile_name, _perf() - t0)
 
     def _with_args(
         self,
@@ -321,9 +412,22 @@ class Framework:
 
     # -- PreEnqueue / QueueSort -------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        if not self._recording:
+            return self._pre_enqueue(pod, False)
+        t0 = _perf()
+        st = self._pre_enqueue(pod, self.recorder.sample_plugins())
+        # Upstream's deferred observation reads a status its loop shadows: always Success.
+        self._observed(_PRE_ENQUEUE, "Success", t0)
+        return st
+
+    def _pre_enqueue(self, pod: PodInfo, sampled: bool) -> Status:
         for p in self.pre_enqueue_plugins:
             try:
-                st = _status(p.pre_enqueue(pod), p.name)
+                if sampled:
+                    raw = self._timed(_PRE_ENQUEUE, p, _label, p.pre_enqueue, pod)
+                else:
+                    raw = p.pre_enqueue(pod)
+                st = _status(raw, p.name)
             except Exception as e:
                 return _from_exception(e, p.name, "PreEnqueue")
             if not st.is_success():
@@ -349,14 +453,52 @@ class Framework:
 
     # -- PreFilter ---------------------------------------------------------------------
     def run_pre_filter(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        *,
+        record: bool = True,
+        known: KnownResults | None = None,
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
+        """``RunPreFilterPlugins``. ``record=False``: not observed, for work that is no
+        pod's scheduling cycle (the cycle cache filling an entry). With ``known`` (the
+        equivalence cache's results) no plugin runs: the state PreFilter wrote for the
+        pod's signature is taken, and observed as the PreFilter the cycle went through
+        (no plugin is counted as evaluated)."""
+        if known is not None:
+            t0 = _perf()
+            state.merge(known.state)
+            if self._recording and record:
+                self._observed(_PRE_FILTER, "Success", t0)
+            return None, SUCCESS, set()
+        if not (self._recording and record):
+            return self._pre_filter(state, pod, snap)
+        t0 = _perf()
+        out = self._pre_filter(state, pod, snap)
+        st = out[1]
+        self._observed(_PRE_FILTER, st.code.label, t0)
+        stopped_at = "" if st.is_success() else st.plugin
+        self.recorder.evaluated(
+            self.profile_name, _PRE_FILTER, 1, state.skip_filter_plugins, stopped_at
+        )
+        return out
+
+    def _pre_filter(
         self, state: CycleState, pod: PodInfo, snap: Snapshot
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         result: PreFilterResult | None = None
         rejected_by: set[str] = set()
         narrowed_by: list[str] = []
+        sampled = state.record_plugin_metrics
         for p in self.pre_filter_plugins:
             try:
-                r, raw = p.pre_filter(state, pod, snap)
+                if sampled:
+                    r, raw = self._timed(
+                        _PRE_FILTER, p, _label_of_second, p.pre_filter, state, pod, snap
+                    )
+                else:
+                    r, raw = p.pre_filter(state, pod, snap)
             except Exception as e:
                 return None, _from_exception(e, p.name, "PreFilter"), {p.name}
             if raw is None and r is None:
@@ -415,11 +557,19 @@ class Framework:
         if node.error is not None:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, node.error)
         skip = state.skip_filter_plugins
+        sampled = state.record_plugin_metrics
         for p in self.filter_plugins:
             if p.name in skip:
                 continue
             try:
-                if added:
+                if sampled:
+                    fn, args = (
+                        (p.filter_with_added, (state, pod, node, added))
+                        if added
+                        else (p.filter, (state, pod, node))
+                    )
+                    st = _status(self._timed(_FILTER, p, _label, fn, *args), p.name)
+                elif added:
                     st = _status(p.filter_with_added(state, pod, node, added), p.name)
                 else:
                     st = _status(p.filter(state, pod, node), p.name)
@@ -507,7 +657,12 @@ class Framework:
             if ext is None:
                 continue
             try:
-                st = _status(getattr(ext, method)(state, pod, other, node), p.name)
+                fn = getattr(ext, method)
+                if state.record_plugin_metrics:
+                    raw = self._timed(point, p, _label, fn, state, pod, other, node)
+                else:
+                    raw = fn(state, pod, other, node)
+                st = _status(raw, p.name)
             except Exception as e:
                 return _from_exception(e, p.name, point)
             if not st.is_success():
@@ -545,6 +700,49 @@ class Framework:
         nominated: dict[int, list[PodInfo]] | None = None,
         *,
         explain: bool = False,
+        record: bool = True,
+        known: KnownResults | None = None,
+    ) -> FilterOutcome:
+        """``findNodesThatPassFilters``, observed as the Filter extension point (Success
+        unless a plugin erred, as upstream; not without Filter plugins, nor with
+        ``record=False``: see ``run_pre_filter``). With ``known`` (the equivalence cache's
+        verdicts of every row; ``candidates`` are then all rows) the nodes are taken from
+        them by the routine that takes them from the plugins' verdicts."""
+        if known is not None:
+            t0 = _perf()
+            chosen, processed = passing_in_rotation(
+                known.feasible, start % snap.n, snap.n, num_to_find
+            )
+            if self._recording and record and self.filter_plugins:
+                self._observed(_FILTER, "Success", t0)
+            return FilterOutcome(chosen, processed, NodeToStatus())
+        if not (self._recording and record and self.filter_plugins):
+            return self._find_feasible(
+                state, pod, snap, candidates, start, num_to_find, nominated, explain
+            )
+        t0 = _perf()
+        out = self._find_feasible(
+            state, pod, snap, candidates, start, num_to_find, nominated, explain
+        )
+        absent = out.statuses.absent
+        self._observed(
+            _FILTER, "Error" if absent is not None and absent.code == Code.ERROR else "Success", t0
+        )
+        self.recorder.evaluated(
+            self.profile_name, _FILTER, out.processed, state.skip_filter_plugins, ""
+        )
+        return out
+
+    def _find_feasible(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        candidates: np.ndarray[Any, np.dtype[np.intp]],
+        start: int,
+        num_to_find: int,
+        nominated: dict[int, list[PodInfo]] | None,
+        explain: bool,
     ) -> FilterOutcome:
         """Filter ``candidates`` from ``start`` (round-robin) until ``num_to_find`` fit.
 
@@ -559,6 +757,7 @@ class Framework:
             return FilterOutcome(np.empty(0, dtype=np.intp), 0, statuses)
         start %= n
         skip = state.skip_filter_plugins
+        sampled = state.record_plugin_metrics
         batch: list[tuple[Any, BoolArray]] = []
         per_node: list[Any] = []
         unsched: set[str] = set()
@@ -586,7 +785,11 @@ class Framework:
                 per_node.append(p)
                 continue
             try:
-                m = fb(state, pod, snap)
+                m = (
+                    self._timed(_FILTER, p, _any_passed, fb, state, pod, snap)
+                    if sampled
+                    else fb(state, pod, snap)
+                )
             except RowErrors as e:
                 before = list(self.filter_plugins)[: list(self.filter_plugins).index(p)]
                 row = self._first_reached(state, pod, snap, candidates, start, e, before, skip)
@@ -688,7 +891,12 @@ class Framework:
                     st = SUCCESS
                     for p in per_node:
                         try:
-                            st = _status(p.filter(state, pod, infos[row]), p.name)
+                            raw = (
+                                self._timed(_FILTER, p, _label, p.filter, state, pod, infos[row])
+                                if sampled
+                                else p.filter(state, pod, infos[row])
+                            )
+                            st = _status(raw, p.name)
                         except Exception as e:
                             st = _from_exception(e, p.name, "Filter")
                         if not st.is_success():
@@ -926,12 +1134,28 @@ class Framework:
     async def _post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
+        if not self._recording:
+            return await self._post_filter_plugins(state, pod, statuses)
+        t0 = _perf()
+        out = await self._post_filter_plugins(state, pod, statuses)
+        self._observed(_POST_FILTER, out[1].code.label, t0)
+        return out
+
+    async def _post_filter_plugins(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""
+        sampled = state.record_plugin_metrics
         for p in self.post_filter_plugins:
             try:
-                r, raw = p.post_filter(state, pod, statuses)
+                if sampled:
+                    r, raw = self._timed(
+                        _POST_FILTER, p, _label_of_second, p.post_filter, state, pod, statuses
+                    )
+                else:
+                    r, raw = p.post_filter(state, pod, statuses)
                 if r is not None and r.resume is not None:
                     r, raw = await r.resume()
             except Exception as e:
@@ -952,10 +1176,41 @@ class Framework:
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
     # -- PreScore / Score ---------------------------------------------------------------
-    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def run_pre_score(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        *,
+        record: bool = True,
+        known: KnownResults | None = None,
+    ) -> Status:
+        """``RunPreScorePlugins``; ``record``: see ``run_pre_filter``. With ``known`` (the
+        equivalence cache's results, which hold what PreScore wrote) no plugin runs, but
+        the pod's cycle went through PreScore and is observed so."""
+        if known is not None:
+            if self._recording and record:
+                self._observed(_PRE_SCORE, "Success", _perf())
+            return SUCCESS
+        if not (self._recording and record):
+            return self._pre_score(state, pod, nodes)
+        t0 = _perf()
+        st = self._pre_score(state, pod, nodes)
+        self._observed(_PRE_SCORE, st.code.label, t0)
+        stopped_at = "" if st.is_success() else st.plugin
+        self.recorder.evaluated(
+            self.profile_name, _PRE_SCORE, 1, state.skip_score_plugins, stopped_at
+        )
+        return st
+
+    def _pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        sampled = state.record_plugin_metrics
         for p in self.pre_score_plugins:
             try:
-                raw = p.pre_score(state, pod, nodes)
+                if sampled:
+                    raw = self._timed(_PRE_SCORE, p, _label, p.pre_score, state, pod, nodes)
+                else:
+                    raw = p.pre_score(state, pod, nodes)
             except Exception as e:
                 return _from_exception(e, p.name, "PreScore")
             if raw is None:
@@ -984,9 +1239,31 @@ class Framework:
 
         For a cycle the equivalence cache answers, ``known`` supplies the raw scores (and
         the weighted sum of the plugins without NormalizeScore) instead of the plugins;
-        the rest is the same code. That cycle calls ``Framework.run_score`` itself, not the
-        metrics' timed wrapper: as upstream's batching, it runs no Score plugin."""
+        the rest is the same code. Such a cycle is observed at Score like any other (it
+        went through it), but no Score plugin was evaluated, so none is counted."""
+        if not self._recording:
+            return self._score(state, pod, snap, rows, explain, known)
+        t0 = _perf()
+        out, st = self._score(state, pod, snap, rows, explain, known)
+        self._observed(_SCORE, st.code.label, t0)
+        if known is None:
+            stopped_at = "" if out is not None else st.plugin
+            self.recorder.evaluated(
+                self.profile_name, _SCORE, len(rows), state.skip_score_plugins, stopped_at
+            )
+        return out, st
+
+    def _score(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: np.ndarray[Any, np.dtype[np.intp]],
+        explain: bool,
+        known: KnownResults | None,
+    ) -> tuple[ScoreOutcome | None, Status]:
         n = len(rows)
+        sampled = state.record_plugin_metrics
         totals: IntArray | None = None if known is None else known.static[rows]
         per: dict[str, tuple[IntArray, IntArray, IntArray]] | None = {} if explain else None
         skip = state.skip_score_plugins
@@ -996,7 +1273,7 @@ class Framework:
                 continue
             try:
                 if known is None:
-                    raw = raw_scores(p, state, pod, snap, rows)
+                    raw = self.plugin_scores(p, state, pod, snap, rows)
                 else:
                     column = known.columns.get(p.name)
                     if column is None:
@@ -1005,7 +1282,11 @@ class Framework:
                 scores = raw.copy() if per is not None else raw
                 norm = getattr(p, "normalize_score", None)
                 if norm is not None:
-                    nst = norm(state, pod, scores)
+                    nst = (
+                        self._timed(_NORMALIZE, p, _label, norm, state, pod, scores)
+                        if sampled
+                        else norm(state, pod, scores)
+                    )
                     st = SUCCESS if nst is None else _status(nst, p.name)
                     if not st.is_success():
                         return None, Status(
@@ -1042,11 +1323,40 @@ class Framework:
             totals = np.zeros(n, dtype=np.int64)
         return ScoreOutcome(totals, per), SUCCESS
 
+    def plugin_scores(
+        self, p: Any, state: CycleState, pod: PodInfo, snap: Snapshot, rows: np.ndarray[Any, Any]
+    ) -> IntArray:
+        """``raw_scores`` of Score plugin ``p``, timed in a sampled cycle (the equivalence
+        cache's scoring for one included)."""
+        if state.record_plugin_metrics:
+            out: IntArray = self._timed(_SCORE, p, _success, raw_scores, p, state, pod, snap, rows)
+            return out
+        return raw_scores(p, state, pod, snap, rows)
+
+    def plugin_score(self, p: Any, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """Score plugin ``p``'s per-node score, timed in a sampled cycle."""
+        if state.record_plugin_metrics:
+            return int(self._timed(_SCORE, p, _success, p.score, state, pod, node))
+        return int(p.score(state, pod, node))
+
     # -- signatures (SignPlugin) -------------------------------------------------------------
-    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...] | None:
+    def sign_pod(self, pod: PodInfo, sampled: bool = False) -> tuple[Any, ...] | None:
         """The pod's signature for this profile (upstream's ``SignPod``): the ``sign_pod``
         fragments of every PreFilter/Filter/PreScore/Score plugin, or None when one of
-        them cannot sign (no ``sign_pod``, NOT_SIGNABLE, or an exception)."""
+        them cannot sign (no ``sign_pod``, NOT_SIGNABLE, or an exception).
+
+        Observed at upstream's Sign point (Success: upstream's deferred observation reads a
+        status its loop shadows); each plugin's call only when ``sampled`` (the cycle asking
+        is): upstream times every call, into a recorder that drops what it cannot keep up
+        with, and a dozen timings per pod would cost the hot path more than all the rest."""
+        if not self._recording:
+            return self._sign_pod(pod, False)
+        t0 = _perf()
+        sig = self._sign_pod(pod, sampled)
+        self._observed(_SIGN, "Success", t0)
+        return sig
+
+    def _sign_pod(self, pod: PodInfo, timed: bool) -> tuple[Any, ...] | None:
         signers = self._signers
         if signers is None:
             plugins: list[Any] = []
@@ -1058,13 +1368,13 @@ class Framework:
             ):
                 if p not in plugins:
                     plugins.append(p)
-            signers = self._signers = [getattr(p, "sign_pod", None) for p in plugins]
+            signers = self._signers = [(p, getattr(p, "sign_pod", None)) for p in plugins]
         out = []
-        for fn in signers:
+        for p, fn in signers:
             if fn is None:
                 return None
             try:
-                fragment = fn(pod)
+                fragment = self._timed(_SIGN, p, _signed, fn, pod) if timed else fn(pod)
             except Exception:
                 return None
             if fragment is NOT_SIGNABLE:
@@ -1074,9 +1384,23 @@ class Framework:
 
     # -- Reserve / Permit -------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self._recording:
+            return self._reserve(state, pod, node_name)
+        t0 = _perf()
+        st = self._reserve(state, pod, node_name)
+        self._observed(_RESERVE, st.code.label, t0)
+        return st
+
+    def _reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        sampled = state.record_plugin_metrics
         for p in self.reserve_plugins:
             try:
-                st = _status(p.reserve(state, pod, node_name), p.name)
+                raw = (
+                    self._timed(_RESERVE, p, _label, p.reserve, state, pod, node_name)
+                    if sampled
+                    else p.reserve(state, pod, node_name)
+                )
+                st = _status(raw, p.name)
             except Exception as e:
                 return _from_exception(e, p.name, "Reserve")
             if not st.is_success():
@@ -1089,17 +1413,38 @@ class Framework:
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         # Reverse order, as upstream; a raising Unreserve must not skip the others.
+        t0 = _perf() if self._recording else 0.0
+        sampled = state.record_plugin_metrics
         for p in reversed(self.reserve_plugins):
             try:
-                p.unreserve(state, pod, node_name)
+                if sampled:
+                    self._timed(_UNRESERVE, p, _success, p.unreserve, state, pod, node_name)
+                else:
+                    p.unreserve(state, pod, node_name)
             except Exception:
                 continue
+        if self._recording:
+            self._observed(_UNRESERVE, "Success", t0)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self._recording:
+            return self._permit(state, pod, node_name)
+        t0 = _perf()
+        st = self._permit(state, pod, node_name)
+        self._observed(_PERMIT, st.code.label, t0)
+        return st
+
+    def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         timeouts: dict[str, float] = {}
+        sampled = state.record_plugin_metrics
         for p in self.permit_plugins:
             try:
-                raw, timeout = p.permit(state, pod, node_name)
+                if sampled:
+                    raw, timeout = self._timed(
+                        _PERMIT, p, _label_of_first, p.permit, state, pod, node_name
+                    )
+                else:
+                    raw, timeout = p.permit(state, pod, node_name)
             except Exception as e:
                 return _from_exception(e, p.name, "Permit")
             st = _status(raw, p.name)
@@ -1124,9 +1469,19 @@ class Framework:
         return SUCCESS
 
     async def wait_on_permit(self, pod: PodInfo) -> Status:
+        """``WaitOnPermit``; a pod that was told to wait has its wait observed
+        (``permit_wait_duration_seconds``), one that was not is not."""
         wp = self.handle.waiting_pods.get(pod.uid or pod.key)
         if wp is None:
             return SUCCESS
+        if not self._recording:
+            return await self._wait_on_permit(pod, wp)
+        t0 = _perf()
+        st = await self._wait_on_permit(pod, wp)
+        self.recorder.permit_waited(st.code.label, _perf() - t0)
+        return st
+
+    async def _wait_on_permit(self, pod: PodInfo, wp: WaitingPod) -> Status:
         clock = self.handle.clock
         start = wp.created if wp.created is not None else clock.now()
         try:
@@ -1150,9 +1505,24 @@ class Framework:
 
     # -- PreBind / Bind / PostBind --------------------------------------------------------
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self._recording:
+            return await self._pre_bind(state, pod, node_name)
+        t0 = _perf()
+        st = await self._pre_bind(state, pod, node_name)
+        self._observed(_PRE_BIND, st.code.label, t0)
+        return st
+
+    async def _pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        sampled = state.record_plugin_metrics
         for p in self.pre_bind_plugins:
             try:
-                st = _status(await p.pre_bind(state, pod, node_name), p.name)
+                if sampled:
+                    raw = await self._timed_async(
+                        _PRE_BIND, p, _label, p.pre_bind, state, pod, node_name
+                    )
+                else:
+                    raw = await p.pre_bind(state, pod, node_name)
+                st = _status(raw, p.name)
             except Exception as e:
                 return _from_exception(e, p.name, "PreBind")
             if not st.is_success():
@@ -1166,12 +1536,26 @@ class Framework:
     def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """``RunPreBindPreFlights``: the first PreBind plugin's answer that is not Skip
         (Success: it will work on the pod), else Skip."""
+        if not self._recording:
+            return self._pre_bind_pre_flights(state, pod, node_name)
+        t0 = _perf()
+        st = self._pre_bind_pre_flights(state, pod, node_name)
+        self._observed(_PRE_BIND_PRE_FLIGHT, st.code.label, t0)
+        return st
+
+    def _pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        sampled = state.record_plugin_metrics
         for p in self.pre_bind_plugins:
             pre_flight = getattr(p, "pre_bind_pre_flight", None)
             if pre_flight is None:  # a duck-typed plugin without it: nothing announced
                 continue
             try:
-                st = _status(pre_flight(state, pod, node_name), p.name)
+                raw = (
+                    self._timed(_PRE_BIND_PRE_FLIGHT, p, _label, pre_flight, state, pod, node_name)
+                    if sampled
+                    else pre_flight(state, pod, node_name)
+                )
+                st = _status(raw, p.name)
             except Exception as e:
                 return _from_exception(e, p.name, "PreBindPreFlight")
             if st.is_skip():
@@ -1186,9 +1570,22 @@ class Framework:
         return Status(Code.SKIP)
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self._recording:
+            return await self._bind(state, pod, node_name)
+        t0 = _perf()
+        st = await self._bind(state, pod, node_name)
+        self._observed(_BIND, st.code.label, t0)
+        return st
+
+    async def _bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        sampled = state.record_plugin_metrics
         for p in self.bind_plugins:
             try:
-                st = _status(await p.bind(state, pod, node_name), p.name)
+                if sampled:
+                    raw = await self._timed_async(_BIND, p, _label, p.bind, state, pod, node_name)
+                else:
+                    raw = await p.bind(state, pod, node_name)
+                st = _status(raw, p.name)
             except Exception as e:
                 return _from_exception(e, p.name, "Bind")
             if st.is_skip():
@@ -1205,11 +1602,22 @@ class Framework:
         return Status(Code.SKIP)
 
     async def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """``RunPostBindPlugins``, observed (Success) even without PostBind plugins, as
+        upstream's binding cycle calls it for every bound pod."""
+        t0 = _perf() if self._recording else 0.0
+        sampled = state.record_plugin_metrics
         for p in self.post_bind_plugins:
             try:
-                await p.post_bind(state, pod, node_name)
+                if sampled:
+                    await self._timed_async(
+                        _POST_BIND, p, _success, p.post_bind, state, pod, node_name
+                    )
+                else:
+                    await p.post_bind(state, pod, node_name)
             except Exception:
                 continue
+        if self._recording:
+            self._observed(_POST_BIND, "Success", t0)
 
 
 def raw_scores(

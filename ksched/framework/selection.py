@@ -148,8 +148,8 @@ class EquivalenceCache(Protocol):
     hits: int
 
     def lookup(
-        self, pod: PodInfo, snap: Snapshot, metrics: BatchMetrics | None
+        self, pod: PodInfo, snap: Snapshot, metrics: BatchMetrics | None, sampled: bool = False
     ) -> KnownResults | None:
         """The pod's known results on ``snap`` with at least one feasible row, or None
-        (the cycle runs the plugins)."""
+        (the cycle runs the plugins). ``sampled``: time the plugin calls made for it."""
         ...

@@ -19,10 +19,12 @@ affinity terms anywhere in the cluster), pods with nominations around, extenders
 explanations take the full cycle, as does anything this path cannot decide alone (no
 feasible node: the FitError needs the full diagnosis).
 
-The cache calls the framework's own methods, not the metric-timed ones: a cycle it answers
-runs no PreFilter/Filter/PreScore/Score, so none is observed in
-scheduler_framework_extension_point_duration_seconds (upstream's batching skips them too).
-It reports to upstream's batching metrics instead (``SchedulerMetrics.batch_lookup``,
+Filling or refreshing an entry is no pod's scheduling cycle, so the framework is asked not
+to record it (``record=False``). A cycle the cache answers still goes through PreFilter,
+Filter, PreScore and Score, with the framework taking the known results instead of running
+the plugins, and is observed at each in scheduler_framework_extension_point_duration_seconds
+as upstream observes every pod's cycle (no plugin is counted as evaluated: none ran).
+The cache also reports to upstream's batching metrics (``SchedulerMetrics.batch_lookup``,
 ``batch_stored``, ``batch_flushed``): bringing an entry up to date is "storing the results",
 and an entry thrown away is a flush (``expired``: too much changed to refresh;
 ``pod_incompatible``: evicted for another signature; ``empty_list``: no feasible node).
@@ -38,7 +40,7 @@ import numpy as np
 
 from ..framework.cycle_state import CycleState
 from ..framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
-from ..framework.runtime import Framework, raw_scores
+from ..framework.runtime import Framework
 from ..framework.selection import BatchMetrics, KnownResults
 from ..framework.snapshot import BoolArray, NodeInfoView, Snapshot
 from ..framework.status import Code
@@ -88,28 +90,38 @@ class CycleCache:
         self._entries: dict[Hashable, _Entry | None] = {}
         self.hits = 0
         self.builds = 0
-        # The scheduler's metrics, while ``lookup`` runs (None when it has none).
+        # The scheduler's metrics, while ``lookup`` runs (None when it has none), and
+        # whether the cycle it runs for is sampled.
         self._metrics: BatchMetrics | None = None
+        self._sampled = False
 
     def lookup(
-        self, pod: PodInfo, snap: Snapshot, metrics: BatchMetrics | None
+        self, pod: PodInfo, snap: Snapshot, metrics: BatchMetrics | None, sampled: bool = False
     ) -> KnownResults | None:
         """``pod``'s results on ``snap`` when its signature's entry is (or can be brought) up
         to date and some node is feasible; None: the cycle runs the plugins (it alone can
         explain a FitError). The caller ensures no pod is nominated anywhere: a nominated
-        pod makes Filter depend on more than the node."""
+        pod makes Filter depend on more than the node. ``sampled``: the cycle's plugin
+        calls are timed, so the ones made here for it are too."""
         if snap.n == 0:
             return None
-        sig = self.fw.sign_pod(pod)
+        sig = self.fw.sign_pod(pod, sampled)
         if sig is None:
             return None
         self._metrics = metrics
+        self._sampled = sampled
         t0 = perf_counter() if metrics is not None else 0.0
         if sig in self._entries:
             entry = self._entries[sig]
             if entry is None:
                 return None
-            if not self._refresh(entry, pod, snap):
+            state = entry.known.state
+            state.record_plugin_metrics = sampled
+            try:
+                ok = self._refresh(entry, pod, snap)
+            finally:  # a plugin timeout may end the cycle here
+                state.record_plugin_metrics = False
+            if not ok:
                 self._flushed("expired")
                 entry = self._build(sig, pod, snap)
         else:
@@ -124,22 +136,31 @@ class CycleCache:
     # -- building and refreshing an entry --------------------------------------------------
     def _build(self, sig: Hashable, pod: PodInfo, snap: Snapshot) -> _Entry | None:
         """Every row's verdict and raw scores, from the batch forms (as a full cycle does)."""
-        fw = self.fw
         self._entries.pop(sig, None)
         state = CycleState()
-        pre_res, st, _ = Framework.run_pre_filter(fw, state, pod, snap)
+        state.record_plugin_metrics = self._sampled
+        try:
+            return self._evaluate(sig, pod, snap, state)
+        finally:
+            state.record_plugin_metrics = False
+
+    def _evaluate(
+        self, sig: Hashable, pod: PodInfo, snap: Snapshot, state: CycleState
+    ) -> _Entry | None:
+        fw = self.fw
+        pre_res, st, _ = fw.run_pre_filter(state, pod, snap, record=False)
         if not st.is_success():
             return None
         if pre_res is not None and pre_res.node_names is not None:
             self._store(sig, None)
             return None
-        out = Framework.find_feasible(fw, state, pod, snap, snap.all_rows, 0, snap.n)
+        out = fw.find_feasible(state, pod, snap, snap.all_rows, 0, snap.n, record=False)
         if not len(out.feasible):
             self._flushed("empty_list")
             return None  # the full cycle produces the FitError
         rows = np.sort(out.feasible)
         view = NodeInfoView(snap.node_infos, rows)
-        if not Framework.run_pre_score(fw, state, pod, view).is_success():
+        if not fw.run_pre_score(state, pod, view, record=False).is_success():
             return None
         feasible = np.zeros(snap.n, dtype=np.bool_)
         feasible[rows] = True
@@ -179,7 +200,7 @@ class CycleCache:
             if p.name in state.skip_score_plugins:
                 continue
             try:
-                raw = raw_scores(p, state, pod, snap, rows)
+                raw = fw.plugin_scores(p, state, pod, snap, rows)
             except Exception:
                 return False
             col = known.columns.get(p.name)
@@ -205,10 +226,14 @@ class CycleCache:
             name = p.name
             if name in skip:
                 continue
-            per_node = p.score  # every Score plugin has the per-node form
             col = columns.get(name)
             try:
-                values = [int(per_node(state, pod, infos[r])) for r in rows]
+                # every Score plugin has the per-node form
+                if state.record_plugin_metrics:
+                    values = [fw.plugin_score(p, state, pod, infos[r]) for r in rows]
+                else:
+                    per_node = p.score
+                    values = [int(per_node(state, pod, infos[r])) for r in rows]
                 if col is not None:  # normalized per cycle: kept raw (an int64, as batch)
                     for r, v in zip(rows, values, strict=True):
                         col[r] = v
@@ -247,7 +272,7 @@ class CycleCache:
         for r in rows:
             fits = False
             if valid[r]:
-                st = Framework.run_filter_plugins(fw, state, pod, infos[r])
+                st = fw.run_filter_plugins(state, pod, infos[r])
                 if st.code == Code.ERROR:
                     return False
                 fits = st.is_success()

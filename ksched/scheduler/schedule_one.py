@@ -39,7 +39,7 @@ import structlog
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout, culprit_in_traceback, format_seconds
 from ..framework.diagnosis import Diagnosis, FitError
-from ..framework.interface import NodeToStatus, PostFilterResult
+from ..framework.interface import PostFilterResult
 from ..framework.preemption import PreemptionInFlight
 from ..framework.runtime import PREFILTER_NARROWED_KEY, FilterOutcome, Framework
 from ..framework.selection import (
@@ -48,7 +48,6 @@ from ..framework.selection import (
     KnownResults,
     NodeRotation,
     num_feasible_nodes_to_find,
-    passing_in_rotation,
     select_host,
 )
 from ..framework.snapshot import NodeInfoView
@@ -349,6 +348,8 @@ async def binding_cycle(sched: Scheduler, b: _Binding) -> None:
             )
         if fw.post_bind_plugins:
             await _post_bind(sched, b)
+        else:  # nothing to run, but every bound pod goes through PostBind (its metrics)
+            await fw.run_post_bind(state, assumed, node)
     finally:
         sched.in_flight_bindings -= 1
         if holding:
@@ -447,7 +448,7 @@ async def _schedule_pod(a: _Attempt) -> CycleResult:
             Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
             fit_error=FitError(pod.key, 0, Diagnosis()),
         )
-    known = _known_results(sched, a.fw, pod) if a.ext is None and not explain else None
+    known = _known_results(sched, a.fw, a.state, pod) if a.ext is None and not explain else None
     feasible, diagnosis, explain_out = await find_nodes_that_fit_pod(a, known)
     if len(feasible) == 0:
         fe = FitError(pod.key, snap.n, diagnosis)
@@ -491,7 +492,9 @@ async def _schedule_pod(a: _Attempt) -> CycleResult:
     return res
 
 
-def _known_results(sched: Scheduler, fw: Framework, pod: PodInfo) -> KnownResults | None:
+def _known_results(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo
+) -> KnownResults | None:
     """The equivalence cache's results for ``pod``, when it may answer: never with pods
     nominated anywhere (they make Filter depend on more than the node)."""
     cache = fw.cycle_cache
@@ -499,7 +502,7 @@ def _known_results(sched: Scheduler, fw: Framework, pod: PodInfo) -> KnownResult
         return None
     m = sched.metrics
     t0 = perf_counter() if m is not None else 0.0
-    known = cache.lookup(pod, sched.snapshot, m)
+    known = cache.lookup(pod, sched.snapshot, m, state.record_plugin_metrics)
     if m is not None:
         m.batch_lookup(fw.profile_name, known is not None, perf_counter() - t0)
     return known
@@ -521,7 +524,7 @@ async def find_nodes_that_fit_pod(
     nominated: dict[int, list[PodInfo]] = {}
     pre_res = None
     if known is not None:
-        state.merge(known.state)
+        fw.run_pre_filter(state, pod, snap, known=known)  # takes the state PreFilter wrote
     else:
         pre_res, st, rejected = fw.run_pre_filter(state, pod, snap)
         diagnosis.unschedulable_plugins |= rejected
@@ -553,13 +556,9 @@ async def find_nodes_that_fit_pod(
         fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, len(candidates)
     )
     start = a.rotation.next_start
-    if known is None:
-        out = fw.find_feasible(
-            state, pod, snap, candidates, start, num_to_find, nominated, explain=explain
-        )
-    else:
-        chosen, processed = passing_in_rotation(known.feasible, start % snap.n, snap.n, num_to_find)
-        out = FilterOutcome(chosen, processed, NodeToStatus())
+    out = fw.find_feasible(
+        state, pod, snap, candidates, start, num_to_find, nominated, explain=explain, known=known
+    )
     a.rotation.advance(out.processed, snap.n)
     diagnosis.node_to_status.statuses.update(out.statuses.statuses)
     if out.statuses.absent is not None and out.statuses.absent.code == Code.ERROR:
@@ -684,14 +683,12 @@ async def prioritize_nodes(
     sched, fw, state, pod, ext = a.sched, a.fw, a.state, a.pod, a.ext
     if not fw.score_plugins and ext is None:
         return np.ones(len(feasible), dtype=np.int64), SUCCESS, None
-    if known is not None:
-        # Not the metrics' timed ``fw.run_score``: no Score plugin runs for this cycle.
-        out, st = Framework.run_score(fw, state, pod, sched.snapshot, feasible, known=known)
-    else:
-        st = fw.run_pre_score(state, pod, NodeInfoView(sched.snapshot.node_infos, feasible))
-        if not st.is_success():
-            return np.empty(0), st, None
-        out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=a.explain)
+    # With ``known`` no PreScore or Score plugin runs; the framework takes their results.
+    view = NodeInfoView(sched.snapshot.node_infos, feasible)
+    st = fw.run_pre_score(state, pod, view, known=known)
+    if not st.is_success():
+        return np.empty(0), st, None
+    out, st = fw.run_score(state, pod, sched.snapshot, feasible, explain=a.explain, known=known)
     if out is None:
         return np.empty(0), st, None
     if ext is not None:

@@ -37,6 +37,7 @@ from ..framework.handle import (
 )
 from ..framework.interface import ClusterEvent
 from ..framework.preemption import PreemptionInFlight, preemption_condition
+from ..framework.recorder import FrameworkRecorder
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
 from ..framework.selection import NodeRotation
@@ -74,8 +75,9 @@ class Observer(Protocol):
     ) -> None: ...
 
 
-class MetricsRecorder(Protocol):
-    """Metrics callbacks (``ksched.metrics.SchedulerMetrics``); each must be cheap."""
+class MetricsRecorder(FrameworkRecorder, Protocol):
+    """Metrics callbacks (``ksched.metrics.SchedulerMetrics``): the scheduler's, and its
+    frameworks' own records; each must be cheap."""
 
     def cycle_started(self, fw: Framework, state: CycleState) -> None: ...
 
@@ -132,7 +134,10 @@ class Scheduler:
         assumed_ttl: float = 30.0,
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
+        metrics: MetricsRecorder | None = None,
     ) -> None:
+        """``metrics``: where the attempts and (handed to each framework as it is built)
+        the frameworks' timings go."""
         self.config = config
         self.clock: Clock = clock or RealClock()
         self.cluster = cluster
@@ -153,6 +158,7 @@ class Scheduler:
             clock=self.clock,
             snapshot=self.snapshot,
             waiting_pods=self.waiting_pods,
+            metrics=metrics,
         )
         self.cache = Cache(self.clock, assumed_ttl=assumed_ttl)
         self.queue = SchedulingQueue(
@@ -195,7 +201,7 @@ class Scheduler:
         self.binding_slots = anyio.Semaphore(max_in_flight_bindings)
         self.in_flight_bindings = 0
         self.hooks: list[Callable[[str, dict[str, Any]], None]] = []
-        self.metrics: MetricsRecorder | None = None
+        self.metrics: MetricsRecorder | None = metrics
         self.stopping = False
         self.task_group: anyio.abc.TaskGroup | None = None
         self._bindings: _BindingRunner | None = None

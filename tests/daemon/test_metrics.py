@@ -10,8 +10,10 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ksched.config import default_config
 from ksched.metrics import SchedulerMetrics, exponential_buckets, go_float
-from ksched.sim import Simulation
+from ksched.plugins import default_registry
+from ksched.sim import Simulation, parse_cluster
 
 from .conftest import CLUSTER, simulated
 
@@ -86,9 +88,18 @@ def test_extension_points_timed_with_status_and_profile(
     _, m = sim_metrics
     name = "scheduler_framework_extension_point_duration_seconds_count"
     assert value(m, name, extension_point="PreFilter", status="Success", profile="ksched") == 3
-    assert value(m, name, extension_point="Filter", status="Success", profile="ksched") == 2
-    assert value(m, name, extension_point="Filter", status="Unschedulable", profile="ksched") == 1
+    # as upstream's findNodesThatPassFilters: Success unless a plugin erred, fitting or not
+    assert value(m, name, extension_point="Filter", status="Success", profile="ksched") == 3
+    assert (
+        value(m, name, extension_point="Filter", status="Unschedulable", profile="ksched") is None
+    )
     assert value(m, name, extension_point="Bind", status="Success", profile="ksched") == 2
+    # no PostBind plugin, but each bound pod went through PostBind
+    assert value(m, name, extension_point="PostBind", status="Success", profile="ksched") == 2
+    assert value(m, name, extension_point="PreBindPreFlight", status="Skip", profile="ksched") == 2
+    # each pod entered the queue through PreEnqueue (its status is always Success upstream)
+    pre_enqueue = value(m, name, extension_point="PreEnqueue", status="Success", profile="ksched")
+    assert pre_enqueue is not None and pre_enqueue >= 3
     assert value(m, name, extension_point="Reserve", status="Success", profile="ksched") == 2
     assert value(m, name, extension_point="Permit", status="Success", profile="ksched") == 2
     assert (
@@ -127,7 +138,6 @@ def test_sampling_rate_is_about_ten_percent() -> None:
     m = SchedulerMetrics(seed=1)
     hits = 0
     from ksched.framework.cycle_state import CycleState
-    from ksched.metrics import SAMPLED_KEY
 
     class _FW:
         profile_name = "p"
@@ -135,7 +145,7 @@ def test_sampling_rate_is_about_ten_percent() -> None:
     for _ in range(5000):
         st = CycleState()
         m.cycle_started(_FW(), st)  # type: ignore[arg-type]
-        hits += bool(st.get(SAMPLED_KEY))
+        hits += st.record_plugin_metrics
         m.cycle_finished(_FW(), st, 0.0)  # type: ignore[arg-type]
     assert 400 < hits < 600
 
@@ -357,9 +367,30 @@ def test_preemption_attempts_victims_and_evictions() -> None:
     assert value(m, "scheduler_preemption_victims_sum") == 1
     assert value(m, "scheduler_preemption_goroutines_execution_total", result="success") == 1
     assert value(m, "scheduler_preemption_goroutines_duration_seconds_count", result="success") == 1
-    # the sampled cycles' timers wrapped, then restored, the counting wrapper
+
+
+def _shadowed_methods(obj: object) -> list[str]:
+    """Instance attributes hiding a method of the object's class (a wrapper put there)."""
+    own = getattr(obj, "__dict__", {})
+    return [k for k, v in own.items() if callable(v) and callable(getattr(type(obj), k, None))]
+
+
+def test_metrics_replace_no_method_of_the_framework_or_its_plugins() -> None:
+    """Every cycle sampled, preemption included: the framework times itself, so neither it
+    nor any plugin has a method replaced on the live object (there used to be wrappers in
+    the instances' ``__dict__``), and plugin durations are recorded all the same."""
+    m = SchedulerMetrics(seed=0, plugin_sample_percent=100, process_metrics=False)
+    sim = simulated(m, PREEMPTION)
+    assert sim.sched.preemptions == {"urgent": ["default/big"]}
     fw = sim.sched.frameworks["ksched"]
-    assert "post_filter" in vars(fw.plugins["DefaultPreemption"])
+    assert _shadowed_methods(fw) == []
+    for name, inst in fw.plugins.items():
+        assert _shadowed_methods(inst) == [], name
+    name = "scheduler_plugin_execution_duration_seconds_count"
+    assert value(
+        m, name, plugin="DefaultPreemption", extension_point="PostFilter", status="Success"
+    )
+    assert value(m, name, plugin="DefaultBinder", extension_point="Bind", status="Success")
 
 
 def test_plugin_evaluations_by_plugin_point_and_profile(
@@ -519,3 +550,87 @@ def test_batching_flushes_by_reason() -> None:
     assert value(m, flushed, profile="ksched", reason="pod_incompatible") == 1
     assert value(m, flushed, profile="ksched", reason="empty_list") == 1
     assert value(m, "scheduler_batch_attempts_total", profile="ksched", result="no_hint") == 1
+
+
+# pkg/scheduler/metrics' extension point labels, and the queue's "PreEnqueue"
+UPSTREAM_POINTS = {
+    "PreEnqueue", "PreFilter", "Filter", "PreFilterExtensionAddPod",
+    "PreFilterExtensionRemovePod", "PostFilter", "PreScore", "Score", "ScoreExtensionNormalize",
+    "PreBind", "PreBindPreFlight", "Bind", "PostBind", "Reserve", "Unreserve", "Permit", "Sign",
+}  # fmt: skip
+# fwk.Code's String()
+UPSTREAM_CODES = {
+    "Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait", "Skip", "Pending",
+}  # fmt: skip
+
+
+def _plugin_series(m: SchedulerMetrics) -> set[tuple[str, str, str]]:
+    return {
+        (s.labels["plugin"], s.labels["extension_point"], s.labels["status"])
+        for fam in m.registry.collect()
+        if fam.name == "scheduler_plugin_execution_duration_seconds"
+        for s in fam.samples
+        if s.name.endswith("_count")
+    }
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_plugin_execution_series_are_labelled_as_upstreams(cached: bool) -> None:
+    """Every cycle sampled: each plugin is timed at every point upstream times it (the
+    queue's PreEnqueue, the signature's Sign and PreBindPreFlight included), under
+    upstream's extension point labels and status codes, a rejection under its own code.
+    With the cycle cache answering, the plugin calls it makes for the cycle (refreshing
+    the rows the last binding changed) are timed too."""
+    m = SchedulerMetrics(seed=0, plugin_sample_percent=100, process_metrics=False)
+    cf = parse_cluster(CLUSTER, "test", validate=False)
+    sim = Simulation(cf, default_config(), default_registry(), seed=0)
+    m.attach(sim.sched)
+    fw = sim.sched.frameworks["ksched"]
+    if not cached:
+        fw.cycle_cache = None
+    anyio.run(sim.run)
+    series = _plugin_series(m)
+    assert {point for _, point, _ in series} <= UPSTREAM_POINTS
+    assert {status for _, _, status in series} <= UPSTREAM_CODES
+    timed = {(plugin, point) for plugin, point, _ in series}
+    every_plugin_of = {
+        "PreEnqueue": fw.pre_enqueue_plugins,
+        "PreFilter": fw.pre_filter_plugins,
+        "PreScore": fw.pre_score_plugins,
+        "Reserve": fw.reserve_plugins,
+        "PreBindPreFlight": fw.pre_bind_plugins,
+        "PreBind": fw.pre_bind_plugins,
+        "PostFilter": fw.post_filter_plugins,
+    }
+    if cached:
+        signers = {*fw.pre_filter_plugins, *fw.filter_plugins, *fw.score_plugins}
+        every_plugin_of["Sign"] = [p for p in signers if hasattr(p, "sign_pod")]
+    for point, plugins in every_plugin_of.items():
+        assert plugins, point
+        for p in plugins:
+            assert (p.name, point) in timed, (p.name, point)
+    assert ("DefaultBinder", "Bind", "Success") in series
+    # huge fits nowhere: the plugin that rejects it is timed with upstream's code
+    assert ("NodeResourcesFit", "Filter", "Unschedulable") in series
+    for point, plugins in (("Filter", fw.filter_plugins), ("Score", fw.score_plugins)):
+        names = {p.name for p in plugins}
+        ran = {plugin for plugin, at in timed if at == point}
+        assert ran and ran <= names, point
+
+
+def test_frameworks_built_with_the_metrics_record_from_the_start() -> None:
+    """Handed over as the frameworks are built (as the daemon's Scheduler does), the metrics
+    list every plugin's evaluations at 0 and take the first PreEnqueue."""
+    from ksched.profile import build_frameworks
+    from tests.factories import make_pod
+
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    fw = build_frameworks(default_config(), default_registry(), metrics=m)["ksched"]
+    assert fw.recorder is m
+    evaluations = "scheduler_plugin_evaluation_total"
+    for p in fw.filter_plugins:
+        labels = {"plugin": p.name, "extension_point": "Filter", "profile": "ksched"}
+        assert m.registry.get_sample_value(evaluations, labels) == 0
+    assert fw.run_pre_enqueue(make_pod("p")).is_success()
+    name = "scheduler_framework_extension_point_duration_seconds_count"
+    assert value(m, name, extension_point="PreEnqueue", status="Success", profile="ksched") == 1

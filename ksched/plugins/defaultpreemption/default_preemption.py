@@ -179,6 +179,17 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     def post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
+        try:
+            return self._post_filter(state, pod, statuses)
+        finally:
+            # every attempt, whatever its outcome (upstream's deferred PreemptionAttempts.Inc)
+            fw = self.handle.framework
+            if fw is not None:
+                fw.recorder.preemption_attempted()
+
+    def _post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
         result, st = self.evaluator.preempt(state, pod, statuses)
         resume = result.resume if result is not None else None
         if resume is not None:  # extenders to ask first: the same wording once resumed
