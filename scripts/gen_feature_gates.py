@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -176,10 +177,21 @@ def render(version: str, dump: dict[str, Any], reads: dict[str, list[str]]) -> s
     )
 
 
+def ruff() -> str | None:
+    """The ruff beside this Python (a venv's), else the one on PATH."""
+    beside = Path(sys.executable).with_name("ruff")
+    return str(beside) if beside.exists() else shutil.which("ruff")
+
+
 def formatted(text: str, path: Path) -> str:
     """``text`` as ``ruff format`` leaves it (the repository's style applies to it too)."""
+    exe = ruff()
+    if exe is None:
+        raise SystemExit(
+            "gen_feature_gates: ruff is needed to format the tables (pip install ruff)"
+        )
     proc = subprocess.run(
-        [str(Path(sys.executable).with_name("ruff")), "format", "--stdin-filename", str(path), "-"],
+        [exe, "format", "--stdin-filename", str(path), "-"],
         input=text,
         capture_output=True,
         text=True,
