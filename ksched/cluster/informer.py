@@ -634,7 +634,7 @@ class Informer(Generic[T]):
             self._lost()
             self.last_error = why
             if now - self._heard_at >= idle:
-                held = _THROTTLE.allow(f"silent {why.replace(self.path, '')}")
+                held = _THROTTLE.allow("silent watch, failed probe")
                 if held is not None:
                     log.warning(
                         "watch silent and the server failed a probe; reopening",
