@@ -63,6 +63,8 @@ EXPIRY_SKEW = dt.timedelta(seconds=10)
 # (client-go's HTTP/2 ReadIdleTimeout 30 s and PingTimeout 15 s, shorter: see ``probe``).
 READ_IDLE_TIMEOUT = 15.0
 PING_TIMEOUT = 10.0
+# What the probe lists: a collection every scheduler may list (kube-scheduler's role may).
+PROBE_PATH = "/api/v1/namespaces"
 
 WatchEvent = tuple[str, msgspec.Raw]
 """A watch event: its type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) and raw object JSON."""
@@ -286,11 +288,13 @@ class APIClient:
         credential_refresher: Any = None,
         read_idle_timeout: float = READ_IDLE_TIMEOUT,
         ping_timeout: float = PING_TIMEOUT,
+        probe_path: str = PROBE_PATH,
     ) -> None:
         self.configuration = configuration
         # Watch health (``probe``); read_idle_timeout <= 0 turns probing off.
         self.read_idle_timeout = read_idle_timeout
         self.ping_timeout = ping_timeout
+        self.probe_path = probe_path
         self.probes = 0
         self._probe_done: anyio.Event | None = None  # a probe in flight
         self._probe_at: float | None = None  # when the last probe ended
@@ -640,13 +644,15 @@ class APIClient:
         (during an etcd outage the watch cache still accepts watches)."""
         return self._probe_error is not None
 
-    async def probe(self, path: str) -> str | None:
-        """Whether the server can serve ``path`` now: None, or why not.
+    async def probe(self) -> str | None:
+        """Whether the server can serve a list now: None, or why not.
 
         client-go finds a silently dead watch by pinging its HTTP/2 connection; over
         HTTP/1.1 a watch has no ping, so a silent one asks this instead: a one-item
-        consistent list (it needs etcd, unlike a watch served from the cache), which must
-        answer below 500 within ``ping_timeout``. One probe per client at a time: callers
+        consistent list of ``probe_path`` (it needs etcd, unlike a watch served from the
+        cache), which must answer below 500 within ``ping_timeout``. Always the same
+        collection: one that fails on its own (a CRD's broken conversion webhook) must not
+        put every informer out of step. One probe per client at a time: callers
         meanwhile share its result, and a result stands for ``read_idle_timeout`` (a failure
         for a second, to see the server back soon). Cheap enough to probe twice as often
         as client-go pings: a quiet cluster costs one tiny list per 15 s per client.
@@ -663,7 +669,7 @@ class APIClient:
             return self._probe_error
         done = self._probe_done = anyio.Event()
         try:
-            self._probe_error = await self._probe_once(path)
+            self._probe_error = await self._probe_once(self.probe_path)
             self._probe_at = self.clock.now()
         finally:
             self._probe_done = None

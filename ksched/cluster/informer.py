@@ -624,7 +624,7 @@ class Informer(Generic[T]):
                 await self.clock.sleep(wait)
                 if not retrying and self.clock.now() - self._heard_at < idle:
                     continue
-            why = await client.probe(self.path)
+            why = await client.probe()
             now = self.clock.now()
             if why is None:
                 self._heard_at = now

@@ -532,7 +532,7 @@ async def test_a_failing_probe_keeps_the_informer_out_of_step_until_one_succeeds
         s = InformerSet([inf])
         async with running(inf):
             await eventually(lambda: apiserver.watcher_count("pods") == 1)
-            apiserver.faults.fail_next(10_000, verb="list", resource="pods", code=500)
+            apiserver.faults.fail_next(10_000, verb="list", code=500)
             await eventually(lambda: s.stale(0.5) != "")
             assert "500" in s.stale(0.5) and client.probe_failing
             await eventually(lambda: inf.idle_reopens >= 1)
@@ -567,20 +567,20 @@ async def test_concurrent_probes_share_one_request_and_its_result(
     """One probe per client at a time: informers going silent together ask once; the
     answer stands for ``read_idle_timeout``."""
     client.read_idle_timeout = 30.0
-    apiserver.faults.add_latency(0.3, verb="list", resource="pods", count=1)
+    apiserver.faults.add_latency(0.3, verb="list", resource="namespaces", count=1)
     results: list[str | None] = []
 
     async def ask() -> None:
-        results.append(await client.probe("/api/v1/pods"))
+        results.append(await client.probe())
 
     async with anyio.create_task_group() as tg:
         for _ in range(5):
             tg.start_soon(ask)
     assert results == [None] * 5 and client.probes == 1
-    assert await client.probe("/api/v1/nodes") is None and client.probes == 1
+    assert await client.probe() is None and client.probes == 1
     client.ping_timeout = 0.2
     client.read_idle_timeout = 0.0  # nothing stands: ask again
-    apiserver.faults.add_latency(1.0, verb="list", resource="pods", count=1)
-    why = await client.probe("/api/v1/pods")
-    assert why == "probe GET /api/v1/pods: no answer within 0.2s" and client.probe_failing
+    apiserver.faults.add_latency(1.0, verb="list", resource="namespaces", count=1)
+    why = await client.probe()
+    assert why == "probe GET /api/v1/namespaces: no answer within 0.2s" and client.probe_failing
     assert client.probes == 2
