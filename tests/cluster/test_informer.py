@@ -548,13 +548,14 @@ async def test_a_failing_probe_keeps_the_informer_out_of_step_until_one_succeeds
 async def test_no_probe_while_events_flow(
     apiserver: TestAPIServer, apiserver_kubeconfig: Any
 ) -> None:
+    """A watch that delivers events is alive: no probe until it falls silent."""
     async with await APIClient.from_kubeconfig(
-        apiserver_kubeconfig, qps=0, read_idle_timeout=0.4, ping_timeout=1.0
+        apiserver_kubeconfig, qps=0, read_idle_timeout=1.0, ping_timeout=1.0
     ) as client:
         rec = Recorder()
         inf = pod_informer(client, rec)
         async with running(inf):
-            for i in range(12):
+            for i in range(20):
                 apiserver.create(make_pod(f"p{i}"))
                 await anyio.sleep(0.1)
             assert client.probes == 0
