@@ -59,6 +59,12 @@ MAX_RETRY_AFTER = 10
 TOKEN_FILE_PERIOD = 60.0
 # Refresh an exec credential this long before it expires (client-go: 10 s skew).
 EXPIRY_SKEW = dt.timedelta(seconds=10)
+# A watch silent this long has the server probed, and a probe unanswered this long fails
+# (client-go's HTTP/2 ReadIdleTimeout 30 s and PingTimeout 15 s, shorter: see ``probe``).
+READ_IDLE_TIMEOUT = 15.0
+PING_TIMEOUT = 10.0
+# What the probe lists: a collection every scheduler may list (kube-scheduler's role may).
+PROBE_PATH = "/api/v1/namespaces"
 
 WatchEvent = tuple[str, msgspec.Raw]
 """A watch event: its type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) and raw object JSON."""
@@ -280,8 +286,19 @@ class APIClient:
         request_timeout: float = 60.0,
         user_agent: str = "ksched",
         credential_refresher: Any = None,
+        read_idle_timeout: float = READ_IDLE_TIMEOUT,
+        ping_timeout: float = PING_TIMEOUT,
+        probe_path: str = PROBE_PATH,
     ) -> None:
         self.configuration = configuration
+        # Watch health (``probe``); read_idle_timeout <= 0 turns probing off.
+        self.read_idle_timeout = read_idle_timeout
+        self.ping_timeout = ping_timeout
+        self.probe_path = probe_path
+        self.probes = 0
+        self._probe_done: anyio.Event | None = None  # a probe in flight
+        self._probe_at: float | None = None  # when the last probe ended
+        self._probe_error: str | None = None  # why it failed
         self._host_of: tuple[object, str] = (None, "")  # (configuration.host, host)
         self.clock: Clock = clock or RealClock()
         self.limiter = RateLimiter(qps, burst, clock=self.clock)
@@ -620,6 +637,62 @@ class APIClient:
             if check:
                 raise APIError.from_response(status, raw, retry_after)
             return status, raw
+
+    @property
+    def probe_failing(self) -> bool:
+        """The last probe failed: a watch that opens now is no proof the server can serve
+        (during an etcd outage the watch cache still accepts watches)."""
+        return self._probe_error is not None
+
+    async def probe(self) -> str | None:
+        """Whether the server can serve a list now: None, or why not.
+
+        client-go finds a silently dead watch by pinging its HTTP/2 connection; over
+        HTTP/1.1 a watch has no ping, so a silent one asks this instead: a one-item
+        consistent list of ``probe_path`` (it needs etcd, unlike a watch served from the
+        cache), which must answer below 500 within ``ping_timeout``. Always the same
+        collection: one that fails on its own (a CRD's broken conversion webhook) must not
+        put every informer out of step. One probe per client at a time: callers
+        meanwhile share its result, and a result stands for ``read_idle_timeout`` (a failure
+        for a second, to see the server back soon). Cheap enough to probe twice as often
+        as client-go pings: a quiet cluster costs one tiny list per 15 s per client.
+        """
+        done = self._probe_done
+        if done is not None:
+            await done.wait()
+            return self._probe_error
+        fresh = self.read_idle_timeout
+        if self._probe_error is not None:
+            fresh = min(1.0, fresh)
+        at = self._probe_at
+        if at is not None and self.clock.now() - at < fresh:
+            return self._probe_error
+        done = self._probe_done = anyio.Event()
+        try:
+            self._probe_error = await self._probe_once(self.probe_path)
+            self._probe_at = self.clock.now()
+        finally:
+            self._probe_done = None
+            done.set()
+        return self._probe_error
+
+    async def _probe_once(self, path: str) -> str | None:
+        self.probes += 1
+        why = f"probe GET {path}: no answer within {self.ping_timeout:g}s"
+        with anyio.move_on_after(self.ping_timeout):
+            try:
+                # (the request's own deadline later: the answer is "no answer" either way)
+                status, raw = await self.request(
+                    "GET", path, params={"limit": 1}, timeout=2 * self.ping_timeout, check=False
+                )
+            except APIConnectionError as e:
+                return f"probe {e.message}"
+            except APIError as e:
+                return f"probe GET {path}: {e}"
+            if status < 500:
+                return None
+            return f"probe GET {path}: {APIError.from_response(status, raw)}"
+        return why
 
     async def get(self, path: str, params: Mapping[str, Any] | None = None) -> bytes:
         """GET returning the raw body (decode with ``ksched.api.objects.decode_json``)."""

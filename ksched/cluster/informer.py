@@ -26,6 +26,13 @@ server is back for all of them.
 ``stale_for`` says how long an informer has been without a working watch or list, for
 ``/readyz``.
 
+A watch can also die silently: a stalled network path, or an API server whose etcd is
+gone (its watch cache keeps the watch open, with nothing to say). client-go catches the
+first with HTTP/2 pings; here a watch silent for the client's ``read_idle_timeout`` has
+the client probe the server (``APIClient.probe``, one at a time per client). A failed
+probe puts the informer out of step and, if its watch is still silent, reopens it; until
+a probe succeeds again, a watch that opens does not put it back in step.
+
 Handlers are plain callables run in order on the event loop; the scheduler's ``on_*``
 methods are synchronous and cheap, so no queue sits in between.
 """
@@ -253,6 +260,10 @@ class Informer(Generic[T]):
         self.watches = 0
         self.consistent_lists = 0  # lists at resourceVersion "" after the first
         self.decode_errors = 0
+        self.idle_reopens = 0  # watches reopened after a failed probe
+        self._heard_at = 0.0  # (clock) the current watch's last sign of life
+        self._open = False  # the current watch has been accepted
+        self._reopen = False  # the watchdog ended the current watch
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -313,8 +324,15 @@ class Informer(Generic[T]):
     def _in_step(self) -> None:
         if self._lost_at is not None:
             self._server_back().back()
+            if self.client.probe_failing:
+                return  # only a probe that succeeds says the server serves again
         self._lost_at = None
         self.last_error = None
+
+    def _opened(self) -> None:
+        self._open = True
+        self._heard_at = self.clock.now()
+        self._in_step()
 
     def _server_back(self) -> _ServerBack:
         back = _SERVER_BACK.get(self.client)
@@ -547,34 +565,87 @@ class Informer(Generic[T]):
                     await self.backoff.wait()
                     continue
                 raise
+            if events < 0:
+                continue  # silent, and the server did not answer a probe: reopen
             if events == 0 and self.clock.now() - start < VERY_SHORT_WATCH:
                 raise _WatchEnded("very short watch: closed in under a second with no events")
 
     async def _watch_once(self, timeout: int) -> int:
-        """One watch request; returns how many events it delivered."""
+        """One watch request; returns how many events it delivered, or -1 when it was
+        silent and ended because the server failed a probe."""
         self.watches += 1
         count = 0
+        self._open = self._reopen = False
+        self._heard_at = self.clock.now()
         stream = self.client.watch(
             self.path,
             self.last_sync_resource_version,
             timeout_seconds=timeout,
             allow_bookmarks=True,
             params=self._params(),
-            on_open=self._in_step,
+            on_open=self._opened,
         )
-        try:
-            async for type_, raw in stream:
-                count += 1
-                self._handle_event(type_, raw)
-        except APIConnectionError as e:
-            if count == 0:
-                raise
-            # cut mid-stream (client-go: "probable EOF"): resume from the last version
+        failed: APIError | None = None
+        async with anyio.create_task_group() as tg:
+            if self.client.read_idle_timeout > 0:
+                tg.start_soon(self._watchdog, tg.cancel_scope)
+            try:
+                async for type_, raw in stream:
+                    count += 1
+                    self._heard_at = self.clock.now()
+                    self._handle_event(type_, raw)
+            except APIConnectionError as e:
+                if count == 0:
+                    failed = e
+                else:
+                    # cut mid-stream (client-go: "probable EOF"): resume from the last version
+                    self._lost()
+                    log.info("watch connection dropped", informer=self.name, error=str(e))
+            except APIError as e:
+                failed = e  # raised out of the task group as itself, not in a group
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
+                tg.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        return -1 if self._reopen else count
+
+    async def _watchdog(self, watch: anyio.CancelScope) -> None:
+        """Probe the server whenever the watch has been silent for the client's
+        ``read_idle_timeout``; end the watch if it is still silent and the probe failed.
+        While probes fail, probe every second (shared per client) to see the server back."""
+        client = self.client
+        while True:
+            idle = client.read_idle_timeout
+            retrying = client.probe_failing and self._lost_at is not None
+            wait = min(1.0, idle) if retrying else self._heard_at + idle - self.clock.now()
+            if wait > 0:
+                await self.clock.sleep(wait)
+                if not retrying and self.clock.now() - self._heard_at < idle:
+                    continue
+            why = await client.probe()
+            now = self.clock.now()
+            if why is None:
+                self._heard_at = now
+                if self._open:
+                    self._in_step()
+                continue
             self._lost()
-            log.info("watch connection dropped", informer=self.name, error=str(e))
-        finally:
-            await stream.aclose()
-        return count
+            self.last_error = why
+            if now - self._heard_at >= idle:
+                held = _THROTTLE.allow("silent watch, failed probe")
+                if held is not None:
+                    log.warning(
+                        "watch silent and the server failed a probe; reopening",
+                        informer=self.name,
+                        error=why,
+                        repeated=held,
+                    )
+                self.idle_reopens += 1
+                self._reopen = True
+                watch.cancel()
+                return
 
     def _handle_event(self, type_: str, raw: msgspec.Raw) -> None:
         if type_ == "ERROR":

@@ -480,3 +480,108 @@ async def test_the_first_informer_through_wakes_the_others_waiting_to_reconnect(
                     await eventually(lambda: "after" in slow.store, timeout=5)
             finally:
                 await client.close()
+
+
+# -- silent watches: the client's probe -----------------------------------------------------
+
+
+async def test_a_stalled_path_puts_the_informer_out_of_step_and_reopens_its_watch() -> None:
+    """Every byte held back, connections left open: the watch is silent, the probe gets no
+    answer, so the informer is out of step (``stale``) and its watch is reopened; once the
+    path flows again, it is back in step with what changed meanwhile."""
+    from ksched.testing.controlplane import TCPProxy
+
+    async with TestAPIServer() as srv:
+        port = int(srv.url.rsplit(":", 1)[1])
+        with TCPProxy(port) as proxy:
+            client = await APIClient.for_master(
+                f"http://127.0.0.1:{proxy.port}", qps=0, read_idle_timeout=0.3, ping_timeout=0.3
+            )
+            try:
+                rec = Recorder()
+                inf = pod_informer(client, rec)
+                s = InformerSet([inf])
+                async with running(inf):
+                    await eventually(lambda: srv.watcher_count("pods") == 1)
+                    await anyio.sleep(0.5)  # silent but answering: in step
+                    assert inf.stale_for() == 0.0 and client.probes >= 1
+                    proxy.stall()
+                    srv.create(make_pod("during"))
+                    await eventually(lambda: s.stale(0.2) != "")
+                    assert "no answer within 0.3s" in s.stale(0.2)
+                    await eventually(lambda: inf.idle_reopens >= 1)
+                    proxy.resume()
+                    await eventually(lambda: inf.stale_for() == 0.0, timeout=10)
+                    await eventually(lambda: "default/during" in inf.store)
+                    assert s.stale(0.0) == ""
+            finally:
+                await client.close()
+
+
+async def test_a_failing_probe_keeps_the_informer_out_of_step_until_one_succeeds(
+    apiserver: TestAPIServer, apiserver_kubeconfig: Any
+) -> None:
+    """An etcd outage as ksched sees it: watches open and stay silent, lists fail with
+    5xx. Reopened watches do not count as in step while probes fail; the first probe
+    that succeeds does."""
+    async with await APIClient.from_kubeconfig(
+        apiserver_kubeconfig, qps=0, read_idle_timeout=0.3, ping_timeout=1.0
+    ) as client:
+        rec = Recorder()
+        inf = pod_informer(client, rec)
+        s = InformerSet([inf])
+        async with running(inf):
+            await eventually(lambda: apiserver.watcher_count("pods") == 1)
+            apiserver.faults.fail_next(10_000, verb="list", code=500)
+            await eventually(lambda: s.stale(0.5) != "")
+            assert "500" in s.stale(0.5) and client.probe_failing
+            await eventually(lambda: inf.idle_reopens >= 1)
+            reopened = inf.watches
+            await eventually(lambda: inf.watches > reopened)  # a new watch is accepted...
+            await anyio.sleep(0.3)
+            assert inf.stale_for() > 0.5  # ...yet the informer is not back in step
+            apiserver.faults.clear()
+            await eventually(lambda: inf.stale_for() == 0.0, timeout=5)
+            assert not client.probe_failing and s.stale(0.0) == ""
+
+
+async def test_no_probe_while_events_flow(
+    apiserver: TestAPIServer, apiserver_kubeconfig: Any
+) -> None:
+    """A watch that delivers events is alive: no probe until it falls silent."""
+    async with await APIClient.from_kubeconfig(
+        apiserver_kubeconfig, qps=0, read_idle_timeout=1.0, ping_timeout=1.0
+    ) as client:
+        rec = Recorder()
+        inf = pod_informer(client, rec)
+        async with running(inf):
+            for i in range(20):
+                apiserver.create(make_pod(f"p{i}"))
+                await anyio.sleep(0.1)
+            assert client.probes == 0
+            await eventually(lambda: client.probes == 1)  # silent now
+
+
+async def test_concurrent_probes_share_one_request_and_its_result(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """One probe per client at a time: informers going silent together ask once; the
+    answer stands for ``read_idle_timeout``."""
+    client.read_idle_timeout = 30.0
+    apiserver.faults.add_latency(0.3, verb="list", resource="namespaces", count=1)
+    results: list[str | None] = []
+
+    async def ask() -> None:
+        results.append(await client.probe())
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(ask)
+    assert results == [None] * 5 and client.probes == 1
+    assert await client.probe() is None and client.probes == 1
+    client.ping_timeout = 0.2
+    client.read_idle_timeout = 0.0  # nothing stands: ask again
+    apiserver.faults.add_latency(1.0, verb="list", resource="namespaces", count=1)
+    why = await client.probe()
+    assert why == "probe GET /api/v1/namespaces: no answer within 0.2s" and client.probe_failing
+    assert client.probes == 2

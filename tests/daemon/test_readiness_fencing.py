@@ -65,6 +65,46 @@ def test_an_informer_out_of_step_fails_readiness_until_it_watches_again() -> Non
     anyio.run(main)
 
 
+def test_silent_watches_and_a_server_that_cannot_list_fail_readiness() -> None:
+    """An etcd outage as the daemon sees it: the watches stay open with nothing to say
+    and every list answers 500. The probe a silent watch calls for fails, so /readyz
+    says which informer and why, until the server lists again."""
+
+    async def main() -> None:
+        async with TestAPIServer() as srv:
+            srv.create(make_node("n1"))
+            client = await APIClient.for_master(
+                srv.url, qps=0, read_idle_timeout=0.3, ping_timeout=1.0
+            )
+            try:
+                cfg = default_config()
+                async with SchedulerDaemon(
+                    cfg, client=client, port=0, readiness_bound=0.3, leader_elect=False
+                ) as d:
+                    await d.wait_ready(10)
+                    assert (await _readyz(d))[0] == 200
+                    srv.faults.fail_next(100_000, verb="list", code=500)
+
+                    async def failing() -> bool:
+                        status, text = await _readyz(d)
+                        return status == 503 and "[-]informer-sync failed" in text
+
+                    await _until(failing)
+                    _, text = await _readyz(d)
+                    assert "out of step for" in text and "probe GET" in text and "500" in text
+                    assert srv.watcher_count("pods") >= 1  # the watches themselves are fine
+                    srv.faults.clear()
+
+                    async def ready() -> bool:
+                        return (await _readyz(d))[0] == 200
+
+                    await _until(ready)
+            finally:
+                await client.close()
+
+    anyio.run(main)
+
+
 def test_a_scheduler_whose_bindings_fail_is_not_ready_until_one_succeeds() -> None:
     async def main() -> None:
         async with TestAPIServer() as srv:

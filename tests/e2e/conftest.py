@@ -339,10 +339,12 @@ class E2E:
         *,
         wait_ready: bool = True,
         plugins: dict[str, type] | None = None,
+        client_kw: dict[str, Any] | None = None,
         **kw: Any,
     ) -> Iterator[DaemonHandle]:
         """A SchedulerDaemon on its own event loop thread; stopped (gracefully) on exit.
-        ``plugins``: extra plugin classes by name, for ``cfg`` to enable."""
+        ``plugins``: extra plugin classes by name, for ``cfg`` to enable; ``client_kw``:
+        APIClient arguments (its watch probe's timings, say)."""
         from ksched.cluster import APIClient
         from ksched.config import load_config_data
         from ksched.daemon import SchedulerDaemon
@@ -353,7 +355,9 @@ class E2E:
             registry.register(name, cls, "tests")
         config, _ = load_config_data(cfg if cfg is not None else self.config())
         with start_blocking_portal() as portal:
-            client = portal.call(lambda: APIClient.from_kubeconfig(self.kubeconfig, qps=0))
+            client = portal.call(
+                lambda: APIClient.from_kubeconfig(self.kubeconfig, qps=0, **(client_kw or {}))
+            )
             try:
                 d = SchedulerDaemon(
                     config, registry=registry, client=client, port=0, shutdown_timeout=5.0, **kw

@@ -36,6 +36,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.kube]
 
 # ksched's readiness bound in these cases (SchedulerDaemon(readiness_bound=...)).
 BOUND = 1.0
+# Its client's watch probe (APIClient(read_idle_timeout=..., ping_timeout=...)): a watch
+# silent this long has the server probed, and a probe unanswered this long fails.
+IDLE = 1.0
+PING = 1.0
+# A fault that silences the server is seen within IDLE + PING, and readiness is false
+# BOUND later; this much more is polling and scheduling slack.
+UNREADY_WITHIN = IDLE + PING + BOUND + 1.5
 # How much slower than kube-scheduler ksched may recover (seconds): polling granularity.
 TOLERANCE = 1.5
 POD_CPU_MILLI = 250
@@ -89,6 +96,25 @@ class Readiness:
     def unready_during(self, start: float, end: float) -> int:
         return sum(1 for t, s in self.samples if start <= t <= end and s != 200)
 
+    def report(self, case: str, start: float, end: float) -> None:
+        """Print how long /readyz took to say 503 after the fault started, and 200 after
+        it ended (waiting up to 15 s for it to say 200 again)."""
+        wait_for(
+            lambda: any(t >= end and s == 200 for t, s in list(self.samples)),
+            15,
+            what="ksched ready again",
+        )
+        down = next((t for t, s in self.samples if t >= start and s != 200), None)
+        up = next((t for t, s in self.samples if t >= end and s == 200), None)
+        print(
+            f"[chaos] {case}: /readyz false {_after(down, start)} after the fault started, "
+            f"true again {_after(up, end)} after it ended"
+        )
+
+
+def _after(t: float | None, since: float) -> str:
+    return "never" if t is None else f"{t - since:.2f}s"
+
 
 class Chaos:
     """One case's namespace, nodes and pods, for ksched and a kube-scheduler beside it."""
@@ -118,7 +144,8 @@ class Chaos:
 
     # -- schedulers ------------------------------------------------------------------------
     def ksched(self, **kw: Any) -> contextlib.AbstractContextManager[DaemonHandle]:
-        return self.e2e.daemon(readiness_bound=BOUND, **kw)
+        client_kw = {"read_idle_timeout": IDLE, "ping_timeout": PING}
+        return self.e2e.daemon(readiness_bound=BOUND, client_kw=client_kw, **kw)
 
     @contextlib.contextmanager
     def kube_scheduler(self) -> Iterator[None]:
@@ -300,7 +327,7 @@ def test_apiserver_kill_9_and_restart_mid_stream(chaos: Chaos) -> None:
         after = chaos.create("after", 8)
         times = chaos.wait_bound(list(chaos.pods), up)
         _report("kube-apiserver kill -9, 5 s down, restart", times)
-        wait_for(lambda: d.get("/readyz")[0] == 200, 10, what="ksched ready again")
+        ready.report("kube-apiserver restart", killed, up)
         # not ready while the server was down (once the bound had passed)
         assert ready.ready_during(killed + BOUND + 1.0, restarted) == []
         assert ready.unready_during(killed, restarted) > 0
@@ -499,20 +526,26 @@ def test_a_pause_shorter_than_the_lease_keeps_it_after_a_re_read(chaos: Chaos) -
 # -- etcd ------------------------------------------------------------------------------------
 def test_etcd_restart(chaos: Chaos) -> None:
     """etcd killed and restarted under a running API server: its watch cache re-lists
-    from etcd, the watches it serves go on or expire, and both schedulers resume."""
-    with chaos.kube_scheduler(), chaos.ksched():
+    from etcd, the watches it serves go on or expire, and both schedulers resume. While
+    etcd is down the API server still holds the watches open, silent; ksched's probe (a
+    consistent list, which needs etcd) fails, so it is not ready."""
+    with chaos.kube_scheduler(), chaos.ksched() as d, Readiness(d.get) as ready:
         before = chaos.create("before", 6)
         chaos.wait_bound(before, time.monotonic())
         etcd = chaos.cp.component("etcd")
         etcd.kill()
-        time.sleep(3.0)
+        killed = time.monotonic()
+        time.sleep(UNREADY_WITHIN + 3.0)
         etcd.start()
+        restarted = time.monotonic()
         wait_for(lambda: _etcd_ok(chaos.cp), 30, 0.05, "etcd healthy again")
         wait_for(lambda: _probe(chaos.cp) == 200, 30, 0.05, "kube-apiserver ready again")
         up = time.monotonic()
         after = chaos.create("after", 6)
         times = chaos.wait_bound(after, up)
-        _report("etcd kill -9, 3 s down, restart", times)
+        _report(f"etcd kill -9, {restarted - killed:.0f} s down, restart", times)
+        ready.report("etcd down", killed, restarted)
+        assert ready.ready_during(killed + UNREADY_WITHIN, restarted) == []
     _no_slower(times)
     chaos.check()
 
@@ -567,7 +600,8 @@ def test_a_proxy_that_drops_resets_and_stalls_connections(
 
     * drop: every connection closed and new ones refused for 4 s (a partition that heals);
     * reset: every connection closed five times, 0.5 s apart, while pods arrive;
-    * stall: every byte held back for 4 s, connections left open (a dead path).
+    * stall: every byte held back for 8 s, connections left open (a dead path): the
+      watches fall silent, and so does the probe that silence calls for.
     """
     chaos, proxy = proxied
     with chaos.kube_scheduler(), chaos.ksched() as d, Readiness(d.get) as ready:
@@ -587,15 +621,17 @@ def test_a_proxy_that_drops_resets_and_stalls_connections(
         else:
             proxy.stall()
             chaos.create("during", 6)
-            time.sleep(4.0 - (time.monotonic() - start))
+            time.sleep(UNREADY_WITHIN + 3.0 - (time.monotonic() - start))
             proxy.resume()
         healed = time.monotonic()
         times = chaos.wait_bound(list(chaos.pods), healed)
         _report(f"proxy {fault}", times)
-        wait_for(lambda: d.get("/readyz")[0] == 200, 15, what="ksched ready again")
+        ready.report(f"proxy {fault}", start, healed)
         if fault == "drop":
             # no watch for 4 s: not ready once the bound had passed
             assert ready.ready_during(start + BOUND + 1.0, healed) == []
+        elif fault == "stall":
+            assert ready.ready_during(start + UNREADY_WITHIN, healed) == []
     _no_slower(times)
     chaos.check()
 
