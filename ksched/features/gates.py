@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from types import MappingProxyType
 
 from ..util.errors import KschedError
@@ -122,9 +122,13 @@ class FeatureGates:
     def __hash__(self) -> int:
         return hash((self.emulated_version, frozenset(self.explicit.items())))
 
+    @cached_property
+    def _values(self) -> Mapping[str, bool]:
+        # every gate's value, worked out once: ``enabled`` runs in each binding cycle
+        return MappingProxyType(self.effective())
+
     def enabled(self, name: str) -> bool:
-        spec = self.table.gates[name]
-        return self.explicit.get(name, spec.default)
+        return self._values[name]
 
     def effective(self) -> dict[str, bool]:
         """Every gate's value, by name (what ``/configz`` shows)."""
