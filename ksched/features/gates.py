@@ -130,6 +130,12 @@ class FeatureGates:
     def enabled(self, name: str) -> bool:
         return self._values[name]
 
+    def at_least(self, minor: str) -> bool:
+        """Whether the emulated version is ``minor`` ("1.37") or newer: the switch for a
+        behaviour that changed between releases without a gate of its own (a message, an
+        order, a metric name). A gate, where upstream has one, is the switch instead."""
+        return _minor_key(self.emulated_version) >= _minor_key(minor)
+
     def effective(self) -> dict[str, bool]:
         """Every gate's value, by name (what ``/configz`` shows)."""
         return {name: self.explicit.get(name, s.default) for name, s in self.table.gates.items()}

@@ -663,3 +663,12 @@ def test_gated_args_are_refused_as_the_real_binary_refuses_them(tmp_path: Path) 
     assert err == "[" + ", ".join(GATED_ARGS_PROBLEMS) + "]"
     effective, err = kube_scheduler_effective(["--feature-gates=StorageCapacityScoring=true"], path)
     assert effective is not None, err
+
+
+def test_at_least_compares_the_emulated_minor_numerically() -> None:
+    from ksched.features.gates import FeatureGates
+
+    old = FeatureGates("1.36")
+    assert old.at_least("1.36") and not old.at_least("1.37")
+    assert FeatureGates("1.37").at_least("1.36")
+    assert not FeatureGates("1.36").at_least("1.100")
