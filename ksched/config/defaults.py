@@ -102,11 +102,34 @@ GATED_PLUGINS: tuple[GatedPlugin, ...] = (
 )
 
 
+# v1.37.2: NodeName moved before NodeUnschedulable, the
+# gang plugins follow GenericWorkload, DeferredPodScheduling joins before NodeResourcesFit.
+BASE_MULTI_POINT_1_37: list[PluginRef] = [
+    *BASE_MULTI_POINT[:2],
+    BASE_MULTI_POINT[3],
+    BASE_MULTI_POINT[2],
+    *BASE_MULTI_POINT[4:],
+]
+GATED_PLUGINS_1_37: tuple[GatedPlugin, ...] = (
+    GatedPlugin("NodeDeclaredFeatures", PluginRef(NODE_DECLARED_FEATURES)),
+    GatedPlugin("DynamicResourceAllocation", PluginRef("DynamicResources", 2), "DefaultPreemption"),
+    GatedPlugin(
+        "InPlacePodVerticalScalingSchedulerPreemption",
+        PluginRef("DeferredPodScheduling"),
+        "NodeResourcesFit",
+    ),
+    GatedPlugin("GenericWorkload", PluginRef("GangScheduling")),
+    GatedPlugin("TopologyAwareWorkloadScheduling", PluginRef("TopologyPlacementGenerator")),
+    GatedPlugin("TopologyAwareWorkloadScheduling", PluginRef("PodGroupPodsCount", 1)),
+)
+
+
 # Per emulated version (each implemented row of ``ksched.features.KUBE_VERSIONS``): its
 # getDefaultPlugins list and applyFeatureGates rules. A version whose defaults differ gets
 # its own row here; the code below stays the same.
 DEFAULT_PROFILE_BY_VERSION: dict[str, tuple[list[PluginRef], tuple[GatedPlugin, ...]]] = {
     "1.36": (BASE_MULTI_POINT, GATED_PLUGINS),
+    "1.37": (BASE_MULTI_POINT_1_37, GATED_PLUGINS_1_37),
 }
 
 

@@ -26,5 +26,5 @@ class KubeVersion:
 
 KUBE_VERSIONS: tuple[KubeVersion, ...] = (
     KubeVersion("1.36", "v1.36.3", implemented=True),
-    KubeVersion("1.37", "v1.37.2", implemented=False),
+    KubeVersion("1.37", "v1.37.2", implemented=True),
 )

@@ -8,4 +8,4 @@ __all__ = ["KUBERNETES_VERSION", "__version__"]
 
 __version__ = "0.1.0"
 #: The kube-scheduler release ksched follows (and the control plane its tests build).
-KUBERNETES_VERSION = "v1.36.3"
+KUBERNETES_VERSION = "v1.37.2"
