@@ -26,7 +26,7 @@ from .support import (
     resolve_feature_gates,
     status,
 )
-from .versions import KUBE_VERSIONS, KubeVersion
+from .versions import KUBE_VERSIONS, KubeVersion, version_of_release
 
 __all__ = [
     "BINARY_VERSION",
@@ -46,4 +46,5 @@ __all__ = [
     "resolve_feature_gates",
     "set_feature_gates",
     "status",
+    "version_of_release",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KUBE_VERSIONS", "KubeVersion"]
+__all__ = ["KUBE_VERSIONS", "KubeVersion", "version_of_release"]
 
 
 @dataclass(frozen=True)
@@ -28,3 +28,13 @@ KUBE_VERSIONS: tuple[KubeVersion, ...] = (
     KubeVersion("1.36", "v1.36.3", implemented=True),
     KubeVersion("1.37", "v1.37.2", implemented=True),
 )
+
+
+def version_of_release(release: str) -> KubeVersion:
+    """The row of a kube-scheduler release ("v1.36.3", or any patch of its minor): what a
+    control plane built from that release is emulated as. KeyError if ksched has none."""
+    minor = ".".join(release.lstrip("v").split(".")[:2])
+    for row in KUBE_VERSIONS:
+        if row.minor == minor:
+            return row
+    raise KeyError(release)

@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="SCENARIO",
         help="instead: record each scenario file's golden expectations from kube-scheduler "
-        "(NAME.golden.json beside it)",
+        "(NAME.<release>.golden.json beside it; the release is $KSCHED_KUBE_VERSION's)",
     )
     return p
 
@@ -92,7 +92,7 @@ def _record(paths: list[Path]) -> int:
         print(f"python -m ksched.testing.differential: {e}")
         return 2
     for path, golden in recorded.items():
-        print(f"{golden_path(path)}: {len(golden['pods'])} pods")
+        print(f"{golden_path(path, golden['kubeScheduler'])}: {len(golden['pods'])} pods")
     return 0
 
 

@@ -4,11 +4,13 @@ A scenario file is what ``ksched simulate --cluster`` reads (multi-document YAML
 pods without ``spec.nodeName`` are pending and are scheduled one at a time, in file
 order. ``record`` replays it against kube-scheduler and writes ``NAME.golden.json`` beside
 it: per pending pod, the outcome (status, FitError text, the nodes kube-scheduler scored
-highest). ``check`` runs ksched's simulator on the same file and lists where it disagrees
-with the golden file. Upgrading the pinned Kubernetes version is then one command plus a
-diff of the golden files::
+highest). There is one golden file per kube-scheduler release ksched supports
+(``NAME.v1.37.2.golden.json``): ``check`` runs ksched's simulator on the same file at that
+release's ``--emulated-version`` and lists where it disagrees. Adding a version is then one
+command per release plus a diff of the golden files::
 
-    python -m ksched.testing.differential --record tests/sim/golden/*.yaml
+    KSCHED_KUBE_VERSION=v1.37.2 python -m ksched.testing.differential \
+        --record tests/sim/golden/*.yaml
 
 Each golden file says what produced it: the pinned version, the SHA-256 of the scenario
 file it was recorded from, and a digest over both and the expectations. ``provenance``
@@ -30,6 +32,7 @@ from typing import Any
 import yaml
 
 from ...config.types import DEFAULT_SCHEDULER_NAME
+from ...features import FeatureGates, version_of_release
 from ..controlplane import ControlPlane
 from ..controlplane._build import kube_version
 from .compare import messages_agree
@@ -52,8 +55,10 @@ _NAMESPACED = (
 )
 
 
-def golden_path(scenario: Path) -> Path:
-    return scenario.with_name(scenario.stem + ".golden.json")
+def golden_path(scenario: Path, version: str | None = None) -> Path:
+    """The golden file of ``scenario`` recorded from kube-scheduler ``version`` (the pinned
+    one, ``$KSCHED_KUBE_VERSION`` or ksched's default release, if None)."""
+    return scenario.with_name(f"{scenario.stem}.{version or kube_version()}.golden.json")
 
 
 def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
@@ -136,7 +141,7 @@ def record(paths: list[Path], cp: ControlPlane | None = None) -> dict[Path, dict
                 # a golden file of a scenario the API server only partly took would be wrong
                 raise ValueError(f"{path}: the API server refused {'; '.join(kube.refused)}")
             golden = _signed(cp.assets.version, _sha256(path), pods)
-            golden_path(path).write_text(json.dumps(golden, indent=2) + "\n")
+            golden_path(path, cp.assets.version).write_text(json.dumps(golden, indent=2) + "\n")
             out[path] = golden
     return out
 
@@ -161,10 +166,10 @@ def _signed(version: str, scenario: str, pods: dict[str, Any]) -> dict[str, Any]
 
 def provenance(path: Path, version: str | None = None) -> list[str]:
     """Why ``path``'s golden file is not the recorder's output for this scenario file and
-    the pinned ``version`` (default: ``$KSCHED_KUBE_VERSION`` or v1.36.3; empty when it
-    is)."""
+    the pinned ``version`` (default: ``$KSCHED_KUBE_VERSION`` or ksched's default release;
+    empty when it is)."""
     version = version or kube_version()
-    gpath = golden_path(path)
+    gpath = golden_path(path, version)
     if not gpath.is_file():
         return [f"{gpath.name}: missing; record it"]
     try:
@@ -187,11 +192,13 @@ def provenance(path: Path, version: str | None = None) -> list[str]:
     return problems
 
 
-def check(path: Path, replay: KschedReplay | None = None) -> list[str]:
-    """Where ksched's simulation of ``path`` disagrees with its golden file."""
-    golden = json.loads(golden_path(path).read_text())["pods"]
+def check(path: Path, version: str | None = None, replay: KschedReplay | None = None) -> list[str]:
+    """Where ksched's simulation of ``path``, at the ``--emulated-version`` of release
+    ``version`` (the pinned one if None), disagrees with that release's golden file."""
+    version = version or kube_version()
+    golden = json.loads(golden_path(path, version).read_text())["pods"]
     scenario = load_scenario(path)
-    ours = replay or KschedReplay()
+    ours = replay or KschedReplay(features=FeatureGates(version_of_release(version).minor))
     state = list(scenario.objects)  # namespaces too: their labels select pods
     problems: list[str] = []
     for pending in scenario.pending:
