@@ -30,9 +30,11 @@ from typing import Any
 import yaml
 
 from ...config.types import DEFAULT_SCHEDULER_NAME
-from ..controlplane import ControlPlane
-from ..controlplane._build import kube_version
+from ...features import resolve_feature_gates
+from ..controlplane import ControlPlane, build, find_assets
+from ..controlplane._build import kube_version as pinned_kube_version
 from .compare import messages_agree
+from .gates import emulation_of
 from .generator import JSON, PendingPod, Scenario
 from .kube import KubeReplay
 from .local import KschedReplay
@@ -106,10 +108,16 @@ def _for_kube(objects: list[JSON]) -> list[JSON]:
     return sorted(objects, key=lambda o: rank.get(o["kind"], 1))
 
 
-def record(paths: list[Path], cp: ControlPlane | None = None) -> dict[Path, dict[str, Any]]:
-    """Replay each scenario against kube-scheduler and write its golden file."""
+def record(
+    paths: list[Path], cp: ControlPlane | None = None, *, kube_version: str | None = None
+) -> dict[Path, dict[str, Any]]:
+    """Replay each scenario against kube-scheduler (``cp``'s, else a control plane of
+    ``kube_version``: default the pinned one) and write its golden file, which names that
+    release."""
     if cp is None:
-        with ControlPlane(with_controller_manager=True) as own:
+        version = kube_version or pinned_kube_version()
+        assets = find_assets(version) or build(version)
+        with ControlPlane(assets=assets, with_controller_manager=True) as own:
             return record(paths, own)
     out: dict[Path, dict[str, Any]] = {}
     with KubeReplay(cp, batching=False) as kube:
@@ -161,9 +169,9 @@ def _signed(version: str, scenario: str, pods: dict[str, Any]) -> dict[str, Any]
 
 def provenance(path: Path, version: str | None = None) -> list[str]:
     """Why ``path``'s golden file is not the recorder's output for this scenario file and
-    the pinned ``version`` (default: ``$KSCHED_KUBE_VERSION`` or v1.36.3; empty when it
-    is)."""
-    version = version or kube_version()
+    the pinned ``version`` (default: ``$KSCHED_KUBE_VERSION`` or the pinned release; empty
+    when it is)."""
+    version = version or pinned_kube_version()
     gpath = golden_path(path)
     if not gpath.is_file():
         return [f"{gpath.name}: missing; record it"]
@@ -188,10 +196,15 @@ def provenance(path: Path, version: str | None = None) -> list[str]:
 
 
 def check(path: Path, replay: KschedReplay | None = None) -> list[str]:
-    """Where ksched's simulation of ``path`` disagrees with its golden file."""
-    golden = json.loads(golden_path(path).read_text())["pods"]
+    """Where ksched's simulation of ``path`` (by default at the ``--emulated-version`` of
+    the release the golden file was recorded from) disagrees with its golden file."""
+    recorded = json.loads(golden_path(path).read_text())
+    golden = recorded["pods"]
     scenario = load_scenario(path)
-    ours = replay or KschedReplay()
+    if replay is None:
+        minor = emulation_of(str(recorded.get("kubeScheduler") or pinned_kube_version()))
+        replay = KschedReplay(features=resolve_feature_gates((), [minor]))
+    ours = replay
     state = list(scenario.objects)  # namespaces too: their labels select pods
     problems: list[str] = []
     for pending in scenario.pending:
