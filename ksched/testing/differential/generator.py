@@ -1130,13 +1130,30 @@ def _add_csi_volumes(ctx: _Ctx, pod: JSON) -> bool:
 
 RESTART_ALL = "RestartAllContainersOnContainerExits"
 USERNS_HOSTNET = "UserNamespacesHostNetworkSupport"
-BIND_MOUNT = "VolumeBindMountOptions"  # inferred from v1.37 on
-# Declared names kube-scheduler does not know (dropped by its TryMap) beside those it infers.
-_DECLARED = [RESTART_ALL, USERNS_HOSTNET, BIND_MOUNT, "ExampleVendorFeature", "ZetaFeature/sub"]
+# Declared names kube-scheduler does not know (dropped by its TryMap) beside the two it infers.
+_DECLARED = [RESTART_ALL, USERNS_HOSTNET, "ExampleVendorFeature", "ZetaFeature/sub"]
 
 #: What the API server needs for the generated inputs: a pod on the host network in a user
 #: namespace of its own is refused unless UserNamespacesHostNetworkSupport (alpha) is on.
 APISERVER_ARGS: tuple[str, ...] = ("--feature-gates=UserNamespacesHostNetworkSupport=true",)
+
+
+def _nodefeatures_setup(ctx: _Ctx) -> None:
+    """Some nodes declare features (sorted, as the API server requires), some none."""
+    rng = ctx.rng
+    for node in ctx.nodes:
+        if rng.random() < 0.6:
+            names = [*_DECLARED, BIND_MOUNT]
+            have = rng.sample(names, rng.randint(1, len(names)))
+            node["status"]["declaredFeatures"] = sorted(have)
+
+
+def _restart_all_rule() -> JSON:
+    return {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+
+
+#: The feature v1.37 infers from a mount's ``bindMountOptions`` (a node may declare it).
+BIND_MOUNT = "VolumeBindMountOptions"
 
 
 def apiserver_args(kube_version: str) -> tuple[str, ...]:
@@ -1147,19 +1164,6 @@ def apiserver_args(kube_version: str) -> tuple[str, ...]:
     if minor < 37:
         return APISERVER_ARGS
     return (f"{APISERVER_ARGS[0]},{BIND_MOUNT}=true",)
-
-
-def _nodefeatures_setup(ctx: _Ctx) -> None:
-    """Some nodes declare features (sorted, as the API server requires), some none."""
-    rng = ctx.rng
-    for node in ctx.nodes:
-        if rng.random() < 0.6:
-            have = rng.sample(_DECLARED, rng.randint(1, len(_DECLARED)))
-            node["status"]["declaredFeatures"] = sorted(have)
-
-
-def _restart_all_rule() -> JSON:
-    return {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
 
 
 def _nodefeatures(ctx: _Ctx, pod: JSON) -> bool:
