@@ -1,6 +1,8 @@
-"""The fidelity oracle in CI: a fixed seed set replayed against the real kube-scheduler
-v1.36.3 and ksched must agree on every pod (feasibility, node, per-plugin scores, FitError
-text, PodScheduled condition, preemption). A long run is documented in docs/fidelity.md."""
+"""The fidelity oracle in CI: a fixed seed set replayed against the real kube-scheduler of
+the session's control plane ($KSCHED_KUBE_VERSION, default the pinned release) and ksched
+at that release's ``--emulated-version`` must agree on every pod (feasibility, node,
+per-plugin scores, FitError text, PodScheduled condition, preemption), the ``gates``
+group's random gate sets included. A long run is documented in docs/testing.md."""
 
 from __future__ import annotations
 
@@ -10,15 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from ksched.features import gate_table
 from ksched.testing.controlplane import ControlPlane
-from ksched.testing.differential import APISERVER_ARGS, FEATURES, run_differential
-from ksched.testing.differential.golden import provenance, record
+from ksched.testing.controlplane._build import kube_version
+from ksched.testing.differential import FEATURES, run_differential
+from ksched.testing.differential.gates import emulation_of
+from ksched.testing.differential.generator import apiserver_args
+from ksched.testing.differential.golden import golden_path, provenance, record
 from ksched.testing.differential.local import KschedReplay
-from tests.features.gatesets import NON_DEFAULT
 
 pytestmark = pytest.mark.kube
 
-# About 60 pending pods over every feature group: a minute and a half on 2 cores.
+# About 60 pending pods over every feature group, a few of the seeds under random gate
+# sets (one kube-scheduler each): about two minutes on 2 cores.
 CI_SEEDS = [0, 1, 2, 3, 4, 5]
 
 
@@ -26,14 +32,18 @@ CI_SEEDS = [0, 1, 2, 3, 4, 5]
 def cp() -> Iterator[ControlPlane]:
     """Its own control plane: the PV binder must run, and no other kube-scheduler may
     serve the default profile."""
-    with ControlPlane(with_controller_manager=True, apiserver_args=APISERVER_ARGS) as plane:
+    args = apiserver_args(kube_version())
+    with ControlPlane(with_controller_manager=True, apiserver_args=args) as plane:
         yield plane
 
 
 def test_fixed_seeds_agree_with_kube_scheduler(cp: ControlPlane, tmp_path: Path) -> None:
     report = run_differential(CI_SEEDS, tuple(FEATURES), cp=cp, outdir=tmp_path)
+    assert report.kube_version == cp.assets.version
     groups = report.groups()
     assert set(FEATURES) <= set(groups), sorted(groups)
+    # some seeds ran under non-default gates, others at the defaults
+    assert 0 < groups["gates"].pods < groups["all"].pods
     assert groups["all"].pods >= 50
     # both verdicts and scores were compared, not only one kind of outcome
     assert 0 < groups["all"].unschedulable < groups["all"].pods
@@ -41,18 +51,22 @@ def test_fixed_seeds_agree_with_kube_scheduler(cp: ControlPlane, tmp_path: Path)
     assert not report.diverging, report.text()
 
 
-def test_seeds_agree_under_a_non_default_gate_set(cp: ControlPlane, tmp_path: Path) -> None:
-    """Both schedulers under the same non-default gates (tests/features/gatesets.py: no
-    NodeDeclaredFeatures, StorageCapacityScoring on, no DRA filter timeout, no batching)
-    on the groups those gates touch."""
+def test_seeds_agree_under_the_users_gates(cp: ControlPlane, tmp_path: Path) -> None:
+    """``--feature-gates`` combine with the version and the gates group: both schedulers
+    under StorageCapacityScoring's non-default value (off in v1.37, on in v1.36), no
+    batching, and each seed's random draw of the other gates."""
+    table = gate_table(emulation_of(cp.assets.version))
+    value = "false" if table.gates["StorageCapacityScoring"].default else "true"
+    scoring = f"StorageCapacityScoring={value}"
     report = run_differential(
         [0, 1],
-        ("volumes", "csi", "dra", "spread"),
+        ("volumes", "csi", "dra", "spread", "gates"),
         cp=cp,
         outdir=tmp_path,
         batching=False,
-        feature_gates=NON_DEFAULT,
+        feature_gates=[scoring],
     )
+    assert all(p.gates[0] == scoring for p in report.pods)
     assert report.groups()["all"].pods >= 10
     assert not report.rejected, report.rejected
     assert not report.diverging, report.text()
@@ -109,7 +123,8 @@ def test_a_ksched_without_node_declared_features_is_caught(
 
 
 def test_the_recorder_reproduces_the_committed_goldens(cp: ControlPlane, tmp_path: Path) -> None:
-    """Recording again from the pinned kube-scheduler gives the committed expectations
+    """Recording again from the control plane's kube-scheduler gives the committed
+    expectations of that release
     (all but the tie-break's pick among equally good nodes, which is chance)."""
     golden_dir = Path(__file__).parents[1] / "sim" / "golden"
     names = [
@@ -124,9 +139,12 @@ def test_the_recorder_reproduces_the_committed_goldens(cp: ControlPlane, tmp_pat
         copies.append(dst)
     recorded = record(copies, cp)
     for name, path in zip(names, copies, strict=True):
-        committed = json.loads((golden_dir / f"{name}.golden.json").read_text())
+        committed = json.loads(
+            golden_path(golden_dir / f"{name}.yaml", cp.assets.version).read_text()
+        )
         fresh = recorded[path]
-        assert provenance(path) == []
+        assert provenance(path, cp.assets.version) == []
+        assert fresh["kubeScheduler"] == committed["kubeScheduler"] == cp.assets.version
         assert fresh["scenarioSha256"] == committed["scenarioSha256"]
 
         def comparable(pods: dict[str, dict[str, object]]) -> dict[str, object]:

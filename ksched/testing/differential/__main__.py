@@ -1,8 +1,10 @@
-"""``python -m ksched.testing.differential --seeds 0-199 [--features a,b] [--output json]``
+"""``python -m ksched.testing.differential --seeds 0-199 [--kube-version v1.36.3]
+[--features a,b] [--output json]``
 
 Replays seeded random clusters against the real kube-scheduler (built and run by
-``ksched.testing.controlplane``) and against ksched, and reports every divergence.
-Exit status: 0 when none, 1 when some, 2 on bad arguments.
+``ksched.testing.controlplane``) and against ksched at the matching
+``--emulated-version``, and reports every divergence. Exit status: 0 when none, 1 when
+some, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ...features import FeatureGateError, resolve_feature_gates
+from ...features import KUBE_VERSIONS, FeatureGateError, resolve_feature_gates
+from ..controlplane._build import kube_version
+from .gates import emulation_of
 from .generator import FEATURES, parse_features, parse_seeds
 from .kube import gate_values
 from .report import PodReport, Report, run_differential
@@ -26,6 +30,14 @@ def _parser() -> argparse.ArgumentParser:
         "--features",
         default="",
         help=f"comma list of feature groups (default all: {','.join(FEATURES)})",
+    )
+    p.add_argument(
+        "--kube-version",
+        default=None,
+        metavar="VERSION",
+        help="the Kubernetes release whose control plane and kube-scheduler to run; ksched "
+        "runs at its --emulated-version (default: $KSCHED_KUBE_VERSION or the pinned one; "
+        "implemented: " + ", ".join(v.kube for v in KUBE_VERSIONS if v.implemented) + ")",
     )
     p.add_argument("--output", choices=["text", "json"], default="text")
     p.add_argument(
@@ -79,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _record(paths: list[Path]) -> int:
+def _record(paths: list[Path], version: str) -> int:
     from .golden import golden_path, record
 
     missing = [str(p) for p in paths if not p.is_file()]
@@ -87,7 +99,7 @@ def _record(paths: list[Path]) -> int:
         print(f"python -m ksched.testing.differential: no such file: {', '.join(missing)}")
         return 2
     try:
-        recorded = record(paths)
+        recorded = record(paths, kube_version=version)
     except ValueError as e:  # a scenario the API server refused, or a pod without outcome
         print(f"python -m ksched.testing.differential: {e}")
         return 2
@@ -98,8 +110,14 @@ def _record(paths: list[Path]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    version = args.kube_version or kube_version()
+    try:
+        minor = emulation_of(version)
+    except ValueError as e:
+        print(f"python -m ksched.testing.differential: --kube-version: {e}", file=sys.stderr)
+        return 2
     if args.record:
-        return _record(args.record)
+        return _record(args.record, version)
     if args.summarize:
         missing = [str(p) for p in args.summarize if not p.is_file()]
         if missing:
@@ -115,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         seeds = parse_seeds(args.seeds)
         features = parse_features(args.features)
-        resolve_feature_gates(gate_values(args.feature_gates, not args.no_batching))
+        resolve_feature_gates(gate_values(args.feature_gates, not args.no_batching), [minor])
     except FeatureGateError as e:
         for line in e.lines():
             print(f"python -m ksched.testing.differential: {line}", file=sys.stderr)
@@ -143,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         batching=not args.no_batching,
         progress=progress,
         feature_gates=args.feature_gates,
+        kube_version=version,
     )
     if jsonl is not None:
         jsonl.close()

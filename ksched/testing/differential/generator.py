@@ -22,12 +22,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...features import BINARY_VERSION
+from .gates import draw_gates
+
 __all__ = [
     "APISERVER_ARGS",
     "FEATURES",
     "Feature",
     "PendingPod",
     "Scenario",
+    "apiserver_args",
     "generate",
     "parse_features",
     "parse_seeds",
@@ -77,6 +81,9 @@ class Scenario:
     # prefix of its cluster-scoped objects' names (None: "s<seed>-"; "": all of them).
     existing_namespaces: tuple[str, ...] = ()
     prefix: str | None = None
+    # ``--feature-gates`` values both schedulers run this scenario with (the ``gates``
+    # group's draw), beside the run's own.
+    gates: tuple[str, ...] = ()
 
     @property
     def namespaces(self) -> list[str]:
@@ -101,10 +108,20 @@ class Scenario:
 class _Ctx:
     """What the feature functions share while one scenario is built."""
 
-    def __init__(self, seed: int, rng: random.Random, features: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        seed: int,
+        rng: random.Random,
+        features: tuple[str, ...],
+        emulated_version: str = BINARY_VERSION,
+        fixed_gates: tuple[str, ...] = (),
+    ) -> None:
         self.seed = seed
         self.rng = rng
         self.features = features
+        self.emulated_version = emulated_version  # the version both schedulers behave as
+        self.fixed_gates = fixed_gates  # the run's own --feature-gates values
+        self.gates: list[str] = []  # the ``gates`` group's draw
         self.prefix = f"s{seed}"
         self.namespaces = [f"d{seed}-a", f"d{seed}-b"]
         self.nodes: list[JSON] = []
@@ -138,7 +155,9 @@ class Feature:
     name: str
     setup: Callable[[_Ctx], None]
     decorate: Callable[[_Ctx, JSON], bool]
-    weight: float = 0.5  # the chance that a pending pod gets this group's treatment
+    # the chance that a pending pod gets this group's treatment (1: every pod, and the
+    # seed's random draws stay those of the other groups)
+    weight: float = 0.5
 
 
 # -- the base cluster ----------------------------------------------------------------------------
@@ -1124,7 +1143,8 @@ def _nodefeatures_setup(ctx: _Ctx) -> None:
     rng = ctx.rng
     for node in ctx.nodes:
         if rng.random() < 0.6:
-            have = rng.sample(_DECLARED, rng.randint(1, len(_DECLARED)))
+            names = [*_DECLARED, BIND_MOUNT]
+            have = rng.sample(names, rng.randint(1, len(names)))
             node["status"]["declaredFeatures"] = sorted(have)
 
 
@@ -1132,12 +1152,34 @@ def _restart_all_rule() -> JSON:
     return {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
 
 
+#: The feature v1.37 infers from a mount's ``bindMountOptions`` (a node may declare it).
+BIND_MOUNT = "VolumeBindMountOptions"
+
+
+def apiserver_args(kube_version: str) -> tuple[str, ...]:
+    """``APISERVER_ARGS`` for an API server of ``kube_version``: from v1.37 on also
+    VolumeBindMountOptions (alpha), without which it drops a mount's ``bindMountOptions``
+    (v1.36 knows neither gate nor field, and drops the field too)."""
+    minor = int(kube_version.removeprefix("v").split(".")[1])
+    if minor < 37:
+        return APISERVER_ARGS
+    return (f"{APISERVER_ARGS[0]},{BIND_MOUNT}=true",)
+
+
 def _nodefeatures(ctx: _Ctx, pod: JSON) -> bool:
     """A RestartAllContainers restart rule (on a container or an init container) and/or
-    the host network with ``hostUsers: false``: what NodeDeclaredFeatures infers."""
+    the host network with ``hostUsers: false``, or a mount's ``bindMountOptions``
+    (v1.37): what NodeDeclaredFeatures infers."""
     rng = ctx.rng
     spec = pod["spec"]
-    kind = rng.choice(["container", "init", "userns", "both", "plain-rule"])
+    kind = rng.choice(["container", "init", "userns", "both", "plain-rule", "bindmount"])
+    if kind == "bindmount":
+        # an emptyDir (the options may not go on an image volume)
+        spec.setdefault("volumes", []).append({"name": "scratch", "emptyDir": {}})
+        options = rng.sample(["noexec", "nodev", "nosuid"], rng.randint(1, 2))
+        mount = {"name": "scratch", "mountPath": "/scratch", "bindMountOptions": options}
+        spec["containers"][-1].setdefault("volumeMounts", []).append(mount)
+        return True
     if kind in ("container", "both", "plain-rule"):
         c = spec["containers"][0]
         c["restartPolicy"] = "Never"
@@ -1160,6 +1202,20 @@ def _nodefeatures(ctx: _Ctx, pod: JSON) -> bool:
     return True
 
 
+# -- feature gates -------------------------------------------------------------------------------
+
+
+def _gates_setup(ctx: _Ctx) -> None:
+    """The seed's random non-default gate set (``gates.draw_gates``: its own random
+    stream, so the rest of the scenario is the same with the group or without)."""
+    ctx.gates = draw_gates(ctx.seed, ctx.emulated_version, ctx.fixed_gates)
+
+
+def _gates(ctx: _Ctx, pod: JSON) -> bool:
+    """Every pod of a seed with non-default gates is scheduled under them."""
+    return bool(ctx.gates)
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -1177,6 +1233,7 @@ FEATURES: dict[str, Feature] = {
         Feature("csi", _csi_setup, _add_csi_volumes, 0.3),
         Feature("nodefeatures", _nodefeatures_setup, _nodefeatures, 0.3),
         Feature("dradevices", _dra_devices_setup, _dra_devices, 0.45),
+        Feature("gates", _gates_setup, _gates, 1.0),
     )
 }
 
@@ -1221,11 +1278,14 @@ def generate(
     *,
     nodes: tuple[int, int] = (3, 10),
     pods: tuple[int, int] = (6, 14),
+    emulated_version: str = BINARY_VERSION,
+    fixed_gates: Iterable[str] = (),
 ) -> Scenario:
-    """The scenario for ``seed`` with the given feature groups (default: all)."""
+    """The scenario for ``seed`` with the given feature groups (default: all), for both
+    schedulers at ``emulated_version`` run with ``fixed_gates`` (``--feature-gates``)."""
     feats = tuple(features) if features is not None else tuple(FEATURES)
     rng = random.Random(seed)
-    ctx = _Ctx(seed, rng, feats)
+    ctx = _Ctx(seed, rng, feats, emulated_version, tuple(fixed_gates))
     ctx.nodes = [_node(ctx, i) for i in range(rng.randint(*nodes))]
     _running_pods(ctx)
     for f in feats:
@@ -1247,7 +1307,7 @@ def generate(
         groups: set[str] = set()
         for f in feats:
             feat = FEATURES[f]
-            if rng.random() < feat.weight and feat.decorate(ctx, pod):
+            if (feat.weight >= 1 or rng.random() < feat.weight) and feat.decorate(ctx, pod):
                 groups.add(f)
         if not groups:
             groups.add("base")
@@ -1255,4 +1315,4 @@ def generate(
     # Namespaced objects need their namespace; pods may name the RuntimeClass and own
     # references to ReplicaSets, so everything else goes before the running pods.
     objects = [*ns_objs, *ctx.objects, *ctx.nodes, *ctx.running]
-    return Scenario(seed, feats, objects, pending)
+    return Scenario(seed, feats, objects, pending, gates=tuple(ctx.gates))

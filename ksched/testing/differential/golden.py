@@ -33,8 +33,8 @@ import yaml
 
 from ...config.types import DEFAULT_SCHEDULER_NAME
 from ...features import FeatureGates, version_of_release
-from ..controlplane import ControlPlane
-from ..controlplane._build import kube_version
+from ..controlplane import ControlPlane, build, find_assets
+from ..controlplane._build import kube_version as pinned_kube_version
 from .compare import messages_agree
 from .generator import JSON, PendingPod, Scenario
 from .kube import KubeReplay
@@ -58,7 +58,7 @@ _NAMESPACED = (
 def golden_path(scenario: Path, version: str | None = None) -> Path:
     """The golden file of ``scenario`` recorded from kube-scheduler ``version`` (the pinned
     one, ``$KSCHED_KUBE_VERSION`` or ksched's default release, if None)."""
-    return scenario.with_name(f"{scenario.stem}.{version or kube_version()}.golden.json")
+    return scenario.with_name(f"{scenario.stem}.{version or pinned_kube_version()}.golden.json")
 
 
 def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
@@ -111,10 +111,16 @@ def _for_kube(objects: list[JSON]) -> list[JSON]:
     return sorted(objects, key=lambda o: rank.get(o["kind"], 1))
 
 
-def record(paths: list[Path], cp: ControlPlane | None = None) -> dict[Path, dict[str, Any]]:
-    """Replay each scenario against kube-scheduler and write its golden file."""
+def record(
+    paths: list[Path], cp: ControlPlane | None = None, *, kube_version: str | None = None
+) -> dict[Path, dict[str, Any]]:
+    """Replay each scenario against kube-scheduler (``cp``'s, else a control plane of
+    ``kube_version``: default the pinned one) and write its golden file, which names that
+    release."""
     if cp is None:
-        with ControlPlane(with_controller_manager=True) as own:
+        version = kube_version or pinned_kube_version()
+        assets = find_assets(version) or build(version)
+        with ControlPlane(assets=assets, with_controller_manager=True) as own:
             return record(paths, own)
     out: dict[Path, dict[str, Any]] = {}
     with KubeReplay(cp, batching=False) as kube:
@@ -168,7 +174,7 @@ def provenance(path: Path, version: str | None = None) -> list[str]:
     """Why ``path``'s golden file is not the recorder's output for this scenario file and
     the pinned ``version`` (default: ``$KSCHED_KUBE_VERSION`` or ksched's default release;
     empty when it is)."""
-    version = version or kube_version()
+    version = version or pinned_kube_version()
     gpath = golden_path(path, version)
     if not gpath.is_file():
         return [f"{gpath.name}: missing; record it"]
@@ -195,7 +201,7 @@ def provenance(path: Path, version: str | None = None) -> list[str]:
 def check(path: Path, version: str | None = None, replay: KschedReplay | None = None) -> list[str]:
     """Where ksched's simulation of ``path``, at the ``--emulated-version`` of release
     ``version`` (the pinned one if None), disagrees with that release's golden file."""
-    version = version or kube_version()
+    version = version or pinned_kube_version()
     golden = json.loads(golden_path(path, version).read_text())["pods"]
     scenario = load_scenario(path)
     ours = replay or KschedReplay(features=FeatureGates(version_of_release(version).minor))

@@ -1,7 +1,7 @@
 """Replay a scenario against the real kube-scheduler on a ControlPlane.
 
 One pending pod at a time, so each sees exactly the state the previous ones left. The
-facts this relies on (kube-scheduler v1.36):
+facts this relies on (kube-scheduler v1.36 and v1.37):
 
 * per-plugin weighted scores and final scores appear in its log at
   ``--vmodule=schedule_one=10`` ("Plugin scored node for pod", "Calculated node's final

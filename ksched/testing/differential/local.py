@@ -55,9 +55,16 @@ class KschedReplay:
         registry: Registry | None = None,
         features: FeatureGates | None = None,
     ) -> None:
+        self.config_path = config_path
         self.registry = registry or default_registry()
         known = set(self.registry.names())
         self.config, _warnings = load_config(config_path, known, features)
+
+    def with_features(self, features: FeatureGates) -> KschedReplay:
+        """The same profile under other gates (another version, the ``gates`` group's)."""
+        if features == self.config.features:
+            return self
+        return KschedReplay(self.config_path, self.registry, features)
 
     def __call__(self, state: list[JSON], pod: JSON) -> Outcome:
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"

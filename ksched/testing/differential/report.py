@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ...features import resolve_feature_gates
-from ..controlplane import ControlPlane
+from ..controlplane import ControlPlane, build, find_assets
+from ..controlplane._build import kube_version as pinned_kube_version
 from .compare import Divergence, compare
-from .generator import APISERVER_ARGS, generate
+from .gates import emulation_of
+from .generator import Scenario, apiserver_args, generate
 from .kube import KubeReplay, PodRun, gate_values
 from .local import KschedReplay, scenario_file
 
@@ -29,6 +31,8 @@ class PodReport:
     divergences: list[Divergence]
     scenario: str = ""  # the file that reproduces it (only for diverging pods)
     scored: bool = False  # kube-scheduler logged scores (more than one node feasible)
+    version: str = ""  # the kube-scheduler release (ksched ran at its minor)
+    gates: list[str] = field(default_factory=list)  # --feature-gates both ran with
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +44,8 @@ class PodReport:
             "divergences": [d.to_dict() for d in self.divergences],
             "scenario": self.scenario,
             "scored": self.scored,
+            "version": self.version,
+            "gates": self.gates,
         }
 
     @classmethod
@@ -55,6 +61,8 @@ class PodReport:
             divs,
             str(d.get("scenario", "")),
             bool(d.get("scored", False)),
+            str(d.get("version", "")),
+            list(d.get("gates", [])),
         )
 
 
@@ -73,6 +81,8 @@ class Report:
     pods: list[PodReport] = field(default_factory=list)
     # pods and setup objects the API server refused (generator gaps), with its message
     rejected: list[str] = field(default_factory=list)
+    # the kube-scheduler release(s) replayed (ksched ran at each one's minor)
+    kube_version: str = ""
 
     @property
     def diverging(self) -> list[PodReport]:
@@ -122,11 +132,14 @@ class Report:
             else:
                 report.pods.append(rep)
         report.seeds = sorted({seed for seed, _ in latest})
+        report.kube_version = ",".join(sorted({r.version for r in latest.values()} - {""}))
         report.features = tuple(sorted({g for p in report.pods for g in p.groups} - {"base"}))
         return report
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "kubeScheduler": self.kube_version,
+            "emulatedVersion": _emulations(self.kube_version),
             "seeds": self.seeds,
             "features": list(self.features),
             "pods": len(self.pods),
@@ -139,9 +152,11 @@ class Report:
 
     def text(self, limit: int = 50) -> str:
         lines = [
+            f"kube-scheduler {self.kube_version or '?'} against ksched --emulated-version "
+            f"{_emulations(self.kube_version) or '?'}",
             f"{len(self.pods)} pods over {len(self.seeds)} seeds "
             f"({len(self.rejected)} objects refused by the API server, not compared); "
-            f"{len(self.diverging)} diverging"
+            f"{len(self.diverging)} diverging",
         ]
         lines.append(f"{'group':<14} {'pods':>6} {'unsched':>8} {'scored':>7} {'diverging':>10}")
         for g, c in sorted(self.groups().items()):
@@ -153,14 +168,15 @@ class Report:
                 "divergences by kind: " + ", ".join(f"{k}={v}" for k, v in self.by_kind().items())
             )
         for p in self.diverging[:limit]:
-            lines.append(f"\nseed {p.seed} pod {p.pod} [{', '.join(p.groups)}]")
+            gates = f" --feature-gates {','.join(p.gates)}" if p.gates else ""
+            lines.append(f"\nseed {p.seed} pod {p.pod} [{', '.join(p.groups)}]{gates}")
             for d in p.divergences:
                 where = " ".join(x for x in (d.plugin, d.node) if x)
                 lines.append(f"  {d.what} {where}: {d.detail}")
                 lines.append(f"    kube-scheduler: {json.dumps(d.kube)}")
                 lines.append(f"    ksched:         {json.dumps(d.ksched)}")
             if p.scenario:
-                lines.append(f"  reproduce: ksched simulate --cluster {p.scenario} --explain")
+                lines.append(f"  reproduce: {_reproduce(p)}")
         for r in self.rejected[:limit]:
             lines.append(f"refused: {r}")
         if len(self.diverging) > limit:
@@ -168,14 +184,31 @@ class Report:
         return "\n".join(lines)
 
 
-def _report(run: PodRun, seed: int, outdir: Path | None) -> PodReport:
+def _emulations(kube_versions: str) -> str:
+    """The ``--emulated-version`` of each release in a comma list ("" for none)."""
+    return ",".join(emulation_of(v) for v in kube_versions.split(",") if v)
+
+
+def _reproduce(p: PodReport) -> str:
+    """The command that replays a diverging pod's scenario file in ksched, as it ran."""
+    cmd = f"ksched simulate --cluster {p.scenario} --explain"
+    if p.version:
+        cmd += f" --emulated-version {emulation_of(p.version)}"
+    return cmd + "".join(f" --feature-gates {g}" for g in p.gates)
+
+
+def _report(
+    run: PodRun, seed: int, outdir: Path | None, version: str, gates: list[str]
+) -> PodReport:
     pending = run.pending
     ours = run.ksched
     key = f"{pending.namespace}/{pending.name}"
+    groups = sorted(pending.groups)
     if run.kube.status == "Rejected" or ours is None:
-        return PodReport(seed, key, sorted(pending.groups), run.kube.status, "-", [])
+        return PodReport(seed, key, groups, run.kube.status, "-", [], version=version, gates=gates)
     divs = compare(run.kube, ours, run.state)
-    rep = PodReport(seed, key, sorted(pending.groups), run.kube.status, ours.status, divs)
+    rep = PodReport(seed, key, groups, run.kube.status, ours.status, divs)
+    rep.version, rep.gates = version, gates
     rep.scored = bool(run.kube.scores)
     if divs and outdir is not None and run.pod is not None:
         outdir.mkdir(parents=True, exist_ok=True)
@@ -196,18 +229,23 @@ def run_differential(
     progress: Callable[[PodReport], None] | None = None,
     ksched: KschedReplay | None = None,
     feature_gates: Sequence[str] = (),
+    kube_version: str | None = None,
 ) -> Report:
     """Replay every seed's scenario against kube-scheduler and ksched; ``cp`` is a running
-    ControlPlane with the controller manager (one is started when None); ``ksched`` a
-    replay with another config than ksched's default one; ``batching=False`` runs both
-    with OpportunisticBatching off, so pods need no gap; ``feature_gates``: more
-    ``--feature-gates`` values both run with (a ``ksched`` replay given brings its own)."""
+    ControlPlane with the controller manager (one of ``kube_version``, default
+    ``$KSCHED_KUBE_VERSION`` or the pinned one, is started when None); ksched runs at the
+    ``--emulated-version`` of the control plane's release, with ``ksched``'s profile when
+    given (its gates are replaced by the run's); ``batching=False`` runs both with
+    OpportunisticBatching off, so pods need no gap; ``feature_gates``: more
+    ``--feature-gates`` values both run with. Seeds are replayed grouped by the ``gates``
+    group's draw, one kube-scheduler per gate set."""
     seed_list = list(seeds)
-    report = Report(seed_list, features)
-    gates = gate_values(feature_gates, batching)
-    ours = ksched or KschedReplay(features=resolve_feature_gates(gates))
     if cp is None:
-        with ControlPlane(with_controller_manager=True, apiserver_args=APISERVER_ARGS) as own:
+        version = kube_version or pinned_kube_version()
+        assets = find_assets(version) or build(version)
+        with ControlPlane(
+            assets=assets, with_controller_manager=True, apiserver_args=apiserver_args(version)
+        ) as own:
             return run_differential(
                 seed_list,
                 features,
@@ -216,26 +254,41 @@ def run_differential(
                 gap=gap,
                 batching=batching,
                 progress=progress,
-                ksched=ours,
+                ksched=ksched,
                 feature_gates=feature_gates,
             )
-    with KubeReplay(cp, gap=gap, batching=batching, feature_gates=feature_gates) as kube:
-        return _run(kube, seed_list, features, ours, report, outdir, progress)
+    version = cp.assets.version
+    minor = emulation_of(version)
+    report = Report(seed_list, features, kube_version=version)
+    base = ksched or KschedReplay()
+    fixed = gate_values(feature_gates, batching)
+    by_gates: dict[tuple[str, ...], list[Scenario]] = {}
+    for seed in seed_list:
+        sc = generate(seed, features, emulated_version=minor, fixed_gates=fixed)
+        by_gates.setdefault(sc.gates, []).append(sc)
+    for drawn, scenarios in by_gates.items():
+        gates = [*feature_gates, *drawn]
+        ours = base.with_features(resolve_feature_gates(gate_values(gates, batching), [minor]))
+        on = batching and "OpportunisticBatching=false" not in drawn
+        with KubeReplay(cp, gap=gap, batching=on, feature_gates=gates) as kube:
+            _run(kube, scenarios, ours, report, outdir, progress, [*fixed, *drawn])
+    return report
 
 
 def _run(
     kube: KubeReplay,
-    seeds: list[int],
-    features: tuple[str, ...],
+    scenarios: list[Scenario],
     ours: KschedReplay,
     report: Report,
     outdir: Path | None,
     progress: Callable[[PodReport], None] | None,
-) -> Report:
-    for seed in seeds:
-        scenario = generate(seed, features)
+    gates: list[str],
+) -> None:
+    version = kube.cp.assets.version
+    for scenario in scenarios:
+        seed = scenario.seed
         for run in kube.run(scenario, ours):
-            rep = _report(run, seed, outdir)
+            rep = _report(run, seed, outdir, version, gates)
             if run.kube.status == "Rejected":
                 report.rejected.append(f"seed {seed} {rep.pod}: {run.kube.message}")
             else:
@@ -244,4 +297,3 @@ def _run(
                 progress(rep)
         report.rejected.extend(f"seed {seed} {r}" for r in kube.refused)
         kube.refused.clear()
-    return report
