@@ -100,7 +100,9 @@ SUPPORT: dict[str, Support] = {
     "NodeInclusionPolicyInPodTopologySpread": Support(True, False, "node inclusion policies"),
     "PodLevelResources": Support(True, False, "pod-level requests (ksched.api.resources)"),
     "SidecarContainers": Support(True, False, "restartable init containers"),
-    "TaintTolerationComparisonOperators": Support(False, True, "Gt/Lt toleration operators"),
+    "TaintTolerationComparisonOperators": Support(
+        True, True, "Gt/Lt toleration operators (ksched.api.selectors.tolerates_taint)"
+    ),
     # storage
     "StorageCapacityScoring": Support(
         True,
