@@ -77,6 +77,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.index = ClusterIndex()
         # v1.37's assigned-pod hint: an anti-affinity match is any term's, not all terms'
         self._any_anti_term = gates_of(handle).at_least("1.37")
+        # v1.36 kept an incoming pod's namespaceSelector beside the namespaces it listed
+        self._v136_namespace_selectors = not gates_of(handle).at_least("1.37")
 
     def _namespaces(self) -> NamespaceLabels:
         listers = getattr(self.handle, "listers", None) or {}
@@ -93,7 +95,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
-        s, st = compute_pre_filter(self.index, nodes, pod, self._namespaces(), state)
+        s, st = compute_pre_filter(
+            self.index, nodes, pod, self._namespaces(), state, self._v136_namespace_selectors
+        )
         if s is not None:
             state.write(PRE_FILTER_STATE_KEY, s)
         return None, st
@@ -148,6 +152,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             a.hard_pod_affinity_weight,
             a.ignore_preferred_terms_of_existing_pods,
             state,
+            self._v136_namespace_selectors,
         )
         if s is not None:
             state.write(PRE_SCORE_STATE_KEY, s)
