@@ -608,3 +608,15 @@ def test_signatures_read_late_see_every_pod_placed_while_unread() -> None:
     used = {results[f"plain-{i}"].node for i in range(6)}
     assert results["shy"].status == ("Scheduled" if len(used) < 4 else "Unschedulable")
     assert results["shy"].node not in used
+
+
+def test_the_hostname_fast_path_gate_is_refused_when_enabled() -> None:
+    """InterPodAffinityHostnameFastPath (alpha, v1.37) is not implemented: ksched exits
+    naming it rather than run with the topology maps in its place."""
+    from ksched.features import FeatureGateError
+    from ksched.features.support import resolve_feature_gates
+
+    with pytest.raises(FeatureGateError, match="InterPodAffinityHostnameFastPath=true"):
+        resolve_feature_gates(["InterPodAffinityHostnameFastPath=true"], ["1.37"])
+    gates = resolve_feature_gates(["InterPodAffinityHostnameFastPath=false"], ["1.37"])
+    assert not gates.enabled("InterPodAffinityHostnameFastPath")
