@@ -171,3 +171,49 @@ def test_gate_is_implemented_both_ways(version: str) -> None:
     for value in ("true", "false"):
         gates = resolve_feature_gates([f"{GATE}={value}"], [version])
         assert gates.enabled(GATE) is (value == "true")
+
+
+@pytest.mark.parametrize(
+    ("value", "errs"),
+    [
+        ("950", []),
+        ("-5", []),
+        (
+            "abc",
+            [
+                '"abc": must be a valid decimal integer in canonical form',
+                '"abc": strconv.ParseInt: parsing "abc": invalid syntax',
+            ],
+        ),
+        ("0950", ['"0950": must be a valid decimal integer in canonical form']),
+        ("+5", ['"+5": must be a valid decimal integer in canonical form']),
+        (
+            "",
+            ['"": must be non-empty', '"": strconv.ParseInt: parsing "": invalid syntax'],
+        ),
+        (
+            "9223372036854775808",
+            [
+                '"9223372036854775808": strconv.ParseInt: parsing "9223372036854775808": '
+                "value out of range"
+            ],
+        ),
+    ],
+)
+def test_a_cluster_file_pod_with_a_bad_comparison_value_is_refused_as_the_api_server_does(
+    value: str, errs: list[str]
+) -> None:
+    from ksched.api.objects import Pod, decode
+    from ksched.api.validation import object_errors
+
+    spec = {
+        "containers": [{"name": "c"}],
+        "tolerations": [
+            {"key": SLA, "operator": "Exists"},
+            {"key": SLA, "operator": "Lt", "value": value},
+            {"key": SLA, "operator": "Equal", "value": "abc"},
+        ],
+    }
+    pod = decode({"kind": "Pod", "metadata": {"name": "p"}, "spec": spec}, Pod)
+    want = [f"spec.tolerations[1].value: Invalid value: {e}" for e in errs]
+    assert object_errors("Pod", pod) == want
