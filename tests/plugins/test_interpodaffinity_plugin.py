@@ -620,3 +620,15 @@ def test_the_hostname_fast_path_gate_is_refused_when_enabled() -> None:
         resolve_feature_gates(["InterPodAffinityHostnameFastPath=true"], ["1.37"])
     gates = resolve_feature_gates(["InterPodAffinityHostnameFastPath=false"], ["1.37"])
     assert not gates.enabled("InterPodAffinityHostnameFastPath")
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_a_nominated_pod_counts_in_the_pod_hint(version: str) -> None:
+    """Upstream skips only a pod neither on a node nor nominated to one: deleting a pod
+    nominated to a node (an AssignedPod event) that matches the anti-affinity requeues."""
+    nominated = MakePod().uid("other").labels({"service": "securityscan"})
+    nominated.m["status"] = {"nominatedNodeName": "fake-node"}
+    pl = _plugin(version)
+    assert pl.is_schedulable_after_pod_change(_anti_in().obj(), nominated.obj(), None) == Q
+    unplaced = MakePod().uid("other").labels({"service": "securityscan"}).obj()
+    assert pl.is_schedulable_after_pod_change(_anti_in().obj(), unplaced, None) == S

@@ -350,7 +350,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 raise TypeError(f"expected PodInfo, got {type(obj).__name__}")
 
         def involved(p: PodInfo) -> bool:
-            return _same_pod(p, pod) or (bool(p.node_name) and p.namespace == pod.namespace)
+            # ``involvedInTopologySpreading``: on a node or nominated to one
+            placed = bool(p.node_name or p.pod.status.nominated_node_name)
+            return _same_pod(p, pod) or (placed and p.namespace == pod.namespace)
 
         if (new is not None and not involved(new)) or (old is not None and not involved(old)):
             return QueueingHint.SKIP
