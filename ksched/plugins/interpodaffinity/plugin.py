@@ -208,6 +208,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 raise TypeError(f"expected PodInfo, got {type(p).__name__}")
         if new is not None and _same_pod(new, pod):
             return QueueingHint.QUEUE
+
         def unplaced(p: PodInfo | None) -> bool:
             # neither on a node nor nominated to one (a nominated pod counts, as upstream)
             return p is not None and not (p.node_name or p.pod.status.nominated_node_name)
