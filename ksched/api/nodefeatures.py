@@ -1,10 +1,19 @@
-"""Node declared features: ``k8s.io/component-helpers/nodedeclaredfeatures`` (v0.36.3).
+"""Node declared features: ``k8s.io/component-helpers/nodedeclaredfeatures`` (v0.36.3 and
+v0.37.2).
 
 A kubelet publishes the features it supports in ``node.status.declaredFeatures``; a pod
 whose spec needs one of them (inferred here from the spec alone) may only go to nodes that
 declare it. Feature sets are bitmaps over the registry sorted by name, as upstream's
 ``FeatureSet``: bit ``i`` is ``FEATURE_NAMES[i]``. A Python int holds them (the snapshot
 keeps them in a uint64 column; the registry has far fewer than 64 features).
+
+The registry here is the union of both versions' (each feature tagged with the release
+that added it): v0.37.2 adds InPlacePodVerticalScalingMemoryBackedVolumes (updates only),
+DRANodeAllocatableResources and DRAOptionalNodeOperations (never inferred for
+scheduling) and VolumeBindMountOptions (a volume mount with ``bindMountOptions``).
+Inference for release 1.36 skips the features v0.36.3 lacks, so it stays v0.36.3's; a
+node's bitmap (``try_map``) is over the union, which for the sorted lists the API server
+admits differs from a release's own only in bits that release never requires.
 
 Only scheduling inference lives here: ``InferForUpdate`` (in-place resize of pod-level
 resources and of non-sidecar init containers) concerns the kubelet's admission of updates,
@@ -49,16 +58,27 @@ def _user_namespaces_host_network(spec: PodSpec) -> bool:
     return spec.host_network and spec.host_users is False
 
 
+def _volume_bind_mount_options(spec: PodSpec) -> bool:
+    """A volume mount of a container, init or ephemeral container with bind mount options."""
+    return any(
+        m.bind_mount_options
+        for c in (*spec.containers, *spec.init_containers, *spec.ephemeral_containers)
+        for m in c.volume_mounts
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class NodeFeature:
     """One entry of ``features.AllFeatures``: its name and ``InferForScheduling``.
 
     ``max_version`` is upstream's ``MaxVersion`` (the last Kubernetes version for which the
-    feature still constrains scheduling; None: no bound). No feature of v0.36.3 has one."""
+    feature still constrains scheduling; None: no bound). No feature of v0.36.3 or v0.37.2
+    has one. ``since``: the release whose component-helpers first registers it."""
 
     name: str
     infer_for_scheduling: Callable[[PodSpec], bool]
     max_version: tuple[int, int] | None = None
+    since: tuple[int, int] = (1, 36)
 
 
 # ``features.AllFeatures``, sorted by name as ``nodedeclaredfeatures.New`` sorts them.
@@ -70,6 +90,10 @@ FEATURES: tuple[NodeFeature, ...] = tuple(
             NodeFeature("ExtendWebSocketsToKubelet", _never),
             NodeFeature("InPlacePodVerticalScalingInitContainers", _never),
             NodeFeature("UserNamespacesHostNetworkSupport", _user_namespaces_host_network),
+            NodeFeature("InPlacePodVerticalScalingMemoryBackedVolumes", _never, since=(1, 37)),
+            NodeFeature("DRANodeAllocatableResources", _never, since=(1, 37)),
+            NodeFeature("VolumeBindMountOptions", _volume_bind_mount_options, since=(1, 37)),
+            NodeFeature("DRAOptionalNodeOperations", _never, since=(1, 37)),
         ),
         key=lambda f: f.name,
     )
@@ -77,13 +101,18 @@ FEATURES: tuple[NodeFeature, ...] = tuple(
 FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
 
 
-def infer_for_pod_scheduling(spec: PodSpec, version: tuple[int, int] | None = None) -> int:
+def infer_for_pod_scheduling(
+    spec: PodSpec, version: tuple[int, int] | None = None, release: tuple[int, int] = (1, 37)
+) -> int:
     """``Framework.InferForPodScheduling``: the features scheduling ``spec`` requires.
 
     ``version``: the target Kubernetes version; a feature past its ``max_version`` is no
-    longer required (every node of a supported skew has it)."""
+    longer required (every node of a supported skew has it). ``release``: the emulated
+    kube-scheduler release, whose component-helpers registry applies."""
     reqs = 0
     for i, f in enumerate(FEATURES):
+        if f.since > release:
+            continue
         if f.max_version is not None and version is not None and version > f.max_version:
             continue
         if f.infer_for_scheduling(spec):

@@ -85,6 +85,7 @@ __all__ = [
     "VolumeAttachmentSource",
     "VolumeAttachmentSpec",
     "VolumeAttachmentStatus",
+    "VolumeMount",
     "VolumeNodeAffinity",
     "VolumeNodeResources",
     "WeightedPodAffinityTerm",
@@ -257,6 +258,15 @@ class ContainerRestartRule(_S):
     action: str = ""
 
 
+class VolumeMount(_S):
+    """``volumeMounts[]``: only ``bindMountOptions`` matters here (NodeDeclaredFeatures
+    infers ``VolumeBindMountOptions`` from it, v1.37)."""
+
+    name: str = ""
+    mount_path: str = ""
+    bind_mount_options: list[str] = []
+
+
 class Container(_S):
     name: str = ""
     image: str = ""
@@ -264,6 +274,7 @@ class Container(_S):
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     restart_policy: str | None = None
     restart_policy_rules: list[ContainerRestartRule] = []
+    volume_mounts: list[VolumeMount] = []
 
 
 class PodSchedulingGate(_S):
@@ -358,6 +369,8 @@ class PodSpec(_S):
     tolerations: list[Toleration] = []
     containers: list[Container] = []
     init_containers: list[Container] = []
+    # read only for their volume mounts (NodeDeclaredFeatures); never for resources
+    ephemeral_containers: list[Container] = []
     overhead: ResourceList = {}
     scheduling_gates: list[PodSchedulingGate] = []
     topology_spread_constraints: list[TopologySpreadConstraint] = []

@@ -34,6 +34,7 @@ __all__ = [
     "compile_label_selector",
     "compile_node_selector",
     "compile_node_selector_term",
+    "decimal_integer_errors",
     "find_untolerated_taint",
     "parse_int64",
     "selector_from_set",
@@ -330,30 +331,64 @@ def compile_node_selector(sel: NodeSelector, where: str) -> CompiledNodeSelector
     )
 
 
-def tolerates_taint(t: Toleration, taint: Taint) -> bool:
-    """``v1.Toleration.ToleratesTaint``."""
+DECIMAL_INTEGER_MSG = "must be a valid decimal integer in canonical form"
+
+
+def decimal_integer_errors(value: str) -> list[str]:
+    """apimachinery's ``content.IsDecimalInteger``: "0" or an optional "-" then a digit
+    1-9 then digits (no "+", no leading zeros, no "-0")."""
+    if not value:
+        return ["must be non-empty"]
+    digits = value[1:] if value[0] == "-" else value
+    if value == "0" or (digits[:1] in tuple("123456789") and all("0" <= c <= "9" for c in digits)):
+        return []
+    return [DECIMAL_INTEGER_MSG]
+
+
+def _compare(toleration_value: str, taint_value: str, op: str) -> bool:
+    """``compareNumericValues``: both values int64; an unparsable one never matches."""
+    if decimal_integer_errors(toleration_value) or decimal_integer_errors(taint_value):
+        return False
+    tol = parse_int64(toleration_value)
+    tnt = parse_int64(taint_value)
+    if tol is None or tnt is None:
+        return False
+    return tnt < tol if op == "Lt" else tnt > tol
+
+
+def tolerates_taint(t: Toleration, taint: Taint, comparison: bool = False) -> bool:
+    """``v1.Toleration.ToleratesTaint``; ``comparison``: the TaintTolerationComparisonOperators
+    gate (``Lt``/``Gt`` compare the values as int64; off, they match nothing)."""
     if t.effect and t.effect != taint.effect:
         return False
     if t.key and t.key != taint.key:
         return False
-    if t.operator in ("", "Equal"):
+    op = t.operator
+    if op in ("", "Equal"):
         return t.value == taint.value
-    return t.operator == "Exists"
+    if op == "Exists":
+        return True
+    if op in ("Lt", "Gt"):
+        return comparison and _compare(t.value, taint.value, op)
+    return False
 
 
-def tolerations_tolerate_taint(tolerations: Sequence[Toleration], taint: Taint) -> bool:
-    return any(tolerates_taint(t, taint) for t in tolerations)
+def tolerations_tolerate_taint(
+    tolerations: Sequence[Toleration], taint: Taint, comparison: bool = False
+) -> bool:
+    return any(tolerates_taint(t, taint, comparison) for t in tolerations)
 
 
 def find_untolerated_taint(
     taints: Sequence[Taint],
     tolerations: Sequence[Toleration],
     include: Callable[[Taint], bool] | None = None,
+    comparison: bool = False,
 ) -> Taint | None:
     """``v1helper.FindMatchingUntoleratedTaint``: the first included taint no toleration covers."""
     for taint in taints:
         if include is not None and not include(taint):
             continue
-        if not tolerations_tolerate_taint(tolerations, taint):
+        if not tolerations_tolerate_taint(tolerations, taint, comparison):
             return taint
     return None

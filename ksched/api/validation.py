@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from .quantity import QuantityError, parse_quantity
+from .selectors import decimal_integer_errors
 
 __all__ = [
     "is_qualified_name",
@@ -141,10 +142,39 @@ def _requirements(res: Any, path: str, errs: list[str]) -> None:
             )
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _parse_int_error(value: str) -> str | None:
+    """Go's ``strconv.ParseInt(value, 10, 64)`` error text, None when it parses."""
+    digits = value[1:] if value[:1] in "+-" else value
+    if not digits or not all("0" <= c <= "9" for c in digits):
+        return f'strconv.ParseInt: parsing "{value}": invalid syntax'
+    if not _INT64[0] <= int(value) <= _INT64[1]:
+        return f'strconv.ParseInt: parsing "{value}": value out of range'
+    return None
+
+
+def _comparison_toleration_errors(tolerations: Any, errs: list[str]) -> None:
+    """``ValidateTolerations`` for Gt/Lt (TaintTolerationComparisonOperators): the value a
+    canonical decimal integer within int64. (Whether the API server takes the operators
+    at all is its own gate's question, not the scheduler's.)"""
+    for i, t in enumerate(tolerations):
+        if t.operator not in ("Gt", "Lt"):
+            continue
+        path = f"spec.tolerations[{i}].value"
+        msgs = list(decimal_integer_errors(t.value))
+        parse = _parse_int_error(t.value)
+        if parse is not None:
+            msgs.append(parse)
+        errs.extend(f"{path}: Invalid value: {_show(t.value)}: {m}" for m in msgs)
+
+
 def object_errors(kind: str, obj: Any) -> list[str]:
     """What the API server would refuse in a decoded Pod, Node, PersistentVolume or
     PersistentVolumeClaim of a cluster file: resource quantities that do not parse or are
-    negative, requests above limits, containers without a name — ``field: message`` each.
+    negative, requests above limits, containers without a name, Gt/Lt tolerations whose
+    value is no int64 — ``field: message`` each.
     (A subset of its validation: what the scheduler's arithmetic relies on.)"""
     errs: list[str] = []
     if kind == "Pod":
@@ -159,6 +189,7 @@ def object_errors(kind: str, obj: Any) -> list[str]:
                     errs.append(f"{path}.name: Required value")
                 _requirements(c.resources, f"{path}.resources", errs)
         _quantities(spec.overhead, "spec.overhead", errs)
+        _comparison_toleration_errors(spec.tolerations, errs)
         if spec.resources is not None:
             _requirements(spec.resources, "spec.resources", errs)
     elif kind == "Node":

@@ -92,6 +92,12 @@ SUPPORT: dict[str, Support] = {
     "InPlacePodLevelResourcesVerticalScaling": Support(
         False, True, "pod-level resources are read from the spec, never from a resize status"
     ),
+    "InterPodAffinityHostnameFastPath": Support(
+        False,
+        True,
+        "InterPodAffinity's per-node evaluation of kubernetes.io/hostname terms (differs from "
+        "the topology maps where nodes share a hostname value or lack the label)",
+    ),
     "InPlacePodVerticalScaling": Support(
         False, False, "container resources are read from the spec, never from a resize status"
     ),
@@ -100,7 +106,9 @@ SUPPORT: dict[str, Support] = {
     "NodeInclusionPolicyInPodTopologySpread": Support(True, False, "node inclusion policies"),
     "PodLevelResources": Support(True, False, "pod-level requests (ksched.api.resources)"),
     "SidecarContainers": Support(True, False, "restartable init containers"),
-    "TaintTolerationComparisonOperators": Support(False, True, "Gt/Lt toleration operators"),
+    "TaintTolerationComparisonOperators": Support(
+        True, True, "Gt/Lt toleration operators (ksched.api.selectors.tolerates_taint)"
+    ),
     # storage
     "StorageCapacityScoring": Support(
         True,

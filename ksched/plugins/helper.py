@@ -28,6 +28,7 @@ from ..api.selectors import (
     Selector,
     parse_int64,
 )
+from ..features import FeatureGates, default_feature_gates
 from ..framework.snapshot import BoolArray, IntArray, Snapshot, all_true
 from ..framework.status import Status
 from ..framework.types import PodInfo
@@ -35,8 +36,10 @@ from ..framework.types import PodInfo
 __all__ = [
     "RowArray",
     "all_true",
+    "comparison_operators",
     "default_normalize_score",
     "do_not_schedule_taint",
+    "gates_of",
     "get_host_ports",
     "node_selector_mask",
     "requests_fragment",
@@ -103,6 +106,18 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: IntArray) 
         q = max_priority - q
     scores[:] = q
     return None
+
+
+def gates_of(handle: Any) -> FeatureGates:
+    """The feature gates a plugin runs under: its handle's, else (a plugin built without
+    a framework, as in unit tests) the default version's defaults."""
+    gates = getattr(handle, "features", None)
+    return gates if isinstance(gates, FeatureGates) else default_feature_gates()
+
+
+def comparison_operators(handle: Any) -> bool:
+    """Whether tolerations' ``Lt``/``Gt`` compare (gate TaintTolerationComparisonOperators)."""
+    return gates_of(handle).enabled("TaintTolerationComparisonOperators")
 
 
 def do_not_schedule_taint(t: Taint) -> bool:

@@ -4,9 +4,11 @@ Upstream scoring: each init and regular container image, and each image volume's
 reference (``spec.volumes[].image``), present on the node adds its size scaled by the
 share of nodes holding it (``size * numNodes / totalNodes``, the "node heating" damper, in
 float64 then truncated); the sum is clamped to [23MB, 1000MB x containers] and mapped
-linearly onto 0..100. Image volumes add to the sum but not to the container count, so a
-pod's image volume can lift its score past what its containers alone could reach (v1.36,
-read from the real kube-scheduler by the differential harness). Image names get
+linearly onto 0..100. In v1.36 image volumes add to the sum but not to the container
+count, so a pod's image volume can lift its score past what its containers alone could
+reach (read from the real kube-scheduler by the differential harness); v1.37 counts every
+image volume (``volumes[].image`` set, whatever its reference) in the maximum too
+(``sumImageScores`` returns the image count). Image names get
 upstream's normalisation only (":latest" when untagged), so "nginx" does not match a
 node listing "docker.io/library/nginx:latest", exactly as in kube-scheduler.
 
@@ -27,6 +29,7 @@ from ..framework.interface import ScorePlugin
 from ..framework.snapshot import IntArray, Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo
 from . import names
+from .helper import gates_of
 
 __all__ = ["ImageLocality", "calculate_priority", "normalized_image_name"]
 
@@ -72,6 +75,8 @@ class ImageLocality(ScorePlugin):
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._key = f"{self.name}#{id(self)}"
+        # v1.37: image volumes count in the threshold (no gate)
+        self._count_volumes = gates_of(handle).at_least("1.37")
         # (containers, image counts) -> (snapshot, epoch, images_version, scores per row)
         self._columns: dict[
             tuple[int, tuple[tuple[str, int], ...]], tuple[Snapshot, int, int, IntArray]
@@ -79,7 +84,8 @@ class ImageLocality(ScorePlugin):
 
     def _images(self, pod: PodInfo) -> _PodImages:
         """Normalised image names (init containers first, then image volumes), each
-        distinct one's count, and the number of containers."""
+        distinct one's count, and the image count of the threshold: the containers, and
+        from v1.37 the image volumes."""
         cached: _PodImages | None = pod.cache.get(self._key)
         if cached is None:
             spec = pod.pod.spec
@@ -95,7 +101,10 @@ class ImageLocality(ScorePlugin):
             counts: dict[str, int] = {}
             for img in imgs:
                 counts[img] = counts.get(img, 0) + 1
-            cached = (imgs, tuple(counts.items()), len(containers))
+            n = len(containers)
+            if self._count_volumes:
+                n += sum(1 for v in spec.volumes if v.image is not None)
+            cached = (imgs, tuple(counts.items()), n)
             pod.cache[self._key] = cached
         return cached
 

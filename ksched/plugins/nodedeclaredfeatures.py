@@ -3,7 +3,8 @@
 kube-scheduler v1.36's plugin (feature gate ``NodeDeclaredFeatures``, beta and on). The
 features a pod needs are inferred from its spec (``ksched.api.nodefeatures``, upstream's
 ``component-helpers/nodedeclaredfeatures``): a ``RestartAllContainers`` restart rule, the
-host network with ``hostUsers: false``. PreFilter skips pods that need none, so the plugin
+host network with ``hostUsers: false`` and, from v1.37 (component-helpers v0.37.2), a
+volume mount with ``bindMountOptions``. PreFilter skips pods that need none, so the plugin
 costs nothing for the rest; Filter rejects nodes whose ``status.declaredFeatures`` lack
 one (UnschedulableAndUnresolvable: preemption cannot add a feature). The batch form checks
 every node at once against the snapshot's feature-bitmap column.
@@ -31,6 +32,7 @@ from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from . import names
+from .helper import gates_of
 
 __all__ = ["ERR_REASON_UNSATISFIED_REQUIREMENTS", "NodeDeclaredFeatures", "pod_requirements"]
 
@@ -39,25 +41,32 @@ PRE_FILTER_KEY = "PreFilter" + names.NODE_DECLARED_FEATURES
 _CACHE = names.NODE_DECLARED_FEATURES + "/requirements"
 
 
-def pod_requirements(pod: PodInfo) -> int:
-    """The features the pod's spec needs, as a bitmap (inferred once per pod version)."""
-    got = pod.cache.get(_CACHE)
+def pod_requirements(pod: PodInfo, release: tuple[int, int] = (1, 37)) -> int:
+    """The features the pod's spec needs in ``release``, as a bitmap (inferred once per pod
+    version and release)."""
+    key = f"{_CACHE}/{release[0]}.{release[1]}"
+    got = pod.cache.get(key)
     if got is None:
-        got = pod.cache[_CACHE] = infer_for_pod_scheduling(pod.pod.spec)
+        got = pod.cache[key] = infer_for_pod_scheduling(pod.pod.spec, release=release)
     return int(got)
 
 
 class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilter):
     name = names.NODE_DECLARED_FEATURES
 
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        # the component-helpers registry of the emulated release
+        self.release = (1, 37) if gates_of(handle).at_least("1.37") else (1, 36)
+
     def sign_pod(self, pod: PodInfo) -> Any:
-        return pod_requirements(pod)
+        return pod_requirements(pod, self.release)
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
         """Skip pods that need no feature; keep the requirements for Filter otherwise."""
-        reqs = pod_requirements(pod)
+        reqs = pod_requirements(pod, self.release)
         if not reqs:
             return None, Status(Code.SKIP)
         state.write(PRE_FILTER_KEY, reqs)
@@ -65,7 +74,7 @@ class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilter):
 
     def _requirements(self, state: CycleState, pod: PodInfo) -> int:
         reqs = state.get(PRE_FILTER_KEY)
-        return int(reqs) if reqs is not None else pod_requirements(pod)
+        return int(reqs) if reqs is not None else pod_requirements(pod, self.release)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         reqs = self._requirements(state, pod)
@@ -109,6 +118,6 @@ class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilter):
             raise TypeError(f"expected PodInfo, got {type(old).__name__}, {type(new).__name__}")
         if (new.uid or new.key) != (pod.uid or pod.key):
             return QueueingHint.SKIP
-        before = infer_for_pod_scheduling(old.pod.spec)
-        after = infer_for_pod_scheduling(new.pod.spec)
+        before = infer_for_pod_scheduling(old.pod.spec, release=self.release)
+        after = infer_for_pod_scheduling(new.pod.spec, release=self.release)
         return QueueingHint.SKIP if before == after else QueueingHint.QUEUE

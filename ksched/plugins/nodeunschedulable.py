@@ -25,7 +25,7 @@ from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from . import names
-from .helper import all_true, spec_fragment
+from .helper import all_true, comparison_operators, spec_fragment
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "TAINT_NODE_UNSCHEDULABLE", "NodeUnschedulable"]
 
@@ -35,17 +35,23 @@ _UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect="NoSchedule")
 _CACHE = names.NODE_UNSCHEDULABLE + "/tolerates"
 
 
-def tolerates_unschedulable(pod: PodInfo) -> bool:
-    """Whether the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule`` (cached)."""
-    v = pod.cache.get(_CACHE)
+def tolerates_unschedulable(pod: PodInfo, comparison: bool = False) -> bool:
+    """Whether the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule`` (cached;
+    ``comparison``: gate TaintTolerationComparisonOperators, fixed per scheduler)."""
+    key = f"{_CACHE}/{'cmp' if comparison else 'eq'}"
+    v = pod.cache.get(key)
     if v is None:
-        v = tolerations_tolerate_taint(pod.pod.spec.tolerations, _UNSCHEDULABLE_TAINT)
-        pod.cache[_CACHE] = v
+        v = tolerations_tolerate_taint(pod.pod.spec.tolerations, _UNSCHEDULABLE_TAINT, comparison)
+        pod.cache[key] = v
     return bool(v)
 
 
 class NodeUnschedulable(NodeOnlyFilter):
     name = names.NODE_UNSCHEDULABLE
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        self.comparison_operators = comparison_operators(handle)
 
     def sign_pod(self, pod: PodInfo) -> Any:
         return spec_fragment(pod, "sign/tolerations", pod.pod.spec.tolerations)
@@ -53,12 +59,12 @@ class NodeUnschedulable(NodeOnlyFilter):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if node.node is None or not node.node.spec.unschedulable:
             return None
-        if tolerates_unschedulable(pod):
+        if tolerates_unschedulable(pod, self.comparison_operators):
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
-        if not snap.any_unschedulable() or tolerates_unschedulable(pod):
+        if not snap.any_unschedulable() or tolerates_unschedulable(pod, self.comparison_operators):
             return all_true(snap.n)
         return np.logical_not(snap.unschedulable)
 
@@ -92,6 +98,7 @@ class NodeUnschedulable(NodeOnlyFilter):
             raise TypeError(f"expected PodInfo, got {type(old).__name__}, {type(new).__name__}")
         if (new.uid or new.key) != (pod.uid or pod.key):
             return QueueingHint.SKIP
-        if tolerations_tolerate_taint(new.pod.spec.tolerations, _UNSCHEDULABLE_TAINT):
+        tols = new.pod.spec.tolerations
+        if tolerations_tolerate_taint(tols, _UNSCHEDULABLE_TAINT, self.comparison_operators):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP

@@ -1,7 +1,8 @@
 """TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score.
 
-Mirrors kube-scheduler's ``tainttoleration`` plugin (without the alpha
-TaintTolerationComparisonOperators gate, which is off by default). Nodes share few
+Mirrors kube-scheduler's ``tainttoleration`` plugin; with the alpha gate
+TaintTolerationComparisonOperators on, ``Lt``/``Gt`` tolerations compare the taint's value
+with theirs as int64 (off, they tolerate nothing). Nodes share few
 distinct taint sets, and pods share few distinct toleration lists (admission adds the
 same not-ready/unreachable tolerations to almost every pod), so the batch forms
 evaluate each (tolerations, taint set) pair once, cache it per toleration list, and
@@ -36,6 +37,7 @@ from .helper import (
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
     RowArray,
     all_true,
+    comparison_operators,
     default_normalize_score,
     do_not_schedule_taint,
     spec_fragment,
@@ -63,25 +65,28 @@ def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> list[To
 
 
 def count_intolerable_prefer_no_schedule(
-    taints: Sequence[Taint], tolerations: Sequence[Toleration]
+    taints: Sequence[Taint], tolerations: Sequence[Toleration], comparison: bool = False
 ) -> int:
     """``countIntolerableTaintsPreferNoSchedule``."""
     return sum(
         1
         for t in taints
         if t.effect == TAINT_EFFECT_PREFER_NO_SCHEDULE
-        and not tolerations_tolerate_taint(tolerations, t)
+        and not tolerations_tolerate_taint(tolerations, t, comparison)
     )
 
 
 class _Verdicts:
     """Filter and score answers of one toleration list for each taint set of a snapshot."""
 
-    __slots__ = ("bad", "prefer", "sets", "tolerations")
+    __slots__ = ("bad", "comparison", "prefer", "sets", "tolerations")
 
-    def __init__(self, sets: list[tuple[Taint, ...]], tolerations: Sequence[Toleration]) -> None:
+    def __init__(
+        self, sets: list[tuple[Taint, ...]], tolerations: Sequence[Toleration], comparison: bool
+    ) -> None:
         self.sets = sets
         self.tolerations = list(tolerations)
+        self.comparison = comparison
         self.bad: BoolArray = np.zeros(0, dtype=np.bool_)
         self.prefer: IntArray = np.zeros(0, dtype=np.int64)
 
@@ -93,8 +98,11 @@ class _Verdicts:
         new = self.sets[done:]
         tols = self.tolerations
         prefer_tols = prefer_no_schedule_tolerations(tols)
-        bad = [find_untolerated_taint(ts, tols, do_not_schedule_taint) is not None for ts in new]
-        prefer = [count_intolerable_prefer_no_schedule(ts, prefer_tols) for ts in new]
+        cmp = self.comparison
+        bad = [
+            find_untolerated_taint(ts, tols, do_not_schedule_taint, cmp) is not None for ts in new
+        ]
+        prefer = [count_intolerable_prefer_no_schedule(ts, prefer_tols, cmp) for ts in new]
         self.bad = np.concatenate((self.bad, np.array(bad, dtype=np.bool_)))
         self.prefer = np.concatenate((self.prefer, np.array(prefer, dtype=np.int64)))
 
@@ -112,6 +120,7 @@ class TaintToleration(NodeOnlyFilter, PreScorePlugin, ScorePlugin):
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._by_tolerations: dict[TolerationSig, _Verdicts] = {}
+        self.comparison_operators = comparison_operators(handle)
 
     def _verdicts(self, pod: PodInfo, snap: Snapshot) -> _Verdicts:
         sig: TolerationSig | None = pod.cache.get(_SIG_CACHE)
@@ -122,14 +131,18 @@ class TaintToleration(NodeOnlyFilter, PreScorePlugin, ScorePlugin):
         if v is None or v.sets is not snap.taint_sets:
             if len(self._by_tolerations) >= _MAX_CACHED_SIGNATURES:
                 self._by_tolerations.clear()
-            v = self._by_tolerations[sig] = _Verdicts(snap.taint_sets, pod.pod.spec.tolerations)
+            v = self._by_tolerations[sig] = _Verdicts(
+                snap.taint_sets, pod.pod.spec.tolerations, self.comparison_operators
+            )
         v.update()
         return v
 
     # -- Filter ----------------------------------------------------------------------------
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         taints = node.node.spec.taints if node.node is not None else []
-        if find_untolerated_taint(taints, pod.pod.spec.tolerations, do_not_schedule_taint) is None:
+        tols = pod.pod.spec.tolerations
+        cmp = self.comparison_operators
+        if find_untolerated_taint(taints, tols, do_not_schedule_taint, cmp) is None:
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
 
@@ -157,7 +170,7 @@ class TaintToleration(NodeOnlyFilter, PreScorePlugin, ScorePlugin):
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         tols = self._prefer_tolerations(state)
         taints = node.node.spec.taints if node.node is not None else []
-        return count_intolerable_prefer_no_schedule(taints, tols)
+        return count_intolerable_prefer_no_schedule(taints, tols, self.comparison_operators)
 
     def score_batch(
         self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: RowArray
@@ -193,7 +206,9 @@ class TaintToleration(NodeOnlyFilter, PreScorePlugin, ScorePlugin):
         tols = pod.pod.spec.tolerations
 
         def untolerated(node: Node) -> bool:
-            return find_untolerated_taint(node.spec.taints, tols, do_not_schedule_taint) is not None
+            taints = node.spec.taints
+            cmp = self.comparison_operators
+            return find_untolerated_taint(taints, tols, do_not_schedule_taint, cmp) is not None
 
         was_untolerated = old is None or untolerated(old)
         is_untolerated = untolerated(new)

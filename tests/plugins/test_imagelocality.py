@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ksched.api.objects import Node, decode
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
 from ksched.framework.snapshot import Snapshot
@@ -188,10 +189,22 @@ def test_batch_with_per_node_image_summaries() -> None:
     assert per_node == [8, 33, 0, 16]
 
 
-def test_image_volumes_add_to_the_sum_not_to_the_container_count() -> None:
+@pytest.mark.parametrize(
+    ("version", "want"),
+    [
+        # both: (428.6M + 351.4M - 23M) * 100 / (1000M - 23M) = 77; db: 33; tools: 41
+        ("1.36", [77, 33, 33, 41]),
+        # the volume raises the threshold to 2000M: 757M * 100 / 1977M = 38; db 16; tools 20
+        ("1.37", [38, 16, 16, 20]),
+    ],
+)
+def test_image_volumes_add_to_the_sum_and_from_v1_37_to_the_image_count(
+    version: str, want: list[int]
+) -> None:
     """v1.36 counts ``spec.volumes[].image`` references with the containers' images but
     keeps the threshold at 1000MB per container (the differential harness's seed 5, by
-    hand: tools 1500MB on 2 of 7 nodes, db 820MB on 3 of 7)."""
+    hand: tools 1500MB on 2 of 7 nodes, db 820MB on 3 of 7); v1.37 adds 1000MB per image
+    volume to the threshold (``sumImageScores`` returns the image count)."""
     tools = (["registry.example.com/tools:latest"], 1500 * MB)
     db = (["registry.example.com/db:2.3"], 820 * MB)
     nodes = [
@@ -202,18 +215,18 @@ def test_image_volumes_add_to_the_sum_not_to_the_container_count() -> None:
         *(image_node(f"none{i}", []) for i in range(3)),
     ]
     snap = make_snapshot(nodes)
-    plugin = ImageLocality(None, Handle(snapshot=snap))
+    gates = set_feature_gates([], [version])
+    plugin = ImageLocality(None, Handle(snapshot=snap, features=gates))
     p = make_pod(
         containers=[{"name": "c", "image": "registry.example.com/tools:latest"}],
         volumes=[{"name": "data", "image": {"reference": "registry.example.com/db:2.3"}}],
     )
     infos = [snap.get(n.metadata.name) for n in nodes]
     per_node = [plugin.score(CycleState(), p, ni) for ni in infos if ni is not None]
-    # both: (428.6M + 351.4M - 23M) * 100 / (1000M - 23M) = 77; db: 33; tools: 41
-    assert per_node[:4] == [77, 33, 33, 41]
+    assert per_node[:4] == want
     rows = np.arange(len(nodes), dtype=np.intp)
     assert plugin.score_batch(CycleState(), p, snap, rows).tolist() == per_node
-    # without the volume only the container's image counts
+    # without the volume only the container's image counts, in both versions
     bare = make_pod(containers=[{"name": "c", "image": "registry.example.com/tools:latest"}])
     assert [plugin.score(CycleState(), bare, ni) for ni in infos if ni is not None][:4] == [
         41,
@@ -221,3 +234,12 @@ def test_image_volumes_add_to_the_sum_not_to_the_container_count() -> None:
         0,
         41,
     ]
+    # v1.37 counts an image volume whose image is not on any node (or has no reference)
+    # in the threshold all the same
+    other = make_pod(
+        containers=[{"name": "c", "image": "registry.example.com/tools:latest"}],
+        volumes=[{"name": "x", "image": {"reference": "elsewhere:1"}}, {"name": "y", "image": {}}],
+    )
+    got = [plugin.score(CycleState(), other, ni) for ni in infos if ni is not None][:4]
+    assert got == ([41, 0, 0, 41] if version == "1.36" else [13, 0, 0, 13])
+    assert plugin.score_batch(CycleState(), other, snap, rows).tolist()[:4] == got

@@ -1126,3 +1126,58 @@ def test_incoming_affinity_anti_affinity_counts(
     s = cs.read(PRE_FILTER_STATE_KEY)
     assert s.affinity_counts.to_dict() == want_aff
     assert s.anti_affinity_counts.to_dict() == want_anti
+
+
+# ---- v1.36's namespaceSelector of the incoming pod -------------------------------------------
+
+
+def _ns_selector_term(op: str) -> dict[str, Any]:
+    values = ["team1"] if op == "NotIn" else None
+    return {
+        "labelSelector": sel(expr("service", "In", ["securityscan"])),
+        "namespaceSelector": sel(expr("team", op, values)),
+        "topologyKey": "zone",
+    }
+
+
+@pytest.mark.parametrize("op", ["NotIn", "DoesNotExist"])
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_incoming_namespace_selector_matching_no_labels_selects_every_namespace_in_v1_36(
+    op: str, version: str
+) -> None:
+    """The existing pod's namespace (team=team1) is not selected by the incoming pod's
+    anti-affinity namespaceSelector; v1.36 matched the kept selector against nil labels
+    (mergeAffinityTermNamespacesIfNotEmpty by value), so it selected every namespace."""
+    incoming = with_terms("subteam1.team2", POD_LABEL2, None, [_ns_selector_term(op)])
+    existing = pod(name="e", ns="subteam1.team1", labels=POD_LABEL, node="node1")
+    plugin, snap = setup([existing], [NODE1], NAMESPACES, version=version)
+    state = new_state()
+    _, pre = plugin.pre_filter(state, incoming, snap)
+    assert pre is None
+    got = plugin.filter(state, incoming, node_info(snap, "node1"))
+    want = unschedulable(ANTI) if version == "1.36" else None
+    assert same(got, want), (got, want)
+    assert plugin.filter_batch(state, incoming, snap).tolist() == [want is None]
+
+
+def test_incoming_terms_widen_only_selectors_that_match_no_labels() -> None:
+    from ksched.api.selectors import EVERYTHING
+    from ksched.plugins.interpodaffinity.terms import incoming_terms, pod_terms
+
+    incoming = with_terms(
+        "subteam1.team2",
+        POD_LABEL2,
+        [_ns_selector_term("NotIn")],
+        [_ns_selector_term("In") | {"namespaceSelector": sel(expr("team", "In", ["a"]))}],
+    )
+    assert incoming_terms(incoming, False) is pod_terms(incoming)
+    v136 = incoming_terms(incoming, True)
+    assert v136.required_affinity[0].ns_selector is EVERYTHING
+    assert v136.required_anti_affinity[0] is pod_terms(incoming).required_anti_affinity[0]
+    plain = with_terms(
+        "ns",
+        POD_LABEL2,
+        None,
+        [_ns_selector_term("In") | {"namespaceSelector": sel(expr("team", "In", ["a"]))}],
+    )
+    assert incoming_terms(plain, True) is pod_terms(plain)

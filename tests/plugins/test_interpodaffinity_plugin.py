@@ -27,8 +27,8 @@ from tests.plugins.test_interpodaffinity_support import (
 Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
 
 
-def _plugin() -> InterPodAffinity:
-    plugin, _ = setup([], [], NAMESPACES)
+def _plugin(version: str | None = None) -> InterPodAffinity:
+    plugin, _ = setup([], [], NAMESPACES, version=version)
     return plugin
 
 
@@ -173,7 +173,7 @@ POD_CASES: list[tuple[str, Any, Any, Any, str]] = [
         Q,
     ),
     (
-        # upstream's podMatchesAllAffinityTerms: every term of the deleted pod must match
+        # v1.36's podMatchesAllAffinityTerms: every term of the deleted pod must match
         "delete a pod with two anti-affinity terms of which only one matches pending pod",
         MakePod().name("p").label("service", "securityscan").obj(),
         MakePod()
@@ -243,7 +243,58 @@ POD_CASES: list[tuple[str, Any, Any, Any, str]] = [
 def test_is_schedulable_after_pod_change(
     name: str, target: Any, old: Any, new: Any, want: str
 ) -> None:
-    assert _plugin().is_schedulable_after_pod_change(target, old, new) == want
+    """v1.36's table (v1.37 differs where anti-affinity has several terms, below)."""
+    assert _plugin("1.36").is_schedulable_after_pod_change(target, old, new) == want
+
+
+def _two_anti_terms() -> MakePod:
+    return (
+        MakePod()
+        .node("fake-node")
+        .pod_anti_affinity_in("service", "region", ["securityscan"], REQUIRED)
+        .pod_anti_affinity_in("team", "region", ["blue"], REQUIRED)
+    )
+
+
+_PENDING_TWO_ANTI = (
+    MakePod()
+    .uid("p")
+    .name("p")
+    .pod_anti_affinity_in("service", "region", ["securityscan"], REQUIRED)
+    .pod_anti_affinity_in("team", "region", ["blue"], REQUIRED)
+    .obj()
+)
+ANY_TERM_CASES = [
+    (
+        "delete a pod with two anti-affinity terms of which only one matches pending pod",
+        MakePod().name("p").label("service", "securityscan").obj(),
+        _two_anti_terms().obj(),
+        None,
+    ),
+    (
+        "delete a pod matching one of the pending pod's two anti-affinity terms",
+        _PENDING_TWO_ANTI,
+        _other(service="securityscan"),
+        None,
+    ),
+    (
+        "update a pod to match none of the pending pod's two anti-affinity terms",
+        _PENDING_TWO_ANTI,
+        _other(service="securityscan"),
+        _other(service="other"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "old", "new"), ANY_TERM_CASES, ids=[c[0][:60] for c in ANY_TERM_CASES]
+)
+@pytest.mark.parametrize(("version", "want"), [("1.36", S), ("1.37", Q)])
+def test_anti_affinity_hint_asks_any_term_from_v1_37(
+    name: str, target: Any, old: Any, new: Any, version: str, want: str
+) -> None:
+    """v1.37 (podMatchesAnyAffinityTerms): one matching anti-affinity term is enough."""
+    assert _plugin(version).is_schedulable_after_pod_change(target, old, new) == want
 
 
 def _node(name: str, **labels: str) -> Node:
@@ -557,3 +608,27 @@ def test_signatures_read_late_see_every_pod_placed_while_unread() -> None:
     used = {results[f"plain-{i}"].node for i in range(6)}
     assert results["shy"].status == ("Scheduled" if len(used) < 4 else "Unschedulable")
     assert results["shy"].node not in used
+
+
+def test_the_hostname_fast_path_gate_is_refused_when_enabled() -> None:
+    """InterPodAffinityHostnameFastPath (alpha, v1.37) is not implemented: ksched exits
+    naming it rather than run with the topology maps in its place."""
+    from ksched.features import FeatureGateError
+    from ksched.features.support import resolve_feature_gates
+
+    with pytest.raises(FeatureGateError, match="InterPodAffinityHostnameFastPath=true"):
+        resolve_feature_gates(["InterPodAffinityHostnameFastPath=true"], ["1.37"])
+    gates = resolve_feature_gates(["InterPodAffinityHostnameFastPath=false"], ["1.37"])
+    assert not gates.enabled("InterPodAffinityHostnameFastPath")
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_a_nominated_pod_counts_in_the_pod_hint(version: str) -> None:
+    """Upstream skips only a pod neither on a node nor nominated to one: deleting a pod
+    nominated to a node (an AssignedPod event) that matches the anti-affinity requeues."""
+    nominated = MakePod().uid("other").labels({"service": "securityscan"})
+    nominated.m["status"] = {"nominatedNodeName": "fake-node"}
+    pl = _plugin(version)
+    assert pl.is_schedulable_after_pod_change(_anti_in().obj(), nominated.obj(), None) == Q
+    unplaced = MakePod().uid("other").labels({"service": "securityscan"}).obj()
+    assert pl.is_schedulable_after_pod_change(_anti_in().obj(), unplaced, None) == S

@@ -529,3 +529,29 @@ def test_normalize_uses_min_and_max_of_scored_nodes() -> None:
     raw = scores_for(plugin, snap, state, incoming, [n("a", {}), n("b", {}), n("c", {})])
     # raw a=-7, b=-14, c=+3 -> (x+14)/17*100 truncated
     assert raw == [int(100.0 * (7 / 17)), 0, 100]
+
+
+@pytest.mark.parametrize(("version", "want"), [("1.36", [100, 0]), ("1.37", [0, 0])])
+def test_incoming_namespace_selector_matching_no_labels_in_v1_36(
+    version: str, want: list[int]
+) -> None:
+    """A preferred affinity term whose namespaceSelector (team NotIn [team1]) does not
+    select the existing pod's namespace: v1.36 matched the kept selector against nil labels
+    and so counted the pod (see ``incoming_terms``); v1.37 does not."""
+    term = weighted(
+        5,
+        "region",
+        expr("security", "In", ["S1"]),
+        namespaceSelector={"matchExpressions": [expr("team", "NotIn", ["team1"])]},
+    )
+    incoming = p(labels=S1, affinity=preferred([term]), ns="subteam1.team2")
+    nodes = [n("m1", {"region": "China"}), n("m2", {"region": "India"})]
+    pods = [p("m1", S1, ns="subteam1.team1")]
+    plugin, snap = setup(pods, nodes, NAMESPACES, version=version)
+    state = new_state()
+    st = plugin.pre_score(state, incoming, [node_info(snap, x.metadata.name) for x in nodes])
+    if version == "1.37":
+        assert st is not None and st.code == Code.SKIP  # nothing scores anywhere
+        return
+    assert st is None
+    assert scores_for(plugin, snap, state, incoming, nodes) == want  # normalised

@@ -6,6 +6,7 @@ import itertools
 from typing import Any
 
 from ksched.api.objects import Namespace, Node, Pod, decode
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
 from ksched.framework.snapshot import Snapshot
@@ -164,12 +165,17 @@ def setup(
     nodes: list[Node],
     namespaces: list[Namespace] | None = None,
     args: dict[str, Any] | None = None,
+    version: str | None = None,
 ) -> tuple[InterPodAffinity, Snapshot]:
-    """``SetupPluginWithInformers``: the plugin over a snapshot of ``pods`` on ``nodes``."""
+    """``SetupPluginWithInformers``: the plugin over a snapshot of ``pods`` on ``nodes``
+    (``version``: the emulated one, else the default)."""
     snap = make_snapshot(nodes, pods)
     listers = {"namespaces": {ns.metadata.name: ns for ns in (namespaces or [])}}
     parsed = InterPodAffinityArgs.parse("InterPodAffinity", dict(args or {}))
-    return InterPodAffinity(parsed, Handle(snapshot=snap, listers=listers)), snap
+    handle = Handle(snapshot=snap, listers=listers)
+    if version is not None:
+        handle = Handle(snapshot=snap, listers=listers, features=set_feature_gates([], [version]))
+    return InterPodAffinity(parsed, handle), snap
 
 
 def node_info(snap: Snapshot, name: str) -> NodeInfo:

@@ -1,4 +1,5 @@
-"""NodeDeclaredFeatures: the inference of component-helpers' nodedeclaredfeatures (v0.36.3),
+"""NodeDeclaredFeatures: the inference of component-helpers' nodedeclaredfeatures (v0.36.3
+for 1.36, v0.37.2 for 1.37),
 the plugin's PreFilter/Filter (per node and batch), its queueing hints, and the default
 profile keeping such pods off nodes that do not declare what they need."""
 
@@ -10,14 +11,17 @@ import pytest
 
 from ksched.api.nodefeatures import (
     FEATURE_NAMES,
+    FEATURES,
     feature_names,
     infer_for_pod_scheduling,
     try_map,
 )
 from ksched.api.objects import DecodeError, Node, Pod, decode
 from ksched.config import DEFAULT_MULTI_POINT
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.events import ActionType, EventResource
+from ksched.framework.handle import Handle
 from ksched.framework.interface import QueueingHint
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.status import Code
@@ -33,6 +37,7 @@ from ksched.testing.harness import node_info, run_filter, schedule
 
 RESTART_ALL = "RestartAllContainersOnContainerExits"
 USERNS_HOSTNET = "UserNamespacesHostNetworkSupport"
+BIND_MOUNT = "VolumeBindMountOptions"
 DEFAULT_CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
@@ -68,13 +73,82 @@ def names(p: PodInfo) -> list[str]:
 
 
 def test_the_registry_is_upstreams_sorted_by_name() -> None:
+    """The union of v0.36.3's and v0.37.2's registries; ``since`` says which has each."""
     assert FEATURE_NAMES == (
+        "DRANodeAllocatableResources",
+        "DRAOptionalNodeOperations",
+        "ExtendWebSocketsToKubelet",
+        "InPlacePodLevelResourcesVerticalScaling",
+        "InPlacePodVerticalScalingInitContainers",
+        "InPlacePodVerticalScalingMemoryBackedVolumes",
+        RESTART_ALL,
+        USERNS_HOSTNET,
+        BIND_MOUNT,
+    )
+    v036 = [f.name for f in FEATURES if f.since == (1, 36)]
+    assert v036 == [
         "ExtendWebSocketsToKubelet",
         "InPlacePodLevelResourcesVerticalScaling",
         "InPlacePodVerticalScalingInitContainers",
         RESTART_ALL,
         USERNS_HOSTNET,
-    )
+    ]
+
+
+def _mounts(*options: list[str]) -> list[dict[str, Any]]:
+    return [
+        {"name": f"v{i}", "mountPath": f"/m{i}", "bindMountOptions": o}
+        for i, o in enumerate(options)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "v037"),
+    [
+        ({"containers": [{"name": "c", "volumeMounts": _mounts(["ro"])}]}, [BIND_MOUNT]),
+        ({"initContainers": [{"name": "i", "volumeMounts": _mounts([], ["rbind"])}]}, [BIND_MOUNT]),
+        ({"ephemeralContainers": [{"name": "e", "volumeMounts": _mounts(["ro"])}]}, [BIND_MOUNT]),
+        ({"containers": [{"name": "c", "volumeMounts": _mounts([])}]}, []),
+        ({"containers": [{"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/m"}]}]}, []),
+        (
+            {
+                "hostNetwork": True,
+                "hostUsers": False,
+                "containers": [{"name": "c", "volumeMounts": _mounts(["ro"])}],
+            },
+            [USERNS_HOSTNET, BIND_MOUNT],
+        ),
+    ],
+    ids=["container", "init container", "ephemeral container", "empty", "none", "with userns"],
+)
+def test_bind_mount_options_need_a_feature_from_v0_37(
+    spec: dict[str, Any], v037: list[str]
+) -> None:
+    """v0.37.2's VolumeBindMountOptions; v0.36.3 has no such feature."""
+    m = {"kind": "Pod", "metadata": {"name": "p", "namespace": "d"}, "spec": spec}
+    s = decode(m, Pod).spec
+    assert feature_names(infer_for_pod_scheduling(s, release=(1, 37))) == v037
+    assert feature_names(infer_for_pod_scheduling(s, release=(1, 36))) == [
+        f for f in v037 if f != BIND_MOUNT
+    ]
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_the_plugin_infers_with_its_releases_registry(version: str) -> None:
+    p = pod(containers=[{"name": "c", "volumeMounts": _mounts(["ro"])}])
+    bare = node_info(decode(make_node("bare"), Node))
+    pl = NodeDeclaredFeatures(None, Handle(features=set_feature_gates([], [version])))
+    state = CycleState()
+    _, status = pl.pre_filter(state, p, Snapshot([bare]))
+    if version == "1.36":
+        assert status is not None and status.code == Code.SKIP
+        return
+    assert status is None
+    got = pl.filter(state, p, bare)
+    assert got is not None and got.reasons == (ERR_REASON_UNSATISFIED_REQUIREMENTS,)
+    declaring = node_info(decode(make_node("ok", declared_features=[BIND_MOUNT]), Node))
+    assert pl.filter(state, p, declaring) is None
+    assert pl.filter_batch(state, p, Snapshot([bare, declaring])).tolist() == [False, True]
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,14 @@ from typing import Any
 import pytest
 
 from ksched.api.objects import Node, Pod, decode
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
+from ksched.framework.handle import Handle
+from ksched.framework.interface import PreFilterResult, extension_points_of
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.status import Code
 from ksched.framework.types import PodInfo
-from ksched.plugins.nodename import ERR_REASON, NodeName
+from ksched.plugins.nodename import ERR_REASON, NodeName, NodeNameWithPreFilter
 from tests.factories import make_node_info
 
 
@@ -61,3 +64,28 @@ def test_batch_over_many_nodes() -> None:
 def test_events_to_register() -> None:
     [reg] = NodeName().events_to_register()
     assert (reg.event.resource, reg.event.action, reg.hint) == ("Node", "Add", None)
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_pre_filter_from_v1_37(version: str) -> None:
+    """v1.37 narrows a pod with spec.nodeName to that node at PreFilter; v1.36's plugin has
+    no PreFilter at all (so none runs, and none is timed)."""
+    handle = Handle(features=set_feature_gates([], [version]))
+    pl = NodeName(None, handle)
+    points = extension_points_of(pl)
+    assert ("preFilter" in points) is (version == "1.37")
+    assert "filter" in points
+    if version == "1.36":
+        assert type(pl) is NodeName
+        return
+    assert isinstance(pl, NodeNameWithPreFilter)
+    result, status = pl.pre_filter(CycleState(), mk_pod({"nodeName": "n2"}), Snapshot())
+    assert status is None and result == PreFilterResult({"n2"})
+    assert pl.pre_filter(CycleState(), mk_pod({}), Snapshot()) == (None, None)
+    # the Filter is v1.36's
+    assert pl.filter(CycleState(), mk_pod({"nodeName": "n2"}), make_node_info(mk_node("n1")))
+
+
+def test_without_a_handle_the_plugin_has_no_pre_filter() -> None:
+    assert type(NodeName()) is NodeName
+    assert "preFilter" in extension_points_of(NodeNameWithPreFilter)

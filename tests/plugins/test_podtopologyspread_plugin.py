@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from ksched.api.objects import Node
+from ksched.api.objects import Node, Pod, decode
 from ksched.config import load_config_data
+from ksched.features import set_feature_gates
+from ksched.framework.handle import Handle
 from ksched.framework.interface import ClusterEvent, QueueingHint, extension_points_of
 from ksched.framework.registry import PluginArgsError
 from ksched.framework.types import PodInfo
@@ -522,3 +524,25 @@ def test_hints_reject_wrong_object_types() -> None:
         plugin().is_schedulable_after_node_change(pod, None, "node")
     with pytest.raises(TypeError):
         plugin().is_schedulable_after_pod_change(pod, None, "pod")
+
+
+def _nominated(pi: PodInfo, node: str) -> PodInfo:
+    raw = pi.raw
+    assert raw is not None
+    m = {**raw, "status": {"nominatedNodeName": node}}
+    return PodInfo(decode(m, Pod), m)
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_a_nominated_pod_is_involved_in_spreading(version: str) -> None:
+    """``involvedInTopologySpreading``: a pod nominated to a node counts like a placed one
+    (the scheduler deletes or moves a nominated pod with an AssignedPod event)."""
+    pod = mk_pod("p", labels={"foo": ""}, constraints=ZONE)
+    gone = _nominated(_p(foo=""), "fake-node")
+    pl = PodTopologySpread(
+        {"defaultingType": "List"}, Handle(features=set_feature_gates([], [version]))
+    )
+    assert pl.is_schedulable_after_pod_change(pod, gone, None) == Q
+    assert pl.is_schedulable_after_pod_change(pod, _p(foo=""), None) == SKIP
+    other_ns = _nominated(_p(ns="elsewhere", foo=""), "fake-node")
+    assert pl.is_schedulable_after_pod_change(pod, other_ns, None) == SKIP

@@ -21,7 +21,7 @@ from ...framework.types import NodeInfo, PodInfo
 from .. import names
 from ..helper import all_true
 from .index import ClusterIndex, TopologyCounts, by_topology
-from .terms import NamespaceLabels, PodTerms, pod_matches_all_terms, pod_terms
+from .terms import NamespaceLabels, PodTerms, incoming_terms, pod_matches_all_terms, pod_terms
 
 __all__ = [
     "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
@@ -128,9 +128,12 @@ def compute_pre_filter(
     pod: PodInfo,
     namespaces: NamespaceLabels,
     token: object = None,
+    v136_namespace_selectors: bool = False,
 ) -> tuple[PreFilterState | None, Status | None]:
-    """PreFilter's counts over every node of ``snap``; Skip when nothing can reject."""
-    terms = pod_terms(pod)
+    """PreFilter's counts over every node of ``snap``; Skip when nothing can reject.
+    ``v136_namespace_selectors``: v1.36's reading of the pod's namespaceSelectors
+    (``incoming_terms``)."""
+    terms = incoming_terms(pod, v136_namespace_selectors)
     if terms.error:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {terms.error}")
     index.sync(snap, token)

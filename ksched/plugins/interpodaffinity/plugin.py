@@ -28,7 +28,7 @@ from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Status
 from ...framework.types import NodeInfo, PodInfo
 from .. import names
-from ..helper import RowArray
+from ..helper import RowArray, gates_of
 from .args import InterPodAffinityArgs
 from .filtering import (
     PRE_FILTER_STATE_KEY,
@@ -75,6 +75,10 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self.index = ClusterIndex()
+        # v1.37's assigned-pod hint: an anti-affinity match is any term's, not all terms'
+        self._any_anti_term = gates_of(handle).at_least("1.37")
+        # v1.36 kept an incoming pod's namespaceSelector beside the namespaces it listed
+        self._v136_namespace_selectors = not gates_of(handle).at_least("1.37")
 
     def _namespaces(self) -> NamespaceLabels:
         listers = getattr(self.handle, "listers", None) or {}
@@ -91,7 +95,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
-        s, st = compute_pre_filter(self.index, nodes, pod, self._namespaces(), state)
+        s, st = compute_pre_filter(
+            self.index, nodes, pod, self._namespaces(), state, self._v136_namespace_selectors
+        )
         if s is not None:
             state.write(PRE_FILTER_STATE_KEY, s)
         return None, st
@@ -146,6 +152,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             a.hard_pod_affinity_weight,
             a.ignore_preferred_terms_of_existing_pods,
             state,
+            self._v136_namespace_selectors,
         )
         if s is not None:
             state.write(PRE_SCORE_STATE_KEY, s)
@@ -194,13 +201,19 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         """Queue when the pending pod itself changed, a scheduled pod starts matching all its
         affinity terms, or one matching all its anti-affinity terms (or all of whose
         anti-affinity terms match it) goes away. Terms match with nil namespace labels, as
-        upstream's hint does."""
+        upstream's hint does. From v1.37 (no gate) anti-affinity asks for any term, not
+        all (``podMatchesAnyAffinityTerms``)."""
         for p in (old, new):
             if p is not None and not isinstance(p, PodInfo):
                 raise TypeError(f"expected PodInfo, got {type(p).__name__}")
         if new is not None and _same_pod(new, pod):
             return QueueingHint.QUEUE
-        if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+
+        def unplaced(p: PodInfo | None) -> bool:
+            # neither on a node nor nominated to one (a nominated pod counts, as upstream)
+            return p is not None and not (p.node_name or p.pod.status.nominated_node_name)
+
+        if unplaced(new) or unplaced(old):
             return QueueingHint.SKIP
         terms = pod_terms(pod)
         if terms.error:
@@ -209,26 +222,31 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         def all_match(ts: tuple[Any, ...], p: PodInfo) -> bool:
             return pod_matches_all_terms(ts, p.namespace, p.labels, no_namespace_labels)
 
+        def anti_match(ts: tuple[Any, ...], p: PodInfo) -> bool:
+            if not self._any_anti_term:
+                return all_match(ts, p)
+            return any(t.matches(p.namespace, p.labels, no_namespace_labels) for t in ts)
+
         aff, anti = terms.required_affinity, terms.required_anti_affinity
         if new is not None and old is not None:
             if not all_match(aff, old) and all_match(aff, new):
                 return QueueingHint.QUEUE
-            if all_match(anti, old) and not all_match(anti, new):
+            if anti_match(anti, old) and not anti_match(anti, new):
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
         if new is not None:
             return QueueingHint.QUEUE if all_match(aff, new) else QueueingHint.SKIP
         if old is None:
             return QueueingHint.SKIP
-        if all_match(anti, old):
+        if anti_match(anti, old):
             return QueueingHint.QUEUE
-        # The deleted pod's own anti-affinity: upstream asks that ALL its terms match the
-        # pending pod, with nil namespace labels (a namespaceSelector other than {} never
-        # matches here), not any term with the namespaces' real labels.
+        # The deleted pod's own anti-affinity: upstream asks that its terms (v1.36: all, v1.37:
+        # any) match the pending pod, with nil namespace labels (a namespaceSelector other
+        # than {} never matches here), not with the namespaces' real labels.
         old_terms = pod_terms(old)
         if old_terms.error:
             return QueueingHint.QUEUE
-        if all_match(old_terms.required_anti_affinity, pod):
+        if anti_match(old_terms.required_anti_affinity, pod):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
 

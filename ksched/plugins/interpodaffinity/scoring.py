@@ -22,7 +22,7 @@ from ...framework.types import NodeInfo, PodInfo
 from .. import names
 from ..helper import RowArray
 from .index import ClusterIndex, RowCounts
-from .terms import NamespaceLabels, pod_terms
+from .terms import NamespaceLabels, incoming_terms
 
 __all__ = [
     "PRE_SCORE_STATE_KEY",
@@ -75,12 +75,14 @@ def compute_pre_score(
     hard_pod_affinity_weight: int,
     ignore_preferred_terms_of_existing_pods: bool,
     token: object = None,
+    v136_namespace_selectors: bool = False,
 ) -> tuple[PreScoreState | None, Status | None]:
-    """Skip when no existing pod contributes anywhere (upstream's empty topologyScore)."""
+    """Skip when no existing pod contributes anywhere (upstream's empty topologyScore).
+    ``v136_namespace_selectors``: as in ``compute_pre_filter``."""
     has_constraints = has_preferred_terms(pod.pod)
     if ignore_preferred_terms_of_existing_pods and not has_constraints:
         return None, Status(Code.SKIP)
-    terms = pod_terms(pod)
+    terms = incoming_terms(pod, v136_namespace_selectors)
     if terms.error:
         return None, Status(Code.ERROR, f"failed to parse pod: {terms.error}")
     index.sync(snap, token)

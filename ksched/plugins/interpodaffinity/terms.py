@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -43,12 +43,14 @@ __all__ = [
     "NamespaceLabels",
     "PodTerms",
     "WeightedTerm",
+    "incoming_terms",
     "pod_matches_all_terms",
     "pod_terms",
 ]
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 _CACHE_KEY = "InterPodAffinity/terms"
+_INCOMING_V136_KEY = "InterPodAffinity/terms/incoming-v1.36"
 
 NsLabelsFn = Callable[[str], Mapping[str, str]]
 
@@ -326,3 +328,49 @@ def pod_terms(pod: PodInfo) -> PodTerms:
     )
     pod.cache[_CACHE_KEY] = out
     return out
+
+
+def _selects_all_namespaces_in_v136(t: AffinityTerm) -> bool:
+    sel = t.ns_selector
+    return not sel.nothing and bool(sel.requirements) and sel.matches(_EMPTY)
+
+
+def incoming_terms(pod: PodInfo, v136_namespace_selectors: bool) -> PodTerms:
+    """The pod's terms as the incoming pod of a cycle (PreFilter, PreScore, preemption's
+    AddPod/RemovePod).
+
+    v1.36's ``mergeAffinityTermNamespacesIfNotEmpty`` took the term by value: the
+    namespaces its namespaceSelector lists were added (a shared set) but the selector
+    stayed, and incoming terms match with nil namespace labels, so a selector matching
+    an empty label set (``NotIn``, ``DoesNotExist``) selected every namespace. v1.37 takes
+    a pointer and clears the selector, which is what ``pod_terms`` matches; with
+    ``v136_namespace_selectors`` such terms select every namespace, as v1.36's did."""
+    terms = pod_terms(pod)
+    if not v136_namespace_selectors or terms.error:
+        return terms
+    cached: PodTerms | None = pod.cache.get(_INCOMING_V136_KEY)
+    if cached is not None:
+        return cached
+    lists = (terms.required_affinity, terms.required_anti_affinity)
+    weighted = (terms.preferred_affinity, terms.preferred_anti_affinity)
+    if not any(_selects_all_namespaces_in_v136(t) for ts in lists for t in ts) and not any(
+        _selects_all_namespaces_in_v136(t) for ws in weighted for t, _ in ws
+    ):
+        cached = terms
+    else:
+
+        def widen(t: AffinityTerm) -> AffinityTerm:
+            if _selects_all_namespaces_in_v136(t):
+                return replace(t, ns_selector=EVERYTHING)
+            return t
+
+        cached = PodTerms(
+            tuple(widen(t) for t in terms.required_affinity),
+            tuple(widen(t) for t in terms.required_anti_affinity),
+            tuple((widen(t), w) for t, w in terms.preferred_affinity),
+            tuple((widen(t), w) for t, w in terms.preferred_anti_affinity),
+            terms.error,
+            terms.signature,
+        )
+    pod.cache[_INCOMING_V136_KEY] = cached
+    return cached

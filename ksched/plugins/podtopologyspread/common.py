@@ -168,19 +168,22 @@ def count_pods(pods: Iterable[PodInfo], sel: Selector, namespace: str) -> int:
 # ---- node inclusion policies ---------------------------------------------------------
 
 
-def untolerated(node: Node, tolerations: Sequence[Toleration]) -> bool:
-    """A NoSchedule/NoExecute taint of ``node`` the pod does not tolerate."""
-    taint = find_untolerated_taint(node.spec.taints, tolerations, do_not_schedule_taint)
+def untolerated(node: Node, tolerations: Sequence[Toleration], comparison: bool = False) -> bool:
+    """A NoSchedule/NoExecute taint of ``node`` the pod does not tolerate (``comparison``:
+    Lt/Gt tolerations compare, gate TaintTolerationComparisonOperators)."""
+    taint = find_untolerated_taint(node.spec.taints, tolerations, do_not_schedule_taint, comparison)
     return taint is not None
 
 
-def taint_ok_mask(snap: Snapshot, tolerations: Sequence[Toleration]) -> BoolArray | None:
+def taint_ok_mask(
+    snap: Snapshot, tolerations: Sequence[Toleration], comparison: bool = False
+) -> BoolArray | None:
     """Rows without an untolerated NoSchedule/NoExecute taint; None when every row is fine."""
     if len(snap.taint_sets) == 1:
         return None
     bad = np.array(
         [
-            find_untolerated_taint(ts, tolerations, do_not_schedule_taint) is not None
+            find_untolerated_taint(ts, tolerations, do_not_schedule_taint, comparison) is not None
             for ts in snap.taint_sets
         ],
         dtype=np.bool_,
@@ -191,13 +194,17 @@ def taint_ok_mask(snap: Snapshot, tolerations: Sequence[Toleration]) -> BoolArra
 
 
 def matches_inclusion(
-    c: Constraint, pod: PodInfo, node: Node, required: RequiredNodeAffinity
+    c: Constraint,
+    pod: PodInfo,
+    node: Node,
+    required: RequiredNodeAffinity,
+    comparison: bool = False,
 ) -> bool:
     """``matchNodeInclusionPolicies`` for one node (parse problems count as no match)."""
     labels = node.metadata.labels
     if c.honor_affinity and not required.matches(labels, node.metadata.name):
         return False
-    return not (c.honor_taints and untolerated(node, pod.pod.spec.tolerations))
+    return not (c.honor_taints and untolerated(node, pod.pod.spec.tolerations, comparison))
 
 
 # ---- counting matching pods ----------------------------------------------------------

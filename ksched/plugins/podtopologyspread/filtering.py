@@ -145,6 +145,7 @@ def compute_pre_filter_state(
     constraints: tuple[Constraint, ...],
     snap: Snapshot,
     counters: CounterCache,
+    comparison: bool = False,
 ) -> PreFilterState:
     """``calPreFilterState`` over all rows at once.
 
@@ -161,7 +162,7 @@ def compute_pre_filter_state(
         affinity = required_node_affinity(pod).mask(snap)
     taints = None
     if any(c.honor_taints for c in constraints):
-        taints = taint_ok_mask(snap, pod.pod.spec.tolerations)
+        taints = taint_ok_mask(snap, pod.pod.spec.tolerations, comparison)
     labels = pod.labels
     out: list[DomainCounts] = []
     for c, (ids, vocab) in zip(constraints, cols, strict=True):

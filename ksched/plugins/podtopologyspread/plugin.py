@@ -29,6 +29,7 @@ from ...framework.snapshot import BoolArray, IntArray, NodeInfoView, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
 from .. import names
+from ..helper import comparison_operators
 from ..nodeaffinity import required_node_affinity
 from .args import (
     DO_NOT_SCHEDULE,
@@ -95,6 +96,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
+        self.comparison_operators = comparison_operators(handle)
         args = self.args
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = (
@@ -196,7 +198,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         constraints = self.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None, Status(Code.SKIP)
-        s = compute_pre_filter_state(pod, constraints, nodes, self.counters)
+        s = compute_pre_filter_state(
+            pod, constraints, nodes, self.counters, self.comparison_operators
+        )
         state.write(PRE_FILTER_KEY, s)
         return None, None
 
@@ -243,7 +247,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             c = d.constraint
             if not c.selector.matches(updated.labels):
                 continue
-            if not matches_inclusion(c, preemptor, n, required):
+            if not matches_inclusion(c, preemptor, n, required, self.comparison_operators):
                 continue
             d.add(labels[c.topology_key], delta)
         return None
@@ -285,7 +289,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if not constraints:
             return Status(Code.SKIP)
         rows = self._rows(snap, nodes)
-        s = compute_pre_score_state(pod, constraints, snap, rows, require_all, self.counters)
+        s = compute_pre_score_state(
+            pod, constraints, snap, rows, require_all, self.counters, self.comparison_operators
+        )
         state.write(PRE_SCORE_KEY, s)
         return None
 
@@ -344,7 +350,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 raise TypeError(f"expected PodInfo, got {type(obj).__name__}")
 
         def involved(p: PodInfo) -> bool:
-            return _same_pod(p, pod) or (bool(p.node_name) and p.namespace == pod.namespace)
+            # ``involvedInTopologySpreading``: on a node or nominated to one
+            placed = bool(p.node_name or p.pod.status.nominated_node_name)
+            return _same_pod(p, pod) or (placed and p.namespace == pod.namespace)
 
         if (new is not None and not involved(new)) or (old is not None and not involved(old)):
             return QueueingHint.SKIP

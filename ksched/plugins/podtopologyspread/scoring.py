@@ -167,6 +167,7 @@ def compute_pre_score_state(
     rows: npt.NDArray[np.intp],
     require_all: bool,
     counters: CounterCache,
+    comparison: bool = False,
 ) -> PreScoreState:
     """``initPreScoreState`` plus PreScore's count over all nodes, vectorised.
 
@@ -187,7 +188,7 @@ def compute_pre_score_state(
         affinity = required_node_affinity(pod).mask(snap)
     taints = None
     if any(c.honor_taints for c in constraints):
-        taints = taint_ok_mask(snap, pod.pod.spec.tolerations)
+        taints = taint_ok_mask(snap, pod.pod.spec.tolerations, comparison)
     out: list[SoftDomains] = []
     for c, (ids, vocab) in zip(constraints, cols, strict=True):
         per_row = counters.get(pod.namespace, c.selector).counts(snap)

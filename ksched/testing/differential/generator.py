@@ -1134,8 +1134,11 @@ USERNS_HOSTNET = "UserNamespacesHostNetworkSupport"
 _DECLARED = [RESTART_ALL, USERNS_HOSTNET, "ExampleVendorFeature", "ZetaFeature/sub"]
 
 #: What the API server needs for the generated inputs: a pod on the host network in a user
-#: namespace of its own is refused unless UserNamespacesHostNetworkSupport (alpha) is on.
-APISERVER_ARGS: tuple[str, ...] = ("--feature-gates=UserNamespacesHostNetworkSupport=true",)
+#: namespace of its own is refused unless UserNamespacesHostNetworkSupport (alpha) is on,
+#: a Gt/Lt toleration unless TaintTolerationComparisonOperators (alpha) is.
+APISERVER_ARGS: tuple[str, ...] = (
+    "--feature-gates=UserNamespacesHostNetworkSupport=true,TaintTolerationComparisonOperators=true",
+)
 
 
 def _nodefeatures_setup(ctx: _Ctx) -> None:
@@ -1216,6 +1219,48 @@ def _gates(ctx: _Ctx, pod: JSON) -> bool:
     return bool(ctx.gates)
 
 
+# -- Gt/Lt tolerations (TaintTolerationComparisonOperators) ----------------------------------------
+
+SLA_TAINT = "example.com/sla"
+# numeric values, one kube-scheduler never parses ("high") and one not canonical ("0950")
+_SLA_VALUES = ["100", "950", "999", "-5", "high", "0950"]
+_SLA_THRESHOLDS = ["0", "500", "950", "998", "-10"]
+_SLA_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+def _tolerationops_setup(ctx: _Ctx) -> None:
+    """Some nodes get a numeric SLA taint (beside the taints group's, unique by key and
+    effect as the API server requires)."""
+    rng = ctx.rng
+    for node in ctx.nodes:
+        if rng.random() < 0.6:
+            taint = {
+                "key": SLA_TAINT,
+                "value": rng.choice(_SLA_VALUES),
+                "effect": rng.choice(_SLA_EFFECTS),
+            }
+            node["spec"].setdefault("taints", []).append(taint)
+
+
+def _tolerationops(ctx: _Ctx, pod: JSON) -> bool:
+    """Gt/Lt tolerations of the SLA taint: with the gate on they compare the values as
+    int64, off (and for an unparsable value) they tolerate nothing. The API server takes
+    them only with its gate on (``APISERVER_ARGS``); run both schedulers with
+    ``--feature-gates TaintTolerationComparisonOperators=true`` for the "on" side."""
+    rng = ctx.rng
+    tols = pod["spec"].setdefault("tolerations", [])
+    for _ in range(rng.randint(1, 2)):
+        t: JSON = {
+            "key": SLA_TAINT,
+            "operator": rng.choice(["Gt", "Lt"]),
+            "value": rng.choice(_SLA_THRESHOLDS),
+        }
+        if rng.random() < 0.7:
+            t["effect"] = rng.choice(_SLA_EFFECTS)
+        tols.append(t)
+    return True
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -1234,6 +1279,7 @@ FEATURES: dict[str, Feature] = {
         Feature("nodefeatures", _nodefeatures_setup, _nodefeatures, 0.3),
         Feature("dradevices", _dra_devices_setup, _dra_devices, 0.45),
         Feature("gates", _gates_setup, _gates, 1.0),
+        Feature("tolerationops", _tolerationops_setup, _tolerationops, 0.3),
     )
 }
 
