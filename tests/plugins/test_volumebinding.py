@@ -478,14 +478,17 @@ def test_volume_binding(
 
 
 def test_a_shape_scores_only_with_storage_capacity_scoring() -> None:
-    """Upstream's New builds its scorer only with the gate on: the same args without it
-    leave Score skipped."""
+    """Upstream's New builds its scorer only with the gate on (off by default in v1.36, on
+    in v1.37): the same args without it leave Score skipped."""
     case = next(c for c in CASES if c[0] == "local volumes with close capacity are preferred")
     kw = dict(case[1])
     pod = make_pod("pod-a", *kw.pop("pod"))
     env = Env(kw.pop("nodes"), **kw)
-    gates_off = Handle(features=set_feature_gates([]))
-    assert VolumeBinding(kw["args"], gates_off)._score_table is None
+    v136 = Handle(features=set_feature_gates([], ["1.36"]))
+    assert VolumeBinding(kw["args"], v136)._score_table is None
+    off = Handle(features=set_feature_gates(["StorageCapacityScoring=false"]))
+    assert VolumeBinding(kw["args"], off)._score_table is None
+    assert VolumeBinding(kw["args"], Handle())._score_table is not None  # v1.37's default
     state, _ = env.pre_filter(pod)
     env.filter_all(state, pod)
     assert env.pl.pre_score(state, pod, env.nodes) is None  # the Env turns the gate on

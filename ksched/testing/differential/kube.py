@@ -63,6 +63,7 @@ _PATHS = {
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
     "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
+    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities", True),
     "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
