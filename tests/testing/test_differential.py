@@ -21,7 +21,7 @@ from ksched.testing.differential import (
     parse_seeds,
 )
 from ksched.testing.differential.compare import Divergence, messages_agree
-from ksched.testing.differential.generator import ADMIN_ACCESS_LABEL, NET_DRIVER, ZONE
+from ksched.testing.differential.generator import ADMIN_ACCESS_LABEL, HOST, NET_DRIVER, ZONE
 from ksched.testing.differential.kube import parse_scores
 from ksched.testing.differential.local import KschedReplay, scenario_file
 from ksched.testing.differential.report import PodReport, Report
@@ -193,6 +193,65 @@ def test_csi_group_limits_nodes_and_counts_what_is_there() -> None:
     attached = [o for o in objects if o["kind"] == "VolumeAttachment"]
     assert attached and all(a["spec"]["source"]["persistentVolumeName"] in pvs for a in attached)
     assert any(len(p["spec"]["volumes"]) > 1 for p in pods)
+
+
+def test_volumes_group_provisions_against_storage_capacity() -> None:
+    """Dynamic claims of a class whose CSI driver (mostly) reports capacity, per node or
+    per zone but never both: one capacity at most reaches a node."""
+    objects, pods = _all(["volumes"])
+    drivers = [o for o in objects if o["kind"] == "CSIDriver"]
+    assert {d["spec"]["storageCapacity"] for d in drivers} == {True, False}
+    caps = [o for o in objects if o["kind"] == "CSIStorageCapacity"]
+    assert any("maximumVolumeSize" in c for c in caps)
+    keys = {next(iter(c["nodeTopology"]["matchLabels"])) for c in caps}
+    assert keys == {HOST, ZONE}
+    for seed in range(30):
+        sc = generate(seed, ["volumes"])
+        reach = [
+            (k, v)
+            for o in sc.objects
+            if o["kind"] == "CSIStorageCapacity"
+            for k, v in o["nodeTopology"]["matchLabels"].items()
+        ]
+        assert len({k for k, _ in reach}) <= 1 and len(set(reach)) == len(reach)
+    dynamic = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "PersistentVolumeClaim" and o["spec"]["storageClassName"].endswith("-cap")
+    }
+    used = {v["persistentVolumeClaim"]["claimName"] for p in pods for v in p["spec"]["volumes"]}
+    assert dynamic & used
+
+
+def test_volumes_scenarios_replay_in_ksched_with_capacity_verdicts() -> None:
+    """Without a control plane: some pod is refused for want of free storage, another
+    scheduled with its claim provisioned (the simulated provisioner)."""
+    replay = KschedReplay()
+    messages: list[str] = []
+    scheduled_dynamic = 0
+    for seed in range(6, 26):
+        sc = generate(seed, ["volumes"])
+        state = [o for o in sc.objects if o["kind"] != "Namespace"]
+        for p in sc.pending:
+            vols = p.pod["spec"].get("volumes", [])
+            if not any(v["persistentVolumeClaim"]["claimName"].startswith("dyn-") for v in vols):
+                continue
+            out = replay(state, {**p.pod, "metadata": {**p.pod["metadata"], "uid": p.name}})
+            assert out.status in ("Scheduled", "Unschedulable"), (seed, p.name, out.message)
+            messages.append(out.message)
+            scheduled_dynamic += out.status == "Scheduled"
+    assert any("did not have enough free storage" in m for m in messages)
+    assert scheduled_dynamic
+
+
+def test_csi_group_drivers_may_require_their_csinode_entry() -> None:
+    objects, _ = _all(["csi"])
+    drivers = [o for o in objects if o["kind"] == "CSIDriver"]
+    assert {d["spec"].get("preventPodSchedulingIfMissing", False) for d in drivers} == {
+        True,
+        False,
+    }
+    assert any(o["kind"] == "CSINode" and o["spec"]["drivers"] == [] for o in objects)
 
 
 def test_spread_min_domains_goes_beyond_the_domains_there_are() -> None:
