@@ -21,8 +21,14 @@ from ksched.testing.differential import (
     parse_seeds,
 )
 from ksched.testing.differential.compare import Divergence, messages_agree
-from ksched.testing.differential.generator import ADMIN_ACCESS_LABEL, HOST, NET_DRIVER, ZONE
-from ksched.testing.differential.kube import parse_scores
+from ksched.testing.differential.generator import (
+    ADMIN_ACCESS_LABEL,
+    HOST,
+    NET_DRIVER,
+    ZONE,
+    PendingPod,
+)
+from ksched.testing.differential.kube import KubeReplay, api_path, parse_scores
 from ksched.testing.differential.local import KschedReplay, scenario_file
 from ksched.testing.differential.report import PodReport, Report
 
@@ -580,3 +586,68 @@ def test_feature_gates_reach_both_sides_and_bad_ones_exit_2(
     assert main(["--seeds", "0", "--feature-gates", "GenericWorkload=true"]) == 2
     err = capsys.readouterr().err
     assert "--feature-gates: feature gate GenericWorkload=true is not implemented by ksched" in err
+
+
+class _FakeApi:
+    """``_Api`` over a dict of paths: GETs answer from it, POSTs are recorded."""
+
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self.objects = objects
+        self.posted: list[tuple[str, Any]] = []
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if method == "POST":
+            self.posted.append((path, body))
+            return 201, body
+        got = self.objects.get(path)
+        return (200, got) if got is not None else (404, {})
+
+
+def test_the_kube_replay_provisions_claims_the_scheduler_selected_a_node_for() -> None:
+    """The external provisioner's part: a PV on the selected node, pre-bound to the
+    claim, for the claim annotated; none for a bound claim or one not annotated."""
+
+    def claim(name: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}-0000", **extra},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "3Gi"}},
+                "storageClassName": "s0-cap",
+            },
+        }
+
+    annotated = claim("a", annotations={"volume.kubernetes.io/selected-node": "s0-n1"})
+    bound = claim("b")
+    bound["spec"]["volumeName"] = "pv-b"
+    api = _FakeApi(
+        {
+            api_path("PersistentVolumeClaim", "ns", "a"): annotated,
+            api_path("PersistentVolumeClaim", "ns", "b"): bound,
+            api_path("PersistentVolumeClaim", "ns", "c"): claim("c"),
+            api_path("StorageClass", name="s0-cap"): {
+                "metadata": {"name": "s0-cap"},
+                "provisioner": "s0-cap.example.com",
+            },
+        }
+    )
+    replay = KubeReplay.__new__(KubeReplay)
+    replay.api = api  # type: ignore[assignment]
+    replay._provisioned = []
+    vols = [{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in "abc"]
+    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"volumes": vols}}
+    replay._provision(PendingPod(pod, {"volumes"}), wait=0.2)
+    ((path, pv),) = api.posted
+    assert path == api_path("PersistentVolume")
+    assert replay._provisioned == [pv["metadata"]["name"]] == ["s0-cap-uid-a-00"]
+    spec = pv["spec"]
+    assert spec["claimRef"] == {
+        "kind": "PersistentVolumeClaim",
+        "namespace": "ns",
+        "name": "a",
+        "uid": "uid-a-0000",
+    }
+    assert (spec["capacity"], spec["storageClassName"]) == ({"storage": "3Gi"}, "s0-cap")
+    assert spec["csi"]["driver"] == "s0-cap.example.com"
+    (term,) = spec["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": HOST, "operator": "In", "values": ["s0-n1"]}]
