@@ -24,6 +24,7 @@ __all__ = [
     "CSINodeDriver",
     "CSINodeSpec",
     "CSIPersistentVolumeSource",
+    "CSIStorageCapacity",
     "CSIVolumeSource",
     "Container",
     "ContainerImage",
@@ -776,12 +777,28 @@ class CSIDriverSpec(_S):
     attach_required: bool | None = None
     pod_info_on_mount: bool | None = None
     storage_capacity: bool | None = None
+    # beta with VolumeLimitScaling (v1.37): the driver must be on the node's CSINode
+    prevent_pod_scheduling_if_missing: bool | None = None
 
 
 class CSIDriver(_S):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: CSIDriverSpec = msgspec.field(default_factory=CSIDriverSpec)
     kind: str = "CSIDriver"
+    api_version: str = "storage.k8s.io/v1"
+
+
+class CSIStorageCapacity(_S):
+    """Free space a CSI driver reports for a storage class on the nodes ``node_topology``
+    selects; VolumeBinding checks dynamic provisioning against it (namespaced; the
+    namespace carries no meaning)."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    node_topology: LabelSelector | None = None
+    storage_class_name: str = ""
+    capacity: Quantity | None = None
+    maximum_volume_size: Quantity | None = None
+    kind: str = "CSIStorageCapacity"
     api_version: str = "storage.k8s.io/v1"
 
 

@@ -10,9 +10,9 @@ enabled plugin names them in ``reads_listers`` (PodTopologySpread, for the selec
 its default constraints), as kube-scheduler's informer factory starts only the informers
 plugins asked for; their listers are ``RevisionedStore``s bumped on every change. So are
 the storage objects the volume plugins read (PersistentVolumeClaims, PersistentVolumes,
-StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and DynamicResources' claims,
-slices and device classes (resource.k8s.io/v1), whose changes also reach the
-scheduler as ``on_other_event`` cluster events, as upstream's ``buildEvtResHandler``
+StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, VolumeAttachments) and
+DynamicResources' claims, slices and device classes (resource.k8s.io/v1), whose changes
+also reach the scheduler as ``on_other_event`` cluster events, as upstream's ``buildEvtResHandler``
 forwards them to the queue.
 Custom collections an enabled plugin declares in ``watch_resources`` (Coscheduling's
 PodGroups, say) get an informer of raw objects each: a lister under the declared key, and
@@ -33,6 +33,7 @@ import structlog
 from ..api.objects import (
     CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     Namespace,
     Node,
     ObjectMeta,
@@ -90,6 +91,7 @@ PVS_PATH = "/api/v1/persistentvolumes"
 STORAGE_CLASSES_PATH = "/apis/storage.k8s.io/v1/storageclasses"
 CSI_NODES_PATH = "/apis/storage.k8s.io/v1/csinodes"
 CSI_DRIVERS_PATH = "/apis/storage.k8s.io/v1/csidrivers"
+CSI_STORAGE_CAPACITIES_PATH = "/apis/storage.k8s.io/v1/csistoragecapacities"
 VOLUME_ATTACHMENTS_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 RESOURCE_CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
@@ -164,6 +166,11 @@ _ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
     Listers.STORAGE_CLASSES: (STORAGE_CLASSES_PATH, StorageClass, ev.STORAGE_CLASS),
     Listers.CSI_NODES: (CSI_NODES_PATH, CSINode, ev.CSI_NODE),
     Listers.CSI_DRIVERS: (CSI_DRIVERS_PATH, CSIDriver, ev.CSI_DRIVER),
+    Listers.CSI_STORAGE_CAPACITIES: (
+        CSI_STORAGE_CAPACITIES_PATH,
+        CSIStorageCapacity,
+        ev.CSI_STORAGE_CAPACITY,
+    ),
     Listers.VOLUME_ATTACHMENTS: (VOLUME_ATTACHMENTS_PATH, VolumeAttachment, ev.VOLUME_ATTACHMENT),
     # DynamicResources: claims by ns/name, slices and classes by name.
     Listers.RESOURCE_CLAIMS: (RESOURCE_CLAIMS_PATH, ResourceClaim, ev.RESOURCE_CLAIM),

@@ -113,11 +113,13 @@ SUPPORT: dict[str, Support] = {
     "StorageCapacityScoring": Support(
         True,
         True,
-        "VolumeBindingArgs.shape scores static bindings; dynamic provisioning scores 0 on "
-        "every node (ksched has no CSIStorageCapacity, see the README)",
+        "VolumeBindingArgs.shape scores static bindings, else dynamic provisioning by "
+        "CSIStorageCapacity",
     ),
     "VolumeAttributesClass": Support(False, False, "VolumeAttributesClass matching"),
-    "VolumeLimitScaling": Support(False, True, "CSI volume limit scaling"),
+    "VolumeLimitScaling": Support(
+        True, True, "CSIDriver preventPodSchedulingIfMissing (NodeVolumeLimits)"
+    ),
     # the scheduler and its queue
     "NominatedNodeNameForExpectation": Support(True, True, "nominating before PreBind"),
     "OpportunisticBatching": Support(

@@ -29,6 +29,7 @@ class EventResource(StrEnum):
     STORAGE_CLASS = "StorageClass"
     CSI_NODE = "CSINode"
     CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     VOLUME_ATTACHMENT = "VolumeAttachment"
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"

@@ -113,9 +113,10 @@ class Plugin:
     (``services``, ``replicationcontrollers``, ``replicasets``, ``statefulsets``,
     ``persistentvolumeclaims``: typed objects keyed ``namespace/name``;
     ``persistentvolumes``, ``storageclasses``, ``csinodes``, ``csidrivers``,
-    ``volumeattachments``: keyed by name; all in ``RevisionedStore``s). Changes to the
-    storage kinds also reach the queue as cluster events (``PersistentVolumeClaim``/Add
-    and so on), so a plugin registering them gets its rejected pods retried.
+    ``volumeattachments``: keyed by name; ``csistoragecapacities``: ``namespace/name``;
+    all in ``RevisionedStore``s). Changes to the storage kinds also reach the queue as
+    cluster events (``PersistentVolumeClaim``/Add and so on), so a plugin registering them
+    gets its rejected pods retried.
     """
 
     name: ClassVar[str] = ""

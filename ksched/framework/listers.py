@@ -79,6 +79,7 @@ class Listers(dict[str, Any]):
     STORAGE_CLASSES: Final = "storageclasses"
     CSI_NODES: Final = "csinodes"
     CSI_DRIVERS: Final = "csidrivers"
+    CSI_STORAGE_CAPACITIES: Final = "csistoragecapacities"
     VOLUME_ATTACHMENTS: Final = "volumeattachments"
     RESOURCE_CLAIMS: Final = "resourceclaims"
     RESOURCE_SLICES: Final = "resourceslices"
@@ -103,6 +104,7 @@ class Listers(dict[str, Any]):
     storage_classes = _Entry[Mapping[str, o.StorageClass]](STORAGE_CLASSES)
     csi_nodes = _Entry[Mapping[str, o.CSINode]](CSI_NODES)
     csi_drivers = _Entry[Mapping[str, o.CSIDriver]](CSI_DRIVERS)
+    csi_storage_capacities = _Entry[Mapping[str, o.CSIStorageCapacity]](CSI_STORAGE_CAPACITIES)
     volume_attachments = _Entry[Mapping[str, o.VolumeAttachment]](VOLUME_ATTACHMENTS)
     resource_claims = _Entry[Mapping[str, ResourceClaim]](RESOURCE_CLAIMS)
     resource_slices = _Entry[Mapping[str, ResourceSlice]](RESOURCE_SLICES)

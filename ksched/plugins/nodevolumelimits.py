@@ -1,14 +1,16 @@
 """NodeVolumeLimits: a node's CSI drivers take at most so many volumes.
 
-Mirrors kube-scheduler's ``nodevolumelimits`` CSI plugin (``CSILimits``) as of v1.34.
+Mirrors kube-scheduler's ``nodevolumelimits`` CSI plugin (``CSILimits``) of v1.36/v1.37.
 A volume is ``<driver>/<volume handle>``: a bound PVC's CSI PV, or for an unbound PVC (or
 one whose PV is missing) its StorageClass's provisioner with a per-plugin random handle;
 generic ephemeral volumes count through their ``<pod>-<volume>`` claim, which the pod
 must own. Filter counts the unique volumes of the node's pods plus the CSI volumes its
 VolumeAttachments name, adds the pod's new ones (a volume already on the node is free)
 and compares per driver with ``CSINode.spec.drivers[].allocatable.count``; no CSINode
-or no count means no limit. Pods without PVC or ephemeral volumes are skipped at
-PreFilter and cost nothing.
+or no count means no limit. With VolumeLimitScaling (beta, on in v1.37), a driver whose
+CSIDriver sets ``preventPodSchedulingIfMissing`` must be on the node's CSINode before
+any of that. Pods without PVC or ephemeral volumes are skipped at PreFilter and cost
+nothing.
 
 Left out, deliberately: in-tree volumes (AWS EBS, GCE PD, ... inline or as PVs, and
 in-tree provisioners of unbound claims) that upstream translates to their CSI driver
@@ -23,7 +25,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from ..api.objects import CSINode, PersistentVolume, PersistentVolumeClaim, Pod
+from ..api.objects import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, Pod
+from ..features import default_feature_gates
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
 from ..framework.handle import Handle
@@ -44,6 +47,7 @@ from . import names
 from .volumeutil import (
     NotFoundError,
     claim_class,
+    deleted_pod_resource,
     ephemeral_claim_name,
     ephemeral_volume_is_for_pod,
     get_pv,
@@ -100,6 +104,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             Listers.PERSISTENT_VOLUMES,
             Listers.STORAGE_CLASSES,
             Listers.CSI_NODES,
+            Listers.CSI_DRIVERS,
             Listers.VOLUME_ATTACHMENTS,
         }
     )
@@ -111,6 +116,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         # Per instance: profiles' plugins name unbound claims differently.
         self._cache_key = f"{_CACHE}/{self.random_volume_id_prefix}"
         self._attachments: tuple[int, int, dict[str, list[Any]]] | None = None
+        features = handle.features if handle is not None else default_feature_gates()
+        self._volume_limit_scaling = features.enabled("VolumeLimitScaling")
 
     def sign_pod(self, pod: PodInfo) -> Any:
         """Claims make the answer depend on storage objects; without any it is always yes."""
@@ -233,7 +240,15 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             return new
         if not new:
             return None
-        limits = volume_limits(lister(self.handle, Listers.CSI_NODES).get(node.name))
+        csi_node: CSINode | None = lister(self.handle, Listers.CSI_NODES).get(node.name)
+        if self._volume_limit_scaling:
+            # upstream walks a map; ksched the pod's volumes in order
+            for driver in new.values():
+                if not self._driver_installed(driver, csi_node):
+                    return Status(
+                        Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node"
+                    )
+        limits = volume_limits(csi_node)
         if not limits:
             return None
         revisions = self._revisions()
@@ -256,6 +271,13 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 return Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
         return None
 
+    def _driver_installed(self, driver: str, csi_node: CSINode | None) -> bool:
+        """``checkCSIDriverOnNode``: only a CSIDriver that opts in must be on the CSINode."""
+        found: CSIDriver | None = lister(self.handle, Listers.CSI_DRIVERS).get(driver)
+        if found is None or not found.spec.prevent_pod_scheduling_if_missing:
+            return True
+        return csi_node is not None and any(d.name == driver for d in csi_node.spec.drivers)
+
     # -- queueing hints ---------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """New or raised CSINode limits, volumes freed by pods or detached, claims created."""
@@ -266,7 +288,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 self.is_schedulable_after_csi_node_updated,
             ),
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                ClusterEvent(deleted_pod_resource(self.handle), ActionType.DELETE),
                 self.is_schedulable_after_pod_deleted,
             ),
             ClusterEventWithHint(

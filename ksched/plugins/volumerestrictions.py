@@ -39,7 +39,7 @@ from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from . import names
 from .helper import spec_fragment
-from .volumeutil import NotFoundError, claim_names, get_pvc
+from .volumeutil import NotFoundError, claim_names, deleted_pod_resource, get_pvc
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -257,7 +257,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
         """Pod deletions (volumes freed), new nodes, and the pod's claims appearing."""
         return [
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                ClusterEvent(deleted_pod_resource(self.handle), ActionType.DELETE),
                 self.is_schedulable_after_pod_deleted,
             ),
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..api.objects import PersistentVolumeClaim, Pod, Volume
+from ..features import default_feature_gates
+from ..framework.events import EventResource
 from ..framework.handle import Handle
 from ..framework.listers import Listers
 from ..util.errors import KschedError
@@ -22,6 +24,7 @@ __all__ = [
     "NotFoundError",
     "claim_class",
     "claim_names",
+    "deleted_pod_resource",
     "ephemeral_claim_name",
     "ephemeral_volume_is_for_pod",
     "get_pv",
@@ -50,6 +53,13 @@ def lister(handle: Handle | None, key: str) -> Mapping[str, Any]:
         return _EMPTY
     got: Mapping[str, Any] | None = handle.listers.get(key)
     return got if got is not None else _EMPTY
+
+
+def deleted_pod_resource(handle: Handle | None) -> str:
+    """The resource whose deletions free volumes: v1.37 registers bound pods only
+    (``AssignedPod``), v1.36 every pod (``Pod``)."""
+    features = handle.features if handle is not None else default_feature_gates()
+    return EventResource.ASSIGNED_POD if features.at_least("1.37") else EventResource.POD
 
 
 def store_revision(store: Mapping[str, Any]) -> int | None:

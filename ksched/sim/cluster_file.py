@@ -5,8 +5,8 @@ the scheduler does not use are skipped; kinds it uses must decode, and a decode
 failure names the file and the object. Services, ReplicationControllers, ReplicaSets
 and StatefulSets are kept for PodTopologySpread's default selectors, which the daemon
 reads from its informers; like pods, they default to namespace ``default``. So are the
-storage objects the volume plugins read (PersistentVolumeClaims, namespaced;
-PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
+storage objects the volume plugins read (PersistentVolumeClaims and CSIStorageCapacities,
+namespaced; PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
 DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims and
 ResourceClaimTemplates, the latter two namespaced).
 """
@@ -25,6 +25,7 @@ import yaml
 from ..api.objects import (
     CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     DecodeError,
     Namespace,
     Node,
@@ -84,7 +85,8 @@ class ClusterFile:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     # Services, ReplicationControllers, ReplicaSets, StatefulSets by handle.listers key.
     workloads: dict[str, list[Any]] = field(default_factory=dict)
-    # PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments by listers key.
+    # PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
+    # VolumeAttachments by listers key.
     storage: dict[str, list[Any]] = field(default_factory=dict)
     # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates by listers key.
     dra: dict[str, list[Any]] = field(default_factory=dict)
@@ -108,6 +110,7 @@ KINDS: dict[str, Any] = {
     "StorageClass": StorageClass,
     "CSINode": CSINode,
     "CSIDriver": CSIDriver,
+    "CSIStorageCapacity": CSIStorageCapacity,
     "VolumeAttachment": VolumeAttachment,
     "DeviceClass": DeviceClass,
     "ResourceSlice": ResourceSlice,
@@ -128,6 +131,7 @@ STORAGE_LISTERS = {
     "StorageClass": Listers.STORAGE_CLASSES,
     "CSINode": Listers.CSI_NODES,
     "CSIDriver": Listers.CSI_DRIVERS,
+    "CSIStorageCapacity": Listers.CSI_STORAGE_CAPACITIES,
     "VolumeAttachment": Listers.VOLUME_ATTACHMENTS,
 }
 
@@ -139,7 +143,13 @@ DRA_LISTERS = {
     "ResourceClaim": Listers.RESOURCE_CLAIMS,
     "ResourceClaimTemplate": "resourceclaimtemplates",
 }
-_NAMESPACED = {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
+_NAMESPACED = {
+    "Pod",
+    "PersistentVolumeClaim",
+    "CSIStorageCapacity",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+}
 
 
 def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:

@@ -69,6 +69,7 @@ SNAPSHOT_KINDS: tuple[Listed, ...] = (
     Listed("StorageClass", "storage.k8s.io/v1", "storageclasses"),
     Listed("CSINode", "storage.k8s.io/v1", "csinodes"),
     Listed("CSIDriver", "storage.k8s.io/v1", "csidrivers"),
+    Listed("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities"),
     Listed("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments"),
 )
 # resource.k8s.io kinds by resource name; listed in the served version, when served
@@ -95,6 +96,7 @@ LACKS: dict[str, str] = {
     "StorageClass": "storage classes (claims to provision or bind late stay pending)",
     "CSINode": "CSI volume limits per node",
     "CSIDriver": "CSI drivers (volume limits and attach requirements)",
+    "CSIStorageCapacity": "storage capacity (claims of drivers reporting it find none free)",
     "VolumeAttachment": "attached volumes counted against CSI volume limits",
     "DeviceClass": "device classes (pods with resource claims stay pending)",
     "ResourceSlice": "devices (pods with resource claims stay pending)",

@@ -248,6 +248,9 @@ STORAGE_CLASSES = ResourceInfo(
 )
 CSI_NODES = ResourceInfo("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 CSI_DRIVERS = ResourceInfo("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
+CSI_STORAGE_CAPACITIES = ResourceInfo(
+    "storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True
+)
 VOLUME_ATTACHMENTS = ResourceInfo(
     "storage.k8s.io",
     "v1",
@@ -292,6 +295,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     STORAGE_CLASSES,
     CSI_NODES,
     CSI_DRIVERS,
+    CSI_STORAGE_CAPACITIES,
     VOLUME_ATTACHMENTS,
     DEVICE_CLASSES,
     RESOURCE_SLICES,

@@ -292,6 +292,32 @@ def make_csidriver(name: str, **spec: Any) -> JSON:
     }
 
 
+def make_csistoragecapacity(
+    name: str,
+    storage_class: str,
+    capacity: str | None,
+    node_labels: dict[str, str] | None,
+    *,
+    namespace: str = "default",
+    maximum_volume_size: str | None = None,
+) -> JSON:
+    """A CSIStorageCapacity: ``capacity`` of ``storage_class`` free on the nodes with
+    ``node_labels`` (None: no nodeTopology, so no node has access)."""
+    obj: JSON = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": name, "namespace": namespace},
+        "storageClassName": storage_class,
+    }
+    if node_labels is not None:
+        obj["nodeTopology"] = {"matchLabels": dict(node_labels)}
+    if capacity is not None:
+        obj["capacity"] = capacity
+    if maximum_volume_size is not None:
+        obj["maximumVolumeSize"] = maximum_volume_size
+    return obj
+
+
 def make_volume_attachment(
     name: str, attacher: str, node_name: str, pv_name: str, *, attached: bool = True
 ) -> JSON:

@@ -1,5 +1,5 @@
-"""PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers and
-VolumeAttachments: watched into ``handle.listers`` only when an enabled plugin reads them
+"""PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers,
+CSIStorageCapacities and VolumeAttachments: watched into ``handle.listers`` only when an enabled plugin reads them
 (the volume plugins), their changes forwarded to the queue as cluster events."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from ksched.api.objects import (
     CSIDriver,
     CSINode,
     CSINodeDriver,
+    CSIStorageCapacity,
+    LabelSelector,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -38,6 +40,7 @@ from ksched.testing import (
     TestAPIServer,
     make_csidriver,
     make_csinode,
+    make_csistoragecapacity,
     make_namespace,
     make_node,
     make_pod,
@@ -60,6 +63,7 @@ STORAGE = [
     "storageclasses",
     "csinodes",
     "csidrivers",
+    "csistoragecapacities",
     "volumeattachments",
 ]
 PATHS = {
@@ -68,6 +72,7 @@ PATHS = {
     "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
     "csinodes": "/apis/storage.k8s.io/v1/csinodes",
     "csidrivers": "/apis/storage.k8s.io/v1/csidrivers",
+    "csistoragecapacities": "/apis/storage.k8s.io/v1/csistoragecapacities",
     "volumeattachments": "/apis/storage.k8s.io/v1/volumeattachments",
 }
 
@@ -100,7 +105,12 @@ def _seed(apiserver: TestAPIServer) -> None:
     bare = make_csinode("n2", {})
     bare["spec"]["drivers"] = None
     apiserver.create(bare)
-    apiserver.create(make_csidriver("ebs.csi.aws.com"))
+    apiserver.create(make_csidriver("ebs.csi.aws.com", storageCapacity=True))
+    apiserver.create(
+        make_csistoragecapacity(
+            "cap-1", "fast", "10Gi", {"zone": "a"}, namespace="team", maximum_volume_size="5Gi"
+        )
+    )
     apiserver.create(make_volume_attachment("va-1", "ebs.csi.aws.com", "n1", "pv-1"))
 
 
@@ -138,6 +148,11 @@ async def test_storage_is_watched_into_listers_and_forwarded_as_cluster_events(
         assert n2.spec.drivers == []
         driver = listers["csidrivers"]["ebs.csi.aws.com"]
         assert isinstance(driver, CSIDriver) and driver.spec.attach_required is True
+        assert driver.spec.storage_capacity is True
+        cap = listers["csistoragecapacities"]["team/cap-1"]  # namespaced
+        assert isinstance(cap, CSIStorageCapacity) and cap.storage_class_name == "fast"
+        assert (cap.capacity, cap.maximum_volume_size) == ("10Gi", "5Gi")
+        assert cap.node_topology == LabelSelector(match_labels={"zone": "a"})
         va = listers["volumeattachments"]["va-1"]
         assert isinstance(va, VolumeAttachment) and va.status.attached
         assert (va.spec.attacher, va.spec.node_name) == ("ebs.csi.aws.com", "n1")

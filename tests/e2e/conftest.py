@@ -120,7 +120,9 @@ def _body(data: bytes | str | None) -> Any:
         return data.decode(errors="replace") if isinstance(data, bytes) else data
 
 
-_NAMESPACED_KINDS = frozenset({"PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"})
+_NAMESPACED_KINDS = frozenset(
+    {"PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim", "ResourceClaimTemplate"}
+)
 
 
 @dataclass
@@ -248,6 +250,8 @@ class E2E:
             "PersistentVolumeClaim": f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
             "PersistentVolume": "/api/v1/persistentvolumes",
             "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+            "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+            "CSIStorageCapacity": (f"/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities"),
             "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
             "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
             "ResourceClaim": f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",

@@ -1,6 +1,6 @@
 """The volume plugins through the daemon: VolumeBinding's static binding and dynamic
-provisioning with WaitForFirstConsumer, its rejection of unbound Immediate claims, and
-VolumeZone.
+provisioning with WaitForFirstConsumer (against a CSI driver's reported storage capacity),
+its rejection of unbound Immediate claims, and VolumeZone.
 
 Every test has a big node in zone "a" and a small one in zone "b": the resource scores
 alone put a pod on the big one (a control pod without volumes shows it), so a pod landing
@@ -20,7 +20,13 @@ from typing import Any
 
 import pytest
 
-from ksched.testing import make_pv, make_pvc, make_storage_class
+from ksched.testing import (
+    make_csidriver,
+    make_csistoragecapacity,
+    make_pv,
+    make_pvc,
+    make_storage_class,
+)
 
 from .conftest import E2E, Kube, wait_for
 
@@ -268,6 +274,26 @@ def test_wait_for_first_consumer_provisions_on_the_selected_node(e2e: E2E) -> No
     claim = e2e.get_object("PersistentVolumeClaim", CLAIM)
     assert ctl.provisioned == [claim["spec"]["volumeName"]]
     assert claim["metadata"]["annotations"][SELECTED_NODE] == node != small
+
+
+def test_provisioning_goes_where_the_csi_driver_reports_room(e2e: E2E) -> None:
+    """The driver reports storage capacity (CSIStorageCapacity) on the small node only:
+    the claim can be provisioned there alone, against the resource scores."""
+    big, small = _zoned_nodes(e2e)
+    sc = e2e.node_name("capacity")
+    driver = f"{e2e.node_name('driver')}.ksched.example"
+    e2e.create_object(make_csidriver(driver, storageCapacity=True))
+    e2e.create_object(make_storage_class(sc, driver, binding_mode="WaitForFirstConsumer"))
+    e2e.create_object(make_csistoragecapacity("room", sc, "10Gi", {HOSTNAME: small}))
+    e2e.create_object(make_csistoragecapacity("full", sc, "500Mi", {HOSTNAME: big}))
+    e2e.create_object(make_pvc(CLAIM, storage="1Gi", storage_class=sc))
+    e2e.create_pod("user", volumes=CLAIM_VOLUME)
+    with e2e.daemon():
+
+        def selected() -> str | None:
+            return _annotations(e2e.get_object("PersistentVolumeClaim", CLAIM)).get(SELECTED_NODE)
+
+        assert wait_for(selected, 30, 0.1, "the selected-node annotation") == small
 
 
 def test_unbound_immediate_claim_keeps_the_pod_pending(e2e: E2E) -> None:

@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 
 from ksched.api.objects import (
+    CSIDriver,
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
     decode,
 )
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
 from ksched.framework.interface import NOT_SIGNABLE, QueueingHint
@@ -600,12 +602,69 @@ def test_hints_reject_unexpected_objects() -> None:
         HINTS.is_schedulable_after_csi_node_updated(EBS_ONE, None, csi_node([EBS], 1))
 
 
-def test_events_to_register() -> None:
-    got = {(e.event.resource, e.event.action) for e in HINTS.events_to_register()}
+@pytest.mark.parametrize(("version", "pods"), [("1.36", "Pod"), ("1.37", "AssignedPod")])
+def test_events_to_register(version: str, pods: str) -> None:
+    """v1.37 registers deletions of bound pods only (AssignedPod), v1.36 of any pod."""
+    pl = NodeVolumeLimits(None, Handle(features=set_feature_gates([], [version])))
+    got = {(e.event.resource, e.event.action) for e in pl.events_to_register()}
     assert got == {
         ("CSINode", "Add"),
         ("CSINode", "Update"),
-        ("Pod", "Delete"),
+        (pods, "Delete"),
         ("PersistentVolumeClaim", "Add"),
         ("VolumeAttachment", "Delete"),
     }
+
+
+def _scaling(
+    gates: list[str], version: str, driver: dict[str, Any] | None, on_node: bool, limit: int
+) -> Status | None:
+    """``TestVolumeLimitScalingGate``: EBS_ONE's claim (an EBS CSI volume) on a node whose
+    CSINode has the EBS driver or none, with the EBS CSIDriver ``driver`` spec (None:
+    no CSIDriver object)."""
+    ls = listers([EBS])
+    ls["csinodes"] = store({NODE: csi_node([EBS] if on_node else [], limit)})
+    ls["csidrivers"] = store(
+        {}
+        if driver is None
+        else {EBS: decode({"metadata": {"name": EBS}, "spec": driver}, CSIDriver)}
+    )
+    features = set_feature_gates(gates, [version])
+    pl = NodeVolumeLimits(None, Handle(listers=ls, features=features))
+    return pl.filter(CycleState(), EBS_ONE, make_node_info(make_node(NODE), []))
+
+
+PREVENT = {"preventPodSchedulingIfMissing": True}
+MISSING = Status(Code.UNSCHEDULABLE, f"{EBS} CSI driver is not installed on the node")
+
+
+@pytest.mark.parametrize(
+    ("gates", "version", "driver", "on_node", "want"),
+    [
+        ([], "1.37", PREVENT, False, MISSING),  # beta, on by default
+        ([], "1.37", {}, False, None),  # the driver does not opt in
+        ([], "1.37", {"preventPodSchedulingIfMissing": False}, False, None),
+        ([], "1.37", None, False, None),  # no CSIDriver: maybe not a CSI driver at all
+        ([], "1.37", PREVENT, True, None),  # installed, within its limit
+        (["VolumeLimitScaling=false"], "1.37", PREVENT, False, None),
+        ([], "1.36", PREVENT, False, None),  # alpha, off by default
+        (["VolumeLimitScaling=true"], "1.36", PREVENT, False, MISSING),
+    ],
+)
+def test_volume_limit_scaling_requires_an_opted_in_driver_on_the_node(
+    gates: list[str], version: str, driver: dict[str, Any] | None, on_node: bool, want: Any
+) -> None:
+    got = _scaling(gates, version, driver, on_node, 2)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and (got.code, got.reasons) == (want.code, want.reasons)
+
+
+def test_volume_limit_scaling_checks_the_driver_before_the_limits() -> None:
+    """No CSINode limits at all (the driver missing from it): still refused."""
+    ls = listers([EBS])
+    ls["csidrivers"] = store({EBS: decode({"metadata": {"name": EBS}, "spec": PREVENT}, CSIDriver)})
+    pl = NodeVolumeLimits(None, Handle(listers=ls))  # no CSINode for the node
+    got = pl.filter(CycleState(), EBS_ONE, make_node_info(make_node(NODE), []))
+    assert got is not None and got.reasons == MISSING.reasons

@@ -11,7 +11,11 @@ import msgspec
 import pytest
 
 from ksched.api.objects import (
+    CSIDriver,
+    CSIDriverSpec,
     CSINode,
+    CSIStorageCapacity,
+    CSIVolumeSource,
     InvalidObjectError,
     LabelSelector,
     Node,
@@ -56,6 +60,7 @@ from ksched.plugins.volumebinding.assume_cache import AssumeCache, AssumeError
 from ksched.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
+    ERR_REASON_NOT_ENOUGH_SPACE,
     ERR_REASON_PV_NOT_EXIST,
 )
 from ksched.plugins.volumebinding.pvutil import (
@@ -97,6 +102,8 @@ TOPOLOGY_SC = make_sc(
         )
     ],
 )
+CAPACITY_DRIVER = "driver-with-storage-capacity"
+CAPACITY_SC = make_sc("wait-sc-with-storage-capacity", "WaitForFirstConsumer", CAPACITY_DRIVER)
 CLASSES = (
     IMMEDIATE_SC,
     WAIT_SC,
@@ -104,7 +111,27 @@ CLASSES = (
     PROVISION_SC,
     NO_PROVISION_SC,
     TOPOLOGY_SC,
+    CAPACITY_SC,
 )
+
+
+def make_driver(name: str, storage_capacity: bool | None) -> CSIDriver:
+    return CSIDriver(
+        metadata=ObjectMeta(name=name), spec=CSIDriverSpec(storage_capacity=storage_capacity)
+    )
+
+
+def make_capacity(
+    name: str, sc: str, node: str | None, capacity: str = "", max_size: str = ""
+) -> CSIStorageCapacity:
+    """upstream ``makeCapacity``: ``node`` None reaches every node (an empty selector)."""
+    return CSIStorageCapacity(
+        metadata=ObjectMeta(name=name, namespace="kube-system"),
+        storage_class_name=sc,
+        node_topology=LabelSelector(match_labels={} if node is None else {HOSTNAME: node}),
+        capacity=capacity or None,
+        maximum_volume_size=max_size or None,
+    )
 
 
 def make_pvc(
@@ -265,6 +292,8 @@ class Env:
         pvcs: list[PersistentVolumeClaim] = (),  # type: ignore[assignment]
         pvs: list[PersistentVolume] = (),  # type: ignore[assignment]
         args: dict[str, Any] | None = None,
+        capacities: list[CSIStorageCapacity] = (),  # type: ignore[assignment]
+        opt_in: bool = True,
     ) -> None:
         self.nodes = [NodeInfo(node=n) for n in nodes]
         self.snap = Snapshot(self.nodes)
@@ -280,6 +309,8 @@ class Env:
             persistentvolumes=self.pvs,
             storageclasses=store(CLASSES),
             csinodes=store([CSINode(metadata=ObjectMeta(name=n.metadata.name)) for n in nodes]),
+            csidrivers=store([make_driver(CAPACITY_DRIVER, opt_in)]),
+            csistoragecapacities=store(capacities, namespaced=True),
         )
         self.pl = VolumeBinding(args, handle)
 
@@ -297,6 +328,8 @@ def desc(st: Status | None) -> tuple[str, tuple[str, ...]] | None:
 
 
 UNRESOLVABLE = "UnschedulableAndUnresolvable"
+# upstream's default shape (StorageCapacityScoring): the emptier the better
+DEFAULT_SHAPE = [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
 
 
 # ---- TestVolumeBinding (PreFilter / Filter / Score) -----------------------------------------
@@ -450,6 +483,121 @@ CASES: list[tuple[str, dict[str, Any], Any, list[Any], list[int]]] = [
         [(UNRESOLVABLE, (ERR_REASON_BIND_CONFLICT,)), None],
         [0, 0],
     ),
+    *(
+        (
+            name,
+            {
+                "pod": pod,
+                "nodes": [make_node("node-a"), make_node("node-b"), make_node("node-c")],
+                "pvcs": [
+                    make_pvc("pvc-dynamic", CAPACITY_SC.metadata.name, size="10Gi"),
+                    make_pvc("pvc-static", "wait-sc", size="50Gi"),
+                ],
+                "pvs": [
+                    make_pv(f"pv-{n}", "wait-sc", capacity="100Gi", affinity={HOSTNAME: [n]})
+                    for n in ("node-a", "node-b", "node-c")
+                ],
+                "capacities": [
+                    make_capacity(n, CAPACITY_SC.metadata.name, n, size)
+                    for n, size in zip(("node-a", "node-b", "node-c"), sizes, strict=True)
+                ],
+                "args": {"shape": shape},
+            },
+            None,
+            [None, None, None],
+            scores,
+        )
+        for name, pod, sizes, shape, scores in [
+            (
+                "storage capacity score",
+                ("pvc-dynamic",),
+                ("100Gi", "50Gi", "10Gi"),
+                None,
+                [90, 80, 0],
+            ),
+            (
+                "storage capacity score with static binds",
+                ("pvc-dynamic", "pvc-static"),
+                ("100Gi", "50Gi", "10Gi"),
+                None,
+                [50, 50, 50],
+            ),
+            (
+                "prefer node with least allocatable",
+                ("pvc-dynamic",),
+                ("100Gi", "20Gi", "10Gi"),
+                [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+                [10, 50, 100],
+            ),
+            (
+                "prefer node with maximum allocatable",
+                ("pvc-dynamic",),
+                ("100Gi", "20Gi", "10Gi"),
+                None,
+                [90, 50, 0],
+            ),
+        ]
+    ),
+    (
+        "dynamic provisioning with multiple PVCs of the same StorageClass",
+        {
+            "pod": ("pvc-dynamic-0", "pvc-dynamic-1"),
+            "pvcs": [
+                make_pvc("pvc-dynamic-0", CAPACITY_SC.metadata.name, size="50Gi"),
+                make_pvc("pvc-dynamic-1", CAPACITY_SC.metadata.name, size="50Gi"),
+            ],
+            "capacities": [make_capacity("node-a", CAPACITY_SC.metadata.name, "node-a", "100Gi")],
+            "args": {"shape": None},
+        },
+        None,
+        [None],
+        [0],  # the class's capacity counted once: 100Gi of 100Gi used
+    ),
+    (
+        "a driver reporting capacity needs room on the node",
+        {
+            "pod": ("pvc-dynamic",),
+            "nodes": [make_node("node-a"), make_node("node-b")],
+            "pvcs": [make_pvc("pvc-dynamic", CAPACITY_SC.metadata.name, size="10Gi")],
+            "capacities": [make_capacity("node-a", CAPACITY_SC.metadata.name, "node-a", "5Gi")],
+        },
+        None,
+        [(UNRESOLVABLE, (ERR_REASON_NOT_ENOUGH_SPACE,))] * 2,
+        [0, 0],
+    ),
+    (
+        "a driver not reporting capacity provisions anywhere",
+        {
+            "pod": ("pvc-dynamic",),
+            "nodes": [make_node("node-a"), make_node("node-b")],
+            "pvcs": [make_pvc("pvc-dynamic", CAPACITY_SC.metadata.name, size="10Gi")],
+            "opt_in": False,
+            "args": {"shape": None},
+        },
+        None,
+        [None, None],
+        [0, 0],  # no capacity: nothing to score
+    ),
+    *(
+        (
+            f"provisioning stops at the first claim that cannot ({static_size} static claim)",
+            {
+                "pod": ("pvc-dynamic", "pvc-static"),
+                "pvcs": [
+                    make_pvc("pvc-dynamic", CAPACITY_SC.metadata.name, size="10Gi"),
+                    make_pvc("pvc-static", "wait-sc", size=static_size),
+                ],
+            },
+            None,
+            # smallest claim first; the unmatched static claim's class has no provisioner
+            [(UNRESOLVABLE, (reason,))],
+            [0],
+        )
+        for static_size, reason in [
+            ("50Gi", ERR_REASON_NOT_ENOUGH_SPACE),
+            ("5Gi", ERR_REASON_BIND_CONFLICT),
+        ]
+    ),
 ]
 
 
@@ -463,6 +611,8 @@ def test_volume_binding(
 ) -> None:
     kw = dict(kw)
     pod = make_pod("pod-a", *kw.pop("pod"))
+    if kw.get("args") == {"shape": None}:
+        kw["args"] = {"shape": DEFAULT_SHAPE}
     env = Env(kw.pop("nodes", [make_node("node-a")]), **kw)
     state, st = env.pre_filter(pod)
     assert desc(st) == want_pre
@@ -478,14 +628,17 @@ def test_volume_binding(
 
 
 def test_a_shape_scores_only_with_storage_capacity_scoring() -> None:
-    """Upstream's New builds its scorer only with the gate on: the same args without it
-    leave Score skipped."""
+    """Upstream's New builds its scorer only with the gate on (off by default in v1.36, on
+    in v1.37): the same args without it leave Score skipped."""
     case = next(c for c in CASES if c[0] == "local volumes with close capacity are preferred")
     kw = dict(case[1])
     pod = make_pod("pod-a", *kw.pop("pod"))
     env = Env(kw.pop("nodes"), **kw)
-    gates_off = Handle(features=set_feature_gates([]))
-    assert VolumeBinding(kw["args"], gates_off)._score_table is None
+    v136 = Handle(features=set_feature_gates([], ["1.36"]))
+    assert VolumeBinding(kw["args"], v136)._score_table is None
+    off = Handle(features=set_feature_gates(["StorageCapacityScoring=false"]))
+    assert VolumeBinding(kw["args"], off)._score_table is None
+    assert VolumeBinding(kw["args"], Handle())._score_table is not None  # v1.37's default
     state, _ = env.pre_filter(pod)
     env.filter_all(state, pod)
     assert env.pl.pre_score(state, pod, env.nodes) is None  # the Env turns the gate on
@@ -884,3 +1037,116 @@ def test_queueing_hints() -> None:
     assert ("PersistentVolume", "Update") in events
     assert ("Node", "UpdateNodeLabel") in events
     assert ("Node", "UpdateNodeTaint") not in events
+
+
+# ---- TestCapacity (binder.go's hasEnoughCapacity) -------------------------------------------
+
+NET = make_capacity("net", CAPACITY_SC.metadata.name, None, "1Gi")
+NODE_A = make_capacity("node-a", CAPACITY_SC.metadata.name, "node-a", "1Gi")
+NODE_B = make_capacity("node-b", CAPACITY_SC.metadata.name, "node-b", "1Gi")
+CAPACITY_CASES: list[tuple[str, list[CSIStorageCapacity], CSIStorageCapacity | None]] = [
+    # name, capacities, the capacity found (None: not enough space)
+    ("network-attached", [NET], NET),
+    ("local-storage", [NODE_A], NODE_A),
+    ("multiple: the first reachable one by namespace/name", [NODE_B, NODE_A, NET], NET),
+    ("multiple local", [NODE_B, NODE_A], NODE_A),
+    ("no-storage", [], None),
+    ("wrong-node", [NODE_B], None),
+    ("wrong-storage-class", [make_capacity("c", "wait-sc", "node-a", "1Gi")], None),
+    ("insufficient-storage", [make_capacity("c", CAPACITY_SC.metadata.name, None, "1Mi")], None),
+    (
+        "insufficient-volume-size: maximumVolumeSize wins",
+        [make_capacity("c", CAPACITY_SC.metadata.name, None, "1Gi", "1Mi")],
+        None,
+    ),
+    (
+        "enough volume size without capacity",
+        [make_capacity("c", CAPACITY_SC.metadata.name, None, "", "1Gi")],
+        "found",
+    ),
+    ("zero-storage", [make_capacity("c", CAPACITY_SC.metadata.name, None, "0Mi")], None),
+    ("nil-storage", [make_capacity("c", CAPACITY_SC.metadata.name, None)], None),
+    (
+        "no nodeTopology reaches no node",
+        [msgspec.structs.replace(NET, node_topology=None)],
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("opt_in", [True, False])
+@pytest.mark.parametrize(
+    ("capacities", "want"), [c[1:] for c in CAPACITY_CASES], ids=[c[0] for c in CAPACITY_CASES]
+)
+def test_capacity(opt_in: bool, capacities: list[CSIStorageCapacity], want: Any) -> None:
+    """A driver that opts in needs room for the 1Gi claim; one that does not, never."""
+    pvc = make_pvc("provisioned-pvc", CAPACITY_SC.metadata.name, size="1Gi")
+    env = Env([make_node("node-a")], [pvc], capacities=capacities, opt_in=opt_in)
+    pod = make_pod("pod-a", "provisioned-pvc")
+    state, _ = env.pre_filter(pod)
+    claims = env.pl._state(state).claims
+    assert claims is not None
+    volumes, reasons = env.pl.binder.find_pod_volumes(pod.pod, claims, env.nodes[0].node)  # type: ignore[arg-type]
+    if opt_in and want is None:
+        assert reasons == [ERR_REASON_NOT_ENOUGH_SPACE]
+        assert volumes.dynamic_provisions == [] and volumes.node_capacities == {}
+        return
+    assert reasons == []
+    assert volumes.dynamic_provisions == [pvc]
+    found = volumes.node_capacities.get("default/provisioned-pvc")
+    if not opt_in:
+        assert found is None
+    elif want == "found":
+        assert found is capacities[0]
+    else:
+        assert found is want
+
+
+def test_a_claim_without_a_storage_request_needs_no_capacity() -> None:
+    pvc = make_pvc("pvc", CAPACITY_SC.metadata.name)
+    env = Env([make_node("node-a")], [pvc])
+    pod = make_pod("pod-a", "pvc")
+    state, _ = env.pre_filter(pod)
+    assert env.pl.filter(state, pod, env.nodes[0]) is None
+
+
+def test_storage_capacity_hints() -> None:
+    pl = VolumeBinding()
+    pod = make_pod("p", "data")
+    cap_hint = pl.is_schedulable_after_csi_storage_capacity_change
+    small = make_capacity("c", "sc", None, "1Gi")
+    big = make_capacity("c", "sc", None, "2Gi")
+    assert cap_hint(pod, None, small) == QueueingHint.QUEUE
+    assert cap_hint(pod, small, big) == QueueingHint.QUEUE
+    assert cap_hint(pod, big, small) == QueueingHint.SKIP
+    assert cap_hint(pod, small, small) == QueueingHint.SKIP
+    # maximumVolumeSize is the limit when set
+    capped = make_capacity("c", "sc", None, "5Gi", "1Gi")
+    assert cap_hint(pod, small, capped) == QueueingHint.SKIP
+    assert cap_hint(pod, make_capacity("c", "sc", None), small) == QueueingHint.QUEUE
+    assert cap_hint(pod, small, make_capacity("c", "sc", None)) == QueueingHint.SKIP
+
+    drv_hint = pl.is_schedulable_after_csidriver_change
+    inline = PodInfo(
+        Pod(
+            metadata=ObjectMeta(name="i", namespace="default"),
+            spec=PodSpec(volumes=[Volume(name="v", csi=CSIVolumeSource(driver=CAPACITY_DRIVER))]),
+        )
+    )
+    on, off = make_driver(CAPACITY_DRIVER, True), make_driver(CAPACITY_DRIVER, False)
+    unset = make_driver(CAPACITY_DRIVER, None)
+    assert drv_hint(inline, on, off) == QueueingHint.QUEUE
+    assert drv_hint(inline, on, unset) == QueueingHint.QUEUE
+    assert drv_hint(inline, off, on) == QueueingHint.SKIP
+    assert drv_hint(inline, on, on) == QueueingHint.SKIP
+    # upstream looks at inline CSI volumes only, not at the claims' provisioners
+    assert drv_hint(pod, on, off) == QueueingHint.SKIP
+    other = make_driver("other", False)
+    assert drv_hint(inline, make_driver("other", True), other) == QueueingHint.SKIP
+
+    events = {(e.event.resource, e.event.action) for e in pl.events_to_register()}
+    assert {
+        ("CSIDriver", "Update"),
+        ("CSIStorageCapacity", "Add"),
+        ("CSIStorageCapacity", "Update"),
+    } <= events

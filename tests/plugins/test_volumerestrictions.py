@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ksched.api.objects import PersistentVolumeClaim, decode
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
 from ksched.framework.interface import NOT_SIGNABLE, QueueingHint
@@ -304,6 +305,9 @@ def test_hints_reject_unexpected_objects() -> None:
         plugin().is_schedulable_after_pod_deleted(make_pod(), "not-a-pod", None)
 
 
-def test_events_to_register() -> None:
-    got = {(e.event.resource, e.event.action) for e in plugin().events_to_register()}
-    assert got == {("Pod", "Delete"), ("Node", "Add"), ("PersistentVolumeClaim", "Add")}
+@pytest.mark.parametrize(("version", "pods"), [("1.36", "Pod"), ("1.37", "AssignedPod")])
+def test_events_to_register(version: str, pods: str) -> None:
+    """v1.37 registers deletions of bound pods only (AssignedPod), v1.36 of any pod."""
+    pl = VolumeRestrictions(None, Handle(features=set_feature_gates([], [version])))
+    got = {(e.event.resource, e.event.action) for e in pl.events_to_register()}
+    assert got == {(pods, "Delete"), ("Node", "Add"), ("PersistentVolumeClaim", "Add")}

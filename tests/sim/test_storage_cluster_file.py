@@ -10,6 +10,7 @@ import anyio
 from ksched.api.objects import (
     CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -45,6 +46,12 @@ items:
   spec: {drivers: [{name: ebs.csi.aws.com, nodeID: i-1, topologyKeys: null, allocatable: {count: 25}}]}
 - {apiVersion: storage.k8s.io/v1, kind: CSINode, metadata: {name: n2}, spec: {drivers: null}}
 - {apiVersion: storage.k8s.io/v1, kind: CSIDriver, metadata: {name: ebs.csi.aws.com}, spec: {attachRequired: true}}
+- apiVersion: storage.k8s.io/v1
+  kind: CSIStorageCapacity
+  metadata: {name: cap-1}
+  storageClassName: fast
+  capacity: 10Gi
+  nodeTopology: {matchLabels: {zone: a}}
 - apiVersion: storage.k8s.io/v1
   kind: VolumeAttachment
   metadata: {name: va-1}
@@ -103,6 +110,9 @@ def test_cluster_file_decodes_storage_kinds() -> None:
     assert isinstance(n1, CSINode) and n1.spec.drivers[0].topology_keys == []
     assert n2.spec.drivers == []  # null lists, as the API returns empty ones
     assert isinstance(cf.storage["csidrivers"][0], CSIDriver)
+    (cap,) = cf.storage["csistoragecapacities"]
+    assert isinstance(cap, CSIStorageCapacity) and cap.metadata.namespace == "default"
+    assert (cap.storage_class_name, cap.capacity) == ("fast", "10Gi")
     assert isinstance(cf.storage["volumeattachments"][0], VolumeAttachment)
     assert cf.others == {}
 
@@ -118,6 +128,7 @@ def test_storage_listers_reach_plugins_during_simulation() -> None:
     assert list(seen["storageclasses"]) == ["fast"]
     assert list(seen["csinodes"]) == ["n1", "n2"]
     assert list(seen["csidrivers"]) == ["ebs.csi.aws.com"]
+    assert list(seen["csistoragecapacities"]) == ["default/cap-1"]
     assert list(seen["volumeattachments"]) == ["va-1"]
 
 

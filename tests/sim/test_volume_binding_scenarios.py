@@ -12,6 +12,7 @@ from ksched.config import load_config_data
 from ksched.plugins import default_registry
 from ksched.sim import parse_cluster
 from ksched.sim.simulator import Simulation
+from ksched.testing import make_csidriver, make_csistoragecapacity
 from tests.sim.test_scenarios import node, pod
 
 REG = default_registry(entry_points=False)
@@ -149,3 +150,29 @@ def test_unbound_immediate_claim_keeps_the_pod_pending() -> None:
 def test_pods_without_claims_are_unaffected() -> None:
     res, _ = simulate([node("n-1"), pod("plain")])
     assert res["plain"].node == "n-1"
+
+
+def test_a_driver_reporting_storage_capacity_provisions_where_there_is_room() -> None:
+    """The CSI driver reports CSIStorageCapacity per node: node a has none, so a claim
+    cannot be provisioned there; of b and c, v1.37's capacity scoring (on by default)
+    prefers the emptier b; a claim bigger than any capacity stays pending."""
+    host = "kubernetes.io/hostname"
+    res, _ = simulate(
+        [
+            node("a-1"),
+            node("b-1"),
+            node("c-1"),
+            storage_class("fast"),
+            make_csidriver("ebs.csi.aws.com", storageCapacity=True),
+            make_csistoragecapacity("b", "fast", "50Gi", {host: "b-1"}, namespace="kube-system"),
+            make_csistoragecapacity("c", "fast", "20Gi", {host: "c-1"}, namespace="kube-system"),
+            pvc("small", "fast", "10Gi"),
+            pvc("huge", "fast", "100Gi"),
+            with_claim(pod("p-small"), "small"),
+            with_claim(pod("p-huge"), "huge"),
+        ]
+    )
+    assert res["p-small"].status == "Scheduled", res["p-small"].message
+    assert res["p-small"].node == "b-1"
+    assert res["p-huge"].status == "Unschedulable"
+    assert "3 node(s) did not have enough free storage" in res["p-huge"].message

@@ -21,8 +21,14 @@ from ksched.testing.differential import (
     parse_seeds,
 )
 from ksched.testing.differential.compare import Divergence, messages_agree
-from ksched.testing.differential.generator import ADMIN_ACCESS_LABEL, NET_DRIVER, ZONE
-from ksched.testing.differential.kube import parse_scores
+from ksched.testing.differential.generator import (
+    ADMIN_ACCESS_LABEL,
+    HOST,
+    NET_DRIVER,
+    ZONE,
+    PendingPod,
+)
+from ksched.testing.differential.kube import KubeReplay, api_path, parse_scores
 from ksched.testing.differential.local import KschedReplay, scenario_file
 from ksched.testing.differential.report import PodReport, Report
 
@@ -193,6 +199,65 @@ def test_csi_group_limits_nodes_and_counts_what_is_there() -> None:
     attached = [o for o in objects if o["kind"] == "VolumeAttachment"]
     assert attached and all(a["spec"]["source"]["persistentVolumeName"] in pvs for a in attached)
     assert any(len(p["spec"]["volumes"]) > 1 for p in pods)
+
+
+def test_volumes_group_provisions_against_storage_capacity() -> None:
+    """Dynamic claims of a class whose CSI driver (mostly) reports capacity, per node or
+    per zone but never both: one capacity at most reaches a node."""
+    objects, pods = _all(["volumes"])
+    drivers = [o for o in objects if o["kind"] == "CSIDriver"]
+    assert {d["spec"]["storageCapacity"] for d in drivers} == {True, False}
+    caps = [o for o in objects if o["kind"] == "CSIStorageCapacity"]
+    assert any("maximumVolumeSize" in c for c in caps)
+    keys = {next(iter(c["nodeTopology"]["matchLabels"])) for c in caps}
+    assert keys == {HOST, ZONE}
+    for seed in range(30):
+        sc = generate(seed, ["volumes"])
+        reach = [
+            (k, v)
+            for o in sc.objects
+            if o["kind"] == "CSIStorageCapacity"
+            for k, v in o["nodeTopology"]["matchLabels"].items()
+        ]
+        assert len({k for k, _ in reach}) <= 1 and len(set(reach)) == len(reach)
+    dynamic = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "PersistentVolumeClaim" and o["spec"]["storageClassName"].endswith("-cap")
+    }
+    used = {v["persistentVolumeClaim"]["claimName"] for p in pods for v in p["spec"]["volumes"]}
+    assert dynamic & used
+
+
+def test_volumes_scenarios_replay_in_ksched_with_capacity_verdicts() -> None:
+    """Without a control plane: some pod is refused for want of free storage, another
+    scheduled with its claim provisioned (the simulated provisioner)."""
+    replay = KschedReplay()
+    messages: list[str] = []
+    scheduled_dynamic = 0
+    for seed in range(6, 26):
+        sc = generate(seed, ["volumes"])
+        state = [o for o in sc.objects if o["kind"] != "Namespace"]
+        for p in sc.pending:
+            vols = p.pod["spec"].get("volumes", [])
+            if not any(v["persistentVolumeClaim"]["claimName"].startswith("dyn-") for v in vols):
+                continue
+            out = replay(state, {**p.pod, "metadata": {**p.pod["metadata"], "uid": p.name}})
+            assert out.status in ("Scheduled", "Unschedulable"), (seed, p.name, out.message)
+            messages.append(out.message)
+            scheduled_dynamic += out.status == "Scheduled"
+    assert any("did not have enough free storage" in m for m in messages)
+    assert scheduled_dynamic
+
+
+def test_csi_group_drivers_may_require_their_csinode_entry() -> None:
+    objects, _ = _all(["csi"])
+    drivers = [o for o in objects if o["kind"] == "CSIDriver"]
+    assert {d["spec"].get("preventPodSchedulingIfMissing", False) for d in drivers} == {
+        True,
+        False,
+    }
+    assert any(o["kind"] == "CSINode" and o["spec"]["drivers"] == [] for o in objects)
 
 
 def test_spread_min_domains_goes_beyond_the_domains_there_are() -> None:
@@ -521,3 +586,68 @@ def test_feature_gates_reach_both_sides_and_bad_ones_exit_2(
     assert main(["--seeds", "0", "--feature-gates", "GenericWorkload=true"]) == 2
     err = capsys.readouterr().err
     assert "--feature-gates: feature gate GenericWorkload=true is not implemented by ksched" in err
+
+
+class _FakeApi:
+    """``_Api`` over a dict of paths: GETs answer from it, POSTs are recorded."""
+
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self.objects = objects
+        self.posted: list[tuple[str, Any]] = []
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if method == "POST":
+            self.posted.append((path, body))
+            return 201, body
+        got = self.objects.get(path)
+        return (200, got) if got is not None else (404, {})
+
+
+def test_the_kube_replay_provisions_claims_the_scheduler_selected_a_node_for() -> None:
+    """The external provisioner's part: a PV on the selected node, pre-bound to the
+    claim, for the claim annotated; none for a bound claim or one not annotated."""
+
+    def claim(name: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}-0000", **extra},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "3Gi"}},
+                "storageClassName": "s0-cap",
+            },
+        }
+
+    annotated = claim("a", annotations={"volume.kubernetes.io/selected-node": "s0-n1"})
+    bound = claim("b")
+    bound["spec"]["volumeName"] = "pv-b"
+    api = _FakeApi(
+        {
+            api_path("PersistentVolumeClaim", "ns", "a"): annotated,
+            api_path("PersistentVolumeClaim", "ns", "b"): bound,
+            api_path("PersistentVolumeClaim", "ns", "c"): claim("c"),
+            api_path("StorageClass", name="s0-cap"): {
+                "metadata": {"name": "s0-cap"},
+                "provisioner": "s0-cap.example.com",
+            },
+        }
+    )
+    replay = KubeReplay.__new__(KubeReplay)
+    replay.api = api  # type: ignore[assignment]
+    replay._provisioned = []
+    vols = [{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in "abc"]
+    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"volumes": vols}}
+    replay._provision(PendingPod(pod, {"volumes"}), wait=0.2)
+    ((path, pv),) = api.posted
+    assert path == api_path("PersistentVolume")
+    assert replay._provisioned == [pv["metadata"]["name"]] == ["s0-cap-uid-a-00"]
+    spec = pv["spec"]
+    assert spec["claimRef"] == {
+        "kind": "PersistentVolumeClaim",
+        "namespace": "ns",
+        "name": "a",
+        "uid": "uid-a-0000",
+    }
+    assert (spec["capacity"], spec["storageClassName"]) == ({"storage": "3Gi"}, "s0-cap")
+    assert spec["csi"]["driver"] == "s0-cap.example.com"
+    (term,) = spec["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": HOST, "operator": "In", "values": ["s0-n1"]}]

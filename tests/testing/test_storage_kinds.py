@@ -59,6 +59,7 @@ def test_discovery_of_the_storage_kinds(http: Client) -> None:
         "storageclasses": ("StorageClass", False),
         "csinodes": ("CSINode", False),
         "csidrivers": ("CSIDriver", False),
+        "csistoragecapacities": ("CSIStorageCapacity", True),
         "volumeattachments": ("VolumeAttachment", False),
         "volumeattachments/status": ("VolumeAttachment", False),
     }

@@ -3,31 +3,37 @@
 PreFilter sorts a pod's claims (``get_pod_volume_claims``); Filter asks, per node,
 whether bound claims' PVs may be used there and whether unbound WaitForFirstConsumer
 claims can get a PV — an existing one (static binding) or a new one from their class's
-provisioner (dynamic provisioning) — (``find_pod_volumes``); Reserve records the choice
-for the chosen node in the assume caches (``assume_pod_volumes``); PreBind writes it
-(PV claimRef, PVC selected-node annotation) and waits until the PV controller reports
-every claim bound (``bind_pod_volumes``).
+provisioner (dynamic provisioning, where a CSI driver that reports storage capacity must have room
+for the claim in a CSIStorageCapacity the node can reach) — (``find_pod_volumes``);
+Reserve records the choice for the chosen node in the assume caches
+(``assume_pod_volumes``); PreBind writes it (PV claimRef, PVC selected-node annotation)
+and waits until the PV controller reports every claim bound (``bind_pod_volumes``).
 
-Left out, as the README's configuration section says: CSIStorageCapacity checks (every provisioner
-is taken to have room), in-tree to CSI translation of PVs, and VolumeAttributesClass
-matching.
+Left out, as the README's configuration section says: in-tree to CSI translation of PVs,
+and VolumeAttributesClass matching.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import msgspec
 
 from ...api.objects import (
+    CSIDriver,
+    CSIStorageCapacity,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     StorageClass,
 )
+from ...api.quantity import QuantityError, parse_quantity
+from ...api.selectors import SelectorError, compile_label_selector
 from ...framework.handle import ClusterClient
 from ...framework.listers import Listers
 from ...util.clock import Clock
@@ -52,6 +58,8 @@ from .pvutil import (
 )
 
 __all__ = [
+    "CSI_DRIVERS",
+    "CSI_STORAGE_CAPACITIES",
     "ERR_REASON_BIND_CONFLICT",
     "ERR_REASON_NODE_CONFLICT",
     "ERR_REASON_NOT_ENOUGH_SPACE",
@@ -64,6 +72,7 @@ __all__ = [
     "PodVolumes",
     "VolumeBinder",
     "VolumeBindingError",
+    "volume_limit",
 ]
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -79,6 +88,8 @@ ERR_REASON_PV_NOT_EXIST = (
 PVCS = Listers.PERSISTENT_VOLUME_CLAIMS
 PVS = Listers.PERSISTENT_VOLUMES
 STORAGE_CLASSES = Listers.STORAGE_CLASSES
+CSI_DRIVERS = Listers.CSI_DRIVERS
+CSI_STORAGE_CAPACITIES = Listers.CSI_STORAGE_CAPACITIES
 
 # upstream polls the API objects once a second while waiting for the PV controller
 _POLL_INTERVAL = 1.0
@@ -109,6 +120,9 @@ class PodVolumes:
 
     static_bindings: list[BindingInfo] = field(default_factory=list)
     dynamic_provisions: list[PersistentVolumeClaim] = field(default_factory=list)
+    # claim key -> the CSIStorageCapacity that has room for it on the node (upstream's
+    # DynamicProvision.NodeCapacity; absent when its driver reports no capacity)
+    node_capacities: dict[str, CSIStorageCapacity] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -211,21 +225,26 @@ class VolumeBinder:
         """
         pv = PodVolumes()
         labels = node.metadata.labels
-        bound_ok = unbound_ok = pvs_found = True
+        bound_ok = unbound_ok = pvs_found = enough_space = True
         if claims.bound_claims:
             bound_ok, pvs_found = self._check_bound_claims(claims.bound_claims, labels)
         if claims.unbound_claims_delay_binding:
-            unbound_ok = self._find_unbound(pod, claims, node, pv)
+            unbound_ok, enough_space = self._find_unbound(pod, claims, node, pv)
         reasons = []
         if not bound_ok:
             reasons.append(ERR_REASON_NODE_CONFLICT)
         if not unbound_ok:
             reasons.append(ERR_REASON_BIND_CONFLICT)
+        if not enough_space:
+            reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
         if not pvs_found:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         return pv, reasons
 
-    def _find_unbound(self, pod: Pod, claims: PodVolumeClaims, node: Node, out: PodVolumes) -> bool:
+    def _find_unbound(
+        self, pod: Pod, claims: PodVolumeClaims, node: Node, out: PodVolumes
+    ) -> tuple[bool, bool]:
+        """(every claim gets a PV or a provisioner, the provisioners have room)."""
         to_match: list[PersistentVolumeClaim] = []
         to_provision: list[PersistentVolumeClaim] = []
         for pvc in claims.unbound_claims_delay_binding:
@@ -233,18 +252,18 @@ class VolumeBinder:
             if selected is None:
                 to_match.append(pvc)
             elif selected != node.metadata.name:
-                return False  # being provisioned for another node
+                return False, True  # being provisioned for another node
             else:
                 to_provision.append(pvc)
-        ok = True
+        ok = enough = True
         if to_match:
             ok, out.static_bindings, unmatched = self._find_matching_volumes(
                 to_match, claims.unbound_volumes_delay_binding, node, claims.candidates
             )
             to_provision += unmatched
         if to_provision:
-            ok, out.dynamic_provisions = self._check_volume_provisions(to_provision, node)
-        return ok
+            ok, enough = self._check_volume_provisions(to_provision, node, out)
+        return ok, enough
 
     def _check_bound_claims(
         self, claims: list[PersistentVolumeClaim], labels: Mapping[str, str]
@@ -289,10 +308,12 @@ class VolumeBinder:
         return not unmatched, bindings, unmatched
 
     def _check_volume_provisions(
-        self, claims: list[PersistentVolumeClaim], node: Node
-    ) -> tuple[bool, list[PersistentVolumeClaim]]:
-        """Whether every claim's class can provision a volume reachable from the node."""
+        self, claims: list[PersistentVolumeClaim], node: Node, out: PodVolumes
+    ) -> tuple[bool, bool]:
+        """``checkVolumeProvisions``: (every claim's class can provision a volume reachable
+        from the node, its driver has room for it there); fills ``out`` when both hold."""
         classes: Mapping[str, StorageClass] = self._lister(STORAGE_CLASSES)
+        capacities: dict[str, CSIStorageCapacity] = {}
         for pvc in claims:
             name = claim_class(pvc)
             if not name:
@@ -301,10 +322,44 @@ class VolumeBinder:
             if sc is None:
                 raise VolumeBindingError(f'failed to find storage class "{name}"')
             if sc.provisioner in ("", NOT_SUPPORTED_PROVISIONER):
-                return False, []
+                return False, True
             if not match_topology_selector_terms(sc.allowed_topologies, node.metadata.labels):
-                return False, []
-        return True, list(claims)
+                return False, True
+            enough, capacity = self._has_enough_capacity(sc, pvc, node)
+            if not enough:
+                return True, False
+            if capacity is not None:
+                capacities[pvc_key(pvc)] = capacity
+        out.dynamic_provisions = list(claims)
+        out.node_capacities = capacities
+        return True, True
+
+    def _has_enough_capacity(
+        self, sc: StorageClass, pvc: PersistentVolumeClaim, node: Node
+    ) -> tuple[bool, CSIStorageCapacity | None]:
+        """``hasEnoughCapacity``: a driver that opts in (``CSIDriver.spec.storageCapacity``)
+        needs a CSIStorageCapacity of the class, reachable from the node, whose volume
+        limit holds the claim; the first one found is the node's capacity for scoring.
+
+        Upstream lists capacities in informer (hash) order; ksched takes them by
+        namespace/name, so only overlapping capacities of one class could tell apart.
+        """
+        if "storage" not in pvc.spec.resources.requests:
+            return True, None
+        driver: CSIDriver | None = self._lister(CSI_DRIVERS).get(sc.provisioner)
+        if driver is None or not driver.spec.storage_capacity:
+            return True, None
+        size = quantity_value(storage_request(pvc))
+        labels = node.metadata.labels
+        store: Mapping[str, CSIStorageCapacity] = self._lister(CSI_STORAGE_CAPACITIES)
+        for _, cap in sorted(store.items()):
+            if cap.storage_class_name != sc.metadata.name:
+                continue
+            limit = volume_limit(cap)
+            if limit is None or limit < size or not _node_has_access(cap, labels):
+                continue
+            return True, cap
+        return False, None
 
     # -- Reserve / Unreserve ------------------------------------------------------------------
     def _are_pod_volumes_bound(self, pod: Pod) -> bool:
@@ -454,3 +509,31 @@ class VolumeBinder:
                 f'pv "{pv.metadata.name}" node affinity doesn\'t match node "{node_name}": '
                 f"{problem}"
             )
+
+
+def quantity_value(q: Fraction) -> int:
+    """``Quantity.Value()``: whole units, rounded up."""
+    return math.ceil(q)
+
+
+def volume_limit(cap: CSIStorageCapacity) -> int | None:
+    """``volumeLimit`` as ``Value()``: maximumVolumeSize when set (more precise), else
+    capacity; None when neither is (or it does not parse: the API server validates it)."""
+    raw = cap.maximum_volume_size if cap.maximum_volume_size is not None else cap.capacity
+    if raw is None:
+        return None
+    try:
+        return quantity_value(parse_quantity(raw))
+    except QuantityError:
+        return None
+
+
+def _node_has_access(cap: CSIStorageCapacity, labels: Mapping[str, str]) -> bool:
+    """``nodeHasAccess``: by nodeTopology labels; no topology (or a bad one) reaches none."""
+    if cap.node_topology is None:
+        return False
+    try:
+        selector = compile_label_selector(cap.node_topology, "nodeTopology")
+    except SelectorError:
+        return False
+    return selector.matches(labels)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 from ...api.objects import Node, PersistentVolumeClaim, Pod
+from ...api.quantity import parse_quantity
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
 from ...framework.handle import ClusterClient, Handle
@@ -43,7 +43,18 @@ from ..noderesources.requested_to_capacity_ratio import (
     broken_linear_function,
 )
 from .args import VolumeBindingArgs
-from .binder import PVCS, PVS, STORAGE_CLASSES, PodVolumeClaims, PodVolumes, VolumeBinder
+from .binder import (
+    CSI_DRIVERS,
+    CSI_STORAGE_CAPACITIES,
+    PVCS,
+    PVS,
+    STORAGE_CLASSES,
+    PodVolumeClaims,
+    PodVolumes,
+    VolumeBinder,
+    quantity_value,
+    volume_limit,
+)
 from .pvutil import CLAIM_LOST, claim_name, storage_request, volume_capacity, volume_is_for_pod
 
 __all__ = ["VolumeBinding"]
@@ -76,18 +87,13 @@ def _uses_claims(pod: Pod) -> bool:
     )
 
 
-def _quantity_value(q: Fraction) -> int:
-    """``Quantity.Value()`` of a Fraction: whole units rounded up."""
-    return math.ceil(q)
-
-
 class VolumeBinding(
     PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin
 ):
     """Binds a pod's PersistentVolumeClaims to PVs, or has them provisioned, on its node."""
 
     name = names.VOLUME_BINDING
-    reads_listers = frozenset({PVCS, PVS, STORAGE_CLASSES})
+    reads_listers = frozenset({PVCS, PVS, STORAGE_CLASSES, CSI_DRIVERS, CSI_STORAGE_CAPACITIES})
     Args = VolumeBindingArgs
     args: VolumeBindingArgs
 
@@ -206,12 +212,12 @@ class VolumeBinding(
         if self._score_table is None:
             return Status(Code.SKIP)
         # The table exists only with StorageCapacityScoring on, and then upstream's PreScore
-        # never skips: a pod without static bindings scores 0 everywhere (its dynamic
-        # provisioning would score by CSIStorageCapacity, which ksched does not model).
+        # never skips: a pod without static bindings scores by its dynamic provisioning.
         return None
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        """Per storage class, how full the statically bound PVs would be, averaged."""
+        """Per storage class, how full the node's storage would be, averaged: the statically
+        bound PVs if there are any, else the CSIStorageCapacity of each provisioning."""
         table = self._score_table
         if table is None:
             return 0
@@ -221,8 +227,18 @@ class VolumeBinding(
         classes: dict[str, list[int]] = {}
         for b in volumes.static_bindings:
             acc = classes.setdefault(b.storage_class_name(), [0, 0])
-            acc[0] += _quantity_value(storage_request(b.pvc))
-            acc[1] += _quantity_value(volume_capacity(b.pv))
+            acc[0] += quantity_value(storage_request(b.pvc))
+            acc[1] += quantity_value(volume_capacity(b.pv))
+        if not volumes.static_bindings:
+            for pvc in volumes.dynamic_provisions:
+                cap = volumes.node_capacities.get(f"{pvc.metadata.namespace}/{pvc.metadata.name}")
+                if cap is None:
+                    continue
+                # spec.storageClassName as upstream (not the beta annotation); the class's
+                # capacity is the node's, however many of its claims the pod provisions.
+                acc = classes.setdefault(pvc.spec.storage_class_name or "", [0, 0])
+                acc[1] = _capacity_value(cap.capacity)
+                acc[0] += quantity_value(storage_request(pvc))
         if not classes:
             return 0
         total = 0
@@ -274,10 +290,13 @@ class VolumeBinding(
 
     # -- queueing hints ---------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """As upstream with QueueingHints on; CSIDriver and CSIStorageCapacity events are
-        left out with the storage capacity check they serve."""
+        """As upstream with QueueingHints on (the only way in v1.37)."""
         sc, pvc = self.is_schedulable_after_storage_class_change, self.is_schedulable_after_pvc
         csinode = self.is_schedulable_after_csinode_change
+        driver, capacity = (
+            self.is_schedulable_after_csidriver_change,
+            self.is_schedulable_after_csi_storage_capacity_change,
+        )
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD), sc),
             ClusterEventWithHint(ClusterEvent(EventResource.STORAGE_CLASS, ActionType.UPDATE), sc),
@@ -293,6 +312,13 @@ class VolumeBinding(
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)),
             ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.ADD), csinode),
             ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE), csinode),
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_DRIVER, ActionType.UPDATE), driver),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, ActionType.ADD), capacity
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, ActionType.UPDATE), capacity
+            ),
         ]
 
     def is_schedulable_after_pvc(self, pod: PodInfo, old: Any, new: Any) -> str:
@@ -321,3 +347,33 @@ class VolumeBinding(
         if old.metadata.annotations.get(key) != new.metadata.annotations.get(key):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
+
+    def is_schedulable_after_csi_storage_capacity_change(
+        self, pod: PodInfo, old: Any, new: Any
+    ) -> str:
+        """A new capacity, or a raised volume limit (class and topology are immutable)."""
+        if old is None:
+            return QueueingHint.QUEUE
+        before, after = volume_limit(old), volume_limit(new)
+        if after is not None and (before is None or after > before):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def is_schedulable_after_csidriver_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        """The storage capacity check was turned off for a driver of the pod's inline CSI
+        volumes (upstream looks at inline volumes only, not at claims' provisioners)."""
+        was_on = old is not None and bool(old.spec.storage_capacity)
+        if not was_on or new.spec.storage_capacity:
+            return QueueingHint.SKIP
+        for vol in pod.pod.spec.volumes:
+            if vol.csi is not None and vol.csi.driver == new.metadata.name:
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+
+def _capacity_value(raw: Any) -> int:
+    """``Capacity.Value()`` of a capacity ``volume_limit`` already found sufficient (0 when
+    unset: upstream's scorer would dereference nil there)."""
+    if raw is None:
+        return 0
+    return quantity_value(parse_quantity(raw))

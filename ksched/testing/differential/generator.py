@@ -647,6 +647,7 @@ def _volumes_setup(ctx: _Ctx) -> None:
             }
         )
         claims.append("immediate")
+    _storage_capacity_setup(ctx)
 
 
 def _sc(name: str, mode: str) -> JSON:
@@ -1025,7 +1026,7 @@ def _dra_devices(ctx: _Ctx, pod: JSON) -> bool:
 
 
 def _csi_driver(ctx: _Ctx) -> str:
-    return f"{ctx.prefix}.csi.example.com"
+    return f"{ctx.prefix}-csi.example.com"
 
 
 def _csi_setup(ctx: _Ctx) -> None:
@@ -1113,6 +1114,7 @@ def _csi_setup(ctx: _Ctx) -> None:
                     },
                 }
             )
+    _volume_limit_scaling_setup(ctx)
 
 
 def _add_csi_volumes(ctx: _Ctx, pod: JSON) -> bool:
@@ -1124,6 +1126,99 @@ def _add_csi_volumes(ctx: _Ctx, pod: JSON) -> bool:
         {"name": f"vol-{c}", "persistentVolumeClaim": {"claimName": c}} for c in picked
     )
     return True
+
+
+# -- storage capacity and volume limit scaling ----------------------------------------------------
+
+CAPACITY_SIZES = ("1Gi", "3Gi", "8Gi", "20Gi", "50Gi")
+
+
+def _storage_capacity_setup(ctx: _Ctx) -> None:
+    """The "volumes" group's dynamic provisioning: a WaitForFirstConsumer class of a CSI
+    driver that reports CSIStorageCapacity (mostly; else it provisions anywhere), free
+    space per node or per zone on some of them (never both, so at most one capacity
+    reaches a node: upstream would pick among several in random order), sometimes a
+    smaller maximumVolumeSize, and claims of several sizes pods may use."""
+    rng = ctx.rng
+    p = ctx.prefix
+    driver, cls = f"{p}-cap.example.com", f"{p}-cap"
+    ctx.add(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": driver},
+            "spec": {"attachRequired": False, "storageCapacity": rng.random() < 0.8},
+        }
+    )
+    sc = _sc(cls, "WaitForFirstConsumer")
+    sc["provisioner"] = driver
+    ctx.add(sc)
+    by_zone = rng.random() < 0.3
+    reach = (
+        [(ZONE, z) for z in ctx.zones]
+        if by_zone
+        else [(HOST, n["metadata"]["name"]) for n in ctx.nodes]
+    )
+    for i, (key, value) in enumerate(reach):
+        if rng.random() < 0.25:
+            continue  # no capacity reported there: nothing can be provisioned
+        cap: JSON = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIStorageCapacity",
+            "metadata": {"name": f"{p}-cap-{i}", "namespace": ctx.namespaces[0]},
+            "storageClassName": cls,
+            "nodeTopology": {"matchLabels": {key: value}},
+            "capacity": rng.choice(CAPACITY_SIZES),
+        }
+        if rng.random() < 0.2:
+            cap["maximumVolumeSize"] = rng.choice(CAPACITY_SIZES[:3])
+        ctx.add(cap)
+    for ns in ctx.namespaces:
+        claims = ctx.claims.setdefault(ns, [])
+        for i in range(rng.randint(1, 2)):
+            claim = f"dyn-{i}"
+            ctx.add(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim, "namespace": ns},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": rng.choice(CAPACITY_SIZES[:4])}},
+                        "storageClassName": cls,
+                    },
+                }
+            )
+            claims.append(claim)
+
+
+def _volume_limit_scaling_setup(ctx: _Ctx) -> None:
+    """The "csi" group's CSIDriver: sometimes it asks that pods not go where its CSINode
+    entry is missing (VolumeLimitScaling), and some nodes' CSINodes list no driver."""
+    rng = ctx.rng
+    spec: JSON = {"attachRequired": True}
+    if rng.random() < 0.6:
+        spec["preventPodSchedulingIfMissing"] = True
+    ctx.add(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": _csi_driver(ctx)},
+            "spec": spec,
+        }
+    )
+    have = {o["metadata"]["name"] for o in ctx.objects if o["kind"] == "CSINode"}
+    for node in ctx.nodes:
+        name = node["metadata"]["name"]
+        if name not in have and rng.random() < 0.5:
+            ctx.add(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSINode",
+                    "metadata": {"name": name},
+                    "spec": {"drivers": []},
+                }
+            )
 
 
 # -- node declared features ---------------------------------------------------------------------

@@ -13,6 +13,9 @@ facts this relies on (kube-scheduler v1.36 and v1.37):
   the next is created;
 * the API server refuses some generated combinations and defaults the rest: each pod is
   created with ``dryRun=All`` first and the defaulted object is what ksched gets;
+* a claim provisioned for the pod (VolumeBinding's PreBind annotates it with the selected
+  node, then waits for it to be bound) gets its PV from ``_provision``, playing the CSI
+  driver's external provisioner, and the controller manager's PV controller binds it;
 * preemption depends on how victims go: the control plane's PodReaper finishes each
   deleted pod ``TERMINATION_DELAY`` after its deletion, one at a time, as kubelets would
   (ksched's simulator assumes the same), and ksched gets the state in kube-scheduler's
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..controlplane import ControlPlane, KubeScheduler
-from .generator import JSON, PendingPod, Scenario
+from .generator import HOST, JSON, PendingPod, Scenario
 from .outcome import Outcome
 
 __all__ = ["BATCHING_GAP", "KubeReplay", "PodRun", "api_path", "parse_scores"]
@@ -63,6 +66,7 @@ _PATHS = {
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
     "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
+    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities", True),
     "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
@@ -317,6 +321,7 @@ class KubeReplay:
         self._order: _NodeOrder | None = None
         self._reaper_delay = (0.0, 0.0)
         self.order_fallbacks = 0  # pods whose node order came from resourceVersions
+        self._provisioned: list[str] = []  # PVs _provision made, deleted with the scenario
 
     def __enter__(self) -> KubeReplay:
         reaper = self.cp.reaper
@@ -525,6 +530,8 @@ class KubeReplay:
                         out.message = str(first.get("message", "")) if first else ""
                         out.nominated = self._nominated or nominated
                         return out
+                    if nominated and not self._nominated:
+                        self._provision(pending)
                     if nominated:
                         self._nominated = nominated
                         deadline = max(deadline, time.monotonic() + self.preemption_timeout)
@@ -546,6 +553,73 @@ class KubeReplay:
             out.nominated = self._nominated
             return out
         return Outcome("Timeout", message="no outcome within the timeout", condition=first)
+
+    def _provision(self, pending: PendingPod, wait: float = 3.0) -> None:
+        """The external provisioner's part for the pod's claims the scheduler selected a
+        node for: a PV of the requested size on that node, pre-bound to the claim. A pod
+        nominated before its PreBind annotates the claims, so this waits ``wait`` seconds
+        for claims that are still unbound."""
+        ns = pending.namespace
+        names = [
+            v["persistentVolumeClaim"]["claimName"]
+            for v in pending.pod["spec"].get("volumes", [])
+            if "persistentVolumeClaim" in v
+        ]
+        deadline = time.monotonic() + wait
+        for name in names:
+            while True:
+                st, pvc = self.api.request("GET", api_path("PersistentVolumeClaim", ns, name))
+                if st != 200 or pvc["spec"].get("volumeName"):
+                    break
+                node = (
+                    pvc["metadata"].get("annotations", {}).get("volume.kubernetes.io/selected-node")
+                )
+                if node:
+                    self._create_pv(pvc, node)
+                    break
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+
+    def _create_pv(self, pvc: JSON, node: str) -> None:
+        spec = pvc["spec"]
+        st, sc = self.api.request("GET", api_path("StorageClass", name=spec["storageClassName"]))
+        if st != 200:
+            return
+        name = f"{sc['metadata']['name']}-{pvc['metadata']['uid'][:8]}"
+        meta = pvc["metadata"]
+        pv = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name},
+            "spec": {
+                "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                "accessModes": spec["accessModes"],
+                "storageClassName": spec["storageClassName"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "csi": {"driver": sc["provisioner"], "volumeHandle": name},
+                "claimRef": {
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                },
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": HOST, "operator": "In", "values": [node]}
+                                ]
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+        st, _ = self.api.request("POST", api_path("PersistentVolume"), pv)
+        if st < 300:
+            self._provisioned.append(name)
 
     def _new_log(self) -> str:
         """The scheduler's log written since the last call."""
@@ -580,6 +654,9 @@ class KubeReplay:
                 continue
             meta = obj["metadata"]
             cp.request("DELETE", api_path(kind, meta.get("namespace"), meta["name"]))
+        for name in self._provisioned:
+            cp.request("DELETE", api_path("PersistentVolume", name=name))
+        self._provisioned.clear()
         for ns in scenario.own_namespaces:
             cp.request("DELETE", api_path("Namespace", name=ns))
         time.sleep(0.2)
