@@ -785,7 +785,6 @@ def test_feature_gates_switch_the_dra_behaviours() -> None:
         return DynamicResources(None, Handle(features=set_feature_gates(list(flags)))).features
 
     assert features() == Features()
-    assert features("DRAConsumableCapacity=false,DRADeviceTaints=false") == Features(
-        consumable_capacity=False, device_taints=False
-    )
+    off = "DRAConsumableCapacity=false,DRADeviceTaints=false,DRADeviceTaintRules=false"
+    assert features(off) == Features(consumable_capacity=False, device_taints=False)
     assert features("DRADeviceBindingConditions=false") == Features(binding_conditions=False)

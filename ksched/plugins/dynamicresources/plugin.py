@@ -33,7 +33,7 @@ import datetime as dt
 import functools
 import json
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -46,6 +46,7 @@ from ...api.resource import (
     AllocationResult,
     ResourceClaim,
     ResourceClaimConsumerReference,
+    ResourceSlice,
 )
 from ...api.selectors import CompiledNodeSelector, SelectorError, compile_node_selector
 from ...dra.extended import (
@@ -101,6 +102,7 @@ STATE_KEY = names.DYNAMIC_RESOURCES
 CLAIMS = Listers.RESOURCE_CLAIMS
 SLICES = Listers.RESOURCE_SLICES
 CLASSES = Listers.DEVICE_CLASSES
+TAINT_RULES = Listers.DEVICE_TAINT_RULES
 # resourceapi.ResourceClaimReservedForMaxSize
 RESERVED_FOR_MAX_SIZE = 256
 # resourceapi.FirstAvailableDeviceRequestMaxSize
@@ -399,7 +401,8 @@ class DynamicResources(
     """Allocates devices for ResourceClaims (DRA with structured parameters)."""
 
     name = names.DYNAMIC_RESOURCES
-    reads_listers = frozenset({CLAIMS, SLICES, CLASSES})
+    # DeviceTaintRules are watched only with DRADeviceTaintRules on (ksched.cluster.wiring).
+    reads_listers = frozenset({CLAIMS, SLICES, CLASSES, TAINT_RULES})
     Args = DynamicResourcesArgs
     args: DynamicResourcesArgs
 
@@ -416,7 +419,7 @@ class DynamicResources(
         self.in_flight: dict[str, ResourceClaim] = {}
         self._in_flight_version = 0
         self._cel: ExpressionCache | None = None
-        self._inventory: tuple[tuple[int, int], Inventory] | None = None
+        self._inventory: tuple[tuple[int, int, int, int], Inventory] | None = None
         gates = self._handle.features
         self._features = Features(
             admin_access=gates.enabled("DRAAdminAccess"),
@@ -426,6 +429,10 @@ class DynamicResources(
             and gates.enabled("DRAResourceClaimDeviceStatus"),
         )
         self._taken = _Taken(self._features)
+        # Upstream's slice tracker adds DeviceTaintRules' taints to the slices it lists.
+        self._taint_rules = gates.enabled("DRADeviceTaints") and gates.enabled(
+            "DRADeviceTaintRules"
+        )
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
         self._ext_classes = ClassResolver()
@@ -467,11 +474,22 @@ class DynamicResources(
     def inventory(self) -> Inventory:
         """The slices as the allocator sees them, rebuilt when the slice list changes."""
         store = self._lister(SLICES)
-        stamp = (id(store), int(getattr(store, "revision", -1)))
-        if self._inventory is None or self._inventory[0] != stamp or stamp[1] < 0:
+        rules = self._lister(TAINT_RULES) if self._taint_rules else {}
+        stamp = (
+            id(store),
+            int(getattr(store, "revision", -1)),
+            id(rules),
+            int(getattr(rules, "revision", -1 if rules else 0)),
+        )
+        if self._inventory is None or self._inventory[0] != stamp or min(stamp[1], stamp[3]) < 0:
             from ...dra.allocator import Inventory
 
-            self._inventory = (stamp, Inventory(store.values()))
+            slices: Iterable[ResourceSlice] = store.values()
+            if rules:
+                from ...dra.taintrules import apply_taint_rules
+
+                slices = apply_taint_rules(slices, rules)
+            self._inventory = (stamp, Inventory(slices))
         return self._inventory[1]
 
     def allocated(self) -> set[DeviceID]:
