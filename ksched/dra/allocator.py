@@ -1089,8 +1089,21 @@ class _Run:
             except CELTimeout:
                 raise AllocationTimeout("timed out trying to allocate devices") from None
             except CELError as e:
-                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from None
+                raise AllocationError(self._runtime_error(where, i, dev, str(e))) from None
         return True
+
+    def _runtime_error(self, where: str, i: int, dev: _Dev, msg: str) -> str:
+        """v1.37 names the device and, for a missing key, hints at ``.?``/``has()``
+        (``cel.EnhanceRuntimeError``)."""
+        if not self.a.features.kube_1_37:
+            return f"{where}: selector #{i}: CEL runtime error: {msg}"
+        if "no such key:" in msg:
+            msg += (
+                ". consider using CEL optional chaining (.? followed by orValue()) or "
+                "guarding the check with has() for optional fields"
+            )
+        device = "/".join(dev.id)
+        return f"{where}: selector #{i} on device {device}: CEL runtime error: {msg}"
 
     def _selectable(self, req: _Request, dev: _Dev) -> bool:
         """Whether ``req`` may take ``dev`` as far as the two alone decide (cached)."""
@@ -1356,16 +1369,38 @@ class _Run:
         chosen: list[_Request] = []
         for ri, alts in enumerate(self.alternatives[ci]):
             chosen.append(alts[self.chosen.get((ci, ri), 0)])
+        # A class's configs once, naming every request that chose the class.
+        by_class: dict[str, list[dict[str, Any]]] = {}
         for req in chosen:
-            for cfg in req.class_.spec.config:
-                config.append({"source": "FromClass", **_without_requests(cfg)})
+            name = req.class_.metadata.name
+            if name in by_class:
+                for entry in by_class[name]:
+                    entry["requests"].append(req.name)
+                continue
+            by_class[name] = [
+                {"source": "FromClass", "requests": [req.name], **_without_requests(cfg)}
+                for cfg in req.class_.spec.config
+            ]
+            config.extend(by_class[name])
+        v1_37 = self.a.features.kube_1_37
         for cfg in claim.spec.devices.config:
             wanted = cfg.get("requests") or []
-            if not wanted or any(r.parent in wanted or r.name in wanted for r in chosen):
-                entry = {"source": "FromClaim", **_without_requests(cfg)}
-                if wanted:
-                    entry["requests"] = list(wanted)
+            entry = {"source": "FromClaim", **_without_requests(cfg)}
+            if not wanted:
                 config.append(entry)
+                continue
+            # v1.36 adds the config once per request it names, v1.37 once.
+            hits = sum(r.parent in wanted or r.name in wanted for r in chosen)
+            config.extend(
+                {**entry, "requests": list(wanted)} for _ in range(min(hits, 1) if v1_37 else hits)
+            )
+        if v1_37:
+            # v1.37: a config naming every request (or its chosen subrequest) names none,
+            # which means all.
+            for entry in config:
+                named = entry.get("requests")
+                if named and all(r.parent in named or r.name in named for r in chosen):
+                    del entry["requests"]
         return AllocationResult(
             devices=DeviceAllocationResult(results=results, config=config),
             node_selector=_node_selector(self.node.metadata.name, self.results[ci]),

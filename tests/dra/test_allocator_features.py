@@ -210,7 +210,7 @@ CASES: dict[str, Case] = {
         # selectors are judged before taints, as upstream does
         [claim("c", request("req-0", CLASS, 'device.attributes["x"].y'))],
         [device("dev-1", taints=[NO_SCHEDULE])],
-        error="claim default/c: selector #0: CEL runtime error:",
+        error="claim default/c: selector #0 on device ",
     ),
     # -- consumable capacity -----------------------------------------------------------------
     "consumable-capacity-with-range-policy-shares-one-device": Case(

@@ -388,6 +388,10 @@ class _State:
         return out
 
 
+def _unschedulable(reasons: tuple[str, ...]) -> Status:
+    return Status(Code.UNSCHEDULABLE, *reasons)
+
+
 class DynamicResources(
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -427,6 +431,7 @@ class DynamicResources(
             consumable_capacity=gates.enabled("DRAConsumableCapacity"),
             binding_conditions=gates.enabled("DRADeviceBindingConditions")
             and gates.enabled("DRAResourceClaimDeviceStatus"),
+            kube_1_37=gates.at_least("1.37"),
         )
         self._taken = _Taken(self._features)
         # Upstream's slice tracker adds DeviceTaintRules' taints to the slices it lists.
@@ -827,8 +832,11 @@ class DynamicResources(
             # getStateData error (framework.ErrNotFound) ends the PostFilter phase with
             # "not found", and preemption does not run.
             return None, Status(Code.ERROR, "not found")
+        # v1.37 logs rather than returns these two reasons (an empty status: nothing
+        # after the filter reasons in the FitError).
+        quiet = self._handle.features.at_least("1.37")
         if not s.claims:
-            return None, Status(Code.UNSCHEDULABLE, "no new claims to deallocate")
+            return None, _unschedulable(() if quiet else ("no new claims to deallocate",))
         uid = pod.pod.metadata.uid
         for i in sorted(s.unavailable):
             if i == s.ext:
@@ -852,7 +860,7 @@ class DynamicResources(
             if err is not None:
                 return None, Status.as_error(err)
             return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
-        return None, Status(Code.UNSCHEDULABLE, "still not schedulable")
+        return None, _unschedulable(() if quiet else ("still not schedulable",))
 
     async def _delete_claim(self, claim: ResourceClaim) -> None:
         """``deleteClaim``: drop the scheduler's finalizer (read again on conflict), then
