@@ -705,14 +705,18 @@ class _Constraint:
     value equals the first's. ``distinctAttribute``, as upstream's
     ``distinctAttributeConstraint`` keeps it: a new device's value differs from the
     value of the latest device of each request (a request's devices overwrite each
-    other's entry, and taking one back drops the request's entry)."""
+    other's entry, and taking one back drops the request's entry); since v1.37
+    (``every``) it differs from every taken device's value, and taking back drops the
+    latest."""
 
     requests: frozenset[str]
     match: str | None
     distinct: str | None
+    every: bool = True
     count: int = 0
     first: tuple[Any, ...] | None = None
     latest: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    taken: list[tuple[Any, ...]] = field(default_factory=list)
 
     def applies(self, req: _Request) -> bool:
         return not self.requests or req.parent in self.requests or req.name in self.requests
@@ -726,10 +730,11 @@ class _Constraint:
         elif self.match is not None:
             if value != self.first:
                 return False
-        elif value in self.latest.values():
+        elif value in (self.taken if self.every else self.latest.values()):
             return False
         if self.distinct is not None:
             self.latest[req.parent] = value
+            self.taken.append(value)
         self.count += 1
         return True
 
@@ -737,6 +742,7 @@ class _Constraint:
         self.count -= 1
         if self.distinct is not None:
             self.latest.pop(req.parent, None)
+            self.taken.pop()
 
 
 def _attr_key(a: DeviceAttribute) -> tuple[Any, ...] | None:
@@ -926,7 +932,7 @@ class _Run:
         specs = alloc._prepared(self, claims)
         self.alternatives: list[list[list[_Request]]] = specs[0]
         self.constraints = [
-            [_Constraint(r, m, d) for r, m, d in per_claim] for per_claim in specs[1]
+            [_Constraint(r, m, d, alloc.features.kube_1_37) for r, m, d in per_claim] for per_claim in specs[1]
         ]
         self.chosen: dict[tuple[int, int], int] = {}
         # Shared counters the devices being taken consume, by pool id.
@@ -1014,13 +1020,16 @@ class _Run:
                 )
             # Selectable and within capacity before anything is taken (upstream decides
             # these when it validates the request); taints are checked as each is taken.
+            # v1.37 checks only the device's own capacity here: a device the allocated
+            # shares leave too little of stays in, and the request does not fit.
+            current = not self.a.features.kube_1_37
             got.extend(
                 dev
                 for dev in self.devices[pi]
                 if self._selectors_ok(req, dev)
                 and (
                     not self.a.features.consumable_capacity
-                    or self._fits_capacity(req, dev, allocating=False)
+                    or self._fits_capacity(req, dev, current=current, allocating=False)
                 )
             )
         self.all_devices[id(req)] = got

@@ -320,12 +320,25 @@ CASES: dict[str, Case] = {
         [claim("c", wants("1", "req-0"), wants("1", "req-1", allocationMode="All"))],
         [shareable("dev-1", "1"), shareable("dev-2", "1")],
     ),
-    "consumable-capacity-all-in-use-insufficient": Case(
-        # "All" leaves out what has no capacity left before it starts
+    "consumable-capacity-all-in-use-insufficient-1.36": Case(
+        # v1.36's "All" leaves out what has no capacity left before it starts
         [claim("c", wants("1", allocationMode="All"))],
         [shareable("dev-1", "1"), shareable("dev-2", "1")],
         expect=[[("req-0", "dev-2", False, {"cap": "1"})]],
         shared=shared((DEV1, {"cap": "1"})),
+        features=Features(kube_1_37=False),
+    ),
+    "consumable-capacity-all-in-use-insufficient-1.37": Case(
+        # v1.37's keeps it (only its own capacity counts then), and cannot take it
+        [claim("c", wants("1", allocationMode="All"))],
+        [shareable("dev-1", "1"), shareable("dev-2", "1")],
+        shared=shared((DEV1, {"cap": "1"})),
+    ),
+    "consumable-capacity-all-over-the-device-capacity": Case(
+        # what asks more than a device has is left out in both versions
+        [claim("c", wants("2", allocationMode="All"))],
+        [shareable("dev-1", "1"), shareable("dev-2", "2")],
+        expect=[[("req-0", "dev-2", False, {"cap": "2"})]],
     ),
     "consumable-capacity-dedicated-device-with-capacity-request": Case(
         [claim("c", wants("1"))],
@@ -346,8 +359,8 @@ CASES: dict[str, Case] = {
         allocated={DEV1},
     ),
     # -- distinctAttribute, as upstream's constraint keeps it ---------------------------------
-    "distinct-attribute-compares-with-each-requests-latest-device": Case(
-        # upstream keeps one value per request, the latest device's: port 0, 1, 0 pass
+    "distinct-attribute-compares-with-each-requests-latest-device-1.36": Case(
+        # v1.36 keeps one value per request, the latest device's: port 0, 1, 0 pass
         [claim("c", request(allocationMode="All"), constraints=[{"distinctAttribute": PORT}])],
         [device("dev-1", {"port": 0}), device("dev-2", {"port": 1}), device("dev-3", {"port": 0})],
         expect=[
@@ -357,6 +370,20 @@ CASES: dict[str, Case] = {
                 ("req-0", "dev-3", False, None),
             ]
         ],
+        features=Features(kube_1_37=False),
+    ),
+    "distinct-attribute-compares-with-every-device-1.37": Case(
+        # v1.37 keeps every taken device's value: the third port 0 is refused
+        [claim("c", request(allocationMode="All"), constraints=[{"distinctAttribute": PORT}])],
+        [device("dev-1", {"port": 0}), device("dev-2", {"port": 1}), device("dev-3", {"port": 0})],
+        error="claim default/c, request req-0: cannot add device driver-a/pool-1/dev-3 because "
+        "a claim constraint would not be satisfied",
+    ),
+    "distinct-attribute-count-backtracks-1.37": Case(
+        # count 2: dev-1 and dev-2 clash, dev-2 is taken back, dev-3 fits
+        [claim("c", request(count=2), constraints=[{"distinctAttribute": PORT}])],
+        [device("dev-1", {"port": 0}), device("dev-2", {"port": 0}), device("dev-3", {"port": 1})],
+        expect=[[("req-0", "dev-1", False, None), ("req-0", "dev-3", False, None)]],
     ),
     "distinct-attribute-across-requests": Case(
         [

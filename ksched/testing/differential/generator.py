@@ -859,7 +859,8 @@ def _capacity_policy(rng: random.Random, total: int) -> JSON | None:
         return None
     if r < 0.65:
         lo = rng.choice([1, 2])
-        step = rng.choice([1, 2, 3])
+        # v1.37's API server refuses a range whose first step passes the capacity.
+        step = rng.choice([s for s in (1, 2, 3) if lo + s <= total])
         steps = max(0, (total - lo) // step)
         rng_spec: JSON = {"min": f"{lo}Gi", "step": f"{step}Gi"}
         if rng.random() < 0.6:
