@@ -932,7 +932,8 @@ class _Run:
         specs = alloc._prepared(self, claims)
         self.alternatives: list[list[list[_Request]]] = specs[0]
         self.constraints = [
-            [_Constraint(r, m, d, alloc.features.kube_1_37) for r, m, d in per_claim] for per_claim in specs[1]
+            [_Constraint(r, m, d, alloc.features.kube_1_37) for r, m, d in per_claim]
+            for per_claim in specs[1]
         ]
         self.chosen: dict[tuple[int, int], int] = {}
         # Shared counters the devices being taken consume, by pool id.
