@@ -1040,6 +1040,7 @@ class _Run:
         """The claims' requests and constraints, node-independent (``Allocator._prepared``)."""
         alternatives: list[list[list[_Request]]] = []
         constraints: list[list[_ConstraintSpec]] = []
+        v1_37 = self.a.features.kube_1_37
         for ci, claim in enumerate(self.claims):
             per_request: list[list[_Request]] = []
             total = 0
@@ -1048,18 +1049,28 @@ class _Run:
                     admin = bool(r.exactly.admin_access)
                     req = self._request(ci, claim, r.name, r.name, r.exactly, admin)
                     per_request.append([req])
-                    total += _exact_count(req)
+                    least = _exact_count(req)
                 elif r.first_available:
                     alts = [
                         self._request(ci, claim, f"{r.name}/{sub.name}", r.name, sub, False)
                         for sub in r.first_available
                     ]
                     per_request.append(alts)
-                    total += max(_exact_count(a) for a in alts)
+                    least = min(_exact_count(a) for a in alts)
+                    if not v1_37:
+                        least = max(_exact_count(a) for a in alts)
                 else:
                     raise AllocationError(
                         f"claim {_kobj(claim)}, request {r.name}: unsupported request type"
                     )
+                if v1_37 and least > ALLOCATION_RESULTS_MAX_SIZE - total:
+                    # v1.37 checks the limit request by request (the least each needs).
+                    raise AllocationError(
+                        f"claim {_kobj(claim)}, request {r.name}: adding {least} devices "
+                        f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with "
+                        f"{total} already accounted for"
+                    )
+                total += least
             if total > ALLOCATION_RESULTS_MAX_SIZE and all(len(alts) == 1 for alts in per_request):
                 raise AllocationError(
                     f"claim {_kobj(claim)}: number of requested devices {total} exceeds the "

@@ -389,6 +389,26 @@ CASES: dict[str, Case] = {
         [two()],
         error="claim default/c, request req-0: exceeds the claim limit of 32 devices",
     ),
+    "requests-together-over-the-claim-limit-1.36": Case(
+        [claim("c", request("req-0", count=20), request("req-1", count=20))],
+        [two()],
+        kube_1_37=False,
+        error="claim default/c: number of requested devices 40 exceeds the claim limit of 32",
+    ),
+    "requests-together-over-the-claim-limit-1.37": Case(
+        # v1.37 stops at the request that passes the limit (subrequests: the least)
+        [
+            claim(
+                "c",
+                request("req-a", count=20),
+                first_available(("x", 30), ("y", 12)),
+                request("req-b", count=1),
+            )
+        ],
+        [two()],
+        error="claim default/c, request req-b: adding 1 devices exceeds the claim limit of "
+        "32, with 32 already accounted for",
+    ),
     "duplicate-device-names-invalid-pool": Case(
         [claim()],
         [slice_("s", [device("d"), device("d")], **ON_NODE)],
