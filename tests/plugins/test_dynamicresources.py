@@ -418,6 +418,16 @@ def test_claim_change_hints() -> None:
         {**msgspec.to_builtins(other), "status": {"allocation": alloc}}, ResourceClaim
     )
     assert hint(pod, allocated, other) == QueueingHint.QUEUE  # deallocated: devices freed
+    # deleted (v1.37 registers it): only an allocated claim's deletion frees devices
+    assert hint(pod, allocated, None) == QueueingHint.QUEUE
+    assert hint(pod, claim, None) == QueueingHint.SKIP
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_claim_deletion_is_registered_from_1_37(version: str) -> None:
+    env = emulating(Env([]), version)
+    events = {(e.event.resource, e.event.action) for e in env.pl.events_to_register()}
+    assert (("ResourceClaim", "Delete") in events) == (version == "1.37")
 
 
 def test_pod_change_hint_queues_once_the_generated_claim_is_named() -> None:

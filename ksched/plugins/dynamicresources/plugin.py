@@ -1258,8 +1258,17 @@ class DynamicResources(
 
     # -- queueing hints -------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """As upstream with queueing hints on."""
+        """As upstream with queueing hints on (v1.37 adds claims' deletion)."""
         claim = self.is_schedulable_after_claim_change
+        deleted = (
+            [
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.DELETE), claim
+                )
+            ]
+            if self._handle.features.at_least("1.37")
+            else []
+        )
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)),
@@ -1278,9 +1287,14 @@ class DynamicResources(
             ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.UPDATE)),
             ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD)),
             ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.UPDATE)),
+            *deleted,
         ]
 
     def is_schedulable_after_claim_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        if new is None:
+            # deleted (v1.37): only an allocated claim's deletion frees devices
+            allocated = old is not None and old.status.allocation is not None
+            return QueueingHint.QUEUE if allocated else QueueingHint.SKIP
         try:
             uses = any(c.metadata.uid == new.metadata.uid for c in self._pod_claims(pod.pod))
         except _NotSchedulable:
