@@ -346,12 +346,57 @@ def _go_rem(a: int, b: int) -> int:
     return r if a >= 0 else -r
 
 
-def _round_up_range(requested: Fraction, rng: tuple[Fraction | None, ...]) -> Fraction:
+_MAX_INT64 = 2**63 - 1
+
+
+class CapacityError(Exception):
+    """A capacity request the range arithmetic cannot represent: upstream aborts the
+    allocation (v1.37) rather than skip the device."""
+
+
+def _milli(q: Fraction) -> int | None:
+    """``safeMilliValue``: ``q`` in thousandths when that is exact (and fits an int64)."""
+    m = q * 1000
+    if m.denominator != 1 or abs(m) > _MAX_INT64:
+        return None
+    return int(m)
+
+
+def _use_milli(rng: tuple[Fraction | None, ...]) -> bool:
+    """``useMilli`` (DRAFractionalCapacityRange on): every bound exact in thousandths and a
+    step of at least 1m."""
+    lo, hi, step = rng
+    if any(q is not None and _milli(q) is None for q in (lo, hi, step)):
+        return False
+    return step is None or (_milli(step) or 0) >= 1
+
+
+def _round_up_range(
+    requested: Fraction, rng: tuple[Fraction | None, ...], fractional: bool = False
+) -> Fraction:
     lo, _, step = rng
     assert lo is not None
     if requested < lo:
         return lo
-    if step is None or _whole(step) == 0:
+    if step is None:
+        return requested
+    if fractional and _use_milli(rng):
+        req_m = _milli(requested)
+        if req_m is None:
+            raise CapacityError(
+                "capacity request cannot be represented in the device's range arithmetic: "
+                f"request {format_quantity(requested)} is not a representable milli value"
+            )
+        step_m, lo_m = _milli(step) or 1, _milli(lo) or 0
+        n = -(-(req_m - lo_m) // step_m)
+        if n > (_MAX_INT64 - lo_m) // step_m:
+            raise CapacityError(
+                "capacity request cannot be represented in the device's range arithmetic: "
+                f"rounding request {format_quantity(requested)} up to the next step passes "
+                "the milli-value range"
+            )
+        return Fraction(lo_m + step_m * n, 1000)
+    if _whole(step) == 0:
         return requested
     s, m = _whole(step), _whole(lo)
     added = _whole(requested) - m
@@ -361,20 +406,20 @@ def _round_up_range(requested: Fraction, rng: tuple[Fraction | None, ...]) -> Fr
     return Fraction(m + s * n)
 
 
-def _consumed(requested: Fraction | None, cap: _Cap) -> Fraction:
+def _consumed(requested: Fraction | None, cap: _Cap, fractional: bool = False) -> Fraction:
     """``calculateConsumedCapacity``: what a request takes of one capacity."""
     if requested is None:
         return cap.default if cap.default is not None else cap.value
     if not cap.has_policy:
         return requested
     if cap.valid_range is not None and cap.valid_range[0] is not None:
-        return _round_up_range(requested, cap.valid_range)
+        return _round_up_range(requested, cap.valid_range, fractional)
     if cap.valid_values is not None:
         return next((v for v in cap.valid_values if requested <= v), requested)
     return requested
 
 
-def _violates(consumed: Fraction, cap: _Cap) -> bool:
+def _violates(consumed: Fraction, cap: _Cap, fractional: bool = False) -> bool:
     """``violatesPolicy``: validRange checks max and step only, validValues membership.
     (Upstream compares with the default as Go structs; equal values of one spelling,
     which is what the API server stores, are what that finds equal.)"""
@@ -385,6 +430,12 @@ def _violates(consumed: Fraction, cap: _Cap) -> bool:
         if hi is not None and consumed > hi:
             return True
         if step is not None:
+            if fractional and _use_milli(cap.valid_range):
+                got = _milli(consumed)
+                return (
+                    got is None
+                    or (got - (_milli(lo or Fraction(0)) or 0)) % (_milli(step) or 1) != 0
+                )
             s = _whole(step)
             return s == 0 or _go_rem(_whole(consumed) - _whole(lo or Fraction(0)), s) != 0
         return False
@@ -393,10 +444,12 @@ def _violates(consumed: Fraction, cap: _Cap) -> bool:
     return False
 
 
-def _consumed_capacity(requests: Capacity | None, caps: Mapping[str, _Cap]) -> Capacity:
+def _consumed_capacity(
+    requests: Capacity | None, caps: Mapping[str, _Cap], fractional: bool = False
+) -> Capacity:
     """``GetConsumedCapacityFromRequest``: a share's consumption of every capacity."""
     req = requests or {}
-    return {name: _consumed(req.get(name), cap) for name, cap in caps.items()}
+    return {name: _consumed(req.get(name), cap, fractional) for name, cap in caps.items()}
 
 
 def _capacity_fits(
@@ -404,17 +457,25 @@ def _capacity_fits(
     requests: Capacity | None,
     caps: Mapping[str, _Cap],
     allocating: Mapping[str, Fraction] | None,
+    fractional: bool = False,
 ) -> bool:
     """``CmpRequestOverCapacity``: the request names only capacities the device has, its
     consumption obeys every request policy, and with what allocated (``current``) and
-    allocating shares consume it stays within every capacity."""
+    allocating shares consume it stays within every capacity. ``CapacityError`` for a
+    request the range arithmetic cannot represent (whichever capacity comes first)."""
     if requests and any(name not in caps for name in requests):
-        return False  # upstream: an error, and the device is skipped
+        return False  # upstream: an error (v1.37: a plain no), and the device is skipped
     req = requests or {}
     zero = Fraction(0)
+    consumption: dict[str, Fraction] = {}
     for name, cap in caps.items():
-        consumed = _consumed(req.get(name), cap)
-        if _violates(consumed, cap):
+        try:
+            consumption[name] = _consumed(req.get(name), cap, fractional)
+        except CapacityError as e:
+            raise CapacityError(f'capacity "{name}": {e}') from None
+    for name, cap in caps.items():
+        consumed = consumption[name]
+        if _violates(consumed, cap, fractional):
             return False
         total = current.get(name, zero) + consumed
         if allocating is not None:
@@ -1171,12 +1232,22 @@ class _Run:
         caps = dev.capacity
         if caps is None:
             return False
-        return _capacity_fits(
-            self.a.shared.capacity.get(dev.id, {}) if current else {},
-            req.capacity,
-            caps,
-            self.allocating.get(dev.id) if allocating else None,
-        )
+        try:
+            return _capacity_fits(
+                self.a.shared.capacity.get(dev.id, {}) if current else {},
+                req.capacity,
+                caps,
+                self.allocating.get(dev.id) if allocating else None,
+                req.features.fractional_capacity_range,
+            )
+        except CapacityError as e:
+            # "All" names the device as its slice does, the search by its full id
+            device = dev.id[2] if req.mode == ALLOCATION_MODE_ALL else "/".join(dev.id)
+            claim = self.claims[req.claim_index]
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {req.name}: checking capacity for device "
+                f"{device}: {e}"
+            ) from None
 
     def _in_use(self, d: DeviceID) -> bool:
         return d in self.a.allocated or bool(self.taking.get(d))
@@ -1223,7 +1294,9 @@ class _Run:
                 self._undo(req, dev, took, added)
                 return False
             if multi:
-                took.consumed = _consumed_capacity(req.capacity, dev.capacity or {})
+                took.consumed = _consumed_capacity(
+                    req.capacity, dev.capacity or {}, req.features.fractional_capacity_range
+                )
                 took.share_id = str(uuid.uuid4())
                 took.entry_existed = dev.id in self.allocating
                 _add_capacity(self.allocating.setdefault(dev.id, {}), took.consumed)

@@ -19,6 +19,9 @@ class Features:
     # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus (both beta, on): devices
     # with binding conditions are handed out (last), and PreBind waits for the conditions.
     binding_conditions: bool = True
+    # DRAFractionalCapacityRange (v1.37, beta and off): request policy ranges in
+    # thousandths when every bound is exact in them.
+    fractional_capacity_range: bool = False
     # Upstream v1.37's allocator changes without a gate: a config naming every request
     # names none (and is added once), counters are kept per driver and pool.
     kube_1_37: bool = True

@@ -77,7 +77,9 @@ SUPPORT: dict[str, Support] = {
     ),
     "DRADeviceTaints": Support(True, True, "device taints and tolerations (ksched.dra.features)"),
     "DRAExtendedResource": Support(True, False, "ksched.dra.extended"),
-    "DRAFractionalCapacityRange": Support(False, True, "fractional capacity request ranges"),
+    "DRAFractionalCapacityRange": Support(
+        True, True, "capacity request ranges in thousandths (ksched.dra.features)"
+    ),
     "DRAListTypeAttributes": Support(False, True, "list-typed device attributes"),
     "DRANodeAllocatableResources": Support(False, True, "node-allocatable DRA resources"),
     "DRAOptionalNodeOperations": Support(False, True, "devices skipping node operations"),

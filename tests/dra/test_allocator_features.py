@@ -104,6 +104,7 @@ def shareable(
 
 # upstream's withCapacityRequestPolicyRange: default 2, min 2, step 2, max 4
 RANGE = {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}}
+FRACTIONAL = {"default": "0.5", "validRange": {"min": "0.5", "step": "0.25"}}
 
 
 def shared(*shares: tuple[DeviceID, dict[str, str] | None]) -> Shared:
@@ -357,6 +358,40 @@ CASES: dict[str, Case] = {
         [claim("c", wants("1"))],
         [shareable("dev-1", "2", RANGE)],
         allocated={DEV1},
+    ),
+    # -- DRAFractionalCapacityRange (v1.37, beta and off) --------------------------------------
+    "fractional-range-rounds-up-in-thousandths": Case(
+        [claim("c", wants("0.6"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        expect=[[("req-0", "dev-1", False, {"cap": "750m"})]],
+        features=Features(fractional_capacity_range=True),
+    ),
+    "fractional-range-off-rounds-whole-units": Case(
+        # Value() of min 0.5 and step 0.25 is 1 each: 0.6 takes 1
+        [claim("c", wants("0.6"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        expect=[[("req-0", "dev-1", False, {"cap": "1"})]],
+    ),
+    "fractional-range-request-below-a-thousandth-is-an-error": Case(
+        [claim("c", wants("0.5001"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        features=Features(fractional_capacity_range=True),
+        error="claim default/c, request req-0: checking capacity for device "
+        'driver-a/pool-1/dev-1: capacity "cap": capacity request cannot be represented in '
+        "the device's range arithmetic: request 500100u is not a representable milli value",
+    ),
+    "fractional-range-all-names-the-device-as-its-slice": Case(
+        [claim("c", wants("0.5001", allocationMode="All"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        features=Features(fractional_capacity_range=True),
+        error="claim default/c, request req-0: checking capacity for device dev-1: ",
+    ),
+    "fractional-range-whole-bounds-in-thousandths-too": Case(
+        # whole bounds take the milli path too, rounding as whole units do
+        [claim("c", wants("2.5"))],
+        [shareable("dev-1", "4", {"default": "1", "validRange": {"min": "1", "step": "1"}})],
+        expect=[[("req-0", "dev-1", False, {"cap": "3"})]],
+        features=Features(fractional_capacity_range=True),
     ),
     # -- distinctAttribute, as upstream's constraint keeps it ---------------------------------
     "distinct-attribute-compares-with-each-requests-latest-device-1.36": Case(

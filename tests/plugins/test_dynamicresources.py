@@ -829,3 +829,6 @@ def test_feature_gates_switch_the_dra_behaviours() -> None:
     off = "DRAConsumableCapacity=false,DRADeviceTaints=false,DRADeviceTaintRules=false"
     assert features(off) == Features(consumable_capacity=False, device_taints=False)
     assert features("DRADeviceBindingConditions=false") == Features(binding_conditions=False)
+    assert features("DRAFractionalCapacityRange=true") == Features(fractional_capacity_range=True)
+    v1_36 = DynamicResources(None, Handle(features=set_feature_gates([], ["1.36"]))).features
+    assert v1_36 == Features(kube_1_37=False)  # 1.36 has no DRAFractionalCapacityRange

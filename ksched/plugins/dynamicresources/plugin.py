@@ -431,6 +431,8 @@ class DynamicResources(
             consumable_capacity=gates.enabled("DRAConsumableCapacity"),
             binding_conditions=gates.enabled("DRADeviceBindingConditions")
             and gates.enabled("DRAResourceClaimDeviceStatus"),
+            fractional_capacity_range="DRAFractionalCapacityRange" in gates.table.gates
+            and gates.enabled("DRAFractionalCapacityRange"),
             kube_1_37=gates.at_least("1.37"),
         )
         self._taken = _Taken(self._features)
