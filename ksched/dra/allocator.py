@@ -1304,7 +1304,14 @@ class _Run:
         return True
 
     def _capacity_in_use(self, d: DeviceID) -> bool:
-        return d in self.a.shared.capacity or d in self.allocating
+        """``deviceCapacityInUse``; v1.37 counts allocated shares without a recorded
+        consumption too (their device's counters are already charged)."""
+        shared = self.a.shared
+        return (
+            d in shared.capacity
+            or (self.a.features.kube_1_37 and d in shared.devices)
+            or d in self.allocating
+        )
 
     def _undo(self, req: _Request, dev: _Dev, took: _Took, constraints: int) -> None:
         """Undo what ``_take`` did (``rollbackDevice``), its first ``constraints``

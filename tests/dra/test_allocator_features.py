@@ -579,6 +579,40 @@ def test_shared_counters_are_consumed_once_per_shared_device() -> None:
     assert picked(alloc(shared((DEV1, {"cap": "2"})))) == []
 
 
+@pytest.mark.parametrize("kube_1_37", [False, True])
+def test_a_share_without_consumption_has_its_counters_charged_from_1_37(kube_1_37: bool) -> None:
+    """A device an allocated share without ``consumedCapacity`` holds: v1.36 charges its
+    counters again for a new share (only recorded consumption marks it in use), v1.37
+    does not (``AllocatedSharedDeviceIDs``)."""
+    counters = [{"name": "set", "counters": {"mem": {"value": "4"}}}]
+    consumes = [{"counterSet": "set", "counters": {"mem": {"value": "3"}}}]
+    s = decode(
+        {
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": DRIVER,
+                "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1},
+                "nodeName": "node-1",
+                "devices": [
+                    device("dev-1", allowMultipleAllocations=True, consumesCounters=consumes)
+                ],
+                "sharedCounters": counters,
+            },
+        },
+        ResourceSlice,
+    )
+    a = Allocator(
+        Inventory([s]),
+        {CLASS: device_class()},
+        set(),
+        ExpressionCache(),
+        features=Features(kube_1_37=kube_1_37),
+        shared=shared((DEV1, None)),
+    )
+    got = picked(a.allocate(NODE, [claim("c0", wants())]))
+    assert got == ([[("req-0", "dev-1", False, None)]] if kube_1_37 else [])
+
+
 def test_format_quantity_prints_what_parses_back() -> None:
     for text, want in (("2", "2"), ("1024", "1Ki"), ("3Gi", "3Gi"), ("1500", "1500")):
         assert format_quantity(parse_quantity(text)) == want
