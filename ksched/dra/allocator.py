@@ -863,12 +863,18 @@ class Allocator:
         self._prep: dict[tuple[int, ...], _Prepared | AllocationError] = {}
         # quick_fit's verdict on the claims' shape: (request, devices needed) or False.
         self._simple: dict[tuple[int, ...], tuple[_Request, int] | None] = {}
-        # Per pool id: its counters less what the allocated devices consume.
+        # Per pool (counter_key): its counters less what the allocated devices consume.
         self._available: dict[str, dict[tuple[str, str], Fraction]] = {}
+
+    def counter_key(self, pool: _Pool) -> str:
+        """Upstream's key of a pool's counters: v1.36 has the pool's name alone (pools of
+        two drivers with one name share the counters of whichever came first), v1.37
+        the driver and the name."""
+        return pool.id if self.features.kube_1_37 else pool.name
 
     def available_counters(self, pool: _Pool) -> dict[tuple[str, str], Fraction]:
         """(counter set, counter) -> what the allocated devices leave (may be negative)."""
-        got = self._available.get(pool.id)
+        got = self._available.get(self.counter_key(pool))
         if got is None:
             got = {(cs, c): v for cs, values in pool.counters.items() for c, v in values.items()}
             shared = self.shared
@@ -881,7 +887,7 @@ class Allocator:
                     for cs, c, amount in dev.consumes:
                         if (cs, c) in got:  # validation makes every reference exist
                             got[(cs, c)] -= amount
-            self._available[pool.id] = got
+            self._available[self.counter_key(pool)] = got
         return got
 
     def _prepared(self, run: _Run, claims: Sequence[ResourceClaim]) -> _Prepared:
@@ -997,7 +1003,7 @@ class _Run:
             for per_claim in specs[1]
         ]
         self.chosen: dict[tuple[int, int], int] = {}
-        # Shared counters the devices being taken consume, by pool id.
+        # Shared counters the devices being taken consume, by counter_key.
         self.consumed: dict[str, dict[tuple[str, str], Fraction]] = {}
         # "All" requests: every device they select on this node (by id of the request).
         self.all_devices: dict[int, list[_Dev]] = {}
@@ -1341,7 +1347,7 @@ class _Run:
             return False
         pool = self.a.inventory.pool_of[dev.id[:2]]
         available = self.a.available_counters(pool)
-        consumed = self.consumed.setdefault(pool.id, {})
+        consumed = self.consumed.setdefault(self.a.counter_key(pool), {})
         for cs, c, amount in dev.consumes:
             consumed[(cs, c)] = consumed.get((cs, c), Fraction(0)) + amount
         zero = Fraction(0)
@@ -1351,7 +1357,7 @@ class _Run:
         return False
 
     def _unconsume(self, dev: _Dev) -> None:
-        consumed = self.consumed[self.a.inventory.pool_of[dev.id[:2]].id]
+        consumed = self.consumed[self.a.counter_key(self.a.inventory.pool_of[dev.id[:2]])]
         for cs, c, amount in dev.consumes or ():
             consumed[(cs, c)] -= amount
 

@@ -25,7 +25,17 @@ from ksched.dra.allocator import (
     shared_allocations,
 )
 from ksched.dra.cel import ExpressionCache
-from tests.dra.factories import CLASS, DRIVER, claim, device, device_class, node, request, slice_
+from tests.dra.factories import (
+    CLASS,
+    DRIVER,
+    DRIVER_B,
+    claim,
+    device,
+    device_class,
+    node,
+    request,
+    slice_,
+)
 
 NODE = node("node-1")
 ON_NODE = {"node_name": "node-1"}
@@ -611,6 +621,40 @@ def test_a_share_without_consumption_has_its_counters_charged_from_1_37(kube_1_3
     )
     got = picked(a.allocate(NODE, [claim("c0", wants())]))
     assert got == ([[("req-0", "dev-1", False, None)]] if kube_1_37 else [])
+
+
+@pytest.mark.parametrize("kube_1_37", [False, True])
+def test_pools_of_two_drivers_with_one_name_share_counters_in_1_36(kube_1_37: bool) -> None:
+    """v1.36 keys a pool's counters by its name alone: driver-b's pool "p" is judged by
+    driver-a's counters (computed first) and the consumption of both."""
+
+    def pool(driver: str, total: str) -> ResourceSlice:
+        consumes = [{"counterSet": "set", "counters": {"mem": {"value": "3"}}}]
+        raw = {
+            "metadata": {"name": f"s-{driver}"},
+            "spec": {
+                "driver": driver,
+                "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "nodeName": "node-1",
+                "devices": [device("dev", consumesCounters=consumes)],
+                "sharedCounters": [{"name": "set", "counters": {"mem": {"value": total}}}],
+            },
+        }
+        return decode(raw, ResourceSlice)
+
+    a = Allocator(
+        Inventory([pool(DRIVER, "8"), pool(DRIVER_B, "1")]),
+        {CLASS: device_class()},
+        set(),
+        ExpressionCache(),
+        features=Features(kube_1_37=kube_1_37),
+    )
+    on = [
+        claim(f"c-{d}", request("req-0", CLASS, f'device.driver == "{d}"'))
+        for d in (DRIVER, DRIVER_B)
+    ]
+    got = [[d for _, d, _, _ in c] for c in picked(a.allocate(NODE, on))]
+    assert got == ([] if kube_1_37 else [["dev"], ["dev"]])
 
 
 def test_format_quantity_prints_what_parses_back() -> None:
