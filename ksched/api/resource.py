@@ -37,6 +37,9 @@ __all__ = [
     "DeviceRequestAllocationResult",
     "DeviceSelector",
     "DeviceSubRequest",
+    "DeviceTaintRule",
+    "DeviceTaintRuleSpec",
+    "DeviceTaintSelector",
     "ExactDeviceRequest",
     "ResourceClaim",
     "ResourceClaimConsumerReference",
@@ -158,6 +161,32 @@ class ResourceSlice(_S):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: ResourceSliceSpec = msgspec.field(default_factory=ResourceSliceSpec)
     kind: str = "ResourceSlice"
+    api_version: str = "resource.k8s.io/v1"
+
+
+# ---- DeviceTaintRule (DRADeviceTaintRules) ------------------------------------------
+
+
+class DeviceTaintSelector(_S):
+    """Unset fields match any device; all set ones must match."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(_S):
+    # No selector matches no device (the empty one matches all).
+    device_selector: DeviceTaintSelector | None = None
+    taint: Taint | None = None
+
+
+class DeviceTaintRule(_S):
+    """Adds its taint to the matching devices, as if their slices had it."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeviceTaintRuleSpec = msgspec.field(default_factory=DeviceTaintRuleSpec)
+    kind: str = "DeviceTaintRule"
     api_version: str = "resource.k8s.io/v1"
 
 

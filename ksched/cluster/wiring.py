@@ -48,7 +48,7 @@ from ..api.objects import (
     StorageClass,
     VolumeAttachment,
 )
-from ..api.resource import DeviceClass, ResourceClaim, ResourceSlice
+from ..api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from ..framework.interface import ClusterEvent, WatchedResource
 from ..framework.listers import Listers, RevisionedStore
 from ..framework.types import PodInfo
@@ -96,6 +96,9 @@ VOLUME_ATTACHMENTS_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 RESOURCE_CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 DEVICE_CLASSES_PATH = "/apis/resource.k8s.io/v1/deviceclasses"
+DEVICE_TAINT_RULES_PATH = "/apis/resource.k8s.io/v1/devicetaintrules"
+# v1.36 serves DeviceTaintRules (beta there) only as v1beta2.
+DEVICE_TAINT_RULES_PATH_1_36 = "/apis/resource.k8s.io/v1beta2/devicetaintrules"
 # kube-scheduler's pod informer: terminal pods hold no resources and need no scheduling.
 PODS_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -176,6 +179,9 @@ _ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
     Listers.RESOURCE_CLAIMS: (RESOURCE_CLAIMS_PATH, ResourceClaim, ev.RESOURCE_CLAIM),
     Listers.RESOURCE_SLICES: (RESOURCE_SLICES_PATH, ResourceSlice, ev.RESOURCE_SLICE),
     Listers.DEVICE_CLASSES: (DEVICE_CLASSES_PATH, DeviceClass, ev.DEVICE_CLASS),
+    # A rule's change changes the taints of slices' devices: upstream's slice tracker
+    # reports it as a ResourceSlice update (see _forward_as_update).
+    Listers.DEVICE_TAINT_RULES: (DEVICE_TAINT_RULES_PATH, DeviceTaintRule, ev.RESOURCE_SLICE),
 }
 # The collection each on-request lister is watched from (RBAC grants list/watch on each).
 ON_REQUEST_PATHS: Mapping[str, str] = MappingProxyType({k: v[0] for k, v in _ON_REQUEST.items()})
@@ -192,7 +198,8 @@ def requested_listers(frameworks: Iterable[Any]) -> list[str]:
     """The on-request built-in listers (``reads_listers``) some enabled plugin reads, in a
     fixed order. ValueError for a key ksched does not know."""
     wanted: set[str] = set()
-    for name, plugin in _enabled_plugins(frameworks):
+    frameworks_seen = list(frameworks)
+    for name, plugin in _enabled_plugins(frameworks_seen):
         for key in getattr(plugin, "reads_listers", None) or ():
             if key not in _BUILTIN_LISTERS:
                 raise ValueError(
@@ -200,7 +207,19 @@ def requested_listers(frameworks: Iterable[Any]) -> list[str]:
                     f"known: {', '.join(sorted(_BUILTIN_LISTERS))}"
                 )
             wanted.add(key)
+    if Listers.DEVICE_TAINT_RULES in wanted and not any(
+        _taint_rules_on(fw) for fw in frameworks_seen
+    ):
+        wanted.discard(Listers.DEVICE_TAINT_RULES)
     return [key for key in _ON_REQUEST if key in wanted]
+
+
+def _taint_rules_on(fw: Any) -> bool:
+    """kube-scheduler watches DeviceTaintRules only with DRADeviceTaintRules on."""
+    features = getattr(getattr(fw, "handle", None), "features", None)
+    return features is None or (
+        features.enabled("DRADeviceTaints") and features.enabled("DRADeviceTaintRules")
+    )
 
 
 def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
@@ -260,6 +279,32 @@ def _forward_events(
         lambda old, new: emit(update, old, new),
         lambda old: emit(delete, old, None),
     )
+
+
+def _forward_as_update(
+    informer: Informer[Any],
+    resource: str,
+    emit: Callable[[ClusterEvent, Any, Any], None],
+) -> None:
+    """Every change of a collection as one ``resource`` Update event (DeviceTaintRules:
+    adding, changing or deleting a rule updates the taints of slices' devices)."""
+    update = ev.object_events(resource)[1]
+    informer.add_handlers(
+        lambda new: emit(update, None, new),
+        lambda old, new: emit(update, old, new),
+        lambda old: emit(update, old, None),
+    )
+
+
+def _collection_path(key: str, frameworks: Iterable[Any]) -> str:
+    """Where lister ``key`` is watched from, for the emulated version."""
+    path = _ON_REQUEST[key][0]
+    if key == Listers.DEVICE_TAINT_RULES:
+        for fw in frameworks:
+            features = getattr(getattr(fw, "handle", None), "features", None)
+            if features is not None and not features.at_least("1.37"):
+                return DEVICE_TAINT_RULES_PATH_1_36
+    return path
 
 
 def connect_scheduler(
@@ -333,7 +378,8 @@ def connect_scheduler(
         scheduler, "on_other_event", None
     )
     for key in requested_listers(scheduler.frameworks.values()):
-        path, cls, event_resource = _ON_REQUEST[key]
+        _, cls, event_resource = _ON_REQUEST[key]
+        path = _collection_path(key, scheduler.frameworks.values())
         store: RevisionedStore[Any] = RevisionedStore()
         requested: Informer[Any] = Informer(
             client,
@@ -346,7 +392,8 @@ def connect_scheduler(
         )
         requested.add_handlers(store.bump, store.bump, store.bump)
         if event_resource and emit is not None:
-            _forward_events(requested, event_resource, emit)
+            forward = _forward_as_update if key == Listers.DEVICE_TAINT_RULES else _forward_events
+            forward(requested, event_resource, emit)
         informers.requested[key] = informers.add(requested)
     for wr in watched_resources(scheduler.frameworks.values()):
         custom: Informer[dict[str, Any]] = Informer(

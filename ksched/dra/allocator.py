@@ -346,12 +346,57 @@ def _go_rem(a: int, b: int) -> int:
     return r if a >= 0 else -r
 
 
-def _round_up_range(requested: Fraction, rng: tuple[Fraction | None, ...]) -> Fraction:
+_MAX_INT64 = 2**63 - 1
+
+
+class CapacityError(Exception):
+    """A capacity request the range arithmetic cannot represent: upstream aborts the
+    allocation (v1.37) rather than skip the device."""
+
+
+def _milli(q: Fraction) -> int | None:
+    """``safeMilliValue``: ``q`` in thousandths when that is exact (and fits an int64)."""
+    m = q * 1000
+    if m.denominator != 1 or abs(m) > _MAX_INT64:
+        return None
+    return int(m)
+
+
+def _use_milli(rng: tuple[Fraction | None, ...]) -> bool:
+    """``useMilli`` (DRAFractionalCapacityRange on): every bound exact in thousandths and a
+    step of at least 1m."""
+    lo, hi, step = rng
+    if any(q is not None and _milli(q) is None for q in (lo, hi, step)):
+        return False
+    return step is None or (_milli(step) or 0) >= 1
+
+
+def _round_up_range(
+    requested: Fraction, rng: tuple[Fraction | None, ...], fractional: bool = False
+) -> Fraction:
     lo, _, step = rng
     assert lo is not None
     if requested < lo:
         return lo
-    if step is None or _whole(step) == 0:
+    if step is None:
+        return requested
+    if fractional and _use_milli(rng):
+        req_m = _milli(requested)
+        if req_m is None:
+            raise CapacityError(
+                "capacity request cannot be represented in the device's range arithmetic: "
+                f"request {format_quantity(requested)} is not a representable milli value"
+            )
+        step_m, lo_m = _milli(step) or 1, _milli(lo) or 0
+        n = -(-(req_m - lo_m) // step_m)
+        if n > (_MAX_INT64 - lo_m) // step_m:
+            raise CapacityError(
+                "capacity request cannot be represented in the device's range arithmetic: "
+                f"rounding request {format_quantity(requested)} up to the next step passes "
+                "the milli-value range"
+            )
+        return Fraction(lo_m + step_m * n, 1000)
+    if _whole(step) == 0:
         return requested
     s, m = _whole(step), _whole(lo)
     added = _whole(requested) - m
@@ -361,20 +406,20 @@ def _round_up_range(requested: Fraction, rng: tuple[Fraction | None, ...]) -> Fr
     return Fraction(m + s * n)
 
 
-def _consumed(requested: Fraction | None, cap: _Cap) -> Fraction:
+def _consumed(requested: Fraction | None, cap: _Cap, fractional: bool = False) -> Fraction:
     """``calculateConsumedCapacity``: what a request takes of one capacity."""
     if requested is None:
         return cap.default if cap.default is not None else cap.value
     if not cap.has_policy:
         return requested
     if cap.valid_range is not None and cap.valid_range[0] is not None:
-        return _round_up_range(requested, cap.valid_range)
+        return _round_up_range(requested, cap.valid_range, fractional)
     if cap.valid_values is not None:
         return next((v for v in cap.valid_values if requested <= v), requested)
     return requested
 
 
-def _violates(consumed: Fraction, cap: _Cap) -> bool:
+def _violates(consumed: Fraction, cap: _Cap, fractional: bool = False) -> bool:
     """``violatesPolicy``: validRange checks max and step only, validValues membership.
     (Upstream compares with the default as Go structs; equal values of one spelling,
     which is what the API server stores, are what that finds equal.)"""
@@ -385,6 +430,12 @@ def _violates(consumed: Fraction, cap: _Cap) -> bool:
         if hi is not None and consumed > hi:
             return True
         if step is not None:
+            if fractional and _use_milli(cap.valid_range):
+                got = _milli(consumed)
+                return (
+                    got is None
+                    or (got - (_milli(lo or Fraction(0)) or 0)) % (_milli(step) or 1) != 0
+                )
             s = _whole(step)
             return s == 0 or _go_rem(_whole(consumed) - _whole(lo or Fraction(0)), s) != 0
         return False
@@ -393,10 +444,12 @@ def _violates(consumed: Fraction, cap: _Cap) -> bool:
     return False
 
 
-def _consumed_capacity(requests: Capacity | None, caps: Mapping[str, _Cap]) -> Capacity:
+def _consumed_capacity(
+    requests: Capacity | None, caps: Mapping[str, _Cap], fractional: bool = False
+) -> Capacity:
     """``GetConsumedCapacityFromRequest``: a share's consumption of every capacity."""
     req = requests or {}
-    return {name: _consumed(req.get(name), cap) for name, cap in caps.items()}
+    return {name: _consumed(req.get(name), cap, fractional) for name, cap in caps.items()}
 
 
 def _capacity_fits(
@@ -404,17 +457,25 @@ def _capacity_fits(
     requests: Capacity | None,
     caps: Mapping[str, _Cap],
     allocating: Mapping[str, Fraction] | None,
+    fractional: bool = False,
 ) -> bool:
     """``CmpRequestOverCapacity``: the request names only capacities the device has, its
     consumption obeys every request policy, and with what allocated (``current``) and
-    allocating shares consume it stays within every capacity."""
+    allocating shares consume it stays within every capacity. ``CapacityError`` for a
+    request the range arithmetic cannot represent (whichever capacity comes first)."""
     if requests and any(name not in caps for name in requests):
-        return False  # upstream: an error, and the device is skipped
+        return False  # upstream: an error (v1.37: a plain no), and the device is skipped
     req = requests or {}
     zero = Fraction(0)
+    consumption: dict[str, Fraction] = {}
     for name, cap in caps.items():
-        consumed = _consumed(req.get(name), cap)
-        if _violates(consumed, cap):
+        try:
+            consumption[name] = _consumed(req.get(name), cap, fractional)
+        except CapacityError as e:
+            raise CapacityError(f'capacity "{name}": {e}') from None
+    for name, cap in caps.items():
+        consumed = consumption[name]
+        if _violates(consumed, cap, fractional):
             return False
         total = current.get(name, zero) + consumed
         if allocating is not None:
@@ -705,14 +766,18 @@ class _Constraint:
     value equals the first's. ``distinctAttribute``, as upstream's
     ``distinctAttributeConstraint`` keeps it: a new device's value differs from the
     value of the latest device of each request (a request's devices overwrite each
-    other's entry, and taking one back drops the request's entry)."""
+    other's entry, and taking one back drops the request's entry); since v1.37
+    (``every``) it differs from every taken device's value, and taking back drops the
+    latest."""
 
     requests: frozenset[str]
     match: str | None
     distinct: str | None
+    every: bool = True
     count: int = 0
     first: tuple[Any, ...] | None = None
     latest: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    taken: list[tuple[Any, ...]] = field(default_factory=list)
 
     def applies(self, req: _Request) -> bool:
         return not self.requests or req.parent in self.requests or req.name in self.requests
@@ -726,10 +791,11 @@ class _Constraint:
         elif self.match is not None:
             if value != self.first:
                 return False
-        elif value in self.latest.values():
+        elif value in (self.taken if self.every else self.latest.values()):
             return False
         if self.distinct is not None:
             self.latest[req.parent] = value
+            self.taken.append(value)
         self.count += 1
         return True
 
@@ -737,6 +803,7 @@ class _Constraint:
         self.count -= 1
         if self.distinct is not None:
             self.latest.pop(req.parent, None)
+            self.taken.pop()
 
 
 def _attr_key(a: DeviceAttribute) -> tuple[Any, ...] | None:
@@ -796,12 +863,18 @@ class Allocator:
         self._prep: dict[tuple[int, ...], _Prepared | AllocationError] = {}
         # quick_fit's verdict on the claims' shape: (request, devices needed) or False.
         self._simple: dict[tuple[int, ...], tuple[_Request, int] | None] = {}
-        # Per pool id: its counters less what the allocated devices consume.
+        # Per pool (counter_key): its counters less what the allocated devices consume.
         self._available: dict[str, dict[tuple[str, str], Fraction]] = {}
+
+    def counter_key(self, pool: _Pool) -> str:
+        """Upstream's key of a pool's counters: v1.36 has the pool's name alone (pools of
+        two drivers with one name share the counters of whichever came first), v1.37
+        the driver and the name."""
+        return pool.id if self.features.kube_1_37 else pool.name
 
     def available_counters(self, pool: _Pool) -> dict[tuple[str, str], Fraction]:
         """(counter set, counter) -> what the allocated devices leave (may be negative)."""
-        got = self._available.get(pool.id)
+        got = self._available.get(self.counter_key(pool))
         if got is None:
             got = {(cs, c): v for cs, values in pool.counters.items() for c, v in values.items()}
             shared = self.shared
@@ -814,7 +887,7 @@ class Allocator:
                     for cs, c, amount in dev.consumes:
                         if (cs, c) in got:  # validation makes every reference exist
                             got[(cs, c)] -= amount
-            self._available[pool.id] = got
+            self._available[self.counter_key(pool)] = got
         return got
 
     def _prepared(self, run: _Run, claims: Sequence[ResourceClaim]) -> _Prepared:
@@ -926,10 +999,11 @@ class _Run:
         specs = alloc._prepared(self, claims)
         self.alternatives: list[list[list[_Request]]] = specs[0]
         self.constraints = [
-            [_Constraint(r, m, d) for r, m, d in per_claim] for per_claim in specs[1]
+            [_Constraint(r, m, d, alloc.features.kube_1_37) for r, m, d in per_claim]
+            for per_claim in specs[1]
         ]
         self.chosen: dict[tuple[int, int], int] = {}
-        # Shared counters the devices being taken consume, by pool id.
+        # Shared counters the devices being taken consume, by counter_key.
         self.consumed: dict[str, dict[tuple[str, str], Fraction]] = {}
         # "All" requests: every device they select on this node (by id of the request).
         self.all_devices: dict[int, list[_Dev]] = {}
@@ -1014,13 +1088,16 @@ class _Run:
                 )
             # Selectable and within capacity before anything is taken (upstream decides
             # these when it validates the request); taints are checked as each is taken.
+            # v1.37 checks only the device's own capacity here: a device the allocated
+            # shares leave too little of stays in, and the request does not fit.
+            current = not self.a.features.kube_1_37
             got.extend(
                 dev
                 for dev in self.devices[pi]
                 if self._selectors_ok(req, dev)
                 and (
                     not self.a.features.consumable_capacity
-                    or self._fits_capacity(req, dev, allocating=False)
+                    or self._fits_capacity(req, dev, current=current, allocating=False)
                 )
             )
         self.all_devices[id(req)] = got
@@ -1030,6 +1107,7 @@ class _Run:
         """The claims' requests and constraints, node-independent (``Allocator._prepared``)."""
         alternatives: list[list[list[_Request]]] = []
         constraints: list[list[_ConstraintSpec]] = []
+        v1_37 = self.a.features.kube_1_37
         for ci, claim in enumerate(self.claims):
             per_request: list[list[_Request]] = []
             total = 0
@@ -1038,18 +1116,28 @@ class _Run:
                     admin = bool(r.exactly.admin_access)
                     req = self._request(ci, claim, r.name, r.name, r.exactly, admin)
                     per_request.append([req])
-                    total += _exact_count(req)
+                    least = _exact_count(req)
                 elif r.first_available:
                     alts = [
                         self._request(ci, claim, f"{r.name}/{sub.name}", r.name, sub, False)
                         for sub in r.first_available
                     ]
                     per_request.append(alts)
-                    total += max(_exact_count(a) for a in alts)
+                    least = min(_exact_count(a) for a in alts)
+                    if not v1_37:
+                        least = max(_exact_count(a) for a in alts)
                 else:
                     raise AllocationError(
                         f"claim {_kobj(claim)}, request {r.name}: unsupported request type"
                     )
+                if v1_37 and least > ALLOCATION_RESULTS_MAX_SIZE - total:
+                    # v1.37 checks the limit request by request (the least each needs).
+                    raise AllocationError(
+                        f"claim {_kobj(claim)}, request {r.name}: adding {least} devices "
+                        f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with "
+                        f"{total} already accounted for"
+                    )
+                total += least
             if total > ALLOCATION_RESULTS_MAX_SIZE and all(len(alts) == 1 for alts in per_request):
                 raise AllocationError(
                     f"claim {_kobj(claim)}: number of requested devices {total} exceeds the "
@@ -1089,8 +1177,21 @@ class _Run:
             except CELTimeout:
                 raise AllocationTimeout("timed out trying to allocate devices") from None
             except CELError as e:
-                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from None
+                raise AllocationError(self._runtime_error(where, i, dev, str(e))) from None
         return True
+
+    def _runtime_error(self, where: str, i: int, dev: _Dev, msg: str) -> str:
+        """v1.37 names the device and, for a missing key, hints at ``.?``/``has()``
+        (``cel.EnhanceRuntimeError``)."""
+        if not self.a.features.kube_1_37:
+            return f"{where}: selector #{i}: CEL runtime error: {msg}"
+        if "no such key:" in msg:
+            msg += (
+                ". consider using CEL optional chaining (.? followed by orValue()) or "
+                "guarding the check with has() for optional fields"
+            )
+        device = "/".join(dev.id)
+        return f"{where}: selector #{i} on device {device}: CEL runtime error: {msg}"
 
     def _selectable(self, req: _Request, dev: _Dev) -> bool:
         """Whether ``req`` may take ``dev`` as far as the two alone decide (cached)."""
@@ -1137,12 +1238,22 @@ class _Run:
         caps = dev.capacity
         if caps is None:
             return False
-        return _capacity_fits(
-            self.a.shared.capacity.get(dev.id, {}) if current else {},
-            req.capacity,
-            caps,
-            self.allocating.get(dev.id) if allocating else None,
-        )
+        try:
+            return _capacity_fits(
+                self.a.shared.capacity.get(dev.id, {}) if current else {},
+                req.capacity,
+                caps,
+                self.allocating.get(dev.id) if allocating else None,
+                req.features.fractional_capacity_range,
+            )
+        except CapacityError as e:
+            # "All" names the device as its slice does, the search by its full id
+            device = dev.id[2] if req.mode == ALLOCATION_MODE_ALL else "/".join(dev.id)
+            claim = self.claims[req.claim_index]
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {req.name}: checking capacity for device "
+                f"{device}: {e}"
+            ) from None
 
     def _in_use(self, d: DeviceID) -> bool:
         return d in self.a.allocated or bool(self.taking.get(d))
@@ -1189,7 +1300,9 @@ class _Run:
                 self._undo(req, dev, took, added)
                 return False
             if multi:
-                took.consumed = _consumed_capacity(req.capacity, dev.capacity or {})
+                took.consumed = _consumed_capacity(
+                    req.capacity, dev.capacity or {}, req.features.fractional_capacity_range
+                )
                 took.share_id = str(uuid.uuid4())
                 took.entry_existed = dev.id in self.allocating
                 _add_capacity(self.allocating.setdefault(dev.id, {}), took.consumed)
@@ -1197,7 +1310,14 @@ class _Run:
         return True
 
     def _capacity_in_use(self, d: DeviceID) -> bool:
-        return d in self.a.shared.capacity or d in self.allocating
+        """``deviceCapacityInUse``; v1.37 counts allocated shares without a recorded
+        consumption too (their device's counters are already charged)."""
+        shared = self.a.shared
+        return (
+            d in shared.capacity
+            or (self.a.features.kube_1_37 and d in shared.devices)
+            or d in self.allocating
+        )
 
     def _undo(self, req: _Request, dev: _Dev, took: _Took, constraints: int) -> None:
         """Undo what ``_take`` did (``rollbackDevice``), its first ``constraints``
@@ -1227,7 +1347,7 @@ class _Run:
             return False
         pool = self.a.inventory.pool_of[dev.id[:2]]
         available = self.a.available_counters(pool)
-        consumed = self.consumed.setdefault(pool.id, {})
+        consumed = self.consumed.setdefault(self.a.counter_key(pool), {})
         for cs, c, amount in dev.consumes:
             consumed[(cs, c)] = consumed.get((cs, c), Fraction(0)) + amount
         zero = Fraction(0)
@@ -1237,7 +1357,7 @@ class _Run:
         return False
 
     def _unconsume(self, dev: _Dev) -> None:
-        consumed = self.consumed[self.a.inventory.pool_of[dev.id[:2]].id]
+        consumed = self.consumed[self.a.counter_key(self.a.inventory.pool_of[dev.id[:2]])]
         for cs, c, amount in dev.consumes or ():
             consumed[(cs, c)] -= amount
 
@@ -1356,16 +1476,38 @@ class _Run:
         chosen: list[_Request] = []
         for ri, alts in enumerate(self.alternatives[ci]):
             chosen.append(alts[self.chosen.get((ci, ri), 0)])
+        # A class's configs once, naming every request that chose the class.
+        by_class: dict[str, list[dict[str, Any]]] = {}
         for req in chosen:
-            for cfg in req.class_.spec.config:
-                config.append({"source": "FromClass", **_without_requests(cfg)})
+            name = req.class_.metadata.name
+            if name in by_class:
+                for entry in by_class[name]:
+                    entry["requests"].append(req.name)
+                continue
+            by_class[name] = [
+                {"source": "FromClass", "requests": [req.name], **_without_requests(cfg)}
+                for cfg in req.class_.spec.config
+            ]
+            config.extend(by_class[name])
+        v1_37 = self.a.features.kube_1_37
         for cfg in claim.spec.devices.config:
             wanted = cfg.get("requests") or []
-            if not wanted or any(r.parent in wanted or r.name in wanted for r in chosen):
-                entry = {"source": "FromClaim", **_without_requests(cfg)}
-                if wanted:
-                    entry["requests"] = list(wanted)
+            entry = {"source": "FromClaim", **_without_requests(cfg)}
+            if not wanted:
                 config.append(entry)
+                continue
+            # v1.36 adds the config once per request it names, v1.37 once.
+            hits = sum(r.parent in wanted or r.name in wanted for r in chosen)
+            config.extend(
+                {**entry, "requests": list(wanted)} for _ in range(min(hits, 1) if v1_37 else hits)
+            )
+        if v1_37:
+            # v1.37: a config naming every request (or its chosen subrequest) names none,
+            # which means all.
+            for entry in config:
+                named = entry.get("requests")
+                if named and all(r.parent in named or r.name in named for r in chosen):
+                    del entry["requests"]
         return AllocationResult(
             devices=DeviceAllocationResult(results=results, config=config),
             node_selector=_node_selector(self.node.metadata.name, self.results[ci]),

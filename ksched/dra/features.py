@@ -11,7 +11,7 @@ __all__ = ["DEFAULT_FEATURES", "Features"]
 @dataclass(frozen=True, slots=True)
 class Features:
     """Optional allocation behaviours (upstream's ``structured.Features``), each the
-    switch of a feature gate; the defaults are v1.36.3's."""
+    switch of a feature gate (or the emulated version); the defaults are v1.37.2's."""
 
     admin_access: bool = True  # DRAAdminAccess (GA)
     device_taints: bool = True  # DRADeviceTaints (beta, on)
@@ -19,6 +19,12 @@ class Features:
     # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus (both beta, on): devices
     # with binding conditions are handed out (last), and PreBind waits for the conditions.
     binding_conditions: bool = True
+    # DRAFractionalCapacityRange (v1.37, beta and off): request policy ranges in
+    # thousandths when every bound is exact in them.
+    fractional_capacity_range: bool = False
+    # Upstream v1.37's allocator changes without a gate: a config naming every request
+    # names none (and is added once), counters are kept per driver and pool.
+    kube_1_37: bool = True
 
     @property
     def stable(self) -> bool:

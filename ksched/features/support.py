@@ -70,11 +70,19 @@ SUPPORT: dict[str, Support] = {
     "DRADeviceBindingConditions": Support(
         True, True, "PreBind waits for binding conditions (ksched.dra.features)"
     ),
-    "DRADeviceTaintRules": Support(False, True, "DeviceTaintRules are not implemented"),
+    "DRADerivedAttributes": Support(False, True, "derived device attributes in requests"),
+    "DRADeviceCompatibilityGroups": Support(False, True, "device compatibility groups"),
+    "DRADeviceTaintRules": Support(
+        True, True, "DeviceTaintRules' taints on slices' devices (ksched.dra.taintrules)"
+    ),
     "DRADeviceTaints": Support(True, True, "device taints and tolerations (ksched.dra.features)"),
     "DRAExtendedResource": Support(True, False, "ksched.dra.extended"),
+    "DRAFractionalCapacityRange": Support(
+        True, True, "capacity request ranges in thousandths (ksched.dra.features)"
+    ),
     "DRAListTypeAttributes": Support(False, True, "list-typed device attributes"),
     "DRANodeAllocatableResources": Support(False, True, "node-allocatable DRA resources"),
+    "DRAOptionalNodeOperations": Support(False, True, "devices skipping node operations"),
     "DRAPartitionableDevices": Support(True, False, "shared counters (ksched.dra.allocator)"),
     "DRAPrioritizedList": Support(True, False, "firstAvailable (ksched.dra.allocator)"),
     "DRAResourceClaimDeviceStatus": Support(

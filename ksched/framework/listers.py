@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
 from ..api import objects as o
-from ..api.resource import DeviceClass, ResourceClaim, ResourceSlice
+from ..api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from .types import PodInfo
 
 __all__ = ["Listers", "NominatedPods", "RevisionedStore"]
@@ -84,6 +84,7 @@ class Listers(dict[str, Any]):
     RESOURCE_CLAIMS: Final = "resourceclaims"
     RESOURCE_SLICES: Final = "resourceslices"
     DEVICE_CLASSES: Final = "deviceclasses"
+    DEVICE_TAINT_RULES: Final = "devicetaintrules"  # with DRADeviceTaintRules on
     # the scheduler's state that preemption reads (not informers)
     NOMINATOR: Final = "nominator"  # the queue's nominated pods
     PREEMPTING: Final = "preempting"  # preemptor uid -> its eviction in flight
@@ -109,6 +110,7 @@ class Listers(dict[str, Any]):
     resource_claims = _Entry[Mapping[str, ResourceClaim]](RESOURCE_CLAIMS)
     resource_slices = _Entry[Mapping[str, ResourceSlice]](RESOURCE_SLICES)
     device_classes = _Entry[Mapping[str, DeviceClass]](DEVICE_CLASSES)
+    device_taint_rules = _Entry[Mapping[str, DeviceTaintRule]](DEVICE_TAINT_RULES)
     nominator = _Entry[NominatedPods](NOMINATOR)
     preempting = _Entry[Mapping[str, object]](PREEMPTING)
     rng = _Entry[random.Random](RNG)

@@ -7,8 +7,8 @@ and StatefulSets are kept for PodTopologySpread's default selectors, which the d
 reads from its informers; like pods, they default to namespace ``default``. So are the
 storage objects the volume plugins read (PersistentVolumeClaims and CSIStorageCapacities,
 namespaced; PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
-DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims and
-ResourceClaimTemplates, the latter two namespaced).
+DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims,
+ResourceClaimTemplates, the latter two namespaced, and DeviceTaintRules).
 """
 
 from __future__ import annotations
@@ -46,7 +46,13 @@ from ..api.objects import (
     without_nulls,
 )
 from ..api.objects import decode_json as decode_typed_json
-from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from ..api.resource import (
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from ..api.validation import object_errors
 from ..framework.listers import Listers
 from ..util.errors import KschedError
@@ -116,6 +122,7 @@ KINDS: dict[str, Any] = {
     "ResourceSlice": ResourceSlice,
     "ResourceClaim": ResourceClaim,
     "ResourceClaimTemplate": ResourceClaimTemplate,
+    "DeviceTaintRule": DeviceTaintRule,
 }
 # kind -> the handle.listers key PodTopologySpread reads it under
 WORKLOAD_LISTERS = {
@@ -142,6 +149,7 @@ DRA_LISTERS = {
     "ResourceSlice": Listers.RESOURCE_SLICES,
     "ResourceClaim": Listers.RESOURCE_CLAIMS,
     "ResourceClaimTemplate": "resourceclaimtemplates",
+    "DeviceTaintRule": Listers.DEVICE_TAINT_RULES,
 }
 _NAMESPACED = {
     "Pod",

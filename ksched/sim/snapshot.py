@@ -78,6 +78,7 @@ DRA_KINDS = {
     "resourceslices": "ResourceSlice",
     "resourceclaims": "ResourceClaim",
     "resourceclaimtemplates": "ResourceClaimTemplate",
+    "devicetaintrules": "DeviceTaintRule",
 }
 
 #: Kinds a snapshot is useless without: a 403 listing them fails it.
@@ -103,6 +104,7 @@ LACKS: dict[str, str] = {
     "ResourceClaim": "resource claims (pods with claims stay pending)",
     "ResourceClaimTemplate": "claim templates (pods whose claims the resourceclaim "
     "controller has not made yet stay pending)",
+    "DeviceTaintRule": "device taint rules (devices they taint are handed out as untainted)",
 }
 
 

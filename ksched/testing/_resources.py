@@ -275,6 +275,15 @@ RESOURCE_CLAIMS = ResourceInfo(
 RESOURCE_CLAIM_TEMPLATES = ResourceInfo(
     "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
 )
+DEVICE_TAINT_RULES = ResourceInfo(
+    "resource.k8s.io",
+    "v1",
+    "devicetaintrules",
+    "DeviceTaintRule",
+    False,
+    subresources=("status",),
+    status_subresource=True,
+)
 
 RESOURCES: tuple[ResourceInfo, ...] = (
     PODS,
@@ -301,6 +310,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     RESOURCE_SLICES,
     RESOURCE_CLAIMS,
     RESOURCE_CLAIM_TEMPLATES,
+    DEVICE_TAINT_RULES,
     POD_GROUPS,
     *REVIEWS,
 )

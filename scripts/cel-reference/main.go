@@ -2,7 +2,8 @@
 // (k8s.io/dynamic-resource-allocation/cel v0.36.3 on cel-go v0.26.0, DRAConsumableCapacity on
 // as in 1.36) says of each expression, one per stdin line, evaluated against a fixed device
 // (the one tests/dra/test_cel_go_texts.py builds): a JSON line each, with the compile error,
-// the runtime error or the result, and cel-go's actual cost.
+// the runtime error or the result, and cel-go's actual cost. Built against v0.37.2 (cel-go
+// v0.29.2: kube-scheduler v1.37.2's) it prints the same file.
 //
 //	cd scripts/cel-reference && go build -o /tmp/cel-reference . &&
 //	  python ../../tests/dra/test_cel_go_texts.py --expressions | /tmp/cel-reference \

@@ -52,7 +52,7 @@ def test_short_names_win_and_long_pod_names_stay_pending() -> None:
     assert res["test-pod"].status == "Unschedulable"
     assert res["test-pod"].message == (
         "0/3 nodes are available: 3 pod name length 8 exceeds 4. "
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 

@@ -52,6 +52,7 @@ class Case:
     node: Node = NODE
     error: str = ""
     admin_access: bool = True
+    kube_1_37: bool = True
 
 
 def _picked(results: list[AllocationResult]) -> list[Picked]:
@@ -64,7 +65,7 @@ def run(c: Case) -> list[AllocationResult]:
         {cl.metadata.name: cl for cl in c.classes},
         set(c.allocated),
         ExpressionCache(),
-        features=Features(admin_access=c.admin_access),
+        features=Features(admin_access=c.admin_access, kube_1_37=c.kube_1_37),
     )
     return alloc.allocate(c.node, c.claims)
 
@@ -338,7 +339,7 @@ CASES: dict[str, Case] = {
         [claim()],
         [two()],
         classes=[device_class(CLASS, "noSuchVar")],
-        error="class class-a: selector #0: CEL runtime error:",
+        error="class class-a: selector #0 on device driver-a/pool-1/dev-1: CEL runtime error:",
     ),
     "cel-compile-error-in-claim": Case(
         [claim("c", request("req-0", CLASS, "1 +"))],
@@ -348,7 +349,16 @@ CASES: dict[str, Case] = {
     "cel-runtime-error-in-claim": Case(
         [claim("c", request("req-0", CLASS, 'device.attributes["x"].y'))],
         [two()],
-        error="claim default/c: selector #0: CEL runtime error: no such key: y",  # "x": an empty map
+        # "x": an empty map
+        error="claim default/c: selector #0 on device driver-a/pool-1/dev-1: CEL runtime "
+        "error: no such key: y. consider using CEL optional chaining (.? followed by "
+        "orValue()) or guarding the check with has() for optional fields",
+    ),
+    "cel-runtime-error-in-claim-1.36": Case(
+        [claim("c", request("req-0", CLASS, 'device.attributes["x"].y'))],
+        [two()],
+        kube_1_37=False,
+        error="claim default/c: selector #0: CEL runtime error: no such key: y",
     ),
     # Upstream gathers an "All" request's devices while validating the requests, before
     # the search: the second claim's selector fails on dev-2 although the first claim
@@ -367,7 +377,7 @@ CASES: dict[str, Case] = {
             ),
         ],
         [slice_("s", [device("dev-1", {"index": 1}), device("dev-2", {"index": 2})], **ON_NODE)],
-        error="claim default/c2: selector #0: CEL runtime error: division by zero",
+        error="claim default/c2: selector #0 on device driver-a/pool-1/dev-2: CEL runtime error: division by zero",
     ),
     "unsupported-mode": Case(
         [claim("c", request(allocationMode="Some"))],
@@ -378,6 +388,26 @@ CASES: dict[str, Case] = {
         [claim("c", request(count=33))],
         [two()],
         error="claim default/c, request req-0: exceeds the claim limit of 32 devices",
+    ),
+    "requests-together-over-the-claim-limit-1.36": Case(
+        [claim("c", request("req-0", count=20), request("req-1", count=20))],
+        [two()],
+        kube_1_37=False,
+        error="claim default/c: number of requested devices 40 exceeds the claim limit of 32",
+    ),
+    "requests-together-over-the-claim-limit-1.37": Case(
+        # v1.37 stops at the request that passes the limit (subrequests: the least)
+        [
+            claim(
+                "c",
+                request("req-a", count=20),
+                first_available(("x", 30), ("y", 12)),
+                request("req-b", count=1),
+            )
+        ],
+        [two()],
+        error="claim default/c, request req-b: adding 1 devices exceeds the claim limit of "
+        "32, with 32 already accounted for",
     ),
     "duplicate-device-names-invalid-pool": Case(
         [claim()],
@@ -415,17 +445,53 @@ def test_network_attached_allocation_carries_the_slice_selector_or_none() -> Non
     assert b.node_selector is None
 
 
+OPAQUE = {"opaque": {"driver": DRIVER, "parameters": {"x": 1}}}
+
+
+def _configs(c: ResourceClaim, kube_1_37: bool, *classes: DeviceClass) -> Any:
+    cls = list(classes) or [device_class(CLASS, config=[OPAQUE])]
+    slices = [slice_("s", [device(f"dev-{i}") for i in range(3)], **ON_NODE)]
+    (a,) = run(Case([c], slices, classes=cls, kube_1_37=kube_1_37))
+    return a.devices.config
+
+
 def test_config_from_class_and_claim() -> None:
-    opaque = {"opaque": {"driver": DRIVER, "parameters": {"x": 1}}}
-    cls = device_class(CLASS, config=[opaque])
-    c = claim("c", request("a"), request("b"), config=[{"requests": ["b"], **opaque}, opaque])
-    (a,) = run(Case([c], [two()], classes=[cls]))
-    assert a.devices.config == [
-        {"source": "FromClass", **opaque},
-        {"source": "FromClass", **opaque},
-        {"source": "FromClaim", "requests": ["b"], **opaque},
-        {"source": "FromClaim", **opaque},
+    """A class's configs come once, naming the requests that chose the class; v1.37
+    drops the names of a config naming every request (empty means all)."""
+    c = claim("c", request("a"), request("b"), config=[{"requests": ["b"], **OPAQUE}, OPAQUE])
+    assert _configs(c, False) == [
+        {"source": "FromClass", "requests": ["a", "b"], **OPAQUE},
+        {"source": "FromClaim", "requests": ["b"], **OPAQUE},
+        {"source": "FromClaim", **OPAQUE},
     ]
+    assert _configs(c, True) == [
+        {"source": "FromClass", **OPAQUE},
+        {"source": "FromClaim", "requests": ["b"], **OPAQUE},
+        {"source": "FromClaim", **OPAQUE},
+    ]
+
+
+def test_claim_config_naming_several_requests() -> None:
+    """v1.36 adds a claim config once per request it names (upstream's ``continue``),
+    v1.37 once; a subrequest is named as "request/subrequest"."""
+    other = device_class("class-b", f'device.driver == "{DRIVER}"')
+    reqs = [request("a"), request("b"), request("c", "class-b")]
+    c = claim("c", *reqs, config=[{"requests": ["a", "b"], **OPAQUE}])
+    plain = device_class(CLASS)
+    assert _configs(c, False, plain, other) == [
+        {"source": "FromClaim", "requests": ["a", "b"], **OPAQUE},
+        {"source": "FromClaim", "requests": ["a", "b"], **OPAQUE},
+    ]
+    assert _configs(c, True, plain, other) == [
+        {"source": "FromClaim", "requests": ["a", "b"], **OPAQUE}
+    ]
+    sub = claim(
+        "s", first_available(("x", 1)), request("b"), config=[{"requests": ["req-0/x", "b"]}]
+    )
+    assert (
+        _configs(sub, False, plain) == [{"source": "FromClaim", "requests": ["req-0/x", "b"]}] * 2
+    )
+    assert _configs(sub, True, plain) == [{"source": "FromClaim"}]
 
 
 def test_admin_access_result_is_marked() -> None:

@@ -25,7 +25,17 @@ from ksched.dra.allocator import (
     shared_allocations,
 )
 from ksched.dra.cel import ExpressionCache
-from tests.dra.factories import CLASS, DRIVER, claim, device, device_class, node, request, slice_
+from tests.dra.factories import (
+    CLASS,
+    DRIVER,
+    DRIVER_B,
+    claim,
+    device,
+    device_class,
+    node,
+    request,
+    slice_,
+)
 
 NODE = node("node-1")
 ON_NODE = {"node_name": "node-1"}
@@ -104,6 +114,7 @@ def shareable(
 
 # upstream's withCapacityRequestPolicyRange: default 2, min 2, step 2, max 4
 RANGE = {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}}
+FRACTIONAL = {"default": "0.5", "validRange": {"min": "0.5", "step": "0.25"}}
 
 
 def shared(*shares: tuple[DeviceID, dict[str, str] | None]) -> Shared:
@@ -210,7 +221,7 @@ CASES: dict[str, Case] = {
         # selectors are judged before taints, as upstream does
         [claim("c", request("req-0", CLASS, 'device.attributes["x"].y'))],
         [device("dev-1", taints=[NO_SCHEDULE])],
-        error="claim default/c: selector #0: CEL runtime error:",
+        error="claim default/c: selector #0 on device ",
     ),
     # -- consumable capacity -----------------------------------------------------------------
     "consumable-capacity-with-range-policy-shares-one-device": Case(
@@ -320,12 +331,25 @@ CASES: dict[str, Case] = {
         [claim("c", wants("1", "req-0"), wants("1", "req-1", allocationMode="All"))],
         [shareable("dev-1", "1"), shareable("dev-2", "1")],
     ),
-    "consumable-capacity-all-in-use-insufficient": Case(
-        # "All" leaves out what has no capacity left before it starts
+    "consumable-capacity-all-in-use-insufficient-1.36": Case(
+        # v1.36's "All" leaves out what has no capacity left before it starts
         [claim("c", wants("1", allocationMode="All"))],
         [shareable("dev-1", "1"), shareable("dev-2", "1")],
         expect=[[("req-0", "dev-2", False, {"cap": "1"})]],
         shared=shared((DEV1, {"cap": "1"})),
+        features=Features(kube_1_37=False),
+    ),
+    "consumable-capacity-all-in-use-insufficient-1.37": Case(
+        # v1.37's keeps it (only its own capacity counts then), and cannot take it
+        [claim("c", wants("1", allocationMode="All"))],
+        [shareable("dev-1", "1"), shareable("dev-2", "1")],
+        shared=shared((DEV1, {"cap": "1"})),
+    ),
+    "consumable-capacity-all-over-the-device-capacity": Case(
+        # what asks more than a device has is left out in both versions
+        [claim("c", wants("2", allocationMode="All"))],
+        [shareable("dev-1", "1"), shareable("dev-2", "2")],
+        expect=[[("req-0", "dev-2", False, {"cap": "2"})]],
     ),
     "consumable-capacity-dedicated-device-with-capacity-request": Case(
         [claim("c", wants("1"))],
@@ -345,9 +369,43 @@ CASES: dict[str, Case] = {
         [shareable("dev-1", "2", RANGE)],
         allocated={DEV1},
     ),
+    # -- DRAFractionalCapacityRange (v1.37, beta and off) --------------------------------------
+    "fractional-range-rounds-up-in-thousandths": Case(
+        [claim("c", wants("0.6"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        expect=[[("req-0", "dev-1", False, {"cap": "750m"})]],
+        features=Features(fractional_capacity_range=True),
+    ),
+    "fractional-range-off-rounds-whole-units": Case(
+        # Value() of min 0.5 and step 0.25 is 1 each: 0.6 takes 1
+        [claim("c", wants("0.6"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        expect=[[("req-0", "dev-1", False, {"cap": "1"})]],
+    ),
+    "fractional-range-request-below-a-thousandth-is-an-error": Case(
+        [claim("c", wants("0.5001"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        features=Features(fractional_capacity_range=True),
+        error="claim default/c, request req-0: checking capacity for device "
+        'driver-a/pool-1/dev-1: capacity "cap": capacity request cannot be represented in '
+        "the device's range arithmetic: request 500100u is not a representable milli value",
+    ),
+    "fractional-range-all-names-the-device-as-its-slice": Case(
+        [claim("c", wants("0.5001", allocationMode="All"))],
+        [shareable("dev-1", "2", FRACTIONAL)],
+        features=Features(fractional_capacity_range=True),
+        error="claim default/c, request req-0: checking capacity for device dev-1: ",
+    ),
+    "fractional-range-whole-bounds-in-thousandths-too": Case(
+        # whole bounds take the milli path too, rounding as whole units do
+        [claim("c", wants("2.5"))],
+        [shareable("dev-1", "4", {"default": "1", "validRange": {"min": "1", "step": "1"}})],
+        expect=[[("req-0", "dev-1", False, {"cap": "3"})]],
+        features=Features(fractional_capacity_range=True),
+    ),
     # -- distinctAttribute, as upstream's constraint keeps it ---------------------------------
-    "distinct-attribute-compares-with-each-requests-latest-device": Case(
-        # upstream keeps one value per request, the latest device's: port 0, 1, 0 pass
+    "distinct-attribute-compares-with-each-requests-latest-device-1.36": Case(
+        # v1.36 keeps one value per request, the latest device's: port 0, 1, 0 pass
         [claim("c", request(allocationMode="All"), constraints=[{"distinctAttribute": PORT}])],
         [device("dev-1", {"port": 0}), device("dev-2", {"port": 1}), device("dev-3", {"port": 0})],
         expect=[
@@ -357,6 +415,20 @@ CASES: dict[str, Case] = {
                 ("req-0", "dev-3", False, None),
             ]
         ],
+        features=Features(kube_1_37=False),
+    ),
+    "distinct-attribute-compares-with-every-device-1.37": Case(
+        # v1.37 keeps every taken device's value: the third port 0 is refused
+        [claim("c", request(allocationMode="All"), constraints=[{"distinctAttribute": PORT}])],
+        [device("dev-1", {"port": 0}), device("dev-2", {"port": 1}), device("dev-3", {"port": 0})],
+        error="claim default/c, request req-0: cannot add device driver-a/pool-1/dev-3 because "
+        "a claim constraint would not be satisfied",
+    ),
+    "distinct-attribute-count-backtracks-1.37": Case(
+        # count 2: dev-1 and dev-2 clash, dev-2 is taken back, dev-3 fits
+        [claim("c", request(count=2), constraints=[{"distinctAttribute": PORT}])],
+        [device("dev-1", {"port": 0}), device("dev-2", {"port": 0}), device("dev-3", {"port": 1})],
+        expect=[[("req-0", "dev-1", False, None), ("req-0", "dev-3", False, None)]],
     ),
     "distinct-attribute-across-requests": Case(
         [
@@ -515,6 +587,74 @@ def test_shared_counters_are_consumed_once_per_shared_device() -> None:
     # dev-1 already shared (its counters counted as allocated) with 2 of 4 left: one more
     # share fits there, the next goes nowhere (dev-2's counters would exceed the set)
     assert picked(alloc(shared((DEV1, {"cap": "2"})))) == []
+
+
+@pytest.mark.parametrize("kube_1_37", [False, True])
+def test_a_share_without_consumption_has_its_counters_charged_from_1_37(kube_1_37: bool) -> None:
+    """A device an allocated share without ``consumedCapacity`` holds: v1.36 charges its
+    counters again for a new share (only recorded consumption marks it in use), v1.37
+    does not (``AllocatedSharedDeviceIDs``)."""
+    counters = [{"name": "set", "counters": {"mem": {"value": "4"}}}]
+    consumes = [{"counterSet": "set", "counters": {"mem": {"value": "3"}}}]
+    s = decode(
+        {
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": DRIVER,
+                "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1},
+                "nodeName": "node-1",
+                "devices": [
+                    device("dev-1", allowMultipleAllocations=True, consumesCounters=consumes)
+                ],
+                "sharedCounters": counters,
+            },
+        },
+        ResourceSlice,
+    )
+    a = Allocator(
+        Inventory([s]),
+        {CLASS: device_class()},
+        set(),
+        ExpressionCache(),
+        features=Features(kube_1_37=kube_1_37),
+        shared=shared((DEV1, None)),
+    )
+    got = picked(a.allocate(NODE, [claim("c0", wants())]))
+    assert got == ([[("req-0", "dev-1", False, None)]] if kube_1_37 else [])
+
+
+@pytest.mark.parametrize("kube_1_37", [False, True])
+def test_pools_of_two_drivers_with_one_name_share_counters_in_1_36(kube_1_37: bool) -> None:
+    """v1.36 keys a pool's counters by its name alone: driver-b's pool "p" is judged by
+    driver-a's counters (computed first) and the consumption of both."""
+
+    def pool(driver: str, total: str) -> ResourceSlice:
+        consumes = [{"counterSet": "set", "counters": {"mem": {"value": "3"}}}]
+        raw = {
+            "metadata": {"name": f"s-{driver}"},
+            "spec": {
+                "driver": driver,
+                "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "nodeName": "node-1",
+                "devices": [device("dev", consumesCounters=consumes)],
+                "sharedCounters": [{"name": "set", "counters": {"mem": {"value": total}}}],
+            },
+        }
+        return decode(raw, ResourceSlice)
+
+    a = Allocator(
+        Inventory([pool(DRIVER, "8"), pool(DRIVER_B, "1")]),
+        {CLASS: device_class()},
+        set(),
+        ExpressionCache(),
+        features=Features(kube_1_37=kube_1_37),
+    )
+    on = [
+        claim(f"c-{d}", request("req-0", CLASS, f'device.driver == "{d}"'))
+        for d in (DRIVER, DRIVER_B)
+    ]
+    got = [[d for _, d, _, _ in c] for c in picked(a.allocate(NODE, on))]
+    assert got == ([] if kube_1_37 else [["dev"], ["dev"]])
 
 
 def test_format_quantity_prints_what_parses_back() -> None:

@@ -114,7 +114,7 @@ def test_unsatisfiable_claim_reports_once_then_schedules_when_a_slice_appears(e2
         _claim_pod(e2e, "waiting")
         cond = e2e.wait_unschedulable("waiting")
         assert cond["message"] == (
-            "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
+            "0/1 nodes are available: 1 cannot allocate all claims. "
             "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         )
         _gpus(e2e, node, 1)  # a ResourceSlice event: the pod is tried again

@@ -105,7 +105,7 @@ def test_preemption_policy_never_waits_without_evicting(e2e: E2E, never_class: s
         cond = wait_for(lambda: e2e.condition("polite"), what="PodScheduled condition")
         assert cond is not None and cond["message"] == (
             "0/1 nodes are available: 1 Insufficient cpu. "
-            "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
+            "preemption: not eligible due to preemptionPolicy=Never."
         )
         assert not gone(e2e, "low")
         assert e2e.node_of("polite") is None

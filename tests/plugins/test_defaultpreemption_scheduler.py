@@ -469,7 +469,7 @@ async def test_no_candidate_clears_the_nomination() -> None:
     assert res is not None and res.post_filter is not None
     assert res.post_filter.nominated_node_name == ""
     assert res.message == (
-        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: "
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     )
 

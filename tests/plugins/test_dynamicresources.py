@@ -169,15 +169,31 @@ def owned(claim: ResourceClaim, pod: PodInfo) -> ResourceClaim:
 # ---- PreEnqueue / PreFilter ---------------------------------------------------------------
 
 
-def test_pod_without_claims_is_skipped_and_post_filter_has_nothing_to_deallocate() -> None:
-    env = Env([])
+def emulating(env: Env, version: str) -> Env:
+    """``env`` with its plugin built anew for kube-scheduler ``version`` ("1.36")."""
+    from ksched.features.gates import set_feature_gates
+
+    handle = env.pl._handle
+    handle.features = set_feature_gates([], [version])
+    env.pl = DynamicResources(None, handle)
+    return env
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"), [("1.36", "no new claims to deallocate"), ("1.37", "")]
+)
+def test_pod_without_claims_is_skipped_and_post_filter_has_nothing_to_deallocate(
+    version: str, reason: str
+) -> None:
+    """v1.37 logs the reason instead (nothing of it in the FitError)."""
+    env = emulating(Env([]), version)
     pod = make_pod("plain")
     state = CycleState()
     assert env.pl.pre_enqueue(pod) is None
     assert env.pre_filter(pod, state).code == Code.SKIP
     _, st = env.pl.post_filter(state, pod, NodeToStatus())
     assert st is not None and st.code == Code.UNSCHEDULABLE
-    assert st.message() == "no new claims to deallocate"
+    assert st.message() == reason
 
 
 def test_post_filter_without_its_pre_filter_state_is_upstreams_not_found_error() -> None:
@@ -263,13 +279,25 @@ def test_no_devices_cannot_allocate_all_claims() -> None:
     assert env.filter(pod_with(), state, OTHER).message() == "cannot allocate all claims"
 
 
-def test_cel_runtime_error_is_an_error_status() -> None:
-    env = Env([_claim("claim", 1, 'device.attributes["x"].y == 1')])
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        ("1.36", "claim default/claim: selector #0: CEL runtime error: no such key: y"),
+        (
+            "1.37",
+            "claim default/claim: selector #0 on device some-driver/worker/dev-0: CEL runtime "
+            "error: no such key: y. consider using CEL optional chaining (.? followed by "
+            "orValue()) or guarding the check with has() for optional fields",
+        ),
+    ],
+)
+def test_cel_runtime_error_is_an_error_status(version: str, message: str) -> None:
+    env = emulating(Env([_claim("claim", 1, 'device.attributes["x"].y == 1')]), version)
     state = CycleState()
     assert env.pre_filter(pod_with(), state).is_success()
     st = env.filter(pod_with(), state)
     assert st.code == Code.ERROR
-    assert st.message() == ("claim default/claim: selector #0: CEL runtime error: no such key: y")
+    assert st.message() == message
 
 
 def test_allocated_claim_not_available_on_node_is_deallocated_by_post_filter() -> None:
@@ -285,15 +313,16 @@ def test_allocated_claim_not_available_on_node_is_deallocated_by_post_filter() -
     assert env.claim().status.allocation is None
 
 
-def test_post_filter_keeps_claims_others_use() -> None:
+@pytest.mark.parametrize(("version", "reason"), [("1.36", "still not schedulable"), ("1.37", "")])
+def test_post_filter_keeps_claims_others_use(version: str, reason: str) -> None:
     other_pod = [{"resource": "pods", "name": "x", "uid": "x"}]
-    env = Env([_claim(allocation=ON_WORKER, reservedFor=other_pod)])
+    env = emulating(Env([_claim(allocation=ON_WORKER, reservedFor=other_pod)]), version)
     pod = pod_with()
     state = CycleState()
     env.pre_filter(pod, state)
     env.filter(pod, state, OTHER)
     _, pf = env.pl.post_filter(state, pod, NodeToStatus())
-    assert pf is not None and pf.message() == "still not schedulable"
+    assert pf is not None and pf.message() == reason
     assert env.claim().status.allocation is not None
 
 
@@ -389,6 +418,16 @@ def test_claim_change_hints() -> None:
         {**msgspec.to_builtins(other), "status": {"allocation": alloc}}, ResourceClaim
     )
     assert hint(pod, allocated, other) == QueueingHint.QUEUE  # deallocated: devices freed
+    # deleted (v1.37 registers it): only an allocated claim's deletion frees devices
+    assert hint(pod, allocated, None) == QueueingHint.QUEUE
+    assert hint(pod, claim, None) == QueueingHint.SKIP
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_claim_deletion_is_registered_from_1_37(version: str) -> None:
+    env = emulating(Env([]), version)
+    events = {(e.event.resource, e.event.action) for e in env.pl.events_to_register()}
+    assert (("ResourceClaim", "Delete") in events) == (version == "1.37")
 
 
 def test_pod_change_hint_queues_once_the_generated_claim_is_named() -> None:
@@ -497,8 +536,10 @@ def test_filter_batch_error_fails_the_cycle_with_filters_words() -> None:
     st = _from_exception(e.value, "DynamicResources", "Filter")
     assert (st.code, st.message()) == (
         Code.ERROR,
-        'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
-        "CEL runtime error: no such key: y",
+        'running "DynamicResources" filter plugin: claim default/claim: selector #0 on device '
+        "some-driver/worker/dev-0: CEL runtime error: no such key: y. consider using CEL "
+        "optional chaining (.? followed by orValue()) or guarding the check with has() for "
+        "optional fields",
     )
 
 
@@ -578,8 +619,8 @@ def test_a_failing_selector_is_an_error_only_on_nodes_the_earlier_filters_pass(c
     else:
         assert got == (
             None,
-            'running "DynamicResources" filter plugin: claim default/claim: selector #0: '
-            "CEL runtime error: integer overflow",
+            'running "DynamicResources" filter plugin: claim default/claim: selector #0 on '
+            "device some-driver/worker/dev-1: CEL runtime error: integer overflow",
         )
 
 
@@ -785,7 +826,9 @@ def test_feature_gates_switch_the_dra_behaviours() -> None:
         return DynamicResources(None, Handle(features=set_feature_gates(list(flags)))).features
 
     assert features() == Features()
-    assert features("DRAConsumableCapacity=false,DRADeviceTaints=false") == Features(
-        consumable_capacity=False, device_taints=False
-    )
+    off = "DRAConsumableCapacity=false,DRADeviceTaints=false,DRADeviceTaintRules=false"
+    assert features(off) == Features(consumable_capacity=False, device_taints=False)
     assert features("DRADeviceBindingConditions=false") == Features(binding_conditions=False)
+    assert features("DRAFractionalCapacityRange=true") == Features(fractional_capacity_range=True)
+    v1_36 = DynamicResources(None, Handle(features=set_feature_gates([], ["1.36"]))).features
+    assert v1_36 == Features(kube_1_37=False)  # 1.36 has no DRAFractionalCapacityRange

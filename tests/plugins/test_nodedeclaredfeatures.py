@@ -330,7 +330,6 @@ def test_the_default_scheduler_keeps_the_pod_off_nodes_without_the_feature() -> 
     assert schedule(DEFAULT_CONFIG, userns, nodes) == (
         None,
         "0/2 nodes are available: 2 node(s) didn't match Pod's required features. "
-        "no new claims to deallocate, "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
     )
 

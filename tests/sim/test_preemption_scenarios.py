@@ -142,7 +142,7 @@ def test_preemption_policy_never_stays_unschedulable() -> None:
     assert (polite.status, polite.node, polite.preempted) == ("Unschedulable", None, [])
     assert polite.message == (
         "0/3 nodes are available: 3 Insufficient cpu. "
-        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
+        "preemption: not eligible due to preemptionPolicy=Never."
     )
 
 
@@ -152,7 +152,7 @@ def test_equal_priority_pods_are_never_preempted() -> None:
     assert (peer.status, peer.preempted) == ("Unschedulable", [])
     assert peer.message == (
         "0/3 nodes are available: 3 Insufficient cpu. "
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
 
 
@@ -160,7 +160,7 @@ def test_preemption_cannot_help_a_pod_larger_than_any_node() -> None:
     res = run([*cluster(), pod("huge", "8", priorityClassName="high")])
     assert res["huge"].message == (
         "0/3 nodes are available: 3 Insufficient cpu. "
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert res["huge"].preempted == []
 

@@ -414,12 +414,20 @@ def _pod(name: str, cpu: str, generation: int = 1) -> dict[str, object]:
 
 
 def test_ksched_replay_reports_v136_texts_and_condition() -> None:
-    replay = KschedReplay()
+    from ksched.features.gates import set_feature_gates
+
     state = [_node("a", "1"), _node("b", "1"), _node("c", "1")]
+    # v1.36's DynamicResources PostFilter adds its sentence, v1.37's none
+    v1_36 = KschedReplay(features=set_feature_gates([], ["1.36"]))(state, _pod("p", "2"))
+    assert v1_36.message == (
+        "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+    replay = KschedReplay()
     out = replay(state, _pod("p", "2", generation=3))
     assert out.status == "Unschedulable"
     assert out.message == (
-        "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, "
+        "0/3 nodes are available: 3 Insufficient cpu. "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert out.condition == {
@@ -456,7 +464,6 @@ def test_ksched_replay_counts_untolerated_taints_together() -> None:
     out = KschedReplay()(state, _pod("p", "2"))
     assert out.message == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
-        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 

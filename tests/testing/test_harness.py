@@ -320,7 +320,7 @@ def test_schedule_fit_error_text_is_the_schedulers() -> None:
     node, message = schedule(CONFIG, pod, nodes, pods=placed)
     expected = (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
-        "1 node(s) were unschedulable, 2 Insufficient cpu. no new claims to deallocate, "
+        "1 node(s) were unschedulable, 2 Insufficient cpu. "
         "preemption: 0/4 nodes are "
         "available: 1 No preemption victims found for incoming pod, 3 Preemption is not "
         "helpful for scheduling."

@@ -33,7 +33,7 @@ import datetime as dt
 import functools
 import json
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -46,6 +46,7 @@ from ...api.resource import (
     AllocationResult,
     ResourceClaim,
     ResourceClaimConsumerReference,
+    ResourceSlice,
 )
 from ...api.selectors import CompiledNodeSelector, SelectorError, compile_node_selector
 from ...dra.extended import (
@@ -101,6 +102,7 @@ STATE_KEY = names.DYNAMIC_RESOURCES
 CLAIMS = Listers.RESOURCE_CLAIMS
 SLICES = Listers.RESOURCE_SLICES
 CLASSES = Listers.DEVICE_CLASSES
+TAINT_RULES = Listers.DEVICE_TAINT_RULES
 # resourceapi.ResourceClaimReservedForMaxSize
 RESERVED_FOR_MAX_SIZE = 256
 # resourceapi.FirstAvailableDeviceRequestMaxSize
@@ -386,6 +388,10 @@ class _State:
         return out
 
 
+def _unschedulable(reasons: tuple[str, ...]) -> Status:
+    return Status(Code.UNSCHEDULABLE, *reasons)
+
+
 class DynamicResources(
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -399,7 +405,8 @@ class DynamicResources(
     """Allocates devices for ResourceClaims (DRA with structured parameters)."""
 
     name = names.DYNAMIC_RESOURCES
-    reads_listers = frozenset({CLAIMS, SLICES, CLASSES})
+    # DeviceTaintRules are watched only with DRADeviceTaintRules on (ksched.cluster.wiring).
+    reads_listers = frozenset({CLAIMS, SLICES, CLASSES, TAINT_RULES})
     Args = DynamicResourcesArgs
     args: DynamicResourcesArgs
 
@@ -416,7 +423,7 @@ class DynamicResources(
         self.in_flight: dict[str, ResourceClaim] = {}
         self._in_flight_version = 0
         self._cel: ExpressionCache | None = None
-        self._inventory: tuple[tuple[int, int], Inventory] | None = None
+        self._inventory: tuple[tuple[int, int, int, int], Inventory] | None = None
         gates = self._handle.features
         self._features = Features(
             admin_access=gates.enabled("DRAAdminAccess"),
@@ -424,8 +431,15 @@ class DynamicResources(
             consumable_capacity=gates.enabled("DRAConsumableCapacity"),
             binding_conditions=gates.enabled("DRADeviceBindingConditions")
             and gates.enabled("DRAResourceClaimDeviceStatus"),
+            fractional_capacity_range="DRAFractionalCapacityRange" in gates.table.gates
+            and gates.enabled("DRAFractionalCapacityRange"),
+            kube_1_37=gates.at_least("1.37"),
         )
         self._taken = _Taken(self._features)
+        # Upstream's slice tracker adds DeviceTaintRules' taints to the slices it lists.
+        self._taint_rules = gates.enabled("DRADeviceTaints") and gates.enabled(
+            "DRADeviceTaintRules"
+        )
         # Claims whose assumed version changed (PreBind, Unreserve): recounted next time.
         self._dirty: set[str] = set()
         self._ext_classes = ClassResolver()
@@ -467,11 +481,22 @@ class DynamicResources(
     def inventory(self) -> Inventory:
         """The slices as the allocator sees them, rebuilt when the slice list changes."""
         store = self._lister(SLICES)
-        stamp = (id(store), int(getattr(store, "revision", -1)))
-        if self._inventory is None or self._inventory[0] != stamp or stamp[1] < 0:
+        rules = self._lister(TAINT_RULES) if self._taint_rules else {}
+        stamp = (
+            id(store),
+            int(getattr(store, "revision", -1)),
+            id(rules),
+            int(getattr(rules, "revision", -1 if rules else 0)),
+        )
+        if self._inventory is None or self._inventory[0] != stamp or min(stamp[1], stamp[3]) < 0:
             from ...dra.allocator import Inventory
 
-            self._inventory = (stamp, Inventory(store.values()))
+            slices: Iterable[ResourceSlice] = store.values()
+            if rules:
+                from ...dra.taintrules import apply_taint_rules
+
+                slices = apply_taint_rules(slices, rules)
+            self._inventory = (stamp, Inventory(slices))
         return self._inventory[1]
 
     def allocated(self) -> set[DeviceID]:
@@ -809,8 +834,11 @@ class DynamicResources(
             # getStateData error (framework.ErrNotFound) ends the PostFilter phase with
             # "not found", and preemption does not run.
             return None, Status(Code.ERROR, "not found")
+        # v1.37 logs rather than returns these two reasons (an empty status: nothing
+        # after the filter reasons in the FitError).
+        quiet = self._handle.features.at_least("1.37")
         if not s.claims:
-            return None, Status(Code.UNSCHEDULABLE, "no new claims to deallocate")
+            return None, _unschedulable(() if quiet else ("no new claims to deallocate",))
         uid = pod.pod.metadata.uid
         for i in sorted(s.unavailable):
             if i == s.ext:
@@ -834,7 +862,7 @@ class DynamicResources(
             if err is not None:
                 return None, Status.as_error(err)
             return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
-        return None, Status(Code.UNSCHEDULABLE, "still not schedulable")
+        return None, _unschedulable(() if quiet else ("still not schedulable",))
 
     async def _delete_claim(self, claim: ResourceClaim) -> None:
         """``deleteClaim``: drop the scheduler's finalizer (read again on conflict), then
@@ -1232,8 +1260,17 @@ class DynamicResources(
 
     # -- queueing hints -------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """As upstream with queueing hints on."""
+        """As upstream with queueing hints on (v1.37 adds claims' deletion)."""
         claim = self.is_schedulable_after_claim_change
+        deleted = (
+            [
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.DELETE), claim
+                )
+            ]
+            if self._handle.features.at_least("1.37")
+            else []
+        )
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)),
@@ -1252,9 +1289,14 @@ class DynamicResources(
             ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.UPDATE)),
             ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD)),
             ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.UPDATE)),
+            *deleted,
         ]
 
     def is_schedulable_after_claim_change(self, pod: PodInfo, old: Any, new: Any) -> str:
+        if new is None:
+            # deleted (v1.37): only an allocated claim's deletion frees devices
+            allocated = old is not None and old.status.allocation is not None
+            return QueueingHint.QUEUE if allocated else QueueingHint.SKIP
         try:
             uses = any(c.metadata.uid == new.metadata.uid for c in self._pod_claims(pod.pod))
         except _NotSchedulable:

@@ -879,7 +879,8 @@ def _capacity_policy(rng: random.Random, total: int) -> JSON | None:
         return None
     if r < 0.65:
         lo = rng.choice([1, 2])
-        step = rng.choice([1, 2, 3])
+        # v1.37's API server refuses a range whose first step passes the capacity.
+        step = rng.choice([s for s in (1, 2, 3) if lo + s <= total])
         steps = max(0, (total - lo) // step)
         rng_spec: JSON = {"min": f"{lo}Gi", "step": f"{step}Gi"}
         if rng.random() < 0.6:
@@ -977,6 +978,7 @@ def _dra_devices_setup(ctx: _Ctx) -> None:
     ctx.namespace_labels.setdefault(admin_ns, {})[ADMIN_ACCESS_LABEL] = "true"
     selector = {"cel": {"expression": f'device.driver == "{NET_DRIVER}"'}}
     ctx.add(_resource("DeviceClass", _net_class(ctx), {"selectors": [selector]}))
+    nic_slices: dict[str, JSON] = {}
     for node in ctx.nodes:
         if rng.random() < 0.3:
             continue
@@ -985,6 +987,8 @@ def _dra_devices_setup(ctx: _Ctx) -> None:
         pool = {"name": f"{name}-nics", "generation": 1, "resourceSliceCount": 1}
         spec = {"driver": NET_DRIVER, "nodeName": name, "pool": pool, "devices": devices}
         ctx.add(_resource("ResourceSlice", f"{name}-nics", spec))
+        nic_slices[f"{name}-nics"] = spec
+    _device_taint_rules(ctx, nic_slices)
     for ns in ctx.namespaces:
         admin = ns == admin_ns
         templates = ctx.nic_templates.setdefault(ns, [])
@@ -1000,6 +1004,41 @@ def _dra_devices_setup(ctx: _Ctx) -> None:
                 )
             )
             shared.append(f"nic-shared-{i}")
+
+
+def _device_taint_rules(ctx: _Ctx, devices: dict[str, JSON]) -> None:
+    """DeviceTaintRules over the NICs ``devices`` (slice name -> slice spec): by driver,
+    pool or device, some matching nothing, some without a selector. v1.37 and later
+    only (v1.36 serves them as v1beta2, behind an off gate). Drawn from their own
+    random source, so the rest of a seed's scenario is that of older versions."""
+    from ..controlplane._build import kube_version
+
+    if not devices or tuple(map(int, kube_version().lstrip("v").split(".")[:2])) < (1, 37):
+        return
+    rng = random.Random(f"taintrules-{ctx.seed}")
+    for i in range(rng.randint(0, 3)):
+        spec = rng.choice(list(devices.values()))
+        r = rng.random()
+        selector: JSON | None
+        if r < 0.1:
+            selector = None  # matches no device
+        elif r < 0.3:
+            selector = {"driver": NET_DRIVER}
+        elif r < 0.55:
+            selector = {"pool": spec["pool"]["name"]}
+        elif r < 0.65:
+            selector = {"driver": GPU_DRIVER, "pool": spec["pool"]["name"]}  # none
+        else:
+            device = rng.choice(spec["devices"])["name"]
+            selector = {"driver": NET_DRIVER, "pool": spec["pool"]["name"], "device": device}
+        key, value = rng.choice(_DEVICE_TAINTS)
+        taint: JSON = {"key": key, "effect": rng.choice(_TAINT_EFFECTS)}
+        if value:
+            taint["value"] = value
+        rule: JSON = {"taint": taint}
+        if selector is not None:
+            rule["deviceSelector"] = selector
+        ctx.add(_resource("DeviceTaintRule", f"{ctx.prefix}-rule-{i}", rule))
 
 
 def _dra_devices(ctx: _Ctx, pod: JSON) -> bool:

@@ -72,6 +72,7 @@ _PATHS = {
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+    "DeviceTaintRule": ("/apis/resource.k8s.io/v1", "devicetaintrules", False),
 }
 # What the scheduler's informers hold that pods can change while the replay runs.
 _LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceClaim")
