@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KUBE_VERSIONS", "KubeVersion"]
+__all__ = ["BINARY", "KUBERNETES_VERSION", "KUBE_VERSIONS", "KubeVersion", "minor_key"]
 
 
 @dataclass(frozen=True)
@@ -28,3 +28,18 @@ KUBE_VERSIONS: tuple[KubeVersion, ...] = (
     KubeVersion("1.36", "v1.36.3", implemented=True),
     KubeVersion("1.37", "v1.37.2", implemented=True),
 )
+
+
+def minor_key(minor: str) -> tuple[int, int]:
+    """``"1.37"`` as ``(1, 37)``, so that 1.100 sorts after 1.99."""
+    major, _, rest = minor.partition(".")
+    return int(major), int(rest)
+
+
+#: ksched's own "binary version": the newest row it implements.
+BINARY: KubeVersion = max(
+    (v for v in KUBE_VERSIONS if v.implemented), key=lambda v: minor_key(v.minor)
+)
+#: The kube-scheduler release ksched follows by default (``--version``, the package root,
+#: and the release the test control plane builds): read from the table, never restated.
+KUBERNETES_VERSION: str = BINARY.kube
