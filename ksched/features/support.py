@@ -62,6 +62,10 @@ SUPPORT: dict[str, Support] = {
     "CoordinatedLeaderElection": Support(False, True, "no coordinated leader election"),
     # DynamicResources and the DRA allocator
     "DRAAdminAccess": Support(True, True, "adminAccess requests (ksched.dra.features)"),
+    "DRADerivedAttributes": Support(False, True, "derived device attributes (1.37)"),
+    "DRADeviceCompatibilityGroups": Support(False, True, "device compatibility groups (1.37)"),
+    "DRAFractionalCapacityRange": Support(False, True, "fractional capacity ranges (1.37)"),
+    "DRAOptionalNodeOperations": Support(False, True, "optional node operations (1.37)"),
     "DRAConsumableCapacity": Support(
         True,
         True,
@@ -84,6 +88,8 @@ SUPPORT: dict[str, Support] = {
     "DRAWorkloadResourceClaims": Support(False, True, _WORKLOAD),
     "DynamicResourceAllocation": Support(True, False, "DynamicResources in the default profile"),
     # workloads
+    "CompositePodGroup": Support(False, True, _WORKLOAD),
+    "PodGroupPreemptionPolicy": Support(False, True, _WORKLOAD),
     "GangScheduling": Support(False, True, _WORKLOAD),
     "GenericWorkload": Support(False, True, _WORKLOAD),
     "TopologyAwareWorkloadScheduling": Support(False, True, _WORKLOAD),
@@ -91,6 +97,12 @@ SUPPORT: dict[str, Support] = {
     # pods and nodes
     "InPlacePodLevelResourcesVerticalScaling": Support(
         False, True, "pod-level resources are read from the spec, never from a resize status"
+    ),
+    "InPlacePodVerticalScalingSchedulerPreemption": Support(
+        False, True, "the DeferredPodScheduling plugin (1.37) is not implemented yet"
+    ),
+    "InterPodAffinityHostnameFastPath": Support(
+        False, True, "InterPodAffinity's hostname fast path (1.37)"
     ),
     "InPlacePodVerticalScaling": Support(
         False, False, "container resources are read from the spec, never from a resize status"
@@ -117,6 +129,7 @@ SUPPORT: dict[str, Support] = {
     ),
     "SchedulerAsyncAPICalls": Support(False, True, "the asynchronous API dispatcher"),
     "SchedulerAsyncPreemption": Support(True, False, "victims evicted asynchronously"),
+    "SchedulerPreQueueingHints": Support(False, True, "pre-queueing hints (1.37)"),
     "SchedulerPopFromBackoffQ": Support(False, True, "popping from backoffQ when activeQ is empty"),
     "SchedulerQueueingHints": Support(True, False, "queueing hints"),
 }
