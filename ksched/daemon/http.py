@@ -293,7 +293,8 @@ class DebugServer:
     async def _statusz(self, request: web.Request) -> web.Response:
         """kube-scheduler's ``/statusz`` (ComponentStatusz) as text: start time, uptime, the
         runtime's version (Python's, where upstream's says Go's), ksched's binary version
-        (the newest release it follows), the emulated version and the top-level paths. 404 with the gate off."""
+        (the newest release it follows), the emulated version and the top-level paths. 404
+        with the gate off."""
         gates = self.daemon.config.features
         if not gates.enabled("ComponentStatusz"):
             raise web.HTTPNotFound()
