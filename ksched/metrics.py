@@ -1,7 +1,8 @@
 """kube-scheduler's Prometheus metrics (``pkg/scheduler/metrics``), same names, labels, buckets.
 
-Every ``scheduler_*`` family kube-scheduler v1.36 registers (including those behind feature
-gates that are on by default: queueing hints, async preemption) is here with its type,
+Every ``scheduler_*`` family kube-scheduler registers at the emulated version (``FAMILIES``:
+v1.36.3's or v1.37.2's, including those behind feature gates that are on by default:
+queueing hints, async preemption) is here with its type,
 label names, buckets and help text (with component-base's ``[STABLE]``/``[BETA]``/
 ``[ALPHA]`` prefix); ``tests/e2e/test_metrics_parity_kube.py`` checks that against the real
 binary's ``/metrics``. As there, no ``_created`` series are exposed: ``SchedulerRegistry``
@@ -39,7 +40,7 @@ equivalent), and, per Score plugin, the nodes scored; preemption's dry runs and 
 answered by the cycle cache evaluate no plugin through the framework and are not counted.
 The batching families
 (``batch_attempts_total``, ``batch_cache_flushed_total``, ``get_node_hint_duration_seconds``,
-``store_schedule_results_duration_seconds``) report ksched's cycle cache
+``store_schedule_results_duration_seconds``, 1.37's ``batch_rescore_*``) report ksched's cycle cache
 (``scheduler.cycle_cache``), its equivalent of upstream's OpportunisticBatching; see
 ``SchedulerMetrics.batch_lookup`` for how its events map onto upstream's labels.
 """
@@ -749,6 +750,13 @@ class SchedulerMetrics:
         """The cycle cache brought a signature's stored per-node results up to date (rebuilt
         or refreshed them): upstream's ``StoreScheduleResults``."""
         self._child_of(self.store_schedule_results_duration, profile).observe(seconds)
+
+    def batch_rescored(self, profile: str, seconds: float) -> None:
+        """The cycle cache re-scored the rows a change left feasible for a signature
+        (upstream's ``rescoreHintedNode``, which re-scores the node the last pod went to):
+        ``batch_rescore_attempts_total`` and ``batch_rescore_duration_seconds`` (1.37)."""
+        self._child_of(self.batch_rescore_attempts, profile).inc()
+        self._child_of(self.batch_rescore_duration, profile).observe(seconds)
 
     def batch_flushed(self, profile: str, reason: str) -> None:
         """The cycle cache threw stored results away. Of upstream's reasons, ksched's cache
