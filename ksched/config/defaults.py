@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 from ksched.config.types import (
     DEFAULT_SCHEDULER_NAME,
     PLUGIN_SETS,
+    WORKLOAD_PLUGIN_SETS,
     KubeSchedulerConfiguration,
     PluginConfig,
     PluginRef,
@@ -189,11 +190,12 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
 
 
 def merge_plugins(default: Plugins, custom: Plugins | None) -> Plugins:
-    """Upstream ``mergePlugins``: every extension point, multiPoint included."""
+    """Upstream ``mergePlugins``: every extension point, multiPoint and the workload plugin
+    sets included."""
     if custom is None:
         return copy.deepcopy(default)
     merged = Plugins()
-    for attr, _ in PLUGIN_SETS:
+    for attr in [a for a, _ in PLUGIN_SETS] + [w.attr for w in WORKLOAD_PLUGIN_SETS]:
         setattr(merged, attr, merge_plugin_set(default.point(attr), custom.point(attr)))
     return merged
 
