@@ -20,6 +20,7 @@ import pytest
 from ksched.config.load import default_config, to_dict
 from ksched.features import set_feature_gates
 from ksched.testing.controlplane import ControlPlane
+from tests.features.gatesets import minor_of
 
 pytestmark = pytest.mark.kube
 
@@ -37,7 +38,7 @@ def _configz(cp: ControlPlane) -> Any:
 
 def test_default_profile_plugins_and_args_are_kube_schedulers(controlplane: ControlPlane) -> None:
     kube = _configz(controlplane)["profiles"]
-    minor = ".".join(controlplane.assets.version.lstrip("v").split(".")[:2])
+    minor = minor_of(controlplane.assets.version)
     ours = to_dict(default_config(set_feature_gates([], [minor])))["profiles"]
     assert len(ours) == len(kube) == 1  # (ksched's is named "ksched": docs/fidelity.md)
     multi = _multi_point(kube[0])

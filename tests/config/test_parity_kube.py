@@ -49,7 +49,7 @@ from ksched.features import resolve_feature_gates
 from ksched.testing.controlplane import ControlPlane
 from ksched.testing.controlplane._process import _die_with_parent as die_with_parent
 from tests.config.cases import CASES, Case
-from tests.features.gatesets import NON_DEFAULT_BY_VERSION, kube_scheduler_effective
+from tests.features.gatesets import NON_DEFAULT_BY_VERSION, kube_scheduler_effective, minor_of
 
 REPO = Path(__file__).resolve().parents[2]
 FIDELITY = REPO / "docs" / "fidelity.md"
@@ -307,7 +307,7 @@ def compare_all(cp: ControlPlane, cases: list[Case], directory: Path) -> list[Co
 
 def kube_minor_of(cp: ControlPlane) -> str:
     """The control plane's release as an emulated version ("1.37")."""
-    return ".".join(cp.assets.version.lstrip("v").split(".")[:2])
+    return minor_of(cp.assets.version)
 
 
 def _table(rows: list[Compared]) -> str:

@@ -29,6 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ksched.features import set_feature_gates
 from ksched.metrics import go_float
+from tests.features.gatesets import minor_of
 
 from .conftest import E2E, wait_for
 from .test_preemption_e2e import _priority_class, create_pod, gone
@@ -67,8 +68,7 @@ def emulated(e2e: E2E) -> Any:
     """The gates ksched runs under beside the control plane's kube-scheduler: at its minor
     (``--emulated-version 1.36`` beside v1.36.3)."""
     assert e2e.controlplane is not None
-    minor = ".".join(e2e.controlplane.assets.version.lstrip("v").split(".")[:2])
-    return set_feature_gates([], [minor])
+    return set_feature_gates([], [minor_of(e2e.controlplane.assets.version)])
 
 
 def scheduler_families(text: str) -> dict[str, Any]:

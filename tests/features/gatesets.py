@@ -34,12 +34,17 @@ NON_DEFAULT_BY_VERSION = {
 NON_DEFAULT = NON_DEFAULT_BY_VERSION[BINARY_VERSION]
 
 
+def minor_of(release: str) -> str:
+    """A release's minor, as ``--emulated-version`` takes it: "v1.36.3" -> "1.36"."""
+    return ".".join(release.lstrip("v").split(".")[:2])
+
+
 def kube_minor() -> str:
-    """The minor ("1.36") of the kube-scheduler the session's control plane builds
+    """The minor of the kube-scheduler the session's control plane builds
     (``KSCHED_KUBE_VERSION``): the version ksched emulates when compared with it."""
     from ksched.testing.controlplane._build import kube_version
 
-    return ".".join(kube_version().lstrip("v").split(".")[:2])
+    return minor_of(kube_version())
 
 
 def kube_scheduler_effective(
