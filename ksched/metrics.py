@@ -763,8 +763,12 @@ class SchedulerMetrics:
         (one entry per signature, refreshed row by row) has ``expired`` (too much changed
         to refresh: rebuilt), ``pod_incompatible`` (evicted for another signature) and
         ``empty_list`` (no node was feasible: nothing to keep); ``pod_failed``,
-        ``pod_skipped``, ``node_missing``, ``node_not_full`` and ``pod_not_batchable``
-        describe upstream's single-entry, previous-pod-only state and never occur here."""
+        ``pod_skipped``, ``node_missing``, ``node_not_full`` (1.36) and ``pod_not_batchable``
+        describe upstream's single-entry, previous-pod-only state and never occur here,
+        nor do 1.37's ``pod_nominated`` (a cycle with a nominated pod does not ask the
+        cache) and its rescoring errors (``filter_error``, ``prescore_error``,
+        ``rescore_error``, ``normalize_error``: a plugin error refreshing an entry
+        rebuilds it, ``expired``)."""
         self._child_of(self.batch_cache_flushed, profile, reason).inc()
 
     # -- the leader elector's hooks (``ksched.cluster.leaderelection.LeaderMetrics``) ------
