@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .api.objects import InvalidObjectError, Node, Pod
 from .api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from .features import FeatureGateError, FeatureGates, resolve_feature_gates
+from .features.versions import KUBERNETES_VERSION
 from .framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -93,7 +94,7 @@ from .queue.events import (
 )
 from .util.clock import Clock
 from .util.errors import KschedError
-from .util.version import KUBERNETES_VERSION, __version__
+from .util.version import __version__
 
 if TYPE_CHECKING:
     from .cluster import APIClient

@@ -840,7 +840,8 @@ def cmd_extender(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .util.version import KUBERNETES_VERSION, __version__
+    from .features.versions import KUBERNETES_VERSION
+    from .util.version import __version__
 
     p = argparse.ArgumentParser(
         prog="ksched", description="A Kubernetes scheduler with Python plugins."

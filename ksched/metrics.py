@@ -1,7 +1,8 @@
 """kube-scheduler's Prometheus metrics (``pkg/scheduler/metrics``), same names, labels, buckets.
 
-Every ``scheduler_*`` family kube-scheduler v1.36 registers (including those behind feature
-gates that are on by default: queueing hints, async preemption) is here with its type,
+Every ``scheduler_*`` family kube-scheduler registers at the emulated version (``FAMILIES``:
+v1.36.3's or v1.37.2's, including those behind feature gates that are on by default:
+queueing hints, async preemption) is here with its type,
 label names, buckets and help text (with component-base's ``[STABLE]``/``[BETA]``/
 ``[ALPHA]`` prefix); ``tests/e2e/test_metrics_parity_kube.py`` checks that against the real
 binary's ``/metrics``. As there, no ``_created`` series are exposed: ``SchedulerRegistry``
@@ -39,7 +40,7 @@ equivalent), and, per Score plugin, the nodes scored; preemption's dry runs and 
 answered by the cycle cache evaluate no plugin through the framework and are not counted.
 The batching families
 (``batch_attempts_total``, ``batch_cache_flushed_total``, ``get_node_hint_duration_seconds``,
-``store_schedule_results_duration_seconds``) report ksched's cycle cache
+``store_schedule_results_duration_seconds``, 1.37's ``batch_rescore_*``) report ksched's cycle cache
 (``scheduler.cycle_cache``), its equivalent of upstream's OpportunisticBatching; see
 ``SchedulerMetrics.batch_lookup`` for how its events map onto upstream's labels.
 """
@@ -50,7 +51,8 @@ import math
 import random
 from bisect import bisect_left
 from collections import Counter as _Tally
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +66,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from .features import FeatureGates, default_feature_gates
+from .features.versions import minor_key
 from .framework.cycle_state import CycleState
 from .queue.scheduling_queue import plugin_names
 
@@ -74,7 +78,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENT_TYPE",
+    "FAMILIES",
+    "FAMILY",
     "PLUGIN_METRICS_SAMPLE_PERCENT",
+    "Family",
     "SchedulerMetrics",
     "SchedulerRegistry",
     "exponential_buckets",
@@ -239,13 +246,333 @@ def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
     return bounds
 
 
+@dataclass(frozen=True)
+class Family:
+    """One ``scheduler_*`` family of kube-scheduler, across the versions ksched emulates.
+
+    ``help`` maps the first version of each text (component-base's stability prefix
+    included: a stability change is a help change) to that text; ``None`` from the version
+    on that does not expose the family. A family is exposed at an emulated version when
+    its text there is not None. ``attr``: the ``SchedulerMetrics`` attribute fed on the hot
+    path (``kind``: its class); "" for a family computed when ``/metrics`` is scraped.
+    """
+
+    name: str
+    help: Mapping[str, str | None]
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+    attr: str = ""
+    kind: Any = None
+
+    def help_at(self, version: str) -> str | None:
+        """The help text at emulated ``version``, None if the version does not expose it."""
+        at = [v for v in self.help if minor_key(v) <= minor_key(version)]
+        return self.help[max(at, key=minor_key)] if at else None
+
+
+def _buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    return tuple(exponential_buckets(start, factor, count))
+
+
+_ATTEMPT = ("result", "profile")
+#: THE table: every family below, per version (``tests/e2e/test_metrics_parity_kube.py``
+#: checks it against each real binary's ``/metrics``). 1.37 renamed unschedulablePods to
+#: unschedulableEntities in two help texts, moved two histograms to BETA, hid the
+#: deprecated preemption_goroutines_duration_seconds (ALPHA, deprecated in 1.37.0: hidden at
+#: once) and added the entity, rescoring and pre-queueing-hint families. Those of
+#: workload-aware scheduling (podgroup_*, workload preemption, placements) are registered
+#: upstream only under GenericWorkload/TopologyAwareWorkloadScheduling, which ksched refuses.
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "scheduler_schedule_attempts",
+        {
+            "1.36": STABLE + "Number of attempts to schedule pods, by the result. "
+            "'unschedulable' means a pod could not be scheduled, while 'error' means an "
+            "internal scheduler problem."
+        },
+        _ATTEMPT,
+        attr="schedule_attempts",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_scheduling_attempt_duration_seconds",
+        {"1.36": STABLE + "Scheduling attempt latency in seconds (scheduling algorithm + binding)"},
+        _ATTEMPT,
+        _buckets(0.001, 2, 15),
+        "scheduling_attempt_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_scheduling_algorithm_duration_seconds",
+        {
+            "1.36": ALPHA + "Scheduling algorithm latency in seconds",
+            "1.37": BETA + "Scheduling algorithm latency in seconds",
+        },
+        (),
+        _buckets(0.001, 2, 15),
+        "scheduling_algorithm_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_event_handling_duration_seconds",
+        {"1.36": ALPHA + "Event handling latency in seconds."},
+        ("event",),
+        _buckets(0.0001, 2, 12),
+        "event_handling_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_preemption_victims",
+        {
+            "1.36": STABLE + "Number of selected preemption victims",
+            "1.37": STABLE
+            + "Number of selected preemption victims for preemption initiated by a single pod",
+        },
+        (),
+        _buckets(1, 2, 7),
+        "preemption_victims",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_preemption_attempts",
+        {"1.36": STABLE + "Total preemption attempts in the cluster till now"},
+        attr="preemption_attempts",
+        kind=_FastCounter,
+    ),
+    # ksched's preemption always runs asynchronously (upstream SchedulerAsyncPreemption).
+    Family(
+        "scheduler_preemption_goroutines_duration_seconds",
+        {
+            "1.36": ALPHA + "Duration in seconds for running goroutines for the preemption.",
+            "1.37": None,
+        },
+        ("result",),
+        _buckets(0.01, 2, 20),
+        "preemption_goroutines_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_preemption_goroutines_execution",
+        {"1.36": ALPHA + "Number of preemption goroutines executed."},
+        ("result",),
+        attr="preemption_goroutines_execution",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_pod_scheduling_sli_duration_seconds",
+        {
+            "1.36": BETA + "E2e latency for a pod being scheduled, from the time the pod enters "
+            "the scheduling queue and might involve multiple scheduling attempts."
+        },
+        ("attempts",),
+        _buckets(0.01, 2, 20),
+        "pod_scheduling_sli_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_pod_scheduling_attempts",
+        {"1.36": STABLE + "Number of attempts to successfully schedule a pod."},
+        (),
+        _buckets(1, 2, 5),
+        "pod_scheduling_attempts",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_pod_scheduled_after_flush",
+        {
+            version: ALPHA + "Number of pods that were successfully scheduled after being "
+            f"flushed from {queue} due to timeout. This metric helps detect potential queueing "
+            "hint misconfigurations or event handling issues."
+            for version, queue in (("1.36", "unschedulablePods"), ("1.37", "unschedulableEntities"))
+        },
+        attr="pod_scheduled_after_flush",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_framework_extension_point_duration_seconds",
+        {"1.36": STABLE + "Latency for running all plugins of a specific extension point."},
+        ("extension_point", "status", "profile"),
+        _buckets(0.0001, 2, 12),
+        "framework_extension_point_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_plugin_execution_duration_seconds",
+        {
+            "1.36": ALPHA + "Duration for running a plugin at a specific extension point.",
+            "1.37": BETA + "Duration for running a plugin at a specific extension point.",
+        },
+        ("plugin", "extension_point", "status"),
+        _buckets(0.00001, 1.5, 20),
+        "plugin_execution_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_queueing_hint_execution_duration_seconds",
+        {"1.36": ALPHA + "Duration for running a queueing hint function of a plugin."},
+        ("plugin", "event", "hint"),
+        _buckets(0.00001, 1.5, 20),
+        "queueing_hint_execution_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_pre_queueing_hint_evaluations",
+        {
+            "1.37": ALPHA + "Number of PreQueueingHint evaluations, labeled by plugin and result "
+            "(all_pods or narrowed)."
+        },
+        ("plugin", "result"),
+        attr="pre_queueing_hint_evaluations",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_queue_incoming_pods",
+        {"1.36": STABLE + "Number of pods added to scheduling queues by event and queue type."},
+        ("queue", "event"),
+        attr="queue_incoming_pods",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_queue_incoming_entities",
+        {
+            "1.37": ALPHA + "Number of scheduling entities added to scheduling queues by event, "
+            "queue type, and entity type. Entity types are either 'pod' (for individual pods "
+            "that are not members of any podgroup) or 'podgroup'."
+        },
+        ("queue", "event", "type"),
+        attr="queue_incoming_entities",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_permit_wait_duration_seconds",
+        {"1.36": BETA + "Duration of waiting on permit."},
+        ("result",),
+        _buckets(0.001, 2, 15),
+        "permit_wait_duration",
+        _FastHistogram,
+    ),
+    # OpportunisticBatching's families, fed by ksched's cycle cache (see batch_lookup).
+    Family(
+        "scheduler_batch_attempts",
+        {"1.36": ALPHA + "Counts of results when we attempt to use batching."},
+        ("profile", "result"),
+        attr="batch_attempts",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_batch_cache_flushed",
+        {"1.36": ALPHA + "Counts of cache flushes by reason."},
+        ("profile", "reason"),
+        attr="batch_cache_flushed",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_batch_rescore_attempts",
+        {"1.37": ALPHA + "Counts of rescore attempts during opportunistic batching."},
+        ("profile",),
+        attr="batch_rescore_attempts",
+        kind=_FastCounter,
+    ),
+    Family(
+        "scheduler_batch_rescore_duration_seconds",
+        {"1.37": ALPHA + "Latency for rescoring a node during opportunistic batching."},
+        ("profile",),
+        _buckets(0.00001, 2, 12),
+        "batch_rescore_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_get_node_hint_duration_seconds",
+        {"1.36": ALPHA + "Latency for getting a node hint."},
+        ("hinted", "profile"),
+        _buckets(0.00001, 2, 12),
+        "get_node_hint_duration",
+        _FastHistogram,
+    ),
+    Family(
+        "scheduler_store_schedule_results_duration_seconds",
+        # sic: v1.36's help text
+        {
+            "1.36": ALPHA + "Latency for getting a no.",
+            "1.37": ALPHA + "Latency for storing scheduling results.",
+        },
+        ("profile",),
+        _buckets(0.00001, 2, 12),
+        "store_schedule_results_duration",
+        _FastHistogram,
+    ),
+    # computed when scraped (``_StateCollector``)
+    Family(
+        "scheduler_pending_pods",
+        {
+            "1.36": STABLE + "Number of pending pods, by the queue type. 'active' means number "
+            "of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' "
+            "means number of pods in unschedulablePods that the scheduler attempted to schedule "
+            "and failed; 'gated' is the number of unschedulable pods that the scheduler never "
+            "attempted to schedule because they are gated.",
+            "1.37": STABLE + "Number of pending pods, by the queue type. 'active' means number "
+            "of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' "
+            "means number of pods in unschedulableEntities that the scheduler attempted to "
+            "schedule and failed; 'gated' is the number of unschedulable pods that the "
+            "scheduler never attempted to schedule because they are gated; 'incomplete' means "
+            "number of pods in incompletePodGroupPods; 'pending' means number of pods in "
+            "pendingPodGroupPods.",
+        },
+        ("queue",),
+    ),
+    Family(
+        "scheduler_queued_entities",
+        {
+            "1.37": ALPHA + "Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' "
+            "stands for individual pods that are not members of any podgroup) by the queue "
+            "type. 'active' means number of entities in activeQ; 'backoff' means number of "
+            "entities in backoffQ; 'unschedulable' means number of entities in "
+            "unschedulableEntities that the scheduler attempted to schedule and failed; "
+            "'gated' is the number of unschedulable entities that the scheduler never "
+            "attempted to schedule because they are gated."
+        },
+        ("queue", "type"),
+    ),
+)
+FAMILY: dict[str, Family] = {f.name: f for f in FAMILIES}
+
+
 class SchedulerMetrics:
-    """The scheduler's metrics; ``attach(scheduler)`` wires them into a running scheduler."""
+    """The scheduler's metrics; ``attach(scheduler)`` wires them into a running scheduler.
+
+    The families registered are those of ``features``' emulated version (``FAMILIES``).
+    """
+
+    schedule_attempts: _FastCounter
+    scheduling_attempt_duration: _FastHistogram
+    scheduling_algorithm_duration: _FastHistogram
+    event_handling_duration: _FastHistogram
+    preemption_victims: _FastHistogram
+    preemption_attempts: _FastCounter
+    preemption_goroutines_duration: _FastHistogram
+    preemption_goroutines_execution: _FastCounter
+    pod_scheduling_sli_duration: _FastHistogram
+    pod_scheduling_attempts: _FastHistogram
+    pod_scheduled_after_flush: _FastCounter
+    framework_extension_point_duration: _FastHistogram
+    plugin_execution_duration: _FastHistogram
+    queueing_hint_execution_duration: _FastHistogram
+    pre_queueing_hint_evaluations: _FastCounter
+    queue_incoming_pods: _FastCounter
+    queue_incoming_entities: _FastCounter
+    permit_wait_duration: _FastHistogram
+    batch_attempts: _FastCounter
+    batch_cache_flushed: _FastCounter
+    batch_rescore_attempts: _FastCounter
+    batch_rescore_duration: _FastHistogram
+    get_node_hint_duration: _FastHistogram
+    store_schedule_results_duration: _FastHistogram
 
     def __init__(
         self,
         registry: CollectorRegistry | None = None,
         *,
+        features: FeatureGates | None = None,
         plugin_sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
         seed: int | None = None,
         process_metrics: bool = True,
@@ -254,141 +581,18 @@ class SchedulerMetrics:
         r = self.registry
         self.plugin_sample_percent = plugin_sample_percent
         self._rng = random.Random(seed)
-        self.schedule_attempts = _FastCounter(
-            "scheduler_schedule_attempts",
-            STABLE + "Number of attempts to schedule pods, by the result. 'unschedulable' means "
-            "a pod could not be scheduled, while 'error' means an internal scheduler problem.",
-            ["result", "profile"],
-            registry=r,
-        )
-        self.scheduling_attempt_duration = _FastHistogram(
-            "scheduler_scheduling_attempt_duration_seconds",
-            STABLE + "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-            ["result", "profile"],
-            buckets=exponential_buckets(0.001, 2, 15),
-            registry=r,
-        )
-        self.scheduling_algorithm_duration = _FastHistogram(
-            "scheduler_scheduling_algorithm_duration_seconds",
-            ALPHA + "Scheduling algorithm latency in seconds",
-            buckets=exponential_buckets(0.001, 2, 15),
-            registry=r,
-        )
-        self.event_handling_duration = _FastHistogram(
-            "scheduler_event_handling_duration_seconds",
-            ALPHA + "Event handling latency in seconds.",
-            ["event"],
-            buckets=exponential_buckets(0.0001, 2, 12),
-            registry=r,
-        )
-        self.preemption_victims = _FastHistogram(
-            "scheduler_preemption_victims",
-            STABLE + "Number of selected preemption victims",
-            buckets=exponential_buckets(1, 2, 7),
-            registry=r,
-        )
-        self.preemption_attempts = _FastCounter(
-            "scheduler_preemption_attempts",
-            STABLE + "Total preemption attempts in the cluster till now",
-            registry=r,
-        )
-        # ksched's preemption always runs asynchronously (upstream SchedulerAsyncPreemption).
-        self.preemption_goroutines_duration = _FastHistogram(
-            "scheduler_preemption_goroutines_duration_seconds",
-            ALPHA + "Duration in seconds for running goroutines for the preemption.",
-            ["result"],
-            buckets=exponential_buckets(0.01, 2, 20),
-            registry=r,
-        )
-        self.preemption_goroutines_execution = _FastCounter(
-            "scheduler_preemption_goroutines_execution",
-            ALPHA + "Number of preemption goroutines executed.",
-            ["result"],
-            registry=r,
-        )
-        self.pod_scheduling_sli_duration = _FastHistogram(
-            "scheduler_pod_scheduling_sli_duration_seconds",
-            BETA + "E2e latency for a pod being scheduled, from the time the pod enters the "
-            "scheduling queue and might involve multiple scheduling attempts.",
-            ["attempts"],
-            buckets=exponential_buckets(0.01, 2, 20),
-            registry=r,
-        )
-        self.pod_scheduling_attempts = _FastHistogram(
-            "scheduler_pod_scheduling_attempts",
-            STABLE + "Number of attempts to successfully schedule a pod.",
-            buckets=exponential_buckets(1, 2, 5),
-            registry=r,
-        )
-        self.pod_scheduled_after_flush = _FastCounter(
-            "scheduler_pod_scheduled_after_flush",
-            ALPHA + "Number of pods that were successfully scheduled after being flushed from "
-            "unschedulablePods due to timeout. This metric helps detect potential queueing "
-            "hint misconfigurations or event handling issues.",
-            registry=r,
-        )
-        self.framework_extension_point_duration = _FastHistogram(
-            "scheduler_framework_extension_point_duration_seconds",
-            STABLE + "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"],
-            buckets=exponential_buckets(0.0001, 2, 12),
-            registry=r,
-        )
-        self.plugin_execution_duration = _FastHistogram(
-            "scheduler_plugin_execution_duration_seconds",
-            ALPHA + "Duration for running a plugin at a specific extension point.",
-            ["plugin", "extension_point", "status"],
-            buckets=exponential_buckets(0.00001, 1.5, 20),
-            registry=r,
-        )
-        self.queueing_hint_execution_duration = _FastHistogram(
-            "scheduler_queueing_hint_execution_duration_seconds",
-            ALPHA + "Duration for running a queueing hint function of a plugin.",
-            ["plugin", "event", "hint"],
-            buckets=exponential_buckets(0.00001, 1.5, 20),
-            registry=r,
-        )
-        self.queue_incoming_pods = _FastCounter(
-            "scheduler_queue_incoming_pods",
-            STABLE + "Number of pods added to scheduling queues by event and queue type.",
-            ["queue", "event"],
-            registry=r,
-        )
-        self.permit_wait_duration = _FastHistogram(
-            "scheduler_permit_wait_duration_seconds",
-            BETA + "Duration of waiting on permit.",
-            ["result"],
-            buckets=exponential_buckets(0.001, 2, 15),
-            registry=r,
-        )
-        # OpportunisticBatching's families, fed by ksched's cycle cache (see batch_lookup).
-        self.batch_attempts = _FastCounter(
-            "scheduler_batch_attempts",
-            ALPHA + "Counts of results when we attempt to use batching.",
-            ["profile", "result"],
-            registry=r,
-        )
-        self.batch_cache_flushed = _FastCounter(
-            "scheduler_batch_cache_flushed",
-            ALPHA + "Counts of cache flushes by reason.",
-            ["profile", "reason"],
-            registry=r,
-        )
-        self.get_node_hint_duration = _FastHistogram(
-            "scheduler_get_node_hint_duration_seconds",
-            ALPHA + "Latency for getting a node hint.",
-            ["hinted", "profile"],
-            buckets=exponential_buckets(0.00001, 2, 12),
-            registry=r,
-        )
-        self.store_schedule_results_duration = _FastHistogram(
-            "scheduler_store_schedule_results_duration_seconds",
-            # sic: upstream's help text
-            ALPHA + "Latency for getting a no.",
-            ["profile"],
-            buckets=exponential_buckets(0.00001, 2, 12),
-            registry=r,
-        )
+        self.features = features or default_feature_gates()
+        version = self.features.emulated_version
+        for fam in FAMILIES:
+            if not fam.attr:
+                continue
+            text = fam.help_at(version)
+            kwargs: dict[str, Any] = {"registry": r if text is not None else None}
+            if fam.buckets is not None:
+                kwargs["buckets"] = fam.buckets
+            # a family the version does not expose is still made (unregistered), so the
+            # code recording into it needs no version checks
+            setattr(self, fam.attr, fam.kind(fam.name, text or fam.name, fam.labels, **kwargs))
         # client-go's leader election metrics (component-base's leaderelection adapter).
         self.leader_election_master_status = Gauge(
             "leader_election_master_status",
@@ -409,7 +613,7 @@ class SchedulerMetrics:
             ProcessCollector(registry=r)
         self._children: dict[tuple[Any, ...], Any] = {}
         self._paused = False
-        self._state = _StateCollector()
+        self._state = _StateCollector(version)
         r.register(self._state)
 
     # -- wiring ------------------------------------------------------------------------------
@@ -496,11 +700,21 @@ class SchedulerMetrics:
                 self.pod_scheduled_after_flush.inc()
 
     def queue_incoming(self, event: str, queue: str) -> None:
+        """A pod moved to ``queue``: as upstream's ``recordIncomingEntitiesMetrics``, one
+        pod, and (1.37) one entity of type ``pod`` (the queue reports moves between
+        queues and new pods, the cases upstream counts an entity for)."""
         key = ("incoming", queue, event)
         c = self._child(key)
         if c is None:
-            c = self._set_child(key, self.queue_incoming_pods.labels(queue, event))
-        c.inc()
+            c = self._set_child(
+                key,
+                (
+                    self.queue_incoming_pods.labels(queue, event),
+                    self.queue_incoming_entities.labels(queue, event, "pod"),
+                ),
+            )
+        c[0].inc()
+        c[1].inc()
 
     def event_handled(self, event: str, seconds: float) -> None:
         """An informer event (labelled as upstream's ``ClusterEvent.Label()``) took
@@ -537,13 +751,24 @@ class SchedulerMetrics:
         or refreshed them): upstream's ``StoreScheduleResults``."""
         self._child_of(self.store_schedule_results_duration, profile).observe(seconds)
 
+    def batch_rescored(self, profile: str, seconds: float) -> None:
+        """The cycle cache re-scored the rows a change left feasible for a signature
+        (upstream's ``rescoreHintedNode``, which re-scores the node the last pod went to):
+        ``batch_rescore_attempts_total`` and ``batch_rescore_duration_seconds`` (1.37)."""
+        self._child_of(self.batch_rescore_attempts, profile).inc()
+        self._child_of(self.batch_rescore_duration, profile).observe(seconds)
+
     def batch_flushed(self, profile: str, reason: str) -> None:
         """The cycle cache threw stored results away. Of upstream's reasons, ksched's cache
         (one entry per signature, refreshed row by row) has ``expired`` (too much changed
         to refresh: rebuilt), ``pod_incompatible`` (evicted for another signature) and
         ``empty_list`` (no node was feasible: nothing to keep); ``pod_failed``,
-        ``pod_skipped``, ``node_missing``, ``node_not_full`` and ``pod_not_batchable``
-        describe upstream's single-entry, previous-pod-only state and never occur here."""
+        ``pod_skipped``, ``node_missing``, ``node_not_full`` (1.36) and ``pod_not_batchable``
+        describe upstream's single-entry, previous-pod-only state and never occur here,
+        nor do 1.37's ``pod_nominated`` (a cycle with a nominated pod does not ask the
+        cache) and its rescoring errors (``filter_error``, ``prescore_error``,
+        ``rescore_error``, ``normalize_error``: a plugin error refreshing an entry
+        rebuilds it, ``expired``)."""
         self._child_of(self.batch_cache_flushed, profile, reason).inc()
 
     # -- the leader elector's hooks (``ksched.cluster.leaderelection.LeaderMetrics``) ------
@@ -639,7 +864,8 @@ class _StateCollector:
     """Gauges read from the scheduler's queue and cache at scrape time (free on the hot path),
     and the plugin evaluation counts kept as plain integers."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: str) -> None:
+        self.version = version
         self.schedulers: list[Scheduler] = []
         # (profile, extension point) -> its counts
         self.evaluations: dict[tuple[str, str], _Evaluations] = {}
@@ -648,6 +874,13 @@ class _StateCollector:
         self._seen_unschedulable: set[tuple[str, str]] = set()
         self._seen_events: set[str] = set()
 
+    def _declared(self, kind: Any, name: str) -> Any:
+        """``FAMILY[name]`` as a ``kind`` metric family at this version, None if the
+        version does not expose it."""
+        fam = FAMILY[name]
+        text = fam.help_at(self.version)
+        return None if text is None else kind(name, text, labels=list(fam.labels))
+
     def describe(self) -> Iterable[Metric]:
         return list(self._families())
 
@@ -655,15 +888,8 @@ class _StateCollector:
         yield from self._families(fill=True)
 
     def _families(self, fill: bool = False) -> Iterator[Metric]:
-        pending = GaugeMetricFamily(
-            "scheduler_pending_pods",
-            STABLE + "Number of pending pods, by the queue type. 'active' means number of pods "
-            "in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
-            "number of pods in unschedulablePods that the scheduler attempted to schedule and "
-            "failed; 'gated' is the number of unschedulable pods that the scheduler never "
-            "attempted to schedule because they are gated.",
-            labels=["queue"],
-        )
+        pending = self._declared(GaugeMetricFamily, "scheduler_pending_pods")
+        entities = self._declared(GaugeMetricFamily, "scheduler_queued_entities")
         unsched = GaugeMetricFamily(
             "scheduler_unschedulable_pods",
             BETA + "The number of unschedulable pods broken down by plugin name. A pod will "
@@ -721,6 +947,8 @@ class _StateCollector:
             self._seen_events.update(events)
             for k, v in counts.items():
                 pending.add_metric([k], v)
+                if entities is not None:  # every pod is its own entity (no pod groups)
+                    entities.add_metric([k, "pod"], v)
             for (plugin, profile), v in sorted(by_plugin.items()):
                 unsched.add_metric([plugin, profile], v)
             cache.add_metric(["nodes"], nodes)
@@ -733,6 +961,8 @@ class _StateCollector:
                 for plugin, v in ev.samples():
                     evaluations.add_metric([plugin, ev.point, ev.profile], v)
         yield pending
+        if entities is not None:
+            yield entities
         yield unsched
         yield cache
         yield inflight

@@ -36,9 +36,13 @@ def test_version_prints_ksched_and_the_kubernetes_release_it_follows() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
-    assert out.stdout == f"ksched v{ksched.__version__} (follows kube-scheduler v1.36.3)\n"
-    # one home for the release: the control plane the tests build is the same one
-    assert ksched.KUBERNETES_VERSION == DEFAULT_VERSION == "v1.36.3"
+    assert out.stdout == f"ksched v{ksched.__version__} (follows kube-scheduler v1.37.2)\n"
+    # one home for the release: the versions table's newest implemented row, which is also
+    # the control plane the tests build
+    from ksched.features import KUBE_VERSIONS
+
+    newest = [v.kube for v in KUBE_VERSIONS if v.implemented][-1]
+    assert ksched.KUBERNETES_VERSION == DEFAULT_VERSION == newest == "v1.37.2"
 
 
 def test_plugins_lists_builtins_with_points_and_distribution(

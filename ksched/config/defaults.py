@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 from ksched.config.types import (
     DEFAULT_SCHEDULER_NAME,
     PLUGIN_SETS,
+    WORKLOAD_PLUGIN_SETS,
     KubeSchedulerConfiguration,
     PluginConfig,
     PluginRef,
@@ -102,25 +103,28 @@ GATED_PLUGINS: tuple[GatedPlugin, ...] = (
 )
 
 
-# v1.37.2: NodeName moved before NodeUnschedulable, the
-# gang plugins follow GenericWorkload, DeferredPodScheduling joins before NodeResourcesFit.
+# v1.37.2's getDefaultPlugins: NodeName now runs before NodeUnschedulable.
 BASE_MULTI_POINT_1_37: list[PluginRef] = [
-    *BASE_MULTI_POINT[:2],
-    BASE_MULTI_POINT[3],
-    BASE_MULTI_POINT[2],
+    PluginRef("SchedulingGates"),
+    PluginRef("PrioritySort"),
+    PluginRef("NodeName"),
+    PluginRef("NodeUnschedulable"),
     *BASE_MULTI_POINT[4:],
 ]
+# v1.37.2's applyFeatureGates, in its order: DeferredPodScheduling (before NodeResourcesFit,
+# so that it is the failing plugin its queueing hint retries) follows
+# InPlacePodVerticalScalingSchedulerPreemption; GangScheduling follows GenericWorkload (the
+# GangScheduling gate is gone).
 GATED_PLUGINS_1_37: tuple[GatedPlugin, ...] = (
-    GatedPlugin("NodeDeclaredFeatures", PluginRef(NODE_DECLARED_FEATURES)),
-    GatedPlugin("DynamicResourceAllocation", PluginRef("DynamicResources", 2), "DefaultPreemption"),
+    GATED_PLUGINS[0],
     GatedPlugin(
         "InPlacePodVerticalScalingSchedulerPreemption",
         PluginRef("DeferredPodScheduling"),
         "NodeResourcesFit",
     ),
+    GATED_PLUGINS[1],
     GatedPlugin("GenericWorkload", PluginRef("GangScheduling")),
-    GatedPlugin("TopologyAwareWorkloadScheduling", PluginRef("TopologyPlacementGenerator")),
-    GatedPlugin("TopologyAwareWorkloadScheduling", PluginRef("PodGroupPodsCount", 1)),
+    *GATED_PLUGINS[3:],
 )
 
 
@@ -186,11 +190,12 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
 
 
 def merge_plugins(default: Plugins, custom: Plugins | None) -> Plugins:
-    """Upstream ``mergePlugins``: every extension point, multiPoint included."""
+    """Upstream ``mergePlugins``: every extension point, multiPoint and the workload plugin
+    sets included."""
     if custom is None:
         return copy.deepcopy(default)
     merged = Plugins()
-    for attr, _ in PLUGIN_SETS:
+    for attr in [a for a, _ in PLUGIN_SETS] + [w.attr for w in WORKLOAD_PLUGIN_SETS]:
         setattr(merged, attr, merge_plugin_set(default.point(attr), custom.point(attr)))
     return merged
 

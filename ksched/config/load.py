@@ -26,7 +26,6 @@ from ksched.config.types import (
     API_VERSION_V1BETA3,
     DEFAULT_SCHEDULER_NAME,
     KIND,
-    PLUGIN_SETS,
     ClientConnection,
     ConfigError,
     Extender,
@@ -41,9 +40,10 @@ from ksched.config.types import (
     Profile,
     format_duration,
     parse_duration,
+    plugin_sets,
 )
 from ksched.config.validation import unknown_plugin_config, validate
-from ksched.features import FeatureGates
+from ksched.features import BINARY_VERSION, FeatureGates, default_feature_gates
 from ksched.framework.args import got
 from ksched.util.limits import BoundedLoaderMixin, loads_json
 
@@ -106,8 +106,10 @@ class _Decoder:
     fields are still checked. A null value counts as absent, as for Go pointers.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, version: str = BINARY_VERSION) -> None:
         self.problems: list[str] = []
+        # the emulated version whose fields the config may have
+        self.version = version
 
     def fail(self, path: str, msg: str) -> None:
         self.problems.append(f"{path}: {msg}" if path else msg)
@@ -243,9 +245,10 @@ def _plugin_set(d: _Decoder, raw: Any, path: str) -> PluginSet:
 
 
 def _plugins(d: _Decoder, raw: Any, path: str) -> Plugins:
-    m = d.obj(raw, path, [key for _, key in PLUGIN_SETS])
+    sets = plugin_sets(d.version)
+    m = d.obj(raw, path, [key for _, key in sets])
     plugins = Plugins()
-    for attr, key in PLUGIN_SETS:
+    for attr, key in sets:
         setattr(plugins, attr, _plugin_set(d, m.get(key), _join(path, key)))
     return plugins
 
@@ -444,12 +447,15 @@ def _type_meta(d: _Decoder, data: dict[str, Any], warnings: list[str]) -> str:
     return version if isinstance(version, str) else ""
 
 
-def decode_config(data: Any) -> tuple[KubeSchedulerConfiguration | None, list[str], list[str]]:
-    """Plain data to an undefaulted config: (config or None, problems, warnings).
+def decode_config(
+    data: Any, version: str = BINARY_VERSION
+) -> tuple[KubeSchedulerConfiguration | None, list[str], list[str]]:
+    """Plain data to an undefaulted config: (config or None, problems, warnings), with the
+    fields of emulated ``version``.
 
     Problems and warnings carry kube paths but no source prefix.
     """
-    d = _Decoder()
+    d = _Decoder(version)
     warnings: list[str] = []
     if data is None:
         data = {}
@@ -508,7 +514,8 @@ def load_config_data(
     (``--feature-gates``, ``--emulated-version``) the file is defaulted and validated
     under, and which the config then carries; the default gates if None.
     """
-    cfg, problems, warnings = decode_config(data)
+    version = (features or default_feature_gates()).emulated_version
+    cfg, problems, warnings = decode_config(data, version)
     if cfg is None:
         raise ConfigError(_prefix(source, problems), _prefix(source, warnings))
     if features is not None:
@@ -668,11 +675,13 @@ def _plugin_set_dict(ps: PluginSet) -> dict[str, Any]:
     return out
 
 
-def _profile_dict(prof: Profile) -> dict[str, Any]:
+def _profile_dict(prof: Profile, version: str) -> dict[str, Any]:
     out: dict[str, Any] = {"schedulerName": prof.scheduler_name}
     if prof.percentage_of_nodes_to_score is not None:
         out["percentageOfNodesToScore"] = prof.percentage_of_nodes_to_score
-    out["plugins"] = {key: _plugin_set_dict(prof.plugins.point(attr)) for attr, key in PLUGIN_SETS}
+    out["plugins"] = {
+        key: _plugin_set_dict(prof.plugins.point(attr)) for attr, key in plugin_sets(version)
+    }
     out["pluginConfig"] = [
         {"name": pc.name, "args": _plain_copy(pc.args)} for pc in prof.plugin_config
     ]
@@ -759,7 +768,7 @@ def to_dict(cfg: KubeSchedulerConfiguration) -> dict[str, Any]:
     out |= {
         "podInitialBackoffSeconds": cfg.pod_initial_backoff_seconds,
         "podMaxBackoffSeconds": cfg.pod_max_backoff_seconds,
-        "profiles": [_profile_dict(p) for p in cfg.profiles],
+        "profiles": [_profile_dict(p, cfg.features.emulated_version) for p in cfg.profiles],
         "extenders": [_extender_dict(e) for e in cfg.extenders],
         "delayCacheUntilActive": cfg.delay_cache_until_active,
     }

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..features import FeatureGates, default_feature_gates
+from ..features.versions import minor_key
 from ..framework.interface import EXTENSION_POINTS
 from ..util.duration import format_duration, parse_duration, parse_duration_ns
 from ..util.errors import KschedError
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "KIND",
     "PLUGIN_SETS",
+    "WORKLOAD_PLUGIN_SETS",
     "ClientConnection",
     "ConfigError",
     "Extender",
@@ -36,9 +38,12 @@ __all__ = [
     "PluginSet",
     "Plugins",
     "Profile",
+    "WorkloadPluginSet",
     "format_duration",
     "parse_duration",
     "parse_duration_ns",
+    "plugin_sets",
+    "workload_plugin_sets",
 ]
 
 API_GROUP = "kubescheduler.config.k8s.io"
@@ -55,6 +60,57 @@ PLUGIN_SETS: tuple[tuple[str, str], ...] = (
     *((p.attr, p.key) for p in EXTENSION_POINTS),
     ("multi_point", "multiPoint"),
 )
+
+
+@dataclass(frozen=True)
+class WorkloadPluginSet:
+    """A plugin set of workload-aware scheduling, which ksched does not run: ``key`` is in
+    the config from version ``since`` (a file naming it earlier is refused, as upstream's
+    strict decoding refuses an unknown field), and holds only the in-tree plugins that
+    extend it upstream (``plugins``; upstream's framework refuses any other, ``label``
+    naming its interface)."""
+
+    attr: str
+    key: str
+    label: str
+    since: str
+    plugins: frozenset[str]
+
+
+#: Upstream's v1 ``Plugins`` fields after multiPoint, in order.
+WORKLOAD_PLUGIN_SETS: tuple[WorkloadPluginSet, ...] = (
+    WorkloadPluginSet(
+        "placement_generate",
+        "placementGenerate",
+        "PlacementGeneratePlugin",
+        "1.36",
+        frozenset({"TopologyPlacementGenerator"}),
+    ),
+    WorkloadPluginSet(
+        "placement_score",
+        "placementScore",
+        "PlacementScorePlugin",
+        "1.36",
+        frozenset({"PodGroupPodsCount"}),
+    ),
+    WorkloadPluginSet(
+        "pod_group_post_filter",
+        "podGroupPostFilter",
+        "PodGroupPostFilterPlugin",
+        "1.37",
+        frozenset({"DefaultPreemption", "DynamicResources"}),
+    ),
+)
+
+
+def workload_plugin_sets(version: str) -> tuple[WorkloadPluginSet, ...]:
+    """The workload plugin sets a config has at emulated ``version``."""
+    return tuple(w for w in WORKLOAD_PLUGIN_SETS if minor_key(w.since) <= minor_key(version))
+
+
+def plugin_sets(version: str) -> tuple[tuple[str, str], ...]:
+    """(attribute, YAML key) of every plugin set a config has at emulated ``version``."""
+    return (*PLUGIN_SETS, *((w.attr, w.key) for w in workload_plugin_sets(version)))
 
 
 class ConfigError(KschedError, ValueError):
@@ -101,6 +157,10 @@ class Plugins:
     bind: PluginSet = field(default_factory=PluginSet)
     post_bind: PluginSet = field(default_factory=PluginSet)
     multi_point: PluginSet = field(default_factory=PluginSet)
+    # workload-aware scheduling's (``WORKLOAD_PLUGIN_SETS``): config only
+    placement_generate: PluginSet = field(default_factory=PluginSet)
+    placement_score: PluginSet = field(default_factory=PluginSet)
+    pod_group_post_filter: PluginSet = field(default_factory=PluginSet)
 
     def point(self, attr: str) -> PluginSet:
         """The plugin set of one extension point by attribute name (see PLUGIN_SETS)."""

@@ -23,6 +23,7 @@ from ksched.config.types import (
     PluginSet,
     Profile,
     format_duration,
+    workload_plugin_sets,
 )
 from ksched.features import FeatureGates
 from ksched.framework.args import show
@@ -170,6 +171,28 @@ def _gated_args(path: str, prof: Profile, features: FeatureGates) -> list[str]:
             if plugin == pc.name and value is not None and not all(map(features.enabled, gates)):
                 problem = _GATED_ARG_PROBLEMS[plugin, key](value)
                 errs.append(f"{path}.pluginConfig[{j}].args.{key}: {problem}")
+    return errs
+
+
+def _workload_plugin_sets(path: str, prof: Profile, version: str) -> list[str]:
+    """ksched runs none of workload-aware scheduling's plugin sets, but judges them as
+    upstream's framework does when it builds the profile: a plugin that does not extend
+    the set (kube-scheduler's text), or one listed twice, is refused."""
+    errs = []
+    for w in workload_plugin_sets(version):
+        seen: set[str] = set()
+        for j, p in enumerate(prof.plugins.point(w.attr).enabled):
+            where = f"{path}.plugins.{w.key}.enabled[{j}]"
+            if p.name not in w.plugins:
+                errs.append(
+                    f"{where}: plugin {json.dumps(p.name)} does not extend {w.label} plugin"
+                )
+            elif p.name in seen:
+                errs.append(
+                    f"{where}: plugin {json.dumps(p.name)} already registered as "
+                    f"{json.dumps(w.label)}"
+                )
+            seen.add(p.name)
     return errs
 
 
@@ -322,6 +345,7 @@ def validate(
             path = f"profiles[{i}]"
             errs += _validate_profile(path, cfg.api_version, prof, known_plugins)
             errs += _gated_args(path, prof, cfg.features)
+            errs += _workload_plugin_sets(path, prof, cfg.features.emulated_version)
             if prof.scheduler_name in seen:
                 # Upstream shows the other profile's path; the name is what users grep for.
                 errs.append(f"{path}.schedulerName: Duplicate value: {_show(prof.scheduler_name)}")

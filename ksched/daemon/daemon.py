@@ -367,7 +367,9 @@ class SchedulerDaemon:
         self.binding_timeout = binding_timeout
         self.port = port
         self.secure_serving = secure_serving
-        self.metrics = metrics if metrics is not None else SchedulerMetrics()
+        self.metrics = (
+            metrics if metrics is not None else SchedulerMetrics(features=config.features)
+        )
         self.shutdown_timeout = shutdown_timeout
         self.explain = explain
         self.seed = seed

@@ -36,6 +36,7 @@ import msgspec
 from aiohttp import web
 
 from ..config import to_dict
+from ..features.versions import KUBERNETES_VERSION
 from ..logging import get_logger
 from ..metrics import CONTENT_TYPE
 from ..queue.scheduling_queue import plugin_names
@@ -291,13 +292,15 @@ class DebugServer:
 
     async def _statusz(self, request: web.Request) -> web.Response:
         """kube-scheduler's ``/statusz`` (ComponentStatusz) as text: start time, uptime, the
-        runtime's version (Python's, where upstream's says Go's), the version ksched
-        behaves as, the emulated version and the top-level paths. 404 with the gate off."""
+        runtime's version (Python's, where upstream's says Go's), ksched's binary version
+        (the newest release it follows), the emulated version and the top-level paths. 404
+        with the gate off."""
         gates = self.daemon.config.features
         if not gates.enabled("ComponentStatusz"):
             raise web.HTTPNotFound()
         up = int(time.time() - self.started)
-        kube = gates.table.version.kube
+        # the binary's release whatever the emulated version, as kube-scheduler's
+        kube = KUBERNETES_VERSION
         rows = [
             ("Started", time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(self.started))),
             ("Up", f"{up // 3600} hr {up // 60 % 60:02d} min {up % 60:02d} sec"),

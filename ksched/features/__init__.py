@@ -26,10 +26,11 @@ from .support import (
     resolve_feature_gates,
     status,
 )
-from .versions import KUBE_VERSIONS, KubeVersion, version_of_release
+from .versions import KUBE_VERSIONS, KUBERNETES_VERSION, KubeVersion, version_of_release
 
 __all__ = [
     "BINARY_VERSION",
+    "KUBERNETES_VERSION",
     "KUBE_VERSIONS",
     "SUPPORT",
     "FeatureGateError",

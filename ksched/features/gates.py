@@ -21,7 +21,8 @@ from functools import cache, cached_property
 from types import MappingProxyType
 
 from ..util.errors import KschedError
-from .versions import KUBE_VERSIONS, KubeVersion
+from .versions import BINARY, KUBE_VERSIONS, KubeVersion
+from .versions import minor_key as _minor_key
 
 __all__ = [
     "BINARY_VERSION",
@@ -66,17 +67,8 @@ class GateTable:
     dependencies: Mapping[str, tuple[str, ...]]
 
 
-def _minor_key(minor: str) -> tuple[int, int]:
-    major, _, rest = minor.partition(".")
-    return int(major), int(rest)
-
-
-def _implemented() -> KubeVersion:
-    return max((v for v in KUBE_VERSIONS if v.implemented), key=lambda v: _minor_key(v.minor))
-
-
 #: ksched's own "binary version": the newest version whose behaviour it implements.
-BINARY_VERSION = _implemented().minor
+BINARY_VERSION = BINARY.minor
 
 
 @cache

@@ -92,6 +92,8 @@ SUPPORT: dict[str, Support] = {
     "DRAWorkloadResourceClaims": Support(False, True, _WORKLOAD),
     "DynamicResourceAllocation": Support(True, False, "DynamicResources in the default profile"),
     # workloads
+    "CompositePodGroup": Support(False, True, _WORKLOAD),
+    "PodGroupPreemptionPolicy": Support(False, True, _WORKLOAD),
     "GangScheduling": Support(False, True, _WORKLOAD),
     "GenericWorkload": Support(False, True, _WORKLOAD),
     "TopologyAwareWorkloadScheduling": Support(False, True, _WORKLOAD),
@@ -99,6 +101,9 @@ SUPPORT: dict[str, Support] = {
     # pods and nodes
     "InPlacePodLevelResourcesVerticalScaling": Support(
         False, True, "pod-level resources are read from the spec, never from a resize status"
+    ),
+    "InPlacePodVerticalScalingSchedulerPreemption": Support(
+        False, True, "the DeferredPodScheduling plugin (1.37) is not implemented yet"
     ),
     "InterPodAffinityHostnameFastPath": Support(
         False,
@@ -135,6 +140,7 @@ SUPPORT: dict[str, Support] = {
     ),
     "SchedulerAsyncAPICalls": Support(False, True, "the asynchronous API dispatcher"),
     "SchedulerAsyncPreemption": Support(True, False, "victims evicted asynchronously"),
+    "SchedulerPreQueueingHints": Support(False, True, "pre-queueing hints (1.37)"),
     "SchedulerPopFromBackoffQ": Support(False, True, "popping from backoffQ when activeQ is empty"),
     "SchedulerQueueingHints": Support(True, False, "queueing hints"),
 }

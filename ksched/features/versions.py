@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KUBE_VERSIONS", "KubeVersion", "version_of_release"]
+__all__ = [
+    "BINARY",
+    "KUBERNETES_VERSION",
+    "KUBE_VERSIONS",
+    "KubeVersion",
+    "minor_key",
+    "version_of_release",
+]
 
 
 @dataclass(frozen=True)
@@ -38,3 +45,18 @@ def version_of_release(release: str) -> KubeVersion:
         if row.minor == minor:
             return row
     raise KeyError(release)
+
+
+def minor_key(minor: str) -> tuple[int, int]:
+    """``"1.37"`` as ``(1, 37)``, so that 1.100 sorts after 1.99."""
+    major, _, rest = minor.partition(".")
+    return int(major), int(rest)
+
+
+#: ksched's own "binary version": the newest row it implements.
+BINARY: KubeVersion = max(
+    (v for v in KUBE_VERSIONS if v.implemented), key=lambda v: minor_key(v.minor)
+)
+#: The kube-scheduler release ksched follows by default (``--version``, the package root,
+#: and the release the test control plane builds): read from the table, never restated.
+KUBERNETES_VERSION: str = BINARY.kube

@@ -140,6 +140,8 @@ class BatchMetrics(Protocol):
 
     def batch_flushed(self, profile: str, reason: str) -> None: ...
 
+    def batch_rescored(self, profile: str, seconds: float) -> None: ...
+
 
 class EquivalenceCache(Protocol):
     """What a scheduling cycle asks of its profile's equivalence cache

@@ -279,7 +279,13 @@ class CycleCache:
             feasible[r] = fits
             if fits:
                 ok.append(r)
-        if ok and not self._score(entry, pod, np.array(ok, dtype=np.intp)):
-            return False
+        if ok:
+            # scoring the rows a change left feasible: upstream's rescoreHintedNode
+            t0 = perf_counter()
+            scored = self._score(entry, pod, np.array(ok, dtype=np.intp))
+            if self._metrics is not None:
+                self._metrics.batch_rescored(self.fw.profile_name, perf_counter() - t0)
+            if not scored:
+                return False
         entry.position = snap.log_position
         return True

@@ -101,6 +101,8 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
 
     def batch_flushed(self, profile: str, reason: str) -> None: ...
 
+    def batch_rescored(self, profile: str, seconds: float) -> None: ...
+
 
 _perf = time.perf_counter
 

@@ -1,11 +1,10 @@
-"""ksched's version and the kube-scheduler release whose behaviour it follows.
+"""ksched's own version.
 
-One home for both: the package root re-exports them, and the CLI (``--version``) and the
-test control plane (the release it builds) read them here, as no module imports the root.
+The kube-scheduler release it follows is ``ksched.features.KUBERNETES_VERSION``, derived from
+the versions table (``ksched.features.versions``): one home, and ``util`` stays below
+``features``.
 """
 
-__all__ = ["KUBERNETES_VERSION", "__version__"]
+__all__ = ["__version__"]
 
 __version__ = "0.1.0"
-#: The kube-scheduler release ksched follows (and the control plane its tests build).
-KUBERNETES_VERSION = "v1.37.2"

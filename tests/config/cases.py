@@ -284,6 +284,51 @@ case(
         },
     ),
 )
+# Workload-aware scheduling's plugin sets (config only in ksched): expect = ksched's verdict
+# per emulated version (kube-scheduler's, checked by test_parity_kube against each binary).
+WORKLOAD_SETS = {
+    "placement-generate": (
+        {"placementGenerate": {"enabled": [{"name": "TopologyPlacementGenerator"}]}},
+        {"1.36": True, "1.37": True},
+    ),
+    "placement-score": (
+        {"placementScore": {"enabled": [{"name": "PodGroupPodsCount"}]}},
+        {"1.36": True, "1.37": True},
+    ),
+    "placement-score-not-extending": (
+        {"placementScore": {"enabled": [{"name": "NodeName"}]}},
+        {"1.36": False, "1.37": False},
+    ),
+    # an unknown field before 1.37
+    "pod-group-post-filter": (
+        {
+            "podGroupPostFilter": {
+                "enabled": [{"name": "DynamicResources"}],
+                "disabled": [{"name": "*"}],
+            }
+        },
+        {"1.36": False, "1.37": True},
+    ),
+    "pod-group-post-filter-twice": (
+        {
+            "podGroupPostFilter": {
+                "enabled": [{"name": "DefaultPreemption"}, {"name": "DefaultPreemption"}]
+            }
+        },
+        {"1.36": False, "1.37": False},
+    ),
+    "pod-group-post-filter-not-extending": (
+        {"podGroupPostFilter": {"enabled": [{"name": "NodeName"}]}},
+        {"1.36": False, "1.37": False},
+    ),
+}
+for _name, (_plugins, _verdicts) in WORKLOAD_SETS.items():
+    case(
+        f"validation/workload/{_name}",
+        _profile(schedulerName="x", plugins=_plugins),
+        expect=_verdicts,
+    )
+
 # validatePluginConfig checks some in-tree plugins' args whether or not they are enabled;
 # NodeResourcesFit's not (its table entry is misnamed "NodeResourcesFitArgs").
 case(

@@ -21,11 +21,26 @@ from ksched.config import (
     merge_plugin_set,
     set_defaults,
 )
+from ksched.config.defaults import DEFAULT_PROFILE_BY_VERSION, default_multi_point
+from ksched.features import (
+    BINARY_VERSION,
+    KUBE_VERSIONS,
+    FeatureGateError,
+    FeatureGates,
+    set_feature_gates,
+)
 from tests.config.cases import CASES, Case, by_prefix
 
-# kube-scheduler v1 getDefaultPlugins(), minus the in-tree volume limit plugins upstream removed,
-# with DynamicResources where applyFeatureGates puts it (before DefaultPreemption).
-UPSTREAM_MULTI_POINT = [
+
+def gates(version: str, *flags: str) -> FeatureGates:
+    """The gates of ``--emulated-version=version --feature-gates=flags``."""
+    return set_feature_gates(list(flags), [version])
+
+
+# kube-scheduler v1.36.3's getDefaultPlugins(), minus the in-tree volume limit plugins
+# upstream removed, with DynamicResources where applyFeatureGates puts it (before
+# DefaultPreemption).
+UPSTREAM_MULTI_POINT_1_36 = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
     ("NodeUnschedulable", None),
@@ -47,8 +62,18 @@ UPSTREAM_MULTI_POINT = [
     ("DefaultBinder", None),
     ("NodeDeclaredFeatures", None),  # appended by applyFeatureGates (gate on in v1.36)
 ]
+# v1.37.2's: NodeName before NodeUnschedulable; the gates that add plugins under 1.37's
+# defaults are those of 1.36 (DeferredPodScheduling and GangScheduling are off by default).
+UPSTREAM_MULTI_POINT_1_37 = [
+    UPSTREAM_MULTI_POINT_1_36[0],
+    UPSTREAM_MULTI_POINT_1_36[1],
+    ("NodeName", None),
+    ("NodeUnschedulable", None),
+    *UPSTREAM_MULTI_POINT_1_36[4:],
+]
+UPSTREAM_MULTI_POINT = {"1.36": UPSTREAM_MULTI_POINT_1_36, "1.37": UPSTREAM_MULTI_POINT_1_37}
 DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
-DEFAULT_PLUGIN_CONFIG = [
+DEFAULT_PLUGIN_CONFIG_1_36 = [
     PluginConfig(
         "DefaultPreemption", {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}
     ),
@@ -66,6 +91,21 @@ DEFAULT_PLUGIN_CONFIG = [
     PluginConfig("PodTopologySpread", {"defaultingType": "System"}),
     PluginConfig("VolumeBinding", {"bindTimeoutSeconds": 600}),
 ]
+# StorageCapacityScoring is on by default in 1.37: VolumeBinding's shape is defaulted.
+DEFAULT_PLUGIN_CONFIG = {
+    "1.36": DEFAULT_PLUGIN_CONFIG_1_36,
+    "1.37": [
+        *DEFAULT_PLUGIN_CONFIG_1_36[:-1],
+        PluginConfig(
+            "VolumeBinding",
+            {
+                "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
+                "bindTimeoutSeconds": 600,
+            },
+        ),
+    ],
+}
+VERSIONS = pytest.mark.parametrize("version", ["1.36", "1.37"])
 
 
 def names(refs: list[PluginRef]) -> list[tuple[str, int | None]]:
@@ -77,8 +117,19 @@ def load(case_id: str) -> tuple[KubeSchedulerConfiguration, list[str]]:
     return load_config_data(CASES[case_id].data, "c.yaml")
 
 
-def test_default_multi_point_matches_upstream_order_and_weights() -> None:
-    assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT
+def test_default_multi_point_is_the_default_versions() -> None:
+    assert names(DEFAULT_MULTI_POINT) == UPSTREAM_MULTI_POINT[BINARY_VERSION]
+
+
+@VERSIONS
+def test_default_multi_point_matches_upstream_order_and_weights(version: str) -> None:
+    assert names(default_multi_point(gates(version))) == UPSTREAM_MULTI_POINT[version]
+
+
+@VERSIONS
+def test_each_version_has_a_default_profile_row(version: str) -> None:
+    assert version in DEFAULT_PROFILE_BY_VERSION
+    assert {v.minor for v in KUBE_VERSIONS if v.implemented} == set(DEFAULT_PROFILE_BY_VERSION)
 
 
 def test_default_config_scalars() -> None:
@@ -109,17 +160,18 @@ def test_default_config_scalars() -> None:
     )
 
 
-def test_default_profile_plugins_and_args() -> None:
-    cfg = default_config()
+@VERSIONS
+def test_default_profile_plugins_and_args(version: str) -> None:
+    cfg = default_config(gates(version))
     assert len(cfg.profiles) == 1
     prof = cfg.profiles[0]
     assert prof.scheduler_name == "ksched"
     assert prof.percentage_of_nodes_to_score is None
-    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
+    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT[version]
     assert prof.plugins.multi_point.disabled == []
     assert prof.plugins.filter == PluginSet()
     assert prof.plugins.score == PluginSet()
-    assert prof.plugin_config == DEFAULT_PLUGIN_CONFIG
+    assert prof.plugin_config == DEFAULT_PLUGIN_CONFIG[version]
 
 
 def test_default_list_is_not_shared_with_configs() -> None:
@@ -128,7 +180,7 @@ def test_default_list_is_not_shared_with_configs() -> None:
     cfg.profiles[0].plugin_config[4].args["resources"][0]["weight"] = 9
     fresh = default_config()
     assert fresh.profiles[0].plugins.multi_point.enabled[0].name == "SchedulingGates"
-    assert fresh.profiles[0].plugin_config == DEFAULT_PLUGIN_CONFIG
+    assert fresh.profiles[0].plugin_config == DEFAULT_PLUGIN_CONFIG[BINARY_VERSION]
     assert DEFAULT_MULTI_POINT[0].name == "SchedulingGates"
 
 
@@ -194,7 +246,9 @@ def test_multi_point_custom_plugin_appended_and_default_reconfigured_in_place() 
     cfg, warnings = load("defaults/multi-point-custom-and-reconfigured")
     assert warnings == []
     got = names(cfg.profiles[0].plugins.multi_point.enabled)
-    expected = [(n, 5 if n == "TaintToleration" else w) for n, w in UPSTREAM_MULTI_POINT]
+    expected = [
+        (n, 5 if n == "TaintToleration" else w) for n, w in UPSTREAM_MULTI_POINT[BINARY_VERSION]
+    ]
     assert got == [*expected, ("Foo", 4)]
 
 
@@ -213,7 +267,7 @@ def test_specific_extension_point_has_no_defaults_and_keeps_user_lists() -> None
     assert names(plugins.filter.enabled) == [("Foo", None), ("Bar", None)]
     assert names(plugins.score.enabled) == [("Foo", 3)]
     assert plugins.score.disabled == [PluginRef("*")]
-    assert names(plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
+    assert names(plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT[BINARY_VERSION]
 
 
 def test_disabled_default_loses_its_default_args() -> None:
@@ -237,7 +291,7 @@ def test_dynamic_resources_is_a_default_plugin_with_default_args() -> None:
     cfg, warnings = load("defaults/empty")
     assert warnings == []
     prof = cfg.profiles[0]
-    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT
+    assert names(prof.plugins.multi_point.enabled) == UPSTREAM_MULTI_POINT[BINARY_VERSION]
     assert (
         PluginConfig("DynamicResources", {"filterTimeout": "10s", "bindingTimeout": "10m0s"})
         in prof.plugin_config
@@ -251,7 +305,7 @@ def test_dynamic_resources_named_by_user_is_kept_with_its_args() -> None:
     assert names(prof.plugins.filter.enabled) == [("Foo", None), ("DynamicResources", None)]
     # mergePluginSet: the user's entry replaces the default one in place, weight and all
     assert names(prof.plugins.multi_point.enabled) == [
-        (n, None if n == "DynamicResources" else w) for n, w in UPSTREAM_MULTI_POINT
+        (n, None if n == "DynamicResources" else w) for n, w in UPSTREAM_MULTI_POINT[BINARY_VERSION]
     ]
     (pc,) = [pc for pc in prof.plugin_config if pc.name == "DynamicResources"]
     assert pc.args == {"filterTimeout": "5s", "bindingTimeout": "10m0s"}
@@ -262,7 +316,7 @@ def test_disabling_dynamic_resources() -> None:
     assert warnings == []
     assert cfg.profiles[0].plugins.multi_point.disabled == [PluginRef("DynamicResources")]
     assert names(cfg.profiles[0].plugins.multi_point.enabled) == [
-        (n, w) for n, w in UPSTREAM_MULTI_POINT if n != "DynamicResources"
+        (n, w) for n, w in UPSTREAM_MULTI_POINT[BINARY_VERSION] if n != "DynamicResources"
     ]
 
 
@@ -354,3 +408,39 @@ def test_default_plugin_args_leaves_other_plugins_untouched() -> None:
     args: dict[str, Any] = {"anything": [1, 2]}
     assert default_plugin_args("MyOutOfTreePlugin", args) is args
     assert default_plugin_args("MyOutOfTreePlugin", {}) == {}
+
+
+@pytest.mark.parametrize(
+    ("version", "gate", "plugin", "after"),
+    [
+        # v1.37.2's applyDeferredPodScheduling: just before NodeResourcesFit
+        (
+            "1.37",
+            "InPlacePodVerticalScalingSchedulerPreemption",
+            "DeferredPodScheduling",
+            "NodePorts",
+        ),
+        # v1.37.2's applyGangScheduling follows GenericWorkload; v1.36.3's GangScheduling
+        ("1.37", "GenericWorkload", "GangScheduling", "NodeDeclaredFeatures"),
+        ("1.36", "GenericWorkload,GangScheduling", "GangScheduling", "NodeDeclaredFeatures"),
+    ],
+)
+def test_gated_plugins_join_where_each_versions_apply_feature_gates_puts_them(
+    monkeypatch: pytest.MonkeyPatch, version: str, gate: str, plugin: str, after: str
+) -> None:
+    """Were ksched to have the plugin, its gate puts it where upstream's does (until then
+    the gate is refused, ``ksched.features.support``)."""
+    import ksched.config.defaults as defaults
+
+    monkeypatch.setattr(defaults, "BUILTIN_PLUGINS", {*defaults.BUILTIN_PLUGINS, plugin})
+    flags = ",".join(f"{g}=true" for g in gate.split(","))
+    got = [p.name for p in default_multi_point(gates(version, flags))]
+    assert got[got.index(plugin) - 1] == after
+    off = [p.name for p in default_multi_point(gates(version))]
+    assert plugin not in off
+
+
+def test_gang_scheduling_gate_adds_nothing_in_1_37() -> None:
+    """1.37 dropped the GangScheduling gate: GenericWorkload alone adds the plugin."""
+    with pytest.raises(FeatureGateError, match="GangScheduling"):
+        gates("1.37", "GangScheduling=true")

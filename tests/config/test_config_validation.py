@@ -224,3 +224,37 @@ def test_all_problems_collected_in_upstream_order() -> None:
         "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0",
         "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it",
     ]
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+@pytest.mark.parametrize("case", by_prefix("validation/workload/"), ids=lambda c: c.id)
+def test_workload_plugin_sets_per_version(case: Case, version: str) -> None:
+    """placementGenerate/placementScore (both versions) and podGroupPostFilter (1.37; an
+    unknown field in 1.36) hold only the plugins that extend them upstream, once each."""
+    from ksched.config import ConfigError, load_config_data, to_dict
+    from ksched.features import set_feature_gates
+
+    gates = set_feature_gates([], [version])
+    try:
+        cfg, _ = load_config_data(case.data, "c.yaml", None, gates)
+    except ConfigError as e:
+        assert not case.expect[version], e.problems
+        (problem,) = e.problems
+        assert problem.startswith("c.yaml: profiles[0].plugins.")
+        return
+    assert case.expect[version]
+    (key,) = case.data["profiles"][0]["plugins"]
+    # written back out as given (--write-config-to), merged with no defaults
+    assert to_dict(cfg)["profiles"][0]["plugins"][key] == case.data["profiles"][0]["plugins"][key]
+
+
+def test_the_effective_config_has_each_versions_plugin_sets() -> None:
+    from ksched.config import default_config, to_dict
+    from ksched.features import set_feature_gates
+
+    keys = {
+        v: list(to_dict(default_config(set_feature_gates([], [v])))["profiles"][0]["plugins"])
+        for v in ("1.36", "1.37")
+    }
+    assert keys["1.36"][-3:] == ["multiPoint", "placementGenerate", "placementScore"]
+    assert keys["1.37"] == [*keys["1.36"], "podGroupPostFilter"]

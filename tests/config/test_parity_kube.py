@@ -49,7 +49,7 @@ from ksched.features import resolve_feature_gates
 from ksched.testing.controlplane import ControlPlane
 from ksched.testing.controlplane._process import _die_with_parent as die_with_parent
 from tests.config.cases import CASES, Case
-from tests.features.gatesets import NON_DEFAULT, kube_scheduler_effective
+from tests.features.gatesets import NON_DEFAULT_BY_VERSION, kube_scheduler_effective, minor_of
 
 REPO = Path(__file__).resolve().parents[2]
 FIDELITY = REPO / "docs" / "fidelity.md"
@@ -229,11 +229,12 @@ def _write(c: Case, cp: ControlPlane, directory: Path) -> Path:
     return path
 
 
-def ksched_verdict(path: Path) -> Verdict:
+def ksched_verdict(path: Path, minor: str) -> Verdict:
+    """``ksched config validate`` at ``--emulated-version minor`` (the binary's beside it)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = ksched_main(["config", "validate", str(path)])
+            code = ksched_main(["config", "validate", str(path), f"--emulated-version={minor}"])
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
     lines = err.getvalue().splitlines()
@@ -298,7 +299,15 @@ def compare_all(cp: ControlPlane, cases: list[Case], directory: Path) -> list[Co
     paths = [_write(c, cp, directory) for c in cases]
     with ThreadPoolExecutor(PARALLEL) as pool:
         kube = list(pool.map(lambda p: kube_scheduler_verdict(binary, p), paths))
-    return [Compared(c, ksched_verdict(p), k) for c, p, k in zip(cases, paths, kube, strict=True)]
+    minor = kube_minor_of(cp)
+    return [
+        Compared(c, ksched_verdict(p, minor), k) for c, p, k in zip(cases, paths, kube, strict=True)
+    ]
+
+
+def kube_minor_of(cp: ControlPlane) -> str:
+    """The control plane's release as an emulated version ("1.37")."""
+    return minor_of(cp.assets.version)
 
 
 def _table(rows: list[Compared]) -> str:
@@ -385,21 +394,21 @@ def _default_profile_of(effective: Any) -> tuple[list[tuple[str, int]], dict[tup
 
 
 @pytest.mark.kube
-@pytest.mark.parametrize("gates", [[], NON_DEFAULT], ids=["default-gates", "non-default-gates"])
+@pytest.mark.parametrize("non_default", [False, True], ids=["default-gates", "non-default-gates"])
 def test_the_default_profile_is_kube_schedulers_under_each_gate_set(
-    controlplane: ControlPlane, gates: list[str]
+    controlplane: ControlPlane, non_default: bool
 ) -> None:
     """The default profile's plugins (order, weights) and the args upstream defaults only
-    under feature gates, against a real kube-scheduler's ``/configz`` with the same
-    ``--feature-gates`` (and its ``--write-config-to``, which must say the same)."""
+    under feature gates: ksched's at the control plane's minor, against a real
+    kube-scheduler's ``/configz`` with the same ``--feature-gates`` (and its
+    ``--write-config-to``, which must say the same)."""
+    minor = kube_minor_of(controlplane)
+    gates = NON_DEFAULT_BY_VERSION[minor] if non_default else []
     flags = [f"--feature-gates={g}" for g in gates]
     with controlplane.kube_scheduler(None, name=f"configz-{len(gates)}", args=flags) as ks:
         theirs = json.loads(ks.get("/configz"))["componentconfig"]
     written, err = kube_scheduler_effective(flags)
     assert written is not None, err
     assert _default_profile_of(written) == _default_profile_of(theirs)
-    mine = to_dict(default_config(resolve_feature_gates(gates)))
-    their_plugins, their_args = _default_profile_of(theirs)
-    my_plugins, my_args = _default_profile_of(mine)
-    assert their_plugins == my_plugins
-    assert their_args == my_args
+    ours = to_dict(default_config(resolve_feature_gates(gates, [minor])))
+    assert _default_profile_of(ours) == _default_profile_of(theirs)

@@ -35,7 +35,9 @@ def simulated(metrics: SchedulerMetrics | None = None, cluster: str = CLUSTER) -
     """The example cluster scheduled to completion: small and mid bound, huge unschedulable."""
     # unvalidated: some tests feed the scheduler a pod the API server would have refused
     cf = parse_cluster(cluster, "test", validate=False)
-    sim = Simulation(cf, default_config(), default_registry(), seed=0)
+    # the metrics' emulated version is the scheduler's
+    config = default_config(metrics.features if metrics is not None else None)
+    sim = Simulation(cf, config, default_registry(), seed=0)
     if metrics is not None:
         metrics.attach(sim.sched)
         # Every plugin run (so evaluated and timed) on every attempt: a cycle the cache

@@ -168,9 +168,13 @@ def test_configz_shows_the_client_settings_in_effect(tmp_path: Path) -> None:
 
 def test_configz_shows_the_feature_gates_in_effect(daemon: FakeDaemon) -> None:
     out = json.loads(one(daemon, "/configz")[2])
-    assert out["emulatedVersion"] == "1.36"
+    assert out["emulatedVersion"] == "1.37"
     assert out["featureGates"]["OpportunisticBatching"] is True
-    gates = set_feature_gates(["OpportunisticBatching=false,StorageCapacityScoring=true"])
+    v136 = default_config(set_feature_gates([], ["1.36"]))
+    out = json.loads(one(dataclasses.replace(daemon, config=v136), "/configz")[2])
+    assert out["emulatedVersion"] == "1.36"
+    assert "SidecarContainers" in out["featureGates"]  # 1.36's gates (gone in 1.37)
+    gates = set_feature_gates(["OpportunisticBatching=false,StorageCapacityScoring=true"], ["1.36"])
     cfg = default_config(gates)
     out = json.loads(one(dataclasses.replace(daemon, config=cfg), "/configz")[2])
     assert out["featureGates"] == gates.effective()
@@ -235,9 +239,14 @@ def test_statusz_as_kube_schedulers_and_goes_with_its_gate() -> None:
         "Paths",
     ]
     assert re.fullmatch(r"Up  0 hr 00 min 0\d sec", lines[2])
-    assert lines[4].startswith("Binary version  1.36.3 (ksched ")
-    assert lines[5] == "Emulation version  1.36"
+    assert lines[4].startswith("Binary version  1.37.2 (ksched ")
+    assert lines[5] == "Emulation version  1.37"
     assert "/configz" in lines[6] and "/flagz" in lines[6]
+    # at --emulated-version 1.36: the binary stays v1.37.2's, as kube-scheduler's does
+    v136 = default_config(set_feature_gates([], ["1.36"]))
+    lines = one(FakeDaemon(None, config=v136), "/statusz")[2].split(ZPAGE_WARNING)[1].splitlines()
+    assert lines[4].startswith("Binary version  1.37.2 (ksched ")
+    assert lines[5] == "Emulation version  1.36"
     off = default_config(set_feature_gates(["ComponentStatusz=false"]))
     assert one(FakeDaemon(None, config=off), "/statusz")[0] == 404
 

@@ -11,6 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ksched.config import default_config
+from ksched.features import set_feature_gates
 from ksched.metrics import SchedulerMetrics, exponential_buckets, go_float
 from ksched.plugins import default_registry
 from ksched.sim import Simulation, parse_cluster
@@ -357,8 +358,10 @@ def test_a_registry_passed_in_is_exposed_without_created_series_too() -> None:
     assert "_created" not in m.render().decode()
 
 
-def test_preemption_attempts_victims_and_evictions() -> None:
-    m = SchedulerMetrics(seed=0, process_metrics=False)
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_preemption_attempts_victims_and_evictions(version: str) -> None:
+    gates = set_feature_gates([], [version])
+    m = SchedulerMetrics(seed=0, process_metrics=False, features=gates)
     sim = simulated(m, PREEMPTION)
     assert sim.sched.preemptions == {"urgent": ["default/big"]}
     # one PostFilter call of DefaultPreemption; its candidate had one victim
@@ -366,7 +369,81 @@ def test_preemption_attempts_victims_and_evictions() -> None:
     assert value(m, "scheduler_preemption_victims_count") == 1
     assert value(m, "scheduler_preemption_victims_sum") == 1
     assert value(m, "scheduler_preemption_goroutines_execution_total", result="success") == 1
-    assert value(m, "scheduler_preemption_goroutines_duration_seconds_count", result="success") == 1
+    # deprecated (ALPHA) in 1.37.0, so hidden by component-base from 1.37 on
+    duration = value(m, "scheduler_preemption_goroutines_duration_seconds_count", result="success")
+    assert duration == (1 if version == "1.36" else None)
+
+
+def _families(m: SchedulerMetrics) -> dict[str, str]:
+    """Exposed family name (as exposed: counters with ``_total``) -> help text."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = {}
+    for fam in text_string_to_metric_families(m.render().decode()):
+        name = fam.name + ("_total" if fam.type == "counter" else "")
+        out[name] = fam.documentation
+    return out
+
+
+def test_each_version_exposes_its_own_families_and_texts() -> None:
+    """What changed in v1.37.2's pkg/scheduler/metrics, family by family."""
+    old = _families(SchedulerMetrics(seed=0, features=set_feature_gates([], ["1.36"])))
+    new = _families(SchedulerMetrics(seed=0))
+    added = {
+        "scheduler_queue_incoming_entities_total",
+        "scheduler_pre_queueing_hint_evaluations_total",
+        "scheduler_batch_rescore_attempts_total",
+        "scheduler_batch_rescore_duration_seconds",
+        "scheduler_queued_entities",
+    }
+    assert set(new) - set(old) == added
+    assert set(old) - set(new) == {"scheduler_preemption_goroutines_duration_seconds"}
+    for name in (
+        "scheduler_scheduling_algorithm_duration_seconds",
+        "scheduler_plugin_execution_duration_seconds",
+    ):
+        assert old[name].startswith("[ALPHA] ") and new[name].startswith("[BETA] "), name
+    assert old["scheduler_preemption_victims"] == "[STABLE] Number of selected preemption victims"
+    assert new["scheduler_preemption_victims"].endswith("for preemption initiated by a single pod")
+    assert "unschedulablePods" in old["scheduler_pending_pods"]
+    assert "unschedulableEntities" in new["scheduler_pending_pods"]
+    assert "'incomplete'" in new["scheduler_pending_pods"]
+    assert old["scheduler_store_schedule_results_duration_seconds"].endswith("getting a no.")
+    assert new["scheduler_store_schedule_results_duration_seconds"].endswith("scheduling results.")
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_queue_moves_count_pods_and_from_1_37_entities(version: str) -> None:
+    """Every pod is its own entity (ksched has no pod groups): 1.37 counts an entity of type
+    ``pod`` wherever it counts a pod, and shows the queues' pods as entities too."""
+    m = SchedulerMetrics(seed=0, process_metrics=False, features=set_feature_gates([], [version]))
+    simulated(m)
+    pods = value(
+        m, "scheduler_queue_incoming_pods_total", queue="active", event="UnschedulablePodAdd"
+    )
+    assert pods is not None and pods >= 3
+    entities = value(
+        m,
+        "scheduler_queue_incoming_entities_total",
+        queue="active",
+        event="UnschedulablePodAdd",
+        type="pod",
+    )
+    assert entities == (pods if version == "1.37" else None)
+    unschedulable = value(m, "scheduler_pending_pods", queue="unschedulable")
+    assert unschedulable == 1  # huge
+    queued = value(m, "scheduler_queued_entities", queue="unschedulable", type="pod")
+    assert queued == (1 if version == "1.37" else None)
+
+
+def test_family_help_follows_the_newest_version_at_or_below() -> None:
+    from ksched.metrics import FAMILY
+
+    fam = FAMILY["scheduler_preemption_goroutines_duration_seconds"]
+    assert fam.help_at("1.36") and fam.help_at("1.37") is None
+    assert fam.help_at("1.40") is None  # not back later
+    new = FAMILY["scheduler_queued_entities"]
+    assert new.help_at("1.36") is None and new.help_at("1.38") == new.help_at("1.37")
 
 
 def _shadowed_methods(obj: object) -> list[str]:

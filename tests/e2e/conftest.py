@@ -344,11 +344,13 @@ class E2E:
         wait_ready: bool = True,
         plugins: dict[str, type] | None = None,
         client_kw: dict[str, Any] | None = None,
+        features: Any = None,
         **kw: Any,
     ) -> Iterator[DaemonHandle]:
         """A SchedulerDaemon on its own event loop thread; stopped (gracefully) on exit.
         ``plugins``: extra plugin classes by name, for ``cfg`` to enable; ``client_kw``:
-        APIClient arguments (its watch probe's timings, say)."""
+        APIClient arguments (its watch probe's timings, say); ``features``: the gates (and
+        emulated version) to load ``cfg`` under, the default ones if None."""
         from ksched.cluster import APIClient
         from ksched.config import load_config_data
         from ksched.daemon import SchedulerDaemon
@@ -357,7 +359,7 @@ class E2E:
         registry = default_registry()
         for name, cls in (plugins or {}).items():
             registry.register(name, cls, "tests")
-        config, _ = load_config_data(cfg if cfg is not None else self.config())
+        config, _ = load_config_data(cfg if cfg is not None else self.config(), features=features)
         with start_blocking_portal() as portal:
             client = portal.call(
                 lambda: APIClient.from_kubeconfig(self.kubeconfig, qps=0, **(client_kw or {}))

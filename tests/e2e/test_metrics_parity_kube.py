@@ -1,8 +1,9 @@
 """ksched's ``/metrics`` beside the real kube-scheduler's, after the same small workload.
 
 One cluster (``ksched.testing.controlplane``), two schedulers, each with its own
-schedulerName and its own two nodes: a real kube-scheduler v1.36, then ksched's daemon
-(embedded, as ``system:kube-scheduler`` with the stock role). Each is given the same pods:
+schedulerName and its own two nodes: a real kube-scheduler (the session's release), then
+ksched's daemon (embedded, as ``system:kube-scheduler`` with the stock role, emulating that
+release's minor). Each is given the same pods:
 four low-priority pods filling its nodes, one pod no node can hold (PostFilter finds no
 victims for it), and one high-priority pod that preempts two of the low ones. Then both
 ``/metrics`` are compared family by family: every ``scheduler_*`` family the real binary
@@ -26,7 +27,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ksched.features import set_feature_gates
 from ksched.metrics import go_float
+from tests.features.gatesets import minor_of
 
 from .conftest import E2E, wait_for
 from .test_preemption_e2e import _priority_class, create_pod, gone
@@ -59,6 +62,13 @@ def workload(e2e: E2E, scheduler: str, pool: str, high_class: str) -> None:
     urgent = pod(f"{pool}-urgent", "1500m", priorityClassName=high_class)
     assert e2e.wait_bound(urgent, timeout=30) in nodes
     assert sum(gone(e2e, name) for name in low) == 2
+
+
+def emulated(e2e: E2E) -> Any:
+    """The gates ksched runs under beside the control plane's kube-scheduler: at its minor
+    (``--emulated-version 1.36`` beside v1.36.3)."""
+    assert e2e.controlplane is not None
+    return set_feature_gates([], [minor_of(e2e.controlplane.assets.version)])
 
 
 def scheduler_families(text: str) -> dict[str, Any]:
@@ -101,7 +111,7 @@ def test_scheduler_metric_families_match_kube_scheduler(e2e: E2E, high_class: st
             return text if f"{HINTS}_bucket" in text else None
 
         upstream = scheduler_families(wait_for(with_hints, timeout=10, what=HINTS))
-    with e2e.daemon() as d:
+    with e2e.daemon(features=emulated(e2e)) as d:
         workload(e2e, e2e.scheduler_name, "ksched", high_class)
         status, text = d.get("/metrics")
         registry = d.daemon.metrics.registry
@@ -218,7 +228,7 @@ def test_framework_series_match_kube_scheduler_per_pod(e2e: E2E) -> None:
 
         time.sleep(1.5)  # plugin durations go through an async recorder flushed every 1 s
         theirs_text = ks.metrics()
-    with e2e.daemon() as d:
+    with e2e.daemon(features=emulated(e2e)) as d:
         replicas(e2e, e2e.scheduler_name, "ksched")
         status, ours_text = d.get("/metrics")
         hits = d.call(lambda: d.daemon.scheduler.frameworks[e2e.scheduler_name].cycle_cache.hits)

@@ -11,16 +11,40 @@ from pathlib import Path
 
 import yaml
 
-#: A gate set kube-scheduler accepts and ksched implements, every value non-default: the
-#: NodeDeclaredFeatures plugin out (with the gates that need it), StorageCapacityScoring
-#: (default shape), no DRA filter timeout, no batching, no /flagz.
-NON_DEFAULT = [
-    "NodeDeclaredFeatures=false,InPlacePodVerticalScalingInitContainers=false,"
-    "InPlacePodLevelResourcesVerticalScaling=false,RestartAllContainersOnContainerExits=false,"
-    "ExtendWebSocketsToKubelet=false",
-    "StorageCapacityScoring=true,DRASchedulerFilterTimeout=false",
-    "OpportunisticBatching=false,ComponentFlagz=false",
-]
+from ksched.features import BINARY_VERSION
+
+#: Per version, a gate set kube-scheduler accepts and ksched implements, every value
+#: non-default. 1.36: the NodeDeclaredFeatures plugin out (with the gates that need it),
+#: StorageCapacityScoring (default shape), no DRA filter timeout, no batching, no /flagz.
+#: 1.37 locks NodeDeclaredFeatures and turns StorageCapacityScoring on: no shape.
+NON_DEFAULT_BY_VERSION = {
+    "1.36": [
+        "NodeDeclaredFeatures=false,InPlacePodVerticalScalingInitContainers=false,"
+        "InPlacePodLevelResourcesVerticalScaling=false,RestartAllContainersOnContainerExits=false,"
+        "ExtendWebSocketsToKubelet=false",
+        "StorageCapacityScoring=true,DRASchedulerFilterTimeout=false",
+        "OpportunisticBatching=false,ComponentFlagz=false",
+    ],
+    "1.37": [
+        "StorageCapacityScoring=false,DRASchedulerFilterTimeout=false",
+        "OpportunisticBatching=false,ComponentFlagz=false",
+    ],
+}
+#: The default version's.
+NON_DEFAULT = NON_DEFAULT_BY_VERSION[BINARY_VERSION]
+
+
+def minor_of(release: str) -> str:
+    """A release's minor, as ``--emulated-version`` takes it: "v1.36.3" -> "1.36"."""
+    return ".".join(release.lstrip("v").split(".")[:2])
+
+
+def kube_minor() -> str:
+    """The minor of the kube-scheduler the session's control plane builds
+    (``KSCHED_KUBE_VERSION``): the version ksched emulates when compared with it."""
+    from ksched.testing.controlplane._build import kube_version
+
+    return minor_of(kube_version())
 
 
 def kube_scheduler_effective(

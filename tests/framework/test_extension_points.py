@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from ksched import default_registry, extension_points_of
-from ksched.config import PLUGIN_SETS, Plugins, load_config_data
+from ksched.config import PLUGIN_SETS, WORKLOAD_PLUGIN_SETS, Plugins, load_config_data
 from ksched.framework import runtime
 from ksched.framework.interface import _BASE_METHODS, EXTENSION_POINTS, POINTS
 from ksched.profile import build_frameworks
@@ -28,7 +28,10 @@ def test_the_table_is_upstreams_points_in_framework_order() -> None:
 def test_config_plugin_sets_follow_the_table_then_multi_point() -> None:
     assert PLUGIN_SETS[:-1] == tuple((p.attr, p.key) for p in EXTENSION_POINTS)
     assert PLUGIN_SETS[-1] == ("multi_point", "multiPoint")
-    assert [f.name for f in dataclasses.fields(Plugins)] == [attr for attr, _ in PLUGIN_SETS]
+    # then workload-aware scheduling's sets, config only (``WORKLOAD_PLUGIN_SETS``)
+    assert [f.name for f in dataclasses.fields(Plugins)] == [attr for attr, _ in PLUGIN_SETS] + [
+        w.attr for w in WORKLOAD_PLUGIN_SETS
+    ]
 
 
 def test_the_runtime_keeps_one_plugin_list_per_point() -> None:

@@ -567,3 +567,35 @@ def test_refreshed_rows_keep_the_plugin_weights() -> None:
     assert cached == plain
     assert hits > 100
     assert sum(1 for n in plain.values() if n) > 100
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
+def test_rows_rescored_after_a_binding_are_upstreams_batch_rescores(version: str) -> None:
+    """Each refresh that re-scores rows (the node the previous replica went to, as upstream's
+    rescoreHintedNode re-scores it) counts one ``batch_rescore_attempts_total`` and one
+    duration observation; 1.36 has no such families."""
+    from ksched.features import set_feature_gates
+    from ksched.metrics import SchedulerMetrics
+
+    rng = random.Random(7)
+    sim = _simulation([_node(i, rng) for i in range(10)], True, 0, None)
+    m = SchedulerMetrics(seed=0, process_metrics=False, features=set_feature_gates([], [version]))
+    m.attach(sim.sched)
+    pods = [PodInfo(decode(p, Pod), p) for p in _pods(rng, 10, ["plain"])]
+
+    async def main() -> None:
+        sim._load()
+        sim.add_pending(pods)
+        await sim.drive(100)
+
+    anyio.run(main)
+    profile = {"profile": next(iter(sim.sched.frameworks))}
+    attempts = m.registry.get_sample_value("scheduler_batch_rescore_attempts_total", profile)
+    observed = m.registry.get_sample_value(
+        "scheduler_batch_rescore_duration_seconds_count", profile
+    )
+    if version == "1.36":
+        assert attempts is None and observed is None
+    else:
+        assert attempts is not None and attempts >= 5  # nearly every replica after the first
+        assert observed == attempts

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...util.version import KUBERNETES_VERSION
+from ...features.versions import KUBERNETES_VERSION
 
 DEFAULT_VERSION = KUBERNETES_VERSION
 #: Environment variable naming a directory of ready binaries (envtest's KUBEBUILDER_ASSETS).
