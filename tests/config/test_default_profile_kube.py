@@ -1,10 +1,10 @@
 """The default profile is the real kube-scheduler's: its ``/configz`` beside ksched's defaults.
 
-A kube-scheduler v1.36.3 started with an empty KubeSchedulerConfiguration shows its effective
-profile at ``/configz``: its multiPoint plugins (with v1.36's default feature gates:
-DynamicResources before DefaultPreemption, NodeDeclaredFeatures appended last) and the
-defaulted args. ksched's ``default_config()`` must list the same plugins in the same order
-with the same weights, and the same pluginConfig.
+A kube-scheduler (the control plane's version) started with an empty
+KubeSchedulerConfiguration shows its effective profile at ``/configz``: its multiPoint
+plugins (with its version's default feature gates) and the defaulted args. ksched's
+``default_config()`` at the same emulated version must list the same plugins in the same
+order with the same weights, and the same pluginConfig.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _configz(cp: ControlPlane) -> Any:
 
 def test_default_profile_plugins_and_args_are_kube_schedulers(controlplane: ControlPlane) -> None:
     kube = _configz(controlplane)["profiles"]
-    ours = to_dict(default_config())["profiles"]
+    ours = to_dict(default_config(controlplane.features))["profiles"]
     assert len(ours) == len(kube) == 1  # (ksched's is named "ksched": docs/fidelity.md)
     multi = _multi_point(kube[0])
     assert multi[-1] == ("NodeDeclaredFeatures", 0), multi

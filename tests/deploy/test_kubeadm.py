@@ -180,7 +180,9 @@ def static_pod_process(cp: ControlPlane, tmp: Path, config: Path) -> Iterator[st
         return arg
 
     ksched = Path(sys.executable).with_name("ksched")
+    # the manifest's command, at the emulated version of this control plane's kube-scheduler
     argv = [str(ksched), *(mapped(a) for a in c["command"][1:])]
+    argv.append(f"--emulated-version={cp.emulated_version}")
     args = run_args(pod)
     with socket.socket() as s:
         s.settimeout(1)

@@ -146,6 +146,7 @@ class ExtenderProcess:
             "--bind-address=127.0.0.1",
             f"--port={self.port}",
             f"--health-port={self.health}",
+            f"--emulated-version={cp.emulated_version}",
         ]
         if kubeconfig is not None:
             argv.append(f"--kubeconfig={kubeconfig}")

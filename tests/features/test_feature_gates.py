@@ -46,84 +46,98 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 gen = importlib.import_module("gen_feature_gates")
 
-# Every refusal kube-scheduler v1.36.3 words: (--feature-gates values, --emulated-version
-# values, the flag it is about, the text). The kube test below runs the real binary on each.
-KUBE_REFUSALS = [
-    (["Foo=true"], [], "--feature-gates", "unrecognized feature gate: Foo"),
-    (
-        ["DynamicResourceAllocation=false"],
-        [],
-        "--feature-gates",
-        "cannot set feature gate DynamicResourceAllocation to false, feature is locked to true",
-    ),
-    (
-        ["OpportunisticBatching"],
-        [],
-        "--feature-gates",
-        "missing bool value for OpportunisticBatching",
-    ),
-    (
-        ["OpportunisticBatching=maybe"],
-        [],
-        "--feature-gates",
-        'invalid value of OpportunisticBatching=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax',
-    ),
-    (["x:Foo=true"], [], "--feature-gates", "component not registered: x"),
-    (
-        ["kube:OpportunisticBatching=false", "SchedulerQueueingHints=true"],
-        [],
-        "--feature-gates",
-        "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
-    ),
-    (
-        ["DRAConsumableCapacity=true,GangScheduling=true"],
-        [],
-        "--feature-gates",
-        "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
-    ),
-    ([], ["1.37"], "--emulated-version", "emulation version 1.37 is not between [1.33, 1.36.0]"),
-    ([], ["1.35.1"], "--emulated-version", "patch version not allowed, got: kube=1.35.1"),
-    ([], ["foo=1.36"], "--emulated-version", "component not registered: foo"),
-    ([], ["abc"], "--emulated-version", 'could not parse "abc" as version'),
-    ([], ["1"], "--emulated-version", 'illegal version string "1"'),
-    ([], ["1.36,"], "--emulated-version", 'could not parse "" as version'),
-    (
-        [],
-        ["01.36"],
-        "--emulated-version",
-        'illegal zero-prefixed version component "01" in "01.36"',
-    ),
-    (
-        [],
-        ["1.36", "kube=1.35"],
-        "--emulated-version",
-        "duplicate version flag, kube=1.36 and kube=1.35",
-    ),
-    (
-        [],
-        ["1.30"],
-        "--emulated-version",
-        "[emulation version 1.30 is not between [1.33, 1.36.0], minCompatibilityVersion version 1.33 is not between [1.33, 1.30]]",
-    ),
-]
+
+def kube_refusals(minor: str) -> list[tuple[list[str], list[str], str, str]]:
+    """Every refusal kube-scheduler of emulated version ``minor`` (its binary's) words:
+    (--feature-gates values, --emulated-version values, the flag it is about, the text).
+    The gates named exist in every version ksched knows; the version bounds come from
+    ``minor``'s table. The kube test below runs the real binary on each."""
+    floor = gate_table(minor).emulation_floor
+    above = f"1.{int(minor.split('.')[1]) + 1}"
+    return [
+        (["Foo=true"], [], "--feature-gates", "unrecognized feature gate: Foo"),
+        (
+            ["DynamicResourceAllocation=false"],
+            [],
+            "--feature-gates",
+            "cannot set feature gate DynamicResourceAllocation to false, feature is locked to true",
+        ),
+        (
+            ["OpportunisticBatching"],
+            [],
+            "--feature-gates",
+            "missing bool value for OpportunisticBatching",
+        ),
+        (
+            ["OpportunisticBatching=maybe"],
+            [],
+            "--feature-gates",
+            'invalid value of OpportunisticBatching=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax',
+        ),
+        (["x:Foo=true"], [], "--feature-gates", "component not registered: x"),
+        (
+            ["kube:OpportunisticBatching=false", "SchedulerAsyncPreemption=true"],
+            [],
+            "--feature-gates",
+            "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
+        ),
+        (
+            ["DRAConsumableCapacity=true,WorkloadWithJob=true"],
+            [],
+            "--feature-gates",
+            "WorkloadWithJob is enabled, but depends on features that are disabled: [GenericWorkload]",
+        ),
+        (
+            [],
+            [above],
+            "--emulated-version",
+            f"emulation version {above} is not between [{floor}, {minor}.0]",
+        ),
+        ([], ["1.35.1"], "--emulated-version", "patch version not allowed, got: kube=1.35.1"),
+        ([], ["foo=1.36"], "--emulated-version", "component not registered: foo"),
+        ([], ["abc"], "--emulated-version", 'could not parse "abc" as version'),
+        ([], ["1"], "--emulated-version", 'illegal version string "1"'),
+        ([], ["1.36,"], "--emulated-version", 'could not parse "" as version'),
+        (
+            [],
+            ["01.36"],
+            "--emulated-version",
+            'illegal zero-prefixed version component "01" in "01.36"',
+        ),
+        (
+            [],
+            ["1.36", "kube=1.35"],
+            "--emulated-version",
+            "duplicate version flag, kube=1.36 and kube=1.35",
+        ),
+        (
+            [],
+            ["1.30"],
+            "--emulated-version",
+            f"[emulation version 1.30 is not between [{floor}, {minor}.0], "
+            f"minCompatibilityVersion version {floor} is not between [{floor}, 1.30]]",
+        ),
+    ]
+
+
 # Several errors at once: Go visits its map in random order, ksched in name order; the kube
 # test compares these as sets of errors.
 KUBE_REFUSALS_UNORDERED = [
     (
-        ["DynamicResourceAllocation=false,SidecarContainers=false"],
+        ["DynamicResourceAllocation=false,InPlacePodVerticalScaling=false"],
         [],
         "--feature-gates",
         "[cannot set feature gate DynamicResourceAllocation to false, feature is locked to true, "
-        "cannot set feature gate SidecarContainers to false, feature is locked to true]",
+        "cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true]",
     ),
     (
-        ["NodeDeclaredFeatures=false"],
+        ["GracefulNodeShutdown=false"],
         [],
         "--feature-gates",
-        "[ExtendWebSocketsToKubelet is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
-        "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
-        "InPlacePodVerticalScalingInitContainers is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
-        "RestartAllContainersOnContainerExits is enabled, but depends on features that are disabled: [NodeDeclaredFeatures]]",
+        "[GracefulNodeShutdownBasedOnPodPriority is enabled, but depends on features that are "
+        "disabled: [GracefulNodeShutdown], "
+        "WindowsGracefulNodeShutdown is enabled, but depends on features that are disabled: "
+        "[GracefulNodeShutdown]]",
     ),
 ]
 
@@ -139,7 +153,8 @@ def cli(*argv: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize(
-    ("gates", "versions", "flag", "text"), KUBE_REFUSALS + KUBE_REFUSALS_UNORDERED
+    ("gates", "versions", "flag", "text"),
+    kube_refusals(BINARY_VERSION) + KUBE_REFUSALS_UNORDERED,
 )
 def test_kube_schedulers_refusals_and_texts(
     gates: list[str], versions: list[str], flag: str, text: str
@@ -336,7 +351,7 @@ def test_the_table_lists_what_the_real_binary_lists() -> None:
     from ksched.testing.controlplane import build
 
     binary = build().path("kube-scheduler")
-    minor = ".".join(build().version.lstrip("v").split(".")[:2])
+    minor = build().emulated_version
     helptext = subprocess.run(
         [str(binary), "--help"], capture_output=True, text=True, check=True
     ).stdout
@@ -485,7 +500,9 @@ GATED_ARGS = one_profile(
         {"name": "DynamicResources", "args": {"filterTimeout": "5s", "bindingTimeout": "5m"}},
     ]
 )
-GATES_OFF = ["DRASchedulerFilterTimeout=false,DRADeviceBindingConditions=false"]
+GATES_OFF = [
+    "StorageCapacityScoring=false,DRASchedulerFilterTimeout=false,DRADeviceBindingConditions=false"
+]
 GATED_ARGS_PROBLEMS = [
     'profiles[0].pluginConfig[0].args.shape: Invalid value: [{"Utilization":0,"Score":10}]: '
     "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
@@ -640,12 +657,15 @@ def _as_set(text: str) -> set[str]:
 
 @pytest.mark.kube
 def test_every_refusal_text_is_the_real_binarys() -> None:
-    for gates, versions, _, text in KUBE_REFUSALS + KUBE_REFUSALS_UNORDERED:
+    from ksched.testing.controlplane import build
+
+    ordered = kube_refusals(build().emulated_version)
+    for gates, versions, _, text in ordered + KUBE_REFUSALS_UNORDERED:
         flags = [f"--feature-gates={g}" for g in gates]
         flags += [f"--emulated-version={v}" for v in versions]
         effective, err = kube_scheduler_effective(flags)
         assert effective is None, flags
-        if (gates, versions, _, text) in KUBE_REFUSALS:
+        if (gates, versions, _, text) in ordered:
             assert err == text, flags
         else:
             assert _as_set(err) == _as_set(text), flags
