@@ -1,4 +1,4 @@
-"""``ksched extender`` behind a real kube-scheduler (v1.36, ``ksched.testing.controlplane``).
+"""``ksched extender`` behind a real kube-scheduler (``ksched.testing.controlplane``).
 
 One kube-scheduler, shared by the module, runs as ``system:kube-scheduler`` with four
 ``extenders:``, each told apart by ``managedResources`` (so a pod picks the extenders it
