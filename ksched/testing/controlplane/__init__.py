@@ -96,6 +96,7 @@ class ControlPlane:
     process is stopped on exit, on any exception, and (Linux) when this process dies.
     After start: ``url``, ``addresses()``, ``admin_kubeconfig``, ``scheduler_kubeconfig``,
     ``certificate_kubeconfig()``, ``request()``, ``kubectl()``, ``kube_scheduler()``.
+    Any time: ``emulated_version`` and ``features``, the ksched emulation of its release.
     """
 
     def __init__(
