@@ -32,6 +32,7 @@ from ksched.bench.workloads import DAEMONSET_NODE
 from ksched.cli import main
 from ksched.config import default_config
 from ksched.plugins import default_registry
+from ksched.testing.controlplane import Assets, ControlPlane
 
 SCHEDULER_KEYS = {
     "pods_per_s",
@@ -562,3 +563,17 @@ def test_null_preemption_writes_are_accepted_by_the_real_api_server() -> None:
     (w,) = doc["workloads"]
     assert w["results"]["null"]["scheduled"] == 2
     assert w["null_writes"] == "3 victim deletions (preemptors) + binding"
+
+
+def test_ksched_runs_at_the_control_planes_version_unless_the_flags_name_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ksched.bench.real import _emulation, _versions
+
+    cp = ControlPlane(assets=Assets(Path("/nonexistent"), "v1.36.3"))
+    assert _emulation(cp, ["--feature-gates=OpportunisticBatching=false"]) == [
+        "--emulated-version=1.36"
+    ]
+    assert _emulation(cp, ["--emulated-version=1.37"]) == []
+    monkeypatch.setenv("KSCHED_KUBE_VERSION", "v1.36.3")
+    assert _versions()["kubernetes"] == "v1.36.3"

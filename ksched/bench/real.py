@@ -486,6 +486,7 @@ class _KschedProcess(_Contestant):
                 "--secure-port",
                 "0",
                 *self.gate_flags,
+                *_emulation(cp, self.gate_flags),
             ],
             stdin=subprocess.DEVNULL,
             stdout=self.log,
@@ -533,6 +534,14 @@ class _KschedProcess(_Contestant):
                 self.proc.wait(10)
         if self.log is not None:
             self.log.close()
+
+
+def _emulation(cp: Any, gate_flags: Sequence[str]) -> list[str]:
+    """ksched at the control plane's kube-scheduler version (``KSCHED_KUBE_VERSION`` may
+    have built another than ksched's default), unless the flags name one for both."""
+    if any(f.startswith("--emulated-version") for f in gate_flags):
+        return []
+    return [f"--emulated-version={cp.emulated_version}"]
 
 
 class _KubeScheduler(_Contestant):
@@ -984,11 +993,11 @@ def _round_ratios(rounds: Sequence[JSON]) -> JSON:
 
 def _versions() -> JSON:
     from .. import __version__
-    from ..testing.controlplane import DEFAULT_VERSION
+    from ..testing.controlplane._build import kube_version
 
     return {
         "ksched": __version__,
-        "kubernetes": DEFAULT_VERSION,
+        "kubernetes": kube_version(),
         "python": platform.python_version(),
     }
 

@@ -1,11 +1,10 @@
 """The default profile is the real kube-scheduler's: its ``/configz`` beside ksched's defaults.
 
-A kube-scheduler (the session's release, v1.37.2 or v1.36.3) started with an empty
+A kube-scheduler (the control plane's version) started with an empty
 KubeSchedulerConfiguration shows its effective profile at ``/configz``: its multiPoint
-plugins (with its default feature gates: DynamicResources before DefaultPreemption,
-NodeDeclaredFeatures appended last) and the defaulted args. ksched's ``default_config()`` at
-that release's minor (``--emulated-version``) must list the same plugins in the same order
-with the same weights, and the same pluginConfig.
+plugins (with its version's default feature gates) and the defaulted args. ksched's
+``default_config()`` at the same emulated version must list the same plugins in the same
+order with the same weights, and the same pluginConfig.
 """
 
 from __future__ import annotations
@@ -18,9 +17,7 @@ from typing import Any
 import pytest
 
 from ksched.config.load import default_config, to_dict
-from ksched.features import set_feature_gates
 from ksched.testing.controlplane import ControlPlane
-from tests.features.gatesets import minor_of
 
 pytestmark = pytest.mark.kube
 
@@ -38,8 +35,7 @@ def _configz(cp: ControlPlane) -> Any:
 
 def test_default_profile_plugins_and_args_are_kube_schedulers(controlplane: ControlPlane) -> None:
     kube = _configz(controlplane)["profiles"]
-    minor = minor_of(controlplane.assets.version)
-    ours = to_dict(default_config(set_feature_gates([], [minor])))["profiles"]
+    ours = to_dict(default_config(controlplane.features))["profiles"]
     assert len(ours) == len(kube) == 1  # (ksched's is named "ksched": docs/fidelity.md)
     multi = _multi_point(kube[0])
     assert multi[-1] == ("NodeDeclaredFeatures", 0), multi

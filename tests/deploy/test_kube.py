@@ -1,6 +1,6 @@
-"""deploy/ and systemd/ against a real, fresh API server (v1.36.3): a server-side dry run of
-``deploy/`` needs the namespace first (deploy/README.md); what the stock
-``system:kube-scheduler`` identity may already do, and what systemd/rbac.yaml still adds
+"""deploy/ and systemd/ against a real, fresh API server (each version CI runs): a
+server-side dry run of ``deploy/`` needs the namespace first (deploy/README.md); what the
+stock ``system:kube-scheduler`` identity may already do, and what systemd/rbac.yaml still adds
 (docs/install-systemd.md, "Permissions"), asked of the API server with ``kubectl auth
 can-i``."""
 
@@ -55,7 +55,7 @@ def test_server_dry_run_needs_the_namespace_first(fresh: ControlPlane) -> None:
 
 
 def test_the_stock_identity_already_has_every_rule_of_kscheds_roles(fresh: ControlPlane) -> None:
-    """v1.36.3's bootstrap roles cover ksched's ClusterRole cluster-wide, and the Lease
+    """The bootstrap roles cover ksched's ClusterRole cluster-wide, and the Lease
     kube-system/ksched by the leader-locking Role, which names no Lease."""
     cluster_rules = rules_of(find(load(DEPLOY / "base" / "clusterrole.yaml"), "ClusterRole"))
     assert len(cluster_rules) > 30

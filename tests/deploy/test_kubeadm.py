@@ -1,9 +1,10 @@
 """deploy/kubeadm/: ksched as a kubeadm static pod. Offline: the manifest validates and is
-shaped like kubeadm's kube-scheduler.yaml. Against a real API server (v1.36.3): it passes
-server-side validation as a Pod, and its exact command line (the paths it mounts mapped to
-where the test put the files) schedules a pod with a kubeadm-shaped ``scheduler.conf`` — a
-client certificate of ``system:kube-scheduler`` signed by the cluster CA, no token — beside
-kube-scheduler (its own Lease) and in place of it (kube-scheduler's Lease: never both)."""
+shaped like kubeadm's kube-scheduler.yaml. Against a real API server (each version CI
+runs): it passes server-side validation as a Pod, and its exact command line (the paths it
+mounts mapped to where the test put the files; ksched at that kube-scheduler's emulated
+version) schedules a pod with a kubeadm-shaped ``scheduler.conf`` — a client certificate of
+``system:kube-scheduler`` signed by the cluster CA, no token — beside kube-scheduler (its
+own Lease) and in place of it (kube-scheduler's Lease: never both)."""
 
 from __future__ import annotations
 
@@ -180,7 +181,9 @@ def static_pod_process(cp: ControlPlane, tmp: Path, config: Path) -> Iterator[st
         return arg
 
     ksched = Path(sys.executable).with_name("ksched")
+    # the manifest's command, at the emulated version of this control plane's kube-scheduler
     argv = [str(ksched), *(mapped(a) for a in c["command"][1:])]
+    argv.append(f"--emulated-version={cp.emulated_version}")
     args = run_args(pod)
     with socket.socket() as s:
         s.settimeout(1)

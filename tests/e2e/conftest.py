@@ -4,8 +4,9 @@ Every test gets an ``E2E`` environment for a target:
 
 * ``apiserver``: a fresh in-process test API server (``ksched.testing``), with fault
   injection and request recording;
-* ``kube``: the real etcd + kube-apiserver v1.36 of ``ksched.testing.controlplane``, shared
-  by the session (marker ``kube``). The daemon runs as ``system:kube-scheduler`` with only
+* ``kube``: the real etcd + kube-apiserver of ``ksched.testing.controlplane`` (the version
+  ``KSCHED_KUBE_VERSION`` selects; ksched emulates the same one), shared by the session
+  (marker ``kube``). The daemon runs as ``system:kube-scheduler`` with only
   the stock RBAC role; test objects are made as admin, isolated as for ``cluster``;
 * ``cluster``: the real cluster of ``$KSCHED_E2E_KUBECONFIG`` (only when it is set). Objects
   are namespaced and uniquely named — a fresh namespace, fake nodes labelled with the run
@@ -42,6 +43,7 @@ import pytest
 import yaml
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from ksched.features import FeatureGates
 from ksched.testing import Faults, TestAPIServer
 from ksched.testing.controlplane import ControlPlane
 
@@ -145,6 +147,17 @@ class E2E:
     cluster_objects: list[str] = field(default_factory=list)
 
     # -- capabilities ----------------------------------------------------------------------
+    @property
+    def features(self) -> FeatureGates | None:
+        """The gates ksched runs with: on ``kube``, the control plane's kube-scheduler's
+        version (``ControlPlane.features``); elsewhere ksched's default (None)."""
+        return self.controlplane.features if self.controlplane is not None else None
+
+    def emulation_args(self) -> list[str]:
+        """``ksched run`` arguments for ``features``: ``--emulated-version`` on ``kube``."""
+        cp = self.controlplane
+        return [] if cp is None else ["--emulated-version", cp.emulated_version]
+
     @property
     def faults(self) -> Faults:
         return self.need_server().faults
@@ -350,7 +363,7 @@ class E2E:
         """A SchedulerDaemon on its own event loop thread; stopped (gracefully) on exit.
         ``plugins``: extra plugin classes by name, for ``cfg`` to enable; ``client_kw``:
         APIClient arguments (its watch probe's timings, say); ``features``: the gates (and
-        emulated version) to load ``cfg`` under, the default ones if None."""
+        emulated version) to load ``cfg`` under, the control plane's if None."""
         from ksched.cluster import APIClient
         from ksched.config import load_config_data
         from ksched.daemon import SchedulerDaemon
@@ -359,7 +372,10 @@ class E2E:
         registry = default_registry()
         for name, cls in (plugins or {}).items():
             registry.register(name, cls, "tests")
-        config, _ = load_config_data(cfg if cfg is not None else self.config(), features=features)
+        config, _ = load_config_data(
+            cfg if cfg is not None else self.config(),
+            features=features if features is not None else self.features,
+        )
         with start_blocking_portal() as portal:
             client = portal.call(
                 lambda: APIClient.from_kubeconfig(self.kubeconfig, qps=0, **(client_kw or {}))

@@ -77,6 +77,7 @@ def test_shipped_rbac_is_exactly_enough(deployed: ControlPlane, tmp_path: Path) 
             str(kubeconfig),
             "--bind-address=127.0.0.1",
             f"--secure-port={secure_port}",
+            f"--emulated-version={cp.emulated_version}",
         ]
     )
     # the shipped /metrics reader role, bound as Prometheus's would be

@@ -125,7 +125,7 @@ def test_unsatisfiable_claim_reports_once_then_schedules_when_a_slice_appears(e2
 @pytest.mark.kube
 @pytest.mark.parametrize("e2e", ["kube"], indirect=True)
 def test_unsatisfiable_claim_message_agrees_with_kube_scheduler(e2e: E2E, kube_name: str) -> None:
-    """The same unsatisfiable claim for kube-scheduler v1.36 and for ksched: the same
+    """The same unsatisfiable claim for kube-scheduler and for ksched: the same
     PodScheduled message, word for word."""
     node, _ = _setup(e2e, template_count=3)
     _gpus(e2e, node, 2)
@@ -169,7 +169,7 @@ def _attach(e2e: E2E, claim: JSON, condition: str) -> None:
 def test_binding_conditions_wait_for_the_driver_like_kube_scheduler(
     e2e: E2E, kube_name: str
 ) -> None:
-    """Devices with binding conditions, for kube-scheduler v1.36 and for ksched: both
+    """Devices with binding conditions, for kube-scheduler and for ksched: both
     allocate one, write the conditions and allocationTimestamp into the claim, nominate
     the node and wait in PreBind; once the driver sets the condition, both bind."""
     node = e2e.create_node("nic")

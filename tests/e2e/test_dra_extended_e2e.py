@@ -113,7 +113,7 @@ def test_extended_resource_pod_gets_a_claim_made_for_it(e2e: E2E) -> None:
 @pytest.mark.kube
 @pytest.mark.parametrize("e2e", ["kube"], indirect=True)
 def test_extended_resources_agree_with_kube_scheduler(e2e: E2E, kube_name: str) -> None:
-    """kube-scheduler v1.36 first, then ksched, on the same node: the same claim (but
+    """kube-scheduler first, then ksched, on the same node: the same claim (but
     its generated name), the same pod status; then a pod asking for more GPUs than the
     node has left gets the same message from each."""
     node, cls, resource = _setup(e2e, devices=2)

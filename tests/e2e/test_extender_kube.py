@@ -1,4 +1,4 @@
-"""``ksched extender`` behind a real kube-scheduler (v1.36, ``ksched.testing.controlplane``).
+"""``ksched extender`` behind a real kube-scheduler (``ksched.testing.controlplane``).
 
 One kube-scheduler, shared by the module, runs as ``system:kube-scheduler`` with four
 ``extenders:``, each told apart by ``managedResources`` (so a pod picks the extenders it
@@ -146,6 +146,7 @@ class ExtenderProcess:
             "--bind-address=127.0.0.1",
             f"--port={self.port}",
             f"--health-port={self.health}",
+            f"--emulated-version={cp.emulated_version}",
         ]
         if kubeconfig is not None:
             argv.append(f"--kubeconfig={kubeconfig}")

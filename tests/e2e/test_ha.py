@@ -45,6 +45,7 @@ class Daemon(KschedProcess):
         )
         path = e2e.write_config(cfg, f"{name}.yaml")
         args = ["--config", str(path), "--kubeconfig", str(e2e.kubeconfig), "--leader-elect"]
+        args += e2e.emulation_args()
         super().__init__([*args, "-v", "2"], name=name, HOSTNAME=name)
         self.identity = ""
 
@@ -398,7 +399,17 @@ def test_a_lease_the_stock_role_cannot_reach_fails_readiness(
     }
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps(cfg))
-    p = KschedProcess(["--config", str(path), "--kubeconfig", str(cp.scheduler_kubeconfig)])
+    kubeconfig = str(cp.scheduler_kubeconfig)
+    p = KschedProcess(
+        [
+            "--config",
+            str(path),
+            "--kubeconfig",
+            kubeconfig,
+            "--emulated-version",
+            cp.emulated_version,
+        ]
+    )
     try:
         p.serving()
         forbidden = p.wait_log("error retrieving resource lock")

@@ -263,7 +263,7 @@ def test_every_snapshot_kind_says_what_a_simulation_lacks_without_it() -> None:
 def test_snapshot_of_a_real_api_server_includes_dra_kinds_it_serves(
     controlplane: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """kube-apiserver v1.36 serves resource.k8s.io: a DeviceClass made there is in the
+    """kube-apiserver serves resource.k8s.io: a DeviceClass made there is in the
     snapshot (the test API server serves no such group: none is listed there)."""
     name = f"snapshot-{uuid.uuid4().hex[:8]}"
     dc = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}}
@@ -320,6 +320,8 @@ def test_snapshot_with_kube_schedulers_own_identity(
                 str(out),
                 "--scheduler-name",
                 "default-scheduler",
+                "--emulated-version",
+                controlplane.emulated_version,
                 "--output",
                 "json",
             ]

@@ -135,6 +135,11 @@ def test_up_prints_every_address_and_a_kubectl_that_runs_then_stops_on_sigterm(
         }, text
         kubectl = str(build().path("kubectl"))
         assert fields["kubectl"] == kubectl
+        # ksched beside it emulates the release that was built
+        assert fields["ksched"] == (
+            f"ksched run --kubeconfig {fields['kube-scheduler kubeconfig']} "
+            f"--emulated-version {build().emulated_version}"
+        )
         insecure = ssl.create_default_context()
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from ...features import FeatureGates
 from ._build import (
     ASSETS_ENV,
     BINARIES,
@@ -95,6 +96,7 @@ class ControlPlane:
     process is stopped on exit, on any exception, and (Linux) when this process dies.
     After start: ``url``, ``addresses()``, ``admin_kubeconfig``, ``scheduler_kubeconfig``,
     ``certificate_kubeconfig()``, ``request()``, ``kubectl()``, ``kube_scheduler()``.
+    Any time: ``emulated_version`` and ``features``, the ksched emulation of its release.
     """
 
     def __init__(
@@ -144,6 +146,19 @@ class ControlPlane:
         if self._assets is None:
             self._assets = find_assets() or build()
         return self._assets
+
+    @property
+    def emulated_version(self) -> str:
+        """ksched's ``--emulated-version`` matching this control plane's kube-scheduler
+        ("1.36" for v1.36.x): tests run ksched at it, so both schedulers follow one
+        release whichever version ``KSCHED_KUBE_VERSION`` built."""
+        return self.assets.emulated_version
+
+    @property
+    def features(self) -> FeatureGates:
+        """The default feature gates at ``emulated_version``: what an in-process ksched
+        (``load_config_data(..., features=cp.features)``) runs with here."""
+        return FeatureGates(self.emulated_version)
 
     @property
     def url(self) -> str:

@@ -98,8 +98,8 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _summary(cp: ControlPlane) -> str:
-    """Every address, kubeconfig and log, and kubectl by its full path: the build's
-    directory is not on ``PATH``."""
+    """Every address, kubeconfig and log, kubectl by its full path (the build's directory
+    is not on ``PATH``), and the ``ksched run`` line that emulates this kube-scheduler."""
     kubectl = cp.assets.path("kubectl")
     rows = [(f"{name}:", url) for name, url in cp.addresses().items()]
     rows += [
@@ -108,9 +108,17 @@ def _summary(cp: ControlPlane) -> str:
         ("logs:", str(cp.dir / "logs")),
         ("kubectl:", str(kubectl)),
     ]
+    q = shlex.quote
+    # ksched as this kube-scheduler's release, whichever version was built
+    rows.append(
+        (
+            "ksched:",
+            f"ksched run --kubeconfig {q(str(cp.scheduler_kubeconfig))} "
+            f"--emulated-version {cp.emulated_version}",
+        )
+    )
     width = max(len(k) for k, _ in rows) + 1
     lines = [f"{k:<{width}}{v}" for k, v in rows]
-    q = shlex.quote
     lines.append(f"export PATH={q(str(kubectl.parent))}:$PATH")
     lines.append(f"try: {q(str(kubectl))} --kubeconfig {q(str(cp.admin_kubeconfig))} get ns")
     return "\n".join(lines)

@@ -52,6 +52,12 @@ class Assets:
     def path(self, name: str) -> Path:
         return self.directory / name
 
+    @property
+    def emulated_version(self) -> str:
+        """The ``--emulated-version`` at which ksched behaves as this kube-scheduler does
+        ("1.36" for v1.36.3): what a test runs ksched at beside these binaries."""
+        return ".".join(self.version.lstrip("v").split(".")[:2])
+
 
 def kube_version() -> str:
     return os.environ.get(VERSION_ENV) or DEFAULT_VERSION
