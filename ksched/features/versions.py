@@ -20,6 +20,7 @@ __all__ = [
     "KUBE_VERSIONS",
     "KubeVersion",
     "minor_key",
+    "minor_of_release",
     "version_of_release",
 ]
 
@@ -37,10 +38,15 @@ KUBE_VERSIONS: tuple[KubeVersion, ...] = (
 )
 
 
+def minor_of_release(release: str) -> str:
+    """A release's minor as ``--emulated-version`` takes it: "v1.36.3" -> "1.36"."""
+    return ".".join(release.lstrip("v").split(".")[:2])
+
+
 def version_of_release(release: str) -> KubeVersion:
     """The row of a kube-scheduler release ("v1.36.3", or any patch of its minor): what a
     control plane built from that release is emulated as. KeyError if ksched has none."""
-    minor = ".".join(release.lstrip("v").split(".")[:2])
+    minor = minor_of_release(release)
     for row in KUBE_VERSIONS:
         if row.minor == minor:
             return row

@@ -36,7 +36,9 @@ NON_DEFAULT = NON_DEFAULT_BY_VERSION[BINARY_VERSION]
 
 def minor_of(release: str) -> str:
     """A release's minor, as ``--emulated-version`` takes it: "v1.36.3" -> "1.36"."""
-    return ".".join(release.lstrip("v").split(".")[:2])
+    from ksched.features.versions import minor_of_release
+
+    return minor_of_release(release)
 
 
 def kube_minor() -> str:

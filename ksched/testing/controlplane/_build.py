@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...features.versions import KUBERNETES_VERSION
+from ...features.versions import KUBERNETES_VERSION, minor_of_release
 
 DEFAULT_VERSION = KUBERNETES_VERSION
 #: Environment variable naming a directory of ready binaries (envtest's KUBEBUILDER_ASSETS).
@@ -56,7 +56,7 @@ class Assets:
     def emulated_version(self) -> str:
         """The ``--emulated-version`` at which ksched behaves as this kube-scheduler does
         ("1.36" for v1.36.3): what a test runs ksched at beside these binaries."""
-        return ".".join(self.version.lstrip("v").split(".")[:2])
+        return minor_of_release(self.version)
 
 
 def kube_version() -> str:
