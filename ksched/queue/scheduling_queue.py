@@ -127,12 +127,17 @@ def _same_pod_updated(pod: PodInfo, old: Any, new: Any) -> str:
     return QueueingHint.SKIP
 
 
-def _registrations(fw: Framework) -> list[_Registration]:
+_NODE_TAINT_UPDATE = ClusterEvent("Node", "UpdateNodeTaint")
+
+
+def _registrations(fw: Framework, taint_for_node_add: bool) -> list[_Registration]:
     """``buildQueueingHintMap`` for one profile.
 
     A plugin without ``events_to_register`` may be helped by anything, so it gets
     the wildcard event (``defaultEnqueueExtension``); one that registers nothing is
-    only helped by the periodic flush.
+    only helped by the periodic flush. ``taint_for_node_add`` (v1.36, removed in v1.37
+    with preCheck): a plugin registering Node/Add but not UpdateNodeTaint also hears
+    UpdateNodeTaint, without a hint (kubernetes#109437).
     """
     out: list[_Registration] = []
     for name, plugin in fw.plugins.items():
@@ -142,11 +147,18 @@ def _registrations(fw: Framework) -> list[_Registration]:
         if reg is None:
             out.append((ev.WILDCARD, name, None))
             continue
+        node_add = node_taint = False
         for item in reg() or ():
             if isinstance(item, ClusterEventWithHint):
-                out.append((item.event, name, item.hint))
+                event, hint = item.event, item.hint
             else:
-                out.append((item, name, None))
+                event, hint = item, None
+            out.append((event, name, hint))
+            if event.resource == "Node":
+                node_add |= event.action in ("Add", "*")
+                node_taint |= event.action in ("UpdateNodeTaint", "Update", "*")
+        if taint_for_node_add and node_add and not node_taint:
+            out.append((_NODE_TAINT_UPDATE, name, None))
     out.append((ClusterEvent("Pod", "Update"), INVALID_POD_PLUGIN, _same_pod_updated))
     return out
 
@@ -176,6 +188,9 @@ class SchedulingQueue:
         self.nominator = Nominator()
         fw = next(iter(frameworks.values()))
         self._sort_key = fw.queue_sort_key()
+        v1_37 = fw.handle.features.at_least("1.37")
+        # v1.37 splits pending pods' events (TargetPod, UnscheduledPod) and adds ScaleUp.
+        self.pending_events = ev.pending_pod_events(v1_37)
         self._seq = itertools.count()
         # Location of every queued pod, and the pod itself.
         self._where: dict[str, str] = {}
@@ -205,7 +220,7 @@ class SchedulingQueue:
         self._on_move = on_move
         # Queueing hints per profile, and per (profile, plugin) its registered events.
         self._regs: dict[str, list[_Registration]] = {
-            p: _registrations(f) for p, f in frameworks.items()
+            p: _registrations(f, not v1_37) for p, f in frameworks.items()
         }
         self._plugin_events: dict[tuple[str, str], list[ClusterEvent]] = {}
         for prof, regs in self._regs.items():
@@ -351,7 +366,7 @@ class SchedulingQueue:
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self.clock.now()
         self._push_active(qpi, event)
-        if event == ev.POD_ADD:
+        if event == self.pending_events.add.label:
             self.nominator.add(qpi.pod_info)
         return True
 
@@ -488,7 +503,8 @@ class SchedulingQueue:
             old = cur.pod_info if cur is not None else self._in_flight_latest.get(key, pod)
             self.update(old, pod)
             return
-        self._move_to_active(QueuedPodInfo(pod, profile, self.clock.now()), ev.POD_ADD)
+        qpi = QueuedPodInfo(pod, profile, self.clock.now())
+        self._move_to_active(qpi, self.pending_events.add.label)
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
         """``Update``: an unassigned pod changed.
@@ -501,7 +517,8 @@ class SchedulingQueue:
         if old is not new and rv and rv == old.pod.metadata.resource_version:
             return  # a resync carrying the same object
         key = _key(new)
-        events = ev.pod_update_events(old, new)
+        pe = self.pending_events
+        events = ev.pod_update_events(old, new, pe.target, scale_up=pe.scale_up)
         if key in self._in_flight:
             self._in_flight_latest[key] = new
             for e in events:

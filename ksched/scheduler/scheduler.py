@@ -284,8 +284,9 @@ class Scheduler:
         elif (profile := self.profile_of(pod)) is not None:
             self.queue.add(pod, profile)
             # A new sibling can unblock pods rejected for want of peers (gangs, affinity).
-            self.queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, None, pod)
-            self._handled(ev.UNSCHEDULED_POD_ADD, _perf() - t0)
+            added = self.queue.pending_events.add
+            self.queue.move_all_to_active_or_backoff(added, None, pod)
+            self._handled(added, _perf() - t0)
 
     def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
         t0 = _perf()
@@ -299,14 +300,15 @@ class Scheduler:
                 self.queue.delete(old)
                 t1 = _perf()
                 if self.responsible_for(old):
-                    self._handled(ev.UNSCHEDULED_POD_DELETE, t1 - t0)
+                    self._handled(self.queue.pending_events.delete, t1 - t0)
                 self.cache_op(self.cache.add_pod, new)
                 self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, new)
                 self._handled(ev.ASSIGNED_POD_ADD, _perf() - t1)
             else:
                 self.cache_op(self.cache.update_pod, old, new)
                 updating = _perf() - t0
-                for e in ev.pod_update_events(old, new):
+                scale_up = self.queue.pending_events.scale_up
+                for e in ev.pod_update_events(old, new, scale_up=scale_up):
                     t1 = _perf()
                     self.queue.move_all_to_active_or_backoff(e, old, new)
                     self._handled(e, updating + _perf() - t1)
@@ -317,9 +319,10 @@ class Scheduler:
             and self.metrics is not None
         ):
             seconds = _perf() - t0
-            self._handled(ev.UNSCHEDULED_POD_UPDATE, seconds)
-            for e in ev.pod_update_events(old, new):
-                if e.label != ev.UNSCHEDULED_POD_UPDATE.label:
+            pe = self.queue.pending_events
+            self._handled(pe.update, seconds)
+            for e in ev.pod_update_events(old, new, pe.other, scale_up=pe.scale_up):
+                if e.label != pe.update.label:
                     self._handled(e, seconds)
 
     def _update_pending(self, old: PodInfo, new: PodInfo) -> bool:
@@ -344,7 +347,7 @@ class Scheduler:
         if pod.node_name:
             self._handled(ev.ASSIGNED_POD_DELETE, _perf() - t0)
         elif self.responsible_for(pod):
-            self._handled(ev.UNSCHEDULED_POD_DELETE, _perf() - t0)
+            self._handled(self.queue.pending_events.delete, _perf() - t0)
 
     def _delete_pod(self, pod: PodInfo) -> None:
         assumed = self.cache.is_assumed(pod)

@@ -548,10 +548,14 @@ def test_same_resource_version_is_ignored() -> None:
 # -- introspection ---------------------------------------------------------------------------
 
 
-def test_dump_is_json_and_shows_every_queue() -> None:
+@pytest.mark.parametrize(
+    ("version", "added"), [("1.36", "UnschedulablePodAdd"), ("1.37", "UnscheduledPodAdd")]
+)
+def test_dump_is_json_and_shows_every_queue(version: str, added: str) -> None:
+    """v1.37 renamed the pending pods' event resource: the moves' labels follow."""
     moves: list[tuple[str, str]] = []
     clock = FakeClock()
-    q = make_queue(clock, on_move=lambda e, w: moves.append((e, w)))
+    q = make_queue(clock, on_move=lambda e, w: moves.append((e, w)), version=version)
     for name in ("a", "b", "c", "d"):
         q.add(make_pod(name), "ksched")
     q.add(make_pod("g", schedulingGates=GATE), "ksched")
@@ -568,7 +572,7 @@ def test_dump_is_json_and_shows_every_queue() -> None:
     assert d["inFlight"] == [flying.key] and d["inFlightEvents"] == ["NodeAdd"]
     assert d["nominated"] == {"n": [flying.pod.key]}
     assert d["counts"] == {ACTIVE_Q: 1, BACKOFF_Q: 2, UNSCHEDULABLE: 0, "gated": 1}
-    assert ("NodeAdd", BACKOFF_Q) in moves and ("UnschedulablePodAdd", UNSCHEDULABLE) in moves
+    assert ("NodeAdd", BACKOFF_Q) in moves and (added, UNSCHEDULABLE) in moves
 
 
 def test_registered_wildcard_rejector_is_woken_by_any_event() -> None:
