@@ -95,6 +95,9 @@ SUPPORT: dict[str, Support] = {
     "InPlacePodVerticalScaling": Support(
         False, False, "container resources are read from the spec, never from a resize status"
     ),
+    "InPlacePodVerticalScalingSchedulerPreemption": Support(
+        False, True, "deferred resizes (DeferredPodScheduling, preemption for a resize)"
+    ),
     "MatchLabelKeysInPodTopologySpread": Support(True, True, "matchLabelKeys"),
     "NodeDeclaredFeatures": Support(True, True, "the NodeDeclaredFeatures plugin"),
     "NodeInclusionPolicyInPodTopologySpread": Support(True, False, "node inclusion policies"),
@@ -118,6 +121,9 @@ SUPPORT: dict[str, Support] = {
     "SchedulerAsyncAPICalls": Support(False, True, "the asynchronous API dispatcher"),
     "SchedulerAsyncPreemption": Support(True, False, "victims evicted asynchronously"),
     "SchedulerPopFromBackoffQ": Support(False, True, "popping from backoffQ when activeQ is empty"),
+    "SchedulerPreQueueingHints": Support(
+        False, True, "PreQueueingHintFn narrowing (DynamicResources' claim events)"
+    ),
     "SchedulerQueueingHints": Support(True, False, "queueing hints"),
 }
 
