@@ -452,10 +452,11 @@ class Scheduler:
         the preemptor is let into the queue as soon as that victim is seen terminating or
         gone (``PreemptionInFlight``), so the deletion events can requeue it; if an
         eviction fails it is activated rather than left waiting for events that may not
-        come.
+        come, and so (v1.37) if the last victim was only rejected at Permit, which
+        deletes nothing.
         """
         key = preemptor.uid or preemptor.key
-        failed = False
+        failed = activate = False
         # The evictions' own span, timed as upstream times its preemption goroutine.
         started: float | None = None
         try:
@@ -488,7 +489,7 @@ class Scheduler:
 
                 async def evict(v: PodInfo) -> None:
                     async with limit:
-                        evicted.append(await self._evict(fw, preemptor, node, v))
+                        evicted.append((await self._evict(fw, preemptor, node, v))[0])
 
                 async with anyio.create_task_group() as tg:
                     for v in head:
@@ -498,11 +499,12 @@ class Scheduler:
             else:
                 if token is not None:
                     token.last_victim = last
-                if not await self._evict(fw, preemptor, node, last):
-                    failed = True
+                ok, in_memory = await self._evict(fw, preemptor, node, last)
+                failed = not ok
+                activate = in_memory and fw.handle.features.at_least("1.37")
         finally:
             self._done_preempting(key, token)
-            if failed:
+            if failed or activate:
                 self.queue.activate([preemptor])
             if started is not None and self.metrics is not None:
                 # upstream's deferred calls evaluate label and duration when deferred, so it
@@ -516,18 +518,22 @@ class Scheduler:
         if key in self.preempting and self.preempting[key] is token:
             del self.preempting[key]
 
-    async def _evict(self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo) -> bool:
-        """``PreemptPod``: reject a victim waiting at Permit; else mark it DisruptionTarget
-        (unless it already is), then delete it. A victim gone before it could be marked
-        needs neither the deletion nor the event."""
+    async def _evict(
+        self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo
+    ) -> tuple[bool, bool]:
+        """``PreemptPod``: reject a victim still waiting at Permit (in memory only); else
+        mark it DisruptionTarget (unless it already is), then delete it. A victim gone
+        before it could be marked needs neither the deletion nor the event. Returns
+        (success, preempted in memory only)."""
         wp = self.waiting_pods.get(victim.uid or victim.key)
-        if wp is not None:
+        in_memory = wp is not None and not wp.done
+        if wp is not None and in_memory:
             wp.reject("DefaultPreemption", "preempted")
         else:
             cond = preemption_condition(victim, preemptor.pod.spec.scheduler_name)
             try:
                 if cond is not None and not await self.cluster.set_pod_condition(victim, cond):
-                    return True
+                    return True, False
                 await self.cluster.delete_pod(victim)
             except Exception as e:
                 log.warning(
@@ -536,7 +542,7 @@ class Scheduler:
                     preemptor=preemptor.key,
                     error=str(e),
                 )
-                return False
+                return False, False
         self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(victim.key)
         fw.handle.recorder.event(
             victim,
@@ -545,7 +551,7 @@ class Scheduler:
             "Preempting",
             f"Preempted by pod {preemptor.uid} on node {node}",
         )
-        return True
+        return True, in_memory
 
     def _on_queue_move(self, event: str, queue: str) -> None:
         if self.metrics is not None:
