@@ -102,6 +102,10 @@ class QueuedPodInfo:
     # Moved out of the pool by the periodic flush (not by an event) since its last attempt:
     # scheduler_pod_scheduled_after_flush_total counts such pods that then get scheduled.
     flushed: bool = False
+    # Failed attempts that plugins rejected, and errors in a row since the last rejection:
+    # the backoff counts the errors while there are some, else the rejections.
+    unschedulable_count: int = 0
+    consecutive_errors: int = 0
 
     @property
     def pod(self) -> PodInfo:
@@ -256,11 +260,14 @@ class SchedulingQueue:
             self._on_move(event, queue)
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
-        """``calculateBackoffDuration``: initial * 2^(attempts-1) capped at max; 0 if untried."""
-        if qpi.attempts == 0:
+        """``calculateBackoffDuration``: initial * 2^(count-1) capped at max, where count is
+        the errors in a row if the last attempts erred, else the rejections (an error
+        after rejections backs off as a first error); 0 if never failed."""
+        count = qpi.consecutive_errors or qpi.unschedulable_count
+        if count == 0:
             return 0.0
         d = self.initial_backoff
-        for _ in range(1, qpi.attempts):
+        for _ in range(1, count):
             if d > self.max_backoff - d:
                 return self.max_backoff
             d += d
@@ -671,6 +678,11 @@ class SchedulingQueue:
             if error:
                 qpi.unschedulable_plugins = set()
                 qpi.pending_plugins = set()
+            if qpi.unschedulable_plugins or qpi.pending_plugins:
+                qpi.unschedulable_count += 1
+                qpi.consecutive_errors = 0
+            else:
+                qpi.consecutive_errors += 1
             qpi.timestamp = self.clock.now()
             qpi.flushed = False
             self._requeue(qpi, self._in_flight_strategy(qpi), ev.SCHEDULE_ATTEMPT_FAILURE)

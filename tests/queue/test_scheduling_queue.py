@@ -59,9 +59,29 @@ def test_backoff_doubles_per_attempt_up_to_the_cap(
     q = make_queue()
     q.initial_backoff, q.max_backoff = initial, maximum
     qpi = QueuedPodInfo(make_pod(), "ksched", 0.0)
-    for attempts, want in enumerate(expected):
-        qpi.attempts = attempts
+    for count, want in enumerate(expected):
+        qpi.unschedulable_count = count
         assert q.backoff_duration(qpi) == want
+
+
+def test_backoff_counts_errors_in_a_row_else_rejections() -> None:
+    """``getBackoffTime``: after rejections an error backs off as a first error, and the
+    next rejection picks up the rejections' count again (not the attempts)."""
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(make_pod("p"), "ksched")
+    backoffs = []
+    for how in ("rejected", "rejected", "error", "error", "rejected"):
+        qpi = pop(q)
+        if how == "error":
+            fail(q, qpi, error=True)
+        else:
+            fail(q, qpi, "NoExt")
+            q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n"))
+        backoffs.append(q.backoff_duration(qpi))
+        clock.advance(60)
+    assert backoffs == [1.0, 2.0, 1.0, 2.0, 4.0]
+    assert qpi.attempts == 5
 
 
 def test_failed_pod_waits_out_its_growing_backoff_before_it_pops_again() -> None:
