@@ -120,7 +120,9 @@ SUPPORT: dict[str, Support] = {
     ),
     "SchedulerAsyncAPICalls": Support(False, True, "the asynchronous API dispatcher"),
     "SchedulerAsyncPreemption": Support(True, False, "victims evicted asynchronously"),
-    "SchedulerPopFromBackoffQ": Support(False, True, "popping from backoffQ when activeQ is empty"),
+    "SchedulerPopFromBackoffQ": Support(
+        True, True, "popping from backoffQ when activeQ is empty (queue.scheduling_queue)"
+    ),
     "SchedulerPreQueueingHints": Support(
         False, True, "PreQueueingHintFn narrowing (DynamicResources' claim events)"
     ),

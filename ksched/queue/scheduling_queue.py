@@ -60,6 +60,11 @@ __all__ = [
 
 UNSCHEDULABLE_Q_TIME_INTERVAL = 5 * 60.0  # DefaultPodMaxInUnschedulablePodsDuration
 BACKOFF_FLUSH_PERIOD = 1.0
+# SchedulerPopFromBackoffQ: backoff expiries are truncated to this window, within which
+# backoffQ orders pods as activeQ does (backoffQOrderingWindowDuration).
+BACKOFF_ORDERING_WINDOW = 1.0
+# scheduler_queue_incoming_pods_total's event of a pod popped from backoffQ.
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 LEFTOVER_FLUSH_PERIOD = 30.0
 ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE = "active", "backoff", "unschedulable"
 
@@ -193,6 +198,9 @@ class SchedulingQueue:
         fw = next(iter(frameworks.values()))
         self._sort_key = fw.queue_sort_key()
         v1_37 = fw.handle.features.at_least("1.37")
+        # SchedulerPopFromBackoffQ: with activeQ empty, the head of backoffQ's rejected pods
+        # (errors excluded) is popped at once; PreEnqueue runs on entering backoffQ instead.
+        self.pop_from_backoff = fw.handle.features.enabled("SchedulerPopFromBackoffQ")
         # v1.37 splits pending pods' events (TargetPod, UnscheduledPod) and adds ScaleUp.
         self.pending_events = ev.pending_pod_events(v1_37)
         self._seq = itertools.count()
@@ -204,6 +212,8 @@ class SchedulingQueue:
         self._active_tok: dict[str, int] = {}
         self._backoff: list[tuple[float, int, QueuedPodInfo]] = []
         self._backoff_tok: dict[str, int] = {}
+        # backoffQ's rejected pods by (expiry, QueueSort), popped when activeQ is empty.
+        self._backoff_pop: list[tuple[float, Any, int, QueuedPodInfo]] = []
         # The unschedulable pool (insertion-ordered) and its index by rejecting plugin.
         self._pool: dict[str, QueuedPodInfo] = {}
         self._pool_seq: dict[str, int] = {}
@@ -274,7 +284,11 @@ class SchedulingQueue:
         return d
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        return qpi.timestamp + self.backoff_duration(qpi)
+        """``getBackoffTime``: truncated to the ordering window with SchedulerPopFromBackoffQ."""
+        t = qpi.timestamp + self.backoff_duration(qpi)
+        if self.pop_from_backoff:
+            return t - t % BACKOFF_ORDERING_WINDOW
+        return t
 
     def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
         if qpi.gated:
@@ -294,17 +308,32 @@ class SchedulingQueue:
         self._count(event, ACTIVE_Q)
         self._notify()
 
-    def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+    def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """``moveToBackoffQ``; False when PreEnqueue (run here with SchedulerPopFromBackoffQ)
+        gated the pod into the pool instead."""
+        if self.pop_from_backoff and not self._gate(qpi):
+            self._push_unschedulable(qpi, event)
+            return False
         key = qpi.key
         tok = next(self._seq)
         self._where[key] = BACKOFF_Q
         self._entries[key] = qpi
         self._backoff_tok[key] = tok
-        heapq.heappush(self._backoff, (self.backoff_expiry(qpi), tok, qpi))
+        expiry = self.backoff_expiry(qpi)
+        heapq.heappush(self._backoff, (expiry, tok, qpi))
         if len(self._backoff) > 2 * len(self._backoff_tok) + 64:
             self._backoff = [e for e in self._backoff if self._backoff_tok.get(e[2].key) == e[1]]
             heapq.heapify(self._backoff)
+        if self.pop_from_backoff and (qpi.unschedulable_plugins or qpi.pending_plugins):
+            heapq.heappush(self._backoff_pop, (expiry, self._sort_key(qpi), tok, qpi))
+            if len(self._backoff_pop) > 2 * len(self._backoff_tok) + 64:
+                live = self._backoff_tok
+                self._backoff_pop = [e for e in self._backoff_pop if live.get(e[3].key) == e[2]]
+                heapq.heapify(self._backoff_pop)
         self._count(event, BACKOFF_Q)
+        if self.pop_from_backoff:
+            self._notify()  # an idle pop takes it now
+        return True
 
     def _push_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
         key = qpi.key
@@ -365,9 +394,10 @@ class SchedulingQueue:
             qpi.unschedulable_plugins.add(st.plugin)
         return False
 
-    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> bool:
-        """``moveToActiveQ`` for a pod in no queue: activeQ, or the pool if PreEnqueue gates it."""
-        if not self._gate(qpi):
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
+        """``moveToActiveQ`` for a pod in no queue: activeQ, or the pool if PreEnqueue gates it
+        (not asked again for a pod leaving backoffQ with SchedulerPopFromBackoffQ)."""
+        if not (from_backoff and self.pop_from_backoff) and not self._gate(qpi):
             self._push_unschedulable(qpi, event)
             return False
         if qpi.initial_attempt_timestamp is None:
@@ -383,8 +413,7 @@ class SchedulingQueue:
             self._push_unschedulable(qpi, event)
             return UNSCHEDULABLE
         if strategy == QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi):
-            self._push_backoff(qpi, event)
-            return BACKOFF_Q
+            return BACKOFF_Q if self._push_backoff(qpi, event) else UNSCHEDULABLE
         return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE
 
     # -- queueing hints -------------------------------------------------------------------
@@ -569,33 +598,44 @@ class SchedulingQueue:
         siblings); for an in-flight pod a targeted ForceActivate is recorded instead."""
         for pod in pods:
             key = _key(pod)
-            if self._where.get(key) in (UNSCHEDULABLE, BACKOFF_Q):
+            where = self._where.get(key)
+            if where in (UNSCHEDULABLE, BACKOFF_Q):
                 qpi = self._remove(key)
                 assert qpi is not None
-                self._move_to_active(qpi, ev.FORCE_ACTIVATE.label)
+                self._move_to_active(qpi, ev.FORCE_ACTIVATE.label, where == BACKOFF_Q)
             elif key in self._in_flight:
                 self._event_seq += 1
                 self._events.append((self._event_seq, ev.FORCE_ACTIVATE, None, pod))
 
     # -- popping ----------------------------------------------------------------------
     def pop_nowait(self) -> QueuedPodInfo | None:
-        """The head of activeQ (after moving pods whose backoff ended), now in flight."""
+        """The head of activeQ (after moving pods whose backoff ended), now in flight; with
+        activeQ empty and SchedulerPopFromBackoffQ, backoffQ's first rejected pod."""
         self.flush_backoff_completed()
         while self._active:
             _, tok, qpi = heapq.heappop(self._active)
-            key = qpi.key
-            if self._active_tok.get(key) != tok:
-                continue
-            self._remove(key)
-            if key in self._in_flight:
-                continue  # tracked twice: drop the duplicate, as upstream does
-            qpi.attempts += 1
-            qpi.unschedulable_plugins = set()
-            qpi.pending_plugins = set()
-            self.scheduling_cycle += 1
-            self._in_flight[key] = self._event_seq
-            return qpi
+            if self._active_tok.get(qpi.key) == tok and self._take(qpi):
+                return qpi
+        while self._backoff_pop:
+            _, _, tok, qpi = heapq.heappop(self._backoff_pop)
+            if self._backoff_tok.get(qpi.key) == tok:
+                self._count(POP_FROM_BACKOFF_Q, ACTIVE_Q)
+                if self._take(qpi):
+                    return qpi
         return None
+
+    def _take(self, qpi: QueuedPodInfo) -> bool:
+        """Out of its queue and in flight; False for a pod already in flight."""
+        key = qpi.key
+        self._remove(key)
+        if key in self._in_flight:
+            return False  # tracked twice: drop the duplicate, as upstream does
+        qpi.attempts += 1
+        qpi.unschedulable_plugins = set()
+        qpi.pending_plugins = set()
+        self.scheduling_cycle += 1
+        self._in_flight[key] = self._event_seq
+        return True
 
     async def pop(self) -> QueuedPodInfo | None:
         """Next pod by QueueSort; waits (on the injected clock) for one. None once closed."""
@@ -722,7 +762,7 @@ class SchedulingQueue:
                 break
             heapq.heappop(heap)
             self._remove(qpi.key)
-            if self._move_to_active(qpi, ev.BACKOFF_COMPLETE):
+            if self._move_to_active(qpi, ev.BACKOFF_COMPLETE, from_backoff=True):
                 moved += 1
         return moved
 
@@ -764,7 +804,14 @@ class SchedulingQueue:
         return None
 
     def has_active(self) -> bool:
-        return bool(self._active_tok)
+        """Whether a pop would find a pod now (activeQ, or backoffQ's rejected pods when
+        SchedulerPopFromBackoffQ pops those)."""
+        if self._active_tok:
+            return True
+        heap, toks = self._backoff_pop, self._backoff_tok
+        while heap and toks.get(heap[0][3].key) != heap[0][2]:
+            heapq.heappop(heap)
+        return bool(heap)
 
     def location(self, pod: PodInfo) -> str | None:
         """Where the pod is: active, backoff, unschedulable, "inFlight" or None."""

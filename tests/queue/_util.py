@@ -187,10 +187,13 @@ def registry() -> Registry:
 
 
 def config(
-    points: dict[str, list[str]] | None = None, version: str | None = None, **top: Any
+    points: dict[str, list[str]] | None = None,
+    version: str | None = None,
+    gates: dict[str, bool] | None = None,
+    **top: Any,
 ) -> Any:
     """A profile "ksched" with every default disabled and only the named plugins;
-    ``version``: the emulated version (the default one if None)."""
+    ``version``: the emulated version (the default one if None), ``gates`` set on it."""
     plugins: dict[str, Any] = {
         "multiPoint": {"disabled": [{"name": "*"}]},
         "queueSort": {"enabled": [{"name": "PrioritySort"}]},
@@ -204,16 +207,21 @@ def config(
         "profiles": [{"schedulerName": "ksched", "plugins": plugins}],
         **top,
     }
-    features = FeatureGates(version) if version is not None else None
+    features = None
+    if version is not None or gates:
+        features = FeatureGates(version or FeatureGates().emulated_version, dict(gates or {}))
     cfg, _ = load_config_data(data, "test", None, features)
     return cfg
 
 
 def frameworks(
-    clock: FakeClock, points: dict[str, list[str]] | None = None, version: str | None = None
+    clock: FakeClock,
+    points: dict[str, list[str]] | None = None,
+    version: str | None = None,
+    gates: dict[str, bool] | None = None,
 ) -> dict[str, Framework]:
     pts = {"filter": FILTERS, "preEnqueue": ["SchedulingGates", "LabelGate"], **(points or {})}
-    return build_frameworks(config(pts, version), registry(), clock=clock)
+    return build_frameworks(config(pts, version, gates), registry(), clock=clock)
 
 
 def make_queue(
@@ -221,10 +229,11 @@ def make_queue(
     points: dict[str, list[str]] | None = None,
     on_move: Callable[[str, str], None] | None = None,
     version: str | None = None,
+    gates: dict[str, bool] | None = None,
 ) -> SchedulingQueue:
     clock = clock or FakeClock()
     return SchedulingQueue(
-        frameworks(clock, points, version),
+        frameworks(clock, points, version, gates),
         clock=clock,
         initial_backoff=1.0,
         max_backoff=10.0,
