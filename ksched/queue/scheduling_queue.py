@@ -6,6 +6,8 @@ pool. A pod rejected by some plugins waits in the pool until a cluster event tha
 one of those plugins registered for (and whose queueing hint says Queue) arrives.
 Events seen while a pod's attempt is in flight are kept and replayed when the
 attempt ends, so none is lost. PreEnqueue plugins gate pods out of activeQ.
+With SchedulerPopFromBackoffQ (on by default) an idle scheduler pops backoffQ's rejected
+pods without waiting out their backoff, and PreEnqueue runs as they enter backoffQ.
 
 Two ksched-specific choices, both behaviour-preserving:
 
