@@ -67,6 +67,16 @@ def condition_patch(status: PodStatus, condition: dict[str, Any]) -> dict[str, A
     return patch
 
 
+def _refused(e: APIError) -> bool:
+    """``net.IsConnectionRefused``: nothing reached the server, so a retry is safe."""
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 async def patch_pod_status(client: APIClient, path: str, body: dict[str, Any]) -> bool:
     """``util.PatchPodStatus``: a strategic merge patch of ``pods/{name}/status`` at
     ``path``, retried like client-go on internal errors and unavailability. False when the
@@ -95,6 +105,9 @@ class APIClusterClient:
         # Called right before a binding or eviction goes out; raises to stop it (the
         # daemon's fence: see ``APIClient.request``'s ``guard``).
         self.write_guard: Callable[[], None] | None = None
+        # v1.37's util.BindPod: a binding answered 500/503, or refused, is retried (client-go
+        # DefaultBackoff, 4 tries); v1.36 posted it once.
+        self.retry_bind = False
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         body = {
@@ -103,19 +116,25 @@ class APIClusterClient:
             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
-        try:
-            await self.client.request(
-                "POST",
-                pod_path(pod.namespace, pod.name, "binding"),
-                body=body,
-                timeout=self.bind_timeout,
-                guard=self.write_guard,
-            )
-        except APIError as e:
-            retry = e.status not in _FINAL_BIND_STATUSES
-            raise BindError(
-                f"binding {pod.key} to {node_name}: {e.message or e.reason}", retry=retry
-            ) from e
+        delays = iter(_PATCH_RETRY_DELAYS if self.retry_bind else ())
+        while True:
+            try:
+                await self.client.request(
+                    "POST",
+                    pod_path(pod.namespace, pod.name, "binding"),
+                    body=body,
+                    timeout=self.bind_timeout,
+                    guard=self.write_guard,
+                )
+                return
+            except APIError as e:
+                delay = next(delays, None)
+                if delay is None or not (e.status in (500, 503) or _refused(e)):
+                    retry = e.status not in _FINAL_BIND_STATUSES
+                    raise BindError(
+                        f"binding {pod.key} to {node_name}: {e.message or e.reason}", retry=retry
+                    ) from e
+            await anyio.sleep(delay)
 
     async def delete_pod(self, pod: PodInfo) -> None:
         """Delete (preemption victims) with a UID precondition; already gone is success."""

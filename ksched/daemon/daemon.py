@@ -637,6 +637,7 @@ class SchedulerDaemon:
         if self.shadow_of is None:
             self.reporter = StatusReporter(client, controller=_controller(profiles))
         self._binder = binder = _FencedClusterClient(client, self.may_write, self._wait_writable)
+        binder.retry_bind = cfg.features.at_least("1.37")
         sched = Scheduler(
             cfg,
             self.registry,

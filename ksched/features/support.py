@@ -102,9 +102,6 @@ SUPPORT: dict[str, Support] = {
     "InPlacePodLevelResourcesVerticalScaling": Support(
         False, True, "pod-level resources are read from the spec, never from a resize status"
     ),
-    "InPlacePodVerticalScalingSchedulerPreemption": Support(
-        False, True, "the DeferredPodScheduling plugin (1.37) is not implemented yet"
-    ),
     "InterPodAffinityHostnameFastPath": Support(
         False,
         True,
@@ -113,6 +110,9 @@ SUPPORT: dict[str, Support] = {
     ),
     "InPlacePodVerticalScaling": Support(
         False, False, "container resources are read from the spec, never from a resize status"
+    ),
+    "InPlacePodVerticalScalingSchedulerPreemption": Support(
+        False, True, "deferred resizes (DeferredPodScheduling, preemption for a resize)"
     ),
     "MatchLabelKeysInPodTopologySpread": Support(True, True, "matchLabelKeys"),
     "NodeDeclaredFeatures": Support(True, True, "the NodeDeclaredFeatures plugin"),
@@ -140,8 +140,12 @@ SUPPORT: dict[str, Support] = {
     ),
     "SchedulerAsyncAPICalls": Support(False, True, "the asynchronous API dispatcher"),
     "SchedulerAsyncPreemption": Support(True, False, "victims evicted asynchronously"),
-    "SchedulerPreQueueingHints": Support(False, True, "pre-queueing hints (1.37)"),
-    "SchedulerPopFromBackoffQ": Support(False, True, "popping from backoffQ when activeQ is empty"),
+    "SchedulerPopFromBackoffQ": Support(
+        True, True, "popping from backoffQ when activeQ is empty (queue.scheduling_queue)"
+    ),
+    "SchedulerPreQueueingHints": Support(
+        False, True, "PreQueueingHintFn narrowing (DynamicResources' claim events)"
+    ),
     "SchedulerQueueingHints": Support(True, False, "queueing hints"),
 }
 

@@ -9,6 +9,8 @@ ones built from literals, and a plugin's own resources (a custom resource's GVK 
 ``"podgroups.v1alpha1.scheduling.x-k8s.io"``) are plain strings beside them. An ``Update``
 registration covers every finer ``Update...`` action of its resource, and resource
 ``Pod`` covers bound (``AssignedPod``) and pending pods alike (see ``ksched.queue.events``).
+v1.37 exports the finer pod resources: ``UnscheduledPod`` (another pending pod) and
+``TargetPod`` (the pending pod's own update), both under ``Pod``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class EventResource(StrEnum):
     NODE = "Node"
     POD = "Pod"  # any pod: pending and bound
     ASSIGNED_POD = "AssignedPod"  # bound pods only
+    UNSCHEDULED_POD = "UnscheduledPod"  # v1.37: other pending pods
+    TARGET_POD = "TargetPod"  # v1.37: the pending pod itself
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
@@ -49,8 +53,10 @@ class ActionType(StrEnum):
     UPDATE_NODE_CONDITION = "UpdateNodeCondition"
     UPDATE_NODE_ANNOTATION = "UpdateNodeAnnotation"
     UPDATE_NODE_DECLARED_FEATURE = "UpdateNodeDeclaredFeature"
+    UPDATE_NODE_PREEMPTION_POLICY = "UpdateNodePreemptionPolicy"  # v1.37
     UPDATE_POD_LABEL = "UpdatePodLabel"
     UPDATE_POD_SCALE_DOWN = "UpdatePodScaleDown"
+    UPDATE_POD_SCALE_UP = "UpdatePodScaleUp"  # v1.37
     UPDATE_POD_TOLERATION = "UpdatePodToleration"
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = "UpdatePodSchedulingGatesEliminated"
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = "UpdatePodGeneratedResourceClaim"

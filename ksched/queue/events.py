@@ -1,17 +1,22 @@
 """Cluster events that can move pods out of the unschedulable pool.
 
-Labels are kube-scheduler v1.36's ``ClusterEvent.Label()`` (resource then action, e.g.
+Labels are kube-scheduler's ``ClusterEvent.Label()`` (resource then action, e.g.
 ``UnschedulablePodAdd``, ``NodeUpdateNodeTaint``, ``AssignedPodUpdatePodLabel``) so metrics
 (``scheduler_queue_incoming_pods_total{event}``, ``scheduler_event_handling_duration_seconds``,
 ``scheduler_inflight_events``) read the same. Incoming events about pods use resource
-``AssignedPod`` (bound pods) or ``Pod`` (the pending pod itself, labelled
-``UnschedulablePod`` as upstream's resource); a plugin that registers resource ``Pod`` hears
-both, as upstream's ``matchEventResources`` lets ``Pod`` cover assignedPod and
-unschedulablePod.
+``AssignedPod`` (bound pods) or, for pending pods, v1.36's ``Pod`` (labelled
+``UnschedulablePod`` as upstream's internal resource); a plugin that registers resource
+``Pod`` hears both, as upstream's ``matchEventResources`` lets ``Pod`` cover assignedPod and
+unschedulablePod. v1.37 splits pending pods: ``TargetPod`` for the queued pod's own update
+(``SchedulingQueue.Update``), ``UnscheduledPod`` for the informer's view of any pending pod
+(``EventUnscheduledPodAdd`` ...), and ``Pod`` covers all three (``UnrollPodEvent``);
+``pending_pod_events`` picks the version's set.
 Storage objects (the volume plugins' ``EventResource``s) only ever Add, Update or Delete.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..api.objects import Node
 from ..framework.events import ActionType, EventResource
@@ -45,10 +50,12 @@ __all__ = [
     "UPDATE_POD_GENERATED_RESOURCE_CLAIM",
     "VOLUME_ATTACHMENT",
     "WILDCARD",
+    "PendingPodEvents",
     "is_wildcard",
     "matches",
     "node_update_events",
     "object_events",
+    "pending_pod_events",
     "pod_update_events",
 ]
 
@@ -94,8 +101,49 @@ POD_ADD = UNSCHEDULED_POD_ADD.label
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
 
-# resource "AssignedPod"/"Pod" -> label prefix (upstream's EventResource) of pod events.
-_POD_LABEL_PREFIX = {"AssignedPod": "AssignedPod", "Pod": "UnschedulablePod"}
+# resource -> label prefix (upstream's EventResource) of pod events; v1.36's pending "Pod"
+# is upstream's internal unschedulablePod.
+_POD_LABEL_PREFIX = {
+    "AssignedPod": "AssignedPod",
+    "Pod": "UnschedulablePod",
+    "UnscheduledPod": "UnscheduledPod",
+    "TargetPod": "TargetPod",
+}
+_POD_RESOURCES = frozenset({"AssignedPod", "UnscheduledPod", "TargetPod"})
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPodEvents:
+    """A version's events about pending pods: the informer's add/update/delete of one
+    (``EventUnscheduledPod*``), and the resources of a pending pod's update as the queue
+    sees it (``target``, its own) and as the informer does (``other``); ``scale_up``:
+    whether a pod update can be an UpdatePodScaleUp."""
+
+    add: ClusterEvent
+    update: ClusterEvent
+    delete: ClusterEvent
+    target: str
+    other: str
+    scale_up: bool
+
+
+_PENDING_1_36 = PendingPodEvents(
+    UNSCHEDULED_POD_ADD, UNSCHEDULED_POD_UPDATE, UNSCHEDULED_POD_DELETE, "Pod", "Pod", False
+)
+_PENDING_1_37 = PendingPodEvents(
+    ClusterEvent("UnscheduledPod", "Add", "UnscheduledPodAdd"),
+    ClusterEvent("UnscheduledPod", "Update", "UnscheduledPodUpdate"),
+    ClusterEvent("UnscheduledPod", "Delete", "UnscheduledPodDelete"),
+    "TargetPod",
+    "UnscheduledPod",
+    True,
+)
+
+
+def pending_pod_events(split: bool) -> PendingPodEvents:
+    """v1.36's single pending ``Pod`` resource, or (``split``, v1.37) UnscheduledPod and
+    TargetPod."""
+    return _PENDING_1_37 if split else _PENDING_1_36
 
 
 def is_wildcard(event: ClusterEvent) -> bool:
@@ -112,7 +160,7 @@ def matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
     if is_wildcard(registered):
         return True
     r, res = registered.resource, incoming.resource
-    if not (r == "*" or r == res or (r == "Pod" and res == "AssignedPod")):
+    if not (r == "*" or r == res or (r == "Pod" and res in _POD_RESOURCES)):
         return False
     a = registered.action
     return a in ("*", incoming.action) or (a == "Update" and incoming.action.startswith("Update"))
@@ -138,13 +186,25 @@ def _scaled_down(old: PodInfo, new: PodInfo) -> bool:
     return any(n.scalar.get(k, 0) < v for k, v in o.scalar.items())
 
 
-def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
+def _scaled_up(old: PodInfo, new: PodInfo) -> bool:
+    o, n = old.requests, new.requests
+    if n.milli_cpu > o.milli_cpu or n.memory > o.memory:
+        return True
+    if n.ephemeral_storage > o.ephemeral_storage:
+        return True
+    return any(v > o.scalar.get(k, 0) for k, v in n.scalar.items())
+
+
+def pod_update_events(
+    old: PodInfo, new: PodInfo, pending: str = "Pod", *, scale_up: bool = False
+) -> list[ClusterEvent]:
     """``PodSchedulingPropertiesChange``: the specific UpdatePodXYZ events of a pod update.
 
-    Falls back to a plain Update (heard only by plugins registering Pod/Update)
-    when nothing scheduling-relevant changed.
+    ``pending``: the resource of a pending pod's events (``PendingPodEvents``);
+    ``scale_up``: v1.37's UpdatePodScaleUp. Falls back to a plain Update (heard only
+    by plugins registering Pod/Update) when nothing scheduling-relevant changed.
     """
-    resource = "AssignedPod" if new.node_name else "Pod"
+    resource = "AssignedPod" if new.node_name else pending
     prefix = _POD_LABEL_PREFIX[resource]
     o, n = old.pod, new.pod
     actions: list[str] = []
@@ -152,16 +212,17 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
         actions.append("UpdatePodLabel")
     if _scaled_down(old, new):
         actions.append("UpdatePodScaleDown")
+    if scale_up and _scaled_up(old, new):
+        actions.append(ActionType.UPDATE_POD_SCALE_UP)
     if o.spec.scheduling_gates and not n.spec.scheduling_gates:
         actions.append("UpdatePodSchedulingGatesEliminated")
     if len(o.spec.tolerations) != len(n.spec.tolerations):
         actions.append("UpdatePodToleration")
     if o.status.resource_claim_statuses != n.status.resource_claim_statuses:
         actions.append(UPDATE_POD_GENERATED_RESOURCE_CLAIM)
-    out = [ClusterEvent(resource, a, prefix + a) for a in actions]
-    if not out:
-        out.append(ASSIGNED_POD_UPDATE if resource == "AssignedPod" else UNSCHEDULED_POD_UPDATE)
-    return out
+    if not actions:
+        actions.append("Update")
+    return [ClusterEvent(resource, a, prefix + a) for a in actions]
 
 
 def _condition_statuses(node: Node) -> dict[str, str]:

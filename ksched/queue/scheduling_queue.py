@@ -6,6 +6,8 @@ pool. A pod rejected by some plugins waits in the pool until a cluster event tha
 one of those plugins registered for (and whose queueing hint says Queue) arrives.
 Events seen while a pod's attempt is in flight are kept and replayed when the
 attempt ends, so none is lost. PreEnqueue plugins gate pods out of activeQ.
+With SchedulerPopFromBackoffQ (on by default) an idle scheduler pops backoffQ's rejected
+pods without waiting out their backoff, and PreEnqueue runs as they enter backoffQ.
 
 Two ksched-specific choices, both behaviour-preserving:
 
@@ -60,6 +62,11 @@ __all__ = [
 
 UNSCHEDULABLE_Q_TIME_INTERVAL = 5 * 60.0  # DefaultPodMaxInUnschedulablePodsDuration
 BACKOFF_FLUSH_PERIOD = 1.0
+# SchedulerPopFromBackoffQ: backoff expiries are truncated to this window, within which
+# backoffQ orders pods as activeQ does (backoffQOrderingWindowDuration).
+BACKOFF_ORDERING_WINDOW = 1.0
+# scheduler_queue_incoming_pods_total's event of a pod popped from backoffQ.
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 LEFTOVER_FLUSH_PERIOD = 30.0
 ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE = "active", "backoff", "unschedulable"
 
@@ -102,6 +109,10 @@ class QueuedPodInfo:
     # Moved out of the pool by the periodic flush (not by an event) since its last attempt:
     # scheduler_pod_scheduled_after_flush_total counts such pods that then get scheduled.
     flushed: bool = False
+    # Failed attempts that plugins rejected, and errors in a row since the last rejection:
+    # the backoff counts the errors while there are some, else the rejections.
+    unschedulable_count: int = 0
+    consecutive_errors: int = 0
 
     @property
     def pod(self) -> PodInfo:
@@ -127,12 +138,17 @@ def _same_pod_updated(pod: PodInfo, old: Any, new: Any) -> str:
     return QueueingHint.SKIP
 
 
-def _registrations(fw: Framework) -> list[_Registration]:
+_NODE_TAINT_UPDATE = ClusterEvent("Node", "UpdateNodeTaint")
+
+
+def _registrations(fw: Framework, taint_for_node_add: bool) -> list[_Registration]:
     """``buildQueueingHintMap`` for one profile.
 
     A plugin without ``events_to_register`` may be helped by anything, so it gets
     the wildcard event (``defaultEnqueueExtension``); one that registers nothing is
-    only helped by the periodic flush.
+    only helped by the periodic flush. ``taint_for_node_add`` (v1.36, removed in v1.37
+    with preCheck): a plugin registering Node/Add but not UpdateNodeTaint also hears
+    UpdateNodeTaint, without a hint (kubernetes#109437).
     """
     out: list[_Registration] = []
     for name, plugin in fw.plugins.items():
@@ -142,11 +158,18 @@ def _registrations(fw: Framework) -> list[_Registration]:
         if reg is None:
             out.append((ev.WILDCARD, name, None))
             continue
+        node_add = node_taint = False
         for item in reg() or ():
             if isinstance(item, ClusterEventWithHint):
-                out.append((item.event, name, item.hint))
+                event, hint = item.event, item.hint
             else:
-                out.append((item, name, None))
+                event, hint = item, None
+            out.append((event, name, hint))
+            if event.resource == "Node":
+                node_add |= event.action in ("Add", "*")
+                node_taint |= event.action in ("UpdateNodeTaint", "Update", "*")
+        if taint_for_node_add and node_add and not node_taint:
+            out.append((_NODE_TAINT_UPDATE, name, None))
     out.append((ClusterEvent("Pod", "Update"), INVALID_POD_PLUGIN, _same_pod_updated))
     return out
 
@@ -176,6 +199,12 @@ class SchedulingQueue:
         self.nominator = Nominator()
         fw = next(iter(frameworks.values()))
         self._sort_key = fw.queue_sort_key()
+        v1_37 = fw.handle.features.at_least("1.37")
+        # SchedulerPopFromBackoffQ: with activeQ empty, the head of backoffQ's rejected pods
+        # (errors excluded) is popped at once; PreEnqueue runs on entering backoffQ instead.
+        self.pop_from_backoff = fw.handle.features.enabled("SchedulerPopFromBackoffQ")
+        # v1.37 splits pending pods' events (TargetPod, UnscheduledPod) and adds ScaleUp.
+        self.pending_events = ev.pending_pod_events(v1_37)
         self._seq = itertools.count()
         # Location of every queued pod, and the pod itself.
         self._where: dict[str, str] = {}
@@ -185,6 +214,8 @@ class SchedulingQueue:
         self._active_tok: dict[str, int] = {}
         self._backoff: list[tuple[float, int, QueuedPodInfo]] = []
         self._backoff_tok: dict[str, int] = {}
+        # backoffQ's rejected pods by (expiry, QueueSort), popped when activeQ is empty.
+        self._backoff_pop: list[tuple[float, Any, int, QueuedPodInfo]] = []
         # The unschedulable pool (insertion-ordered) and its index by rejecting plugin.
         self._pool: dict[str, QueuedPodInfo] = {}
         self._pool_seq: dict[str, int] = {}
@@ -205,7 +236,7 @@ class SchedulingQueue:
         self._on_move = on_move
         # Queueing hints per profile, and per (profile, plugin) its registered events.
         self._regs: dict[str, list[_Registration]] = {
-            p: _registrations(f) for p, f in frameworks.items()
+            p: _registrations(f, not v1_37) for p, f in frameworks.items()
         }
         self._plugin_events: dict[tuple[str, str], list[ClusterEvent]] = {}
         for prof, regs in self._regs.items():
@@ -241,18 +272,25 @@ class SchedulingQueue:
             self._on_move(event, queue)
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
-        """``calculateBackoffDuration``: initial * 2^(attempts-1) capped at max; 0 if untried."""
-        if qpi.attempts == 0:
+        """``calculateBackoffDuration``: initial * 2^(count-1) capped at max, where count is
+        the errors in a row if the last attempts erred, else the rejections (an error
+        after rejections backs off as a first error); 0 if never failed."""
+        count = qpi.consecutive_errors or qpi.unschedulable_count
+        if count == 0:
             return 0.0
         d = self.initial_backoff
-        for _ in range(1, qpi.attempts):
+        for _ in range(1, count):
             if d > self.max_backoff - d:
                 return self.max_backoff
             d += d
         return d
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        return qpi.timestamp + self.backoff_duration(qpi)
+        """``getBackoffTime``: truncated to the ordering window with SchedulerPopFromBackoffQ."""
+        t = qpi.timestamp + self.backoff_duration(qpi)
+        if self.pop_from_backoff:
+            return t - t % BACKOFF_ORDERING_WINDOW
+        return t
 
     def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
         if qpi.gated:
@@ -272,17 +310,32 @@ class SchedulingQueue:
         self._count(event, ACTIVE_Q)
         self._notify()
 
-    def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+    def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """``moveToBackoffQ``; False when PreEnqueue (run here with SchedulerPopFromBackoffQ)
+        gated the pod into the pool instead."""
+        if self.pop_from_backoff and not self._gate(qpi):
+            self._push_unschedulable(qpi, event)
+            return False
         key = qpi.key
         tok = next(self._seq)
         self._where[key] = BACKOFF_Q
         self._entries[key] = qpi
         self._backoff_tok[key] = tok
-        heapq.heappush(self._backoff, (self.backoff_expiry(qpi), tok, qpi))
+        expiry = self.backoff_expiry(qpi)
+        heapq.heappush(self._backoff, (expiry, tok, qpi))
         if len(self._backoff) > 2 * len(self._backoff_tok) + 64:
             self._backoff = [e for e in self._backoff if self._backoff_tok.get(e[2].key) == e[1]]
             heapq.heapify(self._backoff)
+        if self.pop_from_backoff and (qpi.unschedulable_plugins or qpi.pending_plugins):
+            heapq.heappush(self._backoff_pop, (expiry, self._sort_key(qpi), tok, qpi))
+            if len(self._backoff_pop) > 2 * len(self._backoff_tok) + 64:
+                live = self._backoff_tok
+                self._backoff_pop = [e for e in self._backoff_pop if live.get(e[3].key) == e[2]]
+                heapq.heapify(self._backoff_pop)
         self._count(event, BACKOFF_Q)
+        if self.pop_from_backoff:
+            self._notify()  # an idle pop takes it now
+        return True
 
     def _push_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
         key = qpi.key
@@ -343,15 +396,16 @@ class SchedulingQueue:
             qpi.unschedulable_plugins.add(st.plugin)
         return False
 
-    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> bool:
-        """``moveToActiveQ`` for a pod in no queue: activeQ, or the pool if PreEnqueue gates it."""
-        if not self._gate(qpi):
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
+        """``moveToActiveQ`` for a pod in no queue: activeQ, or the pool if PreEnqueue gates it
+        (not asked again for a pod leaving backoffQ with SchedulerPopFromBackoffQ)."""
+        if not (from_backoff and self.pop_from_backoff) and not self._gate(qpi):
             self._push_unschedulable(qpi, event)
             return False
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self.clock.now()
         self._push_active(qpi, event)
-        if event == ev.POD_ADD:
+        if event == self.pending_events.add.label:
             self.nominator.add(qpi.pod_info)
         return True
 
@@ -361,8 +415,7 @@ class SchedulingQueue:
             self._push_unschedulable(qpi, event)
             return UNSCHEDULABLE
         if strategy == QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi):
-            self._push_backoff(qpi, event)
-            return BACKOFF_Q
+            return BACKOFF_Q if self._push_backoff(qpi, event) else UNSCHEDULABLE
         return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE
 
     # -- queueing hints -------------------------------------------------------------------
@@ -488,7 +541,8 @@ class SchedulingQueue:
             old = cur.pod_info if cur is not None else self._in_flight_latest.get(key, pod)
             self.update(old, pod)
             return
-        self._move_to_active(QueuedPodInfo(pod, profile, self.clock.now()), ev.POD_ADD)
+        qpi = QueuedPodInfo(pod, profile, self.clock.now())
+        self._move_to_active(qpi, self.pending_events.add.label)
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
         """``Update``: an unassigned pod changed.
@@ -501,7 +555,8 @@ class SchedulingQueue:
         if old is not new and rv and rv == old.pod.metadata.resource_version:
             return  # a resync carrying the same object
         key = _key(new)
-        events = ev.pod_update_events(old, new)
+        pe = self.pending_events
+        events = ev.pod_update_events(old, new, pe.target, scale_up=pe.scale_up)
         if key in self._in_flight:
             self._in_flight_latest[key] = new
             for e in events:
@@ -545,33 +600,44 @@ class SchedulingQueue:
         siblings); for an in-flight pod a targeted ForceActivate is recorded instead."""
         for pod in pods:
             key = _key(pod)
-            if self._where.get(key) in (UNSCHEDULABLE, BACKOFF_Q):
+            where = self._where.get(key)
+            if where in (UNSCHEDULABLE, BACKOFF_Q):
                 qpi = self._remove(key)
                 assert qpi is not None
-                self._move_to_active(qpi, ev.FORCE_ACTIVATE.label)
+                self._move_to_active(qpi, ev.FORCE_ACTIVATE.label, where == BACKOFF_Q)
             elif key in self._in_flight:
                 self._event_seq += 1
                 self._events.append((self._event_seq, ev.FORCE_ACTIVATE, None, pod))
 
     # -- popping ----------------------------------------------------------------------
     def pop_nowait(self) -> QueuedPodInfo | None:
-        """The head of activeQ (after moving pods whose backoff ended), now in flight."""
+        """The head of activeQ (after moving pods whose backoff ended), now in flight; with
+        activeQ empty and SchedulerPopFromBackoffQ, backoffQ's first rejected pod."""
         self.flush_backoff_completed()
         while self._active:
             _, tok, qpi = heapq.heappop(self._active)
-            key = qpi.key
-            if self._active_tok.get(key) != tok:
-                continue
-            self._remove(key)
-            if key in self._in_flight:
-                continue  # tracked twice: drop the duplicate, as upstream does
-            qpi.attempts += 1
-            qpi.unschedulable_plugins = set()
-            qpi.pending_plugins = set()
-            self.scheduling_cycle += 1
-            self._in_flight[key] = self._event_seq
-            return qpi
+            if self._active_tok.get(qpi.key) == tok and self._take(qpi):
+                return qpi
+        while self._backoff_pop:
+            _, _, tok, qpi = heapq.heappop(self._backoff_pop)
+            if self._backoff_tok.get(qpi.key) == tok:
+                self._count(POP_FROM_BACKOFF_Q, ACTIVE_Q)
+                if self._take(qpi):
+                    return qpi
         return None
+
+    def _take(self, qpi: QueuedPodInfo) -> bool:
+        """Out of its queue and in flight; False for a pod already in flight."""
+        key = qpi.key
+        self._remove(key)
+        if key in self._in_flight:
+            return False  # tracked twice: drop the duplicate, as upstream does
+        qpi.attempts += 1
+        qpi.unschedulable_plugins = set()
+        qpi.pending_plugins = set()
+        self.scheduling_cycle += 1
+        self._in_flight[key] = self._event_seq
+        return True
 
     async def pop(self) -> QueuedPodInfo | None:
         """Next pod by QueueSort; waits (on the injected clock) for one. None once closed."""
@@ -654,6 +720,11 @@ class SchedulingQueue:
             if error:
                 qpi.unschedulable_plugins = set()
                 qpi.pending_plugins = set()
+            if qpi.unschedulable_plugins or qpi.pending_plugins:
+                qpi.unschedulable_count += 1
+                qpi.consecutive_errors = 0
+            else:
+                qpi.consecutive_errors += 1
             qpi.timestamp = self.clock.now()
             qpi.flushed = False
             self._requeue(qpi, self._in_flight_strategy(qpi), ev.SCHEDULE_ATTEMPT_FAILURE)
@@ -693,7 +764,7 @@ class SchedulingQueue:
                 break
             heapq.heappop(heap)
             self._remove(qpi.key)
-            if self._move_to_active(qpi, ev.BACKOFF_COMPLETE):
+            if self._move_to_active(qpi, ev.BACKOFF_COMPLETE, from_backoff=True):
                 moved += 1
         return moved
 
@@ -735,7 +806,14 @@ class SchedulingQueue:
         return None
 
     def has_active(self) -> bool:
-        return bool(self._active_tok)
+        """Whether a pop would find a pod now (activeQ, or backoffQ's rejected pods when
+        SchedulerPopFromBackoffQ pops those)."""
+        if self._active_tok:
+            return True
+        heap, toks = self._backoff_pop, self._backoff_tok
+        while heap and toks.get(heap[0][3].key) != heap[0][2]:
+            heapq.heappop(heap)
+        return bool(heap)
 
     def location(self, pod: PodInfo) -> str | None:
         """Where the pod is: active, backoff, unschedulable, "inFlight" or None."""

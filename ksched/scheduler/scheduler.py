@@ -286,8 +286,9 @@ class Scheduler:
         elif (profile := self.profile_of(pod)) is not None:
             self.queue.add(pod, profile)
             # A new sibling can unblock pods rejected for want of peers (gangs, affinity).
-            self.queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, None, pod)
-            self._handled(ev.UNSCHEDULED_POD_ADD, _perf() - t0)
+            added = self.queue.pending_events.add
+            self.queue.move_all_to_active_or_backoff(added, None, pod)
+            self._handled(added, _perf() - t0)
 
     def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
         t0 = _perf()
@@ -301,14 +302,15 @@ class Scheduler:
                 self.queue.delete(old)
                 t1 = _perf()
                 if self.responsible_for(old):
-                    self._handled(ev.UNSCHEDULED_POD_DELETE, t1 - t0)
+                    self._handled(self.queue.pending_events.delete, t1 - t0)
                 self.cache_op(self.cache.add_pod, new)
                 self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, new)
                 self._handled(ev.ASSIGNED_POD_ADD, _perf() - t1)
             else:
                 self.cache_op(self.cache.update_pod, old, new)
                 updating = _perf() - t0
-                for e in ev.pod_update_events(old, new):
+                scale_up = self.queue.pending_events.scale_up
+                for e in ev.pod_update_events(old, new, scale_up=scale_up):
                     t1 = _perf()
                     self.queue.move_all_to_active_or_backoff(e, old, new)
                     self._handled(e, updating + _perf() - t1)
@@ -319,9 +321,10 @@ class Scheduler:
             and self.metrics is not None
         ):
             seconds = _perf() - t0
-            self._handled(ev.UNSCHEDULED_POD_UPDATE, seconds)
-            for e in ev.pod_update_events(old, new):
-                if e.label != ev.UNSCHEDULED_POD_UPDATE.label:
+            pe = self.queue.pending_events
+            self._handled(pe.update, seconds)
+            for e in ev.pod_update_events(old, new, pe.other, scale_up=pe.scale_up):
+                if e.label != pe.update.label:
                     self._handled(e, seconds)
 
     def _update_pending(self, old: PodInfo, new: PodInfo) -> bool:
@@ -346,7 +349,7 @@ class Scheduler:
         if pod.node_name:
             self._handled(ev.ASSIGNED_POD_DELETE, _perf() - t0)
         elif self.responsible_for(pod):
-            self._handled(ev.UNSCHEDULED_POD_DELETE, _perf() - t0)
+            self._handled(self.queue.pending_events.delete, _perf() - t0)
 
     def _delete_pod(self, pod: PodInfo) -> None:
         assumed = self.cache.is_assumed(pod)
@@ -451,10 +454,11 @@ class Scheduler:
         the preemptor is let into the queue as soon as that victim is seen terminating or
         gone (``PreemptionInFlight``), so the deletion events can requeue it; if an
         eviction fails it is activated rather than left waiting for events that may not
-        come.
+        come, and so (v1.37) if the last victim was only rejected at Permit, which
+        deletes nothing.
         """
         key = preemptor.uid or preemptor.key
-        failed = False
+        failed = activate = False
         # The evictions' own span, timed as upstream times its preemption goroutine.
         started: float | None = None
         try:
@@ -487,7 +491,7 @@ class Scheduler:
 
                 async def evict(v: PodInfo) -> None:
                     async with limit:
-                        evicted.append(await self._evict(fw, preemptor, node, v))
+                        evicted.append((await self._evict(fw, preemptor, node, v))[0])
 
                 async with anyio.create_task_group() as tg:
                     for v in head:
@@ -497,11 +501,12 @@ class Scheduler:
             else:
                 if token is not None:
                     token.last_victim = last
-                if not await self._evict(fw, preemptor, node, last):
-                    failed = True
+                ok, in_memory = await self._evict(fw, preemptor, node, last)
+                failed = not ok
+                activate = in_memory and fw.handle.features.at_least("1.37")
         finally:
             self._done_preempting(key, token)
-            if failed:
+            if failed or activate:
                 self.queue.activate([preemptor])
             if started is not None and self.metrics is not None:
                 # upstream's deferred calls evaluate label and duration when deferred, so it
@@ -515,18 +520,22 @@ class Scheduler:
         if key in self.preempting and self.preempting[key] is token:
             del self.preempting[key]
 
-    async def _evict(self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo) -> bool:
-        """``PreemptPod``: reject a victim waiting at Permit; else mark it DisruptionTarget
-        (unless it already is), then delete it. A victim gone before it could be marked
-        needs neither the deletion nor the event."""
+    async def _evict(
+        self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo
+    ) -> tuple[bool, bool]:
+        """``PreemptPod``: reject a victim still waiting at Permit (in memory only); else
+        mark it DisruptionTarget (unless it already is), then delete it. A victim gone
+        before it could be marked needs neither the deletion nor the event. Returns
+        (success, preempted in memory only)."""
         wp = self.waiting_pods.get(victim.uid or victim.key)
-        if wp is not None:
+        in_memory = wp is not None and not wp.done
+        if wp is not None and in_memory:
             wp.reject("DefaultPreemption", "preempted")
         else:
             cond = preemption_condition(victim, preemptor.pod.spec.scheduler_name)
             try:
                 if cond is not None and not await self.cluster.set_pod_condition(victim, cond):
-                    return True
+                    return True, False
                 await self.cluster.delete_pod(victim)
             except Exception as e:
                 log.warning(
@@ -535,7 +544,7 @@ class Scheduler:
                     preemptor=preemptor.key,
                     error=str(e),
                 )
-                return False
+                return False, False
         self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(victim.key)
         fw.handle.recorder.event(
             victim,
@@ -544,7 +553,7 @@ class Scheduler:
             "Preempting",
             f"Preempted by pod {preemptor.uid} on node {node}",
         )
-        return True
+        return True, in_memory
 
     def _on_queue_move(self, event: str, queue: str) -> None:
         if self.metrics is not None:

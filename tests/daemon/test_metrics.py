@@ -69,7 +69,7 @@ def test_queue_and_cache_gauges_are_read_at_scrape_time(
     assert value(m, "scheduler_scheduler_cache_size", type="nodes") is None  # the old name
     assert value(m, "scheduler_goroutines", operation="binding") == 0
     assert (
-        value(m, "scheduler_queue_incoming_pods_total", queue="active", event="UnschedulablePodAdd")
+        value(m, "scheduler_queue_incoming_pods_total", queue="active", event="UnscheduledPodAdd")
         == 3
     )
     assert (
@@ -510,9 +510,9 @@ def test_event_handling_durations_by_upstream_event_label(
     _, m = sim_metrics
     count = "scheduler_event_handling_duration_seconds_count"
     assert value(m, count, event="NodeAdd") == 2
-    assert value(m, count, event="UnschedulablePodAdd") == 3
+    assert value(m, count, event="UnscheduledPodAdd") == 3
     # a binding seen by the informer: out of the queue, into the cache
-    assert value(m, count, event="UnschedulablePodDelete") == 2
+    assert value(m, count, event="UnscheduledPodDelete") == 2
     assert value(m, count, event="AssignedPodAdd") == 2
 
 
@@ -522,7 +522,7 @@ def test_event_handling_of_updates_and_deletions() -> None:
     count = "scheduler_event_handling_duration_seconds_count"
     # the victim deleted; the preemptor's nomination (a pending pod's update)
     assert value(m, count, event="AssignedPodDelete") == 1
-    assert value(m, count, event="UnschedulablePodUpdate") == 1
+    assert value(m, count, event="UnscheduledPodUpdate") == 1
     # the victim's DisruptionTarget condition, then its deletionTimestamp (a graceful
     # deletion: its kubelet finishes it later): each observed for the handler and, as no
     # specific change was made, for the plain AssignedPodUpdate event it raised (upstream

@@ -194,7 +194,7 @@ def test_metrics_reflect_reality(e2e: E2E) -> None:
             metric(
                 text,
                 "scheduler_queue_incoming_pods_total",
-                event="UnschedulablePodAdd",
+                event="UnscheduledPodAdd",
                 queue="active",
             )
             == 4

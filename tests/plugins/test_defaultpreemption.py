@@ -82,6 +82,11 @@ class PostFilterCase:
     extra_prefilter: bool = False
 
 
+def found(node: str, victims: int) -> str:
+    """v1.37's PostFilter message of a successful preemption."""
+    return f"preemption: found a potential placement for pod on node {node}, preempting {victims} victims"
+
+
 POST_FILTER_CASES = [
     PostFilterCase(
         "pod with higher priority can be made schedulable",
@@ -91,6 +96,7 @@ POST_FILTER_CASES = [
         statuses({"node1": U}),
         "node1",
         Code.SUCCESS,
+        found("node1", 1),
     ),
     PostFilterCase(
         "pod with tied priority is still unschedulable",
@@ -131,6 +137,7 @@ POST_FILTER_CASES = [
         statuses({"node1": U, "node2": U}),
         "node2",
         Code.SUCCESS,
+        found("node2", 1),
     ),
     PostFilterCase(
         "pod can be made schedulable on minHighestPriority node",
@@ -144,6 +151,7 @@ POST_FILTER_CASES = [
         statuses({"node1": U, "node2": U}),
         "node2",
         Code.SUCCESS,
+        found("node2", 1),
         pdbs=[
             pdb("violating-pdb", match_labels={"pdb": "violating"}),
             pdb("non-violating-pdb", match_labels={"pdb": "non-violating"}, allowed=2**31 - 1),
@@ -206,9 +214,20 @@ POST_FILTER_CASES = [
         statuses({"node1": U, "node2": U}),
         "node2",
         Code.SUCCESS,
+        found("node2", 1),
         extra_prefilter=True,
     ),
 ]
+
+
+@pytest.mark.parametrize(("version", "want"), [("1.36", ""), ("1.37", found("node1", 1))])
+def test_successful_preemption_message_by_version(version: str, want: str) -> None:
+    """v1.37 words a successful preemption (the FitError's PostFilter part); v1.36 did not."""
+    tc = POST_FILTER_CASES[0]
+    env = Env(tc.nodes, tc.pods, [FIT], version=version)
+    result, st = env.pl.post_filter(env.state_for(tc.pod), tc.pod, tc.statuses)
+    assert st is not None and st.is_success() and st.message() == want
+    assert result is not None and result.nominated_node_name == "node1"
 
 
 @pytest.mark.parametrize("tc", POST_FILTER_CASES, ids=lambda tc: tc.name)

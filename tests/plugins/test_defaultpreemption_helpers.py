@@ -9,6 +9,7 @@ from typing import Any
 from ksched.api.objects import Node, Pod, PodDisruptionBudget, decode
 from ksched.config import default_plugin_args
 from ksched.config.types import PluginConfig, PluginRef, Plugins, PluginSet, Profile
+from ksched.features import FeatureGates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
 from ksched.framework.interface import FilterPlugin, PreFilterPlugin, PreFilterResult
@@ -249,6 +250,7 @@ class Env:
         pdbs: Sequence[PodDisruptionBudget] = (),
         args: dict[str, Any] | None = None,
         fake_filter: bool = False,
+        version: str | None = None,
     ) -> None:
         self.snapshot = make_snapshot(list(nodes), list(pods))
         ps = Plugins(
@@ -264,6 +266,8 @@ class Env:
         config = [PluginConfig("DefaultPreemption", dict(args))] if args is not None else []
         self.nominator = Nominator()
         handle = Handle(snapshot=self.snapshot)
+        if version is not None:  # the emulated version (the default one if None)
+            handle = Handle(snapshot=self.snapshot, features=FeatureGates(version))
         handle.listers["nominator"] = self.nominator
         handle.listers["pdbs"] = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in pdbs}
         self.fw = Framework(

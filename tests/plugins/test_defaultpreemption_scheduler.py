@@ -238,13 +238,12 @@ async def test_preemptor_is_held_back_while_its_victims_are_evicted() -> None:
     async with anyio.create_task_group() as tg:
         await h.attempt(tg)
         assert set(h.sched.preempting) == {high.uid}
-        # A node that would fit arrives: the pod backs off, then is held at PreEnqueue
-        # instead of being retried mid-eviction.
+        # A node that would fit arrives: the pod would back off, but PreEnqueue (run on
+        # entering backoffQ, SchedulerPopFromBackoffQ) holds it instead of letting it be
+        # retried mid-eviction.
         h.sched.on_node_add(make_node("n1", cpu="8", memory="8Gi"))
-        expiry = h.sched.queue.next_backoff_expiry()
-        assert expiry is not None
-        h.clock.set(expiry)
-        assert h.sched.queue.flush_backoff_completed() == 0
+        assert h.sched.queue.next_backoff_expiry() is None
+        assert h.sched.queue.pop_nowait() is None
         qpi = h.sched.queue.get(high)
         assert qpi is not None and h.sched.queue.location(high) == UNSCHEDULABLE
         assert qpi.gated and qpi.gating_plugin == "DefaultPreemption"

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ksched.config import load_config_data
+from ksched.features import FeatureGates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import (
     ClusterEvent,
@@ -101,6 +102,31 @@ class OwnLabels(_Filter):
         return [ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodLabel"), _own_label_change)]
 
 
+class TargetLabels(_Filter):
+    """v1.37's own-update resource: hears the queued pod's label change only."""
+
+    name = "TargetLabels"
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent("TargetPod", "UpdatePodLabel"))]
+
+
+class OthersLabels(_Filter):
+    """v1.37's other-pending-pods resource: never hears the queued pod's own update."""
+
+    name = "OthersLabels"
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent("UnscheduledPod", "UpdatePodLabel"))]
+
+
+class ScaleUp(_Filter):
+    name = "ScaleUp"
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent("Pod", "UpdatePodScaleUp"))]
+
+
 class LabelGate(PreEnqueuePlugin):
     """Gates pods labelled hold=yes; registers nothing, so only PreEnqueue re-runs free them."""
 
@@ -133,6 +159,9 @@ FILTERS = [
     "NothingHelps",
     "PodDelete",
     "OwnLabels",
+    "TargetLabels",
+    "OthersLabels",
+    "ScaleUp",
 ]
 
 
@@ -147,6 +176,9 @@ def registry() -> Registry:
         NothingHelps,
         PodDelete,
         OwnLabels,
+        TargetLabels,
+        OthersLabels,
+        ScaleUp,
         LabelGate,
         InverseSort,
     ):
@@ -154,8 +186,14 @@ def registry() -> Registry:
     return reg
 
 
-def config(points: dict[str, list[str]] | None = None, **top: Any) -> Any:
-    """A profile "ksched" with every default disabled and only the named plugins."""
+def config(
+    points: dict[str, list[str]] | None = None,
+    version: str | None = None,
+    gates: dict[str, bool] | None = None,
+    **top: Any,
+) -> Any:
+    """A profile "ksched" with every default disabled and only the named plugins;
+    ``version``: the emulated version (the default one if None), ``gates`` set on it."""
     plugins: dict[str, Any] = {
         "multiPoint": {"disabled": [{"name": "*"}]},
         "queueSort": {"enabled": [{"name": "PrioritySort"}]},
@@ -169,25 +207,33 @@ def config(points: dict[str, list[str]] | None = None, **top: Any) -> Any:
         "profiles": [{"schedulerName": "ksched", "plugins": plugins}],
         **top,
     }
-    cfg, _ = load_config_data(data, "test", None)
+    features = None
+    if version is not None or gates:
+        features = FeatureGates(version or FeatureGates().emulated_version, dict(gates or {}))
+    cfg, _ = load_config_data(data, "test", None, features)
     return cfg
 
 
 def frameworks(
-    clock: FakeClock, points: dict[str, list[str]] | None = None
+    clock: FakeClock,
+    points: dict[str, list[str]] | None = None,
+    version: str | None = None,
+    gates: dict[str, bool] | None = None,
 ) -> dict[str, Framework]:
     pts = {"filter": FILTERS, "preEnqueue": ["SchedulingGates", "LabelGate"], **(points or {})}
-    return build_frameworks(config(pts), registry(), clock=clock)
+    return build_frameworks(config(pts, version, gates), registry(), clock=clock)
 
 
 def make_queue(
     clock: FakeClock | None = None,
     points: dict[str, list[str]] | None = None,
     on_move: Callable[[str, str], None] | None = None,
+    version: str | None = None,
+    gates: dict[str, bool] | None = None,
 ) -> SchedulingQueue:
     clock = clock or FakeClock()
     return SchedulingQueue(
-        frameworks(clock, points),
+        frameworks(clock, points, version, gates),
         clock=clock,
         initial_backoff=1.0,
         max_backoff=10.0,

@@ -59,9 +59,29 @@ def test_backoff_doubles_per_attempt_up_to_the_cap(
     q = make_queue()
     q.initial_backoff, q.max_backoff = initial, maximum
     qpi = QueuedPodInfo(make_pod(), "ksched", 0.0)
-    for attempts, want in enumerate(expected):
-        qpi.attempts = attempts
+    for count, want in enumerate(expected):
+        qpi.unschedulable_count = count
         assert q.backoff_duration(qpi) == want
+
+
+def test_backoff_counts_errors_in_a_row_else_rejections() -> None:
+    """``getBackoffTime``: after rejections an error backs off as a first error, and the
+    next rejection picks up the rejections' count again (not the attempts)."""
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(make_pod("p"), "ksched")
+    backoffs = []
+    for how in ("rejected", "rejected", "error", "error", "rejected"):
+        qpi = pop(q)
+        if how == "error":
+            fail(q, qpi, error=True)
+        else:
+            fail(q, qpi, "NoExt")
+            q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n"))
+        backoffs.append(q.backoff_duration(qpi))
+        clock.advance(60)
+    assert backoffs == [1.0, 2.0, 1.0, 2.0, 4.0]
+    assert qpi.attempts == 5
 
 
 def test_failed_pod_waits_out_its_growing_backoff_before_it_pops_again() -> None:
@@ -548,10 +568,14 @@ def test_same_resource_version_is_ignored() -> None:
 # -- introspection ---------------------------------------------------------------------------
 
 
-def test_dump_is_json_and_shows_every_queue() -> None:
+@pytest.mark.parametrize(
+    ("version", "added"), [("1.36", "UnschedulablePodAdd"), ("1.37", "UnscheduledPodAdd")]
+)
+def test_dump_is_json_and_shows_every_queue(version: str, added: str) -> None:
+    """v1.37 renamed the pending pods' event resource: the moves' labels follow."""
     moves: list[tuple[str, str]] = []
     clock = FakeClock()
-    q = make_queue(clock, on_move=lambda e, w: moves.append((e, w)))
+    q = make_queue(clock, on_move=lambda e, w: moves.append((e, w)), version=version)
     for name in ("a", "b", "c", "d"):
         q.add(make_pod(name), "ksched")
     q.add(make_pod("g", schedulingGates=GATE), "ksched")
@@ -568,7 +592,7 @@ def test_dump_is_json_and_shows_every_queue() -> None:
     assert d["inFlight"] == [flying.key] and d["inFlightEvents"] == ["NodeAdd"]
     assert d["nominated"] == {"n": [flying.pod.key]}
     assert d["counts"] == {ACTIVE_Q: 1, BACKOFF_Q: 2, UNSCHEDULABLE: 0, "gated": 1}
-    assert ("NodeAdd", BACKOFF_Q) in moves and ("UnschedulablePodAdd", UNSCHEDULABLE) in moves
+    assert ("NodeAdd", BACKOFF_Q) in moves and (added, UNSCHEDULABLE) in moves
 
 
 def test_registered_wildcard_rejector_is_woken_by_any_event() -> None:

@@ -217,7 +217,13 @@ def nominated(pi: PodInfo, node: str) -> PodInfo:
 
 class Harness:
     def __init__(
-        self, *, max_in_flight_bindings: int = 64, nodes: int = 1, gates: Sequence[str] = ()
+        self,
+        *,
+        max_in_flight_bindings: int = 64,
+        nodes: int = 1,
+        gates: Sequence[str] = (),
+        version: str | None = None,
+        points: dict[str, list[str]] | None = None,
     ) -> None:
         reg = Registry()
         register_builtins(reg)
@@ -229,9 +235,10 @@ class Harness:
                 "permit": ["Waiter", "Quorum"],
                 "preBind": ["RejectPreBind"],
                 "bind": ["FlakyBinder"],
+                **(points or {}),
             }
         )
-        cfg.features = set_feature_gates(gates)
+        cfg.features = set_feature_gates(gates, [version] if version else [])
         self.clock = FakeClock()
         self.cluster = FakeCluster()
         self.out = Outcomes()

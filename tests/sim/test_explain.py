@@ -135,7 +135,9 @@ def test_preemption_outcome_is_explained(
     assert pre == {
         "nominatedNode": "n1",
         "victims": ["default/web-1"],
-        "message": "",
+        # v1.37 words a successful preemption (v1.36: "")
+        "message": "preemption: found a potential placement for pod on node n1, "
+        "preempting 1 victims",
         "earlierAttempt": True,
     }
     rc, out, _ = run_cli(capsys, "--cluster", str(f), "--explain", "default/urgent")

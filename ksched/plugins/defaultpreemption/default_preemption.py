@@ -115,13 +115,18 @@ def pod_terminating_by_preemption(pod: PodInfo) -> bool:
 
 
 def filter_pods_with_pdb_violation(
-    pods: Sequence[PodInfo], pdbs: Sequence[PodDisruptionBudget]
+    pods: Sequence[PodInfo],
+    pdbs: Sequence[PodDisruptionBudget],
+    *,
+    first_violation_stops: bool = False,
 ) -> tuple[list[PodInfo], list[PodInfo]]:
     """``filterPodsWithPDBViolation``: (violating, non-violating), order kept.
 
     Each matching PDB (same namespace, non-empty valid selector) spends one of its
     ``disruptionsAllowed`` per pod not already listed in ``disruptedPods``; a pod whose
-    eviction drives some budget below zero violates it.
+    eviction drives some budget below zero violates it. ``first_violation_stops`` (v1.37's
+    ``FilterVictimsWithPDBViolation``): a pod stops spending budgets at the first one it
+    overdraws, so its later matching PDBs keep theirs for the next pods.
     """
     allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
     selectors: list[Any] = []
@@ -147,6 +152,8 @@ def filter_pods_with_pdb_violation(
                 allowed[i] -= 1
                 if allowed[i] < 0:
                     violated = True
+                    if first_violation_stops:
+                        break
         (violating if violated else non_violating).append(pi)
     return violating, non_violating
 
@@ -333,7 +340,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         if not st.is_success():
             return [], 0, st
         sort_by_importance(potential, self.more_important_pod)
-        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        violating, non_violating = filter_pods_with_pdb_violation(
+            potential, pdbs, first_violation_stops=self.handle.features.at_least("1.37")
+        )
         victims: list[PodInfo] = []
         num_violating = 0
         for group, counts in ((violating, True), (non_violating, False)):

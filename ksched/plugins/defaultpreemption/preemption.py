@@ -379,7 +379,13 @@ class Evaluator:
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
-        return PostFilterResult(best.name, list(best.victims.pods)), SUCCESS
+        result = PostFilterResult(best.name, list(best.victims.pods))
+        if not self.handle.features.at_least("1.37"):
+            return result, SUCCESS
+        # v1.37 says what it found: the FitError's PostFilter part after "preemption: "
+        n = len(best.victims.pods)
+        found = f"found a potential placement for pod on node {best.name}, preempting {n} victims"
+        return result, Status(Code.SUCCESS, found)
 
     async def _resume(self, pod: PodInfo, candidates: list[Candidate]) -> PostFilterOutcome:
         """Steps 3 and 4 of ``preempt`` once extenders are involved."""
