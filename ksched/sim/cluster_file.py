@@ -8,7 +8,9 @@ reads from its informers; like pods, they default to namespace ``default``. So a
 storage objects the volume plugins read (PersistentVolumeClaims, namespaced;
 PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
 DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims and
-ResourceClaimTemplates, the latter two namespaced).
+ResourceClaimTemplates, the latter two namespaced), and the scheduling.k8s.io/v1beta1
+Workloads and PodGroups of workload-aware scheduling (namespaced; a PodGroup of another
+group, scheduler-plugins' ``scheduling.x-k8s.io`` CRD, stays a custom object).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from ..api.objects import (
 from ..api.objects import decode_json as decode_typed_json
 from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from ..api.validation import object_errors
+from ..api.workload import API_VERSION as SCHEDULING_API_VERSION
+from ..api.workload import PodGroup, Workload
 from ..framework.listers import Listers
 from ..util.errors import KschedError
 from ..util.limits import (
@@ -61,6 +65,7 @@ from ..util.limits import (
 __all__ = [
     "DRA_LISTERS",
     "KINDS",
+    "SCHEDULING_KINDS",
     "STORAGE_LISTERS",
     "WORKLOAD_LISTERS",
     "ClusterFile",
@@ -88,6 +93,8 @@ class ClusterFile:
     storage: dict[str, list[Any]] = field(default_factory=dict)
     # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates by listers key.
     dra: dict[str, list[Any]] = field(default_factory=dict)
+    # scheduling.k8s.io/v1beta1 Workloads and PodGroups, by kind.
+    scheduling: dict[str, list[Any]] = field(default_factory=dict)
     # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -139,6 +146,9 @@ DRA_LISTERS = {
     "ResourceClaim": Listers.RESOURCE_CLAIMS,
     "ResourceClaimTemplate": "resourceclaimtemplates",
 }
+# kind -> type of the scheduling.k8s.io/v1beta1 kinds (by apiVersion too: "PodGroup" is
+# also scheduler-plugins' CRD, left to plugins as a custom object)
+SCHEDULING_KINDS: dict[str, Any] = {"Workload": Workload, "PodGroup": PodGroup}
 _NAMESPACED = {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
 
 
@@ -288,11 +298,11 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
         meta = raw.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise ClusterFileError(f"{source}: {object_ref(raw)}: metadata.name: Required value")
-        cls = KINDS.get(kind)
+        cls = _kind_type(kind, raw.get("apiVersion"))
         if cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue
-        if kind in _NAMESPACED or kind in WORKLOAD_LISTERS:
+        if kind in _NAMESPACED or kind in WORKLOAD_LISTERS or kind in SCHEDULING_KINDS:
             meta.setdefault("namespace", "default")
         try:
             # a dump's CSINodes say `drivers: null`/`topologyKeys: null` for empty lists
@@ -336,10 +346,19 @@ def _add(
         cf.pdbs.append(obj)
     elif kind in WORKLOAD_LISTERS:
         cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
+    elif kind in SCHEDULING_KINDS:
+        cf.scheduling.setdefault(kind, []).append(obj)
     elif kind in DRA_LISTERS:
         cf.dra.setdefault(DRA_LISTERS[kind], []).append(obj)
     else:
         cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
+
+
+def _kind_type(kind: str, api_version: Any) -> Any:
+    """The type a manifest decodes into; None for a custom object."""
+    if kind in SCHEDULING_KINDS:
+        return SCHEDULING_KINDS[kind] if api_version == SCHEDULING_API_VERSION else None
+    return KINDS.get(kind)
 
 
 def _ref_name(meta: Any) -> str:
