@@ -23,6 +23,7 @@ from .objects import (
     make_namespace,
     make_node,
     make_pod,
+    make_pod_group,
     make_priority_class,
     make_pv,
     make_pvc,
@@ -32,6 +33,7 @@ from .objects import (
     make_service,
     make_storage_class,
     make_volume_attachment,
+    make_workload,
 )
 
 if TYPE_CHECKING:
@@ -82,6 +84,7 @@ __all__ = [
     "make_namespace",
     "make_node",
     "make_pod",
+    "make_pod_group",
     "make_priority_class",
     "make_pv",
     "make_pvc",
@@ -91,6 +94,7 @@ __all__ = [
     "make_service",
     "make_storage_class",
     "make_volume_attachment",
+    "make_workload",
     "node_info",
     "pod_info",
     "run_filter",
