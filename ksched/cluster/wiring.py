@@ -50,7 +50,8 @@ from ..api.objects import (
     VolumeAttachment,
 )
 from ..api.resource import DeviceClass, ResourceClaim, ResourceSlice
-from ..api.workload import PodGroup
+from ..api.workload import API_VERSION as SCHEDULING_API_VERSION
+from ..api.workload import V1ALPHA2, PodGroup, pod_group_from_json
 from ..features import FeatureGates
 from ..framework.interface import ClusterEvent, WatchedResource
 from ..framework.listers import Listers, RevisionedStore
@@ -99,7 +100,9 @@ VOLUME_ATTACHMENTS_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 RESOURCE_CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 DEVICE_CLASSES_PATH = "/apis/resource.k8s.io/v1/deviceclasses"
-SCHEDULING_POD_GROUPS_PATH = "/apis/scheduling.k8s.io/v1beta1/podgroups"
+SCHEDULING_POD_GROUPS_PATH = f"/apis/{SCHEDULING_API_VERSION}/podgroups"
+# what kube-scheduler v1.36 watches (kube-apiserver v1.36 serves no v1beta1)
+SCHEDULING_POD_GROUPS_V1ALPHA2_PATH = f"/apis/{V1ALPHA2}/podgroups"
 # kube-scheduler's pod informer: terminal pods hold no resources and need no scheduling.
 PODS_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -232,14 +235,22 @@ def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
 
 def workload_informer_paths(features: FeatureGates | None) -> dict[str, str]:
     """The ``handle.listers`` keys and collections watched for workload-aware scheduling:
-    kube-scheduler's PodGroup informer (scheduling.k8s.io/v1beta1 in v1.37), started only
-    with GenericWorkload on. Emulating v1.36 (v1alpha2 PodGroups, another shape) watches
-    none: ksched refuses the gate there."""
+    kube-scheduler's PodGroup informer (scheduling.k8s.io/v1beta1 in v1.37, v1alpha2 in
+    v1.36, converted to the v1beta1 shape), started only with GenericWorkload on."""
     if features is None or not features.enabled("GenericWorkload"):
         return {}
     if not features.at_least("1.37"):
-        return {}
+        return {Listers.SCHEDULING_POD_GROUPS: SCHEDULING_POD_GROUPS_V1ALPHA2_PATH}
     return {Listers.SCHEDULING_POD_GROUPS: SCHEDULING_POD_GROUPS_PATH}
+
+
+def _pod_group_decoder(path: str) -> Callable[[bytes], PodGroup]:
+    version = V1ALPHA2 if path == SCHEDULING_POD_GROUPS_V1ALPHA2_PATH else SCHEDULING_API_VERSION
+
+    def decode(raw: bytes) -> PodGroup:
+        return pod_group_from_json(raw, version)
+
+    return decode
 
 
 def _decode_raw(raw: bytes) -> dict[str, Any]:
@@ -386,7 +397,7 @@ def connect_scheduler(
         pod_groups: Informer[PodGroup] = Informer(
             client,
             path,
-            struct_decoder(PodGroup),
+            _pod_group_decoder(path),
             name=key,
             backoff=make_backoff(),
             store=pg_store,

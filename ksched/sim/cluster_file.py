@@ -9,8 +9,9 @@ storage objects the volume plugins read (PersistentVolumeClaims, namespaced;
 PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
 DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims and
 ResourceClaimTemplates, the latter two namespaced), and the scheduling.k8s.io/v1beta1
-Workloads and PodGroups of workload-aware scheduling (namespaced; a PodGroup of another
-group, scheduler-plugins' ``scheduling.x-k8s.io`` CRD, stays a custom object).
+Workloads and PodGroups of workload-aware scheduling (namespaced; v1.36's v1alpha2 ones
+converted to that shape; a PodGroup of another group, scheduler-plugins'
+``scheduling.x-k8s.io`` CRD, stays a custom object).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ..api.objects import decode_json as decode_typed_json
 from ..api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from ..api.validation import object_errors
 from ..api.workload import API_VERSION as SCHEDULING_API_VERSION
-from ..api.workload import PodGroup, Workload
+from ..api.workload import V1ALPHA2, PodGroup, PodGroupV1Alpha2, Workload, WorkloadV1Alpha2
 from ..framework.listers import Listers
 from ..util.errors import KschedError
 from ..util.limits import (
@@ -149,6 +150,8 @@ DRA_LISTERS = {
 # kind -> type of the scheduling.k8s.io/v1beta1 kinds (by apiVersion too: "PodGroup" is
 # also scheduler-plugins' CRD, left to plugins as a custom object)
 SCHEDULING_KINDS: dict[str, Any] = {"Workload": Workload, "PodGroup": PodGroup}
+# v1.36's version of them, converted to the v1beta1 shape once decoded
+_SCHEDULING_V1ALPHA2: dict[str, Any] = {"Workload": WorkloadV1Alpha2, "PodGroup": PodGroupV1Alpha2}
 _NAMESPACED = {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
 
 
@@ -309,6 +312,8 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
             obj = decode(without_nulls(raw) if kind == "CSINode" else raw, cls)
         except DecodeError as e:
             raise ClusterFileError(f"{source}: {e}") from None
+        if isinstance(obj, WorkloadV1Alpha2 | PodGroupV1Alpha2):
+            obj = obj.convert()
         _add(cf, seen, source, kind, obj, raw, raw, validate)
     return cf
 
@@ -357,6 +362,8 @@ def _add(
 def _kind_type(kind: str, api_version: Any) -> Any:
     """The type a manifest decodes into; None for a custom object."""
     if kind in SCHEDULING_KINDS:
+        if api_version == V1ALPHA2:
+            return _SCHEDULING_V1ALPHA2[kind]
         return SCHEDULING_KINDS[kind] if api_version == SCHEDULING_API_VERSION else None
     return KINDS.get(kind)
 

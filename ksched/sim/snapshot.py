@@ -6,10 +6,10 @@ list response leaves them out) and ``metadata.managedFields`` stripped (server-s
 bookkeeping: often half of an object's bytes, and meaningless to a scheduler). Terminal
 pods (Succeeded, Failed) are left out, as the daemon's informer leaves them out. The
 ``resource.k8s.io`` kinds (dynamic resource allocation) are included only when the server
-serves them, and so are the ``scheduling.k8s.io/v1beta1`` Workloads and PodGroups
-(workload-aware scheduling, not served unless enabled). The listing is a series of lists,
-not one consistent read: a pod bound between the node list and the pod list is simply
-bound in the file.
+serves them, and so are the ``scheduling.k8s.io`` Workloads and PodGroups (v1beta1, or
+v1.36's v1alpha2; workload-aware scheduling, not served unless enabled). The listing is
+a series of lists, not one consistent read: a pod bound between the node list and the
+pod list is simply bound in the file.
 
 An identity that may not list a kind (403) gets a snapshot without it: kube-scheduler's
 own (``system:kube-scheduler``) may not list PriorityClasses or ResourceClaimTemplates,
@@ -82,8 +82,9 @@ DRA_KINDS = {
     "resourceclaimtemplates": "ResourceClaimTemplate",
 }
 
-# scheduling.k8s.io/v1beta1 kinds by resource name; listed when that version is served
-SCHEDULING_GROUP_VERSION = "scheduling.k8s.io/v1beta1"
+# scheduling.k8s.io kinds by resource name; listed in the first of these versions served
+# (kube-apiserver v1.37: v1beta1, v1.36: v1alpha2)
+SCHEDULING_GROUP_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")
 SCHEDULING_KINDS = {"workloads": "Workload", "podgroups": "PodGroup"}
 
 #: Kinds a snapshot is useless without: a 403 listing them fails it.
@@ -145,15 +146,16 @@ async def _dra_kinds(client: APIClient) -> list[Listed]:
 
 
 async def _scheduling_kinds(client: APIClient) -> list[Listed]:
-    """The Workload and PodGroup collections, when the server serves their version."""
-    status, raw = await client.request("GET", f"/apis/{SCHEDULING_GROUP_VERSION}", check=False)
-    if status == 404:
-        return []
-    if status >= 300:
-        raise APIError.from_response(status, raw)
-    names = {r.name for r in msgspec.json.decode(raw, type=_ResourceList).resources}
-    gv = SCHEDULING_GROUP_VERSION
-    return [Listed(kind, gv, res) for res, kind in SCHEDULING_KINDS.items() if res in names]
+    """The Workload and PodGroup collections, in the first version the server serves."""
+    for gv in SCHEDULING_GROUP_VERSIONS:
+        status, raw = await client.request("GET", f"/apis/{gv}", check=False)
+        if status == 404:
+            continue
+        if status >= 300:
+            raise APIError.from_response(status, raw)
+        names = {r.name for r in msgspec.json.decode(raw, type=_ResourceList).resources}
+        return [Listed(kind, gv, res) for res, kind in SCHEDULING_KINDS.items() if res in names]
+    return []
 
 
 async def take_snapshot(

@@ -11,9 +11,16 @@ import pytest
 
 from ksched.api.objects import DecodeError, Pod, decode, decode_json
 from ksched.api.workload import (
+    V1ALPHA2,
     BasicSchedulingPolicy,
+    DisruptionMode,
     PodGroup,
+    PodGroupV1Alpha2,
     Workload,
+    WorkloadReference,
+    WorkloadV1Alpha2,
+    _Empty,
+    pod_group_from_json,
 )
 
 TEMPLATE: dict[str, Any] = {
@@ -208,3 +215,92 @@ def test_hostile_json_is_a_decode_error(data: bytes) -> None:
     """Bad JSON, wrong shapes, numbers and UTF-8: a DecodeError, nothing else."""
     with pytest.raises(DecodeError):
         decode_json(data, Workload)
+
+
+# ---- v1alpha2 (kube-apiserver v1.36) -------------------------------------------------------
+
+V1ALPHA2_POD_GROUP: dict[str, Any] = {
+    "apiVersion": "scheduling.k8s.io/v1alpha2",
+    "kind": "PodGroup",
+    "metadata": {"name": "g", "namespace": "ml"},
+    "spec": {
+        "podGroupTemplateRef": {
+            "workload": {"workloadName": "training", "podGroupTemplateName": "workers"}
+        },
+        "schedulingPolicy": {"gang": {"minCount": 3}},
+        "schedulingConstraints": {"topology": [{"key": "rack"}]},
+        "resourceClaims": [{"name": "shared", "resourceClaimName": "c"}],
+        "disruptionMode": "Pod",
+        "priorityClassName": "high",
+        "priority": 7,
+    },
+    "status": {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True"}]},
+}
+
+
+def test_v1alpha2_pod_group_converts_to_the_v1beta1_shape() -> None:
+    pg = pod_group_from_json(_json(V1ALPHA2_POD_GROUP), V1ALPHA2)
+    assert pg.api_version == V1ALPHA2  # where it came from
+    assert pg.spec.workload_ref == WorkloadReference(
+        workload_name="training", template_name="workers"
+    )
+    assert pg.spec.disruption_mode == DisruptionMode(single=_Empty())
+    assert pg.spec.scheduling_policy.gang is not None
+    assert pg.spec.scheduling_policy.gang.min_count == 3
+    assert pg.spec.scheduling_constraints is not None
+    assert pg.spec.scheduling_constraints.topology[0].key == "rack"
+    assert pg.spec.resource_claims[0].resource_claim_name == "c"
+    assert (pg.spec.priority_class_name, pg.spec.priority) == ("high", 7)
+    assert pg.status.conditions[0].type == "PodGroupInitiallyScheduled"
+    whole = _set(V1ALPHA2_POD_GROUP, ("spec", "disruptionMode"), "PodGroup")
+    assert decode(whole, PodGroupV1Alpha2).convert().spec.disruption_mode == DisruptionMode(
+        all=_Empty()
+    )
+    bare = decode({"metadata": {"name": "g"}}, PodGroupV1Alpha2).convert()
+    assert bare.spec.workload_ref is None and bare.spec.disruption_mode is None
+    no_workload = _set(V1ALPHA2_POD_GROUP, ("spec", "podGroupTemplateRef"), {})
+    assert decode(no_workload, PodGroupV1Alpha2).convert().spec.workload_ref is None
+    # a v1beta1 document by default
+    assert pod_group_from_json(_json(POD_GROUP)).spec.workload_ref is not None
+
+
+def test_v1alpha2_workload_converts_its_templates() -> None:
+    raw = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "Workload",
+        "metadata": {"name": "training", "namespace": "ml"},
+        "spec": {
+            "controllerRef": {"kind": "Job", "name": "training"},
+            "podGroupTemplates": [
+                {
+                    "name": "workers",
+                    "schedulingPolicy": {"gang": {"minCount": 2}},
+                    "schedulingConstraints": None,
+                    "disruptionMode": "PodGroup",
+                    "priority": 5,
+                }
+            ],
+        },
+    }
+    w = decode(raw, WorkloadV1Alpha2).convert()
+    assert isinstance(w, Workload) and w.api_version == V1ALPHA2
+    assert w.spec.controller_ref is not None and w.spec.controller_ref.name == "training"
+    (t,) = w.spec.pod_group_templates
+    assert t.name == "workers" and t.disruption_mode == DisruptionMode(all=_Empty())
+    assert t.scheduling_policy.gang is not None and t.priority == 5
+
+
+@pytest.mark.parametrize(
+    ("path", "bad"),
+    [
+        (("spec", "disruptionMode"), "Everything"),  # not one of the enum's values
+        (("spec", "disruptionMode"), {"all": {}}),  # v1beta1's shape
+        (("spec", "podGroupTemplateRef", "workload"), "training"),
+        (("spec", "priority"), 2**31),
+    ],
+)
+def test_v1alpha2_wrong_shapes_are_decode_errors(path: tuple[str, ...], bad: Any) -> None:
+    raw = _set(V1ALPHA2_POD_GROUP, path, bad)
+    with pytest.raises(DecodeError) as e:
+        pod_group_from_json(_json(raw), V1ALPHA2)
+    assert "PodGroup ml/g" in str(e.value) and ".".join(path[:2]) in str(e.value)

@@ -3,6 +3,7 @@ the gate on (the gate is refused by ksched today: these tests set it directly)."
 
 from __future__ import annotations
 
+import json
 from types import MappingProxyType
 from typing import Any
 
@@ -11,7 +12,11 @@ import pytest
 
 from ksched.api.workload import PodGroup
 from ksched.cluster import APIClient, connect_scheduler
-from ksched.cluster.wiring import SCHEDULING_POD_GROUPS_PATH, workload_informer_paths
+from ksched.cluster.wiring import (
+    SCHEDULING_POD_GROUPS_PATH,
+    SCHEDULING_POD_GROUPS_V1ALPHA2_PATH,
+    workload_informer_paths,
+)
 from ksched.features import FeatureGates
 from ksched.framework.listers import Listers
 from ksched.testing import TestAPIServer, make_namespace
@@ -37,12 +42,16 @@ def scheduling_podgroup(name: str, min_count: int, namespace: str = "default") -
     }
 
 
-def test_watched_only_with_generic_workload_on_emulating_1_37() -> None:
+def test_watched_only_with_generic_workload_in_the_releases_version() -> None:
     assert workload_informer_paths(gates("1.37", True)) == {KEY: SCHEDULING_POD_GROUPS_PATH}
+    assert SCHEDULING_POD_GROUPS_PATH == "/apis/scheduling.k8s.io/v1beta1/podgroups"
+    # kube-scheduler v1.36 watches v1alpha2 (all kube-apiserver v1.36 serves)
+    assert workload_informer_paths(gates("1.36", True)) == {
+        KEY: "/apis/scheduling.k8s.io/v1alpha2/podgroups"
+    }
     assert workload_informer_paths(gates("1.37", False)) == {}
+    assert workload_informer_paths(gates("1.36", False)) == {}
     assert workload_informer_paths(None) == {}
-    # v1.36 serves v1alpha2 PodGroups, another shape: not watched
-    assert workload_informer_paths(gates("1.36", True)) == {}
     assert KEY != "podgroups"  # Coscheduling's CRD lister keeps its key
 
 
@@ -80,12 +89,33 @@ async def test_pod_groups_fill_the_lister_next_to_coschedulings(
         tg.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize(("version", "on"), [("1.37", False), ("1.36", True)])
-async def test_no_informer_without_the_gate(client: APIClient, version: str, on: bool) -> None:
+@pytest.mark.parametrize("version", ["1.37", "1.36"])
+async def test_no_informer_without_the_gate(client: APIClient, version: str) -> None:
     sched = WatchingScheduler({"a": []})
-    informers = connect_scheduler(sched, client, features=gates(version, on))
-    assert SCHEDULING_POD_GROUPS_PATH not in [i.path for i in informers.informers]
+    informers = connect_scheduler(sched, client, features=gates(version, False))
+    assert not {SCHEDULING_POD_GROUPS_PATH, SCHEDULING_POD_GROUPS_V1ALPHA2_PATH} & {
+        i.path for i in informers.informers
+    }
     assert KEY not in sched.frameworks["a"].handle.listers
+
+
+async def test_emulating_1_36_decodes_v1alpha2_pod_groups(client: APIClient) -> None:
+    """The v1.36 informer turns v1alpha2 objects into the v1beta1 shape."""
+    sched = WatchingScheduler({"a": []})
+    informers = connect_scheduler(sched, client, features=gates("1.36", True))
+    (inf,) = [i for i in informers.informers if i.path == SCHEDULING_POD_GROUPS_V1ALPHA2_PATH]
+    raw = {
+        "metadata": {"name": "g", "namespace": "ns"},
+        "spec": {
+            "podGroupTemplateRef": {"workload": {"workloadName": "w", "podGroupTemplateName": "t"}},
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "disruptionMode": "PodGroup",
+        },
+    }
+    pg = inf.decode(json.dumps(raw).encode())
+    assert isinstance(pg, PodGroup)
+    assert pg.spec.workload_ref is not None and pg.spec.workload_ref.template_name == "t"
+    assert pg.spec.disruption_mode is not None and pg.spec.disruption_mode.all is not None
 
 
 async def test_features_default_to_the_schedulers_config(client: APIClient) -> None:

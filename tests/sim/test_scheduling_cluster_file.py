@@ -71,6 +71,42 @@ def test_json_cluster_file_too() -> None:
     assert [o["metadata"]["name"] for o in cf.others["PodGroup"]] == ["crd-group"]
 
 
+V1ALPHA2 = """
+apiVersion: v1
+kind: List
+items:
+- apiVersion: scheduling.k8s.io/v1alpha2
+  kind: Workload
+  metadata: {name: training}
+  spec:
+    podGroupTemplates:
+    - {name: workers, schedulingPolicy: {gang: {minCount: 2}}, disruptionMode: PodGroup}
+- apiVersion: scheduling.k8s.io/v1alpha2
+  kind: PodGroup
+  metadata: {name: training-workers}
+  spec:
+    podGroupTemplateRef: {workload: {workloadName: training, podGroupTemplateName: workers}}
+    schedulingPolicy: {gang: {minCount: 2}}
+    disruptionMode: Pod
+"""
+
+
+def test_v1_36_objects_are_converted_to_the_v1beta1_shape() -> None:
+    cf = parse_cluster(V1ALPHA2, "c.yaml")
+    (w,) = cf.scheduling["Workload"]
+    (pg,) = cf.scheduling["PodGroup"]
+    assert isinstance(w, Workload) and isinstance(pg, PodGroup)
+    template = w.spec.pod_group_templates[0]
+    assert template.disruption_mode is not None and template.disruption_mode.all is not None
+    assert pg.spec.workload_ref is not None and pg.spec.workload_ref.template_name == "workers"
+    assert pg.spec.disruption_mode is not None and pg.spec.disruption_mode.single is not None
+    assert cf.others == {}
+    with pytest.raises(
+        ClusterFileError, match=r"PodGroup default/training-workers: .*disruptionMode"
+    ):
+        parse_cluster(V1ALPHA2.replace("disruptionMode: Pod\n", "disruptionMode: Some\n"), "c.yaml")
+
+
 @pytest.mark.parametrize(
     ("doc", "error"),
     [

@@ -51,26 +51,36 @@ def test_snapshot_includes_workloads_and_pod_groups(
     assert pg.spec.workload_ref is not None and pg.spec.workload_ref.template_name == "workers"
 
 
+V1BETA1, V1ALPHA2 = "/apis/scheduling.k8s.io/v1beta1", "/apis/scheduling.k8s.io/v1alpha2"
+NOT_FOUND = (404, {"kind": "Status", "code": 404})
+BOTH = {"resources": [{"name": "workloads"}, {"name": "podgroups"}]}
+
+
 class _Client:
-    def __init__(self, status: int, body: Any) -> None:
-        self.status, self.body = status, json.dumps(body).encode()
+    def __init__(self, answers: dict[str, tuple[int, Any]]) -> None:
+        self.answers = answers
 
     async def request(self, method: str, path: str, check: bool = True) -> tuple[int, bytes]:
-        assert (method, path) == ("GET", "/apis/scheduling.k8s.io/v1beta1")
-        return self.status, self.body
+        status, body = self.answers.get(path, NOT_FOUND)
+        return status, json.dumps(body).encode()
 
 
-def _kinds(status: int, body: Any) -> list[Listed]:
+def _kinds(answers: dict[str, tuple[int, Any]]) -> list[tuple[str, str]]:
     async def run() -> list[Listed]:
-        return await _scheduling_kinds(_Client(status, body))  # type: ignore[arg-type]
+        return await _scheduling_kinds(_Client(answers))  # type: ignore[arg-type]
 
-    return anyio.run(run)
+    return [(k.kind, k.path) for k in anyio.run(run)]
 
 
-def test_not_served_lists_none_and_only_served_resources_are_listed() -> None:
-    assert _kinds(404, {"kind": "Status", "code": 404}) == []
+def test_listed_in_the_first_served_version() -> None:
+    assert _kinds({}) == []
     only = {"resources": [{"name": "podgroups"}, {"name": "podgroups/status"}]}
-    assert [k.kind for k in _kinds(200, only)] == ["PodGroup"]
-    assert _kinds(200, only)[0].path == "/apis/scheduling.k8s.io/v1beta1/podgroups"
+    assert _kinds({V1BETA1: (200, only)}) == [("PodGroup", f"{V1BETA1}/podgroups")]
+    # kube-apiserver v1.36: v1alpha2 only
+    assert _kinds({V1ALPHA2: (200, BOTH)}) == [
+        ("Workload", f"{V1ALPHA2}/workloads"),
+        ("PodGroup", f"{V1ALPHA2}/podgroups"),
+    ]
+    assert _kinds({V1BETA1: (200, BOTH), V1ALPHA2: (200, BOTH)})[0][1].startswith(V1BETA1)
     with pytest.raises(APIError):
-        _kinds(500, {"kind": "Status", "code": 500, "message": "boom"})
+        _kinds({V1BETA1: (500, {"kind": "Status", "code": 500, "message": "boom"})})
