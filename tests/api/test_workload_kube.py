@@ -1,6 +1,7 @@
-"""Against a real kube-apiserver v1.37 with scheduling.k8s.io/v1beta1 and GenericWorkload on:
-a Workload and a PodGroup made there (and a pod's schedulingGroup) decode into ksched's
-structs, and what ksched encodes back reads the same after the server's round trip."""
+"""Against a real kube-apiserver with scheduling.k8s.io and GenericWorkload on: on v1.37
+(v1beta1) a Workload and a PodGroup made there (and a pod's schedulingGroup) decode into
+ksched's structs, and what ksched encodes back reads the same after the server's round
+trip; on v1.36 (v1alpha2) they decode and convert to the v1beta1 shape."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ import msgspec
 import pytest
 
 from ksched.api.objects import Pod, decode
-from ksched.api.workload import PodGroup, Workload
+from ksched.api.workload import (
+    V1ALPHA2,
+    PodGroup,
+    Workload,
+    WorkloadV1Alpha2,
+    pod_group_from_json,
+)
 from ksched.cli import main
 from ksched.sim.cluster_file import load_cluster
 from ksched.testing.controlplane import ControlPlane
@@ -22,12 +29,14 @@ from ksched.testing.controlplane._build import kube_version
 
 pytestmark = pytest.mark.kube
 
-GATES = (
-    "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,"
-    "DRAWorkloadResourceClaims=true,PodGroupPreemptionPolicy=true"
-)
-ARGS = ("--runtime-config=scheduling.k8s.io/v1beta1=true", f"--feature-gates={GATES}")
+GATES = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,DRAWorkloadResourceClaims=true"
 GV = "/apis/scheduling.k8s.io/v1beta1"
+GV_1_36 = "/apis/scheduling.k8s.io/v1alpha2"
+
+
+def _minor() -> int:
+    return int(kube_version().removeprefix("v").split(".")[1])
+
 
 TEMPLATE: dict[str, Any] = {
     "name": "workers",
@@ -42,9 +51,12 @@ TEMPLATE: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
-    if int(kube_version().removeprefix("v").split(".")[1]) < 37:
-        pytest.skip("scheduling.k8s.io/v1beta1 Workloads and PodGroups are v1.37's")
-    with ControlPlane(apiserver_args=ARGS) as cp:
+    if _minor() >= 37:
+        version, gates = "v1beta1", f"{GATES},PodGroupPreemptionPolicy=true"
+    else:
+        version, gates = "v1alpha2", f"{GATES},GangScheduling=true,WorkloadAwarePreemption=true"
+    args = (f"--runtime-config=scheduling.k8s.io/{version}=true", f"--feature-gates={gates}")
+    with ControlPlane(apiserver_args=args) as cp:
         yield cp
 
 
@@ -56,6 +68,8 @@ def _create(cp: ControlPlane, path: str, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_workload_and_pod_group_decode_and_round_trip(plane: ControlPlane, tmp_path: Path) -> None:
+    if _minor() < 37:
+        pytest.skip("scheduling.k8s.io/v1beta1 Workloads and PodGroups are v1.37's")
     ns = "default"
     name = f"w-{uuid.uuid4().hex[:8]}"
     workload = {
@@ -161,6 +175,57 @@ def test_workload_and_pod_group_decode_and_round_trip(plane: ControlPlane, tmp_p
     assert main(["snapshot", "--kubeconfig", str(plane.admin_kubeconfig), "-o", str(out)]) == 0
     kinds = {(o["apiVersion"], o["kind"]) for o in json.loads(out.read_text())["items"]}
     assert {("scheduling.k8s.io/v1beta1", k) for k in ("Workload", "PodGroup")} <= kinds
+    cf = load_cluster(str(out))
+    assert f"{name}-workers" in [g.metadata.name for g in cf.scheduling["PodGroup"]]
+    assert name in [w.metadata.name for w in cf.scheduling["Workload"]]
+
+
+def test_v1_36_objects_decode_and_convert(plane: ControlPlane, tmp_path: Path) -> None:
+    if _minor() != 36:
+        pytest.skip("kube-apiserver v1.36 serves scheduling.k8s.io/v1alpha2")
+    ns, name = "default", f"w-{uuid.uuid4().hex[:8]}"
+    template = {
+        "name": "workers",
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]},
+        "disruptionMode": "PodGroup",
+    }
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {"podGroupTemplates": [template]},
+    }
+    got = _create(plane, f"{GV_1_36}/namespaces/{ns}/workloads", workload)
+    (t,) = decode(got, WorkloadV1Alpha2).convert().spec.pod_group_templates
+    assert t.scheduling_policy.gang is not None and t.scheduling_policy.gang.min_count == 2
+    assert t.disruption_mode is not None and t.disruption_mode.all is not None
+    assert t.scheduling_constraints is not None
+    assert t.scheduling_constraints.topology[0].key == "topology.kubernetes.io/zone"
+
+    ref = {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}}
+    spec = {k: v for k, v in template.items() if k != "name"} | {"disruptionMode": "Pod"}
+    pod_group = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": f"{name}-workers"},
+        "spec": {"podGroupTemplateRef": ref, **spec},
+    }
+    _create(plane, f"{GV_1_36}/namespaces/{ns}/podgroups", pod_group)
+    # as the informer reads it: the object's JSON bytes
+    status, listed = plane.request("GET", f"{GV_1_36}/namespaces/{ns}/podgroups")
+    assert status == 200, listed
+    (item,) = [i for i in listed["items"] if i["metadata"]["name"] == f"{name}-workers"]
+    pg = pod_group_from_json(json.dumps(item).encode(), V1ALPHA2)
+    assert pg.spec.workload_ref is not None
+    assert (pg.spec.workload_ref.workload_name, pg.spec.workload_ref.template_name) == (
+        name,
+        "workers",
+    )
+    assert pg.spec.disruption_mode is not None and pg.spec.disruption_mode.single is not None
+
+    out = tmp_path / "cluster.json"
+    assert main(["snapshot", "--kubeconfig", str(plane.admin_kubeconfig), "-o", str(out)]) == 0
     cf = load_cluster(str(out))
     assert f"{name}-workers" in [g.metadata.name for g in cf.scheduling["PodGroup"]]
     assert name in [w.metadata.name for w in cf.scheduling["Workload"]]
