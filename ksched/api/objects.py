@@ -66,6 +66,7 @@ __all__ = [
     "PodDisruptionBudget",
     "PodResourceClaim",
     "PodResourceClaimStatus",
+    "PodSchedulingGroup",
     "PodSpec",
     "PodStatus",
     "PreferredSchedulingTerm",
@@ -359,6 +360,13 @@ class PodResourceClaim(_S):
     resource_claim_template_name: str | None = None
 
 
+class PodSchedulingGroup(_S):
+    """``spec.schedulingGroup`` (GenericWorkload): the PodGroup, in the pod's namespace,
+    the pod is scheduled with; exactly one member is set (a union, by API validation)."""
+
+    pod_group_name: str | None = None
+
+
 class PodSpec(_S):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -381,6 +389,8 @@ class PodSpec(_S):
     resources: ResourceRequirements | None = None
     volumes: list[Volume] = []
     resource_claims: list[PodResourceClaim] = []
+    # None: the pod is a single unit (no workload-aware scheduling)
+    scheduling_group: PodSchedulingGroup | None = None
     # None: the API server's default (30 s); 0 or a pod off any node: deleted at once
     termination_grace_period_seconds: int | None = None
 

@@ -17,6 +17,8 @@ forwards them to the queue.
 Custom collections an enabled plugin declares in ``watch_resources`` (Coscheduling's
 PodGroups, say) get an informer of raw objects each: a lister under the declared key, and
 their changes reach the scheduler as ``on_other_event`` cluster events.
+With GenericWorkload, the scheduling.k8s.io PodGroups fill ``handle.listers``
+(``Listers.SCHEDULING_POD_GROUPS``), as kube-scheduler starts that informer only then.
 Scheduling must wait for ``wait_synced``: a scheduler that starts before the node and
 pod lists are in would place pods on a partial view of the cluster.
 """
@@ -49,6 +51,9 @@ from ..api.objects import (
     VolumeAttachment,
 )
 from ..api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from ..api.workload import API_VERSION as SCHEDULING_API_VERSION
+from ..api.workload import V1ALPHA2, PodGroup, pod_group_from_json
+from ..features import FeatureGates
 from ..framework.interface import ClusterEvent, WatchedResource
 from ..framework.listers import Listers, RevisionedStore
 from ..framework.types import PodInfo
@@ -73,6 +78,7 @@ __all__ = [
     "connect_scheduler",
     "requested_listers",
     "watched_resources",
+    "workload_informer_paths",
 ]
 
 log = structlog.get_logger("ksched.cluster.wiring")
@@ -99,6 +105,9 @@ DEVICE_CLASSES_PATH = "/apis/resource.k8s.io/v1/deviceclasses"
 DEVICE_TAINT_RULES_PATH = "/apis/resource.k8s.io/v1/devicetaintrules"
 # v1.36 serves DeviceTaintRules (beta there) only as v1beta2.
 DEVICE_TAINT_RULES_PATH_1_36 = "/apis/resource.k8s.io/v1beta2/devicetaintrules"
+SCHEDULING_POD_GROUPS_PATH = f"/apis/{SCHEDULING_API_VERSION}/podgroups"
+# what kube-scheduler v1.36 watches (kube-apiserver v1.36 serves no v1beta1)
+SCHEDULING_POD_GROUPS_V1ALPHA2_PATH = f"/apis/{V1ALPHA2}/podgroups"
 # kube-scheduler's pod informer: terminal pods hold no resources and need no scheduling.
 PODS_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -185,7 +194,9 @@ _ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
 }
 # The collection each on-request lister is watched from (RBAC grants list/watch on each).
 ON_REQUEST_PATHS: Mapping[str, str] = MappingProxyType({k: v[0] for k, v in _ON_REQUEST.items()})
-_BUILTIN_LISTERS = frozenset({Listers.NAMESPACES, Listers.PDBS, Listers.PODS, *_ON_REQUEST})
+_BUILTIN_LISTERS = frozenset(
+    {Listers.NAMESPACES, Listers.PDBS, Listers.PODS, Listers.SCHEDULING_POD_GROUPS, *_ON_REQUEST}
+)
 
 
 def _enabled_plugins(frameworks: Iterable[Any]) -> Iterable[tuple[str, Any]]:
@@ -246,6 +257,26 @@ def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
                     f"{wr} vs {prev}"
                 )
     return list(out.values())
+
+
+def workload_informer_paths(features: FeatureGates | None) -> dict[str, str]:
+    """The ``handle.listers`` keys and collections watched for workload-aware scheduling:
+    kube-scheduler's PodGroup informer (scheduling.k8s.io/v1beta1 in v1.37, v1alpha2 in
+    v1.36, converted to the v1beta1 shape), started only with GenericWorkload on."""
+    if features is None or not features.enabled("GenericWorkload"):
+        return {}
+    if not features.at_least("1.37"):
+        return {Listers.SCHEDULING_POD_GROUPS: SCHEDULING_POD_GROUPS_V1ALPHA2_PATH}
+    return {Listers.SCHEDULING_POD_GROUPS: SCHEDULING_POD_GROUPS_PATH}
+
+
+def _pod_group_decoder(path: str) -> Callable[[bytes], PodGroup]:
+    version = V1ALPHA2 if path == SCHEDULING_POD_GROUPS_V1ALPHA2_PATH else SCHEDULING_API_VERSION
+
+    def decode(raw: bytes) -> PodGroup:
+        return pod_group_from_json(raw, version)
+
+    return decode
 
 
 def _decode_raw(raw: bytes) -> dict[str, Any]:
@@ -314,6 +345,7 @@ def connect_scheduler(
     profiles: Collection[str] | None = None,
     min_watch_timeout: float = 300.0,
     backoff: Backoff | None = None,
+    features: FeatureGates | None = None,
 ) -> ClusterInformers:
     """Create the informers for ``scheduler`` (run them with ``.run()`` in a task group and
     ``await .wait_synced()`` before starting the scheduling loop).
@@ -324,6 +356,8 @@ def connect_scheduler(
     plugins' ``watch_resources`` get an informer too (see ``WatchedResource``). Their
     events, and those of the storage collections, go to
     ``scheduler.on_other_event(event, old, new)`` when the scheduler has that method.
+    ``features`` (default: the scheduler's ``config.features``, if it has one) decides
+    the GenericWorkload informers (``workload_informer_paths``).
     Raises ValueError when two plugins declare one lister key differently, or a plugin
     asks for a lister ksched does not know.
     """
@@ -410,6 +444,21 @@ def connect_scheduler(
             _forward_events(custom, wr.event_resource, emit)
         informers.custom[wr.lister] = informers.add(custom)
         log.info("watching a collection for plugins", path=wr.path, lister=wr.lister)
+    if features is None:
+        features = getattr(getattr(scheduler, "config", None), "features", None)
+    for key, path in workload_informer_paths(features).items():
+        pg_store: RevisionedStore[PodGroup] = RevisionedStore()
+        pod_groups: Informer[PodGroup] = Informer(
+            client,
+            path,
+            _pod_group_decoder(path),
+            name=key,
+            backoff=make_backoff(),
+            store=pg_store,
+            **common,
+        )
+        pod_groups.add_handlers(pg_store.bump, pg_store.bump, pg_store.bump)
+        informers.requested[key] = informers.add(pod_groups)
     listers = informers.listers
     for fw in scheduler.frameworks.values():
         fw.handle.listers.update(listers)

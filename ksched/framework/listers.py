@@ -20,6 +20,7 @@ from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
 from ..api import objects as o
 from ..api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from ..api.workload import PodGroup
 from .types import PodInfo
 
 __all__ = ["Listers", "NominatedPods", "RevisionedStore"]
@@ -85,6 +86,8 @@ class Listers(dict[str, Any]):
     RESOURCE_SLICES: Final = "resourceslices"
     DEVICE_CLASSES: Final = "deviceclasses"
     DEVICE_TAINT_RULES: Final = "devicetaintrules"  # with DRADeviceTaintRules on
+    # with GenericWorkload (scheduling.k8s.io PodGroups; "podgroups" is Coscheduling's CRD)
+    SCHEDULING_POD_GROUPS: Final = "scheduling.podgroups"
     # the scheduler's state that preemption reads (not informers)
     NOMINATOR: Final = "nominator"  # the queue's nominated pods
     PREEMPTING: Final = "preempting"  # preemptor uid -> its eviction in flight
@@ -111,6 +114,7 @@ class Listers(dict[str, Any]):
     resource_slices = _Entry[Mapping[str, ResourceSlice]](RESOURCE_SLICES)
     device_classes = _Entry[Mapping[str, DeviceClass]](DEVICE_CLASSES)
     device_taint_rules = _Entry[Mapping[str, DeviceTaintRule]](DEVICE_TAINT_RULES)
+    scheduling_pod_groups = _Entry[Mapping[str, PodGroup]](SCHEDULING_POD_GROUPS)
     nominator = _Entry[NominatedPods](NOMINATOR)
     preempting = _Entry[Mapping[str, object]](PREEMPTING)
     rng = _Entry[random.Random](RNG)

@@ -6,9 +6,12 @@ failure names the file and the object. Services, ReplicationControllers, Replica
 and StatefulSets are kept for PodTopologySpread's default selectors, which the daemon
 reads from its informers; like pods, they default to namespace ``default``. So are the
 storage objects the volume plugins read (PersistentVolumeClaims and CSIStorageCapacities,
-namespaced; PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments) and the
+namespaced; PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments), the
 DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims,
-ResourceClaimTemplates, the latter two namespaced, and DeviceTaintRules).
+ResourceClaimTemplates, the latter two namespaced, and DeviceTaintRules), and the
+scheduling.k8s.io/v1beta1 Workloads and PodGroups of workload-aware scheduling (namespaced;
+v1.36's v1alpha2 ones converted to that shape; a PodGroup of another group, scheduler-plugins'
+``scheduling.x-k8s.io`` CRD, stays a custom object).
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ from ..api.resource import (
     ResourceSlice,
 )
 from ..api.validation import object_errors
+from ..api.workload import API_VERSION as SCHEDULING_API_VERSION
+from ..api.workload import V1ALPHA2, PodGroup, PodGroupV1Alpha2, Workload, WorkloadV1Alpha2
 from ..framework.listers import Listers
 from ..util.errors import KschedError
 from ..util.limits import (
@@ -68,6 +73,7 @@ from ..util.limits import (
 __all__ = [
     "DRA_LISTERS",
     "KINDS",
+    "SCHEDULING_KINDS",
     "STORAGE_LISTERS",
     "WORKLOAD_LISTERS",
     "ClusterFile",
@@ -96,6 +102,8 @@ class ClusterFile:
     storage: dict[str, list[Any]] = field(default_factory=dict)
     # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates by listers key.
     dra: dict[str, list[Any]] = field(default_factory=dict)
+    # scheduling.k8s.io/v1beta1 Workloads and PodGroups, by kind.
+    scheduling: dict[str, list[Any]] = field(default_factory=dict)
     # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -158,6 +166,11 @@ _NAMESPACED = {
     "ResourceClaim",
     "ResourceClaimTemplate",
 }
+# kind -> type of the scheduling.k8s.io/v1beta1 kinds (by apiVersion too: "PodGroup" is
+# also scheduler-plugins' CRD, left to plugins as a custom object)
+SCHEDULING_KINDS: dict[str, Any] = {"Workload": Workload, "PodGroup": PodGroup}
+# v1.36's version of them, converted to the v1beta1 shape once decoded
+_SCHEDULING_V1ALPHA2: dict[str, Any] = {"Workload": WorkloadV1Alpha2, "PodGroup": PodGroupV1Alpha2}
 
 
 def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
@@ -306,17 +319,19 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
         meta = raw.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise ClusterFileError(f"{source}: {object_ref(raw)}: metadata.name: Required value")
-        cls = KINDS.get(kind)
+        cls = _kind_type(kind, raw.get("apiVersion"))
         if cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue
-        if kind in _NAMESPACED or kind in WORKLOAD_LISTERS:
+        if kind in _NAMESPACED or kind in WORKLOAD_LISTERS or kind in SCHEDULING_KINDS:
             meta.setdefault("namespace", "default")
         try:
             # a dump's CSINodes say `drivers: null`/`topologyKeys: null` for empty lists
             obj = decode(without_nulls(raw) if kind == "CSINode" else raw, cls)
         except DecodeError as e:
             raise ClusterFileError(f"{source}: {e}") from None
+        if isinstance(obj, WorkloadV1Alpha2 | PodGroupV1Alpha2):
+            obj = obj.convert()
         _add(cf, seen, source, kind, obj, raw, raw, validate)
     return cf
 
@@ -354,10 +369,21 @@ def _add(
         cf.pdbs.append(obj)
     elif kind in WORKLOAD_LISTERS:
         cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
+    elif kind in SCHEDULING_KINDS:
+        cf.scheduling.setdefault(kind, []).append(obj)
     elif kind in DRA_LISTERS:
         cf.dra.setdefault(DRA_LISTERS[kind], []).append(obj)
     else:
         cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
+
+
+def _kind_type(kind: str, api_version: Any) -> Any:
+    """The type a manifest decodes into; None for a custom object."""
+    if kind in SCHEDULING_KINDS:
+        if api_version == V1ALPHA2:
+            return _SCHEDULING_V1ALPHA2[kind]
+        return SCHEDULING_KINDS[kind] if api_version == SCHEDULING_API_VERSION else None
+    return KINDS.get(kind)
 
 
 def _ref_name(meta: Any) -> str:

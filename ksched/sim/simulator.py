@@ -21,6 +21,7 @@ import msgspec
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, PodCondition
 from ..api.resource import ResourceClaim
+from ..cluster.wiring import workload_informer_paths
 from ..framework.handle import BindError, RecordingEventRecorder
 from ..framework.interface import ClusterEvent
 from ..framework.listers import Listers, RevisionedStore
@@ -262,6 +263,18 @@ def _admit(pod: Pod, raw: Any, classes: dict[str, int], global_default: int) -> 
     return msgspec.structs.replace(pod, metadata=meta, spec=spec)
 
 
+def _scheduling_listers(cluster: ClusterFile, features: Any) -> dict[str, Any]:
+    """The file's scheduling.k8s.io PodGroups under the lister key the daemon's informer
+    fills, only when it would have one (GenericWorkload); static: revision 0."""
+    out: dict[str, Any] = {}
+    for key in workload_informer_paths(features):
+        store: RevisionedStore[Any] = RevisionedStore()
+        for pg in cluster.scheduling.get("PodGroup", []):
+            store[f"{pg.metadata.namespace}/{pg.metadata.name}"] = pg
+        out[key] = store
+    return out
+
+
 class Simulation:
     def __init__(
         self,
@@ -332,6 +345,7 @@ class Simulation:
         listers.update(self.cluster.storage)
         # DRA: the simulated resourceclaim controller's stores, written by DynamicResources.
         listers.update(self.cluster.claim_controller.listers())
+        listers.update(_scheduling_listers(cluster, self.sched.config.features))
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)
         self.explain = explain

@@ -6,8 +6,10 @@ list response leaves them out) and ``metadata.managedFields`` stripped (server-s
 bookkeeping: often half of an object's bytes, and meaningless to a scheduler). Terminal
 pods (Succeeded, Failed) are left out, as the daemon's informer leaves them out. The
 ``resource.k8s.io`` kinds (dynamic resource allocation) are included only when the server
-serves them. The listing is a series of lists, not one consistent read: a pod bound
-between the node list and the pod list is simply bound in the file.
+serves them, and so are the ``scheduling.k8s.io`` Workloads and PodGroups (v1beta1, or
+v1.36's v1alpha2; workload-aware scheduling, not served unless enabled). The listing is
+a series of lists, not one consistent read: a pod bound between the node list and the
+pod list is simply bound in the file.
 
 An identity that may not list a kind (403) gets a snapshot without it: kube-scheduler's
 own (``system:kube-scheduler``) may not list PriorityClasses or ResourceClaimTemplates,
@@ -31,6 +33,7 @@ __all__ = [
     "DRA_KINDS",
     "LACKS",
     "REQUIRED",
+    "SCHEDULING_KINDS",
     "SNAPSHOT_KINDS",
     "Listed",
     "take_snapshot",
@@ -81,6 +84,11 @@ DRA_KINDS = {
     "devicetaintrules": "DeviceTaintRule",
 }
 
+# scheduling.k8s.io kinds by resource name; listed in the first of these versions served
+# (kube-apiserver v1.37: v1beta1, v1.36: v1alpha2)
+SCHEDULING_GROUP_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")
+SCHEDULING_KINDS = {"workloads": "Workload", "podgroups": "PodGroup"}
+
 #: Kinds a snapshot is useless without: a 403 listing them fails it.
 REQUIRED = frozenset({"Node", "Pod"})
 #: What ``simulate`` lacks when a snapshot has none of a kind (the warning's words).
@@ -105,6 +113,8 @@ LACKS: dict[str, str] = {
     "ResourceClaimTemplate": "claim templates (pods whose claims the resourceclaim "
     "controller has not made yet stay pending)",
     "DeviceTaintRule": "device taint rules (devices they taint are handed out as untainted)",
+    "Workload": "Workloads (their PodGroup templates)",
+    "PodGroup": "pod groups (workload-aware scheduling)",
 }
 
 
@@ -139,6 +149,19 @@ async def _dra_kinds(client: APIClient) -> list[Listed]:
     return [Listed(kind, gv, res) for res, kind in DRA_KINDS.items() if res in names]
 
 
+async def _scheduling_kinds(client: APIClient) -> list[Listed]:
+    """The Workload and PodGroup collections, in the first version the server serves."""
+    for gv in SCHEDULING_GROUP_VERSIONS:
+        status, raw = await client.request("GET", f"/apis/{gv}", check=False)
+        if status == 404:
+            continue
+        if status >= 300:
+            raise APIError.from_response(status, raw)
+        names = {r.name for r in msgspec.json.decode(raw, type=_ResourceList).resources}
+        return [Listed(kind, gv, res) for res, kind in SCHEDULING_KINDS.items() if res in names]
+    return []
+
+
 async def take_snapshot(
     client: APIClient,
     progress: Callable[[str, int], None] | None = None,
@@ -149,7 +172,8 @@ async def take_snapshot(
     list (403) is left out and ``forbidden(kind, error)`` told, unless it is ``REQUIRED``:
     then the error is raised."""
     items: list[dict[str, Any]] = []
-    for what in (*SNAPSHOT_KINDS, *await _dra_kinds(client)):
+    extra = [*await _dra_kinds(client), *await _scheduling_kinds(client)]
+    for what in (*SNAPSHOT_KINDS, *extra):
         try:
             raws, _ = await client.list(what.path, dict(what.params))
         except APIError as e:

@@ -24,6 +24,7 @@ from .objects import (
     make_namespace,
     make_node,
     make_pod,
+    make_pod_group,
     make_priority_class,
     make_pv,
     make_pvc,
@@ -33,6 +34,7 @@ from .objects import (
     make_service,
     make_storage_class,
     make_volume_attachment,
+    make_workload,
 )
 
 if TYPE_CHECKING:
@@ -84,6 +86,7 @@ __all__ = [
     "make_namespace",
     "make_node",
     "make_pod",
+    "make_pod_group",
     "make_priority_class",
     "make_pv",
     "make_pvc",
@@ -93,6 +96,7 @@ __all__ = [
     "make_service",
     "make_storage_class",
     "make_volume_attachment",
+    "make_workload",
     "node_info",
     "pod_info",
     "run_filter",

@@ -175,6 +175,9 @@ KIND_MERGE_KEYS: dict[str, dict[str, str]] = {
     "Service": {"ports": "port"},
     "CSINode": {"drivers": "name"},
     "ResourceClaim": {"reservedFor": "uid"},
+    # scheduling.k8s.io PodGroup (the scheduler's status patches; the CRD of that kind
+    # takes no strategic merge patch)
+    "PodGroup": {"resourceClaimStatuses": "name"},
 }
 # Lists of scalars with `patchStrategy:"merge"`: patched as ordered sets.
 MERGED_SCALAR_LISTS = frozenset({"finalizers"})

@@ -174,6 +174,18 @@ POD_GROUPS = ResourceInfo(
     has_generation=True,
     status_subresource=True,
 )
+# Workload-aware scheduling (GenericWorkload): kube-apiserver v1.37 serves these with
+# --runtime-config=scheduling.k8s.io/v1beta1=true; "podgroups" alone still names the CRD.
+WORKLOADS = ResourceInfo("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True)
+SCHEDULING_POD_GROUPS = ResourceInfo(
+    "scheduling.k8s.io",
+    "v1beta1",
+    "podgroups",
+    "PodGroup",
+    True,
+    subresources=("status",),
+    status_subresource=True,
+)
 # Workloads PodTopologySpread reads selectors from (scale subresources are not served).
 SERVICES = ResourceInfo(
     "",
@@ -312,6 +324,8 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     RESOURCE_CLAIM_TEMPLATES,
     DEVICE_TAINT_RULES,
     POD_GROUPS,
+    WORKLOADS,
+    SCHEDULING_POD_GROUPS,
     *REVIEWS,
 )
 STORED: tuple[ResourceInfo, ...] = tuple(

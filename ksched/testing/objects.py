@@ -405,3 +405,44 @@ def make_resource_claim_template(name: str, devices: JSON, namespace: str = "def
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"spec": {"devices": devices}},
     }
+
+
+SCHEDULING_API = "scheduling.k8s.io/v1beta1"
+
+
+def _scheduling_policy(min_count: int | None) -> JSON:
+    return {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+
+
+def make_workload(name: str, templates: dict[str, int | None], namespace: str = "default") -> JSON:
+    """A Workload with one PodGroup template per entry: gang with that ``minCount``, or
+    basic for None."""
+    return {
+        "apiVersion": SCHEDULING_API,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "podGroupTemplates": [
+                {"name": t, "schedulingPolicy": _scheduling_policy(n)} for t, n in templates.items()
+            ]
+        },
+    }
+
+
+def make_pod_group(
+    name: str,
+    min_count: int | None = None,
+    namespace: str = "default",
+    workload: tuple[str, str] | None = None,
+) -> JSON:
+    """A scheduling.k8s.io PodGroup: gang with ``min_count``, else basic; ``workload`` is
+    the (Workload, template) it was made from."""
+    spec: JSON = {"schedulingPolicy": _scheduling_policy(min_count)}
+    if workload is not None:
+        spec["workloadRef"] = {"workloadName": workload[0], "templateName": workload[1]}
+    return {
+        "apiVersion": SCHEDULING_API,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }

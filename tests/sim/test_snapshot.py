@@ -17,7 +17,7 @@ from ksched.cluster import APIClient
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
 from ksched.sim.cluster_file import KINDS, load_cluster
-from ksched.sim.snapshot import DRA_KINDS, LACKS, REQUIRED, SNAPSHOT_KINDS
+from ksched.sim.snapshot import DRA_KINDS, LACKS, REQUIRED, SCHEDULING_KINDS, SNAPSHOT_KINDS
 from ksched.testing import (
     TestAPIServer,
     make_controller,
@@ -255,6 +255,7 @@ def test_snapshot_without_nodes_or_pods_fails_and_writes_nothing(
 
 def test_every_snapshot_kind_says_what_a_simulation_lacks_without_it() -> None:
     kinds = {k.kind for k in SNAPSHOT_KINDS} | set(DRA_KINDS.values())
+    kinds |= set(SCHEDULING_KINDS.values())
     assert set(LACKS) == kinds - REQUIRED
     assert kinds >= REQUIRED
 
