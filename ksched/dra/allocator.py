@@ -349,7 +349,7 @@ def _go_rem(a: int, b: int) -> int:
 _MAX_INT64 = 2**63 - 1
 
 
-class CapacityError(Exception):
+class CapacityError(KschedError):
     """A capacity request the range arithmetic cannot represent: upstream aborts the
     allocation (v1.37) rather than skip the device."""
 

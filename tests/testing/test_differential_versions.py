@@ -265,9 +265,9 @@ def test_a_diverging_pod_says_how_it_ran(tmp_path: Path) -> None:
 def test_gates_are_checked_against_the_chosen_versions_table(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # default in 1.37 and implemented there; ksched does not implement it on at 1.36
-    assert main(["--kube-version", "v1.36.3", "--feature-gates", "VolumeLimitScaling=true"]) == 2
-    assert "VolumeLimitScaling=true is not implemented by ksched" in capsys.readouterr().err
+    # a gate of 1.36's table that 1.37 dropped (folded into GenericWorkload)
+    assert main(["--kube-version", "v1.37.2", "--feature-gates", "GangScheduling=true"]) == 2
+    assert "unrecognized feature gate: GangScheduling" in capsys.readouterr().err
     # settable at 1.36, locked at 1.37
     assert main(["--kube-version", "v1.37.2", "--feature-gates", "NodeDeclaredFeatures=false"]) == 2
     assert "locked" in capsys.readouterr().err
