@@ -1356,8 +1356,9 @@ def _gates(ctx: _Ctx, pod: JSON) -> bool:
 # -- Gt/Lt tolerations (TaintTolerationComparisonOperators) ----------------------------------------
 
 SLA_TAINT = "example.com/sla"
-# numeric values, one kube-scheduler never parses ("high") and one not canonical ("0950")
-_SLA_VALUES = ["100", "950", "999", "-5", "high", "0950"]
+# numeric values (a taint value is a label value: never negative), one kube-scheduler never
+# parses ("high") and one not canonical ("0950")
+_SLA_VALUES = ["100", "950", "999", "5", "high", "0950"]
 _SLA_THRESHOLDS = ["0", "500", "950", "998", "-10"]
 _SLA_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
