@@ -726,6 +726,12 @@ class _Request:
     # capacity requests (and the features judging them).
     key: Any = None
 
+    @property
+    def label(self) -> str:
+        """The name upstream's errors give it (``requestAccessor.name()``): a subrequest's
+        own name, not "req/sub"."""
+        return self.name.rpartition("/")[2]
+
     def __post_init__(self) -> None:
         exprs = tuple(s.cel.expression for s in self.selectors if s.cel is not None)
         tols = tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations)
@@ -1078,12 +1084,12 @@ class _Run:
         for pi, pool in enumerate(self.pools):
             if pool.incomplete:
                 raise AllocationError(
-                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but "
+                    f"claim {_kobj(claim)}, request {req.label}: asks for all devices, but "
                     f"resource pool {pool.id} is currently being updated"
                 )
             if pool.invalid:
                 raise AllocationError(
-                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but "
+                    f"claim {_kobj(claim)}, request {req.label}: asks for all devices, but "
                     f"resource pool {pool.id} is currently invalid"
                 )
             # Selectable and within capacity before anything is taken (upstream decides
@@ -1251,7 +1257,7 @@ class _Run:
             device = dev.id[2] if req.mode == ALLOCATION_MODE_ALL else "/".join(dev.id)
             claim = self.claims[req.claim_index]
             raise AllocationError(
-                f"claim {_kobj(claim)}, request {req.name}: checking capacity for device "
+                f"claim {_kobj(claim)}, request {req.label}: checking capacity for device "
                 f"{device}: {e}"
             ) from None
 
@@ -1286,7 +1292,7 @@ class _Run:
                     if must:
                         claim = self.claims[ci]
                         raise AllocationError(
-                            f"claim {_kobj(claim)}, request {req.name}: cannot add device "
+                            f"claim {_kobj(claim)}, request {req.label}: cannot add device "
                             f"{'/'.join(dev.id)} because a claim constraint would not be "
                             "satisfied"
                         )

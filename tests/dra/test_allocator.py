@@ -264,6 +264,24 @@ CASES: dict[str, Case] = {
         error="claim default/c, request req-0: cannot add device driver-a/pool-1/d2 because "
         "a claim constraint would not be satisfied",
     ),
+    # upstream names a subrequest by its own name (requestAccessor.name()), not "req/sub"
+    "all-devices-subrequest-constraint-names-the-subrequest": Case(
+        [
+            claim(
+                "c",
+                {
+                    "name": "req-0",
+                    "firstAvailable": [
+                        {"name": "every", "deviceClassName": CLASS, "allocationMode": "All"}
+                    ],
+                },
+                constraints=[{"matchAttribute": f"{DRIVER}/root"}],
+            )
+        ],
+        [rooted("r1", "r2")],
+        error="claim default/c, request every: cannot add device driver-a/pool-1/d2 because "
+        "a claim constraint would not be satisfied",
+    ),
     "all-devices-constraint-satisfied": Case(
         [ALL_SAME_ROOT],
         [rooted("r1", "r1")],
