@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -643,7 +644,7 @@ def test_the_kube_replay_provisions_claims_the_scheduler_selected_a_node_for() -
     replay._provisioned = []
     vols = [{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in "abc"]
     pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"volumes": vols}}
-    replay._provision(PendingPod(pod, {"volumes"}), wait=0.2)
+    replay._provision(PendingPod(pod, {"volumes"}), 0.2, threading.Event())
     ((path, pv),) = api.posted
     assert path == api_path("PersistentVolume")
     assert replay._provisioned == [pv["metadata"]["name"]] == ["s0-cap-uid-a-00"]

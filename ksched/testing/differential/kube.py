@@ -485,6 +485,27 @@ class KubeReplay:
         return PodRun(pending, state, pod, kube, ours)
 
     def _await_outcome(self, pending: PendingPod, resource_version: str) -> Outcome:
+        """The pod's outcome, with the external provisioner at work meanwhile for a pod
+        with claims: kube-scheduler waits in PreBind for the PVs of the claims it
+        annotated, and says nothing about it on the pod (without
+        NominatedNodeNameForExpectation not even a nomination), so the provisioner polls
+        the claims on its own thread until the outcome is in. It is the only user of
+        ``self.api`` until then (joined before this returns)."""
+        if not any("persistentVolumeClaim" in v for v in pending.pod["spec"].get("volumes", [])):
+            return self._watch_outcome(pending, resource_version)
+        stop = threading.Event()
+        wait = self.timeout + self.preemption_timeout
+        worker = threading.Thread(
+            target=self._provision, args=(pending, wait, stop), name="provisioner", daemon=True
+        )
+        worker.start()
+        try:
+            return self._watch_outcome(pending, resource_version)
+        finally:
+            stop.set()
+            worker.join()
+
+    def _watch_outcome(self, pending: PendingPod, resource_version: str) -> Outcome:
         """Watch the pod from its creation on: a preemptor's PodScheduled=False condition
         may last only ~100 ms before it binds, too short for polling."""
         path = api_path("Pod", pending.namespace)
@@ -531,8 +552,6 @@ class KubeReplay:
                         out.message = str(first.get("message", "")) if first else ""
                         out.nominated = self._nominated or nominated
                         return out
-                    if nominated and not self._nominated:
-                        self._provision(pending)
                     if nominated:
                         self._nominated = nominated
                         deadline = max(deadline, time.monotonic() + self.preemption_timeout)
@@ -555,11 +574,10 @@ class KubeReplay:
             return out
         return Outcome("Timeout", message="no outcome within the timeout", condition=first)
 
-    def _provision(self, pending: PendingPod, wait: float = 3.0) -> None:
+    def _provision(self, pending: PendingPod, wait: float, stop: threading.Event) -> None:
         """The external provisioner's part for the pod's claims the scheduler selected a
-        node for: a PV of the requested size on that node, pre-bound to the claim. A pod
-        nominated before its PreBind annotates the claims, so this waits ``wait`` seconds
-        for claims that are still unbound."""
+        node for: a PV of the requested size on that node, pre-bound to the claim. Polls
+        the still unbound claims for up to ``wait`` seconds, until ``stop``."""
         ns = pending.namespace
         names = [
             v["persistentVolumeClaim"]["claimName"]
@@ -578,9 +596,8 @@ class KubeReplay:
                 if node:
                     self._create_pv(pvc, node)
                     break
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(0.1)
+                if time.monotonic() > deadline or stop.wait(0.1):
+                    return
 
     def _create_pv(self, pvc: JSON, node: str) -> None:
         spec = pvc["spec"]
