@@ -250,7 +250,8 @@ class _BindingDriver:
         self.stop.set()
 
     def _run(self) -> None:
-        path = api_path("ResourceClaim")
+        group, resource, _ = _PATHS["ResourceClaim"]
+        path = f"{group}/{resource}"  # in every namespace
         while not self.stop.is_set():
             query = urllib.parse.urlencode(
                 {"watch": "1", "resourceVersion": self.rv, "timeoutSeconds": "30"}
