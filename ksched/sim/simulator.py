@@ -258,6 +258,8 @@ class _Recorder:
         # every failed attempt's (reason, message) per pod uid, in order: what the daemon
         # would have written as FailedScheduling events and PodScheduled conditions
         self.failures: dict[str, list[tuple[str, str]]] = {}
+        # the node each pod's first failed attempt nominated ("" for none)
+        self.first_nominated: dict[str, str] = {}
 
     def _put(self, key: str, r: PodResult) -> None:
         self.results.pop(key, None)
@@ -272,6 +274,8 @@ class _Recorder:
         self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
     ) -> None:
         self.failures.setdefault(pod.uid, []).append((reason, message))
+        pf = result.post_filter if result is not None else None
+        self.first_nominated.setdefault(pod.uid, pf.nominated_node_name if pf is not None else "")
         status = "Error" if reason == "SchedulerError" else "Unschedulable"
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
 

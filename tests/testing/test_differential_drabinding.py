@@ -71,7 +71,10 @@ def test_driver_status_adds_only_missing_entries() -> None:
     assert devices is not None
     assert [(d["device"], d.get("shareID")) for d in devices] == [("dev-0", None), ("bad-1", "s1")]
     # reported already: nothing more to write
-    assert driver_status(_claim(claim["status"]["allocation"]["devices"]["results"], devices), NOW) is None
+    assert (
+        driver_status(_claim(claim["status"]["allocation"]["devices"]["results"], devices), NOW)
+        is None
+    )
     other = {"driver": "x", "pool": "p", "device": "d", "conditions": []}
     kept = driver_status(_claim([_result("dev-0")], [other]), NOW)
     assert kept is not None and kept[0] == other and kept[1]["device"] == "dev-0"
@@ -160,9 +163,7 @@ def _state(device: str) -> list[dict[str, Any]]:
         "kind": "ResourceClaim",
         "metadata": {"name": "shared", "namespace": "ns", "uid": "c1"},
         "spec": {
-            "devices": {
-                "requests": [{"name": "a0", "exactly": {"deviceClassName": "attach"}}]
-            }
+            "devices": {"requests": [{"name": "a0", "exactly": {"deviceClassName": "attach"}}]}
         },
     }
     return [node, cls, slc, claim]
@@ -174,9 +175,7 @@ def _pod() -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {"name": "p", "namespace": "ns", "uid": "p1"},
         "spec": {
-            "containers": [
-                {"name": "c", "image": "x", "resources": {"claims": [{"name": "a"}]}}
-            ],
+            "containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "a"}]}}],
             "resourceClaims": [{"name": "a", "resourceClaimName": "shared"}],
         },
     }
@@ -188,8 +187,10 @@ def test_ksched_replay_binds_once_the_driver_reports_the_device() -> None:
 
 
 def test_ksched_replay_fails_the_binding_of_a_failing_device() -> None:
+    """The outcome is the first failure, as the kube replay reports it (ksched's
+    simulator goes on retrying: deallocation, another binding failure)."""
     out = KschedReplay()(_state("bad-0"), _pod())
-    assert out.status != "Scheduled"
+    assert (out.status, out.node, out.nominated) == ("Error", None, "")
     assert out.message == (
         'running PreBind plugin "DynamicResources": device binding failed: claim=shared, '
         f'reason={FAILED_REASON}, message="fabric attach failed"'

@@ -21,13 +21,13 @@ from typing import Any
 import anyio
 import msgspec
 
+from ...api.resource import ResourceClaim
 from ...cluster.status import scheduling_failed_condition
 from ...config import load_config
 from ...config.types import DEFAULT_SCHEDULER_NAME
 from ...features import FeatureGates
 from ...framework.registry import Registry
 from ...plugins import default_registry
-from ...api.resource import ResourceClaim
 from ...sim import Simulation, parse_cluster
 from ...util.clock import rfc3339
 from .driver import DRIVER_DELAY, driver_status
@@ -90,8 +90,15 @@ class KschedReplay:
             return Outcome("Error", message="ksched did not attempt the pod")
         out = Outcome(mine.status, node=mine.node, victims=sorted(mine.preempted))
         failures = sim.recorder.failures.get(uid, [])
+        stopped = bool(failures) and not sim.recorder.first_nominated.get(uid)
         if failures:
             reason, message = failures[0]
+            if stopped:
+                # The kube replay's outcome is the pod's first PodScheduled=False condition
+                # unless it nominates a node (a preemption then runs its course): later
+                # attempts (after a binding failure, a deallocation) are not waited for.
+                status = "Error" if reason == "SchedulerError" else "Unschedulable"
+                out = Outcome(status, victims=sorted(mine.preempted))
             out.message = message
             cond = scheduling_failed_condition(
                 int(pod["metadata"].get("generation") or 0), reason, message
@@ -102,7 +109,7 @@ class KschedReplay:
         elif mine.status != "Scheduled":
             out.message = mine.message
         cur = next((p for p in sim.cluster.pods.values() if p.uid == uid), None)
-        if cur is not None:
+        if cur is not None and not stopped:
             out.nominated = cur.pod.status.nominated_node_name or ""
         explain: dict[str, Any] = mine.explain or {}
         out.scores = {
