@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import anyio
+import pytest
 
 from ksched.sim import Simulation, parse_cluster
 from ksched.testing.differential import generate
 from ksched.testing.differential.driver import (
+    DRIVER_DELAY,
     FAILED_REASON,
     READY_REASON,
     device_conditions,
@@ -224,3 +226,37 @@ def test_simulator_without_a_driver_waits_out_the_binding_timeout() -> None:
     assert took >= 600.0
     failures = [m for f in sim.recorder.failures.values() for _, m in f]
     assert failures and "device binding timeout" in failures[0]
+
+
+def test_kube_replay_driver_schedules_one_write_per_claim_needing_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_BindingDriver`` (the kube replay's): a write ``DRIVER_DELAY`` after a watch
+    event of a claim in the scenario's namespaces that needs one, one at a time."""
+    from ksched.testing.differential import kube
+
+    timers: list[tuple[float, tuple[str, str]]] = []
+
+    class _Timer:
+        def __init__(self, delay: float, fn: Any, args: tuple[str, str]) -> None:
+            timers.append((delay, args))
+            self.daemon = False
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(kube.threading, "Timer", _Timer)
+    drv = kube._BindingDriver(cast(Any, object()), ["ns"])
+    claim = _claim([_result("dev-0")])
+    claim["metadata"]["resourceVersion"] = "7"
+    drv._seen({"type": "MODIFIED", "object": claim})
+    drv._seen({"type": "MODIFIED", "object": claim})  # a write is scheduled already
+    assert timers == [(DRIVER_DELAY, ("ns", "c"))] and drv.rv == "7"
+    elsewhere = {**claim, "metadata": {"name": "c", "namespace": "other"}}
+    drv._seen({"type": "ADDED", "object": elsewhere})
+    devices = driver_status(claim, NOW)
+    done = {**claim, "status": {**claim["status"], "devices": devices}}
+    drv.pending.clear()
+    drv._seen({"type": "MODIFIED", "object": done})  # reported already
+    drv._seen({"type": "DELETED", "object": claim})
+    assert len(timers) == 1
