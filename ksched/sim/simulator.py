@@ -99,6 +99,13 @@ class SimulatedCluster:
         self.pv_controller = SimulatedPVController(cluster, self._emit)
         self.storage = self.pv_controller.stores
         self.claim_controller = SimulatedClaimController(cluster, self._emit)
+        # The DRA driver of devices with binding conditions, if one is played (the
+        # differential replay's): a stored claim's ``status.devices`` as the driver
+        # writes it ``driver_delay`` seconds after the scheduler's write, or None.
+        # Without one, such a claim's PreBind waits out its bindingTimeout.
+        self.device_driver: Callable[[ResourceClaim], list[dict[str, Any]] | None] | None = None
+        self.driver_delay = 1.0
+        self.driver_writes: list[tuple[float, int, str, str]] = []
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         cur = self.pods.get(pod.uid)
@@ -192,7 +199,29 @@ class SimulatedCluster:
         return self.claim_controller.update(claim)
 
     async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
-        return self.claim_controller.update_status(claim)
+        new = self.claim_controller.update_status(claim)
+        if self.device_driver is not None and self.device_driver(new) is not None:
+            due = self.clock.now() + self.driver_delay
+            meta = new.metadata
+            item = (due, next(self._terminations), meta.namespace or "", meta.name)
+            heapq.heappush(self.driver_writes, item)
+        return new
+
+    def next_driver_write(self) -> float | None:
+        return self.driver_writes[0][0] if self.driver_writes else None
+
+    def finish_driver_write(self) -> bool:
+        """The driver's part: write the first due claim's device conditions (on the claim
+        as it is by then); False if none is due."""
+        if not self.driver_writes or self.driver_writes[0][0] > self.clock.now():
+            return False
+        _, _, namespace, name = heapq.heappop(self.driver_writes)
+        cur = self.claim_controller.get(namespace, name)
+        devices = None if cur is None or self.device_driver is None else self.device_driver(cur)
+        if cur is not None and devices is not None:
+            status = msgspec.structs.replace(cur.status, devices=devices)
+            self.claim_controller.update_status(msgspec.structs.replace(cur, status=status))
+        return True
 
     async def patch_resource_claim_status(
         self, namespace: str, name: str, patch: dict[str, Any]
@@ -229,6 +258,8 @@ class _Recorder:
         # every failed attempt's (reason, message) per pod uid, in order: what the daemon
         # would have written as FailedScheduling events and PodScheduled conditions
         self.failures: dict[str, list[tuple[str, str]]] = {}
+        # the node each pod's first failed attempt nominated ("" for none)
+        self.first_nominated: dict[str, str] = {}
 
     def _put(self, key: str, r: PodResult) -> None:
         self.results.pop(key, None)
@@ -243,6 +274,8 @@ class _Recorder:
         self, pod: PodInfo, profile: str, reason: str, message: str, result: CycleResult | None
     ) -> None:
         self.failures.setdefault(pod.uid, []).append((reason, message))
+        pf = result.post_filter if result is not None else None
+        self.first_nominated.setdefault(pod.uid, pf.nominated_node_name if pf is not None else "")
         status = "Error" if reason == "SchedulerError" else "Unschedulable"
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
 
@@ -455,7 +488,7 @@ class Simulation:
                 await self._settle()
                 if q.has_active():
                     continue
-                if self.cluster.finish_termination():
+                if self.cluster.finish_termination() or self.cluster.finish_driver_write():
                     continue  # one pod gone: let the scheduler react before the next
                 # Nothing runnable: jump virtual time to the next deadline, if any.
                 deadlines = [
@@ -464,6 +497,7 @@ class Simulation:
                         q.next_backoff_expiry(),
                         self.clock.next_deadline(),
                         self.cluster.next_termination(),
+                        self.cluster.next_driver_write(),
                     )
                     if t is not None
                 ]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...features import BINARY_VERSION
+from .driver import FAILING_PREFIX
 from .gates import draw_gates
 
 __all__ = [
@@ -135,6 +136,10 @@ class _Ctx:
         self.dra_claims: dict[str, list[str]] = {}  # namespace -> shared ResourceClaims
         self.nic_templates: dict[str, list[str]] = {}  # the "dradevices" group's
         self.nic_claims: dict[str, list[str]] = {}
+        # the "drabinding" group's claims, and its own random source
+        self.bind_templates: dict[str, list[str]] = {}
+        self.bind_claims: dict[str, list[str]] = {}
+        self.bind_rng = random.Random(f"drabinding-{seed}")
         # Labels feature groups add to the scenario's namespaces.
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.counter = 0
@@ -1041,6 +1046,18 @@ def _device_taint_rules(ctx: _Ctx, devices: dict[str, JSON]) -> None:
         ctx.add(_resource("DeviceTaintRule", f"{ctx.prefix}-rule-{i}", rule))
 
 
+def _add_claims(pod: JSON, refs: list[JSON]) -> bool:
+    """The pod's claims and its first container's use of them, besides any it has."""
+    if not refs:
+        return False
+    pod["spec"].setdefault("resourceClaims", []).extend(refs)
+    c0 = pod["spec"]["containers"][0]
+    c0.setdefault("resources", {}).setdefault("claims", []).extend(
+        {"name": r["name"]} for r in refs
+    )
+    return True
+
+
 def _dra_devices(ctx: _Ctx, pod: JSON) -> bool:
     rng = ctx.rng
     ns = pod["metadata"]["namespace"]
@@ -1051,14 +1068,104 @@ def _dra_devices(ctx: _Ctx, pod: JSON) -> bool:
         refs.append({"name": "nic", "resourceClaimTemplateName": rng.choice(templates)})
     if shared and (not refs or rng.random() < 0.3):
         refs.append({"name": "nic-shared", "resourceClaimName": rng.choice(shared)})
-    if not refs:
+    return _add_claims(pod, refs)
+
+
+# -- DRA: devices with binding conditions -----------------------------------------------------
+
+BIND_DRIVER = "attach.example.com"
+ATTACHED = f"{BIND_DRIVER}/attached"
+FABRIC_READY = f"{BIND_DRIVER}/fabric-ready"
+ATTACH_FAILED = f"{BIND_DRIVER}/attach-failed"
+
+
+def _bind_class(ctx: _Ctx) -> str:
+    return f"{ctx.prefix}-attach.{BIND_DRIVER}"
+
+
+def _bound_device(rng: random.Random, i: int, *, fabric: bool) -> JSON:
+    """A device whose binding waits for the driver (``driver.py``): most report their
+    binding conditions, a ``bad-`` one its failure condition; some have none at all.
+    A fabric device (in a slice for all nodes) may be bound to the node it is used on."""
+    bad = rng.random() < 0.25
+    dev: JSON = {
+        "name": f"{FAILING_PREFIX if bad else 'dev-'}{i}",
+        "attributes": {"healthy": {"bool": not bad}, "slot": {"int": i}},
+    }
+    if not bad and rng.random() < 0.2:
+        return dev  # no binding conditions: allocated and bound at once
+    dev["bindingConditions"] = [ATTACHED] if rng.random() < 0.6 else [ATTACHED, FABRIC_READY]
+    dev["bindingFailureConditions"] = [ATTACH_FAILED]
+    if fabric and rng.random() < 0.6:
+        dev["bindsToNode"] = True
+    return dev
+
+
+def _bind_claim(ctx: _Ctx, *, healthy: bool) -> JSON:
+    """One or two requests for attachable devices; ``healthy`` ones only select devices
+    that bind (claims from templates: the API server's claim names there are random, so
+    a binding failure's text, which names the claim, could not be compared)."""
+    rng = ctx.bind_rng
+    requests = []
+    for i in range(rng.choice([1, 1, 2])):
+        exactly: JSON = {"deviceClassName": _bind_class(ctx), "allocationMode": "ExactCount"}
+        exactly["count"] = rng.choice([1, 1, 2])
+        if healthy:
+            expr = f'device.attributes["{BIND_DRIVER}"].healthy'
+            exactly["selectors"] = [{"cel": {"expression": expr}}]
+        requests.append({"name": f"a{i}", "exactly": exactly})
+    return {"requests": requests}
+
+
+def _dra_binding_setup(ctx: _Ctx) -> None:
+    """A class of attachable devices: per-node slices and a fabric slice for all nodes,
+    with binding conditions, failure conditions and ``bindsToNode``; claim templates
+    (healthy devices only) and shared claims (any). Drawn from the group's own random
+    source, so the other groups' scenarios are those of a run without it."""
+    rng = ctx.bind_rng
+    selector = {"cel": {"expression": f'device.driver == "{BIND_DRIVER}"'}}
+    ctx.add(_resource("DeviceClass", _bind_class(ctx), {"selectors": [selector]}))
+    for node in ctx.nodes:
+        if rng.random() < 0.5:
+            continue
+        name = node["metadata"]["name"]
+        devices = [_bound_device(rng, i, fabric=False) for i in range(rng.randint(1, 3))]
+        pool = {"name": f"{name}-attach", "generation": 1, "resourceSliceCount": 1}
+        spec = {"driver": BIND_DRIVER, "nodeName": name, "pool": pool, "devices": devices}
+        ctx.add(_resource("ResourceSlice", f"{name}-attach", spec))
+    if rng.random() < 0.7:
+        devices = [_bound_device(rng, i, fabric=True) for i in range(rng.randint(1, 4))]
+        pool = {"name": f"{ctx.prefix}-fabric", "generation": 1, "resourceSliceCount": 1}
+        spec = {"driver": BIND_DRIVER, "allNodes": True, "pool": pool, "devices": devices}
+        ctx.add(_resource("ResourceSlice", f"{ctx.prefix}-fabric", spec))
+    for ns in ctx.namespaces:
+        templates = ctx.bind_templates.setdefault(ns, [])
+        for i in range(rng.randint(1, 2)):
+            spec = {"spec": {"devices": _bind_claim(ctx, healthy=True)}}
+            ctx.add(_resource("ResourceClaimTemplate", f"attach-{i}", spec, ns))
+            templates.append(f"attach-{i}")
+        shared = ctx.bind_claims.setdefault(ns, [])
+        for i in range(rng.randint(1, 2)):
+            claim = {"devices": _bind_claim(ctx, healthy=False)}
+            ctx.add(_resource("ResourceClaim", f"attach-shared-{i}", claim, ns))
+            shared.append(f"attach-shared-{i}")
+
+
+def _dra_binding(ctx: _Ctx, pod: JSON) -> bool:
+    """A third of the pods wait for attachable devices: a template's claim, a shared
+    one, or both."""
+    rng = ctx.bind_rng
+    if rng.random() >= 0.35:
         return False
-    pod["spec"].setdefault("resourceClaims", []).extend(refs)
-    c0 = pod["spec"]["containers"][0]
-    c0.setdefault("resources", {}).setdefault("claims", []).extend(
-        {"name": r["name"]} for r in refs
-    )
-    return True
+    ns = pod["metadata"]["namespace"]
+    refs: list[JSON] = []
+    templates = ctx.bind_templates.get(ns, [])
+    shared = ctx.bind_claims.get(ns, [])
+    if templates and rng.random() < 0.6:
+        refs.append({"name": "attach", "resourceClaimTemplateName": rng.choice(templates)})
+    if shared and (not refs or rng.random() < 0.3):
+        refs.append({"name": "attach-shared", "resourceClaimName": rng.choice(shared)})
+    return _add_claims(pod, refs)
 
 
 # -- CSI volume limits ---------------------------------------------------------------------------
@@ -1413,6 +1520,8 @@ FEATURES: dict[str, Feature] = {
         Feature("csi", _csi_setup, _add_csi_volumes, 0.3),
         Feature("nodefeatures", _nodefeatures_setup, _nodefeatures, 0.3),
         Feature("dradevices", _dra_devices_setup, _dra_devices, 0.45),
+        # weight 1: the group draws from its own random source (``_dra_binding``)
+        Feature("drabinding", _dra_binding_setup, _dra_binding, 1.0),
         Feature("gates", _gates_setup, _gates, 1.0),
         Feature("tolerationops", _tolerationops_setup, _tolerationops, 0.3),
     )

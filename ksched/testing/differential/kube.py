@@ -19,7 +19,10 @@ facts this relies on (kube-scheduler v1.36 and v1.37):
 * preemption depends on how victims go: the control plane's PodReaper finishes each
   deleted pod ``TERMINATION_DELAY`` after its deletion, one at a time, as kubelets would
   (ksched's simulator assumes the same), and ksched gets the state in kube-scheduler's
-  cache order (``_NodeOrder``), which decides ties among victims.
+  cache order (``_NodeOrder``), which decides ties among victims;
+* a claim allocated to devices with binding conditions keeps the pod in PreBind until a
+  DRA driver reports them: ``_BindingDriver`` plays that driver (``driver.py``'s policy,
+  which ksched's simulator plays too).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..controlplane import ControlPlane, KubeScheduler
+from .driver import DRIVER_DELAY, driver_status
 from .generator import HOST, JSON, PendingPod, Scenario
 from .outcome import Outcome
 
@@ -223,6 +227,90 @@ class _NodeOrder:
             time.sleep(0.02)
 
 
+class _BindingDriver:
+    """The DRA driver of devices with binding conditions: watches the scenario's
+    ResourceClaims and, ``DRIVER_DELAY`` seconds after one is allocated such a device,
+    writes the device's status conditions (``driver_status``), retrying on conflicts."""
+
+    def __init__(self, cp: ControlPlane, namespaces: list[str]) -> None:
+        self.cp = cp
+        self.namespaces = set(namespaces)
+        self.stop = threading.Event()
+        self.rv = ""
+        self.pending: set[str] = set()  # claims with a write scheduled
+        self.lock = threading.Lock()
+        self.writes = 0
+        self.thread = threading.Thread(target=self._run, name="dra-driver", daemon=True)
+
+    def start(self, resource_version: str) -> None:
+        self.rv = resource_version
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+
+    def _run(self) -> None:
+        group, resource, _ = _PATHS["ResourceClaim"]
+        path = f"{group}/{resource}"  # in every namespace
+        while not self.stop.is_set():
+            query = urllib.parse.urlencode(
+                {"watch": "1", "resourceVersion": self.rv, "timeoutSeconds": "30"}
+            )
+            req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
+            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
+            try:
+                with urllib.request.urlopen(req, timeout=40, context=self.cp.ssl_context) as st:
+                    for line in st:
+                        if self.stop.is_set():
+                            return
+                        self._seen(json.loads(line))
+            except (OSError, ValueError):
+                time.sleep(0.1)
+
+    def _seen(self, event: JSON) -> None:
+        claim = event.get("object") or {}
+        meta = claim.get("metadata") or {}
+        if event.get("type") not in ("ADDED", "MODIFIED") or not meta:
+            return
+        self.rv = meta.get("resourceVersion", self.rv)
+        if meta.get("namespace") not in self.namespaces or driver_status(claim, "") is None:
+            return
+        key = f"{meta['namespace']}/{meta['name']}"
+        with self.lock:
+            if key in self.pending:
+                return
+            self.pending.add(key)
+        timer = threading.Timer(DRIVER_DELAY, self._write, (meta["namespace"], meta["name"]))
+        timer.daemon = True
+        timer.start()
+
+    def _write(self, namespace: str, name: str) -> None:
+        api = _Api(self.cp)
+        path = api_path("ResourceClaim", namespace, name)
+        try:
+            for _ in range(5):
+                if self.stop.is_set():
+                    return
+                st, claim = api.request("GET", path)
+                if st != 200:
+                    return
+                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                devices = driver_status(claim, now)
+                if devices is None:
+                    return
+                claim["status"]["devices"] = devices
+                st, _ = api.request("PUT", path + "/status", claim)
+                if st < 300:
+                    self.writes += 1
+                    return
+                if st != 409:
+                    return
+        finally:
+            with self.lock:
+                self.pending.discard(f"{namespace}/{name}")
+            api.close()
+
+
 class _Api:
     """Admin requests over one kept-alive connection: the replay makes ~20 per pod, and a
     TLS handshake each was a third of its wall time."""
@@ -320,6 +408,7 @@ class KubeReplay:
         self._uids: dict[str, str] = {}  # "Kind/namespace/name" -> uid, this scenario's
         self._nominated = ""  # the pod's nominated node, once seen (cleared by its binding)
         self._order: _NodeOrder | None = None
+        self._driver: _BindingDriver | None = None
         self._reaper_delay = (0.0, 0.0)
         self.order_fallbacks = 0  # pods whose node order came from resourceVersions
         self._provisioned: list[str] = []  # PVs _provision made, deleted with the scenario
@@ -359,12 +448,15 @@ class KubeReplay:
         rv = self.api.ok("GET", "/api/v1/pods?limit=1")["metadata"]["resourceVersion"]
         self._order = _NodeOrder(self.cp, list(scenario.namespaces))
         self._order.start(rv)
+        self._driver = _BindingDriver(self.cp, list(scenario.namespaces))
+        self._driver.start(rv)
         try:
             static = self._setup(scenario, created)
             for pending in scenario.pending:
                 yield self._one(scenario, pending, static, ksched)
         finally:
             self._order.close()
+            self._driver.close()
             self._teardown(scenario, created)
 
     def _in_cache_order(self, state: list[JSON]) -> list[JSON]:

@@ -5,7 +5,9 @@ API server's own objects, listed just before the pod was created, and the pod is
 created object (uid, generation, admission's priority and overhead). ``ksched simulate``
 runs it: the same Scheduler, queue, frameworks and binding cycle as the daemon, on
 virtual time, with explanations on so every Filter verdict and Score is visible. The
-PodScheduled condition is built by the daemon's own builder.
+PodScheduled condition is built by the daemon's own builder. The DRA driver of devices
+with binding conditions is played as the kube replay plays it (``driver.py``), on
+virtual time.
 
 Unlike the rest of ``ksched.testing`` this module imports ksched itself: it is the thing
 under test.
@@ -17,7 +19,9 @@ import json
 from typing import Any
 
 import anyio
+import msgspec
 
+from ...api.resource import ResourceClaim
 from ...cluster.status import scheduling_failed_condition
 from ...config import load_config
 from ...config.types import DEFAULT_SCHEDULER_NAME
@@ -25,10 +29,17 @@ from ...features import FeatureGates
 from ...framework.registry import Registry
 from ...plugins import default_registry
 from ...sim import Simulation, parse_cluster
+from ...util.clock import rfc3339
+from .driver import DRIVER_DELAY, driver_status
 from .generator import JSON
 from .outcome import Outcome
 
-__all__ = ["KschedReplay", "scenario_file"]
+__all__ = ["KschedReplay", "binding_driver", "scenario_file"]
+
+
+def binding_driver(claim: ResourceClaim) -> list[dict[str, Any]] | None:
+    """``driver_status`` on ksched's claim: the simulator's DRA driver."""
+    return driver_status(msgspec.to_builtins(claim), rfc3339())
 
 
 def scenario_file(state: list[JSON], pod: JSON) -> str:
@@ -70,6 +81,8 @@ class KschedReplay:
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         cluster = parse_cluster(scenario_file(state, pod), key)
         sim = Simulation(cluster, self.config, self.registry, seed=0, explain=True)
+        sim.cluster.device_driver = binding_driver
+        sim.cluster.driver_delay = DRIVER_DELAY
         results = anyio.run(sim.run)
         uid = pod["metadata"].get("uid", "")
         mine = next((r for r in results if f"{r.namespace}/{r.name}" == key), None)
@@ -77,8 +90,15 @@ class KschedReplay:
             return Outcome("Error", message="ksched did not attempt the pod")
         out = Outcome(mine.status, node=mine.node, victims=sorted(mine.preempted))
         failures = sim.recorder.failures.get(uid, [])
+        stopped = bool(failures) and not sim.recorder.first_nominated.get(uid)
         if failures:
             reason, message = failures[0]
+            if stopped:
+                # The kube replay's outcome is the pod's first PodScheduled=False condition
+                # unless it nominates a node (a preemption then runs its course): later
+                # attempts (after a binding failure, a deallocation) are not waited for.
+                status = "Error" if reason == "SchedulerError" else "Unschedulable"
+                out = Outcome(status, victims=sorted(mine.preempted))
             out.message = message
             cond = scheduling_failed_condition(
                 int(pod["metadata"].get("generation") or 0), reason, message
@@ -89,7 +109,7 @@ class KschedReplay:
         elif mine.status != "Scheduled":
             out.message = mine.message
         cur = next((p for p in sim.cluster.pods.values() if p.uid == uid), None)
-        if cur is not None:
+        if cur is not None and not stopped:
             out.nominated = cur.pod.status.nominated_node_name or ""
         explain: dict[str, Any] = mine.explain or {}
         out.scores = {
