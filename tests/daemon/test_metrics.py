@@ -418,15 +418,15 @@ def test_queue_moves_count_pods_and_from_1_37_entities(version: str) -> None:
     ``pod`` wherever it counts a pod, and shows the queues' pods as entities too."""
     m = SchedulerMetrics(seed=0, process_metrics=False, features=set_feature_gates([], [version]))
     simulated(m)
-    pods = value(
-        m, "scheduler_queue_incoming_pods_total", queue="active", event="UnschedulablePodAdd"
-    )
+    # a new pending pod's event: UnschedulablePodAdd in 1.36, UnscheduledPodAdd in 1.37
+    event = "UnscheduledPodAdd" if version == "1.37" else "UnschedulablePodAdd"
+    pods = value(m, "scheduler_queue_incoming_pods_total", queue="active", event=event)
     assert pods is not None and pods >= 3
     entities = value(
         m,
         "scheduler_queue_incoming_entities_total",
         queue="active",
-        event="UnschedulablePodAdd",
+        event=event,
         type="pod",
     )
     assert entities == (pods if version == "1.37" else None)

@@ -373,18 +373,19 @@ async def _dynamic_resources(srv: TestAPIServer) -> None:
     status = srv.get("resourceclaims", "default", "gpu")["status"]
     assert [r["name"] for r in status["reservedFor"]] == ["with-gpu"]
     # a DRA-backed extended resource: the claim is created, and deleted again (finalizer
-    # removed first) by the Unreserve of a failed binding; the retry creates another
+    # removed first) by the Unreserve of each failed binding cycle (the second one's
+    # FailedScheduling event repeats the first: a patch); the retry creates another
     ext = make_device_class("ext-gpu", 'device.driver == "ext.example.com"')
     ext["spec"]["extendedResourceName"] = "example.com/gpu"
     srv.create(ext)
     srv.create(make_resource_slice("big", "ext.example.com", [{"name": "e-0"}], name="ext"))
-    srv.faults.fail_next(
-        1, verb="create", resource="pods/binding", name="with-ext", code=500, message="injected"
+    srv.faults.fail_next(  # every try of two binding cycles (1.37 tries a 500 four times)
+        8, verb="create", resource="pods/binding", name="with-ext", code=500, message="injected"
     )
     gpu = {"example.com/gpu": "1"}
     srv.create(make_pod("with-ext", scheduler_name="ksched", requests=gpu, limits=gpu))
     assert await _bound(srv, "with-ext") == "big"
-    assert srv.count_requests(verb="delete", resource="resourceclaims") == 1
+    assert srv.count_requests(verb="delete", resource="resourceclaims") == 2  # one per cycle
     st = srv.get("pods", "default", "with-ext")["status"]["extendedResourceClaimStatus"]
     assert srv.get("resourceclaims", "default", st["resourceClaimName"])["status"]["allocation"]
 
