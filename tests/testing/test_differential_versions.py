@@ -275,3 +275,21 @@ def test_gates_are_checked_against_the_chosen_versions_table(
     assert "--kube-version: kube version 'v1.35.0'" in capsys.readouterr().err
     with pytest.raises(FeatureGateError):
         resolve_feature_gates(["NodeDeclaredFeatures=false"], ["1.37"])
+
+
+def test_device_taint_rules_follow_the_scenarios_version_not_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1.36 serves DeviceTaintRules only as v1beta2, behind an off gate: a 1.36 scenario
+    has none, whatever ``KSCHED_KUBE_VERSION`` says (``--kube-version`` alone picks it)."""
+    monkeypatch.delenv("KSCHED_KUBE_VERSION", raising=False)
+
+    def rules(minor: str) -> int:
+        return sum(
+            o.get("kind") == "DeviceTaintRule"
+            for seed in range(40)
+            for o in generate(seed, {"dradevices"}, emulated_version=minor).objects
+        )
+
+    assert rules("1.37") > 0
+    assert rules("1.36") == 0

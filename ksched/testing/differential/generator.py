@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...features import BINARY_VERSION
+from ...features.versions import minor_key
 from .driver import FAILING_PREFIX
 from .gates import draw_gates
 
@@ -1016,9 +1017,7 @@ def _device_taint_rules(ctx: _Ctx, devices: dict[str, JSON]) -> None:
     pool or device, some matching nothing, some without a selector. v1.37 and later
     only (v1.36 serves them as v1beta2, behind an off gate). Drawn from their own
     random source, so the rest of a seed's scenario is that of older versions."""
-    from ..controlplane._build import kube_version
-
-    if not devices or tuple(map(int, kube_version().lstrip("v").split(".")[:2])) < (1, 37):
+    if not devices or minor_key(ctx.emulated_version) < (1, 37):
         return
     rng = random.Random(f"taintrules-{ctx.seed}")
     for i in range(rng.randint(0, 3)):
