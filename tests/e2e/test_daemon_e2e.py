@@ -194,7 +194,10 @@ def test_metrics_reflect_reality(e2e: E2E) -> None:
             metric(
                 text,
                 "scheduler_queue_incoming_pods_total",
-                event="UnscheduledPodAdd",
+                # the event a new pending pod raises: renamed in 1.37
+                event="UnscheduledPodAdd"
+                if d.daemon.config.features.at_least("1.37")
+                else "UnschedulablePodAdd",
                 queue="active",
             )
             == 4

@@ -113,8 +113,11 @@ def test_unsatisfiable_claim_reports_once_then_schedules_when_a_slice_appears(e2
     with e2e.daemon():
         _claim_pod(e2e, "waiting")
         cond = e2e.wait_unschedulable("waiting")
+        # 1.36's DynamicResources PostFilter added its sentence before preemption's
+        features = e2e.features
+        dra = "" if features is None or features.at_least("1.37") else "still not schedulable, "
         assert cond["message"] == (
-            "0/1 nodes are available: 1 cannot allocate all claims. "
+            f"0/1 nodes are available: 1 cannot allocate all claims. {dra}"
             "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         )
         _gpus(e2e, node, 1)  # a ResourceSlice event: the pod is tried again

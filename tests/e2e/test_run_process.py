@@ -39,7 +39,16 @@ def test_sigterm_lets_bindings_finish_and_exits_0(e2e: E2E, procs: list[KschedPr
     node = e2e.create_node("n")
     cfg = e2e.write_config()
     proc = KschedProcess(
-        ["--config", str(cfg), "--kubeconfig", str(e2e.kubeconfig), "--no-leader-elect", "-v", "2"]
+        [
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            str(e2e.kubeconfig),
+            "--no-leader-elect",
+            "-v",
+            "2",
+            *e2e.emulation_args(),  # a v1.37 ksched waits for kinds a v1.36 server lacks
+        ]
     )
     procs.append(proc)
     url = proc.serving()
