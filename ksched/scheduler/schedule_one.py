@@ -740,8 +740,6 @@ def handle_scheduling_failure(
     if preempt_on and sched.task_group is not None:
         sched.task_group.start_soon(sched.preempt, fw, qpi.pod_info, preempt_on, victims, token)
     sched.observer.failed(pod, qpi.profile, reason, message, res)
-    for hook in sched.hooks:
-        hook("failed", {"pod": pod.key, "reason": reason, "message": message})
 
 
 def _nominate(sched: Scheduler, fw: Framework, pod: PodInfo, res: CycleResult | None) -> None:

@@ -202,7 +202,6 @@ class Scheduler:
         self.explanations: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.binding_slots = anyio.Semaphore(max_in_flight_bindings)
         self.in_flight_bindings = 0
-        self.hooks: list[Callable[[str, dict[str, Any]], None]] = []
         self.metrics: MetricsRecorder | None = metrics
         self.stopping = False
         self.task_group: anyio.abc.TaskGroup | None = None
