@@ -300,6 +300,14 @@ def test_cel_runtime_error_is_an_error_status(version: str, message: str) -> Non
     assert st.message() == message
 
 
+def _rejected(**by_node: Status) -> NodeToStatus:
+    """The Filter statuses as the runtime records them: ours carry the plugin's name."""
+    out = NodeToStatus()
+    for name, st in by_node.items():
+        out.set(name, st.with_plugin(DynamicResources.name))
+    return out
+
+
 def test_allocated_claim_not_available_on_node_is_deallocated_by_post_filter() -> None:
     env = Env([_claim(allocation=ON_WORKER)])
     pod = pod_with()
@@ -308,9 +316,25 @@ def test_allocated_claim_not_available_on_node_is_deallocated_by_post_filter() -
     assert env.filter(pod, state).is_success()  # its own node
     st = env.filter(pod, state, OTHER)
     assert st.message() == "resourceclaim not available on the node"
-    _, pf = env.pl.post_filter(state, pod, NodeToStatus())
+    _, pf = env.pl.post_filter(state, pod, _rejected(**{OTHER.metadata.name: st}))
     assert pf is not None and pf.message() == "deallocation of ResourceClaim completed"
     assert env.claim().status.allocation is None
+
+
+def test_post_filter_ignores_nodes_another_plugin_rejected() -> None:
+    """Upstream's Filter never runs on a node an earlier plugin rejected, so it never
+    found the claim unavailable there (ksched's filter_batch judges every node)."""
+    env = Env([_claim(allocation=ON_WORKER)])
+    pod = pod_with()
+    state = CycleState()
+    assert env.pre_filter(pod, state).is_success()
+    env.filter(pod, state, OTHER)
+    taint = Status(
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "untolerated taint", plugin="TaintToleration"
+    )
+    _, pf = env.pl.post_filter(state, pod, _rejected(**{OTHER.metadata.name: taint}))
+    assert pf is not None and pf.message() == ""
+    assert env.claim().status.allocation is not None
 
 
 @pytest.mark.parametrize(("version", "reason"), [("1.36", "still not schedulable"), ("1.37", "")])
@@ -320,8 +344,8 @@ def test_post_filter_keeps_claims_others_use(version: str, reason: str) -> None:
     pod = pod_with()
     state = CycleState()
     env.pre_filter(pod, state)
-    env.filter(pod, state, OTHER)
-    _, pf = env.pl.post_filter(state, pod, NodeToStatus())
+    st = env.filter(pod, state, OTHER)
+    _, pf = env.pl.post_filter(state, pod, _rejected(**{OTHER.metadata.name: st}))
     assert pf is not None and pf.message() == reason
     assert env.claim().status.allocation is not None
 
@@ -738,8 +762,9 @@ def test_binding_failure_condition_fails_the_attempt() -> None:
     env.pl.unreserve(state, pod, "worker")
     again = CycleState()
     assert env.pre_filter(pod, again).is_success()
-    assert env.filter(pod, again).message() == "resourceclaim not available on the node"
-    _, pf = env.pl.post_filter(again, pod, {})  # type: ignore[arg-type]
+    st = env.filter(pod, again)
+    assert st.message() == "resourceclaim not available on the node"
+    _, pf = env.pl.post_filter(again, pod, _rejected(worker=st))
     assert pf is not None and pf.message() == "deallocation of ResourceClaim completed"
     assert env.claim("a").status.allocation is None
 

@@ -214,3 +214,68 @@ def test_shared_device_goes_to_claims_while_its_capacity_lasts() -> None:
     assert claim is not None and claim.status.allocation is not None
     (r,) = claim.status.allocation.devices.results
     assert r.consumed_capacity == {"memory": "2Gi"} and r.share_id
+
+
+def _allocated_on(node_name: str) -> dict[str, Any]:
+    """A claim allocated on ``node_name`` that nothing reserves (its pod gone)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "held", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpu", "driver": DRIVER, "pool": node_name, "device": "gpu-0"}
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node_name]}
+                            ]
+                        }
+                    ]
+                },
+            }
+        },
+    }
+
+
+def _held_claim_after(first: dict[str, Any]) -> tuple[Any, Any]:
+    """Simulate ``first`` beside an unschedulable n2 holding the claim; the pod's result
+    and the claim at the end."""
+    blocked = node("n2")
+    blocked["spec"] = {"unschedulable": True}
+    objs = [
+        first,
+        blocked,
+        device_class(),
+        gpu_slice("n2", ("gpu-0", "16Gi", "r0")),
+        _allocated_on("n2"),
+        pod("p", resourceClaims=[{"name": "gpu", "resourceClaimName": "held"}]),
+    ]
+    cf = parse_cluster(yaml.safe_dump_all(objs), "f.yaml")
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    sim = Simulation(cf, cfg, default_registry(entry_points=False), max_attempts_per_pod=1)
+    (res,) = anyio.run(sim.run)
+    return res, sim.cluster.claim_controller.get("default", "held")
+
+
+def test_post_filter_deallocates_only_claims_filter_found_unavailable() -> None:
+    """Upstream's Filter (which remembers unavailable claims for PostFilter) never runs on
+    a node an earlier plugin rejected: with every node rejected before DynamicResources,
+    the allocated claim stays; ksched's Filter over all nodes must not count the others."""
+    tainted = node("n1")
+    tainted["spec"] = {"taints": [{"key": "k", "effect": "NoSchedule"}]}
+    res, claim = _held_claim_after(tainted)
+    assert res.node is None
+    assert "deallocation of ResourceClaim completed" not in res.message
+    assert claim.status.allocation is not None
+    res, claim = _held_claim_after(node("n1"))  # Filter reaches n1: not available there
+    assert "1 resourceclaim not available on the node" in res.message
+    assert "deallocation of ResourceClaim completed" in res.message
+    assert claim.status.allocation is None

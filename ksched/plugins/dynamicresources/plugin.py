@@ -350,7 +350,10 @@ class _State:
         self.available_on: list[CompiledNodeSelector | None] = []
         # Per claim: the allocation Reserve chose (None: nothing to allocate).
         self.allocations: list[AllocationResult | None] = []
-        self.unavailable: set[int] = set()
+        # Per node Filter rejected for them: the claims not available there. PostFilter
+        # reads only the nodes whose status is ours: upstream's Filter never runs where an
+        # earlier plugin rejected, while filter_batch and explanations judge every node.
+        self.unavailable: dict[str, list[int]] = {}
         # Allocated claims whose binding failed or timed out: available on no node.
         self.blocked: set[int] = set()
         # Filter's allocations by node; a Node: it fits, the allocation is made at Reserve.
@@ -772,7 +775,7 @@ class DynamicResources(
             if not fits:
                 return Status.unresolvable("cannot allocate all claims")
         if unavailable:
-            s.unavailable.update(unavailable)
+            s.unavailable[n.metadata.name] = unavailable
             return Status.unresolvable("resourceclaim not available on the node")
         if s.allocator is not None:
             s.node_allocations[n.metadata.name] = allocations or n
@@ -840,7 +843,13 @@ class DynamicResources(
         if not s.claims:
             return None, _unschedulable(() if quiet else ("no new claims to deallocate",))
         uid = pod.pod.metadata.uid
-        for i in sorted(s.unavailable):
+        unavailable = {
+            i
+            for name, indices in s.unavailable.items()
+            if (st := statuses.get(name)) is not None and st.plugin == self.name
+            for i in indices
+        }
+        for i in sorted(unavailable):
             if i == s.ext:
                 continue
             claim = s.claims[i]
