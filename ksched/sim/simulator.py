@@ -106,6 +106,9 @@ class SimulatedCluster:
         self.device_driver: Callable[[ResourceClaim], list[dict[str, Any]] | None] | None = None
         self.driver_delay = 1.0
         self.driver_writes: list[tuple[float, int, str, str]] = []
+        # Pods (uid) whose nomination a write took away before they were bound: a watch
+        # of the pod (the differential's) saw it lose its node there.
+        self.unnominated: set[str] = set()
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         cur = self.pods.get(pod.uid)
@@ -178,6 +181,12 @@ class SimulatedCluster:
         meta = msgspec.structs.replace(new.pod.metadata, resource_version=str(next(self._versions)))
         new = new.with_pod(msgspec.structs.replace(new.pod, metadata=meta))
         self.pods[new.uid] = new
+        if (
+            cur.pod.status.nominated_node_name
+            and not new.pod.status.nominated_node_name
+            and not new.node_name
+        ):
+            self.unnominated.add(new.uid)
         assert self.sched is not None
         self.sched.on_pod_update(cur, new)
 

@@ -260,3 +260,42 @@ def test_kube_replay_driver_schedules_one_write_per_claim_needing_one(
     drv._seen({"type": "MODIFIED", "object": done})  # reported already
     drv._seen({"type": "DELETED", "object": claim})
     assert len(timers) == 1
+
+
+def _preempting_state(device: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """n1 full with a low-priority pod; the pod (higher priority, the shared claim)
+    nominates n1 by preemption, then binds there or fails to."""
+    state = _state(device)
+    state[0]["status"]["allocatable"]["cpu"] = "1"
+    victim = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "low", "namespace": "ns", "uid": "v1"},
+        "spec": {
+            "nodeName": "n1",
+            "priority": 0,
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    pod = _pod()
+    pod["spec"]["priority"] = 100
+    pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "1"}
+    return [*state, victim], pod
+
+
+def test_ksched_replay_reports_a_nomination_a_failed_binding_took_back() -> None:
+    """The kube replay's watch ends when the preemptor's nomination is cleared unbound
+    (handleBindingCycleError's clearNominatedNode): no nominated node, the first
+    failure. ksched's simulator goes on retrying, and where its run stops (perhaps in a
+    later binding that announced the node again) must not decide the outcome."""
+    state, pod = _preempting_state("bad-0")
+    out = KschedReplay()(state, pod)
+    assert (out.status, out.node, out.nominated) == ("Unschedulable", None, "")
+    assert "preemption" in out.message and "Insufficient cpu" in out.message
+
+
+def test_ksched_replay_keeps_the_nomination_of_a_preemptor_that_binds() -> None:
+    state, pod = _preempting_state("dev-0")
+    out = KschedReplay()(state, pod)
+    assert (out.status, out.node, out.nominated) == ("Scheduled", "n1", "n1")

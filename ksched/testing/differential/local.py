@@ -90,12 +90,15 @@ class KschedReplay:
             return Outcome("Error", message="ksched did not attempt the pod")
         out = Outcome(mine.status, node=mine.node, victims=sorted(mine.preempted))
         failures = sim.recorder.failures.get(uid, [])
-        stopped = bool(failures) and not sim.recorder.first_nominated.get(uid)
+        stopped = bool(failures) and (
+            not sim.recorder.first_nominated.get(uid) or uid in sim.cluster.unnominated
+        )
         if failures:
             reason, message = failures[0]
             if stopped:
                 # The kube replay's outcome is the pod's first PodScheduled=False condition
-                # unless it nominates a node (a preemption then runs its course): later
+                # unless it nominates a node (a preemption then runs its course, until the
+                # pod binds or loses the nomination, e.g. to a failed binding): later
                 # attempts (after a binding failure, a deallocation) are not waited for.
                 status = "Error" if reason == "SchedulerError" else "Unschedulable"
                 out = Outcome(status, victims=sorted(mine.preempted))
