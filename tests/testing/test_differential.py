@@ -85,6 +85,35 @@ def _all(
     return objects, pods
 
 
+def _host_ports(pod: dict[str, Any]) -> list[tuple[str, str, int]]:
+    return [
+        (p.get("hostIP", "0.0.0.0"), p.get("protocol", "TCP"), p["hostPort"])
+        for c in pod["spec"]["containers"]
+        for p in c.get("ports", [])
+    ]
+
+
+def test_running_pods_never_share_a_host_port_on_a_node() -> None:
+    """kube-scheduler's cache frees a port when either of two holders goes (seed 43097:
+    run-3, preempted, took run-2's 8080 with it), which no snapshot shows ksched."""
+    coexisting = 0
+    for seed in [*range(60), 43097]:
+        by_node: dict[str, list[tuple[str, str, int]]] = {}
+        for o in generate(seed, ["ports"]).objects:
+            if o["kind"] == "Pod":
+                by_node.setdefault(o["spec"]["nodeName"], []).extend(_host_ports(o))
+        for ports in by_node.values():
+            for i, (ip, proto, port) in enumerate(ports):
+                for ip2, proto2, port2 in ports[i + 1 :]:
+                    if (proto, port) == (proto2, port2):
+                        assert "0.0.0.0" not in (ip, ip2) and ip != ip2, (seed, ports)
+            coexisting += len(ports) > 1
+    assert coexisting  # ports that don't conflict still share a node
+    pods = {o["metadata"]["name"]: o for o in generate(43097).objects if o["kind"] == "Pod"}
+    assert _host_ports(pods["run-2"]) == [("0.0.0.0", "TCP", 8080)]
+    assert _host_ports(pods["run-3"]) == []
+
+
 def test_dra_group_covers_every_request_form() -> None:
     objects, pods = _all(["dra"])
     kinds = {o["kind"] for o in objects}

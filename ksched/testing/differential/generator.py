@@ -24,6 +24,7 @@ from typing import Any
 
 from ...features import BINARY_VERSION
 from ...features.versions import minor_key
+from ...framework.types import HostPortInfo
 from .driver import FAILING_PREFIX
 from .gates import draw_gates
 
@@ -322,23 +323,34 @@ def _unschedulable(ctx: _Ctx, pod: JSON) -> bool:
 
 
 def _ports_setup(ctx: _Ctx) -> None:
+    """Running pods' host ports, none conflicting on a node: a kubelet would refuse the
+    second pod, and two holders of one port leave kube-scheduler's cache (a set per node,
+    ``HostPortInfo``) with the port free once either goes, which no snapshot shows. The
+    port is drawn either way, so the seeds' other draws stay as they were."""
+    used: dict[str, HostPortInfo] = {}
     for pod in ctx.running:
         if ctx.rng.random() < 0.3:
-            _add_port(ctx, pod)
+            port = _draw_port(ctx)
+            ports = used.setdefault(pod["spec"]["nodeName"], HostPortInfo())
+            ip, protocol = port.get("hostIP", ""), port.get("protocol", "TCP")
+            if ports.check_conflict(ip, protocol, port["hostPort"]):
+                continue
+            ports.add(ip, protocol, port["hostPort"])
+            pod["spec"]["containers"][0]["ports"] = [port]
 
 
-def _add_port(ctx: _Ctx, pod: JSON) -> None:
+def _draw_port(ctx: _Ctx) -> JSON:
     rng = ctx.rng
     port: JSON = {"containerPort": 8080, "hostPort": rng.choice([80, 443, 8080])}
     if rng.random() < 0.3:
         port["protocol"] = "UDP"
     if rng.random() < 0.2:
         port["hostIP"] = "127.0.0.1"
-    pod["spec"]["containers"][0]["ports"] = [port]
+    return port
 
 
 def _ports(ctx: _Ctx, pod: JSON) -> bool:
-    _add_port(ctx, pod)
+    pod["spec"]["containers"][0]["ports"] = [_draw_port(ctx)]
     return True
 
 
