@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from ..api.objects import ObjectMeta, OwnerReference, Pod, PodResourceClaimStatus
-from ..api.resource import ResourceClaim, ResourceClaimTemplate
+from ..api.resource import FINALIZER, ResourceClaim, ResourceClaimTemplate
 from ..framework.handle import BindError, ConflictError
 from ..framework.interface import ClusterEvent
 from ..framework.listers import Listers, RevisionedStore
@@ -114,6 +114,28 @@ class SimulatedClaimController:
             return pod
         status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
         return msgspec.structs.replace(pod, status=status)
+
+    def release(self, pod_uid: str) -> None:
+        """The resourceclaim controller on a pod that is gone: its ``reservedFor`` entries
+        are dropped, a claim left with none is deallocated (its finalizer and device
+        statuses go too), and a claim generated for the pod is deleted (the garbage
+        collector's part). Without this the pod's devices would stay taken for good."""
+        for key, claim in list(self.claims.items()):
+            st = claim.status
+            kept = [r for r in st.reserved_for if not (r.resource == "pods" and r.uid == pod_uid)]
+            owned = any(o.controller and o.uid == pod_uid for o in claim.metadata.owner_references)
+            if len(kept) < len(st.reserved_for):
+                status = msgspec.structs.replace(st, reserved_for=kept)
+                if not kept and FINALIZER in claim.metadata.finalizers:
+                    status = msgspec.structs.replace(status, allocation=None, devices=[])
+                claim = self._store(msgspec.structs.replace(claim, status=status))
+                if claim.status.allocation is None and FINALIZER in claim.metadata.finalizers:
+                    fin = [f for f in claim.metadata.finalizers if f != FINALIZER]
+                    meta = msgspec.structs.replace(claim.metadata, finalizers=fin)
+                    claim = self._store(msgspec.structs.replace(claim, metadata=meta))
+            if owned and not claim.status.reserved_for:
+                ns, _, name = key.partition("/")
+                self.delete(ns, name)
 
     def devices_by_node(self) -> dict[str, dict[str, str | None]]:
         """For ``--explain``: each node's devices (``driver/pool/device``, from slices

@@ -155,6 +155,7 @@ class SimulatedCluster:
         if cur is not None:
             assert self.sched is not None
             self.sched.on_pod_delete(cur)
+            self.claim_controller.release(uid)
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         cur = self.pods.get(pod.uid)

@@ -279,3 +279,53 @@ def test_post_filter_deallocates_only_claims_filter_found_unavailable() -> None:
     assert "1 resourceclaim not available on the node" in res.message
     assert "deallocation of ResourceClaim completed" in res.message
     assert claim.status.allocation is None
+
+
+def _reserved_by_low(owned: bool) -> dict[str, Any]:
+    """``_allocated_on("n1")`` as the scheduler left it for the bound pod ``low``."""
+    claim = _allocated_on("n1")
+    ref = {"resource": "pods", "name": "low", "uid": "sim-default-low"}
+    claim["status"]["reservedFor"] = [ref]
+    claim["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    if owned:
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": "low", "uid": ref["uid"]}
+        claim["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
+    return claim
+
+
+def _preempt_claim_holder(owned: bool) -> tuple[Any, Any]:
+    """A high-priority pod with a claim preempting (for memory) the bound ``low``, whose
+    claim holds one of n1's two GPUs; the preemptor's result and that claim at the end."""
+    held = [{"name": "gpu", "resourceClaimName": "held"}]
+    high = claiming("high", "one")
+    high["spec"] = {**high["spec"], "priority": 1000}
+    high["spec"]["containers"][0]["resources"]["requests"]["memory"] = "600Mi"
+    objs = [
+        node("n1", memory="1Gi"),
+        device_class(),
+        gpu_slice("n1", ("gpu-0", "16Gi", "r0"), ("gpu-1", "16Gi", "r0")),
+        template("one"),
+        _reserved_by_low(owned),
+        pod("low", memory="600Mi", node_name="n1", priority=0, resourceClaims=held),
+        high,
+    ]
+    cf = parse_cluster(yaml.safe_dump_all(objs), "f.yaml")
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    cfg, _ = load_config_data(raw, "config", None)
+    sim = Simulation(cf, cfg, default_registry(entry_points=False))
+    res = {r.name: r for r in anyio.run(sim.run)}
+    return res["high"], sim.cluster.claim_controller.get("default", "held")
+
+
+def test_a_gone_pods_claims_are_released_as_the_resourceclaim_controller_does() -> None:
+    """Seed 74119: a preemption victim's devices must come free once it is gone (upstream's
+    resourceclaim controller drops the reservation and deallocates; a claim generated for
+    the pod is deleted), or the preemptor can never have them."""
+    high, claim = _preempt_claim_holder(owned=True)
+    assert high.node == "n1" and high.preempted == ["default/low"]
+    assert claim is None  # generated for low: deleted
+    high, claim = _preempt_claim_holder(owned=False)
+    assert high.node == "n1"
+    assert claim is not None and claim.status.allocation is None
+    assert claim.status.reserved_for == [] and claim.status.devices == []
+    assert "resource.kubernetes.io/delete-protection" not in claim.metadata.finalizers
