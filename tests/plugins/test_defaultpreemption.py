@@ -1559,18 +1559,22 @@ def test_filters_take_added_only_when_every_active_plugin_can() -> None:
     assert env.fw._filters_take_added(env.state_for(pod("q", prio=HIGH, req=LARGE)))
 
 
-def test_unstarted_victims_of_one_priority_are_reprieved_in_upstreams_order() -> None:
-    """Found by the long differential run (seed 390): pods without ``startTime`` (no
-    kubelet has started them yet) compare as "more important" both ways round, since
+@pytest.mark.parametrize(("version", "want"), [("1.36", ["b", "a"]), ("1.37", ["c"])])
+def test_unstarted_victims_of_one_priority_are_reprieved_in_upstreams_order(
+    version: str, want: list[str]
+) -> None:
+    """Found by the long differential run (seed 390): in 1.36 pods without ``startTime``
+    (no kubelet has started them yet) compare as "more important" both ways round, since
     upstream reads ``time.Now()`` for each at comparison time, and Go's sort then reverses
     the tie group. Reprieve tries the 1000m pod first, it fits back, and the two 500m
-    pods are the victims; a stable order would have evicted the 1000m pod alone."""
+    pods are the victims. 1.37 reads that time once per victim, in node order (seed
+    44156): the node's order stands, both 500m pods fit back, the 1000m pod goes."""
     pods = [
         pod("a", node="n0", prio=0, req={"cpu": "500m"}),
         pod("b", node="n0", prio=0, req={"cpu": "500m"}),
         pod("c", node="n0", prio=0, req={"cpu": "1000m"}),
     ]
-    env = Env([node("n0", {"cpu": "4", "pods": "10"})], pods, [FIT, TAINTS])
+    env = Env([node("n0", {"cpu": "4", "pods": "10"})], pods, [FIT, TAINTS], version=version)
     p = pod("p", prio=1000, req={"cpu": "3"})
     state = env.state_for(p)
     (ni,) = env.snapshot.node_infos
@@ -1579,14 +1583,14 @@ def test_unstarted_victims_of_one_priority_are_reprieved_in_upstreams_order() ->
     assert in_place is not None
     for victims, _, status in (on_copy, in_place):
         assert status.is_success()
-        assert [v.name for v in victims] == ["b", "a"]
+        assert [v.name for v in victims] == want
     # Started pods order by start time as before: the oldest is reprieved first.
     started = [
         pod("a", node="n0", prio=0, req={"cpu": "500m"}, start=epoch(1)),
         pod("b", node="n0", prio=0, req={"cpu": "500m"}, start=epoch(2)),
         pod("c", node="n0", prio=0, req={"cpu": "1000m"}, start=epoch(3)),
     ]
-    env = Env([node("n0", {"cpu": "4", "pods": "10"})], started, [FIT, TAINTS])
+    env = Env([node("n0", {"cpu": "4", "pods": "10"})], started, [FIT, TAINTS], version=version)
     (ni,) = env.snapshot.node_infos
     victims, _, _ = env.pl.select_victims_on_node(env.state_for(p), p, ni.clone(), [])
     assert [v.name for v in victims] == ["c"]
@@ -1717,3 +1721,21 @@ def test_nominated_first_pass_over_all_rows_equals_the_per_node_pass(fit_first: 
             snap.node_infos[r].name in fast.statuses.statuses for r in nominated
         )
     assert met["fast"] > 100 and met["nominated rejections"] > 50 and met["found"] > 20, met
+
+
+@pytest.mark.parametrize(("version", "want"), [("1.36", ["v2", "v1"]), ("1.37", ["v1", "v2"])])
+def test_unstarted_victims_of_one_priority_order_by_version(version: str, want: list[str]) -> None:
+    """1.37's MoreImportantVictim reads an unstarted pod's time once, in node order, so
+    the first such pod stays the more important; 1.36's MoreImportantPod reads it at
+    each comparison and Go's sort swaps the pair. The victims are evicted in this order
+    (the preemptor may be retried between two going: seed 44156 d44156-b/p5)."""
+    pods = [
+        pod("v1", node="node1", prio=LOW, req=MEDIUM),
+        pod("v2", node="node1", prio=LOW, req=MEDIUM),
+    ]
+    env = Env([node("node1", VERY_LARGE)], pods, version=version)
+    p = pod("p", prio=HIGH, req=VERY_LARGE)
+    infos = list(env.snapshot.node_infos)
+    candidates, _, _ = env.pl.evaluator.dry_run_preemption(env.state_for(p), p, infos, [], 0, 1)
+    assert len(candidates) == 1
+    assert [v.name for v in candidates[0].victims.pods] == want

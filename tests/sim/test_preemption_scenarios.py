@@ -258,12 +258,14 @@ def test_simulated_cluster_sets_a_condition_in_place_and_echoes_it() -> None:
     assert anyio.run(sc.set_pod_condition, victim, cond) is False
 
 
-def _sim(objs: list[dict[str, Any]]) -> Any:
+def _sim(objs: list[dict[str, Any]], version: str | None = None) -> Any:
+    from ksched.features import FeatureGates
     from ksched.sim.simulator import Simulation
 
     cf = parse_cluster(yaml.safe_dump_all(objs), "scenario.yaml")
     raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
-    cfg, _ = load_config_data(raw, "config", None)
+    features = FeatureGates(version) if version is not None else None
+    cfg, _ = load_config_data(raw, "config", None, features)
     return Simulation(cf, cfg, REG, seed=0)
 
 
@@ -294,11 +296,15 @@ def _trace(sim: Any) -> list[tuple[float, str, str]]:
     return seen
 
 
-def test_victims_terminate_like_on_a_node_one_at_a_time() -> None:
+@pytest.mark.parametrize(("version", "first", "second"), [("1.36", "b", "a"), ("1.37", "a", "b")])
+def test_victims_terminate_like_on_a_node_one_at_a_time(
+    version: str, first: str, second: str
+) -> None:
     """A victim on a node is only marked for deletion; its kubelet finishes it
     TERMINATION_SECONDS later, one pod at a time, and the scheduler reacts to each: the
     preemptor, retried when the first is gone, is not eligible to preempt again while the
-    other still terminates (no third victim), and binds once both are gone."""
+    other still terminates (no third victim), and binds once both are gone. Unstarted
+    ties: 1.36's sort reverses node order, 1.37 keeps it (MoreImportantVictim)."""
     from ksched.sim.simulator import TERMINATION_SECONDS
 
     objs = [
@@ -308,17 +314,17 @@ def test_victims_terminate_like_on_a_node_one_at_a_time() -> None:
         pod("b", "2", "n1"),
         pod("urgent", "4", priorityClassName="high"),
     ]
-    sim = _sim(objs)
+    sim = _sim(objs, version)
     seen = _trace(sim)
     results = {r.name: r for r in anyio.run(sim.run)}
     assert results["urgent"].node == "n1"
     assert sorted(results["urgent"].preempted) == ["default/a", "default/b"]
     t = TERMINATION_SECONDS
     assert [e for e in seen if e[1] != "attempt"] == [
-        (0.0, "terminating", "b"),  # unstarted ties: upstream's sort reverses node order
-        (0.0, "terminating", "a"),
-        (t, "gone", "b"),
-        (t, "gone", "a"),
+        (0.0, "terminating", first),
+        (0.0, "terminating", second),
+        (t, "gone", first),
+        (t, "gone", second),
     ]
     attempts = [e[0] for e in seen if e[1] == "attempt"]
     assert attempts[0] == 0.0 and attempts[-1] >= t and len(attempts) >= 2
@@ -342,12 +348,14 @@ def test_victims_without_a_grace_period_go_at_once() -> None:
     assert [e for e in seen if e[1] != "attempt"] == [(0.0, "gone", "a")]
 
 
-def test_a_preemptor_waits_as_kube_scheduler_when_its_last_victims_deletion_interests_none() -> (
-    None
-):
+@pytest.mark.parametrize(("version", "b_first_on_node"), [("1.36", False), ("1.37", True)])
+def test_a_preemptor_waits_as_kube_scheduler_when_its_last_victims_deletion_interests_none(
+    version: str, b_first_on_node: bool
+) -> None:
     """Seen against kube-scheduler v1.36 (long differential run, seed 156). The victims are
     ``b`` (needed for cpu) and ``a`` (matching the preemptor's required anti-affinity,
-    through a namespaceSelector). ``b`` goes first: NodeResourcesFit requeues the pod,
+    through a namespaceSelector). ``b`` goes first (1.36's sort reverses the unstarted
+    pods' node order, 1.37 keeps it): NodeResourcesFit requeues the pod,
     which now fails InterPodAffinity on ``a``, still terminating, and may not preempt
     again. When ``a`` goes, InterPodAffinity's hint matches it against the term with no
     namespace labels (upstream's isSchedulableAfterPodChange), so a namespaceSelector term
@@ -375,11 +383,10 @@ def test_a_preemptor_waits_as_kube_scheduler_when_its_last_victims_deletion_inte
         priority_class("high", 1000),
         ns,
         node("n1"),
-        a,
-        pod("b", "2", "n1"),
+        *([pod("b", "2", "n1"), a] if b_first_on_node else [a, pod("b", "2", "n1")]),
         pod("urgent", "3", priorityClassName="high", affinity=anti),
     ]
-    sim = _sim(objs)
+    sim = _sim(objs, version)
     seen = _trace(sim)
     results = {r.name: r for r in anyio.run(sim.run)}
     urgent = results["urgent"]

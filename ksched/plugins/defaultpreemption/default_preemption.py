@@ -58,6 +58,7 @@ from .preemption import (
     Victims,
     more_important_pod,
     sort_by_importance,
+    victim_importance,
 )
 
 __all__ = [
@@ -339,7 +340,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         st = trial.filter()
         if not st.is_success():
             return [], 0, st
-        sort_by_importance(potential, self.more_important_pod)
+        more_important = self.more_important_pod
+        if more_important is more_important_pod and self.handle.features.at_least("1.37"):
+            more_important = victim_importance(potential)
+        sort_by_importance(potential, more_important)
         violating, non_violating = filter_pods_with_pdb_violation(
             potential, pdbs, first_violation_stops=self.handle.features.at_least("1.37")
         )
@@ -361,7 +365,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                     num_violating += 1
         if violating and non_violating:
             # Keep victims most important first (pickOneNodeForPreemption reads [0]).
-            sort_by_importance(victims, self.more_important_pod)
+            sort_by_importance(victims, more_important)
         return victims, num_violating, SUCCESS
 
     # -- the dry run without copies -------------------------------------------------------------

@@ -62,6 +62,7 @@ __all__ = [
     "nodes_for_status_code",
     "pick_one_node_for_preemption",
     "preemption_condition",
+    "victim_importance",
 ]
 
 # ``handle.listers`` key of the set of preemptor keys (uid or ns/name) whose victims
@@ -156,6 +157,27 @@ def more_important_pod(pod1: PodInfo, pod2: PodInfo) -> bool:
     if t1 == math.inf:
         return t2 == math.inf
     return t1 < t2
+
+
+def victim_importance(potential: Sequence[PodInfo]) -> MoreImportantPodFunc:
+    """1.37's ``preemption.MoreImportantVictim`` for single-pod victims of ``potential``.
+
+    Upstream builds one victim per pod in the node's order (``GetVictimsOnNode``) and
+    reads an unstarted pod's ``time.Now()`` once, there: two unstarted pods of one
+    priority keep the node's order (the first is "older"), where 1.36's
+    ``MoreImportantPod`` reads the clock at each comparison and lets the sort swap them.
+    """
+    order = {id(p): i for i, p in enumerate(potential)}
+
+    def less(pod1: PodInfo, pod2: PodInfo) -> bool:
+        if pod1.priority != pod2.priority:
+            return pod1.priority > pod2.priority
+        t1, t2 = get_pod_start_time(pod1), get_pod_start_time(pod2)
+        if t1 == math.inf and t2 == math.inf:
+            return order[id(pod1)] < order[id(pod2)]
+        return t1 < t2
+
+    return less
 
 
 def sort_by_importance(pods: list[PodInfo], more_important: MoreImportantPodFunc | None) -> None:
