@@ -115,6 +115,31 @@ def parse_scores(log: str, pod_key: str) -> tuple[dict[str, dict[str, int]], dic
     return scores, totals
 
 
+def _watch(
+    cp: ControlPlane,
+    path: str,
+    stop: threading.Event,
+    resource_version: Callable[[], str],
+    handle: Callable[[JSON], None],
+) -> None:
+    """Watch ``path`` from ``resource_version()`` until ``stop``, handing each event to
+    ``handle`` (which moves the version on); a broken or timed-out watch is reopened."""
+    while not stop.is_set():
+        query = urllib.parse.urlencode(
+            {"watch": "1", "resourceVersion": resource_version(), "timeoutSeconds": "30"}
+        )
+        req = urllib.request.Request(f"{cp.url}{path}?{query}")
+        req.add_header("Authorization", f"Bearer {cp.admin.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=40, context=cp.ssl_context) as st:
+                for line in st:
+                    if stop.is_set():
+                        return
+                    handle(json.loads(line))
+        except (OSError, ValueError):
+            time.sleep(0.1)
+
+
 @dataclass
 class PodRun:
     """One pending pod's replay: the state both schedulers saw, the defaulted pod and
@@ -166,20 +191,7 @@ class _NodeOrder:
         self.stop.set()
 
     def _run(self) -> None:
-        while not self.stop.is_set():
-            query = urllib.parse.urlencode(
-                {"watch": "1", "resourceVersion": self.rv, "timeoutSeconds": "30"}
-            )
-            req = urllib.request.Request(f"{self.cp.url}/api/v1/pods?{query}")
-            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
-            try:
-                with urllib.request.urlopen(req, timeout=40, context=self.cp.ssl_context) as st:
-                    for line in st:
-                        if self.stop.is_set():
-                            return
-                        self._apply(json.loads(line))
-            except (OSError, ValueError):
-                time.sleep(0.1)
+        _watch(self.cp, "/api/v1/pods", self.stop, lambda: self.rv, self._apply)
 
     def _apply(self, event: JSON) -> None:
         obj = event.get("object") or {}
@@ -252,20 +264,7 @@ class _BindingDriver:
     def _run(self) -> None:
         group, resource, _ = _PATHS["ResourceClaim"]
         path = f"{group}/{resource}"  # in every namespace
-        while not self.stop.is_set():
-            query = urllib.parse.urlencode(
-                {"watch": "1", "resourceVersion": self.rv, "timeoutSeconds": "30"}
-            )
-            req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
-            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
-            try:
-                with urllib.request.urlopen(req, timeout=40, context=self.cp.ssl_context) as st:
-                    for line in st:
-                        if self.stop.is_set():
-                            return
-                        self._seen(json.loads(line))
-            except (OSError, ValueError):
-                time.sleep(0.1)
+        _watch(self.cp, path, self.stop, lambda: self.rv, self._seen)
 
     def _seen(self, event: JSON) -> None:
         claim = event.get("object") or {}
