@@ -30,6 +30,15 @@ import numpy as np
 
 from .args import PluginArgs
 from .cycle_state import CycleState
+from .podgroup import (
+    GeneratePlacementsResult,
+    Placement,
+    PlacementProgress,
+    PlacementScore,
+    PodGroupAssignments,
+    PodGroupInfo,
+    PodGroupPostFilterResult,
+)
 from .snapshot import BoolArray, IntArray, Snapshot
 from .status import Code, Status
 from .types import NodeInfo, PodInfo
@@ -52,7 +61,12 @@ __all__ = [
     "NodeOnlyFilter",
     "NodeToStatus",
     "PermitPlugin",
+    "PlacementFeasiblePlugin",
+    "PlacementGeneratePlugin",
+    "PlacementScorePlugin",
     "Plugin",
+    "PodGroupPostFilterPlugin",
+    "PodGroupSchedulingFunc",
     "PostBindPlugin",
     "PostFilterOutcome",
     "PostFilterPlugin",
@@ -320,6 +334,54 @@ class PostBindPlugin(Plugin):
 # ---- queueing hints (EnqueueExtensions) ----------------------------------------------
 
 
+# ---- pod groups (GenericWorkload) ---------------------------------------------------
+# A whole pod group's cycle: PlacementGenerate proposes node sets, every member is tried
+# on each (PlacementFeasible judging the group after each member), PlacementScore ranks the
+# feasible ones, PodGroupPostFilter (preemption) runs when none is feasible.
+
+# What a PodGroupPostFilter plugin calls to retry the group's cycle (after its dry-run
+# evictions): the assignments it found and the group's status.
+PodGroupSchedulingFunc = Callable[[], tuple[PodGroupAssignments, Status | None]]
+
+
+class PlacementGeneratePlugin(Plugin):
+    def generate_placements(
+        self, state: CycleState, group: PodGroupInfo, parent: Placement
+    ) -> tuple[GeneratePlacementsResult | None, Status | None]:
+        """Candidate node sets for ``group`` within ``parent`` (all nodes at the root)."""
+        raise NotImplementedError
+
+
+class PlacementFeasiblePlugin(Plugin):
+    def placement_feasible(
+        self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress
+    ) -> Status | None:
+        """Success: the group may still be placed (and is, if nothing remains); Wait: not
+        yet decided; Unschedulable: it cannot be, however the remaining members fare."""
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Plugin):
+    """``score_placement`` returns 0..100 after normalization (like Score); higher wins."""
+
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> int:
+        raise NotImplementedError
+
+    # Optional: normalize this plugin's scores of every feasible placement in place.
+    normalize_placement_score: ClassVar[
+        Callable[[CycleState, PodGroupInfo, list[PlacementScore]], Status | None] | None
+    ] = None
+
+
+class PodGroupPostFilterPlugin(Plugin):
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+
 class QueueingHint:
     QUEUE = "Queue"
     SKIP = "QueueSkip"
@@ -399,6 +461,10 @@ _BASE_METHODS = {
     "pre_bind": PreBindPlugin.pre_bind,
     "bind": BindPlugin.bind,
     "post_bind": PostBindPlugin.post_bind,
+    "generate_placements": PlacementGeneratePlugin.generate_placements,
+    "placement_feasible": PlacementFeasiblePlugin.placement_feasible,
+    "score_placement": PlacementScorePlugin.score_placement,
+    "pod_group_post_filter": PodGroupPostFilterPlugin.pod_group_post_filter,
 }
 
 
