@@ -457,6 +457,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.mode == "e2e" and args.workload in IN_PROCESS_ONLY:
         return _die([f"ksched bench: {args.workload} runs in process only (--mode in-process)"])
+    from .bench.workloads import feature_gates_of
+
+    gates = feature_gates_of(args.workload)
+    if gates:  # a pod-group workload: its scheduler_perf featureGates on
+        args.feature_gates = [*args.feature_gates, ",".join(f"{g}=true" for g in gates)]
     registry = _registry()
     cfg = _load_config(args.config, registry, args)
     _build_check(cfg, registry, args.config or "<default config>")

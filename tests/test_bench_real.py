@@ -20,7 +20,6 @@ from ksched.bench.real import (
     CHURN_NS,
     MEASURED_NS,
     REAL_WORKLOADS,
-    _collection,
     _objects,
     compare,
     cpu_split,
@@ -28,7 +27,7 @@ from ksched.bench.real import (
     run_real_bench,
     scheduler_config,
 )
-from ksched.bench.workloads import DAEMONSET_NODE
+from ksched.bench.workloads import DAEMONSET_NODE, collection_path
 from ksched.cli import main
 from ksched.config import default_config
 from ksched.plugins import default_registry
@@ -125,7 +124,7 @@ def test_workload_objects_are_valid_and_init_pods_are_bound(name: str) -> None:
     churn = REAL_WORKLOADS[name].churn
     if churn is not None:
         for obj in churn.make(0):
-            assert _collection(obj).startswith(("/api/v1/", "/apis/"))
+            assert collection_path(obj).startswith(("/api/v1/", "/apis/"))
 
 
 @pytest.mark.parametrize(
@@ -154,7 +153,7 @@ def test_workload_objects_are_valid_and_init_pods_are_bound(name: str) -> None:
     ],
 )
 def test_collection_paths(obj: dict[str, Any], path: str) -> None:
-    assert _collection(obj) == path
+    assert collection_path(obj) == path
 
 
 def test_daemonset_pods_all_land_on_the_named_node_in_process() -> None:

@@ -19,18 +19,31 @@ import anyio
 
 from ..api.objects import Node, Pod, decode
 from ..framework.types import PodInfo
-from ..sim.cluster_file import DRA_LISTERS, KINDS, ClusterFile
+from ..sim.cluster_file import DRA_LISTERS, KINDS, SCHEDULING_KINDS, ClusterFile
 from ..sim.simulator import Simulation
 
 __all__ = ["WORKLOADS", "Workload", "run_bench"]
 
 
-from .workloads import WORKLOADS, Workload
+from .workloads import WORKLOADS, Workload, group_latencies, group_report, groups_of
 
 
 def _peak_rss_mb() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(r / 1024 if sys.platform != "darwin" else r / (1024 * 1024), 1)
+
+
+def _record_binds(sim: Simulation) -> dict[str, float]:
+    """Pod name -> when the simulated cluster bound it (wall clock), filled as it runs."""
+    out: dict[str, float] = {}
+    bind = sim.cluster.bind
+
+    async def recording(pod: PodInfo, node_name: str) -> None:
+        await bind(pod, node_name)
+        out.setdefault(pod.name, time.perf_counter())
+
+    sim.cluster.bind = recording  # type: ignore[method-assign]
+    return out
 
 
 def run_bench(
@@ -52,10 +65,15 @@ def run_bench(
     for m in node_ms:
         if m["kind"] in DRA_LISTERS:
             cf.dra.setdefault(DRA_LISTERS[m["kind"]], []).append(decode(m, KINDS[m["kind"]]))
+        elif m["kind"] in SCHEDULING_KINDS:
+            obj = decode(m, SCHEDULING_KINDS[m["kind"]])
+            cf.scheduling.setdefault(m["kind"], []).append(obj)
     sim = Simulation(cf, config, registry, seed=seed)
     measured = [PodInfo(decode(m, Pod), m) for m in measured_ms]
     latencies: list[float] = []
     result: dict[str, Any] = {}
+    groups = groups_of(measured_ms)
+    bound_at = _record_binds(sim) if groups else {}
 
     async def main() -> None:
         pending = sim._load()
@@ -106,6 +124,10 @@ def run_bench(
                 "peak_rss_mb": _peak_rss_mb(),
             }
         )
+        if groups:
+            # every member pending from t0 on: a group's figure is when it was bound
+            created = dict.fromkeys(groups, t0)
+            result["pod_groups"] = group_report(group_latencies(groups, created, bound_at))
 
     try:
         anyio.run(main)

@@ -36,7 +36,7 @@ import anyio.abc
 
 from ..api.objects import Node
 from ..framework.types import PodInfo
-from .workloads import WORKLOADS, Manifest
+from .workloads import WORKLOADS, Manifest, collection_path
 
 __all__ = ["NullScheduler", "NullWrites", "proc_cpu_seconds", "run_e2e_bench"]
 
@@ -287,7 +287,8 @@ async def _apiserver_process() -> AsyncIterator[tuple[str, int]]:
 
 
 async def _create_all(url: str, objects: list[Manifest]) -> None:
-    """POST the objects in order (namespaces, nodes, pods) from a few concurrent workers."""
+    """POST the objects in order (namespaces, nodes and the workload's other objects such
+    as PodGroups, pods) from a few concurrent workers."""
     todo = iter(objects)
     conn = aiohttp.TCPConnector(limit=CREATE_CONCURRENCY)
     async with aiohttp.ClientSession(connector=conn) as session:
@@ -295,11 +296,7 @@ async def _create_all(url: str, objects: list[Manifest]) -> None:
         async def worker() -> None:
             for obj in todo:
                 kind = obj["kind"]
-                ns = obj["metadata"].get("namespace")
-                path = {"Namespace": "/api/v1/namespaces", "Node": "/api/v1/nodes"}.get(
-                    kind, f"/api/v1/namespaces/{ns}/pods"
-                )
-                async with session.post(url + path, json=obj) as resp:
+                async with session.post(url + collection_path(obj), json=obj) as resp:
                     if resp.status >= 300:
                         raise RuntimeError(
                             f"creating {kind} {obj['metadata']['name']}: "

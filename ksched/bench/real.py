@@ -55,9 +55,15 @@ import yaml
 from .e2e import NullWrites, proc_cpu_seconds
 from .workloads import (
     DRA_DRIVER,
+    POD_GROUP_WORKLOADS,
     WORKLOADS,
     Manifest,
+    PodGroupWorkload,
     Workload,
+    collection_path,
+    group_latencies,
+    group_report,
+    groups_of,
     high_priority_large_cpu_pod,
     high_priority_pod,
     node_default,
@@ -116,6 +122,21 @@ class RealWorkload:
     #: the writes no scheduler can skip here, which the null client makes too (bind-only
     #: unless the workload needs preemption's evictions or DRA's claim allocations)
     null_writes: NullWrites = field(default_factory=NullWrites)
+    #: the measured pods are created once the contestant is ready (as scheduler_perf's
+    #: createPods op runs beside the scheduler), not before as a backlog
+    live: bool = False
+
+    @property
+    def feature_gates(self) -> tuple[str, ...]:
+        """The gates the API server and both schedulers run with (a pod-group workload's:
+        GenericWorkload, and TopologyAwareWorkloadScheduling for tas)."""
+        b = self.build
+        return b.feature_gates if isinstance(b, PodGroupWorkload) else ()
+
+    def variant(self, size: tuple[int, int, int]) -> str | None:
+        """scheduler_perf's name of a pod-group workload at ``size``."""
+        b = self.build
+        return b.variant(size[0], size[2]) if isinstance(b, PodGroupWorkload) else None
 
     def null_writes_for(self, size: tuple[int, int, int]) -> NullWrites:
         """``null_writes`` at ``size``: claims start at the first device the init pods
@@ -204,7 +225,71 @@ REAL_WORKLOADS: dict[str, RealWorkload] = {
         controller_manager=True,
         null_writes=NullWrites(claims=True, driver=DRA_DRIVER, requests=("req-0",)),
     ),
+    # podgroup/{basicscheduling,gangscheduling,tas}: full is upstream's first performance
+    # size (5000Nodes_1000Gangs_3000Pods; tas 750 gangs of 4), small 500 nodes
+    "BasicScheduling": RealWorkload(
+        POD_GROUP_WORKLOADS["BasicScheduling"],
+        {"small": (500, 0, 900), "full": (5000, 0, 3000)},
+    ),
+    "GangScheduling": RealWorkload(
+        POD_GROUP_WORKLOADS["GangScheduling"],
+        {"small": (500, 0, 900), "full": (5000, 0, 3000)},
+    ),
+    "TopologyAwareScheduling": RealWorkload(
+        POD_GROUP_WORKLOADS["TopologyAwareScheduling"],
+        {"small": (500, 0, 1000), "full": (5000, 0, 3000)},
+    ),
+    "BasicScheduling_1000PerGroup": RealWorkload(
+        POD_GROUP_WORKLOADS["BasicScheduling_1000PerGroup"],
+        {"small": (500, 0, 2000), "full": (5000, 0, 3000)},
+    ),
+    "GangScheduling_1000PerGroup": RealWorkload(
+        POD_GROUP_WORKLOADS["GangScheduling_1000PerGroup"],
+        {"small": (500, 0, 2000), "full": (5000, 0, 3000)},
+    ),
+    "TopologyAwareScheduling_1000PerGroup": RealWorkload(
+        POD_GROUP_WORKLOADS["TopologyAwareScheduling_1000PerGroup"],
+        {"small": (500, 0, 2000), "full": (5000, 0, 3000)},
+    ),
+    # 20 gangs of 500 (small: of 50) created one after another while the contestant runs:
+    # per gang, the time from its last member created to its last member bound
+    "Gangs20x500": RealWorkload(
+        POD_GROUP_WORKLOADS["Gangs20x500"],
+        {"small": (100, 0, 1000), "full": (1000, 0, 10000)},
+        live=True,
+    ),
 }
+
+#: v1.37.2's kube-apiserver serves the PodGroups only with this API version enabled
+#: (scheduler_perf's mustSetupCluster adds it when GenericWorkload is on).
+POD_GROUP_RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
+
+
+def gate_args(gates: Sequence[str]) -> list[str]:
+    """``--feature-gates`` turning ``gates`` on: for the API server and both schedulers
+    (repeated flags add up in each)."""
+    return [f"--feature-gates={','.join(f'{g}=true' for g in gates)}"] if gates else []
+
+
+def apiserver_args(gates: Sequence[str]) -> list[str]:
+    """kube-apiserver's flags for a workload's gates: the gates themselves (the pod field
+    ``schedulingGroup`` is dropped without GenericWorkload) and the v1beta1 API."""
+    if not gates:
+        return []
+    runtime = [f"--runtime-config={POD_GROUP_RUNTIME_CONFIG}"] if "GenericWorkload" in gates else []
+    return [*gate_args(gates), *runtime]
+
+
+def unsupported(wl: RealWorkload, kube_release: str) -> str | None:
+    """Why ``wl`` cannot run on this control plane's release, or None: the pod-group
+    workloads need v1.37's scheduling.k8s.io/v1beta1."""
+    from ..features.versions import minor_of_release
+
+    minor = tuple(int(x) for x in minor_of_release(kube_release).split("."))
+    if wl.feature_gates and minor < (1, 37):
+        return f"needs Kubernetes v1.37 (KSCHED_KUBE_VERSION=v1.37.2), not {kube_release}"
+    return None
+
 
 #: kube-controller-manager's client limits when a workload runs it (its default QPS 20
 #: would take a minute to create a thousand claims).
@@ -212,20 +297,6 @@ CONTROLLER_MANAGER_ARGS = (f"--kube-api-qps={CLIENT_QPS}", f"--kube-api-burst={C
 
 
 # ---- the API as admin ----------------------------------------------------------------------------
-
-
-def _collection(obj: Manifest) -> str:
-    """The collection URL path of ``obj`` from its apiVersion, kind and namespace."""
-    api_version = str(obj.get("apiVersion", "v1"))
-    kind = str(obj["kind"])
-    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
-    if plural.endswith("ys"):
-        plural = plural[:-2] + "ies"
-    ns = obj.get("metadata", {}).get("namespace")
-    if ns and kind not in ("Namespace", "Node"):
-        return f"{base}/namespaces/{ns}/{plural}"
-    return f"{base}/{plural}"
 
 
 class _API:
@@ -251,7 +322,7 @@ class _API:
         # a claim's allocation goes through its status subresource (_allocate_claims)
         claim = obj["kind"] == "ResourceClaim"
         body = {k: v for k, v in obj.items() if k != "status"} if claim else obj
-        async with self.session.post(self.url + _collection(obj), json=body) as r:
+        async with self.session.post(self.url + collection_path(obj), json=body) as r:
             if r.status >= 300 and r.status != 409:
                 raise RuntimeError(
                     f"creating {obj['kind']} {obj['metadata']['name']}: {r.status} "
@@ -261,7 +332,7 @@ class _API:
     async def patch_status(self, obj: Manifest, status: JSON) -> None:
         """Merge-patch ``status`` into ``obj``'s status subresource."""
         assert self.session is not None
-        path = f"{_collection(obj)}/{obj['metadata']['name']}/status"
+        path = f"{collection_path(obj)}/{obj['metadata']['name']}/status"
         headers = {"Content-Type": "application/merge-patch+json"}
         async with self.session.patch(
             self.url + path, data=json.dumps({"status": status}), headers=headers
@@ -274,7 +345,7 @@ class _API:
 
     async def delete(self, obj: Manifest) -> None:
         assert self.session is not None
-        path = _collection(obj) + "/" + obj["metadata"]["name"]
+        path = collection_path(obj) + "/" + obj["metadata"]["name"]
         async with self.session.delete(self.url + path, json={"gracePeriodSeconds": 0}):
             pass
 
@@ -780,11 +851,15 @@ async def _one(
         pin_process(os.getpid(), split.scheduler)
     sched_name = cfg["profiles"][0].get("schedulerName", "default-scheduler")
     setup, measured = _objects(wl, nodes, init_pods, pods, sched_name)
+    groups = groups_of(measured)
+    created: dict[str, float] = {}
+    gate_flags = (*gate_args(wl.feature_gates), *gate_flags)
     with tempfile.TemporaryDirectory(prefix="ksched-bench-") as tmp:
         plane = ControlPlane(
             workdir=tmp,
             with_controller_manager=wl.controller_manager,
             controller_manager_args=CONTROLLER_MANAGER_ARGS,
+            apiserver_args=apiserver_args(wl.feature_gates),
             cpus=split.apiserver if split is not None else None,
         )
         async with plane as cp, _API(cp.url, cp.admin.token, cp.ca_file) as api:
@@ -796,7 +871,8 @@ async def _one(
                 [m for m in setup if m["kind"] not in ("Namespace", "PriorityClass")]
             )
             await _allocate_claims(api, setup)
-            await api.create_all(measured)
+            if not wl.live:
+                await api.create_all(measured)
             if wl.controller_manager:
                 await _wait_for_claims(api, len(measured), timeout)
             if progress is not None:
@@ -813,8 +889,19 @@ async def _one(
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_watch, api, binds)
-                    await runner.start(cp, cfg, tg)
+                    try:
+                        await runner.start(cp, cfg, tg)
+                    except RuntimeError as e:
+                        # the others still run (e.g. a scheduler refusing a feature gate)
+                        tg.cancel_scope.cancel()
+                        return {"scheduled": 0, "pods_per_s": None, "error": str(e)[-1000:]}
                     ready = time.perf_counter()
+                    if wl.live:
+
+                        def creation(i: int, t: float) -> None:
+                            created[measured[i]["metadata"]["name"]] = t
+
+                        tg.start_soon(api.create_all, measured, creation)
                     cpu0 = proc_cpu_seconds(runner.pid) if runner.pid else -1.0
                     plane0 = _plane_cpu(cp)
                     if wl.churn is not None:
@@ -837,12 +924,17 @@ async def _one(
                     pin_process(os.getpid(), harness_cpus)
     times = sorted(binds.bound.values())
     span = times[-1] - times[0] if len(times) > 1 else 0.0
-    lat = sorted(t - ready if t > ready else 0.0 for t in times)
+    # from when the contestant could first see the pod: its creation, or its start
+    since = {p: max(created.get(p, ready), ready) for p in binds.bound}
+    lat = sorted(max(0.0, t - since[p]) for p, t in binds.bound.items())
     out: JSON = {
         "pods_per_s": round((len(times) - 1) / span, 1) if span > 0 else None,
         "scheduled": len(times),
         "apiserver_cpu_s": round(plane1 - plane0, 2) if plane0 >= 0 and plane1 >= 0 else None,
     }
+    if groups:
+        seen = {p: max(created.get(p, ready), ready) for p in groups}
+        out["pod_groups"] = group_report(group_latencies(groups, seen, binds.bound))
     if contestant != "null":
         out["p50_ms"] = _percentile(lat, 0.50)
         out["p99_ms"] = _percentile(lat, 0.99)
@@ -894,10 +986,17 @@ def run_real_bench(
         "versions": _versions(),
         "workloads": [],
     }
+    release = doc["versions"]["kubernetes"]
     for name in workloads:
         wl = REAL_WORKLOADS[name]
         size = (sizes or {}).get(name) or wl.scales[scale]
         nodes, init_pods, pods = size
+        why = unsupported(wl, release)
+        if why is not None:
+            doc["workloads"].append({"name": name, "skipped": why})
+            if show is not None:
+                print(f"{name}: skipped: {why}", file=sys.stderr)
+            continue
         timeout = max(120.0, pods / 10)
         rounds: list[JSON] = []
         for r in range(repeat):
@@ -913,17 +1012,20 @@ def run_real_bench(
                     print(file=sys.stderr)
             rounds.append(this)
         results = {c: _median_run([rd[c] for rd in rounds]) for c in contestants}
-        doc["workloads"].append(
-            {
-                "name": name,
-                "nodes": nodes,
-                "init_pods": init_pods,
-                "pods": pods,
-                "results": results,
-                "ratios": _round_ratios(rounds),
-                "null_writes": wl.null_writes_for(size).describe(),
-            }
-        )
+        entry: JSON = {
+            "name": name,
+            "nodes": nodes,
+            "init_pods": init_pods,
+            "pods": pods,
+            "results": results,
+            "ratios": _round_ratios(rounds),
+            "null_writes": wl.null_writes_for(size).describe(),
+        }
+        variant = wl.variant(size)
+        if variant is not None:
+            entry["variant"] = variant
+            entry["feature_gates"] = list(wl.feature_gates)
+        doc["workloads"].append(entry)
     doc["loadavg_end"] = _loadavg()
     return doc
 
@@ -956,8 +1058,25 @@ def _median_run(runs: Sequence[JSON]) -> JSON:
             values = [v or 0.0 for v in values]
         out[key] = _median([v for v in values if isinstance(v, int | float)])
     out["scheduled"] = min(r["scheduled"] for r in runs)
+    errors = [r["error"] for r in runs if r.get("error")]
+    if errors:
+        out["error"] = errors[0]
+    groups = [r["pod_groups"] for r in runs if r.get("pod_groups")]
+    if len(groups) == 1:
+        out["pod_groups"] = groups[0]
+    elif groups:
+        out["pod_groups"] = {
+            "groups": groups[0]["groups"],
+            "bound": min(g["bound"] for g in groups),
+            "max_s": _median([g["max_s"] for g in groups if g["max_s"] is not None]),
+            "median_s": _median([g["median_s"] for g in groups if g["median_s"] is not None]),
+        }
     out["runs"] = [
-        {k: r.get(k) for k in ("pods_per_s", "cpu_s", "apiserver_cpu_s", "loadavg") if k in r}
+        {
+            k: r.get(k)
+            for k in ("pods_per_s", "cpu_s", "apiserver_cpu_s", "loadavg", "pod_groups")
+            if k in r
+        }
         for r in runs
     ]
     return out
@@ -1014,7 +1133,8 @@ def render_table(doc: JSON) -> str:
     ksched/null throughput ratios and kube-scheduler/ksched CPU seconds (with their range
     over the rounds when there were several)."""
     header = ["WORKLOAD", "NODES", "PODS"]
-    present = [c for c in CONTESTANTS if any(c in w["results"] for w in doc["workloads"])]
+    ran = [w for w in doc["workloads"] if "results" in w]
+    present = [c for c in CONTESTANTS if any(c in w["results"] for w in ran)]
     for c in present:
         header.append(f"{c} pods/s")
         if c != "null":
@@ -1022,7 +1142,7 @@ def render_table(doc: JSON) -> str:
         header.append(f"{c} apiserver ms/pod")
     header += ["ksched/kube", "ksched/null", "cpu kube/ksched"]
     rows = [header]
-    for w in doc["workloads"]:
+    for w in ran:
         r = w["results"]
         row = [w["name"], str(w["nodes"]), str(w["pods"])]
         for c in present:
@@ -1053,8 +1173,16 @@ def render_table(doc: JSON) -> str:
     # where the null client writes more than the Bindings, say what
     lines += [
         f"null writes, {w['name']}: {w['null_writes']}"
-        for w in doc["workloads"]
+        for w in ran
         if w.get("null_writes", "binding") != "binding"
+    ]
+    lines += _group_lines(ran)
+    lines += [f"skipped {w['name']}: {w['skipped']}" for w in doc["workloads"] if "skipped" in w]
+    lines += [
+        f"error, {c} on {w['name']}: {res['error'].strip().splitlines()[-1]}"
+        for w in ran
+        for c, res in w["results"].items()
+        if res.get("error")
     ]
     pinned = doc.get("pinned")
     if pinned:
@@ -1063,6 +1191,24 @@ def render_table(doc: JSON) -> str:
             f"the scheduler and the harness on CPUs {pinned['scheduler']}"
         )
     return "\n".join(lines)
+
+
+def _group_lines(workloads: Sequence[JSON]) -> list[str]:
+    """Per pod-group workload and contestant: the seconds from a group's last member
+    created to the group bound, max and median over the groups."""
+    out = []
+    for w in workloads:
+        cells = []
+        for c, res in w["results"].items():
+            g = res.get("pod_groups")
+            if g:
+                cells.append(
+                    f"{c} max {_cell(g['max_s'])} median {_cell(g['median_s'])} "
+                    f"({g['bound']}/{g['groups']} bound)"
+                )
+        if cells:
+            out.append(f"pod groups, {w['name']} {w.get('variant', '')}: " + "; ".join(cells))
+    return out
 
 
 def _apiserver_ms_per_pod(res: JSON) -> float | None:
@@ -1083,7 +1229,7 @@ def compare(doc: JSON, saved: JSON, tolerance: float = 0.2) -> list[str]:
         old = before.get(w["name"])
         if old is None:
             continue
-        for c, res in w["results"].items():
+        for c, res in (w.get("results") or {}).items():
             now = res.get("pods_per_s")
             was = ((old.get("results") or {}).get(c) or {}).get("pods_per_s")
             if not isinstance(now, int | float) or not isinstance(was, int | float):

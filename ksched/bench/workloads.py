@@ -8,13 +8,43 @@ DeviceClasses, ResourceSlices and ResourceClaimTemplates).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["IN_PROCESS_ONLY", "WORKLOADS", "Manifest", "Workload", "node_default", "pod_default"]
+__all__ = [
+    "IN_PROCESS_ONLY",
+    "POD_GROUP_WORKLOADS",
+    "WORKLOADS",
+    "Manifest",
+    "PodGroupWorkload",
+    "Workload",
+    "collection_path",
+    "feature_gates_of",
+    "group_latencies",
+    "group_report",
+    "groups_of",
+    "node_default",
+    "pod_default",
+]
 
 Manifest = dict[str, Any]
 Workload = Callable[[int, int, int], tuple[list[Manifest], list[Manifest], list[Manifest]]]
+
+
+def collection_path(obj: Manifest) -> str:
+    """The collection URL path of ``obj`` from its apiVersion, kind and namespace."""
+    api_version = str(obj.get("apiVersion", "v1"))
+    kind = str(obj["kind"])
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    if plural.endswith("ys"):
+        plural = plural[:-2] + "ies"
+    ns = obj.get("metadata", {}).get("namespace")
+    if ns and kind not in ("Namespace", "Node"):
+        return f"{base}/namespaces/{ns}/{plural}"
+    return f"{base}/{plural}"
 
 
 def node_default(i: int, zones: int = 0) -> Manifest:
@@ -349,3 +379,208 @@ WORKLOADS: dict[str, Workload] = {
     "SchedulingDaemonset": scheduling_daemonset,
     "SchedulingWithResourceClaimTemplate": scheduling_with_resource_claim_template,
 }
+
+
+# ---- pod groups (scheduler_perf's podgroup/{basicscheduling,gangscheduling,tas}) --------------
+
+SCHEDULING_API = "scheduling.k8s.io/v1beta1"
+GENERIC_WORKLOAD = ("GenericWorkload",)
+TOPOLOGY_AWARE = ("GenericWorkload", "TopologyAwareWorkloadScheduling")
+RACK = "topology.kubernetes.io/rack"
+
+
+def pod_group(name: str, namespace: str, min_count: int | None, topology: str = "") -> Manifest:
+    """podgroup/*/templates/podgroup.yaml: a basic group (``min_count`` None) or a gang of
+    ``min_count``, with tas's one topology constraint when ``topology`` names a key."""
+    policy: Manifest = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    spec: Manifest = {"schedulingPolicy": policy}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    return {
+        "apiVersion": SCHEDULING_API,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def group_member(name: str, namespace: str, group: str) -> Manifest:
+    """podgroup/*/templates/*-pod.yaml: pause 3.10.1 requesting 100m and 100Mi (no limits,
+    no port), a member of ``group``."""
+    m = pod_default(name, namespace, schedulingGroup={"podGroupName": group})
+    m["spec"]["containers"] = [
+        {
+            "name": "pause",
+            "image": "registry.k8s.io/pause:3.10.1",
+            "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}},
+        }
+    ]
+    return m
+
+
+def tas_node(i: int) -> Manifest:
+    """podgroup/tas/templates/node.yaml: node-default's capacity, a zone and a rack per
+    hundred nodes."""
+    m = node_default(i)
+    name = f"node-{i}"
+    m["metadata"] = {
+        "name": name,
+        "labels": {
+            "kubernetes.io/hostname": name,
+            "topology.kubernetes.io/zone": f"zone-{i // 100}",
+            RACK: f"rack-{i // 100}",
+        },
+    }
+    return m
+
+
+@dataclass(frozen=True)
+class PodGroupWorkload:
+    """A scheduler_perf pod-group workload: ``createPodGroups`` (returned with the nodes,
+    so every runner creates them before any pod) then ``createPods``, member ``i`` in group
+    ``i // per_group``.
+
+    Groups hold ``per_group`` pods each (the last one the remainder, its minCount its
+    size, so every gang can be placed), or, with ``groups`` set, the pods split into that
+    many groups. ``gang``: a gang of minCount its size, else ``basic``. ``topology``:
+    tas's nodes (a rack per hundred) and the groups' rack constraint. ``feature_gates``:
+    what the API server and both schedulers run with (the config's ``featureGates``).
+    """
+
+    kind: str  # the scheduler_perf test name, for docs and variant names
+    pod_prefix: str
+    group_prefix: str
+    per_group: int = 3
+    groups: int = 0
+    gang: bool = True
+    topology: str = ""
+    feature_gates: tuple[str, ...] = GENERIC_WORKLOAD
+
+    def sizes(self, pods: int) -> list[int]:
+        """The member count of each group for ``pods`` measured pods."""
+        if self.groups:
+            base, extra = divmod(pods, self.groups)
+            return [base + (1 if g < extra else 0) for g in range(self.groups) if base or g < extra]
+        full, rest = divmod(pods, self.per_group)
+        return [self.per_group] * full + ([rest] if rest else [])
+
+    def variant(self, nodes: int, pods: int) -> str:
+        """scheduler_perf's name for this size: ``5000Nodes_1000Gangs_3000Pods``, with
+        ``_1000PerGroup`` for the thousand-pod groups."""
+        sizes = self.sizes(pods)
+        unit = "Gangs" if self.gang else "Groups"
+        name = f"{nodes}Nodes_{len(sizes)}{unit}_{pods}Pods"
+        return name + ("_1000PerGroup" if sizes and sizes[0] == 1000 else "")
+
+    def __call__(self, nodes: int, pods: int, init_pods: int) -> _Result:
+        ns = "sched-1"
+        node_ms = [tas_node(i) if self.topology else node_default(i) for i in range(nodes)]
+        groups: list[Manifest] = []
+        measured: list[Manifest] = []
+        for g, size in enumerate(self.sizes(pods)):
+            name = f"{self.group_prefix}{g}"
+            groups.append(pod_group(name, ns, size if self.gang else None, self.topology))
+            first = len(measured)
+            measured += [
+                group_member(f"{self.pod_prefix}{first + k}", ns, name) for k in range(size)
+            ]
+        init = [pod_default(f"init-pod-{i}", "sched-0") for i in range(init_pods)]
+        return node_ms + groups, init, measured
+
+
+def feature_gates_of(workload: str) -> tuple[str, ...]:
+    """The feature gates ``workload`` needs on (on the API server and the schedulers)."""
+    wl = WORKLOADS.get(workload)
+    return wl.feature_gates if isinstance(wl, PodGroupWorkload) else ()
+
+
+def groups_of(measured: list[Manifest]) -> dict[str, str]:
+    """Measured pod name -> its pod group's name (pods of no group left out)."""
+    out: dict[str, str] = {}
+    for m in measured:
+        group = (m["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        if group:
+            out[m["metadata"]["name"]] = group
+    return out
+
+
+def group_latencies(
+    groups: Mapping[str, str], created: Mapping[str, float], bound: Mapping[str, float]
+) -> dict[str, float | None]:
+    """Per group, seconds from its last member created to the group bound (its last member
+    bound), 0 when bound before (a backlog the scheduler drained before the harness saw
+    it ready); None for a group with a member never bound. What "no pause between gangs"
+    means: each group bound as soon as it can be, never waiting on another's timer."""
+    members: dict[str, list[str]] = {}
+    for pod, group in groups.items():
+        members.setdefault(group, []).append(pod)
+    out: dict[str, float | None] = {}
+    for group, pods in members.items():
+        if any(p not in bound for p in pods):
+            out[group] = None
+            continue
+        out[group] = max(0.0, max(bound[p] for p in pods) - max(created[p] for p in pods))
+    return out
+
+
+#: Per-group figures are listed in a report up to this many groups (the summary always).
+GROUPS_LISTED = 50
+
+
+def group_report(latencies: Mapping[str, float | None]) -> Manifest:
+    """The groups' summary for a bench result: how many, how many bound, the max and
+    median seconds from last member created to group bound, and (few groups) each one's,
+    in group order."""
+    done = sorted(v for v in latencies.values() if v is not None)
+    out: Manifest = {
+        "groups": len(latencies),
+        "bound": len(done),
+        "max_s": round(done[-1], 3) if done else None,
+        "median_s": round(statistics.median(done), 3) if done else None,
+    }
+    if len(latencies) <= GROUPS_LISTED:
+        out["per_group_s"] = {
+            g: (None if v is None else round(v, 3))
+            for g, v in sorted(latencies.items(), key=lambda kv: _natural(kv[0]))
+        }
+    return out
+
+
+def _natural(name: str) -> tuple[str, int]:
+    """gang-2 before gang-10."""
+    head, _, tail = name.rpartition("-")
+    return (head, int(tail)) if tail.isdigit() else (name, -1)
+
+
+POD_GROUP_WORKLOADS: dict[str, PodGroupWorkload] = {
+    "BasicScheduling": PodGroupWorkload(
+        "BasicScheduling", "test-basic-scheduling-", "basic-group-", gang=False
+    ),
+    "GangScheduling": PodGroupWorkload("GangScheduling", "test-gang-scheduling-", "gang-"),
+    "TopologyAwareScheduling": PodGroupWorkload(
+        "TopologyAwareScheduling",
+        "test-tas-scheduling-",
+        "gang-",
+        per_group=4,
+        topology=RACK,
+        feature_gates=TOPOLOGY_AWARE,
+    ),
+    # the _1000PerGroup variants of the three
+    "BasicScheduling_1000PerGroup": PodGroupWorkload(
+        "BasicScheduling", "test-basic-scheduling-", "basic-group-", per_group=1000, gang=False
+    ),
+    "GangScheduling_1000PerGroup": PodGroupWorkload(
+        "GangScheduling", "test-gang-scheduling-", "gang-", per_group=1000
+    ),
+    "TopologyAwareScheduling_1000PerGroup": PodGroupWorkload(
+        "TopologyAwareScheduling",
+        "test-tas-scheduling-",
+        "gang-",
+        per_group=1000,
+        topology=RACK,
+        feature_gates=TOPOLOGY_AWARE,
+    ),
+    # ksched's own: 20 gangs (of 500 pods at full size), the time each waits once complete
+    "Gangs20x500": PodGroupWorkload("Gangs20x500", "gang-pod-", "gang-", groups=20),
+}
+WORKLOADS.update(POD_GROUP_WORKLOADS)
