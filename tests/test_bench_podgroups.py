@@ -353,3 +353,41 @@ def test_gangs_live_on_the_real_control_plane() -> None:
         assert (g["groups"], g["bound"]) == (20, 20), (c, g)
         assert 0 <= g["median_s"] <= g["max_s"]
         assert set(g["per_group_s"]) == {f"gang-{k}" for k in range(20)}
+
+
+def test_e2e_run_creates_the_pod_groups_and_times_them() -> None:
+    """--mode e2e: the PodGroups POSTed to the test API server (v1beta1) with the pods;
+    at the default gates the pods schedule one by one, every group timed."""
+    from ksched.bench.e2e import run_e2e_bench
+
+    r = run_e2e_bench(
+        "GangScheduling",
+        nodes=3,
+        pods=6,
+        config=default_config(),
+        registry=default_registry(entry_points=False),
+    )
+    assert r["scheduled"] == 6
+    assert (r["pod_groups"]["groups"], r["pod_groups"]["bound"]) == (2, 2)
+
+
+def test_cli_runs_a_pod_group_workload_with_its_gates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process/e2e config gets the workload's featureGates (as scheduler_perf's)."""
+    from ksched.cli import main
+
+    seen: list[list[str]] = []
+
+    class Stop(Exception):
+        pass
+
+    def resolve(gates: list[str], emulated: list[str]) -> Any:
+        seen.append(list(gates))
+        raise Stop
+
+    monkeypatch.setattr("ksched.features.resolve_feature_gates", resolve)
+    with pytest.raises(Stop):
+        main(["bench", "--workload", "TopologyAwareScheduling", "--feature-gates", "A=false"])
+    assert seen == [["A=false", "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"]]
+    with pytest.raises(Stop):
+        main(["bench", "--workload", "SchedulingBasic"])
+    assert seen[-1] == []

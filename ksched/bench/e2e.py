@@ -36,7 +36,14 @@ import anyio.abc
 
 from ..api.objects import Node
 from ..framework.types import PodInfo
-from .workloads import WORKLOADS, Manifest, collection_path
+from .workloads import (
+    WORKLOADS,
+    Manifest,
+    collection_path,
+    group_latencies,
+    group_report,
+    groups_of,
+)
 
 __all__ = ["NullScheduler", "NullWrites", "proc_cpu_seconds", "run_e2e_bench"]
 
@@ -308,7 +315,10 @@ async def _create_all(url: str, objects: list[Manifest]) -> None:
                 tg.start_soon(worker)
 
 
-def _objects(workload: str, nodes: int, pods: int, init_pods: int) -> tuple[list[Manifest], str]:
+def _objects(
+    workload: str, nodes: int, pods: int, init_pods: int
+) -> tuple[list[Manifest], str, dict[str, str]]:
+    """(everything to create, the measured namespace, measured pod -> its pod group)."""
     node_ms, init_ms, measured_ms = WORKLOADS[workload](nodes, pods, init_pods)
     namespaces = sorted(
         {m["metadata"].get("namespace", "default") for m in [*init_ms, *measured_ms]}
@@ -330,7 +340,7 @@ def _objects(workload: str, nodes: int, pods: int, init_pods: int) -> tuple[list
         m["metadata"].pop("uid", None)
         out.append(m)
     measured_ns = measured_ms[0]["metadata"].get("namespace", "default") if measured_ms else ""
-    return out, measured_ns
+    return out, measured_ns, groups_of(measured_ms)
 
 
 class _BoundCounter:
@@ -340,6 +350,8 @@ class _BoundCounter:
         self.namespace = namespace
         self.target = target
         self.seen: set[str] = set()
+        # pod name -> when it was seen bound
+        self.bound_at: dict[str, float] = {}
         self.done = anyio.Event()
         self.last = 0.0
 
@@ -347,6 +359,7 @@ class _BoundCounter:
         if pod.node_name and pod.namespace == self.namespace and pod.key not in self.seen:
             self.seen.add(pod.key)
             self.last = time.perf_counter()
+            self.bound_at[pod.name] = self.last
             if len(self.seen) >= self.target:
                 self.done.set()
 
@@ -367,7 +380,10 @@ async def _measure(
     timeout: float,
     seed: int,
     progress: Callable[[str], None] | None,
+    groups: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """``groups``: measured pod -> its pod group, for the groups' times (all pending from
+    informer sync on)."""
     from ..cluster import APIClient, connect_scheduler
     from ..daemon import SchedulerDaemon
 
@@ -405,7 +421,11 @@ async def _measure(
         await client.close()
     elapsed = max(t1 - t0, 1e-9) if counter.seen else 0.0
     scheduled = len(counter.seen)
-    return {
+    out: dict[str, Any] = {}
+    if groups:
+        created = dict.fromkeys(groups, t0)
+        out["pod_groups"] = group_report(group_latencies(groups, created, counter.bound_at))
+    return out | {
         "scheduler": name,
         "scheduled": scheduled,
         "sync_seconds": round(t0 - t_start, 3),
@@ -444,7 +464,7 @@ def run_e2e_bench(
 
     configure(None, 0, stream=sys.stderr)
     config.client_connection.qps = 0.0  # unlimited (see module docstring)
-    objects, namespace = _objects(workload, nodes, pods, init_pods)
+    objects, namespace, groups = _objects(workload, nodes, pods, init_pods)
     timeout = max(120.0, pods / 20)
 
     def report(line: str) -> None:
@@ -459,7 +479,9 @@ def run_e2e_bench(
             if show is not None:
                 show(f"{name}: created {len(objects)} objects in {time.perf_counter() - t:.1f}s")
             cpu0 = proc_cpu_seconds(pid)
-            r = await _measure(name, url, config, registry, namespace, pods, timeout, seed, show)
+            r = await _measure(
+                name, url, config, registry, namespace, pods, timeout, seed, show, groups
+            )
             # The API server's CPU per pod says whether it, not the scheduler, was the limit.
             cpu = proc_cpu_seconds(pid) - cpu0
             r["apiserver_cpu_ms_per_pod"] = (
@@ -493,6 +515,8 @@ def run_e2e_bench(
         "peak_rss_mb": _peak_rss_mb(),
         "cpus": os.cpu_count(),
     }
+    if "pod_groups" in k:
+        result["pod_groups"] = k["pod_groups"]
     if "baseline" in runs:
         b = runs["baseline"]
         result["baseline"] = b
