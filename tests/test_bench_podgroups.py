@@ -391,3 +391,21 @@ def test_cli_runs_a_pod_group_workload_with_its_gates(monkeypatch: pytest.Monkey
     with pytest.raises(Stop):
         main(["bench", "--workload", "SchedulingBasic"])
     assert seen[-1] == []
+
+
+def test_cli_real_takes_a_list_of_workloads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ksched.cli import main
+
+    ran: list[list[str]] = []
+
+    def fake(workloads: list[str], **kwargs: Any) -> dict[str, Any]:
+        ran.append(list(workloads))
+        return {"workloads": []}
+
+    monkeypatch.setattr("ksched.bench.real.run_real_bench", fake)
+    argv = ["bench", "--apiserver", "real", "--output", "json", "--workload"]
+    assert main([*argv, "GangScheduling,Gangs20x500"]) == 0
+    assert ran == [["GangScheduling", "Gangs20x500"]]
+    capsys.readouterr()

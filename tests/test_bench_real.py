@@ -389,6 +389,10 @@ def test_compare_flags_only_what_got_slower() -> None:
     ("argv", "needle"),
     [
         (["--apiserver", "real", "--workload", "Nope"], "unknown workload 'Nope'"),
+        (
+            ["--apiserver", "real", "--workload", "GangScheduling,Nope"],
+            "unknown workload 'Nope'",
+        ),
         (["--scale", "full"], "need --apiserver real"),
         (["--against", "kube-scheduler"], "need --apiserver real"),
         (["--pin"], "need --apiserver real"),
