@@ -4,7 +4,8 @@ Nodes and pods follow scheduler_perf's templates (node-default: 4 CPU, 32Gi, 110
 pods; pod-default: 100m / 500Mi). ``--init-pods`` are scheduled first and not
 measured; then the measured pods go through the real scheduler (queue, cycle,
 cache, binding) on a simulated cluster, and we report throughput, per-pod
-attempt latency percentiles and peak RSS.
+attempt latency percentiles and peak RSS. A pod-group workload's PodGroups come with
+the nodes, and its report adds ``pod_groups``: per group, the time to its last bind.
 """
 
 from __future__ import annotations
