@@ -31,6 +31,7 @@ from ksched.bench.workloads import (
     feature_gates_of,
     group_latencies,
     group_report,
+    group_service_times,
     groups_of,
 )
 from ksched.config import default_config
@@ -205,17 +206,45 @@ def test_group_latency_is_last_member_created_to_last_member_bound() -> None:
     }
 
 
+def test_service_time_starts_at_the_later_of_complete_and_the_previous_group_bound() -> None:
+    """Three gangs of one pod created at once (a queue): bound at 1, 2 and 5 -> latencies
+    1, 2, 5 but service times 1, 1 and 3 (a 2 s pause before the third shows); a gang
+    complete only after the previous one was bound counts from its completion."""
+    groups = {"a": "g-0", "b": "g-1", "c": "g-2", "d": "g-3"}
+    created = {"a": 0.0, "b": 0.0, "c": 0.0, "d": 10.0}
+    bound = {"a": 1.0, "b": 2.0, "c": 5.0, "d": 10.5}
+    assert group_latencies(groups, created, bound) == {
+        "g-0": 1.0,
+        "g-1": 2.0,
+        "g-2": 5.0,
+        "g-3": 0.5,
+    }
+    assert group_service_times(groups, created, bound) == {
+        "g-0": 1.0,
+        "g-1": 1.0,
+        "g-2": 3.0,
+        "g-3": 0.5,
+    }
+    del bound["b"]  # a group never bound has no service time; the next counts from g-0's
+    assert group_service_times(groups, created, bound) == {"g-0": 1.0, "g-2": 4.0, "g-3": 0.5}
+
+
 def test_group_report_gives_max_median_and_each_group_in_order() -> None:
-    lat = {f"gang-{k}": float(k) for k in range(12)} | {"gang-12": None}
-    r = group_report(lat)
-    assert (r["groups"], r["bound"], r["max_s"], r["median_s"]) == (13, 12, 11.0, 5.5)
+    """Thirteen gangs of one pod, all created at 0, gang-k bound at k+1 (gang-12 never):
+    latencies 1..12, each service time 1."""
+    groups = {f"p{k}": f"gang-{k}" for k in range(13)}
+    created = dict.fromkeys(groups, 0.0)
+    bound = {f"p{k}": float(k + 1) for k in range(12)}
+    r = group_report(groups, created, bound)
+    assert (r["groups"], r["bound"], r["max_s"], r["median_s"]) == (13, 12, 12.0, 6.5)
+    assert (r["service_max_s"], r["service_median_s"]) == (1.0, 1.0)
     assert list(r["per_group_s"])[:3] == ["gang-0", "gang-1", "gang-2"]
     assert list(r["per_group_s"])[-3:] == ["gang-10", "gang-11", "gang-12"]
     assert r["per_group_s"]["gang-12"] is None
-    many = group_report({f"g-{k}": 1.0 for k in range(GROUPS_LISTED + 1)})
-    assert "per_group_s" not in many and many["median_s"] == 1.0
-    none = group_report({"gang-0": None})
-    assert (none["bound"], none["max_s"], none["median_s"]) == (0, None, None)
+    n = GROUPS_LISTED + 1
+    many = group_report({f"p{k}": f"g-{k}" for k in range(n)}, created, {})
+    assert "per_group_s" not in many and many["bound"] == 0
+    assert (many["max_s"], many["median_s"], many["service_max_s"]) == (None, None, None)
 
 
 def test_in_process_run_reports_every_group_bound() -> None:
@@ -260,6 +289,7 @@ def test_document_names_the_variant_and_table_the_group_times(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     groups = {"groups": 20, "bound": 20, "max_s": 1.5, "median_s": 0.75}
+    groups |= {"service_max_s": 0.25, "service_median_s": 0.125}
     monkeypatch.setenv("KSCHED_KUBE_VERSION", "v1.37.2")
     monkeypatch.setattr(
         "ksched.bench.real._one",
@@ -282,7 +312,7 @@ def test_document_names_the_variant_and_table_the_group_times(
     lines = render_table(doc).splitlines()
     assert (
         "pod groups, Gangs20x500 4Nodes_20Gangs_40Pods: "
-        "kube-scheduler max 1.5 median 0.75 (20/20 bound)"
+        "kube-scheduler max 1.5 median 0.75, service max 0.25 median 0.125 (20/20 bound)"
     ) in lines
     assert "error, ksched on Gangs20x500: refused" in lines
 
@@ -316,13 +346,20 @@ def test_repeated_runs_fold_the_group_times_into_medians() -> None:
     runs = [
         {"scheduled": 10, "pods_per_s": 1.0, "pod_groups": {"groups": 2, "bound": b, **t}}
         for b, t in [
-            (2, {"max_s": 1.0, "median_s": 0.5}),
-            (1, {"max_s": 3.0, "median_s": 1.5}),
-            (2, {"max_s": 2.0, "median_s": 1.0}),
+            (2, {"max_s": 1.0, "median_s": 0.5, "service_max_s": 0.4, "service_median_s": 0.2}),
+            (1, {"max_s": 3.0, "median_s": 1.5, "service_max_s": 0.6, "service_median_s": 0.3}),
+            (2, {"max_s": 2.0, "median_s": 1.0, "service_max_s": 0.5, "service_median_s": None}),
         ]
     ]
     out = _median_run(runs)
-    assert out["pod_groups"] == {"groups": 2, "bound": 1, "max_s": 2.0, "median_s": 1.0}
+    assert out["pod_groups"] == {
+        "groups": 2,
+        "bound": 1,
+        "max_s": 2.0,
+        "median_s": 1.0,
+        "service_max_s": 0.5,
+        "service_median_s": 0.25,
+    }
     assert [r["pod_groups"]["max_s"] for r in out["runs"]] == [1.0, 3.0, 2.0]
     assert _median_run(runs[:1])["pod_groups"] == runs[0]["pod_groups"]
 

@@ -26,7 +26,7 @@ from ..sim.simulator import Simulation
 __all__ = ["WORKLOADS", "Workload", "run_bench"]
 
 
-from .workloads import WORKLOADS, Workload, group_latencies, group_report, groups_of
+from .workloads import WORKLOADS, Workload, group_report, groups_of
 
 
 def _peak_rss_mb() -> float:
@@ -128,7 +128,7 @@ def run_bench(
         if groups:
             # every member pending from t0 on: a group's figure is when it was bound
             created = dict.fromkeys(groups, t0)
-            result["pod_groups"] = group_report(group_latencies(groups, created, bound_at))
+            result["pod_groups"] = group_report(groups, created, bound_at)
 
     try:
         anyio.run(main)

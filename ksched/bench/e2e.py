@@ -40,7 +40,6 @@ from .workloads import (
     WORKLOADS,
     Manifest,
     collection_path,
-    group_latencies,
     group_report,
     groups_of,
 )
@@ -424,7 +423,7 @@ async def _measure(
     out: dict[str, Any] = {}
     if groups:
         created = dict.fromkeys(groups, t0)
-        out["pod_groups"] = group_report(group_latencies(groups, created, counter.bound_at))
+        out["pod_groups"] = group_report(groups, created, counter.bound_at)
     return out | {
         "scheduler": name,
         "scheduled": scheduled,
