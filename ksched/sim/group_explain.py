@@ -132,18 +132,21 @@ class ClusterChange:
 
     def apply_documents(self, docs: Iterable[Any]) -> list[Any]:
         """The change made to a file's YAML/JSON documents (``kind: *List`` included)."""
-        gone = self._gone()
-        out: list[Any] = []
-        for d in docs:
-            if not isinstance(d, dict):
-                if d is not None:
-                    out.append(d)
-                continue
-            if str(d.get("kind", "")).endswith("List") and isinstance(d.get("items"), list):
-                out.append({**d, "items": self.apply_documents(d["items"])})
-            elif _ref(d) not in gone:
+        return [*_without(docs, self._gone()), *self.replace, *self.add]
+
+
+def _without(docs: Iterable[Any], gone: set[ObjectRef]) -> list[Any]:
+    """``docs`` but the objects ``gone``, looked for inside lists too."""
+    out: list[Any] = []
+    for d in docs:
+        if not isinstance(d, dict):
+            if d is not None:
                 out.append(d)
-        return [*out, *self.replace, *self.add]
+        elif str(d.get("kind", "")).endswith("List") and isinstance(d.get("items"), list):
+            out.append({**d, "items": _without(d["items"], gone)})
+        elif _ref(d) not in gone:
+            out.append(d)
+    return out
 
 
 @dataclass(frozen=True)
@@ -459,7 +462,13 @@ def merge_rejections(models: Sequence[dict[str, Any]], node_count: int) -> dict[
             cur["nodes"] += [n for n in g["nodes"] if n not in cur["nodes"]]
             cur["plugins"] += [p for p in g["plugins"] if p not in cur["plugins"]]
     out = [
-        {**g, "count": len(g["nodes"]), "plugins": sorted(g["plugins"])} for g in groups.values()
+        {
+            **g,
+            "count": len(g["nodes"]),
+            "nodes": sorted(g["nodes"]),
+            "plugins": sorted(g["plugins"]),
+        }
+        for g in groups.values()
     ]
     out.sort(key=lambda g: f"{g['count']} {g['reason']}")
     rejected = {n for g in out for n in g["nodes"]}
@@ -523,6 +532,9 @@ def explain_group(
     if now.fits:
         return model
     need = spec.min_count
+    if not spec.members:
+        model["reasons"] = ["no pod of the file names it in spec.schedulingGroup.podGroupName"]
+        return model
     if need is not None and len(spec.members) < need:
         model["reasons"] = [
             f"gang minCount {need} not satisfiable: only {len(spec.members)} member pod(s) "
