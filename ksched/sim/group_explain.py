@@ -18,8 +18,8 @@ Three answers, each from real simulations of the cluster file:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
+import datetime
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +56,8 @@ __all__ = [
 CLONE_SUFFIX = "-copy-"
 #: Distinct node shapes tried as templates for (a), in file order.
 MAX_TEMPLATES = 16
+#: Simulations the search may run in all (a large dump makes each one slow).
+MAX_SIMULATIONS = 200
 _HOSTNAME = "kubernetes.io/hostname"
 
 ObjectRef = tuple[str, str, str]  # (kind, namespace or "", name)
@@ -177,8 +179,17 @@ class Suggestion:
 # ---- the search ----------------------------------------------------------------------------
 
 
+def _json_value(v: Any) -> Any:
+    """YAML's timestamps (``creationTimestamp: 2024-01-01T00:00:00Z`` unquoted) as the
+    RFC 3339 strings the API writes."""
+    if isinstance(v, datetime.datetime | datetime.date):
+        return v.isoformat().replace("+00:00", "Z")
+    raise TypeError(f"not JSON: {type(v).__name__}")
+
+
 def _raw(raw: dict[str, Any] | bytes) -> dict[str, Any]:
-    out = json.loads(raw) if isinstance(raw, bytes) else copy.deepcopy(raw)
+    """A manifest of the file as plain JSON values (a copy: the file's stays as it was)."""
+    out = json.loads(raw if isinstance(raw, bytes) else json.dumps(raw, default=_json_value))
     assert isinstance(out, dict)
     return out
 
@@ -382,14 +393,33 @@ def _relax_topology(
     return None
 
 
+class _OutOfBudget(Exception):
+    pass
+
+
 def smallest_change(
-    cluster: ClusterFile, spec: GroupSpec, fits: Fits
+    cluster: ClusterFile, spec: GroupSpec, fits: Fits, *, budget: int = MAX_SIMULATIONS
 ) -> tuple[Suggestion | None, list[Attempt]]:
     """The first of (a) add nodes, (b) evict, (c) relax topology that lets the whole
-    group in, and every attempt made on the way."""
+    group in, and every attempt made on the way; at most ``budget`` calls of ``fits``
+    (each a whole simulation), the search gives up beyond."""
     attempts: list[Attempt] = []
+    calls = 0
+
+    def counted(c: ClusterFile) -> GroupOutcome:
+        nonlocal calls
+        if calls >= budget:
+            raise _OutOfBudget
+        calls += 1
+        return fits(c)
+
     for strategy in (_add_nodes, _evict, _relax_topology):
-        found = strategy(cluster, spec, fits, attempts)
+        try:
+            found = strategy(cluster, spec, counted, attempts)
+        except _OutOfBudget:
+            name = strategy.__name__.strip("_").replace("_", "-")
+            attempts.append(Attempt(name, f"gave up after {budget} simulations", False))
+            return None, attempts
         if found is not None:
             return found, attempts
     return None, attempts

@@ -493,3 +493,44 @@ def test_cli_relaxes_the_topology_constraint_when_nodes_cannot_help(
     changed = _apply_to_file(path, found["change"], tmp_path / "c.yaml")
     after = _statuses(capsys, changed, gates)
     assert {after["w-0"]["node"], after["w-1"]["node"]} == {"n1", "n2"}
+
+
+def test_the_search_gives_up_after_its_budget_of_simulations() -> None:
+    c = cluster(node("a", {"t": "a"}), node("b", {"t": "b"}), *GROUP3)
+    fits = fake(lambda x: False)
+    found, tried = smallest_change(c, pod_groups(c)["ml/g"], fits, budget=1)
+    assert found is None
+    assert [(t.strategy, t.tried) for t in tried] == [("add-nodes", "gave up after 1 simulations")]
+    assert len(fits.seen) == 1  # type: ignore[attr-defined]
+
+
+def test_copies_carry_yaml_timestamps_as_rfc3339() -> None:
+    text = """
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status:
+    allocatable: {cpu: "4", pods: "10"}
+    conditions: [{type: Ready, status: "True", lastHeartbeatTime: 2024-05-06T07:08:09Z}]
+"""
+    c = parse_cluster(text, "t")
+    fits = fake(lambda x: len(x.nodes) > 1)
+    c = ClusterChange(add=tuple(json.loads(json.dumps(m)) for m in GROUP3)).apply(c)
+    found, _ = smallest_change(c, pod_groups(c)["ml/g"], fits)
+    assert found is not None
+    (copy,) = found.change.add
+    assert copy["status"]["conditions"][0]["lastHeartbeatTime"] == "2024-05-06T07:08:09Z"
+    json.dumps(found.to_dict())  # the CLI's JSON
+
+
+def test_a_pod_of_the_group_name_is_explained_as_the_pod(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "c.yaml"
+    docs = [node("n1"), pod_group("g"), pod("g", group="g")]
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": docs}))
+    assert main(["simulate", "--cluster", str(path), "--explain", "ml/g"]) == 0
+    assert capsys.readouterr().out.startswith("ml/g: Scheduled on n1")
