@@ -56,6 +56,8 @@ __all__ = [
 CLONE_SUFFIX = "-copy-"
 #: Distinct node shapes tried as templates for (a), in file order.
 MAX_TEMPLATES = 16
+#: Values of a topology key tried for the group's best attempt (one simulation each).
+MAX_PLACEMENTS = 64
 #: Simulations the search may run in all (a large dump makes each one slow).
 MAX_SIMULATIONS = 200
 _HOSTNAME = "kubernetes.io/hostname"
@@ -512,13 +514,14 @@ def _best_attempt(
     cluster: ClusterFile, spec: GroupSpec, run: Run, free: Mapping[str, str]
 ) -> tuple[str | None, dict[str, str]]:
     """The topology value (``key=value``) where most pending members fit, and where each
-    would go; without a topology constraint, the unconstrained attempt ``free``."""
+    would go (the first ``MAX_PLACEMENTS`` values, in order); without a topology
+    constraint, the unconstrained attempt ``free``."""
     if not spec.topology_keys:
         return None, dict(free)
     key = spec.topology_keys[0]
     values = sorted({n.metadata.labels[key] for n, _ in cluster.nodes if key in n.metadata.labels})
     best: tuple[str | None, dict[str, str]] = (None, {})
-    for v in values:
+    for v in values[:MAX_PLACEMENTS]:
         got = outcome(cluster, spec.key, run(_alone(cluster, spec, (key, v)), False)).placed
         fresh = {m: n for m, n in got.items() if m not in spec.bound}
         if best[0] is None or len(fresh) > len(best[1]):
@@ -599,7 +602,7 @@ def explain_group(
     if need is not None and len(spec.bound) + len(would) < need:
         reasons.append(
             f"gang minCount {need} not satisfiable: at most {len(spec.bound) + len(would)} "
-            "members fit at once"
+            f"of {len(spec.members)} members fit at once"
         )
     if len(would) == len(pending):
         msg = next((x["message"] for x in members if x["message"]), "")

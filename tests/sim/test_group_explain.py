@@ -323,7 +323,7 @@ def test_text_names_members_blocker_reason_and_change() -> None:
     assert "    ml/w-0  bound to n1\n" in text
     assert "    ml/w-1  pending, fits nowhere\n" in text
     assert "blocked (2 members fit nowhere): 0/1 nodes are available: 1 Insufficient cpu." in text
-    assert "group: gang minCount 3 not satisfiable: at most 1 members fit at once" in text
+    assert "group: gang minCount 3 not satisfiable: at most 1 of 3 members fit at once" in text
     assert "    add-nodes: 1 more node like n1: fits\n" in text
     assert "smallest change that lets the whole group in: 1 more node like n1" in text
     assert "    add to the cluster file:\n      apiVersion: v1\n      kind: Node\n" in text
