@@ -246,6 +246,11 @@ def _explain_group(
     rest, and the smallest verified change of the cluster file that lets it in."""
     from .sim.group_explain import explain_group, render_group_text, simulator_run
 
+    if args.compare is not None or args.report is not None:
+        return _die(
+            [f"ksched simulate: --explain {want}: a pod group is explained without --compare "
+             "and --report"]
+        )  # fmt: skip
     features = cfg.features
     if "GenericWorkload" not in features.table.gates or not features.enabled("GenericWorkload"):
         return _die(
@@ -255,11 +260,6 @@ def _explain_group(
                 "group as one with --feature-gates=GenericWorkload=true"
             ]
         )
-    if args.compare is not None or args.report is not None:
-        return _die(
-            [f"ksched simulate: --explain {want}: a pod group is explained without --compare "
-             "and --report"]
-        )  # fmt: skip
     run = simulator_run(cfg, registry, seed=args.seed, adopt=adopt)
     model = explain_group(cluster, want, run)
     if args.output == "json":

@@ -534,3 +534,15 @@ def test_a_pod_of_the_group_name_is_explained_as_the_pod(
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": docs}))
     assert main(["simulate", "--cluster", str(path), "--explain", "ml/g"]) == 0
     assert capsys.readouterr().out.startswith("ml/g: Scheduled on n1")
+
+
+@pytest.mark.parametrize("flag", ["--compare", "--report"])
+def test_a_group_is_explained_without_compare_and_report(
+    tmp_path: Path, flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "r.html"
+    other = str(ROOT / "examples" / "most-allocated.yaml") if flag == "--compare" else str(page)
+    args = ["simulate", "--cluster", str(GANG), "--explain", "ml/trainer", flag, other]
+    assert main(args) == 2
+    assert "a pod group is explained without --compare and --report" in capsys.readouterr().err
+    assert not page.exists()
