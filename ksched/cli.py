@@ -130,6 +130,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     want = args.explain or None  # NS/NAME, or None for every pod
     if want is not None and want.count("/") != 1:
         return _die([f"ksched simulate: --explain takes NAMESPACE/NAME, got {want!r}"])
+    if want is not None and _names_pod_group(cluster, want):
+        return _explain_group(args, cluster, cfg, registry, adopt, want)
     if args.compare is not None:
         return _compare(args, cluster, cfg, registry, adopt, want)
     if want is not None:
@@ -147,7 +149,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     keys = [f"{r.namespace}/{r.name}" for r in results]
     if want is not None and want not in keys:
         return _die([_not_explained(cluster, want, args.cluster)])
-    if args.report is not None and not _report(args, results, before, after):
+    if args.report is not None and not _report(args, results, before, after, cluster=cluster):
         return EXIT_BAD_INPUT
     if args.output == "json":
         pods = [
@@ -223,6 +225,51 @@ def _explain_bound(
     return 0
 
 
+def _names_pod_group(cluster: Any, want: str) -> bool:
+    """Whether --explain's NS/NAME is a pod group (a pod of that name comes first)."""
+    from .sim.groups import pod_groups
+
+    if any(p.key == want for p, _ in cluster.pods):
+        return False
+    return want in pod_groups(cluster)
+
+
+def _explain_group(
+    args: argparse.Namespace,
+    cluster: Any,
+    cfg: Any,
+    registry: Any,
+    adopt: Mapping[str, str],
+    want: str,
+) -> int:
+    """``--explain NS/PODGROUP``: where its members are or would be, what blocks the
+    rest, and the smallest verified change of the cluster file that lets it in."""
+    from .sim.group_explain import explain_group, render_group_text, simulator_run
+
+    if args.compare is not None or args.report is not None:
+        return _die(
+            [f"ksched simulate: --explain {want}: a pod group is explained without --compare "
+             "and --report"]
+        )  # fmt: skip
+    features = cfg.features
+    if "GenericWorkload" not in features.table.gates or not features.enabled("GenericWorkload"):
+        return _die(
+            [
+                f"ksched simulate: --explain {want}: a pod group, but GenericWorkload is off, "
+                "so its pods are scheduled one by one: explain one of them, or schedule the "
+                "group as one with --feature-gates=GenericWorkload=true"
+            ]
+        )
+    run = simulator_run(cfg, registry, seed=args.seed, adopt=adopt)
+    model = explain_group(cluster, want, run)
+    if args.output == "json":
+        print(json.dumps({"podGroup": model}, indent=2))
+        return 0
+    for line in render_group_text(model):
+        print(line)
+    return 0
+
+
 def _print_explanations(results: Any, keys: list[str], want: str | None, top: int) -> None:
     """The readable explanation of every pod (``want`` None) or of pod ``want``."""
     from .scheduler.explanation import render_text
@@ -249,6 +296,7 @@ def _compare(
     ``--report`` A's page with the pods that differ under B."""
     from .sim.bound import bound_pod
     from .sim.compare import compare_runs, render_compare, render_explain_pair, run_both
+    from .sim.groups import pod_groups
 
     cfg_b = _load_config(args.compare, registry, args)
     _build_check(cfg_b, registry, args.compare)
@@ -257,7 +305,7 @@ def _compare(
         return _compare_bound(args, cluster, (cfg, cfg_b), registry, adopt, want, labels)
     explain = args.explain is not None or args.report is not None
     a, b = run_both(cluster, cfg, cfg_b, registry, seed=args.seed, adopt=adopt, explain=explain)
-    data = compare_runs(a, b)
+    data = compare_runs(a, b, pod_groups(cluster))
     ra, rb = a.by_key(), b.by_key()
     if want is not None:
         ns, name = want.split("/")
@@ -266,7 +314,7 @@ def _compare(
         keys = [(ns, name)]
     else:
         keys = [(d["namespace"], d["name"]) for d in data["differences"]]
-    if args.report is not None and not _report_compared(args, a, b, data, labels):
+    if args.report is not None and not _report_compared(args, a, b, data, labels, cluster):
         return EXIT_BAD_INPUT
     if args.output == "json":
         if args.explain is not None:
@@ -295,15 +343,23 @@ def _pair_json(key: tuple[str, str], x: Any, y: Any) -> dict[str, Any]:
 
 
 def _report(
-    args: argparse.Namespace, results: Any, before: Any, after: Any, compare: Any = None
+    args: argparse.Namespace,
+    results: Any,
+    before: Any,
+    after: Any,
+    compare: Any = None,
+    cluster: Any = None,
 ) -> bool:
-    """Write --report's page (False: it could not be, and the error is printed)."""
+    """Write --report's page (False: it could not be, and the error is printed);
+    ``cluster`` given, with its pod groups."""
+    from .sim.groups import group_rows
     from .sim.report import write_report
 
+    groups = group_rows(cluster, results) if cluster is not None else []
     try:
         write_report(
             args.report, results, before, after, source=args.cluster, top=args.top,
-            compare=compare,
+            compare=compare, groups=groups,
         )  # fmt: skip
     except OSError as e:
         _die([f"ksched simulate: --report {args.report}: {e.strerror or e}"])
@@ -312,13 +368,18 @@ def _report(
 
 
 def _report_compared(
-    args: argparse.Namespace, a: Any, b: Any, data: dict[str, Any], labels: tuple[str, str]
+    args: argparse.Namespace,
+    a: Any,
+    b: Any,
+    data: dict[str, Any],
+    labels: tuple[str, str],
+    cluster: Any = None,
 ) -> bool:
     """--report with --compare: A's page with the pods that differ under B."""
     from .sim.report import Comparison
 
     cmp = Comparison(labels[0], labels[1], data["differences"], b.by_key())
-    return _report(args, a.results, a.before, a.after, cmp)
+    return _report(args, a.results, a.before, a.after, cmp, cluster)
 
 
 def _compare_bound(

@@ -14,6 +14,7 @@ import anyio
 
 from ..framework.registry import Registry
 from .cluster_file import ClusterFile
+from .groups import GroupSpec, placed, pod_groups, started
 from .simulator import PodResult, Simulation
 from .summary import NodeUsage, summarize
 
@@ -22,6 +23,7 @@ __all__ = [
     "Run",
     "compare",
     "compare_runs",
+    "gangs",
     "render_compare",
     "render_explain_pair",
     "run_both",
@@ -72,8 +74,21 @@ def run_both(
     return a, _run(cluster, config_b, registry, seed, adopt, explain)
 
 
-def compare_runs(a: Run, b: Run) -> dict[str, Any]:
-    """``{"summary": {"A", "B"}, "differences": [...]}`` (see the README's what-if)."""
+def gangs(groups: Mapping[str, GroupSpec], a: Run, b: Run) -> list[dict[str, Any]]:
+    """Per pod group, its bound members and whether it started under A and under B."""
+    out = []
+    for key, spec in groups.items():
+        row: dict[str, Any] = {"group": key, "members": len(spec.members)}
+        for side, run in (("a", a), ("b", b)):
+            nodes = placed(spec, run.results)
+            row[side] = {"bound": len(nodes), "started": started(spec, nodes)}
+        out.append(row)
+    return out
+
+
+def compare_runs(a: Run, b: Run, groups: Mapping[str, GroupSpec] | None = None) -> dict[str, Any]:
+    """``{"summary": {"A", "B"}, "differences": [...]}`` (see the README's what-if), and
+    ``"gangs"`` (``gangs``) when the file has pod groups."""
     ra, rb = a.by_key(), b.by_key()
     order = list(ra) + [k for k in rb if k not in ra]
     differences = []
@@ -84,10 +99,13 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
         if side_a != side_b:
             differences.append({"namespace": key[0], "name": key[1], "a": side_a, "b": side_b})
     differences.sort(key=lambda d: (d["namespace"], d["name"]))
-    return {
+    data: dict[str, Any] = {
         "summary": {"A": summarize(a.after, a.results), "B": summarize(b.after, b.results)},
         "differences": differences,
     }
+    if groups:
+        data["gangs"] = gangs(groups, a, b)
+    return data
 
 
 def compare(
@@ -101,7 +119,8 @@ def compare(
 ) -> dict[str, Any]:
     """``compare_runs`` of ``run_both``; ``adopt`` as for ``Simulation``
     (``--scheduler-name``/``--all-pending``)."""
-    return compare_runs(*run_both(cluster, config_a, config_b, registry, seed=seed, adopt=adopt))
+    a, b = run_both(cluster, config_a, config_b, registry, seed=seed, adopt=adopt)
+    return compare_runs(a, b, pod_groups(cluster))
 
 
 def _absent() -> dict[str, Any]:
@@ -150,6 +169,7 @@ def render_compare(data: dict[str, Any], label_a: str, label_b: str) -> list[str
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     lines = [f"{r[0].ljust(w0)}  {r[1].ljust(w1)}  {r[2]}".rstrip() for r in rows]
+    lines += _gang_lines(data.get("gangs") or [])
     diffs = data["differences"]
     lines.append("")
     if not diffs:
@@ -169,6 +189,26 @@ def render_compare(data: dict[str, Any], label_a: str, label_b: str) -> list[str
     c1 = max(len(r[1]) for r in table)
     lines += [f"{r[0].ljust(c0)}  {r[1].ljust(c1)}  {r[2]}".rstrip() for r in table]
     return lines
+
+
+def _gang_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Which pod groups start under each config: a count, then one row per group."""
+    if not rows:
+        return []
+
+    def cell(side: dict[str, Any], members: int) -> str:
+        return f"{'started' if side['started'] else 'pending'} ({side['bound']}/{members} bound)"
+
+    n = len(rows)
+    sa = sum(1 for r in rows if r["a"]["started"])
+    sb = sum(1 for r in rows if r["b"]["started"])
+    table = [("GANG", "A", "B")]
+    table += [(r["group"], cell(r["a"], r["members"]), cell(r["b"], r["members"])) for r in rows]
+    c0 = max(len(r[0]) for r in table)
+    c1 = max(len(r[1]) for r in table)
+    return ["", f"pod groups started: A {sa}/{n}, B {sb}/{n}"] + [
+        f"{r[0].ljust(c0)}  {r[1].ljust(c1)}  {r[2]}".rstrip() for r in table
+    ]
 
 
 # ---- one pod under both configurations ----------------------------------------------------

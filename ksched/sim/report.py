@@ -7,6 +7,9 @@ decision, a node x Score plugin table with the winner marked, and the Filter ver
 matrix. Everything is rendered on the server side; the script only builds the pod index
 (with a status filter) from the JSON embedded in the page.
 
+A file with pod groups (GenericWorkload) also gets a table of them, one row per group:
+its members, how many are bound and pending, whether it started and why not.
+
 With ``--compare`` the page is A's, plus the pods that differ under B: a table of them
 (A's node, B's), and in each such pod's section B's outcome and score table beside A's;
 the index marks them and can show only them.
@@ -299,6 +302,37 @@ def _compare_section(cmp: Comparison, ids: Mapping[tuple[str, str], str]) -> str
     )
 
 
+def _groups_section(rows: Sequence[Mapping[str, Any]], ids: Mapping[str, str]) -> str:
+    """A row per pod group (``groups.group_rows``): the group as one unit, its members
+    linked to their sections, bound/pending, and why it has not started."""
+    out = []
+    for g in rows:
+        members = []
+        for m in g["members"]:
+            name = _e(m["pod"])
+            link = f'<a href="#{ids[m["pod"]]}">{name}</a>' if m["pod"] in ids else name
+            where = _e(m["node"]) if m["node"] else _e(m["status"])
+            members.append(f'{link} <span class="muted">{where}</span>')
+        state = "started" if g["started"] else "pending"
+        policy = f"gang, minCount {g['minCount']}" if g["minCount"] is not None else "basic"
+        out.append(
+            f'<tr class="group {state}" data-group="{_e(g["group"])}" data-started="'
+            f'{str(g["started"]).lower()}"><td>{_e(g["group"])}<br><span class="muted">'
+            f"{_e(policy)}</span></td><td>{'<br>'.join(members)}</td>"
+            f'<td class="num">{g["bound"]}</td><td class="num">{g["pending"]}</td>'
+            f"<td>{state}</td><td>{_e(g['reason'])}</td></tr>"
+        )
+    started = sum(1 for g in rows if g["started"])
+    return (
+        '<section id="groups"><h2>Pod groups</h2>'
+        f'<p><b id="groups-started">{started}</b>/{len(rows)} pod groups started '
+        "(a gang once its minCount members are bound).</p>"
+        '<table class="groups"><thead><tr><th>group</th><th>members</th>'
+        '<th class="num">bound</th><th class="num">pending</th><th>state</th>'
+        f"<th>reason</th></tr></thead><tbody>{''.join(out)}</tbody></table></section>"
+    )
+
+
 def render_report(
     results: Sequence[PodResult],
     before: list[NodeUsage],
@@ -307,8 +341,10 @@ def render_report(
     source: str,
     top: int = 10,
     compare: Comparison | None = None,
+    groups: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The page's HTML (``compare``: A's page with what differs under B)."""
+    """The page's HTML (``compare``: A's page with what differs under B; ``groups``: the
+    pod groups' rows, ``groups.group_rows``)."""
     scheduled = sum(1 for r in results if r.status == "Scheduled")
     pct_before, pct_after = cluster_percent(before), cluster_percent(after)
     alloc_after = allocation(after)
@@ -351,6 +387,10 @@ def render_report(
         _pod_section(i, r, top, compare, (r.namespace, r.name) in moved)
         for i, r in enumerate(results)
     )
+    if groups:
+        summary += _groups_section(
+            groups, {f"{r.namespace}/{r.name}": f"pod-{i}" for i, r in enumerate(results)}
+        )
     if compare is not None:
         ids = {(r.namespace, r.name): f"pod-{i}" for i, r in enumerate(results)}
         summary += _compare_section(compare, ids)
@@ -375,7 +415,10 @@ def write_report(
     source: str,
     top: int = 10,
     compare: Comparison | None = None,
+    groups: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    text = render_report(results, before, after, source=source, top=top, compare=compare)
+    text = render_report(
+        results, before, after, source=source, top=top, compare=compare, groups=groups
+    )
     with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.write(text)
