@@ -1,0 +1,71 @@
+"""Pod groups for the placement plugins' tests: a PodGroupInfo from a manifest, a stand-in
+for the cache's per-group state and a handle that serves it (as upstream's tests build a
+snapshot holding the group's scheduled pods)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ksched.api.objects import Pod, decode
+from ksched.api.workload import PodGroup
+from ksched.framework.handle import Handle
+from ksched.framework.podgroup import PodGroupInfo, PodGroupState
+from ksched.testing.objects import make_pod_group
+from tests.factories import pod_manifest
+
+
+def group_info(
+    name: str = "root", namespace: str = "default", topology: list[str] | None = None
+) -> PodGroupInfo:
+    """A PodGroup (basic policy), constrained to the ``topology`` keys if given."""
+    m = make_pod_group(name, namespace=namespace)
+    if topology is not None:
+        m["spec"]["schedulingConstraints"] = {"topology": [{"key": k} for k in topology]}
+    return PodGroupInfo(namespace, name, decode(m, PodGroup))
+
+
+def scheduled_pod(name: str, node: str, group: str = "root") -> Pod:
+    m = pod_manifest(name, node_name=node, schedulingGroup={"podGroupName": group})
+    return decode(m, Pod)
+
+
+@dataclass
+class FakeState:
+    """A group's members: ``assigned`` (bound) and ``assumed``, both scheduled."""
+
+    assigned: list[Pod] = field(default_factory=list)
+    assumed: list[Pod] = field(default_factory=list)
+
+    def all_pods_count(self) -> int:
+        return len(self.assigned) + len(self.assumed)
+
+    def unscheduled_pods(self) -> Mapping[str, Pod]:
+        return {}
+
+    def assumed_pods(self) -> frozenset[str]:
+        return frozenset(p.metadata.uid for p in self.assumed)
+
+    def assigned_pods(self) -> frozenset[str]:
+        return frozenset(p.metadata.uid for p in self.assigned)
+
+    def scheduled_pods(self) -> list[Pod]:
+        return [*self.assigned, *self.assumed]
+
+    def scheduled_pods_count(self) -> int:
+        return len(self.assigned) + len(self.assumed)
+
+
+@dataclass
+class GroupHandle(Handle):
+    """A handle whose ``pod_group_states`` knows the given groups' states by key."""
+
+    states: dict[str, PodGroupState] = field(default_factory=dict)
+
+    def pod_group_states(self, key: str) -> PodGroupState | None:
+        return self.states.get(key)
+
+
+def handle_with(state: Any = None, key: str = "default/root", **kw: Any) -> GroupHandle:
+    return GroupHandle(states={} if state is None else {key: state}, **kw)
