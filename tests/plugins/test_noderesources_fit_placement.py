@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksched.api.objects import Node
 from ksched.features import set_feature_gates
@@ -151,3 +153,39 @@ def test_fit_serves_placement_score_and_keeps_its_other_points() -> None:
     for p in ("preFilter", "filter", "preScore", "score"):
         assert p in points
     assert Fit.normalize_placement_score is None  # upstream: no PlacementScoreExtensions
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    node_cpu=st.integers(1, 2**20),
+    node_mem=st.integers(1, 2**40),
+    node_gpu=st.sampled_from([None, 1, 8]),
+    used=st.tuples(st.integers(0, 2**20), st.integers(0, 2**40), st.sampled_from([None, 0, 2])),
+    req=st.tuples(st.integers(0, 2**20), st.integers(0, 2**40), st.sampled_from([None, 0, 3])),
+    weights=st.tuples(st.integers(1, 5), st.integers(1, 5), st.integers(1, 5)),
+)
+def test_a_one_node_placement_scores_as_most_allocated_scores_that_node(
+    node_cpu: int,
+    node_mem: int,
+    node_gpu: int | None,
+    used: tuple[int, int, int | None],
+    req: tuple[int, int, int | None],
+    weights: tuple[int, int, int],
+) -> None:
+    """Upstream's scorePlacement over one node is calculateNodeAllocatableRequest plus the
+    scorer, exactly what MostAllocated's Score computes for the pod on that node."""
+    resources = [
+        {"name": n, "weight": w} for n, w in zip(("cpu", "memory", GPU), weights, strict=True)
+    ]
+    ext = {GPU: str(node_gpu)} if node_gpu is not None else None
+    n = make_node("n", cpu=f"{node_cpu}m", memory=str(node_mem), allocatable=ext)
+
+    def p(cpu: int, mem: int, gpu: int | None, **kw: Any) -> PodInfo:
+        return pod(f"{cpu}m", str(mem), None if gpu is None else str(gpu), **kw)
+
+    existing = p(*used, node_name="n")
+    member = p(*req)
+    most = fit(resources, "MostAllocated")
+    ni = make_node_info(n, [existing])
+    per_node = most.scorer.score(ni, most.scorer.pod_requests(member))
+    assert score(fit(resources), [n], [(member, "n")], {"n": [existing]}) == per_node
