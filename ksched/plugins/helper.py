@@ -119,11 +119,11 @@ def gates_of(handle: Any) -> FeatureGates:
 
 def pod_group_state(handle: Any, group: PodGroupInfo) -> PodGroupState:
     """The group's members as the cycle's snapshot knows them (upstream's
-    ``SnapshotSharedLister().PodGroupStates().Get``), through the handle's
-    ``pod_group_states(key)``; raise LookupError, with upstream's message, when the
-    snapshot has no state for the group (or the handle no pod-group states at all)."""
-    states = getattr(handle, "pod_group_states", None)
-    state: PodGroupState | None = states(group.key) if callable(states) else None
+    ``SnapshotSharedLister().PodGroupStates().Get``: ``handle.snapshot.pod_group_state``);
+    raise LookupError, with upstream's message, when the snapshot has no state for the
+    group (or no pod-group states at all: the gate is off)."""
+    lookup = getattr(getattr(handle, "snapshot", None), "pod_group_state", None)
+    state: PodGroupState | None = lookup(group.namespace, group.name) if callable(lookup) else None
     if state is None:
         raise LookupError(f"pod group state not found for pod group {group.namespace}/{group.name}")
     return state

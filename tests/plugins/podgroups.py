@@ -1,6 +1,6 @@
 """Pod groups for the placement plugins' tests: a PodGroupInfo from a manifest, a stand-in
-for the cache's per-group state and a handle that serves it (as upstream's tests build a
-snapshot holding the group's scheduled pods)."""
+for the cache's per-group state and a handle whose snapshot serves it (as upstream's tests
+build a snapshot holding the group's scheduled pods)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ksched.api.objects import Pod, decode
 from ksched.api.workload import PodGroup
 from ksched.framework.handle import Handle
 from ksched.framework.podgroup import PodGroupInfo, PodGroupState
+from ksched.framework.snapshot import Snapshot
 from ksched.testing.objects import make_pod_group
 from tests.factories import pod_manifest
 
@@ -57,15 +58,17 @@ class FakeState:
         return len(self.assigned) + len(self.assumed)
 
 
-@dataclass
-class GroupHandle(Handle):
-    """A handle whose ``pod_group_states`` knows the given groups' states by key."""
+def handle_with(
+    state: Any = None, key: str = "default/root", snapshot: Snapshot | None = None
+) -> Handle:
+    """A handle whose snapshot knows ``state`` as the pod group ``key``'s (and no other),
+    as the cache's snapshot serves a cycle's plugins through ``pod_group_state``."""
+    snap = snapshot if snapshot is not None else Snapshot()
+    states: dict[str, PodGroupState] = {} if state is None else {key: state}
 
-    states: dict[str, PodGroupState] = field(default_factory=dict)
+    def lookup(namespace: str, name: str) -> PodGroupState | None:
+        return states.get(f"{namespace}/{name}")
 
-    def pod_group_states(self, key: str) -> PodGroupState | None:
-        return self.states.get(key)
-
-
-def handle_with(state: Any = None, key: str = "default/root", **kw: Any) -> GroupHandle:
-    return GroupHandle(states={} if state is None else {key: state}, **kw)
+    snap.pod_group_state = lookup  # type: ignore[method-assign,attr-defined]
+    snap.test_states = states  # type: ignore[attr-defined]
+    return Handle(snapshot=snap)

@@ -63,7 +63,7 @@ def test_score_of_a_group_the_snapshot_does_not_know_is_an_error() -> None:
 
 def test_score_reads_the_state_of_its_own_group() -> None:
     handle = handle_with(FakeState(assigned=[scheduled_pod("x", "n")]), key="other/g")
-    handle.states["other/root"] = FakeState()
+    handle.snapshot.test_states["other/root"] = FakeState()  # type: ignore[attr-defined]
     plugin = PodGroupPodsCount(None, handle)
     assert plugin.score_placement(CycleState(), group_info("g", "other"), proposed(1)) == 2
 
