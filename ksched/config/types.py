@@ -91,7 +91,8 @@ WORKLOAD_PLUGIN_SETS: tuple[WorkloadPluginSet, ...] = (
         "placementScore",
         "PlacementScorePlugin",
         "1.36",
-        frozenset({"PodGroupPodsCount"}),
+        # NodeResourcesFit implements ScorePlacement in both releases (gate or not)
+        frozenset({"PodGroupPodsCount", "NodeResourcesFit"}),
     ),
     WorkloadPluginSet(
         "pod_group_post_filter",

@@ -34,7 +34,6 @@ from .podgroup import (
     GeneratePlacementsResult,
     Placement,
     PlacementProgress,
-    PlacementScore,
     PodGroupAssignments,
     PodGroupInfo,
     PodGroupPostFilterResult,
@@ -369,10 +368,11 @@ class PlacementScorePlugin(Plugin):
     ) -> int:
         raise NotImplementedError
 
-    # Optional: normalize this plugin's scores of every feasible placement in place.
-    normalize_placement_score: ClassVar[
-        Callable[[CycleState, PodGroupInfo, list[PlacementScore]], Status | None] | None
-    ] = None
+    # Optional: ``normalize_placement_score(state, group, scores: list[PlacementScore])``
+    # normalizes this plugin's scores of every feasible placement in place. (Typed loosely,
+    # as ``normalize_score``: a ClassVar with a full Callable type cannot be overridden by a
+    # method.)
+    normalize_placement_score: ClassVar[Callable[..., Status | None] | None] = None
 
 
 class PodGroupPostFilterPlugin(Plugin):

@@ -76,7 +76,7 @@ class PodGroupInfo:
 class Placement:
     """A candidate set of nodes for a whole pod group (upstream's ``fwk.Placement``): the
     cycle schedules the group on these nodes only. ``name`` is for diagnostics; the
-    generating plugin chooses it (TopologyPlacement: ``key=value``)."""
+    generating plugin chooses it (TopologyPlacementGenerator: the domain, the label's value)."""
 
     name: str
     nodes: Sequence[NodeInfo]

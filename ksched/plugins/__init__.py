@@ -36,6 +36,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "VolumeBinding": "volumebinding:VolumeBinding",
     "DynamicResources": "dynamicresources:DynamicResources",
     "NodeDeclaredFeatures": "nodedeclaredfeatures:NodeDeclaredFeatures",
+    "TopologyPlacementGenerator": "topologyaware:TopologyPlacement",
+    "PodGroupPodsCount": "podgrouppodscount:PodGroupPodsCount",
 }
 
 

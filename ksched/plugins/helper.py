@@ -29,6 +29,7 @@ from ..api.selectors import (
     parse_int64,
 )
 from ..features import FeatureGates, default_feature_gates
+from ..framework.podgroup import PodGroupInfo, PodGroupState
 from ..framework.snapshot import BoolArray, IntArray, Snapshot, all_true
 from ..framework.status import Status
 from ..framework.types import PodInfo
@@ -42,6 +43,7 @@ __all__ = [
     "gates_of",
     "get_host_ports",
     "node_selector_mask",
+    "pod_group_state",
     "requests_fragment",
     "requirement_mask",
     "selector_mask",
@@ -113,6 +115,18 @@ def gates_of(handle: Any) -> FeatureGates:
     a framework, as in unit tests) the default version's defaults."""
     gates = getattr(handle, "features", None)
     return gates if isinstance(gates, FeatureGates) else default_feature_gates()
+
+
+def pod_group_state(handle: Any, group: PodGroupInfo) -> PodGroupState:
+    """The group's members as the cycle's snapshot knows them (upstream's
+    ``SnapshotSharedLister().PodGroupStates().Get``: ``handle.snapshot.pod_group_state``);
+    raise LookupError, with upstream's message, when the snapshot has no state for the
+    group (or no pod-group states at all: the gate is off)."""
+    lookup = getattr(getattr(handle, "snapshot", None), "pod_group_state", None)
+    state: PodGroupState | None = lookup(group.namespace, group.name) if callable(lookup) else None
+    if state is None:
+        raise LookupError(f"pod group state not found for pod group {group.namespace}/{group.name}")
+    return state
 
 
 def comparison_operators(handle: Any) -> bool:

@@ -295,6 +295,11 @@ WORKLOAD_SETS = {
         {"placementScore": {"enabled": [{"name": "PodGroupPodsCount"}]}},
         {"1.36": True, "1.37": True},
     ),
+    # NodeResourcesFit scores placements too (v1.36.3 and v1.37.2 accept it, gates off)
+    "placement-score-fit": (
+        {"placementScore": {"enabled": [{"name": "NodeResourcesFit", "weight": 2}]}},
+        {"1.36": True, "1.37": True},
+    ),
     "placement-score-not-extending": (
         {"placementScore": {"enabled": [{"name": "NodeName"}]}},
         {"1.36": False, "1.37": False},

@@ -22,6 +22,7 @@ from ksched.config import (
     set_defaults,
 )
 from ksched.config.defaults import DEFAULT_PROFILE_BY_VERSION, default_multi_point
+from ksched.config.load import to_dict
 from ksched.features import (
     BINARY_VERSION,
     KUBE_VERSIONS,
@@ -444,3 +445,34 @@ def test_gang_scheduling_gate_adds_nothing_in_1_37() -> None:
     """1.37 dropped the GangScheduling gate: GenericWorkload alone adds the plugin."""
     with pytest.raises(FeatureGateError, match="GangScheduling"):
         gates("1.37", "GangScheduling=true")
+
+
+# v1.37.2's `kube-scheduler --write-config-to` with
+# `--feature-gates GenericWorkload=true,TopologyAwareWorkloadScheduling=true`: the workload
+# plugins join multiPoint last (GangScheduling, then TopologyPlacementGenerator, then
+# PodGroupPodsCount with weight 1), no pluginConfig of their own, and the placement sets stay
+# empty: NodeResourcesFit scores placements through multiPoint, not through placementScore.
+def test_workload_gates_give_kube_schedulers_1_37_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ksched.config.defaults as defaults
+
+    # GangScheduling is another engineer's plugin; until it is registered, pretend it is.
+    monkeypatch.setattr(defaults, "BUILTIN_PLUGINS", {*defaults.BUILTIN_PLUGINS, "GangScheduling"})
+    g = gates("1.37", "GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
+    got = [(p.name, p.weight) for p in default_multi_point(g)]
+    assert got == [
+        *UPSTREAM_MULTI_POINT_1_37,
+        ("GangScheduling", None),
+        ("TopologyPlacementGenerator", None),
+        ("PodGroupPodsCount", 1),
+    ]
+    profile = to_dict(default_config(g))["profiles"][0]
+    for point in ("placementGenerate", "placementScore", "podGroupPostFilter"):
+        assert profile["plugins"][point] == {}
+    assert [c["name"] for c in profile["pluginConfig"]] == [
+        c.name for c in DEFAULT_PLUGIN_CONFIG["1.37"]
+    ]
+
+
+def test_topology_aware_plugins_need_their_gate() -> None:
+    names = [p.name for p in default_multi_point(gates("1.37", "GenericWorkload=true"))]
+    assert "TopologyPlacementGenerator" not in names and "PodGroupPodsCount" not in names

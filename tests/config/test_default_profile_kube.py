@@ -56,3 +56,30 @@ def _multi_point(profile: Any) -> list[tuple[str, int]]:
     """multiPoint's plugins and weights; kube-scheduler's ``/configz`` (the internal type)
     shows an unset weight as 0, ksched's v1 form leaves it out."""
     return [(p["name"], p.get("weight", 0)) for p in profile["plugins"]["multiPoint"]["enabled"]]
+
+
+WORKLOAD_GATES = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+
+
+def test_workload_gates_profile_is_kube_schedulers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the workload gates the default profile gains the pod-group plugins where the
+    real kube-scheduler's ``--write-config-to`` puts them, and no pluginConfig; the
+    placement sets stay empty (NodeResourcesFit scores placements through multiPoint)."""
+    import ksched.config.defaults as defaults
+    from ksched.features import set_feature_gates
+    from ksched.testing.controlplane._build import kube_version
+    from tests.features.gatesets import kube_scheduler_effective, minor_of
+
+    # GangScheduling is registered by its own change; its place is what is checked here.
+    monkeypatch.setattr(defaults, "BUILTIN_PLUGINS", {*defaults.BUILTIN_PLUGINS, "GangScheduling"})
+    theirs, err = kube_scheduler_effective([f"--feature-gates={WORKLOAD_GATES}"])
+    assert theirs is not None, err
+    # set_feature_gates: the gates without ksched's refusal of what it does not run yet
+    gates = set_feature_gates([WORKLOAD_GATES], [minor_of(kube_version())])
+    ours = to_dict(default_config(gates))["profiles"][0]
+    kube = theirs["profiles"][0]  # type: ignore[index]
+    assert _multi_point(ours) == _multi_point(kube)
+    assert ("PodGroupPodsCount", 1) in _multi_point(kube)
+    assert _plugin_config(ours) == _plugin_config(kube)
+    for point in ("placementGenerate", "placementScore"):
+        assert ours["plugins"][point] == kube["plugins"][point] == {}

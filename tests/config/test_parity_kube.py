@@ -66,15 +66,20 @@ def _entry_point_plugins(pyproject: Path) -> set[str]:
     return set(data["project"]["entry-points"]["ksched.plugins"])
 
 
-#: Plugins only ksched has: the contrib plugins and the example plugin package's.
-KSCHED_ONLY_PLUGINS = _entry_point_plugins(
-    REPO / "contrib_plugins" / "pyproject.toml"
-) | _entry_point_plugins(REPO / "examples" / "plugin-package" / "pyproject.toml")
+#: Plugins only ksched has: the contrib plugins and the example plugin packages'.
+KSCHED_ONLY_PLUGINS = (
+    _entry_point_plugins(REPO / "contrib_plugins" / "pyproject.toml")
+    | _entry_point_plugins(REPO / "examples" / "plugin-package" / "pyproject.toml")
+    | _entry_point_plugins(REPO / "examples" / "placement-plugin-package" / "pyproject.toml")
+)
 
 #: Configs kube-scheduler cannot judge, by id, with the reason.
 NOT_COMPARED = {
     "examples/plugin-package/examples/config.yaml": (
         "NodeCost is the example plugin package's (examples/plugin-package), not kube-scheduler's"
+    ),
+    "examples/placement-plugin-package/examples/config.yaml": (
+        "PlacementCost is the example placement plugin package's, not kube-scheduler's"
     ),
     "deploy/overlays/contrib/config.yaml": (
         "Coscheduling is a ksched contrib plugin (contrib_plugins/); kube-scheduler has none"

@@ -17,6 +17,12 @@ DRA extended resources (KEP-5004, on in v1.36): a scalar request some DeviceClas
 not checked on a node whose allocatable has none of it: DynamicResources allocates
 devices for it there (upstream ``ShouldDelegateResourceToDRA``). A node advertising the
 resource is checked as usual. Which names a class backs is read in PreFilter, each cycle.
+
+PlacementScore (v1.37, gate TopologyAwareWorkloadScheduling; in the profile through
+multiPoint): a pod group's candidate placement scores as if its nodes were one node holding
+the group's proposed pods, always with MostAllocated over the configured strategy's
+resources and weights, whatever the strategy's type (upstream's ``placementScorer``), so
+the group goes where it fills the capacity best. No normalization.
 """
 
 from __future__ import annotations
@@ -49,17 +55,19 @@ from ...framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
     FilterPlugin,
+    PlacementScorePlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     QueueingHint,
     ScorePlugin,
 )
+from ...framework.podgroup import PodGroupAssignments, PodGroupInfo
 from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
-from ...framework.status import Code, Status
+from ...framework.status import Code, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
-from ..helper import requests_fragment
+from ..helper import gates_of, requests_fragment
 from .least_allocated import LeastAllocated
 from .most_allocated import MostAllocated
 from .requested_to_capacity_ratio import MAX_CUSTOM_PRIORITY_SCORE, RequestedToCapacityRatio
@@ -422,7 +430,7 @@ def _added_columns(added: Sequence[Sequence[PodInfo]], names: Sequence[str]) -> 
     return [np.array([wrap_int64(v) for v in col], dtype=np.int64) for col in sums]
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin):
     name = names.NODE_RESOURCES_FIT
     Args = FitArgs
     args: FitArgs
@@ -437,6 +445,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         self.ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
         self.scorer = ResourceAllocationScorer(strategy.resources, False, build_strategy(strategy))
+        # Built only with the gate, as upstream (which has no placement scoring without it).
+        self.placement_scorer: ResourceAllocationScorer | None = None
+        if gates_of(handle).enabled("TopologyAwareWorkloadScheduling"):
+            weights = [r.weight for r in strategy.resources]
+            self.placement_scorer = ResourceAllocationScorer(
+                strategy.resources, False, MostAllocated(weights)
+            )
         self._key = f"{self.name}#{id(self)}"
         self._masks: RowCache[_MaskKey] = RowCache(_fit_mask, _fits_row)
         self._classes = ClassResolver()
@@ -642,6 +657,17 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: IntArray
     ) -> IntArray:
         return self.scorer.score_rows(snap, rows, self._score_requests(pod))
+
+    # -- PlacementScore ------------------------------------------------------------------
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> int:
+        if self.placement_scorer is None:
+            raise StatusError(
+                Status.as_error("placement scoring needs TopologyAwareWorkloadScheduling")
+            )
+        pods = (a.pod for a in assignments.assignments)
+        return self.placement_scorer.placement_score(pods, assignments.placement.nodes)
 
     # -- queueing hints ------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:

@@ -17,7 +17,7 @@ resources (cpu and memory, weight 1).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Protocol
 
 import numpy as np
@@ -212,6 +212,15 @@ class ResourceAllocationScorer:
     # -- per node (score / calculateResourceAllocatableRequest) --------------------------
     def score(self, ni: NodeInfo, pod_requests: Sequence[int]) -> int:
         self._check()
+        requested, allocated, allocatable = self.node_amounts(ni, pod_requests)
+        return clamp_score(self.strategy.score(requested, allocated, allocatable))
+
+    def node_amounts(
+        self, ni: NodeInfo, pod_requests: Sequence[int]
+    ) -> tuple[list[int], list[int], list[int]]:
+        """Per configured resource: requested (allocated plus the pod's), allocated and
+        allocatable on ``ni``; all 0 for a resource left out (upstream's
+        ``calculateNodeAllocatableRequest``)."""
         n = len(self.resources)
         requested = [0] * n
         allocated = [0] * n
@@ -238,6 +247,29 @@ class ResourceAllocationScorer:
             allocatable[i] = a
             allocated[i] = used
             requested[i] = wrap_int64(used + pr)
+        return requested, allocated, allocatable
+
+    # -- a pod group's placement (scorePlacement) ----------------------------------------
+    def placement_score(self, pods: Iterable[PodInfo], nodes: Iterable[NodeInfo]) -> int:
+        """The placement as one big node: the pods' requests plus everything the nodes
+        already have requested, against their summed allocatable.
+
+        As upstream, each node's amounts are taken with the running total so far standing
+        in for the pod's request, which only matters for extended resources: one the pods
+        do not ask for stays out on every node."""
+        n = len(self.resources)
+        requested = [0] * n
+        for pod in pods:
+            for i, r in enumerate(self.pod_requests(pod)):
+                requested[i] = wrap_int64(requested[i] + r)
+        allocated = [0] * n
+        allocatable = [0] * n
+        for ni in nodes:
+            _, used, cap = self.node_amounts(ni, requested)
+            for i in range(n):
+                allocatable[i] = wrap_int64(allocatable[i] + cap[i])
+                allocated[i] = wrap_int64(allocated[i] + used[i])
+                requested[i] = wrap_int64(requested[i] + used[i])
         return clamp_score(self.strategy.score(requested, allocated, allocatable))
 
     # -- batch ---------------------------------------------------------------------------
