@@ -33,6 +33,8 @@ from ...framework.interface import (
     ClusterEventWithHint,
     NodeOnlyFilter,
     NodeToStatus,
+    PodGroupPostFilterPlugin,
+    PodGroupSchedulingFunc,
     PostFilterOutcome,
     PostFilterPlugin,
     PostFilterResult,
@@ -40,6 +42,7 @@ from ...framework.interface import (
     QueueingHint,
 )
 from ...framework.listers import Listers
+from ...framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, pod_group_of
 from ...framework.preemption import PreemptionInFlight
 from ...framework.runtime import Framework, _status
 from ...framework.status import SUCCESS, Code, Status
@@ -47,6 +50,7 @@ from ...framework.types import NodeInfo, PodInfo, add_requests
 from .. import names
 from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
 from ..noderesources.fit import Fit, fits_aggregates
+from .podgroup_preemption import PodGroupEvaluator, SnapshotMutations
 from .preemption import (
     DISRUPTION_TARGET,
     PREEMPTING_LISTER,
@@ -74,6 +78,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS = "No preemption victims found for incoming pod"
 WAITING = "waiting for the preemption for this pod to be finished"
+WAITING_GROUP = "waiting for the preemption for this pod group to be finished"
 
 IsEligiblePodFunc = Callable[[NodeInfo, PodInfo, PodInfo], bool]
 
@@ -159,7 +164,7 @@ def filter_pods_with_pdb_violation(
     return violating, non_violating
 
 
-class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPlugin):
     name = names.DEFAULT_PREEMPTION
     Args = DefaultPreemptionArgs
 
@@ -176,6 +181,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self.offset_rand: Callable[[int], int] | None = None
         self._rng = random.Random(0)
         self.evaluator = Evaluator(self.name, self.handle, self)
+        self.pod_group_evaluator = PodGroupEvaluator(self)
         # select_victims_in_place's plan for the last (state, pod) it saw
         self._plan: tuple[CycleState | None, PodInfo | None, _ResourcePlan | None] = (
             None,
@@ -209,17 +215,64 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             return PostFilterResult(resume=resumed), None
         return result, _worded(st)
 
+    # -- PodGroupPostFilter (workload-aware preemption, v1.37 with GenericWorkload) ----------
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """``PodGroupPostFilter``: room for the whole group, found by dry-running its
+        algorithm (``schedule``) on the snapshot without lower-priority victims; the
+        snapshot is as it was when this returns."""
+        st: Status | None = None
+        try:
+            mutations = SnapshotMutations(self.handle.snapshot)
+            try:
+                result, st = self.pod_group_evaluator.preempt(group, schedule, mutations)
+            finally:
+                mutations.end()
+            msg = st.message()
+            if msg:
+                st = Status(st.code, "pod group preemption: " + msg)
+            return result, st
+        finally:
+            fw = self.handle.framework
+            if fw is not None:  # every attempt, labelled with its outcome
+                code = st.code if st is not None else Code.ERROR
+                fw.recorder.workload_preemption_attempted(code.label)
+
     # -- PreEnqueue (async preemption) --------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         running = self.handle.listers.get(PREEMPTING_LISTER)
-        entry = running.get(pod.uid or pod.key) if running else None
+        group = self._group_preempting(pod)
+        if group is not None:
+            # A member waits for its group's preemption (keyed by the PodGroup's uid), not
+            # for one of its own.
+            key, message = group, WAITING_GROUP
+        else:
+            key, message = pod.uid or pod.key, WAITING
+        entry = running.get(key) if running and key else None
         if entry is None:
             return None
         if isinstance(entry, PreemptionInFlight) and not entry.running(
             self.handle.listers.store(Listers.PODS)
         ):
             return None  # its last victim is going: the deletion events may requeue it
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING)
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+
+    def _group_preempting(self, pod: PodInfo) -> str | None:
+        """The key a member of a pod group is held back by (v1.37 with GenericWorkload):
+        its PodGroup's uid (its ``namespace/name`` without one), "" when the PodGroup is
+        unknown (nothing holds it back); None for a pod on its own."""
+        features = self.handle.features
+        if pod.pod.spec.scheduling_group is None or not features.at_least("1.37"):
+            return None
+        if not features.enabled("GenericWorkload"):
+            return None
+        key = pod_group_of(pod.pod)
+        groups = self.handle.listers.scheduling_pod_groups
+        pg = groups.get(key) if groups is not None and key is not None else None
+        if pg is None or key is None:
+            return ""
+        return pg.metadata.uid or key
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pod deletions un-gate a preemptor, but whether it is worth retrying is
