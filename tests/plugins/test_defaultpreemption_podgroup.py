@@ -27,7 +27,7 @@ from ksched.config.types import PluginRef, Plugins, PluginSet, Profile
 from ksched.features import FeatureGates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
-from ksched.framework.interface import FilterPlugin
+from ksched.framework.interface import FilterPlugin, NodeToStatus
 from ksched.framework.podgroup import (
     NominatingInfo,
     Placement,
@@ -1134,3 +1134,27 @@ async def test_a_victim_waiting_at_permit_is_preempted_in_memory() -> None:
         "Preempted by podgroup pg-uid on node cluster (in kube-scheduler memory)."
     ]
     assert h.cluster.deleted == []
+
+
+def test_metrics_of_a_single_pods_preemption_with_generic_workload() -> None:
+    """Upstream observes the evaluation time and the PDB violations of a pod's preemption
+    in the families GenericWorkload registers (``preemptor`` "pod"); not the workload ones."""
+    from tests.plugins.test_defaultpreemption_helpers import ONE_POD, Env
+
+    env = Env(
+        [node("node1", ONE_POD)],
+        [pod("low", node="node1", prio=LOW, labels={"app": "foo"})],
+        pdbs=FOO_PDB,
+    )
+    metrics = SchedulerMetrics(features=WORKLOAD, process_metrics=False)
+    env.fw.record_to(metrics)
+    preemptor = pod("p", prio=HIGH)
+    statuses = NodeToStatus(Status(UU))
+    statuses.set("node1", Status(U))
+    result, st = env.pl.post_filter(env.state_for(preemptor), preemptor, statuses)
+    assert st is not None and st.is_success() and result is not None
+    ev = "scheduler_preemption_evaluation_duration_seconds_count"
+    assert _sample(metrics, ev, {"preemptor": "pod", "result": "Success"}) == 1
+    assert _sample(metrics, "scheduler_preemption_pdb_violations_total", {"preemptor": "pod"}) == 1
+    assert _sample(metrics, "scheduler_workload_preemption_victims_count") == 0
+    assert _sample(metrics, "scheduler_preemption_attempts_total") == 1

@@ -16,6 +16,7 @@ does not preempt again, half-way.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -43,7 +44,7 @@ from ...framework.interface import (
 )
 from ...framework.listers import Listers
 from ...framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, pod_group_of
-from ...framework.preemption import PreemptionInFlight
+from ...framework.preemption import POD_PREEMPTOR, PreemptionInFlight
 from ...framework.runtime import Framework, _status
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
@@ -204,16 +205,29 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
     def _post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
+        started = time.perf_counter()
         result, st = self.evaluator.preempt(state, pod, statuses)
         resume = result.resume if result is not None else None
         if resume is not None:  # extenders to ask first: the same wording once resumed
 
             async def resumed() -> PostFilterOutcome:
                 r, s = await resume()
+                self._evaluated(s, started)
                 return r, _worded(s)
 
             return PostFilterResult(resume=resumed), None
+        self._evaluated(st, started)
         return result, _worded(st)
+
+    def _evaluated(self, st: Status | None, started: float) -> None:
+        """``scheduler_preemption_evaluation_duration_seconds`` of a pod (exposed with
+        GenericWorkload)."""
+        fw = self.handle.framework
+        if fw is not None:
+            code = st.code if st is not None else Code.SUCCESS
+            fw.recorder.preemption_evaluated(
+                POD_PREEMPTOR, code.label, time.perf_counter() - started
+            )
 
     # -- PodGroupPostFilter (workload-aware preemption, v1.37 with GenericWorkload) ----------
     def pod_group_post_filter(

@@ -38,6 +38,7 @@ from ...framework.interface import NodeToStatus, PostFilterOutcome, PostFilterRe
 from ...framework.listers import Listers
 from ...framework.preemption import (
     DISRUPTION_TARGET,
+    POD_PREEMPTOR,
     PREEMPTION_BY_SCHEDULER,
     preemption_condition,
 )
@@ -402,6 +403,10 @@ class Evaluator:
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
         result = PostFilterResult(best.name, list(best.victims.pods))
+        fw = self.handle.framework
+        if fw is not None:  # observeVictims (its pod-group parts are a group's only)
+            violations = best.victims.num_pdb_violations
+            fw.recorder.preemption_victims_chosen(POD_PREEMPTOR, len(result.victims), 0, violations)
         if not self.handle.features.at_least("1.37"):
             return result, SUCCESS
         # v1.37 says what it found: the FitError's PostFilter part after "preemption: "
