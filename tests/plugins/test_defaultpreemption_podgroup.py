@@ -1158,3 +1158,28 @@ def test_metrics_of_a_single_pods_preemption_with_generic_workload() -> None:
     assert _sample(metrics, "scheduler_preemption_pdb_violations_total", {"preemptor": "pod"}) == 1
     assert _sample(metrics, "scheduler_workload_preemption_victims_count") == 0
     assert _sample(metrics, "scheduler_preemption_attempts_total") == 1
+
+
+def test_a_pod_overdrawing_one_pdb_spends_no_other() -> None:
+    """``FilterVictimsWithPDBViolation``: a pod stops at the first budget it overdraws, so
+    a later matching PDB keeps its disruption for the next victim."""
+    w = World(
+        _n(1),
+        [
+            gpod(
+                "v1",
+                node="node1",
+                prio=LOW,
+                labels={"app": "foo", "tier": "x"},
+                start="1970-01-01T00:00:01Z",
+            ),
+            gpod("v2", node="node1", prio=LOW, labels={"tier": "x"}, start="1970-01-01T00:00:02Z"),
+        ],
+        pdbs=[*FOO_PDB, pdb(match_labels={"tier": "x"}, allowed=1)],
+        capacities=[("node1", 2)],
+    )
+    result, st = w.run(pgroup("pg", HIGH), _members("m"))
+    assert st is not None and st.is_success()
+    assert result is not None
+    assert [p.name for p in result.victims] == ["v2"]
+    assert result.num_pdb_violations == 0
