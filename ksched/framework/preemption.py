@@ -22,6 +22,7 @@ __all__ = [
     "PREEMPTION_BY_SCHEDULER",
     "PodGroupPreemptor",
     "PreemptionInFlight",
+    "pod_group_priority",
     "preemption_condition",
 ]
 
@@ -110,6 +111,10 @@ class PodGroupPreemptor:
 
     @property
     def priority(self) -> int:
-        """``util.PodGroupPriority``: no priority means the static default, 0."""
-        p = self.pod_group.spec.priority
-        return p if p is not None else 0
+        return pod_group_priority(self.pod_group)
+
+
+def pod_group_priority(pg: PodGroup) -> int:
+    """``util.PodGroupPriority``: no priority means the static default, 0."""
+    p = pg.spec.priority
+    return p if p is not None else 0

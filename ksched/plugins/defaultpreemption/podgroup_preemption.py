@@ -36,6 +36,7 @@ from ...framework.preemption import (
     POD_GROUP_PREEMPTOR,
     POD_PREEMPTOR,
     PodGroupPreemptor,
+    pod_group_priority,
 )
 from ...framework.recorder import NO_RECORDER, FrameworkRecorder
 from ...framework.snapshot import Snapshot
@@ -155,12 +156,6 @@ def more_important_victim(v1: DomainVictim, v2: DomainVictim) -> bool:
     return t1 < t2
 
 
-def pod_group_priority(pg: PodGroup) -> int:
-    """``util.PodGroupPriority``: no priority means the static default, 0."""
-    p = pg.spec.priority
-    return p if p is not None else 0
-
-
 class _Groups:
     """The PodGroups (GenericWorkload's lister) and what preemption reads of them."""
 
@@ -198,7 +193,11 @@ def cluster_victims(snapshot: Snapshot, groups: _Groups) -> list[DomainVictim]:
                 key = (POD_PREEMPTOR, pi.key)
                 if key not in seen:
                     seen.add(key)
-                    kind = POD_PREEMPTOR if pi.pod.spec.scheduling_group is None else "podgroup"
+                    kind = (
+                        POD_PREEMPTOR
+                        if pi.pod.spec.scheduling_group is None
+                        else POD_GROUP_PREEMPTOR
+                    )
                     victims.append(
                         DomainVictim([(pi, ni.name)], groups.priority(pi), kind, len(victims))
                     )
