@@ -125,9 +125,11 @@ class World:
     capacities: list[tuple[str, int]] = field(default_factory=list)
     features: FeatureGates = WORKLOAD
     filters: Sequence[str] = ("mockFilterPlugin",)
+    node_capacity: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
-        self.snapshot = make_snapshot([node(n) for n in self.nodes], self.pods)
+        nodes = [node(n, self.node_capacity) for n in self.nodes]
+        self.snapshot = make_snapshot(nodes, self.pods)
         reg = registry()
         cls = type("MockFilter", (MockFilter,), {"capacities": list(self.capacities)})
         reg.register(MockFilter.name, cls)
@@ -137,8 +139,9 @@ class World:
             post_filter=PluginSet([PluginRef("DefaultPreemption")]),
         )
         for name in self.filters:
-            plugins.filter.enabled.append(PluginRef(name))
-            if name == "NodeResourcesFit":
+            if name != "test-plugin":  # a PreFilter with extensions only
+                plugins.filter.enabled.append(PluginRef(name))
+            if name in ("NodeResourcesFit", "test-plugin"):
                 plugins.pre_filter.enabled.append(PluginRef(name))
         self.nominator = Nominator()
         handle = Handle(snapshot=self.snapshot, features=self.features)
@@ -893,10 +896,8 @@ def test_reprieve_runs_the_real_filters_on_the_mutated_snapshot() -> None:
             gpod("big", node="node2", prio=LOW, req={"cpu": "3"}),
         ],
         filters=("NodeResourcesFit",),
+        node_capacity={"cpu": "4", "memory": "1Gi"},
     )
-    # make_snapshot's nodes have no cpu: give both 4 cpus
-    w.snapshot = make_snapshot([node(n, {"cpu": "4", "memory": "1Gi"}) for n in w.nodes], w.pods)
-    w.fw.handle.snapshot = w.snapshot
     member = gpod("m", prio=HIGH, req={"cpu": "3"})
     fw, snap = w.fw, w.snapshot
 
@@ -1183,3 +1184,101 @@ def test_a_pod_overdrawing_one_pdb_spends_no_other() -> None:
     assert result is not None
     assert [p.name for p in result.victims] == ["v2"]
     assert result.num_pdb_violations == 0
+
+
+# ---- a single pod's preemption, workload-aware (v1.37 with GenericWorkload) ------------------
+
+SMALL_RES = {"cpu": "100m", "memory": "100"}
+LARGE_RES = {"cpu": "300m", "memory": "300"}
+VERY_LARGE_RES = {"cpu": "500m", "memory": "500"}
+EPOCH = "1970-01-01T00:00:00Z"
+
+
+def _dry_run(w: World, p: PodInfo) -> dict[str, list[str]]:
+    """upstream's TestCustomSelection: the candidates of a dry run over every node, each
+    with its victims' names (sorted)."""
+    state = CycleState()
+    _, st, _ = w.fw.run_pre_filter(state, p, w.snapshot)
+    assert st.is_success(), st
+    infos = list(w.snapshot.node_infos)
+    offset, num = w.pl.get_offset_and_num_candidates(len(infos))
+    candidates, _, _ = w.pl.evaluator.dry_run_preemption(state, p, infos, [], offset, num)
+    return {c.name: sorted(v.name for v in c.victims.pods) for c in candidates}
+
+
+# with upstream's "test-plugin" PreFilter extensions run (the copying dry run; they fail on
+# nodes labelled error=true), without it the dry run reads Fit's aggregates in place
+FILTER_SETS = [("NodeResourcesFit",), ("NodeResourcesFit", "test-plugin")]
+
+
+@pytest.mark.parametrize("filters", FILTER_SETS, ids=["in place", "with extensions"])
+def test_a_pod_preempts_a_whole_group_across_nodes(filters: tuple[str, ...]) -> None:
+    """upstream's "filter for matching pod group: all affected nodes eligible": the group
+    (disruption mode all, no priority: 0) goes whole, from either node."""
+    yes = {"preemptible": "yes"}
+    w = World(
+        _n(2),
+        [
+            gpod("v1", node="node1", prio=LOW, group="pg1", req=LARGE_RES, start=EPOCH, labels=yes),
+            gpod("v2", node="node2", prio=LOW, group="pg1", req=LARGE_RES, start=EPOCH, labels=yes),
+        ],
+        groups=[pgroup("pg1", None, "all")],
+        filters=filters,
+        node_capacity=VERY_LARGE_RES,
+    )
+    w.pl.is_eligible_pod = lambda ni, v, p: v.labels.get("preemptible") == "yes"
+    got = _dry_run(w, gpod("p1", prio=HIGH, req=LARGE_RES))
+    assert got == {"node1": ["v1", "v2"], "node2": ["v1", "v2"]}
+
+
+@pytest.mark.parametrize("filters", FILTER_SETS, ids=["in place", "with extensions"])
+def test_one_ineligible_node_spares_the_whole_group(filters: tuple[str, ...]) -> None:
+    """upstream's "filter for matching pod group: one node ineligible rejects entire pod
+    group"."""
+    w = World(
+        _n(2),
+        [
+            gpod("v1", node="node1", prio=LOW, group="pg1", req=SMALL_RES, start=EPOCH),
+            gpod("v2", node="node2", prio=LOW, group="pg1", req=SMALL_RES, start=EPOCH),
+            gpod("v3", node="node1", prio=MID, req=LARGE_RES, start=EPOCH),
+        ],
+        groups=[pgroup("pg1", None, "all")],
+        filters=filters,
+        node_capacity=VERY_LARGE_RES,
+    )
+    w.pl.is_eligible_pod = lambda ni, v, p: ni.name == "node1"
+    assert _dry_run(w, gpod("p1", prio=HIGH, req=LARGE_RES)) == {"node1": ["v3"]}
+
+
+def test_a_pods_victims_count_at_their_groups_priority() -> None:
+    """A pod of a PodGroup is a victim at the group's priority, not its own: here above the
+    preemptor's, so it stays; a lone pod of the same priority goes. Without GenericWorkload
+    its own priority decides."""
+    pods = [
+        gpod("grouped", node="node1", prio=LOW, group="pg1", req=LARGE_RES, start=EPOCH),
+        gpod("lone", node="node2", prio=LOW, req=LARGE_RES, start=EPOCH),
+    ]
+    for features, want in (
+        (WORKLOAD, {"node2": ["lone"]}),
+        (FeatureGates("1.37"), {"node1": ["grouped"], "node2": ["lone"]}),
+    ):
+        w = World(
+            _n(2),
+            pods,
+            groups=[pgroup("pg1", HIGH, "single")],
+            filters=("NodeResourcesFit",),
+            node_capacity=VERY_LARGE_RES,
+            features=features,
+        )
+        assert _dry_run(w, gpod("p", prio=MID, req=LARGE_RES)) == want
+
+
+def test_a_terminating_victim_of_a_higher_priority_group_does_not_hold_a_pod_back() -> None:
+    """``PodEligibleToPreemptOthers`` reads a terminating pod at its group's priority."""
+    going = gpod(
+        "going", node="node1", prio=LOW, group="pg1", terminating=True, conditions=[PREEMPTED]
+    )
+    for features, eligible in ((WORKLOAD, True), (FeatureGates("1.37"), False)):
+        w = World(_n(1), [going], groups=[pgroup("pg1", HIGH, "single")], features=features)
+        got, _ = w.pl.pod_eligible_to_preempt_others(gpod("p", prio=MID, nominated="node1"), None)
+        assert got is eligible

@@ -48,10 +48,20 @@ from ...framework.preemption import POD_PREEMPTOR, PreemptionInFlight
 from ...framework.runtime import Framework, _status
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
+from ...util.gosort import sort_slice
 from .. import names
 from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
 from ..noderesources.fit import Fit, fits_aggregates
-from .podgroup_preemption import PodGroupEvaluator, SnapshotMutations
+from .podgroup_preemption import (
+    DomainVictim,
+    Groups,
+    PodGroupEvaluator,
+    SnapshotMutations,
+    cluster_victims,
+    more_important_victim,
+    scheduled_members,
+    split_by_pdb,
+)
 from .preemption import (
     DISRUPTION_TARGET,
     PREEMPTING_LISTER,
@@ -183,6 +193,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         self._rng = random.Random(0)
         self.evaluator = Evaluator(self.name, self.handle, self)
         self.pod_group_evaluator = PodGroupEvaluator(self)
+        # ((snapshot, epoch, log position), its scheduled pod-group members)
+        self._members_cache: tuple[tuple[Any, int, int], dict[str, Any]] | None = None
         # select_victims_in_place's plan for the last (state, pod) it saw
         self._plan: tuple[CycleState | None, PodInfo | None, _ResourcePlan | None] = (
             None,
@@ -338,10 +350,102 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
                 return True, ""
             ni = self.handle.snapshot.get(nominated)
             if ni is not None:
+                groups = self._groups()
                 for p in ni.pods:
-                    if self._preemption_allowed(ni, p, pod) and pod_terminating_by_preemption(p):
+                    if groups is not None:  # a victim counts at its group's priority
+                        allowed = groups.priority(p) < pod.priority and self.is_eligible_pod(
+                            ni, p, pod
+                        )
+                    else:
+                        allowed = self._preemption_allowed(ni, p, pod)
+                    if allowed and pod_terminating_by_preemption(p):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
+
+    # -- workload-aware victims (v1.37 with GenericWorkload) -----------------------------------
+    def _groups(self) -> Groups | None:
+        """The PodGroups when preemption is workload-aware (v1.37 with GenericWorkload):
+        then a pod in a PodGroup counts at its group's priority and the pods of a group
+        with disruption mode ``all`` go together (``GetVictimsOnNode``); else None."""
+        features = self.handle.features
+        if not features.at_least("1.37") or not features.enabled("GenericWorkload"):
+            return None
+        return Groups(self.handle.listers.scheduling_pod_groups)
+
+    def _members(self) -> dict[str, list[tuple[PodInfo, str]]]:
+        """``scheduled_members`` of the snapshot, kept while it does not change (a dry
+        run asks for it once per node and changes copies only)."""
+        snap = self.handle.snapshot
+        key = (snap, snap.epoch, snap.log_position)
+        cached = self._members_cache
+        if cached is None or cached[0] != key:
+            cached = self._members_cache = (key, scheduled_members(snap))
+        return cached[1]
+
+    def _victims_on_node(
+        self, groups: Groups, node_info: NodeInfo, pod: PodInfo
+    ) -> list[DomainVictim]:
+        """``GetVictimsOnNode`` kept to those ``isPreemptionAllowedAcrossAllVictimNodes``:
+        of lower priority, every pod eligible on its own node."""
+        snap = self.handle.snapshot
+        units = cluster_victims(snap, groups, [node_info], self._members())
+        out = []
+        for v in units:
+            if v.priority >= pod.priority:
+                continue
+            if all(
+                self.is_eligible_pod(
+                    node_info if node == node_info.name else snap.get(node) or node_info, pi, pod
+                )
+                for pi, node in v.pods
+            ):
+                out.append(v)
+        return out
+
+    def _select_units(
+        self,
+        trial: _TrialLike,
+        units: list[DomainVictim],
+        node_name: str,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """``_select`` over victims that may be whole PodGroups: a group's pods on other
+        nodes leave those nodes as they are and only reach the PreFilter extensions (as
+        upstream, which re-runs Filter on this node alone)."""
+        snap = self.handle.snapshot
+
+        def put(v: DomainVictim, add: bool) -> Status | None:
+            for pi, node in v.pods:
+                if node == node_name:
+                    err = trial.add(pi) if add else trial.remove(pi)
+                else:
+                    err = trial.remote(pi, snap.get(node), add)
+                if err is not None:
+                    return err
+            return None
+
+        for v in units:
+            if (err := put(v, False)) is not None:
+                return [], 0, err
+        st = trial.filter()
+        if not st.is_success():
+            return [], 0, st
+        sort_slice(units, more_important_victim)
+        violating, non_violating = split_by_pdb(units, pdbs)
+        chosen: list[DomainVictim] = []
+        num_violating = 0
+        for v, count in [*violating, *((v, 0) for v in non_violating)]:
+            if (err := put(v, True)) is not None:
+                return [], 0, err
+            if trial.fits():
+                continue
+            if (err := put(v, False)) is not None:
+                return [], 0, err
+            chosen.append(v)
+            num_violating += count
+        if violating and non_violating:
+            sort_slice(chosen, more_important_victim)
+        return [pi for v in chosen for pi, _ in v.pods], num_violating, SUCCESS
 
     def copy_state_for_dry_run(self, state: CycleState) -> CycleState:
         """The per-node copy of the cycle state the dry run hands to ``select_victims_on_node``.
@@ -387,6 +491,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         important pods whose removal lets ``pod`` pass every Filter plugin."""
         fw = self.handle.framework
         assert fw is not None, "DefaultPreemption needs its framework on the handle"
+        groups = self._groups()
+        if groups is not None:
+            units = self._victims_on_node(groups, node_info, pod)
+            if not units:
+                return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+            nominated = self._nominated_pods(pod, node_info.name)
+            trial = _Trial(fw, state, pod, node_info, nominated)
+            return self._select_units(trial, units, node_info.name, pdbs)
         potential = [pi for pi in node_info.pods if self._preemption_allowed(node_info, pi, pod)]
         if not potential:
             # The node did not change, so filtering it again cannot help.
@@ -476,12 +588,18 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         uids = {p.uid for p in pods}
         if len(uids) != len(pods) or "" in uids:
             return None  # remove_pod matches by uid: only unique uids remove what we count
+        nominated = self._nominated_pods(pod, node_info.name)
+        groups = self._groups()
+        if groups is not None:
+            units = self._victims_on_node(groups, node_info, pod)
+            if not units:
+                return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+            trial = _ResourceTrial(plan, pod, node_info, nominated, len(pods), worded)
+            return self._select_units(trial, units, node_info.name, pdbs)
         potential = [pi for pi in pods if self._preemption_allowed(node_info, pi, pod)]
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-        trial = _ResourceTrial(
-            plan, pod, node_info, self._nominated_pods(pod, node_info.name), len(pods), worded
-        )
+        trial = _ResourceTrial(plan, pod, node_info, nominated, len(pods), worded)
         return self._select(trial, potential, pdbs)
 
 
@@ -491,6 +609,10 @@ class _TrialLike(Protocol):
     def remove(self, pi: PodInfo) -> Status | None: ...
 
     def add(self, pi: PodInfo) -> Status | None: ...
+
+    def remote(self, pi: PodInfo, ni: NodeInfo | None, add: bool) -> Status | None:
+        """A pod of a victim PodGroup on another node, taken off or put back: through the
+        PreFilter extensions only (that node is not judged)."""
 
     def filter(self) -> Status: ...
 
@@ -613,6 +735,9 @@ class _ResourceTrial:
         self._step(pi, 1)
         return None
 
+    def remote(self, pi: PodInfo, ni: NodeInfo | None, add: bool) -> Status | None:
+        return None  # no PreFilter extension is active on this path
+
     def fits(self) -> bool:
         """``filter().is_success()``, without building statuses."""
         key, alloc = self.key, self.alloc
@@ -681,6 +806,16 @@ class _Trial:
             return None
         return _extension_status(
             self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, self.ni), "AddPod"
+        )
+
+    def remote(self, pi: PodInfo, ni: NodeInfo | None, add: bool) -> Status | None:
+        if not self.ext or ni is None:
+            return None
+        if add:
+            st = self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, ni)
+            return _extension_status(st, "AddPod")
+        return _extension_status(
+            self.fw.run_pre_filter_remove_pod(self.state, self.pod, pi, ni), "RemovePod"
         )
 
     def fits(self) -> bool:

@@ -54,10 +54,14 @@ __all__ = [
     "NO_VICTIMS_FOR_PREEMPTOR",
     "ONGOING",
     "DomainVictim",
+    "Groups",
     "MutationError",
     "PodGroupEvaluator",
     "SnapshotMutations",
+    "cluster_victims",
     "more_important_victim",
+    "scheduled_members",
+    "split_by_pdb",
 ]
 
 NO_VICTIMS_FOR_PREEMPTOR = "No preemption victims found for incoming preemptor"
@@ -156,7 +160,7 @@ def more_important_victim(v1: DomainVictim, v2: DomainVictim) -> bool:
     return t1 < t2
 
 
-class _Groups:
+class Groups:
     """The PodGroups (GenericWorkload's lister) and what preemption reads of them."""
 
     def __init__(self, pod_groups: Mapping[str, PodGroup] | None) -> None:
@@ -180,13 +184,19 @@ class _Groups:
         return pod_group_key(pod.namespace, pg.metadata.name)
 
 
-def cluster_victims(snapshot: Snapshot, groups: _Groups) -> list[DomainVictim]:
-    """``getCrossNodesVictims`` over every node: each pod once, each all-or-nothing group
-    once (with all its scheduled pods, in node order, at the first of them)."""
+def cluster_victims(
+    snapshot: Snapshot,
+    groups: Groups,
+    nodes: Sequence[NodeInfo] | None = None,
+    members: Mapping[str, list[tuple[PodInfo, str]]] | None = None,
+) -> list[DomainVictim]:
+    """``getCrossNodesVictims`` over ``nodes`` (every node of the snapshot by default):
+    each pod once, each all-or-nothing group once (with all its scheduled pods in the
+    snapshot, in node order, at the first of them). ``members``: ``scheduled_members``
+    of the snapshot, when the caller keeps it."""
     seen: set[tuple[str, str]] = set()
     victims: list[DomainVictim] = []
-    members: dict[str, list[tuple[PodInfo, str]]] | None = None
-    for ni in snapshot.node_infos:
+    for ni in snapshot.node_infos if nodes is None else nodes:
         for pi in ni.pods:
             whole = groups.disrupted_whole(pi)
             if whole is None:
@@ -207,7 +217,7 @@ def cluster_victims(snapshot: Snapshot, groups: _Groups) -> list[DomainVictim]:
                 continue
             seen.add(key)
             if members is None:
-                members = _scheduled_members(snapshot)
+                members = scheduled_members(snapshot)
             pods = members.get(whole) or [(pi, ni.name)]
             victims.append(
                 DomainVictim(list(pods), groups.priority(pi), POD_GROUP_PREEMPTOR, len(victims))
@@ -215,7 +225,7 @@ def cluster_victims(snapshot: Snapshot, groups: _Groups) -> list[DomainVictim]:
     return victims
 
 
-def _scheduled_members(snapshot: Snapshot) -> dict[str, list[tuple[PodInfo, str]]]:
+def scheduled_members(snapshot: Snapshot) -> dict[str, list[tuple[PodInfo, str]]]:
     """Assumed and bound pods per pod group (``PodGroupState.ScheduledPods``), as the
     snapshot's nodes hold them, in node order (upstream's order is a map's)."""
     out: dict[str, list[tuple[PodInfo, str]]] = {}
@@ -259,7 +269,7 @@ class PodGroupEvaluator:
         preemption still terminating on a member's nominated node -> Success keeping the
         nominations; else the victims and nominations, or the status that prevents them."""
         handle = self.handle
-        groups = _Groups(handle.listers.scheduling_pod_groups)
+        groups = Groups(handle.listers.scheduling_pod_groups)
         snapshot: Snapshot = handle.snapshot
         victims = cluster_victims(snapshot, groups)
         preemptor = PodGroupPreemptor(group.pod_group, list(group.unscheduled_pods))
@@ -295,7 +305,7 @@ class PodGroupEvaluator:
         found = f"found a placement for podgroup, preempting {len(pods)} victims"
         return result, Status(Code.SUCCESS, found)
 
-    def _ongoing(self, preemptor: PodGroupPreemptor, groups: _Groups, snapshot: Snapshot) -> bool:
+    def _ongoing(self, preemptor: PodGroupPreemptor, groups: Groups, snapshot: Snapshot) -> bool:
         """``isOngoingPreemption``: a lower-priority pod on a member's nominated node is
         being deleted by a preemption."""
         nominated = {p.pod.status.nominated_node_name for p in preemptor.pods} - {""}
@@ -332,7 +342,7 @@ class PodGroupEvaluator:
             return None, st
 
         sort_slice(potential, more_important_victim)
-        violating, non_violating = self._split_by_pdb(potential, pdbs)
+        violating, non_violating = split_by_pdb(potential, pdbs)
         valid = _valid(assignments)
         trial = _Reprieve(self.plugin, mutations, valid)
         chosen: list[DomainVictim] = []
@@ -351,25 +361,25 @@ class PodGroupEvaluator:
         nominations = {a.pod.key: NominatingInfo(a.node_name) for a in valid}
         return _Selection(nominations, chosen, num_violations), Status(Code.SUCCESS)
 
-    @staticmethod
-    def _split_by_pdb(
-        victims: Sequence[DomainVictim], pdbs: Sequence[PodDisruptionBudget]
-    ) -> tuple[list[tuple[DomainVictim, int]], list[DomainVictim]]:
-        """``FilterVictimsWithPDBViolation``: a victim violates when any of its pods does
-        (each counted); the budgets are spent pod by pod in victim order, as one pass of
-        the per-pod filter over all their pods gives."""
-        flat = [pi for v in victims for pi, _ in v.pods]
-        bad, _ = _dp.filter_pods_with_pdb_violation(flat, pdbs, first_violation_stops=True)
-        bad_ids = {id(p) for p in bad}
-        violating: list[tuple[DomainVictim, int]] = []
-        non_violating: list[DomainVictim] = []
-        for v in victims:
-            n = sum(1 for pi, _ in v.pods if id(pi) in bad_ids)
-            if n:
-                violating.append((v, n))
-            else:
-                non_violating.append(v)
-        return violating, non_violating
+
+def split_by_pdb(
+    victims: Sequence[DomainVictim], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[tuple[DomainVictim, int]], list[DomainVictim]]:
+    """``FilterVictimsWithPDBViolation``: a victim violates when any of its pods does
+    (each counted); the budgets are spent pod by pod in victim order, as one pass of the
+    per-pod filter over all their pods gives."""
+    flat = [pi for v in victims for pi, _ in v.pods]
+    bad, _ = _dp.filter_pods_with_pdb_violation(flat, pdbs, first_violation_stops=True)
+    bad_ids = {id(p) for p in bad}
+    violating: list[tuple[DomainVictim, int]] = []
+    non_violating: list[DomainVictim] = []
+    for v in victims:
+        n = sum(1 for pi, _ in v.pods if id(pi) in bad_ids)
+        if n:
+            violating.append((v, n))
+        else:
+            non_violating.append(v)
+    return violating, non_violating
 
 
 def _valid(assignments: PodGroupAssignments | None) -> list[ProposedAssignment]:
