@@ -24,7 +24,6 @@ from typing import Any, Protocol
 from ...api.objects import PodDisruptionBudget, PodSpec
 from ...api.quantity import wrap_int64
 from ...api.resources import Resource
-from ...api.selectors import SelectorError, compile_label_selector
 from ...framework.args import ArgsErrors, Int32, KubeArgs
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
@@ -63,15 +62,15 @@ from .podgroup_preemption import (
     split_by_pdb,
 )
 from .preemption import (
-    DISRUPTION_TARGET,
     PREEMPTING_LISTER,
-    PREEMPTION_BY_SCHEDULER,
     UNWORDED,
     Candidate,
     Evaluator,
     MoreImportantPodFunc,
     Victims,
+    filter_pods_with_pdb_violation,
     more_important_pod,
+    pod_terminating_by_preemption,
     sort_by_importance,
     victim_importance,
 )
@@ -118,61 +117,6 @@ class DefaultPreemptionArgs(KubeArgs):
                 absolute,
                 "cannot be zero at the same time as minCandidateNodesPercentage",
             )
-
-
-def pod_terminating_by_preemption(pod: PodInfo) -> bool:
-    """Being deleted, and the (first) DisruptionTarget condition says the scheduler did it."""
-    p = pod.pod
-    if p.metadata.deletion_timestamp is None:
-        return False
-    for c in p.status.conditions:
-        if c.type == DISRUPTION_TARGET:
-            return c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
-    return False
-
-
-def filter_pods_with_pdb_violation(
-    pods: Sequence[PodInfo],
-    pdbs: Sequence[PodDisruptionBudget],
-    *,
-    first_violation_stops: bool = False,
-) -> tuple[list[PodInfo], list[PodInfo]]:
-    """``filterPodsWithPDBViolation``: (violating, non-violating), order kept.
-
-    Each matching PDB (same namespace, non-empty valid selector) spends one of its
-    ``disruptionsAllowed`` per pod not already listed in ``disruptedPods``; a pod whose
-    eviction drives some budget below zero violates it. ``first_violation_stops`` (v1.37's
-    ``FilterVictimsWithPDBViolation``): a pod stops spending budgets at the first one it
-    overdraws, so its later matching PDBs keep theirs for the next pods.
-    """
-    allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
-    selectors: list[Any] = []
-    for pdb in pdbs:
-        try:
-            sel = compile_label_selector(pdb.spec.selector)
-        except SelectorError:
-            sel = None  # an invalid selector matches nothing
-        selectors.append(None if sel is None or sel.empty or sel.nothing else sel)
-    violating: list[PodInfo] = []
-    non_violating: list[PodInfo] = []
-    for pi in pods:
-        violated = False
-        labels = pi.labels
-        if labels:
-            ns, name = pi.namespace, pi.name
-            for i, pdb in enumerate(pdbs):
-                sel = selectors[i]
-                if sel is None or pdb.metadata.namespace != ns or not sel.matches(labels):
-                    continue
-                if name in pdb.status.disrupted_pods:
-                    continue  # eviction already processed by the API server
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-                    if first_violation_stops:
-                        break
-        (violating if violated else non_violating).append(pi)
-    return violating, non_violating
 
 
 class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPlugin):
@@ -462,6 +406,20 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
             if p.name not in skip and p.pre_filter_extensions() is not None:
                 return state.clone()
         return state
+
+    def dry_run_fits(self, state: CycleState, pod: PodInfo, ni: NodeInfo) -> bool:
+        """``RunFilterPluginsWithNominatedPods`` passes ``pod`` on ``ni`` as it is now."""
+        fw = self.handle.framework
+        assert fw is not None, "DefaultPreemption needs its framework on the handle"
+        return _Trial(fw, state, pod, ni, self._nominated_pods(pod, ni.name)).fits()
+
+    def dry_run_extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, ni: NodeInfo, add: bool
+    ) -> Status | None:
+        """``other`` put on (or taken off) ``ni`` for ``pod``'s PreFilter extensions."""
+        fw = self.handle.framework
+        assert fw is not None, "DefaultPreemption needs its framework on the handle"
+        return _run_extension(fw, state, pod, other, ni, add)
 
     def _preemption_allowed(self, ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
         return victim.priority < preemptor.priority and self.is_eligible_pod(ni, victim, preemptor)
@@ -797,26 +755,18 @@ class _Trial:
         self.ni.remove_pod(pi)
         if not self.ext:
             return None
-        st = self.fw.run_pre_filter_remove_pod(self.state, self.pod, pi, self.ni)
-        return _extension_status(st, "RemovePod")
+        return _run_extension(self.fw, self.state, self.pod, pi, self.ni, False)
 
     def add(self, pi: PodInfo) -> Status | None:
         self.ni.add_pod(pi)
         if not self.ext:
             return None
-        return _extension_status(
-            self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, self.ni), "AddPod"
-        )
+        return _run_extension(self.fw, self.state, self.pod, pi, self.ni, True)
 
     def remote(self, pi: PodInfo, ni: NodeInfo | None, add: bool) -> Status | None:
         if not self.ext or ni is None:
             return None
-        if add:
-            st = self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, ni)
-            return _extension_status(st, "AddPod")
-        return _extension_status(
-            self.fw.run_pre_filter_remove_pod(self.state, self.pod, pi, ni), "RemovePod"
-        )
+        return _run_extension(self.fw, self.state, self.pod, pi, ni, add)
 
     def fits(self) -> bool:
         return self.filter().is_success()
@@ -837,6 +787,16 @@ class _Trial:
         if not st.is_success():
             return st
         return fw.run_filter_plugins(self.state, self.pod, self.ni)
+
+
+def _run_extension(
+    fw: Framework, state: CycleState, pod: PodInfo, other: PodInfo, ni: NodeInfo, add: bool
+) -> Status | None:
+    """``other`` added to (or removed from) ``ni`` through every PreFilter extension, as
+    the dry run words a failure; None on success."""
+    if add:
+        return _extension_status(fw.run_pre_filter_add_pod(state, pod, other, ni), "AddPod")
+    return _extension_status(fw.run_pre_filter_remove_pod(state, pod, other, ni), "RemovePod")
 
 
 def _extension_status(st: Status, op: str) -> Status | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,12 +43,16 @@ from ...framework.snapshot import Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
 from ...util.gosort import sort_slice
-from . import default_preemption as _dp  # circular: read at call time only
-from .preemption import get_pod_start_time
+from .preemption import (
+    filter_pods_with_pdb_violation,
+    get_pod_start_time,
+    pod_terminating_by_preemption,
+)
 
 if TYPE_CHECKING:
     from ...api.objects import PodDisruptionBudget
     from ...api.workload import PodGroup
+    from .default_preemption import DefaultPreemption
 
 __all__ = [
     "NO_VICTIMS_FOR_PREEMPTOR",
@@ -251,7 +255,7 @@ class PodGroupEvaluator:
     """``PodGroupEvaluator`` without eviction: the result carries the victims and the
     scheduler evicts them, as for a single pod's preemption."""
 
-    def __init__(self, plugin: _dp.DefaultPreemption) -> None:
+    def __init__(self, plugin: DefaultPreemption) -> None:
         self.plugin = plugin
 
     @property
@@ -314,7 +318,7 @@ class PodGroupEvaluator:
             if ni is None:
                 continue
             for p in ni.pods:
-                if groups.priority(p) < preemptor.priority and _dp.pod_terminating_by_preemption(p):
+                if groups.priority(p) < preemptor.priority and pod_terminating_by_preemption(p):
                     return True
         return False
 
@@ -369,7 +373,7 @@ def split_by_pdb(
     (each counted); the budgets are spent pod by pod in victim order, as one pass of the
     per-pod filter over all their pods gives."""
     flat = [pi for v in victims for pi, _ in v.pods]
-    bad, _ = _dp.filter_pods_with_pdb_violation(flat, pdbs, first_violation_stops=True)
+    bad, _ = filter_pods_with_pdb_violation(flat, pdbs, first_violation_stops=True)
     bad_ids = {id(p) for p in bad}
     violating: list[tuple[DomainVictim, int]] = []
     non_violating: list[DomainVictim] = []
@@ -402,7 +406,7 @@ class _Reprieve:
 
     def __init__(
         self,
-        plugin: _dp.DefaultPreemption,
+        plugin: DefaultPreemption,
         mutations: SnapshotMutations,
         valid: list[ProposedAssignment],
     ) -> None:
@@ -422,8 +426,6 @@ class _Reprieve:
     def _put(self, v: DomainVictim, add: bool) -> None:
         """The victim's pods back on (or off) their nodes, through every member's
         PreFilter extensions (the node as changed)."""
-        run: Callable[..., Status]
-        run = self.fw.run_pre_filter_add_pod if add else self.fw.run_pre_filter_remove_pod
         for pi, node in v.pods:
             try:
                 if add:
@@ -434,9 +436,7 @@ class _Reprieve:
                 raise _ReprieveError(Status(Code.ERROR, str(e))) from None
             ni = self._node(node)
             for a in self.valid:
-                err = _dp._extension_status(
-                    run(a.state, a.pod, pi, ni), "AddPod" if add else "RemovePod"
-                )
+                err = self.plugin.dry_run_extension(a.state, a.pod, pi, ni, add)
                 if err is not None:
                     raise _ReprieveError(err)
 
@@ -447,9 +447,7 @@ class _Reprieve:
         placed: list[tuple[ProposedAssignment, PodInfo]] = []
         try:
             for a in self.valid:
-                ni = self._node(a.node_name)
-                nominated = self.plugin._nominated_pods(a.pod, a.node_name)
-                if not _dp._Trial(self.fw, a.state, a.pod, ni, nominated).fits():
+                if not self.plugin.dry_run_fits(a.state, a.pod, self._node(a.node_name)):
                     self._put(v, add=False)
                     return False
                 # As if assumed there and reserved; the later members' states already
