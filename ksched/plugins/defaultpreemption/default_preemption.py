@@ -11,6 +11,12 @@ scheduled there once they are gone.
 PreEnqueue holds the preemptor back while the scheduler is still evicting its victims
 (upstream's async preemption, on by default since v1.33), so it is not retried, and
 does not preempt again, half-way.
+
+At v1.37 with GenericWorkload preemption is workload-aware: a pod of a PodGroup counts at
+its group's priority and a group with disruption mode ``all`` is one victim with all its
+pods, whichever nodes they are on; and the plugin also serves PodGroupPostFilter, room for
+a whole pod group (``podgroup_preemption``), whose members PreEnqueue then holds back by
+their PodGroup's uid.
 """
 
 from __future__ import annotations
