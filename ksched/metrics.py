@@ -263,11 +263,22 @@ class Family:
     buckets: tuple[float, ...] | None = None
     attr: str = ""
     kind: Any = None
+    # registered only with this feature gate on (upstream's ``Register`` under
+    # ``DefaultFeatureGate.Enabled``); "" for always
+    gate: str = ""
 
     def help_at(self, version: str) -> str | None:
         """The help text at emulated ``version``, None if the version does not expose it."""
         at = [v for v in self.help if minor_key(v) <= minor_key(version)]
         return self.help[max(at, key=minor_key)] if at else None
+
+    def exposed(self, features: FeatureGates) -> str | None:
+        """The help text where ``features`` register the family, else None."""
+        text = self.help_at(features.emulated_version)
+        if text is None or not self.gate:
+            return text
+        gates = features.table.gates
+        return text if self.gate in gates and features.enabled(self.gate) else None
 
 
 def _buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -281,7 +292,7 @@ _ATTEMPT = ("result", "profile")
 #: deprecated preemption_goroutines_duration_seconds (ALPHA, deprecated in 1.37.0: hidden at
 #: once) and added the entity, rescoring and pre-queueing-hint families. Those of
 #: workload-aware scheduling (podgroup_*, workload preemption, placements) are registered
-#: upstream only under GenericWorkload/TopologyAwareWorkloadScheduling, which ksched refuses.
+#: upstream only under GenericWorkload/TopologyAwareWorkloadScheduling: their ``gate``.
 FAMILIES: tuple[Family, ...] = (
     Family(
         "scheduler_schedule_attempts",
@@ -501,6 +512,71 @@ FAMILIES: tuple[Family, ...] = (
         "store_schedule_results_duration",
         _FastHistogram,
     ),
+    # workload-aware preemption (GenericWorkload): upstream observes these for a single
+    # pod's preemption too (``preemptor`` "pod"), once the gate registers them
+    Family(
+        "scheduler_workload_preemption_attempts",
+        {
+            "1.37": ALPHA + "Total preemption attempts initiated by workload (including pod "
+            "groups) in the cluster till now."
+        },
+        ("result",),
+        attr="workload_preemption_attempts",
+        kind=_FastCounter,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_workload_preemption_victims",
+        {"1.37": ALPHA + "Number of pod preemption victims caused by workload preemption."},
+        (),
+        _buckets(1, 2, 11),
+        "workload_preemption_victims",
+        _FastHistogram,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_preemption_workload_disruptions",
+        {
+            "1.37": ALPHA + "Number of workload preemption units being preempted. A single "
+            "preemption unit can be all pods in a pod group (in case of DisruptionMode=all), "
+            "or a single pod (in case of DisruptionMode=single)."
+        },
+        ("preemptor",),
+        _buckets(1, 2, 11),
+        "preemption_workload_disruptions",
+        _FastHistogram,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_preemption_evaluation_duration_seconds",
+        {"1.37": ALPHA + "Duration in seconds for identifying the target preemption victims."},
+        ("preemptor", "result"),
+        _buckets(0.001, 2, 16),
+        "preemption_evaluation_duration",
+        _FastHistogram,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_preemption_execution_duration_seconds",
+        {
+            "1.37": ALPHA + "Duration in seconds for preempting the target preemption victims. "
+            "With async preemption enabled, preemption execution does not block the scheduling "
+            "of other pods."
+        },
+        ("preemptor", "result"),
+        _buckets(0.001, 2, 16),
+        "preemption_execution_duration",
+        _FastHistogram,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_preemption_pdb_violations",
+        {"1.37": ALPHA + "Total number of pod disruption budget violations caused by preemption."},
+        ("preemptor",),
+        attr="preemption_pdb_violations",
+        kind=_FastCounter,
+        gate="GenericWorkload",
+    ),
     # computed when scraped (``_StateCollector``)
     Family(
         "scheduler_pending_pods",
@@ -567,6 +643,12 @@ class SchedulerMetrics:
     batch_rescore_duration: _FastHistogram
     get_node_hint_duration: _FastHistogram
     store_schedule_results_duration: _FastHistogram
+    workload_preemption_attempts: _FastCounter
+    workload_preemption_victims: _FastHistogram
+    preemption_workload_disruptions: _FastHistogram
+    preemption_evaluation_duration: _FastHistogram
+    preemption_execution_duration: _FastHistogram
+    preemption_pdb_violations: _FastCounter
 
     def __init__(
         self,
@@ -586,7 +668,7 @@ class SchedulerMetrics:
         for fam in FAMILIES:
             if not fam.attr:
                 continue
-            text = fam.help_at(version)
+            text = fam.exposed(self.features)
             kwargs: dict[str, Any] = {"registry": r if text is not None else None}
             if fam.buckets is not None:
                 kwargs["buckets"] = fam.buckets
@@ -662,6 +744,25 @@ class SchedulerMetrics:
     def preemption_attempted(self) -> None:
         self.preemption_attempts.inc()
 
+    def workload_preemption_attempted(self, result: str) -> None:
+        self._child_of(self.workload_preemption_attempts, result).inc()
+
+    def preemption_evaluated(self, preemptor: str, result: str, seconds: float) -> None:
+        self._child_of(self.preemption_evaluation_duration, preemptor, result).observe(seconds)
+
+    def preemption_victims_chosen(
+        self, preemptor: str, victims: int, disruptions: int, pdb_violations: int
+    ) -> None:
+        """``observeVictims``: the workload histogram for a pod group (a single pod's
+        victims are ``preemption_victims_selected``); disruptions and PDB violations only
+        when there are some."""
+        if preemptor != "pod":
+            self.workload_preemption_victims.observe(victims)
+        if disruptions > 0:
+            self._child_of(self.preemption_workload_disruptions, preemptor).observe(disruptions)
+        if pdb_violations > 0:
+            self._child_of(self.preemption_pdb_violations, preemptor).inc(pdb_violations)
+
     # -- hooks called by the Scheduler ------------------------------------------------------
     def cycle_started(self, fw: Framework, state: CycleState) -> None:
         """Decide whether this cycle's plugins are timed (upstream samples 10 %)."""
@@ -729,10 +830,11 @@ class SchedulerMetrics:
         """A candidate's victims are about to be evicted (some not yet terminating)."""
         self.preemption_victims.observe(victims)
 
-    def preemption_finished(self, result: str, seconds: float) -> None:
+    def preemption_finished(self, result: str, seconds: float, preemptor: str = "pod") -> None:
         """The asynchronous evictions of one preemption ended: ``success`` or ``error``."""
         self._child_of(self.preemption_goroutines_execution, result).inc()
         self._child_of(self.preemption_goroutines_duration, result).observe(seconds)
+        self._child_of(self.preemption_execution_duration, preemptor, result).observe(seconds)
 
     def batch_lookup(self, profile: str, hinted: bool, seconds: float) -> None:
         """The cycle cache was asked for the pod's placement (upstream's ``GetNodeHint``).

@@ -132,9 +132,16 @@ class NominatingInfo:
 
 @dataclass(slots=True)
 class PodGroupPostFilterResult:
-    """Nominations per member (``namespace/name`` -> node) after a successful preemption."""
+    """Nominations per member (``namespace/name`` -> node) after a successful preemption.
+
+    As the per-pod ``PostFilterResult``, the victims travel in the result and the scheduler
+    evicts them (``Scheduler.preempt_pod_group``); ``num_pdb_violations`` and
+    ``num_pod_group_disruptions`` are the chosen candidate's, for the record."""
 
     nominating_infos: dict[str, NominatingInfo] = field(default_factory=dict)
+    victims: list[PodInfo] = field(default_factory=list)
+    num_pdb_violations: int = 0
+    num_pod_group_disruptions: int = 0
 
 
 class PodGroupState(Protocol):

@@ -4,34 +4,48 @@ the mark back to see a victim already on its way out)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..api.objects import PodCondition
 from ..util.clock import rfc3339
 from .types import PodInfo
 
+if TYPE_CHECKING:
+    from ..api.workload import PodGroup
+
 __all__ = [
     "DISRUPTION_TARGET",
+    "POD_GROUP_PREEMPTOR",
+    "POD_PREEMPTOR",
     "PREEMPTION_BY_SCHEDULER",
+    "PodGroupPreemptor",
     "PreemptionInFlight",
+    "pod_group_priority",
     "preemption_condition",
 ]
 
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+# What preempts (upstream ``ExecutorPreemptor.Type()``, an ``EntityKeyType``): it words the
+# victims' condition and event and labels the ``preemptor`` of the preemption metrics.
+POD_PREEMPTOR = "pod"
+POD_GROUP_PREEMPTOR = "podgroup"
 
 
-def preemption_condition(victim: PodInfo, scheduler_name: str) -> PodCondition | None:
+def preemption_condition(
+    victim: PodInfo, scheduler_name: str, preemptor_type: str = POD_PREEMPTOR
+) -> PodCondition | None:
     """The DisruptionTarget condition marking ``victim`` as preempted by ``scheduler_name``
-    (``PreemptPod``), or None when it already carries that very condition
-    (``UpdatePodCondition`` reports no change, so upstream sends no patch).
+    for a ``preemptor_type`` (``PreemptPod``), or None when it already carries that very
+    condition (``UpdatePodCondition`` reports no change, so upstream sends no patch).
 
     As ``UpdatePodCondition``, the transition time is kept when the status was already
     True; ``observedGeneration`` is the victim's generation (PodObservedGenerationTracking,
     on by default since v1.34).
     """
-    message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
+    message = f"{scheduler_name}: preempting to accommodate a higher priority {preemptor_type}"
     old = next((c for c in victim.pod.status.conditions if c.type == DISRUPTION_TARGET), None)
     transition = rfc3339()
     if old is not None and old.status == "True":
@@ -68,3 +82,39 @@ class PreemptionInFlight:
         if cur is None and v.uid:
             cur = pods.get(v.uid)
         return cur is not None and cur.pod.metadata.deletion_timestamp is None
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupPreemptor:
+    """A pod group whose preemption the scheduler carries out (upstream's
+    ``podGroupExecutorPreemptor``): the victims' condition and event name it, its uid keys
+    its evictions in flight (``PREEMPTING`` lister), its members are retried after them."""
+
+    pod_group: PodGroup
+    # the members the cycle tried (``PodGroupInfo.unscheduled_pods``)
+    pods: Sequence[PodInfo]
+
+    type = POD_GROUP_PREEMPTOR
+
+    @property
+    def uid(self) -> str:
+        return self.pod_group.metadata.uid
+
+    @property
+    def key(self) -> str:
+        return f"{self.pod_group.metadata.namespace}/{self.pod_group.metadata.name}"
+
+    @property
+    def scheduler_name(self) -> str:
+        """Every member uses one scheduler: the first one's (as upstream)."""
+        return self.pods[0].pod.spec.scheduler_name if self.pods else ""
+
+    @property
+    def priority(self) -> int:
+        return pod_group_priority(self.pod_group)
+
+
+def pod_group_priority(pg: PodGroup) -> int:
+    """``util.PodGroupPriority``: no priority means the static default, 0."""
+    p = pg.spec.priority
+    return p if p is not None else 0

@@ -47,6 +47,20 @@ class FrameworkRecorder(Protocol):
     def preemption_attempted(self) -> None:
         """A preemption PostFilter ran (``scheduler_preemption_attempts_total``)."""
 
+    def workload_preemption_attempted(self, result: str) -> None:
+        """A pod group's preemption (PodGroupPostFilter) ended with ``result``, a status code
+        (``scheduler_workload_preemption_attempts_total``)."""
+
+    def preemption_evaluated(self, preemptor: str, result: str, seconds: float) -> None:
+        """Choosing the victims for a ``preemptor`` (``pod``, ``podgroup``) took ``seconds``
+        and ended with ``result`` (``scheduler_preemption_evaluation_duration_seconds``)."""
+
+    def preemption_victims_chosen(
+        self, preemptor: str, victims: int, disruptions: int, pdb_violations: int
+    ) -> None:
+        """A preemption's victims are about to be evicted (upstream ``observeVictims``):
+        ``victims`` pods, ``disruptions`` of them units of pod groups, ``pdb_violations``."""
+
 
 class NoRecorder:
     """Records nothing: the default, and the runtime's cue to skip timing altogether."""
@@ -72,6 +86,17 @@ class NoRecorder:
         return None
 
     def preemption_attempted(self) -> None:
+        return None
+
+    def workload_preemption_attempted(self, result: str) -> None:
+        return None
+
+    def preemption_evaluated(self, preemptor: str, result: str, seconds: float) -> None:
+        return None
+
+    def preemption_victims_chosen(
+        self, preemptor: str, victims: int, disruptions: int, pdb_violations: int
+    ) -> None:
         return None
 
 

@@ -36,7 +36,12 @@ from ..framework.handle import (
     EventRecorder,
 )
 from ..framework.interface import ClusterEvent
-from ..framework.preemption import PreemptionInFlight, preemption_condition
+from ..framework.preemption import (
+    POD_PREEMPTOR,
+    PodGroupPreemptor,
+    PreemptionInFlight,
+    preemption_condition,
+)
 from ..framework.recorder import FrameworkRecorder
 from ..framework.registry import Registry
 from ..framework.runtime import Framework
@@ -93,7 +98,7 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
 
     def preemption_victims_selected(self, victims: int) -> None: ...
 
-    def preemption_finished(self, result: str, seconds: float) -> None: ...
+    def preemption_finished(self, result: str, seconds: float, preemptor: str = ...) -> None: ...
 
     def batch_lookup(self, profile: str, hinted: bool, seconds: float) -> None: ...
 
@@ -437,10 +442,28 @@ class Scheduler:
         while len(self.explanations) > self.explanations_kept:
             self.explanations.popitem(last=False)
 
+    def preempt_pod_group(
+        self, fw: Framework, preemptor: PodGroupPreemptor, victims: list[PodInfo]
+    ) -> bool:
+        """Start evicting a pod group's victims (``actuatePodGroupPreemption``, async), on
+        upstream's pseudo-node ``cluster``; call it after a successful PodGroupPostFilter,
+        before the members go back to the queue. Victims already terminating are left
+        alone. From here until the last victim is on its way out the members wait in
+        PreEnqueue (DefaultPreemption, keyed by the PodGroup's uid). Returns whether
+        evictions were started (none needed, or no task group to run them in: False)."""
+        victims = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
+        tg = self.task_group
+        if not victims or tg is None:
+            return False
+        token = PreemptionInFlight()
+        self.preempting[preemptor.uid or preemptor.key] = token
+        tg.start_soon(self.preempt, fw, preemptor, "cluster", victims, token)
+        return True
+
     async def preempt(
         self,
         fw: Framework,
-        preemptor: PodInfo,
+        preemptor: PodInfo | PodGroupPreemptor,
         node: str,
         victims: list[PodInfo],
         token: PreemptionInFlight | None = None,
@@ -454,14 +477,18 @@ class Scheduler:
         gone (``PreemptionInFlight``), so the deletion events can requeue it; if an
         eviction fails it is activated rather than left waiting for events that may not
         come, and so (v1.37) if the last victim was only rejected at Permit, which
-        deletes nothing.
+        deletes nothing. A pod group (``PodGroupPreemptor``) has no nomination of its own
+        here (the cycle nominates each member) and its members are what is activated.
         """
         key = preemptor.uid or preemptor.key
+        group = preemptor if isinstance(preemptor, PodGroupPreemptor) else None
         failed = activate = False
         # The evictions' own span, timed as upstream times its preemption goroutine.
         started: float | None = None
         try:
-            if not getattr(self.observer, "writes_nomination", False):
+            if isinstance(preemptor, PodInfo) and not getattr(
+                self.observer, "writes_nomination", False
+            ):
                 try:
                     await self.cluster.set_nominated_node(preemptor, node)
                 except Exception as e:
@@ -506,13 +533,18 @@ class Scheduler:
         finally:
             self._done_preempting(key, token)
             if failed or activate:
-                self.queue.activate([preemptor])
+                self.queue.activate(
+                    list(preemptor.pods)
+                    if isinstance(preemptor, PodGroupPreemptor)
+                    else [preemptor]
+                )
             if started is not None and self.metrics is not None:
                 # upstream's deferred calls evaluate label and duration when deferred, so it
                 # reports every run as "success" taking ~0 s; here, as its code intends,
                 # the real result and the evictions' duration
                 result = "error" if failed else "success"
-                self.metrics.preemption_finished(result, _perf() - started)
+                kind = group.type if group is not None else POD_PREEMPTOR
+                self.metrics.preemption_finished(result, _perf() - started, kind)
 
     def _done_preempting(self, key: str, token: PreemptionInFlight | None) -> None:
         """Un-gate the preemptor, unless a newer preemption of it has started meanwhile."""
@@ -520,18 +552,22 @@ class Scheduler:
             del self.preempting[key]
 
     async def _evict(
-        self, fw: Framework, preemptor: PodInfo, node: str, victim: PodInfo
+        self, fw: Framework, preemptor: PodInfo | PodGroupPreemptor, node: str, victim: PodInfo
     ) -> tuple[bool, bool]:
         """``PreemptPod``: reject a victim still waiting at Permit (in memory only); else
         mark it DisruptionTarget (unless it already is), then delete it. A victim gone
         before it could be marked needs neither the deletion nor the event. Returns
         (success, preempted in memory only)."""
+        if isinstance(preemptor, PodGroupPreemptor):
+            kind, scheduler_name = preemptor.type, preemptor.scheduler_name
+        else:
+            kind, scheduler_name = POD_PREEMPTOR, preemptor.pod.spec.scheduler_name
         wp = self.waiting_pods.get(victim.uid or victim.key)
         in_memory = wp is not None and not wp.done
         if wp is not None and in_memory:
             wp.reject("DefaultPreemption", "preempted")
         else:
-            cond = preemption_condition(victim, preemptor.pod.spec.scheduler_name)
+            cond = preemption_condition(victim, scheduler_name, kind)
             try:
                 if cond is not None and not await self.cluster.set_pod_condition(victim, cond):
                     return True, False
@@ -545,12 +581,13 @@ class Scheduler:
                 )
                 return False, False
         self.preemptions.setdefault(preemptor.uid or preemptor.key, []).append(victim.key)
+        note = f"Preempted by {kind} {preemptor.uid} on node {node}"
         fw.handle.recorder.event(
             victim,
             "Normal",
             "Preempted",
             "Preempting",
-            f"Preempted by pod {preemptor.uid} on node {node}",
+            note + " (in kube-scheduler memory)." if in_memory else note,
         )
         return True, in_memory
 

@@ -1,4 +1,5 @@
-"""DefaultPreemption (PostFilter) and the generic preemption logic it is built on."""
+"""DefaultPreemption (PostFilter; PodGroupPostFilter at v1.37 with GenericWorkload) and the
+generic preemption logic it is built on."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ from .default_preemption import (
     IsEligiblePodFunc,
     filter_pods_with_pdb_violation,
     pod_terminating_by_preemption,
+)
+from .podgroup_preemption import (
+    DomainVictim,
+    PodGroupEvaluator,
+    SnapshotMutations,
+    more_important_victim,
 )
 from .preemption import (
     PREEMPTING_LISTER,
@@ -26,14 +33,18 @@ __all__ = [
     "Candidate",
     "DefaultPreemption",
     "DefaultPreemptionArgs",
+    "DomainVictim",
     "Evaluator",
     "IsEligiblePodFunc",
     "MoreImportantPodFunc",
+    "PodGroupEvaluator",
+    "SnapshotMutations",
     "Victims",
     "filter_pods_with_pdb_violation",
     "get_earliest_pod_start_time",
     "get_pod_start_time",
     "more_important_pod",
+    "more_important_victim",
     "pick_one_node_for_preemption",
     "pod_terminating_by_preemption",
 ]

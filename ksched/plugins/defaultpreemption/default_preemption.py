@@ -11,11 +11,18 @@ scheduled there once they are gone.
 PreEnqueue holds the preemptor back while the scheduler is still evicting its victims
 (upstream's async preemption, on by default since v1.33), so it is not retried, and
 does not preempt again, half-way.
+
+At v1.37 with GenericWorkload preemption is workload-aware: a pod of a PodGroup counts at
+its group's priority and a group with disruption mode ``all`` is one victim with all its
+pods, whichever nodes they are on; and the plugin also serves PodGroupPostFilter, room for
+a whole pod group (``podgroup_preemption``), whose members PreEnqueue then holds back by
+their PodGroup's uid.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,7 +30,6 @@ from typing import Any, Protocol
 from ...api.objects import PodDisruptionBudget, PodSpec
 from ...api.quantity import wrap_int64
 from ...api.resources import Resource
-from ...api.selectors import SelectorError, compile_label_selector
 from ...framework.args import ArgsErrors, Int32, KubeArgs
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
@@ -33,6 +39,8 @@ from ...framework.interface import (
     ClusterEventWithHint,
     NodeOnlyFilter,
     NodeToStatus,
+    PodGroupPostFilterPlugin,
+    PodGroupSchedulingFunc,
     PostFilterOutcome,
     PostFilterPlugin,
     PostFilterResult,
@@ -40,23 +48,35 @@ from ...framework.interface import (
     QueueingHint,
 )
 from ...framework.listers import Listers
-from ...framework.preemption import PreemptionInFlight
+from ...framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, pod_group_of
+from ...framework.preemption import POD_PREEMPTOR, PreemptionInFlight
 from ...framework.runtime import Framework, _status
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
+from ...util.gosort import sort_slice
 from .. import names
 from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
 from ..noderesources.fit import Fit, fits_aggregates
+from .podgroup_preemption import (
+    DomainVictim,
+    Groups,
+    PodGroupEvaluator,
+    SnapshotMutations,
+    cluster_victims,
+    more_important_victim,
+    scheduled_members,
+    split_by_pdb,
+)
 from .preemption import (
-    DISRUPTION_TARGET,
     PREEMPTING_LISTER,
-    PREEMPTION_BY_SCHEDULER,
     UNWORDED,
     Candidate,
     Evaluator,
     MoreImportantPodFunc,
     Victims,
+    filter_pods_with_pdb_violation,
     more_important_pod,
+    pod_terminating_by_preemption,
     sort_by_importance,
     victim_importance,
 )
@@ -74,6 +94,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS = "No preemption victims found for incoming pod"
 WAITING = "waiting for the preemption for this pod to be finished"
+WAITING_GROUP = "waiting for the preemption for this pod group to be finished"
 
 IsEligiblePodFunc = Callable[[NodeInfo, PodInfo, PodInfo], bool]
 
@@ -104,62 +125,7 @@ class DefaultPreemptionArgs(KubeArgs):
             )
 
 
-def pod_terminating_by_preemption(pod: PodInfo) -> bool:
-    """Being deleted, and the (first) DisruptionTarget condition says the scheduler did it."""
-    p = pod.pod
-    if p.metadata.deletion_timestamp is None:
-        return False
-    for c in p.status.conditions:
-        if c.type == DISRUPTION_TARGET:
-            return c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
-    return False
-
-
-def filter_pods_with_pdb_violation(
-    pods: Sequence[PodInfo],
-    pdbs: Sequence[PodDisruptionBudget],
-    *,
-    first_violation_stops: bool = False,
-) -> tuple[list[PodInfo], list[PodInfo]]:
-    """``filterPodsWithPDBViolation``: (violating, non-violating), order kept.
-
-    Each matching PDB (same namespace, non-empty valid selector) spends one of its
-    ``disruptionsAllowed`` per pod not already listed in ``disruptedPods``; a pod whose
-    eviction drives some budget below zero violates it. ``first_violation_stops`` (v1.37's
-    ``FilterVictimsWithPDBViolation``): a pod stops spending budgets at the first one it
-    overdraws, so its later matching PDBs keep theirs for the next pods.
-    """
-    allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
-    selectors: list[Any] = []
-    for pdb in pdbs:
-        try:
-            sel = compile_label_selector(pdb.spec.selector)
-        except SelectorError:
-            sel = None  # an invalid selector matches nothing
-        selectors.append(None if sel is None or sel.empty or sel.nothing else sel)
-    violating: list[PodInfo] = []
-    non_violating: list[PodInfo] = []
-    for pi in pods:
-        violated = False
-        labels = pi.labels
-        if labels:
-            ns, name = pi.namespace, pi.name
-            for i, pdb in enumerate(pdbs):
-                sel = selectors[i]
-                if sel is None or pdb.metadata.namespace != ns or not sel.matches(labels):
-                    continue
-                if name in pdb.status.disrupted_pods:
-                    continue  # eviction already processed by the API server
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-                    if first_violation_stops:
-                        break
-        (violating if violated else non_violating).append(pi)
-    return violating, non_violating
-
-
-class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPlugin):
     name = names.DEFAULT_PREEMPTION
     Args = DefaultPreemptionArgs
 
@@ -176,6 +142,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self.offset_rand: Callable[[int], int] | None = None
         self._rng = random.Random(0)
         self.evaluator = Evaluator(self.name, self.handle, self)
+        self.pod_group_evaluator = PodGroupEvaluator(self)
+        # ((snapshot, epoch, log position), its scheduled pod-group members)
+        self._members_cache: tuple[tuple[Any, int, int], dict[str, Any]] | None = None
         # select_victims_in_place's plan for the last (state, pod) it saw
         self._plan: tuple[CycleState | None, PodInfo | None, _ResourcePlan | None] = (
             None,
@@ -198,28 +167,88 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     def _post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
+        started = time.perf_counter()
         result, st = self.evaluator.preempt(state, pod, statuses)
         resume = result.resume if result is not None else None
         if resume is not None:  # extenders to ask first: the same wording once resumed
 
             async def resumed() -> PostFilterOutcome:
                 r, s = await resume()
+                self._evaluated(s, started)
                 return r, _worded(s)
 
             return PostFilterResult(resume=resumed), None
+        self._evaluated(st, started)
         return result, _worded(st)
+
+    def _evaluated(self, st: Status | None, started: float) -> None:
+        """``scheduler_preemption_evaluation_duration_seconds`` of a pod (exposed with
+        GenericWorkload)."""
+        fw = self.handle.framework
+        if fw is not None:
+            code = st.code if st is not None else Code.SUCCESS
+            fw.recorder.preemption_evaluated(
+                POD_PREEMPTOR, code.label, time.perf_counter() - started
+            )
+
+    # -- PodGroupPostFilter (workload-aware preemption, v1.37 with GenericWorkload) ----------
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """``PodGroupPostFilter``: room for the whole group, found by dry-running its
+        algorithm (``schedule``) on the snapshot without lower-priority victims; the
+        snapshot is as it was when this returns."""
+        st: Status | None = None
+        try:
+            mutations = SnapshotMutations(self.handle.snapshot)
+            try:
+                result, st = self.pod_group_evaluator.preempt(group, schedule, mutations)
+            finally:
+                mutations.end()
+            msg = st.message()
+            if msg:
+                st = Status(st.code, "pod group preemption: " + msg)
+            return result, st
+        finally:
+            fw = self.handle.framework
+            if fw is not None:  # every attempt, labelled with its outcome
+                code = st.code if st is not None else Code.ERROR
+                fw.recorder.workload_preemption_attempted(code.label)
 
     # -- PreEnqueue (async preemption) --------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         running = self.handle.listers.get(PREEMPTING_LISTER)
-        entry = running.get(pod.uid or pod.key) if running else None
+        group = self._group_preempting(pod)
+        if group is not None:
+            # A member waits for its group's preemption (keyed by the PodGroup's uid), not
+            # for one of its own.
+            key, message = group, WAITING_GROUP
+        else:
+            key, message = pod.uid or pod.key, WAITING
+        entry = running.get(key) if running and key else None
         if entry is None:
             return None
         if isinstance(entry, PreemptionInFlight) and not entry.running(
             self.handle.listers.store(Listers.PODS)
         ):
             return None  # its last victim is going: the deletion events may requeue it
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING)
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+
+    def _group_preempting(self, pod: PodInfo) -> str | None:
+        """The key a member of a pod group is held back by (v1.37 with GenericWorkload):
+        its PodGroup's uid (its ``namespace/name`` without one), "" when the PodGroup is
+        unknown (nothing holds it back); None for a pod on its own."""
+        features = self.handle.features
+        if pod.pod.spec.scheduling_group is None or not features.at_least("1.37"):
+            return None
+        if not features.enabled("GenericWorkload"):
+            return None
+        key = pod_group_of(pod.pod)
+        groups = self.handle.listers.scheduling_pod_groups
+        pg = groups.get(key) if groups is not None and key is not None else None
+        if pg is None or key is None:
+            return ""
+        return pg.metadata.uid or key
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pod deletions un-gate a preemptor, but whether it is worth retrying is
@@ -271,10 +300,102 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                 return True, ""
             ni = self.handle.snapshot.get(nominated)
             if ni is not None:
+                groups = self._groups()
                 for p in ni.pods:
-                    if self._preemption_allowed(ni, p, pod) and pod_terminating_by_preemption(p):
+                    if groups is not None:  # a victim counts at its group's priority
+                        allowed = groups.priority(p) < pod.priority and self.is_eligible_pod(
+                            ni, p, pod
+                        )
+                    else:
+                        allowed = self._preemption_allowed(ni, p, pod)
+                    if allowed and pod_terminating_by_preemption(p):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
+
+    # -- workload-aware victims (v1.37 with GenericWorkload) -----------------------------------
+    def _groups(self) -> Groups | None:
+        """The PodGroups when preemption is workload-aware (v1.37 with GenericWorkload):
+        then a pod in a PodGroup counts at its group's priority and the pods of a group
+        with disruption mode ``all`` go together (``GetVictimsOnNode``); else None."""
+        features = self.handle.features
+        if not features.at_least("1.37") or not features.enabled("GenericWorkload"):
+            return None
+        return Groups(self.handle.listers.scheduling_pod_groups)
+
+    def _members(self) -> dict[str, list[tuple[PodInfo, str]]]:
+        """``scheduled_members`` of the snapshot, kept while it does not change (a dry
+        run asks for it once per node and changes copies only)."""
+        snap = self.handle.snapshot
+        key = (snap, snap.epoch, snap.log_position)
+        cached = self._members_cache
+        if cached is None or cached[0] != key:
+            cached = self._members_cache = (key, scheduled_members(snap))
+        return cached[1]
+
+    def _victims_on_node(
+        self, groups: Groups, node_info: NodeInfo, pod: PodInfo
+    ) -> list[DomainVictim]:
+        """``GetVictimsOnNode`` kept to those ``isPreemptionAllowedAcrossAllVictimNodes``:
+        of lower priority, every pod eligible on its own node."""
+        snap = self.handle.snapshot
+        units = cluster_victims(snap, groups, [node_info], self._members())
+        out = []
+        for v in units:
+            if v.priority >= pod.priority:
+                continue
+            if all(
+                self.is_eligible_pod(
+                    node_info if node == node_info.name else snap.get(node) or node_info, pi, pod
+                )
+                for pi, node in v.pods
+            ):
+                out.append(v)
+        return out
+
+    def _select_units(
+        self,
+        trial: _TrialLike,
+        units: list[DomainVictim],
+        node_name: str,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """``_select`` over victims that may be whole PodGroups: a group's pods on other
+        nodes leave those nodes as they are and only reach the PreFilter extensions (as
+        upstream, which re-runs Filter on this node alone)."""
+        snap = self.handle.snapshot
+
+        def put(v: DomainVictim, add: bool) -> Status | None:
+            for pi, node in v.pods:
+                if node == node_name:
+                    err = trial.add(pi) if add else trial.remove(pi)
+                else:
+                    err = trial.remote(pi, snap.get(node), add)
+                if err is not None:
+                    return err
+            return None
+
+        for v in units:
+            if (err := put(v, False)) is not None:
+                return [], 0, err
+        st = trial.filter()
+        if not st.is_success():
+            return [], 0, st
+        sort_slice(units, more_important_victim)
+        violating, non_violating = split_by_pdb(units, pdbs)
+        chosen: list[DomainVictim] = []
+        num_violating = 0
+        for v, count in [*violating, *((v, 0) for v in non_violating)]:
+            if (err := put(v, True)) is not None:
+                return [], 0, err
+            if trial.fits():
+                continue
+            if (err := put(v, False)) is not None:
+                return [], 0, err
+            chosen.append(v)
+            num_violating += count
+        if violating and non_violating:
+            sort_slice(chosen, more_important_victim)
+        return [pi for v in chosen for pi, _ in v.pods], num_violating, SUCCESS
 
     def copy_state_for_dry_run(self, state: CycleState) -> CycleState:
         """The per-node copy of the cycle state the dry run hands to ``select_victims_on_node``.
@@ -291,6 +412,20 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             if p.name not in skip and p.pre_filter_extensions() is not None:
                 return state.clone()
         return state
+
+    def dry_run_fits(self, state: CycleState, pod: PodInfo, ni: NodeInfo) -> bool:
+        """``RunFilterPluginsWithNominatedPods`` passes ``pod`` on ``ni`` as it is now."""
+        fw = self.handle.framework
+        assert fw is not None, "DefaultPreemption needs its framework on the handle"
+        return _Trial(fw, state, pod, ni, self._nominated_pods(pod, ni.name)).fits()
+
+    def dry_run_extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, ni: NodeInfo, add: bool
+    ) -> Status | None:
+        """``other`` put on (or taken off) ``ni`` for ``pod``'s PreFilter extensions."""
+        fw = self.handle.framework
+        assert fw is not None, "DefaultPreemption needs its framework on the handle"
+        return _run_extension(fw, state, pod, other, ni, add)
 
     def _preemption_allowed(self, ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
         return victim.priority < preemptor.priority and self.is_eligible_pod(ni, victim, preemptor)
@@ -320,6 +455,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         important pods whose removal lets ``pod`` pass every Filter plugin."""
         fw = self.handle.framework
         assert fw is not None, "DefaultPreemption needs its framework on the handle"
+        groups = self._groups()
+        if groups is not None:
+            units = self._victims_on_node(groups, node_info, pod)
+            if not units:
+                return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+            nominated = self._nominated_pods(pod, node_info.name)
+            trial = _Trial(fw, state, pod, node_info, nominated)
+            return self._select_units(trial, units, node_info.name, pdbs)
         potential = [pi for pi in node_info.pods if self._preemption_allowed(node_info, pi, pod)]
         if not potential:
             # The node did not change, so filtering it again cannot help.
@@ -409,12 +552,18 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         uids = {p.uid for p in pods}
         if len(uids) != len(pods) or "" in uids:
             return None  # remove_pod matches by uid: only unique uids remove what we count
+        nominated = self._nominated_pods(pod, node_info.name)
+        groups = self._groups()
+        if groups is not None:
+            units = self._victims_on_node(groups, node_info, pod)
+            if not units:
+                return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+            trial = _ResourceTrial(plan, pod, node_info, nominated, len(pods), worded)
+            return self._select_units(trial, units, node_info.name, pdbs)
         potential = [pi for pi in pods if self._preemption_allowed(node_info, pi, pod)]
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-        trial = _ResourceTrial(
-            plan, pod, node_info, self._nominated_pods(pod, node_info.name), len(pods), worded
-        )
+        trial = _ResourceTrial(plan, pod, node_info, nominated, len(pods), worded)
         return self._select(trial, potential, pdbs)
 
 
@@ -424,6 +573,10 @@ class _TrialLike(Protocol):
     def remove(self, pi: PodInfo) -> Status | None: ...
 
     def add(self, pi: PodInfo) -> Status | None: ...
+
+    def remote(self, pi: PodInfo, ni: NodeInfo | None, add: bool) -> Status | None:
+        """A pod of a victim PodGroup on another node, taken off or put back: through the
+        PreFilter extensions only (that node is not judged)."""
 
     def filter(self) -> Status: ...
 
@@ -546,6 +699,9 @@ class _ResourceTrial:
         self._step(pi, 1)
         return None
 
+    def remote(self, pi: PodInfo, ni: NodeInfo | None, add: bool) -> Status | None:
+        return None  # no PreFilter extension is active on this path
+
     def fits(self) -> bool:
         """``filter().is_success()``, without building statuses."""
         key, alloc = self.key, self.alloc
@@ -605,16 +761,18 @@ class _Trial:
         self.ni.remove_pod(pi)
         if not self.ext:
             return None
-        st = self.fw.run_pre_filter_remove_pod(self.state, self.pod, pi, self.ni)
-        return _extension_status(st, "RemovePod")
+        return _run_extension(self.fw, self.state, self.pod, pi, self.ni, False)
 
     def add(self, pi: PodInfo) -> Status | None:
         self.ni.add_pod(pi)
         if not self.ext:
             return None
-        return _extension_status(
-            self.fw.run_pre_filter_add_pod(self.state, self.pod, pi, self.ni), "AddPod"
-        )
+        return _run_extension(self.fw, self.state, self.pod, pi, self.ni, True)
+
+    def remote(self, pi: PodInfo, ni: NodeInfo | None, add: bool) -> Status | None:
+        if not self.ext or ni is None:
+            return None
+        return _run_extension(self.fw, self.state, self.pod, pi, ni, add)
 
     def fits(self) -> bool:
         return self.filter().is_success()
@@ -635,6 +793,16 @@ class _Trial:
         if not st.is_success():
             return st
         return fw.run_filter_plugins(self.state, self.pod, self.ni)
+
+
+def _run_extension(
+    fw: Framework, state: CycleState, pod: PodInfo, other: PodInfo, ni: NodeInfo, add: bool
+) -> Status | None:
+    """``other`` added to (or removed from) ``ni`` through every PreFilter extension, as
+    the dry run words a failure; None on success."""
+    if add:
+        return _extension_status(fw.run_pre_filter_add_pod(state, pod, other, ni), "AddPod")
+    return _extension_status(fw.run_pre_filter_remove_pod(state, pod, other, ni), "RemovePod")
 
 
 def _extension_status(st: Status, op: str) -> Status | None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...api.objects import PodDisruptionBudget
+from ...api.selectors import SelectorError, compile_label_selector
 from ...framework.cycle_state import CycleState
 from ...framework.diagnosis import Diagnosis, FitError
 from ...framework.handle import Handle
@@ -38,6 +39,7 @@ from ...framework.interface import NodeToStatus, PostFilterOutcome, PostFilterRe
 from ...framework.listers import Listers
 from ...framework.preemption import (
     DISRUPTION_TARGET,
+    POD_PREEMPTOR,
     PREEMPTION_BY_SCHEDULER,
     preemption_condition,
 )
@@ -55,12 +57,14 @@ __all__ = [
     "PreemptionInterface",
     "Victims",
     "aggregate_errors",
+    "filter_pods_with_pdb_violation",
     "get_earliest_pod_start_time",
     "get_pod_start_time",
     "lower_priority_nominated_pods",
     "more_important_pod",
     "nodes_for_status_code",
     "pick_one_node_for_preemption",
+    "pod_terminating_by_preemption",
     "preemption_condition",
     "victim_importance",
 ]
@@ -120,6 +124,61 @@ class PreemptionInterface(Protocol):
 
 
 # ---- pod helpers (pkg/scheduler/util) --------------------------------------------------------
+
+
+def pod_terminating_by_preemption(pod: PodInfo) -> bool:
+    """Being deleted, and the (first) DisruptionTarget condition says the scheduler did it."""
+    p = pod.pod
+    if p.metadata.deletion_timestamp is None:
+        return False
+    for c in p.status.conditions:
+        if c.type == DISRUPTION_TARGET:
+            return c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
+    return False
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo],
+    pdbs: Sequence[PodDisruptionBudget],
+    *,
+    first_violation_stops: bool = False,
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """``filterPodsWithPDBViolation``: (violating, non-violating), order kept.
+
+    Each matching PDB (same namespace, non-empty valid selector) spends one of its
+    ``disruptionsAllowed`` per pod not already listed in ``disruptedPods``; a pod whose
+    eviction drives some budget below zero violates it. ``first_violation_stops`` (v1.37's
+    ``FilterVictimsWithPDBViolation``): a pod stops spending budgets at the first one it
+    overdraws, so its later matching PDBs keep theirs for the next pods.
+    """
+    allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
+    selectors: list[Any] = []
+    for pdb in pdbs:
+        try:
+            sel = compile_label_selector(pdb.spec.selector)
+        except SelectorError:
+            sel = None  # an invalid selector matches nothing
+        selectors.append(None if sel is None or sel.empty or sel.nothing else sel)
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pi in pods:
+        violated = False
+        labels = pi.labels
+        if labels:
+            ns, name = pi.namespace, pi.name
+            for i, pdb in enumerate(pdbs):
+                sel = selectors[i]
+                if sel is None or pdb.metadata.namespace != ns or not sel.matches(labels):
+                    continue
+                if name in pdb.status.disrupted_pods:
+                    continue  # eviction already processed by the API server
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+                    if first_violation_stops:
+                        break
+        (violating if violated else non_violating).append(pi)
+    return violating, non_violating
 
 
 def get_pod_start_time(pod: PodInfo) -> float:
@@ -402,6 +461,10 @@ class Evaluator:
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
         result = PostFilterResult(best.name, list(best.victims.pods))
+        fw = self.handle.framework
+        if fw is not None:  # observeVictims (its pod-group parts are a group's only)
+            violations = best.victims.num_pdb_violations
+            fw.recorder.preemption_victims_chosen(POD_PREEMPTOR, len(result.victims), 0, violations)
         if not self.handle.features.at_least("1.37"):
             return result, SUCCESS
         # v1.37 says what it found: the FitError's PostFilter part after "preemption: "
