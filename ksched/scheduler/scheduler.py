@@ -395,7 +395,8 @@ class Scheduler:
                 qpi = await self.queue.pop()
                 if qpi is None:
                     break
-                await self.schedule_one(qpi, tg)
+                if isinstance(qpi, QueuedPodInfo):  # a pod group: the pod-group cycle's
+                    await self.schedule_one(qpi, tg)
                 await anyio.lowlevel.checkpoint()
             tg.cancel_scope.cancel()
 
