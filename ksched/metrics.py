@@ -716,6 +716,13 @@ class SchedulerMetrics:
         c[0].inc()
         c[1].inc()
 
+    def queue_incoming_group(self, event: str, queue: str, pods: int, counted: bool) -> None:
+        """A pod group's entity moved to ``queue`` with ``pods`` members: every member is
+        an incoming pod; the entity counts (type ``podgroup``) when it changed queues."""
+        self.queue_incoming_pods.labels(queue, event).inc(pods)
+        if counted:
+            self.queue_incoming_entities.labels(queue, event, "podgroup").inc()
+
     def event_handled(self, event: str, seconds: float) -> None:
         """An informer event (labelled as upstream's ``ClusterEvent.Label()``) took
         ``seconds`` to apply to the cache and queue."""
@@ -926,12 +933,17 @@ class _StateCollector:
         if fill:
             dropped.add_metric([], sum(r.events_dropped for r in self.recorders))
             counts: dict[str, int] = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+            if entities is not None:  # v1.37: the queue's pod-group members kept aside
+                counts.update(incomplete=0, pending=0)
+            by_entity: dict[tuple[str, str], int] = {}
             by_plugin: dict[tuple[str, str], int] = dict.fromkeys(self._seen_unschedulable, 0)
             events: _Tally[str] = _Tally(dict.fromkeys(self._seen_events, 0))
             nodes = pods = assumed = binding = 0
             for s in self.schedulers:
                 for k, v in s.queue.pending_counts().items():
                     counts[k] = counts.get(k, 0) + v
+                for ek, v in s.queue.entity_counts().items():
+                    by_entity[ek] = by_entity.get(ek, 0) + v
                 for q in s.queue.unschedulable_pods():
                     plugins = q.unschedulable_plugins | q.pending_plugins
                     if q.gated and q.gating_plugin:
@@ -947,8 +959,9 @@ class _StateCollector:
             self._seen_events.update(events)
             for k, v in counts.items():
                 pending.add_metric([k], v)
-                if entities is not None:  # every pod is its own entity (no pod groups)
-                    entities.add_metric([k, "pod"], v)
+            if entities is not None:
+                for (where, kind), v in by_entity.items():
+                    entities.add_metric([where, kind], v)
             for (plugin, profile), v in sorted(by_plugin.items()):
                 unsched.add_metric([plugin, profile], v)
             cache.add_metric(["nodes"], nodes)

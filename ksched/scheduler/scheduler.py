@@ -24,6 +24,7 @@ import anyio.abc
 import structlog
 
 from ..api.objects import Node
+from ..api.workload import PodGroup
 from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import (
@@ -88,6 +89,8 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
     ) -> None: ...
 
     def queue_incoming(self, event: str, queue: str) -> None: ...
+
+    def queue_incoming_group(self, event: str, queue: str, pods: int, counted: bool) -> None: ...
 
     def event_handled(self, event: str, seconds: float) -> None: ...
 
@@ -162,7 +165,13 @@ class Scheduler:
             waiting_pods=self.waiting_pods,
             metrics=metrics,
         )
-        self.cache = Cache(self.clock, assumed_ttl=assumed_ttl)
+        features = config.features
+        # GenericWorkload (v1.37): pod groups' members are tracked per group and queued
+        # as one entity (at v1.36 or with the gate off they are ordinary pods).
+        self.generic_workload = features.at_least("1.37") and features.enabled("GenericWorkload")
+        self.cache = Cache(
+            self.clock, assumed_ttl=assumed_ttl, generic_workload=self.generic_workload
+        )
         self.queue = SchedulingQueue(
             self.frameworks,
             clock=self.clock,
@@ -170,9 +179,11 @@ class Scheduler:
             max_backoff=float(config.pod_max_backoff_seconds),
             on_move=self._on_queue_move,
         )
+        self.queue.on_group_move = self._on_group_move
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.activator = self.queue
+            fw.handle.pod_group_manager = self.cache
             fw.handle.extenders = self.extenders
             # ksched's exact stand-in for OpportunisticBatching: decides as a full cycle
             # would, so the gate only says whether the batching metrics are fed.
@@ -283,6 +294,7 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
             self._handled(ev.ASSIGNED_POD_ADD, _perf() - t0)
         elif (profile := self.profile_of(pod)) is not None:
+            self.cache.add_pod_group_member(pod)
             self.queue.add(pod, profile)
             # A new sibling can unblock pods rejected for want of peers (gangs, affinity).
             added = self.queue.pending_events.add
@@ -331,6 +343,7 @@ class Scheduler:
         rv = new.pod.metadata.resource_version
         if old is not new and rv and rv == old.pod.metadata.resource_version:
             return False
+        self.cache.update_pod_group_member(old, new)
         if self.cache.is_assumed(new):
             return True  # being bound: upstream ignores updates of assumed pods
         self.queue.update(old, new)
@@ -360,6 +373,8 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
             if pod.node_name:
                 return
+        else:
+            self.cache.remove_pod_group_member(pod)
         self.queue.delete(pod)
         wp = self.waiting_pods.get(pod.uid or pod.key)
         if wp is not None:
@@ -369,6 +384,32 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(
                 ev.ASSIGNED_POD_DELETE, pod, None, _le_priority(pod.priority)
             )
+
+    def on_pod_group_add(self, pg: PodGroup) -> None:
+        """``addPodGroup``: cache, queue (incomplete members join), then the event."""
+        t0 = _perf()
+        self.cache.add_pod_group(pg)
+        self.queue.add_pod_group(pg)
+        self.queue.move_all_to_active_or_backoff(ev.POD_GROUP_ADD, None, pg)
+        self._handled(ev.POD_GROUP_ADD, _perf() - t0)
+
+    def on_pod_group_update(self, old: PodGroup, new: PodGroup) -> None:
+        rv = new.metadata.resource_version
+        if rv and rv == old.metadata.resource_version:
+            return
+        t0 = _perf()
+        self.cache.update_pod_group(old, new)
+        self.queue.update_pod_group(old, new)
+        self.queue.move_all_to_active_or_backoff(ev.POD_GROUP_UPDATE, old, new)
+        self._handled(ev.POD_GROUP_UPDATE, _perf() - t0)
+
+    def on_pod_group_delete(self, pg: PodGroup) -> None:
+        """``deletePodGroup``: its queued members wait (incomplete) for a new one."""
+        t0 = _perf()
+        self.cache.remove_pod_group(pg)
+        self.queue.delete_pod_group(pg)
+        self.queue.move_all_to_active_or_backoff(ev.POD_GROUP_DELETE, pg, None)
+        self._handled(ev.POD_GROUP_DELETE, _perf() - t0)
 
     def on_other_event(self, event: Any, old: Any = None, new: Any = None) -> None:
         """Custom resources (PodGroups, ...) plugins registered for."""
@@ -558,6 +599,10 @@ class Scheduler:
     def _on_queue_move(self, event: str, queue: str) -> None:
         if self.metrics is not None:
             self.metrics.queue_incoming(event, queue)
+
+    def _on_group_move(self, event: str, queue: str, pods: int, counted: bool) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_incoming_group(event, queue, pods, counted)
 
 
 class _Overdue:

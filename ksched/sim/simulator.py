@@ -401,6 +401,9 @@ class Simulation:
         global_default = next((pc.value for pc in cf.priority_classes if pc.global_default), 0)
         for node, _raw in cf.nodes:
             self.sched.on_node_add(node)
+        if self.sched.generic_workload:  # v1.37's PodGroup informer handlers
+            for pg in cf.scheduling.get("PodGroup", []):
+                self.sched.on_pod_group_add(pg)
         pending: list[PodInfo] = []
         for pod, raw in cf.pods:
             if pod.status.phase in ("Succeeded", "Failed"):
