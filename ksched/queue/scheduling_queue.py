@@ -1171,11 +1171,22 @@ class SchedulingQueue:
         return bool(heap)
 
     def location(self, pod: PodInfo) -> str | None:
-        """Where the pod is: active, backoff, unschedulable, "inFlight" or None."""
+        """Where the pod is: active, backoff, unschedulable, "inFlight" or None; a group
+        member is where its entity is, or "incomplete" or "pending"."""
         key = _key(pod)
         where = self._where.get(key)
         if where is None and key in self._in_flight:
             return "inFlight"
+        if where is None and self.is_member(pod):
+            gkey = pod_group_of(pod.pod)
+            ekey = ENTITY_KEY_PREFIX + str(gkey)
+            group = self._entries.get(ekey)
+            if isinstance(group, QueuedPodGroupInfo) and group.member(key) is not None:
+                return self._where[ekey]
+            if self.incomplete.get(key) is not None:
+                return "incomplete"
+            if self.pending.get(key) is not None:
+                return "pending"
         return where
 
     def get(self, pod: PodInfo) -> QueuedPodInfo | None:
