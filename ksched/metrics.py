@@ -700,28 +700,17 @@ class SchedulerMetrics:
                 self.pod_scheduled_after_flush.inc()
 
     def queue_incoming(self, event: str, queue: str) -> None:
-        """A pod moved to ``queue``: as upstream's ``recordIncomingEntitiesMetrics``, one
-        pod, and (1.37) one entity of type ``pod`` (the queue reports moves between
-        queues and new pods, the cases upstream counts an entity for)."""
-        key = ("incoming", queue, event)
-        c = self._child(key)
-        if c is None:
-            c = self._set_child(
-                key,
-                (
-                    self.queue_incoming_pods.labels(queue, event),
-                    self.queue_incoming_entities.labels(queue, event, "pod"),
-                ),
-            )
-        c[0].inc()
-        c[1].inc()
+        """A pod moved to ``queue``, counted as an entity of type ``pod`` too."""
+        self.queue_incoming_entity(event, queue, 1, "pod")
 
-    def queue_incoming_group(self, event: str, queue: str, pods: int, counted: bool) -> None:
-        """A pod group's entity moved to ``queue`` with ``pods`` members: every member is
-        an incoming pod; the entity counts (type ``podgroup``) when it changed queues."""
-        self.queue_incoming_pods.labels(queue, event).inc(pods)
-        if counted:
-            self.queue_incoming_entities.labels(queue, event, "podgroup").inc()
+    def queue_incoming_entity(self, event: str, queue: str, pods: int, kind: str | None) -> None:
+        """As upstream's ``recordIncomingEntitiesMetrics``: an entity (a pod, or a pod
+        group's ``pods`` members) moved to ``queue``; every pod is an incoming pod, and
+        (1.37) the entity counts under its type ``kind``, "pod" or "podgroup" (None: it
+        does not count, see ``SchedulingQueue.on_entity_move``)."""
+        self._child_of(self.queue_incoming_pods, queue, event).inc(pods)
+        if kind is not None:
+            self._child_of(self.queue_incoming_entities, queue, event, kind).inc()
 
     def event_handled(self, event: str, seconds: float) -> None:
         """An informer event (labelled as upstream's ``ClusterEvent.Label()``) took

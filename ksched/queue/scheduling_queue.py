@@ -77,6 +77,13 @@ ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE = "active", "backoff", "unschedulable"
 # queueingStrategy, in increasing strength.
 QUEUE_SKIP, QUEUE_AFTER_BACKOFF, QUEUE_IMMEDIATELY = 0, 1, 2
 
+# ``strategyToQueueLabel``: the queue a strategy stands for, in the incoming metrics.
+_STRATEGY_QUEUE = {
+    QUEUE_IMMEDIATELY: ACTIVE_Q,
+    QUEUE_AFTER_BACKOFF: BACKOFF_Q,
+    QUEUE_SKIP: UNSCHEDULABLE,
+}
+
 # Pseudo rejector the scheduler records for pods whose own fields are broken: only
 # an update of the pod itself (or the periodic flush) can help them.
 INVALID_POD_PLUGIN = "__invalid__"
@@ -247,9 +254,11 @@ class SchedulingQueue:
         self.pending = MemberPods()
         # The group popped last (upstream's lastPoppedEntityKey), until it comes back.
         self._last_popped: str | None = None
-        # Told of a group entity's moves (event, queue, pods, counted as an entity), as
-        # ``on_move`` is of a pod's; the entity counts only when it changed queues.
-        self.on_group_move: Callable[[str, str, int, bool], None] | None = None
+        # Told of every entity's move (event, queue, its pods, and "pod" or "podgroup"
+        # when it counts as an incoming entity, else None); when set, ``on_move`` is not
+        # used. As upstream's recordIncomingEntitiesMetrics: the entity does not count
+        # when the queueing strategy that moved it names the queue it lands in.
+        self.on_entity_move: Callable[[str, str, int, str | None], None] | None = None
         self._prev_queue: str | None = None
         self._seq = itertools.count()
         # Location of every queued pod, and the pod itself.
@@ -316,13 +325,12 @@ class SchedulingQueue:
     def _notify(self) -> None:
         self._wakeup.set()
 
-    def _count(self, event: str, queue: str, entity: Entity | None = None) -> None:
-        if isinstance(entity, QueuedPodGroupInfo):
-            if self.on_group_move is not None:
-                moved = self._prev_queue != queue
-                self.on_group_move(event, queue, entity.size(), moved)
-            return
-        if self._on_move is not None:
+    def _count(self, event: str, queue: str, entity: Entity) -> None:
+        group = isinstance(entity, QueuedPodGroupInfo)
+        if self.on_entity_move is not None:
+            kind = ("podgroup" if group else "pod") if self._prev_queue != queue else None
+            self.on_entity_move(event, queue, entity.size(), kind)
+        elif self._on_move is not None and not group:
             self._on_move(event, queue)
 
     def backoff_duration(self, qpi: Entity) -> float:
@@ -500,13 +508,18 @@ class SchedulingQueue:
         return True
 
     def _requeue(self, qpi: Entity, strategy: int, event: str) -> str:
-        """``requeuePodWithQueueingStrategy`` for a pod in no queue; returns where it went."""
-        if strategy == QUEUE_SKIP:
-            self._push_unschedulable(qpi, event)
-            return UNSCHEDULABLE
-        if strategy == QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi):
-            return BACKOFF_Q if self._push_backoff(qpi, event) else UNSCHEDULABLE
-        return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE
+        """``requeueEntityWithQueueingStrategy`` for an entity in no queue; returns where
+        it went."""
+        self._prev_queue = _STRATEGY_QUEUE[strategy]
+        try:
+            if strategy == QUEUE_SKIP:
+                self._push_unschedulable(qpi, event)
+                return UNSCHEDULABLE
+            if strategy == QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi):
+                return BACKOFF_Q if self._push_backoff(qpi, event) else UNSCHEDULABLE
+            return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE
+        finally:
+            self._prev_queue = None
 
     # -- queueing hints -------------------------------------------------------------------
     def _matching(self, profile: str, event: ClusterEvent) -> dict[str, list[HintFn | None]]:
@@ -700,15 +713,11 @@ class SchedulingQueue:
 
     def _requeue_entity(self, entity: Entity, where: str, event: str) -> str:
         """``requeueEntityWithQueueingStrategy`` with the strategy of the queue the entity
-        was taken from (counted as an incoming entity only if it lands elsewhere)."""
+        was taken from."""
         strategy = {ACTIVE_Q: QUEUE_IMMEDIATELY, BACKOFF_Q: QUEUE_AFTER_BACKOFF}.get(
             where, QUEUE_SKIP
         )
-        self._prev_queue = where
-        try:
-            return self._requeue(entity, strategy, event)
-        finally:
-            self._prev_queue = None
+        return self._requeue(entity, strategy, event)
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
         """``Update``: an unassigned pod changed.

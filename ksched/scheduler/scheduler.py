@@ -88,9 +88,9 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
         self, qpi: QueuedPodInfo, result: str, seconds: float, sli_seconds: float | None = None
     ) -> None: ...
 
-    def queue_incoming(self, event: str, queue: str) -> None: ...
-
-    def queue_incoming_group(self, event: str, queue: str, pods: int, counted: bool) -> None: ...
+    def queue_incoming_entity(
+        self, event: str, queue: str, pods: int, kind: str | None
+    ) -> None: ...
 
     def event_handled(self, event: str, seconds: float) -> None: ...
 
@@ -177,9 +177,8 @@ class Scheduler:
             clock=self.clock,
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
-            on_move=self._on_queue_move,
         )
-        self.queue.on_group_move = self._on_group_move
+        self.queue.on_entity_move = self._on_entity_move
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.activator = self.queue
@@ -596,13 +595,9 @@ class Scheduler:
         )
         return True, in_memory
 
-    def _on_queue_move(self, event: str, queue: str) -> None:
+    def _on_entity_move(self, event: str, queue: str, pods: int, kind: str | None) -> None:
         if self.metrics is not None:
-            self.metrics.queue_incoming(event, queue)
-
-    def _on_group_move(self, event: str, queue: str, pods: int, counted: bool) -> None:
-        if self.metrics is not None:
-            self.metrics.queue_incoming_group(event, queue, pods, counted)
+            self.metrics.queue_incoming_entity(event, queue, pods, kind)
 
 
 class _Overdue:

@@ -62,7 +62,7 @@ class Env:
         self, version: str = "1.37", gates: dict[str, bool] | None = None, gang: bool = True
     ) -> None:
         self.clock = FakeClock()
-        self.moves: list[tuple[str, str, int, bool]] = []
+        self.moves: list[tuple[str, str, int, str | None]] = []
         gating = ["SchedulingGates", "GangScheduling"] if gang else ["SchedulingGates"]
         self.q: SchedulingQueue = make_queue(
             self.clock,
@@ -70,7 +70,7 @@ class Env:
             version=version,
             gates=GW if gates is None else gates,
         )
-        self.q.on_group_move = lambda *a: self.moves.append(a)
+        self.q.on_entity_move = lambda *a: self.moves.append(a)
         self.cache = Cache(self.clock, generic_workload=self.q.generic_workload)
         for fw in self.q.frameworks.values():
             fw.handle.pod_group_manager = self.cache
@@ -363,13 +363,26 @@ def test_incoming_metrics_count_the_group_once_per_queue_change() -> None:
     env.add(member("a"))
     env.add(member("b"))
     assert env.moves == [
-        ("UnscheduledPodAdd", ACTIVE_Q, 1, True),
-        ("UnscheduledPodAdd", ACTIVE_Q, 2, False),  # back to where it was
+        ("UnscheduledPodAdd", ACTIVE_Q, 1, "podgroup"),
+        ("UnscheduledPodAdd", ACTIVE_Q, 2, None),  # back where it was: pods only
     ]
     assert env.q.pending_counts()[ACTIVE_Q] == 2
     counts = env.q.entity_counts()
     assert counts[(ACTIVE_Q, "pod")] == 0 and counts[(ACTIVE_Q, "podgroup")] == 1
     assert (BACKOFF_Q, "podgroup") not in counts  # a series appears on first use
+
+
+def test_an_entity_counts_unless_its_strategy_names_the_queue_it_lands_in() -> None:
+    """recordIncomingEntitiesMetrics: a pool pod that a hint requeues after backoff and
+    that lands in backoffQ is an incoming pod, not an incoming entity."""
+    env = Env()
+    env.add(make_pod("p"))
+    qpi = env.q.pop_nowait()
+    assert isinstance(qpi, QueuedPodInfo)
+    fail_member(env, qpi)  # NodeAddOnly: to the pool, counted
+    env.moves.clear()
+    env.q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n"))
+    assert env.moves == [("NodeAdd", BACKOFF_Q, 1, None)]
 
 
 @pytest.mark.parametrize(("version", "gates"), [("1.37", {}), ("1.36", GW)])
