@@ -53,6 +53,8 @@ class QueuedPodGroupInfo:
     gating_plugin: str = ""
     gating_status: Status | None = None
     flushed: bool = False
+    # The cached backoff expiry (upstream's BackoffExpiration), reset by an attempt.
+    backoff_expiration: float | None = None
 
     @property
     def key(self) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
@@ -336,19 +337,35 @@ class SchedulingQueue:
     def backoff_duration(self, qpi: Entity) -> float:
         """``calculateBackoffDuration``: initial * 2^(count-1) capped at max, where count is
         the errors in a row if the last attempts erred, else the rejections (an error
-        after rejections backs off as a first error); 0 if never failed."""
+        after rejections backs off as a first error); 0 if never failed. An entity of
+        several pods may back off longer: the max times the square root of its size."""
         count = qpi.consecutive_errors or qpi.unschedulable_count
         if count == 0:
             return 0.0
+        cap = self.max_backoff
+        size = qpi.size()
+        if size > 1:
+            cap *= math.sqrt(size)
         d = self.initial_backoff
         for _ in range(1, count):
-            if d > self.max_backoff - d:
-                return self.max_backoff
+            if d > cap - d:
+                return cap
             d += d
         return d
 
     def backoff_expiry(self, qpi: Entity) -> float:
-        """``getBackoffTime``: truncated to the ordering window with SchedulerPopFromBackoffQ."""
+        """``getBackoffTime``: truncated to the ordering window with SchedulerPopFromBackoffQ.
+        A group's is computed once (at its size then) until its next attempt's outcome, as
+        upstream caches ``BackoffExpiration``."""
+        if isinstance(qpi, QueuedPodGroupInfo):
+            if qpi.backoff_expiration is None:
+                if not (qpi.consecutive_errors or qpi.unschedulable_count):
+                    return qpi.timestamp  # never failed: nothing to cache
+                qpi.backoff_expiration = self._expiry(qpi)
+            return qpi.backoff_expiration
+        return self._expiry(qpi)
+
+    def _expiry(self, qpi: Entity) -> float:
         t = qpi.timestamp + self.backoff_duration(qpi)
         if self.pop_from_backoff:
             return t - t % BACKOFF_ORDERING_WINDOW
@@ -938,6 +955,7 @@ class SchedulingQueue:
         if status is None or status.is_success():
             without_backoff, preserve = True, had_failures
             entity.consecutive_errors = entity.unschedulable_count = 0
+            entity.backoff_expiration = group.backoff_expiration
         elif status.is_rejected():
             entity.unschedulable_count += 1
             entity.consecutive_errors = 0

@@ -17,6 +17,7 @@ from ksched.api.workload import (
     PodGroupSpec,
 )
 from ksched.cache import Cache
+from ksched.framework.podgroup import PodGroupInfo
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
 from ksched.queue import events as ev
@@ -395,3 +396,35 @@ def test_without_generic_workload_a_member_is_an_ordinary_pod(
     qpi = env.q.pop_nowait()
     assert isinstance(qpi, QueuedPodInfo) and qpi.pod_info is a
     assert "incomplete" not in env.q.pending_counts()
+
+
+def test_a_groups_max_backoff_grows_with_the_square_root_of_its_size() -> None:
+    env = Env()
+    pg = pod_group()
+    group = QueuedPodGroupInfo(PodGroupInfo("default", "g", pg), "ksched")
+    for name in "abcd":
+        group.add_member(QueuedPodInfo(member(name), "ksched", 0.0))
+    group.unschedulable_count = 5  # 1, 2, 4, 8, 16 seconds
+    assert env.q.backoff_duration(group) == 16.0  # under 10 * sqrt(4)
+    group.unschedulable_count = 6
+    assert env.q.backoff_duration(group) == 20.0
+    solo = QueuedPodInfo(make_pod("p"), "ksched", 0.0, unschedulable_count=6)
+    assert env.q.backoff_duration(solo) == 10.0
+
+
+def test_a_groups_backoff_expiry_is_kept_until_its_next_attempt() -> None:
+    env = Env()
+    env.q.pop_from_backoff = False
+    env.add_group(pod_group())
+    env.add(*(member(n) for n in "abcd"))
+    group = env.pop_group()
+    for m in group.members:
+        fail_member(env, m)
+    group.unschedulable_count = 5  # the 6th rejection: 32 s, capped at 10 * sqrt(4)
+    env.q.add_attempted_pod_group_if_needed(group, 1, Status(Code.UNSCHEDULABLE))
+    entity = env.q.get_entity(group.queue_key)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    assert env.q.backoff_expiry(entity) == 20.0
+    env.add(member("e"))  # joins in backoffQ: the cap would be 10 * sqrt(5) now
+    assert entity.size() == 5 and env.q.backoff_expiry(entity) == 20.0
+    assert env.q.next_backoff_expiry() == 20.0
