@@ -428,3 +428,15 @@ def test_a_groups_backoff_expiry_is_kept_until_its_next_attempt() -> None:
     env.add(member("e"))  # joins in backoffQ: the cap would be 10 * sqrt(5) now
     assert entity.size() == 5 and env.q.backoff_expiry(entity) == 20.0
     assert env.q.next_backoff_expiry() == 20.0
+
+
+def test_introspection_lists_members_one_by_one() -> None:
+    env = Env()
+    env.add_group(pod_group(min_count=3))
+    env.add(member("a"), member("b"), member("x", group="other"))
+    assert [q.pod_info.name for q in env.q.unschedulable_pods()] == ["a", "b"]
+    dump = env.q.dump()
+    assert [r["pod"] for r in dump["gated"]] == ["default/a", "default/b"]
+    assert [r["pod"] for r in dump["incomplete"]] == ["default/x"]
+    [x] = list(env.q.incomplete)
+    assert env.q.get(x.pod_info) is x
