@@ -801,21 +801,17 @@ class SchedulerMetrics:
                 self.pod_scheduled_after_flush.inc()
 
     def queue_incoming(self, event: str, queue: str) -> None:
-        """A pod moved to ``queue``: as upstream's ``recordIncomingEntitiesMetrics``, one
-        pod, and (1.37) one entity of type ``pod`` (the queue reports moves between
-        queues and new pods, the cases upstream counts an entity for)."""
-        key = ("incoming", queue, event)
-        c = self._child(key)
-        if c is None:
-            c = self._set_child(
-                key,
-                (
-                    self.queue_incoming_pods.labels(queue, event),
-                    self.queue_incoming_entities.labels(queue, event, "pod"),
-                ),
-            )
-        c[0].inc()
-        c[1].inc()
+        """A pod moved to ``queue``, counted as an entity of type ``pod`` too."""
+        self.queue_incoming_entity(event, queue, 1, "pod")
+
+    def queue_incoming_entity(self, event: str, queue: str, pods: int, kind: str | None) -> None:
+        """As upstream's ``recordIncomingEntitiesMetrics``: an entity (a pod, or a pod
+        group's ``pods`` members) moved to ``queue``; every pod is an incoming pod, and
+        (1.37) the entity counts under its type ``kind``, "pod" or "podgroup" (None: it
+        does not count, see ``SchedulingQueue.on_entity_move``)."""
+        self._child_of(self.queue_incoming_pods, queue, event).inc(pods)
+        if kind is not None:
+            self._child_of(self.queue_incoming_entities, queue, event, kind).inc()
 
     def event_handled(self, event: str, seconds: float) -> None:
         """An informer event (labelled as upstream's ``ClusterEvent.Label()``) took
@@ -1028,12 +1024,17 @@ class _StateCollector:
         if fill:
             dropped.add_metric([], sum(r.events_dropped for r in self.recorders))
             counts: dict[str, int] = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+            if entities is not None:  # v1.37: the queue's pod-group members kept aside
+                counts.update(incomplete=0, pending=0)
+            by_entity: dict[tuple[str, str], int] = {}
             by_plugin: dict[tuple[str, str], int] = dict.fromkeys(self._seen_unschedulable, 0)
             events: _Tally[str] = _Tally(dict.fromkeys(self._seen_events, 0))
             nodes = pods = assumed = binding = 0
             for s in self.schedulers:
                 for k, v in s.queue.pending_counts().items():
                     counts[k] = counts.get(k, 0) + v
+                for ek, v in s.queue.entity_counts().items():
+                    by_entity[ek] = by_entity.get(ek, 0) + v
                 for q in s.queue.unschedulable_pods():
                     plugins = q.unschedulable_plugins | q.pending_plugins
                     if q.gated and q.gating_plugin:
@@ -1049,8 +1050,9 @@ class _StateCollector:
             self._seen_events.update(events)
             for k, v in counts.items():
                 pending.add_metric([k], v)
-                if entities is not None:  # every pod is its own entity (no pod groups)
-                    entities.add_metric([k, "pod"], v)
+            if entities is not None:
+                for (where, kind), v in by_entity.items():
+                    entities.add_metric([where, kind], v)
             for (plugin, profile), v in sorted(by_plugin.items()):
                 unsched.add_metric([plugin, profile], v)
             cache.add_metric(["nodes"], nodes)

@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.objects import Node
+from ..api.workload import PodGroup
+from ..framework.podgroup import pod_group_key, pod_group_of
 from ..framework.snapshot import Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation, same_for_node
 from ..util.clock import Clock, RealClock, wall_clock
 from ..util.errors import KschedError
+from .podgroupstate import PodGroupStateData
 
 __all__ = ["Cache", "CacheError", "node_tree_order", "zone_key"]
 
@@ -78,8 +81,18 @@ class _PodState:
 
 
 class Cache:
-    def __init__(self, clock: Clock | None = None, assumed_ttl: float = 30.0) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        assumed_ttl: float = 30.0,
+        *,
+        generic_workload: bool = False,
+    ) -> None:
+        """``generic_workload``: GenericWorkload is on (v1.37), so pod groups' members are
+        tracked per group (``pod_group_states``); off, they are ordinary pods."""
         self.clock: Clock = clock or RealClock()
+        self.generic_workload = generic_workload
+        self.pod_group_states: dict[str, PodGroupStateData] = {}
         # Seconds an assumed pod may stay unconfirmed after its binding was sent;
         # 0 never expires (upstream's durationToExpireAssumedPod is 0 nowadays).
         self.assumed_ttl = assumed_ttl
@@ -209,6 +222,13 @@ class Cache:
         self._add_to_node(pod, node)
         self.pod_states[key] = _PodState(pod, node, assumed=True)
         self.assumed.add(key)
+        gkey = self._group_key(pod)
+        if gkey is not None:
+            st = self.pod_group_states.get(gkey)
+            if st is None:
+                st = self.pod_group_states[gkey] = PodGroupStateData()
+                st.all_pods[key] = pod
+            st.assume_pod(pod)
 
     def finish_binding(self, pod: PodInfo) -> None:
         """``FinishBinding``: the binding was sent; the expiry clock starts now."""
@@ -228,6 +248,10 @@ class Cache:
         if st is None or not st.assumed:
             raise CacheError(f"pod {pod.key} wasn't assumed so cannot be forgotten")
         self._drop(key, st)
+        gkey = self._group_key(pod)
+        group = self.pod_group_states.get(gkey) if gkey is not None else None
+        if group is not None:
+            group.forget_pod(key)
 
     def is_assumed(self, pod: PodInfo) -> bool:
         return self._key(pod) in self.assumed
@@ -251,11 +275,13 @@ class Cache:
                 # derived from them) stays as it is.
                 self.assumed.discard(key)
                 self.pod_states[key] = _PodState(pod, node)
+                self.add_pod_group_member(pod)
                 return
             self._remove_from_node(st.pod, st.node)
             self.assumed.discard(key)
         self._add_to_node(pod, node)
         self.pod_states[key] = _PodState(pod, node)
+        self.add_pod_group_member(pod)
 
     def update_pod(self, old: PodInfo, new: PodInfo) -> None:
         """``UpdatePod``: only for added pods; an assumed pod must be confirmed by an Add first."""
@@ -269,6 +295,8 @@ class Cache:
         self._remove_from_node(st.pod, st.node)
         self._add_to_node(new, new.node_name)
         self.pod_states[key] = _PodState(new, new.node_name)
+        self.remove_pod_group_member(old)
+        self.add_pod_group_member(new)
 
     def remove_pod(self, pod: PodInfo) -> None:
         """``RemovePod``: removes the cached version (assumed or added) from its node."""
@@ -277,6 +305,7 @@ class Cache:
         if st is None:
             raise CacheError(f"pod {pod.key} is not found in scheduler cache, so cannot be removed")
         self._drop(key, st)
+        self.remove_pod_group_member(pod)
 
     def get_pod(self, pod: PodInfo) -> PodInfo | None:
         st = self.pod_states.get(self._key(pod))
@@ -293,7 +322,78 @@ class Cache:
             if now > st.deadline:
                 expired.append(st.pod)
                 self._drop(key, st)
+                self.remove_pod_group_member(st.pod)
         return expired
+
+    # -- pod groups (GenericWorkload) --------------------------------------------------------
+    def _group_key(self, pod: PodInfo) -> str | None:
+        """``isPodGroupMember``: the pod's group key, None for an ordinary pod."""
+        return pod_group_of(pod.pod) if self.generic_workload else None
+
+    def add_pod_group_member(self, pod: PodInfo) -> None:
+        """``AddPodGroupMember``: a member seen (pending: unscheduled; bound: assigned)."""
+        gkey = self._group_key(pod)
+        if gkey is None:
+            return
+        st = self.pod_group_states.get(gkey)
+        if st is None:
+            st = self.pod_group_states[gkey] = PodGroupStateData()
+        st.add_pod(pod)
+
+    def update_pod_group_member(self, old: PodInfo, new: PodInfo) -> None:
+        """``UpdatePodGroupMember``: a pending member's new version."""
+        gkey = self._group_key(new)
+        st = self.pod_group_states.get(gkey) if gkey is not None else None
+        if st is not None:
+            st.update_pod(old, new)
+
+    def remove_pod_group_member(self, pod: PodInfo) -> None:
+        """``RemovePodGroupMember``: the state goes with its last member once its PodGroup
+        is gone too."""
+        gkey = self._group_key(pod)
+        st = self.pod_group_states.get(gkey) if gkey is not None else None
+        if gkey is None or st is None:
+            return
+        st.delete_pod(self._key(pod))
+        if st.empty():
+            del self.pod_group_states[gkey]
+
+    def add_pod_group(self, pg: PodGroup) -> None:
+        """``AddPodGroup`` (and ``UpdatePodGroup``): the object as last observed."""
+        if not self.generic_workload:
+            return
+        gkey = pod_group_key(pg.metadata.namespace, pg.metadata.name)
+        st = self.pod_group_states.get(gkey)
+        if st is None:
+            st = self.pod_group_states[gkey] = PodGroupStateData()
+        st.set_pod_group(pg)
+
+    def update_pod_group(self, old: PodGroup, new: PodGroup) -> None:
+        gkey = pod_group_key(new.metadata.namespace, new.metadata.name)
+        st = self.pod_group_states.get(gkey) if self.generic_workload else None
+        if st is not None:
+            st.set_pod_group(new)
+
+    def remove_pod_group(self, pg: PodGroup) -> None:
+        """``RemovePodGroup``: the state stays while members remain."""
+        gkey = pod_group_key(pg.metadata.namespace, pg.metadata.name)
+        st = self.pod_group_states.get(gkey) if self.generic_workload else None
+        if st is None:
+            return
+        st.set_pod_group(None)
+        if st.empty():
+            del self.pod_group_states[gkey]
+
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupStateData | None:
+        """The live state (``PodGroupManager``: upstream's ``PodGroupStates().Get``)."""
+        if not self.generic_workload:
+            return None
+        return self.pod_group_states.get(pod_group_key(namespace, name))
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        """The observed PodGroup (upstream's ``PodGroups().Get`` of the cache)."""
+        st = self.pod_group_state(namespace, name)
+        return None if st is None else st.pod_group
 
     async def run_cleanup(
         self,
@@ -318,8 +418,21 @@ class Cache:
         """Bring ``snap`` up to date; returns how many NodeInfos were cloned.
 
         Only the snapshot this cache last updated can be updated incrementally;
-        any other one is rebuilt from scratch.
+        any other one is rebuilt from scratch. Pod-group states are copied when changed
+        (by generation), as ``updatePodGroupStateSnapshot``.
         """
+        if self.generic_workload:
+            snap.pod_groups_enabled = True
+            states, live = snap.pod_group_states, self.pod_group_states
+            for gkey in [k for k in states if k not in live]:
+                del states[gkey]
+            for gkey, st in live.items():
+                cur = states.get(gkey)
+                if cur is None or cur.generation != st.generation:
+                    states[gkey] = st.clone()
+        return self._update_nodes(snap)
+
+    def _update_nodes(self, snap: Snapshot) -> int:
         if self._structure_changed or snap is not self._last_snap:
             reuse = snap is self._last_snap
             dirty = self._dirty

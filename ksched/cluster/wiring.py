@@ -18,7 +18,9 @@ Custom collections an enabled plugin declares in ``watch_resources`` (Coscheduli
 PodGroups, say) get an informer of raw objects each: a lister under the declared key, and
 their changes reach the scheduler as ``on_other_event`` cluster events.
 With GenericWorkload, the scheduling.k8s.io PodGroups fill ``handle.listers``
-(``Listers.SCHEDULING_POD_GROUPS``), as kube-scheduler starts that informer only then.
+(``Listers.SCHEDULING_POD_GROUPS``), as kube-scheduler starts that informer only then;
+at v1.37 their changes also go to the scheduler's ``on_pod_group_*`` handlers (cache,
+queue, and the PodGroup cluster events).
 Scheduling must wait for ``wait_synced``: a scheduler that starts before the node and
 pod lists are in would place pods on a partial view of the cluster.
 """
@@ -327,6 +329,21 @@ def _forward_as_update(
     )
 
 
+def _forward_pod_groups(
+    informer: Informer[PodGroup], scheduler: SchedulerLike, features: FeatureGates | None
+) -> None:
+    """v1.37's PodGroup event handlers (``addPodGroup``...): the scheduler's cache and
+    queue learn of the group, then the PodGroup cluster event goes to the queue. v1.36's
+    informer only fills the lister."""
+    if features is None or not features.at_least("1.37"):
+        return
+    add = getattr(scheduler, "on_pod_group_add", None)
+    update = getattr(scheduler, "on_pod_group_update", None)
+    delete = getattr(scheduler, "on_pod_group_delete", None)
+    if add is not None and update is not None and delete is not None:
+        informer.add_handlers(add, update, delete)
+
+
 def _collection_path(key: str, frameworks: Iterable[Any]) -> str:
     """Where lister ``key`` is watched from, for the emulated version."""
     path = _ON_REQUEST[key][0]
@@ -458,6 +475,7 @@ def connect_scheduler(
             **common,
         )
         pod_groups.add_handlers(pg_store.bump, pg_store.bump, pg_store.bump)
+        _forward_pod_groups(pod_groups, scheduler, features)
         informers.requested[key] = informers.add(pod_groups)
     listers = informers.listers
     for fw in scheduler.frameworks.values():

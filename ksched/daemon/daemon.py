@@ -74,6 +74,7 @@ from ..framework.handle import BindError
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..metrics import SchedulerMetrics
+from ..queue.scheduling_queue import QueuedPodInfo
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from ..util.limits import clip
@@ -803,7 +804,9 @@ class SchedulerDaemon:
                             if qpi is None:
                                 break
                             self._cycle_started = time.monotonic()
-                            if self.shadow is not None:
+                            if not isinstance(qpi, QueuedPodInfo):
+                                pass  # a pod group: the pod-group cycle's
+                            elif self.shadow is not None:
                                 self.shadow.decide(qpi)
                             else:
                                 await sched.schedule_one(qpi, bindings)

@@ -38,6 +38,7 @@ class EventResource(StrEnum):
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    POD_GROUP = "PodGroup"  # v1.37, GenericWorkload: scheduling.k8s.io PodGroups
     WILDCARD = "*"
 
 

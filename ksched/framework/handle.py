@@ -25,6 +25,7 @@ from .waiting_pods import WaitingPods
 
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
+    from .podgroup import PodGroupManager
     from .runtime import Framework
 
 __all__ = [
@@ -223,6 +224,9 @@ class Handle:
     # factory): ``handle.features.enabled("SchedulerQueueingHints")``. Frozen; one per
     # scheduler, never a process global.
     features: FeatureGates = field(default_factory=default_feature_gates)
+    # Pod groups' live states and PodGroups (upstream's ``Handle.PodGroupManager()``): the
+    # scheduler's cache; None without one. A cycle's view is ``snapshot.pod_group_state``.
+    pod_group_manager: PodGroupManager | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.listers, Listers):

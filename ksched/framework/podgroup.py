@@ -32,6 +32,7 @@ __all__ = [
     "PlacementScore",
     "PodGroupAssignments",
     "PodGroupInfo",
+    "PodGroupManager",
     "PodGroupPostFilterResult",
     "PodGroupState",
     "ProposedAssignment",
@@ -159,3 +160,20 @@ class PodGroupState(Protocol):
     def scheduled_pods(self) -> list[Pod]: ...
 
     def scheduled_pods_count(self) -> int: ...
+
+    def unscheduled_pod_infos(self) -> list[PodInfo]:
+        """The unscheduled members as ``handle.activate`` takes them (ksched's addition:
+        upstream activates the ``unscheduled_pods`` map)."""
+        ...
+
+
+class PodGroupManager(Protocol):
+    """Pod groups' states and objects (upstream's ``PodGroupStateLister`` and
+    ``PodGroupLister``): ``handle.pod_group_manager`` is the cache's live view (upstream's
+    ``Handle.PodGroupManager()``), ``handle.snapshot`` the cycle's (upstream's
+    ``SnapshotSharedLister()``). None where upstream's listers return an error: the gate
+    is off, no such group, or (``pod_group``) its object is not observed yet."""
+
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None: ...
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None: ...

@@ -9,7 +9,7 @@ changed since the previous cycle.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +17,10 @@ import numpy.typing as npt
 from ..api.objects import Taint
 from ..api.quantity import saturate_int64
 from .types import NodeInfo
+
+if TYPE_CHECKING:
+    from ..api.workload import PodGroup
+    from ..cache.podgroupstate import PodGroupStateData
 
 __all__ = ["BoolArray", "IntArray", "NodeInfoView", "RowCache", "Snapshot", "all_true"]
 
@@ -135,7 +139,22 @@ class Snapshot:
         self._log_base = 0
         # Bumped whenever the image columns are dropped (a node object changed).
         self.images_version = 0
+        # Pod groups' states as of this snapshot (GenericWorkload; the cache copies them
+        # in), for plugins through ``pod_group_state`` (a ``PodGroupManager``).
+        self.pod_group_states: dict[str, PodGroupStateData] = {}
+        self.pod_groups_enabled = False
         self.rebuild(node_infos)
+
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupStateData | None:
+        """The group's state in this snapshot (upstream's ``PodGroupStates().Get``)."""
+        if not self.pod_groups_enabled:
+            return None
+        return self.pod_group_states.get(f"{namespace}/{name}")
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        """The group's observed PodGroup in this snapshot (``PodGroups().Get``)."""
+        st = self.pod_group_state(namespace, name)
+        return None if st is None else st.pod_group
 
     # -- construction (called by the cache) ----------------------------------------
     def rebuild(self, node_infos: Sequence[NodeInfo]) -> None:

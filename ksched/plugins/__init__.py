@@ -36,6 +36,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "VolumeBinding": "volumebinding:VolumeBinding",
     "DynamicResources": "dynamicresources:DynamicResources",
     "NodeDeclaredFeatures": "nodedeclaredfeatures:NodeDeclaredFeatures",
+    "GangScheduling": "gangscheduling:GangScheduling",
     "TopologyPlacementGenerator": "topologyaware:TopologyPlacement",
     "PodGroupPodsCount": "podgrouppodscount:PodGroupPodsCount",
 }

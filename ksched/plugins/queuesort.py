@@ -1,4 +1,7 @@
-"""PrioritySort: higher ``spec.priority`` first, then earlier queue timestamp."""
+"""PrioritySort: higher priority first, then earlier queue timestamp.
+
+It sorts queue entities: a pod (its ``spec.priority``) or, with GenericWorkload, a pod
+group (its PodGroup's priority), as upstream's ``Less`` compares ``GetPriority()``."""
 
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ class PrioritySort(QueueSortPlugin):
     name = names.PRIORITY_SORT
 
     def less(self, a: Any, b: Any) -> bool:
-        pa: int = a.pod_info.priority
-        pb: int = b.pod_info.priority
+        pa: int = a.priority
+        pb: int = b.priority
         return pa > pb or (pa == pb and bool(a.timestamp < b.timestamp))
 
     def sort_key(self, qpi: Any) -> tuple[int, float]:
         """Heap key equivalent to ``less`` (ties fall back to insertion order)."""
-        return (-qpi.pod_info.priority, qpi.timestamp)
+        return (-qpi.priority, qpi.timestamp)

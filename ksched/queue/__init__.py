@@ -2,14 +2,17 @@
 
 from .events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, NODE_ADD
 from .nominator import Nominator
-from .scheduling_queue import QueuedPodInfo, SchedulingQueue
+from .podgroups import QueuedPodGroupInfo
+from .scheduling_queue import Entity, QueuedPodInfo, SchedulingQueue
 
 __all__ = [
     "ASSIGNED_POD_ADD",
     "ASSIGNED_POD_DELETE",
     "ASSIGNED_POD_UPDATE",
     "NODE_ADD",
+    "Entity",
     "Nominator",
+    "QueuedPodGroupInfo",
     "QueuedPodInfo",
     "SchedulingQueue",
 ]

@@ -38,6 +38,9 @@ __all__ = [
     "PERSISTENT_VOLUME",
     "PERSISTENT_VOLUME_CLAIM",
     "POD_ADD",
+    "POD_GROUP_ADD",
+    "POD_GROUP_DELETE",
+    "POD_GROUP_UPDATE",
     "RESOURCE_CLAIM",
     "RESOURCE_SLICE",
     "SCHEDULE_ATTEMPT_FAILURE",
@@ -94,6 +97,11 @@ STORAGE_RESOURCES = (
     CSI_STORAGE_CAPACITY,
     VOLUME_ATTACHMENT,
 )
+
+# A PodGroup's informer events (GenericWorkload), for the plugins that register them.
+POD_GROUP_ADD = ClusterEvent(EventResource.POD_GROUP, "Add", "PodGroupAdd")
+POD_GROUP_UPDATE = ClusterEvent(EventResource.POD_GROUP, "Update", "PodGroupUpdate")
+POD_GROUP_DELETE = ClusterEvent(EventResource.POD_GROUP, "Delete", "PodGroupDelete")
 
 # Labels of queue moves that are not cluster events (metrics only); a new pod enters the
 # queue as upstream's EventUnscheduledPodAdd.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
@@ -32,6 +33,7 @@ from typing import Any
 
 import anyio
 
+from ..api.workload import PodGroup
 from ..framework.deadline import PluginTimeout, SyncDeadline
 from ..framework.interface import (
     ClusterEvent,
@@ -39,12 +41,14 @@ from ..framework.interface import (
     QueueingHint,
     extension_points_of,
 )
+from ..framework.podgroup import PodGroupInfo, pod_group_key, pod_group_of
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..util.clock import Clock, RealClock, wall_clock
 from . import events as ev
 from .nominator import Nominator
+from .podgroups import ENTITY_KEY_PREFIX, MemberPods, QueuedPodGroupInfo
 
 __all__ = [
     "ACTIVE_Q",
@@ -55,6 +59,7 @@ __all__ = [
     "QUEUE_SKIP",
     "UNSCHEDULABLE",
     "UNSCHEDULABLE_Q_TIME_INTERVAL",
+    "Entity",
     "QueuedPodInfo",
     "SchedulingQueue",
     "plugin_names",
@@ -72,6 +77,13 @@ ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE = "active", "backoff", "unschedulable"
 
 # queueingStrategy, in increasing strength.
 QUEUE_SKIP, QUEUE_AFTER_BACKOFF, QUEUE_IMMEDIATELY = 0, 1, 2
+
+# ``strategyToQueueLabel``: the queue a strategy stands for, in the incoming metrics.
+_STRATEGY_QUEUE = {
+    QUEUE_IMMEDIATELY: ACTIVE_Q,
+    QUEUE_AFTER_BACKOFF: BACKOFF_Q,
+    QUEUE_SKIP: UNSCHEDULABLE,
+}
 
 # Pseudo rejector the scheduler records for pods whose own fields are broken: only
 # an update of the pod itself (or the periodic flush) can help them.
@@ -123,12 +135,39 @@ class QueuedPodInfo:
         return self.pod_info.uid or self.pod_info.key
 
     @property
+    def queue_key(self) -> str:
+        """The key the queue files the entity under (a pod is its own entity)."""
+        return self.pod_info.uid or self.pod_info.key
+
+    @property
     def priority(self) -> int:
         return self.pod_info.priority
+
+    def size(self) -> int:
+        return 1
+
+
+# What the queue holds and pops: a pod alone, or a pod group's queued members together.
+Entity = QueuedPodInfo | QueuedPodGroupInfo
 
 
 def _key(pod: PodInfo) -> str:
     return pod.uid or pod.key
+
+
+def _rejectors(e: Entity) -> set[str]:
+    """The plugins whose events may requeue ``e``; a group's are its members'."""
+    if isinstance(e, QueuedPodGroupInfo):
+        out: set[str] = set()
+        for m in e.members:
+            out |= m.unschedulable_plugins | m.pending_plugins
+        return out
+    return e.unschedulable_plugins | e.pending_plugins
+
+
+def _pods_of(e: Entity) -> list[QueuedPodInfo]:
+    """``ForEachPodInfo``: a pod is its own only member."""
+    return e.members if isinstance(e, QueuedPodGroupInfo) else [e]
 
 
 def _same_pod_updated(pod: PodInfo, old: Any, new: Any) -> str:
@@ -205,24 +244,44 @@ class SchedulingQueue:
         self.pop_from_backoff = fw.handle.features.enabled("SchedulerPopFromBackoffQ")
         # v1.37 splits pending pods' events (TargetPod, UnscheduledPod) and adds ScaleUp.
         self.pending_events = ev.pending_pod_events(v1_37)
+        # GenericWorkload (v1.37): pod groups' members are queued as one entity per group
+        # (upstream's isPodGroupMember); otherwise a member is an ordinary pod.
+        self.generic_workload = v1_37 and fw.handle.features.enabled("GenericWorkload")
+        # The PodGroups observed (upstream's workloadForest, without CompositePodGroups).
+        self._pod_groups: dict[str, PodGroup] = {}
+        # Members whose PodGroup is not observed yet ("incomplete"), and members that came
+        # while their group was in flight ("pending", rejoining it when it is requeued).
+        self.incomplete = MemberPods()
+        self.pending = MemberPods()
+        # The group popped last (upstream's lastPoppedEntityKey), until it comes back.
+        self._last_popped: str | None = None
+        # Told of every entity's move (event, queue, its pods, and "pod" or "podgroup"
+        # when it counts as an incoming entity, else None); when set, ``on_move`` is not
+        # used. As upstream's recordIncomingEntitiesMetrics: the entity does not count
+        # when the queueing strategy that moved it names the queue it lands in.
+        self.on_entity_move: Callable[[str, str, int, str | None], None] | None = None
+        self._prev_queue: str | None = None
         self._seq = itertools.count()
         # Location of every queued pod, and the pod itself.
         self._where: dict[str, str] = {}
-        self._entries: dict[str, QueuedPodInfo] = {}
+        self._entries: dict[str, Entity] = {}
         # Heaps with lazy deletion: an entry is live iff its token is the pod's current one.
-        self._active: list[tuple[Any, int, QueuedPodInfo]] = []
+        self._active: list[tuple[Any, int, Entity]] = []
         self._active_tok: dict[str, int] = {}
-        self._backoff: list[tuple[float, int, QueuedPodInfo]] = []
+        self._backoff: list[tuple[float, int, Entity]] = []
         self._backoff_tok: dict[str, int] = {}
         # backoffQ's rejected pods by (expiry, QueueSort), popped when activeQ is empty.
-        self._backoff_pop: list[tuple[float, Any, int, QueuedPodInfo]] = []
+        self._backoff_pop: list[tuple[float, Any, int, Entity]] = []
         # The unschedulable pool (insertion-ordered) and its index by rejecting plugin.
-        self._pool: dict[str, QueuedPodInfo] = {}
+        self._pool: dict[str, Entity] = {}
         self._pool_seq: dict[str, int] = {}
         self._pool_rejectors: dict[str, tuple[str, ...]] = {}
         self._pool_idx: dict[tuple[str, str], set[str]] = {}
         self._pool_any: set[str] = set()
         self._gated: set[str] = set()
+        # Queue keys of the queued group entities, and the queues one ever was in.
+        self._group_keys: set[str] = set()
+        self._group_seen: set[str] = set()
         # In-flight pods (popped, Done not called yet), oldest first, with the event
         # sequence number at pop time; events seen meanwhile, in arrival order.
         self._in_flight: OrderedDict[str, int] = OrderedDict()
@@ -267,83 +326,113 @@ class SchedulingQueue:
     def _notify(self) -> None:
         self._wakeup.set()
 
-    def _count(self, event: str, queue: str) -> None:
-        if self._on_move is not None:
+    def _count(self, event: str, queue: str, entity: Entity) -> None:
+        group = isinstance(entity, QueuedPodGroupInfo)
+        if self.on_entity_move is not None:
+            kind = ("podgroup" if group else "pod") if self._prev_queue != queue else None
+            self.on_entity_move(event, queue, entity.size(), kind)
+        elif self._on_move is not None and not group:
             self._on_move(event, queue)
 
-    def backoff_duration(self, qpi: QueuedPodInfo) -> float:
+    def backoff_duration(self, qpi: Entity) -> float:
         """``calculateBackoffDuration``: initial * 2^(count-1) capped at max, where count is
         the errors in a row if the last attempts erred, else the rejections (an error
-        after rejections backs off as a first error); 0 if never failed."""
+        after rejections backs off as a first error); 0 if never failed. An entity of
+        several pods may back off longer: the max times the square root of its size."""
         count = qpi.consecutive_errors or qpi.unschedulable_count
         if count == 0:
             return 0.0
+        cap = self.max_backoff
+        size = qpi.size()
+        if size > 1:
+            cap *= math.sqrt(size)
         d = self.initial_backoff
         for _ in range(1, count):
-            if d > self.max_backoff - d:
-                return self.max_backoff
+            if d > cap - d:
+                return cap
             d += d
         return d
 
-    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        """``getBackoffTime``: truncated to the ordering window with SchedulerPopFromBackoffQ."""
+    def backoff_expiry(self, qpi: Entity) -> float:
+        """``getBackoffTime``: truncated to the ordering window with SchedulerPopFromBackoffQ.
+        A group's is computed once (at its size then) until its next attempt's outcome, as
+        upstream caches ``BackoffExpiration``."""
+        if isinstance(qpi, QueuedPodGroupInfo):
+            if qpi.backoff_expiration is None:
+                if not (qpi.consecutive_errors or qpi.unschedulable_count):
+                    return qpi.timestamp  # never failed: nothing to cache
+                qpi.backoff_expiration = self._expiry(qpi)
+            return qpi.backoff_expiration
+        return self._expiry(qpi)
+
+    def _expiry(self, qpi: Entity) -> float:
         t = qpi.timestamp + self.backoff_duration(qpi)
         if self.pop_from_backoff:
             return t - t % BACKOFF_ORDERING_WINDOW
         return t
 
-    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+    def is_backing_off(self, qpi: Entity) -> bool:
         if qpi.gated:
             return False
         return self.backoff_expiry(qpi) > self.clock.now()
 
-    def _push_active(self, qpi: QueuedPodInfo, event: str) -> None:
-        key = qpi.key
+    def _push_active(self, qpi: Entity, event: str) -> None:
+        key = qpi.queue_key
         tok = next(self._seq)
         self._where[key] = ACTIVE_Q
         self._entries[key] = qpi
+        if isinstance(qpi, QueuedPodGroupInfo):
+            self._track_group(key, ACTIVE_Q, qpi.gated)
         self._active_tok[key] = tok
         heapq.heappush(self._active, (self._sort_key(qpi), tok, qpi))
         if len(self._active) > 2 * len(self._active_tok) + 64:
-            self._active = [e for e in self._active if self._active_tok.get(e[2].key) == e[1]]
+            self._active = [e for e in self._active if self._active_tok.get(e[2].queue_key) == e[1]]
             heapq.heapify(self._active)
-        self._count(event, ACTIVE_Q)
+        self._count(event, ACTIVE_Q, qpi)
         self._notify()
 
-    def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> bool:
+    def _push_backoff(self, qpi: Entity, event: str) -> bool:
         """``moveToBackoffQ``; False when PreEnqueue (run here with SchedulerPopFromBackoffQ)
         gated the pod into the pool instead."""
         if self.pop_from_backoff and not self._gate(qpi):
             self._push_unschedulable(qpi, event)
             return False
-        key = qpi.key
+        key = qpi.queue_key
         tok = next(self._seq)
         self._where[key] = BACKOFF_Q
         self._entries[key] = qpi
+        if isinstance(qpi, QueuedPodGroupInfo):
+            self._track_group(key, BACKOFF_Q, qpi.gated)
         self._backoff_tok[key] = tok
         expiry = self.backoff_expiry(qpi)
         heapq.heappush(self._backoff, (expiry, tok, qpi))
         if len(self._backoff) > 2 * len(self._backoff_tok) + 64:
-            self._backoff = [e for e in self._backoff if self._backoff_tok.get(e[2].key) == e[1]]
+            self._backoff = [
+                e for e in self._backoff if self._backoff_tok.get(e[2].queue_key) == e[1]
+            ]
             heapq.heapify(self._backoff)
         if self.pop_from_backoff and (qpi.unschedulable_plugins or qpi.pending_plugins):
             heapq.heappush(self._backoff_pop, (expiry, self._sort_key(qpi), tok, qpi))
             if len(self._backoff_pop) > 2 * len(self._backoff_tok) + 64:
                 live = self._backoff_tok
-                self._backoff_pop = [e for e in self._backoff_pop if live.get(e[3].key) == e[2]]
+                self._backoff_pop = [
+                    e for e in self._backoff_pop if live.get(e[3].queue_key) == e[2]
+                ]
                 heapq.heapify(self._backoff_pop)
-        self._count(event, BACKOFF_Q)
+        self._count(event, BACKOFF_Q, qpi)
         if self.pop_from_backoff:
             self._notify()  # an idle pop takes it now
         return True
 
-    def _push_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
-        key = qpi.key
+    def _push_unschedulable(self, qpi: Entity, event: str) -> None:
+        key = qpi.queue_key
         self._where[key] = UNSCHEDULABLE
         self._entries[key] = qpi
+        if isinstance(qpi, QueuedPodGroupInfo):
+            self._track_group(key, UNSCHEDULABLE, qpi.gated)
         self._pool[key] = qpi
         self._pool_seq[key] = next(self._seq)
-        rejectors = tuple(qpi.unschedulable_plugins | qpi.pending_plugins)
+        rejectors = tuple(_rejectors(qpi))
         self._pool_rejectors[key] = rejectors
         if rejectors:
             for plugin in rejectors:
@@ -352,13 +441,18 @@ class SchedulingQueue:
             self._pool_any.add(key)
         if qpi.gated:
             self._gated.add(key)
-        self._count(event, UNSCHEDULABLE)
+        self._count(event, UNSCHEDULABLE, qpi)
 
-    def _remove(self, key: str) -> QueuedPodInfo | None:
+    def _track_group(self, key: str, where: str, gated: bool) -> None:
+        self._group_keys.add(key)
+        self._group_seen.add("gated" if gated and where == UNSCHEDULABLE else where)
+
+    def _remove(self, key: str) -> Entity | None:
         """Take a pod out of whichever queue holds it (heap entries die lazily)."""
         where = self._where.pop(key, None)
         if where is None:
             return None
+        self._group_keys.discard(key)
         qpi = self._entries.pop(key)
         if where == ACTIVE_Q:
             del self._active_tok[key]
@@ -378,8 +472,24 @@ class SchedulingQueue:
                     del self._pool_idx[(qpi.profile, plugin)]
         return qpi
 
-    def _gate(self, qpi: QueuedPodInfo) -> bool:
-        """Run PreEnqueue; True when the pod may enter activeQ (``runPreEnqueuePlugins``)."""
+    def _gate(self, qpi: Entity) -> bool:
+        """Run PreEnqueue; True when the entity may enter activeQ (``runPreEnqueuePlugins``).
+        Every member of a group is asked (each records its own gate); any gated member
+        gates the whole group."""
+        if isinstance(qpi, QueuedPodGroupInfo):
+            gating: QueuedPodInfo | None = None
+            for m in qpi.members:
+                if not self._gate_pod(m):
+                    gating = m
+            if gating is None:
+                qpi.gated, qpi.gating_plugin, qpi.gating_status = False, "", None
+                return True
+            qpi.gated, qpi.gating_plugin = True, gating.gating_plugin
+            qpi.gating_status = gating.gating_status
+            return False
+        return self._gate_pod(qpi)
+
+    def _gate_pod(self, qpi: QueuedPodInfo) -> bool:
         fw = self.frameworks.get(qpi.profile)
         st: Status | None = None
         if fw is not None:
@@ -396,27 +506,37 @@ class SchedulingQueue:
             qpi.unschedulable_plugins.add(st.plugin)
         return False
 
-    def _move_to_active(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
+    def _move_to_active(self, qpi: Entity, event: str, from_backoff: bool = False) -> bool:
         """``moveToActiveQ`` for a pod in no queue: activeQ, or the pool if PreEnqueue gates it
         (not asked again for a pod leaving backoffQ with SchedulerPopFromBackoffQ)."""
         if not (from_backoff and self.pop_from_backoff) and not self._gate(qpi):
             self._push_unschedulable(qpi, event)
             return False
+        now = self.clock.now()
         if qpi.initial_attempt_timestamp is None:
-            qpi.initial_attempt_timestamp = self.clock.now()
+            qpi.initial_attempt_timestamp = now
+        if isinstance(qpi, QueuedPodGroupInfo):
+            for m in qpi.members:  # a member may join after the group's first attempt
+                if m.initial_attempt_timestamp is None:
+                    m.initial_attempt_timestamp = now
         self._push_active(qpi, event)
-        if event == self.pending_events.add.label:
+        if event == self.pending_events.add.label and isinstance(qpi, QueuedPodInfo):
             self.nominator.add(qpi.pod_info)
         return True
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: int, event: str) -> str:
-        """``requeuePodWithQueueingStrategy`` for a pod in no queue; returns where it went."""
-        if strategy == QUEUE_SKIP:
-            self._push_unschedulable(qpi, event)
-            return UNSCHEDULABLE
-        if strategy == QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi):
-            return BACKOFF_Q if self._push_backoff(qpi, event) else UNSCHEDULABLE
-        return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE
+    def _requeue(self, qpi: Entity, strategy: int, event: str) -> str:
+        """``requeueEntityWithQueueingStrategy`` for an entity in no queue; returns where
+        it went."""
+        self._prev_queue = _STRATEGY_QUEUE[strategy]
+        try:
+            if strategy == QUEUE_SKIP:
+                self._push_unschedulable(qpi, event)
+                return UNSCHEDULABLE
+            if strategy == QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi):
+                return BACKOFF_Q if self._push_backoff(qpi, event) else UNSCHEDULABLE
+            return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE
+        finally:
+            self._prev_queue = None
 
     # -- queueing hints -------------------------------------------------------------------
     def _matching(self, profile: str, event: ClusterEvent) -> dict[str, list[HintFn | None]]:
@@ -434,7 +554,21 @@ class SchedulingQueue:
     def _event_of_interest(self, event: ClusterEvent) -> bool:
         return ev.is_wildcard(event) or any(self._matching(p, event) for p in self._regs)
 
-    def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> int:
+    def _worth_requeuing(self, qpi: Entity, event: ClusterEvent, old: Any, new: Any) -> int:
+        """``isEntityWorthRequeuing``: a group is worth it when any member is, at the
+        strongest strategy its members' hints give."""
+        if isinstance(qpi, QueuedPodInfo):
+            return self._pod_worth_requeuing(qpi, event, old, new)
+        best = QUEUE_SKIP
+        for m in qpi.members:
+            best = max(best, self._pod_worth_requeuing(m, event, old, new))
+            if best == QUEUE_IMMEDIATELY:
+                break
+        return best
+
+    def _pod_worth_requeuing(
+        self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any
+    ) -> int:
         """``isPodWorthRequeuing``: the strongest strategy among the rejectors' hints."""
         unsched, pending = qpi.unschedulable_plugins, qpi.pending_plugins
         if not unsched and not pending:
@@ -484,11 +618,11 @@ class SchedulingQueue:
             observer(plugin, event.label, label, time.perf_counter() - t0)
         return skip
 
-    def _gating_plugin_cares(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+    def _gating_plugin_cares(self, qpi: Entity, event: ClusterEvent) -> bool:
         regs = self._plugin_events.get((qpi.profile, qpi.gating_plugin), ())
         return any(ev.matches(r, event) for r in regs)
 
-    def _candidates(self, event: ClusterEvent) -> list[QueuedPodInfo]:
+    def _candidates(self, event: ClusterEvent) -> list[Entity]:
         """Pool pods some rejector of which registered ``event``, in pool order."""
         pool = self._pool
         if ev.is_wildcard(event):
@@ -508,7 +642,7 @@ class SchedulingQueue:
 
     def _move_pods(
         self,
-        pods: Iterable[QueuedPodInfo],
+        pods: Iterable[Entity],
         event: ClusterEvent,
         old: Any,
         new: Any,
@@ -517,14 +651,14 @@ class SchedulingQueue:
         """``movePodsToActiveOrBackoffQueue``: requeue the pool pods the event may help."""
         moved = 0
         for qpi in pods:
-            if pre_check is not None and not pre_check(qpi.pod_info):
+            if pre_check is not None and not any(pre_check(p.pod_info) for p in _pods_of(qpi)):
                 continue
             if qpi.gated and not self._gating_plugin_cares(qpi, event):
                 continue
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy == QUEUE_SKIP:
                 continue
-            self._remove(qpi.key)
+            self._remove(qpi.queue_key)
             if self._requeue(qpi, strategy, event.label) != UNSCHEDULABLE:
                 moved += 1
         if self._in_flight:
@@ -533,16 +667,74 @@ class SchedulingQueue:
         return moved
 
     # -- pod lifecycle -----------------------------------------------------------------
+    def is_member(self, pod: PodInfo) -> bool:
+        """``isPodGroupMember``: queued with its group (GenericWorkload on, v1.37)."""
+        return self.generic_workload and pod_group_of(pod.pod) is not None
+
+    def _known(self, key: str, pod: PodInfo) -> QueuedPodInfo | None:
+        """The queued version of a pod anywhere in the queue (in flight excluded)."""
+        e = self._entries.get(key)
+        if isinstance(e, QueuedPodInfo):
+            return e
+        gkey = pod_group_of(pod.pod) if self.generic_workload else None
+        if gkey is None:
+            return None
+        group = self._entries.get(ENTITY_KEY_PREFIX + gkey)
+        m = group.member(key) if isinstance(group, QueuedPodGroupInfo) else None
+        return m or self.incomplete.get(key) or self.pending.get(key)
+
     def add(self, pod: PodInfo, profile: str) -> None:
-        """A new pending pod: activeQ, or the pool when a PreEnqueue plugin gates it."""
+        """A new pending pod: activeQ, or the pool when a PreEnqueue plugin gates it; a pod
+        group's member joins its group's entity (``addPodGroupMember``)."""
         key = _key(pod)
-        if key in self._where or key in self._in_flight:
-            cur = self._entries.get(key)
+        cur = self._known(key, pod)
+        if cur is not None or key in self._in_flight:
             old = cur.pod_info if cur is not None else self._in_flight_latest.get(key, pod)
             self.update(old, pod)
             return
         qpi = QueuedPodInfo(pod, profile, self.clock.now())
+        if self.is_member(pod):
+            self.nominator.add(pod)
+            self._add_member(qpi)
+            return
         self._move_to_active(qpi, self.pending_events.add.label)
+
+    def _add_member(self, qpi: QueuedPodInfo) -> None:
+        """``addPodGroupMember``: "incomplete" while the PodGroup is unknown; into the
+        group's queued entity (requeued where it was, PreEnqueue asked again); "pending"
+        while the group is in flight; else a new entity, to activeQ."""
+        gkey = pod_group_of(qpi.pod_info.pod)
+        assert gkey is not None
+        pg = self._pod_groups.get(gkey)
+        if pg is None:
+            self.incomplete.add(gkey, qpi)
+            return
+        label = self.pending_events.add.label
+        ekey = ENTITY_KEY_PREFIX + gkey
+        where = self._where.get(ekey)
+        if where is not None:
+            entity = self._remove(ekey)
+            assert isinstance(entity, QueuedPodGroupInfo)
+            entity.add_member(qpi)
+            self._requeue_entity(entity, where, label)
+            return
+        if self._last_popped == gkey:
+            self.pending.add(gkey, qpi)
+            return
+        ns, _, name = gkey.partition("/")
+        group = QueuedPodGroupInfo(PodGroupInfo(ns, name, pg), qpi.profile)
+        group.add_member(qpi)
+        group.timestamp = qpi.timestamp
+        group.initial_attempt_timestamp = qpi.initial_attempt_timestamp
+        self._move_to_active(group, label)
+
+    def _requeue_entity(self, entity: Entity, where: str, event: str) -> str:
+        """``requeueEntityWithQueueingStrategy`` with the strategy of the queue the entity
+        was taken from."""
+        strategy = {ACTIVE_Q: QUEUE_IMMEDIATELY, BACKOFF_Q: QUEUE_AFTER_BACKOFF}.get(
+            where, QUEUE_SKIP
+        )
+        return self._requeue(entity, strategy, event)
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
         """``Update``: an unassigned pod changed.
@@ -550,6 +742,8 @@ class SchedulingQueue:
         In flight: remember the change as an in-flight event (and the newest
         version). In activeQ/backoffQ: replace it in place. In the pool: requeue
         it if a rejecting plugin's hint says the change may help. Elsewhere: add it.
+        A group member is updated inside its entity (whose hints then decide), or where it
+        waits (incomplete, pending).
         """
         rv = new.pod.metadata.resource_version
         if old is not new and rv and rv == old.pod.metadata.resource_version:
@@ -557,11 +751,22 @@ class SchedulingQueue:
         key = _key(new)
         pe = self.pending_events
         events = ev.pod_update_events(old, new, pe.target, scale_up=pe.scale_up)
+        if self.is_member(old):
+            gkey = pod_group_of(old.pod)
+            if gkey not in self._pod_groups:
+                m = self.incomplete.get(key)
+                if m is not None:
+                    m.pod_info = new
+                    self.nominator.update(old, new)
+                return
         if key in self._in_flight:
             self._in_flight_latest[key] = new
             for e in events:
                 self._event_seq += 1
                 self._events.append((self._event_seq, e, old, new))
+            return
+        if self.is_member(old):
+            self._update_member(old, new, events)
             return
         where = self._where.get(key)
         if where is None:
@@ -570,6 +775,7 @@ class SchedulingQueue:
                 self.add(new, profile)
             return
         qpi = self._entries[key]
+        assert isinstance(qpi, QueuedPodInfo)
         qpi.pod_info = new
         self.nominator.update(old, new)
         if where == ACTIVE_Q:
@@ -580,66 +786,235 @@ class SchedulingQueue:
             return
         if where == BACKOFF_Q:
             return
+        self._requeue_updated(qpi, events, old, new)
+
+    def _requeue_updated(
+        self, qpi: Entity, events: list[ClusterEvent], old: PodInfo, new: PodInfo
+    ) -> None:
+        """A pool entity's pod changed: requeue it on the first event its hints accept."""
         for e in events:
             strategy = self._worth_requeuing(qpi, e, old, new)
             if strategy == QUEUE_SKIP:
                 continue
-            self._remove(key)
+            self._remove(qpi.queue_key)
             if self._requeue(qpi, strategy, e.label) != UNSCHEDULABLE:
                 return
 
+    def _update_member(self, old: PodInfo, new: PodInfo, events: list[ClusterEvent]) -> None:
+        key = _key(new)
+        gkey = pod_group_of(old.pod)
+        ekey = ENTITY_KEY_PREFIX + (gkey or "")
+        group = self._entries.get(ekey)
+        m = group.member(key) if isinstance(group, QueuedPodGroupInfo) else None
+        if isinstance(group, QueuedPodGroupInfo) and m is not None:
+            m.pod_info = new
+            group.refresh_member(m)
+            self.nominator.update(old, new)
+            if self._where.get(ekey) == UNSCHEDULABLE:
+                self._requeue_updated(group, events, old, new)
+            return
+        m = self.pending.get(key)
+        if m is not None:
+            m.pod_info = new
+            self.nominator.update(old, new)
+            return
+        profile = self.profile_of(new)
+        if profile is not None:
+            self.add(new, profile)
+
     def delete(self, pod: PodInfo) -> None:
-        """The pod is gone (or bound): out of every queue, and not requeued if in flight."""
+        """The pod is gone (or bound): out of every queue, and not requeued if in flight.
+        A member leaves its entity, which is requeued where it was while members remain
+        (``deletePodGroupMember``)."""
         key = _key(pod)
         self.nominator.delete(pod)
-        if self._remove(key) is None and key in self._in_flight:
+        if self.is_member(pod):
+            self._delete_member(pod, key)
+        elif self._remove(key) is not None:
+            return
+        if key in self._in_flight:
             self._in_flight_deleted.add(key)
+
+    def _delete_member(self, pod: PodInfo, key: str) -> None:
+        gkey = pod_group_of(pod.pod)
+        assert gkey is not None
+        if gkey not in self._pod_groups:
+            self.incomplete.delete(key)
+            return
+        ekey = ENTITY_KEY_PREFIX + gkey
+        where = self._where.get(ekey)
+        if where is None:
+            self.pending.delete(key)
+            return
+        entity = self._remove(ekey)
+        assert isinstance(entity, QueuedPodGroupInfo)
+        entity.remove_member(key)
+        if entity.members:
+            self._requeue_entity(entity, where, self.pending_events.add.label)
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         """``Activate``: pods in the pool or backoffQ go straight to activeQ (e.g. a gang's
-        siblings); for an in-flight pod a targeted ForceActivate is recorded instead."""
+        siblings), a member with its whole group; for an in-flight pod a targeted
+        ForceActivate is recorded instead."""
         for pod in pods:
             key = _key(pod)
-            where = self._where.get(key)
+            ekey = key
+            if self.is_member(pod):
+                gkey = pod_group_of(pod.pod)
+                if gkey not in self._pod_groups:
+                    continue
+                ekey = ENTITY_KEY_PREFIX + str(gkey)
+            where = self._where.get(ekey)
             if where in (UNSCHEDULABLE, BACKOFF_Q):
-                qpi = self._remove(key)
+                qpi = self._remove(ekey)
                 assert qpi is not None
                 self._move_to_active(qpi, ev.FORCE_ACTIVATE.label, where == BACKOFF_Q)
             elif key in self._in_flight:
                 self._event_seq += 1
                 self._events.append((self._event_seq, ev.FORCE_ACTIVATE, None, pod))
 
+    # -- pod groups --------------------------------------------------------------------------
+    def add_pod_group(self, pg: PodGroup) -> None:
+        """``AddPodGroup``: the PodGroup is observed; its incomplete members join the queue."""
+        gkey = pod_group_key(pg.metadata.namespace, pg.metadata.name)
+        self._pod_groups[gkey] = pg
+        for qpi in self.incomplete.clear(gkey):
+            self._add_member(qpi)
+
+    def update_pod_group(self, old: PodGroup, new: PodGroup) -> None:
+        """``UpdatePodGroup``: the queued entity (not one in flight) sees the new version."""
+        gkey = pod_group_key(new.metadata.namespace, new.metadata.name)
+        self._pod_groups[gkey] = new
+        entity = self._entries.get(ENTITY_KEY_PREFIX + gkey)
+        if isinstance(entity, QueuedPodGroupInfo):
+            entity.info.pod_group = new
+
+    def delete_pod_group(self, pg: PodGroup) -> None:
+        """``DeletePodGroup``: the group's queued (or pending) members go back to
+        "incomplete", until a PodGroup of that name shows up again."""
+        gkey = pod_group_key(pg.metadata.namespace, pg.metadata.name)
+        if self._pod_groups.pop(gkey, None) is None:
+            return
+        ekey = ENTITY_KEY_PREFIX + gkey
+        entity = self._remove(ekey)
+        if entity is None:
+            if self._last_popped == gkey:
+                for qpi in self.pending.clear(gkey):
+                    self.incomplete.add(gkey, qpi)
+            return
+        for qpi in _pods_of(entity):
+            self.incomplete.add(gkey, qpi)
+
+    def pod_group(self, key: str) -> PodGroup | None:
+        """The observed PodGroup ``namespace/name``, as the queue knows it."""
+        return self._pod_groups.get(key)
+
+    def add_attempted_pod_group_if_needed(
+        self, group: QueuedPodGroupInfo, cycle: int, status: Status | None
+    ) -> None:
+        """``AddAttemptedPodGroupIfNeeded``: after a pod-group cycle, the members that
+        came back (failed ones through ``add_unschedulable_if_not_present``, new ones
+        meanwhile) are queued again as the group, with the popped entity's queueing state.
+
+        ``status`` success (or None): straight to activeQ, counts reset, and the timestamp
+        kept when some member failed (so preemption is tried next at once); rejected: one
+        more rejection; otherwise an error. Then backoffQ if backing off, else activeQ.
+        ``cycle`` is for the log only, as upstream's.
+        """
+        del cycle
+        if group.queue_key in self._where:
+            return
+        self._last_popped = None
+        pending = self.pending.clear(group.key)
+        if not pending:
+            return
+        attempted = {m.key for m in group.members}
+        had_failures = any(p.key in attempted for p in pending)
+        pg = self._pod_groups.get(group.key)
+        if pg is None:  # the group was deleted meanwhile: its pods wait for it again
+            for qpi in pending:
+                self.incomplete.add(group.key, qpi)
+            return
+        entity = QueuedPodGroupInfo(
+            PodGroupInfo(group.info.namespace, group.info.name, pg),
+            group.profile,
+            timestamp=group.timestamp,
+            initial_attempt_timestamp=group.initial_attempt_timestamp,
+            attempts=group.attempts,
+            unschedulable_plugins=set(group.unschedulable_plugins),
+            pending_plugins=set(group.pending_plugins),
+            unschedulable_count=group.unschedulable_count,
+            consecutive_errors=group.consecutive_errors,
+            gated=group.gated,
+            gating_plugin=group.gating_plugin,
+            gating_status=group.gating_status,
+        )
+        for qpi in pending:
+            entity.add_member(qpi)
+        without_backoff = preserve = False
+        if status is None or status.is_success():
+            without_backoff, preserve = True, had_failures
+            entity.consecutive_errors = entity.unschedulable_count = 0
+            entity.backoff_expiration = group.backoff_expiration
+        elif status.is_rejected():
+            entity.unschedulable_count += 1
+            entity.consecutive_errors = 0
+        else:
+            entity.consecutive_errors += 1
+        if not preserve:
+            entity.timestamp = self.clock.now()
+        entity.flushed = False
+        if not without_backoff and self.is_backing_off(entity):
+            self._push_backoff(entity, ev.SCHEDULE_ATTEMPT_FAILURE)
+        else:
+            self._move_to_active(entity, ev.SCHEDULE_ATTEMPT_FAILURE)
+
     # -- popping ----------------------------------------------------------------------
-    def pop_nowait(self) -> QueuedPodInfo | None:
+    def pop_nowait(self) -> Entity | None:
         """The head of activeQ (after moving pods whose backoff ended), now in flight; with
-        activeQ empty and SchedulerPopFromBackoffQ, backoffQ's first rejected pod."""
+        activeQ empty and SchedulerPopFromBackoffQ, backoffQ's first rejected pod. A pod
+        group's entity comes with all its queued members in flight."""
         self.flush_backoff_completed()
         while self._active:
             _, tok, qpi = heapq.heappop(self._active)
-            if self._active_tok.get(qpi.key) == tok and self._take(qpi):
+            if self._active_tok.get(qpi.queue_key) == tok and self._take(qpi):
                 return qpi
         while self._backoff_pop:
             _, _, tok, qpi = heapq.heappop(self._backoff_pop)
-            if self._backoff_tok.get(qpi.key) == tok:
-                self._count(POP_FROM_BACKOFF_Q, ACTIVE_Q)
+            if self._backoff_tok.get(qpi.queue_key) == tok:
+                self._count(POP_FROM_BACKOFF_Q, ACTIVE_Q, qpi)
                 if self._take(qpi):
                     return qpi
         return None
 
-    def _take(self, qpi: QueuedPodInfo) -> bool:
-        """Out of its queue and in flight; False for a pod already in flight."""
-        key = qpi.key
-        self._remove(key)
-        if key in self._in_flight:
+    def _take(self, qpi: Entity) -> bool:
+        """Out of its queue and in flight; False for a pod already in flight (a group
+        drops such members, and is dropped when none is left)."""
+        self._remove(qpi.queue_key)
+        if isinstance(qpi, QueuedPodGroupInfo):
+            for m in list(qpi.members):
+                if m.key in self._in_flight:
+                    qpi.remove_member(m.key)
+            if not qpi.members:
+                return False
+            self._last_popped = qpi.key
+        elif qpi.key in self._in_flight:
             return False  # tracked twice: drop the duplicate, as upstream does
+        else:
+            self._last_popped = None
         qpi.attempts += 1
         qpi.unschedulable_plugins = set()
         qpi.pending_plugins = set()
+        for m in _pods_of(qpi):
+            if m is not qpi:
+                m.attempts += 1
+                m.unschedulable_plugins = set()
+                m.pending_plugins = set()
+            self._in_flight[m.key] = self._event_seq
         self.scheduling_cycle += 1
-        self._in_flight[key] = self._event_seq
         return True
 
-    async def pop(self) -> QueuedPodInfo | None:
+    async def pop(self) -> Entity | None:
         """Next pod by QueueSort; waits (on the injected clock) for one. None once closed."""
         while not self._closed:
             qpi = self.pop_nowait()
@@ -727,6 +1102,13 @@ class SchedulingQueue:
                 qpi.consecutive_errors += 1
             qpi.timestamp = self.clock.now()
             qpi.flushed = False
+            if self.is_member(qpi.pod_info):
+                # ``addUnschedulablePodGroupMember``: out of flight first, then back with
+                # its group (pending while the group's own attempt is not over).
+                self._done(key)
+                self._add_member(qpi)
+                return
+            self._last_popped = None
             self._requeue(qpi, self._in_flight_strategy(qpi), ev.SCHEDULE_ATTEMPT_FAILURE)
         finally:
             self._done(key)
@@ -757,13 +1139,13 @@ class SchedulingQueue:
         heap, toks = self._backoff, self._backoff_tok
         while heap:
             t, tok, qpi = heap[0]
-            if toks.get(qpi.key) != tok:
+            if toks.get(qpi.queue_key) != tok:
                 heapq.heappop(heap)
                 continue
             if t > now:
                 break
             heapq.heappop(heap)
-            self._remove(qpi.key)
+            self._remove(qpi.queue_key)
             if self._move_to_active(qpi, ev.BACKOFF_COMPLETE, from_backoff=True):
                 moved += 1
         return moved
@@ -800,7 +1182,7 @@ class SchedulingQueue:
         heap, toks = self._backoff, self._backoff_tok
         while heap:
             t, tok, qpi = heap[0]
-            if toks.get(qpi.key) == tok:
+            if toks.get(qpi.queue_key) == tok:
                 return t
             heapq.heappop(heap)
         return None
@@ -811,42 +1193,100 @@ class SchedulingQueue:
         if self._active_tok:
             return True
         heap, toks = self._backoff_pop, self._backoff_tok
-        while heap and toks.get(heap[0][3].key) != heap[0][2]:
+        while heap and toks.get(heap[0][3].queue_key) != heap[0][2]:
             heapq.heappop(heap)
         return bool(heap)
 
     def location(self, pod: PodInfo) -> str | None:
-        """Where the pod is: active, backoff, unschedulable, "inFlight" or None."""
+        """Where the pod is: active, backoff, unschedulable, "inFlight" or None; a group
+        member is where its entity is, or "incomplete" or "pending"."""
         key = _key(pod)
         where = self._where.get(key)
         if where is None and key in self._in_flight:
             return "inFlight"
+        if where is None and self.is_member(pod):
+            gkey = pod_group_of(pod.pod)
+            ekey = ENTITY_KEY_PREFIX + str(gkey)
+            group = self._entries.get(ekey)
+            if isinstance(group, QueuedPodGroupInfo) and group.member(key) is not None:
+                return self._where[ekey]
+            if self.incomplete.get(key) is not None:
+                return "incomplete"
+            if self.pending.get(key) is not None:
+                return "pending"
         return where
 
     def get(self, pod: PodInfo) -> QueuedPodInfo | None:
-        return self._entries.get(_key(pod))
+        """The queued pod (a group member inside its entity, or waiting), or None."""
+        return self._known(_key(pod), pod)
+
+    def get_entity(self, key: str) -> Entity | None:
+        """The queued entity under queue key ``key`` (``queue_key``), or None."""
+        return self._entries.get(key)
+
+    def _entity_counts(self) -> dict[tuple[str, str], int]:
+        """(queue, "pod" | "podgroup") -> (entities, pods), the gated apart."""
+        out: dict[tuple[str, str], int] = {}
+        for key in self._group_keys:
+            e = self._entries[key]
+            where = "gated" if key in self._gated else self._where[key]
+            out[(where, "podgroup")] = out.get((where, "podgroup"), 0) + e.size()
+            out[(where, "groups")] = out.get((where, "groups"), 0) + 1
+        return out
 
     def pending_counts(self) -> dict[str, int]:
-        """Pods per queue as ``scheduler_pending_pods{queue}`` counts them (gated apart)."""
+        """Pods per queue as ``scheduler_pending_pods{queue}`` counts them (gated apart);
+        with GenericWorkload, the group members kept aside ("incomplete", "pending")."""
         gated = len(self._gated)
-        return {
+        counts = {
             ACTIVE_Q: len(self._active_tok),
             BACKOFF_Q: len(self._backoff_tok),
             UNSCHEDULABLE: len(self._pool) - gated,
             "gated": gated,
         }
+        if self._group_keys:
+            for (where, kind), n in self._entity_counts().items():
+                if kind == "podgroup":
+                    counts[where] += n
+                elif kind == "groups":
+                    counts[where] -= n
+        if self.generic_workload:
+            counts["incomplete"] = len(self.incomplete)
+            counts["pending"] = len(self.pending)
+        return counts
+
+    def entity_counts(self) -> dict[tuple[str, str], int]:
+        """``scheduler_queued_entities{queue,type}``: entities per queue and type ("pod",
+        and "podgroup" for the queues a group entity ever was in, as upstream's series
+        appear on first use)."""
+        gated = len(self._gated)
+        groups = self._entity_counts()
+        out: dict[tuple[str, str], int] = {}
+        for where, n in (
+            (ACTIVE_Q, len(self._active_tok)),
+            (BACKOFF_Q, len(self._backoff_tok)),
+            (UNSCHEDULABLE, len(self._pool) - gated),
+            ("gated", gated),
+        ):
+            g = groups.get((where, "groups"), 0)
+            out[(where, "pod")] = n - g
+            if where in self._group_seen:
+                out[(where, "podgroup")] = g
+        return out
 
     def unschedulable_pods(self) -> list[QueuedPodInfo]:
-        return list(self._pool.values())
+        """The pool's pods, a group's members each."""
+        return [m for e in self._pool.values() for m in _pods_of(e)]
 
     def active_pods(self) -> list[QueuedPodInfo]:
-        """activeQ in pop order (for debugging and tests; O(n log n))."""
-        live = [e for e in self._active if self._active_tok.get(e[2].key) == e[1]]
-        return [e[2] for e in sorted(live, key=lambda e: (e[0], e[1]))]
+        """activeQ's pods in pop order, a group's members together (for debugging and
+        tests; O(n log n))."""
+        live = [e for e in self._active if self._active_tok.get(e[2].queue_key) == e[1]]
+        return [m for e in sorted(live, key=lambda e: (e[0], e[1])) for m in _pods_of(e[2])]
 
     def backoff_pods(self) -> list[QueuedPodInfo]:
-        live = [e for e in self._backoff if self._backoff_tok.get(e[2].key) == e[1]]
-        return [e[2] for e in sorted(live, key=lambda e: (e[0], e[1]))]
+        live = [e for e in self._backoff if self._backoff_tok.get(e[2].queue_key) == e[1]]
+        return [m for e in sorted(live, key=lambda e: (e[0], e[1])) for m in _pods_of(e[2])]
 
     def in_flight(self) -> int:
         return len(self._in_flight)
@@ -884,7 +1324,7 @@ class SchedulingQueue:
                 d["backoffExpiry"] = wall(self.backoff_expiry(q))
             return d
 
-        pool = sorted(self._pool.values(), key=lambda q: q.pod_info.key)
+        pool = sorted(self.unschedulable_pods(), key=lambda q: q.pod_info.key)
         return {
             "now": wall(self.clock.now()),
             "counts": self.pending_counts(),
@@ -894,6 +1334,8 @@ class SchedulingQueue:
             UNSCHEDULABLE: [row(q) for q in pool if not q.gated],
             "gated": [row(q) for q in pool if q.gated],
             "inFlight": list(self._in_flight),
+            "incomplete": [row(q) for q in self.incomplete],
+            "pendingGroupMembers": [row(q) for q in self.pending],
             "inFlightEvents": [e[1].label for e in self._events],
             "nominated": {
                 n: [p.key for p in ps] for n, ps in sorted(self.nominator.nodes().items())

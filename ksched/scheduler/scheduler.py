@@ -24,6 +24,7 @@ import anyio.abc
 import structlog
 
 from ..api.objects import Node
+from ..api.workload import PodGroup
 from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import (
@@ -92,7 +93,9 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
         self, qpi: QueuedPodInfo, result: str, seconds: float, sli_seconds: float | None = None
     ) -> None: ...
 
-    def queue_incoming(self, event: str, queue: str) -> None: ...
+    def queue_incoming_entity(
+        self, event: str, queue: str, pods: int, kind: str | None
+    ) -> None: ...
 
     def event_handled(self, event: str, seconds: float) -> None: ...
 
@@ -167,17 +170,24 @@ class Scheduler:
             waiting_pods=self.waiting_pods,
             metrics=metrics,
         )
-        self.cache = Cache(self.clock, assumed_ttl=assumed_ttl)
+        features = config.features
+        # GenericWorkload (v1.37): pod groups' members are tracked per group and queued
+        # as one entity (at v1.36 or with the gate off they are ordinary pods).
+        self.generic_workload = features.at_least("1.37") and features.enabled("GenericWorkload")
+        self.cache = Cache(
+            self.clock, assumed_ttl=assumed_ttl, generic_workload=self.generic_workload
+        )
         self.queue = SchedulingQueue(
             self.frameworks,
             clock=self.clock,
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
-            on_move=self._on_queue_move,
         )
+        self.queue.on_entity_move = self._on_entity_move
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.activator = self.queue
+            fw.handle.pod_group_manager = self.cache
             fw.handle.extenders = self.extenders
             # ksched's exact stand-in for OpportunisticBatching: decides as a full cycle
             # would, so the gate only says whether the batching metrics are fed.
@@ -288,6 +298,7 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
             self._handled(ev.ASSIGNED_POD_ADD, _perf() - t0)
         elif (profile := self.profile_of(pod)) is not None:
+            self.cache.add_pod_group_member(pod)
             self.queue.add(pod, profile)
             # A new sibling can unblock pods rejected for want of peers (gangs, affinity).
             added = self.queue.pending_events.add
@@ -336,6 +347,7 @@ class Scheduler:
         rv = new.pod.metadata.resource_version
         if old is not new and rv and rv == old.pod.metadata.resource_version:
             return False
+        self.cache.update_pod_group_member(old, new)
         if self.cache.is_assumed(new):
             return True  # being bound: upstream ignores updates of assumed pods
         self.queue.update(old, new)
@@ -365,6 +377,8 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, pod, None)
             if pod.node_name:
                 return
+        else:
+            self.cache.remove_pod_group_member(pod)
         self.queue.delete(pod)
         wp = self.waiting_pods.get(pod.uid or pod.key)
         if wp is not None:
@@ -374,6 +388,32 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(
                 ev.ASSIGNED_POD_DELETE, pod, None, _le_priority(pod.priority)
             )
+
+    def on_pod_group_add(self, pg: PodGroup) -> None:
+        """``addPodGroup``: cache, queue (incomplete members join), then the event."""
+        t0 = _perf()
+        self.cache.add_pod_group(pg)
+        self.queue.add_pod_group(pg)
+        self.queue.move_all_to_active_or_backoff(ev.POD_GROUP_ADD, None, pg)
+        self._handled(ev.POD_GROUP_ADD, _perf() - t0)
+
+    def on_pod_group_update(self, old: PodGroup, new: PodGroup) -> None:
+        rv = new.metadata.resource_version
+        if rv and rv == old.metadata.resource_version:
+            return
+        t0 = _perf()
+        self.cache.update_pod_group(old, new)
+        self.queue.update_pod_group(old, new)
+        self.queue.move_all_to_active_or_backoff(ev.POD_GROUP_UPDATE, old, new)
+        self._handled(ev.POD_GROUP_UPDATE, _perf() - t0)
+
+    def on_pod_group_delete(self, pg: PodGroup) -> None:
+        """``deletePodGroup``: its queued members wait (incomplete) for a new one."""
+        t0 = _perf()
+        self.cache.remove_pod_group(pg)
+        self.queue.delete_pod_group(pg)
+        self.queue.move_all_to_active_or_backoff(ev.POD_GROUP_DELETE, pg, None)
+        self._handled(ev.POD_GROUP_DELETE, _perf() - t0)
 
     def on_other_event(self, event: Any, old: Any = None, new: Any = None) -> None:
         """Custom resources (PodGroups, ...) plugins registered for."""
@@ -400,7 +440,8 @@ class Scheduler:
                 qpi = await self.queue.pop()
                 if qpi is None:
                     break
-                await self.schedule_one(qpi, tg)
+                if isinstance(qpi, QueuedPodInfo):  # a pod group: the pod-group cycle's
+                    await self.schedule_one(qpi, tg)
                 await anyio.lowlevel.checkpoint()
             tg.cancel_scope.cancel()
 
@@ -591,9 +632,9 @@ class Scheduler:
         )
         return True, in_memory
 
-    def _on_queue_move(self, event: str, queue: str) -> None:
+    def _on_entity_move(self, event: str, queue: str, pods: int, kind: str | None) -> None:
         if self.metrics is not None:
-            self.metrics.queue_incoming(event, queue)
+            self.metrics.queue_incoming_entity(event, queue, pods, kind)
 
 
 class _Overdue:

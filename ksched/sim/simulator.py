@@ -27,6 +27,7 @@ from ..framework.interface import ClusterEvent
 from ..framework.listers import Listers, RevisionedStore
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
+from ..queue.scheduling_queue import QueuedPodInfo
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock, rfc3339
@@ -400,6 +401,9 @@ class Simulation:
         global_default = next((pc.value for pc in cf.priority_classes if pc.global_default), 0)
         for node, _raw in cf.nodes:
             self.sched.on_node_add(node)
+        if self.sched.generic_workload:  # v1.37's PodGroup informer handlers
+            for pg in cf.scheduling.get("PodGroup", []):
+                self.sched.on_pod_group_add(pg)
         pending: list[PodInfo] = []
         for pod, raw in cf.pods:
             if pod.status.phase in ("Succeeded", "Failed"):
@@ -490,7 +494,8 @@ class Simulation:
                 qpi = q.pop_nowait()
                 if qpi is not None:
                     budget -= 1
-                    await sched.schedule_one(qpi, tg)
+                    if isinstance(qpi, QueuedPodInfo):  # a pod group: the pod-group cycle's
+                        await sched.schedule_one(qpi, tg)
                     await self._settle()
                     if on_attempt is not None:
                         on_attempt(qpi)

@@ -43,6 +43,7 @@ from ..framework.snapshot import NodeInfoView
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from ..plugins import default_registry
+from ..queue.scheduling_queue import QueuedPodInfo
 from ..scheduler.schedule_one import handle_scheduling_failure, scheduling_cycle
 from ..sim.cluster_file import parse_cluster
 from ..sim.simulator import Simulation, _admit
@@ -320,7 +321,7 @@ def schedule(
     sched = sim.sched
     target = pod_info(raw).uid
     while (qpi := sched.queue.pop_nowait()) is not None:
-        if qpi.pod_info.uid != target:
+        if not isinstance(qpi, QueuedPodInfo) or qpi.pod_info.uid != target:
             continue
         fw = sched.frameworks[qpi.profile]
         res = scheduling_cycle(sched, fw, CycleState(), qpi)
