@@ -39,6 +39,7 @@ from ...framework.preemption import (
     pod_group_priority,
 )
 from ...framework.recorder import NO_RECORDER, FrameworkRecorder
+from ...util.errors import KschedError
 from ...framework.snapshot import Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
@@ -74,7 +75,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 PREEMPT_NEVER = "Never"
 
 
-class MutationError(Exception):
+class MutationError(KschedError):
     """A dry-run removal that found nothing to remove (upstream ``RemovePod``'s error)."""
 
 
