@@ -39,10 +39,10 @@ from ...framework.preemption import (
     pod_group_priority,
 )
 from ...framework.recorder import NO_RECORDER, FrameworkRecorder
-from ...util.errors import KschedError
 from ...framework.snapshot import Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
+from ...util.errors import KschedError
 from ...util.gosort import sort_slice
 from .preemption import (
     filter_pods_with_pdb_violation,
