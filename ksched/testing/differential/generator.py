@@ -1660,7 +1660,8 @@ def _gang(ctx: _Ctx, pod: JSON) -> bool:
 
 def _gang_members(ctx: _Ctx, pending: list[PendingPod]) -> list[PendingPod]:
     """Each group's other members, right after its first (copies of it by other names:
-    a homogeneous group), all of them tagged with the PodGroup's key."""
+    a homogeneous group), all of them tagged with the PodGroup's key; the PodGroup gets
+    their priority class."""
     out: list[PendingPod] = []
     for p in pending:
         group = p.pod["spec"].get("schedulingGroup")
@@ -1668,6 +1669,11 @@ def _gang_members(ctx: _Ctx, pending: list[PendingPod]) -> list[PendingPod]:
             out.append(p)
             continue
         batch = ctx.gang_batches[f"{p.namespace}/{group['podGroupName']}"]
+        # the group's priority is its members' (a group decorated later may have set it)
+        cls = p.pod["spec"].get("priorityClassName")
+        batch.pod_group["spec"].pop("priorityClassName", None)
+        if cls:
+            batch.pod_group["spec"]["priorityClassName"] = cls
         for name in batch.members:
             pod = copy.deepcopy(p.pod)
             pod["metadata"]["name"] = name

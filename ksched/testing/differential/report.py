@@ -238,6 +238,7 @@ def _report(
     if run.kube.status == "Rejected" or ours is None:
         rep = PodReport(seed, key, groups, run.kube.status, "-", [], version=version, gates=gates)
         rep.node, rep.group = run.kube.node or "", run.kube.group
+        rep.scored = bool(run.kube.scores)
         return rep
     divs = compare(run.kube, ours, run.state)
     rep = PodReport(seed, key, groups, run.kube.status, ours.status, divs)
