@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ksched.config.types import DEFAULT_SCHEDULER_NAME
 from ksched.testing.differential import (
     APISERVER_ARGS,
     FEATURES,
     GangBatch,
+    PendingPod,
     default_features,
     generate,
     parse_features,
@@ -27,10 +30,10 @@ from ksched.testing.differential.generator import (
     ZONE,
     apiserver_args,
 )
-from ksched.testing.differential.kube import _Member, _observe
+from ksched.testing.differential.kube import PodRun, _Member, _observe
 from ksched.testing.differential.local import KschedReplay
 from ksched.testing.differential.outcome import Outcome, group_outcome
-from ksched.testing.differential.report import PodReport, Report
+from ksched.testing.differential.report import PodReport, Report, _report
 
 SEEDS = range(30)
 
@@ -293,3 +296,30 @@ def test_report_lists_kube_schedulers_pod_groups() -> None:
 def test_gang_batch_names_its_pod_group() -> None:
     batch = GangBatch(_group(None), "late", ["a"])
     assert (batch.name, batch.namespace) == ("g", "ns")
+
+
+def test_a_diverging_members_scenario_file_holds_its_group_and_every_member(
+    tmp_path: Path,
+) -> None:
+    pg = {**_group(None), "kind": "PodGroup", "apiVersion": "scheduling.k8s.io/v1beta1"}
+    pods = [_member("m0", "u0"), _member("m1", "u1")]
+    pending = PendingPod(pods[0], {"gang"}, "ns/g")
+    held = group_outcome(pg, [Outcome("Pending")], [])
+    run = PodRun(
+        pending,
+        [_node("n1", "1")],
+        pods[0],
+        Outcome("Pending", group=held),
+        Outcome("Scheduled", node="n1", group=held),
+        [pg, *pods],
+    )
+    rep = _report(run, 7, tmp_path, "v1.37.2", list(GANG_GATES))
+    assert [d.what for d in rep.divergences] == ["feasibility"]
+    items = json.loads(Path(rep.scenario).read_text())["items"]
+    assert [(o["kind"], o["metadata"]["name"]) for o in items] == [
+        ("Node", "n1"),
+        ("PodGroup", "g"),
+        ("Pod", "m0"),
+        ("Pod", "m1"),
+    ]
+    assert all(o["spec"]["schedulerName"] == DEFAULT_SCHEDULER_NAME for o in items[2:])

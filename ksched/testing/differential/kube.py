@@ -37,7 +37,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..controlplane import ControlPlane, KubeScheduler
@@ -159,13 +159,15 @@ def _watch(
 @dataclass
 class PodRun:
     """One pending pod's replay: the state both schedulers saw, the defaulted pod and
-    what each did."""
+    what each did; for a PodGroup's member, ``batch``: the PodGroup and every member
+    (created objects), what ksched got besides the state."""
 
     pending: PendingPod
     state: list[JSON]
     pod: JSON | None
     kube: Outcome
     ksched: Outcome | None = None
+    batch: list[JSON] = field(default_factory=list)
 
 
 #: ksched's side of a PodGroup's replay: (state, [the PodGroup], its created members) to
@@ -728,7 +730,7 @@ class KubeReplay:
                 self._await_gone(api_path("Pod", ns, m.name), 30)
         time.sleep(self.gap)
         return runs + [
-            PodRun(m, state, pod, k, None if ours is None else ours[i])
+            PodRun(m, state, pod, k, None if ours is None else ours[i], [group, *pods])
             for i, ((m, _), pod, k) in enumerate(zip(bodies, pods, kube, strict=True))
         ]
 

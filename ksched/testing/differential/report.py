@@ -16,7 +16,7 @@ from .compare import Divergence, compare
 from .gates import emulation_of
 from .generator import Scenario, apiserver_args, generate
 from .kube import KubeReplay, PodRun, gate_values
-from .local import KschedReplay, scenario_file
+from .local import KschedReplay, scenario_file, scenario_files
 
 __all__ = ["GroupCounts", "PodReport", "Report", "run_differential"]
 
@@ -248,7 +248,12 @@ def _report(
     if divs and outdir is not None and run.pod is not None:
         outdir.mkdir(parents=True, exist_ok=True)
         path = outdir / f"seed{seed}-{pending.namespace}-{pending.name}.json"
-        path.write_text(scenario_file(run.state, run.pod))
+        if run.batch:  # a PodGroup's member: the group and every member, pending
+            pod_groups = [o for o in run.batch if o.get("kind") != "Pod"]
+            members = [o for o in run.batch if o.get("kind") == "Pod"]
+            path.write_text(scenario_files([*run.state, *pod_groups], members))
+        else:
+            path.write_text(scenario_file(run.state, run.pod))
         rep.scenario = str(path)
     return rep
 
