@@ -30,7 +30,7 @@ from ksched.testing.differential.generator import (
     ZONE,
     apiserver_args,
 )
-from ksched.testing.differential.kube import PodRun, _Member, _observe
+from ksched.testing.differential.kube import PodRun, _Member, _observe, parse_scores
 from ksched.testing.differential.local import KschedReplay
 from ksched.testing.differential.outcome import Outcome, group_outcome
 from ksched.testing.differential.report import PodReport, Report, _report
@@ -323,3 +323,17 @@ def test_a_diverging_members_scenario_file_holds_its_group_and_every_member(
         ("Pod", "m1"),
     ]
     assert all(o["spec"]["schedulerName"] == DEFAULT_SCHEDULER_NAME for o in items[2:])
+
+
+def test_scores_of_a_members_attempt_are_read_from_the_log() -> None:
+    """v1.37 names a member's PodGroup before the pod on its score lines."""
+    log = (
+        'I1 schedule_one.go:984] "Plugin scored node for pod" podGroupType="podgroup" '
+        'podGroup="ns/g" pod="ns/m0" plugin="TaintToleration" node="n0" score=300\n'
+        'I1 schedule_one.go:1052] "Calculated node\'s final score for pod" '
+        'podGroupType="podgroup" podGroup="ns/g" pod="ns/m0" node="n0" score=400\n'
+        'I1 schedule_one.go:984] "Plugin scored node for pod" pod="ns/p" plugin="A" '
+        'node="n0" score=1\n'
+    )
+    assert parse_scores(log, "ns/m0") == ({"TaintToleration": {"n0": 300}}, {"n0": 400})
+    assert parse_scores(log, "ns/p") == ({"A": {"n0": 1}}, {})

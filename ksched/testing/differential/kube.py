@@ -97,13 +97,17 @@ _LIVE_GANG = (*_LIVE, "PodGroup")
 #: condition is written for that).
 GANG_QUIET = 4.0
 
+# A PodGroup's member's lines name its group first (podGroupType="podgroup" podGroup=...).
+_GROUP_KEYS = r'(?:\w+="[^"]*" )*'
 _SCORED = re.compile(
-    r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
+    r'"Plugin scored node for pod" ' + _GROUP_KEYS + r'pod="([^"]+)" plugin="([^"]+)" '
+    r'node="([^"]+)" score=(-?\d+)'
 )
 _FINAL = re.compile(
-    r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)'
+    r'"Calculated node\'s final score for pod" ' + _GROUP_KEYS + r'pod="([^"]+)" '
+    r'node="([^"]+)" score=(-?\d+)'
 )
-_ATTEMPT = re.compile(r'"Attempting to schedule pod" pod="([^"]+)"')
+_ATTEMPT = re.compile(r'"Attempting to schedule pod" ' + _GROUP_KEYS + r'pod="([^"]+)"')
 
 
 def api_path(kind: str, namespace: str | None = None, name: str | None = None) -> str:
