@@ -280,13 +280,13 @@ def test_ksched_batch_gives_every_member_an_outcome_and_the_group_its_own() -> N
 
 
 def test_report_lists_kube_schedulers_pod_groups() -> None:
-    group = group_outcome(_group("True", "Scheduled"), [Outcome("Scheduled", node="n1")], [])
+    group = group_outcome(_group("True", "Scheduled"), [Outcome("Scheduled", node="n1")], ["ns/v"])
     rep = PodReport(3, "ns/p1", ["gang"], "Scheduled", "-", [], node="n1", group=group)
     held = group_outcome(_group(None), [Outcome("Pending")], [])
     other = PodReport(3, "ns/p2", ["gang"], "Pending", "-", [], group={**held, "podGroup": "h"})
     report = Report([3], ("gang",), [rep, other], kube_version="v1.37.2")
     assert report.pod_groups() == [
-        "seed 3 ns/g: True Scheduled, all bound [p1:Scheduled@n1]",
+        "seed 3 ns/g: True Scheduled, all bound, preempted ns/v [p1:Scheduled@n1]",
         "seed 3 ns/h: no condition, not all bound [p2:Pending]",
     ]
     assert "seed 3 ns/g: True Scheduled" in report.text()

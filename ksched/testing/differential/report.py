@@ -107,7 +107,7 @@ class Report:
 
     def pod_groups(self) -> list[str]:
         """One line per PodGroup replayed: kube-scheduler's condition, whether every
-        member bound, and each member's outcome."""
+        member bound, the pods preempted for it and each member's outcome."""
         members: dict[tuple[int, str], list[PodReport]] = {}
         for p in self.pods:
             if p.group is not None:
@@ -123,7 +123,9 @@ class Report:
                 for p in pods
             )
             bound = "all bound" if group.get("allBound") else "not all bound"
-            out.append(f"seed {seed} {key}: {written}, {bound} [{each}]")
+            victims = group.get("victims") or []
+            preempted = f", preempted {', '.join(victims)}" if victims else ""
+            out.append(f"seed {seed} {key}: {written}, {bound}{preempted} [{each}]")
         return out
 
     def by_kind(self) -> dict[str, int]:
