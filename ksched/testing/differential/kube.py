@@ -27,6 +27,7 @@ facts this relies on (kube-scheduler v1.36 and v1.37):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import http.client
 import itertools
@@ -711,7 +712,8 @@ class KubeReplay:
             group = cp.ok("POST", group_path, batch.pod_group)
         group = {**group, "kind": "PodGroup", "apiVersion": batch.pod_group["apiVersion"]}
         ours = ksched(state, [group], copy.deepcopy(pods)) if ksched is not None else None
-        seen = self._watch_batch(ns, [m.name for m, _ in bodies], rv)
+        with self._provisioners([m for m, _ in bodies]):
+            seen = self._watch_batch(ns, [m.name for m, _ in bodies], rv)
         log = self._new_log()
         kube = [seen[m.name].outcome() for m, _ in bodies]
         for (m, _), out in zip(bodies, kube, strict=True):
@@ -737,6 +739,28 @@ class KubeReplay:
             PodRun(m, state, pod, k, None if ours is None else ours[i], [group, *pods])
             for i, ((m, _), pod, k) in enumerate(zip(bodies, pods, kube, strict=True))
         ]
+
+    @contextlib.contextmanager
+    def _provisioners(self, members: list[PendingPod]) -> Iterator[None]:
+        """The external provisioner (``_provision``) for each member with claims, on a
+        thread and a connection of its own, while the members are watched."""
+        stop = threading.Event()
+        wait = self.timeout + self.preemption_timeout
+        workers: list[tuple[threading.Thread, _Api]] = []
+        for m in members:
+            if any("persistentVolumeClaim" in v for v in m.pod["spec"].get("volumes", [])):
+                api = _Api(self.cp)
+                args = (m, wait, stop, api)
+                t = threading.Thread(target=self._provision, args=args, daemon=True)
+                t.start()
+                workers.append((t, api))
+        try:
+            yield
+        finally:
+            stop.set()
+            for t, api in workers:
+                t.join()
+                api.close()
 
     def _watch_batch(
         self, namespace: str, names: list[str], resource_version: str
@@ -891,10 +915,14 @@ class KubeReplay:
             return out
         return Outcome("Timeout", message="no outcome within the timeout", condition=first)
 
-    def _provision(self, pending: PendingPod, wait: float, stop: threading.Event) -> None:
+    def _provision(
+        self, pending: PendingPod, wait: float, stop: threading.Event, api: _Api | None = None
+    ) -> None:
         """The external provisioner's part for the pod's claims the scheduler selected a
         node for: a PV of the requested size on that node, pre-bound to the claim. Polls
-        the still unbound claims for up to ``wait`` seconds, until ``stop``."""
+        the still unbound claims for up to ``wait`` seconds, until ``stop``; over ``api``
+        (default ``self.api``)."""
+        api = api or self.api
         ns = pending.namespace
         names = [
             v["persistentVolumeClaim"]["claimName"]
@@ -904,21 +932,21 @@ class KubeReplay:
         deadline = time.monotonic() + wait
         for name in names:
             while True:
-                st, pvc = self.api.request("GET", api_path("PersistentVolumeClaim", ns, name))
+                st, pvc = api.request("GET", api_path("PersistentVolumeClaim", ns, name))
                 if st != 200 or pvc["spec"].get("volumeName"):
                     break
                 node = (
                     pvc["metadata"].get("annotations", {}).get("volume.kubernetes.io/selected-node")
                 )
                 if node:
-                    self._create_pv(pvc, node)
+                    self._create_pv(pvc, node, api)
                     break
                 if time.monotonic() > deadline or stop.wait(0.1):
                     return
 
-    def _create_pv(self, pvc: JSON, node: str) -> None:
+    def _create_pv(self, pvc: JSON, node: str, api: _Api) -> None:
         spec = pvc["spec"]
-        st, sc = self.api.request("GET", api_path("StorageClass", name=spec["storageClassName"]))
+        st, sc = api.request("GET", api_path("StorageClass", name=spec["storageClassName"]))
         if st != 200:
             return
         name = f"{sc['metadata']['name']}-{pvc['metadata']['uid'][:8]}"
@@ -952,7 +980,7 @@ class KubeReplay:
                 },
             },
         }
-        st, _ = self.api.request("POST", api_path("PersistentVolume"), pv)
+        st, _ = api.request("POST", api_path("PersistentVolume"), pv)
         if st < 300:
             self._provisioned.append(name)
 
