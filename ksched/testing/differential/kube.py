@@ -489,6 +489,7 @@ class KubeReplay:
         self._reaper_delay = (0.0, 0.0)
         self.order_fallbacks = 0  # pods whose node order came from resourceVersions
         self._provisioned: list[str] = []  # PVs _provision made, deleted with the scenario
+        self._pod_groups: list[str] = []  # PodGroups _batch made (paths), likewise
 
     def __enter__(self) -> KubeReplay:
         reaper = self.cp.reaper
@@ -701,6 +702,7 @@ class KubeReplay:
         before = _running(state)
         rv = cp.ok("GET", path + "?limit=1")["metadata"]["resourceVersion"]
         group: JSON = {}
+        self._pod_groups.append(api_path("PodGroup", ns, batch.name))
         if batch.timing != "late":
             group = cp.ok("POST", group_path, batch.pod_group)
         pods: list[JSON] = []
@@ -1002,6 +1004,19 @@ class KubeReplay:
                 return
             time.sleep(0.02)
 
+    def _delete_pod_group(self, path: str) -> None:
+        """Delete a PodGroup, and drop the finalizer admission gave it: the controller
+        manager's podgroup-protection controller, which would, does not run here."""
+        self.api.request("DELETE", path)
+        for _ in range(5):
+            st, group = self.api.request("GET", path)
+            if st != 200 or not group["metadata"].get("finalizers"):
+                break
+            group["metadata"]["finalizers"] = []
+            if self.api.request("PUT", path, group)[0] < 300:
+                break
+        self._await_gone(path, 30)
+
     def _teardown(self, scenario: Scenario, created: list[JSON]) -> None:
         cp = self.api
         for ns in scenario.namespaces:
@@ -1020,6 +1035,9 @@ class KubeReplay:
         for name in self._provisioned:
             cp.request("DELETE", api_path("PersistentVolume", name=name))
         self._provisioned.clear()
+        for path in self._pod_groups:
+            self._delete_pod_group(path)
+        self._pod_groups.clear()
         for ns in scenario.own_namespaces:
             cp.request("DELETE", api_path("Namespace", name=ns))
         time.sleep(0.2)
