@@ -93,12 +93,13 @@ def test_members_are_consecutive_copies_sharing_the_groups_priority() -> None:
     assert plain  # mixed with pods scheduled alone
 
 
-def test_members_created_back_to_back_only_where_no_cycle_can_start_early() -> None:
-    """``first`` (the PodGroup, then the members at once) only for a gang whose quorum is
-    its last member: otherwise which members one cycle sees is the queue's race."""
+def test_members_come_before_the_pod_group_unless_no_cycle_can_start_early() -> None:
+    """``first`` (the PodGroup, then the members at once) and ``spread`` only for a gang
+    whose quorum is its last member: otherwise which members one cycle sees is the
+    queue's race, or the first members are scheduled before the others exist."""
     for sc in _scenarios():
         for batch in sc.batches.values():
-            if batch.timing == "first":
+            if batch.timing != "late":
                 gang = batch.pod_group["spec"]["schedulingPolicy"].get("gang")
                 assert gang is not None and len(batch.members) <= gang["minCount"]
 

@@ -84,7 +84,8 @@ class GangBatch:
     members are consecutive in ``Scenario.pending``). ``timing``: ``first`` (the PodGroup,
     then every member at once), ``late`` (the members, then the PodGroup: held at
     PreEnqueue until it appears, they are released together) or ``spread`` (the
-    PodGroup, then one member every ``SPREAD_GAP`` seconds)."""
+    PodGroup, then one member every ``SPREAD_GAP`` seconds). ``first`` and ``spread``
+    only for a gang whose quorum is its last member: no cycle starts before it."""
 
     pod_group: JSON
     timing: str
@@ -1646,11 +1647,13 @@ def _gang(ctx: _Ctx, pod: JSON) -> bool:
             c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = cpu
     spec["schedulingGroup"] = {"podGroupName": name}
     timing = rng.choice(GANG_TIMINGS)
-    # Members created back to back after their PodGroup race the scheduler's queue (which
-    # of them one cycle sees is chance) unless none may go before the last: a gang whose
-    # quorum is the last member created. Otherwise they wait for the PodGroup together.
+    # Members created after their PodGroup race the scheduler's queue when they are back
+    # to back (which of them one cycle sees is chance), and when they are spread, the
+    # first ones are scheduled before the rest exist, which ksched's replay (every member
+    # at once) does not play; unless none may go before the last: a gang whose quorum is
+    # the last member created. Otherwise they wait for the PodGroup together.
     gang = policy.get("gang")
-    if timing == "first" and not (gang and created <= gang["minCount"]):
+    if timing != "late" and not (gang and created <= gang["minCount"]):
         timing = "late"
     first = pod["metadata"]["name"]
     names = [first, *(f"{first}-m{j}" for j in range(1, created))]

@@ -725,7 +725,7 @@ class KubeReplay:
             elif out.node:
                 out.feasible = [out.node]
         settled = any(o.status != "Pending" for o in kube)
-        written = self._await_group_condition(ns, batch.name, settled, all(o.node for o in kube))
+        written = self._await_group_condition(ns, batch.name, settled, any(o.node for o in kube))
         victims = sorted(before - _running(self._live_state(scenario)))
         summary = group_outcome(written, kube, victims)
         for out in kube:
@@ -811,9 +811,10 @@ class KubeReplay:
     def _await_group_condition(
         self, namespace: str, name: str, settled: bool, bound: bool, timeout: float = 3.0
     ) -> JSON | None:
-        """The PodGroup once the scheduler wrote its condition (True if every member
-        bound), which it does after the members' own updates; at once when no member
-        was tried (no condition comes)."""
+        """The PodGroup once the scheduler wrote its condition, which it does after the
+        members' own updates; True if a member ``bound`` (a cycle succeeded: the
+        condition stays True from then on, but an earlier cycle of some members may have
+        written False first); at once when no member was tried (no condition comes)."""
         path = api_path("PodGroup", namespace, name)
         deadline = time.monotonic() + timeout
         while True:
