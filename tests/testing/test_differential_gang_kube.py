@@ -4,6 +4,7 @@ kube-scheduler's all-or-nothing outcomes, and a few random seeds agree with ksch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from ksched.testing.differential.generator import (
     Scenario,
     apiserver_args,
 )
+from ksched.testing.differential.golden import golden_path, record
 from ksched.testing.differential.kube import KubeReplay
 
 pytestmark = pytest.mark.kube
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.kube
 # Small: about 40 pods (a third in PodGroups), half a minute per side on 2 cores.
 GANG_SEEDS = [0, 1, 2, 3]
 GANG_GROUPS = ("gang", "preemption", "resources")
+RELEASE = "v1.37.2"  # the gang goldens' release
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +142,23 @@ def test_gang_seeds_agree_with_kube_scheduler(cp: ControlPlane, tmp_path: Path) 
     assert report.groups()["gang"].pods >= 10
     assert not report.rejected, report.rejected
     assert not report.diverging, report.text()
+
+
+def test_the_recorder_reproduces_the_committed_gang_goldens(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    """Recording the PodGroup scenarios again gives the committed expectations (the
+    outcomes, best nodes and group outcomes; the tie-break's pick aside)."""
+    golden_dir = Path(__file__).parent / "gang_golden"
+    names = ["gang_of_three_waits_for_room_for_all", "basic_group_places_what_fits"]
+    copies = []
+    for name in names:
+        dst = tmp_path / f"{name}.yaml"
+        dst.write_text((golden_dir / f"{name}.yaml").read_text())
+        copies.append(dst)
+    recorded = record(copies, cp)
+    for name, path in zip(names, copies, strict=True):
+        committed = json.loads(golden_path(golden_dir / f"{name}.yaml", RELEASE).read_text())
+        fields = ("status", "message", "nodes", "group")
+        fresh = {k: [v.get(f) for f in fields] for k, v in recorded[path]["pods"].items()}
+        assert fresh == {k: [v.get(f) for f in fields] for k, v in committed["pods"].items()}
