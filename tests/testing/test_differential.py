@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from ksched.testing.differential import (
-    FEATURES,
     Outcome,
     compare,
+    default_features,
     generate,
     parse_features,
     parse_seeds,
@@ -46,7 +46,7 @@ def test_every_feature_group_shapes_some_pod() -> None:
     for seed in range(20):
         for p in generate(seed).pending:
             seen |= p.groups
-    assert set(FEATURES) <= seen
+    assert set(default_features()) <= seen
 
 
 def test_feature_subset_only_uses_those_groups() -> None:
@@ -350,7 +350,7 @@ def test_parse_seeds_and_features() -> None:
         parse_seeds("3-1")
     with pytest.raises(ValueError, match="bad seed range 'x'"):
         parse_seeds("x")
-    assert parse_features("") == tuple(FEATURES)
+    assert parse_features("") == default_features()
     assert parse_features("volumes,taints") == ("taints", "volumes")
     with pytest.raises(ValueError, match="unknown feature group"):
         parse_features("gpus")

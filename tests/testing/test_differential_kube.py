@@ -15,7 +15,7 @@ import pytest
 from ksched.features import gate_table
 from ksched.testing.controlplane import ControlPlane
 from ksched.testing.controlplane._build import kube_version
-from ksched.testing.differential import FEATURES, run_differential
+from ksched.testing.differential import default_features, run_differential
 from ksched.testing.differential.gates import emulation_of
 from ksched.testing.differential.generator import apiserver_args
 from ksched.testing.differential.golden import golden_path, provenance, record
@@ -38,10 +38,11 @@ def cp() -> Iterator[ControlPlane]:
 
 
 def test_fixed_seeds_agree_with_kube_scheduler(cp: ControlPlane, tmp_path: Path) -> None:
-    report = run_differential(CI_SEEDS, tuple(FEATURES), cp=cp, outdir=tmp_path)
+    features = default_features(emulation_of(cp.assets.version))
+    report = run_differential(CI_SEEDS, features, cp=cp, outdir=tmp_path)
     assert report.kube_version == cp.assets.version
     groups = report.groups()
-    assert set(FEATURES) <= set(groups), sorted(groups)
+    assert set(features) <= set(groups), sorted(groups)
     # some seeds ran under non-default gates, others at the defaults
     assert 0 < groups["gates"].pods < groups["all"].pods
     assert groups["all"].pods >= 50

@@ -184,7 +184,7 @@ class _FakeKube:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def run(self, scenario: Scenario, ksched: Any) -> Iterator[PodRun]:
+    def run(self, scenario: Scenario, ksched: Any, ksched_batch: Any = None) -> Iterator[PodRun]:
         for p in scenario.pending:
             yield PodRun(p, [], p.pod, Outcome("Scheduled", node="n"), ksched(p.pod))
 
@@ -200,6 +200,9 @@ class _FakeKsched:
 
     def __call__(self, pod: Any) -> Outcome:
         raise AssertionError("the run must use the replay built for its gates")
+
+    def batch(self, *args: Any) -> list[Outcome]:
+        raise AssertionError("no PodGroups in these scenarios")
 
 
 class _Bound(_FakeKsched):

@@ -1,5 +1,5 @@
 """``python -m ksched.testing.differential --seeds 0-199 [--kube-version v1.36.3]
-[--features a,b] [--output json]``
+[--features a,b] [--output json] [--kube-only]``
 
 Replays seeded random clusters against the real kube-scheduler (built and run by
 ``ksched.testing.controlplane``) and against ksched at the matching
@@ -18,7 +18,7 @@ from pathlib import Path
 from ...features import KUBE_VERSIONS, FeatureGateError, resolve_feature_gates
 from ..controlplane._build import kube_version
 from .gates import emulation_of
-from .generator import FEATURES, parse_features, parse_seeds
+from .generator import FEATURES, default_features, parse_features, parse_seeds
 from .kube import gate_values
 from .report import PodReport, Report, run_differential
 
@@ -29,7 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--features",
         default="",
-        help=f"comma list of feature groups (default all: {','.join(FEATURES)})",
+        help="comma list of feature groups (default: "
+        f"{','.join(default_features())}; also: "
+        + ", ".join(
+            f"{n} (from {f.since})" if f.since else n for n, f in FEATURES.items() if not f.default
+        )
+        + ")",
     )
     p.add_argument(
         "--kube-version",
@@ -80,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         help="instead: the report of --jsonl files (e.g. a long run's parallel processes)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no per-pod progress on stderr")
+    p.add_argument(
+        "--kube-only",
+        action="store_true",
+        help="replay against kube-scheduler alone and report its outcomes, comparing "
+        "nothing (for inputs ksched does not implement yet)",
+    )
     p.add_argument(
         "--record",
         type=Path,
@@ -132,11 +143,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if summary.diverging else 0
     try:
         seeds = parse_seeds(args.seeds)
-        features = parse_features(args.features)
-        resolve_feature_gates(gate_values(args.feature_gates, not args.no_batching), [minor])
+        features = parse_features(args.features, minor)
+        if not args.kube_only:
+            needed = [g for f in features for g in FEATURES[f].gates]
+            values = gate_values([*args.feature_gates, *needed], not args.no_batching)
+            resolve_feature_gates(values, [minor])
     except FeatureGateError as e:
         for line in e.lines():
             print(f"python -m ksched.testing.differential: {line}", file=sys.stderr)
+        if not args.kube_only:
+            print(
+                "python -m ksched.testing.differential: --kube-only replays kube-scheduler alone",
+                file=sys.stderr,
+            )
         return 2
     except ValueError as e:
         print(f"python -m ksched.testing.differential: {e}", file=sys.stderr)
@@ -150,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             jsonl.flush()
         if not args.quiet:
             mark = "DIVERGES" if rep.divergences else "ok"
-            statuses = f"kube {rep.kube_status}, ksched {rep.ksched_status}"
+            node = f"@{rep.node}" if rep.node else ""
+            statuses = f"kube {rep.kube_status}{node}, ksched {rep.ksched_status}"
             print(f"seed {rep.seed} {rep.pod}: {statuses}: {mark}", file=sys.stderr)
 
     report = run_differential(
@@ -162,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress=progress,
         feature_gates=args.feature_gates,
         kube_version=version,
+        kube_only=args.kube_only,
     )
     if jsonl is not None:
         jsonl.close()

@@ -30,6 +30,7 @@ __all__ = [
     "DRA_PENDING",
     "Divergence",
     "compare",
+    "compare_group",
     "messages_agree",
     "normalize_filter_error",
     "normalize_kube_message",
@@ -48,7 +49,7 @@ _DRA_PLUGIN = "DynamicResources"
 @dataclass
 class Divergence:
     """``what``: feasibility, node, feasible, score, total, message, condition,
-    victims, nominated, rejected, timeout."""
+    victims, nominated, rejected, timeout, group (a PodGroup's outcome)."""
 
     what: str
     detail: str
@@ -181,8 +182,41 @@ _PLACEMENT = re.compile(r"found a potential placement for pod on node \S+, preem
 _PLACEMENT_MASK = "found a potential placement for pod on node *, preempting"
 
 
+def compare_group(kube: JSON | None, ours: JSON | None) -> list[Divergence]:
+    """A PodGroup's outcomes (``outcome.group_outcome``): its PodGroupInitiallyScheduled
+    condition (written or not; status, reason, message compared as a FitError is),
+    whether every member bound, and the pods preempted for it."""
+    if kube is None and ours is None:
+        return []
+    if kube is None or ours is None:
+        return [Divergence("group", "a PodGroup's member on one side only", kube, ours)]
+    out: list[Divergence] = []
+    kc, oc = kube.get("condition"), ours.get("condition")
+    if (kc is None) != (oc is None):
+        out.append(Divergence("group", "PodGroupInitiallyScheduled written", kc, oc))
+    elif kc is not None and oc is not None:
+        for field in ("status", "reason"):
+            if kc.get(field) != oc.get(field):
+                detail = f"PodGroupInitiallyScheduled {field}"
+                out.append(Divergence("group", detail, kc.get(field), oc.get(field)))
+        if not messages_agree(str(kc.get("message", "")), str(oc.get("message", ""))):
+            detail = "PodGroupInitiallyScheduled message"
+            out.append(Divergence("group", detail, kc.get("message"), oc.get("message")))
+    for field, detail in (("allBound", "every member bound"), ("victims", "victims")):
+        if kube.get(field) != ours.get(field):
+            out.append(Divergence("group", detail, kube.get(field), ours.get(field)))
+    return out
+
+
 def compare(kube: Outcome, ours: Outcome, state: list[JSON] | None = None) -> list[Divergence]:
-    """``state``: the objects both saw, to tell a preemption tie from a divergence."""
+    """``state``: the objects both saw, to tell a preemption tie from a divergence. A
+    PodGroup's member is compared as a pod and by its group's outcome (``compare_group``)."""
+    if kube.status == "Timeout":
+        return _compare_pod(kube, ours, state)
+    return [*compare_group(kube.group, ours.group), *_compare_pod(kube, ours, state)]
+
+
+def _compare_pod(kube: Outcome, ours: Outcome, state: list[JSON] | None) -> list[Divergence]:
     out: list[Divergence] = []
     if kube.status == "Timeout":
         return [Divergence("timeout", "kube-scheduler gave no outcome", kube.status, ours.status)]

@@ -17,6 +17,7 @@ use the host network, minDomains only comes with DoNotSchedule.
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,10 +32,13 @@ from .gates import draw_gates
 __all__ = [
     "APISERVER_ARGS",
     "FEATURES",
+    "GANG_GATES",
     "Feature",
+    "GangBatch",
     "PendingPod",
     "Scenario",
     "apiserver_args",
+    "default_features",
     "generate",
     "parse_features",
     "parse_seeds",
@@ -58,8 +62,12 @@ APPS = ["web", "db", "cache", "batch"]
 
 @dataclass
 class PendingPod:
+    """``batch``: the key (``namespace/name``) of the PodGroup the pod is a member of
+    (``Scenario.batches``), empty for a pod scheduled alone."""
+
     pod: JSON
     groups: set[str] = field(default_factory=set)
+    batch: str = ""
 
     @property
     def name(self) -> str:
@@ -68,6 +76,28 @@ class PendingPod:
     @property
     def namespace(self) -> str:
         return str(self.pod["metadata"]["namespace"])
+
+
+@dataclass
+class GangBatch:
+    """A PodGroup and how its members arrive, the ``gang`` group's unit of replay (its
+    members are consecutive in ``Scenario.pending``). ``timing``: ``first`` (the PodGroup,
+    then every member at once), ``late`` (the members, then the PodGroup: held at
+    PreEnqueue until it appears, they are released together) or ``spread`` (the
+    PodGroup, then one member every ``SPREAD_GAP`` seconds). ``first`` and ``spread``
+    only for a gang whose quorum is its last member: no cycle starts before it."""
+
+    pod_group: JSON
+    timing: str
+    members: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.pod_group["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.pod_group["metadata"]["namespace"])
 
 
 @dataclass
@@ -85,8 +115,10 @@ class Scenario:
     existing_namespaces: tuple[str, ...] = ()
     prefix: str | None = None
     # ``--feature-gates`` values both schedulers run this scenario with (the ``gates``
-    # group's draw), beside the run's own.
+    # group's draw and what groups need, such as ``gang``'s), beside the run's own.
     gates: tuple[str, ...] = ()
+    # The ``gang`` group's PodGroups by ``namespace/name`` (``PendingPod.batch``).
+    batches: dict[str, GangBatch] = field(default_factory=dict)
 
     @property
     def namespaces(self) -> list[str]:
@@ -142,6 +174,9 @@ class _Ctx:
         self.bind_templates: dict[str, list[str]] = {}
         self.bind_claims: dict[str, list[str]] = {}
         self.bind_rng = random.Random(f"drabinding-{seed}")
+        # the "gang" group's own random source and PodGroups (by the first member's key)
+        self.gang_rng = random.Random(f"gang-{seed}")
+        self.gang_batches: dict[str, GangBatch] = {}
         # Labels feature groups add to the scenario's namespaces.
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.counter = 0
@@ -165,6 +200,18 @@ class Feature:
     # the chance that a pending pod gets this group's treatment (1: every pod, and the
     # seed's random draws stay those of the other groups)
     weight: float = 0.5
+    # the first emulated version that has the group's inputs ("": every version)
+    since: str = ""
+    # in the default set ("all groups"); an opt-in group is run when named
+    default: bool = True
+    # ``--feature-gates`` values both schedulers (and the API server) need for the inputs
+    gates: tuple[str, ...] = ()
+    # rewrites the pending pods once all are decorated (adds a group's other members)
+    finish: Callable[[_Ctx, list[PendingPod]], list[PendingPod]] | None = None
+
+    def offered(self, emulated_version: str) -> bool:
+        """Whether a replay at ``emulated_version`` ("1.36") may run the group."""
+        return not self.since or minor_key(emulated_version) >= minor_key(self.since)
 
 
 # -- the base cluster ----------------------------------------------------------------------------
@@ -1411,14 +1458,19 @@ def _restart_all_rule() -> JSON:
 BIND_MOUNT = "VolumeBindMountOptions"
 
 
-def apiserver_args(kube_version: str) -> tuple[str, ...]:
+def apiserver_args(kube_version: str, features: Iterable[str] = ()) -> tuple[str, ...]:
     """``APISERVER_ARGS`` for an API server of ``kube_version``: from v1.37 on also
     VolumeBindMountOptions (alpha), without which it drops a mount's ``bindMountOptions``
-    (v1.36 knows neither gate nor field, and drops the field too)."""
+    (v1.36 knows neither gate nor field, and drops the field too); with the ``gang``
+    group among ``features`` also its gates and the scheduling.k8s.io/v1beta1 API."""
     minor = int(kube_version.removeprefix("v").split(".")[1])
     if minor < 37:
         return APISERVER_ARGS
-    return (f"{APISERVER_ARGS[0]},{BIND_MOUNT}=true",)
+    gates = [f"{APISERVER_ARGS[0]},{BIND_MOUNT}=true"]
+    if "gang" not in features:
+        return tuple(gates)
+    gates += [g for g in FEATURES["gang"].gates]
+    return (",".join(gates), f"--runtime-config={GANG_RUNTIME_CONFIG}")
 
 
 def _nodefeatures(ctx: _Ctx, pod: JSON) -> bool:
@@ -1514,6 +1566,124 @@ def _tolerationops(ctx: _Ctx, pod: JSON) -> bool:
     return True
 
 
+# -- gangs: PodGroups of workload-aware scheduling (GenericWorkload, v1.37) ------------------------
+
+#: The gates the ``gang`` group's inputs need, in kube-scheduler, ksched and the API server
+#: (which otherwise drops ``spec.schedulingGroup`` and refuses ``schedulingConstraints``).
+GANG_GATES: tuple[str, ...] = ("GenericWorkload=true", "TopologyAwareWorkloadScheduling=true")
+#: What else v1.37's API server needs: scheduling.k8s.io/v1beta1 is a beta API, off by
+#: default (``betaAPIGroupVersionsDisabledByDefault``).
+GANG_RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
+#: Seconds between the members of a ``spread`` group: each is seen alone.
+SPREAD_GAP = 1.5
+GANG_TIMINGS = ("first", "late", "spread")
+SCHEDULING_V1BETA1 = "scheduling.k8s.io/v1beta1"
+
+
+def _gang_classes(ctx: _Ctx) -> tuple[str, str]:
+    return f"{ctx.prefix}-gang-low", f"{ctx.prefix}-gang-high"
+
+
+def _gang_setup(ctx: _Ctx) -> None:
+    """Two priority classes of the group's own, and half the running pods (those without
+    a class) at the low one, so a high-priority gang may need preemption. Drawn from the
+    group's own random source: the other groups' scenarios are those of a run without
+    it."""
+    rng = ctx.gang_rng
+    for name, value in zip(_gang_classes(ctx), (10, 1000), strict=True):
+        ctx.add(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "preemptionPolicy": "PreemptLowerPriority",
+            }
+        )
+    for pod in ctx.running:
+        if rng.random() < 0.5 and "priorityClassName" not in pod["spec"]:
+            pod["spec"]["priorityClassName"] = _gang_classes(ctx)[0]
+
+
+def _gang(ctx: _Ctx, pod: JSON) -> bool:
+    """Makes about a third of the pending pods the first member of a PodGroup: a gang
+    (random ``minCount``, sometimes more than the members created) or the basic
+    policy, sometimes a topology constraint (rack or zone), the members' priority (the
+    group's, as the scheduler requires) and how they arrive (``GangBatch.timing``); big
+    requests now and then, so some groups cannot fit. The other members are the pod's
+    copies (``_gang_members``)."""
+    rng = ctx.gang_rng
+    if rng.random() >= 0.35:
+        return False
+    spec = pod["spec"]
+    size = rng.randint(1, 4)
+    policy: JSON
+    created = size
+    if rng.random() < 0.75:
+        min_count = rng.randint(1, size)
+        policy = {"gang": {"minCount": min_count}}
+        if min_count > 1 and rng.random() < 0.2:
+            created = rng.randint(1, min_count - 1)  # never reaches its quorum
+    else:
+        policy = {"basic": {}}
+    name = f"pg-{pod['metadata']['name']}"
+    group: JSON = {
+        "apiVersion": SCHEDULING_V1BETA1,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": pod["metadata"]["namespace"]},
+        "spec": {"schedulingPolicy": policy},
+    }
+    if rng.random() < 0.35:
+        key = rng.choice([RACK, ZONE])
+        group["spec"]["schedulingConstraints"] = {"topology": [{"key": key}]}
+    cls = spec.get("priorityClassName") or rng.choice([None, *_gang_classes(ctx), "high"])
+    if cls == "high":
+        cls = _gang_classes(ctx)[1]
+    if cls:
+        spec["priorityClassName"] = group["spec"]["priorityClassName"] = cls
+    if rng.random() < 0.3 and "resources" not in spec:
+        cpu = rng.choice(["1", "2", "3"])
+        for c in spec["containers"]:
+            c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = cpu
+    spec["schedulingGroup"] = {"podGroupName": name}
+    timing = rng.choice(GANG_TIMINGS)
+    # Members created after their PodGroup race the scheduler's queue when they are back
+    # to back (which of them one cycle sees is chance), and when they are spread, the
+    # first ones are scheduled before the rest exist, which ksched's replay (every member
+    # at once) does not play; unless none may go before the last: a gang whose quorum is
+    # the last member created. Otherwise they wait for the PodGroup together.
+    gang = policy.get("gang")
+    if timing != "late" and not (gang and created <= gang["minCount"]):
+        timing = "late"
+    first = pod["metadata"]["name"]
+    names = [first, *(f"{first}-m{j}" for j in range(1, created))]
+    ctx.gang_batches[f"{pod['metadata']['namespace']}/{name}"] = GangBatch(group, timing, names)
+    return True
+
+
+def _gang_members(ctx: _Ctx, pending: list[PendingPod]) -> list[PendingPod]:
+    """Each group's other members, right after its first (copies of it by other names:
+    a homogeneous group), all of them tagged with the PodGroup's key; the PodGroup gets
+    their priority class."""
+    out: list[PendingPod] = []
+    for p in pending:
+        group = p.pod["spec"].get("schedulingGroup")
+        if group is None:
+            out.append(p)
+            continue
+        batch = ctx.gang_batches[f"{p.namespace}/{group['podGroupName']}"]
+        # the group's priority is its members' (a group decorated later may have set it)
+        cls = p.pod["spec"].get("priorityClassName")
+        batch.pod_group["spec"].pop("priorityClassName", None)
+        if cls:
+            batch.pod_group["spec"]["priorityClassName"] = cls
+        for name in batch.members:
+            pod = copy.deepcopy(p.pod)
+            pod["metadata"]["name"] = name
+            out.append(PendingPod(pod, set(p.groups), f"{batch.namespace}/{batch.name}"))
+    return out
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -1535,20 +1705,43 @@ FEATURES: dict[str, Feature] = {
         Feature("drabinding", _dra_binding_setup, _dra_binding, 1.0),
         Feature("gates", _gates_setup, _gates, 1.0),
         Feature("tolerationops", _tolerationops_setup, _tolerationops, 0.3),
+        # opt-in until ksched's pod-group cycle is in: the default set is what CI and the
+        # long runs compare with 0 divergences
+        Feature(
+            "gang",
+            _gang_setup,
+            _gang,
+            1.0,
+            since="1.37",
+            default=False,
+            gates=GANG_GATES,
+            finish=_gang_members,
+        ),
     )
 }
 
 
-def parse_features(text: str | None) -> tuple[str, ...]:
-    """``a,b``: those groups (in FEATURES order); empty or None: all of them."""
+def default_features(emulated_version: str = BINARY_VERSION) -> tuple[str, ...]:
+    """The groups a run compares unless told otherwise: every default group the version
+    has."""
+    return tuple(n for n, f in FEATURES.items() if f.default and f.offered(emulated_version))
+
+
+def parse_features(text: str | None, emulated_version: str = BINARY_VERSION) -> tuple[str, ...]:
+    """``a,b``: those groups (in FEATURES order); empty or None: the default ones
+    (``default_features``). A group ``emulated_version`` has no inputs for is refused."""
     if not text:
-        return tuple(FEATURES)
+        return default_features(emulated_version)
     wanted = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [w for w in wanted if w not in FEATURES]
     if unknown:
         raise ValueError(
             f"unknown feature group(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}"
         )
+    absent = [w for w in wanted if not FEATURES[w].offered(emulated_version)]
+    if absent:
+        since = ", ".join(f"{w} (from {FEATURES[w].since})" for w in absent)
+        raise ValueError(f"feature group(s) not offered at {emulated_version}: {since}")
     return tuple(f for f in FEATURES if f in wanted)
 
 
@@ -1584,9 +1777,13 @@ def generate(
 ) -> Scenario:
     """The scenario for ``seed`` with the given feature groups (default: all), for both
     schedulers at ``emulated_version`` run with ``fixed_gates`` (``--feature-gates``)."""
-    feats = tuple(features) if features is not None else tuple(FEATURES)
+    feats = tuple(features) if features is not None else default_features(emulated_version)
+    absent = [f for f in feats if not FEATURES[f].offered(emulated_version)]
+    if absent:
+        raise ValueError(f"feature group(s) not offered at {emulated_version}: {absent}")
+    needed = tuple(g for f in feats for g in FEATURES[f].gates)
     rng = random.Random(seed)
-    ctx = _Ctx(seed, rng, feats, emulated_version, tuple(fixed_gates))
+    ctx = _Ctx(seed, rng, feats, emulated_version, (*fixed_gates, *needed))
     ctx.nodes = [_node(ctx, i) for i in range(rng.randint(*nodes))]
     _running_pods(ctx)
     for f in feats:
@@ -1613,7 +1810,12 @@ def generate(
         if not groups:
             groups.add("base")
         pending.append(PendingPod(pod, groups))
+    for f in feats:
+        finish = FEATURES[f].finish
+        if finish is not None:
+            pending = finish(ctx, pending)
     # Namespaced objects need their namespace; pods may name the RuntimeClass and own
     # references to ReplicaSets, so everything else goes before the running pods.
     objects = [*ns_objs, *ctx.objects, *ctx.nodes, *ctx.running]
-    return Scenario(seed, feats, objects, pending, gates=tuple(ctx.gates))
+    gates = (*needed, *ctx.gates)
+    return Scenario(seed, feats, objects, pending, gates=gates, batches=ctx.gang_batches)

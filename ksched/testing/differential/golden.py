@@ -25,6 +25,7 @@ goes on from kube-scheduler's choice, so later pods see the state they were reco
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -32,13 +33,14 @@ from typing import Any
 import yaml
 
 from ...config.types import DEFAULT_SCHEDULER_NAME
-from ...features import FeatureGates, version_of_release
+from ...features import resolve_feature_gates, version_of_release
 from ..controlplane import ControlPlane, build, find_assets
 from ..controlplane._build import kube_version as pinned_kube_version
-from .compare import messages_agree
-from .generator import JSON, PendingPod, Scenario
+from .compare import compare_group, messages_agree
+from .generator import GANG_GATES, JSON, GangBatch, PendingPod, Scenario, apiserver_args
 from .kube import KubeReplay
 from .local import KschedReplay
+from .outcome import Outcome
 
 __all__ = ["check", "golden_path", "load_scenario", "provenance", "record"]
 
@@ -52,6 +54,7 @@ _NAMESPACED = (
     "ReplicaSet",
     "StatefulSet",
     "ReplicationController",
+    "PodGroup",
 )
 
 
@@ -64,12 +67,16 @@ def golden_path(scenario: Path, version: str | None = None) -> Path:
 def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
     """The file's objects in order, its unbound pods pending. ``for_kube``: namespaces and
     controllers go before the pods, and an owner reference to an object in the file names
-    its real uid once created (the garbage collector deletes pods of a missing owner)."""
+    its real uid once created (the garbage collector deletes pods of a missing owner).
+    A PodGroup of the file (scheduling.k8s.io/v1beta1) is replayed with its members
+    (``GangBatch``, which must be consecutive pending pods): created after them, so
+    they are released together."""
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     objects: list[JSON] = []
     pending: list[PendingPod] = []
     namespaces: set[str] = set()
     declared = {d["metadata"]["name"] for d in docs if d.get("kind") == "Namespace"}
+    batches: dict[str, GangBatch] = {}
     for d in docs:
         ns = d.get("metadata", {}).get("namespace")
         if d.get("kind") in _NAMESPACED:
@@ -77,11 +84,14 @@ def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
             d["metadata"]["namespace"] = ns
         if ns and ns not in declared:
             namespaces.add(ns)
-        if d.get("kind") == "Pod" and not d.get("spec", {}).get("nodeName"):
+        if d.get("kind") == "PodGroup":
+            batches[f"{ns}/{d['metadata']['name']}"] = GangBatch(d, "late")
+        elif d.get("kind") == "Pod" and not d.get("spec", {}).get("nodeName"):
             d["spec"]["schedulerName"] = KUBE_SCHEDULER
             pending.append(PendingPod(d, {path.stem}))
         else:
             objects.append(d)
+    _join_batches(path, pending, batches)
     extra = sorted(namespaces - {"default"})
     ns_objs: list[JSON] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in extra
@@ -90,8 +100,29 @@ def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
     if for_kube:
         objects = _for_kube(objects)
     return Scenario(
-        0, (path.stem,), [*ns_objs, *objects], pending, existing_namespaces=existing, prefix=""
+        0,
+        (path.stem,),
+        [*ns_objs, *objects],
+        pending,
+        existing_namespaces=existing,
+        prefix="",
+        gates=GANG_GATES if batches else (),
+        batches=batches,
     )
+
+
+def _join_batches(path: Path, pending: list[PendingPod], batches: dict[str, GangBatch]) -> None:
+    """Each pending pod naming a PodGroup of the file joins its batch (in file order)."""
+    for p in pending:
+        group = (p.pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        key = f"{p.namespace}/{group}"
+        if group and key in batches:
+            p.batch = key
+            batches[key].members.append(p.name)
+    order = [p.batch for p in pending]
+    runs = [k for i, k in enumerate(order) if k and (i == 0 or order[i - 1] != k)]
+    if len(runs) != len(set(runs)):
+        raise ValueError(f"{path}: a PodGroup's pending members must be consecutive")
 
 
 def _for_kube(objects: list[JSON]) -> list[JSON]:
@@ -120,10 +151,13 @@ def record(
     if cp is None:
         version = kube_version or pinned_kube_version()
         assets = find_assets(version) or build(version)
-        with ControlPlane(assets=assets, with_controller_manager=True) as own:
+        gang = any(load_scenario(p).batches for p in paths)
+        args = apiserver_args(version, ("gang",)) if gang else ()
+        with ControlPlane(assets=assets, with_controller_manager=True, apiserver_args=args) as own:
             return record(paths, own)
     out: dict[Path, dict[str, Any]] = {}
-    with KubeReplay(cp, batching=False) as kube:
+    gates = GANG_GATES if any(load_scenario(p).batches for p in paths) else ()
+    with KubeReplay(cp, batching=False, feature_gates=gates) as kube:
         for path in paths:
             pods: dict[str, Any] = {}
             for run in kube.run(load_scenario(path, for_kube=True)):
@@ -143,6 +177,9 @@ def record(
                     "nodes": nodes,
                     "node": k.node,
                 }
+                if k.group is not None:  # its PodGroup's outcome (victims: not recorded)
+                    group = {f: k.group[f] for f in ("podGroup", "condition", "allBound")}
+                    pods[f"{run.pending.namespace}/{run.pending.name}"]["group"] = group
             if kube.refused:
                 # a golden file of a scenario the API server only partly took would be wrong
                 raise ValueError(f"{path}: the API server refused {'; '.join(kube.refused)}")
@@ -200,35 +237,78 @@ def provenance(path: Path, version: str | None = None) -> list[str]:
 
 def check(path: Path, version: str | None = None, replay: KschedReplay | None = None) -> list[str]:
     """Where ksched's simulation of ``path``, at the ``--emulated-version`` of release
-    ``version`` (the pinned one if None), disagrees with that release's golden file."""
+    ``version`` (the pinned one if None) and the gates the file's inputs need, disagrees
+    with that release's golden file. A PodGroup's members are simulated together
+    (``KschedReplay.batch``) and its outcome compared too."""
     version = version or pinned_kube_version()
     golden = json.loads(golden_path(path, version).read_text())["pods"]
     scenario = load_scenario(path)
-    ours = replay or KschedReplay(features=FeatureGates(version_of_release(version).minor))
+    minor = version_of_release(version).minor
+    ours = replay or KschedReplay(features=resolve_feature_gates(scenario.gates, [minor]))
     state = list(scenario.objects)  # namespaces too: their labels select pods
     problems: list[str] = []
-    for pending in scenario.pending:
-        key = f"{pending.namespace}/{pending.name}"
-        want = golden.get(key)
-        pod = {**pending.pod, "spec": {**pending.pod["spec"]}}
-        pod["spec"]["schedulerName"] = DEFAULT_SCHEDULER_NAME
-        pod["metadata"] = {**pod["metadata"], "uid": f"golden-{key}", "generation": 1}
-        got = ours(state, pod)
-        if want is None:
-            problems.append(f"{key}: not in the golden file")
+    for batch, step in itertools.groupby(scenario.pending, lambda p: p.batch):
+        pods = [_pending(p) for p in step]
+        if not batch:  # pods alone: one at a time, each on the state the last one left
+            for pod in pods:
+                got = ours(state, pod)
+                problems += _disagree(pod, golden, got)
+                state += _bound(pod, got, golden.get(_key(pod)))
             continue
-        if got.status != want["status"]:
-            problems.append(f"{key}: {got.status}, kube-scheduler: {want['status']}")
-        elif not messages_agree(want["message"], got.message):
-            problems.append(f"{key}: message {got.message!r}, kube-scheduler: {want['message']!r}")
-        elif got.node is not None and want["nodes"] and got.node not in want["nodes"]:
-            problems.append(f"{key}: node {got.node}, kube-scheduler's best: {want['nodes']}")
-        if got.node is not None:
-            # Among equally good nodes, go on from where kube-scheduler's tie-break put the
-            # pod: the later pods' expectations were recorded on that state.
-            node = got.node
-            if want is not None and got.node in want["nodes"] and want.get("node"):
-                node = want["node"]
-            bound = {**pod, "spec": {**pod["spec"], "nodeName": node}}
-            state.append(bound)
+        outs = ours.batch(state, [scenario.batches[batch].pod_group], pods)
+        for pod, got in zip(pods, outs, strict=True):
+            problems += _disagree(pod, golden, got)
+        want = golden.get(_key(pods[0])) or {}
+        problems += _group_disagree(batch, want.get("group"), outs[0].group)
+        for pod, got in zip(pods, outs, strict=True):
+            state += _bound(pod, got, golden.get(_key(pod)))
     return problems
+
+
+def _key(pod: JSON) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
+def _pending(pending: PendingPod) -> JSON:
+    """The pod as ksched gets it: its profile, a uid and a generation."""
+    pod = {**pending.pod, "spec": {**pending.pod["spec"]}}
+    pod["spec"]["schedulerName"] = DEFAULT_SCHEDULER_NAME
+    key = f"{pending.namespace}/{pending.name}"
+    pod["metadata"] = {**pod["metadata"], "uid": f"golden-{key}", "generation": 1}
+    return pod
+
+
+def _disagree(pod: JSON, golden: dict[str, Any], got: Outcome) -> list[str]:
+    key = _key(pod)
+    want = golden.get(key)
+    if want is None:
+        return [f"{key}: not in the golden file"]
+    if got.status != want["status"]:
+        return [f"{key}: {got.status}, kube-scheduler: {want['status']}"]
+    if not messages_agree(want["message"], got.message):
+        return [f"{key}: message {got.message!r}, kube-scheduler: {want['message']!r}"]
+    if got.node is not None and want["nodes"] and got.node not in want["nodes"]:
+        return [f"{key}: node {got.node}, kube-scheduler's best: {want['nodes']}"]
+    return []
+
+
+def _group_disagree(key: str, want: dict[str, Any] | None, got: dict[str, Any] | None) -> list[str]:
+    """The PodGroup's recorded outcome (condition, every member bound) against ksched's."""
+    mine = None if got is None else {**got, "victims": []}
+    theirs = None if want is None else {**want, "victims": []}
+    return [
+        f"{key}: {d.detail}: {d.ksched!r}, kube-scheduler: {d.kube!r}"
+        for d in compare_group(theirs, mine)
+    ]
+
+
+def _bound(pod: JSON, got: Outcome, want: dict[str, Any] | None) -> list[JSON]:
+    """The pod bound where ksched put it (among equally good nodes, where kube-scheduler's
+    tie-break did: the later pods' expectations were recorded on that state); nothing
+    when it did not bind."""
+    if got.node is None:
+        return []
+    node = got.node
+    if want is not None and got.node in want["nodes"] and want.get("node"):
+        node = want["node"]
+    return [{**pod, "spec": {**pod["spec"], "nodeName": node}}]

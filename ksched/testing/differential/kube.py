@@ -27,8 +27,10 @@ facts this relies on (kube-scheduler v1.36 and v1.37):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import http.client
+import itertools
 import json
 import re
 import threading
@@ -36,15 +38,22 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..controlplane import ControlPlane, KubeScheduler
 from .driver import DRIVER_DELAY, driver_status
-from .generator import HOST, JSON, PendingPod, Scenario
-from .outcome import Outcome
+from .generator import HOST, JSON, SPREAD_GAP, GangBatch, PendingPod, Scenario
+from .outcome import POD_GROUP_CONDITION, Outcome, group_outcome
 
-__all__ = ["BATCHING_GAP", "KubeReplay", "PodRun", "api_path", "parse_scores"]
+__all__ = [
+    "BATCHING_GAP",
+    "GANG_QUIET",
+    "KubeReplay",
+    "PodRun",
+    "api_path",
+    "parse_scores",
+]
 
 #: Seconds between pods while OpportunisticBatching is on (it reuses scores for 500 ms).
 BATCHING_GAP = 0.7
@@ -77,17 +86,29 @@ _PATHS = {
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     "DeviceTaintRule": ("/apis/resource.k8s.io/v1", "devicetaintrules", False),
+    "PodGroup": ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
 }
 # What the scheduler's informers hold that pods can change while the replay runs.
 _LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceClaim")
+# ... and for a scenario with PodGroups (served only with scheduling.k8s.io/v1beta1 on),
+# whose status the scheduler writes.
+_LIVE_GANG = (*_LIVE, "PodGroup")
+#: Seconds a member of a PodGroup may stay without a PodScheduled condition, after the
+#: last event of its group, before it counts as held at PreEnqueue (``Pending``: no
+#: condition is written for that).
+GANG_QUIET = 4.0
 
+# A PodGroup's member's lines name its group first (podGroupType="podgroup" podGroup=...).
+_GROUP_KEYS = r'(?:\w+="[^"]*" )*'
 _SCORED = re.compile(
-    r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
+    r'"Plugin scored node for pod" ' + _GROUP_KEYS + r'pod="([^"]+)" plugin="([^"]+)" '
+    r'node="([^"]+)" score=(-?\d+)'
 )
 _FINAL = re.compile(
-    r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)'
+    r'"Calculated node\'s final score for pod" ' + _GROUP_KEYS + r'pod="([^"]+)" '
+    r'node="([^"]+)" score=(-?\d+)'
 )
-_ATTEMPT = re.compile(r'"Attempting to schedule pod" pod="([^"]+)"')
+_ATTEMPT = re.compile(r'"Attempting to schedule pod" ' + _GROUP_KEYS + r'pod="([^"]+)"')
 
 
 def api_path(kind: str, namespace: str | None = None, name: str | None = None) -> str:
@@ -143,13 +164,49 @@ def _watch(
 @dataclass
 class PodRun:
     """One pending pod's replay: the state both schedulers saw, the defaulted pod and
-    what each did."""
+    what each did; for a PodGroup's member, ``batch``: the PodGroup and every member
+    (created objects), what ksched got besides the state."""
 
     pending: PendingPod
     state: list[JSON]
     pod: JSON | None
     kube: Outcome
     ksched: Outcome | None = None
+    batch: list[JSON] = field(default_factory=list)
+
+
+#: ksched's side of a PodGroup's replay: (state, [the PodGroup], its created members) to
+#: one outcome per member.
+BatchReplay = Callable[[list[JSON], list[JSON], list[JSON]], list[Outcome]]
+
+
+@dataclass
+class _Member:
+    """What the watch saw of one member of a PodGroup."""
+
+    node: str | None = None
+    first: dict[str, Any] | None = None  # the first PodScheduled=False condition
+    nominated: str = ""  # now
+    ever: str = ""  # the nominated node, once seen (cleared by its binding)
+
+    @property
+    def settled(self) -> bool:
+        return self.node is not None or (self.first is not None and not self.nominated)
+
+    def outcome(self) -> Outcome:
+        first = self.first
+        message = str(first.get("message", "")) if first else ""
+        if self.node:
+            out = Outcome("Scheduled", node=self.node, condition=first, message=message)
+            out.nominated = self.ever or self.nominated
+            return out
+        if first is None:
+            return Outcome("Pending", message="no PodScheduled condition (held at PreEnqueue)")
+        reason = first.get("reason", "")
+        status = "Error" if reason == "SchedulerError" and not self.nominated else "Unschedulable"
+        out = Outcome(status, message=message, condition=first)
+        out.nominated = self.nominated
+        return out
 
 
 def _running(objs: list[JSON]) -> set[str]:
@@ -369,6 +426,27 @@ def _fill_uids(obj: Any, uids: dict[str, str]) -> Any:
     return obj
 
 
+def _message(body: Any) -> str:
+    """The API server's reason for refusing a request."""
+    return str(body.get("message", body)) if isinstance(body, dict) else str(body)
+
+
+def _observe(member: _Member, pod: JSON) -> None:
+    """A watch event of a member: its node, first PodScheduled=False condition and
+    nomination."""
+    status = pod.get("status") or {}
+    member.node = (pod.get("spec") or {}).get("nodeName") or member.node
+    cond = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
+    )
+    if cond is not None and cond.get("status") == "False" and member.first is None:
+        member.first = {
+            k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond
+        }
+    member.nominated = status.get("nominatedNodeName", "") or ""
+    member.ever = member.nominated or member.ever
+
+
 def _ref(obj: JSON) -> str:
     meta = obj["metadata"]
     return f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
@@ -411,6 +489,7 @@ class KubeReplay:
         self._reaper_delay = (0.0, 0.0)
         self.order_fallbacks = 0  # pods whose node order came from resourceVersions
         self._provisioned: list[str] = []  # PVs _provision made, deleted with the scenario
+        self._pod_groups: list[str] = []  # PodGroups _batch made (paths), likewise
 
     def __enter__(self) -> KubeReplay:
         reaper = self.cp.reaper
@@ -440,9 +519,11 @@ class KubeReplay:
         self,
         scenario: Scenario,
         ksched: Callable[[list[JSON], JSON], Outcome] | None = None,
+        ksched_batch: BatchReplay | None = None,
     ) -> Iterator[PodRun]:
         """Replay ``scenario``; ``ksched(state, pod)`` is called for each pod while the
-        real scheduler works on it. Everything the scenario created is deleted after."""
+        real scheduler works on it, ``ksched_batch`` for each PodGroup's members
+        (``_batch``). Everything the scenario created is deleted after."""
         created: list[JSON] = []
         rv = self.api.ok("GET", "/api/v1/pods?limit=1")["metadata"]["resourceVersion"]
         self._order = _NodeOrder(self.cp, list(scenario.namespaces))
@@ -451,8 +532,14 @@ class KubeReplay:
         self._driver.start(rv)
         try:
             static = self._setup(scenario, created)
-            for pending in scenario.pending:
-                yield self._one(scenario, pending, static, ksched)
+            for key, step in itertools.groupby(scenario.pending, lambda p: p.batch):
+                if key:
+                    yield from self._batch(
+                        scenario, scenario.batches[key], list(step), static, ksched_batch
+                    )
+                else:
+                    for pending in step:
+                        yield self._one(scenario, pending, static, ksched)
         finally:
             self._order.close()
             self._driver.close()
@@ -516,7 +603,7 @@ class KubeReplay:
         out: list[JSON] = []
         names = set(scenario.namespaces)
         prefix = scenario.name_prefix
-        for kind in _LIVE:
+        for kind in _LIVE_GANG if scenario.batches else _LIVE:
             group, resource, namespaced = _PATHS[kind]
             items = self.api.ok("GET", f"{group}/{resource}")["items"]
             for it in items:
@@ -574,6 +661,172 @@ class KubeReplay:
         rest = self.gap - (time.monotonic() - start)
         time.sleep(max(rest, self.gap / 2))
         return PodRun(pending, state, pod, kube, ours)
+
+    # -- a PodGroup ------------------------------------------------------------------------------
+
+    def _batch(
+        self,
+        scenario: Scenario,
+        batch: GangBatch,
+        members: list[PendingPod],
+        static: list[JSON],
+        ksched: BatchReplay | None,
+    ) -> list[PodRun]:
+        """A PodGroup and its members, created as ``batch.timing`` says; every member's
+        outcome once each bound, failed, or stayed without a condition ``GANG_QUIET``
+        seconds (held at PreEnqueue: ``Pending``), and the group's (``group_outcome``)
+        on each. Unbound members are deleted after, as a pod alone is; the PodGroup
+        stays (its status is the record). ksched gets the state before the first
+        member, the created PodGroup and members, all at once."""
+        cp = self.api
+        ns = batch.namespace
+        path = api_path("Pod", ns)
+        runs: list[PodRun] = []
+        bodies: list[tuple[PendingPod, JSON]] = []
+        for m in members:
+            body = _fill_uids(m.pod, self._uids)
+            st, dry = cp.request("POST", path + "?dryRun=All", body)
+            if st >= 300:
+                runs.append(PodRun(m, [], None, Outcome("Rejected", message=_message(dry))))
+            else:
+                bodies.append((m, body))
+        group_path = api_path("PodGroup", ns)
+        st, dry = cp.request("POST", group_path + "?dryRun=All", batch.pod_group)
+        if st >= 300:
+            self.refused.append(f"PodGroup/{ns}/{batch.name}: {_message(dry)}")
+            rejected = Outcome("Rejected", message=f"its PodGroup: {_message(dry)}")
+            return runs + [PodRun(m, [], None, rejected) for m, _ in bodies]
+        if not bodies:
+            return runs
+        state = self._in_cache_order(static + self._live_state(scenario))
+        before = _running(state)
+        rv = cp.ok("GET", path + "?limit=1")["metadata"]["resourceVersion"]
+        group: JSON = {}
+        self._pod_groups.append(api_path("PodGroup", ns, batch.name))
+        if batch.timing != "late":
+            group = cp.ok("POST", group_path, batch.pod_group)
+        pods: list[JSON] = []
+        for i, (_, body) in enumerate(bodies):
+            if i and batch.timing == "spread":
+                time.sleep(SPREAD_GAP)
+            pods.append({**cp.ok("POST", path, body), "kind": "Pod", "apiVersion": "v1"})
+        if batch.timing == "late":
+            group = cp.ok("POST", group_path, batch.pod_group)
+        group = {**group, "kind": "PodGroup", "apiVersion": batch.pod_group["apiVersion"]}
+        ours = ksched(state, [group], copy.deepcopy(pods)) if ksched is not None else None
+        with self._provisioners([m for m, _ in bodies]):
+            seen = self._watch_batch(ns, [m.name for m, _ in bodies], rv)
+        log = self._new_log()
+        kube = [seen[m.name].outcome() for m, _ in bodies]
+        for (m, _), out in zip(bodies, kube, strict=True):
+            out.scores, out.totals = parse_scores(log, f"{ns}/{m.name}")
+            if out.scores:
+                out.feasible = sorted(next(iter(out.scores.values())))
+            elif out.node:
+                out.feasible = [out.node]
+        settled = any(o.status != "Pending" for o in kube)
+        written = self._await_group_condition(ns, batch.name, settled, any(o.node for o in kube))
+        victims = sorted(before - _running(self._live_state(scenario)))
+        summary = group_outcome(written, kube, victims)
+        for out in kube:
+            out.group = summary
+        for (m, _), out in zip(bodies, kube, strict=True):
+            if out.node is None:
+                cp.request("DELETE", api_path("Pod", ns, m.name), {"gracePeriodSeconds": 0})
+        for (m, _), out in zip(bodies, kube, strict=True):
+            if out.node is None:
+                self._await_gone(api_path("Pod", ns, m.name), 30)
+        time.sleep(self.gap)
+        return runs + [
+            PodRun(m, state, pod, k, None if ours is None else ours[i], [group, *pods])
+            for i, ((m, _), pod, k) in enumerate(zip(bodies, pods, kube, strict=True))
+        ]
+
+    @contextlib.contextmanager
+    def _provisioners(self, members: list[PendingPod]) -> Iterator[None]:
+        """The external provisioner (``_provision``) for each member with claims, on a
+        thread and a connection of its own, while the members are watched."""
+        stop = threading.Event()
+        wait = self.timeout + self.preemption_timeout
+        workers: list[tuple[threading.Thread, _Api]] = []
+        for m in members:
+            if any("persistentVolumeClaim" in v for v in m.pod["spec"].get("volumes", [])):
+                api = _Api(self.cp)
+                args = (m, wait, stop, api)
+                t = threading.Thread(target=self._provision, args=args, daemon=True)
+                t.start()
+                workers.append((t, api))
+        try:
+            yield
+        finally:
+            stop.set()
+            for t, api in workers:
+                t.join()
+                api.close()
+
+    def _watch_batch(
+        self, namespace: str, names: list[str], resource_version: str
+    ) -> dict[str, _Member]:
+        """Watch the members from before the first was created until each is settled
+        (bound, or failed without a nomination), nothing happened to any for
+        ``GANG_QUIET`` seconds (and none waits on a preemption), or the timeout."""
+        members = {n: _Member() for n in names}
+        now = time.monotonic()
+        deadline, quiet = now + self.timeout, now + GANG_QUIET
+        version = resource_version
+        path = api_path("Pod", namespace)
+
+        def done() -> bool:
+            t = time.monotonic()
+            if all(m.settled for m in members.values()) or t > deadline:
+                return True
+            return t > quiet and not any(m.nominated for m in members.values())
+
+        while not done():
+            query = urllib.parse.urlencode(
+                {"watch": "1", "resourceVersion": version, "timeoutSeconds": "30"}
+            )
+            req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
+            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
+            try:
+                # a short read timeout: a quiet stream is reopened, so the clocks are read
+                with urllib.request.urlopen(req, timeout=1.0, context=self.cp.ssl_context) as st:
+                    for line in st:
+                        event = json.loads(line)
+                        cur = event.get("object") or {}
+                        meta = cur.get("metadata") or {}
+                        version = meta.get("resourceVersion", version)
+                        m = members.get(meta.get("name", ""))
+                        if m is not None and event.get("type") in ("ADDED", "MODIFIED"):
+                            _observe(m, cur)
+                            quiet = time.monotonic() + GANG_QUIET
+                            if m.nominated:
+                                deadline = max(deadline, time.monotonic() + self.preemption_timeout)
+                        if done():
+                            break
+            except (OSError, ValueError):
+                pass
+        return members
+
+    def _await_group_condition(
+        self, namespace: str, name: str, settled: bool, bound: bool, timeout: float = 3.0
+    ) -> JSON | None:
+        """The PodGroup once the scheduler wrote its condition, which it does after the
+        members' own updates; True if a member ``bound`` (a cycle succeeded: the
+        condition stays True from then on, but an earlier cycle of some members may have
+        written False first); at once when no member was tried (no condition comes)."""
+        path = api_path("PodGroup", namespace, name)
+        deadline = time.monotonic() + timeout
+        while True:
+            st, group = self.api.request("GET", path)
+            if st != 200:
+                return None
+            conds = (group.get("status") or {}).get("conditions") or []
+            cond = next((c for c in conds if c.get("type") == POD_GROUP_CONDITION), None)
+            ready = cond is not None and (not bound or cond.get("status") == "True")
+            if ready or not settled or time.monotonic() > deadline:
+                return dict(group)
+            time.sleep(0.1)
 
     def _await_outcome(self, pending: PendingPod, resource_version: str) -> Outcome:
         """The pod's outcome, with the external provisioner at work meanwhile for a pod
@@ -665,10 +918,14 @@ class KubeReplay:
             return out
         return Outcome("Timeout", message="no outcome within the timeout", condition=first)
 
-    def _provision(self, pending: PendingPod, wait: float, stop: threading.Event) -> None:
+    def _provision(
+        self, pending: PendingPod, wait: float, stop: threading.Event, api: _Api | None = None
+    ) -> None:
         """The external provisioner's part for the pod's claims the scheduler selected a
         node for: a PV of the requested size on that node, pre-bound to the claim. Polls
-        the still unbound claims for up to ``wait`` seconds, until ``stop``."""
+        the still unbound claims for up to ``wait`` seconds, until ``stop``; over ``api``
+        (default ``self.api``)."""
+        api = api or self.api
         ns = pending.namespace
         names = [
             v["persistentVolumeClaim"]["claimName"]
@@ -678,21 +935,21 @@ class KubeReplay:
         deadline = time.monotonic() + wait
         for name in names:
             while True:
-                st, pvc = self.api.request("GET", api_path("PersistentVolumeClaim", ns, name))
+                st, pvc = api.request("GET", api_path("PersistentVolumeClaim", ns, name))
                 if st != 200 or pvc["spec"].get("volumeName"):
                     break
                 node = (
                     pvc["metadata"].get("annotations", {}).get("volume.kubernetes.io/selected-node")
                 )
                 if node:
-                    self._create_pv(pvc, node)
+                    self._create_pv(pvc, node, api)
                     break
                 if time.monotonic() > deadline or stop.wait(0.1):
                     return
 
-    def _create_pv(self, pvc: JSON, node: str) -> None:
+    def _create_pv(self, pvc: JSON, node: str, api: _Api) -> None:
         spec = pvc["spec"]
-        st, sc = self.api.request("GET", api_path("StorageClass", name=spec["storageClassName"]))
+        st, sc = api.request("GET", api_path("StorageClass", name=spec["storageClassName"]))
         if st != 200:
             return
         name = f"{sc['metadata']['name']}-{pvc['metadata']['uid'][:8]}"
@@ -726,7 +983,7 @@ class KubeReplay:
                 },
             },
         }
-        st, _ = self.api.request("POST", api_path("PersistentVolume"), pv)
+        st, _ = api.request("POST", api_path("PersistentVolume"), pv)
         if st < 300:
             self._provisioned.append(name)
 
@@ -748,6 +1005,19 @@ class KubeReplay:
                 return
             time.sleep(0.02)
 
+    def _delete_pod_group(self, path: str) -> None:
+        """Delete a PodGroup, and drop the finalizer admission gave it: the controller
+        manager's podgroup-protection controller, which would, does not run here."""
+        self.api.request("DELETE", path)
+        for _ in range(5):
+            st, group = self.api.request("GET", path)
+            if st != 200 or not group["metadata"].get("finalizers"):
+                break
+            group["metadata"]["finalizers"] = []
+            if self.api.request("PUT", path, group)[0] < 300:
+                break
+        self._await_gone(path, 30)
+
     def _teardown(self, scenario: Scenario, created: list[JSON]) -> None:
         cp = self.api
         for ns in scenario.namespaces:
@@ -766,6 +1036,9 @@ class KubeReplay:
         for name in self._provisioned:
             cp.request("DELETE", api_path("PersistentVolume", name=name))
         self._provisioned.clear()
+        for path in self._pod_groups:
+            self._delete_pod_group(path)
+        self._pod_groups.clear()
         for ns in scenario.own_namespaces:
             cp.request("DELETE", api_path("Namespace", name=ns))
         time.sleep(0.2)

@@ -5,18 +5,26 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Outcome"]
+JSON = dict[str, Any]
+
+__all__ = ["Outcome", "group_outcome"]
+
+#: The PodGroup condition the pod-group cycle writes (``schedule_one_podgroup.go``).
+POD_GROUP_CONDITION = "PodGroupInitiallyScheduled"
 
 
 @dataclass
 class Outcome:
     """``status``: Scheduled, Unschedulable, Error, Rejected (the API server refused the
-    pod: not compared) or Timeout. ``condition`` is the first PodScheduled=False condition
-    written (reason, message, observedGeneration); ``scores`` the weighted per-plugin
+    pod: not compared), Timeout or Pending (a PodGroup's member the scheduler left
+    without a condition: held at PreEnqueue until its group is complete). ``condition``
+    is the first PodScheduled=False condition written (reason, message,
+    observedGeneration); ``scores`` the weighted per-plugin
     scores of the attempt that placed the pod, by plugin then node, and ``totals`` the
     final score per node — kube-scheduler logs both only when more than one node is
     feasible. ``feasible`` is the set of nodes that passed every Filter in that attempt
-    (None when unknown)."""
+    (None when unknown). ``group``: for a member of a PodGroup, its group's outcome
+    (``group_outcome``), the same for every member."""
 
     status: str
     node: str | None = None
@@ -27,6 +35,26 @@ class Outcome:
     scores: dict[str, dict[str, int]] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
     feasible: list[str] | None = None
+    group: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def group_outcome(
+    pod_group: JSON | None, members: list[Outcome], victims: list[str]
+) -> dict[str, Any]:
+    """A PodGroup's outcome: its ``PodGroupInitiallyScheduled`` condition (status, reason,
+    message; None before the scheduler wrote one: held at PreEnqueue), whether every
+    member created bound, and the pods preempted for the group (``victims``: which
+    member a victim went for is the cycle's business, not compared)."""
+    conds = ((pod_group or {}).get("status") or {}).get("conditions") or []
+    cond = next((c for c in conds if c.get("type") == POD_GROUP_CONDITION), None)
+    return {
+        "podGroup": str(((pod_group or {}).get("metadata") or {}).get("name", "")),
+        "condition": None
+        if cond is None
+        else {k: str(cond.get(k, "")) for k in ("status", "reason", "message")},
+        "allBound": bool(members) and all(m.status == "Scheduled" for m in members),
+        "victims": sorted(victims),
+    }

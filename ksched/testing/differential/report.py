@@ -16,7 +16,7 @@ from .compare import Divergence, compare
 from .gates import emulation_of
 from .generator import Scenario, apiserver_args, generate
 from .kube import KubeReplay, PodRun, gate_values
-from .local import KschedReplay, scenario_file
+from .local import KschedReplay, scenario_file, scenario_files
 
 __all__ = ["GroupCounts", "PodReport", "Report", "run_differential"]
 
@@ -33,6 +33,8 @@ class PodReport:
     scored: bool = False  # kube-scheduler logged scores (more than one node feasible)
     version: str = ""  # the kube-scheduler release (ksched ran at its minor)
     gates: list[str] = field(default_factory=list)  # --feature-gates both ran with
+    node: str = ""  # kube-scheduler's node
+    group: dict[str, Any] | None = None  # kube-scheduler's outcome of the pod's PodGroup
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +48,8 @@ class PodReport:
             "scored": self.scored,
             "version": self.version,
             "gates": self.gates,
+            "node": self.node,
+            "group": self.group,
         }
 
     @classmethod
@@ -63,6 +67,8 @@ class PodReport:
             bool(d.get("scored", False)),
             str(d.get("version", "")),
             list(d.get("gates", [])),
+            str(d.get("node") or ""),
+            d.get("group"),
         )
 
 
@@ -97,6 +103,29 @@ class Report:
                 c.diverging += bool(p.divergences)
                 c.unschedulable += p.kube_status != "Scheduled"
                 c.scored += p.scored
+        return out
+
+    def pod_groups(self) -> list[str]:
+        """One line per PodGroup replayed: kube-scheduler's condition, whether every
+        member bound, the pods preempted for it and each member's outcome."""
+        members: dict[tuple[int, str], list[PodReport]] = {}
+        for p in self.pods:
+            if p.group is not None:
+                ns = p.pod.partition("/")[0]
+                members.setdefault((p.seed, f"{ns}/{p.group['podGroup']}"), []).append(p)
+        out = []
+        for (seed, key), pods in members.items():
+            group = pods[0].group or {}
+            cond = group.get("condition")
+            written = f"{cond['status']} {cond['reason']}" if cond else "no condition"
+            each = ", ".join(
+                f"{p.pod.partition('/')[2]}:{p.kube_status}" + (f"@{p.node}" if p.node else "")
+                for p in pods
+            )
+            bound = "all bound" if group.get("allBound") else "not all bound"
+            victims = group.get("victims") or []
+            preempted = f", preempted {', '.join(victims)}" if victims else ""
+            out.append(f"seed {seed} {key}: {written}, {bound}{preempted} [{each}]")
         return out
 
     def by_kind(self) -> dict[str, int]:
@@ -177,6 +206,10 @@ class Report:
                 lines.append(f"    ksched:         {json.dumps(d.ksched)}")
             if p.scenario:
                 lines.append(f"  reproduce: {_reproduce(p)}")
+        groups = self.pod_groups()
+        if groups:
+            lines.append("\npod groups (kube-scheduler's outcome; members: status@node):")
+            lines += [f"  {g}" for g in groups]
         for r in self.rejected[:limit]:
             lines.append(f"refused: {r}")
         if len(self.diverging) > limit:
@@ -205,15 +238,24 @@ def _report(
     key = f"{pending.namespace}/{pending.name}"
     groups = sorted(pending.groups)
     if run.kube.status == "Rejected" or ours is None:
-        return PodReport(seed, key, groups, run.kube.status, "-", [], version=version, gates=gates)
+        rep = PodReport(seed, key, groups, run.kube.status, "-", [], version=version, gates=gates)
+        rep.node, rep.group = run.kube.node or "", run.kube.group
+        rep.scored = bool(run.kube.scores)
+        return rep
     divs = compare(run.kube, ours, run.state)
     rep = PodReport(seed, key, groups, run.kube.status, ours.status, divs)
     rep.version, rep.gates = version, gates
+    rep.node, rep.group = run.kube.node or "", run.kube.group
     rep.scored = bool(run.kube.scores)
     if divs and outdir is not None and run.pod is not None:
         outdir.mkdir(parents=True, exist_ok=True)
         path = outdir / f"seed{seed}-{pending.namespace}-{pending.name}.json"
-        path.write_text(scenario_file(run.state, run.pod))
+        if run.batch:  # a PodGroup's member: the group and every member, pending
+            pod_groups = [o for o in run.batch if o.get("kind") != "Pod"]
+            members = [o for o in run.batch if o.get("kind") == "Pod"]
+            path.write_text(scenario_files([*run.state, *pod_groups], members))
+        else:
+            path.write_text(scenario_file(run.state, run.pod))
         rep.scenario = str(path)
     return rep
 
@@ -230,6 +272,7 @@ def run_differential(
     ksched: KschedReplay | None = None,
     feature_gates: Sequence[str] = (),
     kube_version: str | None = None,
+    kube_only: bool = False,
 ) -> Report:
     """Replay every seed's scenario against kube-scheduler and ksched; ``cp`` is a running
     ControlPlane with the controller manager (one of ``kube_version``, default
@@ -238,14 +281,15 @@ def run_differential(
     given (its gates are replaced by the run's); ``batching=False`` runs both with
     OpportunisticBatching off, so pods need no gap; ``feature_gates``: more
     ``--feature-gates`` values both run with. Seeds are replayed grouped by the ``gates``
-    group's draw, one kube-scheduler per gate set."""
+    group's draw (and the gates the groups need), one kube-scheduler per gate set.
+    ``kube_only``: kube-scheduler's outcomes alone, nothing compared (to check the
+    harness on inputs ksched does not implement yet)."""
     seed_list = list(seeds)
     if cp is None:
         version = kube_version or pinned_kube_version()
         assets = find_assets(version) or build(version)
-        with ControlPlane(
-            assets=assets, with_controller_manager=True, apiserver_args=apiserver_args(version)
-        ) as own:
+        args = apiserver_args(version, features)
+        with ControlPlane(assets=assets, with_controller_manager=True, apiserver_args=args) as own:
             return run_differential(
                 seed_list,
                 features,
@@ -256,6 +300,7 @@ def run_differential(
                 progress=progress,
                 ksched=ksched,
                 feature_gates=feature_gates,
+                kube_only=kube_only,
             )
     version = cp.assets.version
     minor = emulation_of(version)
@@ -268,7 +313,10 @@ def run_differential(
         by_gates.setdefault(sc.gates, []).append(sc)
     for drawn, scenarios in by_gates.items():
         gates = [*feature_gates, *drawn]
-        ours = base.with_features(resolve_feature_gates(gate_values(gates, batching), [minor]))
+        ours = None
+        if not kube_only:
+            values = gate_values(gates, batching)
+            ours = base.with_features(resolve_feature_gates(values, [minor]))
         on = batching and "OpportunisticBatching=false" not in drawn
         with KubeReplay(cp, gap=gap, batching=on, feature_gates=gates) as kube:
             _run(kube, scenarios, ours, report, outdir, progress, [*fixed, *drawn])
@@ -278,7 +326,7 @@ def run_differential(
 def _run(
     kube: KubeReplay,
     scenarios: list[Scenario],
-    ours: KschedReplay,
+    ours: KschedReplay | None,
     report: Report,
     outdir: Path | None,
     progress: Callable[[PodReport], None] | None,
@@ -287,7 +335,8 @@ def _run(
     version = kube.cp.assets.version
     for scenario in scenarios:
         seed = scenario.seed
-        for run in kube.run(scenario, ours):
+        runs = kube.run(scenario, ours, ours.batch) if ours else kube.run(scenario)
+        for run in runs:
             rep = _report(run, seed, outdir, version, gates)
             if run.kube.status == "Rejected":
                 report.rejected.append(f"seed {seed} {rep.pod}: {run.kube.message}")
