@@ -420,17 +420,23 @@ class ExtensionPoint:
     ``extension_points_of`` and ``ksched plugins`` name it; ``attr``: the ``config.Plugins``
     field and the framework's plugin-list name (``pre_filter``); ``label``: the
     ``extension_point`` label of the metrics (``PreFilter``); ``methods``: the plugin
-    methods that mark a plugin as serving it (any one of them).
+    methods that mark a plugin as serving it (any one of them). ``since``: the first
+    emulated version whose config has the point ("" for every one); ``configured``: False
+    for a point no config key names (PlacementFeasible: upstream's framework takes the
+    GangScheduling plugin for it).
     """
 
     key: str
     attr: str
     label: str
     methods: tuple[str, ...]
+    since: str = ""
+    configured: bool = True
 
 
 # THE table: every extension point in framework order (that of upstream's v1 ``Plugins``
-# struct). Config, the runtime, metrics, bench and ``extension_points_of`` derive from it.
+# struct, whose workload-aware scheduling sets follow multiPoint), PlacementFeasible last.
+# Config, the runtime, metrics, bench and ``extension_points_of`` derive from it.
 EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     ExtensionPoint("preEnqueue", "pre_enqueue", "PreEnqueue", ("pre_enqueue",)),
     ExtensionPoint("queueSort", "queue_sort", "QueueSort", ("less", "sort_key")),
@@ -444,6 +450,31 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     ExtensionPoint("preBind", "pre_bind", "PreBind", ("pre_bind",)),
     ExtensionPoint("bind", "bind", "Bind", ("bind",)),
     ExtensionPoint("postBind", "post_bind", "PostBind", ("post_bind",)),
+    ExtensionPoint(
+        "placementGenerate",
+        "placement_generate",
+        "PlacementGenerate",
+        ("generate_placements",),
+        since="1.36",
+    ),
+    ExtensionPoint(
+        "placementScore", "placement_score", "PlacementScore", ("score_placement",), since="1.36"
+    ),
+    ExtensionPoint(
+        "podGroupPostFilter",
+        "pod_group_post_filter",
+        "PodGroupPostFilter",
+        ("pod_group_post_filter",),
+        since="1.37",
+    ),
+    ExtensionPoint(
+        "placementFeasible",
+        "placement_feasible",
+        "PlacementFeasible",
+        ("placement_feasible",),
+        since="1.37",
+        configured=False,
+    ),
 )
 # key -> its ExtensionPoint
 POINTS: dict[str, ExtensionPoint] = {p.key: p for p in EXTENSION_POINTS}

@@ -731,6 +731,13 @@ class SchedulingQueue:
         finally:
             self._done(key)
 
+    # STUB (wC): wQ's pod-group queue replaces this at the merge; the pod-group cycle
+    # hands every attempted group back through it.
+    def add_attempted_pod_group_if_needed(
+        self, group: Any, scheduling_cycle: int, status: Any
+    ) -> None:
+        """``AddAttemptedPodGroupIfNeeded`` (stub: does nothing)."""
+
     # -- events -----------------------------------------------------------------------
     def move_all_to_active_or_backoff(
         self,
