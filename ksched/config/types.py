@@ -78,16 +78,9 @@ class WorkloadPluginSet:
     plugins: frozenset[str]
 
 
-# The in-tree plugins extending each workload point upstream.
-_IN_TREE_WORKLOAD_PLUGINS: dict[str, frozenset[str]] = {
-    "placementGenerate": frozenset({"TopologyPlacementGenerator"}),
-    "placementScore": frozenset({"PodGroupPodsCount"}),
-    "podGroupPostFilter": frozenset({"DefaultPreemption", "DynamicResources"}),
-}
-
 #: Upstream's v1 ``Plugins`` fields after multiPoint, in order.
 WORKLOAD_PLUGIN_SETS: tuple[WorkloadPluginSet, ...] = tuple(
-    WorkloadPluginSet(p.attr, p.key, f"{p.label}Plugin", p.since, _IN_TREE_WORKLOAD_PLUGINS[p.key])
+    WorkloadPluginSet(p.attr, p.key, f"{p.label}Plugin", p.since, p.in_tree)
     for p in EXTENSION_POINTS
     if p.since and p.configured
 )
