@@ -40,7 +40,7 @@ from ksched.framework.registry import Registry
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
 from ksched.metrics import SchedulerMetrics
-from ksched.plugins import register_builtins
+from ksched.plugins import BUILTIN_PLUGINS, builtin_plugin
 from ksched.queue.podgroups import QueuedPodGroupInfo
 from ksched.scheduler.schedule_one import CycleResult
 from ksched.scheduler.schedule_one_podgroup import update_pod_group_condition
@@ -49,6 +49,9 @@ from ksched.testing.objects import make_pod_group
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
 from tests.queue._util import config
+
+# the built-in plugins, but GangScheduling: a fake here
+BUILTINS = tuple(n for n in BUILTIN_PLUGINS if n != "GangScheduling")
 
 pytestmark = pytest.mark.anyio
 
@@ -156,12 +159,14 @@ class Preempting:
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         self.reruns: list[Status | None] = []
+        self.proposed: list[list[str]] = []
 
     def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo, schedule: Any) -> Any:
         from ksched.framework.podgroup import NominatingInfo, PodGroupPostFilterResult
 
         assignments, st = schedule()
         self.reruns.append(st)
+        self.proposed.append([a.pod.name for a in assignments.assignments])
         return PodGroupPostFilterResult({"default/p0": NominatingInfo("n0")}), None
 
 
@@ -229,7 +234,8 @@ class Harness:
         metrics: bool = False,
     ) -> None:
         reg = Registry()
-        register_builtins(reg)
+        for builtin in BUILTINS:
+            reg.register(builtin, builtin_plugin(builtin))
         for cls in (GangScheduling, Zones, PreferZone, Recorder, Preempting):
             reg.register(cls.name, cls, "tests")
         g = {"GenericWorkload": True} if gates is None else gates
@@ -500,6 +506,8 @@ async def test_pod_group_post_filter_success_means_waiting_on_preemption() -> No
     pf = h.fw.plugins["Preempting"]
     assert len(pf.reruns) == 1 and pf.reruns[0] is not None
     assert pf.reruns[0].code == Code.UNSCHEDULABLE
+    # the members the rerun found nodes for (as upstream, though the group failed)
+    assert pf.proposed == [["p0", "p1"]]
     p0 = next(q for q in h.sched.queue.unschedulable_pods() if q.pod_info.name == "p0")
     assert h.sched.queue.nominator.nominated_node(p0.pod_info) == "n0"
     total = "scheduler_podgroup_schedule_attempts_total"
