@@ -270,8 +270,7 @@ class Family:
         """Whether kube-scheduler registers the family under ``features``."""
         if self.help_at(features.emulated_version) is None:
             return False
-        gate = self.gate
-        return not gate or (gate in features.table.gates and bool(features.enabled(gate)))
+        return not self.gate or features.enabled_if_known(self.gate)
 
     def help_at(self, version: str) -> str | None:
         """The help text at emulated ``version``, None if the version does not expose it."""

@@ -121,11 +121,6 @@ def _from_exception(e: BaseException, plugin: str, point: str) -> Status:
     return st
 
 
-def _gate_on(features: Any, gate: str) -> bool:
-    """A gate that may be absent from the emulated version's table (then off)."""
-    return gate in features.table.gates and bool(features.enabled(gate))
-
-
 def _label(st: Status | None) -> str:
     """A plugin's (or a point's) status as the metrics' ``status`` label."""
     return "Success" if st is None else st.code.label
@@ -349,7 +344,7 @@ class Framework:
         self.placement_feasible_plugins: list[Any] = []
         features = self.handle.features
         gang = self.plugins.get(GANG_SCHEDULING)
-        if gang is not None and _gate_on(features, "GenericWorkload"):
+        if gang is not None and features.enabled_if_known("GenericWorkload"):
             if "placementFeasible" not in extension_points_of(gang):
                 raise FrameworkError(
                     "GenericWorkload is enabled, but GangScheduling plugin does not fulfill "
@@ -1850,7 +1845,7 @@ class Framework:
         """``RunPodGroupPostFilterPlugins``: the first success (or UnschedulableAndUnresolvable)
         wins; otherwise every rejection's reasons, attributed to the first rejector; any
         other status is an Error. ``schedule`` retries the group's cycle for a plugin."""
-        if not _gate_on(self.handle.features, "GenericWorkload"):
+        if not self.handle.features.enabled_if_known("GenericWorkload"):
             return None, Status(
                 Code.UNSCHEDULABLE,
                 "generic workload feature is disabled, cannot perform PodGroupPostFilter",

@@ -53,6 +53,7 @@ from ..framework.runtime import Framework, as_error_text
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
 from ..util.clock import rfc3339
+from ..util.coro import run_sync
 from .schedule_one import (
     _ATTEMPT_START,
     CycleResult,
@@ -296,20 +297,14 @@ async def pod_group_cycle(
     if root_status.code == Code.UNSCHEDULABLE:
 
         def schedule() -> tuple[PodGroupAssignments, Status | None]:
-            # A PodGroupPostFilter plugin's rerun, on the snapshot as it has changed it.
-            again = _run_sync(_run_root_algorithm(sched, fw, CycleState(), group))
+            # A PodGroupPostFilter plugin's rerun, on the snapshot as it has changed it
+            # (synchronous: an extender's I/O cannot take part there).
+            again = run_sync(_run_root_algorithm(sched, fw, CycleState(), group))
             return PodGroupAssignments(Placement("", ()), _proposed(again)), again.status
 
         pf, pst = fw.run_pod_group_post_filter(state, group.info, schedule)
         _apply_post_filter(res, pf, pst)
     await _submit(sched, fw, group, res, start, root_status, tg)
-
-
-def _run_sync(coro: object) -> _GroupResult:
-    from ..util.coro import run_sync
-
-    out: _GroupResult = run_sync(coro)  # type: ignore[arg-type]
-    return out
 
 
 async def _run_root_algorithm(
@@ -319,7 +314,7 @@ async def _run_root_algorithm(
     success needs at least one member scheduled in this cycle."""
     reverts = _Reverts()
     try:
-        if _gate_on(fw, "TopologyAwareWorkloadScheduling"):
+        if fw.handle.features.enabled_if_known("TopologyAwareWorkloadScheduling"):
             res = await _placement_algorithm(sched, fw, state, group, reverts)
         else:
             # one implicit placement, so placement-scoped state works as with placements
@@ -330,12 +325,9 @@ async def _run_root_algorithm(
         reverts.revert()
     if res.status.is_success() and not res.any_scheduled:
         res.status = _unschedulable()
+    # the group's own status (a plugin's may be shared): PodGroupPostFilter appends to it
+    res.status = _clone(res.status)
     return res
-
-
-def _gate_on(fw: Framework, gate: str) -> bool:
-    features = fw.handle.features
-    return gate in features.table.gates and bool(features.enabled(gate))
 
 
 # == the default algorithm =================================================================

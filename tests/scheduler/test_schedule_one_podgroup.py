@@ -621,3 +621,22 @@ async def test_members_being_deleted_leave_the_attempt() -> None:
         await h.sched.schedule_one(group, tg)
     assert list(h.cluster.bound) == ["p0"]
     assert "p1" not in h.out.failures
+
+
+# -- 1.36: none of it ---------------------------------------------------------------------------
+
+
+async def test_at_1_36_a_member_of_a_pod_group_is_scheduled_as_a_pod() -> None:
+    """No pod-group cycle at 1.36 (GenericWorkload on there is refused): a pod naming a
+    group goes through the pod's cycle, no PlacementFeasible plugin, no condition."""
+    h = Harness([("n0", "2", "a")], version="1.36", gates={}, points={"permit": []})
+    assert h.fw.placement_feasible_plugins == []
+    h.pod_group(2)
+    h.members(1)
+    qpi = h.sched.queue.pop_nowait()
+    assert qpi is not None and not isinstance(qpi, QueuedPodGroupInfo)
+    async with anyio.create_task_group() as tg:
+        await h.sched.schedule_one(qpi, tg)
+    assert h.cluster.bound == {"p0": "n0"}
+    assert h.out.conditions == []
+    assert [c[0] for c in h.recorder.calls] == ["reserve"]
