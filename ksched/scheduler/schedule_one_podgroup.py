@@ -416,6 +416,9 @@ async def _schedule_member(
     state = _member_state(sched, placement_state)
     t0 = time.perf_counter()
     res = await scheduling_algorithm(sched, fw, state, qpi)
+    m = sched.metrics
+    if m is not None:  # upstream's schedulingAlgorithm observes each member's
+        m.cycle_finished(fw, state, time.perf_counter() - t0)
     if not res.status.is_success():
         # a FitError keeps the nomination for PodGroupPostFilter to decide; others clear
         keep = res.fit_error is not None and res.status.code == Code.UNSCHEDULABLE

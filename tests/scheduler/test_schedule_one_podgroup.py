@@ -352,7 +352,8 @@ async def test_a_group_that_fits_binds_every_member_and_says_so() -> None:
         )
         == 1
     )
-    # each member's own attempt, as a pod's
+    # each member's algorithm and attempt, as a pod's
+    assert _sample(h, "scheduler_scheduling_algorithm_duration_seconds_count") == 3
     assert (
         _sample(h, "scheduler_schedule_attempts_total", result="scheduled", profile="ksched") == 3
     )
