@@ -331,12 +331,26 @@ def _scheduling_listers(cluster: ClusterFile, features: Any) -> dict[str, Any]:
     """The file's scheduling.k8s.io PodGroups under the lister key the daemon's informer
     fills, only when it would have one (GenericWorkload); static: revision 0."""
     out: dict[str, Any] = {}
+    classes = {pc.metadata.name: pc.value for pc in cluster.priority_classes}
+    global_default = next((pc.value for pc in cluster.priority_classes if pc.global_default), 0)
     for key in workload_informer_paths(features):
         store: RevisionedStore[Any] = RevisionedStore()
         for pg in cluster.scheduling.get("PodGroup", []):
+            pg = _admit_pod_group(pg, classes, global_default)
             store[f"{pg.metadata.namespace}/{pg.metadata.name}"] = pg
         out[key] = store
     return out
+
+
+def _admit_pod_group(pg: PodGroup, classes: dict[str, int], global_default: int) -> PodGroup:
+    """What the Priority admission plugin does to a PodGroup (with GenericWorkload): its
+    priority from its PriorityClass, as for a pod, so members and group agree."""
+    spec = pg.spec
+    if spec.priority is not None:
+        return pg
+    name = spec.priority_class_name
+    value = classes.get(name, global_default) if name else global_default
+    return msgspec.structs.replace(pg, spec=msgspec.structs.replace(spec, priority=value))
 
 
 class Simulation:

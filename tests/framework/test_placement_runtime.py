@@ -386,3 +386,12 @@ def test_pod_group_post_filter_refuses_without_generic_workload() -> None:
     _, st = _post(a, gates={})
     assert st.message() == "generic workload feature is disabled, cannot perform PodGroupPostFilter"
     assert a.calls == 0
+
+
+def test_upstreams_in_tree_pod_group_post_filters_are_left_out_until_ksched_has_them() -> None:
+    """DefaultPreemption and DynamicResources extend PodGroupPostFilter upstream (workload
+    preemption, not in ksched): configured there, they are not refused, and not run."""
+    fw = framework({"podGroupPostFilter": {"enabled": [{"name": "DynamicResources"}]}})
+    assert fw.pod_group_post_filter_plugins == []
+    with pytest.raises(FrameworkError, match='"Flat" does not extend podGroupPostFilter'):
+        framework({"podGroupPostFilter": {"enabled": [{"name": "Flat"}]}})

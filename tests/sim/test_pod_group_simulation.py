@@ -25,28 +25,34 @@ from tests.scheduler.test_schedule_one_podgroup import GangScheduling
 pytestmark = pytest.mark.anyio
 
 
-def cluster(min_count: int, pods: int) -> str:
+def cluster(min_count: int, pods: int, priority_class: str = "") -> str:
+    pc = f"priorityClassName: {priority_class}, " if priority_class else ""
     items = [
+        "- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: high}, "
+        "value: 1000}",
         "- {apiVersion: v1, kind: Node, metadata: {name: n1}, "
         'status: {allocatable: {cpu: "2", pods: "10"}}}',
         "- {apiVersion: v1, kind: Node, metadata: {name: n2}, "
         'status: {allocatable: {cpu: "2", pods: "10"}}}',
         "- apiVersion: scheduling.k8s.io/v1beta1\n  kind: PodGroup\n"
         "  metadata: {name: workers, namespace: ml, generation: 2}\n"
-        f"  spec: {{schedulingPolicy: {{gang: {{minCount: {min_count}}}}}}}",
+        f"  spec: {{{pc}schedulingPolicy: {{gang: {{minCount: {min_count}}}}}}}",
     ]
     for i in range(pods):
         items.append(
             "- apiVersion: v1\n  kind: Pod\n"
             f"  metadata: {{name: w{i}, namespace: ml}}\n"
             "  spec:\n    schedulerName: ksched\n"
-            "    schedulingGroup: {podGroupName: workers}\n"
+            + (f"    priorityClassName: {priority_class}\n" if priority_class else "")
+            + "    schedulingGroup: {podGroupName: workers}\n"
             '    containers: [{name: c, resources: {requests: {cpu: "1"}}}]'
         )
     return "apiVersion: v1\nkind: List\nitems:\n" + "\n".join(items) + "\n"
 
 
-async def simulate(min_count: int, pods: int) -> tuple[Simulation, list[PodResult]]:
+async def simulate(
+    min_count: int, pods: int, priority_class: str = ""
+) -> tuple[Simulation, list[PodResult]]:
     reg = Registry()
     for name in BUILTIN_PLUGINS:
         if name != "GangScheduling":  # the tests' fake, until the real one is merged
@@ -62,7 +68,7 @@ async def simulate(min_count: int, pods: int) -> tuple[Simulation, list[PodResul
     cfg = dataclasses.replace(
         cfg, features=FeatureGates("1.37", MappingProxyType({"GenericWorkload": True}))
     )
-    sim = Simulation(parse_cluster(cluster(min_count, pods), "c.yaml"), cfg, reg)
+    sim = Simulation(parse_cluster(cluster(min_count, pods, priority_class), "c.yaml"), cfg, reg)
     pending = sim._load()
     q = sim.sched.queue
     members = []
@@ -112,3 +118,12 @@ async def test_a_gang_too_big_for_the_cluster_binds_nothing() -> None:
     # the simulated cluster is as it was: nothing assumed
     assert not sim.sched.cache.assumed
     assert all(ni.requested.milli_cpu == 0 for ni in sim.sched.cache.nodes.values())
+
+
+async def test_the_pod_group_gets_its_priority_from_its_priority_class_as_its_pods() -> None:
+    """Admission resolves a PodGroup's priority like a pod's: members of class "high" and
+    their group of class "high" agree (validation passes)."""
+    sim, results = await simulate(2, 2, "high")
+    assert all(r.status == "Scheduled" for r in results)
+    store = sim.sched.frameworks["ksched"].handle.listers[Listers.SCHEDULING_POD_GROUPS]
+    assert store["ml/workers"].spec.priority == 1000
