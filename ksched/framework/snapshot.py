@@ -141,7 +141,9 @@ class Snapshot:
         # The pod-group cycle's simulation (``assume_pod``/``assume_placement``).
         self._assumed: list[tuple[str, int, NodeInfo]] = []
         self.placement: Placement | None = None
+        # its rows, in the placement's order, and as a mask over all rows
         self.placement_rows: npt.NDArray[np.intp] | None = None
+        self.placement_mask: BoolArray | None = None
         self.rebuild(node_infos)
 
     # -- construction (called by the cache) ----------------------------------------
@@ -340,10 +342,14 @@ class Snapshot:
             rows.append(i)
         self.placement = placement
         self.placement_rows = np.array(rows, dtype=np.intp)
+        mask = np.zeros(self.n, dtype=np.bool_)
+        mask[self.placement_rows] = True
+        self.placement_mask = mask
 
     def forget_placement(self) -> None:
         self.placement = None
         self.placement_rows = None
+        self.placement_mask = None
 
     def rows_in_placement(self) -> npt.NDArray[np.intp]:
         """The candidate rows of a cycle: the placement's (in its order), else all."""
@@ -355,8 +361,8 @@ class Snapshot:
         return self.node_infos if self.placement is None else self.placement.nodes
 
     def in_placement(self, row: int) -> bool:
-        rows = self.placement_rows
-        return rows is None or bool((rows == row).any())
+        mask = self.placement_mask
+        return mask is None or bool(mask[row])
 
     # -- label columns -------------------------------------------------------------------
     def _set_label(self, key: str, i: int, ni: NodeInfo) -> None:

@@ -47,7 +47,10 @@ def test_a_placement_restricts_the_rows_and_forgetting_it_restores_them() -> Non
     assert snap.rows_in_placement().tolist() == [3, 1]  # the placement's order
     assert list(snap.nodes_in_placement()) == list(nodes)
     assert snap.in_placement(1) and not snap.in_placement(0)
+    assert snap.placement_mask is not None
+    assert snap.placement_mask.tolist() == [False, True, False, True]
     snap.forget_placement()
+    assert snap.placement_mask is None and snap.in_placement(0)
     assert np.array_equal(snap.rows_in_placement(), snap.all_rows)
     assert list(snap.nodes_in_placement()) == snap.node_infos
 
