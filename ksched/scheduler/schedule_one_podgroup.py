@@ -127,7 +127,8 @@ class _MemberResult:
     node: str = ""
     # the per-pod algorithm's result (its FitError, for the failure handler)
     result: CycleResult | None = None
-    # None: keep the pod's nomination (upstream's nil NominatingInfo); "" clears it
+    # PodGroupPostFilter's node for it; None: keep the pod's own nomination (upstream's
+    # nil NominatingInfo); "": clear it
     nominated: str | None = ""
     seconds: float = 0.0
 
@@ -602,7 +603,6 @@ async def _submit(
         )
         res.members = []
         _complete(group, res)
-    scheduled = unschedulable = 0
     bindings: list[_Binding] = []
     for m in res.members:
         qpi = m.qpi
@@ -612,7 +612,6 @@ async def _submit(
             continue
         if not m.status.is_success():
             _fail_member(sched, fw, qpi, m.status, m, m.seconds)
-            unschedulable += 1
             continue
         if status.is_success():
             m.state.pod_group_cycle = None  # the binding cycle is the pod's own
@@ -620,38 +619,29 @@ async def _submit(
             assumed, st = prepare_for_binding(sched, fw, m.state, qpi.pod_info, m.node)
             if assumed is None or not st.is_success():
                 _fail_member(sched, fw, qpi, st, None, m.seconds)
-                unschedulable += 1
                 continue
             sched.queue.nominator.delete(qpi.pod_info)
             bindings.append(_Binding(fw, m.state, qpi, assumed, m.node))
-            scheduled += 1
         elif status.is_rejected():
             if res.waiting_on_preemption:
                 _fail_member(sched, fw, qpi, status, m, m.seconds)
             else:
                 st = _unschedulable(status.message())
                 _fail_member(sched, fw, qpi, st, None, m.seconds)
-            unschedulable += 1
         else:
             st = Status.as_error(
                 "received unexpected pod group scheduling algorithm status code: "
                 f"{status.code.label}"
             )
             _fail_member(sched, fw, qpi, st, None, m.seconds)
-            unschedulable += 1
     if status.is_success():
         update_pod_group_condition(sched, info, "True", REASON_SCHEDULED, status.message())
         result = "scheduled"
-        log.info(
-            "Successfully scheduled a pod group",
-            podGroup=info.key,
-            scheduledPods=scheduled,
-            unschedulablePods=unschedulable,
-        )
     elif status.is_rejected():
         update_pod_group_condition(sched, info, "False", REASON_UNSCHEDULABLE, status.message())
         result = "waiting_on_preemption" if res.waiting_on_preemption else "unschedulable"
     else:
+        log.error("Error scheduling pod group", podGroup=info.key, error=as_error_text(status))
         update_pod_group_condition(
             sched, info, "False", REASON_SCHEDULER_ERROR, as_error_text(status)
         )
@@ -684,10 +674,15 @@ def _fail_member(
         res = res or CycleResult(st)
         res.post_filter = PostFilterResult(nominated_node_name=nominated)
     handle_scheduling_failure(sched, fw, qpi, st, res)
-    if nominated and sched.queue.location(qpi.pod_info) is not None:
-        # upstream's AddNominatedPod with the plugin's NominatingInfo (without a FitError
-        # ``handle_scheduling_failure`` would have cleared it)
+    if sched.queue.location(qpi.pod_info) is None:
+        return  # not requeued (deleted or bound meanwhile)
+    # upstream's AddNominatedPod with the member's NominatingInfo: PodGroupPostFilter's
+    # node, or (none: nil) the pod's own nomination kept, which ``handle_scheduling_failure``
+    # clears without a FitError
+    if nominated:
         sched.queue.nominator.add(qpi.pod_info, nominated)
+    elif nominated is None and res is None:
+        sched.queue.nominator.add(qpi.pod_info)
     m = sched.metrics
     if m is not None:
         result = "error" if st.code == Code.ERROR else "unschedulable"

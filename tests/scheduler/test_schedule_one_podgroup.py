@@ -641,3 +641,22 @@ async def test_at_1_36_a_member_of_a_pod_group_is_scheduled_as_a_pod() -> None:
     assert h.cluster.bound == {"p0": "n0"}
     assert h.out.conditions == []
     assert [c[0] for c in h.recorder.calls] == ["reserve"]
+
+
+async def test_members_the_algorithm_did_not_reach_keep_their_nomination() -> None:
+    """Upstream's nil NominatingInfo for them: the node an earlier preemption nominated
+    stays; a member assumed and given up (a Reserve failure) would lose it instead."""
+    h = Harness([("n0", "8", "a")])
+    h.pod_group(3)
+    h.members(2)
+    group = h.group()
+    qpi = group.members[0]
+    status = msgspec.structs.replace(qpi.pod_info.pod.status, nominated_node_name="n0")
+    qpi.pod_info = qpi.pod_info.with_pod(msgspec.structs.replace(qpi.pod_info.pod, status=status))
+    group.info.unscheduled_pods[0] = qpi.pod_info
+    async with anyio.create_task_group() as tg:
+        await h.sched.schedule_one(group, tg)
+    assert not h.recorder.calls  # PlacementFeasible stopped it before any member
+    nominator = h.sched.queue.nominator
+    assert nominator.nominated_node(qpi.pod_info) == "n0"
+    assert nominator.nominated_node(group.members[1].pod_info) in ("", None)
