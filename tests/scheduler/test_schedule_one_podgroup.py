@@ -660,3 +660,30 @@ async def test_members_the_algorithm_did_not_reach_keep_their_nomination() -> No
     nominator = h.sched.queue.nominator
     assert nominator.nominated_node(qpi.pod_info) == "n0"
     assert nominator.nominated_node(group.members[1].pod_info) in ("", None)
+
+
+async def test_an_error_at_placement_feasible_fails_every_member_with_it() -> None:
+    h = Harness([("n0", "8", "a")], metrics=True)
+    h.pod_group(2)
+    h.members(2)
+    h.fw.plugins["GangScheduling"].placement_feasible = lambda s, g, p: Status(Code.ERROR, "boom")
+    await h.attempt()
+    err = "failed to evaluate placement feasibility: running PlacementFeasible plugin: boom"
+    assert h.out.failures == {"p0": ("SchedulerError", err), "p1": ("SchedulerError", err)}
+    (cond,) = h.out.conditions
+    assert (cond.status, cond.reason, cond.message) == ("False", "SchedulerError", err)
+    total = "scheduler_podgroup_schedule_attempts_total"
+    assert _sample(h, total, result="error", profile="ksched") == 1
+
+
+async def test_no_placement_generated_leaves_every_member_unschedulable() -> None:
+    gates = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True}
+    h = Harness(ZONED, gates=gates, points=TOPOLOGY)
+    h.fw.plugins["Zones"].generate_placements = lambda s, g, p: (GeneratePlacementsResult(), None)
+    h.pod_group(2)
+    h.members(2)
+    await h.attempt()
+    assert not h.recorder.calls and not h.cluster.bound
+    # PlacementGenerate's status (Zones'), then PodGroupPostFilter's empty verdict
+    assert h.out.failures["p0"] == ("Unschedulable", "no feasible placements found")
+    assert h.out.conditions[-1].message == "no feasible placements found, "
