@@ -263,22 +263,19 @@ class Family:
     buckets: tuple[float, ...] | None = None
     attr: str = ""
     kind: Any = None
-    # registered only with this feature gate on (upstream's ``Register`` under
-    # ``DefaultFeatureGate.Enabled``); "" for always
+    # registered only while this feature gate is on (upstream's RegisterMetrics under it)
     gate: str = ""
+
+    def exposed(self, features: FeatureGates) -> bool:
+        """Whether kube-scheduler registers the family under ``features``."""
+        if self.help_at(features.emulated_version) is None:
+            return False
+        return not self.gate or features.enabled_if_known(self.gate)
 
     def help_at(self, version: str) -> str | None:
         """The help text at emulated ``version``, None if the version does not expose it."""
         at = [v for v in self.help if minor_key(v) <= minor_key(version)]
         return self.help[max(at, key=minor_key)] if at else None
-
-    def exposed(self, features: FeatureGates) -> str | None:
-        """The help text where ``features`` register the family, else None."""
-        text = self.help_at(features.emulated_version)
-        if text is None or not self.gate:
-            return text
-        gates = features.table.gates
-        return text if self.gate in gates and features.enabled(self.gate) else None
 
 
 def _buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -291,8 +288,9 @@ _ATTEMPT = ("result", "profile")
 #: unschedulableEntities in two help texts, moved two histograms to BETA, hid the
 #: deprecated preemption_goroutines_duration_seconds (ALPHA, deprecated in 1.37.0: hidden at
 #: once) and added the entity, rescoring and pre-queueing-hint families. Those of
-#: workload-aware scheduling (podgroup_*, workload preemption, placements) are registered
-#: upstream only under GenericWorkload/TopologyAwareWorkloadScheduling: their ``gate``.
+#: workload-aware scheduling are registered only under their gates (``Family.gate``):
+#: podgroup_* and workload preemption's under GenericWorkload, the placement families
+#: under TopologyAwareWorkloadScheduling.
 FAMILIES: tuple[Family, ...] = (
     Family(
         "scheduler_schedule_attempts",
@@ -577,6 +575,70 @@ FAMILIES: tuple[Family, ...] = (
         kind=_FastCounter,
         gate="GenericWorkload",
     ),
+    # workload-aware scheduling (v1.37): the pod-group cycle
+    Family(
+        "scheduler_podgroup_schedule_attempts",
+        {
+            "1.37": ALPHA + "Number of attempts to schedule pod group, by the result. "
+            "'unschedulable' means a pod group could not be scheduled, while 'error' means an "
+            "internal scheduler problem."
+        },
+        _ATTEMPT,
+        attr="podgroup_schedule_attempts",
+        kind=_FastCounter,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_podgroup_scheduling_attempt_duration_seconds",
+        {"1.37": ALPHA + "Pod group scheduling attempt latency in seconds"},
+        _ATTEMPT,
+        _buckets(0.001, 2, 15),
+        "podgroup_scheduling_attempt_duration",
+        _FastHistogram,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+        {"1.37": ALPHA + "Pod group scheduling algorithm latency in seconds"},
+        (),
+        _buckets(0.001, 2, 15),
+        "podgroup_scheduling_algorithm_duration",
+        _FastHistogram,
+        gate="GenericWorkload",
+    ),
+    Family(
+        "scheduler_generated_placements",
+        {"1.37": ALPHA + "Number of candidate placements generated when scheduling pod groups."},
+        ("profile",),
+        attr="generated_placements",
+        kind=_FastCounter,
+        gate="TopologyAwareWorkloadScheduling",
+    ),
+    Family(
+        "scheduler_placement_evaluations",
+        {
+            "1.37": ALPHA + "Number of candidate placements evaluated when scheduling pod "
+            "groups, by result. 'feasible' means the pod group fit into the placement, while "
+            "'infeasible' means it did not."
+        },
+        _ATTEMPT,
+        attr="placement_evaluations",
+        kind=_FastCounter,
+        gate="TopologyAwareWorkloadScheduling",
+    ),
+    Family(
+        "scheduler_placement_evaluation_duration_seconds",
+        {
+            "1.37": ALPHA + "Latency in seconds of evaluating a single candidate placement "
+            "when scheduling pod groups, by result. 'feasible' means the pod group fit into "
+            "the placement, while 'infeasible' means it did not."
+        },
+        _ATTEMPT,
+        _buckets(0.001, 2, 15),
+        "placement_evaluation_duration",
+        _FastHistogram,
+        gate="TopologyAwareWorkloadScheduling",
+    ),
     # computed when scraped (``_StateCollector``)
     Family(
         "scheduler_pending_pods",
@@ -649,6 +711,12 @@ class SchedulerMetrics:
     preemption_evaluation_duration: _FastHistogram
     preemption_execution_duration: _FastHistogram
     preemption_pdb_violations: _FastCounter
+    podgroup_schedule_attempts: _FastCounter
+    podgroup_scheduling_attempt_duration: _FastHistogram
+    podgroup_scheduling_algorithm_duration: _FastHistogram
+    generated_placements: _FastCounter
+    placement_evaluations: _FastCounter
+    placement_evaluation_duration: _FastHistogram
 
     def __init__(
         self,
@@ -668,8 +736,8 @@ class SchedulerMetrics:
         for fam in FAMILIES:
             if not fam.attr:
                 continue
-            text = fam.exposed(self.features)
-            kwargs: dict[str, Any] = {"registry": r if text is not None else None}
+            text = fam.help_at(version)
+            kwargs: dict[str, Any] = {"registry": r if fam.exposed(self.features) else None}
             if fam.buckets is not None:
                 kwargs["buckets"] = fam.buckets
             # a family the version does not expose is still made (unregistered), so the
@@ -831,6 +899,25 @@ class SchedulerMetrics:
         self._child_of(self.preemption_goroutines_execution, result).inc()
         self._child_of(self.preemption_goroutines_duration, result).observe(seconds)
         self._child_of(self.preemption_execution_duration, preemptor, result).observe(seconds)
+
+    # -- the pod-group cycle (GenericWorkload) ------------------------------------------------
+    def pod_group_attempt_finished(self, profile: str, result: str, seconds: float) -> None:
+        """One pod-group attempt: ``scheduled``, ``unschedulable``, ``waiting_on_preemption``
+        or ``error`` (upstream ``PodGroupScheduled`` and its siblings)."""
+        self._child_of(self.podgroup_schedule_attempts, result, profile).inc()
+        self._child_of(self.podgroup_scheduling_attempt_duration, result, profile).observe(seconds)
+
+    def pod_group_algorithm_finished(self, seconds: float) -> None:
+        self.podgroup_scheduling_algorithm_duration.observe(seconds)
+
+    def placements_generated(self, profile: str, count: int) -> None:
+        """``RecordGeneratedPlacements``."""
+        self._child_of(self.generated_placements, profile).inc(count)
+
+    def placement_evaluated(self, result: str, profile: str, seconds: float) -> None:
+        """``ObservePlacementEvaluation``: ``feasible`` or ``infeasible``."""
+        self._child_of(self.placement_evaluations, result, profile).inc()
+        self._child_of(self.placement_evaluation_duration, result, profile).observe(seconds)
 
     def batch_lookup(self, profile: str, hinted: bool, seconds: float) -> None:
         """The cycle cache was asked for the pod's placement (upstream's ``GetNodeHint``).

@@ -20,6 +20,10 @@ PLUGIN_API = {
     "PodInfo", "Snapshot", "IntArray", "BoolArray", "ClusterEvent", "ClusterEventWithHint",
     "QueueingHint", "NODE_ADD", "ASSIGNED_POD_DELETE", "PreFilterResult", "PostFilterResult",
     "NodeToStatus", "PluginArgsError", "Handle", "WatchedResource", "extension_points_of",
+    # workload-aware scheduling's extension points and their vocabulary
+    "PlacementGeneratePlugin", "PlacementScorePlugin", "PodGroupPostFilterPlugin",
+    "PlacementFeasiblePlugin", "PodGroupInfo", "Placement", "PodGroupAssignments",
+    "ProposedAssignment", "PlacementScore", "GeneratePlacementsResult",
 }  # fmt: skip
 EMBEDDING_API = {"SchedulerDaemon", "APIClient", "load_config", "load_config_data", "Registry",
                  "default_registry"}  # fmt: skip

@@ -54,6 +54,7 @@ import anyio.abc
 import msgspec
 import structlog
 
+from ..api.workload import API_VERSION, Condition, PodGroup
 from ..framework.types import PodInfo
 from ..util.clock import Clock, RealClock, rfc3339
 from ..util.throttle import LogThrottle
@@ -82,6 +83,7 @@ NOTE_LENGTH_LIMIT = 1024
 MAX_EVENT_TRIES = 12
 EVENT_RETRY_SLEEP = 10.0
 EVENTS_API = "/apis/events.k8s.io/v1"
+POD_GROUP_API = API_VERSION
 
 
 def scheduling_failed_condition(
@@ -104,6 +106,20 @@ def scheduling_failed_condition(
         lastTransitionTime=transition_time or rfc3339(),
     )
     return cond
+
+
+def pod_group_status_path(namespace: str, name: str) -> str:
+    return f"/apis/{POD_GROUP_API}/namespaces/{namespace}/podgroups/{name}/status"
+
+
+def condition_json(c: Condition) -> dict[str, Any]:
+    """A ``metav1.Condition`` as its JSON: reason and message always (a patch without
+    them would leave the previous ones), observedGeneration only when set."""
+    out: dict[str, Any] = {"type": c.type, "status": c.status}
+    if c.observed_generation:
+        out["observedGeneration"] = c.observed_generation
+    out.update(lastTransitionTime=c.last_transition_time, reason=c.reason, message=c.message)
+    return out
 
 
 def truncate_message(message: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
@@ -250,6 +266,19 @@ class StatusReporter:
     ) -> None:
         self.event(pod, "Warning", "FailedScheduling", "Scheduling", message)
         self._update_condition(pod, reason, message, result)
+
+    def pod_group_condition(self, pod_group: PodGroup, condition: Condition) -> None:
+        """The pod-group cycle's PodGroupInitiallyScheduled condition (upstream's
+        ``PatchPodGroupStatus``): a strategic merge patch of ``podgroups/{name}/status``
+        (conditions merge by type), queued and written like the pods' conditions."""
+        meta = pod_group.metadata
+        self._enqueue(
+            _Work(
+                "condition",
+                pod_group_status_path(meta.namespace, meta.name),
+                {"status": {"conditions": [condition_json(condition)]}},
+            )
+        )
 
     # -- EventRecorder --------------------------------------------------------------------------
 

@@ -54,21 +54,22 @@ KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "ksched"
 
 # (attribute, YAML key) of each plugin set of ``Plugins``, in the field order of upstream's
-# v1 struct: the framework's extension points (``framework.interface.EXTENSION_POINTS``,
-# the one table) and multiPoint, which is config only (it expands into the others).
+# v1 struct: the framework's extension points every version has
+# (``framework.interface.EXTENSION_POINTS``, the one table) and multiPoint, which is config
+# only (it expands into the others).
 PLUGIN_SETS: tuple[tuple[str, str], ...] = (
-    *((p.attr, p.key) for p in EXTENSION_POINTS),
+    *((p.attr, p.key) for p in EXTENSION_POINTS if not p.since),
     ("multi_point", "multiPoint"),
 )
 
 
 @dataclass(frozen=True)
 class WorkloadPluginSet:
-    """A plugin set of workload-aware scheduling, which ksched does not run: ``key`` is in
-    the config from version ``since`` (a file naming it earlier is refused, as upstream's
-    strict decoding refuses an unknown field), and holds only the in-tree plugins that
-    extend it upstream (``plugins``; upstream's framework refuses any other, ``label``
-    naming its interface)."""
+    """A plugin set of workload-aware scheduling (the table's points with a ``since``):
+    ``key`` is in the config from version ``since`` (a file naming it earlier is refused,
+    as upstream's strict decoding refuses an unknown field); of the in-tree plugins it
+    holds only those that extend it upstream (``plugins``; upstream's framework refuses
+    any other, ``label`` naming its interface)."""
 
     attr: str
     key: str
@@ -78,29 +79,10 @@ class WorkloadPluginSet:
 
 
 #: Upstream's v1 ``Plugins`` fields after multiPoint, in order.
-WORKLOAD_PLUGIN_SETS: tuple[WorkloadPluginSet, ...] = (
-    WorkloadPluginSet(
-        "placement_generate",
-        "placementGenerate",
-        "PlacementGeneratePlugin",
-        "1.36",
-        frozenset({"TopologyPlacementGenerator"}),
-    ),
-    WorkloadPluginSet(
-        "placement_score",
-        "placementScore",
-        "PlacementScorePlugin",
-        "1.36",
-        # NodeResourcesFit implements ScorePlacement in both releases (gate or not)
-        frozenset({"PodGroupPodsCount", "NodeResourcesFit"}),
-    ),
-    WorkloadPluginSet(
-        "pod_group_post_filter",
-        "podGroupPostFilter",
-        "PodGroupPostFilterPlugin",
-        "1.37",
-        frozenset({"DefaultPreemption", "DynamicResources"}),
-    ),
+WORKLOAD_PLUGIN_SETS: tuple[WorkloadPluginSet, ...] = tuple(
+    WorkloadPluginSet(p.attr, p.key, f"{p.label}Plugin", p.since, p.in_tree)
+    for p in EXTENSION_POINTS
+    if p.since and p.configured
 )
 
 
@@ -158,7 +140,7 @@ class Plugins:
     bind: PluginSet = field(default_factory=PluginSet)
     post_bind: PluginSet = field(default_factory=PluginSet)
     multi_point: PluginSet = field(default_factory=PluginSet)
-    # workload-aware scheduling's (``WORKLOAD_PLUGIN_SETS``): config only
+    # workload-aware scheduling's (``WORKLOAD_PLUGIN_SETS``)
     placement_generate: PluginSet = field(default_factory=PluginSet)
     placement_score: PluginSet = field(default_factory=PluginSet)
     pod_group_post_filter: PluginSet = field(default_factory=PluginSet)

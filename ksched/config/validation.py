@@ -27,6 +27,7 @@ from ksched.config.types import (
 )
 from ksched.features import FeatureGates
 from ksched.framework.args import show
+from ksched.plugins import BUILTIN_PLUGINS
 
 __all__ = ["ARGS_VALIDATED_IN_CONFIG", "REMOVED_PLUGINS", "unknown_plugin_config", "validate"]
 
@@ -175,15 +176,16 @@ def _gated_args(path: str, prof: Profile, features: FeatureGates) -> list[str]:
 
 
 def _workload_plugin_sets(path: str, prof: Profile, version: str) -> list[str]:
-    """ksched runs none of workload-aware scheduling's plugin sets, but judges them as
-    upstream's framework does when it builds the profile: a plugin that does not extend
-    the set (kube-scheduler's text), or one listed twice, is refused."""
+    """Workload-aware scheduling's plugin sets, judged as upstream's framework does when it
+    builds the profile: an in-tree plugin that does not extend the set (kube-scheduler's
+    text), or one listed twice, is refused. Whether an out-of-tree plugin extends it is
+    the framework's to tell (``extension_points_of``), when it builds the profile."""
     errs = []
     for w in workload_plugin_sets(version):
         seen: set[str] = set()
         for j, p in enumerate(prof.plugins.point(w.attr).enabled):
             where = f"{path}.plugins.{w.key}.enabled[{j}]"
-            if p.name not in w.plugins:
+            if p.name not in w.plugins and p.name in BUILTIN_PLUGINS:
                 errs.append(
                     f"{where}: plugin {json.dumps(p.name)} does not extend {w.label} plugin"
                 )

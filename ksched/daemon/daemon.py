@@ -58,6 +58,7 @@ import anyio.abc
 from .. import logging as klog
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
 from ..api.resource import ResourceClaim
+from ..api.workload import Condition, PodGroup
 from ..cluster import APIClient, APIClusterClient, APIError, ClusterInformers, StatusReporter
 from ..cluster import connect_scheduler as _connect
 from ..cluster.leaderelection import (
@@ -145,6 +146,9 @@ class _DaemonObserver:
                 err=message,
                 v=2,
             )
+
+    def pod_group_condition(self, pod_group: PodGroup, condition: Condition) -> None:
+        self.reporter.pod_group_condition(pod_group, condition)
 
 
 class _FencedClusterClient(APIClusterClient):

@@ -122,6 +122,11 @@ class FeatureGates:
     def enabled(self, name: str) -> bool:
         return self._values[name]
 
+    def enabled_if_known(self, name: str) -> bool:
+        """``enabled``, with a gate the emulated version does not have counted as off
+        (GenericWorkload's points exist in every version's framework)."""
+        return self._values.get(name, False)
+
     def at_least(self, minor: str) -> bool:
         """Whether the emulated version is ``minor`` ("1.37") or newer: the switch for a
         behaviour that changed between releases without a gate of its own (a message, an

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .gates import FeatureGateError, FeatureGates, GateTable, gate_table, set_feature_gates
-from .versions import KUBE_VERSIONS
+from .versions import KUBE_VERSIONS, minor_key
 
 __all__ = [
     "IMPLEMENTED",
@@ -46,11 +46,13 @@ IMPLEMENTED, REFUSED, GAP, LOCKED, NO_EFFECT = (
 @dataclass(frozen=True)
 class Support:
     """Whether ksched implements the gate ``on`` (enabled) and ``off``; ``note``: what is
-    missing (or where the switch lives)."""
+    missing (or where the switch lives). ``on_since``: ``on`` holds from that emulated
+    version only (an earlier one's behaviour under the gate is not implemented)."""
 
     on: bool
     off: bool
     note: str = ""
+    on_since: str = ""
 
 
 _WORKLOAD = "workload-aware scheduling (GenericWorkload and its plugins) is not implemented yet"
@@ -95,8 +97,17 @@ SUPPORT: dict[str, Support] = {
     "CompositePodGroup": Support(False, True, _WORKLOAD),
     "PodGroupPreemptionPolicy": Support(False, True, _WORKLOAD),
     "GangScheduling": Support(False, True, _WORKLOAD),
-    "GenericWorkload": Support(False, True, _WORKLOAD),
-    "TopologyAwareWorkloadScheduling": Support(False, True, _WORKLOAD),
+    "GenericWorkload": Support(
+        True,
+        True,
+        "only v1.37's pod-group cycle is implemented (scheduler.schedule_one_podgroup, with "
+        "DefaultPreemption's workload-aware preemption; DynamicResources does not extend "
+        "PodGroupPostFilter)",
+        on_since="1.37",
+    ),
+    "TopologyAwareWorkloadScheduling": Support(
+        True, True, "placements (scheduler.schedule_one_podgroup)", on_since="1.37"
+    ),
     "WorkloadAwarePreemption": Support(False, True, _WORKLOAD),
     # pods and nodes
     "InPlacePodLevelResourcesVerticalScaling": Support(
@@ -158,9 +169,15 @@ def status(table: GateTable, name: str, value: bool) -> str:
     if not spec.read_by:
         return NO_EFFECT
     row = SUPPORT.get(name)
-    if row is not None and (row.on if value else row.off):
+    if row is not None and (_on_at(row, table) if value else row.off):
         return IMPLEMENTED
     return GAP if value == spec.default else REFUSED
+
+
+def _on_at(row: Support, table: GateTable) -> bool:
+    if not row.on:
+        return False
+    return not row.on_since or minor_key(table.version.minor) >= minor_key(row.on_since)
 
 
 def refusals(gates: FeatureGates) -> list[str]:

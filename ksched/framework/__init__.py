@@ -15,7 +15,11 @@ from .interface import (
     FilterPlugin,
     NodeToStatus,
     PermitPlugin,
+    PlacementFeasiblePlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
+    PodGroupPostFilterPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -32,6 +36,14 @@ from .interface import (
     extension_points_of,
 )
 from .listers import RevisionedStore
+from .podgroup import (
+    GeneratePlacementsResult,
+    Placement,
+    PlacementScore,
+    PodGroupAssignments,
+    PodGroupInfo,
+    ProposedAssignment,
+)
 from .registry import ENTRY_POINT_GROUP, PluginLoadError, PluginSpec, Registry
 from .snapshot import Snapshot
 from .status import SUCCESS, Code, Status
@@ -59,6 +71,7 @@ __all__ = [
     "EventResource",
     "FilterPlugin",
     "FitError",
+    "GeneratePlacementsResult",
     "Handle",
     "HostPortInfo",
     "ImageStateSummary",
@@ -67,11 +80,19 @@ __all__ = [
     "NodeInfo",
     "NodeToStatus",
     "PermitPlugin",
+    "Placement",
+    "PlacementFeasiblePlugin",
+    "PlacementGeneratePlugin",
+    "PlacementScore",
+    "PlacementScorePlugin",
     "Plugin",
     "PluginArgs",
     "PluginArgsError",
     "PluginLoadError",
     "PluginSpec",
+    "PodGroupAssignments",
+    "PodGroupInfo",
+    "PodGroupPostFilterPlugin",
     "PodInfo",
     "PostBindPlugin",
     "PostFilterPlugin",
@@ -81,6 +102,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "ProposedAssignment",
     "QueueSortPlugin",
     "QueueingHint",
     "Registry",

@@ -15,7 +15,14 @@ class StateData(Protocol):
 
 
 class CycleState:
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "placement_cycle",
+        "pod_group_cycle",
+        "record_plugin_metrics",
+        "skip_filter_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -24,6 +31,17 @@ class CycleState:
         # Plugins whose PreFilter/PreScore returned Skip; the runtime skips them later.
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # A pod's attempt inside a pod-group cycle (upstream's SetPodGroupSchedulingCycle /
+        # SetPlacementCycleState): the group's state, and that of the placement being
+        # tried, which per-pod plugins may read. ``pod_group_cycle`` set also means the
+        # attempt runs no PostFilter and assumes its pod in the snapshot only.
+        self.pod_group_cycle: CycleState | None = None
+        self.placement_cycle: CycleState | None = None
+
+    @property
+    def in_pod_group_cycle(self) -> bool:
+        """Upstream's ``IsPodGroupSchedulingCycle``."""
+        return self.pod_group_cycle is not None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -45,6 +63,8 @@ class CycleState:
         c = CycleState()
         c.merge(self)
         c.record_plugin_metrics = self.record_plugin_metrics
+        c.pod_group_cycle = self.pod_group_cycle
+        c.placement_cycle = self.placement_cycle
         return c
 
     def merge(self, other: CycleState) -> None:

@@ -420,17 +420,26 @@ class ExtensionPoint:
     ``extension_points_of`` and ``ksched plugins`` name it; ``attr``: the ``config.Plugins``
     field and the framework's plugin-list name (``pre_filter``); ``label``: the
     ``extension_point`` label of the metrics (``PreFilter``); ``methods``: the plugin
-    methods that mark a plugin as serving it (any one of them).
+    methods that mark a plugin as serving it (any one of them). ``since``: the first
+    emulated version whose config has the point ("" for every one); ``configured``: False
+    for a point no config key names (PlacementFeasible: upstream's framework takes the
+    GangScheduling plugin for it). ``in_tree``: for workload-aware scheduling's points, the
+    in-tree plugins that extend it upstream (configuring another in-tree plugin there is
+    refused; one of these that ksched does not extend it with yet is left out of it).
     """
 
     key: str
     attr: str
     label: str
     methods: tuple[str, ...]
+    since: str = ""
+    configured: bool = True
+    in_tree: frozenset[str] = frozenset()
 
 
 # THE table: every extension point in framework order (that of upstream's v1 ``Plugins``
-# struct). Config, the runtime, metrics, bench and ``extension_points_of`` derive from it.
+# struct, whose workload-aware scheduling sets follow multiPoint), PlacementFeasible last.
+# Config, the runtime, metrics, bench and ``extension_points_of`` derive from it.
 EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     ExtensionPoint("preEnqueue", "pre_enqueue", "PreEnqueue", ("pre_enqueue",)),
     ExtensionPoint("queueSort", "queue_sort", "QueueSort", ("less", "sort_key")),
@@ -444,6 +453,39 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     ExtensionPoint("preBind", "pre_bind", "PreBind", ("pre_bind",)),
     ExtensionPoint("bind", "bind", "Bind", ("bind",)),
     ExtensionPoint("postBind", "post_bind", "PostBind", ("post_bind",)),
+    ExtensionPoint(
+        "placementGenerate",
+        "placement_generate",
+        "PlacementGenerate",
+        ("generate_placements",),
+        since="1.36",
+        in_tree=frozenset({"TopologyPlacementGenerator"}),
+    ),
+    ExtensionPoint(
+        "placementScore",
+        "placement_score",
+        "PlacementScore",
+        ("score_placement",),
+        since="1.36",
+        # NodeResourcesFit implements ScorePlacement in both releases (gate or not)
+        in_tree=frozenset({"PodGroupPodsCount", "NodeResourcesFit"}),
+    ),
+    ExtensionPoint(
+        "podGroupPostFilter",
+        "pod_group_post_filter",
+        "PodGroupPostFilter",
+        ("pod_group_post_filter",),
+        since="1.37",
+        in_tree=frozenset({"DefaultPreemption", "DynamicResources"}),
+    ),
+    ExtensionPoint(
+        "placementFeasible",
+        "placement_feasible",
+        "PlacementFeasible",
+        ("placement_feasible",),
+        since="1.37",
+        configured=False,
+    ),
 )
 # key -> its ExtensionPoint
 POINTS: dict[str, ExtensionPoint] = {p.key: p for p in EXTENSION_POINTS}

@@ -35,9 +35,18 @@ from .interface import (
     POINTS,
     NodeOnlyFilter,
     NodeToStatus,
+    PodGroupSchedulingFunc,
     PostFilterResult,
     PreFilterResult,
     extension_points_of,
+)
+from .podgroup import (
+    Placement,
+    PlacementProgress,
+    PlacementScore,
+    PodGroupAssignments,
+    PodGroupInfo,
+    PodGroupPostFilterResult,
 )
 from .recorder import NO_RECORDER, FrameworkRecorder
 from .registry import PluginArgsError, PluginSpec, Registry, parse_plugin_args
@@ -66,7 +75,7 @@ class FrameworkError(KschedError, ValueError):
 
 
 # extension point key -> its plugin-set attribute (``config.Plugins``), from the one table
-_POINT_ATTR = {p.key: p.attr for p in EXTENSION_POINTS}
+_POINT_ATTR = {p.key: p.attr for p in EXTENSION_POINTS if p.configured}
 # The metrics' ``extension_point`` labels (upstream's ``metrics.PreFilter``, ...): the
 # table's, and those naming a part of a point.
 _PRE_ENQUEUE, _PRE_FILTER, _FILTER, _POST_FILTER = (
@@ -76,12 +85,19 @@ _PRE_SCORE, _SCORE, _RESERVE, _PERMIT = (
     POINTS[k].label for k in ("preScore", "score", "reserve", "permit")
 )
 _PRE_BIND, _BIND, _POST_BIND = (POINTS[k].label for k in ("preBind", "bind", "postBind"))
-_NORMALIZE, _UNRESERVE, _PRE_BIND_PRE_FLIGHT, _SIGN = (
+_PLACEMENT_GENERATE, _PLACEMENT_SCORE, _POD_GROUP_POST_FILTER, _PLACEMENT_FEASIBLE = (
+    POINTS[k].label
+    for k in ("placementGenerate", "placementScore", "podGroupPostFilter", "placementFeasible")
+)
+_NORMALIZE, _UNRESERVE, _PRE_BIND_PRE_FLIGHT, _SIGN, _PLACEMENT_NORMALIZE = (
     "ScoreExtensionNormalize",
     "Unreserve",
     "PreBindPreFlight",
     "Sign",
+    "PlacementScoreExtensionNormalize",
 )
+# The one plugin upstream's framework runs at PlacementFeasible (with GenericWorkload).
+GANG_SCHEDULING = "GangScheduling"
 
 
 def _status(result: Status | None, plugin: str) -> Status:
@@ -137,9 +153,12 @@ def _int64(x: int) -> int:
     return (x + 2**63) % 2**64 - 2**63
 
 
-def _score_weights(profile: str, instances: dict[str, Any], plugins: Any) -> dict[str, int]:
-    """Upstream ``getScoreWeights``: each Score plugin's weight (an explicit Score entry
-    before its multiPoint one; 0 means 1), refusing a total that could overflow int64.
+def _score_weights(
+    profile: str, instances: dict[str, Any], plugins: Any, point: str = "score"
+) -> dict[str, int]:
+    """Upstream ``getValidScoreWeights``: each Score (or PlacementScore, ``point``) plugin's
+    weight (an explicit entry before its multiPoint one; 0 means 1), refusing a total that
+    could overflow int64.
 
     The check is upstream's to the bit: ``weight * 100 > MaxInt64 - total`` in int64, which
     a negative running total wraps round, so a negative sum of weights is refused as an
@@ -147,8 +166,9 @@ def _score_weights(profile: str, instances: dict[str, Any], plugins: Any) -> dic
     """
     weights: dict[str, int] = {}
     total = 0
-    for ref in [*plugins.score.enabled, *plugins.multi_point.enabled]:
-        if "score" not in extension_points_of(instances[ref.name]) or ref.name in weights:
+    what = "Score" if point == "score" else "Placement score"
+    for ref in [*plugins.point(POINTS[point].attr).enabled, *plugins.multi_point.enabled]:
+        if point not in extension_points_of(instances[ref.name]) or ref.name in weights:
             continue
         w = weights[ref.name] = ref.weight or 1
         if w * MAX_NODE_SCORE > _int64(MAX_TOTAL_SCORE - total):
@@ -159,7 +179,10 @@ def _score_weights(profile: str, instances: dict[str, Any], plugins: Any) -> dic
                 else ""
             )
             raise FrameworkError(
-                f'profile "{profile}": total score of Score plugins could overflow{hint}'
+                f'profile "{profile}": {what.lower()} plugins: total score of Score plugins '
+                f"could overflow{hint}"
+                if point != "score"
+                else f'profile "{profile}": total score of Score plugins could overflow{hint}'
             )
         total = _int64(total + w * MAX_NODE_SCORE)
     return weights
@@ -264,6 +287,8 @@ class Framework:
             for ref in getattr(plugins, attr).enabled:
                 inst = self.plugins[ref.name]
                 if point not in extension_points_of(inst):
+                    if ref.name in POINTS[point].in_tree:
+                        continue  # upstream's plugin extends it, ksched's not yet
                     raise FrameworkError(
                         f'profile "{self.profile_name}": plugin "{ref.name}" '
                         f"does not extend {point} plugin"
@@ -288,8 +313,17 @@ class Framework:
                 f'profile "{self.profile_name}": at least one bind plugin is needed'
             )
 
+        if len(self._lists["placementGenerate"]) > 1:
+            raise FrameworkError(
+                "at most one placement generate plugin is allowed for profile with scheduler "
+                f'name "{self.profile_name}"'
+            )
+
         # 4. score weights (getScoreWeights): explicit Score weights first, then multiPoint's.
         self.weights = _score_weights(self.profile_name, self.plugins, plugins)
+        self.placement_weights = _score_weights(
+            self.profile_name, self.plugins, plugins, "placementScore"
+        )
 
         self.pre_enqueue_plugins = self._lists["preEnqueue"]
         self.queue_sort_plugin = self._lists["queueSort"][0]
@@ -303,6 +337,20 @@ class Framework:
         self.pre_bind_plugins = self._lists["preBind"]
         self.bind_plugins = self._lists["bind"]
         self.post_bind_plugins = self._lists["postBind"]
+        self.placement_generate_plugins = self._lists["placementGenerate"]
+        self.placement_score_plugins = self._lists["placementScore"]
+        self.pod_group_post_filter_plugins = self._lists["podGroupPostFilter"]
+        # Not configured: upstream takes GangScheduling for it when GenericWorkload is on.
+        self.placement_feasible_plugins: list[Any] = []
+        features = self.handle.features
+        gang = self.plugins.get(GANG_SCHEDULING)
+        if gang is not None and features.enabled_if_known("GenericWorkload"):
+            if "placementFeasible" not in extension_points_of(gang):
+                raise FrameworkError(
+                    "GenericWorkload is enabled, but GangScheduling plugin does not fulfill "
+                    "PlacementFeasiblePlugin interface"
+                )
+            self.placement_feasible_plugins.append(gang)
         self._signers: list[tuple[Any, Any]] | None = None
         # Set by the Scheduler: its ``cycle_cache.CycleCache`` for this profile.
         self.cycle_cache: EquivalenceCache | None = None
@@ -1618,6 +1666,238 @@ class Framework:
                 continue
         if self._recording:
             self._observed(_POST_BIND, "Success", t0)
+
+    # -- pod groups (GenericWorkload) ---------------------------------------------------
+    def run_placement_generate(
+        self, state: CycleState, group: PodGroupInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Placement], Status]:
+        """``RunPlacementGeneratePlugins``: the placements of the profile's one
+        PlacementGenerate plugin (a profile may have at most one) within ``nodes``, or
+        without one ``nodes`` as the only placement. None generated: Unschedulable."""
+        t0 = _perf() if self._recording else 0.0
+        placements, st = self._placement_generate(state, group, nodes)
+        if self._recording:
+            self._observed(_PLACEMENT_GENERATE, st.code.label, t0)
+        return placements, st
+
+    def _placement_generate(
+        self, state: CycleState, group: PodGroupInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Placement], Status]:
+        parent = Placement("", tuple(nodes))
+        if not self.placement_generate_plugins:
+            return [parent], SUCCESS
+        p = self.placement_generate_plugins[0]
+        try:
+            if state.record_plugin_metrics:
+                res, raw = self._timed(
+                    _PLACEMENT_GENERATE,
+                    p,
+                    _label_of_second,
+                    p.generate_placements,
+                    state,
+                    group,
+                    parent,
+                )
+            else:
+                res, raw = p.generate_placements(state, group, parent)
+        except Exception as e:
+            return [], _from_exception(e, p.name, "PlacementGenerate")
+        st = _status(raw, p.name)
+        if not st.is_success():
+            return [], st
+        if res is None or not res.placements:
+            return [], Status(Code.UNSCHEDULABLE, "no feasible placements found", plugin=p.name)
+        return list(res.placements), SUCCESS
+
+    def run_placement_feasible(
+        self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress
+    ) -> Status:
+        """``RunPlacementFeasiblePlugins``: Success when every plugin says so; the first
+        Unschedulable stops (and is the answer); a Wait is remembered (the last one wins)
+        while the others still run; any other status stops as an Error."""
+        t0 = _perf() if self._recording else 0.0
+        st = self._placement_feasible(state, group, progress)
+        if self._recording:
+            self._observed(_PLACEMENT_FEASIBLE, st.code.label, t0)
+        return st
+
+    def _placement_feasible(
+        self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress
+    ) -> Status:
+        out = SUCCESS
+        for p in self.placement_feasible_plugins:
+            try:
+                if state.record_plugin_metrics:
+                    raw = self._timed(
+                        _PLACEMENT_FEASIBLE, p, _label, p.placement_feasible, state, group, progress
+                    )
+                else:
+                    raw = p.placement_feasible(state, group, progress)
+            except Exception as e:
+                return _from_exception(e, p.name, "PlacementFeasible")
+            st = _status(raw, p.name)
+            if st.is_success():
+                continue
+            if st.code == Code.WAIT:
+                out = st
+            elif st.code == Code.UNSCHEDULABLE:
+                return st
+            elif st.code == Code.ERROR:
+                return Status(
+                    Code.ERROR,
+                    f"running PlacementFeasible plugin: {as_error_text(st)}",
+                    plugin=p.name,
+                )
+            else:
+                return Status(
+                    Code.ERROR,
+                    f"unexpected status from PlacementFeasible plugin: {st.code.label}",
+                    plugin=p.name,
+                )
+        return out
+
+    def run_placement_score(
+        self,
+        state: CycleState,
+        group: PodGroupInfo,
+        assignments: Sequence[PodGroupAssignments],
+        placement_states: Sequence[CycleState],
+    ) -> tuple[list[PlacementScore], Status]:
+        """``RunPlacementScorePlugins``: each feasible placement's total, the sum over the
+        PlacementScore plugins of its score (0..100 after the plugin's normalization, run
+        over every placement's) times the plugin's weight. ``placement_states[i]`` is the
+        state ``assignments[i]`` was found with, which its ScorePlacement calls get."""
+        t0 = _perf() if self._recording else 0.0
+        out, st = self._placement_score(state, group, assignments, placement_states)
+        if self._recording:
+            self._observed(_PLACEMENT_SCORE, st.code.label, t0)
+        return out, st
+
+    def _placement_score(
+        self,
+        state: CycleState,
+        group: PodGroupInfo,
+        assignments: Sequence[PodGroupAssignments],
+        placement_states: Sequence[CycleState],
+    ) -> tuple[list[PlacementScore], Status]:
+        if len(assignments) != len(placement_states):
+            return [], Status.as_error(
+                "expected one PlacementCycleState per PodGroupAssignments, got "
+                f"{len(placement_states)} placement states for {len(assignments)} assignments"
+            )
+        plugins = self.placement_score_plugins
+        per: dict[str, list[PlacementScore]] = {
+            p.name: [PlacementScore(a.placement, 0) for a in assignments] for p in plugins
+        }
+        for i, a in enumerate(assignments):
+            pstate = placement_states[i]
+            for p in plugins:
+                try:
+                    if pstate.record_plugin_metrics:
+                        score = self._timed(
+                            _PLACEMENT_SCORE, p, _success, p.score_placement, pstate, group, a
+                        )
+                    else:
+                        score = p.score_placement(pstate, group, a)
+                except Exception as e:
+                    msg = _from_exception(e, p.name, "PlacementScore").message()
+                    return [], Status.as_error(
+                        f'running PlacementScore plugins: plugin "{p.name}" failed with: {msg}'
+                    )
+                per[p.name][i].score = int(score)
+        for p in plugins:
+            norm = getattr(p, "normalize_placement_score", None)
+            if norm is None:
+                continue
+            try:
+                if state.record_plugin_metrics:
+                    raw = self._timed(
+                        _PLACEMENT_NORMALIZE, p, _label, norm, state, group, per[p.name]
+                    )
+                else:
+                    raw = norm(state, group, per[p.name])
+                st = _status(raw, p.name)
+            except Exception as e:
+                st = _from_exception(e, p.name, "PlacementScore")
+            if not st.is_success():
+                return [], Status.as_error(
+                    "running NormalizePlacementScore on PlacementScore plugins: plugin "
+                    f'"{p.name}" failed with: {as_error_text(st)}'
+                )
+        totals: list[PlacementScore] = []
+        for i, a in enumerate(assignments):
+            total = 0
+            for p in plugins:
+                score = per[p.name][i].score
+                if score > MAX_NODE_SCORE or score < MIN_NODE_SCORE:
+                    return [], Status.as_error(
+                        "applying score defaultWeights on PlacementScore plugins: plugin "
+                        f'"{p.name}" returns an invalid score {score}, it should in the range '
+                        f"of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+                total += score * self.placement_weights.get(p.name, 1)
+            totals.append(PlacementScore(a.placement, total))
+        return totals, SUCCESS
+
+    def run_pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status]:
+        """``RunPodGroupPostFilterPlugins``: the first success (or UnschedulableAndUnresolvable)
+        wins; otherwise every rejection's reasons, attributed to the first rejector; any
+        other status is an Error. ``schedule`` retries the group's cycle for a plugin."""
+        if not self.handle.features.enabled_if_known("GenericWorkload"):
+            return None, Status(
+                Code.UNSCHEDULABLE,
+                "generic workload feature is disabled, cannot perform PodGroupPostFilter",
+            )
+        t0 = _perf() if self._recording else 0.0
+        out = self._pod_group_post_filter(state, group, schedule)
+        if self._recording:
+            self._observed(_POD_GROUP_POST_FILTER, out[1].code.label, t0)
+        return out
+
+    def _pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status]:
+        reasons: list[str] = []
+        rejector = ""
+        for p in self.pod_group_post_filter_plugins:
+            try:
+                if state.record_plugin_metrics:
+                    res, raw = self._timed(
+                        _POD_GROUP_POST_FILTER,
+                        p,
+                        _label_of_second,
+                        p.pod_group_post_filter,
+                        state,
+                        group,
+                        schedule,
+                    )
+                else:
+                    res, raw = p.pod_group_post_filter(state, group, schedule)
+            except Exception as e:
+                return None, _from_exception(e, p.name, "PodGroupPostFilter")
+            st = _status(raw, p.name)
+            if st.is_success() or st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return res, st
+            if st.code == Code.UNSCHEDULABLE:
+                reasons.extend(st.all_reasons())
+                rejector = rejector or p.name
+                continue
+            return None, Status(
+                Code.ERROR,
+                f'error in "{p.name}" PodGroupPostFilter plugins: {st.message()}',
+                plugin=p.name,
+            )
+        return None, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+
+def as_error_text(st: Status) -> str:
+    """The text of Go's ``Status.AsError()``: the error a status wraps, else its message."""
+    if st.error is not None:
+        text = str(st.error)
+        return text if text else type(st.error).__name__
+    return st.message()
 
 
 def raw_scores(

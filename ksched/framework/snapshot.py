@@ -16,7 +16,10 @@ import numpy.typing as npt
 
 from ..api.objects import Taint
 from ..api.quantity import saturate_int64
-from .types import NodeInfo
+from .types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from .podgroup import Placement
 
 if TYPE_CHECKING:
     from ..api.workload import PodGroup
@@ -143,6 +146,12 @@ class Snapshot:
         # in), for plugins through ``pod_group_state`` (a ``PodGroupManager``).
         self.pod_group_states: dict[str, PodGroupStateData] = {}
         self.pod_groups_enabled = False
+        # The pod-group cycle's simulation (``assume_pod``/``assume_placement``).
+        self._assumed: list[tuple[str, int, NodeInfo]] = []
+        self.placement: Placement | None = None
+        # its rows, in the placement's order, and as a mask over all rows
+        self.placement_rows: npt.NDArray[np.intp] | None = None
+        self.placement_mask: BoolArray | None = None
         self.rebuild(node_infos)
 
     def pod_group_state(self, namespace: str, name: str) -> PodGroupStateData | None:
@@ -158,6 +167,8 @@ class Snapshot:
 
     # -- construction (called by the cache) ----------------------------------------
     def rebuild(self, node_infos: Sequence[NodeInfo]) -> None:
+        self._assumed = []
+        self.forget_placement()
         self.epoch += 1
         self._log_base += len(self._log)
         self._log = []
@@ -299,6 +310,78 @@ class Snapshot:
         if self._names is None:
             self._names = np.array([ni.name for ni in self.node_infos], dtype=np.str_)
         return self._names
+
+    # -- the pod-group cycle: assumed pods and placements -------------------------------
+    # Upstream's Snapshot.AssumePod/ForgetPod and AssumePlacement/ForgetPlacement: a
+    # pod-group cycle tries its members on this snapshot only (the cache sees nothing until
+    # the group is committed), and restricts them to a placement's nodes. Both are undone
+    # in LIFO order before the next cycle updates the snapshot from the cache.
+
+    def assume_pod(self, pod: PodInfo, node: str) -> None:
+        """Account ``pod`` (assumed on ``node``) on a copy of that node's row; ``forget_pod``
+        puts the row back as it was."""
+        i = self.index.get(node)
+        if i is None:
+            raise KeyError(f"node {node!r} is not in the snapshot")
+        old = self.node_infos[i]
+        ni = old.clone()
+        ni.add_pod(pod)
+        self._assumed.append((pod.uid or pod.key, i, old))
+        self.replace(i, ni)
+
+    def forget_pod(self, pod: PodInfo) -> None:
+        """Undo the last ``assume_pod``, which must be ``pod``'s (upstream's LIFO contract)."""
+        key = pod.uid or pod.key
+        if not self._assumed or self._assumed[-1][0] != key:
+            raise KeyError(f"assumed pod {key!r} is not the last one assumed in the snapshot")
+        _, i, old = self._assumed.pop()
+        self.replace(i, old)
+
+    @property
+    def assumed_count(self) -> int:
+        return len(self._assumed)
+
+    def assume_placement(self, placement: Placement | None) -> None:
+        """Restrict the cycle to ``placement``'s nodes (None, or all nodes: no restriction).
+        Each node must be this snapshot's own NodeInfo, as upstream requires."""
+        if placement is None or len(placement.nodes) == self.n:
+            self.forget_placement()
+            return
+        rows = []
+        for ni in placement.nodes:
+            i = self.index.get(ni.name)
+            if i is None:
+                self.forget_placement()
+                raise KeyError(f"node {ni.name} in placement is not present in snapshot")
+            if self.node_infos[i] is not ni:
+                self.forget_placement()
+                raise KeyError(
+                    f"node {ni.name} in placement is not the same instance as in the snapshot"
+                )
+            rows.append(i)
+        self.placement = placement
+        self.placement_rows = np.array(rows, dtype=np.intp)
+        mask = np.zeros(self.n, dtype=np.bool_)
+        mask[self.placement_rows] = True
+        self.placement_mask = mask
+
+    def forget_placement(self) -> None:
+        self.placement = None
+        self.placement_rows = None
+        self.placement_mask = None
+
+    def rows_in_placement(self) -> npt.NDArray[np.intp]:
+        """The candidate rows of a cycle: the placement's (in its order), else all."""
+        rows = self.placement_rows
+        return self.all_rows if rows is None else rows
+
+    def nodes_in_placement(self) -> Sequence[NodeInfo]:
+        """``ListNodesInPlacement``."""
+        return self.node_infos if self.placement is None else self.placement.nodes
+
+    def in_placement(self, row: int) -> bool:
+        mask = self.placement_mask
+        return mask is None or bool(mask[row])
 
     # -- label columns -------------------------------------------------------------------
     def _set_label(self, key: str, i: int, ni: NodeInfo) -> None:

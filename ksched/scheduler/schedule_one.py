@@ -66,17 +66,21 @@ __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
     "CycleResult",
+    "assume_and_reserve",
     "binding_cycle",
     "find_nodes_that_fit_pod",
     "handle_binding_failure",
     "handle_scheduling_failure",
     "num_feasible_nodes_to_find",
+    "prepare_for_binding",
     "prioritize_nodes",
     "schedule_one",
     "schedule_pod",
+    "scheduling_algorithm",
     "scheduling_cycle",
     "scheduling_cycle_async",
     "select_host",
+    "unreserve_and_forget",
 ]
 
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -207,31 +211,99 @@ async def _scheduling_cycle(
         return CycleResult(Status(Code.ERROR, str(e)))
     if not res.status.is_success():
         return res
-    # assume
-    assumed = pod.assumed_on(res.node)
-    try:
-        sched.cache.assume_pod(assumed, res.node)
-    except Exception as e:
-        return CycleResult(Status(Code.ERROR, str(e)))
+    assumed, st = prepare_for_binding(sched, fw, state, pod, res.node)
+    if assumed is None:
+        return CycleResult(st)
     res.assumed = assumed
-    # Reserve, Permit
+    res.status = st
+    return res
+
+
+# == assumeAndReserve, prepareForBindingCycle ==============================================
+def assume_and_reserve(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, node: str
+) -> tuple[PodInfo | None, Status]:
+    """``assumeAndReserve``: the pod on ``node`` in the cache (in a pod-group cycle, in the
+    snapshot only: the group's simulation), then Reserve; a Reserve failure is undone
+    (``unreserve_and_forget``). None: the pod could not even be assumed."""
+    assumed = pod.assumed_on(node)
     try:
-        with deadline:
-            st = fw.run_reserve(state, assumed, res.node)
-            if st.is_success():
-                st = fw.run_permit(state, assumed, res.node)
+        if state.in_pod_group_cycle:
+            sched.snapshot.assume_pod(assumed, node)
+            # upstream's assume drops the nomination (given back if the group reverts)
+            sched.queue.nominator.delete(assumed)
+        else:
+            sched.cache.assume_pod(assumed, node)
+    except Exception as e:
+        return None, Status(Code.ERROR, str(e))
+    try:
+        with sched.deadline:
+            st = fw.run_reserve(state, assumed, node)
     except PluginTimeout as e:
-        # Reserve or Permit hung: undo as for any failure there (a pod Permit had
-        # already parked is let go first, so no binding cycle waits for it).
+        st = Status(Code.ERROR, str(e))
+    if not st.is_success():
+        unreserve_and_forget(sched, fw, state, assumed, node)
+    return assumed, st
+
+
+def prepare_for_binding(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo, node: str
+) -> tuple[PodInfo | None, Status]:
+    """``prepareForBindingCycle``: assume and Reserve, then Permit (Wait parks the pod for
+    its binding cycle); a failure is undone. The pod cycle's tail, and each member's of a
+    pod group that succeeded."""
+    assumed, st = assume_and_reserve(sched, fw, state, pod, node)
+    if assumed is None or not st.is_success():
+        return assumed, st
+    try:
+        with sched.deadline:
+            st = fw.run_permit(state, assumed, node)
+    except PluginTimeout as e:
+        # Permit hung: undo as for any failure there (a pod Permit had already parked is
+        # let go first, so no binding cycle waits for it).
         st = Status(Code.ERROR, str(e))
         sched.waiting_pods.remove(assumed.uid or assumed.key)
     if not st.is_success() and not st.is_wait():
-        unreserve(sched, fw, state, assumed, res.node)
+        unreserve_and_forget(sched, fw, state, assumed, node)
+        return assumed, st
+    return assumed, SUCCESS
+
+
+def unreserve_and_forget(
+    sched: Scheduler, fw: Framework, state: CycleState, assumed: PodInfo, node: str
+) -> None:
+    """``unreserveAndForget``: Unreserve, then forget the pod where it was assumed (the
+    snapshot in a pod-group cycle, whose nomination it gets back, else the cache)."""
+    unreserve(sched, fw, state, assumed, node)
+    if not state.in_pod_group_cycle:
         sched.cache.forget_pod(assumed)
-        res.status = st
-        return res
-    res.status = SUCCESS
-    return res
+        return
+    sched.snapshot.forget_pod(assumed)
+    nominated = assumed.pod.status.nominated_node_name
+    if nominated:
+        sched.queue.nominator.add(assumed, nominated)
+
+
+async def scheduling_algorithm(
+    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo
+) -> CycleResult:
+    """``schedulingAlgorithm`` of a pod-group member (``state.in_pod_group_cycle``): the
+    pod's Filter and Score over the snapshot (a placement's nodes, when one is assumed),
+    consulting the extenders interested in it. No PostFilter: a FitError stays
+    Unschedulable, the group's PodGroupPostFilter decides instead."""
+    pod = qpi.pod_info
+    if pod.error is not None:
+        return CycleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pod.error))
+    ext = sched.extenders
+    if ext is not None and not ext.interested(pod):
+        ext = None
+    try:
+        with sched.deadline if ext is None else _UNBOUNDED:
+            return await _schedule_pod(_Attempt(sched, fw, state, pod, False, ext, sched.rotation))
+    except _CycleError as e:
+        return CycleResult(e.status)
+    except PluginTimeout as e:
+        return CycleResult(Status(Code.ERROR, str(e)))
 
 
 async def _run_post_filter(
@@ -443,7 +515,9 @@ class _Attempt:
 async def _schedule_pod(a: _Attempt) -> CycleResult:
     sched, pod, explain = a.sched, a.pod, a.explain
     snap = sched.snapshot
-    if snap.n == 0:
+    # A pod-group cycle may restrict the nodes to a placement's (``NumNodesInPlacement``).
+    n_nodes = len(snap.rows_in_placement())
+    if n_nodes == 0:
         return CycleResult(
             Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE),
             fit_error=FitError(pod.key, 0, Diagnosis()),
@@ -451,7 +525,7 @@ async def _schedule_pod(a: _Attempt) -> CycleResult:
     known = _known_results(sched, a.fw, a.state, pod) if a.ext is None and not explain else None
     feasible, diagnosis, explain_out = await find_nodes_that_fit_pod(a, known)
     if len(feasible) == 0:
-        fe = FitError(pod.key, snap.n, diagnosis)
+        fe = FitError(pod.key, n_nodes, diagnosis)
         return CycleResult(
             Status(Code.UNSCHEDULABLE, str(fe)),
             fit_error=fe,
@@ -496,9 +570,15 @@ def _known_results(
     sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo
 ) -> KnownResults | None:
     """The equivalence cache's results for ``pod``, when it may answer: never with pods
-    nominated anywhere (they make Filter depend on more than the node)."""
+    nominated anywhere (they make Filter depend on more than the node), nor in a pod-group
+    cycle (its simulated pods and placements are not the cluster the cache knows)."""
     cache = fw.cycle_cache
-    if cache is None or len(sched.queue.nominator) or pod.pod.status.nominated_node_name:
+    if (
+        cache is None
+        or len(sched.queue.nominator)
+        or pod.pod.status.nominated_node_name
+        or state.in_pod_group_cycle
+    ):
         return None
     m = sched.metrics
     t0 = perf_counter() if m is not None else 0.0
@@ -542,8 +622,13 @@ async def find_nodes_that_fit_pod(
         found, out = await _evaluate_nominated_node(a, pre_res, nominated, diagnosis)
         if len(found):
             return found, diagnosis, ({"filter": out.explain} if explain and out else None)
+    in_placement = snap.rows_in_placement()
     if pre_res is not None and pre_res.node_names is not None:
-        rows = sorted(r for r in (snap.row(n) for n in pre_res.node_names) if r is not None)
+        rows = sorted(
+            r
+            for r in (snap.row(n) for n in pre_res.node_names)
+            if r is not None and snap.in_placement(r)
+        )
         candidates = np.array(rows, dtype=np.intp)
         narrowed = sorted(state.get(PREFILTER_NARROWED_KEY, ()))
         diagnosis.node_to_status.absent = Status(
@@ -551,7 +636,7 @@ async def find_nodes_that_fit_pod(
             f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]",
         )
     else:
-        candidates = snap.all_rows
+        candidates = in_placement
     num_to_find = num_feasible_nodes_to_find(
         fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, len(candidates)
     )
@@ -559,7 +644,7 @@ async def find_nodes_that_fit_pod(
     out = fw.find_feasible(
         state, pod, snap, candidates, start, num_to_find, nominated, explain=explain, known=known
     )
-    a.rotation.advance(out.processed, snap.n)
+    a.rotation.advance(out.processed, len(in_placement))
     diagnosis.node_to_status.statuses.update(out.statuses.statuses)
     if out.statuses.absent is not None and out.statuses.absent.code == Code.ERROR:
         raise _CycleError(out.statuses.absent)
@@ -610,8 +695,13 @@ async def _evaluate_nominated_node(
     if not nominated_node:
         return empty, None
     row = snap.row(nominated_node)
-    if row is None or not (
-        pre_res is None or pre_res.node_names is None or nominated_node in pre_res.node_names
+    # a nominated node outside the placement being tried is no error: it is not tried
+    if (
+        row is None
+        or not snap.in_placement(row)
+        or not (
+            pre_res is None or pre_res.node_names is None or nominated_node in pre_res.node_names
+        )
     ):
         return empty, None
     out = a.fw.find_feasible(

@@ -52,10 +52,12 @@ from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
 from ..profile import build_frameworks
 from ..queue import events as ev
+from ..queue.podgroups import QueuedPodGroupInfo
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
 from .cycle_cache import CycleCache
 from .schedule_one import CycleResult, schedule_one
+from .schedule_one_podgroup import schedule_one_podgroup
 
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
@@ -110,6 +112,16 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
     def batch_flushed(self, profile: str, reason: str) -> None: ...
 
     def batch_rescored(self, profile: str, seconds: float) -> None: ...
+
+    def sample_plugins(self) -> bool: ...
+
+    def pod_group_attempt_finished(self, profile: str, result: str, seconds: float) -> None: ...
+
+    def pod_group_algorithm_finished(self, seconds: float) -> None: ...
+
+    def placements_generated(self, profile: str, count: int) -> None: ...
+
+    def placement_evaluated(self, result: str, profile: str, seconds: float) -> None: ...
 
 
 _perf = time.perf_counter
@@ -445,10 +457,15 @@ class Scheduler:
                 await anyio.lowlevel.checkpoint()
             tg.cancel_scope.cancel()
 
-    async def schedule_one(self, qpi: QueuedPodInfo, tg: anyio.abc.TaskGroup) -> None:
-        """One scheduling cycle now; the binding cycle is started in ``tg``
-        (``schedule_one.schedule_one``)."""
-        await schedule_one(self, qpi, tg)
+    async def schedule_one(
+        self, qpi: QueuedPodInfo | QueuedPodGroupInfo, tg: anyio.abc.TaskGroup
+    ) -> None:
+        """One scheduling cycle now, of a pod (``schedule_one.schedule_one``) or of a whole
+        pod group (``schedule_one_podgroup``); binding cycles are started in ``tg``."""
+        if isinstance(qpi, QueuedPodGroupInfo):
+            await schedule_one_podgroup(self, qpi, tg)
+        else:
+            await schedule_one(self, qpi, tg)
 
     @property
     def next_start_node_index(self) -> int:

@@ -21,6 +21,7 @@ import msgspec
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, PodCondition
 from ..api.resource import ResourceClaim
+from ..api.workload import Condition, PodGroup
 from ..cluster.wiring import workload_informer_paths
 from ..framework.handle import BindError, RecordingEventRecorder
 from ..framework.interface import ClusterEvent
@@ -271,6 +272,11 @@ class _Recorder:
         self.failures: dict[str, list[tuple[str, str]]] = {}
         # the node each pod's first failed attempt nominated ("" for none)
         self.first_nominated: dict[str, str] = {}
+        # The PodGroups (the lister's store): the pod-group cycle's condition writes
+        # land there, as the API server's would reach the informer.
+        self.pod_groups: RevisionedStore[PodGroup] | None = None
+        # every PodGroupInitiallyScheduled written, per PodGroup (namespace/name)
+        self.pod_group_conditions: dict[str, list[Condition]] = {}
 
     def _put(self, key: str, r: PodResult) -> None:
         self.results.pop(key, None)
@@ -289,6 +295,21 @@ class _Recorder:
         self.first_nominated.setdefault(pod.uid, pf.nominated_node_name if pf is not None else "")
         status = "Error" if reason == "SchedulerError" else "Unschedulable"
         self._put(pod.uid, PodResult(pod.namespace, pod.name, None, status, message))
+
+    def pod_group_condition(self, pod_group: PodGroup, condition: Condition) -> None:
+        """The status patch, applied: the condition replaces the one of its type."""
+        meta = pod_group.metadata
+        key = f"{meta.namespace}/{meta.name}"
+        self.pod_group_conditions.setdefault(key, []).append(condition)
+        store = self.pod_groups
+        if store is None:
+            return
+        cur = store.get(key, pod_group)
+        kept = [c for c in cur.status.conditions if c.type != condition.type]
+        status = msgspec.structs.replace(cur.status, conditions=[*kept, condition])
+        new = msgspec.structs.replace(cur, status=status)
+        store[key] = new
+        store.bump(cur, new)
 
 
 def _admit(pod: Pod, raw: Any, classes: dict[str, int], global_default: int) -> Pod:
@@ -311,12 +332,26 @@ def _scheduling_listers(cluster: ClusterFile, features: Any) -> dict[str, Any]:
     """The file's scheduling.k8s.io PodGroups under the lister key the daemon's informer
     fills, only when it would have one (GenericWorkload); static: revision 0."""
     out: dict[str, Any] = {}
+    classes = {pc.metadata.name: pc.value for pc in cluster.priority_classes}
+    global_default = next((pc.value for pc in cluster.priority_classes if pc.global_default), 0)
     for key in workload_informer_paths(features):
         store: RevisionedStore[Any] = RevisionedStore()
         for pg in cluster.scheduling.get("PodGroup", []):
+            pg = _admit_pod_group(pg, classes, global_default)
             store[f"{pg.metadata.namespace}/{pg.metadata.name}"] = pg
         out[key] = store
     return out
+
+
+def _admit_pod_group(pg: PodGroup, classes: dict[str, int], global_default: int) -> PodGroup:
+    """What the Priority admission plugin does to a PodGroup (with GenericWorkload): its
+    priority from its PriorityClass, as for a pod, so members and group agree."""
+    spec = pg.spec
+    if spec.priority is not None:
+        return pg
+    name = spec.priority_class_name
+    value = classes.get(name, global_default) if name else global_default
+    return msgspec.structs.replace(pg, spec=msgspec.structs.replace(spec, priority=value))
 
 
 class Simulation:
@@ -389,7 +424,9 @@ class Simulation:
         listers.update(self.cluster.storage)
         # DRA: the simulated resourceclaim controller's stores, written by DynamicResources.
         listers.update(self.cluster.claim_controller.listers())
-        listers.update(_scheduling_listers(cluster, self.sched.config.features))
+        scheduling = _scheduling_listers(cluster, self.sched.config.features)
+        listers.update(scheduling)
+        self.recorder.pod_groups = scheduling.get(Listers.SCHEDULING_POD_GROUPS)
         for fw in self.sched.frameworks.values():
             fw.handle.listers.update(listers)
         self.explain = explain

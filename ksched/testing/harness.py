@@ -163,7 +163,8 @@ def _profile(
         target = p if not isinstance(p, str) else (spec.cls or p)
         points = spec.points if isinstance(target, str) else extension_points_of(target)
         for point in points:
-            if not only or point in only:
+            # PlacementFeasible is no config key (the framework takes GangScheduling)
+            if POINTS[point].configured and (not only or point in only):
                 sets.point(POINTS[point].attr).enabled.append(PluginRef(pname))
     if not sets.queue_sort.enabled:
         sets.queue_sort = PluginSet([PluginRef("PrioritySort")])

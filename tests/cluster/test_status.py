@@ -442,3 +442,57 @@ async def test_drain_writes_the_events_waiting_to_be_tried_again_at_once(
             await r.drain()
         tg.cancel_scope.cancel()
     assert [e["reason"] for e in events(apiserver)] == ["Scheduled"]
+
+
+async def test_pod_group_condition_is_patched_on_the_status_subresource(
+    apiserver: TestAPIServer, client: APIClient
+) -> None:
+    """The pod-group cycle's PodGroupInitiallyScheduled, merged by type as upstream's
+    PatchPodGroupStatus merges it; a later write replaces reason and message, even empty."""
+    from ksched.api.workload import Condition, pod_group_from_json
+
+    raw = apiserver.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "default"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        }
+    )
+    pg = pod_group_from_json(msgspec.json.encode(raw))
+    failed = Condition(
+        type="PodGroupInitiallyScheduled",
+        status="False",
+        observed_generation=1,
+        last_transition_time="2026-01-01T00:00:00Z",
+        reason="Unschedulable",
+        message="minCount (2) cannot be satisfied: 1 scheduled, 0 remaining",
+    )
+    done = Condition(
+        type="PodGroupInitiallyScheduled",
+        status="True",
+        observed_generation=1,
+        last_transition_time="2026-01-01T00:01:00Z",
+        reason="Scheduled",
+        message="",
+    )
+    async with running(StatusReporter(client)) as r:
+        r.pod_group_condition(pg, failed)
+    stored = apiserver.get("podgroups.scheduling.k8s.io", "default", "g")
+    assert stored["status"]["conditions"] == [
+        {
+            "type": "PodGroupInitiallyScheduled",
+            "status": "False",
+            "observedGeneration": 1,
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "reason": "Unschedulable",
+            "message": "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining",
+        }
+    ]
+    async with running(StatusReporter(client)) as r:
+        r.pod_group_condition(pg, done)
+    (cond,) = apiserver.get("podgroups.scheduling.k8s.io", "default", "g")["status"]["conditions"]
+    assert (cond["status"], cond["reason"], cond.get("message", "")) == ("True", "Scheduled", "")
+    (patch, _) = apiserver.find_requests(verb="patch", resource="podgroups/status")
+    assert patch.content_type == "application/strategic-merge-patch+json"
+    assert patch.path == "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/g/status"

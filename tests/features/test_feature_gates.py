@@ -268,11 +268,12 @@ def test_an_emulated_version_kube_accepts_but_ksched_does_not_implement_is_refus
 
 def test_gate_values_ksched_does_not_implement_are_refused_naming_the_gate() -> None:
     with pytest.raises(FeatureGateError) as e:
-        resolve_feature_gates(["GenericWorkload=true,SchedulerAsyncPreemption=false"])
+        resolve_feature_gates(["GenericWorkload=true,SchedulerAsyncPreemption=false"], ["1.36"])
     assert e.value.lines() == [
         "--feature-gates: feature gate GenericWorkload=true is not implemented by ksched: "
-        "workload-aware scheduling (GenericWorkload and its plugins) is not implemented yet; "
-        "refused",
+        "only v1.37's pod-group cycle is implemented (scheduler.schedule_one_podgroup, with "
+        "DefaultPreemption's workload-aware preemption; DynamicResources does not extend "
+        "PodGroupPostFilter); refused",
         "--feature-gates: feature gate SchedulerAsyncPreemption=false is not implemented by "
         "ksched: victims evicted asynchronously; refused",
     ]
@@ -421,6 +422,11 @@ def test_status_per_value() -> None:
     t = gate_table("1.36")
     assert status(t, "GenericWorkload", True) == "refused"
     assert status(t, "GenericWorkload", False) == "implemented"
+    # only 1.37's pod-group cycle is there
+    t37 = gate_table("1.37")
+    assert status(t37, "GenericWorkload", True) == "implemented"
+    assert status(t37, "TopologyAwareWorkloadScheduling", True) == "implemented"
+    assert status(t37, "CompositePodGroup", True) == "refused"
     # "gap" until the NodeDeclaredFeatures plugin lands (then its SUPPORT row flips)
     nodedeclared = "implemented" if SUPPORT["NodeDeclaredFeatures"].on else "gap"
     assert status(t, "NodeDeclaredFeatures", True) == nodedeclared
@@ -479,16 +485,27 @@ def test_a_gate_that_adds_a_plugin_is_implemented_exactly_when_the_plugin_is_bui
     """Keeps the support table honest when a plugin lands (NodeDeclaredFeatures): its
     gate's enabled value is implemented once the plugin is there, a gap before."""
     from ksched.config.defaults import DEFAULT_PROFILE_BY_VERSION
+    from ksched.features.versions import minor_key
     from ksched.plugins import BUILTIN_PLUGINS
 
-    for _, rules in DEFAULT_PROFILE_BY_VERSION.values():
+    def on_at(gate: str, version: str) -> bool:
+        s = SUPPORT[gate]
+        return s.on and (not s.on_since or minor_key(version) >= minor_key(s.on_since))
+
+    for version, (_, rules) in DEFAULT_PROFILE_BY_VERSION.items():
+        table = resolve_feature_gates([], [version]).table
         for rule in rules:
-            support = SUPPORT[rule.gate]
-            if not support.on and "workload-aware" in support.note:
-                # issue 32 lands its plugins (GangScheduling) before the pod-group cycle
-                # that un-refuses their gates: only the other direction holds meanwhile
-                continue
-            assert support.on == (rule.plugin.name in BUILTIN_PLUGINS), rule
+            built_in = rule.plugin.name in BUILTIN_PLUGINS
+            if on_at(rule.gate, version):
+                assert built_in, (version, rule)
+            elif built_in:
+                # a plugin built in for a later release (GangScheduling at 1.37): its gate
+                # here depends on a gate ksched implements only from that release on
+                deps = table.dependencies.get(rule.gate, ())
+                assert any(SUPPORT[d].on_since and not on_at(d, version) for d in deps), (
+                    version,
+                    rule,
+                )
 
 
 def test_every_implemented_version_has_its_default_profile() -> None:
@@ -664,9 +681,11 @@ def test_config_validate_shows_the_config_under_the_gates(tmp_path: Path) -> Non
     ],
 )
 def test_every_verb_that_schedules_takes_the_flags(verb: list[str]) -> None:
-    code, out, err = cli(*verb, "--feature-gates", "GenericWorkload=true")
+    code, out, err = cli(*verb, "--feature-gates", "CoordinatedLeaderElection=true")
     assert code == 2 and out == ""
-    assert err.startswith("--feature-gates: feature gate GenericWorkload=true is not implemented")
+    assert err.startswith(
+        "--feature-gates: feature gate CoordinatedLeaderElection=true is not implemented"
+    )
 
 
 def test_simulate_runs_under_the_gates(tmp_path: Path) -> None:

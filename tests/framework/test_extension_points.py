@@ -15,20 +15,37 @@ KEYS = [
     "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
     "reserve", "permit", "preBind", "bind", "postBind",
 ]  # fmt: skip
+# workload-aware scheduling's (v1 ``Plugins`` fields after multiPoint), then PlacementFeasible
+WORKLOAD_KEYS = ["placementGenerate", "placementScore", "podGroupPostFilter", "placementFeasible"]
 
 
 def test_the_table_is_upstreams_points_in_framework_order() -> None:
-    assert [p.key for p in EXTENSION_POINTS] == KEYS
-    assert list(POINTS) == KEYS
+    assert [p.key for p in EXTENSION_POINTS] == KEYS + WORKLOAD_KEYS
+    assert list(POINTS) == KEYS + WORKLOAD_KEYS
     for p in EXTENSION_POINTS:
         assert p.label == p.key[0].upper() + p.key[1:]
         assert all(m in _BASE_METHODS or m == "sort_key" for m in p.methods), p
+    assert [(p.since, p.configured) for p in EXTENSION_POINTS[len(KEYS) :]] == [
+        ("1.36", True),
+        ("1.36", True),
+        ("1.37", True),
+        ("1.37", False),
+    ]
 
 
 def test_config_plugin_sets_follow_the_table_then_multi_point() -> None:
-    assert PLUGIN_SETS[:-1] == tuple((p.attr, p.key) for p in EXTENSION_POINTS)
+    base = [p for p in EXTENSION_POINTS if not p.since]
+    assert PLUGIN_SETS[:-1] == tuple((p.attr, p.key) for p in base)
     assert PLUGIN_SETS[-1] == ("multi_point", "multiPoint")
-    # then workload-aware scheduling's sets, config only (``WORKLOAD_PLUGIN_SETS``)
+    # then workload-aware scheduling's sets: the table's configured points with a version
+    assert [(w.attr, w.key, w.since) for w in WORKLOAD_PLUGIN_SETS] == [
+        (p.attr, p.key, p.since) for p in EXTENSION_POINTS if p.since and p.configured
+    ]
+    assert [w.label for w in WORKLOAD_PLUGIN_SETS] == [
+        "PlacementGeneratePlugin",
+        "PlacementScorePlugin",
+        "PodGroupPostFilterPlugin",
+    ]
     assert [f.name for f in dataclasses.fields(Plugins)] == [attr for attr, _ in PLUGIN_SETS] + [
         w.attr for w in WORKLOAD_PLUGIN_SETS
     ]
@@ -49,8 +66,14 @@ def test_the_runtime_keeps_one_plugin_list_per_point() -> None:
 def test_metrics_label_points_from_the_table() -> None:
     """The runtime records each point under the table's label (and upstream's labels for
     the parts of a point: Unreserve, ScoreExtensionNormalize, PreFilterExtension*,
-    PreBindPreFlight, and Sign)."""
-    parts = {"Unreserve", "ScoreExtensionNormalize", "PreBindPreFlight", "Sign"}
+    PreBindPreFlight, Sign and PlacementScoreExtensionNormalize)."""
+    parts = {
+        "Unreserve",
+        "ScoreExtensionNormalize",
+        "PreBindPreFlight",
+        "Sign",
+        "PlacementScoreExtensionNormalize",
+    }
     used = {
         v for k, v in vars(runtime).items() if k.isupper() and k.startswith("_") and type(v) is str
     }
@@ -70,4 +93,4 @@ for _p in EXTENSION_POINTS:
 
 
 def test_discovery_names_every_point_a_plugin_implements_in_table_order() -> None:
-    assert extension_points_of(_Everything) == KEYS
+    assert extension_points_of(_Everything) == KEYS + WORKLOAD_KEYS

@@ -631,9 +631,12 @@ def test_feature_gates_reach_both_sides_and_bad_ones_exit_2(
     assert gate_values(["A=true"], batching=False) == ["A=true", "OpportunisticBatching=false"]
     gates = resolve_feature_gates(["StorageCapacityScoring=true"])
     assert KschedReplay(features=gates).config.features is gates
-    assert main(["--seeds", "0", "--feature-gates", "GenericWorkload=true"]) == 2
+    assert main(["--seeds", "0", "--feature-gates", "CoordinatedLeaderElection=true"]) == 2
     err = capsys.readouterr().err
-    assert "--feature-gates: feature gate GenericWorkload=true is not implemented by ksched" in err
+    assert (
+        "--feature-gates: feature gate CoordinatedLeaderElection=true is not implemented by ksched"
+        in err
+    )
 
 
 class _FakeApi:

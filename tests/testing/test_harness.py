@@ -364,3 +364,20 @@ def test_the_guides_plugin_and_its_test_run_in_under_40_lines() -> None:
     namespace: dict[str, Any] = {}
     exec(compile(code, "docs/plugins.md", "exec"), namespace)
     namespace["test_same_team"]()  # its assertions hold
+
+
+class _GangLike:
+    """A Permit plugin that also judges pod groups (PlacementFeasible, no config key)."""
+
+    name = "GangLike"
+
+    def permit(self, state: Any, pod: Any, node_name: str) -> tuple[Status | None, float]:
+        return None, 0.0
+
+    def placement_feasible(self, state: Any, group: Any, progress: Any) -> Status | None:
+        return None
+
+
+def test_schedule_enables_a_plugin_at_its_configurable_points_only() -> None:
+    """PlacementFeasible is no plugin set: the profile lists the plugin at Permit."""
+    assert schedule([_GangLike(), Rack()], make_pod("p"), RACKS).node is not None

@@ -55,14 +55,21 @@ def _scheduling(table: GateTable, name: str) -> bool:
     return any(f.startswith("pkg/scheduler/") for f in table.gates[name].read_by)
 
 
+# Implemented, but never drawn at random: workload-aware scheduling needs the PodGroup API
+# served (and kube-scheduler allowed to list it) and scenarios with pod groups.
+NOT_DRAWN = frozenset({"GenericWorkload", "TopologyAwareWorkloadScheduling"})
+
+
 def settable_gates(minor: str) -> list[str]:
     """The gates of version ``minor`` whose non-default value the scheduling code reads
-    and ksched implements (not locked: ``status`` says so)."""
+    and ksched implements (not locked: ``status`` says so), but ``NOT_DRAWN``."""
     table = gate_table(minor)
     return sorted(
         name
         for name, spec in table.gates.items()
-        if _scheduling(table, name) and status(table, name, not spec.default) == IMPLEMENTED
+        if _scheduling(table, name)
+        and name not in NOT_DRAWN
+        and status(table, name, not spec.default) == IMPLEMENTED
     )
 
 
