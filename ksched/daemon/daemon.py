@@ -808,12 +808,12 @@ class SchedulerDaemon:
                             if qpi is None:
                                 break
                             self._cycle_started = time.monotonic()
-                            if not isinstance(qpi, QueuedPodInfo):
-                                pass  # a pod group: the pod-group cycle's
-                            elif self.shadow is not None:
+                            if self.shadow is None:
+                                await sched.schedule_one(qpi, bindings)
+                            elif isinstance(qpi, QueuedPodInfo):
                                 self.shadow.decide(qpi)
                             else:
-                                await sched.schedule_one(qpi, bindings)
+                                await self.shadow.decide_group(qpi)
                             self._cycle_started = None
                             # anyio's checkpoint on asyncio, without its backend lookup
                             await asyncio.sleep(0)

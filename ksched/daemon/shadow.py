@@ -44,11 +44,14 @@ from prometheus_client import Counter as PromCounter
 from .. import logging as klog
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout
+from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..queue.scheduling_queue import INVALID_POD_PLUGIN
 from ..scheduler.schedule_one import schedule_pod
+from ..scheduler.schedule_one_podgroup import decide_pod_group
 
 if TYPE_CHECKING:
+    from ..queue.podgroups import QueuedPodGroupInfo
     from ..queue.scheduling_queue import QueuedPodInfo
     from ..scheduler.scheduler import Scheduler
 
@@ -174,6 +177,33 @@ class Shadow:
             qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
         q.add_unschedulable_if_not_present(qpi, error=res is None and pod.error is None)
 
+    async def decide_group(self, group: QueuedPodGroupInfo) -> None:
+        """The loop's step for a popped pod group: the group's algorithm decides every
+        member at once (all or none placed), then the group leaves the queue or waits."""
+        sched = self.sched
+        now = time.time()
+        try:
+            with sched.deadline:
+                status, members = await decide_pod_group(sched, group)
+        except (Exception, PluginTimeout) as e:
+            msg = f"{type(e).__name__}: {e}"
+            status, members = Status.as_error(msg), [(q, None, msg) for q in group.members]
+        q = sched.queue
+        for qpi, node, message in members:
+            self._remember(qpi.pod_info, Decision(node, message, now))
+            if node is not None:
+                q.done(qpi.pod_info)
+            else:
+                q.add_unschedulable_if_not_present(qpi, error=status.code == Code.ERROR)
+        q.add_attempted_pod_group_if_needed(group, q.scheduling_cycle, status)
+
+    def _remember(self, pod: PodInfo, d: Decision) -> None:
+        decisions = self.decisions
+        decisions[self._key(pod)] = d
+        decisions.move_to_end(self._key(pod))
+        while len(decisions) > MAX_DECISIONS:
+            decisions.popitem(last=False)
+
     def _decide(self, pod: PodInfo) -> tuple[Decision, Any]:
         sched = self.sched
         now = time.time()
@@ -188,11 +218,7 @@ class Shadow:
                 d = _decision(res, now)
             except (Exception, PluginTimeout) as e:  # a plugin's Error, or one that hung
                 d, res = Decision(None, f"{type(e).__name__}: {e}", now), None
-        decisions = self.decisions
-        decisions[self._key(pod)] = d
-        decisions.move_to_end(self._key(pod))
-        while len(decisions) > MAX_DECISIONS:
-            decisions.popitem(last=False)
+        self._remember(pod, d)
         return d, res
 
     def observe(self, old: PodInfo, new: PodInfo) -> None:

@@ -52,7 +52,7 @@ from ..framework.selection import (
 )
 from ..framework.snapshot import NodeInfoView
 from ..framework.status import SUCCESS, Code, Status
-from ..framework.types import PodInfo
+from ..framework.types import NodeInfo, PodInfo
 from ..queue import events as ev
 from ..queue.scheduling_queue import INVALID_POD_PLUGIN
 from ..util.coro import run_sync
@@ -545,6 +545,8 @@ async def _schedule_pod(a: _Attempt) -> CycleResult:
     if not st.is_success():
         raise _CycleError(st)
     i = select_host(totals, sched.rng)
+    if sched.tie_breaks:
+        i = _preferred_tie(sched.tie_breaks.get(pod.key), totals, i, feasible, infos)
     res = CycleResult(
         SUCCESS,
         infos[int(feasible[i])].name,
@@ -564,6 +566,18 @@ async def _schedule_pod(a: _Attempt) -> CycleResult:
         explain_out["total"] = {n: int(totals[k]) for k, n in enumerate(names)}
         res.explain = explain_out
     return res
+
+
+def _preferred_tie(
+    want: str | None, totals: Any, i: int, feasible: Any, infos: list[NodeInfo]
+) -> int:
+    """The index of node ``want`` when it ties with the drawn best ``i``, else ``i``."""
+    if want is None:
+        return i
+    for k, r in enumerate(feasible):
+        if infos[int(r)].name == want:
+            return k if totals[k] == totals[i] else i
+    return i
 
 
 def _known_results(

@@ -278,6 +278,31 @@ def _skip_members(sched: Scheduler, fw: Framework, group: QueuedPodGroupInfo) ->
         group.info.unscheduled_pods = [q.pod_info for q in kept]
 
 
+# == a dry run (shadow mode) ===============================================================
+async def decide_pod_group(
+    sched: Scheduler, group: QueuedPodGroupInfo
+) -> tuple[Status, list[tuple[QueuedPodInfo, str | None, str]]]:
+    """The group's algorithm without its consequences (no PodGroupPostFilter, no
+    assume, no condition, nothing queued): the group's status and, per member, the node it
+    would get (None unless the whole group succeeds) and why not. Shadow mode decides
+    groups with it."""
+    sched.cache.update_snapshot(sched.snapshot)
+    err = _reconcile_with_snapshot(sched, group) or validate_pod_group(sched, group)
+    if err is not None:
+        return Status.as_error(err), [(q, None, err) for q in group.members]
+    fw = sched.frameworks[group.members[0].pod_info.pod.spec.scheduler_name]
+    res = await _run_root_algorithm(sched, fw, CycleState(), group)
+    _complete(group, res)
+    out: list[tuple[QueuedPodInfo, str | None, str]] = []
+    for m in res.members:
+        if res.status.is_success() and m.status.is_success():
+            out.append((m.qpi, m.node, ""))
+        else:
+            why = m.status if not m.status.is_success() else res.status
+            out.append((m.qpi, None, why.message()))
+    return res.status, out
+
+
 # == podGroupCycle =========================================================================
 async def pod_group_cycle(
     sched: Scheduler,

@@ -219,6 +219,10 @@ class Scheduler:
         # Upstream's nextStartNodeIndex; only ``find_nodes_that_fit_pod`` moves it.
         self.rotation = NodeRotation()
         self.rng = random.Random(seed)
+        # Pod key -> the node a tie of best totals goes to instead of a random draw. Only
+        # the differential oracle sets it: replaying a pod group, whose later members
+        # depend on where the earlier ones went, it follows kube-scheduler's draws.
+        self.tie_breaks: dict[str, str] = {}
         # Preemptor keys whose victims are still being evicted (to the eviction's token):
         # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
         self.preempting: dict[str, PreemptionInFlight] = {}

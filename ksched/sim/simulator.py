@@ -28,7 +28,6 @@ from ..framework.interface import ClusterEvent
 from ..framework.listers import Listers, RevisionedStore
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
-from ..queue.scheduling_queue import QueuedPodInfo
 from ..scheduler.schedule_one import CycleResult
 from ..scheduler.scheduler import Scheduler
 from ..util.clock import FakeClock, rfc3339
@@ -531,8 +530,7 @@ class Simulation:
                 qpi = q.pop_nowait()
                 if qpi is not None:
                     budget -= 1
-                    if isinstance(qpi, QueuedPodInfo):  # a pod group: the pod-group cycle's
-                        await sched.schedule_one(qpi, tg)
+                    await sched.schedule_one(qpi, tg)
                     await self._settle()
                     if on_attempt is not None:
                         on_attempt(qpi)

@@ -36,7 +36,7 @@ from ksched.sim.groups import pod_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 GANG = ROOT / "examples" / "gang-pending.yaml"
-NEEDS_CYCLE = pytest.mark.xfail(reason="needs the pod-group cycle", strict=False)
+
 
 
 def node(name: str, labels: dict[str, str] | None = None, gpu: str = "0") -> dict[str, Any]:
@@ -427,7 +427,6 @@ def test_cli_needs_generic_workload_to_explain_a_group(capsys: pytest.CaptureFix
 GATE = "--feature-gates=GenericWorkload=true"
 
 
-@NEEDS_CYCLE
 def test_cli_explains_the_pending_gang_and_its_change_lets_it_in(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -472,7 +471,6 @@ TOPOLOGY = [
 ]  # fmt: skip
 
 
-@NEEDS_CYCLE
 def test_cli_relaxes_the_topology_constraint_when_nodes_cannot_help(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -55,7 +55,6 @@ def test_the_recorded_outcomes_are_all_or_nothing_where_upstream_says_so() -> No
     assert {v["node"] for v in rack.values()} <= {"b1", "b2"}
 
 
-@pytest.mark.xfail(reason="pod-group cycle not merged yet", strict=False)
 @pytest.mark.parametrize("path", SCENARIOS, ids=_id)
 def test_ksched_agrees_with_the_recorded_kube_scheduler(path: Path) -> None:
     assert check(path, RELEASE) == []

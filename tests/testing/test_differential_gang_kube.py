@@ -136,7 +136,6 @@ def test_random_seeds_record_kube_schedulers_pod_groups(cp: ControlPlane) -> Non
     assert members and all(p.kube_status != "Timeout" for p in report.pods), report.text()
 
 
-@pytest.mark.xfail(reason="pod-group cycle not merged yet", strict=False)
 def test_gang_seeds_agree_with_kube_scheduler(cp: ControlPlane, tmp_path: Path) -> None:
     report = run_differential(GANG_SEEDS, GANG_GROUPS, cp=cp, outdir=tmp_path, batching=False)
     assert report.groups()["gang"].pods >= 10

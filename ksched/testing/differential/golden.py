@@ -255,7 +255,8 @@ def check(path: Path, version: str | None = None, replay: KschedReplay | None = 
                 problems += _disagree(pod, golden, got)
                 state += _bound(pod, got, golden.get(_key(pod)))
             continue
-        outs = ours.batch(state, [scenario.batches[batch].pod_group], pods)
+        ties = {k: n for k in map(_key, pods) if (n := (golden.get(k) or {}).get("node"))}
+        outs = ours.batch(state, [scenario.batches[batch].pod_group], pods, ties)
         for pod, got in zip(pods, outs, strict=True):
             problems += _disagree(pod, golden, got)
         want = golden.get(_key(pods[0])) or {}

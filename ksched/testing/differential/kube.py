@@ -44,7 +44,7 @@ from typing import Any
 from ..controlplane import ControlPlane, KubeScheduler
 from .driver import DRIVER_DELAY, driver_status
 from .generator import HOST, JSON, SPREAD_GAP, GangBatch, PendingPod, Scenario
-from .outcome import POD_GROUP_CONDITION, Outcome, group_outcome
+from .outcome import HELD_AT_PRE_ENQUEUE, POD_GROUP_CONDITION, Outcome, group_outcome
 
 __all__ = [
     "BATCHING_GAP",
@@ -177,7 +177,8 @@ class PodRun:
 
 #: ksched's side of a PodGroup's replay: (state, [the PodGroup], its created members) to
 #: one outcome per member.
-BatchReplay = Callable[[list[JSON], list[JSON], list[JSON]], list[Outcome]]
+# (state, PodGroups, members, kube-scheduler's node per member key) -> ksched's outcomes
+BatchReplay = Callable[[list[JSON], list[JSON], list[JSON], dict[str, str]], list[Outcome]]
 
 
 @dataclass
@@ -201,7 +202,7 @@ class _Member:
             out.nominated = self.ever or self.nominated
             return out
         if first is None:
-            return Outcome("Pending", message="no PodScheduled condition (held at PreEnqueue)")
+            return Outcome("Pending", message=HELD_AT_PRE_ENQUEUE)
         reason = first.get("reason", "")
         status = "Error" if reason == "SchedulerError" and not self.nominated else "Unschedulable"
         out = Outcome(status, message=message, condition=first)
@@ -713,7 +714,7 @@ class KubeReplay:
         if batch.timing == "late":
             group = cp.ok("POST", group_path, batch.pod_group)
         group = {**group, "kind": "PodGroup", "apiVersion": batch.pod_group["apiVersion"]}
-        ours = ksched(state, [group], copy.deepcopy(pods)) if ksched is not None else None
+        replayed = copy.deepcopy(pods)
         with self._provisioners([m for m, _ in bodies]):
             seen = self._watch_batch(ns, [m.name for m, _ in bodies], rv)
         log = self._new_log()
@@ -724,6 +725,8 @@ class KubeReplay:
                 out.feasible = sorted(next(iter(out.scores.values())))
             elif out.node:
                 out.feasible = [out.node]
+        ties = {f"{ns}/{m.name}": o.node for (m, _), o in zip(bodies, kube, strict=True) if o.node}
+        ours = ksched(state, [group], replayed, ties) if ksched is not None else None
         settled = any(o.status != "Pending" for o in kube)
         written = self._await_group_condition(ns, batch.name, settled, any(o.node for o in kube))
         victims = sorted(before - _running(self._live_state(scenario)))

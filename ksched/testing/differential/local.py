@@ -34,7 +34,7 @@ from ...sim.simulator import PodResult
 from ...util.clock import rfc3339
 from .driver import DRIVER_DELAY, driver_status
 from .generator import JSON
-from .outcome import Outcome, group_outcome
+from .outcome import HELD_AT_PRE_ENQUEUE, Outcome, group_outcome
 
 __all__ = ["KschedReplay", "binding_driver", "scenario_file", "scenario_files"]
 
@@ -104,11 +104,19 @@ class KschedReplay:
         sim, results = self._simulate(state, [pod])
         return self._outcome(sim, results, pod)
 
-    def batch(self, state: list[JSON], groups: list[JSON], pods: list[JSON]) -> list[Outcome]:
+    def batch(
+        self,
+        state: list[JSON],
+        groups: list[JSON],
+        pods: list[JSON],
+        ties: dict[str, str] | None = None,
+    ) -> list[Outcome]:
         """A PodGroup's members, pending together with their PodGroup(s) beside
         ``state``: each member's outcome, and on each the group's (``group_outcome``:
-        the PodGroup as ksched's scheduler left it in its lister)."""
-        sim, results = self._simulate([*state, *groups], pods)
+        the PodGroup as ksched's scheduler left it in its lister). ``ties``: member key ->
+        the node kube-scheduler put it on, which ksched takes when it ties there (a later
+        member's best nodes depend on where the earlier ones went)."""
+        sim, results = self._simulate([*state, *groups], pods, ties)
         outs = [self._outcome(sim, results, pod) for pod in pods]
         victims = sorted({v for o in outs for v in o.victims})
         for o in outs:
@@ -121,11 +129,14 @@ class KschedReplay:
                 o.group = summary
         return outs
 
-    def _simulate(self, state: list[JSON], pods: list[JSON]) -> tuple[Simulation, list[PodResult]]:
+    def _simulate(
+        self, state: list[JSON], pods: list[JSON], ties: dict[str, str] | None = None
+    ) -> tuple[Simulation, list[PodResult]]:
         first = pods[0]["metadata"]
         text = scenario_files(state, pods)
         cluster = parse_cluster(text, f"{first['namespace']}/{first['name']}")
         sim = Simulation(cluster, self.config, self.registry, seed=0, explain=True)
+        sim.sched.tie_breaks = dict(ties or {})
         sim.cluster.device_driver = binding_driver
         sim.cluster.driver_delay = DRIVER_DELAY
         return sim, anyio.run(sim.run)
@@ -162,6 +173,7 @@ class KschedReplay:
             if pod["spec"].get("schedulingGroup"):
                 # never tried, no condition written: what the kube replay calls Pending
                 out.status = "Pending"
+                out.message = HELD_AT_PRE_ENQUEUE
         cur = next((p for p in sim.cluster.pods.values() if p.uid == uid), None)
         if cur is not None and not stopped:
             out.nominated = cur.pod.status.nominated_node_name or ""

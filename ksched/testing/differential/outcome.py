@@ -7,7 +7,10 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-__all__ = ["Outcome", "group_outcome"]
+__all__ = ["HELD_AT_PRE_ENQUEUE", "Outcome", "group_outcome"]
+
+#: A Pending member's message in both replays: the scheduler wrote nothing about it.
+HELD_AT_PRE_ENQUEUE = "no PodScheduled condition (held at PreEnqueue)"
 
 #: The PodGroup condition the pod-group cycle writes (``schedule_one_podgroup.go``).
 POD_GROUP_CONDITION = "PodGroupInitiallyScheduled"
