@@ -268,6 +268,7 @@ class Harness:
         raw["spec"].update(spec)
         pg = pod_group_from_json(json.dumps(raw).encode())
         self.out.store[GROUP] = pg
+        self.sched.on_pod_group_add(pg)  # the informer: the cache and the queue see it
         return pg
 
     def members(self, n: int, cpu: str = "1", **kw: Any) -> list[PodInfo]:
@@ -502,15 +503,14 @@ async def test_pod_group_post_filter_success_means_waiting_on_preemption() -> No
     reg_points = {"podGroupPostFilter": ["Preempting"]}
     h = Harness([("n0", "2", "a")], points=reg_points, metrics=True)
     h.pod_group(3)
-    h.members(3)
+    pods = h.members(3)
     await h.attempt()
     pf = h.fw.plugins["Preempting"]
     assert len(pf.reruns) == 1 and pf.reruns[0] is not None
     assert pf.reruns[0].code == Code.UNSCHEDULABLE
     # the members the rerun found nodes for (as upstream, though the group failed)
     assert pf.proposed == [["p0", "p1"]]
-    p0 = next(q for q in h.sched.queue.unschedulable_pods() if q.pod_info.name == "p0")
-    assert h.sched.queue.nominator.nominated_node(p0.pod_info) == "n0"
+    assert h.sched.queue.nominator.nominated_node(pods[0]) == "n0"
     total = "scheduler_podgroup_schedule_attempts_total"
     assert _sample(h, total, result="waiting_on_preemption", profile="ksched") == 1
     assert not h.cluster.bound
@@ -590,8 +590,9 @@ async def test_members_disagreeing_on_preemption_policy_fail_validation() -> Non
     await h.attempt()
     assert h.out.failures["never"] == (
         "SchedulerError",
-        "all pods in a single pod group should have the same preemption policy, got Never and "
-        "PreemptLowerPriority",
+        # the queue's first member ("never": equal priority and time, then by name) sets it
+        "all pods in a single pod group should have the same preemption policy, got "
+        "PreemptLowerPriority and Never",
     )
 
 

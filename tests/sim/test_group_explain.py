@@ -38,7 +38,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GANG = ROOT / "examples" / "gang-pending.yaml"
 
 
-
 def node(name: str, labels: dict[str, str] | None = None, gpu: str = "0") -> dict[str, Any]:
     return {
         "apiVersion": "v1",

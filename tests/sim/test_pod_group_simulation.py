@@ -25,6 +25,12 @@ from tests.scheduler.test_schedule_one_podgroup import GangScheduling
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """The scheduler's binding cycles run on asyncio (its binding runner's tasks)."""
+    return "asyncio"
+
+
 def cluster(min_count: int, pods: int, priority_class: str = "") -> str:
     pc = f"priorityClassName: {priority_class}, " if priority_class else ""
     items = [
