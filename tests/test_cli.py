@@ -63,6 +63,7 @@ def test_plugins_lists_builtins_with_points_and_distribution(
         "filter",
         "preScore",
         "score",
+        "placementScore",
     ]
     assert rows["PrioritySort"]["extensionPoints"] == ["queueSort"]
     assert rows["DefaultBinder"]["extensionPoints"] == ["bind"]

@@ -71,32 +71,14 @@ def _public_files(root: Path) -> list[Path]:
     return out
 
 
-# Files whose names the package root does not export yet: the pod-group plugin bases and
-# types (PlacementScorePlugin, PodGroupAssignments, ...) join ``ksched`` with the pod-group
-# cycle; the guide already shows ``from ksched import``. Emptied when they do (the test
-# below says when).
-_PENDING_ROOT_NAMES = {"examples/placement-plugin-package/ksched_placementcost/plugin.py"}
-
-
 def deep_imports(root: Path) -> list[str]:
     """Lines importing ksched deeper than the package root (``ksched.testing`` aside)."""
     return [
         f"{f.relative_to(root)}:{n}: {line.strip()}"
         for f in _public_files(root)
-        if f.relative_to(root).as_posix() not in _PENDING_ROOT_NAMES
         for n, line in enumerate(f.read_text().splitlines(), 1)
         if _DEEP_IMPORT.match(line) and not line.lstrip().startswith("import ksched.testing")
     ]
-
-
-def test_files_waiting_for_root_names_still_wait() -> None:
-    import ksched
-
-    if _PENDING_ROOT_NAMES:
-        assert not hasattr(ksched, "PlacementScorePlugin"), (
-            "ksched exports the pod-group names now: import them from ksched in "
-            f"{sorted(_PENDING_ROOT_NAMES)} and empty _PENDING_ROOT_NAMES"
-        )
 
 
 def test_docs_examples_contrib_and_readme_import_only_the_root_and_testing() -> None:

@@ -55,6 +55,7 @@ from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
 from ..util.clock import rfc3339
 from ..util.coro import run_sync
+from ..util.errors import KschedError
 from .schedule_one import (
     _ATTEMPT_START,
     CycleResult,
@@ -89,7 +90,7 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
 
-class PodGroupUnschedulable(Exception):
+class PodGroupUnschedulable(KschedError):
     """Upstream's ``errPodGroupUnschedulable``: the error an Unschedulable group status
     carries (its text leads the status message)."""
 

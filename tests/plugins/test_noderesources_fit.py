@@ -938,7 +938,7 @@ def test_registered_with_framework() -> None:
     reg = default_registry(entry_points=False)
     spec = reg.get("NodeResourcesFit")
     assert spec is not None and spec.cls is Fit
-    assert spec.points == ["preFilter", "filter", "preScore", "score"]
+    assert spec.points == ["preFilter", "filter", "preScore", "score", "placementScore"]
 
 
 def test_signature_follows_pod_level_resources() -> None:

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-# The public names (``from ksched import PlacementScorePlugin, ...``) as of ksched's
-# workload-aware scheduling release; the same classes live here.
-from ksched.framework.cycle_state import CycleState
-from ksched.framework.interface import MAX_NODE_SCORE, PlacementScorePlugin
-from ksched.framework.podgroup import PlacementScore, PodGroupAssignments, PodGroupInfo
-from ksched.framework.status import Status
-from ksched.framework.types import NodeInfo
+from ksched import (
+    MAX_NODE_SCORE,
+    CycleState,
+    NodeInfo,
+    PlacementScore,
+    PlacementScorePlugin,
+    PodGroupAssignments,
+    PodGroupInfo,
+    Status,
+)
 
 __all__ = ["LABEL", "NAME", "UNKNOWN", "PlacementCost", "placement_cost"]
 
