@@ -299,7 +299,8 @@ async def scheduling_algorithm(
         ext = None
     try:
         with sched.deadline if ext is None else _UNBOUNDED:
-            return await _schedule_pod(_Attempt(sched, fw, state, pod, False, ext, sched.rotation))
+            attempt = _Attempt(sched, fw, state, pod, sched.explain, ext, sched.rotation)
+            return await _schedule_pod(attempt)
     except _CycleError as e:
         return CycleResult(e.status)
     except PluginTimeout as e:
@@ -347,6 +348,10 @@ class _Binding:
     qpi: QueuedPodInfo
     assumed: PodInfo
     node: str
+    # Whether it waits at Permit, as seen when the binding cycle was started (a pod-group
+    # member: upstream's goroutine asks WillWaitOnPermit before the later members' Permit
+    # allows it); None: ask when the cycle runs.
+    waits: bool | None = None
 
 
 async def binding_cycle(sched: Scheduler, b: _Binding) -> None:
@@ -354,8 +359,10 @@ async def binding_cycle(sched: Scheduler, b: _Binding) -> None:
     fw, state, qpi, assumed, node = b.fw, b.state, b.qpi, b.assumed, b.node
     holding = True
     try:
-        wp = sched.waiting_pods.get(assumed.uid or assumed.key)
-        will_wait = wp is not None and not wp.done
+        will_wait = b.waits
+        if will_wait is None:
+            wp = sched.waiting_pods.get(assumed.uid or assumed.key)
+            will_wait = wp is not None and not wp.done
         nominated_here = False
         if fw.handle.features.enabled("NominatedNodeNameForExpectation"):
             pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)

@@ -636,6 +636,9 @@ async def _submit(
     bindings: list[_Binding] = []
     for m in res.members:
         qpi = m.qpi
+        if sched.explain and m.result is not None:
+            # the attempt that counts: the chosen placement's (or the only one)
+            sched.remember_explanation(m.pod.key, sched.describe(m.result, weights=fw.weights))
         if status.code == Code.ERROR:
             own = m.status.code == Code.ERROR
             _fail_member(sched, fw, qpi, m.status if own else status, None, m.seconds)
@@ -651,7 +654,9 @@ async def _submit(
                 _fail_member(sched, fw, qpi, st, None, m.seconds)
                 continue
             sched.queue.nominator.delete(qpi.pod_info)
-            bindings.append(_Binding(fw, m.state, qpi, assumed, m.node))
+            wp = sched.waiting_pods.get(assumed.uid or assumed.key)
+            waits = wp is not None and not wp.done
+            bindings.append(_Binding(fw, m.state, qpi, assumed, m.node, waits))
         elif status.is_rejected():
             if res.waiting_on_preemption:
                 _fail_member(sched, fw, qpi, status, m, m.seconds)

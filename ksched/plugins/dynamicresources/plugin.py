@@ -68,6 +68,7 @@ from ...framework.interface import (
     ClusterEventWithHint,
     FilterPlugin,
     NodeToStatus,
+    PodGroupSchedulingFunc,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
@@ -80,6 +81,7 @@ from ...framework.interface import (
     ScorePlugin,
 )
 from ...framework.listers import Listers, RevisionedStore
+from ...framework.podgroup import PodGroupInfo, PodGroupPostFilterResult
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, RowErrors, Status
 from ...framework.types import NodeInfo, PodInfo
@@ -99,6 +101,8 @@ __all__ = ["CLAIMS", "CLASSES", "SLICES", "DynamicResources", "claim_name"]
 log = structlog.get_logger("ksched.plugins.dynamicresources")
 
 STATE_KEY = names.DYNAMIC_RESOURCES
+# The pod-group cycle's state: each tried member's ``_State`` by pod key.
+_GROUP_STATE_KEY = STATE_KEY + "/podGroup"
 CLAIMS = Listers.RESOURCE_CLAIMS
 SLICES = Listers.RESOURCE_SLICES
 CLASSES = Listers.DEVICE_CLASSES
@@ -609,6 +613,14 @@ class DynamicResources(
     ) -> tuple[PreFilterResult | None, Status | None]:
         s = _State()
         state.write(STATE_KEY, s)
+        group = state.pod_group_cycle
+        if group is not None:
+            # the group's PodGroupPostFilter frees the members' claims (``podsStateData``)
+            members = group.get(_GROUP_STATE_KEY)
+            if members is None:
+                members = {}
+                group.write(_GROUP_STATE_KEY, members)
+            members[pod.key] = s
         p = pod.pod
         claims: list[ResourceClaim] = []
         if p.spec.resource_claims:
@@ -849,6 +861,16 @@ class DynamicResources(
             if (st := statuses.get(name)) is not None and st.plugin == self.name
             for i in indices
         }
+        freed = self._free_claims(uid, s, unavailable)
+        if freed is not None:
+            return None, freed
+        return None, _unschedulable(() if quiet else ("still not schedulable",))
+
+    def _free_claims(self, uid: str, s: _State, unavailable: set[int]) -> Status | None:
+        """``deallocateOrDeletePodClaims``: deallocate the first of the ``unavailable``
+        claims no other pod holds, else delete an extended-resource claim an earlier
+        cycle created; the status saying which (an error if the write failed), None when
+        there was nothing to free."""
         for i in sorted(unavailable):
             if i == s.ext:
                 continue
@@ -863,15 +885,40 @@ class DynamicResources(
                     functools.partial(self._cluster().update_resource_claim_status, freed)
                 )
                 if err is not None:
-                    return None, Status.as_error(err)
-                return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+                    return Status.as_error(err)
+                return Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
         if s.ext is not None and s.claims[s.ext].metadata.name != IN_MEMORY_NAME:
             # An earlier cycle created it and binding failed: start afresh.
             err = self._io(functools.partial(self._delete_claim, s.claims[s.ext]))
             if err is not None:
-                return None, Status.as_error(err)
-            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
-        return None, _unschedulable(() if quiet else ("still not schedulable",))
+                return Status.as_error(err)
+            return Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
+        return None
+
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """Upstream's PodGroupPostFilter: each unscheduled member's claims freed as its
+        PostFilter would (any claim unavailable on some node); never makes the group
+        schedulable itself. Groups with topology constraints are left alone (with TAS)."""
+        pg = group.pod_group
+        if (
+            self._handle.features.enabled_if_known("TopologyAwareWorkloadScheduling")
+            and pg.spec.scheduling_constraints is not None
+        ):
+            return None, Status(Code.UNSCHEDULABLE)
+        members: dict[str, _State] = state.get(_GROUP_STATE_KEY) or {}
+        for pod in group.unscheduled_pods:
+            s = members.get(pod.key)
+            if s is None:
+                continue
+            unavailable = {i for indices in s.unavailable.values() for i in indices}
+            freed = self._free_claims(pod.pod.metadata.uid, s, unavailable)
+            if freed is not None and freed.code == Code.ERROR:
+                return None, freed
+        return None, Status(
+            Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed"
+        )
 
     async def _delete_claim(self, claim: ResourceClaim) -> None:
         """``deleteClaim``: drop the scheduler's finalizer (read again on conflict), then

@@ -1616,16 +1616,22 @@ def _gang(ctx: _Ctx, pod: JSON) -> bool:
     if rng.random() >= 0.35:
         return False
     spec = pod["spec"]
-    size = rng.randint(1, 4)
     policy: JSON
-    created = size
+    # Only groups that one cycle decides whole: kube-scheduler starts a cycle as soon as a
+    # group passes PreEnqueue, so members beyond a gang's quorum (or a basic group's
+    # second member) may join a later cycle, in the order its informers deliver them,
+    # and that later cycle may write the PodGroup's condition over the first one's from a
+    # stale PodGroup (True back to False). Neither is reproducible; a gang of exactly its
+    # quorum, or short of it, and a basic group of one are.
     if rng.random() < 0.75:
-        min_count = rng.randint(1, size)
+        min_count = rng.randint(1, 6)
         policy = {"gang": {"minCount": min_count}}
+        created = min_count
         if min_count > 1 and rng.random() < 0.2:
             created = rng.randint(1, min_count - 1)  # never reaches its quorum
     else:
         policy = {"basic": {}}
+        created = 1
     name = f"pg-{pod['metadata']['name']}"
     group: JSON = {
         "apiVersion": SCHEDULING_V1BETA1,

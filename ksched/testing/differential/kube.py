@@ -108,7 +108,11 @@ _FINAL = re.compile(
     r'"Calculated node\'s final score for pod" ' + _GROUP_KEYS + r'pod="([^"]+)" '
     r'node="([^"]+)" score=(-?\d+)'
 )
-_ATTEMPT = re.compile(r'"Attempting to schedule pod" ' + _GROUP_KEYS + r'pod="([^"]+)"')
+_ATTEMPT = re.compile(
+    r'"Attempting to schedule (?:pod|a pod belonging to a pod group)" '
+    + _GROUP_KEYS
+    + r'pod="([^"]+)"'
+)
 
 
 def api_path(kind: str, namespace: str | None = None, name: str | None = None) -> str:
@@ -117,15 +121,19 @@ def api_path(kind: str, namespace: str | None = None, name: str | None = None) -
     return f"{path}/{name}" if name else path
 
 
-def parse_scores(log: str, pod_key: str) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-    """Per-plugin and final scores of ``pod_key``'s last attempt in ``log``."""
-    scores: dict[str, dict[str, int]] = {}
-    totals: dict[str, int] = {}
+Scores = tuple[dict[str, dict[str, int]], dict[str, int]]
+
+
+def score_attempts(log: str, pod_key: str) -> list[Scores]:
+    """Per-plugin and final scores of each of ``pod_key``'s attempts in ``log``, in order
+    (a pod-group member's attempts: one per placement tried, per cycle)."""
+    attempts: list[Scores] = [({}, {})]
     for line in log.splitlines():
         m = _ATTEMPT.search(line)
         if m and m.group(1) == pod_key:
-            scores, totals = {}, {}
+            attempts.append(({}, {}))
             continue
+        scores, totals = attempts[-1]
         m = _SCORED.search(line)
         if m and m.group(1) == pod_key:
             scores.setdefault(m.group(2), {})[m.group(3)] = int(m.group(4))
@@ -133,7 +141,22 @@ def parse_scores(log: str, pod_key: str) -> tuple[dict[str, dict[str, int]], dic
         m = _FINAL.search(line)
         if m and m.group(1) == pod_key:
             totals[m.group(2)] = int(m.group(3))
-    return scores, totals
+    return attempts
+
+
+def parse_scores(log: str, pod_key: str) -> Scores:
+    """Per-plugin and final scores of ``pod_key``'s last attempt in ``log``."""
+    return score_attempts(log, pod_key)[-1]
+
+
+def placing_scores(log: str, pod_key: str, node: str | None) -> Scores:
+    """A pod-group member's scores in the attempt that placed it on ``node``: the last
+    attempt that scored that node (the chosen placement's); none when no attempt did (it
+    was the only feasible node there: nothing is logged). Unplaced: the last attempt."""
+    attempts = score_attempts(log, pod_key)
+    if node is None:
+        return attempts[-1]
+    return next((a for a in reversed(attempts) if node in a[1]), ({}, {}))
 
 
 def _watch(
@@ -720,7 +743,7 @@ class KubeReplay:
         log = self._new_log()
         kube = [seen[m.name].outcome() for m, _ in bodies]
         for (m, _), out in zip(bodies, kube, strict=True):
-            out.scores, out.totals = parse_scores(log, f"{ns}/{m.name}")
+            out.scores, out.totals = placing_scores(log, f"{ns}/{m.name}", out.node)
             if out.scores:
                 out.feasible = sorted(next(iter(out.scores.values())))
             elif out.node:
