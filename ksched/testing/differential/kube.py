@@ -4,7 +4,7 @@ One pending pod at a time, so each sees exactly the state the previous ones left
 facts this relies on (kube-scheduler v1.36 and v1.37):
 
 * per-plugin weighted scores and final scores appear in its log at
-  ``--vmodule=schedule_one=10`` ("Plugin scored node for pod", "Calculated node's final
+  ``--vmodule=schedule_one=10,schedule_one_podgroup=10`` ("Plugin scored node for pod", "Calculated node's final
   score for pod"), only when more than one node is feasible;
 * OpportunisticBatching reuses a pod's scores for the next alike pod for 500 ms, so pods
   are at least ``gap`` (0.7 s) apart, unless the replay turns the feature gate off
@@ -149,11 +149,21 @@ def parse_scores(log: str, pod_key: str) -> Scores:
     return score_attempts(log, pod_key)[-1]
 
 
-def placing_scores(log: str, pod_key: str, node: str | None) -> Scores:
-    """A pod-group member's scores in the attempt that placed it on ``node``: the last
-    attempt that scored that node (the chosen placement's); none when no attempt did (it
-    was the only feasible node there: nothing is logged). Unplaced: the last attempt."""
-    attempts = score_attempts(log, pod_key)
+_GROUP_CYCLE = re.compile(r'"Attempting to schedule pod group" ' + _GROUP_KEYS)
+
+
+def placing_scores(log: str, pod_key: str, group_key: str, node: str | None) -> Scores:
+    """A pod-group member's scores in the attempt that placed it on ``node``: in the
+    group's last cycle, the last attempt that scored that node (the chosen placement's);
+    none when none did (the only feasible node there, or its nominated node: nothing is
+    logged). Unplaced: its last attempt."""
+    lines = log.splitlines()
+    marker = f'podGroup="{group_key}"'
+    last = max(
+        (i for i, line in enumerate(lines) if marker in line and _GROUP_CYCLE.search(line)),
+        default=0,
+    )
+    attempts = score_attempts("\n".join(lines[last:]), pod_key)
     if node is None:
         return attempts[-1]
     return next((a for a in reversed(attempts) if node in a[1]), ({}, {}))
@@ -483,7 +493,7 @@ def gate_values(feature_gates: Sequence[str], batching: bool) -> list[str]:
 
 
 class KubeReplay:
-    """A kube-scheduler (default profile, ``--vmodule=schedule_one=10``) on ``cp``."""
+    """A kube-scheduler (default profile, ``--vmodule=schedule_one=10,schedule_one_podgroup=10``) on ``cp``."""
 
     def __init__(
         self,
@@ -523,7 +533,7 @@ class KubeReplay:
             self._reaper_delay = reaper.delay, reaper.spacing
             reaper.delay = max(reaper.delay, TERMINATION_DELAY)
             reaper.spacing = max(reaper.spacing, TERMINATION_SPACING)
-        args = ["--vmodule=schedule_one=10"]
+        args = ["--vmodule=schedule_one=10,schedule_one_podgroup=10"]
         args += [f"--feature-gates={g}" for g in gate_values(self.feature_gates, self.batching)]
         self.scheduler = self.cp.kube_scheduler(None, name="kube-scheduler-differential", args=args)
         self.scheduler.start()
@@ -743,7 +753,9 @@ class KubeReplay:
         log = self._new_log()
         kube = [seen[m.name].outcome() for m, _ in bodies]
         for (m, _), out in zip(bodies, kube, strict=True):
-            out.scores, out.totals = placing_scores(log, f"{ns}/{m.name}", out.node)
+            out.scores, out.totals = placing_scores(
+                log, f"{ns}/{m.name}", f"{ns}/{batch.name}", out.node
+            )
             if out.scores:
                 out.feasible = sorted(next(iter(out.scores.values())))
             elif out.node:

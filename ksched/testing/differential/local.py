@@ -118,7 +118,14 @@ class KschedReplay:
         member's best nodes depend on where the earlier ones went)."""
         sim, results = self._simulate([*state, *groups], pods, ties)
         outs = [self._outcome(sim, results, pod) for pod in pods]
-        victims = sorted({v for o in outs for v in o.victims})
+        victims_of = sim.sched.preemptions
+        # a member's own preemption (its uid), or the group's (the PodGroup's uid or key)
+        found = {v for o in outs for v in o.victims}
+        for group in groups:
+            meta = group["metadata"]
+            key = meta.get("uid") or f"{meta['namespace']}/{meta['name']}"
+            found.update(victims_of.get(key, []))
+        victims = sorted(found)
         for o in outs:
             o.victims = []
         for group in groups:
