@@ -4,8 +4,8 @@ One pending pod at a time, so each sees exactly the state the previous ones left
 facts this relies on (kube-scheduler v1.36 and v1.37):
 
 * per-plugin weighted scores and final scores appear in its log at
-  ``--vmodule=schedule_one=10,schedule_one_podgroup=10`` ("Plugin scored node for pod", "Calculated node's final
-  score for pod"), only when more than one node is feasible;
+  ``--vmodule=schedule_one=10,schedule_one_podgroup=10`` ("Plugin scored node for pod",
+  "Calculated node's final score for pod"), only when more than one node is feasible;
 * OpportunisticBatching reuses a pod's scores for the next alike pod for 500 ms, so pods
   are at least ``gap`` (0.7 s) apart, unless the replay turns the feature gate off
   (``batching=False``: the scores are then computed for every pod, and no gap is needed);
@@ -493,7 +493,8 @@ def gate_values(feature_gates: Sequence[str], batching: bool) -> list[str]:
 
 
 class KubeReplay:
-    """A kube-scheduler (default profile, ``--vmodule=schedule_one=10,schedule_one_podgroup=10``) on ``cp``."""
+    """A kube-scheduler (default profile, logging its cycles' scores: ``--vmodule``) on
+    ``cp``."""
 
     def __init__(
         self,
