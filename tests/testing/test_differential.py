@@ -29,7 +29,7 @@ from ksched.testing.differential.generator import (
     ZONE,
     PendingPod,
 )
-from ksched.testing.differential.kube import KubeReplay, api_path, parse_scores
+from ksched.testing.differential.kube import KubeReplay, api_path, parse_scores, placing_scores
 from ksched.testing.differential.local import KschedReplay, scenario_file
 from ksched.testing.differential.report import PodReport, Report
 
@@ -372,6 +372,36 @@ def test_parse_scores_keeps_the_last_attempt_of_the_pod() -> None:
     assert scores == {"TaintToleration": {"n0": 300}, "ImageLocality": {"n1": 12}}
     assert totals == {"n0": 453}
     assert parse_scores(LOG, "ns/none") == ({}, {})
+
+
+GROUP_LOG = """\
+I1 "Attempting to schedule pod group" podGroupType="podgroup" podGroup="ns/g"
+I1 "Attempting to schedule a pod belonging to a pod group" podGroupType="podgroup" podGroup="ns/g" pod="ns/m"
+I1 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" node="old" score=1
+I2 "Attempting to schedule pod group" podGroupType="podgroup" podGroup="ns/g"
+I2 "Attempting to schedule a pod belonging to a pod group" podGroupType="podgroup" podGroup="ns/g" pod="ns/m"
+I2 "Plugin scored node for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" plugin="A" node="a1" score=5
+I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" node="a1" score=5
+I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" node="a2" score=4
+I2 "Attempting to schedule a pod belonging to a pod group" podGroupType="podgroup" podGroup="ns/g" pod="ns/m"
+I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" node="b1" score=7
+I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" node="b2" score=6
+"""
+
+
+def test_placing_scores_are_the_chosen_placements_in_the_groups_last_cycle() -> None:
+    # two placements tried in the last cycle: the one that scored the member's node
+    assert placing_scores(GROUP_LOG, "ns/m", "ns/g", "a1") == (
+        {"A": {"a1": 5}},
+        {"a1": 5, "a2": 4},
+    )
+    assert placing_scores(GROUP_LOG, "ns/m", "ns/g", "b2")[1] == {"b1": 7, "b2": 6}
+    # an earlier cycle's scores never count; a node no attempt scored (the only feasible
+    # one, or the nominated one): no scores at all
+    assert placing_scores(GROUP_LOG, "ns/m", "ns/g", "old") == ({}, {})
+    assert placing_scores(GROUP_LOG, "ns/m", "ns/g", "n8") == ({}, {})
+    # unplaced: its last attempt
+    assert placing_scores(GROUP_LOG, "ns/m", "ns/g", None)[1] == {"b1": 7, "b2": 6}
 
 
 def _scheduled(node: str, totals: dict[str, int], **kw: object) -> Outcome:

@@ -1,0 +1,169 @@
+"""Pod groups through the whole default profile of 1.37 (GenericWorkload on), as
+``ksched simulate`` and the oracle's replay run them: the queue pops the group, the
+pod-group cycle decides it, GangScheduling's Permit holds members until the quorum,
+DefaultPreemption and DynamicResources serve PodGroupPostFilter, shadow mode decides a
+group without binding it."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from prometheus_client import CollectorRegistry
+
+from ksched.config import load_config
+from ksched.daemon.shadow import Shadow
+from ksched.features import resolve_feature_gates
+from ksched.plugins import default_registry
+from ksched.queue.podgroups import QueuedPodGroupInfo
+from ksched.sim import PodResult, Simulation, parse_cluster
+
+GATES = ["GenericWorkload=true"]
+
+
+def _cluster(
+    nodes: int,
+    members: int,
+    min_count: int,
+    *,
+    cpu: str = "1",
+    node_cpu: str = "2",
+    running: int = 0,
+    priority: bool = False,
+) -> str:
+    items = [
+        "- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: high}, "
+        "value: 1000}",
+        "- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: low}, "
+        "value: 10}",
+    ]
+    for i in range(nodes):
+        items.append(
+            f"- {{apiVersion: v1, kind: Node, metadata: {{name: n{i}}}, "
+            f'status: {{allocatable: {{cpu: "{node_cpu}", memory: 8Gi, pods: "10"}}}}}}'
+        )
+    for i in range(running):
+        items.append(
+            "- apiVersion: v1\n  kind: Pod\n"
+            f"  metadata: {{name: low{i}, namespace: ml, uid: low{i}}}\n"
+            f"  spec:\n    nodeName: n{i % nodes}\n    priorityClassName: low\n"
+            f'    containers: [{{name: c, resources: {{requests: {{cpu: "{node_cpu}"}}}}}}]'
+        )
+    pc = "priorityClassName: high, " if priority else ""
+    items.append(
+        "- apiVersion: scheduling.k8s.io/v1beta1\n  kind: PodGroup\n"
+        "  metadata: {name: g, namespace: ml, uid: pg-uid, generation: 1}\n"
+        f"  spec: {{{pc}schedulingPolicy: {{gang: {{minCount: {min_count}}}}}}}"
+    )
+    for i in range(members):
+        items.append(
+            "- apiVersion: v1\n  kind: Pod\n"
+            f"  metadata: {{name: m{i}, namespace: ml, uid: m{i}}}\n"
+            "  spec:\n    schedulerName: ksched\n"
+            + ("    priorityClassName: high\n" if priority else "")
+            + "    schedulingGroup: {podGroupName: g}\n"
+            f'    containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]'
+        )
+    return "apiVersion: v1\nkind: List\nitems:\n" + "\n".join(items) + "\n"
+
+
+def _simulation(text: str) -> Simulation:
+    registry = default_registry(entry_points=False)
+    features = resolve_feature_gates(GATES, ["1.37"])
+    cfg, _ = load_config(None, set(registry.names()), features)
+    return Simulation(parse_cluster(text, "c.yaml"), cfg, registry, seed=0, explain=True)
+
+
+def _run(sim: Simulation) -> dict[str, PodResult]:
+    return {r.name: r for r in anyio.run(sim.run)}
+
+
+def test_a_gang_that_fits_binds_whole_and_members_waiting_at_permit_were_nominated() -> None:
+    sim = _simulation(_cluster(2, 3, 3))
+    got = _run(sim)
+    assert {n: r.status for n, r in got.items()} == dict.fromkeys(("m0", "m1", "m2"), "Scheduled")
+    (cond,) = sim.recorder.pod_group_conditions["ml/g"]
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
+    pods = {p.name: p for p in sim.cluster.pods.values()}
+    # NominatedNodeNameForExpectation: the members that waited at GangScheduling's Permit
+    # for the last one announced their node; the last was allowed at once
+    assert [pods[n].pod.status.nominated_node_name for n in ("m0", "m1", "m2")] == [
+        got["m0"].node,
+        got["m1"].node,
+        "",
+    ]
+    # each member's explanation is its placing attempt's
+    assert set(sim.sched.explanations) == {"ml/m0", "ml/m1", "ml/m2"}
+
+
+def test_a_gang_too_big_binds_nothing_and_says_why_on_its_pod_group() -> None:
+    sim = _simulation(_cluster(1, 3, 3))
+    got = _run(sim)
+    assert all(r.node is None for r in got.values())
+    assert got["m0"].message.startswith(
+        "pod group is unschedulable, minCount (3) cannot be satisfied"
+    )
+    (cond, *_) = sim.recorder.pod_group_conditions["ml/g"]
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    # nothing to preempt is UnschedulableAndUnresolvable: DefaultPreemption's status alone
+    # (DynamicResources' reason before it is dropped, as upstream's runtime drops it)
+    assert cond.message == (
+        "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, pod group preemption: "
+        "No preemption victims found for incoming preemptor"
+    )
+
+
+def test_both_pod_group_post_filters_speak_when_preemption_cannot_help() -> None:
+    """A victim exists but evicting it is not enough: DynamicResources' reason, then
+    DefaultPreemption's (its rerun's status), in the profile's order."""
+    sim = _simulation(_cluster(1, 3, 3, running=1, priority=True))
+    got = _run(sim)
+    assert all(r.node is None for r in got.values())
+    (cond, *_) = sim.recorder.pod_group_conditions["ml/g"]
+    assert cond.message == (
+        "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining, deallocation and "
+        "deletion of ResourceClaims completed, pod group preemption: minCount (3) cannot be "
+        "satisfied: 2 scheduled, 0 remaining"
+    )
+    assert "pg-uid" not in sim.sched.preemptions  # nobody evicted in vain
+
+
+def test_a_high_priority_gang_preempts_lower_priority_pods_as_one_group() -> None:
+    sim = _simulation(_cluster(2, 2, 2, cpu="2", running=2, priority=True))
+    got = _run(sim)
+    assert sorted(r.node or "" for r in got.values()) == ["n0", "n1"]
+    # the victims are the group's (recorded under its PodGroup), not a member's
+    assert sorted(sim.sched.preemptions["pg-uid"]) == ["ml/low0", "ml/low1"]
+    assert not any(r.preempted for r in got.values())
+
+
+def test_tie_breaks_steer_equal_nodes_only() -> None:
+    for want in ("n0", "n1"):
+        sim = _simulation(_cluster(2, 1, 1))
+        sim.sched.tie_breaks = {"ml/m0": want}
+        assert _run(sim)["m0"].node == want
+    # a node that does not tie is not taken: n1 is full
+    sim = _simulation(_cluster(2, 1, 1, running=1).replace("nodeName: n0", "nodeName: n1"))
+    sim.sched.tie_breaks = {"ml/m0": "n1"}
+    assert _run(sim)["m0"].node == "n0"
+
+
+@pytest.mark.parametrize(("nodes", "placed"), [(2, True), (1, False)])
+def test_shadow_mode_decides_a_group_whole_without_binding_it(nodes: int, placed: bool) -> None:
+    sim = _simulation(_cluster(nodes, 3, 3))
+    shadow = Shadow(sim.sched, CollectorRegistry(), shadowed="default-scheduler", profile="ksched")
+    sim._load()
+    group = sim.sched.queue.pop_nowait()
+    assert isinstance(group, QueuedPodGroupInfo)
+
+    async def decide() -> None:
+        await shadow.decide_group(group)
+
+    anyio.run(decide, backend="asyncio")
+    decisions = [shadow.decisions[f"m{i}"] for i in range(3)]
+    if placed:
+        assert all(d.node in ("n0", "n1") for d in decisions)
+    else:
+        assert all(d.node is None for d in decisions)
+        assert decisions[0].message.startswith("minCount (3) cannot be satisfied")
+    assert not any(p.node_name for p in sim.cluster.pods.values())  # nothing bound
+    assert not sim.recorder.pod_group_conditions  # nor any condition written
