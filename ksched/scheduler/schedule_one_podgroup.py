@@ -507,6 +507,11 @@ async def _placement_algorithm(
     profile = fw.profile_name
     if m is not None:
         m.placements_generated(profile, len(placements))
+    order = sched.placement_orders.get(info.key)
+    if order:
+        # the differential oracle's replay: kube-scheduler's order (a Go map's, upstream)
+        rank = {name: i for i, name in enumerate(order)}
+        placements = sorted(placements, key=lambda p: rank.get(p.name, len(rank)))
     first: _GroupResult | None = None
     feasible: list[tuple[Placement, _GroupResult]] = []
     parent = snap.placement
@@ -576,6 +581,14 @@ def _best_placement(
             scores[i].score == scores[best].score and draws[i] > draws[best]
         ):
             best = i
+    if sched.tie_breaks:
+        # the differential oracle's replay: among the best, the placement holding the
+        # nodes kube-scheduler put the members on
+        wanted = {n for m in info.unscheduled_pods if (n := sched.tie_breaks.get(m.key))}
+        for i, s in enumerate(scores):
+            if s.score == scores[best].score and wanted <= {n.name for n in s.placement.nodes}:
+                best = i
+                break
     return feasible[best][1], SUCCESS
 
 

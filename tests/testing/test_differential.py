@@ -29,7 +29,13 @@ from ksched.testing.differential.generator import (
     ZONE,
     PendingPod,
 )
-from ksched.testing.differential.kube import KubeReplay, api_path, parse_scores, placing_scores
+from ksched.testing.differential.kube import (
+    KubeReplay,
+    api_path,
+    parse_scores,
+    placement_order,
+    placing_scores,
+)
 from ksched.testing.differential.local import KschedReplay, scenario_file
 from ksched.testing.differential.report import PodReport, Report
 
@@ -387,6 +393,20 @@ I2 "Attempting to schedule a pod belonging to a pod group" podGroupType="podgrou
 I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" node="b1" score=7
 I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/g" pod="ns/m" node="b2" score=6
 """
+
+
+def test_placement_order_is_the_groups_last_cycles_first_tries() -> None:
+    log = (
+        'I1 "Attempting to schedule pod group" podGroup="ns/g"\n'
+        'I1 "Assuming placement in snapshot" podGroup="ns/g" placement="r9"\n'
+        'I2 "Attempting to schedule pod group" podGroup="ns/g"\n'
+        'I2 "Assuming placement in snapshot" podGroup="ns/g" placement="r1"\n'
+        'I2 "Assuming placement in snapshot" podGroup="ns/other" placement="x"\n'
+        'I2 "Assuming placement in snapshot" podGroup="ns/g" placement="r0"\n'
+        'I2 "Assuming placement in snapshot" podGroup="ns/g" placement="r1"\n'
+    )
+    assert placement_order(log, "ns/g") == ["r1", "r0"]
+    assert placement_order(log, "ns/none") == []
 
 
 def test_placing_scores_are_the_chosen_placements_in_the_groups_last_cycle() -> None:

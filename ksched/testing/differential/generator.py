@@ -1606,14 +1606,14 @@ def _gang_setup(ctx: _Ctx) -> None:
 
 
 def _gang(ctx: _Ctx, pod: JSON) -> bool:
-    """Makes about a third of the pending pods the first member of a PodGroup: a gang
+    """Makes half of the pending pods the first member of a PodGroup: a gang
     (random ``minCount``, sometimes more than the members created) or the basic
     policy, sometimes a topology constraint (rack or zone), the members' priority (the
     group's, as the scheduler requires) and how they arrive (``GangBatch.timing``); big
     requests now and then, so some groups cannot fit. The other members are the pod's
     copies (``_gang_members``)."""
     rng = ctx.gang_rng
-    if rng.random() >= 0.35:
+    if rng.random() >= 0.5:
         return False
     spec = pod["spec"]
     policy: JSON
@@ -1624,7 +1624,7 @@ def _gang(ctx: _Ctx, pod: JSON) -> bool:
     # stale PodGroup (True back to False). Neither is reproducible; a gang of exactly its
     # quorum, or short of it, and a basic group of one are.
     if rng.random() < 0.75:
-        min_count = rng.randint(1, 6)
+        min_count = rng.randint(1, 8)
         policy = {"gang": {"minCount": min_count}}
         created = min_count
         if min_count > 1 and rng.random() < 0.2:

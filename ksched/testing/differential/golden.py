@@ -40,7 +40,7 @@ from .compare import compare_group, messages_agree
 from .generator import GANG_GATES, JSON, GangBatch, PendingPod, Scenario, apiserver_args
 from .kube import KubeReplay
 from .local import KschedReplay
-from .outcome import Outcome
+from .outcome import Outcome, ReplayHints
 
 __all__ = ["check", "golden_path", "load_scenario", "provenance", "record"]
 
@@ -256,7 +256,7 @@ def check(path: Path, version: str | None = None, replay: KschedReplay | None = 
                 state += _bound(pod, got, golden.get(_key(pod)))
             continue
         ties = {k: n for k in map(_key, pods) if (n := (golden.get(k) or {}).get("node"))}
-        outs = ours.batch(state, [scenario.batches[batch].pod_group], pods, ties)
+        outs = ours.batch(state, [scenario.batches[batch].pod_group], pods, ReplayHints(ties))
         for pod, got in zip(pods, outs, strict=True):
             problems += _disagree(pod, golden, got)
         want = golden.get(_key(pods[0])) or {}

@@ -44,7 +44,13 @@ from typing import Any
 from ..controlplane import ControlPlane, KubeScheduler
 from .driver import DRIVER_DELAY, driver_status
 from .generator import HOST, JSON, SPREAD_GAP, GangBatch, PendingPod, Scenario
-from .outcome import HELD_AT_PRE_ENQUEUE, POD_GROUP_CONDITION, Outcome, group_outcome
+from .outcome import (
+    HELD_AT_PRE_ENQUEUE,
+    POD_GROUP_CONDITION,
+    Outcome,
+    ReplayHints,
+    group_outcome,
+)
 
 __all__ = [
     "BATCHING_GAP",
@@ -152,6 +158,25 @@ def parse_scores(log: str, pod_key: str) -> Scores:
 _GROUP_CYCLE = re.compile(r'"Attempting to schedule pod group" ' + _GROUP_KEYS)
 
 
+_ASSUMED_PLACEMENT = re.compile(
+    r'"Assuming placement in snapshot" ' + _GROUP_KEYS + r'placement="([^"]*)"'
+)
+
+
+def placement_order(log: str, group_key: str) -> list[str]:
+    """The placements kube-scheduler tried for the group in its last cycle, in order."""
+    marker = f'podGroup="{group_key}"'
+    order: list[str] = []
+    for line in log.splitlines():
+        if marker not in line:
+            continue
+        if _GROUP_CYCLE.search(line):
+            order = []
+        elif (m := _ASSUMED_PLACEMENT.search(line)) and m.group(1) not in order:
+            order.append(m.group(1))
+    return order
+
+
 def placing_scores(log: str, pod_key: str, group_key: str, node: str | None) -> Scores:
     """A pod-group member's scores in the attempt that placed it on ``node``: in the
     group's last cycle, the last attempt that scored that node (the chosen placement's);
@@ -210,8 +235,8 @@ class PodRun:
 
 #: ksched's side of a PodGroup's replay: (state, [the PodGroup], its created members) to
 #: one outcome per member.
-# (state, PodGroups, members, kube-scheduler's node per member key) -> ksched's outcomes
-BatchReplay = Callable[[list[JSON], list[JSON], list[JSON], dict[str, str]], list[Outcome]]
+# (state, PodGroups, members, what kube-scheduler drew) -> ksched's outcomes
+BatchReplay = Callable[[list[JSON], list[JSON], list[JSON], ReplayHints], list[Outcome]]
 
 
 @dataclass
@@ -761,8 +786,11 @@ class KubeReplay:
                 out.feasible = sorted(next(iter(out.scores.values())))
             elif out.node:
                 out.feasible = [out.node]
-        ties = {f"{ns}/{m.name}": o.node for (m, _), o in zip(bodies, kube, strict=True) if o.node}
-        ours = ksched(state, [group], replayed, ties) if ksched is not None else None
+        hints = ReplayHints(
+            {f"{ns}/{m.name}": o.node for (m, _), o in zip(bodies, kube, strict=True) if o.node},
+            {f"{ns}/{batch.name}": placement_order(log, f"{ns}/{batch.name}")},
+        )
+        ours = ksched(state, [group], replayed, hints) if ksched is not None else None
         settled = any(o.status != "Pending" for o in kube)
         written = self._await_group_condition(ns, batch.name, settled, any(o.node for o in kube))
         victims = sorted(before - _running(self._live_state(scenario)))

@@ -34,7 +34,7 @@ from ...sim.simulator import PodResult
 from ...util.clock import rfc3339
 from .driver import DRIVER_DELAY, driver_status
 from .generator import JSON
-from .outcome import HELD_AT_PRE_ENQUEUE, Outcome, group_outcome
+from .outcome import HELD_AT_PRE_ENQUEUE, Outcome, ReplayHints, group_outcome
 
 __all__ = ["KschedReplay", "binding_driver", "scenario_file", "scenario_files"]
 
@@ -109,14 +109,14 @@ class KschedReplay:
         state: list[JSON],
         groups: list[JSON],
         pods: list[JSON],
-        ties: dict[str, str] | None = None,
+        hints: ReplayHints | None = None,
     ) -> list[Outcome]:
         """A PodGroup's members, pending together with their PodGroup(s) beside
         ``state``: each member's outcome, and on each the group's (``group_outcome``:
-        the PodGroup as ksched's scheduler left it in its lister). ``ties``: member key ->
-        the node kube-scheduler put it on, which ksched takes when it ties there (a later
-        member's best nodes depend on where the earlier ones went)."""
-        sim, results = self._simulate([*state, *groups], pods, ties)
+        the PodGroup as ksched's scheduler left it in its lister). ``hints``: what
+        kube-scheduler drew at random (a later member's best nodes depend on where the
+        earlier ones went; the first placement tried names the group's status)."""
+        sim, results = self._simulate([*state, *groups], pods, hints)
         outs = [self._outcome(sim, results, pod) for pod in pods]
         victims_of = sim.sched.preemptions
         # a member's own preemption (its uid), or the group's (the PodGroup's uid or key)
@@ -137,13 +137,15 @@ class KschedReplay:
         return outs
 
     def _simulate(
-        self, state: list[JSON], pods: list[JSON], ties: dict[str, str] | None = None
+        self, state: list[JSON], pods: list[JSON], hints: ReplayHints | None = None
     ) -> tuple[Simulation, list[PodResult]]:
         first = pods[0]["metadata"]
         text = scenario_files(state, pods)
         cluster = parse_cluster(text, f"{first['namespace']}/{first['name']}")
         sim = Simulation(cluster, self.config, self.registry, seed=0, explain=True)
-        sim.sched.tie_breaks = dict(ties or {})
+        if hints is not None:
+            sim.sched.tie_breaks = dict(hints.ties)
+            sim.sched.placement_orders = dict(hints.placement_orders)
         sim.cluster.device_driver = binding_driver
         sim.cluster.driver_delay = DRIVER_DELAY
         return sim, anyio.run(sim.run)

@@ -7,7 +7,7 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-__all__ = ["HELD_AT_PRE_ENQUEUE", "Outcome", "group_outcome"]
+__all__ = ["HELD_AT_PRE_ENQUEUE", "Outcome", "ReplayHints", "group_outcome"]
 
 #: A Pending member's message in both replays: the scheduler wrote nothing about it.
 HELD_AT_PRE_ENQUEUE = "no PodScheduled condition (held at PreEnqueue)"
@@ -42,6 +42,17 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class ReplayHints:
+    """What kube-scheduler drew at random while deciding a PodGroup, for ksched's replay
+    to draw the same: the node each member went to (``ties``: taken where it ties with
+    ksched's best) and the order it tried the placements in (``placement_orders``, by
+    PodGroup key; upstream ranges over a Go map)."""
+
+    ties: dict[str, str] = field(default_factory=dict)
+    placement_orders: dict[str, list[str]] = field(default_factory=dict)
 
 
 def group_outcome(
