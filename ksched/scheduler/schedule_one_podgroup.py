@@ -507,9 +507,10 @@ async def _placement_algorithm(
     profile = fw.profile_name
     if m is not None:
         m.placements_generated(profile, len(placements))
-    order = sched.placement_orders.get(info.key)
-    if order:
+    orders = sched.placement_orders.get(info.key)
+    if orders:
         # the differential oracle's replay: kube-scheduler's order (a Go map's, upstream)
+        order = orders.pop(0) if len(orders) > 1 else orders[0]
         rank = {name: i for i, name in enumerate(order)}
         placements = sorted(placements, key=lambda p: rank.get(p.name, len(rank)))
     first: _GroupResult | None = None

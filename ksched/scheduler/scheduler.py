@@ -224,8 +224,9 @@ class Scheduler:
         # depend on where the earlier ones went, it follows kube-scheduler's draws.
         self.tie_breaks: dict[str, str] = {}
         # PodGroup key -> placement names in the order to try them (upstream: a Go map's
-        # order); likewise only the oracle's replay sets it.
-        self.placement_orders: dict[str, list[str]] = {}
+        # order), one list per run of the placement algorithm, each taken in turn (the
+        # last one stays); likewise only the oracle's replay sets it.
+        self.placement_orders: dict[str, list[list[str]]] = {}
         # Preemptor keys whose victims are still being evicted (to the eviction's token):
         # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
         self.preempting: dict[str, PreemptionInFlight] = {}

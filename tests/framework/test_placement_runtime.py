@@ -388,10 +388,10 @@ def test_pod_group_post_filter_refuses_without_generic_workload() -> None:
     assert a.calls == 0
 
 
-def test_upstreams_in_tree_pod_group_post_filters_are_left_out_until_ksched_has_them() -> None:
-    """DefaultPreemption and DynamicResources extend PodGroupPostFilter upstream (workload
-    preemption, not in ksched): configured there, they are not refused, and not run."""
+def test_upstreams_in_tree_pod_group_post_filters_run_where_configured() -> None:
+    """DynamicResources and DefaultPreemption extend PodGroupPostFilter, as upstream's; a
+    plugin that does not is refused there."""
     fw = framework({"podGroupPostFilter": {"enabled": [{"name": "DynamicResources"}]}})
-    assert fw.pod_group_post_filter_plugins == []
+    assert [p.name for p in fw.pod_group_post_filter_plugins] == ["DynamicResources"]
     with pytest.raises(FrameworkError, match='"Flat" does not extend podGroupPostFilter'):
         framework({"podGroupPostFilter": {"enabled": [{"name": "Flat"}]}})

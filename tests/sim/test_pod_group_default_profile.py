@@ -167,3 +167,54 @@ def test_shadow_mode_decides_a_group_whole_without_binding_it(nodes: int, placed
         assert decisions[0].message.startswith("minCount (3) cannot be satisfied")
     assert not any(p.node_name for p in sim.cluster.pods.values())  # nothing bound
     assert not sim.recorder.pod_group_conditions  # nor any condition written
+
+
+RACKS = """apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n0, labels: {rack: r0}},
+   status: {allocatable: {cpu: "1", memory: 8Gi, pods: "10"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {rack: r1}},
+   status: {allocatable: {cpu: 500m, memory: 8Gi, pods: "10"}}}
+- apiVersion: scheduling.k8s.io/v1beta1
+  kind: PodGroup
+  metadata: {name: g, namespace: ml, uid: pg-uid}
+  spec: {schedulingPolicy: {gang: {minCount: 2}},
+         schedulingConstraints: {topology: [{key: rack}]}}
+""" + "".join(
+    f"""- apiVersion: v1
+  kind: Pod
+  metadata: {{name: m{i}, namespace: ml, uid: m{i}}}
+  spec:
+    schedulerName: ksched
+    schedulingGroup: {{podGroupName: g}}
+    containers: [{{name: c, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+    for i in range(2)
+)
+
+
+@pytest.mark.parametrize(
+    ("order", "first"),
+    [
+        (["r0", "r1"], "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"),
+        (["r1", "r0"], "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"),
+    ],
+)
+def test_placement_orders_decide_which_placement_names_the_groups_status(
+    order: list[str], first: str
+) -> None:
+    """Upstream tries placements in a Go map's order and reports the first one's status;
+    the oracle's replay hands ksched kube-scheduler's order (one per run of the
+    algorithm, the last one kept for later runs)."""
+    registry = default_registry(entry_points=False)
+    gates = [*GATES, "TopologyAwareWorkloadScheduling=true"]
+    cfg, _ = load_config(None, set(registry.names()), resolve_feature_gates(gates, ["1.37"]))
+    sim = Simulation(parse_cluster(RACKS, "c.yaml"), cfg, registry, seed=0)
+    sim.sched.placement_orders = {"ml/g": [order]}
+    got = _run(sim)
+    assert all(r.node is None for r in got.values())
+    (cond, *_) = sim.recorder.pod_group_conditions["ml/g"]
+    assert cond.message.startswith(
+        f"pod group is unschedulable, 0/2 placements are available, first placement status: {first}"
+    )

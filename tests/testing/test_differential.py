@@ -33,7 +33,7 @@ from ksched.testing.differential.kube import (
     KubeReplay,
     api_path,
     parse_scores,
-    placement_order,
+    placement_orders,
     placing_scores,
 )
 from ksched.testing.differential.local import KschedReplay, scenario_file
@@ -395,7 +395,7 @@ I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/
 """
 
 
-def test_placement_order_is_the_groups_last_cycles_first_tries() -> None:
+def test_placement_orders_are_the_groups_last_cycles_runs() -> None:
     log = (
         'I1 "Attempting to schedule pod group" podGroup="ns/g"\n'
         'I1 "Assuming placement in snapshot" podGroup="ns/g" placement="r9"\n'
@@ -405,8 +405,9 @@ def test_placement_order_is_the_groups_last_cycles_first_tries() -> None:
         'I2 "Assuming placement in snapshot" podGroup="ns/g" placement="r0"\n'
         'I2 "Assuming placement in snapshot" podGroup="ns/g" placement="r1"\n'
     )
-    assert placement_order(log, "ns/g") == ["r1", "r0"]
-    assert placement_order(log, "ns/none") == []
+    # the last cycle: a first run (r1, r0), then a rerun starting again at r1
+    assert placement_orders(log, "ns/g") == [["r1", "r0"], ["r1"]]
+    assert placement_orders(log, "ns/none") == []
 
 
 def test_placing_scores_are_the_chosen_placements_in_the_groups_last_cycle() -> None:

@@ -50,6 +50,7 @@ from .outcome import (
     Outcome,
     ReplayHints,
     group_outcome,
+    victim_units,
 )
 
 __all__ = [
@@ -163,18 +164,22 @@ _ASSUMED_PLACEMENT = re.compile(
 )
 
 
-def placement_order(log: str, group_key: str) -> list[str]:
-    """The placements kube-scheduler tried for the group in its last cycle, in order."""
+def placement_orders(log: str, group_key: str) -> list[list[str]]:
+    """The placements kube-scheduler tried for the group in its last cycle, in order, one
+    list per run of its placement algorithm (the first, then PodGroupPostFilter's): a run
+    ends where a placement comes round again."""
     marker = f'podGroup="{group_key}"'
-    order: list[str] = []
+    runs: list[list[str]] = []
     for line in log.splitlines():
         if marker not in line:
             continue
         if _GROUP_CYCLE.search(line):
-            order = []
-        elif (m := _ASSUMED_PLACEMENT.search(line)) and m.group(1) not in order:
-            order.append(m.group(1))
-    return order
+            runs = []
+        elif m := _ASSUMED_PLACEMENT.search(line):
+            if not runs or m.group(1) in runs[-1]:
+                runs.append([])
+            runs[-1].append(m.group(1))
+    return runs
 
 
 def placing_scores(log: str, pod_key: str, group_key: str, node: str | None) -> Scores:
@@ -788,12 +793,12 @@ class KubeReplay:
                 out.feasible = [out.node]
         hints = ReplayHints(
             {f"{ns}/{m.name}": o.node for (m, _), o in zip(bodies, kube, strict=True) if o.node},
-            {f"{ns}/{batch.name}": placement_order(log, f"{ns}/{batch.name}")},
+            {f"{ns}/{batch.name}": placement_orders(log, f"{ns}/{batch.name}")},
         )
         ours = ksched(state, [group], replayed, hints) if ksched is not None else None
         settled = any(o.status != "Pending" for o in kube)
         written = self._await_group_condition(ns, batch.name, settled, any(o.node for o in kube))
-        victims = sorted(before - _running(self._live_state(scenario)))
+        victims = victim_units(sorted(before - _running(self._live_state(scenario))), state)
         summary = group_outcome(written, kube, victims)
         for out in kube:
             out.group = summary

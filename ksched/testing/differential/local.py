@@ -34,7 +34,7 @@ from ...sim.simulator import PodResult
 from ...util.clock import rfc3339
 from .driver import DRIVER_DELAY, driver_status
 from .generator import JSON
-from .outcome import HELD_AT_PRE_ENQUEUE, Outcome, ReplayHints, group_outcome
+from .outcome import HELD_AT_PRE_ENQUEUE, Outcome, ReplayHints, group_outcome, victim_units
 
 __all__ = ["KschedReplay", "binding_driver", "scenario_file", "scenario_files"]
 
@@ -125,7 +125,7 @@ class KschedReplay:
             meta = group["metadata"]
             key = meta.get("uid") or f"{meta['namespace']}/{meta['name']}"
             found.update(victims_of.get(key, []))
-        victims = sorted(found)
+        victims = victim_units(sorted(found), state)
         for o in outs:
             o.victims = []
         for group in groups:
@@ -145,7 +145,7 @@ class KschedReplay:
         sim = Simulation(cluster, self.config, self.registry, seed=0, explain=True)
         if hints is not None:
             sim.sched.tie_breaks = dict(hints.ties)
-            sim.sched.placement_orders = dict(hints.placement_orders)
+            sim.sched.placement_orders = {k: list(v) for k, v in hints.placement_orders.items()}
         sim.cluster.device_driver = binding_driver
         sim.cluster.driver_delay = DRIVER_DELAY
         return sim, anyio.run(sim.run)

@@ -7,7 +7,7 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-__all__ = ["HELD_AT_PRE_ENQUEUE", "Outcome", "ReplayHints", "group_outcome"]
+__all__ = ["HELD_AT_PRE_ENQUEUE", "Outcome", "ReplayHints", "group_outcome", "victim_units"]
 
 #: A Pending member's message in both replays: the scheduler wrote nothing about it.
 HELD_AT_PRE_ENQUEUE = "no PodScheduled condition (held at PreEnqueue)"
@@ -52,7 +52,22 @@ class ReplayHints:
     PodGroup key; upstream ranges over a Go map)."""
 
     ties: dict[str, str] = field(default_factory=dict)
-    placement_orders: dict[str, list[str]] = field(default_factory=dict)
+    # per group, one order per run of its placement algorithm (PodGroupPostFilter reruns it)
+    placement_orders: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+def victim_units(victims: list[str], state: list[JSON]) -> list[str]:
+    """``victims`` (``namespace/name``) with a PodGroup's members as ``namespace/group[]``:
+    which of a group's equal members goes is a tie kube-scheduler breaks in no
+    reproducible order (same priority, same start time), how many go is not."""
+    groups = {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}": (
+            f"{p['metadata']['namespace']}/{g['podGroupName']}[]"
+        )
+        for p in state
+        if p.get("kind") == "Pod" and (g := (p.get("spec") or {}).get("schedulingGroup"))
+    }
+    return sorted(groups.get(v, v) for v in victims)
 
 
 def group_outcome(
