@@ -218,3 +218,24 @@ def test_placement_orders_decide_which_placement_names_the_groups_status(
     assert cond.message.startswith(
         f"pod group is unschedulable, 0/2 placements are available, first placement status: {first}"
     )
+
+
+def test_members_stopped_before_dynamic_resources_prefilter_make_its_post_filter_fail() -> None:
+    """DynamicResources keeps each member's state for its PodGroupPostFilter from its
+    PreFilter; when no member got that far (VolumeBinding stopped them: the claim is
+    missing), upstream's lookup fails with ErrNotFound and the group's attempt is an
+    Error."""
+    text = _cluster(1, 2, 2).replace(
+        "    containers: [{name: c,",
+        "    volumes: [{name: v, persistentVolumeClaim: {claimName: missing}}]\n"
+        "    containers: [{name: c,",
+    )
+    sim = _simulation(text)
+    got = _run(sim)
+    assert all(r.node is None for r in got.values())
+    assert got["m0"].status == "Error"
+    (cond, *_) = sim.recorder.pod_group_conditions["ml/g"]
+    assert (cond.reason, cond.message) == (
+        "SchedulerError",
+        'error in "DynamicResources" PodGroupPostFilter plugins: not found',
+    )

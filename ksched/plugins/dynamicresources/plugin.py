@@ -907,7 +907,11 @@ class DynamicResources(
             and pg.spec.scheduling_constraints is not None
         ):
             return None, Status(Code.UNSCHEDULABLE)
-        members: dict[str, _State] = state.get(_GROUP_STATE_KEY) or {}
+        members: dict[str, _State] | None = state.get(_GROUP_STATE_KEY)
+        if members is None:
+            # no member's PreFilter got as far as ours this cycle: upstream's
+            # getPodGroupStateDataFromPodGroupCycleState error (ErrNotFound)
+            return None, Status(Code.ERROR, "not found")
         for pod in group.unscheduled_pods:
             s = members.get(pod.key)
             if s is None:
