@@ -101,8 +101,7 @@ SUPPORT: dict[str, Support] = {
         True,
         True,
         "only v1.37's pod-group cycle is implemented (scheduler.schedule_one_podgroup, with "
-        "DefaultPreemption's workload-aware preemption; DynamicResources does not extend "
-        "PodGroupPostFilter)",
+        "workload-aware preemption at PodGroupPostFilter)",
         on_since="1.37",
     ),
     "TopologyAwareWorkloadScheduling": Support(

@@ -272,8 +272,7 @@ def test_gate_values_ksched_does_not_implement_are_refused_naming_the_gate() -> 
     assert e.value.lines() == [
         "--feature-gates: feature gate GenericWorkload=true is not implemented by ksched: "
         "only v1.37's pod-group cycle is implemented (scheduler.schedule_one_podgroup, with "
-        "DefaultPreemption's workload-aware preemption; DynamicResources does not extend "
-        "PodGroupPostFilter); refused",
+        "workload-aware preemption at PodGroupPostFilter); refused",
         "--feature-gates: feature gate SchedulerAsyncPreemption=false is not implemented by "
         "ksched: victims evicted asynchronously; refused",
     ]
