@@ -395,7 +395,7 @@ I2 "Calculated node's final score for pod" podGroupType="podgroup" podGroup="ns/
 """
 
 
-def test_placement_orders_are_the_groups_last_cycles_runs() -> None:
+def test_placement_orders_are_the_groups_runs_in_every_cycle() -> None:
     log = (
         'I1 "Attempting to schedule pod group" podGroup="ns/g"\n'
         'I1 "Assuming placement in snapshot" podGroup="ns/g" placement="r9"\n'
@@ -405,8 +405,8 @@ def test_placement_orders_are_the_groups_last_cycles_runs() -> None:
         'I2 "Assuming placement in snapshot" podGroup="ns/g" placement="r0"\n'
         'I2 "Assuming placement in snapshot" podGroup="ns/g" placement="r1"\n'
     )
-    # the last cycle: a first run (r1, r0), then a rerun starting again at r1
-    assert placement_orders(log, "ns/g") == [["r1", "r0"], ["r1"]]
+    # every cycle's runs, in order: (r9) in the first, then (r1, r0) and a rerun from r1
+    assert placement_orders(log, "ns/g") == [["r9", "r1", "r0"], ["r1"]]
     assert placement_orders(log, "ns/none") == []
 
 

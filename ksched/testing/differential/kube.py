@@ -165,17 +165,13 @@ _ASSUMED_PLACEMENT = re.compile(
 
 
 def placement_orders(log: str, group_key: str) -> list[list[str]]:
-    """The placements kube-scheduler tried for the group in its last cycle, in order, one
-    list per run of its placement algorithm (the first, then PodGroupPostFilter's): a run
-    ends where a placement comes round again."""
+    """The placements kube-scheduler tried for the group, in order, one list per run of
+    its placement algorithm (each cycle's, then PodGroupPostFilter's reruns), in every
+    cycle it had: a run ends where a placement comes round again."""
     marker = f'podGroup="{group_key}"'
     runs: list[list[str]] = []
     for line in log.splitlines():
-        if marker not in line:
-            continue
-        if _GROUP_CYCLE.search(line):
-            runs = []
-        elif m := _ASSUMED_PLACEMENT.search(line):
+        if marker in line and (m := _ASSUMED_PLACEMENT.search(line)):
             if not runs or m.group(1) in runs[-1]:
                 runs.append([])
             runs[-1].append(m.group(1))
