@@ -168,3 +168,62 @@ def test_package_layout(pc: ModuleType) -> None:
     assert Path(pc.__file__ or "").is_relative_to(PACKAGE)
     assert (PACKAGE / "ksched_placementcost" / "py.typed").exists()
     assert pc.PlacementCost.name == "PlacementCost"
+
+
+ZONES = (
+    """apiVersion: v1
+kind: List
+items:
+"""
+    + "".join(
+        f"""- {{apiVersion: v1, kind: Node, metadata: {{name: {z}-{i}, labels: {{zone: {z}, cost: "{c}"}}}},
+   status: {{allocatable: {{cpu: "{cpu}", memory: 16Gi, pods: "10"}}}}}}
+"""
+        for z, c, cpu in (("a", "5", "2"), ("b", "1", "8"))
+        for i in range(2)
+    )
+    + """- apiVersion: scheduling.k8s.io/v1beta1
+  kind: PodGroup
+  metadata: {name: train, namespace: ml}
+  spec: {schedulingPolicy: {gang: {minCount: 2}},
+         schedulingConstraints: {topology: [{key: zone}]}}
+"""
+    + "".join(
+        f"""- apiVersion: v1
+  kind: Pod
+  metadata: {{name: w{i}, namespace: ml}}
+  spec:
+    schedulerName: ksched
+    schedulingGroup: {{podGroupName: train}}
+    containers: [{{name: c, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}]
+"""
+        for i in range(2)
+    )
+)
+
+
+@pytest.mark.parametrize("with_plugin", [False, True])
+def test_placement_cost_moves_the_gang_in_ksched_simulate(
+    pc: ModuleType, with_plugin: bool
+) -> None:
+    """The guide's promise: the plugin, configured as its example config does, changes
+    where a gang lands. Without it, NodeResourcesFit's placement score (MostAllocated)
+    prefers the small nodes of zone a; with it, the cheap zone b wins."""
+    import anyio
+
+    from ksched.config import load_config
+    from ksched.features import resolve_feature_gates
+    from ksched.plugins import default_registry
+    from ksched.sim import Simulation, parse_cluster
+
+    registry = default_registry(entry_points=False)
+    registry.register(pc.PlacementCost.name, pc.PlacementCost, "ksched-placementcost")
+    gates = resolve_feature_gates(
+        ["GenericWorkload=true,TopologyAwareWorkloadScheduling=true"], ["1.37"]
+    )
+    path = str(PACKAGE / "examples" / "config.yaml") if with_plugin else None
+    cfg, _ = load_config(path, set(registry.names()), gates)
+    sim = Simulation(parse_cluster(ZONES, "zones.yaml"), cfg, registry, seed=0)
+    results = anyio.run(sim.run)
+    zones = {(r.node or "-")[0] for r in results}
+    assert zones == ({"b"} if with_plugin else {"a"})
