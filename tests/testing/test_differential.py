@@ -753,3 +753,21 @@ def test_the_kube_replay_provisions_claims_the_scheduler_selected_a_node_for() -
     assert spec["csi"]["driver"] == "s0-cap.example.com"
     (term,) = spec["nodeAffinity"]["required"]["nodeSelectorTerms"]
     assert term["matchExpressions"] == [{"key": HOST, "operator": "In", "values": ["s0-n1"]}]
+
+
+def test_a_pod_groups_condition_is_compared_blind_to_its_first_placements_status() -> None:
+    from ksched.testing.differential.compare import compare_group
+
+    def group(first: str, placements: int = 2) -> dict[str, object]:
+        msg = (
+            f"pod group is unschedulable, 0/{placements} placements are available, first "
+            f"placement status: {first}, pod group preemption: No preemption victims found"
+        )
+        cond = {"status": "False", "reason": "Unschedulable", "message": msg}
+        return {"condition": cond, "allBound": False, "victims": []}
+
+    a = group("minCount (6) cannot be satisfied: 2 scheduled, 3 remaining")
+    b = group("minCount (6) cannot be satisfied: 0 scheduled, 5 remaining")
+    assert compare_group(a, b) == []  # which placement came first is upstream's chance
+    c = group("minCount (6) cannot be satisfied: 2 scheduled, 3 remaining", placements=3)
+    assert [d.detail for d in compare_group(a, c)] == ["PodGroupInitiallyScheduled message"]
