@@ -97,15 +97,14 @@ def test_members_are_consecutive_copies_sharing_the_groups_priority() -> None:
     assert plain  # mixed with pods scheduled alone
 
 
-def test_members_come_before_the_pod_group_unless_a_group_of_one() -> None:
-    """``first`` (the PodGroup, then the members at once) and ``spread`` only for a group
-    of one: members arriving after their PodGroup race kube-scheduler's queue (a gated
-    group is released by an event between its last member's count and its queueing)."""
+def test_a_group_of_several_comes_after_its_pod_group() -> None:
+    """``late`` (the members, then the PodGroup) only for a group of one: members moved
+    into their group when it arrives race kube-scheduler's scheduling loop."""
     drawn = set()
     for sc in _scenarios():
         for batch in sc.batches.values():
             drawn.add(batch.timing)
-            if batch.timing != "late":
+            if batch.timing == "late":
                 assert len(batch.members) == 1
     assert drawn == {"first", "late", "spread"}
 

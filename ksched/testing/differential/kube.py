@@ -43,7 +43,7 @@ from typing import Any
 
 from ..controlplane import ControlPlane, KubeScheduler
 from .driver import DRIVER_DELAY, driver_status
-from .generator import HOST, JSON, LATE_GAP, SPREAD_GAP, GangBatch, PendingPod, Scenario
+from .generator import HOST, JSON, SPREAD_GAP, GangBatch, PendingPod, Scenario
 from .outcome import (
     HELD_AT_PRE_ENQUEUE,
     POD_GROUP_CONDITION,
@@ -772,7 +772,6 @@ class KubeReplay:
                 time.sleep(SPREAD_GAP)
             pods.append({**cp.ok("POST", path, body), "kind": "Pod", "apiVersion": "v1"})
         if batch.timing == "late":
-            time.sleep(LATE_GAP)
             group = cp.ok("POST", group_path, batch.pod_group)
         group = {**group, "kind": "PodGroup", "apiVersion": batch.pod_group["apiVersion"]}
         replayed = copy.deepcopy(pods)
