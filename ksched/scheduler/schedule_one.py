@@ -36,6 +36,7 @@ import anyio.abc
 import numpy as np
 import structlog
 
+from ..api.objects import ObjectMeta, Pod, PodSpec
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout, culprit_in_traceback, format_seconds
 from ..framework.diagnosis import Diagnosis, FitError
@@ -694,14 +695,33 @@ def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
     snap = sched.snapshot
     out: dict[int, list[PodInfo]] = {}
     me = pod.uid or pod.key
+    queue = sched.queue
     for node, pods in nominator.nodes().items():
         row = snap.row(node)
         if row is None:
             continue
-        sel = [p for p in pods if p.priority >= pod.priority and (p.uid or p.key) != me]
+        sel = [
+            q
+            for p in pods
+            if (p.uid or p.key) != me and (q := _as_queued(queue, p)).priority >= pod.priority
+        ]
         if sel:
             out[row] = sel
     return out
+
+
+def _as_queued(queue: Any, pod: PodInfo) -> PodInfo:
+    """A nominated pod as upstream's ``NominatedPodsForNode`` sees it: the queue's copy,
+    or, out of the queue (in flight: the other members of the pod group being scheduled),
+    a bare pod (name, namespace, uid and group only: priority 0, nothing requested)."""
+    if queue.location(pod) not in (None, "inFlight"):
+        return pod
+    meta = pod.pod.metadata
+    bare = Pod(
+        metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid),
+        spec=PodSpec(scheduling_group=pod.pod.spec.scheduling_group),
+    )
+    return PodInfo(bare)
 
 
 async def _evaluate_nominated_node(
