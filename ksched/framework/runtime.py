@@ -372,6 +372,20 @@ class Framework:
         ):
             recorder.plugins_listed(self.profile_name, label, [p.name for p in plugins])
 
+    def _sampled(
+        self,
+        state: CycleState,
+        point: str,
+        p: Any,
+        status_of: Callable[[Any], str],
+        fn: Any,
+        *args: Any,
+    ) -> Any:
+        """``fn(*args)``, timed (``_timed``) when ``state``'s cycle samples plugin metrics."""
+        if state.record_plugin_metrics:
+            return self._timed(point, p, status_of, fn, *args)
+        return fn(*args)
+
     def _timed(
         self, point: str, p: Any, status_of: Callable[[Any], str], fn: Any, *args: Any
     ) -> Any:
@@ -1688,18 +1702,10 @@ class Framework:
             return [parent], SUCCESS
         p = self.placement_generate_plugins[0]
         try:
-            if state.record_plugin_metrics:
-                res, raw = self._timed(
-                    _PLACEMENT_GENERATE,
-                    p,
-                    _label_of_second,
-                    p.generate_placements,
-                    state,
-                    group,
-                    parent,
-                )
-            else:
-                res, raw = p.generate_placements(state, group, parent)
+            res, raw = self._sampled(
+                state, _PLACEMENT_GENERATE, p, _label_of_second, p.generate_placements,
+                state, group, parent,
+            )  # fmt: skip
         except Exception as e:
             return [], _from_exception(e, p.name, "PlacementGenerate")
         st = _status(raw, p.name)
@@ -1727,12 +1733,10 @@ class Framework:
         out = SUCCESS
         for p in self.placement_feasible_plugins:
             try:
-                if state.record_plugin_metrics:
-                    raw = self._timed(
-                        _PLACEMENT_FEASIBLE, p, _label, p.placement_feasible, state, group, progress
-                    )
-                else:
-                    raw = p.placement_feasible(state, group, progress)
+                raw = self._sampled(
+                    state, _PLACEMENT_FEASIBLE, p, _label, p.placement_feasible,
+                    state, group, progress,
+                )  # fmt: skip
             except Exception as e:
                 return _from_exception(e, p.name, "PlacementFeasible")
             st = _status(raw, p.name)
@@ -1793,12 +1797,9 @@ class Framework:
             pstate = placement_states[i]
             for p in plugins:
                 try:
-                    if pstate.record_plugin_metrics:
-                        score = self._timed(
-                            _PLACEMENT_SCORE, p, _success, p.score_placement, pstate, group, a
-                        )
-                    else:
-                        score = p.score_placement(pstate, group, a)
+                    score = self._sampled(
+                        pstate, _PLACEMENT_SCORE, p, _success, p.score_placement, pstate, group, a
+                    )
                 except Exception as e:
                     msg = _from_exception(e, p.name, "PlacementScore").message()
                     return [], Status.as_error(
@@ -1810,12 +1811,9 @@ class Framework:
             if norm is None:
                 continue
             try:
-                if state.record_plugin_metrics:
-                    raw = self._timed(
-                        _PLACEMENT_NORMALIZE, p, _label, norm, state, group, per[p.name]
-                    )
-                else:
-                    raw = norm(state, group, per[p.name])
+                raw = self._sampled(
+                    state, _PLACEMENT_NORMALIZE, p, _label, norm, state, group, per[p.name]
+                )
                 st = _status(raw, p.name)
             except Exception as e:
                 st = _from_exception(e, p.name, "PlacementScore")
@@ -1863,18 +1861,10 @@ class Framework:
         rejector = ""
         for p in self.pod_group_post_filter_plugins:
             try:
-                if state.record_plugin_metrics:
-                    res, raw = self._timed(
-                        _POD_GROUP_POST_FILTER,
-                        p,
-                        _label_of_second,
-                        p.pod_group_post_filter,
-                        state,
-                        group,
-                        schedule,
-                    )
-                else:
-                    res, raw = p.pod_group_post_filter(state, group, schedule)
+                res, raw = self._sampled(
+                    state, _POD_GROUP_POST_FILTER, p, _label_of_second, p.pod_group_post_filter,
+                    state, group, schedule,
+                )  # fmt: skip
             except Exception as e:
                 return None, _from_exception(e, p.name, "PodGroupPostFilter")
             st = _status(raw, p.name)
