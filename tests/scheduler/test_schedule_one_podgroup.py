@@ -25,7 +25,6 @@ from ksched.framework.interface import (
     PlacementFeasiblePlugin,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
-    ReservePlugin,
 )
 from ksched.framework.listers import Listers
 from ksched.framework.podgroup import (
@@ -49,6 +48,7 @@ from ksched.testing.objects import make_pod_group
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
 from tests.queue._util import config
+from tests.scheduler.test_binding_cycle import Recorder
 
 # the built-in plugins, but GangScheduling: a fake here
 BUILTINS = tuple(n for n in BUILTIN_PLUGINS if n != "GangScheduling")
@@ -135,21 +135,6 @@ class PreferZone(PlacementScorePlugin):
         if assignments.placement.name == f"zone={self.preferred}":
             return 100
         return 10 * len({a.node_name for a in assignments.assignments})
-
-
-class Recorder(ReservePlugin):
-    name = "Recorder"
-
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
-        super().__init__(args, handle)
-        self.calls: list[tuple[str, str, str]] = []
-
-    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
-        self.calls.append(("reserve", pod.name, node_name))
-        return None
-
-    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        self.calls.append(("unreserve", pod.name, node_name))
 
 
 class Preempting:
