@@ -371,10 +371,21 @@ class SchedulingQueue:
             return t - t % BACKOFF_ORDERING_WINDOW
         return t
 
+    def backoff_release(self, qpi: Entity) -> float:
+        """When ``qpi`` stops backing off. With SchedulerPopFromBackoffQ upstream's
+        ``isEntityBackingoff`` compares the truncated expiry with the window the clock is
+        in (``!boTime.Before(alignToWindow(now))``), so an entity that has failed leaves
+        backoff one window after its truncated expiry: a pod group that failed at 13.06 s
+        with a 1 s backoff is flushed at 15.0 s, not at 14.0 s."""
+        t = self.backoff_expiry(qpi)
+        if self.pop_from_backoff and (qpi.consecutive_errors or qpi.unschedulable_count):
+            t += BACKOFF_ORDERING_WINDOW
+        return t
+
     def is_backing_off(self, qpi: Entity) -> bool:
         if qpi.gated:
             return False
-        return self.backoff_expiry(qpi) > self.clock.now()
+        return self.backoff_release(qpi) > self.clock.now()
 
     def _push_active(self, qpi: Entity, event: str) -> None:
         key = qpi.queue_key
@@ -404,7 +415,7 @@ class SchedulingQueue:
         if isinstance(qpi, QueuedPodGroupInfo):
             self._track_group(key, BACKOFF_Q, qpi.gated)
         self._backoff_tok[key] = tok
-        expiry = self.backoff_expiry(qpi)
+        expiry = self.backoff_release(qpi)
         heapq.heappush(self._backoff, (expiry, tok, qpi))
         if len(self._backoff) > 2 * len(self._backoff_tok) + 64:
             self._backoff = [

@@ -71,10 +71,18 @@ def test_index_moves_what_a_full_scan_would(
         # Gated pods may be re-gated by PreEnqueue and stay; everything else must leave.
         assert left <= set(expected)
         assert set(expected) - left <= {p.key for p in pool if p.gated}
-    # Pop order among the moved pods follows pool order, as a scan would.
+    # Pop order among the moved pods follows pool order, as a scan would: activeQ's by
+    # priority and age, then (SchedulerPopFromBackoffQ) those still backing off, by the
+    # end of their backoff first.
+    q.flush_backoff_completed()
+    in_backoff = {p.key for p in q.backoff_pods()}
     popped = []
     while q.has_active():
         popped.append(pop(q))
-    stamps = [(p.priority, p.timestamp) for p in popped]
-    assert stamps == sorted(stamps, key=lambda t: (-t[0], t[1]))
+    backing_off = {p.key for p in popped if p.key in in_backoff}
+    active = [(p.priority, p.timestamp) for p in popped if p.key not in backing_off]
+    assert active == sorted(active, key=lambda t: (-t[0], t[1]))
+    assert all(p.key in backing_off for p in popped[len(active) :])
+    releases = [q.backoff_release(p) for p in popped[len(active) :]]
+    assert releases == sorted(releases)
     assert q.pending_counts()[ACTIVE_Q] == 0

@@ -50,7 +50,11 @@ def test_errored_pods_wait_out_their_backoff() -> None:
     fail(q, pop(q), error=True)
     assert q.location(p) == BACKOFF_Q
     assert q.pop_nowait() is None and not q.has_active()
-    clock.advance(1)
+    # The expiry (1 s, truncated to its window: 1.0) is compared with the window the clock
+    # is in (``isEntityBackingoff``): still backing off all through [1.0, 2.0).
+    clock.advance(1.5)
+    assert q.pop_nowait() is None and q.next_backoff_expiry() == 2.0
+    clock.advance(0.5)
     assert q.pop_nowait() is not None
 
 
