@@ -5,8 +5,10 @@ the mark back to see a victim already on its way out)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import anyio
 
 from ..api.objects import PodCondition
 from ..util.clock import rfc3339
@@ -32,6 +34,17 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 # victims' condition and event and labels the ``preemptor`` of the preemption metrics.
 POD_PREEMPTOR = "pod"
 POD_GROUP_PREEMPTOR = "podgroup"
+
+
+def preempted_for_pod_group(conditions: Sequence[PodCondition]) -> bool:
+    """Whether a pod's DisruptionTarget condition says a pod group's preemption evicts it
+    (the simulator and the differential harness finish such victims sooner)."""
+    return any(
+        c.type == DISRUPTION_TARGET
+        and c.status == "True"
+        and (c.message or "").endswith(f"a higher priority {POD_GROUP_PREEMPTOR}")
+        for c in conditions
+    )
 
 
 def preemption_condition(
@@ -72,6 +85,8 @@ class PreemptionInFlight:
     it before the last eviction would retry it with the victim still in place."""
 
     last_victim: PodInfo | None = None  # set just before the last eviction starts
+    # set once the evictions' API calls have all returned (whatever their outcome)
+    finished: anyio.Event = field(default_factory=anyio.Event)
 
     def running(self, pods: Mapping[str, PodInfo]) -> bool:
         """``IsPodRunningPreemption`` (looked up by key, or uid where the lister keys so)."""

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import anyio
 import anyio.abc
 import structlog
 
@@ -49,7 +50,7 @@ from ..framework.podgroup import (
     PodGroupState,
     ProposedAssignment,
 )
-from ..framework.preemption import PodGroupPreemptor
+from ..framework.preemption import PodGroupPreemptor, PreemptionInFlight
 from ..framework.runtime import Framework, as_error_text
 from ..framework.status import SUCCESS, Code, Status
 from ..framework.types import PodInfo
@@ -88,6 +89,9 @@ POD_GROUP_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+#: Seconds a group waiting on its preemption waits for the evictions' API calls before it
+#: goes back to the queue anyway (a slow API server must not stall the loop).
+EVICTION_WAIT = 1.0
 
 
 class PodGroupUnschedulable(KschedError):
@@ -321,6 +325,7 @@ async def pod_group_cycle(
     m = sched.metrics
     if m is not None:
         m.pod_group_algorithm_finished(time.perf_counter() - start)
+    evicting: PreemptionInFlight | None = None
     if root_status.code == Code.UNSCHEDULABLE:
 
         def schedule() -> tuple[PodGroupAssignments, Status | None]:
@@ -334,8 +339,8 @@ async def pod_group_cycle(
         if pst.is_success() and pf is not None and pf.victims:
             # ``actuatePodGroupPreemption``: evictions start before the members go back
             preemptor = PodGroupPreemptor(group.info.pod_group, list(group.info.unscheduled_pods))
-            sched.preempt_pod_group(fw, preemptor, pf.victims)
-    await _submit(sched, fw, group, res, start, root_status, tg)
+            evicting = sched.preempt_pod_group(fw, preemptor, pf.victims)
+    await _submit(sched, fw, group, res, start, root_status, tg, evicting)
 
 
 async def _run_root_algorithm(
@@ -636,9 +641,17 @@ async def _submit(
     start: float,
     root_status: Status,
     tg: anyio.abc.TaskGroup,
+    evicting: PreemptionInFlight | None = None,
 ) -> None:
     """Members to their binding cycles (the group succeeded) or back to the queue, the
-    condition, the metrics, then the group back to the queue."""
+    condition, the metrics, then the group back to the queue.
+
+    A group waiting on its preemption goes back only once the evictions' API calls have
+    returned (``evicting``; at most ``EVICTION_WAIT`` seconds). Upstream requeues the group
+    after one synchronous status write per member and the PodGroup's condition, by which
+    time its preemption goroutine (a few calls, in parallel) has all but always finished:
+    so the group lands in backoffQ rather than gated in the unschedulable pool, and it is
+    retried when its backoff ends, not at the first victim's deletion event."""
     info = group.info
     status = res.status
     if len(res.members) != len(group.members):
@@ -698,6 +711,9 @@ async def _submit(
     m_ = sched.metrics
     if m_ is not None:
         m_.pod_group_attempt_finished(fw.profile_name, result, time.perf_counter() - start)
+    if evicting is not None:
+        with anyio.move_on_after(EVICTION_WAIT):
+            await evicting.finished.wait()
     sched.queue.add_attempted_pod_group_if_needed(group, sched.queue.scheduling_cycle, root_status)
     for b in bindings:
         await sched.acquire_binding_slot()

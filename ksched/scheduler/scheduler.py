@@ -510,21 +510,21 @@ class Scheduler:
 
     def preempt_pod_group(
         self, fw: Framework, preemptor: PodGroupPreemptor, victims: list[PodInfo]
-    ) -> bool:
+    ) -> PreemptionInFlight | None:
         """Start evicting a pod group's victims (``actuatePodGroupPreemption``, async), on
         upstream's pseudo-node ``cluster``; call it after a successful PodGroupPostFilter,
         before the members go back to the queue. Victims already terminating are left
         alone. From here until the last victim is on its way out the members wait in
-        PreEnqueue (DefaultPreemption, keyed by the PodGroup's uid). Returns whether
-        evictions were started (none needed, or no task group to run them in: False)."""
+        PreEnqueue (DefaultPreemption, keyed by the PodGroup's uid). Returns the evictions
+        in flight (None: none needed, or no task group to run them in)."""
         victims = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
         tg = self.task_group
         if not victims or tg is None:
-            return False
+            return None
         token = PreemptionInFlight()
         self.preempting[preemptor.uid or preemptor.key] = token
         tg.start_soon(self.preempt, fw, preemptor, "cluster", victims, token)
-        return True
+        return token
 
     async def preempt(
         self,
@@ -616,6 +616,8 @@ class Scheduler:
         """Un-gate the preemptor, unless a newer preemption of it has started meanwhile."""
         if key in self.preempting and self.preempting[key] is token:
             del self.preempting[key]
+        if token is not None:
+            token.finished.set()
 
     async def _evict(
         self, fw: Framework, preemptor: PodInfo | PodGroupPreemptor, node: str, victim: PodInfo

@@ -26,6 +26,7 @@ from ..cluster.wiring import workload_informer_paths
 from ..framework.handle import BindError, RecordingEventRecorder
 from ..framework.interface import ClusterEvent
 from ..framework.listers import Listers, RevisionedStore
+from ..framework.preemption import preempted_for_pod_group
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
@@ -67,6 +68,12 @@ class PodResult:
 #: than the first retry backoff (1 s), as on a cluster, where a preemptor is retried when
 #: its first victim is gone. The differential harness gives kube-scheduler the same.
 TERMINATION_SECONDS = 1.5
+#: ... and the victims of a pod group's preemption, all gone within the 1 s before the
+#: group can be retried. kube-scheduler retries such a group from its error backoffQ at
+#: the first 1 s tick past its truncated backoff expiry, 1-2 s after the failure depending
+#: on the clock's sub-second phase; victims still terminating then would make the outcome
+#: a coin toss. The differential harness gives kube-scheduler the same.
+GROUP_VICTIM_TERMINATION_SECONDS = 0.5
 
 
 def _namespaced_key(raw: dict[str, Any]) -> str:
@@ -137,7 +144,10 @@ class SimulatedCluster:
             return
         meta = msgspec.structs.replace(cur.pod.metadata, deletion_timestamp=rfc3339())
         self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, metadata=meta)))
-        done = self.clock.now() + TERMINATION_SECONDS
+        delay = TERMINATION_SECONDS
+        if preempted_for_pod_group(cur.pod.status.conditions):
+            delay = GROUP_VICTIM_TERMINATION_SECONDS
+        done = self.clock.now() + delay
         heapq.heappush(self.terminating, (done, next(self._terminations), cur.uid))
 
     def next_termination(self) -> float | None:

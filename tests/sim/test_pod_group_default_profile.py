@@ -239,3 +239,49 @@ def test_members_stopped_before_dynamic_resources_prefilter_make_its_post_filter
         "SchedulerError",
         'error in "DynamicResources" PodGroupPostFilter plugins: not found',
     )
+
+
+def test_a_gang_waiting_on_its_preemption_backs_off_and_is_retried_once_victims_are_gone() -> None:
+    """Upstream requeues the group after its members' status writes, by which time the
+    preemption goroutine has made its few calls: the group lands in backoffQ (not gated
+    in the pool), is retried when the backoff's 1 s window has passed (2.0 s after a
+    failure at 0.0), and the group's victims, finished within 0.5 s, are gone by then."""
+    from ksched.queue.scheduling_queue import BACKOFF_Q
+    from ksched.sim.simulator import GROUP_VICTIM_TERMINATION_SECONDS
+
+    sim = _simulation(_cluster(2, 2, 2, cpu="2", running=2, priority=True))
+    sim._load()
+    group = sim.sched.queue.pop_nowait()
+    assert isinstance(group, QueuedPodGroupInfo)
+    member = group.members[0].pod_info
+
+    async def first_cycle() -> None:
+        async with anyio.create_task_group() as tg:
+            sim.sched.task_group = tg
+            await sim.sched.schedule_one(group, tg)
+            tg.cancel_scope.cancel()
+
+    anyio.run(first_cycle, backend="asyncio")
+    assert sim.sched.queue.location(member) == BACKOFF_Q
+    assert not group.gated and sim.sched.preempting == {}
+    assert sorted(sim.cluster.deleted) == ["ml/low0", "ml/low1"]
+    assert [due for due, *_ in sim.cluster.terminating] == [GROUP_VICTIM_TERMINATION_SECONDS] * 2
+    assert sim.sched.queue.next_backoff_expiry() == 2.0
+
+
+def test_only_a_pod_groups_victims_terminate_sooner() -> None:
+    from ksched.api.objects import PodCondition
+    from ksched.framework.preemption import preempted_for_pod_group
+
+    def cond(preemptor: str, status: str = "True") -> PodCondition:
+        return PodCondition(
+            type="DisruptionTarget",
+            status=status,
+            reason="PreemptionByScheduler",
+            message=f"ksched: preempting to accommodate a higher priority {preemptor}",
+        )
+
+    assert preempted_for_pod_group([cond("podgroup")])
+    assert not preempted_for_pod_group([cond("pod")])
+    assert not preempted_for_pod_group([cond("podgroup", "False")])
+    assert not preempted_for_pod_group([])

@@ -39,7 +39,9 @@ class PodReaper:
     least that many seconds between two pods finishing, as kubelets never finish two
     victims in the same instant (the scheduler reacts to each); pods are then finished
     one at a time in the order they were deleted, so a replay does not depend on which
-    thread wakes first.
+    thread wakes first. ``group_delay`` and ``group_spacing`` (when set) replace both for
+    the victims of a pod group's preemption (their DisruptionTarget condition says so):
+    see ``ksched.sim.simulator.GROUP_VICTIM_TERMINATION_SECONDS``.
     """
 
     def __init__(
@@ -48,7 +50,9 @@ class PodReaper:
         self.cp = cp
         self.delay = delay
         self.spacing = spacing
-        self._fifo: collections.deque[tuple[float, str, str]] = collections.deque()
+        self.group_delay: float | None = None
+        self.group_spacing: float | None = None
+        self._fifo: collections.deque[tuple[float, str, str, float]] = collections.deque()
         self._fifo_ready = threading.Condition()
         self._fifo_thread = threading.Thread(
             target=self._run_fifo, name="pod-reaper-fifo", daemon=True
@@ -126,9 +130,12 @@ class PodReaper:
                 return  # a worker is on it already
             self._pending.add(uid)
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+        delay, spacing = self.delay, self.spacing
+        if self.group_delay is not None and _group_victim(pod):
+            delay, spacing = self.group_delay, self.group_spacing or 0.0
         if self.spacing:
             with self._fifo_ready:
-                self._fifo.append((time.monotonic() + self.delay, path, uid))
+                self._fifo.append((time.monotonic() + delay, path, uid, spacing))
                 self._fifo_ready.notify()
             return
         with contextlib.suppress(RuntimeError):  # the pool is shut down: stopping
@@ -153,7 +160,7 @@ class PodReaper:
                 if not self._fifo:
                     self._fifo_ready.wait(0.2)
                     continue
-                due, path, uid = self._fifo.popleft()
+                due, path, uid, spacing = self._fifo.popleft()
             try:
                 if self._stop.wait(max(0.0, due - time.monotonic())):
                     return
@@ -163,7 +170,7 @@ class PodReaper:
             finally:
                 with self._lock:
                     self._pending.discard(uid)
-            if self._stop.wait(self.spacing):
+            if self._stop.wait(spacing):
                 return
 
     def _finish(self, path: str, body: dict[str, Any]) -> None:
@@ -175,3 +182,14 @@ class PodReaper:
                         self.reaped += 1
                 return
             time.sleep(0.2)
+
+
+def _group_victim(pod: dict[str, Any]) -> bool:
+    """A pod a pod group's preemption evicts (its DisruptionTarget condition's message, as
+    ``ksched.framework.preemption.preempted_for_pod_group`` reads it)."""
+    return any(
+        c.get("type") == "DisruptionTarget"
+        and c.get("status") == "True"
+        and str(c.get("message") or "").endswith("a higher priority podgroup")
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )

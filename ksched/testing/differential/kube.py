@@ -69,6 +69,10 @@ BATCHING_GAP = 0.7
 TERMINATION_DELAY = 1.5
 #: Seconds between two such pods finishing, so the scheduler sees them go one by one.
 TERMINATION_SPACING = 0.25
+#: A pod group's victims: ``ksched.sim.simulator.GROUP_VICTIM_TERMINATION_SECONDS``,
+#: spaced so that ten of them are gone within the second before the group's retry.
+GROUP_VICTIM_DELAY = 0.5
+GROUP_VICTIM_SPACING = 0.04
 
 _PATHS = {
     "Namespace": ("/api/v1", "namespaces", False),
@@ -560,6 +564,7 @@ class KubeReplay:
             self._reaper_delay = reaper.delay, reaper.spacing
             reaper.delay = max(reaper.delay, TERMINATION_DELAY)
             reaper.spacing = max(reaper.spacing, TERMINATION_SPACING)
+            reaper.group_delay, reaper.group_spacing = GROUP_VICTIM_DELAY, GROUP_VICTIM_SPACING
         args = ["--vmodule=schedule_one=10,schedule_one_podgroup=10"]
         args += [f"--feature-gates={g}" for g in gate_values(self.feature_gates, self.batching)]
         self.scheduler = self.cp.kube_scheduler(None, name="kube-scheduler-differential", args=args)
@@ -569,6 +574,7 @@ class KubeReplay:
     def __exit__(self, *exc: object) -> None:
         if self.cp.reaper is not None:
             self.cp.reaper.delay, self.cp.reaper.spacing = self._reaper_delay
+            self.cp.reaper.group_delay = self.cp.reaper.group_spacing = None
         self.api.close()
         if self.scheduler is not None:
             self.scheduler.stop()
