@@ -212,6 +212,12 @@ class NodeToStatus:
 
 
 class PreEnqueuePlugin(Plugin):
+    #: True when the verdict is the same for every member of one pod group (it reads the
+    #: group's state, not the pod's): gating a group then asks the plugin once, not once
+    #: per member, which keeps a 500-member gang's arrival linear (each member's arrival
+    #: re-gates the group).
+    pre_enqueue_per_pod_group: ClassVar[bool] = False
+
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         raise NotImplementedError
 

@@ -37,6 +37,7 @@ from .interface import (
     NodeToStatus,
     PodGroupSchedulingFunc,
     PostFilterResult,
+    PreEnqueuePlugin,
     PreFilterResult,
     extension_points_of,
 )
@@ -473,28 +474,38 @@ class Framework:
         return {p: [i.name for i in lst] for p, lst in self._lists.items()}
 
     # -- PreEnqueue / QueueSort -------------------------------------------------------
-    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+    def run_pre_enqueue(self, pod: PodInfo, group: dict[str, Status] | None = None) -> Status:
+        """``group``: the verdicts so far of the plugins that answer for a whole pod group
+        (``pre_enqueue_per_pod_group``), shared while one group's members are gated."""
         if not self._recording:
-            return self._pre_enqueue(pod, False)
+            return self._pre_enqueue(pod, False, group)
         t0 = _perf()
-        st = self._pre_enqueue(pod, self.recorder.sample_plugins())
+        st = self._pre_enqueue(pod, self.recorder.sample_plugins(), group)
         # Upstream's deferred observation reads a status its loop shadows: always Success.
         self._observed(_PRE_ENQUEUE, "Success", t0)
         return st
 
-    def _pre_enqueue(self, pod: PodInfo, sampled: bool) -> Status:
+    def _pre_enqueue(self, pod: PodInfo, sampled: bool, group: dict[str, Status] | None) -> Status:
         for p in self.pre_enqueue_plugins:
-            try:
-                if sampled:
-                    raw = self._timed(_PRE_ENQUEUE, p, _label, p.pre_enqueue, pod)
-                else:
-                    raw = p.pre_enqueue(pod)
-                st = _status(raw, p.name)
-            except Exception as e:
-                return _from_exception(e, p.name, "PreEnqueue")
-            if not st.is_success():
+            if group is not None and p.pre_enqueue_per_pod_group:
+                st = group.get(p.name)
+                if st is None:
+                    st = group[p.name] = self._pre_enqueue_one(p, pod, sampled)
+            else:
+                st = self._pre_enqueue_one(p, pod, sampled)
+            if st is not SUCCESS and not st.is_success():
                 return st
         return SUCCESS
+
+    def _pre_enqueue_one(self, p: PreEnqueuePlugin, pod: PodInfo, sampled: bool) -> Status:
+        try:
+            if sampled:
+                raw = self._timed(_PRE_ENQUEUE, p, _label, p.pre_enqueue, pod)
+            else:
+                raw = p.pre_enqueue(pod)
+        except Exception as e:
+            return _from_exception(e, p.name, "PreEnqueue")
+        return SUCCESS if raw is None else _status(raw, p.name)
 
     def queue_sort_key(self) -> Callable[[Any], Any]:
         """A heap key from the QueueSort plugin: its ``sort_key``, or ``less`` via cmp_to_key."""

@@ -52,6 +52,7 @@ def _min_count(pg: PodGroup) -> int:
 
 class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
     name = names.GANG_SCHEDULING
+    pre_enqueue_per_pod_group = True  # the PodGroup and its state, never the pod
 
     # -- PreEnqueue -------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:

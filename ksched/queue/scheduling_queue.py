@@ -489,9 +489,11 @@ class SchedulingQueue:
         gates the whole group."""
         if isinstance(qpi, QueuedPodGroupInfo):
             gating: QueuedPodInfo | None = None
-            for m in qpi.members:
-                if not self._gate_pod(m):
-                    gating = m
+            shared: dict[str, Status] = {}  # verdicts that hold for every member
+            with self.deadline:  # one deadline for the group's members
+                for m in qpi.members:
+                    if not self._gate_pod(m, shared):
+                        gating = m
             if gating is None:
                 qpi.gated, qpi.gating_plugin, qpi.gating_status = False, "", None
                 return True
@@ -500,13 +502,18 @@ class SchedulingQueue:
             return False
         return self._gate_pod(qpi)
 
-    def _gate_pod(self, qpi: QueuedPodInfo) -> bool:
+    def _gate_pod(self, qpi: QueuedPodInfo, group: dict[str, Status] | None = None) -> bool:
+        """PreEnqueue for one pod; ``group``: a group's member, its deadline already armed
+        and the group-wide verdicts shared (``run_pre_enqueue``)."""
         fw = self.frameworks.get(qpi.profile)
         st: Status | None = None
         if fw is not None:
             try:
-                with self.deadline:
-                    st = fw.run_pre_enqueue(qpi.pod_info)
+                if group is None:
+                    with self.deadline:
+                        st = fw.run_pre_enqueue(qpi.pod_info)
+                else:
+                    st = fw.run_pre_enqueue(qpi.pod_info, group)
             except PluginTimeout as e:  # as a PreEnqueue error: wait in the pool
                 st = Status(Code.ERROR, str(e))
         if st is None or st.is_success():
@@ -571,9 +578,17 @@ class SchedulingQueue:
         if isinstance(qpi, QueuedPodInfo):
             return self._pod_worth_requeuing(qpi, event, old, new)
         best = QUEUE_SKIP
+        # Only a pending plugin's Queue queues immediately: without one, the first member
+        # worth a retry after backoff settles it (members of a gang rejected by
+        # GangScheduling would otherwise be asked in turn on every sibling's arrival).
+        top = (
+            QUEUE_IMMEDIATELY
+            if any(m.pending_plugins for m in qpi.members)
+            else QUEUE_AFTER_BACKOFF
+        )
         for m in qpi.members:
             best = max(best, self._pod_worth_requeuing(m, event, old, new))
-            if best == QUEUE_IMMEDIATELY:
+            if best >= top:
                 break
         return best
 

@@ -440,3 +440,57 @@ def test_introspection_lists_members_one_by_one() -> None:
     assert [r["pod"] for r in dump["incomplete"]] == ["default/x"]
     [x] = list(env.q.incomplete)
     assert env.q.get(x.pod_info) is x
+
+
+def test_a_group_wide_pre_enqueue_verdict_is_asked_once_per_gating_of_the_group() -> None:
+    """GangScheduling answers for the whole group (``pre_enqueue_per_pod_group``): gating
+    a gang asks it once, not once per member, while SchedulingGates (the pod's own gates)
+    is asked per member; every member still records its own gate, as before."""
+    env = Env()
+    env.add_group(pod_group(min_count=5))
+    fw = env.q.frameworks["ksched"]
+    calls: dict[str, int] = {}
+    for p in fw.pre_enqueue_plugins:
+        orig = p.pre_enqueue
+
+        def counted(pod: PodInfo, orig: Any = orig, name: str = p.name) -> Status | None:
+            calls[name] = calls.get(name, 0) + 1
+            return orig(pod)  # type: ignore[no-any-return]
+
+        p.pre_enqueue = counted  # type: ignore[method-assign]
+    env.add(*(member(f"m{i}") for i in range(4)))
+    (entity,) = [e for e in env.q._entries.values() if isinstance(e, QueuedPodGroupInfo)]
+    assert entity.gated and {m.gating_plugin for m in entity.members} == {"GangScheduling"}
+    calls.clear()
+    env.add(member("m4"))  # the fifth: the quorum is there
+    assert calls == {"SchedulingGates": 5, "GangScheduling": 1}
+    assert not entity.gated and env.q.location(entity.members[0].pod_info) == ACTIVE_Q
+    assert {m.gated for m in entity.members} == {False}
+
+
+def test_a_group_is_requeued_at_the_strongest_strategy_any_member_gives() -> None:
+    """Members are asked in turn until one settles it: after backoff unless some member's
+    pending plugin can still queue the group immediately."""
+    from ksched.queue.scheduling_queue import QUEUE_AFTER_BACKOFF, QUEUE_IMMEDIATELY
+
+    env = Env()
+    env.add_group(pod_group(min_count=3))
+    env.add(member("a"), member("b"), member("c"))
+    entity = env.pop_group()
+    asked: list[str] = []
+    orig = env.q._pod_worth_requeuing
+
+    def spy(m: QueuedPodInfo, *a: Any) -> int:
+        asked.append(m.pod_info.name)
+        return orig(m, *a)
+
+    env.q._pod_worth_requeuing = spy  # type: ignore[method-assign]
+    for m in entity.members:
+        m.unschedulable_plugins = {"NodeAddOnly"}
+    node_add = (ev.NODE_ADD, None, make_node("n"))
+    assert env.q._worth_requeuing(entity, *node_add) == QUEUE_AFTER_BACKOFF
+    assert asked == ["a"]  # no pending plugin anywhere: the first member settles it
+    asked.clear()
+    entity.members[2].pending_plugins = {"NodeAddOnly"}
+    assert env.q._worth_requeuing(entity, *node_add) == QUEUE_IMMEDIATELY
+    assert asked == ["a", "b", "c"]

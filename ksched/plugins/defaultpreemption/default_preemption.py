@@ -127,6 +127,8 @@ class DefaultPreemptionArgs(KubeArgs):
 
 class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPlugin):
     name = names.DEFAULT_PREEMPTION
+    # a member waits on its PodGroup's preemption (keyed by the group), not on its own
+    pre_enqueue_per_pod_group = True
     Args = DefaultPreemptionArgs
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
