@@ -68,10 +68,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from .features import FeatureGates, default_feature_gates
 from .features.versions import minor_key
-from .framework.cycle_state import CycleState
 from .queue.scheduling_queue import plugin_names
 
 if TYPE_CHECKING:
+    from .framework.cycle_state import CycleState
     from .framework.runtime import Framework
     from .queue.scheduling_queue import QueuedPodInfo
     from .scheduler.scheduler import Scheduler
@@ -103,7 +103,7 @@ def without_created(metrics: Iterable[Metric]) -> Iterator[Metric]:
         created = m.name + "_created"
         if any(s.name == created for s in m.samples):
             out = Metric(m.name, m.documentation, m.type, m.unit)
-            out.samples = [s for s in m.samples if s.name != created]
+            out.samples.extend(s for s in m.samples if s.name != created)
             m = out
         yield m
 
@@ -676,7 +676,8 @@ FAMILY: dict[str, Family] = {f.name: f for f in FAMILIES}
 
 
 class SchedulerMetrics:
-    """The scheduler's metrics; ``attach(scheduler)`` wires them into a running scheduler.
+    """The scheduler's metrics, handed to the ``Scheduler`` that feeds them
+    (``Scheduler(metrics=...)``).
 
     The families registered are those of ``features``' emulated version (``FAMILIES``).
     """
@@ -768,15 +769,13 @@ class SchedulerMetrics:
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, sched: Scheduler) -> None:
-        """Report ``sched``'s attempts, queue moves and gauges, and its frameworks' timings
-        (unless it was built with these metrics: ``Scheduler(metrics=...)``)."""
+        """Read ``sched``'s queue and cache when scraped. The Scheduler calls this once built
+        with these metrics (``Scheduler(metrics=...)``), which already feed its attempts,
+        queueing hints and frameworks: nothing is set on the scheduler from here."""
         if sched.metrics is not self:
-            sched.metrics = self
-        sched.queue.hint_observer = self.hint_executed
-        self._state.schedulers.append(sched)
-        for fw in sched.frameworks.values():
-            if fw.recorder is not self:
-                fw.record_to(self)
+            raise ValueError("attach: the scheduler was built with other metrics")
+        if sched not in self._state.schedulers:
+            self._state.schedulers.append(sched)
 
     def attach_recorder(self, recorder: Any) -> None:
         """Report ``recorder.events_dropped`` as ``ksched_events_dropped_total``."""
@@ -821,10 +820,12 @@ class SchedulerMetrics:
     def preemption_victims_chosen(
         self, preemptor: str, victims: int, disruptions: int, pdb_violations: int
     ) -> None:
-        """``observeVictims``: the workload histogram for a pod group (a single pod's
-        victims are ``preemption_victims_selected``); disruptions and PDB violations only
-        when there are some."""
-        if preemptor != "pod":
+        """``observeVictims``, as DefaultPreemption chose its candidate (whether or not
+        its victims are terminating already); disruptions and PDB violations only when
+        there are some."""
+        if preemptor == "pod":
+            self.preemption_victims.observe(victims)
+        else:
             self.workload_preemption_victims.observe(victims)
         if disruptions > 0:
             self._child_of(self.preemption_workload_disruptions, preemptor).observe(disruptions)
@@ -832,10 +833,6 @@ class SchedulerMetrics:
             self._child_of(self.preemption_pdb_violations, preemptor).inc(pdb_violations)
 
     # -- hooks called by the Scheduler ------------------------------------------------------
-    def cycle_started(self, fw: Framework, state: CycleState) -> None:
-        """Decide whether this cycle's plugins are timed (upstream samples 10 %)."""
-        state.record_plugin_metrics = self.sample_plugins()
-
     def cycle_finished(self, fw: Framework, state: CycleState, seconds: float) -> None:
         self.scheduling_algorithm_duration.observe(seconds)
 
@@ -889,10 +886,6 @@ class SchedulerMetrics:
     def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         """A plugin's queueing hint ran: ``Queue``, ``QueueSkip`` or ``Error``."""
         self._child_of(self.queueing_hint_execution_duration, plugin, event, hint).observe(seconds)
-
-    def preemption_victims_selected(self, victims: int) -> None:
-        """A candidate's victims are about to be evicted (some not yet terminating)."""
-        self.preemption_victims.observe(victims)
 
     def preemption_finished(self, result: str, seconds: float, preemptor: str = "pod") -> None:
         """The asynchronous evictions of one preemption ended: ``success`` or ``error``."""

@@ -659,7 +659,6 @@ class SchedulerDaemon:
             metrics=self.metrics,
         )
         self._sched = sched
-        self.metrics.attach(sched)
         if self.reporter is not None:
             # bindings first: Events wait while bindings are in flight (StatusReporter)
             self.reporter.defer_to = lambda: sched.in_flight_bindings > 0

@@ -223,7 +223,10 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         max_in_unschedulable: float = UNSCHEDULABLE_Q_TIME_INTERVAL,
         on_move: Callable[[str, str], None] | None = None,
+        hint_observer: HintObserver | None = None,
     ) -> None:
+        """``hint_observer``: told of every queueing hint call (the metrics'
+        queueing_hint_execution_duration)."""
         self.frameworks = frameworks
         self.clock: Clock = clock or RealClock()
         # The profile of a pod that is not queued yet; the Scheduler sets its own (which
@@ -302,8 +305,7 @@ class SchedulingQueue:
             for event, plugin, _ in regs:
                 self._plugin_events.setdefault((prof, plugin), []).append(event)
         self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
-        # Told of every queueing hint call (the metrics' queueing_hint_execution_duration).
-        self.hint_observer: HintObserver | None = None
+        self.hint_observer = hint_observer
 
     def _own_profile(self, pod: PodInfo) -> str | None:
         name = pod.pod.spec.scheduler_name

@@ -128,7 +128,8 @@ async def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, tg: anyio.abc.TaskG
     if m is not None:
         start = time.perf_counter()
         state.write(_ATTEMPT_START, start)
-        m.cycle_started(fw, state)
+        # upstream: rand.Intn(100) < pluginMetricsSamplePercent, flagged in the CycleState
+        state.record_plugin_metrics = m.sample_plugins()
         if sched.extenders is None:
             res = scheduling_cycle(sched, fw, state, qpi, sched.explain)
         else:
@@ -864,8 +865,6 @@ def handle_scheduling_failure(
     if victims:
         # Before requeueing: an event seen in flight must not retry it mid-eviction.
         sched.preempting[pod.uid or pod.key] = token
-        if sched.metrics is not None and pf is not None:
-            sched.metrics.preemption_victims_selected(len(pf.victims))
     sched.queue.add_unschedulable_if_not_present(qpi, error=is_error)
     _nominate(sched, fw, qpi.pod_info, res)
     if preempt_on and sched.task_group is not None:

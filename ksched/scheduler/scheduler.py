@@ -87,8 +87,6 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
     """Metrics callbacks (``ksched.metrics.SchedulerMetrics``): the scheduler's, and its
     frameworks' own records; each must be cheap."""
 
-    def cycle_started(self, fw: Framework, state: CycleState) -> None: ...
-
     def cycle_finished(self, fw: Framework, state: CycleState, seconds: float) -> None: ...
 
     def attempt_finished(
@@ -101,7 +99,10 @@ class MetricsRecorder(FrameworkRecorder, Protocol):
 
     def event_handled(self, event: str, seconds: float) -> None: ...
 
-    def preemption_victims_selected(self, victims: int) -> None: ...
+    def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None: ...
+
+    def attach(self, sched: Scheduler) -> None:
+        """``sched`` was built with these metrics: read its queue and cache at scrape time."""
 
     def preemption_finished(self, result: str, seconds: float, preemptor: str = ...) -> None: ...
 
@@ -158,8 +159,9 @@ class Scheduler:
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
         metrics: MetricsRecorder | None = None,
     ) -> None:
-        """``metrics``: where the attempts and (handed to each framework as it is built)
-        the frameworks' timings go."""
+        """``metrics``: where the attempts, the queueing hints and (handed to each
+        framework as it is built) the frameworks' timings go; it is told of this scheduler
+        once built, to read its queue and cache when scraped."""
         self.config = config
         self.clock: Clock = clock or RealClock()
         self.cluster = cluster
@@ -194,6 +196,7 @@ class Scheduler:
             clock=self.clock,
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
+            hint_observer=metrics.hint_executed if metrics is not None else None,
         )
         self.queue.on_entity_move = self._on_entity_move
         for fw in self.frameworks.values():
@@ -249,6 +252,8 @@ class Scheduler:
         self.queue.deadline = self.deadline
         self.overdue = _Overdue(binding_timeout)
         self.binding_timeout = self.overdue.limit
+        if metrics is not None:
+            metrics.attach(self)
 
     def plugin_index(self) -> dict[int, str]:
         """id(plugin instance) -> name, to say which plugin a timeout interrupted."""

@@ -30,7 +30,7 @@ from ..framework.preemption import preempted_for_pod_group
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..scheduler.schedule_one import CycleResult
-from ..scheduler.scheduler import Scheduler
+from ..scheduler.scheduler import MetricsRecorder, Scheduler
 from ..util.clock import FakeClock, rfc3339
 from .claim_controller import SimulatedClaimController
 from .cluster_file import ClusterFile
@@ -374,9 +374,11 @@ class Simulation:
         explain: bool = False,
         max_attempts_per_pod: int = 20,
         adopt: Mapping[str, str] | None = None,
+        metrics: MetricsRecorder | None = None,
     ) -> None:
         """``adopt`` maps other schedulers' names (``"*"``: any) to the profile that
-        schedules their pending pods here (``Scheduler.adopted``)."""
+        schedules their pending pods here (``Scheduler.adopted``); ``metrics``: the
+        scheduler's (``Scheduler(metrics=...)``)."""
         self.cluster_file = cluster
         self.clock = FakeClock()
         self.cluster = SimulatedCluster(cluster, self.clock)
@@ -392,6 +394,7 @@ class Simulation:
             seed=seed,
             explain=explain,
             assumed_ttl=0,
+            metrics=metrics,
         )
         self.sched.adopted.update(adopt or {})
         # Pending pods left alone, by their schedulerName (no profile, not adopted).

@@ -37,9 +37,8 @@ def simulated(metrics: SchedulerMetrics | None = None, cluster: str = CLUSTER) -
     cf = parse_cluster(cluster, "test", validate=False)
     # the metrics' emulated version is the scheduler's
     config = default_config(metrics.features if metrics is not None else None)
-    sim = Simulation(cf, config, default_registry(), seed=0)
+    sim = Simulation(cf, config, default_registry(), seed=0, metrics=metrics)
     if metrics is not None:
-        metrics.attach(sim.sched)
         # Every plugin run (so evaluated and timed) on every attempt: a cycle the cache
         # answers goes through the extension points without running their plugins.
         for fw in sim.sched.frameworks.values():

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -137,18 +139,41 @@ def test_unsampled_cycles_record_no_plugin_durations() -> None:
 
 def test_sampling_rate_is_about_ten_percent() -> None:
     m = SchedulerMetrics(seed=1)
-    hits = 0
-    from ksched.framework.cycle_state import CycleState
-
-    class _FW:
-        profile_name = "p"
-
-    for _ in range(5000):
-        st = CycleState()
-        m.cycle_started(_FW(), st)  # type: ignore[arg-type]
-        hits += st.record_plugin_metrics
-        m.cycle_finished(_FW(), st, 0.0)  # type: ignore[arg-type]
+    hits = sum(m.sample_plugins() for _ in range(5000))
     assert 400 < hits < 600
+
+
+@pytest.mark.parametrize(("flagged", "percent"), [(True, 0), (False, 100)])
+def test_the_cycle_states_flag_decides_whether_plugins_are_timed(
+    flagged: bool, percent: int
+) -> None:
+    """The runtime times a cycle's plugins when its CycleState says so
+    (``ShouldRecordPluginMetrics``), whatever the recorder would sample; the extension point
+    is observed either way."""
+    from ksched.framework.cycle_state import CycleState
+    from ksched.framework.snapshot import Snapshot
+    from ksched.profile import build_frameworks
+    from tests.factories import make_pod
+
+    m = SchedulerMetrics(seed=0, process_metrics=False, plugin_sample_percent=percent)
+    fw = build_frameworks(default_config(), default_registry(), metrics=m)["ksched"]
+    state = CycleState()
+    state.record_plugin_metrics = flagged
+    _, st, _ = fw.run_pre_filter(state, make_pod("p", cpu="1"), Snapshot())
+    assert st.is_success(), st.message()
+    point = "scheduler_framework_extension_point_duration_seconds_count"
+    assert value(m, point, extension_point="PreFilter", status="Success", profile="ksched") == 1
+    timed = {
+        labels["plugin"]
+        for labels in (
+            s.labels
+            for fam in m.registry.collect()
+            if fam.name == "scheduler_plugin_execution_duration_seconds"
+            for s in fam.samples
+            if s.name.endswith("_count")
+        )
+    }
+    assert timed == ({p.name for p in fw.pre_filter_plugins} if flagged else set())
 
 
 @pytest.mark.parametrize(
@@ -327,8 +352,9 @@ def _with_cycle_cache(m: SchedulerMetrics, cluster: str, max_entries: int = 8) -
     from ksched.plugins import default_registry
     from ksched.sim import parse_cluster
 
-    sim = Simulation(parse_cluster(cluster, "test"), default_config(), default_registry(), seed=0)
-    m.attach(sim.sched)
+    sim = Simulation(
+        parse_cluster(cluster, "test"), default_config(), default_registry(), seed=0, metrics=m
+    )
     for fw in sim.sched.frameworks.values():
         fw.cycle_cache.MAX_ENTRIES = max_entries
     anyio.run(sim.run)
@@ -468,6 +494,86 @@ def test_metrics_replace_no_method_of_the_framework_or_its_plugins() -> None:
         m, name, plugin="DefaultPreemption", extension_point="PostFilter", status="Success"
     )
     assert value(m, name, plugin="DefaultBinder", extension_point="Bind", status="Success")
+
+
+def test_the_runtime_methods_are_the_class_functions_after_setup() -> None:
+    """As the daemon builds it (``Scheduler(metrics=...)``): every ``run_*`` and
+    ``find_feasible`` the scheduler calls is the class's own function, the queue's and the
+    scheduler's metrics are those handed in, nothing wrapped."""
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    sim = simulated(m, PREEMPTION)
+    fw = sim.sched.frameworks["ksched"]
+    runs = [n for n in dir(type(fw)) if n.startswith("run_")] + ["find_feasible", "sign_pod"]
+    assert len(runs) > 15
+    for name in runs:
+        assert getattr(fw, name).__func__ is getattr(type(fw), name), name
+    assert fw.recorder is m and sim.sched.metrics is m
+    assert sim.sched.queue.hint_observer == m.hint_executed
+
+
+def test_attach_refuses_a_scheduler_built_with_other_metrics() -> None:
+    """The metrics are a constructor argument of the Scheduler; ``attach`` (the Scheduler's
+    own call) sets nothing on it, so a scheduler built without them stays without."""
+    m = SchedulerMetrics(seed=0, process_metrics=False)
+    sim = Simulation(parse_cluster(CLUSTER, "test"), default_config(), default_registry())
+    with pytest.raises(ValueError, match="other metrics"):
+        m.attach(sim.sched)
+    assert sim.sched.metrics is None and sim.sched.queue.hint_observer is None
+
+
+def _foreign_writes(tree: ast.AST) -> list[str]:
+    """Writes of an attribute of another object than ``self`` (``x.attr = ...``,
+    ``setattr(x, ...)``, ``del x.attr``), and any use of ``__dict__`` or ``vars()``.
+    Storing into a container (``self.children[key] = c``) writes no attribute."""
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        while targets:
+            t = targets.pop()
+            if isinstance(t, ast.Tuple | ast.List):
+                targets.extend(t.elts)
+            elif isinstance(t, ast.Starred):
+                targets.append(t.value)
+            elif isinstance(t, ast.Attribute) and not (
+                isinstance(t.value, ast.Name) and t.value.id == "self"
+            ):
+                found.append(f"{node.lineno}: {ast.unparse(t)} =")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            first = node.args[0] if node.args else None
+            if node.func.id in ("setattr", "delattr") and not (
+                isinstance(first, ast.Name) and first.id == "self"
+            ):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+            if node.func.id == "vars":
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_metrics_module_is_a_leaf_that_wraps_nothing() -> None:
+    """``ksched/metrics.py`` defines families and records what it is told: it writes no
+    attribute of another object (no method replaced, no ``sched.metrics = self``) and
+    imports no plugin nor the scheduler or runtime it is handed to (type names aside)."""
+    import ksched.metrics
+
+    source = Path(ksched.metrics.__file__).read_text()
+    tree = ast.parse(source)
+    assert _foreign_writes(tree) == []
+    # the scan does find such writes
+    bad = "x.run_filter_plugins = f\nsetattr(fw, 'run', f)\ninst.__dict__['f'] = f\n"
+    bad += "a, self.q.hint_observer = 1, g\n"
+    assert sorted(w.split(":")[0] for w in _foreign_writes(ast.parse(bad))) == ["1", "2", "3", "4"]
+    imported = set()
+    for node in tree.body:  # module level: the imports the module runs (not TYPE_CHECKING)
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add("." * node.level + node.module)
+    assert not any(".plugins" in m or m.startswith("plugins") for m in imported), imported
+    assert not imported & {".framework.runtime", ".scheduler.scheduler", ".scheduler"}, imported
 
 
 def test_plugin_evaluations_by_plugin_point_and_profile(
@@ -660,8 +766,7 @@ def test_plugin_execution_series_are_labelled_as_upstreams(cached: bool) -> None
     the rows the last binding changed) are timed too."""
     m = SchedulerMetrics(seed=0, plugin_sample_percent=100, process_metrics=False)
     cf = parse_cluster(CLUSTER, "test", validate=False)
-    sim = Simulation(cf, default_config(), default_registry(), seed=0)
-    m.attach(sim.sched)
+    sim = Simulation(cf, default_config(), default_registry(), seed=0, metrics=m)
     fw = sim.sched.frameworks["ksched"]
     if not cached:
         fw.cycle_cache = None

@@ -34,9 +34,11 @@ def run(gates: list[str]) -> tuple[Simulation, SchedulerMetrics]:
     features = set_feature_gates(gates, ["1.37"])
     m = SchedulerMetrics(seed=0, process_metrics=False, features=features)
     sim = Simulation(
-        parse_cluster(CLUSTER, "test", validate=False), default_config(features), default_registry()
+        parse_cluster(CLUSTER, "test", validate=False),
+        default_config(features),
+        default_registry(),
+        metrics=m,
     )
-    m.attach(sim.sched)
     anyio.run(sim.run)
     return sim, m
 

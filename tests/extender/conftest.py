@@ -193,10 +193,14 @@ async def simulate(
     """A simulation in the test's event loop, so fake extenders in the same loop answer."""
     cluster = parse_cluster(cluster_yaml(nodes, pods), "<test>")
     sim = Simulation(
-        cluster, cfg, default_registry(), seed=0, explain=explain, max_attempts_per_pod=max_attempts
+        cluster,
+        cfg,
+        default_registry(),
+        seed=0,
+        explain=explain,
+        max_attempts_per_pod=max_attempts,
+        metrics=metrics,
     )
-    if metrics is not None:
-        metrics.attach(sim.sched)
     results = await sim.run()
     return {r.name: r for r in results}, sim
 

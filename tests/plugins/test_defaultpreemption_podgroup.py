@@ -1139,7 +1139,8 @@ async def test_a_victim_waiting_at_permit_is_preempted_in_memory() -> None:
 
 def test_metrics_of_a_single_pods_preemption_with_generic_workload() -> None:
     """Upstream observes the evaluation time and the PDB violations of a pod's preemption
-    in the families GenericWorkload registers (``preemptor`` "pod"); not the workload ones."""
+    in the families GenericWorkload registers (``preemptor`` "pod"), and its victims in
+    ``preemption_victims``; not the workload ones."""
     from tests.plugins.test_defaultpreemption_helpers import ONE_POD, Env
 
     env = Env(
@@ -1159,6 +1160,10 @@ def test_metrics_of_a_single_pods_preemption_with_generic_workload() -> None:
     assert _sample(metrics, "scheduler_preemption_pdb_violations_total", {"preemptor": "pod"}) == 1
     assert _sample(metrics, "scheduler_workload_preemption_victims_count") == 0
     assert _sample(metrics, "scheduler_preemption_attempts_total") == 1
+    # the plugin observes its own victims as it chooses the candidate (observeVictims),
+    # no scheduler involved
+    assert _sample(metrics, "scheduler_preemption_victims_count") == 1
+    assert _sample(metrics, "scheduler_preemption_victims_sum") == 1
 
 
 def test_a_pod_overdrawing_one_pdb_spends_no_other() -> None:

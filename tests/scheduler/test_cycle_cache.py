@@ -19,6 +19,7 @@ from ksched.config import load_config_data
 from ksched.framework.interface import FilterPlugin
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
+from ksched.metrics import SchedulerMetrics
 from ksched.plugins import default_registry
 from ksched.scheduler.cycle_cache import CycleCache
 from ksched.sim import Simulation
@@ -151,10 +152,14 @@ def _config(percentage: int | None) -> Any:
 
 
 def _simulation(
-    nodes: list[dict[str, Any]], cached: bool, seed: int, percentage: int | None
+    nodes: list[dict[str, Any]],
+    cached: bool,
+    seed: int,
+    percentage: int | None,
+    metrics: SchedulerMetrics | None = None,
 ) -> Simulation:
     cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
-    sim = Simulation(cf, _config(percentage), REG, seed=seed)
+    sim = Simulation(cf, _config(percentage), REG, seed=seed, metrics=metrics)
     if not cached:
         for fw in sim.sched.frameworks.values():
             fw.cycle_cache = None
@@ -323,12 +328,9 @@ def test_signatures_separate_what_plugins_read() -> None:
 def _extension_point_counts(cached: bool) -> tuple[dict[tuple[str, str], float], int, int]:
     """(extension point, status) -> observations, the pods placed and the cache hits, of 30
     replicas on 40 nodes with metrics attached."""
-    from ksched.metrics import SchedulerMetrics
-
     rng = random.Random(7)
-    sim = _simulation([_node(i, rng) for i in range(40)], cached, 0, None)
     m = SchedulerMetrics(seed=0, process_metrics=False)
-    m.attach(sim.sched)
+    sim = _simulation([_node(i, rng) for i in range(40)], cached, 0, None, m)
     pods = [PodInfo(decode(p, Pod), p) for p in _pods(rng, 30, ["plain"])]
 
     async def main() -> None:
@@ -575,12 +577,10 @@ def test_rows_rescored_after_a_binding_are_upstreams_batch_rescores(version: str
     rescoreHintedNode re-scores it) counts one ``batch_rescore_attempts_total`` and one
     duration observation; 1.36 has no such families."""
     from ksched.features import set_feature_gates
-    from ksched.metrics import SchedulerMetrics
 
     rng = random.Random(7)
-    sim = _simulation([_node(i, rng) for i in range(10)], True, 0, None)
     m = SchedulerMetrics(seed=0, process_metrics=False, features=set_feature_gates([], [version]))
-    m.attach(sim.sched)
+    sim = _simulation([_node(i, rng) for i in range(10)], True, 0, None, m)
     pods = [PodInfo(decode(p, Pod), p) for p in _pods(rng, 10, ["plain"])]
 
     async def main() -> None:

@@ -238,8 +238,6 @@ class Harness:
             assumed_ttl=0,
             metrics=self.metrics,
         )
-        if self.metrics is not None:
-            self.metrics.attach(self.sched)
         self.cluster.sched = self.sched
         self.fw = self.sched.frameworks["ksched"]
         self.fw.handle.listers[Listers.SCHEDULING_POD_GROUPS] = self.out.store
