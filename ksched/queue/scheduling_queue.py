@@ -285,6 +285,9 @@ class SchedulingQueue:
         # Queue keys of the queued group entities, and the queues one ever was in.
         self._group_keys: set[str] = set()
         self._group_seen: set[str] = set()
+        # The queues a pod entity ever entered ("gated" apart): upstream's queued_entities
+        # series of type "pod" appear on first use, as a group's do.
+        self._pod_seen: set[str] = set()
         # In-flight pods (popped, Done not called yet), oldest first, with the event
         # sequence number at pop time; events seen meanwhile, in arrival order.
         self._in_flight: OrderedDict[str, int] = OrderedDict()
@@ -330,6 +333,8 @@ class SchedulingQueue:
 
     def _count(self, event: str, queue: str, entity: Entity) -> None:
         group = isinstance(entity, QueuedPodGroupInfo)
+        if not group:
+            self._pod_seen.add("gated" if queue == UNSCHEDULABLE and entity.gated else queue)
         if self.on_entity_move is not None:
             kind = ("podgroup" if group else "pod") if self._prev_queue != queue else None
             self.on_entity_move(event, queue, entity.size(), kind)
@@ -1284,9 +1289,8 @@ class SchedulingQueue:
         return counts
 
     def entity_counts(self) -> dict[tuple[str, str], int]:
-        """``scheduler_queued_entities{queue,type}``: entities per queue and type ("pod",
-        and "podgroup" for the queues a group entity ever was in, as upstream's series
-        appear on first use)."""
+        """``scheduler_queued_entities{queue,type}``: entities per queue and type, for the
+        queues an entity of the type ever was in (upstream's series appear on first use)."""
         gated = len(self._gated)
         groups = self._entity_counts()
         out: dict[tuple[str, str], int] = {}
@@ -1297,7 +1301,8 @@ class SchedulingQueue:
             ("gated", gated),
         ):
             g = groups.get((where, "groups"), 0)
-            out[(where, "pod")] = n - g
+            if where in self._pod_seen:
+                out[(where, "pod")] = n - g
             if where in self._group_seen:
                 out[(where, "podgroup")] = g
         return out

@@ -460,6 +460,10 @@ def test_queue_moves_count_pods_and_from_1_37_entities(version: str) -> None:
     assert unschedulable == 1  # huge
     queued = value(m, "scheduler_queued_entities", queue="unschedulable", type="pod")
     assert queued == (1 if version == "1.37" else None)
+    if version == "1.37":
+        # as upstream's, a queue's series appears once a pod entered it: none was gated
+        assert value(m, "scheduler_queued_entities", queue="active", type="pod") == 0
+        assert value(m, "scheduler_queued_entities", queue="gated", type="pod") is None
 
 
 def test_family_help_follows_the_newest_version_at_or_below() -> None:

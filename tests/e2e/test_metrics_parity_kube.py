@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ksched.features import set_feature_gates
-from ksched.metrics import go_float
+from ksched.metrics import FAMILY, go_float
 from tests.features.gatesets import minor_of
 
 from .conftest import E2E, wait_for
@@ -37,6 +37,8 @@ from .test_preemption_e2e import _priority_class, create_pod, gone
 pytestmark = [pytest.mark.e2e, pytest.mark.kube]
 
 HINTS = "scheduler_queueing_hint_execution_duration_seconds"
+EXTENSION_POINTS = "scheduler_framework_extension_point_duration_seconds"
+PLUGINS = "scheduler_plugin_execution_duration_seconds"
 
 
 @pytest.fixture
@@ -64,6 +66,22 @@ def workload(e2e: E2E, scheduler: str, pool: str, high_class: str) -> None:
     assert sum(gone(e2e, name) for name in low) == 2
 
 
+def clear(e2e: E2E, pool: str) -> None:
+    """Delete the namespace's pods and ``pool``'s nodes, and wait until they are gone: the
+    second scheduler then starts on the cluster the first one did (no leftovers whose
+    events, nodes or rejections would give it series the other could not have)."""
+    ns = e2e.namespace
+    e2e.kube.ok("DELETE", f"/api/v1/namespaces/{ns}/pods", {"gracePeriodSeconds": 0})
+    e2e.kube.ok("DELETE", f"/api/v1/nodes?labelSelector=pool%3D{pool}", {"gracePeriodSeconds": 0})
+
+    def cleared() -> bool:
+        pods = e2e.kube.ok("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+        nodes = e2e.kube.ok("GET", f"/api/v1/nodes?labelSelector=pool%3D{pool}")["items"]
+        return not pods and not nodes
+
+    wait_for(cleared, timeout=60, what=f"{pool}'s pods and nodes gone")
+
+
 def emulated(e2e: E2E) -> Any:
     """The gates ksched runs under beside the control plane's kube-scheduler: at its minor
     (``--emulated-version 1.36`` beside v1.36.3)."""
@@ -75,6 +93,17 @@ def scheduler_families(text: str) -> dict[str, Any]:
     return {
         f.name: f for f in text_string_to_metric_families(text) if f.name.startswith("scheduler_")
     }
+
+
+def series(fam: Any, profiles: dict[str, str]) -> set[tuple[tuple[str, str], ...]]:
+    """The family's series: each sample's labels but ``le`` (a histogram's buckets, sum
+    and count are one series), the profile names as ``profiles`` maps them."""
+    out = set()
+    for s in fam.samples:
+        labels = {k: profiles.get(v, v) if k == "profile" else v for k, v in s.labels.items()}
+        labels.pop("le", None)
+        out.add(tuple(sorted(labels.items())))
+    return out
 
 
 def label_names(fam: Any) -> set[str]:
@@ -95,6 +124,131 @@ def declared(registry: Any, fam: Any) -> tuple[set[str], list[str]]:
     return set(metric._labelnames), [go_float(b) for b in bounds]
 
 
+Labels = dict[str, str]
+# Series one scheduler may have and the other not after this workload, by family: which
+# (a predicate on the series' labels) and why. Every other series must be on both sides.
+MAY_DIFFER: dict[str, tuple[Callable[[Labels], bool], str]] = {
+    PLUGINS: (
+        lambda labels: True,
+        "plugins are timed in a random 10 % of the cycles on each side (upstream's "
+        "pluginMetricsSamplePercent), too few cycles here to time each plugin; "
+        "test_framework_series_match_kube_scheduler_per_pod compares them over 200 pods",
+    ),
+    "scheduler_goroutines": (
+        lambda labels: labels["operation"] != "binding",
+        "upstream's parallelizer runs Filter, Score and some plugins' own work "
+        "(InterPodAffinity, PodTopologySpread, DefaultPreemption's dry runs) in goroutines "
+        "labelled by operation; ksched evaluates them batched in one thread, so its only "
+        "series is binding",
+    ),
+    "scheduler_plugin_evaluation": (
+        lambda labels: (
+            (labels["extension_point"], labels["plugin"])
+            in {
+                ("PreFilter", "NodeUnschedulable"),
+                ("PreFilter", "TaintToleration"),
+                ("PreScore", "DynamicResources"),
+            }
+        ),
+        "v1.37's NodeUnschedulable and TaintToleration have a PreFilter (only to skip "
+        "Filter for a deferred resize, InPlacePodVerticalScalingSchedulerPreemption, which "
+        "ksched does not implement), ksched's have none; ksched's DynamicResources has a "
+        "PreScore (it skips Score for a pod without claims), upstream's has none",
+    ),
+    "scheduler_batch_attempts": (
+        lambda labels: True,
+        "upstream signs no pod while PodTopologySpread has default constraints (the "
+        "default profile's system defaults: 'pods with default topology constraints are not "
+        "signable'), so its batching never hints (no_hint, flushed as pod_not_batchable); "
+        "ksched's cycle cache signs them and fills an entry in the cycle that first asks, "
+        "so it answers the identical pods (hint_used) and may never report no_hint",
+    ),
+    "scheduler_get_node_hint_duration_seconds": (
+        lambda labels: True,
+        "as scheduler_batch_attempts",
+    ),
+    "scheduler_batch_cache_flushed": (
+        lambda labels: labels["reason"] == "pod_not_batchable",
+        "as scheduler_batch_attempts: upstream flushes for every unsignable pod; ksched's "
+        "cache signs them",
+    ),
+    "scheduler_inflight_events": (
+        lambda labels: True,
+        "upstream's gauge gets an event's series as the event arrives while a pod is in "
+        "flight (then back to 0); ksched counts the queue's in-flight events when scraped, so "
+        "an event in flight only between two scrapes leaves no series",
+    ),
+    HINTS: (
+        lambda labels: (
+            labels["event"]
+            in (
+                "AssignedPodDelete",
+                "AssignedPodUpdate",
+                "TargetPodUpdate",
+                "UnschedulablePodUpdate",
+            )
+            and (labels["plugin"], labels["hint"]) != ("NodeResourcesFit", "Queue")
+        ),
+        "hints run for the pods waiting in the unschedulable pool as each event arrives, so "
+        "whether the preemptor (gated while its evictions run) and the huge pod wait there "
+        "when the victims are marked (DisruptionTarget) and deleted depends on timing. Not "
+        "explained by timing alone, and left for a queue-fidelity follow-up: ksched also "
+        "runs NodeResourcesFit's hint (QueueSkip) on the victims' updates and on the "
+        "waiting pod's own update (TargetPodUpdate, UnschedulablePodUpdate at v1.36), where "
+        "kube-scheduler ran none",
+    ),
+    "scheduler_queue_incoming_pods": (
+        lambda labels: (labels["event"], labels["queue"]) != ("UnscheduledPodAdd", "active"),
+        "as the queueing hints: after the preemption, the moves of the huge pod and the "
+        "preemptor (to backoff, the pool or active, on the victims' updates and deletions, "
+        "the end of a backoff, or a failure an event arrived during) depend on when the "
+        "events arrive; each pod's arrival (UnscheduledPodAdd to active) must match",
+    ),
+    "scheduler_queue_incoming_entities": (
+        lambda labels: (labels["event"], labels["queue"]) != ("UnscheduledPodAdd", "active"),
+        "as scheduler_queue_incoming_pods",
+    ),
+    "scheduler_unschedulable_pods": (
+        lambda labels: labels["plugin"] == "DefaultPreemption",
+        "the preemptor is gated by DefaultPreemption's PreEnqueue while its evictions run: "
+        "upstream's gauge gets the series as the pod enters the pool (then 0), ksched reads "
+        "the pool when scraped, so a pod gated only between two scrapes leaves no series",
+    ),
+}
+# Families kube-scheduler did not expose (no sample) in which ksched may have series.
+MAY_HAVE_ONLY_KSCHED = {
+    "scheduler_batch_rescore_attempts": "ksched's cycle cache re-scores the rows a binding "
+    "changed for each signature it keeps; upstream re-scores only a hinted node, never here",
+    "scheduler_batch_rescore_duration_seconds": "as scheduler_batch_rescore_attempts",
+}
+
+
+def compare_series(upstream: dict[str, Any], ours: dict[str, Any], kube: str, mine: str) -> None:
+    """Every ``scheduler_*`` family has the same series on both sides (label values, the
+    profile names aside), but for those ``MAY_DIFFER`` names; a family only ksched exposes
+    has no series unless ``MAY_HAVE_ONLY_KSCHED`` says why."""
+    problems = []
+    for name, theirs in sorted(upstream.items()):
+        a = series(theirs, {kube: "PROFILE"})
+        b = series(ours[name], {mine: "PROFILE"})
+        allowed, _ = MAY_DIFFER.get(name, (lambda labels: False, ""))
+        differ = sorted(k for k in a ^ b if not allowed(dict(k)))
+        if differ:
+            problems.append(
+                f"{name}: kube-scheduler only {sorted(a - b)}, ksched only {sorted(b - a)}"
+            )
+        elif a != b:
+            print(
+                f"{name} differs as MAY_DIFFER says: kube {sorted(a - b)}, ksched {sorted(b - a)}"
+            )
+    for name in sorted(set(ours) - set(upstream)):
+        b = series(ours[name], {mine: "PROFILE"})
+        if b and name not in MAY_HAVE_ONLY_KSCHED:
+            problems.append(f"{name}: only ksched has it, with {sorted(b)}")
+    assert not problems, "\n".join(problems)
+    assert set(MAY_DIFFER) | set(MAY_HAVE_ONLY_KSCHED) <= set(FAMILY) | set(ours)  # no typo
+
+
 @pytest.mark.parametrize("e2e", ["kube"], indirect=True)
 def test_scheduler_metric_families_match_kube_scheduler(e2e: E2E, high_class: str) -> None:
     assert e2e.controlplane is not None
@@ -111,6 +265,7 @@ def test_scheduler_metric_families_match_kube_scheduler(e2e: E2E, high_class: st
             return text if f"{HINTS}_bucket" in text else None
 
         upstream = scheduler_families(wait_for(with_hints, timeout=10, what=HINTS))
+    clear(e2e, "kube")
     with e2e.daemon(features=emulated(e2e)) as d:
         workload(e2e, e2e.scheduler_name, "ksched", high_class)
         status, text = d.get("/metrics")
@@ -175,11 +330,11 @@ def test_scheduler_metric_families_match_kube_scheduler(e2e: E2E, high_class: st
     )
     assert sample("scheduler_schedule_attempts_total", result="scheduled", **profile) == 5
 
+    compare_series(upstream, ours, kube_name, e2e.scheduler_name)
+
 
 # -- series, not only families: the same replicas on both, the framework's own records ------
 REPLICAS = 200
-EXTENSION_POINTS = "scheduler_framework_extension_point_duration_seconds"
-PLUGINS = "scheduler_plugin_execution_duration_seconds"
 
 
 def replicas(e2e: E2E, scheduler: str, pool: str) -> int:
@@ -219,7 +374,8 @@ def test_framework_series_match_kube_scheduler_per_pod(e2e: E2E) -> None:
     pod: ksched's cycle cache answering most cycles leaves none out (it used to leave
     PreFilter and Filter at 1 and no PreScore, Score, PostBind or PreEnqueue at all). The
     plugin-execution series (plugin, extension point) of kube-scheduler's sampled cycles
-    are ksched's too, but for plugins ksched did not run."""
+    are ksched's too, but for plugins ksched did not run. Every other family has the same
+    series but for those ``MAY_DIFFER`` names."""
     assert e2e.controlplane is not None
     kube_name = f"kube-r-{e2e.run_id}"
     kube_cfg = e2e.config(profiles=[{"schedulerName": kube_name}])
@@ -228,6 +384,7 @@ def test_framework_series_match_kube_scheduler_per_pod(e2e: E2E) -> None:
 
         time.sleep(1.5)  # plugin durations go through an async recorder flushed every 1 s
         theirs_text = ks.metrics()
+    clear(e2e, "kube")
     with e2e.daemon(features=emulated(e2e)) as d:
         replicas(e2e, e2e.scheduler_name, "ksched")
         status, ours_text = d.get("/metrics")
@@ -270,3 +427,6 @@ def test_framework_series_match_kube_scheduler_per_pod(e2e: E2E) -> None:
         or (plugin == "DynamicResources" and point in ("Score", "ScoreExtensionNormalize"))
     }
     assert theirs_p - not_run <= ours_p, sorted(theirs_p - not_run - ours_p)
+    # and every other family's series, as after the preemption workload
+    upstream = scheduler_families(theirs_text)
+    compare_series(upstream, scheduler_families(ours_text), kube_name, e2e.scheduler_name)
