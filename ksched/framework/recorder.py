@@ -38,7 +38,8 @@ class FrameworkRecorder(Protocol):
         except those ``skipped`` and those after ``stopped_at``."""
 
     def sample_plugins(self) -> bool:
-        """Whether to time the plugins of a call that has no cycle (PreEnqueue)."""
+        """Whether to time the plugins of one cycle (the scheduler flags it in the
+        CycleState) or of a call that has none (PreEnqueue)."""
         return False
 
     def permit_waited(self, status: str, seconds: float) -> None:
