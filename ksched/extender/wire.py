@@ -722,10 +722,8 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
     few_fields = commas[3] < MAX_STRUCT_MEMBERS and commas[5] < MAX_STRUCT_MEMBERS
     few_pods = commas[4] + 2 * bounds.max_nodes <= budget[0]
 
-    def victims(field: str, raw: msgspec.Raw) -> list[msgspec.Raw] | None:
-        pods = _raw_elements(
-            raw, field, "[]*v1.Pod", budget[0], "victims (over all nodes)", few_pods
-        )
+    def victims(field: str, raw: msgspec.Raw, gotype: str) -> list[msgspec.Raw] | None:
+        pods = _raw_elements(raw, field, gotype, budget[0], "victims (over all nodes)", few_pods)
         budget[0] -= len(pods or [])
         return pods
 
@@ -747,7 +745,8 @@ def decode_preemption_args_body(data: bytes, bounds: Bounds) -> ExtenderPreempti
                 out[node] = None
                 continue
             v = _raw_struct(raw, struct, ("Pods", "NumPDBViolations"), struct, few_fields)
-            pods = victims(f"{struct}.Pods", v["Pods"]) if "Pods" in v else None
+            gotype = "[]*v1.Pod" if struct == "Victims" else "[]*v1.MetaPod"
+            pods = victims(f"{struct}.Pods", v["Pods"], gotype) if "Pods" in v else None
             cls = Victims if struct == "Victims" else MetaVictims
             out[node] = cls(
                 None if pods is None else [item(p) for p in pods],
