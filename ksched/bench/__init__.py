@@ -20,7 +20,7 @@ import anyio
 
 from ..api.objects import Node, Pod, decode
 from ..framework.types import PodInfo
-from ..sim.cluster_file import DRA_LISTERS, KINDS, SCHEDULING_KINDS, ClusterFile
+from ..sim.cluster_file import ClusterFile, file_kinds
 from ..sim.simulator import Simulation
 
 __all__ = ["WORKLOADS", "Workload", "run_bench"]
@@ -63,12 +63,11 @@ def run_bench(
         nodes=[(decode(m, Node), m) for m in node_ms if m["kind"] == "Node"],
         pods=[(decode(m, Pod), m) for m in init_ms],
     )
+    kinds = file_kinds()
     for m in node_ms:
-        if m["kind"] in DRA_LISTERS:
-            cf.dra.setdefault(DRA_LISTERS[m["kind"]], []).append(decode(m, KINDS[m["kind"]]))
-        elif m["kind"] in SCHEDULING_KINDS:
-            obj = decode(m, SCHEDULING_KINDS[m["kind"]])
-            cf.scheduling.setdefault(m["kind"], []).append(obj)
+        row = kinds.get(m["kind"])
+        if row is not None and row.struct is not None and m["kind"] not in ("Node", "Pod"):
+            cf.file(row, decode(m, row.struct))
     sim = Simulation(cf, config, registry, seed=seed)
     measured = [PodInfo(decode(m, Pod), m) for m in measured_ms]
     latencies: list[float] = []

@@ -27,34 +27,19 @@ pod lists are in would place pods on a partial view of the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 import msgspec
 import structlog
 
+from ..api.kinds import REGISTRY, Kind, Watch
 from ..api.objects import (
-    CSIDriver,
-    CSINode,
-    CSIStorageCapacity,
     Namespace,
     Node,
     ObjectMeta,
-    PersistentVolume,
-    PersistentVolumeClaim,
     PodDisruptionBudget,
-    PriorityClass,
-    ReplicaSet,
-    ReplicationController,
-    Service,
-    StatefulSet,
-    StorageClass,
-    VolumeAttachment,
 )
-from ..api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
-from ..api.workload import API_VERSION as SCHEDULING_API_VERSION
-from ..api.workload import V1ALPHA2, PodGroup, pod_group_from_json
 from ..features import FeatureGates
 from ..framework.interface import ClusterEvent, WatchedResource
 from ..framework.listers import Listers, RevisionedStore
@@ -85,33 +70,23 @@ __all__ = [
 
 log = structlog.get_logger("ksched.cluster.wiring")
 
-PODS_PATH = "/api/v1/pods"
-NODES_PATH = "/api/v1/nodes"
-NAMESPACES_PATH = "/api/v1/namespaces"
-PDBS_PATH = "/apis/policy/v1/poddisruptionbudgets"
-PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
-SERVICES_PATH = "/api/v1/services"
-REPLICATION_CONTROLLERS_PATH = "/api/v1/replicationcontrollers"
-REPLICA_SETS_PATH = "/apis/apps/v1/replicasets"
-STATEFUL_SETS_PATH = "/apis/apps/v1/statefulsets"
-PVCS_PATH = "/api/v1/persistentvolumeclaims"
-PVS_PATH = "/api/v1/persistentvolumes"
-STORAGE_CLASSES_PATH = "/apis/storage.k8s.io/v1/storageclasses"
-CSI_NODES_PATH = "/apis/storage.k8s.io/v1/csinodes"
-CSI_DRIVERS_PATH = "/apis/storage.k8s.io/v1/csidrivers"
-CSI_STORAGE_CAPACITIES_PATH = "/apis/storage.k8s.io/v1/csistoragecapacities"
-VOLUME_ATTACHMENTS_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
-RESOURCE_CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
-RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
-DEVICE_CLASSES_PATH = "/apis/resource.k8s.io/v1/deviceclasses"
-DEVICE_TAINT_RULES_PATH = "/apis/resource.k8s.io/v1/devicetaintrules"
-# v1.36 serves DeviceTaintRules (beta there) only as v1beta2.
-DEVICE_TAINT_RULES_PATH_1_36 = "/apis/resource.k8s.io/v1beta2/devicetaintrules"
-SCHEDULING_POD_GROUPS_PATH = f"/apis/{SCHEDULING_API_VERSION}/podgroups"
+# The collections are the kind registry's rows (``ksched.api.kinds``); these name a few.
+_PODS = REGISTRY.row("", "pods")
+_NODES = REGISTRY.row("", "nodes")
+_NAMESPACES = REGISTRY.row("", "namespaces")
+_PDBS = REGISTRY.row("policy", "poddisruptionbudgets")
+_TAINT_RULES = REGISTRY.row("resource.k8s.io", "devicetaintrules")
+_SCHEDULING_POD_GROUPS = REGISTRY.row("scheduling.k8s.io", "podgroups")
+PODS_PATH = _PODS.path
+NODES_PATH = _NODES.path
+DEVICE_TAINT_RULES_PATH = _TAINT_RULES.path
+DEVICE_TAINT_RULES_PATH_1_36 = _TAINT_RULES.path_for(_TAINT_RULES.version_for(lambda v: False))
+SCHEDULING_POD_GROUPS_PATH = _SCHEDULING_POD_GROUPS.path
 # what kube-scheduler v1.36 watches (kube-apiserver v1.36 serves no v1beta1)
-SCHEDULING_POD_GROUPS_V1ALPHA2_PATH = f"/apis/{V1ALPHA2}/podgroups"
-# kube-scheduler's pod informer: terminal pods hold no resources and need no scheduling.
-PODS_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+SCHEDULING_POD_GROUPS_V1ALPHA2_PATH = _SCHEDULING_POD_GROUPS.path_for(
+    _SCHEDULING_POD_GROUPS.version_for(lambda v: False)
+)
+PODS_FIELD_SELECTOR = _PODS.field_selector
 
 
 class SchedulerLike(Protocol):
@@ -161,44 +136,32 @@ class ClusterInformers(InformerSet):
         }
 
 
-# reads_listers key -> (collection path, object type, EventResource of its changes or "");
-# CSINode lists come back null when empty, so its objects decode through without_nulls.
-# PriorityClasses are on request too: kube-scheduler watches none (pods carry their
-# resolved priority), and the stock system:kube-scheduler role may not list them.
-_ON_REQUEST: dict[str, tuple[str, type[Any], str]] = {
-    Listers.PRIORITY_CLASSES: (PRIORITY_CLASSES_PATH, PriorityClass, ""),
-    Listers.SERVICES: (SERVICES_PATH, Service, ""),
-    Listers.REPLICATION_CONTROLLERS: (REPLICATION_CONTROLLERS_PATH, ReplicationController, ""),
-    Listers.REPLICA_SETS: (REPLICA_SETS_PATH, ReplicaSet, ""),
-    Listers.STATEFUL_SETS: (STATEFUL_SETS_PATH, StatefulSet, ""),
-    Listers.PERSISTENT_VOLUME_CLAIMS: (
-        PVCS_PATH,
-        PersistentVolumeClaim,
-        ev.PERSISTENT_VOLUME_CLAIM,
-    ),
-    Listers.PERSISTENT_VOLUMES: (PVS_PATH, PersistentVolume, ev.PERSISTENT_VOLUME),
-    Listers.STORAGE_CLASSES: (STORAGE_CLASSES_PATH, StorageClass, ev.STORAGE_CLASS),
-    Listers.CSI_NODES: (CSI_NODES_PATH, CSINode, ev.CSI_NODE),
-    Listers.CSI_DRIVERS: (CSI_DRIVERS_PATH, CSIDriver, ev.CSI_DRIVER),
-    Listers.CSI_STORAGE_CAPACITIES: (
-        CSI_STORAGE_CAPACITIES_PATH,
-        CSIStorageCapacity,
-        ev.CSI_STORAGE_CAPACITY,
-    ),
-    Listers.VOLUME_ATTACHMENTS: (VOLUME_ATTACHMENTS_PATH, VolumeAttachment, ev.VOLUME_ATTACHMENT),
-    # DynamicResources: claims by ns/name, slices and classes by name.
-    Listers.RESOURCE_CLAIMS: (RESOURCE_CLAIMS_PATH, ResourceClaim, ev.RESOURCE_CLAIM),
-    Listers.RESOURCE_SLICES: (RESOURCE_SLICES_PATH, ResourceSlice, ev.RESOURCE_SLICE),
-    Listers.DEVICE_CLASSES: (DEVICE_CLASSES_PATH, DeviceClass, ev.DEVICE_CLASS),
-    # A rule's change changes the taints of slices' devices: upstream's slice tracker
-    # reports it as a ResourceSlice update (see _forward_as_update).
-    Listers.DEVICE_TAINT_RULES: (DEVICE_TAINT_RULES_PATH, DeviceTaintRule, ev.RESOURCE_SLICE),
-}
-# The collection each on-request lister is watched from (RBAC grants list/watch on each).
-ON_REQUEST_PATHS: Mapping[str, str] = MappingProxyType({k: v[0] for k, v in _ON_REQUEST.items()})
-_BUILTIN_LISTERS = frozenset(
-    {Listers.NAMESPACES, Listers.PDBS, Listers.PODS, Listers.SCHEDULING_POD_GROUPS, *_ON_REQUEST}
-)
+class _OnRequestPaths(Mapping[str, str]):
+    """reads_listers key -> the collection it is watched from (RBAC grants list/watch on
+    each): the registry's on-request rows, read when asked (a kind registered later too)."""
+
+    def __getitem__(self, key: str) -> str:
+        row = REGISTRY.by_lister().get(key)
+        if row is None or row.watch is not Watch.ON_REQUEST:
+            raise KeyError(key)
+        return row.path
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([row.lister for row in REGISTRY.watched(Watch.ON_REQUEST)])
+
+    def __len__(self) -> int:
+        return len(REGISTRY.watched(Watch.ON_REQUEST))
+
+
+ON_REQUEST_PATHS: Mapping[str, str] = _OnRequestPaths()
+
+
+def _builtin_listers() -> frozenset[str]:
+    """The lister keys ksched fills itself: every watched row's."""
+    return REGISTRY.derived(
+        "wiring:builtin",
+        lambda rows: frozenset(r.lister for r in rows if r.lister and r.watch is not Watch.NEVER),
+    )
 
 
 def _enabled_plugins(frameworks: Iterable[Any]) -> Iterable[tuple[str, Any]]:
@@ -208,31 +171,37 @@ def _enabled_plugins(frameworks: Iterable[Any]) -> Iterable[tuple[str, Any]]:
 
 
 def requested_listers(frameworks: Iterable[Any]) -> list[str]:
-    """The on-request built-in listers (``reads_listers``) some enabled plugin reads, in a
-    fixed order. ValueError for a key ksched does not know."""
+    """The on-request built-in listers (``reads_listers``) some enabled plugin reads, in the
+    registry's order; a row with ``gates`` only when some framework has them on (or does
+    not say). ValueError for a key ksched does not know."""
     wanted: set[str] = set()
     frameworks_seen = list(frameworks)
+    builtin = _builtin_listers()
     for name, plugin in _enabled_plugins(frameworks_seen):
         for key in getattr(plugin, "reads_listers", None) or ():
-            if key not in _BUILTIN_LISTERS:
+            if key not in builtin:
                 raise ValueError(
                     f"plugin {name}: reads_listers: unknown lister {key!r}; "
-                    f"known: {', '.join(sorted(_BUILTIN_LISTERS))}"
+                    f"known: {', '.join(sorted(builtin))}"
                 )
             wanted.add(key)
-    if Listers.DEVICE_TAINT_RULES in wanted and not any(
-        _taint_rules_on(fw) for fw in frameworks_seen
-    ):
-        wanted.discard(Listers.DEVICE_TAINT_RULES)
-    return [key for key in _ON_REQUEST if key in wanted]
+    return [
+        row.lister
+        for row in REGISTRY.watched(Watch.ON_REQUEST)
+        if row.lister in wanted
+        and (not row.gates or any(_gates_on(fw, row.gates) for fw in frameworks_seen))
+    ]
 
 
-def _taint_rules_on(fw: Any) -> bool:
+def _features_of(fw: Any) -> FeatureGates | None:
+    features: FeatureGates | None = getattr(getattr(fw, "handle", None), "features", None)
+    return features
+
+
+def _gates_on(fw: Any, gates: Iterable[str]) -> bool:
     """kube-scheduler watches DeviceTaintRules only with DRADeviceTaintRules on."""
-    features = getattr(getattr(fw, "handle", None), "features", None)
-    return features is None or (
-        features.enabled("DRADeviceTaints") and features.enabled("DRADeviceTaintRules")
-    )
+    features = _features_of(fw)
+    return features is None or all(features.enabled(g) for g in gates)
 
 
 def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
@@ -241,13 +210,14 @@ def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
     Two declarations of the same lister key must be identical (ValueError otherwise).
     """
     out: dict[str, WatchedResource] = {}
+    builtin = _builtin_listers()
     for name, plugin in _enabled_plugins(frameworks):
         for wr in getattr(plugin, "watch_resources", None) or ():
             if not isinstance(wr, WatchedResource):
                 raise ValueError(
                     f"plugin {name}: watch_resources: expected WatchedResource, got {wr!r}"
                 )
-            if wr.lister in _BUILTIN_LISTERS:
+            if wr.lister in builtin:
                 raise ValueError(
                     f"plugin {name}: watch_resources: handle.listers[{wr.lister!r}] is built in"
                 )
@@ -262,23 +232,33 @@ def watched_resources(frameworks: Iterable[Any]) -> list[WatchedResource]:
 
 
 def workload_informer_paths(features: FeatureGates | None) -> dict[str, str]:
-    """The ``handle.listers`` keys and collections watched for workload-aware scheduling:
-    kube-scheduler's PodGroup informer (scheduling.k8s.io/v1beta1 in v1.37, v1alpha2 in
-    v1.36, converted to the v1beta1 shape), started only with GenericWorkload on."""
-    if features is None or not features.enabled("GenericWorkload"):
+    """The ``handle.listers`` keys and collections of the registry's gated rows whose gates
+    ``features`` has on: kube-scheduler's PodGroup informer (scheduling.k8s.io/v1beta1 in
+    v1.37, v1alpha2 in v1.36, converted to the v1beta1 shape), started only with
+    GenericWorkload on. None: no gate is on."""
+    if features is None:
         return {}
-    if not features.at_least("1.37"):
-        return {Listers.SCHEDULING_POD_GROUPS: SCHEDULING_POD_GROUPS_V1ALPHA2_PATH}
-    return {Listers.SCHEDULING_POD_GROUPS: SCHEDULING_POD_GROUPS_PATH}
+    return {
+        row.lister: row.path_for(row.version_for(features.at_least))
+        for row in REGISTRY.watched(Watch.GATED)
+        if all(features.enabled(g) for g in row.gates)
+    }
 
 
-def _pod_group_decoder(path: str) -> Callable[[bytes], PodGroup]:
-    version = V1ALPHA2 if path == SCHEDULING_POD_GROUPS_V1ALPHA2_PATH else SCHEDULING_API_VERSION
+def _row_decoder(row: Kind, version: str) -> Callable[[bytes], Any]:
+    """Objects of ``row`` in API ``version``, in the row's struct (an older version's
+    struct converted to it)."""
+    cls = row.struct_for(version)
+    if cls is None:
+        raise ValueError(f"{row.kind}: no struct to decode {version} objects into")
+    decode = null_tolerant_decoder(cls) if row.nulls else struct_decoder(cls)
+    if cls is row.struct:
+        return decode
 
-    def decode(raw: bytes) -> PodGroup:
-        return pod_group_from_json(raw, version)
+    def converted(raw: bytes) -> Any:
+        return decode(raw).convert()
 
-    return decode
+    return converted
 
 
 def _decode_raw(raw: bytes) -> dict[str, Any]:
@@ -329,30 +309,36 @@ def _forward_as_update(
     )
 
 
-def _forward_pod_groups(
-    informer: Informer[PodGroup], scheduler: SchedulerLike, features: FeatureGates | None
+def _forward_to_handlers(
+    informer: Informer[Any], row: Kind, scheduler: SchedulerLike, features: FeatureGates | None
 ) -> None:
-    """v1.37's PodGroup event handlers (``addPodGroup``...): the scheduler's cache and
-    queue learn of the group, then the PodGroup cluster event goes to the queue. v1.36's
-    informer only fills the lister."""
-    if features is None or not features.at_least("1.37"):
+    """A row's changes to the scheduler's own ``on_<handlers>_*`` methods (v1.37's PodGroup
+    event handlers, ``addPodGroup``...: the cache and queue learn of the group, then the
+    PodGroup cluster event goes to the queue), from release ``handlers_since``; before
+    it (v1.36's PodGroup informer) the informer only fills the lister."""
+    if features is None or not features.at_least(row.handlers_since):
         return
-    add = getattr(scheduler, "on_pod_group_add", None)
-    update = getattr(scheduler, "on_pod_group_update", None)
-    delete = getattr(scheduler, "on_pod_group_delete", None)
+    add = getattr(scheduler, f"on_{row.handlers}_add", None)
+    update = getattr(scheduler, f"on_{row.handlers}_update", None)
+    delete = getattr(scheduler, f"on_{row.handlers}_delete", None)
     if add is not None and update is not None and delete is not None:
         informer.add_handlers(add, update, delete)
 
 
+def _collection_version(key: str, frameworks: Iterable[Any]) -> str:
+    """The API version lister ``key`` is watched in, for the emulated release (an older
+    one when any framework emulates a release before the row's ``older.before``)."""
+    row = REGISTRY.by_lister()[key]
+    for fw in frameworks:
+        features = _features_of(fw)
+        if features is not None and row.version_for(features.at_least) != row.version:
+            return row.version_for(features.at_least)
+    return row.version
+
+
 def _collection_path(key: str, frameworks: Iterable[Any]) -> str:
     """Where lister ``key`` is watched from, for the emulated version."""
-    path = _ON_REQUEST[key][0]
-    if key == Listers.DEVICE_TAINT_RULES:
-        for fw in frameworks:
-            features = getattr(getattr(fw, "handle", None), "features", None)
-            if features is not None and not features.at_least("1.37"):
-                return DEVICE_TAINT_RULES_PATH_1_36
-    return path
+    return REGISTRY.by_lister()[key].path_for(_collection_version(key, frameworks))
 
 
 def connect_scheduler(
@@ -410,17 +396,17 @@ def connect_scheduler(
     nodes.add_handlers(scheduler.on_node_add, scheduler.on_node_update, scheduler.on_node_delete)
     namespaces: Informer[Namespace] = Informer(
         client,
-        NAMESPACES_PATH,
+        _NAMESPACES.path,
         struct_decoder(Namespace),
-        name="namespaces",
+        name=_NAMESPACES.resource,
         backoff=make_backoff(),
         **common,
     )
     pdbs: Informer[PodDisruptionBudget] = Informer(
         client,
-        PDBS_PATH,
+        _PDBS.path,
         struct_decoder(PodDisruptionBudget),
-        name="poddisruptionbudgets",
+        name=_PDBS.resource,
         backoff=make_backoff(),
         **common,
     )
@@ -428,24 +414,32 @@ def connect_scheduler(
     emit: Callable[[ClusterEvent, Any, Any], None] | None = getattr(
         scheduler, "on_other_event", None
     )
-    for key in requested_listers(scheduler.frameworks.values()):
-        _, cls, event_resource = _ON_REQUEST[key]
-        path = _collection_path(key, scheduler.frameworks.values())
+    if features is None:
+        features = getattr(getattr(scheduler, "config", None), "features", None)
+
+    def watch(row: Kind, version: str) -> None:
+        """An informer of ``row``'s typed objects into a ``RevisionedStore`` lister; its
+        changes to the scheduler's handlers for the row, or as its cluster events."""
         store: RevisionedStore[Any] = RevisionedStore()
-        requested: Informer[Any] = Informer(
+        informer: Informer[Any] = Informer(
             client,
-            path,
-            null_tolerant_decoder(cls) if cls is CSINode else struct_decoder(cls),
-            name=key,
+            row.path_for(version),
+            _row_decoder(row, version),
+            name=row.lister,
             backoff=make_backoff(),
             store=store,
             **common,
         )
-        requested.add_handlers(store.bump, store.bump, store.bump)
-        if event_resource and emit is not None:
-            forward = _forward_as_update if key == Listers.DEVICE_TAINT_RULES else _forward_events
-            forward(requested, event_resource, emit)
-        informers.requested[key] = informers.add(requested)
+        informer.add_handlers(store.bump, store.bump, store.bump)
+        if row.handlers:
+            _forward_to_handlers(informer, row, scheduler, features)
+        elif row.events and emit is not None:
+            forward = _forward_as_update if row.events_as_update else _forward_events
+            forward(informer, row.events, emit)
+        informers.requested[row.lister] = informers.add(informer)
+
+    for key in requested_listers(scheduler.frameworks.values()):
+        watch(REGISTRY.by_lister()[key], _collection_version(key, scheduler.frameworks.values()))
     for wr in watched_resources(scheduler.frameworks.values()):
         custom: Informer[dict[str, Any]] = Informer(
             client,
@@ -461,22 +455,10 @@ def connect_scheduler(
             _forward_events(custom, wr.event_resource, emit)
         informers.custom[wr.lister] = informers.add(custom)
         log.info("watching a collection for plugins", path=wr.path, lister=wr.lister)
-    if features is None:
-        features = getattr(getattr(scheduler, "config", None), "features", None)
-    for key, path in workload_informer_paths(features).items():
-        pg_store: RevisionedStore[PodGroup] = RevisionedStore()
-        pod_groups: Informer[PodGroup] = Informer(
-            client,
-            path,
-            _pod_group_decoder(path),
-            name=key,
-            backoff=make_backoff(),
-            store=pg_store,
-            **common,
-        )
-        pod_groups.add_handlers(pg_store.bump, pg_store.bump, pg_store.bump)
-        _forward_pod_groups(pod_groups, scheduler, features)
-        informers.requested[key] = informers.add(pod_groups)
+    if features is not None:
+        for row in REGISTRY.watched(Watch.GATED):
+            if all(features.enabled(g) for g in row.gates):
+                watch(row, row.version_for(features.at_least))
     listers = informers.listers
     for fw in scheduler.frameworks.values():
         fw.handle.listers.update(listers)

@@ -11,7 +11,9 @@ DRA objects DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaim
 ResourceClaimTemplates, the latter two namespaced, and DeviceTaintRules), and the
 scheduling.k8s.io/v1beta1 Workloads and PodGroups of workload-aware scheduling (namespaced;
 v1.36's v1alpha2 ones converted to that shape; a PodGroup of another group, scheduler-plugins'
-``scheduling.x-k8s.io`` CRD, stays a custom object).
+``scheduling.x-k8s.io`` CRD, stays a custom object). Which kinds, what they decode into
+and where a simulation keeps them are the kind registry's rows (``ksched.api.kinds``:
+``cluster_file``, ``struct``, ``sim_owner``); a namespaced kind defaults to ``default``.
 """
 
 from __future__ import annotations
@@ -25,40 +27,21 @@ from typing import Any
 import msgspec
 import yaml
 
+from ..api.kinds import REGISTRY, Kind, SimOwner
 from ..api.objects import (
-    CSIDriver,
-    CSINode,
-    CSIStorageCapacity,
     DecodeError,
     Namespace,
     Node,
     ObjectHead,
-    PersistentVolume,
-    PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
     PriorityClass,
-    ReplicaSet,
-    ReplicationController,
-    Service,
-    StatefulSet,
-    StorageClass,
-    VolumeAttachment,
     decode,
     object_ref,
     without_nulls,
 )
 from ..api.objects import decode_json as decode_typed_json
-from ..api.resource import (
-    DeviceClass,
-    DeviceTaintRule,
-    ResourceClaim,
-    ResourceClaimTemplate,
-    ResourceSlice,
-)
 from ..api.validation import object_errors
-from ..api.workload import API_VERSION as SCHEDULING_API_VERSION
-from ..api.workload import V1ALPHA2, PodGroup, PodGroupV1Alpha2, Workload, WorkloadV1Alpha2
 from ..framework.listers import Listers
 from ..util.errors import KschedError
 from ..util.limits import (
@@ -78,6 +61,7 @@ __all__ = [
     "WORKLOAD_LISTERS",
     "ClusterFile",
     "ClusterFileError",
+    "file_kinds",
     "load_cluster",
     "parse_cluster",
 ]
@@ -87,90 +71,88 @@ class ClusterFileError(KschedError, ValueError):
     """A cluster file that cannot be used; one line naming the file and the object."""
 
 
+def file_kinds() -> dict[str, Kind]:
+    """kind -> its registry row, for every kind a cluster file may hold."""
+    return dict(REGISTRY.cluster_file_kinds())
+
+
+def _listers_of(owner: SimOwner) -> dict[str, str]:
+    """kind -> handle.listers key of the cluster-file kinds ``owner`` holds."""
+    return {
+        r.kind: r.lister for r in REGISTRY.cluster_file_kinds().values() if r.sim_owner == owner
+    }
+
+
 @dataclass
 class ClusterFile:
     # with the object as the file had it: a mapping, or its JSON bytes
     nodes: list[tuple[Node, dict[str, Any] | bytes]] = field(default_factory=list)
     pods: list[tuple[Pod, dict[str, Any] | bytes]] = field(default_factory=list)
-    namespaces: list[Namespace] = field(default_factory=list)
-    priority_classes: list[PriorityClass] = field(default_factory=list)
-    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
-    # Services, ReplicationControllers, ReplicaSets, StatefulSets by handle.listers key.
-    workloads: dict[str, list[Any]] = field(default_factory=dict)
+    # The kinds a simulation keeps in a lister of their own (``SimOwner.LISTER``:
+    # Namespaces, PDBs, PriorityClasses, Services, controllers...), by listers key.
+    listed: dict[str, list[Any]] = field(default_factory=dict)
     # PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
-    # VolumeAttachments by listers key.
+    # VolumeAttachments by listers key (the simulated PV controller's).
     storage: dict[str, list[Any]] = field(default_factory=dict)
-    # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates by listers key.
+    # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates, DeviceTaintRules
+    # by listers key (the simulated resourceclaim controller's).
     dra: dict[str, list[Any]] = field(default_factory=dict)
     # scheduling.k8s.io/v1beta1 Workloads and PodGroups, by kind.
     scheduling: dict[str, list[Any]] = field(default_factory=dict)
     # Everything else by kind (PodGroups, ...), for plugins that read custom objects.
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
+    @property
+    def namespaces(self) -> list[Namespace]:
+        return self.listed.get(Listers.NAMESPACES, [])
 
-# kind -> the type its manifests decode into
+    @property
+    def priority_classes(self) -> list[PriorityClass]:
+        return self.listed.get(Listers.PRIORITY_CLASSES, [])
+
+    @property
+    def pdbs(self) -> list[PodDisruptionBudget]:
+        return self.listed.get(Listers.PDBS, [])
+
+    @property
+    def workloads(self) -> dict[str, list[Any]]:
+        """Services, ReplicationControllers, ReplicaSets, StatefulSets (the kinds a file
+        may omit) by listers key, those the file has."""
+        may_omit = {r.lister for r in REGISTRY if r.file_may_omit}
+        return {k: v for k, v in self.listed.items() if k in may_omit}
+
+    def file(self, row: Kind, obj: Any) -> None:
+        """Keep ``obj``, of ``row``'s kind, where the simulation reads it."""
+        owner = row.sim_owner
+        if owner is SimOwner.POD_GROUPS:
+            self.scheduling.setdefault(row.kind, []).append(obj)
+        elif owner is SimOwner.PV_CONTROLLER:
+            self.storage.setdefault(row.lister, []).append(obj)
+        elif owner is SimOwner.CLAIM_CONTROLLER:
+            self.dra.setdefault(row.lister, []).append(obj)
+        elif owner is SimOwner.SCHEDULER:
+            raise ValueError(f"{row.kind}: filed with its JSON (nodes, pods)")
+        else:
+            self.listed.setdefault(row.lister, []).append(obj)
+
+
+# kind -> the type its manifests decode into, whatever their apiVersion (the
+# workload-aware kinds, SCHEDULING_KINDS, only in their own: "PodGroup" is also
+# scheduler-plugins' CRD, left to plugins as a custom object). Snapshots of the registry:
+# the parser reads the registry itself, so a kind registered later is read too.
 KINDS: dict[str, Any] = {
-    "Node": Node,
-    "Pod": Pod,
-    "Namespace": Namespace,
-    "PriorityClass": PriorityClass,
-    "PodDisruptionBudget": PodDisruptionBudget,
-    "Service": Service,
-    "ReplicationController": ReplicationController,
-    "ReplicaSet": ReplicaSet,
-    "StatefulSet": StatefulSet,
-    "PersistentVolumeClaim": PersistentVolumeClaim,
-    "PersistentVolume": PersistentVolume,
-    "StorageClass": StorageClass,
-    "CSINode": CSINode,
-    "CSIDriver": CSIDriver,
-    "CSIStorageCapacity": CSIStorageCapacity,
-    "VolumeAttachment": VolumeAttachment,
-    "DeviceClass": DeviceClass,
-    "ResourceSlice": ResourceSlice,
-    "ResourceClaim": ResourceClaim,
-    "ResourceClaimTemplate": ResourceClaimTemplate,
-    "DeviceTaintRule": DeviceTaintRule,
+    k: r.struct for k, r in file_kinds().items() if r.sim_owner is not SimOwner.POD_GROUPS
 }
 # kind -> the handle.listers key PodTopologySpread reads it under
-WORKLOAD_LISTERS = {
-    "Service": Listers.SERVICES,
-    "ReplicationController": Listers.REPLICATION_CONTROLLERS,
-    "ReplicaSet": Listers.REPLICA_SETS,
-    "StatefulSet": Listers.STATEFUL_SETS,
-}
+WORKLOAD_LISTERS = {r.kind: r.lister for r in file_kinds().values() if r.file_may_omit}
 # kind -> the handle.listers key the volume plugins read it under
-STORAGE_LISTERS = {
-    "PersistentVolumeClaim": Listers.PERSISTENT_VOLUME_CLAIMS,
-    "PersistentVolume": Listers.PERSISTENT_VOLUMES,
-    "StorageClass": Listers.STORAGE_CLASSES,
-    "CSINode": Listers.CSI_NODES,
-    "CSIDriver": Listers.CSI_DRIVERS,
-    "CSIStorageCapacity": Listers.CSI_STORAGE_CAPACITIES,
-    "VolumeAttachment": Listers.VOLUME_ATTACHMENTS,
-}
-
+STORAGE_LISTERS = _listers_of(SimOwner.PV_CONTROLLER)
 # kind -> the handle.listers key DynamicResources (or the simulated resourceclaim
 # controller, for templates) reads it under
-DRA_LISTERS = {
-    "DeviceClass": Listers.DEVICE_CLASSES,
-    "ResourceSlice": Listers.RESOURCE_SLICES,
-    "ResourceClaim": Listers.RESOURCE_CLAIMS,
-    "ResourceClaimTemplate": "resourceclaimtemplates",
-    "DeviceTaintRule": Listers.DEVICE_TAINT_RULES,
+DRA_LISTERS = _listers_of(SimOwner.CLAIM_CONTROLLER)
+SCHEDULING_KINDS: dict[str, Any] = {
+    k: r.struct for k, r in file_kinds().items() if r.sim_owner is SimOwner.POD_GROUPS
 }
-_NAMESPACED = {
-    "Pod",
-    "PersistentVolumeClaim",
-    "CSIStorageCapacity",
-    "ResourceClaim",
-    "ResourceClaimTemplate",
-}
-# kind -> type of the scheduling.k8s.io/v1beta1 kinds (by apiVersion too: "PodGroup" is
-# also scheduler-plugins' CRD, left to plugins as a custom object)
-SCHEDULING_KINDS: dict[str, Any] = {"Workload": Workload, "PodGroup": PodGroup}
-# v1.36's version of them, converted to the v1beta1 shape once decoded
-_SCHEDULING_V1ALPHA2: dict[str, Any] = {"Workload": WorkloadV1Alpha2, "PodGroup": PodGroupV1Alpha2}
 
 
 def _flatten(doc: Any, source: str, out: list[dict[str, Any]]) -> None:
@@ -292,6 +274,7 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
         except (yaml.YAMLError, DecodeLimitError) as e:
             raise _syntax_error(source, e) from None
     cf = ClusterFile()
+    kinds = REGISTRY.cluster_file_kinds()
     seen: set[tuple[str, str, str]] = set()
     objs: list[dict[str, Any]] = []
     for d in docs:
@@ -319,20 +302,22 @@ def parse_cluster(text: str | bytes, source: str, *, validate: bool = True) -> C
         meta = raw.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise ClusterFileError(f"{source}: {object_ref(raw)}: metadata.name: Required value")
-        cls = _kind_type(kind, raw.get("apiVersion"))
-        if cls is None:
+        api_version = raw.get("apiVersion")
+        row = kinds.get(kind)
+        cls = _kind_type(row, api_version)
+        if row is None or cls is None:
             cf.others.setdefault(kind, []).append(raw)
             continue
-        if kind in _NAMESPACED or kind in WORKLOAD_LISTERS or kind in SCHEDULING_KINDS:
+        if row.namespaced:
             meta.setdefault("namespace", "default")
         try:
             # a dump's CSINodes say `drivers: null`/`topologyKeys: null` for empty lists
-            obj = decode(without_nulls(raw) if kind == "CSINode" else raw, cls)
+            obj = decode(without_nulls(raw) if row.nulls else raw, cls)
         except DecodeError as e:
             raise ClusterFileError(f"{source}: {e}") from None
-        if isinstance(obj, WorkloadV1Alpha2 | PodGroupV1Alpha2):
+        if cls is not row.struct:  # an older version's: converted to the row's
             obj = obj.convert()
-        _add(cf, seen, source, kind, obj, raw, raw, validate)
+        _add(cf, seen, source, kind, obj, raw, raw, validate, row)
     return cf
 
 
@@ -345,6 +330,7 @@ def _add(
     raw: Any,
     mapping: dict[str, Any] | None,
     validate: bool = True,
+    row: Kind | None = None,
 ) -> None:
     """File ``obj`` (decoded from ``raw``: a mapping, or JSON bytes) under its kind."""
     meta = obj.metadata
@@ -361,29 +347,21 @@ def _add(
         cf.nodes.append((obj, raw))
     elif kind == "Pod":
         cf.pods.append((obj, raw))
-    elif kind == "Namespace":
-        cf.namespaces.append(obj)
-    elif kind == "PriorityClass":
-        cf.priority_classes.append(obj)
-    elif kind == "PodDisruptionBudget":
-        cf.pdbs.append(obj)
-    elif kind in WORKLOAD_LISTERS:
-        cf.workloads.setdefault(WORKLOAD_LISTERS[kind], []).append(obj)
-    elif kind in SCHEDULING_KINDS:
-        cf.scheduling.setdefault(kind, []).append(obj)
-    elif kind in DRA_LISTERS:
-        cf.dra.setdefault(DRA_LISTERS[kind], []).append(obj)
     else:
-        cf.storage.setdefault(STORAGE_LISTERS[kind], []).append(obj)
+        assert row is not None
+        cf.file(row, obj)
 
 
-def _kind_type(kind: str, api_version: Any) -> Any:
-    """The type a manifest decodes into; None for a custom object."""
-    if kind in SCHEDULING_KINDS:
-        if api_version == V1ALPHA2:
-            return _SCHEDULING_V1ALPHA2[kind]
-        return SCHEDULING_KINDS[kind] if api_version == SCHEDULING_API_VERSION else None
-    return KINDS.get(kind)
+def _kind_type(row: Kind | None, api_version: Any) -> Any:
+    """The type a manifest decodes into; None for a custom object. The workload-aware
+    kinds only in their own API versions (an older one's type converts)."""
+    if row is None:
+        return None
+    if row.sim_owner is SimOwner.POD_GROUPS:
+        if row.older is not None and api_version == f"{row.group}/{row.older.version}":
+            return row.struct_for(row.older.version)
+        return row.struct if api_version == row.api_version else None
+    return row.struct
 
 
 def _ref_name(meta: Any) -> str:

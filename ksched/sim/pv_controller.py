@@ -31,16 +31,16 @@ from ..api.objects import (
     StorageClass,
     VolumeNodeAffinity,
 )
-from ..framework.handle import BindError
-from ..framework.interface import ClusterEvent
-from ..framework.listers import Listers, RevisionedStore
-from ..plugins.volumebinding.pvutil import (
+from ..api.volume import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     claim_class,
 )
+from ..framework.handle import BindError
+from ..framework.interface import ClusterEvent
+from ..framework.listers import Listers, RevisionedStore
 from .cluster_file import STORAGE_LISTERS, ClusterFile
 
 __all__ = ["SimulatedPVController"]

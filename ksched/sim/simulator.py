@@ -12,17 +12,18 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import msgspec
 
+from ..api.kinds import REGISTRY, SimOwner, Watch, guess_resource
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, PodCondition
 from ..api.resource import ResourceClaim
 from ..api.workload import Condition, PodGroup
-from ..cluster.wiring import workload_informer_paths
+from ..cluster.wiring import watched_resources, workload_informer_paths
 from ..framework.handle import BindError, RecordingEventRecorder
 from ..framework.interface import ClusterEvent
 from ..framework.listers import Listers, RevisionedStore
@@ -363,6 +364,50 @@ def _admit_pod_group(pg: PodGroup, classes: dict[str, int], global_default: int)
     return msgspec.structs.replace(pg, spec=msgspec.structs.replace(spec, priority=value))
 
 
+def _file_listers(cluster: ClusterFile) -> dict[str, Any]:
+    """The listers of the kinds a simulation keeps as the file has them
+    (``SimOwner.LISTER`` rows): static, revision 0 throughout; a plain mapping where the
+    daemon's informer store is one (the always-watched kinds), else a RevisionedStore. A
+    kind the file may omit (``file_may_omit``: Services and controllers) and has none of
+    stays unknown rather than empty, so a plain `kubectl get nodes,pods` dump keeps
+    PodTopologySpread's fallback for controlled pods instead of losing their default
+    spreading to controllers it never listed."""
+    out: dict[str, Any] = {}
+    for row in REGISTRY.cluster_file_kinds().values():
+        if row.sim_owner is not SimOwner.LISTER or not row.lister:
+            continue
+        objs = cluster.listed.get(row.lister)
+        if objs is None and row.file_may_omit:
+            continue
+        store: dict[str, Any] = {} if row.watch is Watch.ALWAYS else RevisionedStore()
+        for obj in objs or ():
+            meta = obj.metadata
+            store[f"{meta.namespace}/{meta.name}" if row.namespaced else meta.name] = obj
+        out[row.lister] = store
+    return out
+
+
+def _custom_listers(cluster: ClusterFile, frameworks: Iterable[Any]) -> dict[str, Any]:
+    """What the enabled plugins' ``watch_resources`` would have the daemon watch: the
+    file's custom objects of each collection's group and resource (any version, as an API
+    server converts), raw, keyed as the daemon keys them."""
+    out: dict[str, Any] = {}
+    for wr in watched_resources(frameworks):
+        parts = wr.path.strip("/").split("/")
+        group = parts[1] if parts[0] == "apis" and len(parts) == 4 else ""
+        resource = parts[-1]
+        store: dict[str, Any] = {}
+        for kind, items in cluster.others.items():
+            if guess_resource(kind) != resource:
+                continue
+            for raw in items:
+                api_version = str(raw.get("apiVersion") or "")
+                if (api_version.rpartition("/")[0] if "/" in api_version else "") == group:
+                    store[_namespaced_key(raw)] = raw
+        out[wr.lister] = store
+    return out
+
+
 class Simulation:
     def __init__(
         self,
@@ -413,23 +458,12 @@ class Simulation:
             ext.on_bound = self.cluster.bind
         # Informer-backed listers as the daemon provides them to plugins.
         listers: dict[str, Any] = {
-            Listers.NAMESPACES: {ns.metadata.name: ns for ns in cluster.namespaces},
-            Listers.PDBS: {f"{p.metadata.namespace}/{p.metadata.name}": p for p in cluster.pdbs},
-            Listers.PRIORITY_CLASSES: {pc.metadata.name: pc for pc in cluster.priority_classes},
+            **_file_listers(cluster),
             # Custom objects plugins read synchronously (Coscheduling's PodGroups).
-            "podgroups": {_namespaced_key(pg): pg for pg in cluster.others.get("PodGroup", [])},
+            **_custom_listers(cluster, self.sched.frameworks.values()),
             # Every non-terminal pod, for any scheduler (PodInfo values).
             Listers.PODS: self.cluster.pods,
         }
-        # Services and controllers, for default spreading (static: revision 0 throughout).
-        # A kind the file has none of stays unknown rather than empty, so a plain
-        # `kubectl get nodes,pods` dump keeps the plugin's fallback for controlled pods
-        # instead of losing their default spreading to controllers it never listed.
-        for key, objs in cluster.workloads.items():
-            store: RevisionedStore[Any] = RevisionedStore()
-            for obj in objs:
-                store[f"{obj.metadata.namespace}/{obj.metadata.name}"] = obj
-            listers[key] = store
         # Storage for the volume plugins: the simulated PV controller's stores (always
         # there, empty for a kind the file has none of: a claim missing from the file is
         # missing, as kube-scheduler would find it), so what VolumeBinding writes it reads.

@@ -14,7 +14,8 @@ pod list is simply bound in the file.
 An identity that may not list a kind (403) gets a snapshot without it: kube-scheduler's
 own (``system:kube-scheduler``) may not list PriorityClasses or ResourceClaimTemplates,
 which it never reads. ``LACKS`` says what a simulation of the file then lacks; only
-nodes and pods are required.
+nodes and pods are required. The kinds, their order and those words are the kind
+registry's rows (``ksched.api.kinds``: ``snapshot``, ``discover``, ``lacks``).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any
 
 import msgspec
 
+from ..api.kinds import REGISTRY, Kind
 from ..cluster.client import APIClient, APIError
-from ..cluster.wiring import PODS_FIELD_SELECTOR
 
 __all__ = [
     "DRA_GROUP",
@@ -36,10 +37,12 @@ __all__ = [
     "SCHEDULING_KINDS",
     "SNAPSHOT_KINDS",
     "Listed",
+    "snapshot_rows",
     "take_snapshot",
 ]
 
 DRA_GROUP = "resource.k8s.io"
+SCHEDULING_GROUP = "scheduling.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -57,65 +60,37 @@ class Listed:
         return f"{prefix}{self.api_version}/{self.resource}"
 
 
-SNAPSHOT_KINDS: tuple[Listed, ...] = (
-    Listed("Namespace", "v1", "namespaces"),
-    Listed("Node", "v1", "nodes"),
-    Listed("Pod", "v1", "pods", (("fieldSelector", PODS_FIELD_SELECTOR),)),
-    Listed("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses"),
-    Listed("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets"),
-    Listed("Service", "v1", "services"),
-    Listed("ReplicationController", "v1", "replicationcontrollers"),
-    Listed("ReplicaSet", "apps/v1", "replicasets"),
-    Listed("StatefulSet", "apps/v1", "statefulsets"),
-    Listed("PersistentVolumeClaim", "v1", "persistentvolumeclaims"),
-    Listed("PersistentVolume", "v1", "persistentvolumes"),
-    Listed("StorageClass", "storage.k8s.io/v1", "storageclasses"),
-    Listed("CSINode", "storage.k8s.io/v1", "csinodes"),
-    Listed("CSIDriver", "storage.k8s.io/v1", "csidrivers"),
-    Listed("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities"),
-    Listed("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments"),
-)
-# resource.k8s.io kinds by resource name; listed in the served version, when served
-DRA_KINDS = {
-    "deviceclasses": "DeviceClass",
-    "resourceslices": "ResourceSlice",
-    "resourceclaims": "ResourceClaim",
-    "resourceclaimtemplates": "ResourceClaimTemplate",
-    "devicetaintrules": "DeviceTaintRule",
-}
+def _listed(row: Kind, api_version: str) -> Listed:
+    params = (("fieldSelector", row.field_selector),) if row.field_selector else ()
+    return Listed(row.kind, api_version, row.resource, params)
 
-# scheduling.k8s.io kinds by resource name; listed in the first of these versions served
+
+def snapshot_rows() -> tuple[Kind, ...]:
+    """The registry's rows ``ksched snapshot`` lists (``snapshot``), in its order."""
+    return REGISTRY.derived("snapshot", lambda rows: tuple(r for r in rows if r.snapshot))
+
+
+# The collections always listed (the registry's snapshot rows served in every cluster).
+SNAPSHOT_KINDS: tuple[Listed, ...] = tuple(
+    _listed(r, r.api_version) for r in snapshot_rows() if not r.discover
+)
+
+
+def _discovered(group: str) -> dict[str, str]:
+    """resource -> kind of ``group``'s rows listed only when served."""
+    return {r.resource: r.kind for r in snapshot_rows() if r.discover and r.group == group}
+
+
+# resource.k8s.io kinds by resource name; listed in the served version, when served
+DRA_KINDS = _discovered(DRA_GROUP)
+# scheduling.k8s.io kinds by resource name; listed in the first of their versions served
 # (kube-apiserver v1.37: v1beta1, v1.36: v1alpha2)
-SCHEDULING_GROUP_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")
-SCHEDULING_KINDS = {"workloads": "Workload", "podgroups": "PodGroup"}
+SCHEDULING_KINDS = _discovered(SCHEDULING_GROUP)
 
 #: Kinds a snapshot is useless without: a 403 listing them fails it.
 REQUIRED = frozenset({"Node", "Pod"})
 #: What ``simulate`` lacks when a snapshot has none of a kind (the warning's words).
-LACKS: dict[str, str] = {
-    "Namespace": "namespace labels (namespaceSelector of pod affinity terms matches none)",
-    "PriorityClass": "priority for pods without spec.priority (admitted pods carry theirs)",
-    "PodDisruptionBudget": "disruption budgets (preemption picks victims ignoring them)",
-    "Service": "Services' selectors for default topology spreading",
-    "ReplicationController": "ReplicationControllers' selectors for default spreading",
-    "ReplicaSet": "ReplicaSets' selectors for default topology spreading",
-    "StatefulSet": "StatefulSets' selectors for default topology spreading",
-    "PersistentVolumeClaim": "claims (pods with a PersistentVolumeClaim stay pending)",
-    "PersistentVolume": "volumes (pods with unbound claims find none to bind)",
-    "StorageClass": "storage classes (claims to provision or bind late stay pending)",
-    "CSINode": "CSI volume limits per node",
-    "CSIDriver": "CSI drivers (volume limits and attach requirements)",
-    "CSIStorageCapacity": "storage capacity (claims of drivers reporting it find none free)",
-    "VolumeAttachment": "attached volumes counted against CSI volume limits",
-    "DeviceClass": "device classes (pods with resource claims stay pending)",
-    "ResourceSlice": "devices (pods with resource claims stay pending)",
-    "ResourceClaim": "resource claims (pods with claims stay pending)",
-    "ResourceClaimTemplate": "claim templates (pods whose claims the resourceclaim "
-    "controller has not made yet stay pending)",
-    "DeviceTaintRule": "device taint rules (devices they taint are handed out as untainted)",
-    "Workload": "Workloads (their PodGroup templates)",
-    "PodGroup": "pod groups (workload-aware scheduling)",
-}
+LACKS: dict[str, str] = {r.kind: r.lacks for r in snapshot_rows() if r.lacks}
 
 
 class _Resource(msgspec.Struct):
@@ -126,40 +101,43 @@ class _ResourceList(msgspec.Struct):
     resources: list[_Resource] = msgspec.field(default_factory=list)
 
 
-class _Version(msgspec.Struct, rename="camel"):
-    group_version: str = ""
-
-
-class _Group(msgspec.Struct, rename="camel"):
-    preferred_version: _Version = msgspec.field(default_factory=_Version)
-
-
-async def _dra_kinds(client: APIClient) -> list[Listed]:
-    """The DRA collections the server serves (none on a server without the group)."""
-    status, raw = await client.request("GET", f"/apis/{DRA_GROUP}", check=False)
+async def _served(client: APIClient, gv: str) -> set[str] | None:
+    """The resources group/version ``gv`` serves; None when it is not served."""
+    status, raw = await client.request("GET", f"/apis/{gv}", check=False)
     if status == 404:
-        return []
+        return None
     if status >= 300:
         raise APIError.from_response(status, raw)
-    gv = msgspec.json.decode(raw, type=_Group).preferred_version.group_version
-    if not gv:
-        return []
-    served = msgspec.json.decode(await client.get(f"/apis/{gv}"), type=_ResourceList)
-    names = {r.name for r in served.resources}
-    return [Listed(kind, gv, res) for res, kind in DRA_KINDS.items() if res in names]
+    return {r.name for r in msgspec.json.decode(raw, type=_ResourceList).resources}
 
 
-async def _scheduling_kinds(client: APIClient) -> list[Listed]:
-    """The Workload and PodGroup collections, in the first version the server serves."""
-    for gv in SCHEDULING_GROUP_VERSIONS:
-        status, raw = await client.request("GET", f"/apis/{gv}", check=False)
-        if status == 404:
+async def _discover(client: APIClient, group: str, rows: list[Kind]) -> list[Listed]:
+    """``group``'s collections among ``rows``, in the first of their versions (each row's,
+    then its ``older`` one) the server serves; none on a server without the group."""
+    versions: list[str] = []
+    for r in rows:
+        for v in (r.version, *((r.older.version,) if r.older else ())):
+            if v not in versions:
+                versions.append(v)
+    for version in versions:
+        names = await _served(client, f"{group}/{version}")
+        if names is None:
             continue
-        if status >= 300:
-            raise APIError.from_response(status, raw)
-        names = {r.name for r in msgspec.json.decode(raw, type=_ResourceList).resources}
-        return [Listed(kind, gv, res) for res, kind in SCHEDULING_KINDS.items() if res in names]
+        return [_listed(r, f"{group}/{version}") for r in rows if r.resource in names]
     return []
+
+
+async def _discovered_kinds(client: APIClient) -> list[Listed]:
+    """The collections of the groups a server serves only when enabled (DRA's, the
+    workload-aware Workloads and PodGroups), in the registry's order of groups."""
+    by_group: dict[str, list[Kind]] = {}
+    for r in snapshot_rows():
+        if r.discover:
+            by_group.setdefault(r.group, []).append(r)
+    out: list[Listed] = []
+    for group, rows in by_group.items():
+        out.extend(await _discover(client, group, rows))
+    return out
 
 
 async def take_snapshot(
@@ -172,8 +150,8 @@ async def take_snapshot(
     list (403) is left out and ``forbidden(kind, error)`` told, unless it is ``REQUIRED``:
     then the error is raised."""
     items: list[dict[str, Any]] = []
-    extra = [*await _dra_kinds(client), *await _scheduling_kinds(client)]
-    for what in (*SNAPSHOT_KINDS, *extra):
+    always = [_listed(r, r.api_version) for r in snapshot_rows() if not r.discover]
+    for what in (*always, *await _discovered_kinds(client)):
         try:
             raws, _ = await client.list(what.path, dict(what.params))
         except APIError as e:

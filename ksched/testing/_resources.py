@@ -1,4 +1,8 @@
-"""The resource types the test API server serves, and their discovery documents."""
+"""The resource types the test API server serves, and their discovery documents.
+
+They are the kind registry's rows with ``serve`` (``ksched.api.kinds``), read when asked:
+a kind registered there is served by a server started after.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.kinds import REGISTRY, Kind
 from ._selectors import FieldGetter, field_getters
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -63,294 +68,126 @@ class ResourceInfo:
 _GETTERS: dict[str, dict[str, FieldGetter]] = {}
 
 
-_POD_FIELDS = {
-    "spec.nodeName": "spec.nodeName",
-    "spec.restartPolicy": "spec.restartPolicy",
-    "spec.schedulerName": "spec.schedulerName",
-    "spec.serviceAccountName": "spec.serviceAccountName",
-    "spec.hostNetwork": "spec.hostNetwork",
-    "status.phase": "status.phase",
-    "status.podIP": "status.podIP",
-    "status.nominatedNodeName": "status.nominatedNodeName",
-}
-_CORE_EVENT_FIELDS = {
-    f"involvedObject.{f}": f"involvedObject.{f}"
-    for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-} | {
-    "reason": "reason",
-    "reportingComponent": "reportingComponent",
-    "source": "source.component",
-    "type": "type",
-}
-_EVENTS_V1_FIELDS = (
-    {
-        f"regarding.{f}": f"regarding.{f}"
-        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-    }
-    | {
-        f"involvedObject.{f}": f"regarding.{f}"
-        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-    }
-    | {
-        "reason": "reason",
-        "reportingController": "reportingController",
-        "type": "type",
-    }
-)
+def _info(row: Kind) -> ResourceInfo:
+    """The served resource of a registry row (one object per row, so caches keyed by it
+    hold)."""
+    got = _INFOS.get(id(row))
+    if got is not None and got[0] is row:
+        return got[1]
+    serve = row.serve
+    assert serve is not None
+    info = ResourceInfo(
+        row.group,
+        row.version,
+        row.resource,
+        row.kind,
+        row.namespaced,
+        short_names=serve.short_names,
+        subresources=serve.subresources,
+        categories=serve.categories,
+        crd=serve.crd,
+        has_generation=serve.has_generation,
+        status_subresource="status" in serve.subresources,
+        fields=serve.fields,
+        verbs=serve.verbs if serve.verbs is not None else tuple(VERBS),
+    )
+    _INFOS[id(row)] = (row, info)
+    return info
 
-PODS = ResourceInfo(
-    "",
-    "v1",
-    "pods",
-    "Pod",
-    True,
-    short_names=("po",),
-    subresources=("binding", "status"),
-    categories=("all",),
-    status_subresource=True,
-    fields=_POD_FIELDS,
-    # pods carry metadata.generation since v1.33 (PodObservedGenerationTracking); a
-    # binding does not bump it
-    has_generation=True,
-)
-NODES = ResourceInfo(
-    "",
-    "v1",
-    "nodes",
-    "Node",
-    False,
-    short_names=("no",),
-    subresources=("status",),
-    status_subresource=True,
-    fields={"spec.unschedulable": "spec.unschedulable"},
-)
-NAMESPACES = ResourceInfo(
-    "",
-    "v1",
-    "namespaces",
-    "Namespace",
-    False,
-    short_names=("ns",),
-    subresources=("status",),
-    status_subresource=True,
-    fields={"status.phase": "status.phase"},
-)
-CORE_EVENTS = ResourceInfo(
-    "", "v1", "events", "Event", True, short_names=("ev",), fields=_CORE_EVENT_FIELDS
-)
-BINDINGS = ResourceInfo("", "v1", "bindings", "Binding", True, verbs=("create",))
+
+_INFOS: dict[int, tuple[Kind, ResourceInfo]] = {}
+
+
+def resources() -> tuple[ResourceInfo, ...]:
+    """Every resource served: the kind registry's rows with ``serve``, in its order."""
+    return REGISTRY.derived(
+        "testing:resources", lambda rows: tuple(_info(r) for r in rows if r.serve is not None)
+    )
+
+
+def stored() -> tuple[ResourceInfo, ...]:
+    """The resources kept in the store (not bindings or reviews, which are answered)."""
+    return REGISTRY.derived(
+        "testing:stored",
+        lambda rows: tuple(_info(r) for r in rows if r.serve is not None and r.serve.stored),
+    )
+
+
+def by_group_version() -> dict[tuple[str, str], dict[str, ResourceInfo]]:
+    """(group, version) -> plural -> info."""
+
+    def build(_: tuple[Kind, ...]) -> dict[tuple[str, str], dict[str, ResourceInfo]]:
+        out: dict[tuple[str, str], dict[str, ResourceInfo]] = {}
+        for r in resources():
+            out.setdefault((r.group, r.version), {})[r.plural] = r
+        return out
+
+    return REGISTRY.derived("testing:by_gv", build)
+
+
+def by_kind() -> dict[tuple[str, str], ResourceInfo]:
+    """(apiVersion, kind) -> info of the stored resources."""
+    return REGISTRY.derived(
+        "testing:by_kind", lambda _: {(r.api_version, r.kind): r for r in stored()}
+    )
+
+
+def groups() -> list[str]:
+    """The API groups served, in the order discovery lists them."""
+
+    def build(_: tuple[Kind, ...]) -> list[str]:
+        out: list[str] = []
+        for r in resources():
+            if r.group and r.group not in out:
+                out.append(r.group)
+        return out
+
+    return REGISTRY.derived("testing:groups", build)
+
+
+def _served(group: str, plural: str) -> ResourceInfo:
+    return _info(REGISTRY.row(group, plural))
+
+
+PODS = _served("", "pods")
+NODES = _served("", "nodes")
+NAMESPACES = _served("", "namespaces")
+CORE_EVENTS = _served("", "events")
+BINDINGS = _served("", "bindings")
 # answered, never stored (see _auth)
-TOKEN_REVIEWS, SUBJECT_ACCESS_REVIEWS = REVIEWS = tuple(
-    ResourceInfo(f"{what}.k8s.io", "v1", f"{kind.lower()}s", kind, False, verbs=("create",))
-    for what, kind in (("authentication", "TokenReview"), ("authorization", "SubjectAccessReview"))
-)
-EVENTS_V1 = ResourceInfo(
-    "events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), fields=_EVENTS_V1_FIELDS
-)
-LEASES = ResourceInfo("coordination.k8s.io", "v1", "leases", "Lease", True)
-PDBS = ResourceInfo(
-    "policy",
-    "v1",
-    "poddisruptionbudgets",
-    "PodDisruptionBudget",
-    True,
-    short_names=("pdb",),
-    subresources=("status",),
-    has_generation=True,
-    status_subresource=True,
-)
-PRIORITY_CLASSES = ResourceInfo(
-    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)
-)
-POD_GROUPS = ResourceInfo(
-    "scheduling.x-k8s.io",
-    "v1alpha1",
-    "podgroups",
-    "PodGroup",
-    True,
-    short_names=("pg", "pgs"),
-    subresources=("status",),
-    crd=True,
-    has_generation=True,
-    status_subresource=True,
-)
-# Workload-aware scheduling (GenericWorkload): kube-apiserver v1.37 serves these with
-# --runtime-config=scheduling.k8s.io/v1beta1=true; "podgroups" alone still names the CRD.
-WORKLOADS = ResourceInfo("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True)
-SCHEDULING_POD_GROUPS = ResourceInfo(
-    "scheduling.k8s.io",
-    "v1beta1",
-    "podgroups",
-    "PodGroup",
-    True,
-    subresources=("status",),
-    status_subresource=True,
-)
-# Workloads PodTopologySpread reads selectors from (scale subresources are not served).
-SERVICES = ResourceInfo(
-    "",
-    "v1",
-    "services",
-    "Service",
-    True,
-    short_names=("svc",),
-    subresources=("status",),
-    categories=("all",),
-    status_subresource=True,
-)
-REPLICATION_CONTROLLERS = ResourceInfo(
-    "",
-    "v1",
-    "replicationcontrollers",
-    "ReplicationController",
-    True,
-    short_names=("rc",),
-    subresources=("status",),
-    categories=("all",),
-    has_generation=True,
-    status_subresource=True,
-)
-REPLICA_SETS = ResourceInfo(
-    "apps",
-    "v1",
-    "replicasets",
-    "ReplicaSet",
-    True,
-    short_names=("rs",),
-    subresources=("status",),
-    categories=("all",),
-    has_generation=True,
-    status_subresource=True,
-)
-STATEFUL_SETS = ResourceInfo(
-    "apps",
-    "v1",
-    "statefulsets",
-    "StatefulSet",
-    True,
-    short_names=("sts",),
-    subresources=("status",),
-    categories=("all",),
-    has_generation=True,
-    status_subresource=True,
-)
-# Storage the volume plugins read (and VolumeBinding writes: PV/PVC updates and patches).
-PERSISTENT_VOLUME_CLAIMS = ResourceInfo(
-    "",
-    "v1",
-    "persistentvolumeclaims",
-    "PersistentVolumeClaim",
-    True,
-    short_names=("pvc",),
-    subresources=("status",),
-    status_subresource=True,
-)
-PERSISTENT_VOLUMES = ResourceInfo(
-    "",
-    "v1",
-    "persistentvolumes",
-    "PersistentVolume",
-    False,
-    short_names=("pv",),
-    subresources=("status",),
-    status_subresource=True,
-)
-STORAGE_CLASSES = ResourceInfo(
-    "storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short_names=("sc",)
-)
-CSI_NODES = ResourceInfo("storage.k8s.io", "v1", "csinodes", "CSINode", False)
-CSI_DRIVERS = ResourceInfo("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
-CSI_STORAGE_CAPACITIES = ResourceInfo(
-    "storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True
-)
-VOLUME_ATTACHMENTS = ResourceInfo(
-    "storage.k8s.io",
-    "v1",
-    "volumeattachments",
-    "VolumeAttachment",
-    False,
-    subresources=("status",),
-    status_subresource=True,
-)
-# DRA (resource.k8s.io/v1): what DynamicResources reads, and the claims it writes.
-DEVICE_CLASSES = ResourceInfo("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
-RESOURCE_SLICES = ResourceInfo("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
-RESOURCE_CLAIMS = ResourceInfo(
-    "resource.k8s.io",
-    "v1",
-    "resourceclaims",
-    "ResourceClaim",
-    True,
-    subresources=("status",),
-    status_subresource=True,
-)
-RESOURCE_CLAIM_TEMPLATES = ResourceInfo(
-    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
-)
-DEVICE_TAINT_RULES = ResourceInfo(
-    "resource.k8s.io",
-    "v1",
-    "devicetaintrules",
-    "DeviceTaintRule",
-    False,
-    subresources=("status",),
-    status_subresource=True,
-)
-
-RESOURCES: tuple[ResourceInfo, ...] = (
-    PODS,
-    NODES,
-    NAMESPACES,
-    SERVICES,
-    REPLICATION_CONTROLLERS,
-    PERSISTENT_VOLUME_CLAIMS,
-    PERSISTENT_VOLUMES,
-    CORE_EVENTS,
-    BINDINGS,
-    EVENTS_V1,
-    LEASES,
-    PDBS,
-    PRIORITY_CLASSES,
-    REPLICA_SETS,
-    STATEFUL_SETS,
-    STORAGE_CLASSES,
-    CSI_NODES,
-    CSI_DRIVERS,
-    CSI_STORAGE_CAPACITIES,
-    VOLUME_ATTACHMENTS,
-    DEVICE_CLASSES,
-    RESOURCE_SLICES,
-    RESOURCE_CLAIMS,
-    RESOURCE_CLAIM_TEMPLATES,
-    DEVICE_TAINT_RULES,
-    POD_GROUPS,
-    WORKLOADS,
-    SCHEDULING_POD_GROUPS,
-    *REVIEWS,
-)
-STORED: tuple[ResourceInfo, ...] = tuple(
-    r for r in RESOURCES if r is not BINDINGS and r not in REVIEWS
-)
-
-# (group, version) -> plural -> info
-BY_GROUP_VERSION: dict[tuple[str, str], dict[str, ResourceInfo]] = {}
-for _r in RESOURCES:
-    BY_GROUP_VERSION.setdefault((_r.group, _r.version), {})[_r.plural] = _r
-
-# apiVersion, kind -> info
-BY_KIND: dict[tuple[str, str], ResourceInfo] = {(r.api_version, r.kind): r for r in STORED}
-
-GROUPS: list[str] = []
-for _r in RESOURCES:
-    if _r.group and _r.group not in GROUPS:
-        GROUPS.append(_r.group)
+TOKEN_REVIEWS = _served("authentication.k8s.io", "tokenreviews")
+SUBJECT_ACCESS_REVIEWS = _served("authorization.k8s.io", "subjectaccessreviews")
+REVIEWS = (TOKEN_REVIEWS, SUBJECT_ACCESS_REVIEWS)
+EVENTS_V1 = _served("events.k8s.io", "events")
+LEASES = _served("coordination.k8s.io", "leases")
+PDBS = _served("policy", "poddisruptionbudgets")
+PRIORITY_CLASSES = _served("scheduling.k8s.io", "priorityclasses")
+POD_GROUPS = _served("scheduling.x-k8s.io", "podgroups")
+WORKLOADS = _served("scheduling.k8s.io", "workloads")
+SCHEDULING_POD_GROUPS = _served("scheduling.k8s.io", "podgroups")
+SERVICES = _served("", "services")
+REPLICATION_CONTROLLERS = _served("", "replicationcontrollers")
+REPLICA_SETS = _served("apps", "replicasets")
+STATEFUL_SETS = _served("apps", "statefulsets")
+PERSISTENT_VOLUME_CLAIMS = _served("", "persistentvolumeclaims")
+PERSISTENT_VOLUMES = _served("", "persistentvolumes")
+STORAGE_CLASSES = _served("storage.k8s.io", "storageclasses")
+CSI_NODES = _served("storage.k8s.io", "csinodes")
+CSI_DRIVERS = _served("storage.k8s.io", "csidrivers")
+CSI_STORAGE_CAPACITIES = _served("storage.k8s.io", "csistoragecapacities")
+VOLUME_ATTACHMENTS = _served("storage.k8s.io", "volumeattachments")
+DEVICE_CLASSES = _served("resource.k8s.io", "deviceclasses")
+RESOURCE_SLICES = _served("resource.k8s.io", "resourceslices")
+RESOURCE_CLAIMS = _served("resource.k8s.io", "resourceclaims")
+RESOURCE_CLAIM_TEMPLATES = _served("resource.k8s.io", "resourceclaimtemplates")
+DEVICE_TAINT_RULES = _served("resource.k8s.io", "devicetaintrules")
 
 
 def lookup(name: str) -> ResourceInfo:
     """Resolve a plural, singular, kind, short name or `plural.group` like kubectl does."""
     wanted = name.strip()
     lowered = wanted.lower()
-    for r in STORED:  # core resources come first, as in kubectl's preference order
+    for r in stored():  # core resources come first, as in kubectl's preference order
         if lowered in (r.plural, r.singular, r.qualified, *r.short_names) or wanted == r.kind:
             return r
         if lowered in (f"{r.singular}.{r.group}", r.qualified_kind.lower()):
@@ -398,7 +235,7 @@ def _resource_entries(rs: list[ResourceInfo]) -> list[dict[str, Any]]:
 
 
 def resource_list(group: str, version: str) -> dict[str, Any] | None:
-    rs = BY_GROUP_VERSION.get((group, version))
+    rs = by_group_version().get((group, version))
     if rs is None:
         return None
     return {
@@ -410,13 +247,13 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
 
 
 def _group_doc(group: str) -> dict[str, Any]:
-    versions = [v for (g, v) in BY_GROUP_VERSION if g == group]
+    versions = [v for (g, v) in by_group_version() if g == group]
     gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
 def api_group(group: str) -> dict[str, Any] | None:
-    if group not in GROUPS:
+    if group not in groups():
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(group)}
 
@@ -428,7 +265,7 @@ def _gv_path(group: str, version: str) -> str:
 def openapi_v3_root() -> dict[str, Any]:
     paths = {
         _gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash=ksched"}
-        for (g, v) in BY_GROUP_VERSION
+        for (g, v) in by_group_version()
     }
     return {"paths": paths}
 
@@ -441,7 +278,7 @@ def openapi_v3_group_version(group: str, version: str) -> dict[str, Any] | None:
     leave validation to the server instead of downloading a schema to validate client-side.
     No requestBody is declared, so kubectl computes apply patches from its compiled-in types.
     """
-    rs = BY_GROUP_VERSION.get((group, version))
+    rs = by_group_version().get((group, version))
     if rs is None:
         return None
     params = [
@@ -479,4 +316,4 @@ def openapi_v3_group_version(group: str, version: str) -> dict[str, Any] | None:
 
 
 def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_doc(g) for g in GROUPS]}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_doc(g) for g in groups()]}

@@ -544,15 +544,15 @@ class Store:
     def __init__(self, *, history: int = 1000, graceful_pod_deletion: bool = False) -> None:
         self.rv = 0
         self.graceful_pod_deletion = graceful_pod_deletion
-        self.objects: dict[str, dict[Key, JSON]] = {r.qualified: {} for r in R.STORED}
+        self.objects: dict[str, dict[Key, JSON]] = {r.qualified: {} for r in R.stored()}
         self.history: dict[str, deque[StoredEvent]] = {
-            r.qualified: deque(maxlen=max(history, 1)) for r in R.STORED
+            r.qualified: deque(maxlen=max(history, 1)) for r in R.stored()
         }
         # highest RV no longer replayable, per resource: watches from below it get 410
-        self.compacted: dict[str, int] = {r.qualified: 0 for r in R.STORED}
-        self.watchers: dict[str, set[Watcher]] = {r.qualified: set() for r in R.STORED}
+        self.compacted: dict[str, int] = {r.qualified: 0 for r in R.stored()}
+        self.watchers: dict[str, set[Watcher]] = {r.qualified: set() for r in R.stored()}
         # writes per resource, so a cached list result can tell it is still current
-        self.changes: dict[str, int] = {r.qualified: 0 for r in R.STORED}
+        self.changes: dict[str, int] = {r.qualified: 0 for r in R.stored()}
         self._lists: dict[tuple[str, str | None, str, str], _CachedList] = {}
 
     # -- plumbing -------------------------------------------------------------------------------
@@ -572,7 +572,7 @@ class Store:
 
     def compact(self, resource: ResourceInfo | None = None) -> None:
         """Forget watch history, so watches from any older resourceVersion get 410 Expired."""
-        for r in [resource] if resource else list(R.STORED):
+        for r in [resource] if resource else list(R.stored()):
             self.history[r.qualified].clear()
             self.compacted[r.qualified] = self.rv
 
@@ -1026,7 +1026,7 @@ class Store:
             self._emit(res, StoredEvent(rv, "MODIFIED", new, current))
             return new
         if res is R.NAMESPACES:
-            for other in R.STORED:
+            for other in R.stored():
                 if other.namespaced:
                     for k in [k for k in self._bucket(other) if k[0] == name]:
                         self._remove(other, k, self._bucket(other)[k])

@@ -343,7 +343,7 @@ class TestAPIServer:
     def create(self, obj: JSON, namespace: str | None = None) -> JSON:
         """Create like a POST would (defaults, admission, events); returns the stored object."""
         key = (obj.get("apiVersion", ""), obj.get("kind", ""))
-        res = R.BY_KIND.get(key)
+        res = R.by_kind().get(key)
         if res is None:
             raise ValueError(f"unsupported apiVersion/kind {key}")
         ns = namespace or (obj.get("metadata") or {}).get("namespace")
@@ -451,7 +451,7 @@ class TestAPIServer:
 
     def _identify(self, obj: JSON) -> tuple[ResourceInfo, str | None, str]:
         key = (obj.get("apiVersion", ""), obj.get("kind", ""))
-        res = R.BY_KIND.get(key)
+        res = R.by_kind().get(key)
         if res is None:
             raise ValueError(f"unsupported apiVersion/kind {key}")
         meta = obj.get("metadata") or {}
@@ -653,7 +653,7 @@ class TestAPIServer:
             group, version, rest = segs[1], segs[2], segs[3:]
         else:
             return doc(_NOT_FOUND_TEXT)
-        resources = R.BY_GROUP_VERSION.get((group, version))
+        resources = R.by_group_version().get((group, version))
         if resources is None:
             return doc(_NOT_FOUND_TEXT)
         if not rest:

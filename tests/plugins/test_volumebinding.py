@@ -46,6 +46,15 @@ from ksched.api.objects import (
 from ksched.api.objects import (
     PersistentVolumeClaimVolumeSource as ClaimSource,
 )
+from ksched.api.volume import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    CandidateList,
+    claim_candidates,
+    find_matching_volume,
+    get_bind_volume_to_claim,
+)
 from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import BindError, Handle
@@ -62,15 +71,6 @@ from ksched.plugins.volumebinding.binder import (
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
     ERR_REASON_PV_NOT_EXIST,
-)
-from ksched.plugins.volumebinding.pvutil import (
-    ANN_BIND_COMPLETED,
-    ANN_BOUND_BY_CONTROLLER,
-    ANN_SELECTED_NODE,
-    CandidateList,
-    claim_candidates,
-    find_matching_volume,
-    get_bind_volume_to_claim,
 )
 from ksched.util.clock import FakeClock
 

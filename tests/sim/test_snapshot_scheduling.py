@@ -14,7 +14,7 @@ from ksched.api.workload import PodGroup, Workload
 from ksched.cli import main
 from ksched.cluster import APIError
 from ksched.sim.cluster_file import load_cluster
-from ksched.sim.snapshot import Listed, _scheduling_kinds
+from ksched.sim.snapshot import Listed, _discover, snapshot_rows
 from ksched.testing import TestAPIServer, make_node, make_pod, make_pod_group, make_workload
 
 
@@ -67,7 +67,9 @@ class _Client:
 
 def _kinds(answers: dict[str, tuple[int, Any]]) -> list[tuple[str, str]]:
     async def run() -> list[Listed]:
-        return await _scheduling_kinds(_Client(answers))  # type: ignore[arg-type]
+        group = "scheduling.k8s.io"
+        rows = [r for r in snapshot_rows() if r.discover and r.group == group]
+        return await _discover(_Client(answers), group, rows)  # type: ignore[arg-type]
 
     return [(k.kind, k.path) for k in anyio.run(run)]
 

@@ -34,12 +34,7 @@ from ...api.objects import (
 )
 from ...api.quantity import QuantityError, parse_quantity
 from ...api.selectors import SelectorError, compile_label_selector
-from ...framework.handle import ClusterClient
-from ...framework.listers import Listers
-from ...util.clock import Clock
-from ...util.errors import KschedError
-from .assume_cache import AssumeCache, resource_version
-from .pvutil import (
+from ...api.volume import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
@@ -56,6 +51,11 @@ from .pvutil import (
     volume_class,
     volume_is_for_pod,
 )
+from ...framework.handle import ClusterClient
+from ...framework.listers import Listers
+from ...util.clock import Clock
+from ...util.errors import KschedError
+from .assume_cache import AssumeCache, resource_version
 
 __all__ = [
     "CSI_DRIVERS",

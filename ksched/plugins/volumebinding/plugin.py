@@ -16,6 +16,13 @@ from typing import Any
 
 from ...api.objects import Node, PersistentVolumeClaim, Pod
 from ...api.quantity import parse_quantity
+from ...api.volume import (
+    CLAIM_LOST,
+    claim_name,
+    storage_request,
+    volume_capacity,
+    volume_is_for_pod,
+)
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
 from ...framework.handle import ClusterClient, Handle
@@ -55,7 +62,6 @@ from .binder import (
     quantity_value,
     volume_limit,
 )
-from .pvutil import CLAIM_LOST, claim_name, storage_request, volume_capacity, volume_is_for_pod
 
 __all__ = ["VolumeBinding"]
 

@@ -3,7 +3,9 @@
 What the scheduler's volume binder shares with the PV controller: the annotations both
 read and write, a claim's and a volume's storage class, the PV node affinity check, and
 ``FindMatchingVolume`` (the smallest available PV that satisfies a claim on a node, a
-PV pre-bound to the claim winning outright).
+PV pre-bound to the claim winning outright). Here, below both, because the simulated
+PV controller (``sim/pv_controller.py``) uses them too, and a simulator reaching into a
+plugin's internals breaks when the plugin changes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ...api.objects import (
+from .objects import (
     InvalidObjectError,
     NodeSelector,
     ObjectReference,
@@ -26,8 +28,8 @@ from ...api.objects import (
     TopologySelectorTerm,
     Volume,
 )
-from ...api.quantity import QuantityError, parse_quantity
-from ...api.selectors import (
+from .quantity import QuantityError, parse_quantity
+from .selectors import (
     CompiledNodeSelector,
     SelectorError,
     compile_label_selector,
