@@ -441,6 +441,8 @@ ROWS: tuple[Kind, ...] = (
         cluster_file=True, sim_owner=SimOwner.POD_GROUPS, snapshot=True, discover=True,
         lacks="pod groups (workload-aware scheduling)", serve=Serving((), _STATUS),
     ),
+    # what the differential harness's scenarios create on a real control plane
+    Kind("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", False),
     # answered, never stored (the test API server's authentication and authorization)
     Kind(
         "TokenReview", "authentication.k8s.io", "v1", "tokenreviews", False,
@@ -476,7 +478,8 @@ class KindRegistry:
         with self._lock:
             for r in self._rows:
                 if (r.group, r.resource) == (row.group, row.resource):
-                    raise ValueError(f"{row.resource}.{row.group}: already registered")
+                    name = f"{row.resource}.{row.group}" if row.group else row.resource
+                    raise ValueError(f"{name}: already registered")
                 if row.lister and r.lister == row.lister:
                     raise ValueError(f"lister {row.lister!r}: already {r.kind}'s")
             self._rows = (*self._rows, row)

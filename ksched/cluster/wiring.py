@@ -23,6 +23,11 @@ at v1.37 their changes also go to the scheduler's ``on_pod_group_*`` handlers (c
 queue, and the PodGroup cluster events).
 Scheduling must wait for ``wait_synced``: a scheduler that starts before the node and
 pod lists are in would place pods on a partial view of the cluster.
+
+Which collections, from where, decoded into what, under which lister key, with which
+cluster events and behind which gates: the kind registry's rows (``ksched.api.kinds``:
+``watch``, ``gates``, ``older``, ``lister``, ``events``); nothing here names a kind
+beyond the always-watched four.
 """
 
 from __future__ import annotations

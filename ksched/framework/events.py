@@ -11,6 +11,9 @@ registration covers every finer ``Update...`` action of its resource, and resour
 ``Pod`` covers bound (``AssignedPod``) and pending pods alike (see ``ksched.queue.events``).
 v1.37 exports the finer pod resources: ``UnscheduledPod`` (another pending pod) and
 ``TargetPod`` (the pending pod's own update), both under ``Pod``.
+
+A kind's member is the ``events`` of its row in the kind registry (``ksched.api.kinds``);
+the enum stays written out so mypy knows its members, and a test holds the two equal.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 import structlog
+import yaml
 
-from ksched.sim import Simulation
+from ksched.plugins import default_registry
+from ksched.sim import Simulation, parse_cluster
 
 from ._sim import config, node, pod, podgroup, run
 
@@ -284,3 +286,31 @@ def test_min_resources_checked_at_prefilter() -> None:
         config(GANG),
     )
     assert res["a"].message.startswith("0/1 nodes are available: resource gap: cpu: 1000m.")
+
+
+# ---- the listers simulate derives from watch_resources ----------------------------------
+
+
+def test_simulate_fills_the_listers_coscheduling_watches_from_the_file() -> None:
+    """Coscheduling's ``watch_resources`` (scheduler-plugins' PodGroups) is what gives it
+    a lister in simulate: the file's objects of that group and resource, any version, raw;
+    not scheduling.k8s.io's PodGroups (typed, their own lister), and nothing for a profile
+    without a plugin watching them."""
+    objs = [
+        node("n1"),
+        podgroup("g1", 2),
+        {**podgroup("g2", 1), "apiVersion": "scheduling.x-k8s.io/v1beta1"},
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "native", "namespace": "default"},
+            "spec": {"schedulingPolicy": {"basic": {}}},
+        },
+    ]
+    cf = parse_cluster(yaml.safe_dump_all(objs), "c.yaml")
+    sim = Simulation(cf, config(GANG), default_registry())
+    groups = sim.sched.frameworks["ksched"].handle.listers["podgroups"]
+    assert sorted(groups) == ["default/g1", "default/g2"]
+    assert groups["default/g1"]["spec"] == {"minMember": 2}
+    plain = Simulation(cf, config({}), default_registry())
+    assert "podgroups" not in plain.sched.frameworks["ksched"].handle.listers

@@ -199,7 +199,14 @@ def _templates(tree: ast.Module) -> list[str]:
 
 
 def referenced_resources() -> set[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
+    """What the daemon's code names: string paths in cluster/ and daemon/, and the
+    collections the kind registry has the informers watch always or on a plugin's request
+    (not those behind a feature gate: GenericWorkload's PodGroups)."""
+    from ksched.api.kinds import REGISTRY, Watch
+
+    found: set[tuple[str, str]] = {
+        (r.group, r.resource) for r in REGISTRY if r.watch in (Watch.ALWAYS, Watch.ON_REQUEST)
+    }
     for path in _sources():
         tree = ast.parse(path.read_text())
         for t in _templates(tree):

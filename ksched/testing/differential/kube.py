@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...api.kinds import REGISTRY
 from ..controlplane import ControlPlane, KubeScheduler
 from .driver import DRIVER_DELAY, driver_status
 from .generator import HOST, JSON, SPREAD_GAP, GangBatch, PendingPod, Scenario
@@ -74,31 +75,19 @@ TERMINATION_SPACING = 0.25
 GROUP_VICTIM_DELAY = 0.5
 GROUP_VICTIM_SPACING = 0.04
 
-_PATHS = {
-    "Namespace": ("/api/v1", "namespaces", False),
-    "Node": ("/api/v1", "nodes", False),
-    "Pod": ("/api/v1", "pods", True),
-    "Service": ("/api/v1", "services", True),
-    "PersistentVolume": ("/api/v1", "persistentvolumes", False),
-    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
-    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
-    "ReplicationController": ("/api/v1", "replicationcontrollers", True),
-    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
-    "RuntimeClass": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
-    "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
-    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
-    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
-    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
-    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities", True),
-    "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
-    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
-    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
-    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
-    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
-    "DeviceTaintRule": ("/apis/resource.k8s.io/v1", "devicetaintrules", False),
-    "PodGroup": ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
-}
+
+def _kind_paths() -> dict[str, tuple[str, str, bool]]:
+    """kind -> (group/version path, resource, namespaced): the kind registry's rows, the
+    first of a kind's name (the core Event), built-in kinds only (not scheduler-plugins'
+    PodGroup CRD: a scenario's PodGroups are scheduling.k8s.io's)."""
+    out: dict[str, tuple[str, str, bool]] = {}
+    for row in REGISTRY:
+        if row.serve is None or not row.serve.crd:
+            out.setdefault(row.kind, (row.path.rpartition("/")[0], row.resource, row.namespaced))
+    return out
+
+
+_PATHS = _kind_paths()
 # What the scheduler's informers hold that pods can change while the replay runs.
 _LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceClaim")
 # ... and for a scenario with PodGroups (served only with scheduling.k8s.io/v1beta1 on),
