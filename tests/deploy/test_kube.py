@@ -63,7 +63,12 @@ def test_the_stock_identity_already_has_every_rule_of_kscheds_roles(fresh: Contr
     # v1.36's bootstrap role has no DeviceTaintRules (its kube-scheduler reads them only
     # with DRADeviceTaintRules, off there; so does ksched at 1.36): the role is 1.37's
     gated = [("resource.k8s.io", "devicetaintrules", verb, "") for verb in ("list", "watch")]
-    assert denied == ([] if fresh.features.enabled("DRADeviceTaintRules") else gated)
+    expected = [] if fresh.features.enabled("DRADeviceTaintRules") else gated
+    # and PodGroups only with GenericWorkload (off by default), as ksched reads them
+    if not fresh.features.enabled("GenericWorkload"):
+        expected += [("scheduling.k8s.io", "podgroups", v, "") for v in ("list", "watch")]
+        expected += [("scheduling.k8s.io", "podgroups/status", "patch", "")]
+    assert denied == sorted(expected)
     role = find(load(ROOT / "systemd" / "rbac.yaml"), "Role")
     assert role["metadata"]["namespace"] == "kube-system"
     role_rules = rules_of(role)

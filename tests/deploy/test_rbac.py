@@ -200,16 +200,19 @@ def _templates(tree: ast.Module) -> list[str]:
 
 def referenced_resources() -> set[tuple[str, str]]:
     """What the daemon's code names: string paths in cluster/ and daemon/, and the
-    collections the kind registry has the informers watch always or on a plugin's request
-    (not those behind a feature gate: GenericWorkload's PodGroups)."""
+    collections the kind registry has the informers watch always, on a plugin's request or
+    behind a feature gate (GenericWorkload's PodGroups: a cluster turns the gate on without
+    touching the RBAC)."""
     from ksched.api.kinds import REGISTRY, Watch
+    from ksched.cluster.status import pod_group_status_path
 
-    found: set[tuple[str, str]] = {
-        (r.group, r.resource) for r in REGISTRY if r.watch in (Watch.ALWAYS, Watch.ON_REQUEST)
-    }
+    watched = (Watch.ALWAYS, Watch.ON_REQUEST, Watch.GATED)
+    found: set[tuple[str, str]] = {(r.group, r.resource) for r in REGISTRY if r.watch in watched}
+    # paths built from a constant the scan below cannot read
+    built = [pod_group_status_path("{}", "{}")]
     for path in _sources():
         tree = ast.parse(path.read_text())
-        for t in _templates(tree):
+        for t in [*_templates(tree), *built]:
             if m := _CORE.match(t):
                 found.add(("", m.group(1)))
             elif m := _GROUP.match(t):  # a subresource too (resourceclaims/{}/status)
@@ -297,6 +300,17 @@ def _unrequested_rules(requested: list[str]) -> set[tuple[str, str, str, str]]:
         if key in requested or (_group(path), path.rsplit("/", 1)[1]) in unread:
             continue
         out |= {(_group(path), path.rsplit("/", 1)[1], verb, "") for verb in ("list", "watch")}
+    # the collections behind a feature gate the scenario leaves off (GenericWorkload's
+    # PodGroups), and the PodGroup status patch that comes with them
+    from ksched.api.kinds import REGISTRY, Watch
+    from ksched.cluster.status import pod_group_status_path
+
+    for row in REGISTRY:
+        if row.watch == Watch.GATED:
+            out |= {(row.group, row.resource, verb, "") for verb in ("list", "watch")}
+    m = _GROUP.match(pod_group_status_path("{}", "{}"))
+    assert m is not None
+    out.add((m.group(1), f"{m.group(2)}/{m.group(3)}", "patch", ""))
     return out
 
 
