@@ -21,6 +21,7 @@ their PodGroup's uid.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,12 +52,14 @@ from ...framework.listers import Listers
 from ...framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, pod_group_of
 from ...framework.preemption import POD_PREEMPTOR, PreemptionInFlight
 from ...framework.runtime import Framework, _status
+from ...framework.snapshot import BoolArray, Snapshot
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
 from ...util.gosort import sort_slice
 from .. import names
 from ..noderesources.fit import PRE_FILTER_STATE_KEY as FIT_PRE_FILTER_KEY
 from ..noderesources.fit import Fit, fits_aggregates
+from .batch import Pass, VictimTable, batch_dry_run
 from .podgroup_preemption import (
     DomainVictim,
     Groups,
@@ -153,6 +156,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
             None,
             None,
         )
+        # select_victims_batch's table of the snapshot's pods
+        self._table: VictimTable | None = None
 
     # -- PostFilter ------------------------------------------------------------------------------
     def post_filter(
@@ -514,6 +519,80 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         return victims, num_violating, SUCCESS
 
     # -- the dry run without copies -------------------------------------------------------------
+    def _resource_plan(self, state: CycleState, pod: PodInfo) -> _ResourcePlan | None:
+        """The plan for (state, pod), built once per preemptor's dry run."""
+        cached_state, cached_pod, plan = self._plan
+        if cached_state is not state or cached_pod is not pod:
+            plan = _ResourcePlan.build(self.handle.framework, state, pod)
+            self._plan = (state, pod, plan)
+        return plan
+
+    def select_victims_batch(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> Callable[[int], tuple[list[PodInfo], int, Status] | None] | None:
+        """``select_victims_in_place(worded=False)`` for all of ``nodes`` in one vector pass
+        (``batch.batch_dry_run``): a function of a node's index giving its answer, or None
+        for a node the pass cannot decide; None when it applies to no node here.
+
+        Where ``select_victims_in_place`` is exact and, besides, victims are single pods
+        (not workload-aware) judged by the default eligibility and importance.
+        """
+        if type(self).select_victims_on_node is not DefaultPreemption.select_victims_on_node:
+            return None
+        if self.is_eligible_pod is not _always or self.more_important_pod is not more_important_pod:
+            return None
+        snap = self.handle.snapshot
+        if not isinstance(snap, Snapshot) or self._groups() is not None:
+            return None
+        plan = self._resource_plan(state, pod)
+        if plan is None:
+            return None
+        checks: list[Callable[[NodeInfo], bool] | BoolArray] = []
+        for p in plan.others:
+            fb = getattr(p, "filter_batch", None)
+            if fb is None:
+                checks.append(_passes(p, state, pod))
+                continue
+            try:
+                checks.append(fb(state, pod, snap))
+            except Exception:
+                return None  # the per-node path words (or raises) as before
+        if self._table is None:
+            self._table = VictimTable()
+        return batch_dry_run(
+            self._table,
+            snap,
+            nodes,
+            pod,
+            plan.key,
+            checks,
+            self._nominated_by_node(pod, nodes),
+            pdbs,
+            v137=self.handle.features.at_least("1.37"),
+            no_victims=NO_VICTIMS,
+            word=functools.partial(_word, plan, pod, {}),
+        )
+
+    def _nominated_by_node(
+        self, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> dict[str, list[PodInfo]] | None:
+        """``_nominated_pods`` of every node that has some (None: nothing is nominated)."""
+        nominator = self.handle.listers.nominator
+        if nominator is None or not len(nominator):
+            return None
+        by_node = getattr(nominator, "nodes", None)
+        names = list(by_node()) if callable(by_node) else [ni.name for ni in nodes]
+        out: dict[str, list[PodInfo]] = {}
+        for name in names:
+            pods = self._nominated_pods(pod, name)
+            if pods:
+                out[name] = pods
+        return out
+
     #: ``select_victims_in_place`` takes ``worded`` (``Evaluator.dry_run_preemption``)
     dry_run_words_lazily = True
 
@@ -541,10 +620,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         """
         if type(self).select_victims_on_node is not DefaultPreemption.select_victims_on_node:
             return None  # a subclass decides differently: only its own method is exact
-        cached_state, cached_pod, plan = self._plan
-        if cached_state is not state or cached_pod is not pod:
-            plan = _ResourcePlan.build(self.handle.framework, state, pod)
-            self._plan = (state, pod, plan)
+        plan = self._resource_plan(state, pod)
         if plan is None or node_info.error is not None:
             return None
         for st in plan.node_only(state, pod, node_info):
@@ -723,24 +799,13 @@ class _ResourceTrial:
             return SUCCESS
         if not self.worded:
             return UNWORDED
-        fit = self.plan.fit
-        passes: list[tuple[int, int, int, dict[str, int], int]] = []
+        passes: list[Pass] = []
         if self.nominated:
             c, m, e, sc, k = self.with_nominated
             scalar = {name: v + sc[name] for name, v in self.scalar.items()}
             passes.append((self.cpu + c, self.mem + m, self.eph + e, scalar, self.n + k))
         passes.append((self.cpu, self.mem, self.eph, self.scalar, self.n))
-        for cpu, mem, eph, scalar, n in passes:
-            used = Resource(
-                wrap_int64(cpu),
-                wrap_int64(mem),
-                wrap_int64(eph),
-                scalar={name: wrap_int64(v) for name, v in scalar.items()},
-            )
-            st = _status(fit.verdict(self.pod, self.alloc, used, n), fit.name)
-            if not st.is_success():
-                return st
-        return SUCCESS
+        return _fit_status(self.plan.fit, self.pod, self.alloc, passes)
 
 
 class _Trial:
@@ -829,6 +894,60 @@ def _worded(st: Status | None) -> Status | None:
 
 def _always(ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
     return True
+
+
+def _word(
+    plan: _ResourcePlan,
+    pod: PodInfo,
+    memo: dict[Any, Status],
+    ni: NodeInfo,
+    passes: list[Pass],
+) -> Status:
+    """``_ResourceTrial.filter`` on a node the preemptor does not fit even without its
+    victims: Fit's status of the first failing pass. Nodes alike in allocatable and
+    aggregates share one Status (as ``Fit.filter_statuses`` shares them)."""
+    a = ni.allocatable
+    key = (
+        a.milli_cpu,
+        a.memory,
+        a.ephemeral_storage,
+        a.allowed_pod_number,
+        tuple(a.scalar.get(name, 0) for name in plan.names),
+        tuple((c, m, e, tuple(sc.items()), n) for c, m, e, sc, n in passes),
+    )
+    st = memo.get(key)
+    if st is not None:
+        return st
+    st = memo[key] = _fit_status(plan.fit, pod, a, passes)
+    return st
+
+
+def _fit_status(fit: Fit, pod: PodInfo, alloc: Resource, passes: list[Pass]) -> Status:
+    """Fit's status of the first pass that fails (SUCCESS if none does)."""
+    for cpu, mem, eph, scalar, n in passes:
+        used = Resource(
+            wrap_int64(cpu),
+            wrap_int64(mem),
+            wrap_int64(eph),
+            scalar={name: wrap_int64(v) for name, v in scalar.items()},
+        )
+        st = _status(fit.verdict(pod, alloc, used, n), fit.name)
+        if not st.is_success():
+            return st
+    return SUCCESS
+
+
+def _passes(p: Any, state: CycleState, pod: PodInfo) -> Callable[[NodeInfo], bool]:
+    """A Filter plugin without a batch form as a per-node predicate; a failure counts as
+    not passing (the per-node path then decides that node, and words or raises)."""
+
+    def check(ni: NodeInfo) -> bool:
+        try:
+            return _status(p.filter(state, pod, ni), p.name).is_success()
+        except Exception:
+            return False
+
+    return check
 
 
 def _skip(pod: PodInfo, old: Any, new: Any) -> str:

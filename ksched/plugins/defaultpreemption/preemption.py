@@ -542,16 +542,22 @@ class Evaluator:
         )
         in_place: Callable[..., Any] | None = getattr(self.iface, "select_victims_in_place", None)
         lazy = in_place is not None and getattr(self.iface, "dry_run_words_lazily", False)
-        unworded: list[NodeInfo] = []
+        # every node's answer from one vector pass, where the plugin has one (None: a
+        # node it cannot decide, left to the per-node path below)
+        batch: Callable[..., Any] | None = getattr(self.iface, "select_victims_batch", None)
+        decided = batch(state, pod, potential_nodes, pdbs) if batch is not None and lazy else None
+        unworded: list[tuple[int, NodeInfo]] = []
         for i in range(n):
-            ni = potential_nodes[(offset + i) % n]
+            k = (offset + i) % n
+            ni = potential_nodes[k]
             name = ni.name
-            if in_place is None:
-                found = None
-            elif lazy:
-                found = in_place(state, pod, ni, pdbs, worded=False)
-            else:
-                found = in_place(state, pod, ni, pdbs)
+            found = decided(k) if decided is not None else None
+            if found is None and in_place is not None:
+                found = (
+                    in_place(state, pod, ni, pdbs, worded=False)
+                    if lazy
+                    else in_place(state, pod, ni, pdbs)
+                )
             if found is None:
                 found = select(copy_state(state), pod, ni.clone(), pdbs)
             pods, num_violations, st = found
@@ -568,15 +574,18 @@ class Evaluator:
             if st.code == Code.ERROR:
                 errors.append(st.message())
             elif st is UNWORDED:
-                unworded.append(ni)
+                unworded.append((k, ni))
             statuses.set(name, st)
         if unworded:
-            for ni in unworded:
+            for k, ni in unworded:
                 if non_violating or violating:
                     del statuses.statuses[ni.name]  # not read: no placeholder left behind
-                else:
+                    continue
+                worded = decided.worded(k) if decided is not None else None
+                if worded is None:
                     assert in_place is not None
-                    statuses.set(ni.name, in_place(state, pod, ni, pdbs)[2])
+                    worded = in_place(state, pod, ni, pdbs)[2]
+                statuses.set(ni.name, worded)
         return non_violating + violating, statuses, errors
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:

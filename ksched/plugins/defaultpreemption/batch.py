@@ -1,0 +1,507 @@
+"""The preemption dry run over every candidate node at once, for DefaultPreemption.
+
+``select_victims_in_place`` judges one node at a time from its aggregates; with hundreds
+of candidate nodes that is hundreds of Python passes per preemptor. Here the same
+decision is one pass of array arithmetic: each node's pods are a row of a nodes x pods
+table (priorities, start times, requests), the potential victims are sorted per row in
+the order upstream sorts them, PDB budgets are spent by cumulative sums along each row,
+and the reprieve loop advances one column at a time for all nodes together.
+
+A node is decided here only where the result is provably the per-node path's: the same
+conditions as ``select_victims_in_place`` (NodeResourcesFit the only Filter that reads
+the pods on a node, no PreFilter extension), unique pod uids, a sort with no ties the
+Go algorithm could order differently, PDBs whose spending does not depend on v1.37's
+"first violation stops" rule. Every other node is left to the per-node path (None).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...api.objects import PodDisruptionBudget
+from ...api.quantity import wrap_int64
+from ...api.selectors import SelectorError, compile_label_selector
+from ...framework.snapshot import BoolArray, IntArray, Snapshot
+from ...framework.status import SUCCESS, Code, Status
+from ...framework.types import NodeInfo, PodInfo
+from ...util.gosort import MAX_INSERTION
+from .preemption import UNWORDED, get_pod_start_time
+
+__all__ = ["Found", "VictimTable", "batch_dry_run"]
+
+#: ``select_victims_on_node``'s answer: (victims, PDB violations, status)
+Found = tuple[list[PodInfo], int, Status]
+
+_INT64_MAX = np.iinfo(np.int64).max
+_FloatArray = npt.NDArray[np.float64]
+_IdxArray = npt.NDArray[np.intp]
+
+
+class VictimTable:
+    """Each snapshot row's pods as columns (priority, start time, requests), padded to
+    the most pods on a row; a row is refilled only when its NodeInfo is replaced or
+    changes generation (the snapshot's NodeInfos are clones no one edits in place)."""
+
+    def __init__(self) -> None:
+        self._snap: Snapshot | None = None
+        self._epoch = -1
+        self._infos: list[NodeInfo | None] = []
+        self._gens: list[int] = []
+        self.pods: list[tuple[PodInfo, ...]] = []
+        self.width = 0
+        self.prio: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.start: _FloatArray = np.zeros((0, 0), dtype=np.float64)
+        self.cpu: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.mem: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.eph: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.count: IntArray = np.zeros(0, dtype=np.int64)
+        self.uids_ok: BoolArray = np.zeros(0, dtype=np.bool_)
+
+    def _reset(self, snap: Snapshot, width: int) -> None:
+        n = snap.n
+        self._snap, self._epoch = snap, snap.epoch
+        self._infos = [None] * n
+        self._gens = [0] * n
+        self.pods = [()] * n
+        self._alloc(n, width)
+        self.count = np.zeros(n, dtype=np.int64)
+        self.uids_ok = np.zeros(n, dtype=np.bool_)
+
+    def _alloc(self, n: int, width: int) -> None:
+        old = self.width
+        self.width = width
+        prev = (self.prio, self.start, self.cpu, self.mem, self.eph)
+        self.prio = np.full((n, width), _INT64_MAX, dtype=np.int64)
+        self.start = np.full((n, width), math.inf, dtype=np.float64)
+        self.cpu = np.zeros((n, width), dtype=np.int64)
+        self.mem = np.zeros((n, width), dtype=np.int64)
+        self.eph = np.zeros((n, width), dtype=np.int64)
+        if old and prev[0].shape[0] == n:
+            for dst, src in zip(
+                (self.prio, self.start, self.cpu, self.mem, self.eph), prev, strict=True
+            ):
+                dst[:, :old] = src
+
+    def refresh(self, snap: Snapshot, rows: Sequence[int]) -> None:
+        """Bring ``rows`` up to date with the snapshot."""
+        if self._snap is not snap or self._epoch != snap.epoch or len(self._infos) != snap.n:
+            self._reset(snap, max(self.width, 8))
+        infos, gens, node_infos = self._infos, self._gens, snap.node_infos
+        for r in rows:
+            ni = node_infos[r]
+            if infos[r] is ni and gens[r] == ni.generation:
+                continue
+            self._fill(r, ni)
+
+    def _fill(self, r: int, ni: NodeInfo) -> None:
+        pods = tuple(ni.pods)
+        k = len(pods)
+        if k > self.width:
+            self._alloc(len(self._infos), max(k, 2 * self.width))
+        self._infos[r], self._gens[r], self.pods[r] = ni, ni.generation, pods
+        self.prio[r, :] = _INT64_MAX
+        self.start[r, :] = math.inf
+        self.cpu[r, :] = 0
+        self.mem[r, :] = 0
+        self.eph[r, :] = 0
+        uids = set()
+        for j, p in enumerate(pods):
+            self.prio[r, j] = p.priority
+            self.start[r, j] = get_pod_start_time(p)
+            req = p.requests
+            self.cpu[r, j] = wrap_int64(req.milli_cpu)
+            self.mem[r, j] = wrap_int64(req.memory)
+            self.eph[r, j] = wrap_int64(req.ephemeral_storage)
+            uids.add(p.uid)
+        self.count[r] = k
+        self.uids_ok[r] = len(uids) == k and "" not in uids
+
+
+def _fits(
+    key: Any,
+    alloc: Sequence[IntArray],
+    used: Sequence[IntArray],
+    scalars: Sequence[tuple[int, IntArray, IntArray]],
+    n_pods: IntArray,
+) -> BoolArray:
+    """``fits_aggregates`` per row: alloc/used are (cpu, memory, ephemeral, pods) and
+    (cpu, memory, ephemeral); scalars (request, allocatable, used) per checked name.
+    int64 arithmetic wraps as ``wrap_int64`` does."""
+    ok: BoolArray = n_pods + 1 <= alloc[3]
+    nothing, q_cpu, q_mem, q_eph = key[0], key[1], key[2], key[3]
+    if nothing:
+        return ok
+    for q, a, u in ((q_cpu, alloc[0], used[0]), (q_mem, alloc[1], used[1])):
+        if q > 0:
+            ok &= q <= a - u
+    if q_eph > 0:
+        ok &= q_eph <= alloc[2] - used[2]
+    for q, a, u in scalars:
+        ok &= q <= a - u
+    return ok
+
+
+def _pdb_spends(
+    pdbs: Sequence[PodDisruptionBudget],
+    pods: Sequence[tuple[PodInfo, ...]],
+    order: _IdxArray,
+    npot: IntArray,
+    rows: Sequence[int],
+) -> tuple[npt.NDArray[np.int64], IntArray] | None:
+    """Which budget each potential victim spends (rows x sorted position x PDB, 0/1) and
+    each budget's ``disruptionsAllowed``, as ``filter_pods_with_pdb_violation`` matches
+    them; None when no pod spends any."""
+    by_ns: dict[str, list[tuple[int, Any, PodDisruptionBudget]]] = {}
+    for b, pdb in enumerate(pdbs):
+        try:
+            sel = compile_label_selector(pdb.spec.selector)
+        except SelectorError:
+            continue
+        if sel is None or sel.empty or sel.nothing:
+            continue
+        by_ns.setdefault(pdb.metadata.namespace, []).append((b, sel, pdb))
+    if not by_ns:
+        return None
+    spends = np.zeros((len(rows), order.shape[1], len(pdbs)), dtype=np.int64)
+    anything = False
+    for i, r in enumerate(rows):
+        row_pods = pods[r]
+        for pos in range(int(npot[i])):
+            pi = row_pods[int(order[i, pos])]
+            labels = pi.labels
+            if not labels:
+                continue
+            cands = by_ns.get(pi.namespace)
+            if not cands:
+                continue
+            for b, sel, pdb in cands:
+                if sel.matches(labels) and pi.name not in pdb.status.disrupted_pods:
+                    spends[i, pos, b] = 1
+                    anything = True
+    if not anything:
+        return None
+    allowed = np.array([pdb.status.disruptions_allowed for pdb in pdbs], dtype=np.int64)
+    return spends, allowed
+
+
+def batch_dry_run(
+    table: VictimTable,
+    snap: Snapshot,
+    nodes: Sequence[NodeInfo],
+    pod: PodInfo,
+    key: Any,
+    node_only: Sequence[Callable[[NodeInfo], bool] | BoolArray],
+    nominated: Mapping[str, list[PodInfo]] | None,
+    pdbs: Sequence[PodDisruptionBudget],
+    *,
+    v137: bool,
+    no_victims: str,
+    word: Callable[[NodeInfo, list[Pass]], Status] | None = None,
+) -> BatchAnswers | None:
+    """``select_victims_in_place(worded=False)`` for each of ``nodes``: a function of the
+    node's index giving its answer, or None where this pass cannot decide it.
+
+    ``node_only``: the other Filter plugins' verdicts, as masks over snapshot rows or
+    per-node predicates; ``nominated``: the pods nominated to a node the preemptor must
+    leave room for (None: no pod is nominated anywhere).
+    """
+    n = len(nodes)
+    index, infos = snap.index, snap.node_infos
+    rows_l: list[int] = []
+    ok_l: list[bool] = []
+    for ni in nodes:
+        r = index.get(ni.name, -1)
+        good = r >= 0 and infos[r] is ni
+        rows_l.append(r if good else 0)
+        ok_l.append(good)
+    rows = np.array(rows_l, dtype=np.intp)
+    ok = np.array(ok_l, dtype=np.bool_)
+    ok &= snap.valid[rows]
+    gens = np.fromiter((ni.generation for ni in nodes), dtype=np.int64, count=n)
+    ok &= snap.generations[rows] == gens
+    for check in node_only:
+        if isinstance(check, np.ndarray):
+            ok &= check[rows]
+        else:
+            ok &= np.fromiter((check(ni) for ni in nodes), dtype=np.bool_, count=n)
+    if not ok.any():
+        return None
+    use = np.flatnonzero(ok)
+    urows = rows[use]
+    table.refresh(snap, urows.tolist())
+    ok[use] &= table.uids_ok[urows]
+    use = np.flatnonzero(ok)
+    urows = rows[use]
+    if not len(use):
+        return None
+    m = len(use)
+    prio_p = pod.priority
+    width = int(table.count[urows].max()) if m else 0
+    width = max(width, 1)
+    prio = table.prio[urows, :width]
+    start = table.start[urows, :width]
+    potential = prio < prio_p
+    npot = potential.sum(axis=1)
+
+    # -- upstream's victim order per row (most important first), potential victims first
+    j = np.broadcast_to(np.arange(width, dtype=np.int64), (m, width))
+    finite = np.isfinite(start)
+    tie = j if v137 else np.where(finite, j, -j)
+    order = np.lexsort((tie, start, -prio, ~potential), axis=-1)
+    sprio = np.take_along_axis(prio, order, axis=1)
+    sstart = np.take_along_axis(start, order, axis=1)
+    valid = np.arange(width)[None, :] < npot[:, None]
+    if width > 1:
+        same = (sprio[:, 1:] == sprio[:, :-1]) & (sstart[:, 1:] == sstart[:, :-1])
+        same &= valid[:, 1:]
+        if v137:
+            same &= np.isfinite(sstart[:, 1:])
+        ambiguous = same.any(axis=1) & (npot > MAX_INSERTION)
+    else:
+        ambiguous = np.zeros(m, dtype=np.bool_)
+
+    # -- PDB violations along each row's order
+    viol = np.zeros((m, width), dtype=np.bool_)
+    if pdbs:
+        got = _pdb_spends(pdbs, table.pods, order, npot, urows.tolist())
+        if got is not None:
+            spends, allowed = got
+            cum = np.cumsum(spends, axis=1)
+            viol = np.asarray(((spends > 0) & (cum > allowed[None, None, :])).any(axis=2))
+            if v137:
+                # a pod spending several budgets stops at the first it overdraws:
+                # the later budgets then depend on that order, left to the per-node path
+                ambiguous |= ((spends.sum(axis=2) > 1) & viol).any(axis=1)
+    viol &= valid
+
+    # -- resources: everything potential removed, then reprieved column by column
+    sreq = [np.take_along_axis(c[urows, :width], order, axis=1) for c in (table.cpu, table.mem)]
+    sreq.append(np.take_along_axis(table.eph[urows, :width], order, axis=1))
+    scalar_names = [name for name, _ in key[4]]
+    scalar_reqs: list[IntArray] = []
+    scalar_cols: list[tuple[IntArray, IntArray]] = []
+    for name in scalar_names:
+        alloc_s, req_s = snap.scalar_columns(name)
+        scalar_cols.append((alloc_s[urows], req_s[urows]))
+        col = np.zeros((m, width), dtype=np.int64)
+        for i, r in enumerate(urows.tolist()):
+            for jj, p in enumerate(table.pods[r]):
+                col[i, jj] = wrap_int64(p.requests.scalar.get(name, 0))
+        scalar_reqs.append(np.take_along_axis(col, order, axis=1))
+    alloc = (snap.alloc_cpu[urows], snap.alloc_mem[urows], snap.alloc_eph[urows])
+    alloc4 = (*alloc, snap.alloc_pods[urows])
+    with np.errstate(over="ignore"):
+        used = [
+            base - np.where(valid, s, 0).sum(axis=1)
+            for base, s in zip(
+                (snap.req_cpu[urows], snap.req_mem[urows], snap.req_eph[urows]), sreq, strict=True
+            )
+        ]
+        sused = [
+            cols[1] - np.where(valid, s, 0).sum(axis=1)
+            for cols, s in zip(scalar_cols, scalar_reqs, strict=True)
+        ]
+        count = snap.num_pods[urows] - npot
+        # what the nominated pods add (RunFilterPluginsWithNominatedPods' first pass)
+        extra: list[IntArray] | None = None
+        extra_s: list[IntArray] = []
+        extra_n = np.zeros(m, dtype=np.int64)
+        if nominated:
+            sums = np.zeros((3 + len(scalar_names), m), dtype=np.int64)
+            at = np.full(n, -1, dtype=np.intp)
+            at[use] = np.arange(m)
+            pos_of = {ni.name: k for k, ni in enumerate(nodes)}
+            any_nom = False
+            for name, noms in nominated.items():
+                k = pos_of.get(name)
+                if k is None or at[k] < 0 or not noms:
+                    continue
+                i = int(at[k])
+                any_nom = True
+                extra_n[i] = len(noms)
+                tot = [0] * (3 + len(scalar_names))
+                for nom in noms:
+                    nreq = nom.requests
+                    tot[0] += nreq.milli_cpu
+                    tot[1] += nreq.memory
+                    tot[2] += nreq.ephemeral_storage
+                    for s, sname in enumerate(scalar_names):
+                        tot[3 + s] += nreq.scalar.get(sname, 0)
+                sums[:, i] = [wrap_int64(v) for v in tot]
+            if any_nom:
+                extra = [sums[0], sums[1], sums[2]]
+                extra_s = [sums[3 + s] for s in range(len(scalar_names))]
+        has_nom = extra_n > 0
+
+        def fits(u: Sequence[IntArray], su: Sequence[IntArray], cnt: IntArray) -> BoolArray:
+            sc = [(q, cols[0], x) for (_, q), cols, x in zip(key[4], scalar_cols, su, strict=True)]
+            out = _fits(key, alloc4, u, sc, cnt)
+            if extra is not None:
+                un = [a + b for a, b in zip(u, extra, strict=True)]
+                sun = [a + b for a, b in zip(su, extra_s, strict=True)]
+                scn = [
+                    (q, cols[0], x)
+                    for (_, q), cols, x in zip(key[4], scalar_cols, sun, strict=True)
+                ]
+                out &= ~has_nom | _fits(key, alloc4, un, scn, cnt + extra_n)
+            return out
+
+        first = fits(used, sused, count)
+        # reprieve order: PDB-violating victims first, each group in victim order
+        group = np.where(valid, np.where(viol, 0, 1), 2)
+        reprieve = np.argsort(group, axis=1, kind="stable")
+        victim = np.zeros((m, width), dtype=np.bool_)
+        rr = np.arange(m)
+        for t in range(int(npot.max()) if m else 0):
+            pos = reprieve[:, t]
+            live = valid[rr, pos] & first
+            if not live.any():
+                continue
+            trial = [u + s[rr, pos] for u, s in zip(used, sreq, strict=True)]
+            strial = [u + s[rr, pos] for u, s in zip(sused, scalar_reqs, strict=True)]
+            fit = fits(trial, strial, count + 1)
+            keep = live & fit
+            used = [np.where(keep, a, b) for a, b in zip(trial, used, strict=True)]
+            sused = [np.where(keep, a, b) for a, b in zip(strial, sused, strict=True)]
+            count = count + keep
+            victim[rr, pos] = live & ~fit
+    num_viol = (victim & viol).sum(axis=1)
+    # The victims' order: the reprieve order, sorted again by importance where both PDB
+    # groups were met (``_select``). That sort's input is the reprieve order, so its ties
+    # keep (finite start times), or for v1.36's unstarted pods reverse, that order;
+    # v1.37 orders unstarted pods by their place on the node.
+    both = (viol & valid).any(axis=1) & (~viol & valid).any(axis=1)
+    vorder = np.lexsort((np.arange(width)[None, :] + 0 * j, ~victim), axis=-1)
+    if both.any():
+        rpos = np.empty_like(reprieve)
+        np.put_along_axis(rpos, reprieve, np.arange(width)[None, :] + 0 * reprieve, axis=1)
+        inf_tie = np.take_along_axis(j, order, axis=1) if v137 else -rpos
+        tie2 = np.where(np.isfinite(sstart), rpos, inf_tie)
+        resorted = np.lexsort((tie2, sstart, -sprio, ~victim), axis=-1)
+        vorder = np.where(both[:, None], resorted, vorder)
+    nvict = victim.sum(axis=1)
+
+    slot = np.full(n, -1, dtype=np.intp)
+    slot[use] = np.arange(m)
+    slot[use[ambiguous]] = -1
+    base = (used, sused, count)  # unchanged on rows where the preemptor never fit
+    return BatchAnswers(
+        slot,
+        npot,
+        first,
+        order,
+        vorder,
+        nvict,
+        num_viol,
+        table.pods,
+        urows.tolist(),
+        no_victims,
+        nodes,
+        base,
+        scalar_names,
+        extra,
+        extra_s,
+        extra_n,
+        word,
+    )
+
+
+#: One pass of Fit's wording: requested cpu, memory, ephemeral storage, the checked
+#: scalars and the pod count, with the preemptor's victims off the node.
+Pass = tuple[int, int, int, dict[str, int], int]
+
+
+class BatchAnswers:
+    """``batch_dry_run``'s answers, each built when the dry run reaches its node."""
+
+    __slots__ = (
+        "_base",
+        "_extra",
+        "_extra_n",
+        "_extra_s",
+        "_first",
+        "_names",
+        "_no_victims",
+        "_nodes",
+        "_npot",
+        "_nvict",
+        "_order",
+        "_pods",
+        "_rows",
+        "_slot",
+        "_viol",
+        "_vorder",
+        "_word",
+    )
+
+    def __init__(
+        self,
+        slot: _IdxArray,
+        npot: IntArray,
+        first: BoolArray,
+        order: _IdxArray,
+        vorder: _IdxArray,
+        nvict: IntArray,
+        num_viol: IntArray,
+        pods: list[tuple[PodInfo, ...]],
+        rows: list[int],
+        no_victims: str,
+        nodes: Sequence[NodeInfo],
+        base: tuple[list[IntArray], list[IntArray], IntArray],
+        names: list[str],
+        extra: list[IntArray] | None,
+        extra_s: list[IntArray],
+        extra_n: IntArray,
+        word: Callable[[NodeInfo, list[Pass]], Status] | None,
+    ) -> None:
+        self._slot, self._npot, self._first, self._order = slot, npot, first, order
+        self._vorder, self._nvict = vorder, nvict
+        self._viol, self._pods, self._rows = num_viol, pods, rows
+        self._no_victims, self._nodes, self._base, self._names = no_victims, nodes, base, names
+        self._extra, self._extra_s, self._extra_n, self._word = extra, extra_s, extra_n, word
+
+    def __call__(self, k: int) -> Found | None:
+        """The answer for the ``k``-th node, None where the per-node path must decide."""
+        i = int(self._slot[k])
+        if i < 0:
+            return None
+        if self._npot[i] == 0:
+            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, self._no_victims)
+        if not self._first[i]:
+            return [], 0, UNWORDED
+        row_pods = self._pods[self._rows[i]]
+        chosen = self._order[i][self._vorder[i, : self._nvict[i]]]
+        return [row_pods[c] for c in chosen.tolist()], int(self._viol[i]), SUCCESS
+
+    def worded(self, k: int) -> Status | None:
+        """Fit's reasons for an ``UNWORDED`` answer (None: ask the per-node path)."""
+        i = int(self._slot[k])
+        if i < 0 or self._word is None or self._first[i] or self._npot[i] == 0:
+            return None
+        used, sused, count = self._base
+        names = self._names
+        plain = (
+            int(used[0][i]),
+            int(used[1][i]),
+            int(used[2][i]),
+            {name: int(sused[s][i]) for s, name in enumerate(names)},
+            int(count[i]),
+        )
+        passes = [plain]
+        extra = self._extra
+        if extra is not None and self._extra_n[i] > 0:
+            es = self._extra_s
+            with_nominated = (
+                plain[0] + int(extra[0][i]),
+                plain[1] + int(extra[1][i]),
+                plain[2] + int(extra[2][i]),
+                {name: v + int(es[s][i]) for s, (name, v) in enumerate(plain[3].items())},
+                plain[4] + int(self._extra_n[i]),
+            )
+            passes.insert(0, with_nominated)
+        return self._word(self._nodes[k], passes)
