@@ -152,6 +152,26 @@ def test_vector_dry_run_equals_the_per_node_paths(version: str) -> None:
     assert seen["with victims"] + seen["without"] > 4 * seen["undecided"], seen
 
 
+def _dry_run(env: Env, p: PodInfo, batch: bool, offset: int, num: int) -> tuple[Any, ...]:
+    """``dry_run_preemption`` over every node: candidates, statuses and errors."""
+    pl = env.pl
+    if not batch:
+        pl.select_victims_batch = None  # type: ignore[assignment,method-assign]
+    try:
+        nodes = list(env.snapshot.node_infos)
+        cands, statuses, errors = pl.evaluator.dry_run_preemption(
+            env.state_for(p), p, nodes, pl.evaluator._pdbs(), offset % len(nodes), num
+        )
+    finally:
+        if not batch:
+            del pl.select_victims_batch
+    return (
+        [(c.name, [v.name for v in c.victims.pods], c.victims.num_pdb_violations) for c in cands],
+        {name: _status(st) for name, st in statuses.statuses.items()},
+        errors,
+    )
+
+
 def _preempt(env: Env, p: PodInfo, batch: bool, offset: int) -> tuple[Any, ...]:
     pl = env.pl
     pl.offset_rand = lambda n: offset % n
@@ -189,6 +209,8 @@ def test_preemption_with_the_vector_dry_run_picks_what_the_per_node_one_picks(
         if args is not None:
             env.pl.args.min_candidate_nodes_percentage = 0
             env.pl.args.min_candidate_nodes_absolute = 2
+        num = rng.randint(1, 4)
+        assert _dry_run(env, p, True, offset, num) == _dry_run(env, p, False, offset, num)
         got = _preempt(env, p, True, offset)
         want = _preempt(env, p, False, offset)
         assert got == want

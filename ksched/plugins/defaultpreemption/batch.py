@@ -26,11 +26,12 @@ import numpy.typing as npt
 from ...api.objects import PodDisruptionBudget
 from ...api.quantity import wrap_int64
 from ...api.selectors import SelectorError, compile_label_selector
+from ...framework.interface import NodeToStatus, Victims
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo
 from ...util.gosort import MAX_INSERTION
-from .preemption import UNWORDED, get_pod_start_time
+from .preemption import UNWORDED, Candidate, get_pod_start_time
 
 __all__ = ["Found", "VictimTable", "batch_dry_run"]
 
@@ -61,6 +62,10 @@ class VictimTable:
         self.eph: IntArray = np.zeros((0, 0), dtype=np.int64)
         self.count: IntArray = np.zeros(0, dtype=np.int64)
         self.uids_ok: BoolArray = np.zeros(0, dtype=np.bool_)
+        # rows_of's map from NodeInfo identity to row, for one snapshot state
+        self._rows_snap: Snapshot | None = None
+        self._rows_key = (-1, -1)
+        self._row_of: dict[int, int] = {}
 
     def _reset(self, snap: Snapshot, width: int) -> None:
         n = snap.n
@@ -86,6 +91,22 @@ class VictimTable:
                 (self.prio, self.start, self.cpu, self.mem, self.eph), prev, strict=True
             ):
                 dst[:, :old] = src
+
+    def rows_of(self, snap: Snapshot, nodes: Sequence[NodeInfo]) -> tuple[_IdxArray, BoolArray]:
+        """The snapshot row of each of ``nodes`` (by identity), and which have one."""
+        key = (snap.epoch, snap.log_position)
+        if self._rows_snap is not snap or self._rows_key != key:
+            self._rows_snap, self._rows_key = snap, key
+            self._row_of = {id(ni): r for r, ni in enumerate(snap.node_infos)}
+        row_of = self._row_of
+        try:
+            rows = np.fromiter(map(row_of.__getitem__, map(id, nodes)), np.intp, len(nodes))
+        except KeyError:
+            got = [row_of.get(id(ni), -1) for ni in nodes]
+            rows = np.array(got, dtype=np.intp)
+            ok = rows >= 0
+            return np.where(ok, rows, 0), ok
+        return rows, np.ones(len(nodes), dtype=np.bool_)
 
     def refresh(self, snap: Snapshot, rows: Sequence[int]) -> None:
         """Bring ``rows`` up to date with the snapshot."""
@@ -120,6 +141,14 @@ class VictimTable:
             uids.add(p.uid)
         self.count[r] = k
         self.uids_ok[r] = len(uids) == k and "" not in uids
+
+
+def _int64s(values: list[int]) -> IntArray:
+    """``values`` as int64, wrapped (a sum of them wraps as Go's int64 ``+=`` does)."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return np.array([wrap_int64(v) for v in values], dtype=np.int64)
 
 
 def _fits(
@@ -211,16 +240,7 @@ def batch_dry_run(
     leave room for (None: no pod is nominated anywhere).
     """
     n = len(nodes)
-    index, infos = snap.index, snap.node_infos
-    rows_l: list[int] = []
-    ok_l: list[bool] = []
-    for ni in nodes:
-        r = index.get(ni.name, -1)
-        good = r >= 0 and infos[r] is ni
-        rows_l.append(r if good else 0)
-        ok_l.append(good)
-    rows = np.array(rows_l, dtype=np.intp)
-    ok = np.array(ok_l, dtype=np.bool_)
+    rows, ok = table.rows_of(snap, nodes)
     ok &= snap.valid[rows]
     gens = np.fromiter((ni.generation for ni in nodes), dtype=np.int64, count=n)
     ok &= snap.generations[rows] == gens
@@ -313,26 +333,28 @@ def batch_dry_run(
         extra_n = np.zeros(m, dtype=np.int64)
         if nominated:
             sums = np.zeros((3 + len(scalar_names), m), dtype=np.int64)
-            at = np.full(n, -1, dtype=np.intp)
-            at[use] = np.arange(m)
-            pos_of = {ni.name: k for k, ni in enumerate(nodes)}
-            any_nom = False
+            at = np.full(snap.n, -1, dtype=np.intp)
+            at[urows] = np.arange(m)
+            index = snap.index
+            slots: list[int] = []
+            amounts: list[list[int]] = [[] for _ in range(3 + len(scalar_names))]
             for name, noms in nominated.items():
-                k = pos_of.get(name)
-                if k is None or at[k] < 0 or not noms:
+                r = index.get(name)
+                if r is None or at[r] < 0 or not noms:
                     continue
-                i = int(at[k])
-                any_nom = True
+                i = int(at[r])
                 extra_n[i] = len(noms)
-                tot = [0] * (3 + len(scalar_names))
                 for nom in noms:
                     nreq = nom.requests
-                    tot[0] += nreq.milli_cpu
-                    tot[1] += nreq.memory
-                    tot[2] += nreq.ephemeral_storage
+                    slots.append(i)
+                    amounts[0].append(nreq.milli_cpu)
+                    amounts[1].append(nreq.memory)
+                    amounts[2].append(nreq.ephemeral_storage)
                     for s, sname in enumerate(scalar_names):
-                        tot[3 + s] += nreq.scalar.get(sname, 0)
-                sums[:, i] = [wrap_int64(v) for v in tot]
+                        amounts[3 + s].append(nreq.scalar.get(sname, 0))
+            any_nom = bool(slots)
+            for col, vals in zip(sums, amounts, strict=True):
+                np.add.at(col, slots, _int64s(vals))  # wraps as add_requests does
             if any_nom:
                 extra = [sums[0], sums[1], sums[2]]
                 extra_s = [sums[3 + s] for s in range(len(scalar_names))]
@@ -408,6 +430,7 @@ def batch_dry_run(
         extra_s,
         extra_n,
         word,
+        [*alloc4, *(cols[0] for cols in scalar_cols)],
     )
 
 
@@ -425,6 +448,8 @@ class BatchAnswers:
         "_extra_n",
         "_extra_s",
         "_first",
+        "_groups",
+        "_key",
         "_names",
         "_no_victims",
         "_nodes",
@@ -437,6 +462,7 @@ class BatchAnswers:
         "_viol",
         "_vorder",
         "_word",
+        "_worded",
     )
 
     def __init__(
@@ -458,12 +484,21 @@ class BatchAnswers:
         extra_s: list[IntArray],
         extra_n: IntArray,
         word: Callable[[NodeInfo, list[Pass]], Status] | None,
+        alloc: Sequence[IntArray],
     ) -> None:
         self._slot, self._npot, self._first, self._order = slot, npot, first, order
         self._vorder, self._nvict = vorder, nvict
         self._viol, self._pods, self._rows = num_viol, pods, rows
         self._no_victims, self._nodes, self._base, self._names = no_victims, nodes, base, names
         self._extra, self._extra_s, self._extra_n, self._word = extra, extra_s, extra_n, word
+        # what Fit's wording of a row reads: rows alike share one Status (``worded``)
+        used, sused, count = base
+        cols = [*alloc, *used, *sused, count, extra_n]
+        if extra is not None:
+            cols += [*extra, *extra_s]
+        self._key = np.stack(cols, axis=1) if len(npot) else None
+        self._groups: _IdxArray | None = None
+        self._worded: dict[int, Status] = {}
 
     def __call__(self, k: int) -> Found | None:
         """The answer for the ``k``-th node, None where the per-node path must decide."""
@@ -474,15 +509,86 @@ class BatchAnswers:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, self._no_victims)
         if not self._first[i]:
             return [], 0, UNWORDED
+        return self._victims(i), int(self._viol[i]), SUCCESS
+
+    def _victims(self, i: int) -> list[PodInfo]:
         row_pods = self._pods[self._rows[i]]
         chosen = self._order[i][self._vorder[i, : self._nvict[i]]]
-        return [row_pods[c] for c in chosen.tolist()], int(self._viol[i]), SUCCESS
+        return [row_pods[c] for c in chosen.tolist()]
+
+    def walk(
+        self, offset: int, num_candidates: int
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]] | None:
+        """``Evaluator.dry_run_preemption``'s walk from ``offset`` on these answers at once:
+        where it stops, the candidates it keeps, the statuses and errors of the nodes it
+        passed. None when it would pass a node the per-node path must decide."""
+        n = len(self._slot)
+        if not n:
+            return None
+        slot = self._slot
+        i_of = np.maximum(slot, 0)
+        # per node: -1 undecided, 0/1 a candidate without/with PDB violations, 2 a status
+        kind = np.where(self._viol[i_of] > 0, 1, 0)
+        kind = np.where(
+            (self._npot[i_of] == 0) | ~self._first[i_of] | (self._nvict[i_of] == 0), 2, kind
+        )
+        kind = np.where(slot < 0, -1, kind)
+        rot = (offset + np.arange(n)) % n
+        kr = kind[rot]
+        c0 = np.cumsum(kr == 0)
+        c1 = np.cumsum(kr == 1)
+        done = (c0 >= 1) & (
+            np.minimum(c0, num_candidates) + np.minimum(c1, num_candidates) >= num_candidates
+        )
+        stop = int(np.argmax(done)) + 1 if done.any() else n
+        walked, kinds = rot[:stop], kr[:stop]
+        if (kinds < 0).any():
+            return None
+        nodes = self._nodes
+        candidates: list[Candidate] = []
+        for want in (0, 1):
+            for k in walked[kinds == want][:num_candidates].tolist():
+                i = int(slot[k])
+                victims = Victims(self._victims(i), int(self._viol[i]))
+                candidates.append(Candidate(nodes[k].name, victims))
+        statuses = NodeToStatus()
+        errors: list[str] = []
+        found = bool(candidates)
+        for k in walked[kinds == 2].tolist():
+            i = int(slot[k])
+            name = nodes[k].name
+            if self._npot[i] == 0:
+                st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, self._no_victims)
+            elif not self._first[i]:
+                if found:
+                    continue  # an unworded status is not read then: none is left behind
+                got = self.worded(k)
+                if got is None:
+                    return None
+                st = got
+            else:
+                st = Status(Code.ERROR, f'expected at least one victim pod on node "{name}"')
+                errors.append(st.message())
+            statuses.set(name, st)
+        return candidates, statuses, errors
 
     def worded(self, k: int) -> Status | None:
         """Fit's reasons for an ``UNWORDED`` answer (None: ask the per-node path)."""
         i = int(self._slot[k])
         if i < 0 or self._word is None or self._first[i] or self._npot[i] == 0:
             return None
+        if self._groups is None:
+            assert self._key is not None
+            _, inverse = np.unique(self._key, axis=0, return_inverse=True)
+            self._groups = inverse.reshape(-1)
+        group = int(self._groups[i])
+        st = self._worded.get(group)
+        if st is None:
+            st = self._worded[group] = self._word(self._nodes[k], self._passes(i))
+        return st
+
+    def _passes(self, i: int) -> list[Pass]:
+        """Fit's passes over row ``i``: with the nominated pods first, if any."""
         used, sused, count = self._base
         names = self._names
         plain = (
@@ -492,16 +598,15 @@ class BatchAnswers:
             {name: int(sused[s][i]) for s, name in enumerate(names)},
             int(count[i]),
         )
-        passes = [plain]
         extra = self._extra
-        if extra is not None and self._extra_n[i] > 0:
-            es = self._extra_s
-            with_nominated = (
-                plain[0] + int(extra[0][i]),
-                plain[1] + int(extra[1][i]),
-                plain[2] + int(extra[2][i]),
-                {name: v + int(es[s][i]) for s, (name, v) in enumerate(plain[3].items())},
-                plain[4] + int(self._extra_n[i]),
-            )
-            passes.insert(0, with_nominated)
-        return self._word(self._nodes[k], passes)
+        if extra is None or self._extra_n[i] == 0:
+            return [plain]
+        es = self._extra_s
+        with_nominated = (
+            plain[0] + int(extra[0][i]),
+            plain[1] + int(extra[1][i]),
+            plain[2] + int(extra[2][i]),
+            {name: v + int(es[s][i]) for s, (name, v) in enumerate(plain[3].items())},
+            plain[4] + int(self._extra_n[i]),
+        )
+        return [with_nominated, plain]

@@ -574,7 +574,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
             pdbs,
             v137=self.handle.features.at_least("1.37"),
             no_victims=NO_VICTIMS,
-            word=functools.partial(_word, plan, pod, {}),
+            word=functools.partial(_word, plan, pod),
         )
 
     def _nominated_by_node(
@@ -585,12 +585,17 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         if nominator is None or not len(nominator):
             return None
         by_node = getattr(nominator, "nodes", None)
-        names = list(by_node()) if callable(by_node) else [ni.name for ni in nodes]
+        if not callable(by_node):
+            lists = {ni.name: nominator.pods_for_node(ni.name) for ni in nodes}
+        else:
+            lists = by_node()
+        me, prio = pod.uid or pod.key, pod.priority
         out: dict[str, list[PodInfo]] = {}
-        for name in names:
-            pods = self._nominated_pods(pod, name)
-            if pods:
-                out[name] = pods
+        for name, noms in lists.items():
+            # as _nominated_pods: priority >= the preemptor's, not the preemptor itself
+            kept = [p for p in noms if p.priority >= prio and (p.uid or p.key) != me]
+            if kept:
+                out[name] = kept
         return out
 
     #: ``select_victims_in_place`` takes ``worded`` (``Evaluator.dry_run_preemption``)
@@ -896,30 +901,10 @@ def _always(ni: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
     return True
 
 
-def _word(
-    plan: _ResourcePlan,
-    pod: PodInfo,
-    memo: dict[Any, Status],
-    ni: NodeInfo,
-    passes: list[Pass],
-) -> Status:
+def _word(plan: _ResourcePlan, pod: PodInfo, ni: NodeInfo, passes: list[Pass]) -> Status:
     """``_ResourceTrial.filter`` on a node the preemptor does not fit even without its
-    victims: Fit's status of the first failing pass. Nodes alike in allocatable and
-    aggregates share one Status (as ``Fit.filter_statuses`` shares them)."""
-    a = ni.allocatable
-    key = (
-        a.milli_cpu,
-        a.memory,
-        a.ephemeral_storage,
-        a.allowed_pod_number,
-        tuple(a.scalar.get(name, 0) for name in plan.names),
-        tuple((c, m, e, tuple(sc.items()), n) for c, m, e, sc, n in passes),
-    )
-    st = memo.get(key)
-    if st is not None:
-        return st
-    st = memo[key] = _fit_status(plan.fit, pod, a, passes)
-    return st
+    victims, for ``BatchAnswers.worded``."""
+    return _fit_status(plan.fit, pod, ni.allocatable, passes)
 
 
 def _fit_status(fit: Fit, pod: PodInfo, alloc: Resource, passes: list[Pass]) -> Status:

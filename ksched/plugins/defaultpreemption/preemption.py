@@ -546,6 +546,12 @@ class Evaluator:
         # node it cannot decide, left to the per-node path below)
         batch: Callable[..., Any] | None = getattr(self.iface, "select_victims_batch", None)
         decided = batch(state, pod, potential_nodes, pdbs) if batch is not None and lazy else None
+        walk = getattr(decided, "walk", None)
+        walked: tuple[list[Candidate], NodeToStatus, list[str]] | None = (
+            walk(offset, num_candidates) if walk is not None else None
+        )
+        if walked is not None:
+            return walked  # every node it passes decided by the vector pass
         unworded: list[tuple[int, NodeInfo]] = []
         for i in range(n):
             k = (offset + i) % n
