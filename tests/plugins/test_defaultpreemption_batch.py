@@ -249,3 +249,47 @@ def test_the_pod_table_follows_the_snapshot_between_dry_runs() -> None:
                 assert got[1] == want[1]
                 checked += 1
     assert checked > 500
+
+
+def _upstream_scores(victims: dict[str, Any]) -> list[Any]:
+    """Upstream's five default score functions of ``pickOneNodeForPreemption``."""
+    from ksched.plugins.defaultpreemption.preemption import get_earliest_pod_start_time
+
+    def earliest(node: str) -> float:
+        t = get_earliest_pod_start_time(victims[node])
+        return -float("inf") if t is None else t
+
+    return [
+        lambda node: -victims[node].num_pdb_violations,
+        lambda node: -victims[node].pods[0].priority,
+        lambda node: -sum(p.priority + 2**31 for p in victims[node].pods),
+        lambda node: -len(victims[node].pods),
+        earliest,
+    ]
+
+
+def test_default_node_pick_equals_upstreams_successive_tie_breaks() -> None:
+    """``pick_one_node_for_preemption``'s default path (one score tuple per node) picks the
+    node upstream's five successive tie-breaking score functions pick."""
+    from ksched.framework.interface import Victims
+    from ksched.plugins.defaultpreemption.preemption import pick_one_node_for_preemption
+
+    rng = random.Random(99)
+    for case in range(400):
+        victims: dict[str, Victims] = {}
+        for n in range(rng.randint(1, 8)):
+            pods = [
+                pod(
+                    f"c{case}n{n}v{j}",
+                    prio=rng.choice([-5, 0, 10]),
+                    start=None if rng.random() < 0.2 else epoch(rng.randint(0, 3)),
+                )
+                for j in range(rng.randint(1, 3))
+            ]
+            pods.sort(key=lambda q: -q.priority)
+            victims[f"n{n}"] = Victims(pods, rng.randint(0, 1))
+
+        upstream = _upstream_scores(victims)
+        assert pick_one_node_for_preemption(victims) == pick_one_node_for_preemption(
+            victims, upstream
+        )

@@ -44,59 +44,54 @@ _IdxArray = npt.NDArray[np.intp]
 
 
 class VictimTable:
-    """Each snapshot row's pods as columns (priority, start time, requests), padded to
-    the most pods on a row; a row is refilled only when its NodeInfo is replaced or
-    changes generation (the snapshot's NodeInfos are clones no one edits in place)."""
+    """Each snapshot row's pods as columns (priority, start time, cpu/memory/ephemeral
+    requests), padded to the most pods on a row. A row is read again only once the
+    snapshot's change log says it was replaced (the snapshot's NodeInfos are clones no
+    one edits in place; a generation that differs anyway is caught by the dry run)."""
 
     def __init__(self) -> None:
         self._snap: Snapshot | None = None
         self._epoch = -1
-        self._infos: list[NodeInfo | None] = []
-        self._gens: list[int] = []
+        self._position = -1
         self.pods: list[tuple[PodInfo, ...]] = []
         self.width = 0
         self.prio: IntArray = np.zeros((0, 0), dtype=np.int64)
         self.start: _FloatArray = np.zeros((0, 0), dtype=np.float64)
-        self.cpu: IntArray = np.zeros((0, 0), dtype=np.int64)
-        self.mem: IntArray = np.zeros((0, 0), dtype=np.int64)
-        self.eph: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.req: IntArray = np.zeros((3, 0, 0), dtype=np.int64)
         self.count: IntArray = np.zeros(0, dtype=np.int64)
         self.uids_ok: BoolArray = np.zeros(0, dtype=np.bool_)
+        self.stale: BoolArray = np.zeros(0, dtype=np.bool_)
         # rows_of's map from NodeInfo identity to row, for one snapshot state
-        self._rows_snap: Snapshot | None = None
-        self._rows_key = (-1, -1)
+        self._rows_key: tuple[Snapshot | None, int, int] = (None, -1, -1)
         self._row_of: dict[int, int] = {}
 
-    def _reset(self, snap: Snapshot, width: int) -> None:
+    def _reset(self, snap: Snapshot) -> None:
         n = snap.n
         self._snap, self._epoch = snap, snap.epoch
-        self._infos = [None] * n
-        self._gens = [0] * n
         self.pods = [()] * n
-        self._alloc(n, width)
+        self.width = 0
+        self._alloc(n, 8)
         self.count = np.zeros(n, dtype=np.int64)
         self.uids_ok = np.zeros(n, dtype=np.bool_)
+        self.stale = np.ones(n, dtype=np.bool_)
 
     def _alloc(self, n: int, width: int) -> None:
         old = self.width
+        prev = (self.prio, self.start, self.req)
         self.width = width
-        prev = (self.prio, self.start, self.cpu, self.mem, self.eph)
         self.prio = np.full((n, width), _INT64_MAX, dtype=np.int64)
         self.start = np.full((n, width), math.inf, dtype=np.float64)
-        self.cpu = np.zeros((n, width), dtype=np.int64)
-        self.mem = np.zeros((n, width), dtype=np.int64)
-        self.eph = np.zeros((n, width), dtype=np.int64)
-        if old and prev[0].shape[0] == n:
-            for dst, src in zip(
-                (self.prio, self.start, self.cpu, self.mem, self.eph), prev, strict=True
-            ):
-                dst[:, :old] = src
+        self.req = np.zeros((3, n, width), dtype=np.int64)
+        if old:
+            self.prio[:, :old] = prev[0]
+            self.start[:, :old] = prev[1]
+            self.req[:, :, :old] = prev[2]
 
     def rows_of(self, snap: Snapshot, nodes: Sequence[NodeInfo]) -> tuple[_IdxArray, BoolArray]:
         """The snapshot row of each of ``nodes`` (by identity), and which have one."""
-        key = (snap.epoch, snap.log_position)
-        if self._rows_snap is not snap or self._rows_key != key:
-            self._rows_snap, self._rows_key = snap, key
+        key = (snap, snap.epoch, snap.log_position)
+        if self._rows_key[0] is not snap or self._rows_key[1:] != key[1:]:
+            self._rows_key = key
             self._row_of = {id(ni): r for r, ni in enumerate(snap.node_infos)}
         row_of = self._row_of
         try:
@@ -108,36 +103,42 @@ class VictimTable:
             return np.where(ok, rows, 0), ok
         return rows, np.ones(len(nodes), dtype=np.bool_)
 
-    def refresh(self, snap: Snapshot, rows: Sequence[int]) -> None:
+    def refresh(self, snap: Snapshot, rows: _IdxArray) -> None:
         """Bring ``rows`` up to date with the snapshot."""
-        if self._snap is not snap or self._epoch != snap.epoch or len(self._infos) != snap.n:
-            self._reset(snap, max(self.width, 8))
-        infos, gens, node_infos = self._infos, self._gens, snap.node_infos
-        for r in rows:
-            ni = node_infos[r]
-            if infos[r] is ni and gens[r] == ni.generation:
-                continue
-            self._fill(r, ni)
+        changed = None
+        if self._snap is snap and self._epoch == snap.epoch and len(self.pods) == snap.n:
+            changed = snap.changed_rows(snap.epoch, self._position)
+        if changed is None:
+            self._reset(snap)
+        elif changed:
+            self.stale[changed] = True
+        self._position = snap.log_position
+        todo = rows[self.stale[rows]]
+        if len(todo):
+            node_infos = snap.node_infos
+            for r in todo.tolist():
+                self._fill(r, node_infos[r])
+            self.stale[todo] = False
 
     def _fill(self, r: int, ni: NodeInfo) -> None:
         pods = tuple(ni.pods)
         k = len(pods)
         if k > self.width:
-            self._alloc(len(self._infos), max(k, 2 * self.width))
-        self._infos[r], self._gens[r], self.pods[r] = ni, ni.generation, pods
+            self._alloc(len(self.pods), max(k, 2 * self.width))
+        self.pods[r] = pods
         self.prio[r, :] = _INT64_MAX
         self.start[r, :] = math.inf
-        self.cpu[r, :] = 0
-        self.mem[r, :] = 0
-        self.eph[r, :] = 0
+        self.req[:, r, :] = 0
         uids = set()
         for j, p in enumerate(pods):
             self.prio[r, j] = p.priority
             self.start[r, j] = get_pod_start_time(p)
             req = p.requests
-            self.cpu[r, j] = wrap_int64(req.milli_cpu)
-            self.mem[r, j] = wrap_int64(req.memory)
-            self.eph[r, j] = wrap_int64(req.ephemeral_storage)
+            self.req[:, r, j] = (
+                wrap_int64(req.milli_cpu),
+                wrap_int64(req.memory),
+                wrap_int64(req.ephemeral_storage),
+            )
             uids.add(p.uid)
         self.count[r] = k
         self.uids_ok[r] = len(uids) == k and "" not in uids
@@ -149,30 +150,6 @@ def _int64s(values: list[int]) -> IntArray:
         return np.array(values, dtype=np.int64)
     except OverflowError:
         return np.array([wrap_int64(v) for v in values], dtype=np.int64)
-
-
-def _fits(
-    key: Any,
-    alloc: Sequence[IntArray],
-    used: Sequence[IntArray],
-    scalars: Sequence[tuple[int, IntArray, IntArray]],
-    n_pods: IntArray,
-) -> BoolArray:
-    """``fits_aggregates`` per row: alloc/used are (cpu, memory, ephemeral, pods) and
-    (cpu, memory, ephemeral); scalars (request, allocatable, used) per checked name.
-    int64 arithmetic wraps as ``wrap_int64`` does."""
-    ok: BoolArray = n_pods + 1 <= alloc[3]
-    nothing, q_cpu, q_mem, q_eph = key[0], key[1], key[2], key[3]
-    if nothing:
-        return ok
-    for q, a, u in ((q_cpu, alloc[0], used[0]), (q_mem, alloc[1], used[1])):
-        if q > 0:
-            ok &= q <= a - u
-    if q_eph > 0:
-        ok &= q_eph <= alloc[2] - used[2]
-    for q, a, u in scalars:
-        ok &= q <= a - u
-    return ok
 
 
 def _pdb_spends(
@@ -253,7 +230,7 @@ def batch_dry_run(
         return None
     use = np.flatnonzero(ok)
     urows = rows[use]
-    table.refresh(snap, urows.tolist())
+    table.refresh(snap, urows)
     ok[use] &= table.uids_ok[urows]
     use = np.flatnonzero(ok)
     urows = rows[use]
@@ -299,106 +276,104 @@ def batch_dry_run(
                 ambiguous |= ((spends.sum(axis=2) > 1) & viol).any(axis=1)
     viol &= valid
 
-    # -- resources: everything potential removed, then reprieved column by column
-    sreq = [np.take_along_axis(c[urows, :width], order, axis=1) for c in (table.cpu, table.mem)]
-    sreq.append(np.take_along_axis(table.eph[urows, :width], order, axis=1))
+    # -- resources (cpu, memory, ephemeral storage, the checked scalars) x rows:
+    # everything potential removed, then reprieved column by column
     scalar_names = [name for name, _ in key[4]]
-    scalar_reqs: list[IntArray] = []
-    scalar_cols: list[tuple[IntArray, IntArray]] = []
-    for name in scalar_names:
-        alloc_s, req_s = snap.scalar_columns(name)
-        scalar_cols.append((alloc_s[urows], req_s[urows]))
-        col = np.zeros((m, width), dtype=np.int64)
-        for i, r in enumerate(urows.tolist()):
-            for jj, p in enumerate(table.pods[r]):
-                col[i, jj] = wrap_int64(p.requests.scalar.get(name, 0))
-        scalar_reqs.append(np.take_along_axis(col, order, axis=1))
-    alloc = (snap.alloc_cpu[urows], snap.alloc_mem[urows], snap.alloc_eph[urows])
-    alloc4 = (*alloc, snap.alloc_pods[urows])
+    sreq = np.take_along_axis(table.req[:, urows, :width], order[None, :, :], axis=2)
+    alloc = [snap.alloc_cpu[urows], snap.alloc_mem[urows], snap.alloc_eph[urows]]
+    base = [snap.req_cpu[urows], snap.req_mem[urows], snap.req_eph[urows]]
+    if scalar_names:
+        extra_req = np.zeros((len(scalar_names), m, width), dtype=np.int64)
+        for s, name in enumerate(scalar_names):
+            alloc_s, req_s = snap.scalar_columns(name)
+            alloc.append(alloc_s[urows])
+            base.append(req_s[urows])
+            for i, r in enumerate(urows.tolist()):
+                for jj, p in enumerate(table.pods[r]):
+                    extra_req[s, i, jj] = wrap_int64(p.requests.scalar.get(name, 0))
+        sreq = np.concatenate([sreq, np.take_along_axis(extra_req, order[None], axis=2)])
+    amat = np.stack(alloc)
+    alloc_pods = snap.alloc_pods[urows]
+    nothing, q_cpu, q_mem, q_eph = key[0], key[1], key[2], key[3]
+    q_all = [q_cpu, q_mem, q_eph, *(q for _, q in key[4])]
+    # Fit's checks: cpu, memory, ephemeral storage where requested, every checked scalar
+    checked = [] if nothing else [r for r, q in enumerate(q_all) if r >= 3 or q > 0]
+    qc = np.array([q_all[r] for r in checked], dtype=np.int64)[:, None]
     with np.errstate(over="ignore"):
-        used = [
-            base - np.where(valid, s, 0).sum(axis=1)
-            for base, s in zip(
-                (snap.req_cpu[urows], snap.req_mem[urows], snap.req_eph[urows]), sreq, strict=True
-            )
-        ]
-        sused = [
-            cols[1] - np.where(valid, s, 0).sum(axis=1)
-            for cols, s in zip(scalar_cols, scalar_reqs, strict=True)
-        ]
+        used = np.stack(base) - np.where(valid[None], sreq, 0).sum(axis=2)
         count = snap.num_pods[urows] - npot
         # what the nominated pods add (RunFilterPluginsWithNominatedPods' first pass)
-        extra: list[IntArray] | None = None
-        extra_s: list[IntArray] = []
+        extra: IntArray | None = None
         extra_n = np.zeros(m, dtype=np.int64)
         if nominated:
-            sums = np.zeros((3 + len(scalar_names), m), dtype=np.int64)
-            at = np.full(snap.n, -1, dtype=np.intp)
-            at[urows] = np.arange(m)
+            pos = dict(zip(urows.tolist(), range(m), strict=True))
             index = snap.index
             slots: list[int] = []
             amounts: list[list[int]] = [[] for _ in range(3 + len(scalar_names))]
             for name, noms in nominated.items():
-                r = index.get(name)
-                if r is None or at[r] < 0 or not noms:
+                i_nom = pos.get(index.get(name, -1))
+                if i_nom is None:
                     continue
-                i = int(at[r])
-                extra_n[i] = len(noms)
                 for nom in noms:
                     nreq = nom.requests
-                    slots.append(i)
+                    slots.append(i_nom)
                     amounts[0].append(nreq.milli_cpu)
                     amounts[1].append(nreq.memory)
                     amounts[2].append(nreq.ephemeral_storage)
                     for s, sname in enumerate(scalar_names):
                         amounts[3 + s].append(nreq.scalar.get(sname, 0))
-            any_nom = bool(slots)
-            for col, vals in zip(sums, amounts, strict=True):
-                np.add.at(col, slots, _int64s(vals))  # wraps as add_requests does
-            if any_nom:
-                extra = [sums[0], sums[1], sums[2]]
-                extra_s = [sums[3 + s] for s in range(len(scalar_names))]
+            if slots:
+                extra = np.zeros((3 + len(scalar_names), m), dtype=np.int64)
+                for col, vals in zip(extra, amounts, strict=True):
+                    np.add.at(col, slots, _int64s(vals))  # wraps as add_requests does
+                extra_n = np.bincount(slots, minlength=m).astype(np.int64)
         has_nom = extra_n > 0
+        ac = amat[checked]
+        ec = extra[checked] if extra is not None else None
 
-        def fits(u: Sequence[IntArray], su: Sequence[IntArray], cnt: IntArray) -> BoolArray:
-            sc = [(q, cols[0], x) for (_, q), cols, x in zip(key[4], scalar_cols, su, strict=True)]
-            out = _fits(key, alloc4, u, sc, cnt)
-            if extra is not None:
-                un = [a + b for a, b in zip(u, extra, strict=True)]
-                sun = [a + b for a, b in zip(su, extra_s, strict=True)]
-                scn = [
-                    (q, cols[0], x)
-                    for (_, q), cols, x in zip(key[4], scalar_cols, sun, strict=True)
-                ]
-                out &= ~has_nom | _fits(key, alloc4, un, scn, cnt + extra_n)
+        def fits(uc: IntArray, cnt: IntArray, rows: _IdxArray | slice) -> BoolArray:
+            """``_ResourceTrial.fits`` per row: the checked resources ``uc`` in use."""
+            out: BoolArray = cnt + 1 <= alloc_pods[rows]
+            if checked:
+                out &= (qc <= ac[:, rows] - uc).all(axis=0)
+            if ec is not None:
+                nom = cnt + extra_n[rows] + 1 <= alloc_pods[rows]
+                if checked:
+                    nom &= (qc <= ac[:, rows] - uc - ec[:, rows]).all(axis=0)
+                out &= ~has_nom[rows] | nom
             return out
 
-        first = fits(used, sused, count)
+        everything = slice(None)
+        first = fits(used[checked], count, everything)
         # reprieve order: PDB-violating victims first, each group in victim order
         group = np.where(valid, np.where(viol, 0, 1), 2)
         reprieve = np.argsort(group, axis=1, kind="stable")
         victim = np.zeros((m, width), dtype=np.bool_)
-        rr = np.arange(m)
-        for t in range(int(npot.max()) if m else 0):
-            pos = reprieve[:, t]
-            live = valid[rr, pos] & first
-            if not live.any():
-                continue
-            trial = [u + s[rr, pos] for u, s in zip(used, sreq, strict=True)]
-            strial = [u + s[rr, pos] for u, s in zip(sused, scalar_reqs, strict=True)]
-            fit = fits(trial, strial, count + 1)
-            keep = live & fit
-            used = [np.where(keep, a, b) for a, b in zip(trial, used, strict=True)]
-            sused = [np.where(keep, a, b) for a, b in zip(strial, sused, strict=True)]
-            count = count + keep
-            victim[rr, pos] = live & ~fit
+        live_rows = np.flatnonzero(first & (npot > 0))
+        if len(live_rows):
+            lr = live_rows
+            uc = used[checked][:, lr]
+            cnt = count[lr]
+            rreq = sreq[checked][:, lr, :]
+            rep = reprieve[lr]
+            lpot = npot[lr]
+            ar = np.arange(len(lr))
+            for t in range(int(lpot.max())):
+                at_t = rep[:, t]
+                live = t < lpot
+                trial = uc + rreq[:, ar, at_t]
+                fit = fits(trial, cnt + 1, lr)
+                keep = live & fit
+                uc = np.where(keep[None, :], trial, uc)
+                cnt = cnt + keep
+                victim[lr, at_t] = live & ~fit
     num_viol = (victim & viol).sum(axis=1)
     # The victims' order: the reprieve order, sorted again by importance where both PDB
     # groups were met (``_select``). That sort's input is the reprieve order, so its ties
     # keep (finite start times), or for v1.36's unstarted pods reverse, that order;
     # v1.37 orders unstarted pods by their place on the node.
     both = (viol & valid).any(axis=1) & (~viol & valid).any(axis=1)
-    vorder = np.lexsort((np.arange(width)[None, :] + 0 * j, ~victim), axis=-1)
+    vorder = np.argsort(~victim, axis=1, kind="stable")
     if both.any():
         rpos = np.empty_like(reprieve)
         np.put_along_axis(rpos, reprieve, np.arange(width)[None, :] + 0 * reprieve, axis=1)
@@ -411,7 +386,6 @@ def batch_dry_run(
     slot = np.full(n, -1, dtype=np.intp)
     slot[use] = np.arange(m)
     slot[use[ambiguous]] = -1
-    base = (used, sused, count)  # unchanged on rows where the preemptor never fit
     return BatchAnswers(
         slot,
         npot,
@@ -424,13 +398,10 @@ def batch_dry_run(
         urows.tolist(),
         no_victims,
         nodes,
-        base,
+        (used, count, extra, extra_n),  # used: unchanged where the preemptor never fit
         scalar_names,
-        extra,
-        extra_s,
-        extra_n,
         word,
-        [*alloc4, *(cols[0] for cols in scalar_cols)],
+        np.vstack([amat, alloc_pods[None, :]]),
     )
 
 
@@ -444,9 +415,6 @@ class BatchAnswers:
 
     __slots__ = (
         "_base",
-        "_extra",
-        "_extra_n",
-        "_extra_s",
         "_first",
         "_groups",
         "_key",
@@ -478,25 +446,22 @@ class BatchAnswers:
         rows: list[int],
         no_victims: str,
         nodes: Sequence[NodeInfo],
-        base: tuple[list[IntArray], list[IntArray], IntArray],
+        base: tuple[IntArray, IntArray, IntArray | None, IntArray],
         names: list[str],
-        extra: list[IntArray] | None,
-        extra_s: list[IntArray],
-        extra_n: IntArray,
         word: Callable[[NodeInfo, list[Pass]], Status] | None,
-        alloc: Sequence[IntArray],
+        alloc: IntArray,
     ) -> None:
         self._slot, self._npot, self._first, self._order = slot, npot, first, order
         self._vorder, self._nvict = vorder, nvict
         self._viol, self._pods, self._rows = num_viol, pods, rows
         self._no_victims, self._nodes, self._base, self._names = no_victims, nodes, base, names
-        self._extra, self._extra_s, self._extra_n, self._word = extra, extra_s, extra_n, word
+        self._word = word
         # what Fit's wording of a row reads: rows alike share one Status (``worded``)
-        used, sused, count = base
-        cols = [*alloc, *used, *sused, count, extra_n]
+        used, count, extra, extra_n = base
+        parts = [alloc, used, count[None, :], extra_n[None, :]]
         if extra is not None:
-            cols += [*extra, *extra_s]
-        self._key = np.stack(cols, axis=1) if len(npot) else None
+            parts.append(extra)
+        self._key: IntArray = np.vstack(parts).T
         self._groups: _IdxArray | None = None
         self._worded: dict[int, Status] = {}
 
@@ -553,23 +518,29 @@ class BatchAnswers:
                 candidates.append(Candidate(nodes[k].name, victims))
         statuses = NodeToStatus()
         errors: list[str] = []
-        found = bool(candidates)
-        for k in walked[kinds == 2].tolist():
-            i = int(slot[k])
+        at = walked[kinds == 2]
+        if not len(at):
+            return candidates, statuses, errors
+        i_at = slot[at]
+        hopeless = ~self._first[i_at] & (self._npot[i_at] > 0)
+        if candidates:  # unworded statuses are not read then: none is left behind
+            at, i_at, hopeless = at[~hopeless], i_at[~hopeless], hopeless[~hopeless]
+        elif hopeless.any():
+            if self._word is None:
+                return None
+            self._group_rows()
+        out: dict[str, Status] = {}
+        for k, i, worded in zip(at.tolist(), i_at.tolist(), hopeless.tolist(), strict=True):
             name = nodes[k].name
-            if self._npot[i] == 0:
+            if worded:
+                st = self._group_status(k, i)
+            elif self._npot[i] == 0:
                 st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, self._no_victims)
-            elif not self._first[i]:
-                if found:
-                    continue  # an unworded status is not read then: none is left behind
-                got = self.worded(k)
-                if got is None:
-                    return None
-                st = got
             else:
                 st = Status(Code.ERROR, f'expected at least one victim pod on node "{name}"')
                 errors.append(st.message())
-            statuses.set(name, st)
+            out[name] = st
+        statuses.statuses = out
         return candidates, statuses, errors
 
     def worded(self, k: int) -> Status | None:
@@ -577,10 +548,19 @@ class BatchAnswers:
         i = int(self._slot[k])
         if i < 0 or self._word is None or self._first[i] or self._npot[i] == 0:
             return None
+        self._group_rows()
+        return self._group_status(k, i)
+
+    def _group_rows(self) -> None:
+        """Group the rows Fit would word alike (equal allocatable and aggregates)."""
         if self._groups is None:
-            assert self._key is not None
-            _, inverse = np.unique(self._key, axis=0, return_inverse=True)
-            self._groups = inverse.reshape(-1)
+            key = np.ascontiguousarray(self._key)
+            rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
+            self._groups = np.unique(rows, return_inverse=True)[1].reshape(-1)
+
+    def _group_status(self, k: int, i: int) -> Status:
+        """The worded status of row ``i`` (node ``k``), one per group of rows alike."""
+        assert self._groups is not None and self._word is not None
         group = int(self._groups[i])
         st = self._worded.get(group)
         if st is None:
@@ -589,24 +569,16 @@ class BatchAnswers:
 
     def _passes(self, i: int) -> list[Pass]:
         """Fit's passes over row ``i``: with the nominated pods first, if any."""
-        used, sused, count = self._base
+        used, count, extra, extra_n = self._base
         names = self._names
-        plain = (
-            int(used[0][i]),
-            int(used[1][i]),
-            int(used[2][i]),
-            {name: int(sused[s][i]) for s, name in enumerate(names)},
-            int(count[i]),
-        )
-        extra = self._extra
-        if extra is None or self._extra_n[i] == 0:
-            return [plain]
-        es = self._extra_s
-        with_nominated = (
-            plain[0] + int(extra[0][i]),
-            plain[1] + int(extra[1][i]),
-            plain[2] + int(extra[2][i]),
-            {name: v + int(es[s][i]) for s, (name, v) in enumerate(plain[3].items())},
-            plain[4] + int(self._extra_n[i]),
-        )
-        return [with_nominated, plain]
+
+        def one(add: IntArray | None, n: int) -> Pass:
+            u = [int(x) for x in used[:, i]]
+            if add is not None:
+                u = [a + int(b) for a, b in zip(u, add[:, i], strict=True)]
+            scalars = {name: u[3 + s] for s, name in enumerate(names)}
+            return (u[0], u[1], u[2], scalars, int(count[i]) + n)
+
+        if extra is None or extra_n[i] == 0:
+            return [one(None, 0)]
+        return [one(extra, int(extra_n[i])), one(None, 0)]

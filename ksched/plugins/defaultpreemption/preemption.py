@@ -359,6 +359,8 @@ def pick_one_node_for_preemption(
     if not nodes_to_victims:
         return ""
     candidates = list(nodes_to_victims)
+    if not score_funcs and all(v.pods for v in nodes_to_victims.values()):
+        return _pick_by_default_scores(nodes_to_victims)
     if not score_funcs:
 
         def min_pdb_violations(node: str) -> float:
@@ -368,9 +370,7 @@ def pick_one_node_for_preemption(
             return -nodes_to_victims[node].pods[0].priority
 
         def min_sum_priorities(node: str) -> float:
-            # MaxInt32+1 makes every term positive, so more negative-priority pods
-            # never look better than fewer.
-            return -sum(p.priority + _MAX_INT32 + 1 for p in nodes_to_victims[node].pods)
+            return -_shifted_priority_sum(nodes_to_victims[node].pods)
 
         def min_num_pods(node: str) -> float:
             return -len(nodes_to_victims[node].pods)
@@ -401,6 +401,32 @@ def pick_one_node_for_preemption(
         if selected:
             candidates = selected
     return candidates[0]
+
+
+def _shifted_priority_sum(pods: Sequence[PodInfo]) -> int:
+    """The victims' priorities, each shifted by MaxInt32+1 so that every term is
+    positive: more negative-priority pods never look better than fewer."""
+    return sum(p.priority for p in pods) + len(pods) * (_MAX_INT32 + 1)
+
+
+def _pick_by_default_scores(nodes_to_victims: Mapping[str, Victims]) -> str:
+    """``pick_one_node_for_preemption`` with the default scores, every node having
+    victims: the first node with the lexicographically greatest tuple of them (each
+    score decides only among the nodes tied on all before it), each tuple built once."""
+    best_node, best = "", None
+    for node, v in nodes_to_victims.items():
+        pods = v.pods
+        earliest = get_earliest_pod_start_time(v)
+        score = (
+            -v.num_pdb_violations,
+            -pods[0].priority,
+            -_shifted_priority_sum(pods),
+            -len(pods),
+            -math.inf if earliest is None else earliest,
+        )
+        if best is None or score > best:
+            best_node, best = node, score
+    return best_node
 
 
 class Evaluator:
