@@ -23,6 +23,7 @@ from ksched.bench.real import (
     _objects,
     compare,
     cpu_split,
+    queue_moves,
     render_table,
     run_real_bench,
     scheduler_config,
@@ -78,6 +79,9 @@ def test_tiny_workload_end_to_end_for_every_contestant() -> None:
         assert r["scheduled"] == 8, name
         assert r["pods_per_s"] > 0 and r["rss_mb"] > 0 and r["cpu_s"] >= 0, (name, r)
         assert 0 <= r["p50_ms"] <= r["p99_ms"], (name, r)
+        # what each scheduler's queue did, read from its /metrics
+        moves = r["runs"][0]["queue"]["moves"]
+        assert moves.get("active/PodAdd", 0) + moves.get("active/UnscheduledPodAdd", 0) > 0, r
     assert set(w["results"]["null"]) == {"pods_per_s", "scheduled", "apiserver_cpu_s", "runs"}
     for r in w["results"].values():  # measured for every contestant (0 s in a tiny window)
         assert isinstance(r["apiserver_cpu_s"], float) and r["apiserver_cpu_s"] >= 0, r
@@ -202,6 +206,26 @@ def test_scheduler_config_gives_both_schedulers_the_same_client_limits() -> None
 
 
 # ---- table and comparison ---------------------------------------------------------------------------
+
+
+def test_queue_moves_sum_the_schedulers_queue_counters_by_label() -> None:
+    text = """# TYPE scheduler_queue_incoming_pods_total counter
+scheduler_queue_incoming_pods_total{event="AssignedPodDelete",queue="unschedulable"} 7
+scheduler_queue_incoming_pods_total{event="AssignedPodDelete",queue="active"} 2
+scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 10
+# TYPE scheduler_queueing_hint_execution_duration_seconds histogram
+scheduler_queueing_hint_execution_duration_seconds_bucket{event="AssignedPodDelete",hint="Queue",plugin="NodeResourcesFit",le="+Inf"} 9
+scheduler_queueing_hint_execution_duration_seconds_count{event="AssignedPodDelete",hint="Queue",plugin="NodeResourcesFit"} 9
+scheduler_queueing_hint_execution_duration_seconds_sum{event="AssignedPodDelete",hint="Queue",plugin="NodeResourcesFit"} 0.001
+"""
+    assert queue_moves(text) == {
+        "moves": {
+            "active/AssignedPodDelete": 2,
+            "active/PodAdd": 10,
+            "unschedulable/AssignedPodDelete": 7,
+        },
+        "hints": {"NodeResourcesFit/AssignedPodDelete/Queue": 9},
+    }
 
 
 def test_table_has_the_ratios() -> None:

@@ -518,6 +518,33 @@ class _Contestant:
     def stop(self) -> None:
         return None
 
+    async def metrics(self) -> str | None:
+        """The scheduler's ``/metrics`` text (None: it serves none)."""
+        return None
+
+
+def queue_moves(text: str) -> JSON:
+    """What the queue did, from a scheduler's ``/metrics``: pods moved per "queue/event"
+    (``scheduler_queue_incoming_pods_total``) and queueing hint calls per
+    "plugin/event/hint" (``scheduler_queueing_hint_execution_duration_seconds``)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    moves: dict[str, float] = {}
+    hints: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = sample.labels
+            if sample.name == "scheduler_queue_incoming_pods_total":
+                key = f"{labels.get('queue')}/{labels.get('event')}"
+                moves[key] = moves.get(key, 0) + sample.value
+            elif sample.name == "scheduler_queueing_hint_execution_duration_seconds_count":
+                key = f"{labels.get('plugin')}/{labels.get('event')}/{labels.get('hint')}"
+                hints[key] = hints.get(key, 0) + sample.value
+    return {
+        "moves": {k: int(v) for k, v in sorted(moves.items())},
+        "hints": {k: int(v) for k, v in sorted(hints.items())},
+    }
+
 
 class _KschedProcess(_Contestant):
     def __init__(self, workload: str) -> None:
@@ -525,6 +552,7 @@ class _KschedProcess(_Contestant):
         self.proc: subprocess.Popen[bytes] | None = None
         self.spy: subprocess.Popen[bytes] | None = None
         self.log: Any = None
+        self.port = 0
 
     async def start(self, cp: Any, cfg: JSON, tg: Any) -> None:
         from ..testing.controlplane._process import child_setup, free_port
@@ -567,6 +595,7 @@ class _KschedProcess(_Contestant):
             preexec_fn=child_setup(self.cpus),
         )
         self.pid = self.proc.pid
+        self.port = port
         deadline = time.monotonic() + 120
         while not _http_ok(f"http://127.0.0.1:{port}/readyz"):
             if self.proc.poll() is not None:
@@ -588,6 +617,14 @@ class _KschedProcess(_Contestant):
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
+
+    async def metrics(self) -> str | None:
+        def get() -> str:
+            url = f"http://127.0.0.1:{self.port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return str(r.read().decode())
+
+        return await anyio.to_thread.run_sync(get)
 
     def stop(self) -> None:
         if self.spy is not None:
@@ -622,6 +659,9 @@ class _KubeScheduler(_Contestant):
         self.ks = cp.kube_scheduler(cfg, cpus=self.cpus, args=self.gate_flags)
         await anyio.to_thread.run_sync(self.ks.start)
         self.pid = self.ks.component.pid
+
+    async def metrics(self) -> str | None:
+        return str(await anyio.to_thread.run_sync(self.ks.metrics))
 
     def stop(self) -> None:
         if self.ks is not None:
@@ -914,6 +954,10 @@ async def _one(
                     cpu1 = proc_cpu_seconds(runner.pid) if runner.pid else -1.0
                     plane1 = _plane_cpu(cp)
                     rss = _proc_peak_rss_mb(runner.pid) if runner.pid else None
+                    try:
+                        text = await runner.metrics()
+                    except Exception:  # a figure for the report, not worth failing a run
+                        text = None
                     tg.cancel_scope.cancel()
             finally:
                 runner.stop()
@@ -939,6 +983,8 @@ async def _one(
         out["p99_ms"] = _percentile(lat, 0.99)
         out["cpu_s"] = round(cpu1 - cpu0, 2) if cpu0 >= 0 and cpu1 >= 0 else None
         out["rss_mb"] = rss
+        if text is not None:
+            out["queue"] = queue_moves(text)
     return out
 
 
@@ -1074,7 +1120,7 @@ def _median_run(runs: Sequence[JSON]) -> JSON:
     out["runs"] = [
         {
             k: r.get(k)
-            for k in ("pods_per_s", "cpu_s", "apiserver_cpu_s", "loadavg", "pod_groups")
+            for k in ("pods_per_s", "cpu_s", "apiserver_cpu_s", "loadavg", "pod_groups", "queue")
             if k in r
         }
         for r in runs
