@@ -655,6 +655,28 @@ class SchedulingQueue:
         regs = self._plugin_events.get((qpi.profile, qpi.gating_plugin), ())
         return any(ev.matches(r, event) for r in regs)
 
+    def _still_gated(self, qpi: Entity) -> bool:
+        """Whether the plugin that gated a pooled pod still gates it: then requeueing it
+        could only bring it back to the pool, whatever the hints say (activeQ and, with
+        SchedulerPopFromBackoffQ, backoffQ ask PreEnqueue first), so it is left there
+        without running them. A preemptor waiting for its victims is one: every victim
+        deletion would otherwise re-evaluate each of them (kube-scheduler does, and
+        counts a move to the pool each time)."""
+        if not isinstance(qpi, QueuedPodInfo) or not self.pop_from_backoff:
+            return False
+        fw = self.frameworks.get(qpi.profile)
+        if fw is None:
+            return False
+        try:
+            with self.deadline:
+                st = fw.run_pre_enqueue(qpi.pod_info)
+        except PluginTimeout:
+            return False  # the requeue words it as it always has
+        if st.is_success() or st.code == Code.ERROR or st.plugin != qpi.gating_plugin:
+            return False
+        qpi.gating_status = st
+        return True
+
     def _candidates(self, event: ClusterEvent) -> list[Entity]:
         """Pool pods some rejector of which registered ``event``, in pool order."""
         pool = self._pool
@@ -686,7 +708,7 @@ class SchedulingQueue:
         for qpi in pods:
             if pre_check is not None and not any(pre_check(p.pod_info) for p in _pods_of(qpi)):
                 continue
-            if qpi.gated and not self._gating_plugin_cares(qpi, event):
+            if qpi.gated and (not self._gating_plugin_cares(qpi, event) or self._still_gated(qpi)):
                 continue
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy == QUEUE_SKIP:

@@ -139,6 +139,26 @@ class LabelGate(PreEnqueuePlugin):
         return None
 
 
+def _skip(pod: PodInfo, old: Any, new: Any) -> str:
+    return QueueingHint.SKIP
+
+
+class Waiting(PreEnqueuePlugin):
+    """Gates the pods named in ``held`` (as DefaultPreemption gates a preemptor while its
+    victims go); hears assigned pods' deletions, with a hint that always skips."""
+
+    name = "Waiting"
+    held: frozenset[str] = frozenset()
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        if pod.name in Waiting.held:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "waiting")
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent("AssignedPod", "Delete"), _skip)]
+
+
 class InverseSort:
     """A QueueSort with only ``less`` (upstream style): lower priority first."""
 
@@ -180,6 +200,7 @@ def registry() -> Registry:
         OthersLabels,
         ScaleUp,
         LabelGate,
+        Waiting,
         InverseSort,
     ):
         reg.register(cls.name, cls, "tests")

@@ -17,7 +17,7 @@ from ksched.queue.scheduling_queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE, Qu
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
 
-from ._util import LabelGate, fail, make_queue, pop
+from ._util import LabelGate, Waiting, fail, make_queue, pop
 
 GATE = [{"name": "example.com/wait"}]
 
@@ -438,6 +438,42 @@ def test_pod_gated_by_a_plugin_without_registrations_is_rechecked_on_events() ->
     finally:
         LabelGate.open_all = False
     assert q.location(pod) == ACTIVE_Q
+
+
+def test_a_pod_its_gate_still_holds_is_left_in_the_pool_without_running_hints() -> None:
+    """A preemptor waiting for its victims: each victim deletion would requeue it (its
+    rejector's hint queues on any pod deletion) only for PreEnqueue to gate it again. While
+    the gate holds, events leave it where it is: no hint, no move; once the gate lifts,
+    the next deletion moves it as before."""
+    moves: list[tuple[str, str]] = []
+    hints: list[tuple[str, str]] = []
+    q = make_queue(
+        points={"preEnqueue": ["SchedulingGates", "LabelGate", "Waiting"]},
+        on_move=lambda event, queue: moves.append((event, queue)),
+    )
+    q.hint_observer = lambda plugin, event, hint, _s: hints.append((plugin, hint))
+    pod = make_pod("p")
+    q.add(pod, "ksched")
+    qpi = pop(q)
+    victim = make_pod("victim", nodeName="n")
+    try:
+        Waiting.held = frozenset({"p"})
+        fail(q, qpi, "PodDelete")  # rejected by a plugin every pod deletion may help
+        # the first deletion requeues it into PreEnqueue, which gates it
+        assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, victim, None) == 0
+        assert q.get(pod) is not None and q.get(pod).gated  # type: ignore[union-attr]
+        moves.clear()
+        hints.clear()
+        for _ in range(3):
+            assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, victim, None) == 0
+        assert (moves, hints) == ([], [])
+        assert q.location(pod) == UNSCHEDULABLE and q.pending_counts()["gated"] == 1
+        Waiting.held = frozenset()
+        assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, victim, None) == 1
+    finally:
+        Waiting.held = frozenset()
+    assert q.location(pod) in (ACTIVE_Q, BACKOFF_Q)
+    assert moves == [("AssignedPodDelete", q.location(pod))]
 
 
 # -- leftover flush, updates, deletes --------------------------------------------------------
