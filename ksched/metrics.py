@@ -54,7 +54,7 @@ from collections import Counter as _Tally
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
@@ -71,10 +71,10 @@ from .features.versions import minor_key
 from .queue.scheduling_queue import plugin_names
 
 if TYPE_CHECKING:
+    from .cache import Cache
     from .framework.cycle_state import CycleState
     from .framework.runtime import Framework
-    from .queue.scheduling_queue import QueuedPodInfo
-    from .scheduler.scheduler import Scheduler
+    from .queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 
 __all__ = [
     "CONTENT_TYPE",
@@ -84,6 +84,7 @@ __all__ = [
     "Family",
     "SchedulerMetrics",
     "SchedulerRegistry",
+    "Scraped",
     "exponential_buckets",
     "go_float",
     "without_created",
@@ -675,6 +676,24 @@ FAMILIES: tuple[Family, ...] = (
 FAMILY: dict[str, Family] = {f.name: f for f in FAMILIES}
 
 
+class Scraped(Protocol):
+    """What these metrics read of the ``Scheduler`` they are attached to (its metrics, and
+    its queue and cache for the gauges): declared here, so the metrics stay below the
+    scheduler that feeds them."""
+
+    @property
+    def metrics(self) -> object: ...
+
+    @property
+    def queue(self) -> SchedulingQueue: ...
+
+    @property
+    def cache(self) -> Cache: ...
+
+    @property
+    def in_flight_bindings(self) -> int: ...
+
+
 class SchedulerMetrics:
     """The scheduler's metrics, handed to the ``Scheduler`` that feeds them
     (``Scheduler(metrics=...)``).
@@ -768,7 +787,7 @@ class SchedulerMetrics:
         r.register(self._state)
 
     # -- wiring ------------------------------------------------------------------------------
-    def attach(self, sched: Scheduler) -> None:
+    def attach(self, sched: Scraped) -> None:
         """Read ``sched``'s queue and cache when scraped. The Scheduler calls this once built
         with these metrics (``Scheduler(metrics=...)``), which already feed its attempts,
         queueing hints and frameworks: nothing is set on the scheduler from here."""
@@ -1044,7 +1063,7 @@ class _StateCollector:
 
     def __init__(self, version: str) -> None:
         self.version = version
-        self.schedulers: list[Scheduler] = []
+        self.schedulers: list[Scraped] = []
         # (profile, extension point) -> its counts
         self.evaluations: dict[tuple[str, str], _Evaluations] = {}
         # event recorders with an ``events_dropped`` count (the daemon's StatusReporter)

@@ -1,7 +1,12 @@
 """No import cycles: every module imports alone, and the static import graph (read with
-``ast``, lazy imports inside functions included, ``if TYPE_CHECKING:`` blocks not) has no
-cycle between modules or between rooms (the packages of ``docs/architecture.md``), and the
-low-level rooms (``api``, ``util``, ``logging``, ``features``) import nothing of the core."""
+``ast``: every import counts, at module level, inside a function or under
+``if TYPE_CHECKING:``) has no cycle between modules or between rooms (the packages of
+``docs/architecture.md``), and the low-level rooms (``api``, ``util``, ``logging``,
+``features``) import nothing of the core.
+
+A type-only or function-local import that closes a circle is still a circle: the two
+modules can only be read, changed and tested together. Break one by moving the shared
+thing (a protocol, a type) to the module below, not by hiding the import."""
 
 from __future__ import annotations
 
@@ -13,10 +18,28 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 import ksched
 
 ROOT = Path(ksched.__file__).parent
 LOW_LEVEL = frozenset({"ksched.api", "ksched.util", "ksched.logging", "ksched.features"})
+
+# The one circle left, removed by the typed-Handle change: ``framework/handle.py`` names
+# ``extender/client.ExtenderSet``, which reads ``config/types.py``, which reads
+# ``framework/interface.py``; and handle, interface, registry and runtime name each other.
+# The checks below ignore the imports among these modules only; any other circle fails.
+KNOWN_CIRCLE = frozenset(
+    {
+        "ksched.config.types",
+        "ksched.extender.client",
+        "ksched.framework.diagnosis",
+        "ksched.framework.handle",
+        "ksched.framework.interface",
+        "ksched.framework.registry",
+        "ksched.framework.runtime",
+    }
+)
 
 # Imports every module of PACKAGE alone: importing ``pkg.x`` always runs ``pkg/__init__``
 # to completion first, so a child forked after ``import pkg`` starts exactly as a fresh
@@ -101,29 +124,15 @@ def _is_module(name: str, base: Path) -> bool:
     return rel.with_suffix(".py").exists() or (rel / "__init__.py").exists()
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
-            if name == "TYPE_CHECKING":
-                out.update(id(n) for n in ast.walk(node))
-    return out
-
-
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """module -> the ksched modules it imports at run time (anywhere in its body)."""
+    """module -> the ksched modules it imports anywhere in its body, type-only included."""
     graph: dict[str, set[str]] = {}
     for path in sorted(root.rglob("*.py")):
         name = _module_name(path, root.parent)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text(), str(path))
-        skip = _type_checking_nodes(tree)
         targets: set[str] = set()
         for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
             if isinstance(node, ast.Import):
                 targets.update(a.name for a in node.names if a.name.split(".")[0] == "ksched")
             elif isinstance(node, ast.ImportFrom):
@@ -196,6 +205,14 @@ def _edges_into(graph: dict[str, set[str]], cycle: list[str]) -> list[str]:
     return sorted(f"{a} -> {b}" for a in cycle for b in graph.get(a, ()) if b in members)
 
 
+def _checked(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph the circle checks read: every import but those among ``KNOWN_CIRCLE``."""
+    return {
+        m: {t for t in targets if m not in KNOWN_CIRCLE or t not in KNOWN_CIRCLE}
+        for m, targets in graph.items()
+    }
+
+
 def test_no_module_imports_the_package_root() -> None:
     """The root re-exports from the rooms, so a room importing it closes a cycle; reading
     ``__version__`` (bench's report) is the one harmless use, checked by source line."""
@@ -206,17 +223,25 @@ def test_no_module_imports_the_package_root() -> None:
 
 
 def test_no_cycle_between_modules() -> None:
-    graph = import_graph()
+    graph = _checked(import_graph())
     assert len(graph) > 100
     cycles = _cycles(graph)
     assert not cycles, [_edges_into(graph, c) for c in cycles]
 
 
 def test_no_cycle_between_rooms() -> None:
-    rooms = _room_graph(import_graph())
+    rooms = _room_graph(_checked(import_graph()))
     assert {"ksched.framework", "ksched.scheduler", "ksched.extender"} <= set(rooms)
     cycles = _cycles(rooms)
     assert not cycles, [_edges_into(rooms, c) for c in cycles]
+
+
+def test_the_known_circle_is_real() -> None:
+    """``KNOWN_CIRCLE`` names modules that exist and still import each other in a circle;
+    once the circle is gone the exception goes too."""
+    graph = import_graph()
+    assert set(graph) >= KNOWN_CIRCLE
+    assert any(set(c) <= KNOWN_CIRCLE for c in _cycles(graph))
 
 
 def test_low_level_rooms_never_import_the_core() -> None:
@@ -231,23 +256,129 @@ def test_low_level_rooms_never_import_the_core() -> None:
     assert not offending
 
 
-def test_the_graph_sees_lazy_imports_and_not_type_checking_ones(tmp_path: Path) -> None:
+def test_the_graph_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
     """The checks above would miss a cycle the reader misses: a function-level import
-    counts, an ``if TYPE_CHECKING:`` one does not (it never runs)."""
+    counts, and so does an ``if TYPE_CHECKING:`` one (the modules still need each other
+    to be read and type-checked)."""
     pkg = tmp_path / "ksched"
     (pkg / "a").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "a" / "__init__.py").write_text("")
-    (pkg / "a" / "x.py").write_text(
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from ..b import y\n"
-        "def f():\n    from ..b.y import g\n    return g\n"
+    (pkg / "a" / "x.py").write_text("def f():\n    from ..b.y import g\n    return g\n")
+    (pkg / "a" / "t.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..b.z import Z\n"
     )
     (pkg / "b").mkdir()
     (pkg / "b" / "__init__.py").write_text("from . import y\n")
     (pkg / "b" / "y.py").write_text("from ..a import x\ndef g(): return x\n")
+    (pkg / "b" / "z.py").write_text("from ..a import t\nclass Z: pass\n")
     graph = import_graph(pkg)
     assert graph["ksched.a.x"] == {"ksched.b.y"}
+    assert graph["ksched.a.t"] == {"ksched.b.z"}
     assert graph["ksched.b"] == {"ksched.b.y"}
-    assert _cycles(graph) == [["ksched.a.x", "ksched.b.y"]]
+    assert _cycles(graph) == [["ksched.a.t", "ksched.b.z"], ["ksched.a.x", "ksched.b.y"]]
     assert _cycles(_room_graph(graph)) == [["ksched.a", "ksched.b"]]
+
+
+# ---- the runtime / testing line --------------------------------------------------------
+
+# What ships for plugin authors and ksched's own tests but never runs in a scheduler:
+# ``ksched.testing`` (the in-process API server, builders, the plugin harness, the real
+# control plane, the differential oracle) and ``ksched.bench``.
+TEST_SIDE = ("ksched.testing", "ksched.bench")
+
+# The CLI verbs that may load the test side, each only inside its own functions.
+CLI_TEST_SIDE_FUNCTIONS = frozenset({"cmd_bench", "_bench_real"})
+
+
+def _is_test_side(module: str) -> bool:
+    return any(module == r or module.startswith(r + ".") for r in TEST_SIDE)
+
+
+def _test_side_imports_in_functions(path: Path, package: str) -> dict[str, set[str]]:
+    """function name (or "<module>") -> the test-side modules imported there."""
+    tree = ast.parse(path.read_text(), str(path))
+    out: dict[str, set[str]] = defaultdict(set)
+
+    def walk(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                walk(child, child.name if where == "<module>" else where)
+                continue
+            names: list[str] = []
+            if isinstance(child, ast.Import):
+                names = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - (child.level - 1)]
+                mod = ".".join([*base, *([child.module] if child.module else [])])
+                names = [mod] if child.level else [child.module or ""]
+            out[where].update(n for n in names if _is_test_side(n))
+            walk(child, where)
+
+    walk(tree, "<module>")
+    return {k: v for k, v in out.items() if v}
+
+
+def test_the_runtime_never_imports_the_test_side() -> None:
+    """Counting every import (lazy and type-only too), only the test side itself and the
+    CLI's ``bench`` verb reach ``ksched.testing``/``ksched.bench``; and that lazy import
+    closes no circle (nothing on the test side imports the CLI)."""
+    graph = import_graph()
+    importers = sorted(
+        m
+        for m, targets in graph.items()
+        if not _is_test_side(m) and any(_is_test_side(t) for t in targets)
+    )
+    assert importers == ["ksched.cli"]
+    where = _test_side_imports_in_functions(ROOT / "cli.py", "ksched")
+    assert where and set(where) <= CLI_TEST_SIDE_FUNCTIONS, where
+    assert not [m for m, targets in graph.items() if _is_test_side(m) and "ksched.cli" in targets]
+
+
+def test_the_function_scan_sees_module_level_and_nested_imports(tmp_path: Path) -> None:
+    path = tmp_path / "cli.py"
+    path.write_text(
+        "import ksched.bench.real\n"
+        "def cmd_bench():\n    def inner():\n        from .testing import harness\n"
+        "def cmd_run():\n    from .daemon import main\n"
+    )
+    got = _test_side_imports_in_functions(path, "ksched")
+    assert got == {"<module>": {"ksched.bench.real"}, "cmd_bench": {"ksched.testing"}}
+
+
+_EXAMPLE_CLUSTER = ROOT.parent / "examples" / "cluster.yaml"
+
+# Each front end as it starts: an import, or a CLI verb run to its first real work.
+_FRONT_ENDS = {
+    "import ksched": "import ksched",
+    "daemon": "import ksched.daemon.main",
+    "extender": "import ksched.extender.server",
+    "sim": "import ksched.sim",
+    "ksched run": (
+        "from ksched.cli import main\n"
+        "assert main(['run', '--kubeconfig', '/nonexistent/kubeconfig']) == 2\n"
+        "assert 'ksched.daemon.daemon' in sys.modules"
+    ),
+    "ksched simulate": (
+        "from ksched.cli import main\n"
+        f"assert main(['simulate', '--cluster', {str(_EXAMPLE_CLUSTER)!r}]) == 0\n"
+        "assert 'ksched.scheduler.schedule_one' in sys.modules"
+    ),
+}
+
+
+@pytest.mark.parametrize("front_end", sorted(_FRONT_ENDS))
+def test_a_front_end_loads_nothing_of_the_test_side(front_end: str) -> None:
+    """Checked in a fresh interpreter: what the running process really loads, through
+    ``importlib`` and plugin entry points too, which the static graph cannot see."""
+    code = (
+        "import sys, json\n"
+        + _FRONT_ENDS[front_end]
+        + "\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('ksched'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    loaded = json.loads(out.stdout.splitlines()[-1])
+    assert "ksched.framework.runtime" in loaded or front_end == "import ksched"
+    assert [m for m in loaded if _is_test_side(m)] == []

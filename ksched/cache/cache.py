@@ -22,11 +22,11 @@ from typing import Any
 from ..api.objects import Node
 from ..api.workload import PodGroup
 from ..framework.podgroup import pod_group_key, pod_group_of
+from ..framework.podgroupstate import PodGroupStateData
 from ..framework.snapshot import Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation, same_for_node
 from ..util.clock import Clock, RealClock, wall_clock
 from ..util.errors import KschedError
-from .podgroupstate import PodGroupStateData
 
 __all__ = ["Cache", "CacheError", "node_tree_order", "zone_key"]
 

@@ -38,6 +38,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from ..util.clock import Clock, RealClock
 from ..util.limits import BoundedLoaderMixin, clip
 from .apierrors import APIConnectionError, APIError, retry_after_seconds
+from .pipeline import ConnectionPool
 
 __all__ = [
     "APIClient",
@@ -478,8 +479,6 @@ class APIClient:
         """The ConnectionPool for writes, or None when aiohttp must do them (a proxy...)."""
         pool = self._write_pool
         if pool is False:
-            from .pipeline import ConnectionPool
-
             pool = ConnectionPool.for_client(self)
             if pool is not None:
                 pool.limit = getattr(self._kube_session.connector, "limit", 0) or pool.limit

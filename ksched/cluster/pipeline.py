@@ -29,15 +29,48 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .apierrors import APIConnectionError, APIError, retry_after_seconds
 
-if TYPE_CHECKING:
-    from .client import APIClient
+__all__ = ["Client", "ConnectionPool", "PipelinedConnection", "Request", "Result"]
 
-__all__ = ["ConnectionPool", "PipelinedConnection", "Request", "Result"]
+
+class _Limiter(Protocol):
+    @property
+    def qps(self) -> float: ...
+
+    async def acquire(self) -> None: ...
+
+
+class Client(Protocol):
+    """What a raw connection takes from the ``APIClient`` it stands in for: its transport
+    (to reproduce), headers, rate limiter, timeout and request count. The client builds
+    its pool from here, so this module does not import it back."""
+
+    requests_sent: int
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def api_client(self) -> Any: ...
+
+    @property
+    def _env_proxy(self) -> str | None: ...
+
+    @property
+    def _kube_session(self) -> Any: ...
+
+    @property
+    def limiter(self) -> _Limiter: ...
+
+    @property
+    def request_timeout(self) -> float: ...
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]: ...
+
 
 # (method, path, body, content type)
 Request = tuple[str, str, bytes, str]
@@ -236,7 +269,7 @@ class _Endpoint:
 
     def __init__(
         self,
-        client: APIClient,
+        client: Client,
         host: str,
         port: int,
         ssl_context: ssl.SSLContext | None,
@@ -255,7 +288,7 @@ class _Endpoint:
         self._heads: dict[str | None, tuple[dict[str, str], bytes]] = {}
 
     @classmethod
-    def for_client(cls, client: APIClient) -> Any:
+    def for_client(cls, client: Client) -> Any:
         """None when the client's transport cannot be reproduced (a proxy, an odd TLS setup)."""
         rc = client.api_client.rest_client
         if getattr(rc, "proxy", None) or client._env_proxy:

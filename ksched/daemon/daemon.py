@@ -76,7 +76,8 @@ from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..metrics import SchedulerMetrics
 from ..queue.scheduling_queue import QueuedPodInfo
-from ..scheduler.schedule_one import CycleResult
+from ..scheduler.cycle_result import CycleResult
+from ..scheduler.dispatch import schedule_entity
 from ..scheduler.scheduler import Scheduler
 from ..util.limits import clip
 from .auth import DEFAULT_SECURE_PORT, REVIEW_BURST, REVIEW_QPS, DelegatingAuth, SecureServing
@@ -808,7 +809,7 @@ class SchedulerDaemon:
                                 break
                             self._cycle_started = time.monotonic()
                             if self.shadow is None:
-                                await sched.schedule_one(qpi, bindings)
+                                await schedule_entity(sched, qpi, bindings)
                             elif isinstance(qpi, QueuedPodInfo):
                                 self.shadow.decide(qpi)
                             else:

@@ -26,7 +26,8 @@ from ..framework.deadline import PluginTimeout
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
 from ..scheduler.explanation import preemption_of
-from ..scheduler.schedule_one import CycleResult, schedule_pod
+from ..scheduler.cycle_result import CycleResult
+from ..scheduler.schedule_one import schedule_pod
 
 if TYPE_CHECKING:
     from ..queue.scheduling_queue import QueuedPodInfo

@@ -29,8 +29,8 @@ import platform
 import re
 import ssl
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from aiohttp import web
@@ -38,17 +38,19 @@ from aiohttp import web
 from ..config import to_dict
 from ..features.versions import KUBERNETES_VERSION
 from ..logging import get_logger
-from ..metrics import CONTENT_TYPE
+from ..metrics import CONTENT_TYPE, SchedulerMetrics
 from ..queue.scheduling_queue import plugin_names
 from ..util.errors import KschedError
 from ..util.httpserver import http_error_message, start_app
 from .auth import DelegatingAuth, SecureServing
-from .explain import explain_pending, find_pending
+from .explain import Outcomes, explain_pending, find_pending
 
 if TYPE_CHECKING:
-    from .daemon import SchedulerDaemon
+    from ..config.types import KubeSchedulerConfiguration
+    from ..scheduler.scheduler import Scheduler
+    from .shadow import Shadow
 
-__all__ = ["REDACTED", "DebugServer", "ServingError", "json_response", "redact"]
+__all__ = ["REDACTED", "DebugServer", "Served", "ServingError", "json_response", "redact"]
 
 log = get_logger("ksched.daemon.http")
 
@@ -116,6 +118,35 @@ class ServingError(KschedError, OSError):
         return self.message
 
 
+class Served(Protocol):
+    """What the endpoints read of the daemon they serve (``SchedulerDaemon``, which builds
+    this server: declared here so this module does not import it back)."""
+
+    @property
+    def config(self) -> KubeSchedulerConfiguration: ...
+
+    @property
+    def flags(self) -> Mapping[str, str]: ...
+
+    @property
+    def metrics(self) -> SchedulerMetrics: ...
+
+    @property
+    def outcomes(self) -> Outcomes: ...
+
+    @property
+    def shadow(self) -> Shadow | None: ...
+
+    @property
+    def scheduler_if_started(self) -> Scheduler | None: ...
+
+    def client_settings(self) -> dict[str, Any] | None: ...
+
+    def liveness_checks(self) -> list[tuple[str, str | None]]: ...
+
+    def readiness_checks(self) -> list[tuple[str, str | None]]: ...
+
+
 class DebugServer:
     """The health, metrics, configz and debug endpoints of one daemon: plain HTTP on
     ``host:port`` (``port`` None: none; 0: any free port) and, with ``secure`` and
@@ -123,7 +154,7 @@ class DebugServer:
 
     def __init__(
         self,
-        daemon: SchedulerDaemon,
+        daemon: Served,
         host: str,
         port: int | None,
         *,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from ..api.workload import PodGroup
-    from ..cache.podgroupstate import PodGroupStateData
+    from .podgroupstate import PodGroupStateData
 
 __all__ = ["BoolArray", "IntArray", "NodeInfoView", "RowCache", "Snapshot", "all_true"]
 

@@ -12,13 +12,10 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..framework.podgroup import PodGroupInfo, pod_group_of
 from ..framework.status import Status
-
-if TYPE_CHECKING:
-    from .scheduling_queue import QueuedPodInfo
+from .queued_pod import QueuedPodInfo
 
 __all__ = ["ENTITY_KEY_PREFIX", "MemberPods", "QueuedPodGroupInfo", "member_order"]
 

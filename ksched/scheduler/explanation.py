@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .schedule_one import CycleResult
+    from .cycle_result import CycleResult
 
 __all__ = ["describe", "group_rejections", "preemption_of", "render_text", "result_label"]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,6 @@ from ..api.objects import ObjectMeta, Pod, PodSpec
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout, culprit_in_traceback, format_seconds
 from ..framework.diagnosis import Diagnosis, FitError
-from ..framework.interface import PostFilterResult
 from ..framework.preemption import PreemptionInFlight
 from ..framework.runtime import PREFILTER_NARROWED_KEY, FilterOutcome, Framework
 from ..framework.selection import (
@@ -57,6 +56,7 @@ from ..framework.types import NodeInfo, PodInfo
 from ..queue import events as ev
 from ..queue.scheduling_queue import INVALID_POD_PLUGIN
 from ..util.coro import run_sync
+from .cycle_result import CycleResult
 
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
@@ -66,7 +66,6 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
-    "CycleResult",
     "assume_and_reserve",
     "binding_cycle",
     "find_nodes_that_fit_pod",
@@ -89,27 +88,6 @@ _UNBOUNDED = contextlib.nullcontext()
 # CycleState key holding the attempt's perf_counter start, for the binding-cycle metrics.
 _ATTEMPT_START = "ksched.io/attempt-start"
 log = structlog.get_logger("ksched.scheduler")
-
-
-@dataclass(slots=True)
-class CycleResult:
-    """Outcome of a scheduling cycle."""
-
-    status: Status
-    node: str = ""
-    assumed: PodInfo | None = None
-    fit_error: FitError | None = None
-    post_filter: PostFilterResult | None = None
-    evaluated_nodes: int = 0
-    feasible_nodes: int = 0
-    explain: dict[str, Any] | None = None
-    diagnosis: Diagnosis = field(default_factory=Diagnosis)
-
-    @property
-    def message(self) -> str:
-        if self.fit_error is not None:
-            return str(self.fit_error)
-        return self.status.message()
 
 
 class _CycleError(Exception):

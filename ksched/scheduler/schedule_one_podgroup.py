@@ -37,7 +37,6 @@ import anyio.abc
 import structlog
 
 from ..api.workload import Condition
-from ..cache.podgroupstate import PodGroupStateData
 from ..framework.cycle_state import CycleState
 from ..framework.interface import PostFilterResult
 from ..framework.listers import Listers
@@ -50,6 +49,7 @@ from ..framework.podgroup import (
     PodGroupState,
     ProposedAssignment,
 )
+from ..framework.podgroupstate import PodGroupStateData
 from ..framework.preemption import PodGroupPreemptor, PreemptionInFlight
 from ..framework.runtime import Framework, as_error_text
 from ..framework.status import SUCCESS, Code, Status
@@ -57,9 +57,9 @@ from ..framework.types import PodInfo
 from ..util.clock import rfc3339
 from ..util.coro import run_sync
 from ..util.errors import KschedError
+from .cycle_result import CycleResult
 from .schedule_one import (
     _ATTEMPT_START,
-    CycleResult,
     _Binding,
     assume_and_reserve,
     binding_cycle,

@@ -1,13 +1,13 @@
-"""The Scheduler: wires config → frameworks, cache, queue, and runs the loop.
+"""The Scheduler: wires config → frameworks, cache, queue, for the loop to run.
 
 Data flows one way: informer events (or simulate's cluster) call the ``on_*``
-handlers, which feed the cache and queue; the loop pops pods and hands each to
-``schedule_one`` (the scheduling cycle, synchronously, then the binding cycle in the
+handlers, which feed the cache and queue; the loop (``dispatch``) pops pods and hands each
+to ``schedule_one`` (the scheduling cycle, synchronously, then the binding cycle in the
 scheduler's own task group with a bound on in-flight bindings; that module reads top to
 bottom as upstream's ``schedule_one.go``). This module keeps what those cycles share:
 the queue, the cache, the snapshot, the round-robin start (``rotation``), the binding
-slots and the wiring. Outcomes go to an ``Observer`` (events, status patches, metrics in
-the daemon; result rows in simulate).
+slots and the wiring, and imports neither cycle: they import it. Outcomes go to an
+``Observer`` (events, status patches, metrics in the daemon; result rows in simulate).
 """
 
 from __future__ import annotations
@@ -52,12 +52,10 @@ from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
 from ..profile import build_frameworks
 from ..queue import events as ev
-from ..queue.podgroups import QueuedPodGroupInfo
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
 from .cycle_cache import CycleCache
-from .schedule_one import CycleResult, schedule_one
-from .schedule_one_podgroup import schedule_one_podgroup
+from .cycle_result import CycleResult
 
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
@@ -445,40 +443,6 @@ class Scheduler:
         t0 = _perf()
         self.queue.move_all_to_active_or_backoff(event, old, new)
         self._handled(event, _perf() - t0)
-
-    # -- the loop ------------------------------------------------------------------------------
-    async def run(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Schedule until cancelled; bindings run in this task group and are awaited on exit."""
-        async with anyio.create_task_group() as tg:
-            self.task_group = tg
-
-            def spawn(call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
-                tg.start_soon(call)
-
-            for fw in self.frameworks.values():
-                fw.handle.spawn = spawn  # plugins' API calls from synchronous points
-            tg.start_soon(self.queue.run_flushers)
-            task_status.started()
-            while not self.stopping:
-                qpi = await self.queue.pop()
-                if qpi is None:
-                    break
-                if isinstance(qpi, QueuedPodInfo):  # a pod group: the pod-group cycle's
-                    await self.schedule_one(qpi, tg)
-                await anyio.lowlevel.checkpoint()
-            tg.cancel_scope.cancel()
-
-    async def schedule_one(
-        self, qpi: QueuedPodInfo | QueuedPodGroupInfo, tg: anyio.abc.TaskGroup
-    ) -> None:
-        """One scheduling cycle now, of a pod (``schedule_one.schedule_one``) or of a whole
-        pod group (``schedule_one_podgroup``); binding cycles are started in ``tg``."""
-        if isinstance(qpi, QueuedPodGroupInfo):
-            await schedule_one_podgroup(self, qpi, tg)
-        else:
-            await schedule_one(self, qpi, tg)
 
     @property
     def next_start_node_index(self) -> int:

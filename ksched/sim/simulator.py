@@ -30,7 +30,8 @@ from ..framework.listers import Listers, RevisionedStore
 from ..framework.preemption import preempted_for_pod_group
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
-from ..scheduler.schedule_one import CycleResult
+from ..scheduler.cycle_result import CycleResult
+from ..scheduler.dispatch import schedule_entity
 from ..scheduler.scheduler import MetricsRecorder, Scheduler
 from ..util.clock import FakeClock, rfc3339
 from .claim_controller import SimulatedClaimController
@@ -577,7 +578,7 @@ class Simulation:
                 qpi = q.pop_nowait()
                 if qpi is not None:
                     budget -= 1
-                    await sched.schedule_one(qpi, tg)
+                    await schedule_entity(sched, qpi, tg)
                     await self._settle()
                     if on_attempt is not None:
                         on_attempt(qpi)

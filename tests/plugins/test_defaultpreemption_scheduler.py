@@ -21,7 +21,9 @@ from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
 from ksched.plugins import register_builtins
 from ksched.queue.scheduling_queue import ACTIVE_Q, UNSCHEDULABLE
-from ksched.scheduler.schedule_one import CycleResult, handle_scheduling_failure
+from ksched.scheduler.cycle_result import CycleResult
+from ksched.scheduler.dispatch import schedule_entity
+from ksched.scheduler.schedule_one import handle_scheduling_failure
 from ksched.scheduler.scheduler import Scheduler
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
@@ -184,7 +186,7 @@ class Harness:
         qpi = self.sched.queue.pop_nowait()
         assert qpi is not None
         self.sched.task_group = tg  # the loop's task group runs the evictions
-        await self.sched.schedule_one(qpi, tg)
+        await schedule_entity(self.sched, qpi, tg)
         await self.settle()
         return qpi.pod_info
 
@@ -195,7 +197,7 @@ class Harness:
             qpi = q.pop_nowait()
             if qpi is not None:
                 attempts -= 1
-                await self.sched.schedule_one(qpi, tg)
+                await schedule_entity(self.sched, qpi, tg)
                 await self.settle()
                 continue
             await self.settle()

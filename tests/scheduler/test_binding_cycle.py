@@ -29,7 +29,8 @@ from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
 from ksched.plugins import register_builtins
 from ksched.queue.scheduling_queue import BACKOFF_Q, UNSCHEDULABLE
-from ksched.scheduler.schedule_one import CycleResult
+from ksched.scheduler.cycle_result import CycleResult
+from ksched.scheduler.dispatch import run, schedule_entity
 from ksched.scheduler.scheduler import Scheduler
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
@@ -278,7 +279,7 @@ class Harness:
     async def schedule_all(self, tg: anyio.abc.TaskGroup) -> None:
         """One scheduling cycle per active pod, without waiting for bindings in between."""
         while (qpi := self.sched.queue.pop_nowait()) is not None:
-            await self.sched.schedule_one(qpi, tg)
+            await schedule_entity(self.sched, qpi, tg)
 
     async def drive(
         self, tg: anyio.abc.TaskGroup, attempts: int = 100, advance: bool = True
@@ -289,7 +290,7 @@ class Harness:
             qpi = q.pop_nowait()
             if qpi is not None:
                 attempts -= 1
-                await self.sched.schedule_one(qpi, tg)
+                await schedule_entity(self.sched, qpi, tg)
                 await self.settle()
                 continue
             await self.settle()
@@ -351,7 +352,7 @@ async def test_permit_timeout_rejects_on_virtual_time_counted_from_permit() -> N
     async with anyio.create_task_group() as tg:
         qpi = h.sched.queue.pop_nowait()
         assert qpi is not None
-        await h.sched.schedule_one(qpi, tg)  # Permit said Wait at t=0
+        await schedule_entity(h.sched, qpi, tg)  # Permit said Wait at t=0
         h.clock.set(4)  # time passes before the binding cycle gets to wait
         await h.settle()
         assert h.clock.next_deadline() == 10.0
@@ -501,7 +502,7 @@ async def test_max_in_flight_bindings_is_honoured() -> None:
     for i in range(5):
         h.add(f"p{i}")
     async with anyio.create_task_group() as tg:
-        await tg.start(h.sched.run)
+        await tg.start(run, h.sched)
         with anyio.fail_after(5):
             while h.binder.current < 2:
                 await anyio.lowlevel.checkpoint()

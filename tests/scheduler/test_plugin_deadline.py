@@ -33,6 +33,7 @@ from ksched.framework.registry import Registry
 from ksched.framework.status import Status
 from ksched.framework.types import NodeInfo, PodInfo
 from ksched.plugins import register_builtins
+from ksched.scheduler.dispatch import schedule_entity
 from ksched.scheduler.scheduler import Scheduler
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
@@ -309,7 +310,7 @@ class Harness:
         """Attempt every active pod once and wait for the binding cycles to end."""
         async with anyio.create_task_group() as tg:
             while (qpi := self.sched.queue.pop_nowait()) is not None:
-                await self.sched.schedule_one(qpi, tg)
+                await schedule_entity(self.sched, qpi, tg)
         assert self.sched.in_flight_bindings == 0
 
 

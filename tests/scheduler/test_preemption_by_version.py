@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from ksched.queue.scheduling_queue import ACTIVE_Q, UNSCHEDULABLE
+from ksched.scheduler.dispatch import schedule_entity
 from tests.scheduler.test_binding_cycle import Harness
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +54,7 @@ async def test_last_victim_rejected_at_permit_activates_the_preemptor_from_1_37(
     async with anyio.create_task_group() as tg:
         first = h.sched.queue.pop_nowait()
         assert first is not None and first.pod.name == "victim"
-        await h.sched.schedule_one(first, tg)
+        await schedule_entity(h.sched, first, tg)
         await h.settle()
         wp = h.sched.waiting_pods.get(victim.uid)
         assert wp is not None and not wp.done

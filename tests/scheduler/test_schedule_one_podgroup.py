@@ -41,7 +41,8 @@ from ksched.framework.types import PodInfo
 from ksched.metrics import SchedulerMetrics
 from ksched.plugins import BUILTIN_PLUGINS, builtin_plugin
 from ksched.queue.podgroups import QueuedPodGroupInfo
-from ksched.scheduler.schedule_one import CycleResult
+from ksched.scheduler.cycle_result import CycleResult
+from ksched.scheduler.dispatch import schedule_entity
 from ksched.scheduler.schedule_one_podgroup import update_pod_group_condition
 from ksched.scheduler.scheduler import Scheduler
 from ksched.testing.objects import make_pod_group
@@ -286,7 +287,7 @@ class Harness:
         group = self.group()
         async with anyio.create_task_group() as tg:
             self.sched.task_group = tg
-            await self.sched.schedule_one(group, tg)
+            await schedule_entity(self.sched, group, tg)
         self.sched.task_group = None
         return group
 
@@ -586,7 +587,7 @@ async def test_a_pod_group_missing_from_the_lister_is_an_error_without_a_conditi
     group = h.group()
     del h.out.store[GROUP]
     async with anyio.create_task_group() as tg:
-        await h.sched.schedule_one(group, tg)
+        await schedule_entity(h.sched, group, tg)
     assert h.out.failures["p0"] == (
         "SchedulerError",
         "pod group object not found for pod group podgroup/default/g",
@@ -603,7 +604,7 @@ async def test_members_being_deleted_leave_the_attempt() -> None:
     meta = msgspec.structs.replace(gone.pod.metadata, deletion_timestamp="2026-01-01T00:00:00Z")
     group.members[1].pod_info = gone.with_pod(msgspec.structs.replace(gone.pod, metadata=meta))
     async with anyio.create_task_group() as tg:
-        await h.sched.schedule_one(group, tg)
+        await schedule_entity(h.sched, group, tg)
     assert list(h.cluster.bound) == ["p0"]
     assert "p1" not in h.out.failures
 
@@ -621,7 +622,7 @@ async def test_at_1_36_a_member_of_a_pod_group_is_scheduled_as_a_pod() -> None:
     qpi = h.sched.queue.pop_nowait()
     assert qpi is not None and not isinstance(qpi, QueuedPodGroupInfo)
     async with anyio.create_task_group() as tg:
-        await h.sched.schedule_one(qpi, tg)
+        await schedule_entity(h.sched, qpi, tg)
     assert h.cluster.bound == {"p0": "n0"}
     assert h.out.conditions == []
     assert [c[0] for c in h.recorder.calls] == ["reserve"]
@@ -639,7 +640,7 @@ async def test_members_the_algorithm_did_not_reach_keep_their_nomination() -> No
     qpi.pod_info = qpi.pod_info.with_pod(msgspec.structs.replace(qpi.pod_info.pod, status=status))
     group.info.unscheduled_pods[0] = qpi.pod_info
     async with anyio.create_task_group() as tg:
-        await h.sched.schedule_one(group, tg)
+        await schedule_entity(h.sched, group, tg)
     assert not h.recorder.calls  # PlacementFeasible stopped it before any member
     nominator = h.sched.queue.nominator
     assert nominator.nominated_node(qpi.pod_info) == "n0"

@@ -18,6 +18,7 @@ from ksched.framework.podgroup import PodGroupInfo
 from ksched.framework.registry import Registry
 from ksched.plugins import BUILTIN_PLUGINS, builtin_plugin
 from ksched.queue.podgroups import QueuedPodGroupInfo
+from ksched.scheduler.dispatch import schedule_entity
 from ksched.sim import PodResult, Simulation, parse_cluster
 from tests.queue._util import config
 from tests.scheduler.test_schedule_one_podgroup import GangScheduling
@@ -89,7 +90,7 @@ async def simulate(
         group = QueuedPodGroupInfo(info, "ksched", members)
     async with anyio.create_task_group() as tg:
         sim.sched.task_group = tg
-        await sim.sched.schedule_one(group, tg)
+        await schedule_entity(sim.sched, group, tg)
         await sim._settle()
     return sim, sim._results(pending)
 

@@ -20,8 +20,10 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ...framework.cycle_state import CycleState
+from ...framework.handle import Handle
 from ...framework.interface import PodGroupSchedulingFunc
 from ...framework.podgroup import (
     NominatingInfo,
@@ -45,6 +47,7 @@ from ...framework.types import NodeInfo, PodInfo
 from ...util.errors import KschedError
 from ...util.gosort import sort_slice
 from .preemption import (
+    Evaluator,
     filter_pods_with_pdb_violation,
     get_pod_start_time,
     pod_terminating_by_preemption,
@@ -53,7 +56,6 @@ from .preemption import (
 if TYPE_CHECKING:
     from ...api.objects import PodDisruptionBudget
     from ...api.workload import PodGroup
-    from .default_preemption import DefaultPreemption
 
 __all__ = [
     "NO_VICTIMS_FOR_PREEMPTOR",
@@ -62,6 +64,7 @@ __all__ = [
     "Groups",
     "MutationError",
     "PodGroupEvaluator",
+    "PodGroupPreemptionPlugin",
     "SnapshotMutations",
     "cluster_victims",
     "more_important_victim",
@@ -245,6 +248,23 @@ def scheduled_members(snapshot: Snapshot) -> dict[str, list[tuple[PodInfo, str]]
 # ---- the evaluator (podgrouppreemption.go) ------------------------------------------------
 
 
+class PodGroupPreemptionPlugin(Protocol):
+    """What the evaluator uses of its plugin (``DefaultPreemption``, which builds it):
+    the handle, the single-pod evaluator's PDBs, and the plugin's dry-run Filter."""
+
+    @property
+    def handle(self) -> Handle: ...
+
+    @property
+    def evaluator(self) -> Evaluator: ...
+
+    def dry_run_fits(self, state: CycleState, pod: PodInfo, ni: NodeInfo) -> bool: ...
+
+    def dry_run_extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, ni: NodeInfo, add: bool
+    ) -> Status | None: ...
+
+
 @dataclass(slots=True)
 class _Selection:
     nominations: dict[str, NominatingInfo]
@@ -256,7 +276,7 @@ class PodGroupEvaluator:
     """``PodGroupEvaluator`` without eviction: the result carries the victims and the
     scheduler evicts them, as for a single pod's preemption."""
 
-    def __init__(self, plugin: DefaultPreemption) -> None:
+    def __init__(self, plugin: PodGroupPreemptionPlugin) -> None:
         self.plugin = plugin
 
     @property
@@ -407,7 +427,7 @@ class _Reprieve:
 
     def __init__(
         self,
-        plugin: DefaultPreemption,
+        plugin: PodGroupPreemptionPlugin,
         mutations: SnapshotMutations,
         valid: list[ProposedAssignment],
     ) -> None:

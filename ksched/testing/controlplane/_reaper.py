@@ -16,15 +16,36 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import ssl
 import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from . import ControlPlane
+
+class _Identity(Protocol):
+    @property
+    def token(self) -> str: ...
+
+
+class APIServer(Protocol):
+    """What the reaper uses of the ``ControlPlane`` that starts it: declared here, so the
+    control plane imports the reaper and not the other way round."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def admin(self) -> _Identity: ...
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext: ...
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, timeout: float = 30.0
+    ) -> tuple[int, Any]: ...
 
 
 class PodReaper:
@@ -45,7 +66,7 @@ class PodReaper:
     """
 
     def __init__(
-        self, cp: ControlPlane, workers: int = 8, delay: float = 0.0, spacing: float = 0.0
+        self, cp: APIServer, workers: int = 8, delay: float = 0.0, spacing: float = 0.0
     ) -> None:
         self.cp = cp
         self.delay = delay

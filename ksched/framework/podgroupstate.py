@@ -8,7 +8,8 @@ The PodGroup object is kept too, once observed: a state exists while either the 
 or some member does.
 
 The cache holds the live states; ``clone`` makes the copy a cycle's snapshot holds, which
-the pod-group cycle may assume and forget pods in without touching the live one.
+the pod-group cycle may assume and forget pods in without touching the live one. It lives
+in the framework, beside the ``Snapshot`` that holds those copies, below the cache.
 Generations come from one process-wide counter, so a group deleted and recreated under
 the same name never looks unchanged to the snapshot.
 """
@@ -19,12 +20,12 @@ import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..framework.podgroup import PodGroupState
+from .podgroup import PodGroupState
 
 if TYPE_CHECKING:
     from ..api.objects import Pod
     from ..api.workload import PodGroup
-    from ..framework.types import PodInfo
+    from .types import PodInfo
 
 __all__ = ["PodGroupStateData"]
 
