@@ -16,7 +16,8 @@ from ksched.cli import main
 from ksched.config import load_config_data
 from ksched.framework.types import PodInfo
 from ksched.plugins import default_registry
-from ksched.sim import parse_cluster, simulate
+from ksched.scheduler import dispatch
+from ksched.sim import parse_cluster, simulate, simulator
 from ksched.sim.simulator import PodResult, SimulatedCluster
 
 REG = default_registry(entry_points=False)
@@ -269,15 +270,15 @@ def _sim(objs: list[dict[str, Any]], version: str | None = None) -> Any:
     return Simulation(cf, cfg, REG, seed=0)
 
 
-def _trace(sim: Any) -> list[tuple[float, str, str]]:
+def _trace(sim: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, str, str]]:
     """(virtual time, "attempt" | "gone" | "terminating", pod) as the scheduler sees them."""
     seen: list[tuple[float, str, str]] = []
     sched = sim.sched
-    attempt, delete, update = sched.schedule_one, sched.on_pod_delete, sched.on_pod_update
+    delete, update = sched.on_pod_delete, sched.on_pod_update
 
-    async def schedule_one(qpi: Any, tg: Any) -> Any:
+    async def schedule_entity(s: Any, qpi: Any, tg: Any) -> Any:
         seen.append((sim.clock.now(), "attempt", qpi.pod_info.name))
-        return await attempt(qpi, tg)
+        return await dispatch.schedule_entity(s, qpi, tg)
 
     def on_pod_delete(p: PodInfo) -> None:
         seen.append((sim.clock.now(), "gone", p.name))
@@ -288,17 +289,14 @@ def _trace(sim: Any) -> list[tuple[float, str, str]]:
             seen.append((sim.clock.now(), "terminating", new.name))
         update(old, new)
 
-    sched.schedule_one, sched.on_pod_delete, sched.on_pod_update = (
-        schedule_one,
-        on_pod_delete,
-        on_pod_update,
-    )
+    monkeypatch.setattr(simulator, "schedule_entity", schedule_entity)
+    sched.on_pod_delete, sched.on_pod_update = on_pod_delete, on_pod_update
     return seen
 
 
 @pytest.mark.parametrize(("version", "first", "second"), [("1.36", "b", "a"), ("1.37", "a", "b")])
 def test_victims_terminate_like_on_a_node_one_at_a_time(
-    version: str, first: str, second: str
+    version: str, first: str, second: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A victim on a node is only marked for deletion; its kubelet finishes it
     TERMINATION_SECONDS later, one pod at a time, and the scheduler reacts to each: the
@@ -315,7 +313,7 @@ def test_victims_terminate_like_on_a_node_one_at_a_time(
         pod("urgent", "4", priorityClassName="high"),
     ]
     sim = _sim(objs, version)
-    seen = _trace(sim)
+    seen = _trace(sim, monkeypatch)
     results = {r.name: r for r in anyio.run(sim.run)}
     assert results["urgent"].node == "n1"
     assert sorted(results["urgent"].preempted) == ["default/a", "default/b"]
@@ -333,7 +331,7 @@ def test_victims_terminate_like_on_a_node_one_at_a_time(
     assert any(e[1] == "attempt" for e in seen[gone[0] : gone[1]])
 
 
-def test_victims_without_a_grace_period_go_at_once() -> None:
+def test_victims_without_a_grace_period_go_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """terminationGracePeriodSeconds: 0 (or a pod on no node): the API server deletes at once."""
     objs = [
         priority_class("high", 1000),
@@ -342,7 +340,7 @@ def test_victims_without_a_grace_period_go_at_once() -> None:
         pod("urgent", "4", priorityClassName="high"),
     ]
     sim = _sim(objs)
-    seen = _trace(sim)
+    seen = _trace(sim, monkeypatch)
     results = {r.name: r for r in anyio.run(sim.run)}
     assert results["urgent"].node == "n1"
     assert [e for e in seen if e[1] != "attempt"] == [(0.0, "gone", "a")]
@@ -350,7 +348,7 @@ def test_victims_without_a_grace_period_go_at_once() -> None:
 
 @pytest.mark.parametrize(("version", "b_first_on_node"), [("1.36", False), ("1.37", True)])
 def test_a_preemptor_waits_as_kube_scheduler_when_its_last_victims_deletion_interests_none(
-    version: str, b_first_on_node: bool
+    version: str, b_first_on_node: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seen against kube-scheduler v1.36 (long differential run, seed 156). The victims are
     ``b`` (needed for cpu) and ``a`` (matching the preemptor's required anti-affinity,
@@ -387,7 +385,7 @@ def test_a_preemptor_waits_as_kube_scheduler_when_its_last_victims_deletion_inte
         pod("urgent", "3", priorityClassName="high", affinity=anti),
     ]
     sim = _sim(objs, version)
-    seen = _trace(sim)
+    seen = _trace(sim, monkeypatch)
     results = {r.name: r for r in anyio.run(sim.run)}
     urgent = results["urgent"]
     assert urgent.status == "Unschedulable" and urgent.node in ("", None)
