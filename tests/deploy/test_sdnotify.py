@@ -24,6 +24,7 @@ import anyio
 import pytest
 import yaml
 
+import ksched.daemon.daemon as daemon_module
 from ksched.cluster import APIClient
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
@@ -349,13 +350,15 @@ def test_a_standby_is_ready_while_another_instance_leads(
     assert not any(m.startswith("STATUS=Leading") for _, m in sm.seen)
 
 
-def test_a_stuck_cycle_withholds_watchdog_pings(abstract_socket: tuple[str, NotifySocket]) -> None:
+def test_a_stuck_cycle_withholds_watchdog_pings(
+    abstract_socket: tuple[str, NotifySocket], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A cycle that never returns (say, an await without a timeout) stops the pings once it
     has run a watchdog interval, so systemd restarts the service."""
     address, sm = abstract_socket
     entered = anyio.Event()
 
-    async def stuck(qpi: Any, tg: Any) -> None:
+    async def stuck(sched: Any, qpi: Any, tg: Any) -> None:
         entered.set()
         await anyio.sleep_forever()
 
@@ -372,7 +375,7 @@ def test_a_stuck_cycle_withholds_watchdog_pings(abstract_socket: tuple[str, Noti
                     notifier=SdNotifier(address, watchdog=0.4),
                 ) as d:
                     await d.wait_ready(10)
-                    d.scheduler.schedule_one = stuck  # type: ignore[method-assign]
+                    monkeypatch.setattr(daemon_module, "schedule_entity", stuck)
                     srv.create(make_pod("p1", scheduler_name="ksched"))
                     with anyio.fail_after(10):
                         await entered.wait()
