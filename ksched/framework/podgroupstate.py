@@ -8,8 +8,9 @@ The PodGroup object is kept too, once observed: a state exists while either the 
 or some member does.
 
 The cache holds the live states; ``clone`` makes the copy a cycle's snapshot holds, which
-the pod-group cycle may assume and forget pods in without touching the live one. It lives
-in the framework, beside the ``Snapshot`` that holds those copies, below the cache.
+the pod-group cycle may assume and forget pods in without touching the live one. It sits in
+the framework, beside the ``Snapshot`` that holds those copies, so the framework imports
+nothing of the cache.
 Generations come from one process-wide counter, so a group deleted and recreated under
 the same name never looks unchanged to the snapshot.
 """

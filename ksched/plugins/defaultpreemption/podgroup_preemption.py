@@ -20,7 +20,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ...framework.cycle_state import CycleState
 from ...framework.handle import Handle
@@ -64,7 +64,6 @@ __all__ = [
     "Groups",
     "MutationError",
     "PodGroupEvaluator",
-    "PodGroupPreemptionPlugin",
     "SnapshotMutations",
     "cluster_victims",
     "more_important_victim",
@@ -248,9 +247,17 @@ def scheduled_members(snapshot: Snapshot) -> dict[str, list[tuple[PodInfo, str]]
 # ---- the evaluator (podgrouppreemption.go) ------------------------------------------------
 
 
-class PodGroupPreemptionPlugin(Protocol):
-    """What the evaluator uses of its plugin (``DefaultPreemption``, which builds it):
-    the handle, the single-pod evaluator's PDBs, and the plugin's dry-run Filter."""
+@dataclass(slots=True)
+class _Selection:
+    nominations: dict[str, NominatingInfo]
+    victims: list[DomainVictim]
+    num_pdb_violations: int
+
+
+class PreemptionPlugin(Protocol):
+    """What a pod group's preemption uses of DefaultPreemption (which builds it here, so
+    this module does not import the plugin back): its handle, its single-pod evaluator
+    (the PDBs) and its dry-run checks."""
 
     @property
     def handle(self) -> Handle: ...
@@ -265,22 +272,15 @@ class PodGroupPreemptionPlugin(Protocol):
     ) -> Status | None: ...
 
 
-@dataclass(slots=True)
-class _Selection:
-    nominations: dict[str, NominatingInfo]
-    victims: list[DomainVictim]
-    num_pdb_violations: int
-
-
 class PodGroupEvaluator:
     """``PodGroupEvaluator`` without eviction: the result carries the victims and the
     scheduler evicts them, as for a single pod's preemption."""
 
-    def __init__(self, plugin: PodGroupPreemptionPlugin) -> None:
+    def __init__(self, plugin: PreemptionPlugin) -> None:
         self.plugin = plugin
 
     @property
-    def handle(self) -> Any:
+    def handle(self) -> Handle:
         return self.plugin.handle
 
     def _recorder(self) -> FrameworkRecorder:
@@ -427,7 +427,7 @@ class _Reprieve:
 
     def __init__(
         self,
-        plugin: PodGroupPreemptionPlugin,
+        plugin: PreemptionPlugin,
         mutations: SnapshotMutations,
         valid: list[ProposedAssignment],
     ) -> None:
