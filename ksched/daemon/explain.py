@@ -25,8 +25,8 @@ from ..framework.cycle_state import CycleState
 from ..framework.deadline import PluginTimeout
 from ..framework.status import Code, Status
 from ..framework.types import PodInfo
-from ..scheduler.explanation import preemption_of
 from ..scheduler.cycle_result import CycleResult
+from ..scheduler.explanation import preemption_of
 from ..scheduler.schedule_one import schedule_pod
 
 if TYPE_CHECKING:
