@@ -15,6 +15,7 @@ from ksched.daemon.shadow import Shadow
 from ksched.features import resolve_feature_gates
 from ksched.plugins import default_registry
 from ksched.queue.podgroups import QueuedPodGroupInfo
+from ksched.scheduler.dispatch import schedule_entity
 from ksched.sim import PodResult, Simulation, parse_cluster
 
 GATES = ["GenericWorkload=true"]
@@ -258,7 +259,7 @@ def test_a_gang_waiting_on_its_preemption_backs_off_and_is_retried_once_victims_
     async def first_cycle() -> None:
         async with anyio.create_task_group() as tg:
             sim.sched.task_group = tg
-            await sim.sched.schedule_one(group, tg)
+            await schedule_entity(sim.sched, group, tg)
             tg.cancel_scope.cancel()
 
     anyio.run(first_cycle, backend="asyncio")
