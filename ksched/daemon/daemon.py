@@ -26,8 +26,8 @@ Under systemd (``$NOTIFY_SOCKET``) the daemon reports READY=1 once the informers
 synced, STOPPING=1 when shutdown starts, and WATCHDOG=1 pings while the scheduling loop is
 healthy (``sdnotify``).
 
-The scheduling loop is the daemon's own rather than ``Scheduler.run()``: the same
-pop → ``schedule_one`` steps, but bindings go to a task group that is drained, not
+The scheduling loop is ``scheduler.loop.run_loop`` with the daemon's policy (the real
+clock; shadow mode decides only): bindings go to a task group that is drained, not
 cancelled, when the loop stops.
 
 With leader election (``leaderElection.leaderElect``, a ``coordination.k8s.io`` Lease; see
@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -75,9 +74,9 @@ from ..framework.handle import BindError
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
 from ..metrics import SchedulerMetrics
-from ..queue.scheduling_queue import QueuedPodInfo
+from ..queue.scheduling_queue import Entity
 from ..scheduler.cycle_result import CycleResult
-from ..scheduler.dispatch import schedule_entity
+from ..scheduler.loop import Decided, LoopMode, RealTime, run_loop
 from ..scheduler.scheduler import Scheduler
 from ..util.limits import clip
 from .auth import DEFAULT_SECURE_PORT, REVIEW_BURST, REVIEW_QPS, DelegatingAuth, SecureServing
@@ -282,10 +281,6 @@ class _FencedClusterClient(APIClusterClient):
         await super().set_extended_resource_claim_status(pod, status)
 
 
-def _spawn(tg: anyio.abc.TaskGroup, call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
-    tg.start_soon(call)
-
-
 class _NotLeader(RuntimeError):
     pass
 
@@ -295,6 +290,30 @@ class _NoEvents:
 
     def event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None:
         return None
+
+
+class _DaemonPolicy(RealTime):
+    """The daemon's part in the loop: the real clock's, plus the watchdog's view of the
+    running cycle, and shadow mode's decisions (deciding only, then comparing)."""
+
+    def __init__(self, daemon: SchedulerDaemon) -> None:
+        super().__init__(daemon.shutdown_timeout)
+        self.daemon = daemon
+        self.shadow = daemon.shadow
+        if self.shadow is not None:
+            self.mode = LoopMode.DECIDE
+
+    async def next_entity(self, sched: Scheduler) -> Entity | None:
+        entity = await sched.queue.pop()
+        if entity is not None:
+            self.daemon._cycle_started = time.monotonic()
+        return entity
+
+    async def after_decision(self, sched: Scheduler, entity: Entity, decided: Decided) -> None:
+        self.daemon._cycle_started = None
+        if self.shadow is not None:
+            self.shadow.record(entity, decided)
+        await asyncio.sleep(0)
 
 
 class SchedulerDaemon:
@@ -415,8 +434,6 @@ class SchedulerDaemon:
         self._elect_done = anyio.Event()
         self._elect_started = False
         self._elect_sync_scope: anyio.CancelScope | None = None
-        self._cycle_scope: anyio.CancelScope | None = None
-        self._bindings_scope: anyio.CancelScope | None = None
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -644,6 +661,7 @@ class SchedulerDaemon:
             self.reporter = StatusReporter(client, controller=_controller(profiles))
         self._binder = binder = _FencedClusterClient(client, self.may_write, self._wait_writable)
         binder.retry_bind = cfg.features.at_least("1.37")
+        shadowing = self.shadow_of is not None
         sched = Scheduler(
             cfg,
             self.registry,
@@ -658,6 +676,8 @@ class SchedulerDaemon:
             plugin_timeout=self.plugin_timeout,
             binding_timeout=self.binding_timeout,
             metrics=self.metrics,
+            adopt={self.shadow_of: profiles[0]} if self.shadow_of is not None else None,
+            before_pod_update=self._before_pod_update if shadowing else None,
         )
         self._sched = sched
         if self.reporter is not None:
@@ -740,14 +760,16 @@ class SchedulerDaemon:
         started run only until the lease could expire for the others."""
         self._lost.set()
         if self._sched is not None:
-            self._sched.stopping = True
+            expiry = None
+            if self.elector is not None:
+                expiry = anyio.current_time() + self.elector.lease_remaining()
+            self._sched.fence(expiry)
         if self._loop_scope is not None and not self._ready.is_set():
             self._loop_scope.cancel()
-        if self._cycle_scope is not None:
-            self._cycle_scope.cancel()
-        if self._bindings_scope is not None and self.elector is not None:
-            expiry = anyio.current_time() + self.elector.lease_remaining()
-            self._bindings_scope.deadline = min(self._bindings_scope.deadline, expiry)
+
+    def _before_pod_update(self, old: PodInfo, new: PodInfo) -> None:
+        if self.shadow is not None:
+            self.shadow.observe(old, new)
 
     async def _stop_electing(self) -> None:
         """Stop renewing, then release the lease — only now, with no binding in flight, may
@@ -787,50 +809,10 @@ class SchedulerDaemon:
                 self._froze_gc = True
                 if self.gc_threshold_after_sync is not None:
                     self._gc_threshold = _raise_gc_threshold(self.gc_threshold_after_sync)
-            async with anyio.create_task_group() as aux:
-                aux.start_soon(sched.queue.run_flushers, name="queue flushers")
-                aux.start_soon(sched.cache.run_cleanup, name="assumed pod expiry")
-                async with anyio.create_task_group() as bindings:
-                    self._bindings_scope = bindings.cancel_scope
-                    sched.task_group = bindings  # preemption tasks drain with the bindings
-                    spawn = functools.partial(_spawn, bindings)
-                    for fw in sched.frameworks.values():
-                        # plugins' API calls from synchronous points (DynamicResources'
-                        # Unreserve and PostFilter) drain with the bindings too
-                        fw.handle.spawn = spawn
-                    self._ready.set()
-                    # Shutdown ends the loop between cycles; a lost lease cancels even a
-                    # running cycle (this scope), never a binding already started.
-                    with anyio.CancelScope() as cycles:
-                        self._cycle_scope = cycles
-                        while not self._stopping and not self._lost.is_set():
-                            qpi = await sched.queue.pop()
-                            if qpi is None:
-                                break
-                            self._cycle_started = time.monotonic()
-                            if self.shadow is None:
-                                await schedule_entity(sched, qpi, bindings)
-                            elif isinstance(qpi, QueuedPodInfo):
-                                self.shadow.decide(qpi)
-                            else:
-                                await self.shadow.decide_group(qpi)
-                            self._cycle_started = None
-                            # anyio's checkpoint on asyncio, without its backend lookup
-                            await asyncio.sleep(0)
-                    self._cycle_scope = self._cycle_started = None
-                    n = sched.in_flight_bindings
-                    if n:
-                        log.info(
-                            "waiting for in-flight bindings",
-                            bindings=n,
-                            timeout=self.shutdown_timeout,
-                        )
-                    bindings.cancel_scope.deadline = min(
-                        bindings.cancel_scope.deadline, anyio.current_time() + self.shutdown_timeout
-                    )
-                self._bindings_scope = None
-                sched.task_group = None
-                aux.cancel_scope.cancel()
+            try:
+                await run_loop(sched, _DaemonPolicy(self), on_started=self._ready.set)
+            finally:
+                self._cycle_started = None
         self._loop_done.set()
 
     def stop(self) -> None:
@@ -840,8 +822,7 @@ class SchedulerDaemon:
         self._stopping = True
         self.notifier.stopping("Shutting down: finishing in-flight bindings")
         if self._sched is not None:
-            self._sched.stopping = True
-            self._sched.queue.close()
+            self._sched.stop()
         if self._loop_scope is not None and not self._ready.is_set():
             self._loop_scope.cancel()  # still waiting for the sync: nothing in flight
 

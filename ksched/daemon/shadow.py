@@ -42,17 +42,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client import Counter as PromCounter
 
 from .. import logging as klog
-from ..framework.cycle_state import CycleState
-from ..framework.deadline import PluginTimeout
-from ..framework.status import Code, Status
 from ..framework.types import PodInfo
-from ..queue.scheduling_queue import INVALID_POD_PLUGIN
-from ..scheduler.schedule_one import schedule_pod
-from ..scheduler.schedule_one_podgroup import decide_pod_group
+from ..queue.scheduling_queue import Entity, QueuedPodInfo
+from ..scheduler.loop import Decided, GroupDecision, decide_pod
 
 if TYPE_CHECKING:
-    from ..queue.podgroups import QueuedPodGroupInfo
-    from ..queue.scheduling_queue import QueuedPodInfo
     from ..scheduler.scheduler import Scheduler
 
 __all__ = ["RESULTS", "Shadow"]
@@ -142,8 +136,11 @@ class Shadow:
         self.sched = sched
         self.shadowed = shadowed
         self.profile = profile
-        sched.adopted[shadowed] = profile
-        sched.before_pod_update = self.observe
+        if sched.adopted.get(shadowed) != profile:
+            raise ValueError(
+                f"the scheduler must adopt {shadowed}'s pods for profile {profile} "
+                "(Scheduler's adopt), and tell the shadow of pod updates (before_pod_update)"
+            )
         self.decisions: OrderedDict[str, Decision] = OrderedDict()
         self.disagreements: deque[dict[str, Any]] = deque(maxlen=MAX_DISAGREEMENTS)
         self.ties: deque[dict[str, Any]] = deque(maxlen=MAX_DISAGREEMENTS)
@@ -161,41 +158,15 @@ class Shadow:
     def _key(self, pod: PodInfo) -> str:
         return pod.uid or pod.key
 
-    def decide(self, qpi: QueuedPodInfo) -> None:
-        """The scheduling loop's step for a popped pod: decide, then leave the queue
-        (placed) or wait in the unschedulable pool (no node, retried on events)."""
-        pod = qpi.pod_info
-        d, res = self._decide(pod)
-        q = self.sched.queue
-        if d.node is not None:
-            q.done(pod)
-            return
-        fe = res.fit_error if res is not None else None
-        qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins) if fe else set()
-        qpi.pending_plugins = set(fe.diagnosis.pending_plugins) if fe else set()
-        if pod.error is not None:  # its own fields are broken: only an update can help
-            qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
-        q.add_unschedulable_if_not_present(qpi, error=res is None and pod.error is None)
-
-    async def decide_group(self, group: QueuedPodGroupInfo) -> None:
-        """The loop's step for a popped pod group: the group's algorithm decides every
-        member at once (all or none placed), then the group leaves the queue or waits."""
-        sched = self.sched
+    def record(self, entity: Entity, decided: Decided) -> None:
+        """The loop's step after deciding a popped pod or pod group (``LoopMode.DECIDE``,
+        which has requeued it already): remember each pod's decision."""
         now = time.time()
-        try:
-            with sched.deadline:
-                status, members = await decide_pod_group(sched, group)
-        except (Exception, PluginTimeout) as e:
-            msg = f"{type(e).__name__}: {e}"
-            status, members = Status.as_error(msg), [(q, None, msg) for q in group.members]
-        q = sched.queue
-        for qpi, node, message in members:
-            self._remember(qpi.pod_info, Decision(node, message, now))
-            if node is not None:
-                q.done(qpi.pod_info)
-            else:
-                q.add_unschedulable_if_not_present(qpi, error=status.code == Code.ERROR)
-        q.add_attempted_pod_group_if_needed(group, q.scheduling_cycle, status)
+        if isinstance(decided, GroupDecision):
+            for m in decided.members:
+                self._remember(m.qpi.pod_info, Decision(m.node, m.message, now))
+        elif decided is not None and isinstance(entity, QueuedPodInfo):
+            self._remember(entity.pod_info, _decision(decided, now))
 
     def _remember(self, pod: PodInfo, d: Decision) -> None:
         decisions = self.decisions
@@ -204,22 +175,11 @@ class Shadow:
         while len(decisions) > MAX_DECISIONS:
             decisions.popitem(last=False)
 
-    def _decide(self, pod: PodInfo) -> tuple[Decision, Any]:
-        sched = self.sched
-        now = time.time()
-        if pod.error is not None:
-            d, res = Decision(None, pod.error, now), None
-        else:
-            fw = sched.frameworks[self.profile]
-            sched.cache.update_snapshot(sched.snapshot)
-            try:
-                with sched.deadline:
-                    res = schedule_pod(sched, fw, CycleState(), pod, True)
-                d = _decision(res, now)
-            except (Exception, PluginTimeout) as e:  # a plugin's Error, or one that hung
-                d, res = Decision(None, f"{type(e).__name__}: {e}", now), None
+    def _decide(self, pod: PodInfo) -> Decision:
+        """Decide ``pod`` now, outside the loop (bound before ksched got to it)."""
+        d = _decision(decide_pod(self.sched, self.sched.frameworks[self.profile], pod), time.time())
         self._remember(pod, d)
-        return d, res
+        return d
 
     def observe(self, old: PodInfo, new: PodInfo) -> None:
         """A pod update, before the scheduler applies it: the shadowed scheduler's verdict?
@@ -237,7 +197,7 @@ class Shadow:
         if new.node_name:
             d = self.decisions.pop(key, None)
             if d is None:  # bound before ksched got to it: decide on the cache as it is
-                d, _ = self._decide(old)
+                d = self._decide(old)
                 self.decisions.pop(key, None)
             there: str | None = new.node_name
             result = _bound_result(d, new.node_name)
@@ -246,7 +206,7 @@ class Shadow:
             if msg is None or _unschedulable_condition(old) == msg:
                 return  # no verdict, or one already counted
             got = self.decisions.get(key)
-            d = got if got is not None else self._decide(old)[0]
+            d = got if got is not None else self._decide(old)
             there = None
             result = "agree" if d.node is None else "unschedulable_there"
         self._count(new, d, there, result, msg)

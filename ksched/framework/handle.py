@@ -201,8 +201,10 @@ class Handle:
     clock: Clock = field(default_factory=RealClock)
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
     # Binding cycles asleep on ``clock`` for something outside the scheduler (a PreBind
-    # polling for DRA binding conditions): a simulation may move time on for them.
+    # polling for DRA binding conditions): a simulation may move time on for them
+    # (``park``). ``on_park`` is told when one parks (the scheduler's loop progress).
     parked: int = 0
+    on_park: Callable[[], None] | None = None
     snapshot: Snapshot = field(default_factory=Snapshot)
     parallelism: int = 16
     # Set by the runtime once the profile's framework exists (PluginsRunner role).
@@ -231,6 +233,17 @@ class Handle:
     def __post_init__(self) -> None:
         if not isinstance(self.listers, Listers):
             self.listers = Listers(self.listers)
+
+    async def park(self, seconds: float) -> None:
+        """Sleep ``seconds`` on the clock as a parked binding cycle (counted in
+        ``parked``), waiting on something only the world outside can change."""
+        self.parked += 1
+        try:
+            if self.on_park is not None:
+                self.on_park()
+            await self.clock.sleep(seconds)
+        finally:
+            self.parked -= 1
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         """Move ``pods`` to the active queue now (upstream's PodsToActivate): those in the

@@ -413,6 +413,7 @@ async def binding_cycle(sched: Scheduler, b: _Binding) -> None:
         sched.in_flight_bindings -= 1
         if holding:
             sched.binding_slots.release()
+        sched.loop.progress.notify()
 
 
 async def _write_nomination(sched: Scheduler, pod: PodInfo, node: str) -> None:
@@ -832,7 +833,8 @@ def handle_scheduling_failure(
         # The pod's own fields are broken: nothing in the cluster can fix it, only an update.
         qpi.unschedulable_plugins = {INVALID_POD_PLUGIN}
     pf = res.post_filter if res is not None else None
-    preempt_on = pf.nominated_node_name if pf is not None and sched.task_group is not None else ""
+    tg = sched.loop.task_group
+    preempt_on = pf.nominated_node_name if pf is not None and tg is not None else ""
     # Victims already terminating need no second eviction (``prepareCandidateAsync``).
     victims = (
         [v for v in pf.victims if v.pod.metadata.deletion_timestamp is None]
@@ -845,8 +847,8 @@ def handle_scheduling_failure(
         sched.preempting[pod.uid or pod.key] = token
     sched.queue.add_unschedulable_if_not_present(qpi, error=is_error)
     _nominate(sched, fw, qpi.pod_info, res)
-    if preempt_on and sched.task_group is not None:
-        sched.task_group.start_soon(sched.preempt, fw, qpi.pod_info, preempt_on, victims, token)
+    if preempt_on and tg is not None:
+        tg.start_soon(sched.preempt, fw, qpi.pod_info, preempt_on, victims, token)
     sched.observer.failed(pod, qpi.profile, reason, message, res)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 import anyio.abc
@@ -284,27 +284,36 @@ def _skip_members(sched: Scheduler, fw: Framework, group: QueuedPodGroupInfo) ->
 
 
 # == a dry run (shadow mode) ===============================================================
+class MemberDecision(NamedTuple):
+    """One member's part of a dry run: the node it would get (None unless the whole group
+    succeeds), why not, and its own algorithm's result (its FitError), if it got one."""
+
+    qpi: QueuedPodInfo
+    node: str | None
+    message: str
+    result: CycleResult | None = None
+
+
 async def decide_pod_group(
     sched: Scheduler, group: QueuedPodGroupInfo
-) -> tuple[Status, list[tuple[QueuedPodInfo, str | None, str]]]:
+) -> tuple[Status, list[MemberDecision]]:
     """The group's algorithm without its consequences (no PodGroupPostFilter, no
-    assume, no condition, nothing queued): the group's status and, per member, the node it
-    would get (None unless the whole group succeeds) and why not. Shadow mode decides
-    groups with it."""
+    assume, no condition, nothing queued): the group's status and each member's
+    decision. Shadow mode decides groups with it."""
     sched.cache.update_snapshot(sched.snapshot)
     err = _reconcile_with_snapshot(sched, group) or validate_pod_group(sched, group)
     if err is not None:
-        return Status.as_error(err), [(q, None, err) for q in group.members]
+        return Status.as_error(err), [MemberDecision(q, None, err) for q in group.members]
     fw = sched.frameworks[group.members[0].pod_info.pod.spec.scheduler_name]
     res = await _run_root_algorithm(sched, fw, CycleState(), group)
     _complete(group, res)
-    out: list[tuple[QueuedPodInfo, str | None, str]] = []
+    out: list[MemberDecision] = []
     for m in res.members:
         if res.status.is_success() and m.status.is_success():
-            out.append((m.qpi, m.node, ""))
+            out.append(MemberDecision(m.qpi, m.node, "", m.result))
         else:
             why = m.status if not m.status.is_success() else res.status
-            out.append((m.qpi, None, why.message()))
+            out.append(MemberDecision(m.qpi, None, why.message(), m.result))
     return res.status, out
 
 

@@ -16,7 +16,7 @@ import asyncio
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -60,7 +60,14 @@ from .cycle_result import CycleResult
 if TYPE_CHECKING:
     from ..extender.client import ExtenderSet
 
-__all__ = ["MetricsRecorder", "Observer", "Scheduler", "build_frameworks"]
+__all__ = [
+    "LoopState",
+    "MetricsRecorder",
+    "Observer",
+    "Progress",
+    "Scheduler",
+    "build_frameworks",
+]
 
 log = structlog.get_logger("ksched.scheduler")
 
@@ -156,15 +163,30 @@ class Scheduler:
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
         binding_timeout: float | None = DEFAULT_BINDING_TIMEOUT,
         metrics: MetricsRecorder | None = None,
+        adopt: Mapping[str, str] | None = None,
+        before_pod_update: Callable[[PodInfo, PodInfo], None] | None = None,
+        tie_breaks: Mapping[str, str] | None = None,
+        placement_orders: Mapping[str, list[list[str]]] | None = None,
     ) -> None:
         """``metrics``: where the attempts, the queueing hints and (handed to each
         framework as it is built) the frameworks' timings go; it is told of this scheduler
-        once built, to read its queue and cache when scraped."""
+        once built, to read its queue and cache when scraped. ``adopt``: other schedulers'
+        pods scheduled here anyway, schedulerName -> profile, ``"*"`` for any name
+        (simulate's --scheduler-name/--all-pending, run's --shadow-of).
+        ``before_pod_update`` is called with (old, new) before a pod update is applied
+        (shadow mode compares another scheduler's binding with its own decision there).
+        ``tie_breaks`` (pod key -> the node a tie of best totals goes to instead of a random
+        draw) and ``placement_orders`` (PodGroup key -> placement names in the order to try
+        them, one list per run of the placement algorithm, the last one staying) are the
+        differential oracle's: replaying a pod group, whose later members depend on where
+        the earlier ones went, it follows kube-scheduler's draws and Go map orders."""
         self.config = config
         self.clock: Clock = clock or RealClock()
         self.cluster = cluster
         self.snapshot = Snapshot()
         self.waiting_pods = WaitingPods()
+        # The loop's state (``loop.run_loop`` sets it; stop() and fence() end it).
+        self.loop = LoopState()
         # HTTP extenders (config.extenders); None keeps every cycle synchronous.
         self.extenders: ExtenderSet | None = None
         if config.extenders:
@@ -200,6 +222,7 @@ class Scheduler:
         for fw in self.frameworks.values():
             fw.handle.listers["nominator"] = self.queue.nominator
             fw.handle.activator = self.queue
+            fw.handle.on_park = self.loop.progress.notify
             fw.handle.pod_group_manager = self.cache
             fw.handle.extenders = self.extenders
             # ksched's exact stand-in for OpportunisticBatching: decides as a full cycle
@@ -209,25 +232,17 @@ class Scheduler:
         if self.extenders is not None:
             self.extenders.register_requeue(self.queue)
         self.observer: Observer = observer or _NullObserver()
-        # Other schedulers' pods scheduled here anyway: schedulerName -> profile, "*" for
-        # any name (simulate's --scheduler-name/--all-pending, run's --shadow-of).
-        self.adopted: dict[str, str] = {}
+        self.adopted: dict[str, str] = dict(adopt or {})
         self.queue.profile_of = self.profile_of
-        # Called with (old, new) before a pod update is applied (shadow mode compares
-        # another scheduler's binding with its own decision there).
-        self.before_pod_update: Callable[[PodInfo, PodInfo], None] | None = None
+        self.before_pod_update = before_pod_update
         self.percentage_of_nodes_to_score: int | None = config.percentage_of_nodes_to_score
         # Upstream's nextStartNodeIndex; only ``find_nodes_that_fit_pod`` moves it.
         self.rotation = NodeRotation()
         self.rng = random.Random(seed)
-        # Pod key -> the node a tie of best totals goes to instead of a random draw. Only
-        # the differential oracle sets it: replaying a pod group, whose later members
-        # depend on where the earlier ones went, it follows kube-scheduler's draws.
-        self.tie_breaks: dict[str, str] = {}
-        # PodGroup key -> placement names in the order to try them (upstream: a Go map's
-        # order), one list per run of the placement algorithm, each taken in turn (the
-        # last one stays); likewise only the oracle's replay sets it.
-        self.placement_orders: dict[str, list[list[str]]] = {}
+        self.tie_breaks: dict[str, str] = dict(tie_breaks or {})
+        self.placement_orders: dict[str, list[list[str]]] = {
+            k: list(v) for k, v in (placement_orders or {}).items()
+        }
         # Preemptor keys whose victims are still being evicted (to the eviction's token):
         # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
         self.preempting: dict[str, PreemptionInFlight] = {}
@@ -239,8 +254,6 @@ class Scheduler:
         self.binding_slots = anyio.Semaphore(max_in_flight_bindings)
         self.in_flight_bindings = 0
         self.metrics: MetricsRecorder | None = metrics
-        self.stopping = False
-        self.task_group: anyio.abc.TaskGroup | None = None
         self._bindings: _BindingRunner | None = None
         # preemptor uid -> victims it evicted ("ns/name"), for simulate's output.
         self.preemptions: dict[str, list[str]] = {}
@@ -444,6 +457,26 @@ class Scheduler:
         self.queue.move_all_to_active_or_backoff(event, old, new)
         self._handled(event, _perf() - t0)
 
+    # -- the loop (``loop.run_loop``) ----------------------------------------------------------
+    def stop(self) -> None:
+        """Take no more pods; the loop lets in-flight bindings finish (its policy's
+        ``drain_timeout``) and returns."""
+        self.loop.stopping = True
+        self.queue.close()
+
+    def fence(self, until: float | None) -> None:
+        """Leadership is lost: cancel the running cycle, pop nothing more, and let the
+        bindings already started run only until ``until`` (anyio time: when the lease
+        could expire for the others); their writes are refused by the cluster client."""
+        loop = self.loop
+        loop.stopping = True
+        if loop.cycles is not None:
+            loop.cycles.cancel()
+        if until is not None:
+            loop.fence_deadline = until
+            if loop.bindings is not None:
+                loop.bindings.deadline = min(loop.bindings.deadline, until)
+
     @property
     def next_start_node_index(self) -> int:
         """Where the next cycle's round-robin walk over the nodes starts (``rotation``)."""
@@ -487,7 +520,7 @@ class Scheduler:
         PreEnqueue (DefaultPreemption, keyed by the PodGroup's uid). Returns the evictions
         in flight (None: none needed, or no task group to run them in)."""
         victims = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
-        tg = self.task_group
+        tg = self.loop.task_group
         if not victims or tg is None:
             return None
         token = PreemptionInFlight()
@@ -585,6 +618,7 @@ class Scheduler:
         """Un-gate the preemptor, unless a newer preemption of it has started meanwhile."""
         if key in self.preempting and self.preempting[key] is token:
             del self.preempting[key]
+            self.loop.progress.notify()
         if token is not None:
             token.finished.set()
 
@@ -631,6 +665,48 @@ class Scheduler:
     def _on_entity_move(self, event: str, queue: str, pods: int, kind: str | None) -> None:
         if self.metrics is not None:
             self.metrics.queue_incoming_entity(event, queue, pods, kind)
+
+
+class Progress:
+    """Wakes whoever waits for the bindings to get somewhere: a binding cycle ended, a
+    preemption's evictions ended, a binding cycle parked on the clock. The simulator
+    waits on it (``until``) before it moves virtual time, instead of polling."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+
+    def notify(self) -> None:
+        ev, self._event = self._event, None
+        if ev is not None:
+            ev.set()
+
+    async def until(self, done: Callable[[], bool]) -> None:
+        """Return once ``done()`` holds, checking it after each notification."""
+        while not done():
+            if self._event is None:
+                self._event = anyio.Event()
+            await self._event.wait()
+
+
+class LoopState:
+    """The scheduling loop's state, which only ``scheduler/`` writes: ``run_loop`` while it
+    runs, ``Scheduler.stop``/``fence`` to end it."""
+
+    __slots__ = ("bindings", "cycles", "fence_deadline", "progress", "stopping", "task_group")
+
+    def __init__(self) -> None:
+        self.stopping = False
+        # Where binding cycles, preemptions and plugins' API calls run (None: nothing is
+        # bound or evicted, as in a dry run); drained, not cancelled, when the loop stops.
+        self.task_group: anyio.abc.TaskGroup | None = None
+        # Cancelled by fence(): the running cycle (and the wait for the next pod).
+        self.cycles: anyio.CancelScope | None = None
+        self.bindings: anyio.CancelScope | None = None
+        # When fenced before the bindings' group existed: their deadline once it does.
+        self.fence_deadline: float | None = None
+        self.progress = Progress()
 
 
 class _Overdue:

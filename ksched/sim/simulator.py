@@ -14,7 +14,7 @@ import itertools
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import msgspec
@@ -30,8 +30,9 @@ from ..framework.listers import Listers, RevisionedStore
 from ..framework.preemption import preempted_for_pod_group
 from ..framework.registry import Registry
 from ..framework.types import PodInfo
+from ..queue.scheduling_queue import Entity
 from ..scheduler.cycle_result import CycleResult
-from ..scheduler.dispatch import schedule_entity
+from ..scheduler.loop import Decided, LoopMode, run_loop
 from ..scheduler.scheduler import MetricsRecorder, Scheduler
 from ..util.clock import FakeClock, rfc3339
 from .claim_controller import SimulatedClaimController
@@ -83,6 +84,16 @@ def _namespaced_key(raw: dict[str, Any]) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta['name']}"
 
 
+class ClusterWatcher(Protocol):
+    """What hears of the simulated cluster's changes (the Scheduler's informer handlers)."""
+
+    def on_pod_update(self, old: PodInfo, new: PodInfo) -> None: ...
+
+    def on_pod_delete(self, pod: PodInfo) -> None: ...
+
+    def on_other_event(self, event: Any, old: Any = None, new: Any = None) -> None: ...
+
+
 class SimulatedCluster:
     """ClusterClient over in-memory pods; changes are echoed to the scheduler as watch events.
 
@@ -94,7 +105,8 @@ class SimulatedCluster:
     def __init__(self, cluster: ClusterFile, clock: FakeClock | None = None) -> None:
         self.pods: dict[str, PodInfo] = {}
         self.objects: dict[str, dict[str, Any]] = {}
-        self.sched: Scheduler | None = None
+        # Who hears of the changes (``watch``): the scheduler, as its informers would.
+        self._watcher: ClusterWatcher | None = None
         self.deleted: list[str] = []
         self.clock = clock or FakeClock()
         # Deleted pods still Terminating on their node: (finish time, order, uid).
@@ -119,6 +131,16 @@ class SimulatedCluster:
         # Pods (uid) whose nomination a write took away before they were bound: a watch
         # of the pod (the differential's) saw it lose its node there.
         self.unnominated: set[str] = set()
+
+    def watch(self, watcher: ClusterWatcher) -> None:
+        """Echo every change to ``watcher`` from now on, as a watch of the API would."""
+        self._watcher = watcher
+
+    @property
+    def watcher(self) -> ClusterWatcher:
+        if self._watcher is None:
+            raise RuntimeError("nobody watches the simulated cluster")
+        return self._watcher
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         cur = self.pods.get(pod.uid)
@@ -166,8 +188,7 @@ class SimulatedCluster:
     def _remove(self, uid: str) -> None:
         cur = self.pods.pop(uid, None)
         if cur is not None:
-            assert self.sched is not None
-            self.sched.on_pod_delete(cur)
+            self.watcher.on_pod_delete(cur)
             self.claim_controller.release(uid)
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
@@ -201,8 +222,7 @@ class SimulatedCluster:
             and not new.node_name
         ):
             self.unnominated.add(new.uid)
-        assert self.sched is not None
-        self.sched.on_pod_update(cur, new)
+        self.watcher.on_pod_update(cur, new)
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         return self.objects.get(api_path)
@@ -267,8 +287,8 @@ class SimulatedCluster:
         self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, status=new)))
 
     def _emit(self, event: ClusterEvent, old: Any, new: Any) -> None:
-        if self.sched is not None:
-            self.sched.on_other_event(event, old, new)
+        if self._watcher is not None:
+            self._watcher.on_other_event(event, old, new)
 
 
 class _Recorder:
@@ -321,6 +341,59 @@ class _Recorder:
         new = msgspec.structs.replace(cur, status=status)
         store[key] = new
         store.bump(cur, new)
+
+
+class _VirtualTime:
+    """The simulator's part in the loop: time is virtual and moves only when nothing else
+    can happen; every decision's binding cycle settles before the next pod."""
+
+    mode = LoopMode.BIND
+    drain_timeout: float | None = 0.0  # what is still in flight at the end never finishes
+    defer_api_calls = False  # the in-memory cluster answers at once
+
+    def __init__(
+        self, sim: Simulation, budget: int, on_attempt: Callable[[Entity], None] | None
+    ) -> None:
+        self.sim = sim
+        self.budget = budget
+        self.on_attempt = on_attempt
+
+    async def pass_time(self, sched: Scheduler) -> None:
+        return None  # next_entity moves the clock
+
+    async def next_entity(self, sched: Scheduler) -> Entity | None:
+        sim, q = self.sim, sched.queue
+        while self.budget > 0:
+            entity = q.pop_nowait()
+            if entity is not None:
+                self.budget -= 1
+                return entity
+            await sim._settle()
+            if q.has_active():
+                continue
+            if sim.cluster.finish_termination() or sim.cluster.finish_driver_write():
+                continue  # one pod gone: let the scheduler react before the next
+            # Nothing runnable: jump virtual time to the next deadline, if any.
+            deadlines = [
+                t
+                for t in (
+                    q.next_backoff_expiry(),
+                    sim.clock.next_deadline(),
+                    sim.cluster.next_termination(),
+                    sim.cluster.next_driver_write(),
+                )
+                if t is not None
+            ]
+            if not deadlines:
+                return None
+            sim.clock.set(min(deadlines))
+            q.flush_backoff_completed()
+        return None
+
+    async def after_decision(self, sched: Scheduler, entity: Entity, decided: Decided) -> None:
+        await self.sim._settle()
+        if self.on_attempt is not None:
+            self.on_attempt(entity)
 
 
 def _admit(pod: Pod, raw: Any, classes: dict[str, int], global_default: int) -> Pod:
@@ -421,10 +494,14 @@ class Simulation:
         max_attempts_per_pod: int = 20,
         adopt: Mapping[str, str] | None = None,
         metrics: MetricsRecorder | None = None,
+        tie_breaks: Mapping[str, str] | None = None,
+        placement_orders: Mapping[str, list[list[str]]] | None = None,
+        before_pod_update: Callable[[PodInfo, PodInfo], None] | None = None,
     ) -> None:
         """``adopt`` maps other schedulers' names (``"*"``: any) to the profile that
-        schedules their pending pods here (``Scheduler.adopted``); ``metrics``: the
-        scheduler's (``Scheduler(metrics=...)``)."""
+        schedules their pending pods here (``Scheduler.adopted``); ``metrics``,
+        ``tie_breaks``, ``placement_orders`` and ``before_pod_update`` go to the
+        Scheduler as they are."""
         self.cluster_file = cluster
         self.clock = FakeClock()
         self.cluster = SimulatedCluster(cluster, self.clock)
@@ -441,11 +518,14 @@ class Simulation:
             explain=explain,
             assumed_ttl=0,
             metrics=metrics,
+            adopt=adopt,
+            tie_breaks=tie_breaks,
+            placement_orders=placement_orders,
+            before_pod_update=before_pod_update,
         )
-        self.sched.adopted.update(adopt or {})
         # Pending pods left alone, by their schedulerName (no profile, not adopted).
         self.skipped: Counter[str] = Counter()
-        self.cluster.sched = self.sched
+        self.cluster.watch(self.sched)
         if explain:
             self.recorder.explanations = self.sched.explanations
         ext = self.sched.extenders
@@ -514,29 +594,31 @@ class Simulation:
         on the clock: ``Handle.parked``), and started preemptions until their victims
         are evicted."""
         sched = self.sched
+        progress = sched.loop.progress
+
+        def waiting() -> int:
+            return sum(1 for wp in sched.waiting_pods if not wp.done)
+
+        await anyio.sleep(0)  # the tasks just started take their first step
         ext = sched.extenders
         if ext is not None and any(e.is_binder for e in ext.extenders):
             # An extender's bind is a real HTTP call: give it real time, up to its timeout.
             limit = max(e.timeout for e in ext.extenders) + 1.0
             with anyio.move_on_after(limit):
-                for i in itertools.count():
-                    await anyio.sleep(0 if i < 100 else 0.001)
-                    waiting = sum(1 for wp in sched.waiting_pods if not wp.done)
-                    if sched.in_flight_bindings <= waiting:
-                        return
+                await progress.until(lambda: sched.in_flight_bindings <= waiting())
             return
         handles = [fw.handle for fw in sched.frameworks.values()]
-        for _ in range(10000):
-            await anyio.sleep(0)
-            waiting = sum(1 for wp in sched.waiting_pods if not wp.done)
-            waiting += sum(h.parked for h in handles)
-            if sched.in_flight_bindings <= waiting and not sched.preempting:
-                if waiting:
-                    # Permit timers start in tasks of their own: let them register their
-                    # deadlines on the virtual clock before time may jump.
-                    for _ in range(3):
-                        await anyio.sleep(0)
-                return
+
+        def idle() -> bool:
+            held = waiting() + sum(h.parked for h in handles)
+            return sched.in_flight_bindings <= held and not sched.preempting
+
+        await progress.until(idle)
+        if waiting():
+            # Permit timers start in tasks of their own: let them register their
+            # deadlines on the virtual clock before time may jump.
+            for _ in range(3):
+                await anyio.sleep(0)
 
     async def run(self, on_loaded: Callable[[Simulation], None] | None = None) -> list[PodResult]:
         """Schedule the file's pending pods; ``on_loaded`` sees the cluster before that."""
@@ -565,46 +647,12 @@ class Simulation:
             self.cluster.pods[pi.uid] = pi
             self.sched.on_pod_add(pi)
 
-    async def drive(self, budget: int, on_attempt: Any = None) -> None:
+    async def drive(self, budget: int, on_attempt: Callable[[Entity], None] | None = None) -> None:
         """Run the scheduler until nothing can happen any more (or ``budget`` attempts).
 
-        ``on_attempt(qpi)`` is called after each attempt's binding cycle settled.
+        ``on_attempt(entity)`` is called after each attempt's binding cycle settled.
         """
-        sched = self.sched
-        q = sched.queue
-        async with anyio.create_task_group() as tg:
-            sched.task_group = tg
-            while budget > 0:
-                qpi = q.pop_nowait()
-                if qpi is not None:
-                    budget -= 1
-                    await schedule_entity(sched, qpi, tg)
-                    await self._settle()
-                    if on_attempt is not None:
-                        on_attempt(qpi)
-                    continue
-                await self._settle()
-                if q.has_active():
-                    continue
-                if self.cluster.finish_termination() or self.cluster.finish_driver_write():
-                    continue  # one pod gone: let the scheduler react before the next
-                # Nothing runnable: jump virtual time to the next deadline, if any.
-                deadlines = [
-                    t
-                    for t in (
-                        q.next_backoff_expiry(),
-                        self.clock.next_deadline(),
-                        self.cluster.next_termination(),
-                        self.cluster.next_driver_write(),
-                    )
-                    if t is not None
-                ]
-                if not deadlines:
-                    break
-                self.clock.set(min(deadlines))
-                q.flush_backoff_completed()
-            tg.cancel_scope.cancel()
-            sched.task_group = None
+        await run_loop(self.sched, _VirtualTime(self, budget, on_attempt))
 
     def _results(self, pending: list[PodInfo]) -> list[PodResult]:
         out: list[PodResult] = []

@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import anyio
 import msgspec
 import numpy as np
 
@@ -43,8 +44,10 @@ from ..framework.snapshot import NodeInfoView
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from ..plugins import default_registry
-from ..queue.scheduling_queue import QueuedPodInfo
-from ..scheduler.schedule_one import handle_scheduling_failure, scheduling_cycle
+from ..queue.scheduling_queue import Entity, QueuedPodInfo
+from ..scheduler.cycle_result import CycleResult
+from ..scheduler.loop import Decided, LoopMode, run_loop
+from ..scheduler.scheduler import Scheduler
 from ..sim.cluster_file import parse_cluster
 from ..sim.simulator import Simulation, _admit
 
@@ -283,6 +286,34 @@ def run_score(
     return {n: int(s) for n, s in zip(names, per[name][1].tolist(), strict=True)}
 
 
+class _OneCycle:
+    """The loop's policy for ``schedule``: one dry-run cycle of the target pod (the pods
+    queued before it are passed over), then stop."""
+
+    mode = LoopMode.DRY_RUN
+    drain_timeout: float | None = 0.0
+    defer_api_calls = False
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.result: CycleResult | None = None
+
+    async def pass_time(self, sched: Scheduler) -> None:
+        return None
+
+    async def next_entity(self, sched: Scheduler) -> Entity | None:
+        if self.result is not None:
+            return None
+        while (entity := sched.queue.pop_nowait()) is not None:
+            if isinstance(entity, QueuedPodInfo) and entity.pod_info.uid == self.target:
+                return entity
+        return None
+
+    async def after_decision(self, sched: Scheduler, entity: Entity, decided: Decided) -> None:
+        assert isinstance(decided, CycleResult)
+        self.result = decided
+
+
 def schedule(
     config_or_plugins: KubeSchedulerConfiguration | Mapping[str, Any] | Sequence[PluginLike],
     pod: PodLike,
@@ -300,7 +331,8 @@ def schedule(
     PrioritySort and DefaultBinder when none of them queues or binds). ``plugins``: plugin
     classes or instances a configuration names, registered for this call (they need not
     be installed). A pod whose ``schedulerName`` names no profile is scheduled by the first
-    one.
+    one. It runs the scheduler's loop on an event loop of its own: call it from
+    synchronous code (a plain test function), not from a coroutine.
     """
     if isinstance(config_or_plugins, KubeSchedulerConfiguration):
         config, reg = config_or_plugins, _registry(plugins)
@@ -321,15 +353,13 @@ def schedule(
     sim = _simulation(config, reg, nodes, [*pods, raw], objects)
     sched = sim.sched
     target = pod_info(raw).uid
-    while (qpi := sched.queue.pop_nowait()) is not None:
-        if not isinstance(qpi, QueuedPodInfo) or qpi.pod_info.uid != target:
-            continue
-        fw = sched.frameworks[qpi.profile]
-        res = scheduling_cycle(sched, fw, CycleState(), qpi)
+    one = _OneCycle(target)
+    anyio.run(run_loop, sched, one)
+    res = one.result
+    if res is not None:
         if res.status.is_success():
             return ScheduleResult(res.node, "")
-        # the event message, as the scheduler
-        handle_scheduling_failure(sched, fw, qpi, res.status, res)
+        # the event message, as the scheduler's failure handling reported it
         return ScheduleResult(None, sim.recorder.results[target].message)
     gated = next((q for q in sched.queue.unschedulable_pods() if q.pod_info.uid == target), None)
     if gated is not None and gated.gating_status is not None:

@@ -36,7 +36,7 @@ from ksched.framework import (
 from ksched.framework.listers import RevisionedStore
 from ksched.plugins import register_builtins
 from ksched.queue import events as ev
-from ksched.scheduler.dispatch import run
+from ksched.scheduler.loop import RealTime, run_loop
 from ksched.testing import (
     TestAPIServer,
     make_csidriver,
@@ -239,7 +239,7 @@ async def test_a_claim_created_through_the_api_requeues_the_pod_waiting_for_it(
     assert list(informers.requested) == ["persistentvolumeclaims"]
     async with anyio.create_task_group() as tg:
         await tg.start(informers.run)
-        tg.start_soon(run, sched)
+        tg.start_soon(run_loop, sched, RealTime())
         pod = sched.frameworks["ksched"].handle.listers["pods"]["default/p"]
         await eventually(lambda: sched.queue.location(pod) == "unschedulable", timeout=10)
         apiserver.create(make_pvc("other"))  # the hint skips it

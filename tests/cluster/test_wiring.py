@@ -12,7 +12,6 @@ from ksched.api.objects import Namespace, Node
 from ksched.cluster import APIClient, APIClusterClient, StatusReporter, connect_scheduler
 from ksched.cluster.wiring import PODS_FIELD_SELECTOR
 from ksched.framework.types import PodInfo
-from ksched.scheduler.dispatch import run
 from ksched.testing import TestAPIServer, make_namespace, make_node, make_pod
 
 from .conftest import eventually
@@ -113,6 +112,7 @@ async def test_daemon_path_schedules_binds_and_reports(
     from ksched.framework.registry import Registry
     from ksched.plugins import register_builtins
     from ksched.scheduler import Scheduler
+    from ksched.scheduler.loop import RealTime, run_loop
 
     name = default_config().profiles[0].scheduler_name
     apiserver.create(make_node("n1", cpu="2"))
@@ -132,7 +132,7 @@ async def test_daemon_path_schedules_binds_and_reports(
     async with anyio.create_task_group() as tg:
         await tg.start(reporter.run)
         await tg.start(informers.run)
-        tg.start_soon(run, sched)
+        tg.start_soon(run_loop, sched, RealTime())
 
         def bound() -> bool:
             return apiserver.get("pods", "default", "fits")["spec"].get("nodeName") == "n1"

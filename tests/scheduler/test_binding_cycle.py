@@ -30,7 +30,8 @@ from ksched.framework.types import PodInfo
 from ksched.plugins import register_builtins
 from ksched.queue.scheduling_queue import BACKOFF_Q, UNSCHEDULABLE
 from ksched.scheduler.cycle_result import CycleResult
-from ksched.scheduler.dispatch import run, schedule_entity
+from ksched.scheduler.dispatch import schedule_entity
+from ksched.scheduler.loop import RealTime, run_loop
 from ksched.scheduler.scheduler import Scheduler
 from ksched.util.clock import FakeClock
 from tests.factories import make_node, make_pod
@@ -502,7 +503,7 @@ async def test_max_in_flight_bindings_is_honoured() -> None:
     for i in range(5):
         h.add(f"p{i}")
     async with anyio.create_task_group() as tg:
-        await tg.start(run, h.sched)
+        tg.start_soon(run_loop, h.sched, RealTime())
         with anyio.fail_after(5):
             while h.binder.current < 2:
                 await anyio.lowlevel.checkpoint()
@@ -516,6 +517,5 @@ async def test_max_in_flight_bindings_is_honoured() -> None:
         with anyio.fail_after(5):
             while len(h.cluster.bound) < 5:
                 await anyio.lowlevel.checkpoint()
-        h.sched.stopping = True
-        h.sched.queue.close()
+        h.sched.stop()
     assert h.binder.peak == 2 and sorted(h.out.scheduled) == [f"p{i}" for i in range(5)]

@@ -6,6 +6,8 @@ group without binding it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from prometheus_client import CollectorRegistry
@@ -16,6 +18,7 @@ from ksched.features import resolve_feature_gates
 from ksched.plugins import default_registry
 from ksched.queue.podgroups import QueuedPodGroupInfo
 from ksched.scheduler.dispatch import schedule_entity
+from ksched.scheduler.loop import decide_group
 from ksched.sim import PodResult, Simulation, parse_cluster
 
 GATES = ["GenericWorkload=true"]
@@ -67,11 +70,11 @@ def _cluster(
     return "apiVersion: v1\nkind: List\nitems:\n" + "\n".join(items) + "\n"
 
 
-def _simulation(text: str) -> Simulation:
+def _simulation(text: str, **kw: Any) -> Simulation:
     registry = default_registry(entry_points=False)
     features = resolve_feature_gates(GATES, ["1.37"])
     cfg, _ = load_config(None, set(registry.names()), features)
-    return Simulation(parse_cluster(text, "c.yaml"), cfg, registry, seed=0, explain=True)
+    return Simulation(parse_cluster(text, "c.yaml"), cfg, registry, seed=0, explain=True, **kw)
 
 
 def _run(sim: Simulation) -> dict[str, PodResult]:
@@ -139,25 +142,24 @@ def test_a_high_priority_gang_preempts_lower_priority_pods_as_one_group() -> Non
 
 def test_tie_breaks_steer_equal_nodes_only() -> None:
     for want in ("n0", "n1"):
-        sim = _simulation(_cluster(2, 1, 1))
-        sim.sched.tie_breaks = {"ml/m0": want}
+        sim = _simulation(_cluster(2, 1, 1), tie_breaks={"ml/m0": want})
         assert _run(sim)["m0"].node == want
     # a node that does not tie is not taken: n1 is full
-    sim = _simulation(_cluster(2, 1, 1, running=1).replace("nodeName: n0", "nodeName: n1"))
-    sim.sched.tie_breaks = {"ml/m0": "n1"}
+    full = _cluster(2, 1, 1, running=1).replace("nodeName: n0", "nodeName: n1")
+    sim = _simulation(full, tie_breaks={"ml/m0": "n1"})
     assert _run(sim)["m0"].node == "n0"
 
 
 @pytest.mark.parametrize(("nodes", "placed"), [(2, True), (1, False)])
 def test_shadow_mode_decides_a_group_whole_without_binding_it(nodes: int, placed: bool) -> None:
-    sim = _simulation(_cluster(nodes, 3, 3))
+    sim = _simulation(_cluster(nodes, 3, 3), adopt={"default-scheduler": "ksched"})
     shadow = Shadow(sim.sched, CollectorRegistry(), shadowed="default-scheduler", profile="ksched")
     sim._load()
     group = sim.sched.queue.pop_nowait()
     assert isinstance(group, QueuedPodGroupInfo)
 
     async def decide() -> None:
-        await shadow.decide_group(group)
+        shadow.record(group, await decide_group(sim.sched, group))
 
     anyio.run(decide, backend="asyncio")
     decisions = [shadow.decisions[f"m{i}"] for i in range(3)]
@@ -211,8 +213,8 @@ def test_placement_orders_decide_which_placement_names_the_groups_status(
     registry = default_registry(entry_points=False)
     gates = [*GATES, "TopologyAwareWorkloadScheduling=true"]
     cfg, _ = load_config(None, set(registry.names()), resolve_feature_gates(gates, ["1.37"]))
-    sim = Simulation(parse_cluster(RACKS, "c.yaml"), cfg, registry, seed=0)
-    sim.sched.placement_orders = {"ml/g": [order]}
+    cluster = parse_cluster(RACKS, "c.yaml")
+    sim = Simulation(cluster, cfg, registry, seed=0, placement_orders={"ml/g": [order]})
     got = _run(sim)
     assert all(r.node is None for r in got.values())
     (cond, *_) = sim.recorder.pod_group_conditions["ml/g"]

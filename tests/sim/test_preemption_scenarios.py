@@ -239,7 +239,7 @@ def test_simulated_cluster_sets_a_condition_in_place_and_echoes_it() -> None:
         def on_pod_update(self, old: PodInfo, new: PodInfo) -> None:
             updates.append((old, new))
 
-    sc.sched = Watch()  # type: ignore[assignment]
+    sc.watch(Watch())  # type: ignore[arg-type]
     raw = pod("victim", "1", "n1")
     raw["metadata"]["uid"] = "u1"
     raw["status"] = {

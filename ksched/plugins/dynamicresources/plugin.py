@@ -1121,11 +1121,7 @@ class DynamicResources(
             except _BindingFailed as e:
                 return Status.as_error(str(e))
             left = deadline - clock.now()
-            self._handle.parked += 1
-            try:
-                await clock.sleep(min(left, BINDING_POLL))
-            finally:
-                self._handle.parked -= 1
+            await self._handle.park(min(left, BINDING_POLL))
             if left <= BINDING_POLL:
                 return Status.as_error("device binding timeout: context deadline exceeded")
 

@@ -142,10 +142,15 @@ class KschedReplay:
         first = pods[0]["metadata"]
         text = scenario_files(state, pods)
         cluster = parse_cluster(text, f"{first['namespace']}/{first['name']}")
-        sim = Simulation(cluster, self.config, self.registry, seed=0, explain=True)
-        if hints is not None:
-            sim.sched.tie_breaks = dict(hints.ties)
-            sim.sched.placement_orders = {k: list(v) for k, v in hints.placement_orders.items()}
+        sim = Simulation(
+            cluster,
+            self.config,
+            self.registry,
+            seed=0,
+            explain=True,
+            tie_breaks=None if hints is None else hints.ties,
+            placement_orders=None if hints is None else hints.placement_orders,
+        )
         sim.cluster.device_driver = binding_driver
         sim.cluster.driver_delay = DRIVER_DELAY
         return sim, anyio.run(sim.run)
