@@ -640,7 +640,7 @@ async def find_nodes_that_fit_pod(
     else:
         candidates = in_placement
     num_to_find = num_feasible_nodes_to_find(
-        fw.percentage_of_nodes_to_score, sched.percentage_of_nodes_to_score, len(candidates)
+        fw.percentage_of_nodes_to_score, sched.config.percentage_of_nodes_to_score, len(candidates)
     )
     start = a.rotation.next_start
     out = fw.find_feasible(

@@ -235,7 +235,6 @@ class Scheduler:
         self.adopted: dict[str, str] = dict(adopt or {})
         self.queue.profile_of = self.profile_of
         self.before_pod_update = before_pod_update
-        self.percentage_of_nodes_to_score: int | None = config.percentage_of_nodes_to_score
         # Upstream's nextStartNodeIndex; only ``find_nodes_that_fit_pod`` moves it.
         self.rotation = NodeRotation()
         self.rng = random.Random(seed)
@@ -254,7 +253,6 @@ class Scheduler:
         self.binding_slots = anyio.Semaphore(max_in_flight_bindings)
         self.in_flight_bindings = 0
         self.metrics: MetricsRecorder | None = metrics
-        self._bindings: _BindingRunner | None = None
         # preemptor uid -> victims it evicted ("ns/name"), for simulate's output.
         self.preemptions: dict[str, list[str]] = {}
         # A plugin that hangs fails its pod's attempt (see framework.deadline).
@@ -262,7 +260,6 @@ class Scheduler:
         self.deadline = SyncDeadline(plugin_timeout, self.plugin_index)
         self.queue.deadline = self.deadline
         self.overdue = _Overdue(binding_timeout)
-        self.binding_timeout = self.overdue.limit
         if metrics is not None:
             metrics.attach(self)
 
@@ -493,9 +490,10 @@ class Scheduler:
 
     def start_binding(self, tg: anyio.abc.TaskGroup, cycle: Coroutine[Any, Any, Any]) -> None:
         """Run a binding cycle in ``tg`` beside the next scheduling cycles."""
-        runner = self._bindings
+        loop = self.loop
+        runner = loop.runner
         if runner is None or runner.tg is not tg or runner.finished:
-            runner = self._bindings = _BindingRunner(tg, self.overdue)
+            runner = loop.runner = _BindingRunner(tg, self.overdue)
         runner.start(cycle)
 
     def describe(self, res: CycleResult, **kw: Any) -> dict[str, Any]:
@@ -694,7 +692,15 @@ class LoopState:
     """The scheduling loop's state, which only ``scheduler/`` writes: ``run_loop`` while it
     runs, ``Scheduler.stop``/``fence`` to end it."""
 
-    __slots__ = ("bindings", "cycles", "fence_deadline", "progress", "stopping", "task_group")
+    __slots__ = (
+        "bindings",
+        "cycles",
+        "fence_deadline",
+        "progress",
+        "runner",
+        "stopping",
+        "task_group",
+    )
 
     def __init__(self) -> None:
         self.stopping = False
@@ -707,6 +713,8 @@ class LoopState:
         # When fenced before the bindings' group existed: their deadline once it does.
         self.fence_deadline: float | None = None
         self.progress = Progress()
+        # The binding cycles of ``task_group`` (``Scheduler.start_binding``).
+        self.runner: _BindingRunner | None = None
 
 
 class _Overdue:

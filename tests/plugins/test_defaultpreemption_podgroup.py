@@ -1096,7 +1096,7 @@ async def test_scheduler_evicts_a_groups_victims_as_a_podgroup() -> None:
 
     h.cluster.set_pod_condition = spy  # type: ignore[method-assign]
     async with anyio.create_task_group() as tg:
-        h.sched.task_group = tg
+        h.sched.loop.task_group = tg
         assert not h.sched.preempt_pod_group(h.fw, group, [])
         assert h.sched.preempt_pod_group(h.fw, group, [low_a, low_b])
         assert set(h.sched.preempting) == {"pg-uid"}

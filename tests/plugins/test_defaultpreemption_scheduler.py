@@ -185,14 +185,14 @@ class Harness:
     async def attempt(self, tg: anyio.abc.TaskGroup) -> PodInfo:
         qpi = self.sched.queue.pop_nowait()
         assert qpi is not None
-        self.sched.task_group = tg  # the loop's task group runs the evictions
+        self.sched.loop.task_group = tg  # the loop's task group runs the evictions
         await schedule_entity(self.sched, qpi, tg)
         await self.settle()
         return qpi.pod_info
 
     async def drive(self, tg: anyio.abc.TaskGroup, attempts: int = 50) -> None:
         q = self.sched.queue
-        self.sched.task_group = tg
+        self.sched.loop.task_group = tg
         while attempts > 0:
             qpi = q.pop_nowait()
             if qpi is not None:

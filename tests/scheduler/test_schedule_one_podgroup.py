@@ -286,9 +286,9 @@ class Harness:
     async def attempt(self) -> QueuedPodGroupInfo:
         group = self.group()
         async with anyio.create_task_group() as tg:
-            self.sched.task_group = tg
+            self.sched.loop.task_group = tg
             await schedule_entity(self.sched, group, tg)
-        self.sched.task_group = None
+        self.sched.loop.task_group = None
         return group
 
     def requested_cpu(self) -> dict[str, int]:

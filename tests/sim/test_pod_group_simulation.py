@@ -89,7 +89,7 @@ async def simulate(
         info = PodGroupInfo("ml", "workers", store["ml/workers"], [m.pod_info for m in members])
         group = QueuedPodGroupInfo(info, "ksched", members)
     async with anyio.create_task_group() as tg:
-        sim.sched.task_group = tg
+        sim.sched.loop.task_group = tg
         await schedule_entity(sim.sched, group, tg)
         await sim._settle()
     return sim, sim._results(pending)
