@@ -1,12 +1,13 @@
 """The Scheduler: wires config → frameworks, cache, queue, for the loop to run.
 
 Data flows one way: informer events (or simulate's cluster) call the ``on_*``
-handlers, which feed the cache and queue; the loop (``dispatch``) pops pods and hands each
-to ``schedule_one`` (the scheduling cycle, synchronously, then the binding cycle in the
-scheduler's own task group with a bound on in-flight bindings; that module reads top to
-bottom as upstream's ``schedule_one.go``). This module keeps what those cycles share:
-the queue, the cache, the snapshot, the round-robin start (``rotation``), the binding
-slots and the wiring, and imports neither cycle: they import it. Outcomes go to an
+handlers, which feed the cache and queue; the loop (``loop.run_loop``, the one every
+front end runs) pops pods and hands each to ``schedule_one`` (the scheduling cycle,
+synchronously, then the binding cycle in the loop's task group with a bound on in-flight
+bindings; that module reads top to bottom as upstream's ``schedule_one.go``). This
+module keeps what those cycles share: the queue, the cache, the snapshot, the round-robin
+start (``rotation``), the binding slots and the wiring, and imports neither cycle: they
+import it. Outcomes go to an
 ``Observer`` (events, status patches, metrics in the daemon; result rows in simulate).
 """
 
