@@ -260,7 +260,7 @@ def test_a_gang_waiting_on_its_preemption_backs_off_and_is_retried_once_victims_
 
     async def first_cycle() -> None:
         async with anyio.create_task_group() as tg:
-            sim.sched.task_group = tg
+            sim.sched.loop.task_group = tg
             await schedule_entity(sim.sched, group, tg)
             tg.cancel_scope.cancel()
 
