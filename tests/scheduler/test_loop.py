@@ -12,8 +12,8 @@ import pytest
 
 from ksched.framework.handle import Handle
 from ksched.queue.scheduling_queue import UNSCHEDULABLE, Entity, QueuedPodInfo
-from ksched.scheduler.loop import Decided, LoopMode, RealTime, run_loop
 from ksched.scheduler.cycle_result import CycleResult
+from ksched.scheduler.loop import Decided, LoopMode, RealTime, run_loop
 from ksched.scheduler.scheduler import Progress, Scheduler
 from ksched.util.clock import FakeClock
 from tests.scheduler.test_binding_cycle import Harness
