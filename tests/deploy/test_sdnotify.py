@@ -24,7 +24,7 @@ import anyio
 import pytest
 import yaml
 
-import ksched.daemon.daemon as daemon_module
+import ksched.scheduler.loop as loop_module
 from ksched.cluster import APIClient
 from ksched.config import load_config_data
 from ksched.daemon import SchedulerDaemon
@@ -375,7 +375,7 @@ def test_a_stuck_cycle_withholds_watchdog_pings(
                     notifier=SdNotifier(address, watchdog=0.4),
                 ) as d:
                     await d.wait_ready(10)
-                    monkeypatch.setattr(daemon_module, "schedule_entity", stuck)
+                    monkeypatch.setattr(loop_module, "schedule_entity", stuck)
                     srv.create(make_pod("p1", scheduler_name="ksched"))
                     with anyio.fail_after(10):
                         await entered.wait()

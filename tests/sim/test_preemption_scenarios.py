@@ -16,8 +16,8 @@ from ksched.cli import main
 from ksched.config import load_config_data
 from ksched.framework.types import PodInfo
 from ksched.plugins import default_registry
-from ksched.scheduler import dispatch
-from ksched.sim import parse_cluster, simulate, simulator
+from ksched.scheduler import dispatch, loop
+from ksched.sim import parse_cluster, simulate
 from ksched.sim.simulator import PodResult, SimulatedCluster
 
 REG = default_registry(entry_points=False)
@@ -289,7 +289,7 @@ def _trace(sim: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, str, 
             seen.append((sim.clock.now(), "terminating", new.name))
         update(old, new)
 
-    monkeypatch.setattr(simulator, "schedule_entity", schedule_entity)
+    monkeypatch.setattr(loop, "schedule_entity", schedule_entity)
     sched.on_pod_delete, sched.on_pod_update = on_pod_delete, on_pod_update
     return seen
 
