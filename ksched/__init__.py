@@ -75,6 +75,7 @@ from .framework import (
 from .framework.handle import PodActivator
 from .framework.interface import (
     NOT_SIGNABLE,
+    PER_CYCLE,
     EnqueueExtensions,
     PostFilterOutcome,
     PreFilterExtensions,
@@ -148,6 +149,7 @@ __all__ = [
     "NOT_SIGNABLE",
     "PERSISTENT_VOLUME",
     "PERSISTENT_VOLUME_CLAIM",
+    "PER_CYCLE",
     "PODS",
     "STORAGE_CLASS",
     "SUCCESS",

@@ -18,6 +18,13 @@ results depending only on the fragment and that node's NodeInfo (not on other no
 on the node list PreScore gets), or ``NOT_SIGNABLE``. When every such plugin of a profile
 signs a pod, the scheduler reuses per-node verdicts and scores across pods with equal
 signatures (``ksched.scheduler.cycle_cache``); the outcome is the same either way.
+
+A plugin whose results reach beyond one node (inter-pod affinity, topology spread) may
+answer ``PER_CYCLE`` instead of ``NOT_SIGNABLE``: the cache then answers the other plugins
+and runs this one every cycle, as the full cycle does (PreFilter and ``filter_batch`` over
+every row, PreScore on the chosen nodes, Score). Such a plugin's PreFilter never narrows
+the node set, it has ``filter_batch``, and whenever its PreFilter or PreScore does not
+Skip it writes its state afresh (the cycle's state starts from the cached plugins').
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "NOT_SIGNABLE",
+    "PER_CYCLE",
     "POINTS",
     "BindPlugin",
     "ClusterEvent",
@@ -90,6 +98,9 @@ MIN_NODE_SCORE = 0
 MAX_TOTAL_SCORE = 2**63 - 1
 # ``sign_pod``'s answer when a pod's results depend on more than the pod and the node.
 NOT_SIGNABLE: Any = object()
+# ``sign_pod``'s answer when a pod's results reach beyond its node, but the plugin can be
+# run every cycle beside the equivalence cache's answer (see the module docstring).
+PER_CYCLE: Any = object()
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from .interface import (
     MAX_TOTAL_SCORE,
     MIN_NODE_SCORE,
     NOT_SIGNABLE,
+    PER_CYCLE,
     POINTS,
     NodeOnlyFilter,
     NodeToStatus,
@@ -139,9 +140,13 @@ def _success(_: object) -> str:
     return "Success"
 
 
+_NO_LIVE: frozenset[str] = frozenset()
+
+
 def _signed(fragment: object) -> str:
-    """A plugin that cannot sign says Unschedulable upstream (InterPodAffinity, ...)."""
-    return "Unschedulable" if fragment is NOT_SIGNABLE else "Success"
+    """A plugin that cannot sign says Unschedulable upstream (InterPodAffinity, ...), as
+    does one run every cycle (``PER_CYCLE``): upstream's cannot sign those pods either."""
+    return "Unschedulable" if fragment is NOT_SIGNABLE or fragment is PER_CYCLE else "Success"
 
 
 def _any_passed(mask: BoolArray) -> str:
@@ -533,12 +538,14 @@ class Framework:
         *,
         record: bool = True,
         known: KnownResults | None = None,
+        plugins: Sequence[Any] | None = None,
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         """``RunPreFilterPlugins``. ``record=False``: not observed, for work that is no
         pod's scheduling cycle (the cycle cache filling an entry). With ``known`` (the
         equivalence cache's results) no plugin runs: the state PreFilter wrote for the
         pod's signature is taken, and observed as the PreFilter the cycle went through
-        (no plugin is counted as evaluated)."""
+        (no plugin is counted as evaluated). ``plugins`` (with ``record=False``): only
+        these of the profile's PreFilter plugins, in its order (the cycle cache's split)."""
         if known is not None:
             t0 = _perf()
             state.merge(known.state)
@@ -546,9 +553,9 @@ class Framework:
                 self._observed(_PRE_FILTER, "Success", t0)
             return None, SUCCESS, set()
         if not (self._recording and record):
-            return self._pre_filter(state, pod, snap)
+            return self._pre_filter(state, pod, snap, plugins)
         t0 = _perf()
-        out = self._pre_filter(state, pod, snap)
+        out = self._pre_filter(state, pod, snap, plugins)
         st = out[1]
         self._observed(_PRE_FILTER, st.code.label, t0)
         stopped_at = "" if st.is_success() else st.plugin
@@ -558,13 +565,13 @@ class Framework:
         return out
 
     def _pre_filter(
-        self, state: CycleState, pod: PodInfo, snap: Snapshot
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, plugins: Sequence[Any] | None = None
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         result: PreFilterResult | None = None
         rejected_by: set[str] = set()
         narrowed_by: list[str] = []
         sampled = state.record_plugin_metrics
-        for p in self.pre_filter_plugins:
+        for p in self.pre_filter_plugins if plugins is None else plugins:
             try:
                 if sampled:
                     r, raw = self._timed(
@@ -1257,18 +1264,25 @@ class Framework:
         *,
         record: bool = True,
         known: KnownResults | None = None,
+        plugins: Sequence[Any] | None = None,
     ) -> Status:
-        """``RunPreScorePlugins``; ``record``: see ``run_pre_filter``. With ``known`` (the
-        equivalence cache's results, which hold what PreScore wrote) no plugin runs, but
-        the pod's cycle went through PreScore and is observed so."""
+        """``RunPreScorePlugins``; ``record`` and ``plugins``: see ``run_pre_filter``. With
+        ``known`` (the equivalence cache's results, which hold what PreScore wrote) only the
+        plugins it runs every cycle (``known.live``) run, on ``nodes`` as in a full cycle,
+        and the pod's cycle went through PreScore and is observed so."""
         if known is not None:
+            t0 = _perf()
+            st = SUCCESS
+            if known.live:
+                live = [p for p in self.pre_score_plugins if p.name in known.live]
+                st = self._pre_score(state, pod, nodes, live)
             if self._recording and record:
-                self._observed(_PRE_SCORE, "Success", _perf())
-            return SUCCESS
+                self._observed(_PRE_SCORE, st.code.label, t0)
+            return st
         if not (self._recording and record):
-            return self._pre_score(state, pod, nodes)
+            return self._pre_score(state, pod, nodes, plugins)
         t0 = _perf()
-        st = self._pre_score(state, pod, nodes)
+        st = self._pre_score(state, pod, nodes, plugins)
         self._observed(_PRE_SCORE, st.code.label, t0)
         stopped_at = "" if st.is_success() else st.plugin
         self.recorder.evaluated(
@@ -1276,9 +1290,15 @@ class Framework:
         )
         return st
 
-    def _pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def _pre_score(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        plugins: Sequence[Any] | None = None,
+    ) -> Status:
         sampled = state.record_plugin_metrics
-        for p in self.pre_score_plugins:
+        for p in self.pre_score_plugins if plugins is None else plugins:
             try:
                 if sampled:
                     raw = self._timed(_PRE_SCORE, p, _label, p.pre_score, state, pod, nodes)
@@ -1311,9 +1331,10 @@ class Framework:
         """Score, NormalizeScore and weights over ``rows``: the totals to pick a node from.
 
         For a cycle the equivalence cache answers, ``known`` supplies the raw scores (and
-        the weighted sum of the plugins without NormalizeScore) instead of the plugins;
-        the rest is the same code. Such a cycle is observed at Score like any other (it
-        went through it), but no Score plugin was evaluated, so none is counted."""
+        the weighted sum of the plugins without NormalizeScore) instead of the plugins,
+        except those it runs every cycle (``known.live``); the rest is the same code. Such
+        a cycle is observed at Score like any other (it went through it), but no Score
+        plugin is counted as evaluated."""
         if not self._recording:
             return self._score(state, pod, snap, rows, explain, known)
         t0 = _perf()
@@ -1349,9 +1370,12 @@ class Framework:
                     raw = self.plugin_scores(p, state, pod, snap, rows)
                 else:
                     column = known.columns.get(p.name)
-                    if column is None:
+                    if column is not None:
+                        raw = column[rows]
+                    elif p.name in known.live:
+                        raw = self.plugin_scores(p, state, pod, snap, rows)
+                    else:
                         continue  # in ``known.static``
-                    raw = column[rows]
                 scores = raw.copy() if per is not None else raw
                 norm = getattr(p, "normalize_score", None)
                 if norm is not None:
@@ -1406,6 +1430,18 @@ class Framework:
             return out
         return raw_scores(p, state, pod, snap, rows)
 
+    def plugin_filter_batch(
+        self, p: Any, state: CycleState, pod: PodInfo, snap: Snapshot
+    ) -> BoolArray:
+        """Filter plugin ``p``'s verdicts of every row (its batch form), timed in a sampled
+        cycle (the cycle cache's run of a ``PER_CYCLE`` plugin)."""
+        fb = p.filter_batch
+        if state.record_plugin_metrics:
+            out: BoolArray = self._timed(_FILTER, p, _any_passed, fb, state, pod, snap)
+            return out
+        mask: BoolArray = fb(state, pod, snap)
+        return mask
+
     def plugin_score(self, p: Any, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         """Score plugin ``p``'s per-node score, timed in a sampled cycle."""
         if state.record_plugin_metrics:
@@ -1422,6 +1458,15 @@ class Framework:
         status its loop shadows); each plugin's call only when ``sampled`` (the cycle asking
         is): upstream times every call, into a recorder that drops what it cannot keep up
         with, and a dozen timings per pod would cost the hot path more than all the rest."""
+        signed = self.sign_pod_per_cycle(pod, sampled)
+        return None if signed is None or signed[1] else signed[0]
+
+    def sign_pod_per_cycle(
+        self, pod: PodInfo, sampled: bool = False
+    ) -> tuple[tuple[Any, ...], frozenset[str]] | None:
+        """``sign_pod`` where plugins may answer ``PER_CYCLE``: the signature (``PER_CYCLE``
+        in their places) and the names of those plugins, to be run every cycle. The plugins
+        signing after the first such answer are not timed: upstream's loop stops there."""
         if not self._recording:
             return self._sign_pod(pod, False)
         t0 = _perf()
@@ -1429,7 +1474,7 @@ class Framework:
         self._observed(_SIGN, "Success", t0)
         return sig
 
-    def _sign_pod(self, pod: PodInfo, timed: bool) -> tuple[Any, ...] | None:
+    def _sign_pod(self, pod: PodInfo, timed: bool) -> tuple[tuple[Any, ...], frozenset[str]] | None:
         signers = self._signers
         if signers is None:
             plugins: list[Any] = []
@@ -1443,6 +1488,7 @@ class Framework:
                     plugins.append(p)
             signers = self._signers = [(p, getattr(p, "sign_pod", None)) for p in plugins]
         out = []
+        live: list[str] = []
         for p, fn in signers:
             if fn is None:
                 return None
@@ -1452,8 +1498,11 @@ class Framework:
                 return None
             if fragment is NOT_SIGNABLE:
                 return None
+            if fragment is PER_CYCLE:
+                live.append(p.name)
+                timed = False
             out.append(fragment)
-        return tuple(out)
+        return tuple(out), frozenset(live) if live else _NO_LIVE
 
     # -- Reserve / Permit -------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

@@ -131,6 +131,9 @@ class KnownResults:
     static: IntArray
     # Plugin name -> raw scores by row, for the Score plugins with NormalizeScore.
     columns: dict[str, IntArray]
+    # Plugins run every cycle (``PER_CYCLE``): their PreFilter and Filter are in ``state``
+    # and ``feasible``; the cycle runs their PreScore and Score on the nodes it takes.
+    live: frozenset[str] = frozenset()
 
 
 class BatchMetrics(Protocol):

@@ -14,10 +14,19 @@ index are therefore the ones the full cycle picks; only the work differs.
 
 Upstream's OpportunisticBatching (KEP-5598) reuses the previous pod's sorted scores
 when its node filled up; here any row change is re-evaluated instead, so nothing is
-approximated. Pods whose results reach beyond one node (topology spread, inter-pod
-affinity terms anywhere in the cluster), pods with nominations around, extenders and
-explanations take the full cycle, as does anything this path cannot decide alone (no
-feasible node: the FitError needs the full diagnosis).
+approximated. Pods with nominations around, extenders and explanations take the full
+cycle, as does anything this path cannot decide alone (no feasible node: the FitError
+needs the full diagnosis).
+
+Plugins whose results reach beyond one node (topology spread, inter-pod affinity terms
+anywhere in the cluster) sign such pods ``PER_CYCLE``: the entry then holds the other
+plugins' results (its signature has ``PER_CYCLE`` in those plugins' places), and every
+lookup runs those plugins' PreFilter and batch Filter afresh over all rows, ANDs their
+verdicts into the entry's, and leaves their PreScore and Score to the cycle
+(``KnownResults.live``), which runs them on the nodes it takes, as the full cycle does.
+Filter verdicts are an AND and the cycle takes nodes by the same routine from the same
+verdicts, so the nodes, their scores and the draw are the full cycle's; what is saved is
+every node-local plugin's work on rows that did not change.
 
 Filling or refreshing an entry is no pod's scheduling cycle, so the framework is asked not
 to record it (``record=False``). A cycle the cache answers still goes through PreFilter,
@@ -105,9 +114,10 @@ class CycleCache:
         calls are timed, so the ones made here for it are too."""
         if snap.n == 0:
             return None
-        sig = self.fw.sign_pod(pod, sampled)
-        if sig is None:
+        signed = self.fw.sign_pod_per_cycle(pod, sampled)
+        if signed is None:
             return None
+        sig, live = signed
         self._metrics = metrics
         self._sampled = sampled
         t0 = perf_counter() if metrics is not None else 0.0
@@ -123,45 +133,86 @@ class CycleCache:
                 state.record_plugin_metrics = False
             if not ok:
                 self._flushed("expired")
-                entry = self._build(sig, pod, snap)
+                entry = self._build(sig, pod, snap, live)
         else:
-            entry = self._build(sig, pod, snap)
+            entry = self._build(sig, pod, snap, live)
         if metrics is not None:
             metrics.batch_stored(self.fw.profile_name, perf_counter() - t0)
         if entry is None or not entry.known.feasible.any():
             return None
+        known = self._per_cycle(entry.known, pod, snap, live) if live else entry.known
+        if known is None:
+            return None
         self.hits += 1
-        return entry.known
+        return known
+
+    def _per_cycle(
+        self, known: KnownResults, pod: PodInfo, snap: Snapshot, live: frozenset[str]
+    ) -> KnownResults | None:
+        """The entry's results with the ``live`` plugins' PreFilter state and Filter
+        verdicts of this cycle; None when one of them rejects the pod, errs or narrows
+        the nodes, or no node is left: the full cycle words the outcome."""
+        fw = self.fw
+        state = CycleState()
+        state.merge(known.state)
+        state.skip_filter_plugins -= live
+        state.skip_score_plugins -= live
+        state.record_plugin_metrics = self._sampled
+        try:
+            plugins = [p for p in fw.pre_filter_plugins if p.name in live]
+            pre_res, st, _ = fw.run_pre_filter(state, pod, snap, record=False, plugins=plugins)
+            if not st.is_success() or (pre_res is not None and pre_res.node_names is not None):
+                return None
+            feasible = known.feasible
+            skip = state.skip_filter_plugins
+            for p in fw.filter_plugins:
+                if p.name in live and p.name not in skip:
+                    feasible = feasible & fw.plugin_filter_batch(p, state, pod, snap)
+        except Exception:  # no batch form, an error on some row: the full cycle reports
+            return None
+        finally:
+            state.record_plugin_metrics = False
+        if not feasible.any():
+            return None
+        return KnownResults(state, feasible, known.static, known.columns, live)
 
     # -- building and refreshing an entry --------------------------------------------------
-    def _build(self, sig: Hashable, pod: PodInfo, snap: Snapshot) -> _Entry | None:
+    def _build(
+        self, sig: Hashable, pod: PodInfo, snap: Snapshot, live: frozenset[str]
+    ) -> _Entry | None:
         """Every row's verdict and raw scores, from the batch forms (as a full cycle does)."""
         self._entries.pop(sig, None)
         state = CycleState()
         state.record_plugin_metrics = self._sampled
         try:
-            return self._evaluate(sig, pod, snap, state)
+            return self._evaluate(sig, pod, snap, state, live)
         finally:
             state.record_plugin_metrics = False
 
     def _evaluate(
-        self, sig: Hashable, pod: PodInfo, snap: Snapshot, state: CycleState
+        self, sig: Hashable, pod: PodInfo, snap: Snapshot, state: CycleState, live: frozenset[str]
     ) -> _Entry | None:
+        """The entry of the plugins other than ``live``, which stay in its skip sets (so
+        refreshing leaves them out too) and run every lookup instead."""
         fw = self.fw
-        pre_res, st, _ = fw.run_pre_filter(state, pod, snap, record=False)
+        pre_filter = [p for p in fw.pre_filter_plugins if p.name not in live] if live else None
+        pre_res, st, _ = fw.run_pre_filter(state, pod, snap, record=False, plugins=pre_filter)
         if not st.is_success():
             return None
         if pre_res is not None and pre_res.node_names is not None:
             self._store(sig, None)
             return None
+        state.skip_filter_plugins |= live
         out = fw.find_feasible(state, pod, snap, snap.all_rows, 0, snap.n, record=False)
         if not len(out.feasible):
             self._flushed("empty_list")
             return None  # the full cycle produces the FitError
         rows = np.sort(out.feasible)
         view = NodeInfoView(snap.node_infos, rows)
-        if not fw.run_pre_score(state, pod, view, record=False).is_success():
+        pre_score = [p for p in fw.pre_score_plugins if p.name not in live] if live else None
+        if not fw.run_pre_score(state, pod, view, record=False, plugins=pre_score).is_success():
             return None
+        state.skip_score_plugins |= live
         feasible = np.zeros(snap.n, dtype=np.bool_)
         feasible[rows] = True
         normalized = [

@@ -794,7 +794,8 @@ async def prioritize_nodes(
     sched, fw, state, pod, ext = a.sched, a.fw, a.state, a.pod, a.ext
     if not fw.score_plugins and ext is None:
         return np.ones(len(feasible), dtype=np.int64), SUCCESS, None
-    # With ``known`` no PreScore or Score plugin runs; the framework takes their results.
+    # With ``known`` only the plugins the cache runs every cycle (``known.live``) run
+    # PreScore and Score; the framework takes the others' results.
     view = NodeInfoView(sched.snapshot.node_infos, feasible)
     st = fw.run_pre_score(state, pod, view, known=known)
     if not st.is_success():

@@ -218,6 +218,16 @@ def test_same_placements_with_and_without_the_cache(seed: int, percentage: int |
     assert any(n is None for n in plain.values())  # the clusters fill up: failures too
 
 
+def change_node(sim: Simulation, by_name: dict[str, Any], name: str, edit: Any) -> None:
+    """``edit`` node ``name``'s manifest (kept in ``by_name``) and report the update to the
+    scheduler, as its informer would."""
+    old = by_name[name]
+    new = copy.deepcopy(old)
+    edit(new)
+    by_name[name] = new
+    sim.sched.on_node_update(decode(old, Node), decode(new, Node))
+
+
 def _node_changes(nodes: list[dict[str, Any]]) -> Any:
     """Between waves: taint one node, give another the image, shrink a third, drop a fourth
     (each a node object change, as the informer would report it)."""
@@ -228,11 +238,7 @@ def _node_changes(nodes: list[dict[str, Any]]) -> Any:
         names = sorted(by_name)[4 * k : 4 * k + 4]
 
         def change(name: str, edit: Any) -> None:
-            old = by_name[name]
-            new = copy.deepcopy(old)
-            edit(new)
-            by_name[name] = new
-            sched.on_node_update(decode(old, Node), decode(new, Node))
+            change_node(sim, by_name, name, edit)
 
         change(
             names[0],

@@ -13,7 +13,7 @@ from ...api.objects import Namespace, Node
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
 from ...framework.interface import (
-    NOT_SIGNABLE,
+    PER_CYCLE,
     ClusterEvent,
     ClusterEventWithHint,
     FilterPlugin,
@@ -60,13 +60,14 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def sign_pod(self, pod: PodInfo) -> Any:
         """Terms reach across a topology domain: only with none on the pod and none on any
-        pod in the cluster is the plugin a no-op, and the pod signable."""
+        pod in the cluster is the plugin a no-op, and the pod signable; otherwise the cycle
+        cache runs it every cycle (its PreFilter never narrows; it has ``filter_batch``)."""
         a = pod.pod.spec.affinity
         if a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None):
-            return NOT_SIGNABLE
+            return PER_CYCLE
         snap = getattr(self.handle, "snapshot", None)
         if not isinstance(snap, Snapshot) or snap.have_pods_with_affinity:
-            return NOT_SIGNABLE
+            return PER_CYCLE
         return None
 
     Args = InterPodAffinityArgs

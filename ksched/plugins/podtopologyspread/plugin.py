@@ -14,7 +14,7 @@ from ...features import default_feature_gates
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
 from ...framework.interface import (
-    NOT_SIGNABLE,
+    PER_CYCLE,
     ClusterEvent,
     ClusterEventWithHint,
     FilterPlugin,
@@ -86,9 +86,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     reads_listers = WORKLOAD_LISTERS
 
     def sign_pod(self, pod: PodInfo) -> Any:
-        """Spreading is not local to a node: only pods no constraint applies to sign."""
+        """Spreading is not local to a node: only pods no constraint applies to sign; the
+        cycle cache runs the plugin every cycle for the others (its PreFilter never
+        narrows; it has ``filter_batch``)."""
         if self.constraints(pod, DO_NOT_SCHEDULE) or self.constraints(pod, SCHEDULE_ANYWAY):
-            return NOT_SIGNABLE
+            return PER_CYCLE
         return None
 
     Args = PodTopologySpreadArgs
