@@ -197,11 +197,16 @@ class Snapshot:
         self._scalars: dict[str, tuple[IntArray, IntArray]] = {}
         self._names: npt.NDArray[np.str_] | None = None
         self._images: dict[str, IntArray] = {}
-        self.have_pods_with_affinity: list[NodeInfo] = []
-        self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
+        # Rows whose node holds pods with affinity terms (with required anti-affinity), kept
+        # by ``replace``; the lists of those NodeInfos are built on first use after a change
+        # (every binding of such a pod is one, and few cycles read them).
+        self._with_affinity = 0
+        self._with_required_anti = 0
+        self._affinity_lists: tuple[list[NodeInfo], list[NodeInfo]] | None = None
         for i, ni in enumerate(self.node_infos):
             self._fill(i, ni)
-        self._refresh_affinity_lists()
+            self._with_affinity += bool(ni.pods_with_affinity)
+            self._with_required_anti += bool(ni.pods_with_required_anti_affinity)
         self.all_rows = np.arange(n, dtype=np.intp)
 
     def replace(self, i: int, ni: NodeInfo) -> None:
@@ -228,14 +233,12 @@ class Snapshot:
                 self._scalars[name][0][i] = ni.allocatable.scalar.get(name, 0)
         for name, (_, req) in self._scalars.items():
             req[i] = ni.requested.scalar.get(name, 0)
-        if (
-            bool(old.pods_with_affinity) != bool(ni.pods_with_affinity)
-            or bool(old.pods_with_required_anti_affinity)
-            != bool(ni.pods_with_required_anti_affinity)
-            or old.pods_with_affinity
-            or ni.pods_with_affinity
-        ):
-            self._refresh_affinity_lists()
+        if old.pods_with_affinity or ni.pods_with_affinity:
+            self._with_affinity += bool(ni.pods_with_affinity) - bool(old.pods_with_affinity)
+            self._with_required_anti += bool(ni.pods_with_required_anti_affinity) - bool(
+                old.pods_with_required_anti_affinity
+            )
+            self._affinity_lists = None
 
     @property
     def log_position(self) -> int:
@@ -249,11 +252,30 @@ class Snapshot:
             return None
         return self._log[position - self._log_base :]
 
-    def _refresh_affinity_lists(self) -> None:
-        self.have_pods_with_affinity = [ni for ni in self.node_infos if ni.pods_with_affinity]
-        self.have_pods_with_required_anti_affinity = [
-            ni for ni in self.node_infos if ni.pods_with_required_anti_affinity
-        ]
+    @property
+    def any_pods_with_affinity(self) -> bool:
+        """Whether some node holds a pod with affinity terms (without building the list)."""
+        return self._with_affinity > 0
+
+    @property
+    def have_pods_with_affinity(self) -> list[NodeInfo]:
+        """The NodeInfos holding pods with affinity terms, in row order (upstream's
+        ``HavePodsWithAffinityList``)."""
+        return self._affinity_node_lists()[0]
+
+    @property
+    def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
+        return self._affinity_node_lists()[1]
+
+    def _affinity_node_lists(self) -> tuple[list[NodeInfo], list[NodeInfo]]:
+        lists = self._affinity_lists
+        if lists is None:
+            infos = self.node_infos
+            lists = self._affinity_lists = (
+                [ni for ni in infos if ni.pods_with_affinity],
+                [ni for ni in infos if ni.pods_with_required_anti_affinity],
+            )
+        return lists
 
     def _fill(self, i: int, ni: NodeInfo) -> None:
         a, r = ni.allocatable, ni.requested

@@ -376,27 +376,41 @@ def test_a_snapshot_the_cache_did_not_last_update_is_rebuilt() -> None:
     assert i is not None and int(s1.req_cpu[i]) == 1000
 
 
+def _with_required_term(name: str, kind: str) -> PodInfo:
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}
+    return make_pod(
+        name, affinity={kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    )
+
+
 def test_affinity_lists_follow_incremental_updates() -> None:
     c, _ = cache_with("n1", "n2")
     snap = Snapshot()
     c.update_snapshot(snap)
-    aff = make_pod(
-        "aff",
-        affinity={
-            "podAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"topologyKey": "kubernetes.io/hostname", "labelSelector": SELECTOR}
-                ]
-            }
-        },
-    )
+    aff = _with_required_term("aff", "podAffinity")
     c.add_pod(bound(aff, "n2"))
     c.update_snapshot(snap)
     assert [ni.name for ni in snap.have_pods_with_affinity] == ["n2"]
     assert snap.have_pods_with_affinity[0] is snap.get("n2")
+    assert snap.any_pods_with_affinity
+    assert snap.have_pods_with_required_anti_affinity == []
+    anti = _with_required_term("anti", "podAntiAffinity")
+    c.add_pod(bound(anti, "n1"))
+    c.update_snapshot(snap)
+    assert [ni.name for ni in snap.have_pods_with_affinity] == ["n1", "n2"]
+    assert [ni.name for ni in snap.have_pods_with_required_anti_affinity] == ["n1"]
+    c.add_pod(bound(make_pod("plain"), "n2"))  # the row's NodeInfo is another object now
+    c.update_snapshot(snap)
+    assert snap.have_pods_with_affinity[1] is snap.get("n2")
     c.remove_pod(bound(aff, "n2"))
     c.update_snapshot(snap)
+    assert [ni.name for ni in snap.have_pods_with_affinity] == ["n1"]
+    assert snap.any_pods_with_affinity
+    c.remove_pod(bound(anti, "n1"))
+    c.update_snapshot(snap)
     assert snap.have_pods_with_affinity == []
+    assert snap.have_pods_with_required_anti_affinity == []
+    assert not snap.any_pods_with_affinity
 
 
 # -- dump -------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None):
             return PER_CYCLE
         snap = getattr(self.handle, "snapshot", None)
-        if not isinstance(snap, Snapshot) or snap.have_pods_with_affinity:
+        if not isinstance(snap, Snapshot) or snap.any_pods_with_affinity:
             return PER_CYCLE
         return None
 
