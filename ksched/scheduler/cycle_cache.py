@@ -97,6 +97,8 @@ class CycleCache:
         self.fw = fw
         # signature -> entry, or None for a signature whose PreFilter narrows the node set.
         self._entries: dict[Hashable, _Entry | None] = {}
+        # per set of PER_CYCLE plugins: their PreFilter and Filter plugins
+        self._live: dict[frozenset[str], tuple[list[Any], list[Any]]] = {}
         self.hits = 0
         self.builds = 0
         # The scheduler's metrics, while ``lookup`` runs (None when it has none), and
@@ -158,15 +160,15 @@ class CycleCache:
         state.skip_filter_plugins -= live
         state.skip_score_plugins -= live
         state.record_plugin_metrics = self._sampled
+        pre_filter, filters = self._live_plugins(live)
         try:
-            plugins = [p for p in fw.pre_filter_plugins if p.name in live]
-            pre_res, st, _ = fw.run_pre_filter(state, pod, snap, record=False, plugins=plugins)
+            pre_res, st, _ = fw.run_pre_filter(state, pod, snap, record=False, plugins=pre_filter)
             if not st.is_success() or (pre_res is not None and pre_res.node_names is not None):
                 return None
             feasible = known.feasible
             skip = state.skip_filter_plugins
-            for p in fw.filter_plugins:
-                if p.name in live and p.name not in skip:
+            for p in filters:
+                if p.name not in skip:
                     feasible = feasible & fw.plugin_filter_batch(p, state, pod, snap)
         except Exception:  # no batch form, an error on some row: the full cycle reports
             return None
@@ -177,6 +179,17 @@ class CycleCache:
         return KnownResults(state, feasible, known.static, known.columns, live)
 
     # -- building and refreshing an entry --------------------------------------------------
+    def _live_plugins(self, live: frozenset[str]) -> tuple[list[Any], list[Any]]:
+        """The profile's PreFilter and Filter plugins among ``live``, in its order."""
+        got = self._live.get(live)
+        if got is None:
+            fw = self.fw
+            got = self._live[live] = (
+                [p for p in fw.pre_filter_plugins if p.name in live],
+                [p for p in fw.filter_plugins if p.name in live],
+            )
+        return got
+
     def _build(
         self, sig: Hashable, pod: PodInfo, snap: Snapshot, live: frozenset[str]
     ) -> _Entry | None:
