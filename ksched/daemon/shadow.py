@@ -26,6 +26,13 @@ the cluster events that may help, as a scheduler would retry it; a pod it placed
 decided again. Only the latest decision counts. A pod ``NAME`` reports unschedulable and
 binds later is compared at both moments. HTTP extenders in the config are not consulted.
 
+A pod group (GenericWorkload) is decided whole, all members placed or none, and is compared
+as one too (``ksched_shadow_pod_group_decisions_total{profile, result}``): at the first
+verdict of ``NAME`` on one of its members after ksched's decision, ``agree`` (ksched
+placed the group and ``NAME`` bound a member, or neither placed it), ``unschedulable_here``
+(``NAME`` started it, ksched held it) or ``unschedulable_there`` (the other way round).
+Each of ksched's decisions of a group is compared once.
+
 ``/debug/shadow`` shows the counts, the latest disagreements and the latest ties, each
 with both nodes' breakdowns: total and weighted score per Score plugin for a node ksched
 found feasible, the Filter verdicts that rejected it otherwise.
@@ -42,6 +49,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client import Counter as PromCounter
 
 from .. import logging as klog
+from ..framework.podgroup import pod_group_of
 from ..framework.types import PodInfo
 from ..queue.scheduling_queue import Entity, QueuedPodInfo
 from ..scheduler.loop import Decided, GroupDecision, decide_pod
@@ -49,9 +57,10 @@ from ..scheduler.loop import Decided, GroupDecision, decide_pod
 if TYPE_CHECKING:
     from ..scheduler.scheduler import Scheduler
 
-__all__ = ["RESULTS", "Shadow"]
+__all__ = ["GROUP_RESULTS", "RESULTS", "Shadow"]
 
 RESULTS = ("agree", "tie", "disagree", "unschedulable_here", "unschedulable_there")
+GROUP_RESULTS = ("agree", "unschedulable_here", "unschedulable_there")
 # Decisions kept for pods not yet compared; disagreements (and ties) kept for /debug/shadow.
 MAX_DECISIONS = 10_000
 MAX_DISAGREEMENTS = 100
@@ -154,6 +163,18 @@ class Shadow:
         )
         for r in RESULTS:  # every series exists from the start, at 0
             self.metric.labels(profile, r)
+        # a pod group's latest decision not yet compared: PodGroup key -> placed
+        self.group_decisions: OrderedDict[str, bool] = OrderedDict()
+        self.group_counts: Counter[str] = Counter()
+        self.group_metric = PromCounter(
+            "ksched_shadow_pod_group_decisions_total",
+            "Pod groups of the shadowed scheduler that ksched's profile decided, by how its "
+            "decision (the whole group placed or not) compares with the shadowed scheduler's.",
+            ["profile", "result"],
+            registry=registry,
+        )
+        for r in GROUP_RESULTS:
+            self.group_metric.labels(profile, r)
 
     def _key(self, pod: PodInfo) -> str:
         return pod.uid or pod.key
@@ -165,6 +186,11 @@ class Shadow:
         if isinstance(decided, GroupDecision):
             for m in decided.members:
                 self._remember(m.qpi.pod_info, Decision(m.node, m.message, now))
+            groups = self.group_decisions
+            groups[entity.key] = decided.status.is_success()
+            groups.move_to_end(entity.key)
+            while len(groups) > MAX_DECISIONS:
+                groups.popitem(last=False)
         elif decided is not None and isinstance(entity, QueuedPodInfo):
             self._remember(entity.pod_info, _decision(decided, now))
 
@@ -210,6 +236,15 @@ class Shadow:
             there = None
             result = "agree" if d.node is None else "unschedulable_there"
         self._count(new, d, there, result, msg)
+        group = pod_group_of(old.pod)
+        if group is not None and group in self.group_decisions:
+            placed = self.group_decisions.pop(group)
+            if new.node_name:
+                verdict = "agree" if placed else "unschedulable_here"
+            else:
+                verdict = "unschedulable_there" if placed else "agree"
+            self.group_counts[verdict] += 1
+            self.group_metric.labels(self.profile, verdict).inc()
 
     def _count(
         self, pod: PodInfo, d: Decision, there: str | None, result: str, msg: str | None = None
@@ -250,6 +285,7 @@ class Shadow:
             "shadowOf": self.shadowed,
             "profile": self.profile,
             "counts": {r: self.counts[r] for r in RESULTS},
+            "podGroupCounts": {r: self.group_counts[r] for r in GROUP_RESULTS},
             # waiting for a decision (activeQ, backoffQ); the pool holds those with no node
             "undecided": sum(1 for _ in self.sched.queue.active_pods())
             + sum(1 for _ in self.sched.queue.backoff_pods()),

@@ -150,8 +150,8 @@ def test_tie_breaks_steer_equal_nodes_only() -> None:
     assert _run(sim)["m0"].node == "n0"
 
 
-@pytest.mark.parametrize(("nodes", "placed"), [(2, True), (1, False)])
-def test_shadow_mode_decides_a_group_whole_without_binding_it(nodes: int, placed: bool) -> None:
+def _shadow_decided(nodes: int) -> tuple[Simulation, Shadow, QueuedPodGroupInfo]:
+    """A gang of three (quorum 3) decided by shadow mode on ``nodes`` nodes of 2 CPUs."""
     sim = _simulation(_cluster(nodes, 3, 3), adopt={"default-scheduler": "ksched"})
     shadow = Shadow(sim.sched, CollectorRegistry(), shadowed="default-scheduler", profile="ksched")
     sim._load()
@@ -162,6 +162,12 @@ def test_shadow_mode_decides_a_group_whole_without_binding_it(nodes: int, placed
         shadow.record(group, await decide_group(sim.sched, group))
 
     anyio.run(decide, backend="asyncio")
+    return sim, shadow, group
+
+
+@pytest.mark.parametrize(("nodes", "placed"), [(2, True), (1, False)])
+def test_shadow_mode_decides_a_group_whole_without_binding_it(nodes: int, placed: bool) -> None:
+    sim, shadow, _ = _shadow_decided(nodes)
     decisions = [shadow.decisions[f"m{i}"] for i in range(3)]
     if placed:
         assert all(d.node in ("n0", "n1") for d in decisions)
@@ -288,3 +294,44 @@ def test_only_a_pod_groups_victims_terminate_sooner() -> None:
     assert not preempted_for_pod_group([cond("pod")])
     assert not preempted_for_pod_group([cond("podgroup", "False")])
     assert not preempted_for_pod_group([])
+
+
+@pytest.mark.parametrize(
+    ("nodes", "there_binds", "verdict"),
+    [
+        (2, True, "agree"),
+        (1, True, "unschedulable_here"),
+        (2, False, "unschedulable_there"),
+        (1, False, "agree"),
+    ],
+)
+def test_shadow_mode_compares_a_group_whole_once_per_decision(
+    nodes: int, there_binds: bool, verdict: str
+) -> None:
+    """The shadowed scheduler's first verdict on a member (bound, or Unschedulable) is
+    compared with ksched's decision of the whole group, once."""
+    import msgspec
+
+    from ksched.api.objects import PodCondition
+
+    _, shadow, group = _shadow_decided(nodes)
+
+    def theirs(i: int) -> tuple[Any, Any]:
+        pod = group.members[i].pod_info
+        spec = msgspec.structs.replace(pod.pod.spec, scheduler_name="default-scheduler")
+        old = pod.with_pod(msgspec.structs.replace(pod.pod, spec=spec))
+        if there_binds:
+            bound = msgspec.structs.replace(spec, node_name="n0")
+            return old, old.with_pod(msgspec.structs.replace(old.pod, spec=bound))
+        cond = PodCondition(
+            type="PodScheduled", status="False", reason="Unschedulable", message="0/2 nodes"
+        )
+        status = msgspec.structs.replace(old.pod.status, conditions=[cond])
+        return old, old.with_pod(msgspec.structs.replace(old.pod, status=status))
+
+    shadow.observe(*theirs(0))
+    shadow.observe(*theirs(1))  # the same decision: not counted again
+    assert dict(shadow.group_counts) == {verdict: 1}
+    assert shadow.to_dict()["podGroupCounts"][verdict] == 1
+    sample = shadow.group_metric.labels("ksched", verdict)._value.get()  # type: ignore[attr-defined]
+    assert sample == 1
