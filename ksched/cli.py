@@ -518,13 +518,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.mode == "e2e" and args.workload in IN_PROCESS_ONLY:
         return _die([f"ksched bench: {args.workload} runs in process only (--mode in-process)"])
-    from .bench.workloads import feature_gates_of
+    from .bench.workloads import feature_gates_of, gate_setting, scheduler_config_of
 
     gates = feature_gates_of(args.workload)
-    if gates:  # a pod-group workload: its scheduler_perf featureGates on
-        args.feature_gates = [*args.feature_gates, ",".join(f"{g}=true" for g in gates)]
+    if gates:  # the workload's scheduler_perf featureGates
+        args.feature_gates = [*args.feature_gates, ",".join(gate_setting(g) for g in gates)]
     registry = _registry()
-    cfg = _load_config(args.config, registry, args)
+    own = scheduler_config_of(args.workload)
+    if args.config is None and own is not None:
+        from .config import load_config_data
+
+        cfg, _ = load_config_data(own, args.workload, set(registry.names()), _feature_gates(args))
+    else:
+        cfg = _load_config(args.config, registry, args)
     _build_check(cfg, registry, args.config or "<default config>")
     if args.mode == "e2e":
         from .bench.e2e import run_e2e_bench

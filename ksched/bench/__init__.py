@@ -57,7 +57,10 @@ def run_bench(
     registry: Any,
     seed: int = 0,
     progress: bool = False,
+    placements: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """Run ``workload`` in process; ``placements``, if given, gets every pod's
+    ``namespace/name`` and the node it ended on ("" for none), to check the outcome."""
     node_ms, init_ms, measured_ms = WORKLOADS[workload](nodes, pods, init_pods)
     cf = ClusterFile(
         nodes=[(decode(m, Node), m) for m in node_ms if m["kind"] == "Node"],
@@ -65,8 +68,13 @@ def run_bench(
     )
     kinds = file_kinds()
     for m in node_ms:
+        # the cluster's other pods (held by a scheduling gate, or to be deleted) are pending
+        # from the start, never measured
+        if m["kind"] == "Pod":
+            cf.pods.append((decode(m, Pod), m))
+            continue
         row = kinds.get(m["kind"])
-        if row is not None and row.struct is not None and m["kind"] not in ("Node", "Pod"):
+        if row is not None and row.struct is not None and m["kind"] != "Node":
             cf.file(row, decode(m, row.struct))
     sim = Simulation(cf, config, registry, seed=seed)
     measured = [PodInfo(decode(m, Pod), m) for m in measured_ms]
@@ -124,6 +132,8 @@ def run_bench(
                 "peak_rss_mb": _peak_rss_mb(),
             }
         )
+        if placements is not None:
+            placements.update({p.key: p.node_name for p in sim.cluster.pods.values()})
         if groups:
             # every member pending from t0 on: a group's figure is when it was bound
             created = dict.fromkeys(groups, t0)

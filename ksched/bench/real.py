@@ -54,13 +54,17 @@ import yaml
 
 from .e2e import NullWrites, proc_cpu_seconds
 from .workloads import (
+    DELETING_NS,
     DRA_DRIVER,
     POD_GROUP_WORKLOADS,
+    UPSTREAM_WORKLOADS,
     WORKLOADS,
     Manifest,
     PodGroupWorkload,
+    UpstreamWorkload,
     Workload,
     collection_path,
+    gate_setting,
     group_report,
     groups_of,
     high_priority_large_cpu_pod,
@@ -102,6 +106,15 @@ class Churn:
 
 
 @dataclass(frozen=True)
+class Deletions:
+    """scheduler_perf's ``deletePods`` op: the pods of ``namespace`` deleted, ``per_second``
+    of them a second, from when the contestant is ready."""
+
+    namespace: str
+    per_second: float
+
+
+@dataclass(frozen=True)
 class RealWorkload:
     """A workload's objects and its (nodes, init pods, measured pods) per scale.
 
@@ -124,13 +137,23 @@ class RealWorkload:
     #: the measured pods are created once the contestant is ready (as scheduler_perf's
     #: createPods op runs beside the scheduler), not before as a backlog
     live: bool = False
+    #: pods deleted while the contestant runs
+    deletions: Deletions | None = None
 
     @property
     def feature_gates(self) -> tuple[str, ...]:
         """The gates the API server and both schedulers run with (a pod-group workload's:
-        GenericWorkload, and TopologyAwareWorkloadScheduling for tas)."""
+        GenericWorkload, and TopologyAwareWorkloadScheduling for tas; the others' as their
+        scheduler_perf config sets them, ``Name=false`` for one turned off)."""
         b = self.build
-        return b.feature_gates if isinstance(b, PodGroupWorkload) else ()
+        return b.feature_gates if isinstance(b, PodGroupWorkload | UpstreamWorkload) else ()
+
+    @property
+    def scheduler_config(self) -> JSON | None:
+        """The KubeSchedulerConfiguration of the workload's scheduler_perf config, when it
+        names one (``schedulerConfigPath``); the default configuration otherwise."""
+        b = self.build
+        return b.scheduler_config if isinstance(b, UpstreamWorkload) else None
 
     def variant(self, size: tuple[int, int, int]) -> str | None:
         """scheduler_perf's name of a pod-group workload at ``size``."""
@@ -259,6 +282,54 @@ REAL_WORKLOADS: dict[str, RealWorkload] = {
     ),
 }
 
+# The workloads of v1.37's scheduler_perf users run now (misc/, batching/,
+# topology_spreading/), their gates and scheduler config from UPSTREAM_WORKLOADS. "full" is
+# upstream's (first) performance size; SchedulingBasic_50000Pods's small keeps its ten
+# measured pods per node.
+_U = UPSTREAM_WORKLOADS
+REAL_WORKLOADS.update(
+    {
+        "SchedulingBasic_50000Pods": RealWorkload(
+            _U["SchedulingBasic_50000Pods"],
+            {"small": (500, 500, 5000), "full": (5000, 5000, 50000)},
+        ),
+        # one pod per node: upstream's 20000Nodes_20000Pods_10BatchSize (and _Disabled)
+        **{
+            name: RealWorkload(_U[name], {"small": (1000, 0, 1000), "full": (20000, 0, 20000)})
+            for name in (
+                "HostPortConflict",
+                "HostPortConflict_OpportunisticBatchingDisabled",
+                "ResourceSaturation",
+                "ResourceSaturation_OpportunisticBatchingDisabled",
+            )
+        },
+        "SchedulingWithExtendedResource": RealWorkload(
+            _U["SchedulingWithExtendedResource"],
+            {"small": (500, 0, 500), "full": (5000, 0, 5000)},
+        ),
+        # 1Node_10000GatedPods: 10000 gated, 20000 deleting (the init pods), 20000 measured
+        "SchedulingWhileGated": RealWorkload(
+            _U["SchedulingWhileGated"],
+            {"small": (1, 2000, 2000), "full": (1, 20000, 20000)},
+            deletions=Deletions("sched-0", 50),
+        ),
+        # 5000Node_5000DeletingPods (small: 1000Node_1000DeletingPods); init pods = deleting
+        "SchedulingDeletedPodsWithFinalizers": RealWorkload(
+            _U["SchedulingDeletedPodsWithFinalizers"],
+            {"small": (1000, 1000, 1000), "full": (5000, 5000, 5000)},
+            deletions=Deletions(DELETING_NS, 100),
+        ),
+        "PreferredTopologySpreading": RealWorkload(
+            _U["PreferredTopologySpreading"],
+            {"small": (500, 1000, 1000), "full": (5000, 5000, 5000)},
+        ),
+        "DefaultTopologySpreading": RealWorkload(
+            _U["DefaultTopologySpreading"],
+            {"small": (500, 1000, 1000), "full": (5000, 5000, 10000)},
+        ),
+    }
+)
+
 #: v1.37.2's kube-apiserver serves the PodGroups only with this API version enabled
 #: (scheduler_perf's mustSetupCluster adds it when GenericWorkload is on).
 POD_GROUP_RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
@@ -267,7 +338,7 @@ POD_GROUP_RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
 def gate_args(gates: Sequence[str]) -> list[str]:
     """``--feature-gates`` turning ``gates`` on: for the API server and both schedulers
     (repeated flags add up in each)."""
-    return [f"--feature-gates={','.join(f'{g}=true' for g in gates)}"] if gates else []
+    return [f"--feature-gates={','.join(gate_setting(g) for g in gates)}"] if gates else []
 
 
 def apiserver_args(gates: Sequence[str]) -> list[str]:
@@ -285,7 +356,7 @@ def unsupported(wl: RealWorkload, kube_release: str) -> str | None:
     from ..features.versions import minor_of_release
 
     minor = tuple(int(x) for x in minor_of_release(kube_release).split("."))
-    if wl.feature_gates and minor < (1, 37):
+    if "GenericWorkload" in wl.feature_gates and minor < (1, 37):
         return f"needs Kubernetes v1.37 (KSCHED_KUBE_VERSION=v1.37.2), not {kube_release}"
     return None
 
@@ -429,6 +500,19 @@ async def _churn(api: _API, churn: Churn) -> None:
                 await api.create(obj)
         i += 1
         await anyio.sleep(churn.interval)
+
+
+async def _delete_at_rate(api: _API, deletions: Deletions) -> None:
+    """Delete the namespace's pods (as listed now, by name) at the rate, until done or
+    cancelled; a pod with a finalizer then stays, with its deletionTimestamp."""
+    ns = deletions.namespace
+    listed = await api.get(f"/api/v1/namespaces/{ns}/pods")
+    names = sorted(p["metadata"]["name"] for p in listed.get("items") or [])
+    start = time.perf_counter()
+    for i, name in enumerate(names):
+        with contextlib.suppress(aiohttp.ClientError):
+            await api.delete({"kind": "Pod", "metadata": {"name": name, "namespace": ns}})
+        await anyio.sleep(max(0.0, start + (i + 1) / deletions.per_second - time.perf_counter()))
 
 
 def _proc_peak_rss_mb(pid: int) -> float | None:
@@ -732,6 +816,10 @@ def _objects(
     ]
     if wl.setup is not None:
         setup += wl.setup()
+    for m in extras:
+        if m["kind"] == "Pod":  # pending, never measured (gated, or to be deleted)
+            m["metadata"].pop("uid", None)
+            m["spec"]["schedulerName"] = scheduler_name
     setup += extras
     setup += node_ms
     # init pods bound round-robin over the default nodes (not a daemonset's named node)
@@ -945,6 +1033,8 @@ async def _one(
                     plane0 = _plane_cpu(cp)
                     if wl.churn is not None:
                         tg.start_soon(_churn, api, wl.churn)
+                    if wl.deletions is not None:
+                        tg.start_soon(_delete_at_rate, api, wl.deletions)
                     with anyio.move_on_after(timeout):
                         while not binds.done.is_set():
                             with anyio.move_on_after(1.0):
@@ -1014,7 +1104,6 @@ def run_real_bench(
     """
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
-    cfg = scheduler_config(config)
     split = cpu_split() if pin else None
 
     def report(line: str) -> None:
@@ -1043,6 +1132,8 @@ def run_real_bench(
                 print(f"{name}: skipped: {why}", file=sys.stderr)
             continue
         timeout = max(120.0, pods / 10)
+        # the user's --config, else the workload's own (batching/'s), else the default
+        cfg = scheduler_config(config if config is not None else wl.scheduler_config)
         rounds: list[JSON] = []
         for r in range(repeat):
             order = [*contestants[r % len(contestants) :], *contestants[: r % len(contestants)]]
@@ -1069,6 +1160,7 @@ def run_real_bench(
         variant = wl.variant(size)
         if variant is not None:
             entry["variant"] = variant
+        if wl.feature_gates:
             entry["feature_gates"] = list(wl.feature_gates)
         doc["workloads"].append(entry)
     doc["loadavg_end"] = _loadavg()

@@ -16,18 +16,22 @@ from typing import Any
 __all__ = [
     "IN_PROCESS_ONLY",
     "POD_GROUP_WORKLOADS",
+    "UPSTREAM_WORKLOADS",
     "WORKLOADS",
     "Manifest",
     "PodGroupWorkload",
+    "UpstreamWorkload",
     "Workload",
     "collection_path",
     "feature_gates_of",
+    "gate_setting",
     "group_latencies",
     "group_report",
     "group_service_times",
     "groups_of",
     "node_default",
     "pod_default",
+    "scheduler_config_of",
 ]
 
 Manifest = dict[str, Any]
@@ -368,6 +372,268 @@ def scheduling_daemonset(nodes: int, pods: int, init_pods: int) -> _Result:
     return [big, *(node_default(i) for i in range(nodes))], [], [pod(i) for i in range(pods)]
 
 
+# ---- the workloads users run now (v1.37's misc/, batching/, topology_spreading/) ------------
+
+
+@dataclass(frozen=True)
+class UpstreamWorkload:
+    """A workload whose scheduler_perf config sets feature gates or a scheduler config of
+    its own: every runner turns on ``feature_gates`` (``Name`` for on, ``Name=false``
+    for off, as the config's ``featureGates`` say) in the API server and both
+    schedulers, and, unless the user gives ``--config``, runs the schedulers with
+    ``scheduler_config`` (its ``schedulerConfigPath``, profile named ``ksched``)."""
+
+    build: Workload
+    feature_gates: tuple[str, ...] = ()
+    scheduler_config: Manifest | None = None
+
+    def __call__(self, nodes: int, pods: int, init_pods: int) -> _Result:
+        return self.build(nodes, pods, init_pods)
+
+
+def gate_setting(gate: str) -> str:
+    """``Name=bool`` for a ``feature_gates`` entry (a bare name means on)."""
+    return gate if "=" in gate else f"{gate}=true"
+
+
+#: batching/scheduler-config-no-topology.yaml: no default spreading constraints, so a
+#: pod's labels (its "signature" label) do not make PodTopologySpread look at it
+NO_TOPOLOGY_CONFIG: Manifest = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "ksched",
+            "pluginConfig": [
+                {
+                    "name": "PodTopologySpread",
+                    "args": {"defaultingType": "List", "defaultConstraints": []},
+                }
+            ],
+        }
+    ],
+}
+
+
+def _pause(version: str, **resources: Any) -> list[Manifest]:
+    """The one pause container of a template (``resources`` as given, if any)."""
+    c: Manifest = {"name": "pause", "image": f"registry.k8s.io/pause:{version}"}
+    if resources:
+        c["resources"] = resources
+    return [c]
+
+
+def light_pod(name: str, namespace: str = "sched-1") -> Manifest:
+    """templates/light-pod.yaml: pause 3.10.1, no requests, terminationGracePeriodSeconds 0."""
+    m = pod_default(name, namespace, terminationGracePeriodSeconds=0)
+    m["spec"]["containers"] = _pause("3.10.1")
+    return m
+
+
+def _signature(m: Manifest, i: int, batch: int) -> Manifest:
+    """createPods' signatureBatchSize: pods ``batch`` at a time share a "signature" label."""
+    m["metadata"]["labels"] = {"signature": f"signature-label-{i // batch}"}
+    return m
+
+
+def hostport_pod(name: str, i: int, batch: int) -> Manifest:
+    """templates/pod-hostport-80.yaml: host port 80 (one such pod per node), 100m/100Mi."""
+    m = pod_default(name, "sched-1")
+    m["spec"]["containers"] = _pause("3.10.1", requests={"cpu": "100m", "memory": "100Mi"})
+    m["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
+    return _signature(m, i, batch)
+
+
+def saturation_pod(name: str, i: int, batch: int) -> Manifest:
+    """templates/pod-saturation.yaml: 3 CPU and 1Gi (one such pod per 4-CPU node)."""
+    m = pod_default(name, "sched-1")
+    m["spec"]["containers"] = _pause("3.10.1", requests={"cpu": "3", "memory": "1Gi"})
+    return _signature(m, i, batch)
+
+
+def batching(pod: Callable[[str, int, int], Manifest], batch: int) -> Workload:
+    """batching/performance-config.yaml's HostPortConflict and ResourceSaturation: nodes,
+    then ``pods`` pods of ``pod``'s template, ``batch`` to a signature; no init pods."""
+
+    def build(nodes: int, pods: int, init_pods: int) -> _Result:
+        return (
+            [node_default(i) for i in range(nodes)],
+            [],
+            [pod(f"pod-{i}", i, batch) for i in range(pods)],
+        )
+
+    return build
+
+
+EXTENDED_RESOURCE = "foo.com/bar"
+
+
+def scheduling_with_extended_resource(nodes: int, pods: int, init_pods: int) -> _Result:
+    """misc/'s SchedulingWithExtendedResource (nodesWithoutExtendedResource 0, as at its
+    two larger sizes): node ``i`` (templates/node-with-extended-resource.yaml) has one
+    ``foo.com/bar-<i>``, and pod ``i`` (pod-with-extended-resource.yaml, pause 3.9) asks
+    for exactly that one, so each pod fits one node."""
+    node_ms = [node_default(i) for i in range(nodes)]
+    for i, m in enumerate(node_ms):
+        name = f"scheduler-perf-extended-resource-{i:05d}"
+        m["metadata"] = {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "node-with-extended-resource": "true"},
+        }
+        for amounts in m["status"].values():
+            amounts[f"{EXTENDED_RESOURCE}-{i}"] = "1"
+
+    def pod(i: int) -> Manifest:
+        m = pod_default(f"test-extended-resource-{i}", "sched-1")
+        r = {f"{EXTENDED_RESOURCE}-{i}": "1"}
+        m["spec"]["containers"] = _pause("3.9", requests=r, limits=dict(r))
+        return m
+
+    return node_ms, [], [pod(i) for i in range(pods)]
+
+
+GATED_NS = "sched-gated"
+SCHEDULING_GATE = "test.k8s.io/hold"
+
+
+def scheduling_while_gated(nodes: int, pods: int, init_pods: int) -> _Result:
+    """misc/'s SchedulingWhileGated: the named node (90000 pods) and ``nodes - 1`` default
+    ones; ``pods // 2`` pods that stay gated (gated-pod.yaml, in their own namespace,
+    with the cluster's other objects: pending, never measured), as upstream's 10000
+    gated to 20000 measured; ``init_pods`` light pods bound (upstream's deletingPods,
+    which the real harness deletes at 50/s while the measured light pods schedule)."""
+    big, *_ = scheduling_daemonset(0, 0, 0)[0]
+    gated = []
+    for i in range(pods // 2):
+        m = pod_default(f"gated-pod-{i}", GATED_NS, schedulingGates=[{"name": SCHEDULING_GATE}])
+        m["spec"]["containers"] = _pause("3.10.1")
+        gated.append(m)
+    return (
+        [big, *(node_default(i) for i in range(nodes - 1)), *gated],
+        [light_pod(f"light-pod-{i}", "sched-0") for i in range(init_pods)],
+        [light_pod(f"pod-{i}") for i in range(pods)],
+    )
+
+
+DELETING_NS = "sched-deleting"
+FINALIZER = "test.k8s.io/finalizer"
+
+
+def scheduling_deleted_pods_with_finalizers(nodes: int, pods: int, init_pods: int) -> _Result:
+    """misc/'s SchedulingDeletedPodsWithFinalizers: default nodes; ``init_pods`` pending
+    pods with a finalizer (pod-with-finalizer.yaml, with the cluster's other objects, in
+    their own namespace: upstream's deletingPods, which the real harness deletes at
+    100/s, so they linger with a deletionTimestamp); measured light pods."""
+    deleting = []
+    for i in range(init_pods):
+        m = pod_default(f"pod-{i}", DELETING_NS)
+        m["metadata"]["finalizers"] = [FINALIZER]
+        m["spec"]["containers"] = _pause("3.10.1")
+        deleting.append(m)
+    return (
+        [*(node_default(i) for i in range(nodes)), *deleting],
+        [],
+        [light_pod(f"light-pod-{i}") for i in range(pods)],
+    )
+
+
+MOON_ZONES = ("moon-1", "moon-2", "moon-3")
+
+
+def _moon_nodes(nodes: int) -> list[Manifest]:
+    """node-default.yaml with labelNodePrepareStrategy's zone label, the three values in
+    turn."""
+    node_ms = [node_default(i) for i in range(nodes)]
+    for i, m in enumerate(node_ms):
+        m["metadata"]["labels"]["topology.kubernetes.io/zone"] = MOON_ZONES[i % len(MOON_ZONES)]
+    return node_ms
+
+
+def preferred_topology_spreading(nodes: int, pods: int, init_pods: int) -> _Result:
+    """topology_spreading/'s PreferredTopologySpreading: moon zones, plain init pods,
+    measured pod-with-preferred-topology-spreading.yaml (maxSkew 5 on the zone,
+    ScheduleAnyway, over color=blue; pause 3.10.2, 100m/500Mi)."""
+    spread = [
+        {
+            "maxSkew": 5,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+    ]
+
+    def pod(i: int) -> Manifest:
+        m = pod_default(f"spreading-pod-{i}", "sched-1", topologySpreadConstraints=spread)
+        m["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.10.2"
+        m["metadata"]["labels"] = {"color": "blue"}
+        return m
+
+    return (
+        _moon_nodes(nodes),
+        [pod_default(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
+        [pod(i) for i in range(pods)],
+    )
+
+
+def default_topology_spreading(nodes: int, pods: int, init_pods: int) -> _Result:
+    """topology_spreading/'s DefaultTopologySpreading: moon zones, a Service (service.yaml)
+    selecting app=scheduler-perf in the measured namespace, plain init pods, measured
+    pod-with-label.yaml (app=scheduler-perf, no requests): PodTopologySpread's default
+    constraints take their selector from the Service."""
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "service-0", "namespace": "sched-1"},
+        "spec": {
+            "selector": {"app": "scheduler-perf"},
+            "ports": [{"protocol": "TCP", "port": 80, "targetPort": 8000}],
+        },
+    }
+
+    def pod(i: int) -> Manifest:
+        m = pod_default(f"pod-{i}", "sched-1")
+        m["metadata"]["labels"] = {"app": "scheduler-perf"}
+        m["spec"]["containers"] = _pause("3.10.1")
+        return m
+
+    return (
+        [svc, *_moon_nodes(nodes)],
+        [pod_default(f"init-pod-{i}", "sched-0") for i in range(init_pods)],
+        [pod(i) for i in range(pods)],
+    )
+
+
+BATCH_SIZE = 10  # the first of upstream's performance variants (20000Nodes_20000Pods_10BatchSize)
+
+UPSTREAM_WORKLOADS: dict[str, UpstreamWorkload] = {
+    # misc/'s 5000Nodes_50000Pods (SchedulerAsyncAPICalls off, as its config says)
+    "SchedulingBasic_50000Pods": UpstreamWorkload(
+        scheduling_basic, ("SchedulerAsyncAPICalls=false",)
+    ),
+    "HostPortConflict": UpstreamWorkload(
+        batching(hostport_pod, BATCH_SIZE), ("OpportunisticBatching",), NO_TOPOLOGY_CONFIG
+    ),
+    "HostPortConflict_OpportunisticBatchingDisabled": UpstreamWorkload(
+        batching(hostport_pod, 1), ("OpportunisticBatching=false",), NO_TOPOLOGY_CONFIG
+    ),
+    "ResourceSaturation": UpstreamWorkload(
+        batching(saturation_pod, BATCH_SIZE), ("OpportunisticBatching",), NO_TOPOLOGY_CONFIG
+    ),
+    "ResourceSaturation_OpportunisticBatchingDisabled": UpstreamWorkload(
+        batching(saturation_pod, 1), ("OpportunisticBatching=false",), NO_TOPOLOGY_CONFIG
+    ),
+    "SchedulingWithExtendedResource": UpstreamWorkload(
+        scheduling_with_extended_resource, ("DynamicResourceAllocation", "DRAExtendedResource")
+    ),
+    "SchedulingWhileGated": UpstreamWorkload(scheduling_while_gated),
+    "SchedulingDeletedPodsWithFinalizers": UpstreamWorkload(
+        scheduling_deleted_pods_with_finalizers
+    ),
+    "PreferredTopologySpreading": UpstreamWorkload(preferred_topology_spreading),
+    "DefaultTopologySpreading": UpstreamWorkload(default_topology_spreading),
+}
+
+
 WORKLOADS: dict[str, Workload] = {
     "SchedulingBasic": scheduling_basic,
     "SchedulingPodAffinity": scheduling_pod_affinity,
@@ -380,6 +646,7 @@ WORKLOADS: dict[str, Workload] = {
     "SchedulingDaemonset": scheduling_daemonset,
     "SchedulingWithResourceClaimTemplate": scheduling_with_resource_claim_template,
 }
+WORKLOADS.update(UPSTREAM_WORKLOADS)
 
 
 # ---- pod groups (scheduler_perf's podgroup/{basicscheduling,gangscheduling,tas}) --------------
@@ -490,9 +757,17 @@ class PodGroupWorkload:
 
 
 def feature_gates_of(workload: str) -> tuple[str, ...]:
-    """The feature gates ``workload`` needs on (on the API server and the schedulers)."""
+    """The feature gates ``workload``'s config sets (on the API server and the
+    schedulers): ``Name`` for on, ``Name=false`` for off (``gate_setting``)."""
     wl = WORKLOADS.get(workload)
-    return wl.feature_gates if isinstance(wl, PodGroupWorkload) else ()
+    return wl.feature_gates if isinstance(wl, PodGroupWorkload | UpstreamWorkload) else ()
+
+
+def scheduler_config_of(workload: str) -> Manifest | None:
+    """The KubeSchedulerConfiguration ``workload``'s scheduler_perf config runs with, if
+    not the default one."""
+    wl = WORKLOADS.get(workload)
+    return wl.scheduler_config if isinstance(wl, UpstreamWorkload) else None
 
 
 def groups_of(measured: list[Manifest]) -> dict[str, str]:
