@@ -4,16 +4,24 @@ probes, env, owner references), served by the in-process test API server.
 
 Not a test: prints the time to ready and the daemon's RSS and peak RSS once synced.
 Run: ``NODES=5000 PODS=50000 python bench/daemon_rss.py`` (about 3 minutes on 2 cores).
+``WHERE=FILE``: the daemon runs under tracemalloc and, once synced, writes to FILE where
+its memory is: the top allocation sites, and the live objects' count and (shallow) size
+by type; tracemalloc's own cost makes that run's RSS higher than a plain one's.
 """
 
+import collections
+import gc
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+import msgspec
 
 from ksched.testing.apiserver import TestAPIServer
 
@@ -325,6 +333,62 @@ def _status_mb(pid: int, key: str) -> float:
         return int(f.read().split(key + ":")[1].split()[0]) / 1024
 
 
+def where(out: str) -> None:
+    """Write the top allocation sites and the live objects by type to ``out``."""
+    import tracemalloc
+
+    snap = tracemalloc.take_snapshot()
+    tracemalloc.stop()  # the census below need not be traced (much faster)
+    lines = [f"traced {sum(s.size for s in snap.statistics('filename')) / 1e6:.0f} MB"]
+    lines += ["", "top files:"]
+    lines += [str(s) for s in snap.statistics("filename")[:15]]
+    lines += ["", "top lines:"]
+    lines += [str(s) for s in snap.statistics("lineno")[:40]]
+    del snap  # its traces would count as live tuples
+    gc.unfreeze()  # the daemon froze what it synced; get_objects leaves frozen ones out
+    count: collections.Counter[str] = collections.Counter()
+    size: collections.Counter[str] = collections.Counter()
+    # everything reachable from the gc-tracked objects: msgspec Structs (often untracked,
+    # gc=False) by their fields, containers by their items, the rest as gc sees them
+    seen: set[int] = set()
+    todo = list(gc.get_objects())
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        t = type(x)
+        count[t.__qualname__] += 1
+        # msgspec.Raw's __sizeof__ is garbage: its length (the bytes it keeps) instead
+        size[t.__qualname__] += len(x) if t is msgspec.Raw else sys.getsizeof(x)
+        if isinstance(x, type | str | bytes | int | float):
+            continue
+        fields = getattr(t, "__struct_fields__", None)
+        if fields is not None:
+            todo.extend(getattr(x, f) for f in fields)
+        elif isinstance(x, dict):
+            todo.extend(x.keys())
+            todo.extend(x.values())
+        else:
+            todo.extend(gc.get_referents(x))
+    lines += ["", "live objects by type (count, shallow MB):"]
+    lines += [f"{t:40} {count[t]:>10} {size[t] / 1e6:>9.1f}" for t, _ in size.most_common(40)]
+    with open(out + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(out + ".tmp", out)  # whole, once there
+
+
+def daemon(argv: list[str]) -> None:
+    """``ksched run`` under tracemalloc, writing ``where`` to $WHERE on SIGUSR1."""
+    import tracemalloc
+
+    tracemalloc.start()
+    signal.signal(signal.SIGUSR1, lambda *_: where(os.environ["WHERE"]))
+    from ksched.cli import main as ksched_main
+
+    sys.exit(ksched_main(argv))
+
+
 def main() -> None:
     nodes, pods = int(os.environ.get("NODES", 5000)), int(os.environ.get("PODS", 50000))
     srv = TestAPIServer("127.0.0.1", 0, history=10)
@@ -345,7 +409,9 @@ def main() -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        cmd = [sys.executable, "-m", "ksched", "run", "--kubeconfig", str(kubeconfig)]
+        traced = os.environ.get("WHERE")
+        run = [__file__, "--daemon"] if traced else ["-m", "ksched"]
+        cmd = [sys.executable, *run, "run", "--kubeconfig", str(kubeconfig)]
         cmd += ["--no-leader-elect", "--secure-port", "0", "--port", str(port)]
         with open(os.path.join(d, "log"), "w") as log:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
@@ -364,10 +430,18 @@ def main() -> None:
             time.sleep(5)
             rss, peak = _status_mb(proc.pid, "VmRSS"), _status_mb(proc.pid, "VmHWM")
             print(f"RSS {rss:.0f} MB, peak {peak:.0f} MB", flush=True)
+            if traced:
+                os.kill(proc.pid, signal.SIGUSR1)
+                while not os.path.exists(traced):
+                    time.sleep(1)
+                print(f"where the memory is: {traced}", flush=True)
         finally:
             proc.terminate()
             proc.wait()
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--daemon"]:
+        daemon(sys.argv[2:])
+    else:
+        main()
