@@ -352,6 +352,8 @@ def where(out: str) -> None:
     # gc=False) by their fields, containers by their items, the rest as gc sees them
     seen: set[int] = set()
     todo = list(gc.get_objects())
+    # not this census's own structures (nor, through them, the ids it collects)
+    seen.update((id(seen), id(todo), id(count), id(size)))
     while todo:
         x = todo.pop()
         if id(x) in seen:
