@@ -379,3 +379,52 @@ def test_every_new_workload_end_to_end_for_every_contestant() -> None:
         for c, r in w["results"].items():
             assert "error" not in r, (w["name"], c, r)
             assert r["scheduled"] == 3, (w["name"], c, r)
+
+
+def test_watch_lists_again_when_the_api_server_says_too_many_requests() -> None:
+    """At 15,000 nodes the harness's re-list met a 429; it must retry, not end the run."""
+    import aiohttp
+
+    from ksched.bench.real import _Binds, _watch
+
+    class Lines:
+        async def readline(self) -> bytes:
+            await anyio.sleep(0.01)  # as the network would, yield
+            return b""  # the watch ends: list again
+
+    class Response:
+        content = Lines()
+
+        async def __aenter__(self) -> Response:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+    class Session:
+        def get(self, *a: Any, **kw: Any) -> Response:
+            return Response()
+
+    class API:
+        url = ""
+        session = Session()
+        lists = 0
+
+        async def get(self, path: str) -> dict[str, Any]:
+            self.lists += 1
+            if self.lists == 1:
+                raise aiohttp.ClientResponseError(None, (), status=429)  # type: ignore[arg-type]
+            pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}}
+            return {"items": [pod], "metadata": {"resourceVersion": "1"}}
+
+    api, binds = API(), _Binds(1)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch, api, binds)
+            with anyio.fail_after(5):
+                await binds.done.wait()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert api.lists >= 2 and set(binds.bound) == {"p"}

@@ -461,11 +461,19 @@ class _Binds:
 
 
 async def _watch(api: _API, binds: _Binds) -> None:
-    """List then watch the measured namespace until cancelled (re-listing if it ends)."""
+    """List then watch the measured namespace until cancelled (re-listing if it ends). A
+    re-list the API server turns away (429: its in-flight limit, reached at 15,000 nodes
+    on a loaded machine) is tried again a second later rather than ending the run."""
     assert api.session is not None
     path = f"/api/v1/namespaces/{MEASURED_NS}/pods"
     while True:
-        listed = await api.get(path)
+        try:
+            listed = await api.get(path)
+        except aiohttp.ClientResponseError as e:
+            if e.status != 429:
+                raise
+            await anyio.sleep(1.0)
+            continue
         for p in listed.get("items") or []:
             binds.see(p)
         rv = listed["metadata"]["resourceVersion"]
