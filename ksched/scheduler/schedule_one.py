@@ -80,6 +80,7 @@ __all__ = [
     "scheduling_cycle",
     "scheduling_cycle_async",
     "select_host",
+    "skip_pod_schedule",
     "unreserve_and_forget",
 ]
 
@@ -97,10 +98,32 @@ class _CycleError(Exception):
 
 
 # == scheduleOne ===========================================================================
+def skip_pod_schedule(sched: Scheduler, fw: Framework, pod: PodInfo) -> bool:
+    """``skipPodSchedule``: a pod being deleted (told so by a FailedScheduling event), or
+    one assumed already (an update requeued it while it was in flight), leaves the queue
+    without a cycle."""
+    if pod.pod.metadata.deletion_timestamp is not None:
+        fw.handle.recorder.event(
+            pod,
+            "Warning",
+            "FailedScheduling",
+            "Scheduling",
+            f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
+        )
+        sched.queue.done(pod)
+        return True
+    if sched.cache.is_assumed(pod):
+        sched.queue.done(pod)
+        return True
+    return False
+
+
 async def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, tg: anyio.abc.TaskGroup) -> None:
     """One scheduling cycle now; the binding cycle is started in ``tg``."""
     fw = sched.frameworks[qpi.profile]
     pod = qpi.pod_info
+    if skip_pod_schedule(sched, fw, pod):
+        return
     state = CycleState()
     m = sched.metrics
     if m is not None:

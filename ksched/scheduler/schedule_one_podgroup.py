@@ -66,6 +66,7 @@ from .schedule_one import (
     handle_scheduling_failure,
     prepare_for_binding,
     scheduling_algorithm,
+    skip_pod_schedule,
     unreserve_and_forget,
 )
 
@@ -262,22 +263,7 @@ def validate_pod_group(sched: Scheduler, group: QueuedPodGroupInfo) -> str | Non
 def _skip_members(sched: Scheduler, fw: Framework, group: QueuedPodGroupInfo) -> None:
     """``skipPodGroupPodSchedule``: members being deleted, or assumed already (an update
     requeued them while they were in flight), leave this attempt."""
-    kept = []
-    for qpi in group.members:
-        pod = qpi.pod_info
-        if pod.pod.metadata.deletion_timestamp is not None:
-            fw.handle.recorder.event(
-                pod,
-                "Warning",
-                "FailedScheduling",
-                "Scheduling",
-                f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
-            )
-            sched.queue.done(pod)
-        elif sched.cache.is_assumed(pod):
-            sched.queue.done(pod)
-        else:
-            kept.append(qpi)
+    kept = [qpi for qpi in group.members if not skip_pod_schedule(sched, fw, qpi.pod_info)]
     if len(kept) != len(group.members):
         group.members = kept
         group.info.unscheduled_pods = [q.pod_info for q in kept]
