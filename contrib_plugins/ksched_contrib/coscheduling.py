@@ -97,22 +97,27 @@ def _in_group(pod: PodInfo, pg: PodGroup) -> bool:
     return pod.namespace == pg.namespace and pod.labels.get(POD_GROUP_LABEL) == pg.name
 
 
-class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlugin, ReservePlugin):
+class CoschedulingArgs(PluginArgs):
+    """``CoschedulingArgs`` (scheduler-plugins config v1)."""
+
+    permit_waiting_time_seconds: Annotated[int, Meta(ge=1)] = DEFAULT_PERMIT_WAITING_TIME_SECONDS
+    pod_group_backoff_seconds: Annotated[int, Meta(ge=0)] = 0
+
+
+class Coscheduling(
+    QueueSortPlugin[CoschedulingArgs],
+    PreFilterPlugin[CoschedulingArgs],
+    PostFilterPlugin[CoschedulingArgs],
+    PermitPlugin[CoschedulingArgs],
+    ReservePlugin[CoschedulingArgs],
+):
     name = NAME
     # ksched run: a PodGroup informer fills handle.listers["podgroups"] and reports changes.
     watch_resources: ClassVar[Sequence[WatchedResource]] = (
         WatchedResource(PODGROUPS_PATH, PODGROUPS_LISTER, PODGROUP_RESOURCE),
     )
 
-    class Args(PluginArgs):
-        """``CoschedulingArgs`` (scheduler-plugins config v1)."""
-
-        permit_waiting_time_seconds: Annotated[int, Meta(ge=1)] = (
-            DEFAULT_PERMIT_WAITING_TIME_SECONDS
-        )
-        pod_group_backoff_seconds: Annotated[int, Meta(ge=0)] = 0
-
-    args: Args
+    Args = CoschedulingArgs
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle if handle is not None else Handle())

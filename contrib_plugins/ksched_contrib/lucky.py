@@ -40,13 +40,14 @@ class _Draws:
     scores: dict[str, int] = field(default_factory=dict)
 
 
-class Lucky(FilterPlugin, ScorePlugin):
+class LuckyArgs(PluginArgs):
+    seed: int | None = None
+
+
+class Lucky(FilterPlugin[LuckyArgs], ScorePlugin[LuckyArgs]):
     name = NAME
 
-    class Args(PluginArgs):
-        seed: int | None = None
-
-    args: Args
+    Args = LuckyArgs
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

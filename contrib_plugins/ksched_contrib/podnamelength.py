@@ -28,13 +28,14 @@ __all__ = ["PodNameLength"]
 NAME = "PodNameLength"
 
 
-class PodNameLength(FilterPlugin):
+class PodNameLengthArgs(PluginArgs):
+    max_name_length: Annotated[int, Meta(ge=0)] = 4
+
+
+class PodNameLength(FilterPlugin[PodNameLengthArgs]):
     name = NAME
 
-    class Args(PluginArgs):
-        max_name_length: Annotated[int, Meta(ge=0)] = 4
-
-    args: Args
+    Args = PodNameLengthArgs
 
     @property
     def max_name_length(self) -> int:

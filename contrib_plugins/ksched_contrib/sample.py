@@ -29,17 +29,18 @@ NAME = "Sample"
 log = structlog.get_logger("ksched_contrib.sample")
 
 
-class Sample(PreFilterPlugin, FilterPlugin, PreBindPlugin):
+class SampleArgs(PluginArgs, rename=None):
+    """The KEP's example args, whose wire names are snake_case."""
+
+    favorite_color: str = ""
+    favorite_number: int = 0
+    thanks_to: str = ""
+
+
+class Sample(PreFilterPlugin[SampleArgs], FilterPlugin[SampleArgs], PreBindPlugin[SampleArgs]):
     name = NAME
 
-    class Args(PluginArgs, rename=None):
-        """The KEP's example args, whose wire names are snake_case."""
-
-        favorite_color: str = ""
-        favorite_number: int = 0
-        thanks_to: str = ""
-
-    args: Args
+    Args = SampleArgs
 
     def _log(self, point: str, pod: PodInfo, node: str | None) -> None:
         fw = self.handle.framework if self.handle is not None else None

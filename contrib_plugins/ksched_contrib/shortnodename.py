@@ -6,7 +6,16 @@ scoring: a raw per-node score and a rescale of all scores to 0..100.
 
 from __future__ import annotations
 
-from ksched import MAX_NODE_SCORE, CycleState, IntArray, NodeInfo, PodInfo, ScorePlugin, Status
+from ksched import (
+    MAX_NODE_SCORE,
+    CycleState,
+    IntArray,
+    NoArgs,
+    NodeInfo,
+    PodInfo,
+    ScorePlugin,
+    Status,
+)
 
 __all__ = ["BASE", "ShortNodeName"]
 
@@ -15,7 +24,7 @@ NAME = "ShortNodeName"
 BASE = 20
 
 
-class ShortNodeName(ScorePlugin):
+class ShortNodeName(ScorePlugin[NoArgs]):
     name = NAME
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:

@@ -70,7 +70,7 @@ from ..api.objects import (
 from ..cache import Cache, CacheError
 from ..framework.cycle_state import CycleState
 from ..framework.deadline import DEFAULT_PLUGIN_TIMEOUT, PluginTimeout, SyncDeadline
-from ..framework.handle import ClusterClient, NullCluster
+from ..framework.handle import NullCluster
 from ..framework.interface import MAX_NODE_SCORE
 from ..framework.registry import Registry
 from ..framework.runtime import PREFILTER_NARROWED_KEY, Framework
@@ -78,7 +78,7 @@ from ..framework.snapshot import NodeInfoView, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
 from ..metrics import SchedulerRegistry
-from ..profile import build_frameworks
+from ..profile import SchedulerCluster, build_frameworks
 from ..util.errors import KschedError
 from ..util.httpserver import (
     Limits,
@@ -251,13 +251,13 @@ class ExtenderServer:
         registry: Registry,
         *,
         profile: str | None = None,
-        cluster: ClusterClient | None = None,
+        cluster: SchedulerCluster | None = None,
         stateful: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT,
         max_nodes: int = DEFAULT_MAX_NODES,
     ) -> None:
-        self.cluster: ClusterClient = cluster if cluster is not None else NullCluster()
+        self.cluster: SchedulerCluster = cluster if cluster is not None else NullCluster()
         self.can_bind = cluster is not None
         self._config, self._registry = config, registry
         name = profile or config.profiles[0].scheduler_name

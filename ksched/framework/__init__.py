@@ -1,6 +1,6 @@
 """The scheduling framework: extension points, statuses, state, and the runtime."""
 
-from .args import ArgsErrors, Duration, Int32, PluginArgs, PluginArgsError
+from .args import ArgsErrors, Duration, Int32, NoArgs, PluginArgs, PluginArgsError
 from .cycle_state import CycleState, StateData
 from .diagnosis import Diagnosis, FitError
 from .events import ActionType, EventResource
@@ -77,6 +77,7 @@ __all__ = [
     "ImageStateSummary",
     "Int32",
     "InvalidObjectError",
+    "NoArgs",
     "NodeInfo",
     "NodeToStatus",
     "PermitPlugin",

@@ -37,7 +37,7 @@ import copy
 import functools
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Final, Self
+from typing import Annotated, Any, ClassVar, Final, Self, TypeAlias
 
 import msgspec
 import msgspec.inspect as mi
@@ -52,6 +52,7 @@ __all__ = [
     "Duration",
     "Int32",
     "KubeArgs",
+    "NoArgs",
     "PluginArgs",
     "PluginArgsError",
     "got",
@@ -61,6 +62,10 @@ __all__ = [
 Int32 = Annotated[int, msgspec.Meta(extra={"bits": 32})]
 Duration = Annotated[float, msgspec.Meta(extra={"duration": True})]
 EMPTY_IS_DEFAULT: Final = msgspec.Meta(extra={"empty_is_default": True})
+
+# The args of a plugin without an ``Args`` class: its pluginConfig dict as given (unread),
+# or None when it is made directly.
+NoArgs: TypeAlias = Mapping[str, Any] | None
 
 _BOUNDS = {32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}
 _BAD: Any = object()  # a value that failed to decode (its problem is already recorded)

@@ -2,39 +2,50 @@
 
 Plugins touch the cluster only through this: the snapshot of the current cycle,
 the pods waiting at Permit, an event recorder, the clock, the configured extenders, the
-informer-backed ``listers``, ``activate`` (pods back to the active queue), and a
-``ClusterClient`` that the daemon, the extender server and ``ksched simulate`` each
-implement — so one plugin runs unchanged in all three.
+informer-backed ``listers``, ``activate`` (pods back to the active queue), the scheduler's
+random source, nominated pods and preemptions in flight, and a ``ClusterClient`` that the
+daemon, the extender server and ``ksched simulate`` each implement — so one plugin runs
+unchanged in all three.
+
+The framework declares here what it needs of the rest of ksched as protocols (the
+extenders, the core pod writes, the framework running plugins), so it imports nothing
+above it: ``extender``, ``scheduler`` and ``queue`` satisfy them structurally. Writes only
+one plugin makes (VolumeBinding's PersistentVolume updates, DynamicResources' claims) are
+declared by that plugin's package, and every ``ClusterClient`` implementation offers them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable
+import random
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
 from ..api.resource import ResourceClaim
 from ..features import FeatureGates, default_feature_gates
 from ..util.clock import Clock, RealClock
 from ..util.errors import KschedError
+from .cycle_state import CycleState
 from .listers import Listers
+from .podgroup import PodGroupManager
+from .preemption import PreemptionInFlight, Victims
+from .recorder import FrameworkRecorder
 from .snapshot import Snapshot
-from .types import PodInfo
+from .status import Status
+from .types import NodeInfo, PodInfo
 from .waiting_pods import WaitingPods
-
-if TYPE_CHECKING:
-    from ..extender.client import ExtenderSet
-    from .podgroup import PodGroupManager
-    from .runtime import Framework
 
 __all__ = [
     "BindError",
     "ClusterClient",
     "ConflictError",
     "EventRecorder",
+    "Extenders",
     "Handle",
+    "NominatedPods",
     "NullCluster",
+    "PluginsRunner",
     "PodActivator",
     "RecordedEvent",
     "RecordingEventRecorder",
@@ -57,6 +68,12 @@ class ConflictError(BindError):
 
 
 class ClusterClient(Protocol):
+    """The core pod writes (and reads) the scheduler makes: bind, preempt, nominate.
+
+    The writes of one plugin are that plugin's protocol (``VolumeBinding``'s
+    ``VolumeWriter``, ``DynamicResources``' ``ClaimWriter``); the daemon's, the simulator's
+    and ``NullCluster`` implement those too, so a ``ClusterClient`` here reaches them."""
+
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         """Assign ``pod`` to ``node_name``; raise ``BindError``."""
 
@@ -70,46 +87,6 @@ class ClusterClient(Protocol):
 
     async def get_object(self, api_path: str) -> dict[str, Any] | None:
         """GET an arbitrary object by API path (e.g. a PodGroup); None when absent."""
-
-    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
-        """Write ``pv``'s claimRef and annotations, only if its resourceVersion is still the
-        stored one (VolumeBinding's prebinding); return the stored PV. Raise ``BindError``."""
-
-    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim | None:
-        """The claim as stored now (DynamicResources' read after a conflict)."""
-
-    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        """Write the claim's finalizers if its resourceVersion is still the stored one;
-        ``ConflictError`` if not, ``BindError`` for other failures."""
-
-    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
-        """Write the claim's status (allocation, reservedFor, devices) if its
-        resourceVersion is still the stored one; ``ConflictError`` if not."""
-
-    async def patch_resource_claim_status(
-        self, namespace: str, name: str, patch: dict[str, Any]
-    ) -> None:
-        """A strategic merge patch of the claim's status (Unreserve drops one reservedFor
-        entry by uid without the latest claim)."""
-
-    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        """Create ``claim`` (named from ``metadata.generateName``): the claim for DRA-backed
-        extended resources; return the stored claim. Raise ``BindError``."""
-
-    async def delete_resource_claim(self, namespace: str, name: str) -> None:
-        """Delete a claim (already gone is fine). Raise ``BindError``."""
-
-    async def set_extended_resource_claim_status(
-        self, pod: PodInfo, status: dict[str, Any]
-    ) -> None:
-        """Write the pod's ``status.extendedResourceClaimStatus``. Raise ``BindError``."""
-
-    async def update_persistent_volume_claim(
-        self, pvc: PersistentVolumeClaim
-    ) -> PersistentVolumeClaim:
-        """Write ``pvc``'s annotations (the selected node that triggers provisioning), only
-        if its resourceVersion is still the stored one; return the stored PVC. Raise
-        ``BindError``."""
 
 
 class NullCluster:
@@ -194,8 +171,80 @@ class PodActivator(Protocol):
     def activate(self, pods: Iterable[PodInfo]) -> None: ...
 
 
+class NominatedPods(Protocol):
+    """What preemption reads of the queue's nominator (``queue.nominator.Nominator``)."""
+
+    def pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def __len__(self) -> int: ...
+
+
+class Extenders(Protocol):
+    """The configured HTTP extenders as plugins use them (upstream ``Handle.Extenders``;
+    ``extender.client.ExtenderSet``): preemption passes its candidates through those with
+    a preemptVerb."""
+
+    def preempts_for(self, pod: PodInfo) -> bool:
+        """Whether ``process_preemption`` would call any extender for ``pod``."""
+        ...
+
+    async def process_preemption(
+        self, pod: PodInfo, victims: Mapping[str, Victims], snapshot: Snapshot
+    ) -> tuple[dict[str, Victims], Status]:
+        """The candidates (and victims) every interested extender agrees with, in turn;
+        an Error status when a non-ignorable one fails."""
+        ...
+
+
+class PluginsRunner(Protocol):
+    """What plugins run of their own profile's framework (upstream's ``PluginsRunner`` that
+    ``Handle`` embeds; ``runtime.Framework``): preemption's dry runs and a pod group's
+    reservations."""
+
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def recorder(self) -> FrameworkRecorder: ...
+
+    @property
+    def pre_filter_plugins(self) -> Sequence[Any]: ...
+
+    @property
+    def filter_plugins(self) -> Sequence[Any]: ...
+
+    def run_filter_plugins(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo] = ()
+    ) -> Status: ...
+
+    def run_filter_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo]
+    ) -> Status: ...
+
+    def run_pre_filter_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    def run_pre_filter_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+def _fixed_seed() -> random.Random:
+    return random.Random(0)
+
+
 @dataclass
 class Handle:
+    """Built once per profile, with every field it will have (the scheduler's queue,
+    cache, random source and preemptions in flight, the extenders); ``framework`` is
+    the profile's framework that receives it, and ``spawn`` the scheduler's task group
+    while it runs."""
+
     cluster: ClusterClient = field(default_factory=NullCluster)
     recorder: EventRecorder = field(default_factory=RecordingEventRecorder)
     clock: Clock = field(default_factory=RealClock)
@@ -208,19 +257,19 @@ class Handle:
     snapshot: Snapshot = field(default_factory=Snapshot)
     parallelism: int = 16
     # Set by the runtime once the profile's framework exists (PluginsRunner role).
-    framework: Framework | None = None
+    framework: PluginsRunner | None = None
     # Informer-backed stores by named key (``Listers.SERVICES``, ``listers.services``);
     # a plain dict given here is wrapped.
     listers: Listers = field(default_factory=Listers)
     # The configured HTTP extenders (upstream ``Handle.Extenders``); None without any.
     # Preemption passes its candidates through those with a preemptVerb.
-    extenders: ExtenderSet | None = None
+    extenders: Extenders | None = None
     # Starts async work in the scheduler's task group (set while it runs): API calls of
     # synchronous extension points (DynamicResources' Unreserve and PostFilter). None:
     # such calls run at once and must not suspend (simulate's in-memory cluster).
     spawn: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None] | None = None
-    # The scheduling queue ``activate`` hands pods to (the Scheduler sets it, in the daemon
-    # and in ``ksched simulate``); None behind the extender server, see ``activate``.
+    # The scheduling queue ``activate`` hands pods to (the Scheduler's, in the daemon and
+    # in ``ksched simulate``); None behind the extender server, see ``activate``.
     activator: PodActivator | None = None
     # The effective feature gates (upstream's ``feature.Features`` handed to every plugin
     # factory): ``handle.features.enabled("SchedulerQueueingHints")``. Frozen; one per
@@ -229,6 +278,14 @@ class Handle:
     # Pod groups' live states and PodGroups (upstream's ``Handle.PodGroupManager()``): the
     # scheduler's cache; None without one. A cycle's view is ``snapshot.pod_group_state``.
     pod_group_manager: PodGroupManager | None = None
+    # The scheduler's seeded random source (preemption's candidate offset, as the
+    # scheduler's tie-breaks draw from it); a fixed seed without a scheduler.
+    rng: random.Random = field(default_factory=_fixed_seed)
+    # The queue's nominated pods (upstream's ``PodNominator``); None without a queue.
+    nominator: NominatedPods | None = None
+    # Preemptor key (uid, else ns/name; a PodGroup's uid) -> its evictions in flight,
+    # the scheduler's: DefaultPreemption's PreEnqueue holds those preemptors back.
+    preempting: Mapping[str, PreemptionInFlight] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.listers, Listers):

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol
 
 import numpy as np
+from typing_extensions import TypeVar
 
 from .args import PluginArgs
 from .cycle_state import CycleState
@@ -45,6 +46,7 @@ from .podgroup import (
     PodGroupInfo,
     PodGroupPostFilterResult,
 )
+from .preemption import Victims
 from .snapshot import BoolArray, IntArray, Snapshot
 from .status import Code, Status
 from .types import NodeInfo, PodInfo
@@ -59,6 +61,7 @@ __all__ = [
     "NOT_SIGNABLE",
     "PER_CYCLE",
     "POINTS",
+    "ArgsT",
     "BindPlugin",
     "ClusterEvent",
     "ClusterEventWithHint",
@@ -125,9 +128,18 @@ class WatchedResource:
     event_resource: str
 
 
-class Plugin:
+# A plugin's args type: ``self.args`` of a ``Plugin[MyArgs]`` is a ``MyArgs``; a bare
+# ``Plugin`` (any plugin written before the parameter existed) has Any.
+ArgsT = TypeVar("ArgsT", default=Any)
+
+
+class Plugin(Generic[ArgsT]):
     """Base of all plugins. ``Args`` (optional, a ``PluginArgs``) declares the plugin's args,
-    which it finds decoded and validated in ``self.args``.
+    which it finds decoded and validated in ``self.args``. The extension-point bases take
+    that class as their type argument (``class Mine(FilterPlugin[MineArgs],
+    ScorePlugin[MineArgs])`` with ``Args = MineArgs``), so ``self.args`` has its type and
+    mypy catches a misspelt field; a bare base means Any. A plugin without args takes
+    ``NoArgs``.
 
     ``watch_resources``: custom collections the daemon must watch into ``handle.listers``
     for this plugin (see ``WatchedResource``).
@@ -154,7 +166,7 @@ class Plugin:
         args_type = getattr(type(self), "Args", None)
         if isinstance(args_type, type) and issubclass(args_type, PluginArgs):
             args = args_type.resolve(self.name or type(self).__name__, args)
-        self.args: Any = args
+        self.args: ArgsT = args
         self.handle = handle
 
 
@@ -173,15 +185,6 @@ class PreFilterResult:
         if self.node_names is None:
             return PreFilterResult(set(other.node_names))
         return PreFilterResult(self.node_names & other.node_names)
-
-
-@dataclass(slots=True)
-class Victims:
-    """``extenderv1.Victims``: pods to evict on one node (most important first) and how
-    many of them violate a PodDisruptionBudget. Preemption plugins and extenders share it."""
-
-    pods: list[PodInfo] = field(default_factory=list)
-    num_pdb_violations: int = 0
 
 
 @dataclass(slots=True)
@@ -222,7 +225,7 @@ class NodeToStatus:
         return len(self.statuses)
 
 
-class PreEnqueuePlugin(Plugin):
+class PreEnqueuePlugin(Plugin[ArgsT]):
     #: True when the verdict is the same for every member of one pod group (it reads the
     #: group's state, not the pod's): gating a group then asks the plugin once, not once
     #: per member, which keeps a 500-member gang's arrival linear (each member's arrival
@@ -233,7 +236,7 @@ class PreEnqueuePlugin(Plugin):
         raise NotImplementedError
 
 
-class QueueSortPlugin(Plugin):
+class QueueSortPlugin(Plugin[ArgsT]):
     """Implement ``sort_key`` (fast: a heap key) or ``less`` (upstream style)."""
 
     def less(self, a: Any, b: Any) -> bool:
@@ -249,7 +252,7 @@ class PreFilterExtensions(Protocol):
     ) -> Status | None: ...
 
 
-class PreFilterPlugin(Plugin):
+class PreFilterPlugin(Plugin[ArgsT]):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
@@ -259,7 +262,7 @@ class PreFilterPlugin(Plugin):
         return None
 
 
-class FilterPlugin(Plugin):
+class FilterPlugin(Plugin[ArgsT]):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         raise NotImplementedError
 
@@ -271,7 +274,7 @@ class FilterPlugin(Plugin):
     filter_with_added: ClassVar[Callable[..., Status | None] | None] = None
 
 
-class NodeOnlyFilter(FilterPlugin):
+class NodeOnlyFilter(FilterPlugin[ArgsT]):
     """A Filter plugin whose verdict reads the Node object alone, never the pods on it:
     pods added to or taken off a node (nominated pods, preemption's dry run) cannot
     change it. Only declare it where that holds."""
@@ -282,21 +285,21 @@ class NodeOnlyFilter(FilterPlugin):
         return self.filter(state, pod, node)
 
 
-class PostFilterPlugin(Plugin):
+class PostFilterPlugin(Plugin[ArgsT]):
     def post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
         raise NotImplementedError
 
 
-class PreScorePlugin(Plugin):
+class PreScorePlugin(Plugin[ArgsT]):
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
         raise NotImplementedError
 
 
-class ScorePlugin(Plugin):
+class ScorePlugin(Plugin[ArgsT]):
     """``score`` returns 0..100 after normalization; raise to fail the attempt."""
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
@@ -308,7 +311,7 @@ class ScorePlugin(Plugin):
     normalize_score: ClassVar[Callable[..., Status | None] | None] = None
 
 
-class ReservePlugin(Plugin):
+class ReservePlugin(Plugin[ArgsT]):
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         raise NotImplementedError
 
@@ -316,7 +319,7 @@ class ReservePlugin(Plugin):
         raise NotImplementedError
 
 
-class PermitPlugin(Plugin):
+class PermitPlugin(Plugin[ArgsT]):
     def permit(
         self, state: CycleState, pod: PodInfo, node_name: str
     ) -> tuple[Status | None, float]:
@@ -324,7 +327,7 @@ class PermitPlugin(Plugin):
         raise NotImplementedError
 
 
-class PreBindPlugin(Plugin):
+class PreBindPlugin(Plugin[ArgsT]):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         raise NotImplementedError
 
@@ -336,13 +339,13 @@ class PreBindPlugin(Plugin):
         return Status(Code.SKIP)
 
 
-class BindPlugin(Plugin):
+class BindPlugin(Plugin[ArgsT]):
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         """Return Skip to let the next bind plugin bind."""
         raise NotImplementedError
 
 
-class PostBindPlugin(Plugin):
+class PostBindPlugin(Plugin[ArgsT]):
     async def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         raise NotImplementedError
 
@@ -360,7 +363,7 @@ class PostBindPlugin(Plugin):
 PodGroupSchedulingFunc = Callable[[], tuple[PodGroupAssignments, Status | None]]
 
 
-class PlacementGeneratePlugin(Plugin):
+class PlacementGeneratePlugin(Plugin[ArgsT]):
     def generate_placements(
         self, state: CycleState, group: PodGroupInfo, parent: Placement
     ) -> tuple[GeneratePlacementsResult | None, Status | None]:
@@ -368,7 +371,7 @@ class PlacementGeneratePlugin(Plugin):
         raise NotImplementedError
 
 
-class PlacementFeasiblePlugin(Plugin):
+class PlacementFeasiblePlugin(Plugin[ArgsT]):
     def placement_feasible(
         self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress
     ) -> Status | None:
@@ -377,7 +380,7 @@ class PlacementFeasiblePlugin(Plugin):
         raise NotImplementedError
 
 
-class PlacementScorePlugin(Plugin):
+class PlacementScorePlugin(Plugin[ArgsT]):
     """``score_placement`` returns 0..100 after normalization (like Score); higher wins."""
 
     def score_placement(
@@ -392,7 +395,7 @@ class PlacementScorePlugin(Plugin):
     normalize_placement_score: ClassVar[Callable[..., Status | None] | None] = None
 
 
-class PodGroupPostFilterPlugin(Plugin):
+class PodGroupPostFilterPlugin(Plugin[ArgsT]):
     def pod_group_post_filter(
         self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
     ) -> tuple[PodGroupPostFilterResult | None, Status | None]:

@@ -13,28 +13,19 @@ revision, so whatever is derived from it cannot be cached.
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Mapping
-from typing import Any, Final, Generic, Protocol, TypeVar, overload
+from typing import Any, Final, Generic, TypeVar, overload
 
 from ..api import objects as o
 from ..api.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from ..api.workload import PodGroup
 from .types import PodInfo
 
-__all__ = ["Listers", "NominatedPods", "RevisionedStore"]
+__all__ = ["Listers", "RevisionedStore"]
 
 V = TypeVar("V")
 T = TypeVar("T")
-
-
-class NominatedPods(Protocol):
-    """What preemption reads of the queue's nominator (``queue.nominator.Nominator``)."""
-
-    def pods_for_node(self, node_name: str) -> list[PodInfo]: ...
-
-    def __len__(self) -> int: ...
 
 
 class _Entry(Generic[T]):
@@ -60,9 +51,10 @@ class Listers(dict[str, Any]):
     """The stores behind ``handle.listers``, keyed as the constants below.
 
     The daemon and ``ksched simulate`` fill ``PODS``, ``NAMESPACES`` and ``PDBS`` always,
-    the on-request ones when an enabled plugin names them in ``reads_listers``, and the
-    scheduler's own state (``NOMINATOR``, ``PREEMPTING``, ``RNG``) for preemption. Keys
-    are ``namespace/name`` (``name`` for cluster-scoped kinds).
+    and the on-request ones when an enabled plugin names them in ``reads_listers``. Keys
+    are ``namespace/name`` (``name`` for cluster-scoped kinds). The scheduler's own state
+    that preemption reads (nominated pods, preemptions in flight, the random source) is
+    not a lister: it is a field of ``Handle``.
     """
 
     # always there in the daemon and simulate
@@ -88,10 +80,6 @@ class Listers(dict[str, Any]):
     DEVICE_TAINT_RULES: Final = "devicetaintrules"  # with DRADeviceTaintRules on
     # with GenericWorkload (scheduling.k8s.io PodGroups; "podgroups" is Coscheduling's CRD)
     SCHEDULING_POD_GROUPS: Final = "scheduling.podgroups"
-    # the scheduler's state that preemption reads (not informers)
-    NOMINATOR: Final = "nominator"  # the queue's nominated pods
-    PREEMPTING: Final = "preempting"  # preemptor uid -> its eviction in flight
-    RNG: Final = "rng"  # the scheduler's seeded random source
 
     pods = _Entry[Mapping[str, PodInfo]](PODS)
     namespaces = _Entry[Mapping[str, o.Namespace]](NAMESPACES)
@@ -115,9 +103,6 @@ class Listers(dict[str, Any]):
     device_classes = _Entry[Mapping[str, DeviceClass]](DEVICE_CLASSES)
     device_taint_rules = _Entry[Mapping[str, DeviceTaintRule]](DEVICE_TAINT_RULES)
     scheduling_pod_groups = _Entry[Mapping[str, PodGroup]](SCHEDULING_POD_GROUPS)
-    nominator = _Entry[NominatedPods](NOMINATOR)
-    preempting = _Entry[Mapping[str, object]](PREEMPTING)
-    rng = _Entry[random.Random](RNG)
 
     def store(self, key: str) -> Mapping[str, Any]:
         """``self[key]``, or an empty mapping when nobody fills it."""

@@ -1,6 +1,7 @@
 """What preempting a victim writes on it, shared by the scheduler (which marks victims
 before deleting them, as upstream's ``PreemptPod``) and DefaultPreemption (which reads
-the mark back to see a victim already on its way out)."""
+the mark back to see a victim already on its way out); the victims of one node, as
+preemption plugins and extenders exchange them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ __all__ = [
     "PREEMPTION_BY_SCHEDULER",
     "PodGroupPreemptor",
     "PreemptionInFlight",
+    "Victims",
     "pod_group_priority",
     "preemption_condition",
 ]
@@ -45,6 +47,15 @@ def preempted_for_pod_group(conditions: Sequence[PodCondition]) -> bool:
         and (c.message or "").endswith(f"a higher priority {POD_GROUP_PREEMPTOR}")
         for c in conditions
     )
+
+
+@dataclass(slots=True)
+class Victims:
+    """``extenderv1.Victims``: pods to evict on one node (most important first) and how
+    many of them violate a PodDisruptionBudget. Preemption plugins and extenders share it."""
+
+    pods: list[PodInfo] = field(default_factory=list)
+    num_pdb_violations: int = 0
 
 
 def preemption_condition(

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter as _perf
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import numpy as np
@@ -70,6 +70,56 @@ __all__ = [
 # CycleState key: the PreFilter plugins whose results narrowed the node set (for the
 # "node(s) didn't satisfy plugin(s) [...]" status of the nodes left out).
 PREFILTER_NARROWED_KEY = "ksched/prefilter-narrowed"
+
+
+class PluginRefConfig(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def weight(self) -> int | None: ...
+
+
+class PluginSetConfig(Protocol):
+    @property
+    def enabled(self) -> Sequence[PluginRefConfig]: ...
+
+    @property
+    def disabled(self) -> Sequence[PluginRefConfig]: ...
+
+
+class PluginsConfig(Protocol):
+    @property
+    def multi_point(self) -> PluginSetConfig: ...
+
+    def point(self, attr: str) -> PluginSetConfig:
+        """The plugin set of one extension point by attribute name (``pre_filter``)."""
+        ...
+
+
+class PluginConfigEntry(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Any] | None: ...
+
+
+class ProfileConfig(Protocol):
+    """What a framework reads of its profile (``config.Profile``): the framework declares
+    it so that it never imports the configuration, which imports the plugins."""
+
+    @property
+    def scheduler_name(self) -> str: ...
+
+    @property
+    def percentage_of_nodes_to_score(self) -> int | None: ...
+
+    @property
+    def plugins(self) -> PluginsConfig: ...
+
+    @property
+    def plugin_config(self) -> Sequence[PluginConfigEntry]: ...
 
 
 class FrameworkError(KschedError, ValueError):
@@ -160,7 +210,7 @@ def _int64(x: int) -> int:
 
 
 def _score_weights(
-    profile: str, instances: dict[str, Any], plugins: Any, point: str = "score"
+    profile: str, instances: dict[str, Any], plugins: PluginsConfig, point: str = "score"
 ) -> dict[str, int]:
     """Upstream ``getValidScoreWeights``: each Score (or PlacementScore, ``point``) plugin's
     weight (an explicit entry before its multiPoint one; 0 means 1), refusing a total that
@@ -242,7 +292,7 @@ class ScoreOutcome:
 class Framework:
     def __init__(
         self,
-        profile: Any,
+        profile: ProfileConfig,
         registry: Registry,
         handle: Handle | None = None,
         *,
@@ -265,7 +315,7 @@ class Framework:
         # 1. one instance per plugin named anywhere.
         wanted: list[str] = []
         for point in [*_POINT_ATTR.values(), "multi_point"]:  # multiPoint: config only
-            for ref in getattr(plugins, point).enabled:
+            for ref in plugins.point(point).enabled:
                 if ref.name not in wanted:
                     wanted.append(ref.name)
         self.plugins: dict[str, Any] = {}
@@ -290,7 +340,7 @@ class Framework:
         self._lists: dict[str, list[Any]] = {}
         for point, attr in _POINT_ATTR.items():
             lst = []
-            for ref in getattr(plugins, attr).enabled:
+            for ref in plugins.point(attr).enabled:
                 inst = self.plugins[ref.name]
                 if point not in extension_points_of(inst):
                     if ref.name in POINTS[point].in_tree:
@@ -443,9 +493,9 @@ class Framework:
                 f'profile "{self.profile_name}": plugin {spec.name}: args: {e}'
             ) from None
 
-    def _expand_multi_point(self, plugins: Any) -> None:
+    def _expand_multi_point(self, plugins: PluginsConfig) -> None:
         for point, attr in _POINT_ATTR.items():
-            pset = getattr(plugins, attr)
+            pset = plugins.point(attr)
             enabled = [r.name for r in pset.enabled]
             disabled = {r.name for r in pset.disabled}
             if "*" in disabled:

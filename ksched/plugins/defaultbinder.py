@@ -7,6 +7,7 @@ scheduler can tell retryable failures (5xx, timeouts) from final ones (409, 404)
 
 from __future__ import annotations
 
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.interface import BindPlugin
 from ..framework.status import Code, Status
@@ -16,7 +17,7 @@ from . import names
 __all__ = ["DefaultBinder"]
 
 
-class DefaultBinder(BindPlugin):
+class DefaultBinder(BindPlugin[NoArgs]):
     name = names.DEFAULT_BINDER
 
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

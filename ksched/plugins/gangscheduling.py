@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..api.workload import PodGroup
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
@@ -50,7 +51,9 @@ def _min_count(pg: PodGroup) -> int:
     return 1 if gang is None else gang.min_count
 
 
-class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin):
+class GangScheduling(
+    PreEnqueuePlugin[NoArgs], PermitPlugin[NoArgs], PlacementFeasiblePlugin[NoArgs]
+):
     name = names.GANG_SCHEDULING
     pre_enqueue_per_pod_group = True  # the PodGroup and its state, never the pod
 

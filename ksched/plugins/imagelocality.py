@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from ..api.quantity import saturate_int64, wrap_int64
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
 from ..framework.interface import ScorePlugin
 from ..framework.snapshot import IntArray, Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo
@@ -64,7 +66,7 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
     return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(ScorePlugin[NoArgs]):
     name = names.IMAGE_LOCALITY
 
     def sign_pod(self, pod: PodInfo) -> Any:
@@ -72,7 +74,7 @@ class ImageLocality(ScorePlugin):
         # rows whenever a node object changes (Snapshot.images_version).
         return self._images(pod)
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self._key = f"{self.name}#{id(self)}"
         # v1.37: image volumes count in the threshold (no gate)

@@ -33,6 +33,7 @@ from ..api.selectors import (
 from ..framework.args import ArgsErrors, KubeArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
+from ..framework.handle import Handle
 from ..framework.interface import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -251,7 +252,12 @@ def _compile_added(
 # ---- the plugin ---------------------------------------------------------------------------
 
 
-class NodeAffinity(PreFilterPlugin, NodeOnlyFilter, PreScorePlugin, ScorePlugin):
+class NodeAffinity(
+    PreFilterPlugin[NodeAffinityArgs],
+    NodeOnlyFilter[NodeAffinityArgs],
+    PreScorePlugin[NodeAffinityArgs],
+    ScorePlugin[NodeAffinityArgs],
+):
     name = names.NODE_AFFINITY
     Args = NodeAffinityArgs
     args: NodeAffinityArgs
@@ -261,7 +267,7 @@ class NodeAffinity(PreFilterPlugin, NodeOnlyFilter, PreScorePlugin, ScorePlugin)
         affinity = spec.affinity.node_affinity if spec.affinity is not None else None
         return spec_fragment(pod, "sign/nodeaffinity", spec.node_selector, affinity)
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         req, pref = _compile_added(self.args.added_affinity)
         self.added_node_selector: CompiledNodeSelector | None = req

@@ -18,8 +18,10 @@ import numpy as np
 
 from ..api.nodefeatures import infer_for_pod_scheduling
 from ..api.objects import Node
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
+from ..framework.handle import Handle
 from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -51,10 +53,10 @@ def pod_requirements(pod: PodInfo, release: tuple[int, int] = (1, 37)) -> int:
     return int(got)
 
 
-class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilter):
+class NodeDeclaredFeatures(PreFilterPlugin[NoArgs], NodeOnlyFilter[NoArgs]):
     name = names.NODE_DECLARED_FEATURES
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         # the component-helpers registry of the emulated release
         self.release = (1, 37) if gates_of(handle).at_least("1.37") else (1, 36)

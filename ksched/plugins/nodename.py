@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
+from ..framework.handle import Handle
 from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -38,10 +40,10 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return not wanted or wanted == node.name
 
 
-class NodeName(NodeOnlyFilter):
+class NodeName(NodeOnlyFilter[NoArgs]):
     name = names.NODE_NAME
 
-    def __new__(cls, args: Any = None, handle: Any = None) -> NodeName:
+    def __new__(cls, args: Any = None, handle: Handle | None = None) -> NodeName:
         if cls is NodeName and handle is not None and gates_of(handle).at_least("1.37"):
             cls = NodeNameWithPreFilter
         return super().__new__(cls)
@@ -69,7 +71,7 @@ class NodeName(NodeOnlyFilter):
         return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]
 
 
-class NodeNameWithPreFilter(NodeName, PreFilterPlugin):
+class NodeNameWithPreFilter(NodeName, PreFilterPlugin[NoArgs]):
     """v1.37's NodeName (``NodeName(args, handle)`` builds it at 1.37 and later)."""
 
     def pre_filter(

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..api.objects import ContainerPort
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
@@ -56,7 +57,7 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return fits_ports(pod_host_ports(pod), node.used_ports)
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin):
+class NodePorts(PreFilterPlugin[NoArgs], FilterPlugin[NoArgs]):
     name = names.NODE_PORTS
 
     def sign_pod(self, pod: PodInfo) -> Any:

@@ -13,8 +13,10 @@ import numpy as np
 
 from ..api.objects import Node, Taint
 from ..api.selectors import tolerations_tolerate_taint
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
+from ..framework.handle import Handle
 from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -46,10 +48,10 @@ def tolerates_unschedulable(pod: PodInfo, comparison: bool = False) -> bool:
     return bool(v)
 
 
-class NodeUnschedulable(NodeOnlyFilter):
+class NodeUnschedulable(NodeOnlyFilter[NoArgs]):
     name = names.NODE_UNSCHEDULABLE
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self.comparison_operators = comparison_operators(handle)
 

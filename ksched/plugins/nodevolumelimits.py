@@ -27,6 +27,7 @@ from typing import Any
 
 from ..api.objects import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, Pod
 from ..features import default_feature_gates
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
 from ..framework.handle import Handle
@@ -96,7 +97,7 @@ def _uses_claims(pod: Pod) -> bool:
     return any(v.persistent_volume_claim or v.ephemeral for v in pod.spec.volumes)
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
+class NodeVolumeLimits(PreFilterPlugin[NoArgs], FilterPlugin[NoArgs]):
     name = names.NODE_VOLUME_LIMITS
     reads_listers = frozenset(
         {

@@ -9,6 +9,7 @@ by the best count only, never by the gang's minCount, so a near miss scores near
 
 from __future__ import annotations
 
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, PlacementScorePlugin
 from ..framework.podgroup import PlacementScore, PodGroupAssignments, PodGroupInfo
@@ -21,7 +22,7 @@ __all__ = ["PodGroupPodsCount"]
 NO_PODS = "no pods from pod group are assigned to any of the candidate placements"
 
 
-class PodGroupPodsCount(PlacementScorePlugin):
+class PodGroupPodsCount(PlacementScorePlugin[NoArgs]):
     name = names.POD_GROUP_PODS_COUNT
 
     def score_placement(

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..framework.args import NoArgs
 from ..framework.interface import QueueSortPlugin
 from . import names
 
 __all__ = ["PrioritySort"]
 
 
-class PrioritySort(QueueSortPlugin):
+class PrioritySort(QueueSortPlugin[NoArgs]):
     name = names.PRIORITY_SORT
 
     def less(self, a: Any, b: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..framework.args import NoArgs
 from ..framework.events import ActionType, EventResource
 from ..framework.interface import ClusterEvent, ClusterEventWithHint, PreEnqueuePlugin, QueueingHint
 from ..framework.status import Code, Status
@@ -11,7 +12,7 @@ from . import names
 __all__ = ["SchedulingGates"]
 
 
-class SchedulingGates(PreEnqueuePlugin):
+class SchedulingGates(PreEnqueuePlugin[NoArgs]):
     name = names.SCHEDULING_GATES
 
     def pre_enqueue(self, pod: PodInfo) -> Status | None:

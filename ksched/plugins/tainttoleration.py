@@ -18,8 +18,10 @@ import numpy as np
 
 from ..api.objects import Node, Taint, Toleration
 from ..api.selectors import find_untolerated_taint, tolerations_tolerate_taint
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
+from ..framework.handle import Handle
 from ..framework.interface import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -111,13 +113,13 @@ def _same_pod(a: PodInfo, b: PodInfo) -> bool:
     return (a.uid or a.key) == (b.uid or b.key)
 
 
-class TaintToleration(NodeOnlyFilter, PreScorePlugin, ScorePlugin):
+class TaintToleration(NodeOnlyFilter[NoArgs], PreScorePlugin[NoArgs], ScorePlugin[NoArgs]):
     name = names.TAINT_TOLERATION
 
     def sign_pod(self, pod: PodInfo) -> Any:
         return spec_fragment(pod, "sign/tolerations", pod.pod.spec.tolerations)
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self._by_tolerations: dict[TolerationSig, _Verdicts] = {}
         self.comparison_operators = comparison_operators(handle)

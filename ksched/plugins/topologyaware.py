@@ -20,6 +20,7 @@ in the order their domains first appear among the parent's nodes, which is repro
 from __future__ import annotations
 
 from ..api.objects import Pod
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.interface import PlacementGeneratePlugin
 from ..framework.podgroup import GeneratePlacementsResult, Placement, PodGroupInfo
@@ -39,7 +40,7 @@ def topology_key(group: PodGroupInfo) -> str | None:
     return constraints.topology[0].key
 
 
-class TopologyPlacement(PlacementGeneratePlugin):
+class TopologyPlacement(PlacementGeneratePlugin[NoArgs]):
     name = names.TOPOLOGY_PLACEMENT_GENERATOR
 
     def generate_placements(

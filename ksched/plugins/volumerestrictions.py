@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from ..api.objects import PersistentVolumeClaim, Pod, Volume
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
 from ..framework.handle import Handle
@@ -178,7 +179,7 @@ class _UsedClaims:
 _NO_RESTRICTED_VOLUMES = msgspec.json.encode(([],))
 
 
-class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
+class VolumeRestrictions(PreFilterPlugin[NoArgs], FilterPlugin[NoArgs]):
     name = names.VOLUME_RESTRICTIONS
     reads_listers = frozenset({Listers.PERSISTENT_VOLUME_CLAIMS})
 

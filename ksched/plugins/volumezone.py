@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from ..framework.args import NoArgs
 from ..framework.cycle_state import CycleState
 from ..framework.events import ActionType, EventResource
 from ..framework.interface import (
@@ -97,7 +98,7 @@ def _node_fits(labels: dict[str, str], topologies: list[PVTopology]) -> bool:
     return True
 
 
-class VolumeZone(PreFilterPlugin, FilterPlugin):
+class VolumeZone(PreFilterPlugin[NoArgs], FilterPlugin[NoArgs]):
     name = names.VOLUME_ZONE
     reads_listers = frozenset(
         {Listers.PERSISTENT_VOLUME_CLAIMS, Listers.PERSISTENT_VOLUMES, Listers.STORAGE_CLASSES}

@@ -183,9 +183,11 @@ class SchedulingQueue:
         max_in_unschedulable: float = UNSCHEDULABLE_Q_TIME_INTERVAL,
         on_move: Callable[[str, str], None] | None = None,
         hint_observer: HintObserver | None = None,
+        nominator: Nominator | None = None,
     ) -> None:
         """``hint_observer``: told of every queueing hint call (the metrics'
-        queueing_hint_execution_duration)."""
+        queueing_hint_execution_duration). ``nominator``: the one the frameworks' handles
+        were built with (a new one if not given)."""
         self.frameworks = frameworks
         self.clock: Clock = clock or RealClock()
         # The profile of a pod that is not queued yet; the Scheduler sets its own (which
@@ -197,7 +199,7 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
-        self.nominator = Nominator()
+        self.nominator = nominator if nominator is not None else Nominator()
         fw = next(iter(frameworks.values()))
         self._sort_key = fw.queue_sort_key()
         v1_37 = fw.handle.features.at_least("1.37")

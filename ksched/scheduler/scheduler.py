@@ -33,10 +33,7 @@ from ..framework.deadline import (
     DEFAULT_PLUGIN_TIMEOUT,
     SyncDeadline,
 )
-from ..framework.handle import (
-    ClusterClient,
-    EventRecorder,
-)
+from ..framework.handle import EventRecorder
 from ..framework.interface import ClusterEvent
 from ..framework.preemption import (
     POD_PREEMPTOR,
@@ -51,14 +48,16 @@ from ..framework.selection import NodeRotation
 from ..framework.snapshot import Snapshot
 from ..framework.types import PodInfo
 from ..framework.waiting_pods import WaitingPods
-from ..profile import build_frameworks
+from ..profile import SchedulerCluster, build_frameworks
 from ..queue import events as ev
+from ..queue.nominator import Nominator
 from ..queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from ..util.clock import Clock, RealClock
 from .cycle_cache import CycleCache
 from .cycle_result import CycleResult
 
 if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
     from ..extender.client import ExtenderSet
 
 __all__ = [
@@ -150,10 +149,10 @@ class Scheduler:
 
     def __init__(
         self,
-        config: Any,
+        config: KubeSchedulerConfiguration,
         registry: Registry,
         *,
-        cluster: ClusterClient,
+        cluster: SchedulerCluster,
         clock: Clock | None = None,
         observer: Observer | None = None,
         recorder: EventRecorder | None = None,
@@ -195,6 +194,18 @@ class Scheduler:
 
             apply_ignored_resources(config)  # before the NodeResourcesFit args are parsed
             self.extenders = ExtenderSet.from_config(config.extenders)
+        features = config.features
+        # GenericWorkload (v1.37): pod groups' members are tracked per group and queued
+        # as one entity (at v1.36 or with the gate off they are ordinary pods).
+        self.generic_workload = features.at_least("1.37") and features.enabled("GenericWorkload")
+        self.cache = Cache(
+            self.clock, assumed_ttl=assumed_ttl, generic_workload=self.generic_workload
+        )
+        self.rng = random.Random(seed)
+        # Preemptor keys whose victims are still being evicted (to the eviction's token):
+        # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
+        self.preempting: dict[str, PreemptionInFlight] = {}
+        nominator = Nominator()
         self.frameworks = build_frameworks(
             config,
             registry,
@@ -204,13 +215,11 @@ class Scheduler:
             snapshot=self.snapshot,
             waiting_pods=self.waiting_pods,
             metrics=metrics,
-        )
-        features = config.features
-        # GenericWorkload (v1.37): pod groups' members are tracked per group and queued
-        # as one entity (at v1.36 or with the gate off they are ordinary pods).
-        self.generic_workload = features.at_least("1.37") and features.enabled("GenericWorkload")
-        self.cache = Cache(
-            self.clock, assumed_ttl=assumed_ttl, generic_workload=self.generic_workload
+            rng=self.rng,
+            nominator=nominator,
+            preempting=self.preempting,
+            pod_group_manager=self.cache,
+            extenders=self.extenders,
         )
         self.queue = SchedulingQueue(
             self.frameworks,
@@ -218,14 +227,12 @@ class Scheduler:
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
             hint_observer=metrics.hint_executed if metrics is not None else None,
+            nominator=nominator,
         )
         self.queue.on_entity_move = self._on_entity_move
         for fw in self.frameworks.values():
-            fw.handle.listers["nominator"] = self.queue.nominator
-            fw.handle.activator = self.queue
+            fw.handle.activator = self.queue  # upstream's SetPodActivator: the queue needs them
             fw.handle.on_park = self.loop.progress.notify
-            fw.handle.pod_group_manager = self.cache
-            fw.handle.extenders = self.extenders
             # ksched's exact stand-in for OpportunisticBatching: decides as a full cycle
             # would, so the gate only says whether the batching metrics are fed.
             if config.features.enabled("OpportunisticBatching"):
@@ -238,17 +245,10 @@ class Scheduler:
         self.before_pod_update = before_pod_update
         # Upstream's nextStartNodeIndex; only ``find_nodes_that_fit_pod`` moves it.
         self.rotation = NodeRotation()
-        self.rng = random.Random(seed)
         self.tie_breaks: dict[str, str] = dict(tie_breaks or {})
         self.placement_orders: dict[str, list[list[str]]] = {
             k: list(v) for k, v in (placement_orders or {}).items()
         }
-        # Preemptor keys whose victims are still being evicted (to the eviction's token):
-        # DefaultPreemption's PreEnqueue holds them back meanwhile (async preemption).
-        self.preempting: dict[str, PreemptionInFlight] = {}
-        for fw in self.frameworks.values():
-            fw.handle.listers["preempting"] = self.preempting
-            fw.handle.listers["rng"] = self.rng
         self.explain = explain
         self.explanations: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.binding_slots = anyio.Semaphore(max_in_flight_bindings)

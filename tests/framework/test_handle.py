@@ -11,7 +11,6 @@ from ksched.api.objects import Namespace, ObjectMeta
 from ksched.config import load_config_data
 from ksched.extender.server import ExtenderServer
 from ksched.framework.handle import NullCluster
-from ksched.queue.nominator import Nominator
 from ksched.scheduler.scheduler import Scheduler
 from ksched.testing import make_pod, pod_info
 from ksched.util.clock import FakeClock
@@ -27,9 +26,6 @@ def test_listers_wraps_a_plain_dict_and_types_the_builtin_keys() -> None:
     assert handle.listers["widgets"] == {}  # a plugin's own collection, by its key
     assert handle.listers.services is None  # nobody fills it here
     assert handle.listers.store(Listers.SERVICES) == {}
-    rng, nominator = random.Random(1), Nominator()
-    handle.listers.update({Listers.RNG: rng, Listers.NOMINATOR: nominator})
-    assert handle.listers.rng is rng and handle.listers.nominator is nominator
     assert Listers.services.key == Listers.SERVICES == "services"
 
 
@@ -62,3 +58,38 @@ def test_activate_behind_the_extender_server_is_a_no_op() -> None:
     handle = ExtenderServer(cfg, reg).fw.handle
     assert handle.activator is None
     handle.activate([pod_info(make_pod("p"))])  # kube-scheduler owns the queue there
+
+
+def test_the_scheduler_builds_each_handle_with_its_own_state_not_in_listers() -> None:
+    """The random source, the nominator, the preemptions in flight and the cache are the
+    Handle's own fields, set when the profile's framework is built; no lister smuggles
+    them (a plugin reading ``listers["rng"]`` finds nothing)."""
+    reg = default_registry(entry_points=False)
+    cfg, _ = load_config_data(
+        {**CONFIG, "profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}]},
+        "<test>",
+        set(reg.names()),
+    )
+    sched = Scheduler(cfg, reg, cluster=NullCluster(), clock=FakeClock(100.0), seed=7)
+    handles = [fw.handle for fw in sched.frameworks.values()]
+    assert len(handles) == 2 and handles[0] is not handles[1]
+    for h in handles:
+        assert h.rng is sched.rng
+        assert h.nominator is sched.queue.nominator
+        assert h.preempting is sched.preempting
+        assert h.pod_group_manager is sched.cache
+        assert h.activator is sched.queue
+        assert not {"rng", "nominator", "preempting"} & set(h.listers)
+    # the seeded source is the one preemption draws its candidate offset from
+    plugin = sched.frameworks["a"].plugins["DefaultPreemption"]
+    want = random.Random(7).randrange(1000)
+    assert plugin.get_offset_and_num_candidates(1000)[0] == want
+
+
+def test_a_handle_without_a_scheduler_has_a_fixed_seed_and_no_nominator() -> None:
+    """The extender server and plugin unit tests build plain handles: preemption is
+    deterministic there too, and no pod is nominated."""
+    a, b = Handle(), Handle()
+    assert a.rng is not b.rng
+    assert [a.rng.randrange(100) for _ in range(5)] == [b.rng.randrange(100) for _ in range(5)]
+    assert a.nominator is None and dict(a.preempting) == {}

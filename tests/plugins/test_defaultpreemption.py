@@ -27,7 +27,7 @@ from ksched.plugins.defaultpreemption.default_preemption import (
     NOT_ELIGIBLE_TERMINATING,
     pod_terminating_by_preemption,
 )
-from ksched.plugins.defaultpreemption.preemption import PREEMPTING_LISTER, preemption_condition
+from ksched.plugins.defaultpreemption.preemption import preemption_condition
 from tests.plugins.test_defaultpreemption_helpers import (
     FIT,
     HIGH,
@@ -1207,7 +1207,7 @@ def test_pre_enqueue(
     victim = pod("victim", node="node1")
     entry = PreemptionInFlight(last_victim=victim if last_victim else None)
     running = {preemptor.uid or preemptor.key: entry} if in_flight else {}
-    env.fw.handle.listers[PREEMPTING_LISTER] = running
+    env.fw.handle.preempting = running
     lister: dict[str, PodInfo] = {}
     if victim_state == "present":
         lister[victim.key] = victim

@@ -265,10 +265,11 @@ class Env:
                 getattr(ps, _ATTR[point]).enabled.append(PluginRef(name))
         config = [PluginConfig("DefaultPreemption", dict(args))] if args is not None else []
         self.nominator = Nominator()
-        handle = Handle(snapshot=self.snapshot)
+        handle = Handle(snapshot=self.snapshot, nominator=self.nominator)
         if version is not None:  # the emulated version (the default one if None)
-            handle = Handle(snapshot=self.snapshot, features=FeatureGates(version))
-        handle.listers["nominator"] = self.nominator
+            handle = Handle(
+                snapshot=self.snapshot, features=FeatureGates(version), nominator=self.nominator
+            )
         handle.listers["pdbs"] = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in pdbs}
         self.fw = Framework(
             Profile("test", plugins=ps, plugin_config=config),

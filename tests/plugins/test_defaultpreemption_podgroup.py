@@ -144,13 +144,17 @@ class World:
             if name in ("NodeResourcesFit", "test-plugin"):
                 plugins.pre_filter.enabled.append(PluginRef(name))
         self.nominator = Nominator()
-        handle = Handle(snapshot=self.snapshot, features=self.features)
-        handle.listers["nominator"] = self.nominator
+        self.preempting: dict[str, PreemptionInFlight] = {}
+        handle = Handle(
+            snapshot=self.snapshot,
+            features=self.features,
+            nominator=self.nominator,
+            preempting=self.preempting,
+        )
         handle.listers["pdbs"] = {f"default/pdb{i}": p for i, p in enumerate(self.pdbs)}
         handle.listers["scheduling.podgroups"] = {
             f"{g.metadata.namespace}/{g.metadata.name}": g for g in self.groups
         }
-        handle.listers["preempting"] = {}
         self.fw = Framework(
             Profile("test", plugins=plugins), reg, handle, default_args=default_plugin_args
         )
@@ -1034,7 +1038,7 @@ def test_members_wait_for_their_groups_preemption() -> None:
     """With GenericWorkload, a member is held while its PodGroup's evictions run (keyed by
     the PodGroup's uid), never by its own uid; a member of an unknown PodGroup is not held."""
     w = World(_n(1), [], groups=[pgroup("pg", HIGH, uid="pg-uid")])
-    running = w.fw.handle.listers["preempting"]
+    running = w.preempting
     member = gpod("m", prio=HIGH, group="pg")
     lone = gpod("lone", prio=HIGH)
     running["pg-uid"] = PreemptionInFlight()
@@ -1054,7 +1058,7 @@ def test_members_wait_for_their_groups_preemption() -> None:
 def test_without_generic_workload_members_wait_for_their_own_preemption() -> None:
     for features in (FeatureGates("1.37"), FeatureGates("1.36")):
         w = World(_n(1), [], groups=[pgroup("pg", HIGH, uid="pg-uid")], features=features)
-        running = w.fw.handle.listers["preempting"]
+        running = w.preempting
         member = gpod("m", prio=HIGH, group="pg")
         running["pg-uid"] = PreemptionInFlight()
         assert w.pl.pre_enqueue(member) is None

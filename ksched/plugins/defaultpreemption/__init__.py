@@ -17,7 +17,6 @@ from .podgroup_preemption import (
     more_important_victim,
 )
 from .preemption import (
-    PREEMPTING_LISTER,
     Candidate,
     Evaluator,
     MoreImportantPodFunc,
@@ -29,7 +28,6 @@ from .preemption import (
 )
 
 __all__ = [
-    "PREEMPTING_LISTER",
     "Candidate",
     "DefaultPreemption",
     "DefaultPreemptionArgs",

@@ -22,7 +22,6 @@ their PodGroup's uid.
 from __future__ import annotations
 
 import functools
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from ...api.resources import Resource
 from ...framework.args import ArgsErrors, Int32, KubeArgs
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
-from ...framework.handle import Handle
+from ...framework.handle import Handle, PluginsRunner
 from ...framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -50,8 +49,8 @@ from ...framework.interface import (
 )
 from ...framework.listers import Listers
 from ...framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, pod_group_of
-from ...framework.preemption import POD_PREEMPTOR, PreemptionInFlight
-from ...framework.runtime import Framework, _status
+from ...framework.preemption import POD_PREEMPTOR
+from ...framework.runtime import _status
 from ...framework.snapshot import BoolArray, Snapshot
 from ...framework.status import SUCCESS, Code, Status
 from ...framework.types import NodeInfo, PodInfo, add_requests
@@ -71,7 +70,6 @@ from .podgroup_preemption import (
     split_by_pdb,
 )
 from .preemption import (
-    PREEMPTING_LISTER,
     UNWORDED,
     Candidate,
     Evaluator,
@@ -128,7 +126,11 @@ class DefaultPreemptionArgs(KubeArgs):
             )
 
 
-class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPlugin):
+class DefaultPreemption(
+    PostFilterPlugin[DefaultPreemptionArgs],
+    PreEnqueuePlugin[DefaultPreemptionArgs],
+    PodGroupPostFilterPlugin[DefaultPreemptionArgs],
+):
     name = names.DEFAULT_PREEMPTION
     # a member waits on its PodGroup's preemption (keyed by the group), not on its own
     pre_enqueue_per_pod_group = True
@@ -136,16 +138,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle if handle is not None else Handle())
-        self.args: DefaultPreemptionArgs
         self.handle: Handle
         # Extension hooks as upstream: extra victim eligibility (on top of lower
         # priority) and victim ordering, most important first.
         self.is_eligible_pod: IsEligiblePodFunc = _always
         self.more_important_pod: MoreImportantPodFunc = more_important_pod
-        # Offset source: tests pin it; otherwise the scheduler's seeded RNG when the
-        # handle carries one, else a fixed-seed RNG (deterministic either way).
+        # Offset source: tests pin it; otherwise the handle's random source (the
+        # scheduler's seeded one, else a fixed seed: deterministic either way).
         self.offset_rand: Callable[[int], int] | None = None
-        self._rng = random.Random(0)
         self.evaluator = Evaluator(self.name, self.handle, self)
         self.pod_group_evaluator = PodGroupEvaluator(self)
         # ((snapshot, epoch, log position), its scheduled pod-group members)
@@ -224,7 +224,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
 
     # -- PreEnqueue (async preemption) --------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
-        running = self.handle.listers.get(PREEMPTING_LISTER)
+        running = self.handle.preempting
         group = self._group_preempting(pod)
         if group is not None:
             # A member waits for its group's preemption (keyed by the PodGroup's uid), not
@@ -235,9 +235,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         entry = running.get(key) if running and key else None
         if entry is None:
             return None
-        if isinstance(entry, PreemptionInFlight) and not entry.running(
-            self.handle.listers.store(Listers.PODS)
-        ):
+        if not entry.running(self.handle.listers.store(Listers.PODS)):
             return None  # its last victim is going: the deletion events may requeue it
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
 
@@ -277,10 +275,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
     def _offset(self, num_nodes: int) -> int:
         if self.offset_rand is not None:
             return self.offset_rand(num_nodes)
-        rng = self.handle.listers.rng
-        if not isinstance(rng, random.Random):
-            rng = self._rng
-        return rng.randrange(num_nodes) if num_nodes > 0 else 0
+        return self.handle.rng.randrange(num_nodes) if num_nodes > 0 else 0
 
     def candidates_to_victims_map(self, candidates: Sequence[Candidate]) -> dict[str, Victims]:
         return {c.name: c.victims for c in candidates}
@@ -440,7 +435,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
     def _nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
         """Pods nominated to the node that the preemptor must leave room for
         (``addGENominatedPods``: priority >= the preemptor's, not itself)."""
-        nominator = self.handle.listers.nominator
+        nominator = self.handle.nominator
         if nominator is None or not len(nominator):
             return []
         me = pod.uid or pod.key
@@ -581,7 +576,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, PodGroupPostFilterPl
         self, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> dict[str, list[PodInfo]] | None:
         """``_nominated_pods`` of every node that has some (None: nothing is nominated)."""
-        nominator = self.handle.listers.nominator
+        nominator = self.handle.nominator
         if nominator is None or not len(nominator):
             return None
         by_node = getattr(nominator, "nodes", None)
@@ -677,7 +672,9 @@ class _ResourcePlan:
     names: tuple[str, ...]
 
     @classmethod
-    def build(cls, fw: Framework | None, state: CycleState, pod: PodInfo) -> _ResourcePlan | None:
+    def build(
+        cls, fw: PluginsRunner | None, state: CycleState, pod: PodInfo
+    ) -> _ResourcePlan | None:
         if fw is None or FIT_PRE_FILTER_KEY not in state:
             return None
         skip = state.skip_filter_plugins
@@ -820,7 +817,12 @@ class _Trial:
     __slots__ = ("ext", "fw", "ni", "nominated", "pod", "state")
 
     def __init__(
-        self, fw: Framework, state: CycleState, pod: PodInfo, ni: NodeInfo, nominated: list[PodInfo]
+        self,
+        fw: PluginsRunner,
+        state: CycleState,
+        pod: PodInfo,
+        ni: NodeInfo,
+        nominated: list[PodInfo],
     ) -> None:
         self.fw, self.state, self.pod, self.ni, self.nominated = fw, state, pod, ni, nominated
         skip = state.skip_filter_plugins
@@ -868,7 +870,7 @@ class _Trial:
 
 
 def _run_extension(
-    fw: Framework, state: CycleState, pod: PodInfo, other: PodInfo, ni: NodeInfo, add: bool
+    fw: PluginsRunner, state: CycleState, pod: PodInfo, other: PodInfo, ni: NodeInfo, add: bool
 ) -> Status | None:
     """``other`` added to (or removed from) ``ni`` through every PreFilter extension, as
     the dry run words a failure; None on success."""

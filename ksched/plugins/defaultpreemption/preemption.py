@@ -49,7 +49,6 @@ from ...util.gosort import MAX_INSERTION, sort_slice
 
 __all__ = [
     "DISRUPTION_TARGET",
-    "PREEMPTING_LISTER",
     "PREEMPTION_BY_SCHEDULER",
     "Candidate",
     "Evaluator",
@@ -68,10 +67,6 @@ __all__ = [
     "preemption_condition",
     "victim_importance",
 ]
-
-# ``handle.listers`` key of the set of preemptor keys (uid or ns/name) whose victims
-# the scheduler is still evicting; PreEnqueue holds those pods back meanwhile.
-PREEMPTING_LISTER = Listers.PREEMPTING
 
 NO_NODES_AVAILABLE = "no nodes available"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -336,7 +331,7 @@ def nodes_for_status_code(m: NodeToStatus, nodes: Sequence[NodeInfo], code: Code
 
 def lower_priority_nominated_pods(handle: Handle, pod: PodInfo, node_name: str) -> list[PodInfo]:
     """``getLowerPriorityNominatedPods``: nominated to ``node_name`` with lower priority."""
-    nominator = handle.listers.nominator
+    nominator = handle.nominator
     if nominator is None:
         return []
     return [p for p in nominator.pods_for_node(node_name) if p.priority < pod.priority]

@@ -34,7 +34,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import numpy as np
@@ -91,6 +91,7 @@ from .. import names
 from ..helper import default_normalize_score
 from ..volumebinding.assume_cache import AssumeCache, resource_version
 from .args import DEFAULT_BINDING_TIMEOUT, DynamicResourcesArgs
+from .claims import ClaimWriter
 
 if TYPE_CHECKING:
     from ...dra.allocator import Allocator, DeviceID, Inventory, Shared
@@ -225,7 +226,7 @@ async def _write(call: Coroutine[Any, Any, ResourceClaim], what: str) -> Resourc
         raise BindError(f"{what}: {e}", retry=e.retry) from e
 
 
-async def _reread(cluster: Any, claim: ResourceClaim, what: str) -> ResourceClaim:
+async def _reread(cluster: ClaimWriter, claim: ResourceClaim, what: str) -> ResourceClaim:
     """The claim as stored now, after a conflict; gone is a final error saying ``what``."""
     meta = claim.metadata
     fresh: ResourceClaim | None = await cluster.get_resource_claim(meta.namespace, meta.name)
@@ -400,14 +401,14 @@ def _unschedulable(reasons: tuple[str, ...]) -> Status:
 
 
 class DynamicResources(
-    PreEnqueuePlugin,
-    PreFilterPlugin,
-    FilterPlugin,
-    PostFilterPlugin,
-    PreScorePlugin,
-    ScorePlugin,
-    ReservePlugin,
-    PreBindPlugin,
+    PreEnqueuePlugin[DynamicResourcesArgs],
+    PreFilterPlugin[DynamicResourcesArgs],
+    FilterPlugin[DynamicResourcesArgs],
+    PostFilterPlugin[DynamicResourcesArgs],
+    PreScorePlugin[DynamicResourcesArgs],
+    ScorePlugin[DynamicResourcesArgs],
+    ReservePlugin[DynamicResourcesArgs],
+    PreBindPlugin[DynamicResourcesArgs],
 ):
     """Allocates devices for ResourceClaims (DRA with structured parameters)."""
 
@@ -417,7 +418,7 @@ class DynamicResources(
     Args = DynamicResourcesArgs
     args: DynamicResourcesArgs
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._handle: Handle = handle if handle is not None else Handle()
         super().__init__(args, self._handle)
         # Upstream bounds Filter only with DRASchedulerFilterTimeout on (and > 0).
@@ -1287,8 +1288,9 @@ class DynamicResources(
                 self._bump()
 
     # -- I/O from synchronous extension points ---------------------------------------------------
-    def _cluster(self) -> Any:
-        return self._handle.cluster
+    def _cluster(self) -> ClaimWriter:
+        # The scheduler's client offers the claim writes (``profile.SchedulerCluster``).
+        return cast(ClaimWriter, self._handle.cluster)
 
     def _io(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> str | None:
         """Run an API call from a synchronous extension point (Unreserve, PostFilter).

@@ -12,6 +12,7 @@ from typing import Any
 from ...api.objects import Namespace, Node
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
+from ...framework.handle import Handle
 from ...framework.interface import (
     PER_CYCLE,
     ClusterEvent,
@@ -55,7 +56,12 @@ def _not_found(key: str) -> str:
     return f'error reading "{key}" from cycleState: not found'
 
 
-class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class InterPodAffinity(
+    PreFilterPlugin[InterPodAffinityArgs],
+    FilterPlugin[InterPodAffinityArgs],
+    PreScorePlugin[InterPodAffinityArgs],
+    ScorePlugin[InterPodAffinityArgs],
+):
     name = names.INTER_POD_AFFINITY
 
     def sign_pod(self, pod: PodInfo) -> Any:
@@ -73,7 +79,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     Args = InterPodAffinityArgs
     args: InterPodAffinityArgs
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self.index = ClusterIndex()
         # v1.37's assigned-pod hint: an anti-affinity match is any term's, not all terms'

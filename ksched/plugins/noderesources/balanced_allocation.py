@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from ...framework.args import EMPTY_IS_DEFAULT, ArgsErrors, KubeArgs, show
 from ...framework.cycle_state import CycleState
+from ...framework.handle import Handle
 from ...framework.interface import PreScorePlugin, ScorePlugin
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, Status
@@ -183,7 +184,9 @@ class BalancedScorer:
         return _HALF + tdiv_vec(_HALF + with_pod - without_pod, np.full(n, 2, dtype=np.int64))
 
 
-class BalancedAllocation(PreScorePlugin, ScorePlugin):
+class BalancedAllocation(
+    PreScorePlugin[BalancedAllocationArgs], ScorePlugin[BalancedAllocationArgs]
+):
     """Score plugin (with PreScore) over the node's plain requests, as upstream (useRequested)."""
 
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
@@ -194,7 +197,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
     Args = BalancedAllocationArgs
     args: BalancedAllocationArgs
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self.scorer = ResourceAllocationScorer(self.args.resources, True, BalancedScorer())
         self._key = f"{self.name}#{id(self)}"

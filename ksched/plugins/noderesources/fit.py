@@ -51,6 +51,7 @@ from ...dra.extended import CLASS_PREFIX, ClassResolver
 from ...framework.args import EMPTY_IS_DEFAULT, ArgsErrors, Int32, KubeArgs, show
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
+from ...framework.handle import Handle
 from ...framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -430,7 +431,13 @@ def _added_columns(added: Sequence[Sequence[PodInfo]], names: Sequence[str]) -> 
     return [np.array([wrap_int64(v) for v in col], dtype=np.int64) for col in sums]
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin):
+class Fit(
+    PreFilterPlugin[FitArgs],
+    FilterPlugin[FitArgs],
+    PreScorePlugin[FitArgs],
+    ScorePlugin[FitArgs],
+    PlacementScorePlugin[FitArgs],
+):
     name = names.NODE_RESOURCES_FIT
     Args = FitArgs
     args: FitArgs
@@ -438,7 +445,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
     def sign_pod(self, pod: PodInfo) -> Any:
         return requests_fragment(pod)
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         args = self.args
         self.ignored = frozenset(args.ignored_resources)

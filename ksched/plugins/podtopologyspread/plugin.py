@@ -13,6 +13,7 @@ from ...api.objects import Node, TopologySpreadConstraint
 from ...features import default_feature_gates
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
+from ...framework.handle import Handle
 from ...framework.interface import (
     PER_CYCLE,
     ClusterEvent,
@@ -78,7 +79,12 @@ def _same_pod(a: PodInfo, b: PodInfo) -> bool:
     return (a.uid or a.key) == (b.uid or b.key)
 
 
-class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class PodTopologySpread(
+    PreFilterPlugin[PodTopologySpreadArgs],
+    FilterPlugin[PodTopologySpreadArgs],
+    PreScorePlugin[PodTopologySpreadArgs],
+    ScorePlugin[PodTopologySpreadArgs],
+):
     """Spreads pods over topology domains: hard constraints filter, soft ones score."""
 
     name = names.POD_TOPOLOGY_SPREAD
@@ -96,7 +102,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     Args = PodTopologySpreadArgs
     args: PodTopologySpreadArgs
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self.comparison_operators = comparison_operators(handle)
         args = self.args

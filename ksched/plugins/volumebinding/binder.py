@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -51,7 +51,6 @@ from ...api.volume import (
     volume_class,
     volume_is_for_pod,
 )
-from ...framework.handle import ClusterClient
 from ...framework.listers import Listers
 from ...util.clock import Clock
 from ...util.errors import KschedError
@@ -72,6 +71,7 @@ __all__ = [
     "PodVolumes",
     "VolumeBinder",
     "VolumeBindingError",
+    "VolumeWriter",
     "volume_limit",
 ]
 
@@ -145,13 +145,30 @@ def is_pvc_fully_bound(pvc: PersistentVolumeClaim) -> bool:
     return bool(pvc.spec.volume_name) and ANN_BIND_COMPLETED in pvc.metadata.annotations
 
 
+class VolumeWriter(Protocol):
+    """The API writes VolumeBinding's PreBind makes, declared by the plugin (no other
+    plugin makes them); every cluster client ksched builds a scheduler with implements
+    them (``ksched.profile.SchedulerCluster``)."""
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """Write ``pv``'s claimRef and annotations, only if its resourceVersion is still the
+        stored one; return the stored PV. Raise ``BindError``."""
+
+    async def update_persistent_volume_claim(
+        self, pvc: PersistentVolumeClaim
+    ) -> PersistentVolumeClaim:
+        """Write ``pvc``'s annotations (the selected node that triggers provisioning), only
+        if its resourceVersion is still the stored one; return the stored PVC. Raise
+        ``BindError``."""
+
+
 class VolumeBinder:
     """``volumeBinder`` over ``handle.listers`` and the handle's cluster client."""
 
     def __init__(
         self,
         listers: Callable[[], Mapping[str, Any]],
-        cluster: Callable[[], ClusterClient],
+        cluster: Callable[[], VolumeWriter],
         clock: Callable[[], Clock],
         node: Callable[[str], Node | None],
         bind_timeout: float,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from ...api.objects import Node, PersistentVolumeClaim, Pod
 from ...api.quantity import parse_quantity
@@ -25,7 +25,7 @@ from ...api.volume import (
 )
 from ...framework.cycle_state import CycleState
 from ...framework.events import ActionType, EventResource
-from ...framework.handle import ClusterClient, Handle
+from ...framework.handle import Handle
 from ...framework.interface import (
     NOT_SIGNABLE,
     ClusterEvent,
@@ -59,6 +59,7 @@ from .binder import (
     PodVolumeClaims,
     PodVolumes,
     VolumeBinder,
+    VolumeWriter,
     quantity_value,
     volume_limit,
 )
@@ -94,7 +95,12 @@ def _uses_claims(pod: Pod) -> bool:
 
 
 class VolumeBinding(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin
+    PreFilterPlugin[VolumeBindingArgs],
+    FilterPlugin[VolumeBindingArgs],
+    PreScorePlugin[VolumeBindingArgs],
+    ScorePlugin[VolumeBindingArgs],
+    ReservePlugin[VolumeBindingArgs],
+    PreBindPlugin[VolumeBindingArgs],
 ):
     """Binds a pod's PersistentVolumeClaims to PVs, or has them provisioned, on its node."""
 
@@ -103,7 +109,7 @@ class VolumeBinding(
     Args = VolumeBindingArgs
     args: VolumeBindingArgs
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._handle: Handle = handle if handle is not None else Handle()
         super().__init__(args, self._handle)
         args = self.args
@@ -126,9 +132,9 @@ class VolumeBinding(
         listers: dict[str, Any] = self._handle.listers
         return listers
 
-    def _cluster(self) -> ClusterClient:
-        cluster: ClusterClient = self._handle.cluster
-        return cluster
+    def _cluster(self) -> VolumeWriter:
+        # The scheduler's client offers the volume writes (``profile.SchedulerCluster``).
+        return cast(VolumeWriter, self._handle.cluster)
 
     def _clock(self) -> Clock:
         clock: Clock = self._handle.clock
