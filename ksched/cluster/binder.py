@@ -9,7 +9,7 @@ request could succeed again: not after a 409 or 404).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -97,11 +97,15 @@ async def patch_pod_status(client: APIClient, path: str, body: dict[str, Any]) -
 
 
 class APIClusterClient:
-    """The daemon's ``ClusterClient`` (see ``ksched.framework.handle``)."""
+    """The daemon's ``ClusterClient`` (see ``ksched.framework.handle``), with the writes of
+    VolumeBinding and DynamicResources (``ksched.profile.SchedulerCluster``)."""
 
     def __init__(self, client: APIClient, *, bind_timeout: float | None = None) -> None:
         self.client = client
         self.bind_timeout = bind_timeout
+        # Awaited before every write with what it is; raises to refuse it (the daemon's
+        # leadership fence), so no write method of a subclass needs its own check.
+        self.fence: Callable[[str], Awaitable[None]] | None = None
         # Called right before a binding or eviction goes out; raises to stop it (the
         # daemon's fence: see ``APIClient.request``'s ``guard``).
         self.write_guard: Callable[[], None] | None = None
@@ -109,7 +113,12 @@ class APIClusterClient:
         # DefaultBackoff, 4 tries); v1.36 posted it once.
         self.retry_bind = False
 
+    async def _fenced(self, what: str) -> None:
+        if self.fence is not None:
+            await self.fence(what)
+
     async def bind(self, pod: PodInfo, node_name: str) -> None:
+        await self._fenced(f"binding {pod.key} to {node_name}")
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -138,6 +147,7 @@ class APIClusterClient:
 
     async def delete_pod(self, pod: PodInfo) -> None:
         """Delete (preemption victims) with a UID precondition; already gone is success."""
+        await self._fenced(f"deleting {pod.key}")
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if pod.uid:
             body["preconditions"] = {"uid": pod.uid}
@@ -156,6 +166,7 @@ class APIClusterClient:
 
     async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         """Record (or, with "", clear) ``status.nominatedNodeName``."""
+        await self._fenced(f"nominating {pod.key}")
         patch = {"status": {"nominatedNodeName": node_name or None}}
         try:
             await self.client.request(
@@ -171,6 +182,7 @@ class APIClusterClient:
     async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
         """Merge ``condition`` into ``status.conditions`` by type. A strategic merge patch,
         as upstream's ``PatchPodStatus``: a merge patch would replace the whole list."""
+        await self._fenced(f"setting condition {condition.type} of {pod.key}")
         path = pod_path(pod.namespace, pod.name, "status")
         body = {"status": condition_patch(pod.pod.status, msgspec.to_builtins(condition))}
         return await patch_pod_status(self.client, path, body)
@@ -190,6 +202,7 @@ class APIClusterClient:
         conditional like upstream's Update, without a full PUT of fields ksched does not
         decode."""
         meta = pv.metadata
+        await self._fenced(f"binding PersistentVolume {meta.name}")
         spec = {"claimRef": msgspec.to_builtins(pv.spec.claim_ref)}
         body = {"metadata": _write_meta(meta.resource_version, meta.annotations), "spec": spec}
         path = f"/api/v1/persistentvolumes/{_quote(meta.name)}"
@@ -200,6 +213,7 @@ class APIClusterClient:
     ) -> PersistentVolumeClaim:
         """A conditional merge patch of the claim's annotations."""
         meta = pvc.metadata
+        await self._fenced(f"selecting a node for PersistentVolumeClaim {meta.name}")
         body = {"metadata": _write_meta(meta.resource_version, meta.annotations)}
         path = (
             f"/api/v1/namespaces/{_quote(meta.namespace)}/persistentvolumeclaims/"
@@ -221,6 +235,7 @@ class APIClusterClient:
     async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
         """The finalizers, conditional on the resourceVersion like upstream's Update (a
         merge patch: fields ksched does not decode are not sent back)."""
+        await self._fenced(f"updating ResourceClaim {claim.key}")
         meta = claim.metadata
         body = {
             "metadata": {"resourceVersion": meta.resource_version, "finalizers": meta.finalizers}
@@ -229,6 +244,7 @@ class APIClusterClient:
 
     async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
         """The whole status, conditional on the resourceVersion (upstream's UpdateStatus)."""
+        await self._fenced(f"updating the status of ResourceClaim {claim.key}")
         meta = claim.metadata
         status = msgspec.to_builtins(claim.status)
         for key in ("allocation", "reservedFor", "devices"):
@@ -240,11 +256,13 @@ class APIClusterClient:
     async def patch_resource_claim_status(
         self, namespace: str, name: str, patch: dict[str, Any]
     ) -> None:
+        await self._fenced(f"patching the status of ResourceClaim {namespace}/{name}")
         await self._claim_write(
             _claim_path(namespace, name, status=True), patch, STRATEGIC_MERGE_PATCH
         )
 
     async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        await self._fenced(f"creating a ResourceClaim for {claim.metadata.generate_name}")
         path = _CLAIMS_PATH.format(_quote(claim.metadata.namespace))
         try:
             _, raw = await self.client.request("POST", path, body=msgspec.to_builtins(claim))
@@ -253,6 +271,7 @@ class APIClusterClient:
         return decode_json(raw, ResourceClaim)
 
     async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        await self._fenced(f"deleting ResourceClaim {namespace}/{name}")
         try:
             await self.client.request("DELETE", _claim_path(namespace, name))
         except APIError as e:
@@ -263,6 +282,7 @@ class APIClusterClient:
         self, pod: PodInfo, status: dict[str, Any]
     ) -> None:
         """A strategic merge patch of ``status.extendedResourceClaimStatus``."""
+        await self._fenced(f"writing the extended resource claim of {pod.key}")
         path = pod_path(pod.namespace, pod.name, "status")
         try:
             found = await patch_pod_status(

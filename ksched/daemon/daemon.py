@@ -55,8 +55,6 @@ import anyio
 import anyio.abc
 
 from .. import logging as klog
-from ..api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
-from ..api.resource import ResourceClaim
 from ..api.workload import Condition, PodGroup
 from ..cluster import APIClient, APIClusterClient, APIError, ClusterInformers, StatusReporter
 from ..cluster import connect_scheduler as _connect
@@ -176,6 +174,7 @@ class _FencedClusterClient(APIClusterClient):
         self.may_write = may_write
         self.wait_writable = wait_writable
         self.write_guard = self._guard
+        self.fence = self._fence  # every write, the binding included
         # monotonic time of the first of the failing bindings since the last success
         self.failing_since: float | None = None
         self.last_failure = ""
@@ -193,7 +192,6 @@ class _FencedClusterClient(APIClusterClient):
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         what = f"binding {pod.key} to {node_name}"
         try:
-            await self._fence(what)
             await super().bind(pod, node_name)
         except _NotLeader as e:
             raise BindError(f"{what}: {e}", retry=True) from None
@@ -229,56 +227,6 @@ class _FencedClusterClient(APIClusterClient):
         """Seconds since bindings started failing for want of the server (0 if not)."""
         since = self.failing_since
         return 0.0 if since is None else time.monotonic() - since
-
-    async def delete_pod(self, pod: PodInfo) -> None:
-        await self._fence(f"deleting {pod.key}")
-        await super().delete_pod(pod)
-
-    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
-        await self._fence(f"nominating {pod.key}")
-        await super().set_nominated_node(pod, node_name)
-
-    async def set_pod_condition(self, pod: PodInfo, condition: PodCondition) -> bool:
-        await self._fence(f"setting condition {condition.type} of {pod.key}")
-        return await super().set_pod_condition(pod, condition)
-
-    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
-        await self._fence(f"binding PersistentVolume {pv.metadata.name}")
-        return await super().update_persistent_volume(pv)
-
-    async def update_persistent_volume_claim(
-        self, pvc: PersistentVolumeClaim
-    ) -> PersistentVolumeClaim:
-        await self._fence(f"selecting a node for PersistentVolumeClaim {pvc.metadata.name}")
-        return await super().update_persistent_volume_claim(pvc)
-
-    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        await self._fence(f"updating ResourceClaim {claim.key}")
-        return await super().update_resource_claim(claim)
-
-    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
-        await self._fence(f"updating the status of ResourceClaim {claim.key}")
-        return await super().update_resource_claim_status(claim)
-
-    async def patch_resource_claim_status(
-        self, namespace: str, name: str, patch: dict[str, Any]
-    ) -> None:
-        await self._fence(f"patching the status of ResourceClaim {namespace}/{name}")
-        await super().patch_resource_claim_status(namespace, name, patch)
-
-    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        await self._fence(f"creating a ResourceClaim for {claim.metadata.generate_name}")
-        return await super().create_resource_claim(claim)
-
-    async def delete_resource_claim(self, namespace: str, name: str) -> None:
-        await self._fence(f"deleting ResourceClaim {namespace}/{name}")
-        await super().delete_resource_claim(namespace, name)
-
-    async def set_extended_resource_claim_status(
-        self, pod: PodInfo, status: dict[str, Any]
-    ) -> None:
-        await self._fence(f"writing the extended resource claim of {pod.key}")
-        await super().set_extended_resource_claim_status(pod, status)
 
 
 class _NotLeader(RuntimeError):

@@ -219,3 +219,56 @@ def test_the_fenced_binder_waits_for_the_lease_to_be_confirmed(confirmed: bool) 
                 await client.close()
 
     anyio.run(main)
+
+
+class _Recording:
+    """An APIClient that records requests and answers none (none may be sent)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str]] = []
+
+    async def request(self, method: str, path: str, **kw: Any) -> tuple[int, bytes]:
+        self.requests.append((method, path))
+        raise AssertionError(f"{method} {path} went out")
+
+
+def test_the_fenced_binder_refuses_every_write_once_leadership_is_lost() -> None:
+    """The fence is the base client's, awaited before each write: every write the framework
+    and the built-in plugins make (SchedulerCluster, reads excepted) is refused without a
+    request, each naming what it refused."""
+    from ksched.api.objects import PersistentVolume, PersistentVolumeClaim, PodCondition
+    from ksched.api.resource import ResourceClaim
+    from ksched.daemon.daemon import _NotLeader
+    from ksched.profile import SchedulerCluster
+    from ksched.testing import pod_info
+
+    pod = pod_info(make_pod("web"))
+    claim = ResourceClaim()
+    writes: dict[str, tuple[Any, ...]] = {
+        "delete_pod": (pod,),
+        "set_nominated_node": (pod, "n1"),
+        "set_pod_condition": (pod, PodCondition(type="DisruptionTarget", status="True")),
+        "update_persistent_volume": (PersistentVolume(),),
+        "update_persistent_volume_claim": (PersistentVolumeClaim(),),
+        "update_resource_claim": (claim,),
+        "update_resource_claim_status": (claim,),
+        "patch_resource_claim_status": ("default", "c", {}),
+        "create_resource_claim": (claim,),
+        "delete_resource_claim": ("default", "c"),
+        "set_extended_resource_claim_status": (pod, {}),
+    }
+    reads = {"get_object", "get_resource_claim"}
+    members = {m for m in dir(SchedulerCluster) if not m.startswith("_")}
+    assert members == {"bind", *writes, *reads}
+
+    async def main() -> None:
+        client = _Recording()
+        b = _FencedClusterClient(client, lambda: False)  # type: ignore[arg-type]
+        with pytest.raises(BindError, match=r"binding default/web to n1: .*not the leader"):
+            await b.bind(pod, "n1")
+        for name, args in writes.items():
+            with pytest.raises(_NotLeader, match="not the leader any more"):
+                await getattr(b, name)(*args)
+        assert client.requests == []
+
+    anyio.run(main)
