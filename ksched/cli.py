@@ -15,9 +15,13 @@ import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .util.errors import EXIT_BAD_INPUT, KschedError
+
+if TYPE_CHECKING:
+    from .config.types import KubeSchedulerConfiguration
+    from .framework.registry import Registry
 
 __all__ = ["main"]
 
@@ -56,7 +60,9 @@ def _feature_gates(args: argparse.Namespace) -> Any:
     return resolve_feature_gates(args.feature_gates, args.emulated_version)
 
 
-def _load_config(path: str | None, registry: Any, args: argparse.Namespace) -> Any:
+def _load_config(
+    path: str | None, registry: Registry, args: argparse.Namespace
+) -> KubeSchedulerConfiguration:
     from .config import load_config
 
     cfg, warnings = load_config(path, set(registry.names()), _feature_gates(args))
@@ -65,7 +71,7 @@ def _load_config(path: str | None, registry: Any, args: argparse.Namespace) -> A
     return cfg
 
 
-def _build_check(cfg: Any, registry: Any, source: str) -> None:
+def _build_check(cfg: KubeSchedulerConfiguration, registry: Registry, source: str) -> None:
     """Instantiate every profile's framework once so plugin args errors exit 2 up front."""
     from .profile import build_frameworks
 
@@ -100,7 +106,7 @@ def _log_to_stderr() -> None:
     configure(None, 0, stream=_CurrentStderr())  # type: ignore[arg-type]
 
 
-def _adopted(args: argparse.Namespace, cfg: Any) -> dict[str, str]:
+def _adopted(args: argparse.Namespace, cfg: KubeSchedulerConfiguration) -> dict[str, str]:
     """--scheduler-name/--all-pending: other schedulers' pods for the first profile."""
     profile = cfg.profiles[0].scheduler_name
     names = ["*"] if args.all_pending else (args.scheduler_name or [])
@@ -199,8 +205,8 @@ def _not_explained(cluster: Any, want: str, source: str) -> str:
 def _explain_bound(
     args: argparse.Namespace,
     cluster: Any,
-    cfg: Any,
-    registry: Any,
+    cfg: KubeSchedulerConfiguration,
+    registry: Registry,
     adopt: Mapping[str, str],
     want: str,
 ) -> int:
@@ -237,8 +243,8 @@ def _names_pod_group(cluster: Any, want: str) -> bool:
 def _explain_group(
     args: argparse.Namespace,
     cluster: Any,
-    cfg: Any,
-    registry: Any,
+    cfg: KubeSchedulerConfiguration,
+    registry: Registry,
     adopt: Mapping[str, str],
     want: str,
 ) -> int:
@@ -286,8 +292,8 @@ def _print_explanations(results: Any, keys: list[str], want: str | None, top: in
 def _compare(
     args: argparse.Namespace,
     cluster: Any,
-    cfg: Any,
-    registry: Any,
+    cfg: KubeSchedulerConfiguration,
+    registry: Registry,
     adopt: Mapping[str, str],
     want: str | None,
 ) -> int:
@@ -385,8 +391,8 @@ def _report_compared(
 def _compare_bound(
     args: argparse.Namespace,
     cluster: Any,
-    configs: tuple[Any, Any],
-    registry: Any,
+    configs: tuple[KubeSchedulerConfiguration, KubeSchedulerConfiguration],
+    registry: Registry,
     adopt: Mapping[str, str],
     want: str,
     labels: tuple[str, str],

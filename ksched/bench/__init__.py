@@ -14,7 +14,7 @@ import gc
 import resource
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -22,6 +22,10 @@ from ..api.objects import Node, Pod, decode
 from ..framework.types import PodInfo
 from ..sim.cluster_file import ClusterFile, file_kinds
 from ..sim.simulator import Simulation
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
+    from ..framework.registry import Registry
 
 __all__ = ["WORKLOADS", "Workload", "run_bench"]
 
@@ -53,8 +57,8 @@ def run_bench(
     nodes: int,
     pods: int,
     init_pods: int = 0,
-    config: Any,
-    registry: Any,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
     seed: int = 0,
     progress: bool = False,
     placements: dict[str, str] | None = None,

@@ -28,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import anyio
@@ -43,6 +43,10 @@ from .workloads import (
     group_report,
     groups_of,
 )
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
+    from ..framework.registry import Registry
 
 __all__ = ["NullScheduler", "NullWrites", "proc_cpu_seconds", "run_e2e_bench"]
 
@@ -372,8 +376,8 @@ class _BoundCounter:
 async def _measure(
     name: str,
     url: str,
-    config: Any,
-    registry: Any,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
     namespace: str,
     pods: int,
     timeout: float,
@@ -452,8 +456,8 @@ def run_e2e_bench(
     nodes: int,
     pods: int,
     init_pods: int = 0,
-    config: Any,
-    registry: Any,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
     seed: int = 0,
     baseline: str | None = None,
     progress: bool = False,
@@ -525,7 +529,7 @@ def run_e2e_bench(
     return result
 
 
-def _no_plugins(config: Any) -> Any:
+def _no_plugins(config: KubeSchedulerConfiguration) -> KubeSchedulerConfiguration:
     """The same configuration with every profile reduced to PrioritySort + DefaultBinder.
 
     The ``noplugins`` baseline: ksched's whole daemon (queue, cache, binding cycle,

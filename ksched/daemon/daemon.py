@@ -49,7 +49,7 @@ import gc
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -82,6 +82,9 @@ from .explain import Outcomes
 from .http import DebugServer
 from .sdnotify import SdNotifier
 from .shadow import Shadow
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
 
 __all__ = ["DEFAULT_BIND_ADDRESS", "DEFAULT_PORT", "SchedulerDaemon", "SecureServing"]
 
@@ -283,7 +286,7 @@ class SchedulerDaemon:
 
     def __init__(
         self,
-        config: Any,
+        config: KubeSchedulerConfiguration,
         *,
         registry: Registry | None = None,
         client: APIClient | None = None,

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .. import logging as klog
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
+    from ..framework.registry import Registry
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "apply_leader_election_flag", "run"]
 
@@ -29,7 +33,7 @@ EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
 
 
-def apply_leader_election_flag(flag: bool | None, config: Any) -> list[str]:
+def apply_leader_election_flag(flag: bool | None, config: KubeSchedulerConfiguration) -> list[str]:
     """Let the flag (when given) override ``leaderElection.leaderElect``; return the problems
     of the resulting election settings — the file was validated with its own leaderElect,
     which skips these rules when false — and what the elector itself would reject."""
@@ -49,7 +53,7 @@ def apply_leader_election_flag(flag: bool | None, config: Any) -> list[str]:
     return problems
 
 
-def run(args: Any, config: Any, registry: Any) -> int:
+def run(args: Any, config: KubeSchedulerConfiguration, registry: Registry) -> int:
     """Run the daemon until SIGTERM/SIGINT (exit 0) or a lost lease (exit 1)."""
     shadow_of = getattr(args, "shadow_of", None)
     if shadow_of is not None:
@@ -112,7 +116,9 @@ def _flags(args: Any) -> dict[str, str]:
     return out | flagz_values(args.feature_gates, args.emulated_version)
 
 
-async def _serve(args: Any, config: Any, registry: Any, log: Any) -> int:
+async def _serve(
+    args: Any, config: KubeSchedulerConfiguration, registry: Registry, log: Any
+) -> int:
     from kubernetes_asyncio.config import ConfigException
 
     from ..cluster import APIClient

@@ -49,7 +49,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -90,6 +90,9 @@ from ..util.httpserver import (
 from ..util.tls import server_ssl_context
 from . import DEFAULT_BIND_ADDRESS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_NODES, DEFAULT_PORT, wire
 from .wire import MAX_EXTENDER_PRIORITY
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
 
 __all__ = [
     "BIND_MAX_BODY_BYTES",
@@ -247,7 +250,7 @@ class ExtenderServer:
 
     def __init__(
         self,
-        config: Any,
+        config: KubeSchedulerConfiguration,
         registry: Registry,
         *,
         profile: str | None = None,
@@ -929,7 +932,7 @@ async def start(
 
 
 async def serve(
-    config: Any,
+    config: KubeSchedulerConfiguration,
     registry: Registry,
     *,
     profile: str | None = None,
@@ -1018,7 +1021,7 @@ def _warn_access(host: str, access: Access) -> None:
 
 
 async def _serve_stateful(
-    config: Any,
+    config: KubeSchedulerConfiguration,
     registry: Registry,
     options: dict[str, Any],
     kubeconfig: str,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -23,6 +23,9 @@ from ..framework.registry import Registry
 from .cluster_file import ClusterFile
 from .simulator import PodResult, Simulation
 from .summary import NodeUsage
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
 
 __all__ = [
     "BoundExplanation",
@@ -79,7 +82,7 @@ def _pending_again(pod: Pod, raw: dict[str, Any] | bytes) -> tuple[Pod, dict[str
 
 def explain_bound(
     cluster: ClusterFile,
-    config: Any,
+    config: KubeSchedulerConfiguration,
     registry: Registry,
     key: str,
     *,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -17,6 +17,9 @@ from .cluster_file import ClusterFile
 from .groups import GroupSpec, placed, pod_groups, started
 from .simulator import PodResult, Simulation
 from .summary import NodeUsage, summarize
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
 
 __all__ = [
     "NOT_CONSIDERED",
@@ -48,7 +51,7 @@ class Run:
 
 def _run(
     cluster: ClusterFile,
-    config: Any,
+    config: KubeSchedulerConfiguration,
     registry: Registry,
     seed: int,
     adopt: Mapping[str, str] | None,

@@ -23,7 +23,7 @@ import datetime
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -35,6 +35,9 @@ from ..framework.registry import Registry
 from .cluster_file import ClusterFile, parse_cluster
 from .groups import GroupSpec, placed, pod_groups, started
 from .simulator import PodResult, Simulation, _admit
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
 
 __all__ = [
     "Attempt",
@@ -431,7 +434,7 @@ def smallest_change(
 
 
 def simulator_run(
-    config: Any,
+    config: KubeSchedulerConfiguration,
     registry: Registry,
     *,
     seed: int | None = 0,

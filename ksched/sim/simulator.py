@@ -14,7 +14,7 @@ import itertools
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
@@ -39,6 +39,9 @@ from .claim_controller import SimulatedClaimController
 from .cluster_file import ClusterFile
 from .pv_controller import SimulatedPVController
 from .summary import NodeUsage, usage
+
+if TYPE_CHECKING:
+    from ..config.types import KubeSchedulerConfiguration
 
 __all__ = ["PodResult", "SimulatedCluster", "Simulation", "simulate"]
 
@@ -486,7 +489,7 @@ class Simulation:
     def __init__(
         self,
         cluster: ClusterFile,
-        config: Any,
+        config: KubeSchedulerConfiguration,
         registry: Registry,
         *,
         seed: int | None = 0,
@@ -690,7 +693,7 @@ class Simulation:
 
 def simulate(
     cluster: ClusterFile,
-    config: Any,
+    config: KubeSchedulerConfiguration,
     registry: Registry,
     *,
     seed: int | None = 0,
