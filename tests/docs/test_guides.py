@@ -186,6 +186,22 @@ def test_guides_plugin_with_args_needs_one_import_and_no_parsing() -> None:
     exec(compile(code, "docs/plugins.md", "exec"), namespace)  # its assertions hold
 
 
+def test_guides_typed_args_example_runs_and_names_its_args_on_its_base() -> None:
+    import typing
+
+    text = PLUGINS.read_text()
+    found = re.search(r"<!-- example: typed args -->\s*```python\n(.*?)```", text, re.S)
+    assert found is not None
+    namespace: dict[str, Any] = {}
+    exec(compile(found.group(1), "docs/plugins.md", "exec"), namespace)  # its assertion holds
+    prefer = namespace["Prefer"]
+    (base,) = prefer.__orig_bases__
+    assert (
+        typing.get_args(base) == (namespace["PreferArgs"],)
+        and prefer.Args is namespace["PreferArgs"]
+    )
+
+
 def test_guides_plugin_with_args_runs_and_names_bad_fields() -> None:
     from ksched import PluginArgsError
     from ksched.testing import make_node, make_pod, run_filter, schedule
