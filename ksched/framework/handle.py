@@ -11,7 +11,8 @@ The framework declares here what it needs of the rest of ksched as protocols (th
 extenders, the core pod writes, the framework running plugins), so it imports nothing
 above it: ``extender``, ``scheduler`` and ``queue`` satisfy them structurally. Writes only
 one plugin makes (VolumeBinding's PersistentVolume updates, DynamicResources' claims) are
-declared by that plugin's package, and every ``ClusterClient`` implementation offers them.
+declared by that plugin's package; the client a scheduler is given offers them too
+(``ksched.profile.SchedulerCluster``).
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ class ClusterClient(Protocol):
     """The core pod writes (and reads) the scheduler makes: bind, preempt, nominate.
 
     The writes of one plugin are that plugin's protocol (``VolumeBinding``'s
-    ``VolumeWriter``, ``DynamicResources``' ``ClaimWriter``); the daemon's, the simulator's
-    and ``NullCluster`` implement those too, so a ``ClusterClient`` here reaches them."""
+    ``VolumeWriter``, ``DynamicResources``' ``ClaimWriter``), which the daemon's, the
+    simulator's and ``NullCluster`` implement as well."""
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         """Assign ``pod`` to ``node_name``; raise ``BindError``."""
@@ -240,10 +241,11 @@ def _fixed_seed() -> random.Random:
 
 @dataclass
 class Handle:
-    """Built once per profile, with every field it will have (the scheduler's queue,
-    cache, random source and preemptions in flight, the extenders); ``framework`` is
-    the profile's framework that receives it, and ``spawn`` the scheduler's task group
-    while it runs."""
+    """Built once per profile (``ksched.profile.build_frameworks``) with the scheduler's
+    cache, random source, nominator and preemptions in flight and the extenders. Three
+    fields follow later: ``framework``, the profile's framework that receives it;
+    ``activator``, the queue, itself built on the frameworks (upstream's
+    ``SetPodActivator``); ``spawn``, the scheduler's task group while it runs."""
 
     cluster: ClusterClient = field(default_factory=NullCluster)
     recorder: EventRecorder = field(default_factory=RecordingEventRecorder)
