@@ -19,8 +19,6 @@ _NOT_KINDS = {
     EventResource.TARGET_POD,
     EventResource.WILDCARD,
 }
-# handle.listers keys that are the scheduler's state, not a kind's objects.
-_STATE = {Listers.NOMINATOR, Listers.PREEMPTING, Listers.RNG}
 
 
 def test_event_resources_are_the_rows_events() -> None:
@@ -30,7 +28,7 @@ def test_event_resources_are_the_rows_events() -> None:
 
 
 def test_listers_constants_are_the_watched_rows_listers() -> None:
-    constants = {v for k, v in vars(Listers).items() if k.isupper() and isinstance(v, str)} - _STATE
+    constants = {v for k, v in vars(Listers).items() if k.isupper() and isinstance(v, str)}
     watched = {r.lister for r in REGISTRY if r.lister and r.watch is not Watch.NEVER}
     assert constants == watched
 
