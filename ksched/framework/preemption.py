@@ -114,7 +114,7 @@ class PreemptionInFlight:
 class PodGroupPreemptor:
     """A pod group whose preemption the scheduler carries out (upstream's
     ``podGroupExecutorPreemptor``): the victims' condition and event name it, its uid keys
-    its evictions in flight (``PREEMPTING`` lister), its members are retried after them."""
+    its evictions in flight (``Handle.preempting``), its members are retried after them."""
 
     pod_group: PodGroup
     # the members the cycle tried (``PodGroupInfo.unscheduled_pods``)
