@@ -25,22 +25,6 @@ import ksched
 ROOT = Path(ksched.__file__).parent
 LOW_LEVEL = frozenset({"ksched.api", "ksched.util", "ksched.logging", "ksched.features"})
 
-# The one circle left, removed by the typed-Handle change: ``framework/handle.py`` names
-# ``extender/client.ExtenderSet``, which reads ``config/types.py``, which reads
-# ``framework/interface.py``; and handle, interface, registry and runtime name each other.
-# The checks below ignore the imports among these modules only; any other circle fails.
-KNOWN_CIRCLE = frozenset(
-    {
-        "ksched.config.types",
-        "ksched.extender.client",
-        "ksched.framework.diagnosis",
-        "ksched.framework.handle",
-        "ksched.framework.interface",
-        "ksched.framework.registry",
-        "ksched.framework.runtime",
-    }
-)
-
 # Imports every module of PACKAGE alone: importing ``pkg.x`` always runs ``pkg/__init__``
 # to completion first, so a child forked after ``import pkg`` starts exactly as a fresh
 # interpreter importing ``pkg.x`` would, without paying for the package root each time.
@@ -205,14 +189,6 @@ def _edges_into(graph: dict[str, set[str]], cycle: list[str]) -> list[str]:
     return sorted(f"{a} -> {b}" for a in cycle for b in graph.get(a, ()) if b in members)
 
 
-def _checked(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The graph the circle checks read: every import but those among ``KNOWN_CIRCLE``."""
-    return {
-        m: {t for t in targets if m not in KNOWN_CIRCLE or t not in KNOWN_CIRCLE}
-        for m, targets in graph.items()
-    }
-
-
 def test_no_module_imports_the_package_root() -> None:
     """The root re-exports from the rooms, so a room importing it closes a cycle; reading
     ``__version__`` (bench's report) is the one harmless use, checked by source line."""
@@ -223,25 +199,17 @@ def test_no_module_imports_the_package_root() -> None:
 
 
 def test_no_cycle_between_modules() -> None:
-    graph = _checked(import_graph())
+    graph = import_graph()
     assert len(graph) > 100
     cycles = _cycles(graph)
     assert not cycles, [_edges_into(graph, c) for c in cycles]
 
 
 def test_no_cycle_between_rooms() -> None:
-    rooms = _room_graph(_checked(import_graph()))
+    rooms = _room_graph(import_graph())
     assert {"ksched.framework", "ksched.scheduler", "ksched.extender"} <= set(rooms)
     cycles = _cycles(rooms)
     assert not cycles, [_edges_into(rooms, c) for c in cycles]
-
-
-def test_the_known_circle_is_real() -> None:
-    """``KNOWN_CIRCLE`` names modules that exist and still import each other in a circle;
-    once the circle is gone the exception goes too."""
-    graph = import_graph()
-    assert set(graph) >= KNOWN_CIRCLE
-    assert any(set(c) <= KNOWN_CIRCLE for c in _cycles(graph))
 
 
 def test_low_level_rooms_never_import_the_core() -> None:
