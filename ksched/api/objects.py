@@ -627,11 +627,13 @@ def decode_json(data: bytes, cls: type[T]) -> T:
         return dec.decode(data)  # type: ignore[no-any-return]
     except msgspec.ValidationError as e:
         raise DecodeError(f"{_json_ref(data, cls.__name__)}: {_field_path(e)}") from None
-    except msgspec.DecodeError as e:
-        raise DecodeError(f"{cls.__name__}: invalid JSON: {e}") from None
-    except UnicodeDecodeError:  # msgspec's error for bad UTF-8 inside a string
-        ref = _json_ref(data, cls.__name__)
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
+        # bad UTF-8 inside a string: UnicodeDecodeError up to msgspec 0.22, a DecodeError
+        # ("Invalid UTF-8 encoded string") from 0.23; either way, say where
         where = utf8_error_offset(data)
+        if where is None:
+            raise DecodeError(f"{cls.__name__}: invalid JSON: {e}") from None
+        ref = _json_ref(data, cls.__name__)
         raise DecodeError(
             f"{ref}: invalid JSON: invalid UTF-8 at byte {where} of the object"
         ) from None

@@ -573,7 +573,7 @@ def _scalar(raw: msgspec.Raw) -> Any:
         return msgspec.json.decode(raw)
     except msgspec.ValidationError:  # a number beyond float64 (1e400)
         return _Opaque(jtype)
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, msgspec.DecodeError):  # the raw JSON parsed: only bad UTF-8
         raise WireError("invalid JSON: invalid UTF-8 in a string") from None
 
 
@@ -589,7 +589,7 @@ def _raw_members(
         raise TooLarge(f"{field}: {n} {what} is over the limit of {limit}")
     try:
         return _RAW_MEMBERS.decode(raw)
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, msgspec.DecodeError):  # the raw JSON parsed: only bad UTF-8
         raise WireError("invalid JSON: invalid UTF-8 in a key") from None
 
 

@@ -203,9 +203,14 @@ def decode_json(data: bytes | str | msgspec.Raw) -> Any:
         return msgspec.json.decode(data)
     except RecursionError:
         raise DecodeLimitError(f"nesting deeper than {MAX_DEPTH} levels") from None
-    except UnicodeDecodeError as e:
+    except UnicodeDecodeError as e:  # msgspec up to 0.22
         where = utf8_error_offset(raw)
         raise msgspec.DecodeError(f"invalid UTF-8 at byte {where}: {e.reason}") from None
+    except msgspec.DecodeError as e:  # 0.23 on: "Invalid UTF-8 encoded string"
+        where = utf8_error_offset(raw)
+        if where is None:
+            raise
+        raise msgspec.DecodeError(f"invalid UTF-8 at byte {where}: {e}") from None
 
 
 def utf8_error_offset(data: bytes | memoryview | msgspec.Raw) -> int | None:
