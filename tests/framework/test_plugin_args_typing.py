@@ -92,9 +92,11 @@ def _args_type(cls: type) -> object:
     raise AssertionError(f"{cls.__name__} names no args type")
 
 
-def test_every_builtin_plugin_names_its_args_type() -> None:
+def test_every_builtin_plugin_names_its_args_type(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plugin with an ``Args`` class names that class on its bases; one without, NoArgs
-    (the two cannot drift apart, so ``self.args`` is typed as what the framework passes)."""
+    (the two cannot drift apart, so ``self.args`` is typed as what the framework passes).
+    Contrib's plugins come from the source tree (installed or not)."""
+    monkeypatch.syspath_prepend(str(REPO / "contrib_plugins"))
     from ksched_contrib import PLUGINS
 
     contrib = []
