@@ -88,7 +88,11 @@ def test_tiny_workload_end_to_end_for_every_contestant() -> None:
     assert set(w["results"]["null"]) == {"pods_per_s", "scheduled", "apiserver_cpu_s", "runs"}
     for r in w["results"].values():  # measured for every contestant (0 s in a tiny window)
         assert isinstance(r["apiserver_cpu_s"], float) and r["apiserver_cpu_s"] >= 0, r
-    assert set(w["ratios"]) == {"ksched/kube-scheduler", "ksched/null", "cpu kube-scheduler/ksched"}
+    # the CPU ratio needs ksched to have spent a measurable tick: 8 pods on a fast machine may not
+    expected = {"ksched/kube-scheduler", "ksched/null"}
+    if w["results"]["ksched"]["cpu_s"] > 0:
+        expected.add("cpu kube-scheduler/ksched")
+    assert set(w["ratios"]) == expected
     assert w["results"]["null"]["scheduled"] == 8
     json.dumps(doc)  # serialisable as --output json prints it
     assert "Unschedulable" in render_table(doc)
