@@ -289,6 +289,8 @@ class Shadow:
             # waiting for a decision (activeQ, backoffQ); the pool holds those with no node
             "undecided": sum(1 for _ in self.sched.queue.active_pods())
             + sum(1 for _ in self.sched.queue.backoff_pods()),
+            # decided here, waiting for the shadowed scheduler's verdict
+            "decided": len(self.decisions),
             "disagreements": list(reversed(self.disagreements)),
             "ties": list(reversed(self.ties)),
         }

@@ -193,7 +193,8 @@ def test_shadow_process_logs_each_disagreement_and_refuses_a_lease(e2e: E2E, tmp
     proc = KschedProcess([*base, "-v", "2"])
     try:
         proc.serving()
-        wait_for(lambda: _counts(proc) is not None and _counts(proc)["undecided"] == 0, 20)
+        # both decided before either is bound (an empty queue alone may mean not yet listed)
+        wait_for(lambda: (_counts(proc) or {}).get("decided") == 2, 20)
         srv.bind(e2e.namespace, "a", big)
         srv.bind(e2e.namespace, "b", small)
         line = proc.wait_log("shadow decision differs")
@@ -214,7 +215,7 @@ def _counts(proc: Any) -> dict[str, Any] | None:
     if status != 200:
         return None
     doc = json.loads(body)
-    return {**doc["counts"], "undecided": doc["undecided"]}
+    return {**doc["counts"], "undecided": doc["undecided"], "decided": doc["decided"]}
 
 
 @pytest.mark.kube
