@@ -102,7 +102,10 @@ class Cache:
         self._node_zone: dict[str, str] = {}
         self.pod_states: dict[str, _PodState] = {}
         self.assumed: set[str] = set()
-        self._images: dict[str, tuple[ImageStateSummary, set[str]]] = {}
+        # imageStates: per image name its size and how many nodes list it. Upstream keeps
+        # the set of those nodes, but reads only its length; a node counts once per name
+        # (its ``image_states`` is keyed by name), which is what the set guaranteed.
+        self._images: dict[str, ImageStateSummary] = {}
         # Nodes changed since the last snapshot, and whether rows must be re-laid out.
         self._dirty: set[str] = set()
         self._structure_changed = True
@@ -167,27 +170,30 @@ class Cache:
         self._structure_changed = True
 
     def _add_images(self, ni: NodeInfo) -> None:
+        """``addNodeImageStates``: a name's size is the first node's that listed it."""
         assert ni.node is not None
+        images = self._images
         states: dict[str, ImageStateSummary] = {}
         for img in ni.node.status.images:
             for name in img.names:
-                entry = self._images.get(name)
-                if entry is None:
-                    entry = self._images[name] = (ImageStateSummary(img.size_bytes, 0), set())
-                entry[1].add(ni.name)
-                entry[0].num_nodes = len(entry[1])
-                states[name] = entry[0]
+                if name in states:
+                    continue  # listed twice by this node: still one node
+                st = images.get(name)
+                if st is None:
+                    st = images[name] = ImageStateSummary(img.size_bytes, 0)
+                st.num_nodes += 1
+                states[name] = st
         ni.image_states = states
 
     def _remove_images(self, ni: NodeInfo) -> None:
-        for name in ni.image_states:
-            entry = self._images.get(name)
-            if entry is None:
-                continue
-            entry[1].discard(ni.name)
-            entry[0].num_nodes = len(entry[1])
-            if not entry[1]:
-                del self._images[name]
+        """``removeNodeImageStates``: a name no node lists any more is forgotten."""
+        images = self._images
+        for name, st in ni.image_states.items():
+            if images.get(name) is not st:
+                continue  # not this cache's count (a NodeInfo built elsewhere)
+            st.num_nodes -= 1
+            if st.num_nodes <= 0:
+                del images[name]
         ni.image_states = {}
 
     # -- pods ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 
 import anyio
 import msgspec
@@ -93,6 +94,118 @@ def test_image_states_count_nodes_per_image() -> None:
     assert c.nodes["a"].image_states["nginx:1"].num_nodes == 1
     c.remove_node("a")
     assert c.dump()["images"] == 0
+
+
+def _img(size: int, *names: str) -> dict[str, object]:
+    return {"names": list(names), "sizeBytes": size}
+
+
+def _states(c: Cache) -> dict[str, dict[str, tuple[int, int]]]:
+    """Each live node's image states as (size, nodes holding the name)."""
+    return {
+        n: {name: (st.size, st.num_nodes) for name, st in ni.image_states.items()}
+        for n, ni in sorted(c.nodes.items())
+        if ni.node is not None
+    }
+
+
+def test_image_counts_follow_add_update_and_remove() -> None:
+    c = Cache(FakeClock())
+    web = _img(100, "web@sha256:1", "web:v1")
+    db = _img(300, "db:v2")
+    c.add_node(make_node("a", images=[web, db]))
+    c.add_node(make_node("b", images=[web]))
+    c.add_node(make_node("c", images=[_img(999, "web:v1")]))  # a later size is ignored
+    assert _states(c) == {
+        "a": {"web@sha256:1": (100, 2), "web:v1": (100, 3), "db:v2": (300, 1)},
+        "b": {"web@sha256:1": (100, 2), "web:v1": (100, 3)},
+        "c": {"web:v1": (100, 3)},
+    }
+    # the nodes holding a name share its one summary, as in upstream's imageStates
+    assert c.nodes["a"].image_states["web:v1"] is c.nodes["c"].image_states["web:v1"]
+    c.update_node(make_node("b", images=[db]))  # b's images change
+    assert _states(c)["a"] == {"web@sha256:1": (100, 1), "web:v1": (100, 2), "db:v2": (300, 2)}
+    assert _states(c)["b"] == {"db:v2": (300, 2)}
+    c.remove_node("a")
+    assert _states(c) == {"b": {"db:v2": (300, 1)}, "c": {"web:v1": (100, 1)}}
+    assert c.dump()["images"] == 2  # web@sha256:1 is on no node: forgotten
+    c.update_node(make_node("c"))
+    assert c.dump()["images"] == 1
+    # a name no node lists any more starts afresh, with the size of its next node
+    c.add_node(make_node("d", images=[_img(7, "web:v1")]))
+    assert _states(c)["d"] == {"web:v1": (7, 1)}
+
+
+def test_a_node_listing_a_name_twice_counts_once() -> None:
+    c = Cache(FakeClock())
+    twice = [_img(5, "x:1", "x:1"), _img(6, "x:1", "y:1")]
+    c.add_node(make_node("a", images=twice))
+    c.add_node(make_node("b", images=[_img(5, "x:1")]))
+    assert _states(c)["a"] == {"x:1": (5, 2), "y:1": (6, 1)}
+    c.update_node(make_node("a", images=twice))  # the same list again: no double count
+    assert _states(c)["a"] == {"x:1": (5, 2), "y:1": (6, 1)}
+    c.remove_node("a")
+    assert _states(c) == {"b": {"x:1": (5, 1)}}
+    assert c.dump()["images"] == 1
+
+
+def test_a_removed_node_with_pods_left_gives_back_its_images() -> None:
+    c = Cache(FakeClock())
+    c.add_node(make_node("a", images=[_img(5, "x:1")]))
+    c.add_node(make_node("b", images=[_img(5, "x:1")]))
+    c.add_pod(bound(make_pod("p"), "a"))
+    c.remove_node("a")  # the pod's deletion has not arrived: a ghost NodeInfo stays
+    assert c.nodes["a"].image_states == {}
+    assert _states(c) == {"b": {"x:1": (5, 1)}}
+    c.add_node(make_node("a", images=[_img(5, "x:1")]))  # back before its pod went
+    assert _states(c)["b"] == {"x:1": (5, 2)}
+
+
+def test_image_counts_equal_upstreams_node_sets() -> None:
+    """Random add/update/remove sequences against upstream's imageStates model: per name
+    the first node's size and the set of nodes listing it, NumNodes being its length."""
+    rng = random.Random(33)
+    names = [f"img-{k}:v1" for k in range(8)]
+    c = Cache(FakeClock())
+    nodes: dict[str, list[dict[str, object]]] = {}  # node -> its images, as the cache has them
+    ref: dict[str, tuple[int, set[str]]] = {}
+
+    def ref_remove(node: str) -> None:
+        for img in nodes.pop(node):
+            for name in img["names"]:  # type: ignore[attr-defined]
+                state = ref.get(name)
+                if state is not None:
+                    state[1].discard(node)
+                    if not state[1]:
+                        del ref[name]
+
+    for _ in range(400):
+        node = f"n{rng.randrange(6)}"
+        if node in nodes and rng.random() < 0.3:
+            c.remove_node(node)
+            ref_remove(node)
+        else:
+            imgs = [
+                _img(rng.choice((10, 20)), *rng.sample(names, rng.randint(1, 3)))
+                for _ in range(rng.randint(0, 4))
+            ]
+            if node in nodes:
+                ref_remove(node)
+            c.add_node(make_node(node, images=imgs))
+            nodes[node] = imgs
+            for img in imgs:
+                for name in img["names"]:  # type: ignore[attr-defined]
+                    ref.setdefault(name, (img["sizeBytes"], set()))[1].add(node)  # type: ignore[arg-type]
+        want = {
+            n: {
+                name: (ref[name][0], len(ref[name][1]))
+                for img in imgs
+                for name in img["names"]  # type: ignore[attr-defined]
+            }
+            for n, imgs in sorted(nodes.items())
+        }
+        assert _states(c) == want
+        assert c.dump()["images"] == len(ref)
 
 
 # -- assumed pods --------------------------------------------------------------------------
