@@ -240,15 +240,18 @@ class Chaos:
         # schedulers: client-go's broadcaster, ksched's StatusReporter)
         ours = self.e2e.scheduler_name
         want = Counter(n for n, s in self.pods.items() if s == ours)
+        # A binding the server made but whose answer the fault lost is a binding failure
+        # for the scheduler (kube-scheduler's too: FailedScheduling, no Scheduled event),
+        # though the pod is bound: on the retry a 409 "already assigned", or no retry at all
+        # when the watch shows the pod bound first. Only those may lack their Scheduled event.
         deadline = time.monotonic() + 25
-        while (got := self._scheduled(ours)) != want and time.monotonic() < deadline:
+        while True:
+            got = self._scheduled(ours)
+            lost_answers = self._bind_failed(ours)
+            missing = {n for n in want - got if n not in lost_answers}
+            if (not missing and not got - want) or time.monotonic() > deadline:
+                break
             time.sleep(0.5)
-        # A binding the server made but whose answer the fault lost is, on the retry, a
-        # 409 "already assigned": a binding failure for the scheduler (kube-scheduler's
-        # too: FailedScheduling, no Scheduled event), though the pod is bound. Only those
-        # may lack their Scheduled event.
-        lost_answers = self._already_assigned(ours)
-        missing = {n for n in want - got if n not in lost_answers}
         assert not missing and not got - want, {
             n: c for n, c in (want - got | got - want).items() if n not in lost_answers
         }
@@ -258,8 +261,9 @@ class Chaos:
         if lost:
             print(f"[chaos] kube-scheduler: no Scheduled event for {len(lost)} pods: {lost}")
 
-    def _already_assigned(self, controller: str) -> set[str]:
-        """Pods whose binding by ``controller`` failed because the server had made it."""
+    def _bind_failed(self, controller: str) -> set[str]:
+        """Pods whose binding by ``controller`` failed: the server had made it (409), or the
+        fault cut the connection before its answer."""
         events = self.kube.ok(
             "GET", f"/apis/events.k8s.io/v1/namespaces/{self.e2e.namespace}/events"
         )["items"]
@@ -268,7 +272,10 @@ class Chaos:
             for e in events
             if e.get("reason") == "FailedScheduling"
             and e.get("reportingController") == controller
-            and "is already assigned to node" in (e.get("note") or "")
+            and (
+                "is already assigned to node" in (note := e.get("note") or "")
+                or "running Bind plugin" in note
+            )
         }
 
     def _scheduled(self, controller: str) -> Counter[str]:
