@@ -36,6 +36,7 @@ from ksched.testing.controlplane import Assets, ControlPlane
 
 SCHEDULER_KEYS = {
     "pods_per_s",
+    "drain_s",
     "scheduled",
     "p50_ms",
     "p99_ms",
@@ -85,11 +86,19 @@ def test_tiny_workload_end_to_end_for_every_contestant() -> None:
         # UnschedulablePodAdd at 1.36, UnscheduledPodAdd at 1.37)
         added = [k for k in moves if k.startswith("active/") and k.endswith("PodAdd")]
         assert sum(moves[k] for k in added) > 0, r
-    assert set(w["results"]["null"]) == {"pods_per_s", "scheduled", "apiserver_cpu_s", "runs"}
+    assert set(w["results"]["null"]) == {
+        "pods_per_s",
+        "drain_s",
+        "scheduled",
+        "apiserver_cpu_s",
+        "runs",
+    }
+    for r in w["results"].values():  # ready to the last bind: at least the binds' own span
+        assert r["drain_s"] >= 7 / r["pods_per_s"] - 0.01, r
     for r in w["results"].values():  # measured for every contestant (0 s in a tiny window)
         assert isinstance(r["apiserver_cpu_s"], float) and r["apiserver_cpu_s"] >= 0, r
     # the CPU ratio needs ksched to have spent a measurable tick: 8 pods on a fast machine may not
-    expected = {"ksched/kube-scheduler", "ksched/null"}
+    expected = {"ksched/kube-scheduler", "ksched/null", "ksched/null drain"}
     if w["results"]["ksched"]["cpu_s"] > 0:
         expected.add("cpu kube-scheduler/ksched")
     assert set(w["ratios"]) == expected
@@ -241,8 +250,10 @@ def test_table_has_the_ratios() -> None:
     doc = _doc(ksched=300.0, kube_scheduler=100.0, null=400.0)
     lines = render_table(doc).splitlines()
     assert lines[0].split()[:3] == ["WORKLOAD", "NODES", "PODS"]
-    assert lines[0].rstrip().endswith("ksched/kube  ksched/null  cpu kube/ksched")
-    assert lines[1].split()[-3:] == ["3.00", "0.75", "1.00"]
+    assert (
+        lines[0].rstrip().endswith("ksched/kube  ksched/null  cpu kube/ksched  ksched/null drain")
+    )
+    assert lines[1].split()[-4:] == ["3.00", "0.75", "1.00", "-"]  # no drain recorded
     assert len(lines) == 2  # bind-only null: no note
 
 
@@ -281,7 +292,7 @@ def test_table_marks_a_run_that_did_not_bind_everything() -> None:
     doc = _doc(ksched=None, null=50.0)
     doc["workloads"][0]["results"]["ksched"]["scheduled"] = 3
     row = render_table(doc).splitlines()[1]
-    assert "(3/10 bound)" in row and row.split()[-3:] == ["-", "-", "-"]
+    assert "(3/10 bound)" in row and row.split()[-4:] == ["-", "-", "-", "-"]
 
 
 # ---- repeated runs ------------------------------------------------------------------------------------
@@ -305,10 +316,11 @@ def test_repeat_interleaves_contestants_and_reports_medians(
         order.append(contestant)
         k, ks, null, kcpu, kscpu = figures[rnd]
         if contestant == "null":
-            return {"pods_per_s": null, "scheduled": 10}
+            return {"pods_per_s": null, "drain_s": 10.0, "scheduled": 10}
         pps, cpu = (k, kcpu) if contestant == "ksched" else (ks, kscpu)
         return {
             "pods_per_s": pps,
+            "drain_s": (5.0, 20.0, 10.0)[rnd],
             "scheduled": 10 - rnd,
             "p50_ms": 1.0,
             "p99_ms": 2.0,
@@ -343,6 +355,9 @@ def test_repeat_interleaves_contestants_and_reports_medians(
     assert w["ratios"]["ksched/kube-scheduler"] == {"median": 2.0, "min": 1.0, "max": 3.0}
     assert w["ratios"]["ksched/null"] == {"median": 0.75, "min": 0.5, "max": 0.9}
     assert w["ratios"]["cpu kube-scheduler/ksched"] == {"median": 2.0, "min": 1.0, "max": 4.0}
+    # null's drain over ksched's: 10/5, 10/20, 10/10
+    assert w["ratios"]["ksched/null drain"] == {"median": 1.0, "min": 0.5, "max": 2.0}
+    assert k["drain_s"] == 10.0 and [r["drain_s"] for r in k["runs"]] == [5.0, 20.0, 10.0]
     assert doc["repeat"] == 3
     row = render_table(doc).splitlines()[1]
     assert "2.00 (1.00-3.00)" in row and "0.75 (0.50-0.90)" in row
