@@ -129,6 +129,29 @@ class RowCache(Generic[K]):
         self._entries.clear()
 
 
+#: Scalar resources whose per-node columns a snapshot keeps (the most recently asked).
+#: Pods that each ask for a resource of their own (SchedulingWithExtendedResource: one
+#: ``foo.com/bar-<i>`` per node and pod) would otherwise keep one pair of columns per name
+#: for the snapshot's life: n x names memory, and every row replacement refreshing them all.
+MAX_SCALAR_COLUMNS = 64
+
+
+def _refresh_scalars(
+    cols: dict[str, tuple[IntArray, IntArray]],
+    which: int,
+    i: int,
+    old: dict[str, int],
+    new: dict[str, int],
+) -> None:
+    """Row ``i`` of the kept columns (``which``: 0 allocatable, 1 requested) whose amount
+    may have changed: only names the old or the new NodeInfo has (the others were 0 and
+    stay 0), so a replacement costs the node's own scalars, not every kept column."""
+    for name in old.keys() | new.keys() if old else new:
+        col = cols.get(name)
+        if col is not None:
+            col[which][i] = new.get(name, 0)
+
+
 class Snapshot:
     """Nodes of one scheduling cycle; rows are indices into ``node_infos``."""
 
@@ -195,6 +218,9 @@ class Snapshot:
         self._taint_index: dict[TaintKey, int] = {(): 0}
         self._labels: dict[str, tuple[npt.NDArray[np.int32], dict[str, int]]] = {}
         self._scalars: dict[str, tuple[IntArray, IntArray]] = {}
+        # scalar name -> the rows whose node has (or had) it allocatable or requested,
+        # built with the first column: a new name's columns cost its rows, not n
+        self._scalar_rows: dict[str, set[int]] | None = None
         self._names: npt.NDArray[np.str_] | None = None
         self._images: dict[str, IntArray] = {}
         # Rows whose node holds pods with affinity terms (with required anti-affinity), kept
@@ -229,10 +255,13 @@ class Snapshot:
             if old.node.metadata.labels != ni.node.metadata.labels:
                 for key in self._labels:
                     self._set_label(key, i, ni)
-            for name in self._scalars:
-                self._scalars[name][0][i] = ni.allocatable.scalar.get(name, 0)
-        for name, (_, req) in self._scalars.items():
-            req[i] = ni.requested.scalar.get(name, 0)
+            _refresh_scalars(self._scalars, 0, i, old.allocatable.scalar, ni.allocatable.scalar)
+        if self._scalars:
+            _refresh_scalars(self._scalars, 1, i, old.requested.scalar, ni.requested.scalar)
+        rows = self._scalar_rows
+        if rows is not None:
+            for name in ni.allocatable.scalar.keys() | ni.requested.scalar.keys():
+                rows.setdefault(name, set()).add(i)
         if old.pods_with_affinity or ni.pods_with_affinity:
             self._with_affinity += bool(ni.pods_with_affinity) - bool(old.pods_with_affinity)
             self._with_required_anti += bool(ni.pods_with_required_anti_affinity) - bool(
@@ -455,17 +484,25 @@ class Snapshot:
     # -- scalar (extended) resource columns ---------------------------------------------
     def scalar_columns(self, name: str) -> tuple[IntArray, IntArray]:
         """Allocatable and requested amounts of a scalar resource per node."""
-        col = self._scalars.get(name)
-        if col is None:
-            alloc = np.fromiter(
-                (ni.allocatable.scalar.get(name, 0) for ni in self.node_infos),
-                dtype=np.int64,
-                count=self.n,
-            )
-            req = np.fromiter(
-                (ni.requested.scalar.get(name, 0) for ni in self.node_infos),
-                dtype=np.int64,
-                count=self.n,
-            )
-            col = self._scalars[name] = (alloc, req)
+        cols = self._scalars
+        col = cols.pop(name, None)
+        if col is not None:
+            cols[name] = col  # most recently used last
+        else:
+            if len(cols) >= MAX_SCALAR_COLUMNS:
+                del cols[next(iter(cols))]
+            rows = self._scalar_rows
+            if rows is None:
+                rows = self._scalar_rows = {}
+                for i, ni in enumerate(self.node_infos):
+                    for key in ni.allocatable.scalar.keys() | ni.requested.scalar.keys():
+                        rows.setdefault(key, set()).add(i)
+            alloc = np.zeros(self.n, dtype=np.int64)
+            req = np.zeros(self.n, dtype=np.int64)
+            infos = self.node_infos
+            for i in rows.get(name, ()):
+                ni = infos[i]
+                alloc[i] = ni.allocatable.scalar.get(name, 0)
+                req[i] = ni.requested.scalar.get(name, 0)
+            col = cols[name] = (alloc, req)
         return col
