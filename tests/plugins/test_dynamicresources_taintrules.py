@@ -164,3 +164,28 @@ def test_every_rule_change_is_a_resource_slice_update() -> None:
     update("r1", "r2")
     delete("r2")
     assert seen == [("Update", None, "r1"), ("Update", "r1", "r2"), ("Update", "r2", None)]
+
+
+def test_the_inventory_is_kept_across_cycles_without_rules() -> None:
+    """No DeviceTaintRules (no store, an empty one, or the gate off) is the same stamp every
+    cycle: the inventory and its selector verdicts are built once, not per pod (an empty
+    store used to be replaced by a fresh ``{}`` whose identity changed every call). A
+    rule added to the store still rebuilds it."""
+    for env, store in (
+        (_env(""), False),
+        (_env(""), True),
+        (_env("", "DRADeviceTaintRules=false"), True),
+        (_env("1.36"), False),
+    ):
+        if store:
+            env.pl._handle.listers[RULES] = RevisionedStore()
+        else:
+            env.pl._handle.listers.pop(RULES, None)
+        first = env.pl.inventory()
+        assert _fits(env) and _fits(env)
+        assert env.pl.inventory() is first
+    env = _env("")
+    env.pl._handle.listers[RULES] = RevisionedStore()
+    first = env.pl.inventory()
+    _add_rule(env, rule("t", driver=ENV_DRIVER))
+    assert env.pl.inventory() is not first and not _fits(env)

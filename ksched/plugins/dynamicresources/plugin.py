@@ -34,6 +34,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -108,6 +109,9 @@ CLAIMS = Listers.RESOURCE_CLAIMS
 SLICES = Listers.RESOURCE_SLICES
 CLASSES = Listers.DEVICE_CLASSES
 TAINT_RULES = Listers.DEVICE_TAINT_RULES
+#: What a lister the handle does not have lists: one object, so the inventory's stamp
+#: (which names each store by identity) stays the same from one cycle to the next.
+_NO_OBJECTS: Mapping[str, Any] = MappingProxyType({})
 # resourceapi.ResourceClaimReservedForMaxSize
 RESERVED_FOR_MAX_SIZE = 256
 # resourceapi.FirstAvailableDeviceRequestMaxSize
@@ -468,8 +472,11 @@ class DynamicResources(
 
     # -- listers (looked up late: the daemon fills them after building plugins) -------------
     def _lister(self, key: str) -> Mapping[str, Any]:
-        store: Mapping[str, Any] = self._handle.listers.get(key) or {}
-        return store
+        # The store itself even when empty: a fresh ``{}`` per call gave the inventory a
+        # new stamp every cycle (no DeviceTaintRules is an empty store), rebuilding it and
+        # its selector verdicts twice per pod.
+        store: Mapping[str, Any] | None = self._handle.listers.get(key)
+        return _NO_OBJECTS if store is None else store
 
     def _claims_store(self) -> Mapping[str, ResourceClaim]:
         return self._lister(CLAIMS)
@@ -489,7 +496,7 @@ class DynamicResources(
     def inventory(self) -> Inventory:
         """The slices as the allocator sees them, rebuilt when the slice list changes."""
         store = self._lister(SLICES)
-        rules = self._lister(TAINT_RULES) if self._taint_rules else {}
+        rules = self._lister(TAINT_RULES) if self._taint_rules else _NO_OBJECTS
         stamp = (
             id(store),
             int(getattr(store, "revision", -1)),
