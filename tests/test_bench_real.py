@@ -561,6 +561,64 @@ def test_null_deletes_victims_of_a_preemptor_before_binding_it(victims: int) -> 
         assert all(d.time <= min(b.time for b in binds) for d in deletes)
 
 
+def test_null_binds_a_preemptor_only_once_its_victims_are_gone() -> None:
+    """A victim that stays Terminating (here held by a finalizer, on the real control plane
+    until the PodReaper finishes it) holds the preemptor's Binding back, as a scheduler's
+    cache frees the room only once the victim is gone; its going releases it."""
+    import anyio
+
+    from ksched.bench.e2e import NullScheduler, NullWrites
+    from ksched.cluster import APIClient, connect_scheduler
+    from ksched.testing import TestAPIServer, make_node, make_pod
+
+    with TestAPIServer().run_in_thread() as srv:
+        srv.create(make_node("n1"))
+        for i in range(3):
+            low = make_pod(f"low-{i}", node_name="n1")
+            if i == 1:
+                low["metadata"]["finalizers"] = ["test.k8s.io/hold"]
+            srv.create(low)
+        srv.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "high"},
+                "value": 10,
+            }
+        )
+        srv.create(make_pod("pre", scheduler_name="ksched", priority_class_name="high"))
+
+        async def main() -> None:
+            client = await APIClient.for_master(srv.url, qps=0)
+            try:
+                null = NullScheduler(client, ["ksched"], writes=NullWrites(victims=3))
+                async with anyio.create_task_group() as tg:
+                    informers = connect_scheduler(null, client)
+                    tg.start_soon(informers.run)
+                    await informers.wait_synced()
+                    tg.start_soon(null.run)
+                    with anyio.fail_after(10):
+                        while srv.count_requests(verb="delete", resource="pods") < 3:
+                            await anyio.sleep(0.02)
+                    await anyio.sleep(0.5)
+                    # two victims gone, one Terminating: no Binding yet
+                    assert srv.try_get("pods", "default", "low-0") is None
+                    assert srv.get("pods", "default", "low-1")["metadata"]["deletionTimestamp"]
+                    assert not _bound(srv, "pre")
+                    held = srv.get("pods", "default", "low-1")
+                    held["metadata"]["finalizers"] = []
+                    srv.update(held)
+                    with anyio.fail_after(10):
+                        while not _bound(srv, "pre"):
+                            await anyio.sleep(0.02)
+                    tg.cancel_scope.cancel()
+                assert null.errors == 0
+            finally:
+                await client.close()
+
+        anyio.run(main)
+
+
 def test_null_allocates_each_claim_before_binding() -> None:
     from ksched.bench.e2e import NullWrites
     from ksched.testing import TestAPIServer, make_node, make_pod

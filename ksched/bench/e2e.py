@@ -99,6 +99,10 @@ class NullWrites:
         return " + ".join([*parts, "binding"])
 
 
+#: Seconds the null client waits for a preemptor's victims to be gone before binding it.
+VICTIM_GONE_TIMEOUT = 60.0
+
+
 class NullScheduler:
     """The baseline: informers in, binds out, no scheduling logic at all (plus the
     workload's ``NullWrites``)."""
@@ -129,6 +133,8 @@ class NullScheduler:
         # preemptors whose victims were deleted, waiting for their Binding
         self._evicted: deque[tuple[PodInfo, str]] = deque()
         self._evicting = 0
+        # victims deleted and not yet gone (their deletion not yet seen by the informer)
+        self._going: dict[str, anyio.Event] = {}
         self.bound = 0
         self.deleted = 0
         self.errors = 0
@@ -160,6 +166,9 @@ class NullScheduler:
     def on_pod_delete(self, pod: PodInfo) -> None:
         if pod.node_name:
             self._bound.get(pod.node_name, {}).pop(pod.key, None)
+        gone = self._going.pop(pod.key, None)
+        if gone is not None:
+            gone.set()
 
     # -- loop --------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -201,28 +210,42 @@ class NullScheduler:
             self._limit.release()
 
     async def _evict_then_wait(self, pod: PodInfo, node: str) -> None:
-        """A preemptor's evictions; then it waits (in ``_evicted``) for its Binding."""
+        """A preemptor's evictions (holding a write slot), then, without the slot, the
+        wait for its victims to be gone; then it waits (in ``_evicted``) for its Binding."""
+        going: list[anyio.Event] = []
         try:
-            await self._evict(pod, node)
+            try:
+                going = await self._evict(pod, node)
+            finally:
+                self._limit.release()
+            # A scheduler's cache frees a victim's room only once the victim is gone (a
+            # bound pod stays Terminating until its kubelet, here the PodReaper, finishes
+            # it), so the preemptor waits for that too; not for ever, should one go unseen.
+            with anyio.move_on_after(VICTIM_GONE_TIMEOUT):
+                for ev in going:
+                    await ev.wait()
             self._evicted.append((pod, node))
         except Exception:
             self.errors += 1
         finally:
             self._evicting -= 1
             self._wakeup.set()
-            self._limit.release()
 
-    async def _evict(self, pod: PodInfo, node: str) -> None:
-        """Delete ``victims`` lower-priority pods bound to ``node`` (the first ones seen)."""
+    async def _evict(self, pod: PodInfo, node: str) -> list[anyio.Event]:
+        """Delete ``victims`` lower-priority pods bound to ``node`` (the first ones seen);
+        returns the events set as each is seen gone."""
         on_node = self._bound.get(node, {})
         victims = [v for v in on_node.values() if v.priority < pod.priority]
         victims = victims[: self.writes.victims]
+        going = []
         for v in victims:
             on_node.pop(v.key, None)
+            going.append(self._going.setdefault(v.key, anyio.Event()))
         async with anyio.create_task_group() as tg:
             for v in victims:
                 tg.start_soon(self.binder.delete_pod, v)
         self.deleted += len(victims)
+        return going
 
     async def _allocate(self, pod: PodInfo, node: str) -> None:
         """Each claim of ``pod``: the finalizer, then the allocation of the node's next
