@@ -8,7 +8,7 @@ never how fast anything is.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -486,8 +486,15 @@ def test_null_writes_are_bind_only_except_preemption_basic_and_dra() -> None:
     assert dra.null_writes_for((2, 15, 5)).first_device == 8
 
 
-def _run_null(srv: Any, writes: Any, until: Callable[[], bool], profile: str = "ksched") -> None:
-    """A NullScheduler with ``writes`` against the test API server until ``until()``."""
+def _run_null(
+    srv: Any,
+    writes: Any,
+    until: Callable[[], bool],
+    profile: str = "ksched",
+    script: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """A NullScheduler with ``writes`` against the test API server until ``until()``
+    (after ``script``, when given, has run beside it)."""
     import anyio
 
     from ksched.bench.e2e import NullScheduler
@@ -502,6 +509,8 @@ def _run_null(srv: Any, writes: Any, until: Callable[[], bool], profile: str = "
                 tg.start_soon(informers.run)
                 await informers.wait_synced()
                 tg.start_soon(null.run)
+                if script is not None:
+                    await script()
                 with anyio.fail_after(10):
                     while not until():
                         await anyio.sleep(0.02)
@@ -567,8 +576,7 @@ def test_null_binds_a_preemptor_only_once_its_victims_are_gone() -> None:
     cache frees the room only once the victim is gone; its going releases it."""
     import anyio
 
-    from ksched.bench.e2e import NullScheduler, NullWrites
-    from ksched.cluster import APIClient, connect_scheduler
+    from ksched.bench.e2e import NullWrites
     from ksched.testing import TestAPIServer, make_node, make_pod
 
     with TestAPIServer().run_in_thread() as srv:
@@ -588,35 +596,20 @@ def test_null_binds_a_preemptor_only_once_its_victims_are_gone() -> None:
         )
         srv.create(make_pod("pre", scheduler_name="ksched", priority_class_name="high"))
 
-        async def main() -> None:
-            client = await APIClient.for_master(srv.url, qps=0)
-            try:
-                null = NullScheduler(client, ["ksched"], writes=NullWrites(victims=3))
-                async with anyio.create_task_group() as tg:
-                    informers = connect_scheduler(null, client)
-                    tg.start_soon(informers.run)
-                    await informers.wait_synced()
-                    tg.start_soon(null.run)
-                    with anyio.fail_after(10):
-                        while srv.count_requests(verb="delete", resource="pods") < 3:
-                            await anyio.sleep(0.02)
-                    await anyio.sleep(0.5)
-                    # two victims gone, one Terminating: no Binding yet
-                    assert srv.try_get("pods", "default", "low-0") is None
-                    assert srv.get("pods", "default", "low-1")["metadata"]["deletionTimestamp"]
-                    assert not _bound(srv, "pre")
-                    held = srv.get("pods", "default", "low-1")
-                    held["metadata"]["finalizers"] = []
-                    srv.update(held)
-                    with anyio.fail_after(10):
-                        while not _bound(srv, "pre"):
-                            await anyio.sleep(0.02)
-                    tg.cancel_scope.cancel()
-                assert null.errors == 0
-            finally:
-                await client.close()
+        async def script() -> None:
+            with anyio.fail_after(10):
+                while srv.count_requests(verb="delete", resource="pods") < 3:
+                    await anyio.sleep(0.02)
+            await anyio.sleep(0.5)
+            # two victims gone, one Terminating: no Binding yet
+            assert srv.try_get("pods", "default", "low-0") is None
+            assert srv.get("pods", "default", "low-1")["metadata"]["deletionTimestamp"]
+            assert not _bound(srv, "pre")
+            held = srv.get("pods", "default", "low-1")
+            held["metadata"]["finalizers"] = []
+            srv.update(held)
 
-        anyio.run(main)
+        _run_null(srv, NullWrites(victims=3), lambda: _bound(srv, "pre"), script=script)
 
 
 def test_null_allocates_each_claim_before_binding() -> None:
