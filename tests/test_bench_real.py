@@ -8,6 +8,7 @@ never how fast anything is.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from ksched.api.objects import Node, Pod, decode
 from ksched.bench import run_bench
 from ksched.bench.real import (
     CHURN_NS,
+    FIGURES,
     MEASURED_NS,
     REAL_WORKLOADS,
     _objects,
@@ -34,17 +36,7 @@ from ksched.config import default_config
 from ksched.plugins import default_registry
 from ksched.testing.controlplane import Assets, ControlPlane
 
-SCHEDULER_KEYS = {
-    "pods_per_s",
-    "drain_s",
-    "scheduled",
-    "p50_ms",
-    "p99_ms",
-    "cpu_s",
-    "rss_mb",
-    "apiserver_cpu_s",
-    "runs",
-}
+SCHEDULER_KEYS = {*FIGURES, "scheduled", "runs"}
 
 
 def _doc(**pods_per_s: float | None) -> dict[str, Any]:
@@ -280,6 +272,32 @@ def test_table_shows_the_api_servers_cpu_per_pod_and_the_pinning() -> None:
         "pinned: etcd and kube-apiserver on CPUs [0, 1], "
         "the scheduler and the harness on CPUs [2, 3]"
     )
+
+
+def test_runqueue_seconds_count_a_process_kept_off_the_cpu() -> None:
+    """Two busy processes pinned to one CPU: each waits in the run queue about as long as
+    the other runs; an idle (sleeping) process waits for nothing; a gone one is -1."""
+    import subprocess
+    import sys
+    import time
+
+    from ksched.bench.e2e import proc_runqueue_seconds
+
+    cpu = min(os.sched_getaffinity(0))
+    spin = (
+        f"import os,time\nos.sched_setaffinity(0,{{{cpu}}})\n"
+        "t=time.time()\nwhile time.time()-t<1.5: pass"
+    )
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    time.sleep(1.2)
+    waited = [proc_runqueue_seconds(p.pid) for p in busy]
+    slept = proc_runqueue_seconds(idle.pid)
+    for p in [*busy, idle]:
+        p.wait()
+    assert sum(waited) > 0.4, waited  # 1.2 s on one CPU for two: ~0.6 s waited in all
+    assert 0 <= slept < 0.2, slept
+    assert proc_runqueue_seconds(busy[0].pid) == -1.0  # reaped: no /proc entry
 
 
 def test_cpu_split_gives_the_api_server_the_first_half() -> None:

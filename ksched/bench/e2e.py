@@ -583,6 +583,25 @@ def proc_cpu_seconds(pid: int) -> float:
         return -1.0
 
 
+def proc_runqueue_seconds(pid: int) -> float:
+    """Seconds a process's threads spent runnable but waiting for a CPU, from
+    /proc/<pid>/task/*/schedstat (Linux); -1 when unavailable. Beside ``cpu_s`` it tells
+    a scheduler waiting for the machine (other processes on its cores) from one waiting
+    for the API server (idle: neither running nor runnable)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return -1.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9
+
+
 def _peak_rss_mb() -> float:
     import resource
 
