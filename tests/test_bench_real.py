@@ -85,8 +85,12 @@ def test_tiny_workload_end_to_end_for_every_contestant() -> None:
         "apiserver_cpu_s",
         "runs",
     }
-    for r in w["results"].values():  # ready to the last bind: at least the binds' own span
-        assert r["drain_s"] >= 7 / r["pods_per_s"] - 0.01, r
+    # ready to the last bind: the null client's at least its binds' own span (it knows when
+    # it started); a scheduler's ready is polled, so 8 pods may all bind before it is seen
+    null = w["results"]["null"]
+    assert null["drain_s"] >= 7 / null["pods_per_s"] - 0.01, null
+    for r in w["results"].values():
+        assert isinstance(r["drain_s"], float), r
     for r in w["results"].values():  # measured for every contestant (0 s in a tiny window)
         assert isinstance(r["apiserver_cpu_s"], float) and r["apiserver_cpu_s"] >= 0, r
     # the CPU ratio needs ksched to have spent a measurable tick: 8 pods on a fast machine may not
