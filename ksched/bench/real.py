@@ -656,19 +656,19 @@ class _KschedProcess(_Contestant):
         path.write_text(yaml.safe_dump(cfg))
         port = free_port()
         self.log = open(cp.dir / "ksched-bench.log", "wb")  # noqa: SIM115 - closed in stop()
-        # KSCHED_BENCH_PROFILE=DIR: run it under cProfile, one DIR/<workload>.prof per run
+        # KSCHED_BENCH_PROFILE=DIR: run it under cProfile (timed by its CPU clock), one
+        # DIR/<workload>.prof per run
         profile_dir = os.environ.get("KSCHED_BENCH_PROFILE")
-        profiler = (
-            ["-m", "cProfile", "-o", str(Path(profile_dir) / f"{self.workload}.prof")]
+        main = (
+            ["ksched.bench.cpuprofile", str(Path(profile_dir) / f"{self.workload}.prof")]
             if profile_dir
-            else []
+            else ["ksched"]
         )
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                *profiler,
                 "-m",
-                "ksched",
+                *main,
                 "run",
                 "--config",
                 str(path),

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ksched.cache import Cache
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.handle import Handle
+from ksched.framework.listers import RevisionedStore
 from ksched.framework.snapshot import Snapshot
 from ksched.framework.types import PodInfo
 from ksched.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
@@ -101,9 +102,11 @@ def _pods(
     ]
 
 
-def _reference(snap: Snapshot, incoming: PodInfo, hard: int) -> tuple[Any, ...]:
+def _reference(
+    snap: Snapshot, incoming: PodInfo, hard: int, namespaces: Any = None
+) -> tuple[Any, ...]:
     """Upstream's loops, pod by pod."""
-    nsl = NamespaceLabels(NAMESPACES)
+    nsl = NamespaceLabels(NAMESPACES if namespaces is None else namespaces)
     me = pod_terms(incoming)
     existing: dict[tuple[str, str], int] = {}
     aff: dict[tuple[str, str], int] = {}
@@ -159,8 +162,10 @@ def _reference(snap: Snapshot, incoming: PodInfo, hard: int) -> tuple[Any, ...]:
     return existing, aff, anti, (raw if score else None)
 
 
-def _check(plugin: InterPodAffinity, snap: Snapshot, incoming: PodInfo, hard: int) -> None:
-    existing, aff, anti, raw = _reference(snap, incoming, hard)
+def _check(
+    plugin: InterPodAffinity, snap: Snapshot, incoming: PodInfo, hard: int, namespaces: Any = None
+) -> None:
+    existing, aff, anti, raw = _reference(snap, incoming, hard, namespaces)
     state = CycleState()
     _, st_ = plugin.pre_filter(state, incoming, snap)
     if pod_terms(incoming).error:
@@ -230,3 +235,86 @@ def test_matches_upstream_loops_fresh_and_incremental(
     _check(plugin, snap, pending, hard)
     fresh = InterPodAffinity(args, Handle(snapshot=snap, listers={"namespaces": NAMESPACES}))
     _check(fresh, snap, pending, hard)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    labels=st.lists(node_labels, min_size=1, max_size=4),
+    rounds=st.lists(
+        st.tuples(st.lists(pod_spec, max_size=3), st.integers(0, 2), st.booleans()),
+        min_size=1,
+        max_size=4,
+    ),
+    incoming=st.lists(pod_spec, min_size=1, max_size=2),
+)
+def test_counts_brought_up_to_date_from_the_journal_match_upstream_every_round(
+    labels: list[dict[str, str]], rounds: list[Any], incoming: list[Any]
+) -> None:
+    """One plugin over many cycles: PreFilter's counts of each incoming pod's terms are
+    those of its previous cycle moved by the index's journal (PreFilterMemo), across pods
+    coming and going and namespace relabels (a revisioned namespaces lister, bumped), and
+    equal upstream's loops every time; replicas asking again with nothing changed share
+    nothing mutable with earlier states."""
+    names = [f"n{i}" for i in range(len(labels))]
+    cache = Cache()
+    for nm, lb in zip(names, labels, strict=True):
+        cache.add_node(node(nm, lb))
+    namespaces: RevisionedStore[Any] = RevisionedStore()
+    namespaces.update(NAMESPACES)
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    plugin = InterPodAffinity(
+        InterPodAffinityArgs(1, False), Handle(snapshot=snap, listers={"namespaces": namespaces})
+    )
+    pending = [
+        pod(f"incoming{i}", ns=ns, labels=lb, affinity=aff)
+        for i, (ns, lb, aff) in enumerate(incoming)
+    ]
+    placed: list[PodInfo] = []
+    for r, (added, removed, relabel) in enumerate(rounds):
+        for p in placed[:removed]:
+            cache.remove_pod(p)
+        placed = placed[removed:]
+        for p in _pods(added, names, 100 * (r + 1)):
+            cache.add_pod(p)
+            placed.append(p)
+        if relabel:
+            team = "b" if namespaces["ns1"].metadata.labels.get("team") == "a" else "a"
+            namespaces["ns1"] = namespace("ns1", {"team": team})
+            namespaces.bump()
+        cache.update_snapshot(snap)
+        for p in pending:
+            _check(plugin, snap, p, 1, namespaces)
+            _check(plugin, snap, p, 1, namespaces)
+
+
+def test_a_replica_replays_the_journal_instead_of_rebuilding() -> None:
+    """The memo is used: a replica's PreFilter after a pod was placed replays the few
+    journal entries rather than recounting every group."""
+    names = ["n0", "n1", "n2"]
+    cache = Cache()
+    for i, nm in enumerate(names):
+        cache.add_node(node(nm, {"zone": f"z{i % 2}", "h": nm}))
+    term = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    cache.add_pod(pod("p0", ns="ns1", labels={"app": "a"}, node="n0", affinity=aff))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    plugin = InterPodAffinity(
+        InterPodAffinityArgs(1, False), Handle(snapshot=snap, listers={"namespaces": NAMESPACES})
+    )
+    builds = 0
+    build = plugin.memo._build
+
+    def counting(*a: Any) -> Any:
+        nonlocal builds
+        builds += 1
+        return build(*a)
+
+    plugin.memo._build = counting  # type: ignore[method-assign]
+    for i in range(1, 5):
+        replica = pod(f"p{i}", ns="ns1", labels={"app": "a"}, affinity=aff)
+        _check(plugin, snap, replica, 1)
+        cache.add_pod(pod(f"p{i}", ns="ns1", labels={"app": "a"}, node=names[i % 3], affinity=aff))
+        cache.update_snapshot(snap)
+    assert builds == 1

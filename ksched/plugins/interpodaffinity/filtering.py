@@ -10,7 +10,8 @@ Unschedulable: evicting pods may help).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,14 +21,22 @@ from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
 from .. import names
 from ..helper import all_true
-from .index import ClusterIndex, TopologyCounts, by_topology
-from .terms import NamespaceLabels, PodTerms, incoming_terms, pod_matches_all_terms, pod_terms
+from .index import ClusterIndex, RowCounts, RowKey, TopologyCounts, by_topology
+from .terms import (
+    AffinityTerm,
+    NamespaceLabels,
+    PodTerms,
+    incoming_terms,
+    pod_matches_all_terms,
+    pod_terms,
+)
 
 __all__ = [
     "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
     "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
     "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
     "PRE_FILTER_STATE_KEY",
+    "PreFilterMemo",
     "PreFilterState",
     "compute_pre_filter",
     "filter_mask",
@@ -129,10 +138,14 @@ def compute_pre_filter(
     namespaces: NamespaceLabels,
     token: object = None,
     v136_namespace_selectors: bool = False,
+    memo: PreFilterMemo | None = None,
+    namespaces_revision: Hashable | None = None,
 ) -> tuple[PreFilterState | None, Status | None]:
     """PreFilter's counts over every node of ``snap``; Skip when nothing can reject.
     ``v136_namespace_selectors``: v1.36's reading of the pod's namespaceSelectors
-    (``incoming_terms``)."""
+    (``incoming_terms``). With ``memo`` (and ``namespaces_revision``, what the namespace
+    labels are read from; None when that cannot be told), the counts of an earlier
+    cycle for the same terms are brought up to date instead of recomputed."""
     terms = incoming_terms(pod, v136_namespace_selectors)
     if terms.error:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {terms.error}")
@@ -143,6 +156,14 @@ def compute_pre_filter(
         and not terms.required_anti_affinity
     ):
         return None, Status(Code.SKIP)  # every count below would stay empty
+    if memo is not None:
+        return memo.pre_filter(index, snap, pod, terms, namespaces, namespaces_revision)
+    return _compute(index, snap, pod, terms, namespaces)
+
+
+def _compute(
+    index: ClusterIndex, snap: Snapshot, pod: PodInfo, terms: PodTerms, namespaces: NamespaceLabels
+) -> tuple[PreFilterState | None, Status | None]:
     n = snap.n
     ns, labels = pod.namespace, pod.labels
 
@@ -177,6 +198,251 @@ def compute_pre_filter(
     if existing.is_empty() and not terms.required_affinity and not terms.required_anti_affinity:
         return None, Status(Code.SKIP)
     return PreFilterState(pod, terms, namespaces, existing, affinity, anti_affinity), None
+
+
+_Arrays = dict[str, tuple[dict[str, int], IntArray]]
+
+
+class _MemoEntry:
+    """One set of incoming terms' counts, as of the index's journal ``position``."""
+
+    __slots__ = (
+        "affinity",
+        "anti_affinity",
+        "epoch",
+        "existing",
+        "generation",
+        "images_version",
+        "namespaces",
+        "position",
+        "reads_namespaces",
+        "signatures",
+        "snap",
+        "terms_match",
+    )
+
+    def __init__(self, snap: Snapshot, index: ClusterIndex) -> None:
+        self.snap = snap
+        self.epoch = snap.epoch
+        self.images_version = snap.images_version
+        self.generation = index.generation
+        self.position = index.position
+        # Whether a match read namespace labels, and then the revision they were read at
+        # (terms without a namespaceSelector never read them).
+        self.reads_namespaces = False
+        self.namespaces: Hashable | None = None
+        self.existing: _Arrays = {}
+        self.affinity: _Arrays = {}
+        self.anti_affinity: _Arrays = {}
+        # per existing pod's anti-affinity term: whether it matches the incoming pod
+        self.terms_match: dict[object, bool] = {}
+        # per signature group key: the topology keys its pods count in (affinity, anti)
+        self.signatures: dict[object, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+    def valid(self, snap: Snapshot, index: ClusterIndex, namespaces: Hashable | None) -> bool:
+        # Node labels (the label columns and their vocabularies) change only with a node
+        # object, which bumps ``images_version``.
+        return (
+            self.snap is snap
+            and self.epoch == snap.epoch
+            and self.images_version == snap.images_version
+            and self.generation == index.generation
+            and (
+                not self.reads_namespaces
+                or (namespaces is not None and self.namespaces == namespaces)
+            )
+        )
+
+    def read(self, namespaces: NamespaceLabels, revision: Hashable | None) -> None:
+        if namespaces.read_any and not self.reads_namespaces:
+            self.reads_namespaces = True
+            self.namespaces = revision
+
+
+class _Incoming(NamedTuple):
+    pod: PodInfo
+    terms: PodTerms
+    namespaces: NamespaceLabels
+    own: bool  # the pod has required (anti-)affinity terms of its own
+
+
+class PreFilterMemo:
+    """PreFilter's counts per incoming terms, kept up to date from the index's journal.
+
+    A replica's PreFilter differs from the previous replica's only by the pods the cycles
+    in between placed (and the informer confirmed): the journal names each group count
+    that changed on which row, so the counts move by exactly those rows' contributions,
+    counted as ``_compute`` counts them (each term of the pod, each matching existing
+    term). Anything the journal cannot tell (the index or the snapshot rebuilt, a node
+    relabelled, the namespace labels a match read changed, too long a gap) recomputes
+    from scratch.
+    """
+
+    MAX_ENTRIES = 16
+    # More journal entries than this to replay: recompute instead.
+    MAX_REPLAY = 512
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, _MemoEntry] = {}
+
+    def pre_filter(
+        self,
+        index: ClusterIndex,
+        snap: Snapshot,
+        pod: PodInfo,
+        terms: PodTerms,
+        namespaces: NamespaceLabels,
+        revision: Hashable | None,
+    ) -> tuple[PreFilterState | None, Status | None]:
+        own = bool(terms.required_affinity or terms.required_anti_affinity)
+        me = _Incoming(pod, terms, namespaces, own)
+        if own:
+            index.signature_groups()  # brought up to date: its changes are in the journal
+        key = (terms.signature, terms.required_affinity, terms.required_anti_affinity)
+        e = self._entries.get(key)
+        if e is not None and e.valid(snap, index, revision):
+            changes = index.changes_since(e.generation, e.position)
+            if changes is None or len(changes) > self.MAX_REPLAY:
+                e = None
+            elif changes:
+                self._replay(e, changes, snap, me)
+                e.position = index.position
+                e.read(namespaces, revision)
+        else:
+            e = None
+        if e is None:
+            e = self._build(index, snap, me)
+            e.read(namespaces, revision)
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = e
+        existing = TopologyCounts.of_arrays(dict(e.existing))
+        if existing.is_empty() and not own:
+            return None, Status(Code.SKIP)
+        return (
+            PreFilterState(
+                pod,
+                terms,
+                namespaces,
+                existing,
+                TopologyCounts.of_arrays(dict(e.affinity)),
+                TopologyCounts.of_arrays(dict(e.anti_affinity)),
+            ),
+            None,
+        )
+
+    def _build(self, index: ClusterIndex, snap: Snapshot, me: _Incoming) -> _MemoEntry:
+        """The entry from every group (``_compute``'s counts, kept per key)."""
+        e = _MemoEntry(snap, index)
+        _, terms, namespaces, own = me
+        ns, labels = me.pod.namespace, me.pod.labels
+        for term, rows in index.required_anti_affinity.items():
+            if self._term_matches(e, term, ns, labels, namespaces):
+                _add_rows(e.existing, snap, term.topology_key, rows)
+        if own:
+            for gkey, g in index.signatures.items():
+                aff, anti = self._signature_keys(e, gkey, g.namespace, g.labels, terms, namespaces)
+                for k in aff:
+                    _add_rows(e.affinity, snap, k, g)
+                for k in anti:
+                    _add_rows(e.anti_affinity, snap, k, g)
+        return e
+
+    def _replay(
+        self, e: _MemoEntry, changes: list[tuple[RowKey, int, int]], snap: Snapshot, me: _Incoming
+    ) -> None:
+        """Move the counts by each change's row (copying an array before its first change:
+        states handed out earlier share it)."""
+        _, terms, namespaces, own = me
+        ns, labels = me.pod.namespace, me.pod.labels
+        copied: set[tuple[int, str]] = set()
+        for gkey, row, count in changes:
+            kind = gkey[0]
+            if kind == "a":
+                term = gkey[1]
+                if self._term_matches(e, term, ns, labels, namespaces):
+                    _add_row(e.existing, 0, snap, term.topology_key, row, count, copied)
+            elif kind == "s" and own:
+                gns, glabels = gkey[1]
+                aff, anti = self._signature_keys(e, gkey, gns, glabels, terms, namespaces)
+                for k in aff:
+                    _add_row(e.affinity, 1, snap, k, row, count, copied)
+                for k in anti:
+                    _add_row(e.anti_affinity, 2, snap, k, row, count, copied)
+
+    @staticmethod
+    def _term_matches(
+        e: _MemoEntry,
+        term: AffinityTerm,
+        ns: str,
+        labels: Mapping[str, str],
+        namespaces: NamespaceLabels,
+    ) -> bool:
+        got = e.terms_match.get(term)
+        if got is None:
+            got = e.terms_match[term] = term.matches(ns, labels, namespaces)
+        return got
+
+    @staticmethod
+    def _signature_keys(
+        e: _MemoEntry,
+        gkey: object,
+        gns: str,
+        glabels: Mapping[str, str] | frozenset[tuple[str, str]],
+        terms: PodTerms,
+        namespaces: NamespaceLabels,
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The topology keys a pod of the group counts in, once per matching term (as
+        ``_compute`` adds one count array per term)."""
+        got = e.signatures.get(gkey)
+        if got is None:
+            if isinstance(glabels, frozenset):
+                glabels = dict(glabels)
+            aff: tuple[str, ...] = ()
+            if pod_matches_all_terms(terms.required_affinity, gns, glabels, namespaces):
+                aff = tuple(t.topology_key for t in terms.required_affinity)
+            anti = tuple(
+                t.topology_key
+                for t in terms.required_anti_affinity
+                if t.matches(gns, glabels, namespaces)
+            )
+            got = e.signatures[gkey] = (aff, anti)
+        return got
+
+
+def _add_rows(arrays: _Arrays, snap: Snapshot, key: str, rows: RowCounts) -> None:
+    """Add a group's pods on every row to ``arrays[key]`` (by the row's value of ``key``)."""
+    w = np.zeros(snap.n, dtype=np.int64)
+    rows.add_into(w)
+    vocab, counts = by_topology(snap, key, w)
+    cur = arrays.get(key)
+    arrays[key] = (vocab, counts if cur is None else cur[1] + counts)
+
+
+def _add_row(
+    arrays: _Arrays,
+    which: int,
+    snap: Snapshot,
+    key: str,
+    row: int,
+    count: int,
+    copied: set[tuple[int, str]],
+) -> None:
+    ids, vocab = snap.label_column(key)
+    vid = int(ids[row])
+    if vid < 0:
+        return  # a node without the key counts nowhere
+    cur = arrays.get(key)
+    if cur is None:
+        counts = np.zeros(len(vocab), dtype=np.int64)
+        copied.add((which, key))
+    else:
+        counts = cur[1]
+        if (which, key) not in copied:
+            counts = counts.copy()
+            copied.add((which, key))
+    counts[vid] += count
+    arrays[key] = (vocab, counts)
 
 
 def _weights(weights: dict[str, IntArray], key: str, n: int) -> IntArray:

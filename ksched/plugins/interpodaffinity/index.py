@@ -125,8 +125,18 @@ class ClusterIndex:
     does not re-read a node holding thousands of pods.
     """
 
+    #: Journal entries kept for readers that replay them (``changes_since``).
+    JOURNAL_LIMIT = 4096
+
     def __init__(self) -> None:
         self.n = 0
+        # Every group count change, in order: (group key, row, count). A reader that
+        # derived something from the groups at ``position`` brings it up to date by
+        # replaying ``changes_since(generation, position)``; ``generation`` changes when
+        # the groups are rebuilt wholesale (the journal then says nothing).
+        self.generation = 0
+        self._journal: list[tuple[RowKey, int, int]] = []
+        self._journal_base = 0
         self._groups: dict[RowKey, RowCounts] = {}
         self._affinity = _Part()
         self._signature = _Part()
@@ -153,6 +163,18 @@ class ClusterIndex:
         self._sync(self._affinity, snap, token, self._affinity_contents)
         self._last = (snap, token)
 
+    @property
+    def position(self) -> int:
+        """Where the journal ends now."""
+        return self._journal_base + len(self._journal)
+
+    def changes_since(self, generation: int, position: int) -> list[tuple[RowKey, int, int]] | None:
+        """The group count changes after ``position`` of ``generation``, oldest first, or
+        None when they are no longer known (rebuilt since, or dropped as too old)."""
+        if generation != self.generation or position < self._journal_base:
+            return None
+        return self._journal[position - self._journal_base :]
+
     def signature_groups(self) -> Iterable[SignatureGroup]:
         """The signature groups of the snapshot last synced, brought up to date."""
         if self._last is not None:
@@ -160,7 +182,13 @@ class ClusterIndex:
             self._sync(self._signature, snap, token, self._signature_contents)
         return self.signatures.values()
 
+    def _new_generation(self) -> None:
+        self.generation += 1
+        self._journal_base += len(self._journal)
+        self._journal = []
+
     def _reset(self, n: int) -> None:
+        self._new_generation()
         self.n = n
         self._groups.clear()
         self.signatures.clear()
@@ -203,6 +231,7 @@ class ClusterIndex:
         self, part: _Part, snap: Snapshot, contents: Callable[[NodeInfo], dict[RowKey, int]]
     ) -> None:
         infos = snap.node_infos
+        self._new_generation()
         for row, keys in enumerate(part.row_keys):
             for k, c in keys.items():
                 self._apply(k, row, -c)
@@ -234,11 +263,16 @@ class ClusterIndex:
         return out
 
     def _reindex(self, part: _Part, row: int, new: dict[RowKey, int]) -> None:
+        """Move the row's counts from what it held to ``new``: only the keys whose count
+        changed (a pod assumed then confirmed bound leaves its row's keys as they were)."""
         old = part.row_keys[row]
         for k, c in old.items():
-            self._apply(k, row, -c)
+            d = new.get(k, 0) - c
+            if d:
+                self._apply(k, row, d)
         for k, c in new.items():
-            self._apply(k, row, c)
+            if k not in old:
+                self._apply(k, row, c)
         part.row_keys[row] = new
 
     def _apply(self, key: RowKey, row: int, count: int) -> None:
@@ -248,6 +282,12 @@ class ClusterIndex:
         g.add(row, count)
         if g.total == 0:
             self._drop(key)
+        journal = self._journal
+        journal.append((key, row, count))
+        if len(journal) > self.JOURNAL_LIMIT:
+            half = len(journal) // 2
+            del journal[:half]
+            self._journal_base += half
 
     def _new_group(self, key: RowKey) -> RowCounts:
         kind = key[0]
@@ -306,6 +346,15 @@ class TopologyCounts:
         self._arrays: dict[str, tuple[dict[str, int], IntArray]] = {}
         self._dict: dict[tuple[str, str], int] | None = None
         self._empty: bool | None = True
+
+    @classmethod
+    def of_arrays(cls, arrays: dict[str, tuple[dict[str, int], IntArray]]) -> TopologyCounts:
+        """Counts built elsewhere, per key by value id of its vocabulary; the arrays are
+        shared, so their owner must replace rather than change them afterwards."""
+        out = cls()
+        out._arrays = arrays
+        out._empty = None
+        return out
 
     def add_array(self, key: str, vocab: dict[str, int], counts: IntArray) -> None:
         """Add counts by value id of ``vocab`` (build phase only)."""

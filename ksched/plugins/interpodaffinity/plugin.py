@@ -6,7 +6,7 @@ keeps the per-snapshot ``ClusterIndex`` and answers queueing hints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from ...api.objects import Namespace, Node
@@ -33,6 +33,7 @@ from ..helper import RowArray, gates_of
 from .args import InterPodAffinityArgs
 from .filtering import (
     PRE_FILTER_STATE_KEY,
+    PreFilterMemo,
     PreFilterState,
     compute_pre_filter,
     filter_mask,
@@ -82,6 +83,7 @@ class InterPodAffinity(
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self.index = ClusterIndex()
+        self.memo = PreFilterMemo()
         # v1.37's assigned-pod hint: an anti-affinity match is any term's, not all terms'
         self._any_anti_term = gates_of(handle).at_least("1.37")
         # v1.36 kept an incoming pod's namespaceSelector beside the namespaces it listed
@@ -91,6 +93,16 @@ class InterPodAffinity(
         listers = getattr(self.handle, "listers", None) or {}
         lister: Mapping[str, Namespace] | None = listers.get(Listers.NAMESPACES)
         return NamespaceLabels(lister)
+
+    def _namespaces_revision(self) -> Hashable | None:
+        """What the namespace labels are read from, as of now: the lister and its
+        revision (None: a plain mapping, which cannot tell it changed)."""
+        listers = getattr(self.handle, "listers", None) or {}
+        lister = listers.get(Listers.NAMESPACES)
+        if lister is None:
+            return ()
+        revision = getattr(lister, "revision", None)
+        return (id(lister), revision) if isinstance(revision, int) else None
 
     def _snapshot(self, nodes: Sequence[NodeInfo]) -> Snapshot:
         snap = getattr(self.handle, "snapshot", None)
@@ -103,7 +115,14 @@ class InterPodAffinity(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
         s, st = compute_pre_filter(
-            self.index, nodes, pod, self._namespaces(), state, self._v136_namespace_selectors
+            self.index,
+            nodes,
+            pod,
+            self._namespaces(),
+            state,
+            self._v136_namespace_selectors,
+            self.memo,
+            self._namespaces_revision(),
         )
         if s is not None:
             state.write(PRE_FILTER_STATE_KEY, s)

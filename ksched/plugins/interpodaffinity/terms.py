@@ -120,6 +120,12 @@ class NamespaceLabels:
         self._lister = lister
         self._cache: dict[str, Mapping[str, str]] = {}
 
+    @property
+    def read_any(self) -> bool:
+        """Whether some namespace's labels were looked up (what was matched depended on
+        them)."""
+        return bool(self._cache)
+
     def __call__(self, ns: str) -> Mapping[str, str]:
         got = self._cache.get(ns)
         if got is None:
