@@ -701,3 +701,20 @@ def test_ksched_runs_at_the_control_planes_version_unless_the_flags_name_one(
     assert _emulation(cp, ["--emulated-version=1.37"]) == []
     monkeypatch.setenv("KSCHED_KUBE_VERSION", "v1.36.3")
     assert _versions()["kubernetes"] == "v1.36.3"
+
+
+def test_bench_profile_times_the_cli_by_cpu_and_writes_its_stats(tmp_path: Path) -> None:
+    """``ksched.bench.cpuprofile`` (what ``KSCHED_BENCH_PROFILE`` runs the daemon under)
+    runs the CLI with the arguments given, returns its exit code and leaves a profile
+    ``pstats`` reads, with the CLI's own frames in it."""
+    import pstats
+
+    from ksched.bench.cpuprofile import main as profiled
+
+    out = tmp_path / "plugins.prof"
+    assert profiled([str(out), "plugins"]) == 0
+    stats = pstats.Stats(str(out))
+    assert any(
+        fn.endswith("cli.py") and name == "main"
+        for fn, _, name in stats.stats  # type: ignore[attr-defined]
+    )
