@@ -106,6 +106,19 @@ class Cache:
         # the set of those nodes, but reads only its length; a node counts once per name
         # (its ``image_states`` is keyed by name), which is what the set guaranteed.
         self._images: dict[str, ImageStateSummary] = {}
+        # What the snapshot reads is frozen per node: upstream's clone of a NodeInfo copies
+        # each image's count as it is then (``ImageStateSummary.Snapshot``), and a node is
+        # cloned only when it changed, so an unchanged node keeps the counts of its last
+        # clone. A node's ``image_states`` holds those frozen summaries (shared with its
+        # clones; ``_frozen`` is the latest one per name) as of ``_images_epoch`` (bumped
+        # whenever a count changes) in ``_frozen_at``; right after the node changed, the
+        # live ones, refreshed before its next clone.
+        self._frozen: dict[str, ImageStateSummary] = {}
+        self._images_epoch = 0
+        self._frozen_at: dict[str, int] = {}
+        # Nodes whose assumed pod the watch confirmed in place: upstream's confirmation is
+        # an update of the pod, so it clones the node (with fresh counts) again.
+        self._confirmed: set[str] = set()
         # Nodes changed since the last snapshot, and whether rows must be re-laid out.
         self._dirty: set[str] = set()
         self._structure_changed = True
@@ -121,10 +134,14 @@ class Cache:
     def add_node(self, node: Node) -> NodeInfo:
         name = node.metadata.name
         ni = self._node_info(name)
-        if ni.node is not None:
-            self._remove_images(ni)
-        ni.set_node(node)
-        self._add_images(ni)
+        old = ni.node
+        if old is not None and old.status.images == node.status.images:
+            ni.set_node(node)  # the same images: counts and names stay as they are
+        else:
+            if old is not None:
+                self._remove_images(ni)
+            ni.set_node(node)
+            self._add_images(ni)
         self._zone_add(name, zone_key(node))
         self._dirty.add(name)
         return ni
@@ -139,6 +156,8 @@ class Cache:
         if ni is None or ni.node is None:
             raise CacheError(f"node {name} is not found")
         self._remove_images(ni)
+        self._frozen_at.pop(name, None)
+        self._confirmed.discard(name)
         self._zone_remove(name)
         if ni.pods:
             # Pod deletions come on another watch and may arrive later.
@@ -183,18 +202,52 @@ class Cache:
                     st = images[name] = ImageStateSummary(img.size_bytes, 0)
                 st.num_nodes += 1
                 states[name] = st
-        ni.image_states = states
+        if states:
+            self._images_epoch += 1
+        ni.image_states = states  # live until the node's next clone freezes them
+        self._frozen_at.pop(ni.node.metadata.name, None)
 
     def _remove_images(self, ni: NodeInfo) -> None:
         """``removeNodeImageStates``: a name no node lists any more is forgotten."""
         images = self._images
-        for name, st in ni.image_states.items():
-            if images.get(name) is not st:
-                continue  # not this cache's count (a NodeInfo built elsewhere)
+        for name in ni.image_states:
+            st = images.get(name)
+            if st is None:
+                continue
             st.num_nodes -= 1
             if st.num_nodes <= 0:
                 del images[name]
+                self._frozen.pop(name, None)
+        if ni.image_states:
+            self._images_epoch += 1
         ni.image_states = {}
+
+    def _freeze_images(self, name: str, ni: NodeInfo, force: bool = False) -> bool:
+        """Before ``ni`` is cloned: its image counts as they are now (upstream's
+        ``ImageStateSummary.Snapshot`` in ``NodeInfo.Snapshot``). Nothing to do when no
+        count changed since they were last frozen; a new dict only when one of this
+        node's changed (so the snapshot can tell by identity). Whether it was replaced."""
+        epoch = self._images_epoch
+        if not force and self._frozen_at.get(name) == epoch:
+            return False
+        self._frozen_at[name] = epoch
+        old = ni.image_states
+        if not old:
+            return False
+        images, frozen = self._images, self._frozen
+        new: dict[str, ImageStateSummary] = {}
+        changed = False
+        for img, st in old.items():
+            live = images[img]
+            f = frozen.get(img)
+            if f is None or f.num_nodes != live.num_nodes:
+                f = frozen[img] = ImageStateSummary(live.size, live.num_nodes)
+            if f is not st:
+                changed = True
+            new[img] = f
+        if changed:
+            ni.image_states = new
+        return changed
 
     # -- pods ----------------------------------------------------------------------------
     @staticmethod
@@ -282,6 +335,7 @@ class Cache:
                 self.assumed.discard(key)
                 self.pod_states[key] = _PodState(pod, node)
                 self.add_pod_group_member(pod)
+                self._confirmed.add(node)
                 return
             self._remove_from_node(st.pod, st.node)
             self.assumed.discard(key)
@@ -439,15 +493,28 @@ class Cache:
         return self._update_nodes(snap)
 
     def _update_nodes(self, snap: Snapshot) -> int:
-        if self._structure_changed or snap is not self._last_snap:
-            reuse = snap is self._last_snap
-            dirty = self._dirty
+        reuse = snap is self._last_snap
+        dirty = self._dirty
+        if self._confirmed:
+            # Upstream clones these again (the confirmation bumped their generation); only
+            # their image counts can differ from the clone the snapshot holds.
+            for name in self._confirmed:
+                confirmed = self.nodes.get(name)
+                if confirmed is None or confirmed.node is None or name in dirty:
+                    continue
+                if self._freeze_images(name, confirmed):
+                    dirty.add(name)
+            self._confirmed.clear()
+        if self._structure_changed or not reuse:
             infos: list[NodeInfo] = []
             cloned = 0
             for name in node_tree_order(self._zones):
                 old = snap.get(name) if reuse and name not in dirty else None
                 if old is None:
-                    old = self.nodes[name].clone()
+                    live = self.nodes[name]
+                    # a snapshot of its own clones every node with the counts of now
+                    self._freeze_images(name, live, force=not reuse)
+                    old = live.clone()
                     cloned += 1
                 infos.append(old)
             snap.rebuild(infos)
@@ -461,6 +528,7 @@ class Cache:
             ni = self.nodes.get(name)
             if i is None or ni is None or ni.node is None:
                 continue
+            self._freeze_images(name, ni)
             snap.replace(i, ni.clone())
             count += 1
         self._dirty.clear()

@@ -163,7 +163,7 @@ class Snapshot:
         self.epoch = 0
         self._log: list[int] = []
         self._log_base = 0
-        # Bumped whenever the image columns are dropped (a node object changed).
+        # Bumped whenever the image columns are dropped (a row's image states changed).
         self.images_version = 0
         # Pod groups' states as of this snapshot (GenericWorkload; the cache copies them
         # in), for plugins through ``pod_group_state`` (a ``PodGroupManager``).
@@ -247,7 +247,10 @@ class Snapshot:
             half = len(log) // 2
             del log[:half]
             self._log_base += half
-        if old.node is not ni.node:
+        if old.node is not ni.node or old.image_states is not ni.image_states:
+            # A new node object, or the row's image counts (frozen when the cache cloned
+            # it) changed. Other rows' counts did not: the columns are only cheaper to drop
+            # than to patch.
             self._images.clear()
             self.images_version += 1
             self._any_unschedulable = None
@@ -468,7 +471,8 @@ class Snapshot:
         """ImageLocality's scaled score of image ``name`` per node (0 where absent).
 
         ``size * numNodes / totalNodes`` truncated (saturated to int64), as upstream's
-        ``scaledImageScore``; cached until a node object (its image list) changes.
+        ``scaledImageScore``, with each row's own ``numNodes`` (as of the cache's clone of
+        it); cached until some row's image states change.
         """
         col = self._images.get(name)
         if col is None:

@@ -70,8 +70,9 @@ class ImageLocality(ScorePlugin[NoArgs]):
     name = names.IMAGE_LOCALITY
 
     def sign_pod(self, pod: PodInfo) -> Any:
-        # Scores also depend on how many nodes hold each image: the cycle cache drops its
-        # rows whenever a node object changes (Snapshot.images_version).
+        # Scores also depend on how many nodes held each image when the node was cloned:
+        # the cycle cache drops its rows whenever a row's image states or node object
+        # change (Snapshot.images_version).
         return self._images(pod)
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
@@ -134,7 +135,7 @@ class ImageLocality(ScorePlugin[NoArgs]):
             # calculate_priority(0, 0) is 0 for every node.
             return np.zeros(n, dtype=np.int64)
         # The scores of every row depend only on the pod's images and the snapshot's image
-        # columns (not on pods): computed once per image set until a node object changes.
+        # columns (not on pods): computed once per image set until a row's images change.
         key = (containers, counts)
         got = self._columns.get(key)
         if (

@@ -318,7 +318,7 @@ class CycleCache:
         if (
             entry.snap is not snap
             or entry.epoch != snap.epoch
-            # ImageLocality scores count nodes holding an image: any node object change.
+            # ImageLocality's image columns were dropped (a row's image states changed).
             or entry.images_version != snap.images_version
         ):
             return False

@@ -101,7 +101,8 @@ def _img(size: int, *names: str) -> dict[str, object]:
 
 
 def _states(c: Cache) -> dict[str, dict[str, tuple[int, int]]]:
-    """Each live node's image states as (size, nodes holding the name)."""
+    """Each live node's image states as (size, nodes holding the name): the live counts
+    while no snapshot has frozen them (test_image_counts_frozen.py)."""
     return {
         n: {name: (st.size, st.num_nodes) for name, st in ni.image_states.items()}
         for n, ni in sorted(c.nodes.items())
