@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from ..api.kinds import REGISTRY, SimOwner, Watch, guess_resource
-from ..api.objects import PersistentVolume, PersistentVolumeClaim, Pod, PodCondition
+from ..api.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition
 from ..api.resource import ResourceClaim
 from ..api.workload import Condition, PodGroup
 from ..cluster.wiring import watched_resources, workload_informer_paths
@@ -561,13 +561,78 @@ class Simulation:
             fw.handle.listers.update(listers)
         self.explain = explain
         self.max_attempts = max_attempts_per_pod
+        self._replayed = False  # replay_history filled the cache
+
+    def replay_history(self, states: Sequence[ClusterFile]) -> None:
+        """Earlier states of the cluster, oldest first, each seen by one scheduling cycle
+        before the file's own: their nodes and bound pods go to the cache as the informers
+        would have delivered the changes between them (by resourceVersion), and each ends
+        with a snapshot. What a snapshot cloned from a node stays until the node changes
+        (its image counts: ``Cache._freeze_images``), so one pod of a long run replayed
+        alone gets the snapshot its scheduler had. Call before ``run``."""
+        cache = self.sched.cache
+        for cf in states:
+            self._sync_nodes(cf, cache.add_node, lambda _old, new: cache.update_node(new))
+            classes = {pc.metadata.name: pc.value for pc in cf.priority_classes}
+            default = next((pc.value for pc in cf.priority_classes if pc.global_default), 0)
+            bound = [
+                PodInfo(_admit(pod, raw, classes, default), raw)
+                for pod, raw in cf.pods
+                if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")
+            ]
+            for pi in bound:
+                old = cache.get_pod(pi)
+                if old is None:
+                    cache.add_pod(pi)
+                elif old.pod.metadata.resource_version != pi.pod.metadata.resource_version:
+                    cache.update_pod(old, pi)
+            self._drop_missing(
+                cf, bound, cache.remove_pod, lambda n: cache.remove_node(n.metadata.name)
+            )
+            cache.update_snapshot(self.sched.snapshot)
+        self._replayed = bool(states)
+
+    def _drop_missing(
+        self,
+        cf: ClusterFile,
+        bound: Iterable[PodInfo],
+        remove_pod: Callable[[PodInfo], object],
+        remove_node: Callable[[Node], object],
+    ) -> None:
+        """Bound pods and nodes the cache has that ``cf`` no longer lists: deleted."""
+        cache = self.sched.cache
+        uids = {pi.uid for pi in bound}
+        for old in [p for p in cache.list_pods() if p.uid not in uids]:
+            remove_pod(old)
+        names = {node.metadata.name for node, _raw in cf.nodes}
+        for ni in [ni for ni in cache.nodes.values() if ni.node is not None]:
+            if ni.node is not None and ni.node.metadata.name not in names:
+                remove_node(ni.node)
+
+    def _sync_nodes(
+        self,
+        cf: ClusterFile,
+        add: Callable[[Node], object],
+        update: Callable[[Node, Node], object],
+    ) -> None:
+        """``cf``'s nodes the cache does not have at their resourceVersion: added or updated."""
+        nodes = self.sched.cache.nodes
+        for node, _raw in cf.nodes:
+            ni = nodes.get(node.metadata.name)
+            old = ni.node if ni is not None else None
+            if old is None:
+                add(node)
+            elif not node.metadata.resource_version or (
+                old.metadata.resource_version != node.metadata.resource_version
+            ):
+                update(old, node)
 
     def _load(self) -> list[PodInfo]:
         cf = self.cluster_file
         classes = {pc.metadata.name: pc.value for pc in cf.priority_classes}
         global_default = next((pc.value for pc in cf.priority_classes if pc.global_default), 0)
-        for node, _raw in cf.nodes:
-            self.sched.on_node_add(node)
+        # Without a history (replay_history) the cache is empty: every node is added.
+        self._sync_nodes(cf, self.sched.on_node_add, self.sched.on_node_update)
         if self.sched.generic_workload:  # v1.37's PodGroup informer handlers
             for pg in cf.scheduling.get("PodGroup", []):
                 self.sched.on_pod_group_add(pg)
@@ -581,7 +646,14 @@ class Simulation:
             pi = PodInfo(admitted, raw)
             self.cluster.pods[pi.uid] = pi
             if pi.node_name:
-                self.sched.on_pod_add(pi)
+                known = self.sched.cache.get_pod(pi)
+                if known is None:
+                    self.sched.on_pod_add(pi)
+                elif known.pod.metadata.resource_version != pi.pod.metadata.resource_version:
+                    self.sched.on_pod_update(known, pi)
+        if self._replayed:
+            bound = [pi for pi in self.cluster.pods.values() if pi.node_name]
+            self._drop_missing(cf, bound, self.sched.on_pod_delete, self.sched.on_node_delete)
         for pi in self.cluster.pods.values():
             if pi.node_name:
                 continue

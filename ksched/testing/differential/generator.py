@@ -68,6 +68,9 @@ class PendingPod:
     pod: JSON
     groups: set[str] = field(default_factory=set)
     batch: str = ""
+    # Objects created just before the pod, while the scheduler runs (the ``images``
+    # group's new nodes: a node kube-scheduler cloned earlier keeps its image counts).
+    before: list[JSON] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -500,6 +503,30 @@ def _images(ctx: _Ctx, pod: JSON) -> bool:
         image = rng.choice(IMAGES)[0]
         pod["spec"]["volumes"] = [{"name": "data", "image": {"reference": image}}]
     return True
+
+
+def _images_late_nodes(ctx: _Ctx, pending: list[PendingPod]) -> list[PendingPod]:
+    """Nodes that join while pods are scheduled, listing images the others list too:
+    upstream's snapshot gives a node the image counts of its last clone (a node that did
+    not change since keeps the counts of before), and ImageLocality scores by them. Each
+    is a copy of a node of the scenario (its taints, labels) with images of its own; from
+    a random source of its own, so the seed's other draws stay as they were."""
+    rng = random.Random(f"images-{ctx.seed}")
+    if not ctx.nodes:
+        return pending
+    added = 0
+    for pp in pending[1:]:
+        if pp.batch or "images" not in pp.groups or rng.random() >= 0.4:
+            continue
+        node = copy.deepcopy(rng.choice(ctx.nodes))
+        name = f"{ctx.prefix}-late{added}"
+        added += 1
+        node["metadata"]["name"] = name
+        node["metadata"]["labels"][HOST] = name
+        have = rng.sample(IMAGES, rng.randint(1, 3))
+        node["status"]["images"] = [{"names": [n], "sizeBytes": sz} for n, sz in have]
+        pp.before.append(node)
+    return pending
 
 
 def _selector(ctx: _Ctx) -> JSON:
@@ -1699,7 +1726,7 @@ FEATURES: dict[str, Feature] = {
         Feature("ports", _ports_setup, _ports, 0.2),
         Feature("nodeaffinity", _no_setup, _nodeaffinity, 0.35),
         Feature("taints", _taints_setup, _taints, 0.4),
-        Feature("images", _images_setup, _images, 0.4),
+        Feature("images", _images_setup, _images, 0.4, finish=_images_late_nodes),
         Feature("spread", _spread_setup, _spread, 0.35),
         Feature("interpod", _interpod_setup, _interpod, 0.3),
         Feature("volumes", _volumes_setup, _volumes, 0.2),

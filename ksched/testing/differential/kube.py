@@ -544,6 +544,8 @@ class KubeReplay:
         self.order_fallbacks = 0  # pods whose node order came from resourceVersions
         self._provisioned: list[str] = []  # PVs _provision made, deleted with the scenario
         self._pod_groups: list[str] = []  # PodGroups _batch made (paths), likewise
+        self._created: list[JSON] = []  # the scenario's objects, deleted after it
+        self._history: list[list[JSON]] = []  # the state before each pod of the scenario
 
     def __enter__(self) -> KubeReplay:
         reaper = self.cp.reaper
@@ -574,13 +576,17 @@ class KubeReplay:
     def run(
         self,
         scenario: Scenario,
-        ksched: Callable[[list[JSON], JSON], Outcome] | None = None,
+        ksched: Callable[[list[JSON], JSON, list[list[JSON]]], Outcome] | None = None,
         ksched_batch: BatchReplay | None = None,
     ) -> Iterator[PodRun]:
-        """Replay ``scenario``; ``ksched(state, pod)`` is called for each pod while the
-        real scheduler works on it, ``ksched_batch`` for each PodGroup's members
-        (``_batch``). Everything the scenario created is deleted after."""
+        """Replay ``scenario``; ``ksched(state, pod, history)`` is called for each pod while
+        the real scheduler works on it (``history``: the states before the earlier pods),
+        ``ksched_batch`` for each PodGroup's members (``_batch``). Everything the scenario
+        created is deleted after."""
         created: list[JSON] = []
+        self._created = created
+        # the state before each pod so far: the snapshots kube-scheduler took
+        self._history = []
         rv = self.api.ok("GET", "/api/v1/pods?limit=1")["metadata"]["resourceVersion"]
         self._order = _NodeOrder(self.cp, list(scenario.namespaces))
         self._order.start(rv)
@@ -678,9 +684,11 @@ class KubeReplay:
         scenario: Scenario,
         pending: PendingPod,
         static: list[JSON],
-        ksched: Callable[[list[JSON], JSON], Outcome] | None,
+        ksched: Callable[[list[JSON], JSON, list[list[JSON]]], Outcome] | None,
     ) -> PodRun:
         cp = self.api
+        if pending.before:
+            self._create_before(pending, static)
         path = api_path("Pod", pending.namespace)
         body = _fill_uids(pending.pod, self._uids)
         st, dry = cp.request("POST", path + "?dryRun=All", body)
@@ -695,7 +703,8 @@ class KubeReplay:
         created = cp.ok("POST", path, body)
         # kube-scheduler uses the created object; ksched gets the same (uid, generation)
         pod = {**created, "kind": "Pod", "apiVersion": "v1"}
-        ours = ksched(state, copy.deepcopy(pod)) if ksched is not None else None
+        ours = ksched(state, copy.deepcopy(pod), self._history) if ksched is not None else None
+        self._history.append(state)
         self._nominated = ""
         kube = self._await_outcome(pending, created["metadata"]["resourceVersion"])
         key = f"{pending.namespace}/{pending.name}"
@@ -717,6 +726,25 @@ class KubeReplay:
         rest = self.gap - (time.monotonic() - start)
         time.sleep(max(rest, self.gap / 2))
         return PodRun(pending, state, pod, kube, ours)
+
+    def _create_before(self, pending: PendingPod, static: list[JSON]) -> None:
+        """The objects the generator has join just before ``pending`` (new nodes), into
+        the state of this pod and the next ones."""
+        for raw in pending.before:
+            obj = _fill_uids(copy.deepcopy(raw), self._uids)
+            kind = obj["kind"]
+            st, out = self.api.request(
+                "POST", api_path(kind, obj["metadata"].get("namespace")), obj
+            )
+            if st >= 300:
+                self.refused.append(f"{_ref(obj)}: {out.get('message', out)}")
+                continue
+            out.setdefault("kind", kind)
+            out.setdefault("apiVersion", obj["apiVersion"])
+            self._uids[_ref(out)] = out["metadata"]["uid"]
+            self._created.append(out)
+            static.append(out)
+        time.sleep(1.0)  # the scheduler's informers catch up
 
     # -- a PodGroup ------------------------------------------------------------------------------
 
@@ -787,6 +815,7 @@ class KubeReplay:
             {f"{ns}/{batch.name}": placement_orders(log, f"{ns}/{batch.name}")},
         )
         ours = ksched(state, [group], replayed, hints) if ksched is not None else None
+        self._history.append(state)
         settled = any(o.status != "Pending" for o in kube)
         written = self._await_group_condition(ns, batch.name, settled, any(o.node for o in kube))
         victims = victim_units(sorted(before - _running(self._live_state(scenario))), state)

@@ -100,8 +100,12 @@ class KschedReplay:
             return self
         return KschedReplay(self.config_path, self.registry, features)
 
-    def __call__(self, state: list[JSON], pod: JSON) -> Outcome:
-        sim, results = self._simulate(state, [pod])
+    def __call__(
+        self, state: list[JSON], pod: JSON, history: list[list[JSON]] | None = None
+    ) -> Outcome:
+        """``history``: the states before the earlier pods of the run, oldest first (each
+        the state of one kube-scheduler snapshot: ``Simulation.replay_history``)."""
+        sim, results = self._simulate(state, [pod], history=history)
         return self._outcome(sim, results, pod)
 
     def batch(
@@ -137,7 +141,11 @@ class KschedReplay:
         return outs
 
     def _simulate(
-        self, state: list[JSON], pods: list[JSON], hints: ReplayHints | None = None
+        self,
+        state: list[JSON],
+        pods: list[JSON],
+        hints: ReplayHints | None = None,
+        history: list[list[JSON]] | None = None,
     ) -> tuple[Simulation, list[PodResult]]:
         first = pods[0]["metadata"]
         text = scenario_files(state, pods)
@@ -151,6 +159,8 @@ class KschedReplay:
             tie_breaks=None if hints is None else hints.ties,
             placement_orders=None if hints is None else hints.placement_orders,
         )
+        if history:
+            sim.replay_history([parse_cluster(scenario_files(h, []), "history") for h in history])
         sim.cluster.device_driver = binding_driver
         sim.cluster.driver_delay = DRIVER_DELAY
         return sim, anyio.run(sim.run)
