@@ -152,6 +152,26 @@ def _refresh_scalars(
             col[which][i] = new.get(name, 0)
 
 
+def _index_ports(
+    ports: dict[tuple[str, int], dict[str, set[int]]], i: int, ni: NodeInfo, sign: int
+) -> None:
+    """Add (sign 1) or remove (-1) row ``i`` under each host port its node uses."""
+    for ip, used in ni.used_ports.ports.items():
+        for pp in used:
+            if sign > 0:
+                ports.setdefault(pp, {}).setdefault(ip, set()).add(i)
+                continue
+            by_ip = ports.get(pp)
+            rows = by_ip.get(ip) if by_ip is not None else None
+            if rows is None or by_ip is None:
+                continue
+            rows.discard(i)
+            if not rows:
+                del by_ip[ip]
+                if not by_ip:
+                    del ports[pp]
+
+
 class Snapshot:
     """Nodes of one scheduling cycle; rows are indices into ``node_infos``."""
 
@@ -229,6 +249,9 @@ class Snapshot:
         self._with_affinity = 0
         self._with_required_anti = 0
         self._affinity_lists: tuple[list[NodeInfo], list[NodeInfo]] | None = None
+        # (protocol, port) -> host IP -> rows using it; built on first ``port_rows`` call
+        # (NodePorts), then kept by ``replace``.
+        self._ports: dict[tuple[str, int], dict[str, set[int]]] | None = None
         for i, ni in enumerate(self.node_infos):
             self._fill(i, ni)
             self._with_affinity += bool(ni.pods_with_affinity)
@@ -265,6 +288,10 @@ class Snapshot:
         if rows is not None:
             for name in ni.allocatable.scalar.keys() | ni.requested.scalar.keys():
                 rows.setdefault(name, set()).add(i)
+        ports = self._ports
+        if ports is not None and (old.used_ports.ports or ni.used_ports.ports):
+            _index_ports(ports, i, old, -1)
+            _index_ports(ports, i, ni, 1)
         if old.pods_with_affinity or ni.pods_with_affinity:
             self._with_affinity += bool(ni.pods_with_affinity) - bool(old.pods_with_affinity)
             self._with_required_anti += bool(ni.pods_with_required_anti_affinity) - bool(
@@ -308,6 +335,17 @@ class Snapshot:
                 [ni for ni in infos if ni.pods_with_required_anti_affinity],
             )
         return lists
+
+    def port_rows(self) -> dict[tuple[str, int], dict[str, set[int]]]:
+        """Rows whose node uses a host port, as (protocol, port) -> host IP -> rows (IPs
+        and protocols sanitized as ``HostPortInfo`` keeps them). Read-only for callers."""
+        ports = self._ports
+        if ports is None:
+            ports = self._ports = {}
+            for i, ni in enumerate(self.node_infos):
+                if ni.used_ports.ports:
+                    _index_ports(ports, i, ni, 1)
+        return ports
 
     def _fill(self, i: int, ni: NodeInfo) -> None:
         a, r = ni.allocatable, ni.requested

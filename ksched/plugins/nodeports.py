@@ -3,7 +3,8 @@
 Mirrors kube-scheduler's ``nodeports`` plugin: PreFilter collects the pod's host
 ports (containers and restartable init containers) and skips the Filter for pods
 without any; a conflict is Unschedulable (preemption can free a port). Only nodes
-already using host ports can conflict, so the batch form checks just those.
+already using host ports can conflict: the batch form looks the wanted ports up in the
+snapshot's index of used ports instead of checking nodes one by one.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..framework.interface import (
 )
 from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
-from ..framework.types import HostPortInfo, NodeInfo, PodInfo
+from ..framework.types import DEFAULT_BIND_ALL_HOST_IP, HostPortInfo, NodeInfo, PodInfo
 from . import names
 from .helper import all_true, get_host_ports, spec_fragment
 
@@ -81,17 +82,35 @@ class NodePorts(PreFilterPlugin[NoArgs], FilterPlugin[NoArgs]):
         return Status(Code.UNSCHEDULABLE, ERR_REASON)
 
     def filter_batch(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> BoolArray:
+        """Per wanted port, the rows holding a conflicting one from the snapshot's port
+        index (``check_conflict``'s rules): a lookup per port, not a check per node."""
         want: list[ContainerPort] | None = state.get(PRE_FILTER_KEY)
         if want is None:
             raise RuntimeError(_NOT_FOUND)
-        out: BoolArray | None = None
-        for i, ni in enumerate(snap.node_infos):
-            used = ni.used_ports
-            if used.ports and not fits_ports(want, used):
-                if out is None:
-                    out = np.ones(snap.n, dtype=np.bool_)
-                out[i] = False
-        return out if out is not None else all_true(snap.n)
+        index = snap.port_rows()
+        if not index:
+            return all_true(snap.n)
+        hits: list[set[int]] = []
+        for p in want:
+            if p.host_port <= 0:
+                continue
+            by_ip = index.get((p.protocol or "TCP", p.host_port))
+            if not by_ip:
+                continue
+            ip = p.host_ip or DEFAULT_BIND_ALL_HOST_IP
+            if ip == DEFAULT_BIND_ALL_HOST_IP:
+                hits.extend(by_ip.values())
+                continue
+            for key in (DEFAULT_BIND_ALL_HOST_IP, ip):
+                rows = by_ip.get(key)
+                if rows:
+                    hits.append(rows)
+        if not hits:
+            return all_true(snap.n)
+        out = np.ones(snap.n, dtype=np.bool_)
+        for rows in hits:
+            out[np.fromiter(rows, dtype=np.intp, count=len(rows))] = False
+        return out
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pod deletions (hinted) and Node Add; QueueingHints on, as upstream."""

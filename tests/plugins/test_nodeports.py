@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ksched.api.objects import Pod, decode
+from ksched.api.objects import Node, Pod, decode
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import QueueingHint
 from ksched.framework.snapshot import Snapshot
@@ -268,3 +268,53 @@ def test_batch_only_rejects_conflicting_rows() -> None:
     assert mask.tolist() == [p.filter(state, pod, ni) is None for ni in infos]
     assert mask.tolist() == [False, True, True, True]
     assert np.asarray(mask).dtype == np.bool_
+
+
+def test_batch_follows_snapshot_replacements() -> None:
+    """The snapshot's port index, built on the first batch Filter, follows rows replaced
+    afterwards (ports added, freed, moved between IPs) and agrees with the per-node Filter
+    on random port mixes of wildcard and specific IPs, both protocols."""
+    rng = np.random.default_rng(7)
+    ips = ["", "0.0.0.0", "10.0.0.1", "10.0.0.2"]
+
+    def rand_ports() -> list[str]:
+        return [
+            f"{rng.choice(['TCP', 'UDP'])}/{rng.choice(ips)}/{int(rng.integers(80, 84))}"
+            for _ in range(int(rng.integers(0, 3)))
+        ]
+
+    infos = [node_info(new_pod(f"n{i}", *rand_ports())) for i in range(12)]
+    snap = Snapshot(infos)
+    p = NodePorts()
+    for step in range(200):
+        pod = new_pod("", *(rand_ports() or ["TCP//80"]))
+        state = CycleState()
+        p.pre_filter(state, pod, snap)
+        want = [p.filter(state, pod, ni) is None for ni in snap.node_infos]
+        assert p.filter_batch(state, pod, snap).tolist() == want, step
+        i = int(rng.integers(0, snap.n))
+        ni = snap.node_infos[i].clone()
+        if ni.pods and rng.random() < 0.5:
+            ni.remove_pod(ni.pods[int(rng.integers(0, len(ni.pods)))])
+        else:
+            ni.add_pod(new_pod(f"n{i}", *rand_ports()))
+        snap.replace(i, ni)
+
+
+def test_batch_after_assume_and_forget() -> None:
+    """A pod-group cycle's assumed pod takes its port on that row only, and forgetting it
+    frees the port again."""
+    infos = [node_info(), node_info()]
+    for i, ni in enumerate(infos):
+        ni.set_node(decode({"kind": "Node", "metadata": {"name": f"n{i}"}}, Node))
+    snap = Snapshot(infos)
+    p = NodePorts()
+    pod = new_pod("", "TCP/0.0.0.0/80")
+    state = CycleState()
+    p.pre_filter(state, pod, snap)
+    assert p.filter_batch(state, pod, snap).tolist() == [True, True]
+    other = new_pod("", "TCP/10.0.0.1/80")
+    snap.assume_pod(other, "n1")
+    assert p.filter_batch(state, pod, snap).tolist() == [True, False]
+    snap.forget_pod(other)
+    assert p.filter_batch(state, pod, snap).tolist() == [True, True]
