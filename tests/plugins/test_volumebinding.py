@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import msgspec
+import numpy as np
 import pytest
 
 from ksched.api.objects import (
@@ -625,6 +626,9 @@ def test_volume_binding(
         for ni in env.nodes
     ]
     assert scores == want_scores
+    if pre_score is None:  # the batch form agrees with Score node by node
+        rows = np.arange(len(env.nodes), dtype=np.intp)
+        assert env.pl.score_batch(state, pod, env.snap, rows).tolist() == want_scores
 
 
 def test_a_shape_scores_only_with_storage_capacity_scoring() -> None:
@@ -1150,3 +1154,23 @@ def test_storage_capacity_hints() -> None:
         ("CSIStorageCapacity", "Add"),
         ("CSIStorageCapacity", "Update"),
     } <= events
+
+
+def test_score_batch_of_a_pod_without_claims_is_zeros() -> None:
+    """With StorageCapacityScoring's scorer, upstream's PreScore does not skip a pod without
+    claims and Score gives each node 0; the batch form gives the zeros at once, and, like
+    Score, fails when PreFilter wrote no state."""
+    case = next(c for c in CASES if c[0] == "local volumes with close capacity are preferred")
+    kw = dict(case[1])
+    kw.pop("pod")
+    env = Env(kw.pop("nodes"), **kw)
+    pod = make_pod("plain")
+    state, st = env.pre_filter(pod)
+    assert st is not None and st.is_skip()
+    assert env.pl.pre_score(state, pod, env.nodes) is None
+    rows = np.arange(len(env.nodes), dtype=np.intp)
+    assert [env.pl.score(state, pod, ni) for ni in env.nodes] == [0] * len(env.nodes)
+    got = env.pl.score_batch(state, pod, env.snap, rows)
+    assert got.dtype == np.int64 and got.tolist() == [0] * len(env.nodes)
+    with pytest.raises(KeyError):
+        env.pl.score_batch(CycleState(), pod, env.snap, rows)
