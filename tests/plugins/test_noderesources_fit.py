@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from ksched.api.objects import Node, decode
+from ksched.api.objects import Node, PodCondition, decode
+from ksched.features import set_feature_gates
 from ksched.framework.cycle_state import CycleState
+from ksched.framework.handle import Handle
 from ksched.framework.interface import ClusterEvent, QueueingHint
 from ksched.framework.registry import PluginArgsError
 from ksched.framework.snapshot import Snapshot
@@ -24,6 +26,7 @@ from ksched.plugins.noderesources import (
     insufficient_resources,
 )
 from ksched.plugins.noderesources.resource_allocation import ArgsErrors, ResourceSpec
+from ksched.queue.events import matches, pending_pod_events, pod_update_events
 from tests.factories import make_node_info, make_pod
 
 EXT_A = "example.com/aaa"
@@ -595,22 +598,37 @@ def test_multiple_reasons_keep_upstream_order() -> None:
 # ---- queueing hints (Test_isSchedulableAfterPodChange / NodeChange) ---------------------------
 
 
+def _fit(version: str = "1.37", *flags: str) -> Fit:
+    return Fit(None, Handle(features=set_feature_gates(list(flags), [version])))
+
+
 def test_events_to_register() -> None:
-    events = [e.event for e in Fit().events_to_register()]
-    assert events == [
+    """v1.37.2's fit.go EventsToRegister: in-place resize registers only scale-downs."""
+    assert [e.event for e in _fit().events_to_register()] == [
         ClusterEvent("AssignedPod", "Delete"),
-        ClusterEvent("AssignedPod", "Update"),
-        ClusterEvent("Pod", "Update"),
         ClusterEvent("Node", "Add"),
         ClusterEvent("Node", "UpdateNodeAllocatable"),
-        # DRAExtendedResource (beta, on in v1.36): a class may now back a requested resource
+        # DRAExtendedResource: a class may now back a requested resource
         ClusterEvent("DeviceClass", "Add"),
         ClusterEvent("DeviceClass", "Update"),
+        ClusterEvent("AssignedPod", "UpdatePodScaleDown"),
+        ClusterEvent("TargetPod", "UpdatePodScaleDown"),
+    ]
+
+
+def test_events_to_register_v1_36() -> None:
+    """v1.36.3's: one Pod registration (Delete|UpdatePodScaleDown), and no DeviceClass
+    events without DRAExtendedResource."""
+    assert [e.event for e in _fit("1.36", "DRAExtendedResource=false").events_to_register()] == [
+        ClusterEvent("Pod", "Delete"),
+        ClusterEvent("Pod", "UpdatePodScaleDown"),
+        ClusterEvent("Node", "Add"),
+        ClusterEvent("Node", "UpdateNodeAllocatable"),
     ]
 
 
 def _hint(event: ClusterEvent, pod: PodInfo, old: Any, new: Any) -> str:
-    for reg in Fit().events_to_register():
+    for reg in _fit().events_to_register():
         if reg.event == event:
             assert reg.hint is not None
             return reg.hint(pod, old, new)
@@ -618,8 +636,7 @@ def _hint(event: ClusterEvent, pod: PodInfo, old: Any, new: Any) -> str:
 
 
 DELETE = ClusterEvent("AssignedPod", "Delete")
-ASSIGNED_UPDATE = ClusterEvent("AssignedPod", "Update")
-POD_UPDATE = ClusterEvent("Pod", "Update")
+ASSIGNED_SCALE_DOWN = ClusterEvent("AssignedPod", "UpdatePodScaleDown")
 NODE_ADD = ClusterEvent("Node", "Add")
 NODE_UPDATE = ClusterEvent("Node", "UpdateNodeAllocatable")
 
@@ -643,7 +660,7 @@ def test_hint_pod_wrong_objects() -> None:
     with pytest.raises(TypeError):
         _hint(DELETE, pod, "not-a-pod", None)
     with pytest.raises(TypeError):
-        _hint(ASSIGNED_UPDATE, pod, None, "not-a-pod")
+        _hint(ASSIGNED_SCALE_DOWN, pod, None, "not-a-pod")
 
 
 def test_hint_queue_on_other_pod_deleted() -> None:
@@ -714,10 +731,52 @@ _SCALE_DOWN: list[Any] = [
     _SCALE_DOWN,
     ids=[c[0] for c in _SCALE_DOWN],
 )
-def test_hint_pod_scale_down(name: str, pod: Any, old: Any, new: Any, want: str) -> None:
+def _update_hints(version: str, pod: PodInfo, old: PodInfo, new: PodInfo) -> list[str]:
+    """The answers of Fit's hints the queue runs for a pod update: every registration
+    matching one of the update's events, derived as the queue does for the waiting pod's
+    own update or another pod's."""
+    pe = pending_pod_events(version != "1.36")
+    resource = pe.target if new.uid == pod.uid else pe.other
+    incoming = pod_update_events(old, new, resource, scale_up=pe.scale_up)
+    regs = _fit(version).events_to_register()
+    return [r.hint(pod, old, new) for e in incoming for r in regs if r.hint and matches(r.event, e)]
+
+
+@pytest.mark.parametrize("version", ["1.37", "1.36"])
+@pytest.mark.parametrize(
+    ("name", "pod", "old", "new", "want"),
+    _SCALE_DOWN,
+    ids=[c[0] for c in _SCALE_DOWN],
+)
+def test_hint_pod_scale_down(
+    version: str, name: str, pod: Any, old: Any, new: Any, want: str
+) -> None:
     p, o, n = pod(), old(), new()
-    event = ASSIGNED_UPDATE if n.node_name else POD_UPDATE
-    assert _hint(event, p, o, n) == want
+    got = _update_hints(version, p, o, n)
+    if want == QueueingHint.QUEUE:
+        assert got == [QueueingHint.QUEUE]
+    else:
+        assert QueueingHint.QUEUE not in got
+    if version == "1.37" and not n.node_name and n.uid != p.uid:
+        assert got == []  # another pending pod's update: v1.37 registers none
+
+
+@pytest.mark.parametrize("version", ["1.37", "1.36"])
+@pytest.mark.parametrize("target", [False, True])
+def test_no_hint_on_updates_other_than_scale_down(version: str, target: bool) -> None:
+    """A victim marked DisruptionTarget, a label change or a scale-up is no UpdatePodScaleDown:
+    kube-scheduler runs none of Fit's hints for it (PreemptionBasic ran them thousands of
+    times when Fit registered every pod Update)."""
+    pod = _req_pod("pod1", {"cpu": "1"}, uid="pod1")
+    node_name, uid = ("", "pod1") if target else ("fake", "pod2")
+    old = _req_pod("pod2", {"cpu": "1"}, node_name, uid=uid)
+    relabelled = _req_pod("pod2", {"cpu": "1"}, node_name, uid=uid)
+    relabelled.pod.metadata.labels = {"a": "b"}
+    conditioned = _req_pod("pod2", {"cpu": "1"}, node_name, uid=uid)
+    conditioned.pod.status.conditions = [PodCondition(type="DisruptionTarget", status="True")]
+    scaled_up = _req_pod("pod2", {"cpu": "2"}, node_name, uid=uid)
+    for new in (relabelled, conditioned, scaled_up):
+        assert _update_hints(version, pod, old, new) == []
 
 
 def _cap(alloc: dict[str, str]) -> Node:

@@ -678,31 +678,54 @@ class Fit(
 
     # -- queueing hints ------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Upstream with queueing hints, in-place pod resize and DRAExtendedResource on:
-        pod deletion or scale-down, node add or allocatable change, and a DeviceClass
-        that may now back a resource the pod asks for."""
+        """Upstream's registrations for the emulated version (queueing hints on): pod
+        deletion, node add or allocatable change, a DeviceClass that may now back a
+        resource the pod asks for (DRAExtendedResource) and, with in-place resize, only a
+        pod's scale-down (UpdatePodScaleDown; other pod updates never run the hint).
+        v1.36 has one ``Pod`` registration for both; v1.37 splits it into AssignedPod and
+        TargetPod (the pending pod's own update)."""
+        gates = gates_of(self.handle)
+        v137 = gates.at_least("1.37")
+        scale_down = gates.enabled("InPlacePodVerticalScaling")
         node = self._after_node_change
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE), _after_pod_delete
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE), _after_pod_scale_down
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE), _after_pod_scale_down
-            ),
+        pod_resource = EventResource.ASSIGNED_POD if v137 else EventResource.POD
+        events = [
+            ClusterEventWithHint(ClusterEvent(pod_resource, ActionType.DELETE), _after_pod_delete)
+        ]
+        if scale_down and not v137:
+            events.append(
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCALE_DOWN),
+                    _after_pod_scale_down,
+                )
+            )
+        events += [
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), node),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE), node
             ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD), _after_device_class
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.DEVICE_CLASS, ActionType.UPDATE), _after_device_class
-            ),
         ]
+        if gates.enabled("DRAExtendedResource"):
+            events += [
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD), _after_device_class
+                ),
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.DEVICE_CLASS, ActionType.UPDATE),
+                    _after_device_class,
+                ),
+            ]
+        if scale_down and v137:
+            down = ActionType.UPDATE_POD_SCALE_DOWN
+            events += [
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.ASSIGNED_POD, down), _after_assigned_pod_scale_down
+                ),
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.TARGET_POD, down), _after_target_pod_scale_down
+                ),
+            ]
+        return events
 
     def _after_node_change(self, pod: PodInfo, old: Any, new: Any) -> str:
         split = self._split(self._data(pod))
@@ -758,9 +781,24 @@ def _frees_requested(target: Resource, old: Resource, new: Resource) -> bool:
     )
 
 
+def _after_assigned_pod_scale_down(pod: PodInfo, old: Any, new: Any) -> str:
+    """v1.37's ``isSchedulableAfterAssignedPodScaleDown``: a scheduled pod gave back
+    something the target asks for."""
+    if not isinstance(old, PodInfo) or not isinstance(new, PodInfo):
+        raise TypeError("expected PodInfo objects")
+    if new.node_name and _frees_requested(pod.requests, old.requests, new.requests):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _after_target_pod_scale_down(pod: PodInfo, old: Any, new: Any) -> str:
+    """v1.37's ``isSchedulableAfterTargetPodScaleDown``: the pod itself shrank."""
+    return QueueingHint.QUEUE
+
+
 def _after_pod_scale_down(pod: PodInfo, old: Any, new: Any) -> str:
-    """``isSchedulableAfterPodScaleDown``: the target itself shrank, or a scheduled pod
-    gave back something the target asks for."""
+    """v1.36's ``isSchedulableAfterPodEvent`` for an update (UpdatePodScaleDown): the
+    target itself shrank, or a scheduled pod gave back something the target asks for."""
     if not isinstance(old, PodInfo) or not isinstance(new, PodInfo):
         raise TypeError("expected PodInfo objects")
     if new.uid and new.uid == pod.uid:
