@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..api.objects import ContainerPort
 from ..framework.args import NoArgs
@@ -111,6 +112,17 @@ class NodePorts(PreFilterPlugin[NoArgs], FilterPlugin[NoArgs]):
         for rows in hits:
             out[np.fromiter(rows, dtype=np.intp, count=len(rows))] = False
         return out
+
+    def filter_statuses(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, rows: npt.NDArray[np.intp]
+    ) -> list[Status | None]:
+        """``filter`` for many rows at once (a FitError's per-node reasons: every node
+        for each pod HostPortConflict leaves pending), from the batch mask."""
+        if state.get(PRE_FILTER_KEY) is None:
+            return [Status(Code.ERROR, _NOT_FOUND) for _ in range(len(rows))]
+        fits = self.filter_batch(state, pod, snap)[rows].tolist()
+        rejected = Status(Code.UNSCHEDULABLE, ERR_REASON)
+        return [None if ok else rejected for ok in fits]
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pod deletions (hinted) and Node Add; QueueingHints on, as upstream."""

@@ -11,7 +11,7 @@ from ksched.api.objects import Node, Pod, decode
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import QueueingHint
 from ksched.framework.snapshot import Snapshot
-from ksched.framework.status import Code
+from ksched.framework.status import Code, Status
 from ksched.framework.types import NodeInfo, PodInfo
 from ksched.plugins.nodeports import ERR_REASON, NodePorts, fits
 
@@ -182,6 +182,15 @@ def test_pre_filter_disabled() -> None:
     assert got.message() == 'reading "PreFilterNodePorts" from cycleState: not found'
     with pytest.raises(RuntimeError, match="not found"):
         NodePorts().filter_batch(CycleState(), mk_pod({}), Snapshot([ni]))
+    rows = np.arange(1, dtype=np.intp)
+    assert [
+        desc(st)
+        for st in NodePorts().filter_statuses(CycleState(), mk_pod({}), Snapshot([ni]), rows)
+    ] == [desc(got)]
+
+
+def desc(st: Status | None) -> tuple[Code, tuple[str, ...]] | None:
+    return None if st is None else (st.code, st.reasons)
 
 
 def host_port_pod(port: int, node: str = "") -> PodInfo:
@@ -292,6 +301,11 @@ def test_batch_follows_snapshot_replacements() -> None:
         p.pre_filter(state, pod, snap)
         want = [p.filter(state, pod, ni) is None for ni in snap.node_infos]
         assert p.filter_batch(state, pod, snap).tolist() == want, step
+        rows = np.arange(snap.n, dtype=np.intp)[::-1]  # any order of rows
+        per_node = [p.filter(state, pod, snap.node_infos[r]) for r in rows]
+        assert [desc(st) for st in p.filter_statuses(state, pod, snap, rows)] == [
+            desc(st) for st in per_node
+        ], step
         i = int(rng.integers(0, snap.n))
         ni = snap.node_infos[i].clone()
         if ni.pods and rng.random() < 0.5:
