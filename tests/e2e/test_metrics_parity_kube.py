@@ -180,22 +180,26 @@ MAY_DIFFER: dict[str, tuple[Callable[[Labels], bool], str]] = {
     ),
     HINTS: (
         lambda labels: (
-            labels["event"]
-            in (
-                "AssignedPodDelete",
-                "AssignedPodUpdate",
-                "TargetPodUpdate",
-                "UnschedulablePodUpdate",
+            (
+                labels["event"]
+                in (
+                    "AssignedPodDelete",
+                    "AssignedPodUpdate",
+                    "TargetPodUpdate",
+                    "UnschedulablePodUpdate",
+                )
+                and labels["plugin"] != "NodeResourcesFit"
             )
-            and (labels["plugin"], labels["hint"]) != ("NodeResourcesFit", "Queue")
+            or (
+                (labels["event"], labels["plugin"], labels["hint"])
+                == ("AssignedPodDelete", "NodeResourcesFit", "QueueSkip")
+            )
         ),
         "hints run for the pods waiting in the unschedulable pool as each event arrives, so "
         "whether the preemptor (gated while its evictions run) and the huge pod wait there "
-        "when the victims are marked (DisruptionTarget) and deleted depends on timing. Not "
-        "explained by timing alone, and left for a queue-fidelity follow-up: ksched also "
-        "runs NodeResourcesFit's hint (QueueSkip) on the victims' updates and on the "
-        "waiting pod's own update (TargetPodUpdate, UnschedulablePodUpdate at v1.36), where "
-        "kube-scheduler ran none",
+        "when the victims are marked (DisruptionTarget) and deleted depends on timing. "
+        "NodeResourcesFit registers only UpdatePodScaleDown among pod updates (as upstream), "
+        "so its hint runs on no update here on either side",
     ),
     "scheduler_queue_incoming_pods": (
         lambda labels: (labels["event"], labels["queue"]) != ("UnscheduledPodAdd", "active"),
