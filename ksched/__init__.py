@@ -15,6 +15,7 @@ metrics and the config loader, which a plugin package importing ``ksched`` does 
 
 from typing import TYPE_CHECKING, Any
 
+from ._compiled import is_compiled
 from .api.objects import InvalidObjectError, Node, Pod
 from .api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from .features import FeatureGateError, FeatureGates, resolve_feature_gates
@@ -108,6 +109,9 @@ from .util.clock import Clock
 from .util.errors import KschedError
 from .util.version import __version__
 
+# True in the opt-in compiled build (ksched/_compiled.py lists the mypyc-compiled modules).
+COMPILED = is_compiled()
+
 if TYPE_CHECKING:
     from .cluster import APIClient
     from .config import load_config, load_config_data
@@ -136,6 +140,7 @@ __all__ = [
     "ASSIGNED_POD_ADD",
     "ASSIGNED_POD_DELETE",
     "ASSIGNED_POD_UPDATE",
+    "COMPILED",
     "CPU",
     "CSI_DRIVER",
     "CSI_NODE",

@@ -918,17 +918,20 @@ def cmd_extender(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import COMPILED
     from .features.versions import KUBERNETES_VERSION
     from .util.version import __version__
 
+    build = ", compiled" if COMPILED else ""
     p = argparse.ArgumentParser(
         prog="ksched", description="A Kubernetes scheduler with Python plugins."
     )
     p.add_argument(
         "--version",
         action="version",
-        version=f"ksched v{__version__} (follows kube-scheduler {KUBERNETES_VERSION})",
-        help="print the version, and the kube-scheduler release ksched follows, and exit",
+        version=f"ksched v{__version__} (follows kube-scheduler {KUBERNETES_VERSION}{build})",
+        help="print the version, the kube-scheduler release ksched follows, whether this is the "
+        "compiled build, and exit",
     )
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -36,7 +36,8 @@ def test_version_prints_ksched_and_the_kubernetes_release_it_follows() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
-    assert out.stdout == f"ksched v{ksched.__version__} (follows kube-scheduler v1.37.2)\n"
+    build = ", compiled" if ksched.COMPILED else ""
+    assert out.stdout == f"ksched v{ksched.__version__} (follows kube-scheduler v1.37.2{build})\n"
     # one home for the release: the versions table's newest implemented row, which is also
     # the control plane the tests build
     from ksched.features import KUBE_VERSIONS

@@ -27,6 +27,7 @@ from ..framework.snapshot import Snapshot
 from ..framework.types import ImageStateSummary, NodeInfo, PodInfo, next_generation, same_for_node
 from ..util.clock import Clock, RealClock, wall_clock
 from ..util.errors import KschedError
+from ..util.native import mypyc_attr
 
 __all__ = ["Cache", "CacheError", "node_tree_order", "zone_key"]
 
@@ -35,6 +36,7 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 CLEANUP_PERIOD = 1.0  # upstream cleanAssumedPeriod
 
 
+@mypyc_attr(native_class=False)  # a compiled class cannot subclass RuntimeError
 class CacheError(KschedError, RuntimeError):
     """An impossible transition (assume twice, forget a pod that was never assumed)."""
 

@@ -1587,7 +1587,7 @@ class Framework:
         # Reverse order, as upstream; a raising Unreserve must not skip the others.
         t0 = _perf() if self._recording else 0.0
         sampled = state.record_plugin_metrics
-        for p in reversed(self.reserve_plugins):
+        for p in self.reserve_plugins[::-1]:  # mypyc cannot iterate reversed() of list[Any]
             try:
                 if sampled:
                     self._timed(_UNRESERVE, p, _success, p.unreserve, state, pod, node_name)
