@@ -30,6 +30,7 @@ from ..framework.interface import (
 from ..framework.snapshot import BoolArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import DEFAULT_BIND_ALL_HOST_IP, HostPortInfo, NodeInfo, PodInfo
+from ..util.native import mypyc_attr
 from . import names
 from .helper import all_true, get_host_ports, spec_fragment
 
@@ -59,6 +60,8 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return fits_ports(pod_host_ports(pod), node.used_ports)
 
 
+# A plugin class stays a Python class (class attributes, subclasses); its methods compile.
+@mypyc_attr(native_class=False)
 class NodePorts(PreFilterPlugin[NoArgs], FilterPlugin[NoArgs]):
     name = names.NODE_PORTS
 
