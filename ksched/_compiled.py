@@ -34,7 +34,6 @@ MODULES: tuple[str, ...] = (
     "ksched.api.quantity",
     "ksched.api.resources",
     "ksched.plugins.nodeports",
-    "ksched.plugins.tainttoleration",
 )
 
 

@@ -34,7 +34,6 @@ from ..framework.interface import (
 from ..framework.snapshot import BoolArray, IntArray, Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import NodeInfo, PodInfo
-from ..util.native import mypyc_attr
 from . import names
 from .helper import (
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
@@ -114,8 +113,6 @@ def _same_pod(a: PodInfo, b: PodInfo) -> bool:
     return (a.uid or a.key) == (b.uid or b.key)
 
 
-# A plugin class stays a Python class (class attributes, subclasses); its methods compile.
-@mypyc_attr(native_class=False)
 class TaintToleration(NodeOnlyFilter[NoArgs], PreScorePlugin[NoArgs], ScorePlugin[NoArgs]):
     name = names.TAINT_TOLERATION
 
