@@ -67,7 +67,6 @@ from ...framework.podgroup import PodGroupAssignments, PodGroupInfo
 from ...framework.snapshot import BoolArray, IntArray, RowCache, Snapshot
 from ...framework.status import Code, Status, StatusError
 from ...framework.types import NodeInfo, PodInfo, add_requests
-from ...util.native import mypyc_attr
 from .. import names
 from ..helper import gates_of, requests_fragment
 from .least_allocated import LeastAllocated
@@ -107,7 +106,6 @@ PRE_FILTER_STATE_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 # ---- args -----------------------------------------------------------------------------------
 
 
-@mypyc_attr(native_class=False)  # a msgspec Struct: its metaclass builds it
 class UtilizationShapePoint(KubeArgs):
     """One point of a requested-to-capacity-ratio shape (``config.UtilizationShapePoint``)."""
 
@@ -115,7 +113,6 @@ class UtilizationShapePoint(KubeArgs):
     score: Int32 = 0
 
 
-@mypyc_attr(native_class=False)  # a msgspec Struct: its metaclass builds it
 class RequestedToCapacityRatioParam(KubeArgs):
     """``config.RequestedToCapacityRatioParam``."""
 
@@ -127,7 +124,6 @@ def shape_pairs(points: Sequence[UtilizationShapePoint]) -> tuple[tuple[int, int
     return tuple((p.utilization, p.score) for p in points)
 
 
-@mypyc_attr(native_class=False)  # a msgspec Struct: its metaclass builds it
 class ScoringStrategy(KubeArgs):
     """``config.ScoringStrategy``. An explicit strategy's type is not defaulted (upstream
     defaults only a missing strategy as a whole); its resources are when empty.
@@ -153,7 +149,6 @@ class ScoringStrategy(KubeArgs):
         return None if r is None else shape_pairs(r.shape)
 
 
-@mypyc_attr(native_class=False)  # a msgspec Struct: its metaclass builds it
 class FitArgs(KubeArgs):
     """``NodeResourcesFitArgs`` (v1 defaulting: LeastAllocated over cpu and memory)."""
 
@@ -436,8 +431,6 @@ def _added_columns(added: Sequence[Sequence[PodInfo]], names: Sequence[str]) -> 
     return [np.array([wrap_int64(v) for v in col], dtype=np.int64) for col in sums]
 
 
-# A plugin class stays a Python class (class attributes, subclasses); its methods compile.
-@mypyc_attr(native_class=False)
 class Fit(
     PreFilterPlugin[FitArgs],
     FilterPlugin[FitArgs],
