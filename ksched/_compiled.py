@@ -5,9 +5,10 @@ the per-pod hot path that is pure-Python loops and objects. Not here: classes pl
 subclass (``framework.interface``); runtime-checkable protocols, which mypyc cannot compile
 (``framework.cycle_state``); modules whose functions tests replace to observe the cycle
 (``scheduler.schedule_one``, ``scheduler.cycle_cache``: a compiled module calls its own
-functions directly, and a compiled class's methods cannot be replaced); modules whose
-msgspec args give a field a ``msgspec.field`` default, which a compiled class body refuses
-(``plugins.noderesources.fit``). Everything else, plugins included, stays Python.
+functions directly, and a compiled class's methods cannot be replaced); modules that define
+msgspec args structs, which do not survive compilation even as non-native classes (a
+``msgspec.field`` default is refused, nested structs decode as dicts:
+``plugins.noderesources``). Everything else, plugins included, stays Python.
 """
 
 import importlib
@@ -22,8 +23,6 @@ MODULES: tuple[str, ...] = (
     "ksched.queue.scheduling_queue",
     "ksched.cache.cache",
     "ksched.plugins.defaultpreemption.batch",
-    "ksched.plugins.noderesources.resource_allocation",
-    "ksched.plugins.noderesources.balanced_allocation",
     "ksched.plugins.interpodaffinity.index",
     "ksched.plugins.interpodaffinity.terms",
     "ksched.plugins.interpodaffinity.filtering",

@@ -25,7 +25,6 @@ from ...framework.interface import PreScorePlugin, ScorePlugin
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
-from ...util.native import mypyc_attr
 from .. import names
 from ..helper import requests_fragment
 from .resource_allocation import (
@@ -58,7 +57,6 @@ _FLOOR = -(2**31)
 FloatArray = npt.NDArray[np.float64]
 
 
-@mypyc_attr(native_class=False)  # a msgspec Struct: its metaclass builds it
 class BalancedAllocationArgs(KubeArgs):
     """``NodeResourcesBalancedAllocationArgs``; no resources means cpu and memory."""
 
@@ -186,8 +184,6 @@ class BalancedScorer:
         return _HALF + tdiv_vec(_HALF + with_pod - without_pod, np.full(n, 2, dtype=np.int64))
 
 
-# A plugin class stays a Python class (class attributes, subclasses); its methods compile.
-@mypyc_attr(native_class=False)
 class BalancedAllocation(
     PreScorePlugin[BalancedAllocationArgs], ScorePlugin[BalancedAllocationArgs]
 ):

@@ -27,7 +27,6 @@ from ...api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 from ...framework.args import EMPTY_IS_DEFAULT, ArgsErrors, KubeArgs
 from ...framework.snapshot import IntArray, RowCache, Snapshot
 from ...framework.types import NodeInfo, PodInfo
-from ...util.native import mypyc_attr
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -50,7 +49,6 @@ MAX_NODE_SCORE = 100
 _KIND_CPU, _KIND_MEMORY, _KIND_EPH, _KIND_SCALAR, _KIND_NONE = range(5)
 
 
-@mypyc_attr(native_class=False)  # a msgspec Struct: its metaclass builds it
 class ResourceSpec(KubeArgs):
     """One resource a scoring strategy looks at, with its weight (``config.ResourceSpec``);
     a weight of 0 is defaulted to 1, as upstream's v1 defaulting does."""
