@@ -3,19 +3,20 @@
 One list, read by setup.py without importing ksched, and by ``ksched.COMPILED``. They are
 the per-pod hot path that is pure-Python loops and objects. Not here: classes plugins
 subclass (``framework.interface``); runtime-checkable protocols, which mypyc cannot compile
-(``framework.cycle_state``); modules whose functions tests replace to observe the cycle
-(``scheduler.schedule_one``, ``scheduler.cycle_cache``: a compiled module calls its own
-functions directly, and a compiled class's methods cannot be replaced); modules that define
-msgspec args structs, which do not survive compilation even as non-native classes (a
-``msgspec.field`` default is refused, nested structs decode as dicts:
-``plugins.noderesources``). Everything else, plugins included, stays Python.
+(``framework.cycle_state``); ``framework.types`` (PodInfo copies itself with ``__new__``,
+which a native class refuses, and has a property setter, which a non-native one refuses);
+modules whose functions tests replace to observe the cycle (``scheduler.schedule_one``,
+``scheduler.cycle_cache``: a compiled module calls its own functions directly, and a
+compiled class's methods cannot be replaced); modules that define msgspec args structs,
+which do not survive compilation even as non-native classes (a ``msgspec.field`` default is
+refused, nested structs decode as dicts: ``plugins.noderesources``). Everything else,
+third-party plugins and contrib_plugins included, stays Python.
 """
 
 import importlib
 
 MODULES: tuple[str, ...] = (
     "ksched.framework.runtime",
-    "ksched.framework.types",
     "ksched.framework.status",
     "ksched.framework.diagnosis",
     "ksched.framework.snapshot",

@@ -19,6 +19,7 @@ from ...api.objects import Node
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.status import Code, Status
 from ...framework.types import NodeInfo, PodInfo
+from ...util.native import mypyc_attr
 from .. import names
 from ..helper import all_true
 from .index import ClusterIndex, RowCounts, RowKey, TopologyCounts, by_topology
@@ -54,6 +55,8 @@ ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affini
 _NO_LABELS: Mapping[str, str] = {}
 
 
+# clone builds one with __new__, bypassing __init__, which a native class cannot.
+@mypyc_attr(native_class=False)
 class PreFilterState:
     """``preFilterState``. Clones share the counts until either side updates them
     (preemption clones the state for every candidate node but updates few)."""

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.types import NodeInfo
+from ...util.native import mypyc_attr
 from .terms import AffinityTerm, pod_terms
 
 __all__ = [
@@ -331,6 +332,8 @@ def by_topology(snap: Snapshot, key: str, w: IntArray) -> tuple[dict[str, int], 
     return vocab, np.rint(sums).astype(np.int64)
 
 
+# clone builds one with __new__, bypassing __init__, which a native class cannot.
+@mypyc_attr(native_class=False)
 class TopologyCounts:
     """``topologyToMatchedTermCount``: (topology key, value) -> count, without zeros.
 
