@@ -918,11 +918,11 @@ def cmd_extender(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import COMPILED
+    from ._compiled import is_compiled
     from .features.versions import KUBERNETES_VERSION
     from .util.version import __version__
 
-    build = ", compiled" if COMPILED else ""
+    build = ", compiled" if is_compiled() else ""
     p = argparse.ArgumentParser(
         prog="ksched", description="A Kubernetes scheduler with Python plugins."
     )
