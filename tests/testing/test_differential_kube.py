@@ -73,6 +73,23 @@ def test_seeds_agree_under_the_users_gates(cp: ControlPlane, tmp_path: Path) -> 
     assert not report.diverging, report.text()
 
 
+def test_kube_scheduler_with_device_taint_rules_on_is_ready(cp: ControlPlane, tmp_path: Path) -> None:
+    """DRADeviceTaintRules on (beta, off at 1.36; the gates group draws it): kube-scheduler
+    lists DeviceTaintRules, so the API server must serve them and let it read them, or it
+    is never ready and the run ends there."""
+    report = run_differential(
+        [0],
+        ("resources", "dradevices"),
+        cp=cp,
+        outdir=tmp_path,
+        batching=False,
+        feature_gates=["DRADeviceTaintRules=true"],
+    )
+    assert report.groups()["all"].pods >= 1
+    assert not report.rejected, report.rejected
+    assert not report.diverging, report.text()
+
+
 def test_a_wrong_weight_is_caught(cp: ControlPlane, tmp_path: Path) -> None:
     """The harness is not blind: ksched run with TaintToleration's weight at 1 instead of
     3 disagrees with kube-scheduler's logged scores, and the report says where."""

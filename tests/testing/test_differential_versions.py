@@ -149,7 +149,7 @@ def test_nodefeatures_covers_the_v137_bind_mount_options() -> None:
     }
     assert BIND_MOUNT in declared
     # v1.36's API server knows no VolumeBindMountOptions gate (it would not start)
-    assert apiserver_args("v1.36.3") == APISERVER_ARGS
+    assert BIND_MOUNT not in apiserver_args("v1.36.3")[0]
     assert f"{BIND_MOUNT}=true" in apiserver_args("v1.37.2")[0]
 
 
@@ -296,3 +296,13 @@ def test_device_taint_rules_follow_the_scenarios_version_not_the_environment(
 
     assert rules("1.37") > 0
     assert rules("1.36") == 0
+
+
+def test_a_1_36_api_server_serves_device_taint_rules_to_kube_scheduler() -> None:
+    """kube-scheduler v1.36 with DRADeviceTaintRules on (a gates-group draw) lists the
+    v1beta2 DeviceTaintRules: the server must serve them, and its bootstrap policy grants
+    the read only under its own gate. From 1.37 the gate is on by default everywhere."""
+    gates, runtime = apiserver_args("v1.36.3")
+    assert gates.startswith(APISERVER_ARGS[0] + ",") and gates.endswith(",DRADeviceTaintRules=true")
+    assert runtime == "--runtime-config=resource.k8s.io/v1beta2/devicetaintrules=true"
+    assert not any("DRADeviceTaintRules" in a for a in apiserver_args("v1.37.2"))

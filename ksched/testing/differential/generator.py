@@ -1466,6 +1466,8 @@ _DECLARED = [RESTART_ALL, USERNS_HOSTNET, "ExampleVendorFeature", "ZetaFeature/s
 APISERVER_ARGS: tuple[str, ...] = (
     "--feature-gates=UserNamespacesHostNetworkSupport=true,TaintTolerationComparisonOperators=true",
 )
+TAINT_RULES = "DRADeviceTaintRules"
+TAINT_RULES_RUNTIME_CONFIG = "resource.k8s.io/v1beta2/devicetaintrules=true"
 
 
 def _nodefeatures_setup(ctx: _Ctx) -> None:
@@ -1493,7 +1495,14 @@ def apiserver_args(kube_version: str, features: Iterable[str] = ()) -> tuple[str
     group among ``features`` also its gates and the scheduling.k8s.io/v1beta1 API."""
     minor = int(kube_version.removeprefix("v").split(".")[1])
     if minor < 37:
-        return APISERVER_ARGS
+        # DRADeviceTaintRules is beta but off at 1.36: the ``gates`` group may turn it on in
+        # kube-scheduler, which then lists DeviceTaintRules (resource.k8s.io/v1beta2) and is
+        # never ready unless the API server serves them and its bootstrap policy, which
+        # reads the server's own gate, lets system:kube-scheduler read them
+        return (
+            f"{APISERVER_ARGS[0]},{TAINT_RULES}=true",
+            f"--runtime-config={TAINT_RULES_RUNTIME_CONFIG}",
+        )
     gates = [f"{APISERVER_ARGS[0]},{BIND_MOUNT}=true"]
     if "gang" not in features:
         return tuple(gates)
