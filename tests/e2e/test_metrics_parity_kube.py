@@ -412,6 +412,11 @@ def test_framework_series_match_kube_scheduler_per_pod(e2e: E2E) -> None:
         # ksched as the cycle asks its cache, and upstream's async recorder drops Sign
         # observations when its buffer fills (every signing plugin's duration goes there).
         low, high = (0.5, 2.0) if key[0] not in ("PreEnqueue", "Sign") else (0.25, 4.0)
+        if key[0] == "Sign":
+            # upstream's count is what its recorder kept (once 45 for 200 pods), so it bounds
+            # ksched's from below only; above, ksched signs a pod once per cycle it asks
+            assert low * n <= ours[key] <= 4 * pods, (key, ours[key], n, pods)
+            continue
         assert low <= ours[key] / n <= high, (key, ours[key], n)
 
     plugin_keys = ("plugin", "extension_point")
