@@ -25,7 +25,7 @@ from ksched.testing.differential.generator import (
     apiserver_args,
 )
 from ksched.testing.differential.golden import golden_path, record
-from ksched.testing.differential.kube import KubeReplay
+from ksched.testing.differential.kube import KubeReplay, api_path
 
 pytestmark = pytest.mark.kube
 
@@ -161,3 +161,42 @@ def test_the_recorder_reproduces_the_committed_gang_goldens(
         fields = ("status", "message", "nodes", "group")
         fresh = {k: [v.get(f) for f in fields] for k, v in recorded[path]["pods"].items()}
         assert fresh == {k: [v.get(f) for f in fields] for k, v in committed["pods"].items()}
+
+
+def test_a_groups_outcome_is_what_the_placing_cycle_wrote(cp: ControlPlane) -> None:
+    """kube-scheduler guards a PodGroup's True condition against its informer's copy, so
+    a fast retry of a member left over can write False over it (a CI run saw it on
+    basic_group_places_what_fits). With a member bound the replay reads the True from
+    the PodGroup's history; with none bound, the condition as it stands."""
+    with KubeReplay(cp, batching=False, feature_gates=list(GANG_GATES)) as kube:
+        ns = "regress"
+        kube.api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        rv = kube.api.ok("GET", api_path("Pod", ns) + "?limit=1")["metadata"]["resourceVersion"]
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": ns},
+            "spec": {"schedulingPolicy": {"basic": {}}},
+        }
+        group = kube.api.ok("POST", api_path("PodGroup", ns), body)
+        path = api_path("PodGroup", ns, "g")
+        kube._pod_groups.append(path)
+        for status, reason, message in [
+            ("True", "Scheduled", ""),
+            ("False", "Unschedulable", "pod group is unschedulable"),
+        ]:
+            cond = {
+                "type": "PodGroupInitiallyScheduled",
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": "2026-11-29T00:00:00Z",
+            }
+            group = kube.api.ok(
+                "PUT", path + "/status", {**group, "status": {"conditions": [cond]}}
+            )
+        placed = kube._await_group_condition(ns, "g", True, True, rv)
+        standing = kube._await_group_condition(ns, "g", True, False, rv)
+    assert placed is not None and standing is not None
+    assert placed["status"]["conditions"][0]["status"] == "True"
+    assert standing["status"]["conditions"][0]["reason"] == "Unschedulable"

@@ -157,6 +157,12 @@ _ASSUMED_PLACEMENT = re.compile(
 )
 
 
+def _group_condition(group: JSON) -> JSON | None:
+    """The PodGroup's scheduling condition, if written."""
+    conds = (group.get("status") or {}).get("conditions") or []
+    return next((c for c in conds if c.get("type") == POD_GROUP_CONDITION), None)
+
+
 def placement_orders(log: str, group_key: str) -> list[list[str]]:
     """The placements kube-scheduler tried for the group, in order, one list per run of
     its placement algorithm (each cycle's, then PodGroupPostFilter's reruns), in every
@@ -817,7 +823,8 @@ class KubeReplay:
         ours = ksched(state, [group], replayed, hints) if ksched is not None else None
         self._history.append(state)
         settled = any(o.status != "Pending" for o in kube)
-        written = self._await_group_condition(ns, batch.name, settled, any(o.node for o in kube))
+        bound = any(o.node for o in kube)
+        written = self._await_group_condition(ns, batch.name, settled, bound, rv)
         victims = victim_units(sorted(before - _running(self._live_state(scenario))), state)
         summary = group_outcome(written, kube, victims)
         for out in kube:
@@ -901,24 +908,71 @@ class KubeReplay:
         return members
 
     def _await_group_condition(
-        self, namespace: str, name: str, settled: bool, bound: bool, timeout: float = 3.0
+        self,
+        namespace: str,
+        name: str,
+        settled: bool,
+        bound: bool,
+        resource_version: str,
+        timeout: float = 3.0,
     ) -> JSON | None:
-        """The PodGroup once the scheduler wrote its condition, which it does after the
-        members' own updates; True if a member ``bound`` (a cycle succeeded: the
-        condition stays True from then on, but an earlier cycle of some members may have
-        written False first); at once when no member was tried (no condition comes)."""
+        """The PodGroup as the scheduler wrote its condition, which it does after the
+        members' own updates: when a member ``bound``, as the cycle that placed it wrote
+        it (True), read from the PodGroup's history since ``resource_version``: a later
+        cycle for the members left over can write False over it, because kube-scheduler
+        guards the True against its informer's copy, which may not have seen it yet;
+        at once when no member was tried (no condition comes); else as it stands."""
+        if bound and settled:
+            placed = self._first_true_condition(namespace, name, resource_version, timeout)
+            if placed is not None:
+                return placed
         path = api_path("PodGroup", namespace, name)
         deadline = time.monotonic() + timeout
         while True:
             st, group = self.api.request("GET", path)
             if st != 200:
                 return None
-            conds = (group.get("status") or {}).get("conditions") or []
-            cond = next((c for c in conds if c.get("type") == POD_GROUP_CONDITION), None)
-            ready = cond is not None and (not bound or cond.get("status") == "True")
-            if ready or not settled or time.monotonic() > deadline:
+            if _group_condition(group) is not None or not settled:
+                return dict(group)
+            if time.monotonic() > deadline:
                 return dict(group)
             time.sleep(0.1)
+
+    def _first_true_condition(
+        self, namespace: str, name: str, resource_version: str, timeout: float
+    ) -> JSON | None:
+        """The first version of the PodGroup, since ``resource_version``, whose condition
+        is True; None if none came within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        version = resource_version
+        path = api_path("PodGroup", namespace)
+        while time.monotonic() < deadline:
+            query = urllib.parse.urlencode(
+                {
+                    "watch": "1",
+                    "resourceVersion": version,
+                    "fieldSelector": f"metadata.name={name}",
+                    "timeoutSeconds": "5",
+                }
+            )
+            req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
+            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
+            try:
+                with urllib.request.urlopen(req, timeout=0.5, context=self.cp.ssl_context) as st:
+                    for line in st:
+                        event = json.loads(line)
+                        cur = event.get("object") or {}
+                        if event.get("type") == "ERROR":  # too old a version: no history
+                            return None
+                        version = (cur.get("metadata") or {}).get("resourceVersion", version)
+                        cond = _group_condition(cur)
+                        if cond is not None and cond.get("status") == "True":
+                            return {**cur, "kind": "PodGroup"}
+                        if time.monotonic() > deadline:
+                            break
+            except (OSError, ValueError):
+                pass
+        return None
 
     def _await_outcome(self, pending: PendingPod, resource_version: str) -> Outcome:
         """The pod's outcome, with the external provisioner at work meanwhile for a pod
