@@ -36,7 +36,7 @@ from ksched.config import default_config
 from ksched.plugins import default_registry
 from ksched.testing.controlplane import Assets, ControlPlane
 
-SCHEDULER_KEYS = {*FIGURES, "scheduled", "runs"}
+SCHEDULER_KEYS = {*FIGURES, "scheduled", "runs", "writes"}
 
 
 def _doc(**pods_per_s: float | None) -> dict[str, Any]:
@@ -84,7 +84,13 @@ def test_tiny_workload_end_to_end_for_every_contestant() -> None:
         "scheduled",
         "apiserver_cpu_s",
         "runs",
+        "writes",
     }
+    # what each made the API server write, from its apiserver_request_total: the measured
+    # pods' Bindings at least (a 409'd retry counts too); the null client nothing else here
+    for name in ("ksched", "kube-scheduler", "null"):
+        assert w["results"][name]["writes"].get("POST pods/binding", 0) >= 8, name
+    assert "PATCH pods/status" not in w["results"]["null"]["writes"]
     # ready to the last bind: the null client's at least its binds' own span (it knows when
     # it started); a scheduler's ready is polled, so 8 pods may all bind before it is seen
     null = w["results"]["null"]
@@ -254,10 +260,13 @@ def test_table_has_the_ratios() -> None:
 
 
 def test_table_notes_what_the_null_client_writes_besides_bindings() -> None:
+    from ksched.bench.e2e import NullWrites
+
     doc = _doc(ksched=300.0, null=400.0)
-    doc["workloads"][0]["null_writes"] = "3 victim deletions (preemptors) + binding"
+    doc["workloads"][0]["null_writes"] = NullWrites(victims=3).describe()
     note = render_table(doc).splitlines()[-1]
-    assert note == "null writes, SchedulingBasic: 3 victim deletions (preemptors) + binding"
+    assert note == f"null writes, SchedulingBasic: {NullWrites(victims=3).describe()}"
+    assert "DisruptionTarget" in note and note.endswith("+ binding")
 
 
 def test_table_shows_the_api_servers_cpu_per_pod_and_the_pinning() -> None:
@@ -497,7 +506,10 @@ def test_null_writes_are_bind_only_except_preemption_basic_and_dra() -> None:
         name: wl.null_writes_for(wl.scales["small"]).describe()
         for name, wl in REAL_WORKLOADS.items()
     }
-    assert described.pop("PreemptionBasic") == "3 victim deletions (preemptors) + binding"
+    assert (
+        described.pop("PreemptionBasic")
+        == "per preemptor: its status (nomination) + 3 victims' DisruptionTarget status + deletion + binding"
+    )
     dra = REAL_WORKLOADS["SchedulingWithResourceClaimTemplate"]
     assert described.pop("SchedulingWithResourceClaimTemplate") == (
         "per claim: finalizer + status (allocation, reservedFor) + binding"
@@ -583,6 +595,21 @@ def test_null_deletes_victims_of_a_preemptor_before_binding_it(victims: int) -> 
             node = srv.get("pods", "default", pre)["spec"]["nodeName"]
             gone = [d.name for d in deletes if d.name and d.name.startswith(f"low-{node}-")]
             assert len(gone) == victims, (pre, node)
+        # each victim's DisruptionTarget condition before its deletion; each preemptor's
+        # PodScheduled=False with its nomination
+        statuses = srv.find_requests(verb="patch", resource="pods/status")
+        marked = {r.name: r for r in statuses if r.name and r.name.startswith("low-")}
+        assert set(marked) == {d.name for d in deletes}
+        for d in deletes:
+            (cond,) = marked[d.name].body["status"]["conditions"]
+            assert (cond["type"], cond["reason"]) == ("DisruptionTarget", "PreemptionByScheduler")
+            assert marked[d.name].time <= d.time
+        nominated = {r.name: r.body["status"] for r in statuses if r.name in ("pre-1", "pre-2")}
+        assert len(nominated) == (2 if victims else 0)
+        for pre, st in nominated.items():
+            assert st["nominatedNodeName"] == srv.get("pods", "default", pre)["spec"]["nodeName"]
+            conds = [(c["type"], c["status"]) for c in st["conditions"]]
+            assert conds == [("PodScheduled", "False")]
         # every eviction before any preemptor's Binding
         binds = [
             b
@@ -686,7 +713,10 @@ def test_null_preemption_writes_are_accepted_by_the_real_api_server() -> None:
     )
     (w,) = doc["workloads"]
     assert w["results"]["null"]["scheduled"] == 2
-    assert w["null_writes"] == "3 victim deletions (preemptors) + binding"
+    assert (
+        w["null_writes"]
+        == "per preemptor: its status (nomination) + 3 victims' DisruptionTarget status + deletion + binding"
+    )
 
 
 def test_ksched_runs_at_the_control_planes_version_unless_the_flags_name_one(
@@ -718,3 +748,32 @@ def test_bench_profile_times_the_cli_by_cpu_and_writes_its_stats(tmp_path: Path)
         fn.endswith("cli.py") and name == "main"
         for fn, _, name in stats.stats  # type: ignore[attr-defined]
     )
+
+
+def test_request_counts_sum_an_api_servers_mutating_requests() -> None:
+    from ksched.bench.real import request_counts, writes_between
+
+    text = "\n".join(
+        [
+            "# HELP apiserver_request_total [STABLE] Counter of apiserver requests",
+            'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",'
+            'resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 5',
+            'apiserver_request_total{code="409",component="apiserver",dry_run="",group="",'
+            'resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 2',
+            'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",'
+            'resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 9',
+            'apiserver_request_total{code="201",component="apiserver",dry_run="All",group="",'
+            'resource="pods",scope="namespace",subresource="",verb="POST",version="v1"} 4',
+            'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",'
+            'resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"}'
+            " 3e+00",
+            'apiserver_request_total_other{verb="POST"} 1',
+        ]
+    )
+    # LIST is no write, a dry run writes nothing, codes and versions add up
+    assert request_counts(text) == {"POST pods/binding": 7, "PATCH pods/status": 3}
+    later = {"POST pods/binding": 10, "PATCH pods/status": 3, "DELETE pods": 1}
+    assert writes_between(request_counts(text), later) == {
+        "DELETE pods": 1,
+        "POST pods/binding": 3,
+    }

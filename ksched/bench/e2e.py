@@ -71,9 +71,12 @@ class NullWrites:
     still without deciding anything: the null client is then the API server's write path
     for that workload, the practical limit of a scheduler there.
 
-    * ``victims``: before binding a pod with a priority above 0 (a preemptor), delete that
-      many lower-priority pods bound to the node it picked (preemption's evictions); the
-      preemptors are bound once every pending pod has been started (``run``);
+    * ``victims``: before binding a pod with a priority above 0 (a preemptor), evict that
+      many lower-priority pods bound to the node it picked as preemption must: each
+      victim's DisruptionTarget condition (a status patch), then its deletion; and the
+      preemptor's own status (PodScheduled=False with ``nominatedNodeName``), which the
+      failed cycle writes; the preemptors are bound once every pending pod has been
+      started (``run``);
     * ``claims``: before binding, allocate each of the pod's ResourceClaims to the next
       device of the picked node's pool (``instance-<n>`` from ``first_device`` on), as
       DynamicResources' PreBind does: the claim's finalizer, then its status (allocation
@@ -93,11 +96,21 @@ class NullWrites:
         """What the null client writes per pod (the ``null_writes`` of the bench JSON)."""
         parts = []
         if self.victims:
-            parts.append(f"{self.victims} victim deletions (preemptors)")
+            parts.append(
+                f"per preemptor: its status (nomination) + {self.victims} victims' "
+                "DisruptionTarget status + deletion"
+            )
         if self.claims:
             parts.append("per claim: finalizer + status (allocation, reservedFor)")
         return " + ".join([*parts, "binding"])
 
+
+#: The message of a preemptor's PodScheduled=False condition from the null client (the
+#: length of a scheduler's: "0/500 nodes are available: ...").
+NULL_PREEMPTOR_MESSAGE = (
+    "0/0 nodes are available: the null client evicts for this pod without deciding. "
+    "preemption: victims are being deleted."
+)
 
 #: Seconds the null client waits for a preemptor's victims to be gone before binding it.
 VICTIM_GONE_TIMEOUT = 60.0
@@ -242,10 +255,34 @@ class NullScheduler:
             on_node.pop(v.key, None)
             going.append(self._going.setdefault(v.key, anyio.Event()))
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self._nominate, pod, node)
             for v in victims:
-                tg.start_soon(self.binder.delete_pod, v)
+                tg.start_soon(self._evict_one, v, pod)
         self.deleted += len(victims)
         return going
+
+    async def _nominate(self, pod: PodInfo, node: str) -> None:
+        """The preemptor's failed cycle's status: PodScheduled=False and the nomination,
+        one strategic merge patch, as a scheduler's failure handler sends it."""
+        from ..cluster.binder import condition_patch, patch_pod_status
+        from ..cluster.status import scheduling_failed_condition
+
+        cond = scheduling_failed_condition(
+            pod.pod.metadata.generation, "Unschedulable", NULL_PREEMPTOR_MESSAGE
+        )
+        status = condition_patch(pod.pod.status, cond)
+        status["nominatedNodeName"] = node
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+        await patch_pod_status(self.client, path, {"status": status})
+
+    async def _evict_one(self, victim: PodInfo, preemptor: PodInfo) -> None:
+        """A victim's DisruptionTarget condition, then its deletion (``PreemptPod``)."""
+        from ..framework.preemption import preemption_condition
+
+        cond = preemption_condition(victim, preemptor.pod.spec.scheduler_name)
+        if cond is not None:
+            await self.binder.set_pod_condition(victim, cond)
+        await self.binder.delete_pod(victim)
 
     async def _allocate(self, pod: PodInfo, node: str) -> None:
         """Each claim of ``pod``: the finalizer, then the allocation of the node's next

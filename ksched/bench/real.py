@@ -36,6 +36,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import signal
 import ssl
 import subprocess
@@ -440,6 +441,45 @@ class _API:
             data: JSON = await r.json()
             return data
 
+    async def writes(self) -> dict[str, int]:
+        """The API server's mutating requests so far, by "VERB resource[/subresource]"
+        (its ``apiserver_request_total``): what each contestant made it do."""
+        assert self.session is not None
+        async with self.session.get(self.url + "/metrics") as r:
+            r.raise_for_status()
+            return request_counts(await r.text())
+
+
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def request_counts(text: str) -> dict[str, int]:
+    """``apiserver_request_total`` summed over codes and versions, mutating verbs only."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_end = line.rindex("}")
+        labels = dict(_LABEL.findall(line[: labels_end + 1]))
+        verb = labels.get("verb", "")
+        if verb not in _MUTATING or labels.get("dry_run"):
+            continue
+        sub = labels.get("subresource", "")
+        key = f"{verb} {labels.get('resource', '')}" + (f"/{sub}" if sub else "")
+        try:
+            n = int(float(line[labels_end + 1 :].split()[0]))
+        except (IndexError, ValueError):
+            continue
+        out[key] = out.get(key, 0) + n
+    return out
+
+
+def writes_between(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The requests made between two ``request_counts``, nonzero ones only."""
+    diff = {k: n - before.get(k, 0) for k, n in after.items()}
+    return dict(sorted((k, n) for k, n in diff.items() if n > 0))
+
 
 # ---- measuring ---------------------------------------------------------------------------------
 
@@ -521,6 +561,15 @@ async def _delete_at_rate(api: _API, deletions: Deletions) -> None:
         with contextlib.suppress(aiohttp.ClientError):
             await api.delete({"kind": "Pod", "metadata": {"name": name, "namespace": ns}})
         await anyio.sleep(max(0.0, start + (i + 1) / deletions.per_second - time.perf_counter()))
+
+
+async def _writes_or_empty(api: _API) -> dict[str, int]:
+    """``api.writes()``; empty when the API server would not say (a figure for the
+    report, not worth failing a run)."""
+    try:
+        return await api.writes()
+    except Exception:
+        return {}
 
 
 def _proc_peak_rss_mb(pid: int) -> float | None:
@@ -1028,6 +1077,9 @@ async def _one(
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_watch, api, binds)
+                    # from before the start: a fast contestant binds pods made before it
+                    # is seen ready (its lease and startup writes count too)
+                    writes0 = await _writes_or_empty(api)
                     try:
                         await runner.start(cp, cfg, tg)
                     except RuntimeError as e:
@@ -1057,6 +1109,7 @@ async def _one(
                     cpu1 = proc_cpu_seconds(runner.pid) if runner.pid else -1.0
                     wait1 = proc_runqueue_seconds(runner.pid) if runner.pid else -1.0
                     plane1 = _plane_cpu(cp)
+                    writes1 = await _writes_or_empty(api)
                     rss = _proc_peak_rss_mb(runner.pid) if runner.pid else None
                     try:
                         text = await runner.metrics()
@@ -1082,6 +1135,8 @@ async def _one(
         "drain_s": round(times[-1] - ready, 2) if times else None,
         "apiserver_cpu_s": round(plane1 - plane0, 2) if plane0 >= 0 and plane1 >= 0 else None,
     }
+    if writes0 and writes1:
+        out["writes"] = writes_between(writes0, writes1)
     if groups:
         seen = {p: max(created.get(p, ready), ready) for p in groups}
         out["pod_groups"] = group_report(groups, seen, binds.bound)
@@ -1243,6 +1298,10 @@ def _median_run(runs: Sequence[JSON]) -> JSON:
             k: _median([g[k] for g in groups if g.get(k) is not None])
             for k in ("max_s", "median_s", "service_max_s", "service_median_s")
         }
+    writes = [r["writes"] for r in runs if r.get("writes")]
+    if writes:  # each request's median count
+        keys = sorted({k for w in writes for k in w})
+        out["writes"] = {k: round(_median([w.get(k, 0) for w in writes]) or 0) for k in keys}
     out["runs"] = [
         {
             k: r.get(k)
@@ -1255,6 +1314,7 @@ def _median_run(runs: Sequence[JSON]) -> JSON:
                 "loadavg",
                 "pod_groups",
                 "queue",
+                "writes",
             )
             if k in r
         }
