@@ -16,9 +16,10 @@ Contestants, each alone on its own control plane:
 * ``null``: a client in this process that makes no decisions (64 concurrent Binding
   POSTs, round-robin): what the API server's write path allows on this machine. Where a
   workload makes every scheduler write more than the Binding, the null client writes
-  that too (``RealWorkload.null_writes``, ``NullWrites``): PreemptionBasic's three
-  victim deletions per preemptor, the DRA workload's claim finalizer and allocation per
-  claim. Elsewhere it is bind-only. The JSON says which, per workload (``null_writes``).
+  that too (``RealWorkload.null_writes``, ``NullWrites``): PreemptionBasic's preemptor
+  status and three victims' DisruptionTarget status and deletion per preemptor, the DRA
+  workload's claim finalizer and allocation per claim. Elsewhere it is bind-only. The JSON
+  says which, per workload (``null_writes``), and what each contestant wrote (``writes``).
 
 Both schedulers run as ``system:kube-scheduler`` with client QPS/burst 5000. Reported per
 contestant: pods/s from the first bind to the last, latency percentiles from the moment
