@@ -350,6 +350,15 @@ class ImageStateSummary:
     num_nodes: int
 
 
+def _swap_last(pods: list[PodInfo], old: PodInfo, new: PodInfo) -> bool:
+    """Replace the last ``old`` (by identity) in ``pods`` with ``new``; False if absent."""
+    for i in range(len(pods) - 1, -1, -1):
+        if pods[i] is old:
+            pods[i] = new
+            return True
+    return False
+
+
 @dataclass(slots=True)
 class NodeInfo:
     """A node with aggregates over the pods assigned (or assumed) to it."""
@@ -416,19 +425,15 @@ class NodeInfo:
     def swap_pod(self, old: PodInfo, new: PodInfo) -> bool:
         """Put ``new`` where ``old`` is (by identity) without touching the aggregates or the
         generation: only for a version of the same pod that counts exactly the same (see
-        ``same_for_node``). False, changing nothing, if ``old`` is not on the node."""
-        pods = self.pods
-        for i, p in enumerate(pods):
-            if p is old:
-                pods[i] = new
-                break
-        else:
+        ``same_for_node``). False, changing nothing, if ``old`` is not on the node.
+
+        Searched from the end: the usual ``old`` is a pod just assumed there, whose bind
+        the watch now confirms, so it is among the last; from the front, a node holding
+        30,000 pods (SchedulingDaemonset) made each confirmation a scan of them all."""
+        if not _swap_last(self.pods, old, new):
             return False
-        for lst in (self.pods_with_affinity, self.pods_with_required_anti_affinity):
-            for j, q in enumerate(lst):
-                if q is old:
-                    lst[j] = new
-                    break
+        _swap_last(self.pods_with_affinity, old, new)
+        _swap_last(self.pods_with_required_anti_affinity, old, new)
         return True
 
     def _update(self, pi: PodInfo, sign: int) -> None:

@@ -108,3 +108,34 @@ def test_raw_api_json_is_kept_as_bytes_and_decoded_only_when_asked() -> None:
     plain = PodInfo(decode(manifest, Pod))
     assert plain.raw is None and plain.raw_json() is None
     assert msgspec.json.decode(pod_json(plain))["metadata"]["name"] == "p"
+
+
+def test_swap_pod_replaces_the_pod_by_identity_wherever_it_is() -> None:
+    """A confirmed version takes the assumed one's slot (first, middle or last of the
+    node's pods, and in the affinity lists); the aggregates and generation stay; a pod
+    not on the node changes nothing."""
+    from tests.factories import make_node, make_node_info
+
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    pods = [make_pod(f"p{i}", cpu="100m", affinity=anti if i % 2 else None) for i in range(7)]
+    ni = make_node_info(make_node("n1"), list(pods))
+    before = (ni.requested.milli_cpu, ni.generation, len(ni.pods_with_affinity))
+    assert len(ni.pods_with_required_anti_affinity) == 3
+    for i in (0, 3, 6):
+        new = make_pod(f"p{i}", cpu="100m", affinity=anti if i % 2 else None)
+        assert ni.swap_pod(pods[i], new)
+        assert ni.pods[i] is new and pods[i] not in ni.pods
+        if i % 2:
+            assert new in ni.pods_with_required_anti_affinity
+            assert not any(q is pods[i] for q in ni.pods_with_required_anti_affinity)
+    assert (ni.requested.milli_cpu, ni.generation, len(ni.pods_with_affinity)) == before
+    assert [p.name for p in ni.pods] == [f"p{i}" for i in range(7)]
+    stranger = make_pod("p1", cpu="100m")  # equal name, another object: not on the node
+    assert not ni.swap_pod(stranger, make_pod("p1"))
+    assert ni.pods[1] is pods[1]
