@@ -28,6 +28,7 @@ import math
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import anyio
@@ -1231,6 +1232,12 @@ class SchedulingQueue:
             if self.pending.get(key) is not None:
                 return "pending"
         return where
+
+    def outside_queues(self, keys: AbstractSet[str]) -> set[str]:
+        """The ``keys`` (``pod.uid or pod.key``) not in activeQ, backoffQ or the pool
+        themselves: only for those can ``location`` say anything but where they are (in
+        flight, a group member, gone). One set difference instead of a call per pod."""
+        return keys - self._where.keys()
 
     def get(self, pod: PodInfo) -> QueuedPodInfo | None:
         """The queued pod (a group member inside its entity, or waiting), or None."""

@@ -1,0 +1,96 @@
+"""``_nominated_rows`` keeps the queued pods' per-row lists between nominator changes and
+works out again only the rows of pods seen otherwise (the pod itself, pods in flight or
+out of the queue): on random nominator, queue and snapshot states it must give what the
+walk over every nominated pod (``_nominated_rows_slow``) gives, lists and row order."""
+
+from __future__ import annotations
+
+import random
+
+from ksched.framework.handle import NullCluster
+from ksched.framework.registry import Registry
+from ksched.framework.types import PodInfo
+from ksched.plugins import register_builtins
+from ksched.scheduler.schedule_one import _nominated_rows, _nominated_rows_slow
+from ksched.scheduler.scheduler import Scheduler
+from ksched.util.clock import FakeClock
+from tests.factories import make_node, make_pod
+from tests.queue._util import config
+
+
+def _scheduler(nodes: int) -> Scheduler:
+    reg = Registry()
+    register_builtins(reg)
+    sched = Scheduler(config({}), reg, cluster=NullCluster(), clock=FakeClock(), seed=1)
+    for i in range(nodes):
+        sched.on_node_add(make_node(f"n{i}"))
+    sched.cache.update_snapshot(sched.snapshot)
+    return sched
+
+
+def _same(sched: Scheduler, pod: PodInfo) -> None:
+    fast, slow = _nominated_rows(sched, pod), _nominated_rows_slow(sched, pod)
+    assert list(fast) == list(slow)
+    for row, pods in slow.items():
+        got = fast[row]
+        assert [(p.key, p.priority) for p in got] == [(p.key, p.priority) for p in pods]
+
+
+def test_matches_the_walk_on_random_states() -> None:
+    rng = random.Random(33)
+    for _ in range(25):
+        sched = _scheduler(6)
+        q, nom = sched.queue, sched.queue.nominator
+        pods: list[PodInfo] = []
+        for step in range(60):
+            op = rng.random()
+            if op < 0.35 or not pods:
+                pod = make_pod(f"p{step}", priority=rng.choice([-5, 0, 3, 10, 10]))
+                pods.append(pod)
+                if rng.random() < 0.8:
+                    q.add(pod, "ksched")
+                nom.add(pod, f"n{rng.randrange(8)}")  # n6, n7: nodes the snapshot lacks
+            elif op < 0.5:
+                q.pop_nowait()  # its pod is in flight: seen bare
+            elif op < 0.6:
+                gone = rng.choice(pods)
+                q.delete(gone)
+                nom.add(gone, f"n{rng.randrange(6)}")  # nominated, out of the queue
+            elif op < 0.7:
+                nom.delete(rng.choice(pods))
+            elif op < 0.75:
+                nodes = list(sched.snapshot.node_infos)
+                rng.shuffle(nodes)
+                sched.snapshot.rebuild(nodes[: rng.randrange(3, 7)])  # rows renumbered
+            else:
+                nom.add(rng.choice(pods), f"n{rng.randrange(6)}")
+            for me in rng.sample(pods, min(3, len(pods))):
+                _same(sched, me)
+            _same(sched, make_pod("outsider", priority=rng.choice([-10, 0, 10])))
+
+
+def test_kept_lists_follow_the_nominator() -> None:
+    """A change of nomination is seen by the next call (the kept lists are dropped)."""
+    sched = _scheduler(2)
+    q, nom = sched.queue, sched.queue.nominator
+    a, b = make_pod("a", priority=5), make_pod("b", priority=5)
+    me = make_pod("me", priority=5)
+    for p in (a, b):
+        q.add(p, "ksched")
+    nom.add(a, "n0")
+    assert {r: [p.key for p in ps] for r, ps in _nominated_rows(sched, me).items()} == {
+        0: ["default/a"]
+    }
+    v = nom.version
+    nom.add(b, "n1")
+    assert nom.version > v
+    assert {r: [p.key for p in ps] for r, ps in _nominated_rows(sched, me).items()} == {
+        0: ["default/a"],
+        1: ["default/b"],
+    }
+    nom.delete(a)
+    assert list(_nominated_rows(sched, me)) == [1]
+    # a pod in flight is seen bare (priority 0): below the pod's priority, left out
+    while q.location(b) != "inFlight":
+        assert q.pop_nowait() is not None
+    assert _nominated_rows(sched, me) == {}
