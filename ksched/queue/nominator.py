@@ -8,22 +8,23 @@ memory survives an update that does not mention nominatedNodeName at all.
 from __future__ import annotations
 
 from collections.abc import KeysView
-from typing import Any
 
 from ..framework.types import PodInfo
 
 __all__ = ["Nominator"]
+
+# The priorities ``rows_at_least`` keeps answers for (preemptors of a few priorities).
+_MAX_VIEWS = 8
 
 
 class Nominator:
     def __init__(self) -> None:
         self._by_node: dict[str, list[PodInfo]] = {}
         self._node_of: dict[str, str] = {}
-        # Bumped on every change, so that readers can keep what they derive from the
-        # nominations (the cycle's per-node lists) until the next change.
-        self.version = 0
-        # What readers derived from the nominations, dropped on every change.
-        self.derived: dict[Any, Any] = {}
+        # ``rows_at_least``'s answers, per priority, for the rows of ``_index`` (a snapshot's
+        # node -> row map), kept up to date by ``add`` and ``delete``.
+        self._views: dict[int, dict[int, list[PodInfo]]] = {}
+        self._index: dict[str, int] | None = None
 
     @staticmethod
     def _key(pod: PodInfo) -> str:
@@ -37,23 +38,35 @@ class Nominator:
             return
         self._node_of[self._key(pod)] = node
         self._by_node.setdefault(node, []).append(pod)
-        self._changed()
+        if self._views:
+            row = self._index.get(node) if self._index is not None else None
+            if row is not None:
+                prio = pod.priority
+                for at_least, view in self._views.items():
+                    if prio >= at_least:
+                        view[row] = [*view.get(row, ()), pod]  # a new list: given out ones stay
 
     def delete(self, pod: PodInfo) -> None:
         key = self._key(pod)
         node = self._node_of.pop(key, None)
         if node is None:
             return
-        self._changed()
         lst = self._by_node[node]
         lst[:] = [p for p in lst if self._key(p) != key]
         if not lst:
             del self._by_node[node]
-
-    def _changed(self) -> None:
-        self.version += 1
-        if self.derived:
-            self.derived = {}
+        if self._views:
+            row = self._index.get(node) if self._index is not None else None
+            if row is not None:
+                for view in self._views.values():
+                    got = view.get(row)
+                    if got is None:
+                        continue
+                    left = [p for p in got if self._key(p) != key]
+                    if left:
+                        view[row] = left
+                    else:
+                        del view[row]
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
         """``UpdateNominatedPod``: keep an in-memory nomination only if neither version names one.
@@ -76,6 +89,29 @@ class Nominator:
 
     def nodes(self) -> dict[str, list[PodInfo]]:
         return self._by_node
+
+    def rows_at_least(self, index: dict[str, int], priority: int) -> dict[int, list[PodInfo]]:
+        """Per row of ``index`` (a snapshot's node -> row map), the pods nominated there of
+        priority >= ``priority``, in nomination order; rows in no particular order.
+
+        Kept up to date from one call to the next while ``index`` is the same object (a
+        snapshot replaces it when its rows change), so a cycle does not walk every
+        nominated pod. The answer is shared: callers must not change it."""
+        if index is not self._index:
+            self._index, self._views = index, {}
+        view = self._views.get(priority)
+        if view is None:
+            if len(self._views) >= _MAX_VIEWS:
+                self._views = {}
+            view = self._views[priority] = {}
+            for node, pods in self._by_node.items():
+                row = index.get(node)
+                if row is None:
+                    continue
+                sel = [p for p in pods if p.priority >= priority]
+                if sel:
+                    view[row] = sel
+        return view
 
     def keys(self) -> KeysView[str]:
         """The nominated pods' keys (uid, or namespace/name without one)."""

@@ -694,16 +694,18 @@ def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
     """Nodes with pods nominated there of priority >= the pod's (``addGENominatedPods``).
 
     With hundreds of preemptors nominated at once, walking them all every cycle is the
-    cost: the lists of the pods as queued are kept per (nominations, node rows, priority),
-    and only the rows of the few pods seen otherwise (the pod itself, pods in flight or
-    out of the queue: ``_as_queued``) are worked out again, as ``_nominated_rows_slow``.
+    cost: the nominator keeps the lists of the pods as queued up to date per priority
+    (``rows_at_least``), and only the rows of the few pods seen otherwise (the pod itself,
+    pods in flight or out of the queue: ``_as_queued``) are worked out again, as
+    ``_nominated_rows_slow`` does. Rows come in no particular order (consumers look rows up
+    or sort them).
     """
     nominator = sched.queue.nominator
     if not len(nominator):
         return {}
     queue = sched.queue
     index = sched.snapshot.index
-    base = _queued_rows(nominator, index, pod.priority)
+    base = nominator.rows_at_least(index, pod.priority)
     me = pod.uid or pod.key
     odd = queue.outside_queues(nominator.keys())
     odd.add(me)
@@ -718,30 +720,9 @@ def _nominated_rows(sched: Scheduler, pod: PodInfo) -> dict[int, list[PodInfo]]:
             continue
         sel = _select(queue, by_node[node], me, pod.priority)
         if sel:
-            if row not in out:
-                # a row the kept lists lack would change the rows' order: the walk gives it
-                return _nominated_rows_slow(sched, pod)
             out[row] = sel
         else:
             out.pop(row, None)
-    return out
-
-
-def _queued_rows(nominator: Any, index: dict[str, int], priority: int) -> dict[int, list[PodInfo]]:
-    """Per row, the nominated pods of priority >= ``priority`` as they are when queued."""
-    memo = nominator.derived
-    got = memo.get(("rows", priority))
-    if got is not None and got[0] is index:
-        return got[1]  # type: ignore[no-any-return]
-    out: dict[int, list[PodInfo]] = {}
-    for node, pods in nominator.nodes().items():
-        row = index.get(node)
-        if row is None:
-            continue
-        sel = [p for p in pods if p.priority >= priority]
-        if sel:
-            out[row] = sel
-    memo[("rows", priority)] = (index, out)
     return out
 
 
