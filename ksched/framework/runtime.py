@@ -540,6 +540,23 @@ class Framework:
         self._observed(_PRE_ENQUEUE, "Success", t0)
         return st
 
+    def run_pre_enqueue_gate(self, pod: PodInfo, plugin: str) -> Status | None:
+        """Upstream's first step when it runs PreEnqueue again for a gated pod
+        (``runPreEnqueuePlugins``): the plugin that gated it, alone; only if it lets the
+        pod through are the others asked. Recorded as a whole run is. None when no
+        PreEnqueue plugin has that name."""
+        for p in self.pre_enqueue_plugins:
+            if p.name == plugin:
+                break
+        else:
+            return None
+        if not self._recording:
+            return self._pre_enqueue_one(p, pod, False)
+        t0 = _perf()
+        st = self._pre_enqueue_one(p, pod, self.recorder.sample_plugins())
+        self._observed(_PRE_ENQUEUE, "Success", t0)
+        return st
+
     def _pre_enqueue(self, pod: PodInfo, sampled: bool, group: dict[str, Status] | None) -> Status:
         for p in self.pre_enqueue_plugins:
             if group is not None and p.pre_enqueue_per_pod_group:

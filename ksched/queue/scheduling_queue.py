@@ -270,6 +270,9 @@ class SchedulingQueue:
             for event, plugin, _ in regs:
                 self._plugin_events.setdefault((prof, plugin), []).append(event)
         self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
+        # ``_gating_plugin_cares`` per (profile, gating plugin, event): asked for each gated
+        # pod on each event (every victim deletion, for each preemptor waiting).
+        self._cares_cache: dict[tuple[str, str, ClusterEvent], bool] = {}
         self.hint_observer = hint_observer
 
     def _own_profile(self, pod: PodInfo) -> str | None:
@@ -288,6 +291,7 @@ class SchedulingQueue:
             regs.append((ev.WILDCARD, name, None))
             self._plugin_events.setdefault((prof, name), []).append(ev.WILDCARD)
         self._match_cache.clear()
+        self._cares_cache.clear()
 
     # -- helpers ------------------------------------------------------------------------
     def _notify(self) -> None:
@@ -614,8 +618,12 @@ class SchedulingQueue:
         return skip
 
     def _gating_plugin_cares(self, qpi: Entity, event: ClusterEvent) -> bool:
-        regs = self._plugin_events.get((qpi.profile, qpi.gating_plugin), ())
-        return any(ev.matches(r, event) for r in regs)
+        key = (qpi.profile, qpi.gating_plugin, event)
+        got = self._cares_cache.get(key)
+        if got is None:
+            regs = self._plugin_events.get((qpi.profile, qpi.gating_plugin), ())
+            got = self._cares_cache[key] = any(ev.matches(r, event) for r in regs)
+        return got
 
     def _still_gated(self, qpi: Entity) -> bool:
         """Whether the plugin that gated a pooled pod still gates it: then requeueing it
@@ -631,7 +639,10 @@ class SchedulingQueue:
             return False
         try:
             with self.deadline:
-                st = fw.run_pre_enqueue(qpi.pod_info)
+                # the gating plugin first, as upstream: while it gates, the others are not asked
+                st = fw.run_pre_enqueue_gate(qpi.pod_info, qpi.gating_plugin)
+                if st is None:
+                    st = fw.run_pre_enqueue(qpi.pod_info)
         except PluginTimeout:
             return False  # the requeue words it as it always has
         if st.is_success() or st.code == Code.ERROR or st.plugin != qpi.gating_plugin:

@@ -476,6 +476,41 @@ def test_a_pod_its_gate_still_holds_is_left_in_the_pool_without_running_hints() 
     assert moves == [("AssignedPodDelete", q.location(pod))]
 
 
+def test_a_gated_pod_is_asked_its_gating_plugin_first() -> None:
+    """Upstream runs the plugin that gated a pod first, and asks no other while it still
+    gates: a plugin before it in order that would gate the pod now too does not take
+    over (nor requeue the pod into the pool under its name)."""
+    moves: list[tuple[str, str]] = []
+    q = make_queue(
+        points={"preEnqueue": ["SchedulingGates", "LabelGate", "Waiting"]},
+        on_move=lambda event, queue: moves.append((event, queue)),
+    )
+    pod = make_pod("p", labels={"hold": "yes"})
+    victim = make_pod("victim", nodeName="n")
+    try:
+        LabelGate.open_all = True
+        q.add(pod, "ksched")
+        qpi = pop(q)
+        Waiting.held = frozenset({"p"})
+        fail(q, qpi, "PodDelete")
+        assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, victim, None) == 0
+        gated = q.get(pod)
+        assert gated is not None and gated.gating_plugin == "Waiting"
+        moves.clear()
+        LabelGate.open_all = False  # LabelGate, before Waiting, would gate it now as well
+        for _ in range(2):
+            assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, victim, None) == 0
+        assert moves == [] and gated.gating_plugin == "Waiting"
+        assert gated.gating_status is not None and gated.gating_status.message() == "waiting"
+        # once Waiting lets it through, the others are asked: LabelGate gates it
+        Waiting.held = frozenset()
+        assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, victim, None) == 0
+        assert gated.gating_plugin == "LabelGate" and q.location(pod) == UNSCHEDULABLE
+    finally:
+        Waiting.held = frozenset()
+        LabelGate.open_all = False
+
+
 # -- leftover flush, updates, deletes --------------------------------------------------------
 
 
