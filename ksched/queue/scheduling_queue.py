@@ -272,7 +272,7 @@ class SchedulingQueue:
         self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
         # ``_gating_plugin_cares`` per (profile, gating plugin, event): asked for each gated
         # pod on each event (every victim deletion, for each preemptor waiting).
-        self._cares_cache: dict[tuple[str, str, ClusterEvent], bool] = {}
+        self._cares_cache: dict[ClusterEvent, dict[tuple[str, str], bool]] = {}
         self.hint_observer = hint_observer
 
     def _own_profile(self, pod: PodInfo) -> str | None:
@@ -617,12 +617,25 @@ class SchedulingQueue:
             observer(plugin, event.label, label, time.perf_counter() - t0)
         return skip
 
-    def _gating_plugin_cares(self, qpi: Entity, event: ClusterEvent) -> bool:
-        key = (qpi.profile, qpi.gating_plugin, event)
-        got = self._cares_cache.get(key)
+    def _gating_plugins_caring(self, event: ClusterEvent) -> dict[tuple[str, str], bool]:
+        """Per (profile, gating plugin), whether it registered ``event``: filled as gated
+        pods ask (``_gating_plugin_cares``), kept per event."""
+        got = self._cares_cache.get(event)
         if got is None:
-            regs = self._plugin_events.get((qpi.profile, qpi.gating_plugin), ())
-            got = self._cares_cache[key] = any(ev.matches(r, event) for r in regs)
+            got = self._cares_cache[event] = {}
+        return got
+
+    def _gating_plugin_cares(
+        self, qpi: Entity, event: ClusterEvent, known: dict[tuple[str, str], bool] | None = None
+    ) -> bool:
+        """``known``: ``_gating_plugins_caring(event)``, looked up once per event."""
+        if known is None:
+            known = self._gating_plugins_caring(event)
+        key = (qpi.profile, qpi.gating_plugin)
+        got = known.get(key)
+        if got is None:
+            regs = self._plugin_events.get(key, ())
+            got = known[key] = any(ev.matches(r, event) for r in regs)
         return got
 
     def _still_gated(self, qpi: Entity) -> bool:
@@ -678,10 +691,13 @@ class SchedulingQueue:
     ) -> int:
         """``movePodsToActiveOrBackoffQueue``: requeue the pool pods the event may help."""
         moved = 0
+        cares = self._gating_plugins_caring(event)
         for qpi in pods:
             if pre_check is not None and not any(pre_check(p.pod_info) for p in _pods_of(qpi)):
                 continue
-            if qpi.gated and (not self._gating_plugin_cares(qpi, event) or self._still_gated(qpi)):
+            if qpi.gated and (
+                not self._gating_plugin_cares(qpi, event, cares) or self._still_gated(qpi)
+            ):
                 continue
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy == QUEUE_SKIP:

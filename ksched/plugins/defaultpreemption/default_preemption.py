@@ -225,6 +225,8 @@ class DefaultPreemption(
     # -- PreEnqueue (async preemption) --------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         running = self.handle.preempting
+        if not running:
+            return None
         group = self._group_preempting(pod)
         if group is not None:
             # A member waits for its group's preemption (keyed by the PodGroup's uid), not
@@ -232,7 +234,7 @@ class DefaultPreemption(
             key, message = group, WAITING_GROUP
         else:
             key, message = pod.uid or pod.key, WAITING
-        entry = running.get(key) if running and key else None
+        entry = running.get(key) if key else None
         if entry is None:
             return None
         if not entry.running(self.handle.listers.store(Listers.PODS)):
@@ -243,8 +245,10 @@ class DefaultPreemption(
         """The key a member of a pod group is held back by (v1.37 with GenericWorkload):
         its PodGroup's uid (its ``namespace/name`` without one), "" when the PodGroup is
         unknown (nothing holds it back); None for a pod on its own."""
+        if pod.pod.spec.scheduling_group is None:
+            return None
         features = self.handle.features
-        if pod.pod.spec.scheduling_group is None or not features.at_least("1.37"):
+        if not features.at_least("1.37"):
             return None
         if not features.enabled("GenericWorkload"):
             return None
