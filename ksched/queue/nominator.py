@@ -8,12 +8,13 @@ memory survives an update that does not mention nominatedNodeName at all.
 from __future__ import annotations
 
 from collections.abc import KeysView
+from typing import Any
 
 from ..framework.types import PodInfo
 
 __all__ = ["Nominator"]
 
-# The priorities ``rows_at_least`` keeps answers for (preemptors of a few priorities).
+# The views ``rows_at_least`` and ``nodes_at_least`` keep (preemptors of a few priorities).
 _MAX_VIEWS = 8
 
 
@@ -21,9 +22,10 @@ class Nominator:
     def __init__(self) -> None:
         self._by_node: dict[str, list[PodInfo]] = {}
         self._node_of: dict[str, str] = {}
-        # ``rows_at_least``'s answers, per priority, for the rows of ``_index`` (a snapshot's
-        # node -> row map), kept up to date by ``add`` and ``delete``.
-        self._views: dict[int, dict[int, list[PodInfo]]] = {}
+        # ``rows_at_least``'s (by row of ``_index``, a snapshot's node -> row map) and
+        # ``nodes_at_least``'s (by node name) answers per (by row, priority), kept up to
+        # date by ``add`` and ``delete``.
+        self._views: dict[tuple[bool, int], dict[Any, list[PodInfo]]] = {}
         self._index: dict[str, int] | None = None
 
     @staticmethod
@@ -39,12 +41,11 @@ class Nominator:
         self._node_of[self._key(pod)] = node
         self._by_node.setdefault(node, []).append(pod)
         if self._views:
-            row = self._index.get(node) if self._index is not None else None
-            if row is not None:
-                prio = pod.priority
-                for at_least, view in self._views.items():
-                    if prio >= at_least:
-                        view[row] = [*view.get(row, ()), pod]  # a new list: given out ones stay
+            prio = pod.priority
+            for (by_row, at_least), view in self._views.items():
+                slot = self._slot(node, by_row)
+                if prio >= at_least and slot is not None:
+                    view[slot] = [*view.get(slot, ()), pod]  # a new list: given out ones stay
 
     def delete(self, pod: PodInfo) -> None:
         key = self._key(pod)
@@ -55,18 +56,22 @@ class Nominator:
         lst[:] = [p for p in lst if self._key(p) != key]
         if not lst:
             del self._by_node[node]
-        if self._views:
-            row = self._index.get(node) if self._index is not None else None
-            if row is not None:
-                for view in self._views.values():
-                    got = view.get(row)
-                    if got is None:
-                        continue
-                    left = [p for p in got if self._key(p) != key]
-                    if left:
-                        view[row] = left
-                    else:
-                        del view[row]
+        for (by_row, _), view in self._views.items():
+            slot = self._slot(node, by_row)
+            got = view.get(slot) if slot is not None else None
+            if got is None:
+                continue
+            left = [p for p in got if self._key(p) != key]
+            if left:
+                view[slot] = left
+            else:
+                del view[slot]
+
+    def _slot(self, node: str, by_row: bool) -> Any:
+        """Where a view keeps ``node``'s pods: its row (None: not in the index), or its name."""
+        if not by_row:
+            return node
+        return self._index.get(node) if self._index is not None else None
 
     def update(self, old: PodInfo, new: PodInfo) -> None:
         """``UpdateNominatedPod``: keep an in-memory nomination only if neither version names one.
@@ -98,19 +103,27 @@ class Nominator:
         snapshot replaces it when its rows change), so a cycle does not walk every
         nominated pod. The answer is shared: callers must not change it."""
         if index is not self._index:
-            self._index, self._views = index, {}
-        view = self._views.get(priority)
+            self._index = index
+            self._views = {k: v for k, v in self._views.items() if not k[0]}
+        return self._view(True, priority)
+
+    def nodes_at_least(self, priority: int) -> dict[str, list[PodInfo]]:
+        """``rows_at_least`` by node name (what preemption's dry run reads)."""
+        return self._view(False, priority)
+
+    def _view(self, by_row: bool, priority: int) -> dict[Any, list[PodInfo]]:
+        view = self._views.get((by_row, priority))
         if view is None:
             if len(self._views) >= _MAX_VIEWS:
                 self._views = {}
-            view = self._views[priority] = {}
+            view = self._views[(by_row, priority)] = {}
             for node, pods in self._by_node.items():
-                row = index.get(node)
-                if row is None:
+                slot = self._slot(node, by_row)
+                if slot is None:
                     continue
                 sel = [p for p in pods if p.priority >= priority]
                 if sel:
-                    view[row] = sel
+                    view[slot] = sel
         return view
 
     def keys(self) -> KeysView[str]:

@@ -1,16 +1,21 @@
 """``_nominated_rows`` keeps the queued pods' per-row lists between nominator changes and
 works out again only the rows of pods seen otherwise (the pod itself, pods in flight or
 out of the queue): on random nominator, queue and snapshot states it must give what the
-walk over every nominated pod (``_nominated_rows_slow``) gives, row by row, in order."""
+walk over every nominated pod (``_nominated_rows_slow``) gives, row by row, in order.
+Preemption's dry run reads the same kept lists by node name."""
 
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
+from typing import Any
 
 from ksched.framework.handle import NullCluster
 from ksched.framework.registry import Registry
 from ksched.framework.types import PodInfo
 from ksched.plugins import register_builtins
+from ksched.plugins.defaultpreemption.default_preemption import DefaultPreemption
+from ksched.queue.nominator import Nominator
 from ksched.scheduler.schedule_one import _nominated_rows, _nominated_rows_slow
 from ksched.scheduler.scheduler import Scheduler
 from ksched.util.clock import FakeClock
@@ -95,3 +100,41 @@ def test_kept_lists_follow_the_nominator() -> None:
     while q.location(b) != "inFlight":
         assert q.pop_nowait() is not None
     assert _nominated_rows(sched, me) == {}
+
+
+class _Walked:
+    """The nominator seen through ``nodes`` alone: preemption then walks every list."""
+
+    def __init__(self, nom: Nominator) -> None:
+        self._nom = nom
+
+    def nodes(self) -> dict[str, list[PodInfo]]:
+        return self._nom.nodes()
+
+    def pods_for_node(self, node: str) -> list[PodInfo]:
+        return self._nom.pods_for_node(node)
+
+    def __len__(self) -> int:
+        return len(self._nom)
+
+
+def _by_node(nom: Any, pod: PodInfo) -> dict[str, list[str]] | None:
+    plugin = SimpleNamespace(handle=SimpleNamespace(nominator=nom))
+    got = DefaultPreemption._nominated_by_node(plugin, pod, [])  # type: ignore[arg-type]
+    return None if got is None else {n: [p.key for p in ps] for n, ps in got.items()}
+
+
+def test_preemption_reads_the_kept_lists_as_the_walk() -> None:
+    """The dry run's nominated pods per node (priority >= the preemptor's, itself left
+    out) from the nominator's kept lists equal the walk over every list."""
+    rng = random.Random(7)
+    nom = Nominator()
+    pods = [make_pod(f"p{i}", priority=rng.choice([-1, 0, 4, 9])) for i in range(40)]
+    for _ in range(300):
+        pod = rng.choice(pods)
+        if rng.random() < 0.3:
+            nom.delete(pod)
+        else:
+            nom.add(pod, f"n{rng.randrange(5)}")
+        me = rng.choice([*pods, make_pod("other", priority=rng.choice([0, 4, 9]))])
+        assert _by_node(nom, me) == _by_node(_Walked(nom), me)

@@ -583,12 +583,26 @@ class DefaultPreemption(
         nominator = self.handle.nominator
         if nominator is None or not len(nominator):
             return None
+        me, prio = pod.uid or pod.key, pod.priority
+        at_least = getattr(nominator, "nodes_at_least", None)
+        node_of = getattr(nominator, "nominated_node", None)
+        if callable(at_least) and callable(node_of):
+            # the queue's nominator keeps these lists: only the preemptor's own node's
+            # list (if it is nominated already) needs it taken out
+            kept_lists: dict[str, list[PodInfo]] = dict(at_least(prio))
+            mine = node_of(pod)
+            if mine in kept_lists:
+                kept = [p for p in kept_lists[mine] if (p.uid or p.key) != me]
+                if kept:
+                    kept_lists[mine] = kept
+                else:
+                    del kept_lists[mine]
+            return kept_lists
         by_node = getattr(nominator, "nodes", None)
         if not callable(by_node):
             lists = {ni.name: nominator.pods_for_node(ni.name) for ni in nodes}
         else:
             lists = by_node()
-        me, prio = pod.uid or pod.key, pod.priority
         out: dict[str, list[PodInfo]] = {}
         for name, noms in lists.items():
             # as _nominated_pods: priority >= the preemptor's, not the preemptor itself
