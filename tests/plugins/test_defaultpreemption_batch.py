@@ -269,7 +269,7 @@ def _upstream_scores(victims: dict[str, Any]) -> list[Any]:
 
 
 def test_default_node_pick_equals_upstreams_successive_tie_breaks() -> None:
-    """``pick_one_node_for_preemption``'s default path (one score tuple per node) picks the
+    """``pick_one_node_for_preemption``'s default path (``_pick_by_default_scores``) picks the
     node upstream's five successive tie-breaking score functions pick."""
     from ksched.framework.interface import Victims
     from ksched.plugins.defaultpreemption.preemption import pick_one_node_for_preemption

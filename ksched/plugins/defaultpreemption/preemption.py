@@ -406,22 +406,31 @@ def _shifted_priority_sum(pods: Sequence[PodInfo]) -> int:
 
 def _pick_by_default_scores(nodes_to_victims: Mapping[str, Victims]) -> str:
     """``pick_one_node_for_preemption`` with the default scores, every node having
-    victims: the first node with the lexicographically greatest tuple of them (each
-    score decides only among the nodes tied on all before it), each tuple built once."""
-    best_node, best = "", None
-    for node, v in nodes_to_victims.items():
-        pods = v.pods
-        earliest = get_earliest_pod_start_time(v)
-        score = (
-            -v.num_pdb_violations,
-            -pods[0].priority,
-            -_shifted_priority_sum(pods),
-            -len(pods),
-            -math.inf if earliest is None else earliest,
-        )
-        if best is None or score > best:
-            best_node, best = node, score
-    return best_node
+    victims: each score is worked out only for the nodes tied on all before it (most
+    nodes differ on the first ones, and the start times are the dearest), and the
+    first of the nodes tied on all of them wins."""
+    items = list(nodes_to_victims.items())
+    for score in _DEFAULT_SCORES:
+        if len(items) <= 1:
+            break
+        values = [score(v) for _, v in items]
+        top = max(values)
+        items = [it for it, s in zip(items, values, strict=True) if s == top]
+    return items[0][0] if items else ""
+
+
+def _latest_start(v: Victims) -> float:
+    earliest = get_earliest_pod_start_time(v)
+    return -math.inf if earliest is None else earliest
+
+
+_DEFAULT_SCORES: tuple[Callable[[Victims], float], ...] = (
+    lambda v: -v.num_pdb_violations,
+    lambda v: -v.pods[0].priority,
+    lambda v: -_shifted_priority_sum(v.pods),
+    lambda v: -len(v.pods),
+    _latest_start,
+)
 
 
 class Evaluator:
