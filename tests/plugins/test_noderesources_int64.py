@@ -299,3 +299,38 @@ def test_arbitrary_quantities_never_crash_and_score_in_range(
         cache.update_snapshot(snap)
         check()
     assert np.all(snap.valid | ~snap.valid)  # the snapshot is still usable
+
+
+def test_nominated_pods_columns_sum_and_wrap_per_row() -> None:
+    """``_added_columns`` (what the nominated pods add per row, for the first pass beside
+    them) against the plain per-pod sum wrapped once per row, amounts near the int64
+    limits, scalar resources and empty rows included."""
+    import random
+
+    from ksched.api.quantity import wrap_int64
+    from ksched.plugins.noderesources.fit import _added_columns
+
+    rng = random.Random(16)
+    amounts = [0, 1, 250, 2**40, MAX64 // 1000, MAX64 // 2 + 1]
+    names = ["cpu", "memory", "ephemeral-storage", "pods", GPU, "example.com/none"]
+    for _ in range(60):
+        added = [
+            [
+                make_pod(
+                    requests={
+                        "cpu": f"{rng.choice(amounts)}m",
+                        "memory": str(rng.choice(amounts)),
+                        "ephemeral-storage": str(rng.choice(amounts)),
+                        GPU: str(rng.choice(amounts)),
+                    }
+                )
+                for _ in range(rng.randrange(4))
+            ]
+            for _ in range(rng.randrange(1, 6))
+        ]
+        want = [
+            [wrap_int64(sum(p.requests.get(n) for p in pods)) for pods in added] for n in names
+        ] + [[len(pods) for pods in added]]
+        got = _added_columns(added, names)
+        assert [col.tolist() for col in got] == want
+        assert all(col.dtype == np.int64 for col in got)

@@ -27,7 +27,8 @@ the group goes where it fills the capacity best. No normalization.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NamedTuple
 
@@ -420,15 +421,29 @@ _NOT_FOUND = f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found
 def _added_columns(added: Sequence[Sequence[PodInfo]], names: Sequence[str]) -> list[IntArray]:
     """What the pods of each row add to the named resources (int64, wrapped as
     ``add_requests`` wraps), then their count: columns beside the snapshot's."""
-    sums = [[0] * len(added) for _ in range(len(names) + 1)]
-    count = sums[-1]
-    for i, pods in enumerate(added):
-        count[i] = len(pods)
-        for p in pods:
-            r = p.requests
-            for k, name in enumerate(names):
-                sums[k][i] += r.get(name)
-    return [np.array([wrap_int64(v) for v in col], dtype=np.int64) for col in sums]
+    reqs = [[p.requests for p in pods] for pods in added]
+    out: list[IntArray] = []
+    for name in names:
+        field = _REQUEST_FIELDS.get(name)
+        if field is not None:
+            col = [sum(map(field, rs)) for rs in reqs]
+        else:
+            col = [sum(r.scalar.get(name, 0) for r in rs) for rs in reqs]
+        try:
+            out.append(np.array(col, dtype=np.int64))
+        except OverflowError:  # a sum beyond int64: wrapped, as Go's would be
+            out.append(np.array([wrap_int64(v) for v in col], dtype=np.int64))
+    out.append(np.array([len(pods) for pods in added], dtype=np.int64))
+    return out
+
+
+# ``Resource.get``'s fields of the named resources (the others are scalars).
+_REQUEST_FIELDS: dict[str, Callable[[Resource], int]] = {
+    CPU: operator.attrgetter("milli_cpu"),
+    MEMORY: operator.attrgetter("memory"),
+    EPHEMERAL_STORAGE: operator.attrgetter("ephemeral_storage"),
+    PODS: operator.attrgetter("allowed_pod_number"),
+}
 
 
 class Fit(
