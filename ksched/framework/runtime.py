@@ -1135,7 +1135,9 @@ class Framework:
                 except Exception:
                     return None  # the per-node path words the failure
                 sts = [SUCCESS if st is None else _status(st, p.name) for st in raw]
-            keep = np.ones(len(pending), dtype=np.bool_)
+            # Python lists, not numpy scalars, in the per-row loop (hundreds of rows)
+            keep = [True] * len(pending)
+            pending_rows = pending.tolist()
             rejected: dict[int, bool] = {}  # by Status identity: rows share them
             for i, st in zip(at.tolist(), sts, strict=True):
                 if st is SUCCESS:
@@ -1148,9 +1150,9 @@ class Framework:
                     rej = rejected[key] = st.is_rejected()
                 keep[i] = False
                 if rej:
-                    out[int(pending[i])] = st
-            if not keep.all():
-                pending = pending[keep]
+                    out[pending_rows[i]] = st
+            if not all(keep):
+                pending = pending[np.array(keep, dtype=np.bool_)]
         for r in pending.tolist():
             out[r] = SUCCESS
         return out
