@@ -270,8 +270,8 @@ class SchedulingQueue:
             for event, plugin, _ in regs:
                 self._plugin_events.setdefault((prof, plugin), []).append(event)
         self._match_cache: dict[tuple[str, ClusterEvent], dict[str, list[HintFn | None]]] = {}
-        # ``_gating_plugin_cares`` per (profile, gating plugin, event): asked for each gated
-        # pod on each event (every victim deletion, for each preemptor waiting).
+        # ``_gating_plugin_cares`` per event, then (profile, gating plugin): asked for each
+        # gated pod on each event (every victim deletion, for each preemptor waiting).
         self._cares_cache: dict[ClusterEvent, dict[tuple[str, str], bool]] = {}
         self.hint_observer = hint_observer
 
