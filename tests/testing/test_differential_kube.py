@@ -73,7 +73,9 @@ def test_seeds_agree_under_the_users_gates(cp: ControlPlane, tmp_path: Path) -> 
     assert not report.diverging, report.text()
 
 
-def test_kube_scheduler_with_device_taint_rules_on_is_ready(cp: ControlPlane, tmp_path: Path) -> None:
+def test_kube_scheduler_with_device_taint_rules_on_is_ready(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
     """DRADeviceTaintRules on (beta, off at 1.36; the gates group draws it): kube-scheduler
     lists DeviceTaintRules, so the API server must serve them and let it read them, or it
     is never ready and the run ends there."""
