@@ -19,6 +19,7 @@ from ksched.testing.differential import (
     generate,
     parse_features,
 )
+from ksched.testing.differential import kube as kube_mod
 from ksched.testing.differential.compare import compare, compare_group
 from ksched.testing.differential.generator import (
     GANG_GATES,
@@ -243,7 +244,39 @@ def test_member_outcomes_from_watch_events() -> None:
     }
     err = _Member()
     _observe(err, _pod(cond={**failed, "reason": "SchedulerError"}))
+    assert not err.settled  # kube-scheduler retries an error: its verdict is awaited
+    _observe(err, _pod(cond={**failed, "reason": "SchedulerError", "message": "again"}))
     assert err.settled and err.outcome().status == "Error"
+    assert err.outcome().message == "gang"  # the first of the two errors
+
+
+def test_a_members_first_error_gives_way_to_its_retrys_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gang's member popped before the others reach kube-scheduler's queue fails with
+    an error (a CI run saw DynamicResources' PodGroupPostFilter's "not found"); its retry
+    with the whole group gives the verdict the replay records."""
+    error = {"status": "False", "reason": "SchedulerError", "message": "not found"}
+    verdict = {
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "pod group is unschedulable",
+    }
+    m = _Member()
+    _observe(m, _pod(cond=error))
+    _observe(m, _pod(cond=error))  # the same condition again is not a second error
+    assert m.awaiting_retry and not m.settled
+    _observe(m, _pod(cond=verdict))
+    assert m.settled and not m.awaiting_retry
+    assert (m.outcome().status, m.outcome().message) == ("Unschedulable", verdict["message"])
+    _observe(m, _pod(cond={**error, "message": "later"}))  # a later error changes nothing
+    assert m.outcome().message == verdict["message"]
+    # No retry within ERROR_RETRY seconds: the error is the outcome.
+    alone = _Member()
+    _observe(alone, _pod(cond=error))
+    assert not alone.settled
+    monkeypatch.setattr(kube_mod, "ERROR_RETRY", 0.0)
+    assert alone.settled and alone.outcome().status == "Error"
 
 
 def _node(name: str, cpu: str) -> dict[str, Any]:

@@ -97,6 +97,13 @@ _LIVE_GANG = (*_LIVE, "PodGroup")
 #: last event of its group, before it counts as held at PreEnqueue (``Pending``: no
 #: condition is written for that).
 GANG_QUIET = 4.0
+#: Seconds a member whose first PodScheduled=False condition is a SchedulerError waits for
+#: kube-scheduler's retry (an error sends a pod to the backoff queue: 1 s at first, at most
+#: kube-scheduler's default podMaxBackoffSeconds of 10 s) before the error counts as its
+#: outcome. A race upstream makes such errors: a gang's member popped before the other
+#: members reach the queue runs a group cycle alone, which stops before any PreFilter,
+#: and DynamicResources' PodGroupPostFilter then fails on its missing state.
+ERROR_RETRY = 10.0
 
 # A PodGroup's member's lines name its group first (podGroupType="podgroup" podGroup=...).
 _GROUP_KEYS = r'(?:\w+="[^"]*" )*'
@@ -247,10 +254,26 @@ class _Member:
     first: dict[str, Any] | None = None  # the first PodScheduled=False condition
     nominated: str = ""  # now
     ever: str = ""  # the nominated node, once seen (cleared by its binding)
+    errors: int = 0  # SchedulerError conditions seen
+    error_at: float = 0.0  # when the first was seen (time.monotonic)
+
+    @property
+    def awaiting_retry(self) -> bool:
+        """The first condition is an error, and neither its retry's verdict, a second
+        error, nor ``ERROR_RETRY`` seconds have come since."""
+        return (
+            self.node is None
+            and self.errors == 1
+            and self.first is not None
+            and self.first.get("reason") == "SchedulerError"
+            and time.monotonic() < self.error_at + ERROR_RETRY
+        )
 
     @property
     def settled(self) -> bool:
-        return self.node is not None or (self.first is not None and not self.nominated)
+        if self.node is not None:
+            return True
+        return self.first is not None and not self.nominated and not self.awaiting_retry
 
     def outcome(self) -> Outcome:
         first = self.first
@@ -492,16 +515,23 @@ def _message(body: Any) -> str:
 
 def _observe(member: _Member, pod: JSON) -> None:
     """A watch event of a member: its node, first PodScheduled=False condition and
-    nomination."""
+    nomination. An error is not kube-scheduler's verdict but a retry's cause, so a first
+    SchedulerError gives way to the retry's condition when that is not an error too."""
     status = pod.get("status") or {}
     member.node = (pod.get("spec") or {}).get("nodeName") or member.node
     cond = next(
         (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
     )
-    if cond is not None and cond.get("status") == "False" and member.first is None:
-        member.first = {
-            k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond
-        }
+    if cond is not None and cond.get("status") == "False":
+        seen = {k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond}
+        error = seen.get("reason") == "SchedulerError"
+        if error and seen != member.first:
+            member.errors += 1
+            member.error_at = member.error_at or time.monotonic()
+        if member.first is None or (
+            not error and member.first.get("reason") == "SchedulerError" and member.errors == 1
+        ):
+            member.first = seen
     member.nominated = status.get("nominatedNodeName", "") or ""
     member.ever = member.nominated or member.ever
 
@@ -879,7 +909,7 @@ class KubeReplay:
             t = time.monotonic()
             if all(m.settled for m in members.values()) or t > deadline:
                 return True
-            return t > quiet and not any(m.nominated for m in members.values())
+            return t > quiet and not any(m.nominated or m.awaiting_retry for m in members.values())
 
         while not done():
             query = urllib.parse.urlencode(
