@@ -5,6 +5,8 @@ kube-scheduler's all-or-nothing outcomes, and a few random seeds agree with ksch
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,15 +62,20 @@ def _node(name: str, cpu: str) -> dict[str, Any]:
     }
 
 
+def _obj(api_version: str, kind: str, ns: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+
+
 def _gang(seed: int, cpus: list[str], timing: str, min_count: int, size: int) -> Scenario:
     """A gang of ``size`` one-CPU pods with quorum ``min_count`` on nodes of ``cpus``."""
     ns = f"gang{seed}"
-    group = {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": "g", "namespace": ns},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
-    }
+    policy = {"gang": {"minCount": min_count}}
+    group = _obj("scheduling.k8s.io/v1beta1", "PodGroup", ns, "g", {"schedulingPolicy": policy})
     names = [f"m{i}" for i in range(size)]
     pending = [
         PendingPod(
@@ -163,6 +170,12 @@ def test_the_recorder_reproduces_the_committed_gang_goldens(
         assert fresh == {k: [v.get(f) for f in fields] for k, v in committed["pods"].items()}
 
 
+def _new_namespace(kube: KubeReplay, ns: str) -> str:
+    """Creates ``ns``; the resource version its watches start from."""
+    kube.api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+    return str(kube.api.ok("GET", api_path("Pod", ns) + "?limit=1")["metadata"]["resourceVersion"])
+
+
 def test_a_groups_outcome_is_what_the_placing_cycle_wrote(cp: ControlPlane) -> None:
     """kube-scheduler guards a PodGroup's True condition against its informer's copy, so
     a fast retry of a member left over can write False over it (a CI run saw it on
@@ -170,14 +183,9 @@ def test_a_groups_outcome_is_what_the_placing_cycle_wrote(cp: ControlPlane) -> N
     the PodGroup's history; with none bound, the condition as it stands."""
     with KubeReplay(cp, batching=False, feature_gates=list(GANG_GATES)) as kube:
         ns = "regress"
-        kube.api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
-        rv = kube.api.ok("GET", api_path("Pod", ns) + "?limit=1")["metadata"]["resourceVersion"]
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": "g", "namespace": ns},
-            "spec": {"schedulingPolicy": {"basic": {}}},
-        }
+        rv = _new_namespace(kube, ns)
+        spec: dict[str, Any] = {"schedulingPolicy": {"basic": {}}}
+        body = _obj("scheduling.k8s.io/v1beta1", "PodGroup", ns, "g", spec)
         group = kube.api.ok("POST", api_path("PodGroup", ns), body)
         path = api_path("PodGroup", ns, "g")
         kube._pod_groups.append(path)
@@ -200,3 +208,37 @@ def test_a_groups_outcome_is_what_the_placing_cycle_wrote(cp: ControlPlane) -> N
     assert placed is not None and standing is not None
     assert placed["status"]["conditions"][0]["status"] == "True"
     assert standing["status"]["conditions"][0]["reason"] == "Unschedulable"
+
+
+def test_a_members_error_waits_for_its_retrys_verdict(cp: ControlPlane) -> None:
+    """kube-scheduler retries a pod after an error, so the replay records the retry's
+    verdict: a CI run saw v1.37.2 pop a gang's member before the others reached its
+    queue, and DynamicResources' PodGroupPostFilter fail that lone group cycle with
+    "not found". Here a writer plays the scheduler on a pod no scheduler serves."""
+    with KubeReplay(cp, batching=False, feature_gates=list(GANG_GATES)) as kube:
+        ns = "retry"
+        rv = _new_namespace(kube, ns)
+        spec = {"schedulerName": "nobody", "containers": [{"name": "c", "image": "app:1"}]}
+        pod = _obj("v1", "Pod", ns, "m", spec)
+        kube.api.ok("POST", api_path("Pod", ns), pod)
+        path = api_path("Pod", ns, "m")
+        verdicts = [
+            ("SchedulerError", 'error in "DynamicResources" PodGroupPostFilter plugins: not found'),
+            ("Unschedulable", "pod group is unschedulable"),
+        ]
+
+        def play_the_scheduler() -> None:
+            for reason, message in verdicts:
+                cur = kube.api.ok("GET", path)
+                cond = {"type": "PodScheduled", "status": "False", "reason": reason}
+                cur["status"]["conditions"] = [{**cond, "message": message}]
+                kube.api.ok("PUT", path + "/status", cur)
+                time.sleep(1.5)  # kube-scheduler's first backoff is 1 s
+
+        writer = threading.Thread(target=play_the_scheduler)
+        writer.start()
+        seen = kube._watch_batch(ns, ["m"], rv)
+        writer.join()
+        kube.api.request("DELETE", path, {"gracePeriodSeconds": 0})
+    out = seen["m"].outcome()
+    assert (out.status, out.message) == ("Unschedulable", "pod group is unschedulable")

@@ -69,8 +69,9 @@ def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
     controllers go before the pods, and an owner reference to an object in the file names
     its real uid once created (the garbage collector deletes pods of a missing owner).
     A PodGroup of the file (scheduling.k8s.io/v1beta1) is replayed with its members
-    (``GangBatch``, which must be consecutive pending pods): created after them, so
-    they are released together."""
+    (``GangBatch``, which must be consecutive pending pods): created before them, so the
+    last member releases the group whole (members that come first are moved into it one
+    by one, and kube-scheduler may pop part of the group: see ``generator._gang``)."""
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     objects: list[JSON] = []
     pending: list[PendingPod] = []
@@ -85,7 +86,7 @@ def load_scenario(path: Path, *, for_kube: bool = False) -> Scenario:
         if ns and ns not in declared:
             namespaces.add(ns)
         if d.get("kind") == "PodGroup":
-            batches[f"{ns}/{d['metadata']['name']}"] = GangBatch(d, "late")
+            batches[f"{ns}/{d['metadata']['name']}"] = GangBatch(d, "first")
         elif d.get("kind") == "Pod" and not d.get("spec", {}).get("nodeName"):
             d["spec"]["schedulerName"] = KUBE_SCHEDULER
             pending.append(PendingPod(d, {path.stem}))

@@ -100,9 +100,10 @@ GANG_QUIET = 4.0
 #: Seconds a member whose first PodScheduled=False condition is a SchedulerError waits for
 #: kube-scheduler's retry (an error sends a pod to the backoff queue: 1 s at first, at most
 #: kube-scheduler's default podMaxBackoffSeconds of 10 s) before the error counts as its
-#: outcome. A race upstream makes such errors: a gang's member popped before the other
-#: members reach the queue runs a group cycle alone, which stops before any PreFilter,
-#: and DynamicResources' PodGroupPostFilter then fails on its missing state.
+#: outcome. A race upstream makes such errors: when members come before their PodGroup,
+#: kube-scheduler may pop part of the group; PlacementFeasible fails that cycle before
+#: any PreFilter, and DynamicResources' PodGroupPostFilter then errs on its missing state
+#: (the generator avoids that order for groups of several; the goldens used it once).
 ERROR_RETRY = 10.0
 
 # A PodGroup's member's lines name its group first (podGroupType="podgroup" podGroup=...).
@@ -201,6 +202,22 @@ def placing_scores(log: str, pod_key: str, group_key: str, node: str | None) -> 
     return next((a for a in reversed(attempts) if node in a[1]), ({}, {}))
 
 
+def _watch_events(
+    cp: ControlPlane, path: str, params: dict[str, str], read_timeout: float
+) -> Iterator[JSON]:
+    """The events of one watch request on ``path``; they end, without an error, when the
+    stream ends or breaks, or is silent ``read_timeout`` seconds."""
+    query = urllib.parse.urlencode({"watch": "1", **params})
+    req = urllib.request.Request(f"{cp.url}{path}?{query}")
+    req.add_header("Authorization", f"Bearer {cp.admin.token}")
+    try:
+        with urllib.request.urlopen(req, timeout=read_timeout, context=cp.ssl_context) as st:
+            for line in st:
+                yield json.loads(line)
+    except (OSError, ValueError):
+        return
+
+
 def _watch(
     cp: ControlPlane,
     path: str,
@@ -211,19 +228,12 @@ def _watch(
     """Watch ``path`` from ``resource_version()`` until ``stop``, handing each event to
     ``handle`` (which moves the version on); a broken or timed-out watch is reopened."""
     while not stop.is_set():
-        query = urllib.parse.urlencode(
-            {"watch": "1", "resourceVersion": resource_version(), "timeoutSeconds": "30"}
-        )
-        req = urllib.request.Request(f"{cp.url}{path}?{query}")
-        req.add_header("Authorization", f"Bearer {cp.admin.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=40, context=cp.ssl_context) as st:
-                for line in st:
-                    if stop.is_set():
-                        return
-                    handle(json.loads(line))
-        except (OSError, ValueError):
-            time.sleep(0.1)
+        params = {"resourceVersion": resource_version(), "timeoutSeconds": "30"}
+        for event in _watch_events(cp, path, params, read_timeout=40):
+            if stop.is_set():
+                return
+            handle(event)
+        time.sleep(0.1)
 
 
 @dataclass
@@ -912,29 +922,20 @@ class KubeReplay:
             return t > quiet and not any(m.nominated or m.awaiting_retry for m in members.values())
 
         while not done():
-            query = urllib.parse.urlencode(
-                {"watch": "1", "resourceVersion": version, "timeoutSeconds": "30"}
-            )
-            req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
-            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
-            try:
-                # a short read timeout: a quiet stream is reopened, so the clocks are read
-                with urllib.request.urlopen(req, timeout=1.0, context=self.cp.ssl_context) as st:
-                    for line in st:
-                        event = json.loads(line)
-                        cur = event.get("object") or {}
-                        meta = cur.get("metadata") or {}
-                        version = meta.get("resourceVersion", version)
-                        m = members.get(meta.get("name", ""))
-                        if m is not None and event.get("type") in ("ADDED", "MODIFIED"):
-                            _observe(m, cur)
-                            quiet = time.monotonic() + GANG_QUIET
-                            if m.nominated:
-                                deadline = max(deadline, time.monotonic() + self.preemption_timeout)
-                        if done():
-                            break
-            except (OSError, ValueError):
-                pass
+            # a short read timeout: a quiet stream is reopened, so the clocks are read
+            params = {"resourceVersion": version, "timeoutSeconds": "30"}
+            for event in _watch_events(self.cp, path, params, read_timeout=1.0):
+                cur = event.get("object") or {}
+                meta = cur.get("metadata") or {}
+                version = meta.get("resourceVersion", version)
+                m = members.get(meta.get("name", ""))
+                if m is not None and event.get("type") in ("ADDED", "MODIFIED"):
+                    _observe(m, cur)
+                    quiet = time.monotonic() + GANG_QUIET
+                    if m.nominated:
+                        deadline = max(deadline, time.monotonic() + self.preemption_timeout)
+                if done():
+                    break
         return members
 
     def _await_group_condition(
@@ -977,31 +978,21 @@ class KubeReplay:
         version = resource_version
         path = api_path("PodGroup", namespace)
         while time.monotonic() < deadline:
-            query = urllib.parse.urlencode(
-                {
-                    "watch": "1",
-                    "resourceVersion": version,
-                    "fieldSelector": f"metadata.name={name}",
-                    "timeoutSeconds": "5",
-                }
-            )
-            req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
-            req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
-            try:
-                with urllib.request.urlopen(req, timeout=0.5, context=self.cp.ssl_context) as st:
-                    for line in st:
-                        event = json.loads(line)
-                        cur = event.get("object") or {}
-                        if event.get("type") == "ERROR":  # too old a version: no history
-                            return None
-                        version = (cur.get("metadata") or {}).get("resourceVersion", version)
-                        cond = _group_condition(cur)
-                        if cond is not None and cond.get("status") == "True":
-                            return {**cur, "kind": "PodGroup"}
-                        if time.monotonic() > deadline:
-                            break
-            except (OSError, ValueError):
-                pass
+            params = {
+                "resourceVersion": version,
+                "fieldSelector": f"metadata.name={name}",
+                "timeoutSeconds": "5",
+            }
+            for event in _watch_events(self.cp, path, params, read_timeout=0.5):
+                cur = event.get("object") or {}
+                if event.get("type") == "ERROR":  # too old a version: no history
+                    return None
+                version = (cur.get("metadata") or {}).get("resourceVersion", version)
+                cond = _group_condition(cur)
+                if cond is not None and cond.get("status") == "True":
+                    return {**cur, "kind": "PodGroup"}
+                if time.monotonic() > deadline:
+                    break
         return None
 
     def _await_outcome(self, pending: PendingPod, resource_version: str) -> Outcome:
@@ -1029,63 +1020,46 @@ class KubeReplay:
         """Watch the pod from its creation on: a preemptor's PodScheduled=False condition
         may last only ~100 ms before it binds, too short for polling."""
         path = api_path("Pod", pending.namespace)
-        query = urllib.parse.urlencode(
-            {
-                "watch": "1",
-                "fieldSelector": f"metadata.name={pending.name}",
-                "resourceVersion": resource_version,
-                "timeoutSeconds": str(int(self.timeout + self.preemption_timeout)),
-            }
-        )
-        req = urllib.request.Request(f"{self.cp.url}{path}?{query}")
-        req.add_header("Authorization", f"Bearer {self.cp.admin.token}")
+        params = {
+            "fieldSelector": f"metadata.name={pending.name}",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(int(self.timeout + self.preemption_timeout)),
+        }
         deadline = time.monotonic() + self.timeout
         first: dict[str, Any] | None = None
-        try:
-            with urllib.request.urlopen(
-                req, timeout=self.timeout, context=self.cp.ssl_context
-            ) as stream:
-                for line in stream:
-                    event = json.loads(line)
-                    cur = event.get("object") or {}
-                    if event.get("type") not in ("ADDED", "MODIFIED"):
-                        continue
-                    node = cur.get("spec", {}).get("nodeName")
-                    status = cur.get("status", {})
-                    cond = next(
-                        (
-                            c
-                            for c in status.get("conditions", [])
-                            if c.get("type") == "PodScheduled"
-                        ),
-                        None,
-                    )
-                    if cond is not None and cond.get("status") == "False" and first is None:
-                        first = {
-                            k: cond[k]
-                            for k in ("reason", "message", "observedGeneration")
-                            if k in cond
-                        }
-                    nominated = status.get("nominatedNodeName", "") or ""
-                    if node:
-                        out = Outcome("Scheduled", node=node, condition=first)
-                        out.message = str(first.get("message", "")) if first else ""
-                        out.nominated = self._nominated or nominated
-                        return out
-                    if nominated:
-                        self._nominated = nominated
-                        deadline = max(deadline, time.monotonic() + self.preemption_timeout)
-                    elif first is not None:
-                        reason = first.get("reason", "")
-                        return Outcome(
-                            "Error" if reason == "SchedulerError" else "Unschedulable",
-                            message=str(first.get("message", "")),
-                            condition=first,
-                        )
-                    if time.monotonic() > deadline:
-                        break
-        except (OSError, ValueError):
-            pass  # the watch timed out or broke: no outcome
+        # the watch timing out or breaking: no outcome
+        for event in _watch_events(self.cp, path, params, read_timeout=self.timeout):
+            cur = event.get("object") or {}
+            if event.get("type") not in ("ADDED", "MODIFIED"):
+                continue
+            node = cur.get("spec", {}).get("nodeName")
+            status = cur.get("status", {})
+            cond = next(
+                (c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"),
+                None,
+            )
+            if cond is not None and cond.get("status") == "False" and first is None:
+                first = {
+                    k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond
+                }
+            nominated = status.get("nominatedNodeName", "") or ""
+            if node:
+                out = Outcome("Scheduled", node=node, condition=first)
+                out.message = str(first.get("message", "")) if first else ""
+                out.nominated = self._nominated or nominated
+                return out
+            if nominated:
+                self._nominated = nominated
+                deadline = max(deadline, time.monotonic() + self.preemption_timeout)
+            elif first is not None:
+                reason = first.get("reason", "")
+                return Outcome(
+                    "Error" if reason == "SchedulerError" else "Unschedulable",
+                    message=str(first.get("message", "")),
+                    condition=first,
+                )
+            if time.monotonic() > deadline:
+                break
         if self._nominated and first is not None:
             # Preempted for, and still pending a preemption_timeout later: an outcome
             # (ksched's simulator retries at once; a real queue may hold the pod longer).
