@@ -512,7 +512,8 @@ def test_null_writes_are_bind_only_except_preemption_basic_and_dra() -> None:
     )
     dra = REAL_WORKLOADS["SchedulingWithResourceClaimTemplate"]
     assert described.pop("SchedulingWithResourceClaimTemplate") == (
-        "per claim: finalizer + status (allocation, reservedFor) + binding"
+        "per pod: its nomination + per claim: finalizer + status (allocation, reservedFor)"
+        " + binding"
     )
     assert set(described.values()) == {"binding"}
     # the init pods hold devices 0-4 of each node at small scale (1000 pods, 200 nodes)
@@ -702,6 +703,10 @@ def test_null_allocates_each_claim_before_binding() -> None:
         patches = srv.find_requests(verb="patch", resource="resourceclaims")
         (bind,) = srv.find_requests(verb="create", resource="pods/binding")
         assert len(patches) == 2 and all(p.time <= bind.time for p in patches)
+        # the nomination before PreBind's writes, as a scheduler makes it
+        (nominated,) = srv.find_requests(verb="patch", resource="pods/status")
+        assert nominated.time <= min(p.time for p in patches)
+        assert nominated.body == {"status": {"nominatedNodeName": "n1"}}
 
 
 @pytest.mark.kube

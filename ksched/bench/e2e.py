@@ -77,10 +77,12 @@ class NullWrites:
       preemptor's own status (PodScheduled=False with ``nominatedNodeName``), which the
       failed cycle writes; the preemptors are bound once every pending pod has been
       started (``run``);
-    * ``claims``: before binding, allocate each of the pod's ResourceClaims to the next
-      device of the picked node's pool (``instance-<n>`` from ``first_device`` on), as
-      DynamicResources' PreBind does: the claim's finalizer, then its status (allocation
-      and reservedFor) — two writes per claim.
+    * ``claims``: before binding, the pod's nomination (``status.nominatedNodeName``: a
+      scheduler announces the node when PreBind has work to do, NominatedNodeNameForExpectation,
+      on by default in every release ksched implements), then allocate each of the pod's
+      ResourceClaims to the next device of the picked node's pool (``instance-<n>`` from
+      ``first_device`` on), as DynamicResources' PreBind does: the claim's finalizer, then
+      its status (allocation and reservedFor) — two writes per claim.
 
     The default is bind-only: one Binding POST per pod.
     """
@@ -101,7 +103,9 @@ class NullWrites:
                 "DisruptionTarget status + deletion"
             )
         if self.claims:
-            parts.append("per claim: finalizer + status (allocation, reservedFor)")
+            parts.append(
+                "per pod: its nomination + per claim: finalizer + status (allocation, reservedFor)"
+            )
         return " + ".join([*parts, "binding"])
 
 
@@ -214,6 +218,7 @@ class NullScheduler:
     async def _bind(self, pod: PodInfo, node: str) -> None:
         try:
             if self.writes.claims:
+                await self.binder.set_nominated_node(pod, node)
                 await self._allocate(pod, node)
             await self.binder.bind(pod, node)
             self.bound += 1
