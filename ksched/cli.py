@@ -1022,8 +1022,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="real: each contestant end to end on a fresh real kube-apiserver (ControlPlane): "
         "ksched, the null client (no decisions; Bindings plus the writes the workload makes "
         "any scheduler do: preemption's status patches and deletions for PreemptionBasic, "
-        "claim finalizer and "
-        "allocation for SchedulingWithResourceClaimTemplate; 'null_writes' in the JSON) "
+        "the pod's nomination and each claim's finalizer and allocation for "
+        "SchedulingWithResourceClaimTemplate; 'null_writes' in the JSON) "
         "and with --against kube-scheduler",
     )
     b.add_argument(

@@ -18,7 +18,8 @@ Contestants, each alone on its own control plane:
   workload makes every scheduler write more than the Binding, the null client writes
   that too (``RealWorkload.null_writes``, ``NullWrites``): PreemptionBasic's preemptor
   status and three victims' DisruptionTarget status and deletion per preemptor, the DRA
-  workload's claim finalizer and allocation per claim. Elsewhere it is bind-only. The JSON
+  workload's nomination per pod and claim finalizer and allocation per claim. Elsewhere it
+  is bind-only. The JSON
   says which, per workload (``null_writes``), and what each contestant wrote (``writes``).
 
 Both schedulers run as ``system:kube-scheduler`` with client QPS/burst 5000. Reported per
