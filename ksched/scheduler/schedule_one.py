@@ -594,23 +594,51 @@ def _preferred_tie(
 def _known_results(
     sched: Scheduler, fw: Framework, state: CycleState, pod: PodInfo
 ) -> KnownResults | None:
-    """The equivalence cache's results for ``pod``, when it may answer: never with pods
-    nominated anywhere (they make Filter depend on more than the node), nor in a pod-group
-    cycle (its simulated pods and placements are not the cluster the cache knows)."""
+    """The equivalence cache's results for ``pod``, when it may answer: not for a pod
+    nominated itself (its nominated node is tried first, alone), nor in a pod-group cycle
+    (its simulated pods and placements are not the cluster the cache knows). Pods
+    nominated elsewhere make Filter depend on more than the node on their nodes only:
+    those rows get the full cycle's verdict (``_with_nominated``)."""
     cache = fw.cycle_cache
-    if (
-        cache is None
-        or len(sched.queue.nominator)
-        or pod.pod.status.nominated_node_name
-        or state.in_pod_group_cycle
-    ):
+    if cache is None or pod.pod.status.nominated_node_name or state.in_pod_group_cycle:
         return None
     m = sched.metrics
     t0 = perf_counter() if m is not None else 0.0
-    known = cache.lookup(pod, sched.snapshot, m, state.record_plugin_metrics)
+    snap = sched.snapshot
+    known = cache.lookup(pod, snap, m, state.record_plugin_metrics)
+    if known is not None and len(sched.queue.nominator):
+        nominated = _nominated_rows(sched, pod)
+        if nominated:
+            known = _with_nominated(fw, known, pod, snap, nominated)
     if m is not None:
         m.batch_lookup(fw.profile_name, known is not None, perf_counter() - t0)
     return known
+
+
+def _with_nominated(
+    fw: Framework,
+    known: KnownResults,
+    pod: PodInfo,
+    snap: Any,
+    nominated: dict[int, list[PodInfo]],
+) -> KnownResults | None:
+    """``known`` with the verdict of each row that has nominated pods (priority >= the
+    pod's) replaced by the full cycle's: ``RunFilterPluginsWithNominatedPods`` there, as
+    ``Framework.find_feasible`` runs it on every such row it reaches, rejected by the batch
+    masks or not. The other rows' verdicts do not depend on nominations, and Score never
+    sees nominated pods. None when a row errs or no row is left: the full cycle decides,
+    and words the error or FitError."""
+    feasible = known.feasible.copy()
+    infos = snap.node_infos
+    take_added = fw._filters_take_added(known.state)
+    for row, pods in nominated.items():
+        st = fw.run_filter_with_nominated_pods(known.state, pod, infos[row], pods, take_added)
+        if st.code == Code.ERROR:
+            return None
+        feasible[row] = st.is_success()
+    if not feasible.any():
+        return None
+    return KnownResults(known.state, feasible, known.static, known.columns, known.live)
 
 
 # == findNodesThatFitPod ===================================================================

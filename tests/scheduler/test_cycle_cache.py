@@ -10,6 +10,7 @@ from typing import Any
 from unittest import mock
 
 import anyio
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -605,3 +606,53 @@ def test_rows_rescored_after_a_binding_are_upstreams_batch_rescores(version: str
     else:
         assert attempts is not None and attempts >= 5  # nearly every replica after the first
         assert observed == attempts
+
+
+def _sized(name: str, cpu: str, priority: int = 0, kind: str = "plain") -> dict[str, Any]:
+    m = _template(kind)
+    m["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu, "memory": "64Mi"}}
+    m["spec"]["priority"] = priority
+    m["metadata"].update(name=name, namespace="default", uid=f"uid-{name}")
+    return m
+
+
+@pytest.mark.parametrize("percentage", [None, 5, 100])
+@pytest.mark.parametrize("kind", ["plain", "spread", "hostport"])
+def test_cached_cycles_with_pods_nominated_elsewhere_match_the_full_cycle(
+    percentage: int | None, kind: str
+) -> None:
+    """Preemptors nominated to nodes whose victims are still terminating: the pods
+    scheduled meanwhile take the cache's verdicts except on the nominated nodes, where the
+    nominated pods count as the full cycle counts them (their resources, their host ports,
+    their labels for spreading). Cycle by cycle the same choices, and the cache answered
+    cycles with nominations outstanding (the fast path ran, and changed verdicts)."""
+    from ksched.scheduler import schedule_one
+
+    rng = random.Random(7)
+    nodes = [_node(i, rng) for i in range(24)]
+    for m in nodes:
+        alloc = {"cpu": "4", "memory": "16Gi", "pods": "20"}
+        m["status"].update(allocatable=alloc, capacity=dict(alloc))
+        m["spec"] = {"taints": [], "unschedulable": False}
+    # every node at 3 of 4 CPUs: a 3500m preemptor fits nowhere without evicting
+    fill = [_sized(f"fill-{i:03d}", "1500m") for i in range(2 * len(nodes))]
+    late = [_sized(f"pre-{i}", "3500m", priority=1000, kind=kind) for i in range(3)]
+    late += [_sized(f"small-{i:03d}", "300m", kind=kind) for i in range(60)]
+    real = schedule_one._with_nominated
+    calls: list[int] = []
+
+    def counting(fw: Any, known: Any, pod: Any, snap: Any, nominated: Any) -> Any:
+        out = real(fw, known, pod, snap, nominated)
+        if out is not None:
+            calls.append(int(np.count_nonzero(out.feasible != known.feasible)))
+        return out
+
+    kw: dict[str, Any] = {"seed": 3, "percentage": percentage}
+    full, _ = _cycles(nodes, [fill, late], cached=False, **kw)
+    with mock.patch.object(schedule_one, "_with_nominated", counting):
+        cached, hits = _cycles(nodes, [fill, late], cached=True, **kw)
+    assert cached == full
+    assert calls and hits >= len(calls)
+    assert any(calls)  # some nominated node's verdict was not the cache's
+    # the preemptors did get nominated and placed
+    assert sum(1 for c in full if c[0].startswith("default/pre-") and c[1]) == 3
