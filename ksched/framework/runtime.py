@@ -1530,6 +1530,12 @@ class Framework:
         signed = self.sign_pod_per_cycle(pod, sampled)
         return None if signed is None or signed[1] else signed[0]
 
+    def observe_sign(self) -> None:
+        """A Sign call for a pod the equivalence cache knows it cannot help (its PreFilter
+        narrows the nodes): observed as upstream, which signs every pod, observes it."""
+        if self._recording:
+            self._observed(_SIGN, "Success", _perf())
+
     def sign_pod_per_cycle(
         self, pod: PodInfo, sampled: bool = False
     ) -> tuple[tuple[Any, ...], frozenset[str]] | None:

@@ -163,6 +163,27 @@ def _pod_node_affinity(pod: PodInfo) -> objects.NodeAffinity | None:
     return a.node_affinity if a is not None else None
 
 
+def named_nodes(pod: PodInfo) -> set[str] | None:
+    """The nodes ``pod``'s required terms name by ``metadata.name`` (PreFilter narrows to
+    them; an empty set is a conflict), or None when some term may match any node."""
+    na = _pod_node_affinity(pod)
+    required = na.required_during_scheduling_ignored_during_execution if na else None
+    if required is None:
+        return None
+    node_names: set[str] | None = None
+    for t in required.node_selector_terms:
+        term_names: set[str] | None = None
+        for r in t.match_fields:
+            if r.key == "metadata.name" and r.operator == IN:
+                # Requirements are ANDed: intersect.
+                s = set(r.values)
+                term_names = s if term_names is None else term_names & s
+        if term_names is None:
+            return None  # a term without a name requirement: any node may match
+        node_names = term_names if node_names is None else node_names | term_names
+    return node_names
+
+
 def required_node_affinity(pod: PodInfo) -> RequiredNodeAffinity:
     """``nodeaffinity.GetRequiredNodeAffinity``, compiled once per pod.
 
@@ -273,6 +294,11 @@ class NodeAffinity(
         self.added_node_selector: CompiledNodeSelector | None = req
         self.added_pref_terms: PreferredTerms | None = pref[0] if pref is not None else None
 
+    def narrows_nodes(self, pod: PodInfo) -> bool:
+        """Whether PreFilter narrows ``pod``'s nodes (or rejects it) whatever the cluster:
+        the equivalence cache then has nothing to offer and need not sign it."""
+        return named_nodes(pod) is not None
+
     # -- PreFilter / Filter ---------------------------------------------------------------
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Snapshot
@@ -283,19 +309,7 @@ class NodeAffinity(
         if required is None and self.added_node_selector is None and not pod.pod.spec.node_selector:
             return None, Status(Code.SKIP)
         state.write(PRE_FILTER_KEY, required_node_affinity(pod))
-        if required is None or not required.node_selector_terms:
-            return None, None
-        node_names: set[str] | None = None
-        for t in required.node_selector_terms:
-            term_names: set[str] | None = None
-            for r in t.match_fields:
-                if r.key == "metadata.name" and r.operator == IN:
-                    # Requirements are ANDed: intersect.
-                    s = set(r.values)
-                    term_names = s if term_names is None else term_names & s
-            if term_names is None:
-                return None, None  # a term without a name requirement: any node may match
-            node_names = term_names if node_names is None else node_names | term_names
+        node_names = named_nodes(pod)
         if node_names is not None and not node_names:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_CONFLICT)
         if node_names:

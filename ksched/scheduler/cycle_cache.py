@@ -101,6 +101,7 @@ class CycleCache:
         self._live: dict[frozenset[str], tuple[list[Any], list[Any]]] = {}
         self.hits = 0
         self.builds = 0
+        self._narrows: list[Any] | None = None
         # The scheduler's metrics, while ``lookup`` runs (None when it has none), and
         # whether the cycle it runs for is sampled.
         self._metrics: BatchMetrics | None = None
@@ -115,6 +116,10 @@ class CycleCache:
         pod makes Filter depend on more than the node. ``sampled``: the cycle's plugin
         calls are timed, so the ones made here for it are too."""
         if snap.n == 0:
+            return None
+        if any(narrows(pod) for narrows in self._narrowing()):
+            # Its entry would be None whatever it signs (see ``_evaluate``).
+            self.fw.observe_sign()
             return None
         signed = self.fw.sign_pod_per_cycle(pod, sampled)
         if signed is None:
@@ -177,6 +182,18 @@ class CycleCache:
         if not feasible.any():
             return None
         return KnownResults(state, feasible, known.static, known.columns, live)
+
+    def _narrowing(self) -> list[Any]:
+        """The ``narrows_nodes`` of the profile's PreFilter plugins that have one: pods it
+        says True for have PreFilter narrow their nodes or reject them, so no entry."""
+        got = self._narrows
+        if got is None:
+            got = self._narrows = [
+                fn
+                for p in self.fw.pre_filter_plugins
+                if (fn := getattr(p, "narrows_nodes", None)) is not None
+            ]
+        return got
 
     # -- building and refreshing an entry --------------------------------------------------
     def _live_plugins(self, live: frozenset[str]) -> tuple[list[Any], list[Any]]:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ksched.api.objects import Node, Pod, decode
 from ksched.config import load_config_data
 from ksched.framework.interface import FilterPlugin
+from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
 from ksched.metrics import SchedulerMetrics
@@ -656,3 +657,66 @@ def test_cached_cycles_with_pods_nominated_elsewhere_match_the_full_cycle(
     assert any(calls)  # some nominated node's verdict was not the cache's
     # the preemptors did get nominated and placed
     assert sum(1 for c in full if c[0].startswith("default/pre-") and c[1]) == 3
+
+
+def _field_pod(name: str, terms: list[list[dict[str, Any]]], kind: str = "plain") -> dict[str, Any]:
+    m = _sized(name, "100m", kind=kind)
+    m["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": t} for t in terms]
+            }
+        }
+    }
+    return m
+
+
+def _name_in(*names: str) -> dict[str, Any]:
+    return {"key": "metadata.name", "operator": "In", "values": list(names)}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pods_naming_their_nodes_skip_signing_and_place_as_the_full_cycle(seed: int) -> None:
+    """Daemonset-style pods (a metadata.name term) are never signed: NodeAffinity's
+    PreFilter narrows their nodes, so the cache could not answer them anyway. Pods with a
+    term that names no node, or names conflicting ones, are mixed in: the first still
+    sign, and every cycle is the full cycle's (with the shortcut and without it)."""
+    from ksched.plugins.nodeaffinity import NodeAffinity, named_nodes
+
+    rng = random.Random(seed)
+    nodes = [_node(i, rng) for i in range(30)]
+    names = [m["metadata"]["name"] for m in nodes]
+    any_node = [{"key": "metadata.name", "operator": "NotIn", "values": ["nowhere"]}]
+    pods: list[dict[str, Any]] = []
+    for i in range(80):
+        pick = rng.random()
+        if pick < 0.5:
+            terms = [[_name_in(rng.choice(names))]]
+        elif pick < 0.65:
+            terms = [[_name_in(*rng.sample(names, 3))], [_name_in(rng.choice(names))]]
+        elif pick < 0.75:
+            terms = [[_name_in(names[0], names[1]), _name_in(names[2])]]  # conflict
+        elif pick < 0.9:
+            terms = [[_name_in(rng.choice(names))], any_node]  # one term names no node
+        else:
+            terms = [any_node]
+        pods.append(_field_pod(f"f-{i:03d}", terms, kind=rng.choice(["plain", "hostport"])))
+    signed: list[str] = []
+    real_sign = Framework.sign_pod_per_cycle
+
+    def sign(fw: Any, pod: PodInfo, sampled: bool = False) -> Any:
+        signed.append(pod.pod.metadata.name)
+        return real_sign(fw, pod, sampled)
+
+    kw: dict[str, Any] = {"seed": seed, "percentage": None}
+    with mock.patch.object(NodeAffinity, "narrows_nodes", lambda self, pod: False):
+        full, _ = _cycles(nodes, [pods], cached=True, **kw)
+    with mock.patch.object(Framework, "sign_pod_per_cycle", sign):
+        fast, _ = _cycles(nodes, [pods], cached=True, **kw)
+    assert fast == full
+    by_name = {m["metadata"]["name"]: PodInfo(decode(m, Pod), m) for m in pods}
+    narrowed = {n for n, p in by_name.items() if named_nodes(p) is not None}
+    assert narrowed and set(by_name) - narrowed  # both kinds were scheduled
+    assert not narrowed & set(signed)
+    assert set(by_name) - narrowed <= set(signed)
+    assert any(not c[1] for c in full)  # the conflicting terms failed
