@@ -720,3 +720,40 @@ def test_pods_naming_their_nodes_skip_signing_and_place_as_the_full_cycle(seed: 
     assert not narrowed & set(signed)
     assert set(by_name) - narrowed <= set(signed)
     assert any(not c[1] for c in full)  # the conflicting terms failed
+
+
+def test_an_erring_nominated_node_leaves_the_pod_to_the_full_cycle() -> None:
+    """A Filter error on a node with nominated pods: the cache does not answer, and the
+    full cycle decides (it may not even reach that node, or judge it by its batch first
+    pass), so both runs go the same way."""
+    from ksched.scheduler import schedule_one
+
+    rng = random.Random(11)
+    nodes = [_node(i, rng) for i in range(12)]
+    for m in nodes:
+        alloc = {"cpu": "4", "memory": "16Gi", "pods": "20"}
+        m["status"].update(allocatable=alloc, capacity=dict(alloc))
+        m["spec"] = {"taints": [], "unschedulable": False}
+    fill = [_sized(f"fill-{i:03d}", "1500m") for i in range(2 * len(nodes))]
+    late = [_sized("pre-0", "3500m", priority=1000)]
+    late += [_sized(f"small-{i:03d}", "300m") for i in range(20)]
+    error = Status(Code.ERROR, "nominated node exploded")
+
+    def erring(*args: Any, **kw: Any) -> Status:
+        return error
+
+    real = schedule_one._with_nominated
+    answers: list[bool] = []
+
+    def counting(*args: Any) -> Any:
+        out = real(*args)
+        answers.append(out is not None)
+        return out
+
+    kw: dict[str, Any] = {"seed": 5, "percentage": None}
+    with mock.patch.object(Framework, "run_filter_with_nominated_pods", erring):
+        full, _ = _cycles(nodes, [fill, late], cached=False, **kw)
+        with mock.patch.object(schedule_one, "_with_nominated", counting):
+            cached, _ = _cycles(nodes, [fill, late], cached=True, **kw)
+    assert cached == full
+    assert answers and not any(answers)
