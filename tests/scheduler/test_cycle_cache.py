@@ -617,6 +617,18 @@ def _sized(name: str, cpu: str, priority: int = 0, kind: str = "plain") -> dict[
     return m
 
 
+def _full_nodes(count: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``count`` 4-CPU nodes and the pods that take 3 CPUs of each: a 3500m preemptor then
+    fits nowhere without evicting."""
+    rng = random.Random(seed)
+    nodes = [_node(i, rng) for i in range(count)]
+    for m in nodes:
+        alloc = {"cpu": "4", "memory": "16Gi", "pods": "20"}
+        m["status"].update(allocatable=alloc, capacity=dict(alloc))
+        m["spec"] = {"taints": [], "unschedulable": False}
+    return nodes, [_sized(f"fill-{i:03d}", "1500m") for i in range(2 * count)]
+
+
 @pytest.mark.parametrize("percentage", [None, 5, 100])
 @pytest.mark.parametrize("kind", ["plain", "spread", "hostport"])
 def test_cached_cycles_with_pods_nominated_elsewhere_match_the_full_cycle(
@@ -629,14 +641,7 @@ def test_cached_cycles_with_pods_nominated_elsewhere_match_the_full_cycle(
     cycles with nominations outstanding (the fast path ran, and changed verdicts)."""
     from ksched.scheduler import schedule_one
 
-    rng = random.Random(7)
-    nodes = [_node(i, rng) for i in range(24)]
-    for m in nodes:
-        alloc = {"cpu": "4", "memory": "16Gi", "pods": "20"}
-        m["status"].update(allocatable=alloc, capacity=dict(alloc))
-        m["spec"] = {"taints": [], "unschedulable": False}
-    # every node at 3 of 4 CPUs: a 3500m preemptor fits nowhere without evicting
-    fill = [_sized(f"fill-{i:03d}", "1500m") for i in range(2 * len(nodes))]
+    nodes, fill = _full_nodes(24, 7)
     late = [_sized(f"pre-{i}", "3500m", priority=1000, kind=kind) for i in range(3)]
     late += [_sized(f"small-{i:03d}", "300m", kind=kind) for i in range(60)]
     real = schedule_one._with_nominated
@@ -728,13 +733,7 @@ def test_an_erring_nominated_node_leaves_the_pod_to_the_full_cycle() -> None:
     pass), so both runs go the same way."""
     from ksched.scheduler import schedule_one
 
-    rng = random.Random(11)
-    nodes = [_node(i, rng) for i in range(12)]
-    for m in nodes:
-        alloc = {"cpu": "4", "memory": "16Gi", "pods": "20"}
-        m["status"].update(allocatable=alloc, capacity=dict(alloc))
-        m["spec"] = {"taints": [], "unschedulable": False}
-    fill = [_sized(f"fill-{i:03d}", "1500m") for i in range(2 * len(nodes))]
+    nodes, fill = _full_nodes(12, 11)
     late = [_sized("pre-0", "3500m", priority=1000)]
     late += [_sized(f"small-{i:03d}", "300m") for i in range(20)]
     error = Status(Code.ERROR, "nominated node exploded")
