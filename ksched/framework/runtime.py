@@ -70,6 +70,8 @@ __all__ = [
 # CycleState key: the PreFilter plugins whose results narrowed the node set (for the
 # "node(s) didn't satisfy plugin(s) [...]" status of the nodes left out).
 PREFILTER_NARROWED_KEY = "ksched/prefilter-narrowed"
+# Up to this many candidates (a PreFilter narrowed them): the per-node forms first.
+FEW_CANDIDATES = 4
 
 
 class PluginRefConfig(Protocol):
@@ -915,6 +917,11 @@ class Framework:
         # before it" does not depend on the order, only on the candidate set: for all
         # rows it is a drop in the count of passing rows.
         everything = candidates is snap.all_rows
+        if not everything and n <= FEW_CANDIDATES and not sampled and not explain and not nominated:
+            rotated = _Rotation(candidates, start).array()
+            few = self._few_all_pass(state, pod, snap, rotated, num_to_find)
+            if few is not None:
+                return few
         ones = all_true(snap.n)
         valid = snap.valid
         combined: BoolArray | None = None  # None: just ``valid``
@@ -1090,6 +1097,32 @@ class Framework:
                 nominated,
             )
         return out
+
+    def _few_all_pass(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        order: np.ndarray[Any, np.dtype[np.intp]],
+        num_to_find: int,
+    ) -> FilterOutcome | None:
+        """The outcome when every one of a few candidates (``order``: rotated; a PreFilter
+        narrowed them, e.g. to a daemonset pod's node) passes every Filter plugin, judged
+        with the per-node forms instead of a mask over every row per batch plugin; None
+        when some node fails, errs or is invalid: the batch walk then decides, and words
+        the rejections. All passing, no plugin rejected anything and the walk takes the
+        first ``num_to_find`` in rotation order, as here."""
+        skip = state.skip_filter_plugins
+        plugins = [p for p in self.filter_plugins if p.name not in skip]
+        infos, valid = snap.node_infos, snap.valid
+        try:
+            rows = order.tolist()
+            if not all(valid[r] and _passes(plugins, state, pod, infos[r]) for r in rows):
+                return None
+        except Exception:
+            return None
+        k = min(len(order), num_to_find)
+        return FilterOutcome(order[:k], k, NodeToStatus(), set())
 
     def _nominated_first_pass(
         self,

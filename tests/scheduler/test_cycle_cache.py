@@ -680,6 +680,74 @@ def _name_in(*names: str) -> dict[str, Any]:
     return {"key": "metadata.name", "operator": "In", "values": list(names)}
 
 
+def _naming_pods(rng: random.Random, names: list[str], count: int) -> list[dict[str, Any]]:
+    """Pods whose required terms name one node, several, conflicting ones, or also a
+    term that names none (with host ports now and then: a per-node Filter that rejects)."""
+    any_node = [{"key": "metadata.name", "operator": "NotIn", "values": ["nowhere"]}]
+    pods: list[dict[str, Any]] = []
+    for i in range(count):
+        pick = rng.random()
+        if pick < 0.5:
+            terms = [[_name_in(rng.choice(names))]]
+        elif pick < 0.7:  # one term per node (a name requirement takes one value)
+            terms = [[_name_in(n)] for n in rng.sample(names, rng.randint(2, 5))]
+        elif pick < 0.75:
+            terms = [[_name_in(names[0]), _name_in(names[1])]]  # ANDed: a conflict
+        elif pick < 0.9:
+            terms = [[_name_in(rng.choice(names))], any_node]  # one term names no node
+        else:
+            terms = [any_node]
+        pods.append(_field_pod(f"f-{i:03d}", terms, kind=rng.choice(["plain", "hostport"])))
+    return pods
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_few_candidates_judged_per_node_filter_as_the_batch_walk(seed: int) -> None:
+    """Nodes a PreFilter narrowed to a few are judged with the per-node Filter forms when
+    they all pass; every Filter outcome (nodes, count processed, rejections and their
+    plugins) is the batch walk's, over nodes that fail (taints, cordons, host ports,
+    full nodes: the batch walk then decides) and nodes that pass."""
+    from ksched.framework import runtime
+
+    rng = random.Random(seed)
+    nodes = [_node(i, rng) for i in range(30)]
+    pods = _naming_pods(rng, [m["metadata"]["name"] for m in nodes], 120)
+    outcomes: list[Any] = []
+    real = Framework.find_feasible
+
+    def recording(fw: Any, *args: Any, **kw: Any) -> Any:
+        out = real(fw, *args, **kw)
+        st = out.statuses
+        outcomes.append(
+            (
+                out.feasible.tolist(),
+                out.processed,
+                sorted(out.unschedulable_plugins),
+                sorted((k, v.message(), v.plugin) for k, v in st.statuses.items()),
+            )
+        )
+        return out
+
+    answered: list[bool] = []
+    real_few = Framework._few_all_pass
+
+    def few(fw: Any, *args: Any) -> Any:
+        out = real_few(fw, *args)
+        answered.append(out is not None)
+        return out
+
+    kw: dict[str, Any] = {"seed": seed, "percentage": None}
+    with mock.patch.object(Framework, "find_feasible", recording):
+        with mock.patch.object(runtime, "FEW_CANDIDATES", 0):
+            batch, _ = _cycles(nodes, [pods], cached=False, **kw)
+        batch_outcomes, outcomes[:] = list(outcomes), []
+        with mock.patch.object(Framework, "_few_all_pass", few):
+            per_node, _ = _cycles(nodes, [pods], cached=False, **kw)
+    assert per_node == batch
+    assert outcomes == batch_outcomes
+    assert any(answered) and not all(answered)  # both ways were taken
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_pods_naming_their_nodes_skip_signing_and_place_as_the_full_cycle(seed: int) -> None:
     """Daemonset-style pods (a metadata.name term) are never signed: NodeAffinity's
@@ -690,22 +758,7 @@ def test_pods_naming_their_nodes_skip_signing_and_place_as_the_full_cycle(seed: 
 
     rng = random.Random(seed)
     nodes = [_node(i, rng) for i in range(30)]
-    names = [m["metadata"]["name"] for m in nodes]
-    any_node = [{"key": "metadata.name", "operator": "NotIn", "values": ["nowhere"]}]
-    pods: list[dict[str, Any]] = []
-    for i in range(80):
-        pick = rng.random()
-        if pick < 0.5:
-            terms = [[_name_in(rng.choice(names))]]
-        elif pick < 0.65:
-            terms = [[_name_in(*rng.sample(names, 3))], [_name_in(rng.choice(names))]]
-        elif pick < 0.75:
-            terms = [[_name_in(names[0], names[1]), _name_in(names[2])]]  # conflict
-        elif pick < 0.9:
-            terms = [[_name_in(rng.choice(names))], any_node]  # one term names no node
-        else:
-            terms = [any_node]
-        pods.append(_field_pod(f"f-{i:03d}", terms, kind=rng.choice(["plain", "hostport"])))
+    pods = _naming_pods(rng, [m["metadata"]["name"] for m in nodes], 80)
     signed: list[str] = []
     real_sign = Framework.sign_pod_per_cycle
 
