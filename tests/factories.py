@@ -98,6 +98,15 @@ def make_node_info(node: Node, pods: list[PodInfo] = ()) -> NodeInfo:  # type: i
 
 def make_snapshot(nodes: list[Node], pods: list[PodInfo] = ()) -> Snapshot:  # type: ignore[assignment]
     """A snapshot built through the real cache (node-tree order, image states)."""
+    return make_cache_and_snapshot(nodes, pods)[1]
+
+
+def make_cache_and_snapshot(
+    nodes: list[Node],
+    pods: list[PodInfo] = (),  # type: ignore[assignment]
+) -> tuple[Any, Snapshot]:
+    """``make_snapshot`` and its cache, to change the cluster and update the snapshot in
+    place as the daemon does."""
     from ksched.cache import Cache
 
     cache = Cache()
@@ -107,4 +116,4 @@ def make_snapshot(nodes: list[Node], pods: list[PodInfo] = ()) -> Snapshot:  # t
         cache.add_pod(p)
     snap = Snapshot()
     cache.update_snapshot(snap)
-    return snap
+    return cache, snap

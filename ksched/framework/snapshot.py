@@ -185,6 +185,9 @@ class Snapshot:
         self._log_base = 0
         # Bumped whenever the image columns are dropped (a row's image states changed).
         self.images_version = 0
+        # Bumped whenever a label column may have changed (rows rebuilt, a row relabelled),
+        # so consumers can key what they derive from the columns on it.
+        self.labels_version = 0
         # Pod groups' states as of this snapshot (GenericWorkload; the cache copies them
         # in), for plugins through ``pod_group_state`` (a ``PodGroupManager``).
         self.pod_group_states: dict[str, PodGroupStateData] = {}
@@ -213,6 +216,7 @@ class Snapshot:
         self._assumed = []
         self.forget_placement()
         self.epoch += 1
+        self.labels_version += 1
         self._log_base += len(self._log)
         self._log = []
         self.node_infos: list[NodeInfo] = list(node_infos)
@@ -279,6 +283,7 @@ class Snapshot:
             self._any_unschedulable = None
         if old.node is not ni.node and old.node is not None and ni.node is not None:
             if old.node.metadata.labels != ni.node.metadata.labels:
+                self.labels_version += 1
                 for key in self._labels:
                     self._set_label(key, i, ni)
             _refresh_scalars(self._scalars, 0, i, old.allocatable.scalar, ni.allocatable.scalar)

@@ -179,3 +179,45 @@ def test_services_of_other_namespaces_never_select_the_pod() -> None:
     services["default/web"] = svc("web", {"app": "web"})
     services.bump()
     assert same_selector(_selector_of(p, pod), sel({"matchLabels": {"app": "web"}}))
+
+
+# ---- constraints shared across pods ------------------------------------------------------
+
+
+def test_default_constraints_are_shared_only_by_pods_default_selector_treats_alike() -> None:
+    """Pods of one namespace with equal labels and controller share the defaulted
+    constraints; any difference default_selector reads, or a lister change, does not."""
+    services = keyed(svc("web", {"app": "web"}))
+    rs = workload(ReplicaSet, "rs", {"matchLabels": {"rs": "1"}})
+    p = plugin(args={}, listers={"services": services, "replicasets": keyed(rs)})
+    labels = {"app": "web", "tier": "x"}
+    a = p.constraints(mk_pod("a", labels=labels), SA)
+    assert p.constraints(mk_pod("b", labels=dict(labels)), SA) is a
+    assert same_selector(a[0].selector, sel({"matchLabels": {"app": "web"}}))
+    # another namespace, other labels, a controller: their own selectors
+    assert p.constraints(mk_pod("c", labels=labels, ns="other"), SA) == ()
+    assert p.constraints(mk_pod("d", labels={"app": "db"}), SA) == ()
+    owned = mk_pod("e", labels=labels, owner=("apps/v1", "ReplicaSet", "rs"))
+    want = sel({"matchLabels": {"app": "web", "rs": "1"}})
+    assert same_selector(p.constraints(owned, SA)[0].selector, want)
+    # a new Service selecting them: a new pod with the labels seen before gets it too
+    services["default/front"] = svc("front", {"tier": "x"})
+    services.bump()
+    want = sel({"matchLabels": {"app": "web", "tier": "x"}})
+    assert same_selector(p.constraints(mk_pod("f", labels=labels), SA)[0].selector, want)
+
+
+def test_own_constraints_are_shared_by_equal_specs_but_match_label_keys_per_pod() -> None:
+    own = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": SA,
+            "labelSelector": {"matchLabels": {"app": "web"}}}]  # fmt: skip
+    p = plugin(args={})
+    a = p.constraints(mk_pod("a", labels={"app": "web"}, constraints=own), SA)
+    assert p.constraints(mk_pod("b", labels={"app": "x"}, constraints=own), SA) is a
+    other = [{**own[0], "maxSkew": 2}]
+    assert p.constraints(mk_pod("c", constraints=other), SA)[0].max_skew == 2
+    keyed_own = [{**own[0], "matchLabelKeys": ["rev"]}]
+    r1 = p.constraints(mk_pod("d", labels={"app": "web", "rev": "1"}, constraints=keyed_own), SA)
+    r2 = p.constraints(mk_pod("e", labels={"app": "web", "rev": "2"}, constraints=keyed_own), SA)
+    assert r1[0].selector.matches({"app": "web", "rev": "1"})
+    assert not r2[0].selector.matches({"app": "web", "rev": "1"})
+    assert r2[0].selector.matches({"app": "web", "rev": "2"})

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.snapshot import NodeInfoView
+from ksched.framework.snapshot import NodeInfoView, Snapshot
 from ksched.framework.status import Code
 from ksched.framework.types import NodeInfo, PodInfo
 from ksched.plugins.nodeaffinity import required_node_affinity
@@ -24,7 +25,7 @@ from ksched.plugins.podtopologyspread.common import (
 )
 from ksched.plugins.podtopologyspread.filtering import PRE_FILTER_KEY, PreFilterState
 from ksched.plugins.podtopologyspread.scoring import go_round, topology_normalizing_weight
-from tests.factories import make_snapshot
+from tests.factories import make_cache_and_snapshot, make_snapshot
 from tests.plugins.test_podtopologyspread_common import (
     UNSCHEDULABLE_TAINT,
     mk_node,
@@ -221,6 +222,12 @@ def test_scores_match_the_per_node_reference(
     nodes, pods = cluster
     snap = make_snapshot(nodes, pods)
     pl = plugin(snap, args={"defaultingType": "System" if system else "List"})
+    _check_scores(pl, pod, snap, data)
+
+
+def _check_scores(pl: Any, pod: PodInfo, snap: Snapshot, data: Any) -> None:
+    """PreScore on random rows; Score (batch and per node) and NormalizeScore against
+    the per-node reference."""
     rows = np.array(
         sorted(data.draw(st.sets(st.integers(0, snap.n - 1), min_size=1))), dtype=np.intp
     )
@@ -233,6 +240,43 @@ def test_scores_match_the_per_node_reference(
     pl.normalize_score(state, pod, raw)
     want = _reference_scores(pod, cs, snap.node_infos, filtered, require_all=True)
     assert raw.tolist() == want
+
+
+def _relabelled(node: Any, data: Any) -> Any:
+    labels = dict(node.metadata.labels)
+    key = data.draw(st.sampled_from(KEYS))
+    value = data.draw(st.sampled_from([None, "z1", "z2", "z4", ""]))
+    if value is None:
+        labels.pop(key, None)
+    else:
+        labels[key] = value
+    meta = msgspec.structs.replace(node.metadata, labels=labels)
+    return msgspec.structs.replace(node, metadata=meta)
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters(), incoming("ScheduleAnyway"), st.booleans(), st.data())
+def test_a_long_lived_plugin_scores_as_the_reference_while_the_snapshot_changes(
+    cluster: Any, pod: PodInfo, system: bool, data: Any
+) -> None:
+    """What PreScore keeps across cycles (label layouts, per-row counters, parsed
+    constraints) follows pods placed and nodes relabelled in a snapshot updated in place,
+    as the daemon's is: every cycle scores as the per-node reference."""
+    nodes, pods = cluster
+    cache, snap = make_cache_and_snapshot(nodes, pods)
+    pl = plugin(snap, args={"defaultingType": "System" if system else "List"})
+    by_name = {n.metadata.name: n for n in nodes}
+    for step in range(data.draw(st.integers(1, 6))):
+        if step:
+            name = data.draw(st.sampled_from(sorted(by_name)))
+            if data.draw(st.booleans()):
+                by_name[name] = _relabelled(by_name[name], data)
+                cache.update_node(by_name[name])
+            else:
+                labels = data.draw(st.sampled_from([{}, {"app": "a"}, {"app": "b"}]))
+                cache.add_pod(mk_pod(f"s{step}", name, labels))
+            cache.update_snapshot(snap)
+        _check_scores(pl, pod, snap, data)
 
 
 @settings(max_examples=100, deadline=None)

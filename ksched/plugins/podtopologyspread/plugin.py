@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -59,7 +60,13 @@ from .filtering import (
     PreFilterState,
     compute_pre_filter_state,
 )
-from .scoring import PRE_SCORE_KEY, PreScoreState, compute_pre_score_state, normalize
+from .scoring import (
+    PRE_SCORE_KEY,
+    PreScoreState,
+    ScoreLayouts,
+    compute_pre_score_state,
+    normalize,
+)
 
 __all__ = ["SYSTEM_DEFAULT_CONSTRAINTS", "PodTopologySpread"]
 
@@ -73,6 +80,9 @@ _NOT_FOUND = 'reading "{}" from cycleState: not found'
 # The cache revision of constraints that depend on the pod alone.
 _POD_ONLY: Any = object()
 _WORKLOAD_KEYS = tuple(sorted(WORKLOAD_LISTERS))
+_ENCODE = msgspec.msgpack.Encoder().encode
+# Entries of the shared constraint caches before they start afresh.
+_SHARED_LIMIT = 1024
 
 
 def _same_pod(a: PodInfo, b: PodInfo) -> bool:
@@ -111,10 +121,14 @@ class PodTopologySpread(
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         )
         self.counters = CounterCache()
+        self.layouts = ScoreLayouts()
         features = getattr(handle, "features", None) or default_feature_gates()
         self.match_label_keys = features.enabled("MatchLabelKeysInPodTopologySpread")
         self._cache_key = f"{self.name}#{id(self)}"
         self._default_by_action: dict[str, tuple[Constraint, ...]] = {}
+        # Parsed constraints shared across pods (``_own``, ``_defaulted``).
+        self._own_cache: dict[tuple[str, bytes], tuple[Constraint, ...]] = {}
+        self._defaulted_cache: dict[tuple[Any, ...], tuple[Any, tuple[Constraint, ...]]] = {}
         # (Services lister, its revision, its selectors per namespace)
         self._services: tuple[Any, int, ServiceIndex] | None = None
 
@@ -166,21 +180,62 @@ class PodTopologySpread(
         spec = pod.pod.spec
         revision = _POD_ONLY
         if spec.topology_spread_constraints:
-            out = filter_constraints(
-                spec.topology_spread_constraints,
-                pod.labels,
-                action,
-                f"Pod {pod.key}: spec.topologySpreadConstraints",
-                self.match_label_keys,
-            )
+            out = self._own(pod, action)
         else:
             out = self._defaults(pod, action)
             if out:
                 revision = self._listers_revision()
-                sel = default_selector(pod, self._listers(), self._service_index())
-                out = () if sel.empty else with_selector(out, sel)
+                out = self._defaulted(pod, action, out, revision)
         if revision is not None:
             pod.cache[key] = (revision, out)
+        return out
+
+    def _own(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
+        """The pod's own constraints of ``action``, shared by pods with equal ones: replicas
+        repeat them, and parsing selectors was a visible part of every cycle. Constraints
+        with matchLabelKeys take values from the pod's labels and are parsed per pod."""
+        spec = pod.pod.spec
+        key = (action, _ENCODE(spec.topology_spread_constraints))
+        got = self._own_cache.get(key)
+        if got is not None:
+            return got
+        out = filter_constraints(
+            spec.topology_spread_constraints,
+            pod.labels,
+            action,
+            f"Pod {pod.key}: spec.topologySpreadConstraints",
+            self.match_label_keys,
+        )
+        if not any(c.match_label_keys for c in spec.topology_spread_constraints):
+            if len(self._own_cache) >= _SHARED_LIMIT:
+                self._own_cache.clear()
+            self._own_cache[key] = out
+        return out
+
+    def _defaulted(
+        self,
+        pod: PodInfo,
+        action: str,
+        defaults: tuple[Constraint, ...],
+        revision: tuple[tuple[int, int], ...] | None,
+    ) -> tuple[Constraint, ...]:
+        """``defaults`` with the pod's default selector, shared by pods of one namespace with
+        equal labels and controller while the workload listers stay at ``revision``
+        (``default_selector`` reads nothing else of the pod)."""
+        key: tuple[Any, ...] | None = None
+        if revision is not None and self._default_by_action.get(action) is defaults:
+            owner = next((r for r in pod.pod.metadata.owner_references if r.controller), None)
+            ref = None if owner is None else (owner.api_version, owner.kind, owner.name)
+            key = (action, pod.namespace, tuple(pod.labels.items()), ref)
+            got = self._defaulted_cache.get(key)
+            if got is not None and got[0] == revision:
+                return got[1]
+        sel = default_selector(pod, self._listers(), self._service_index())
+        out = () if sel.empty else with_selector(defaults, sel)
+        if key is not None:
+            if len(self._defaulted_cache) >= _SHARED_LIMIT:
+                self._defaulted_cache.clear()
+            self._defaulted_cache[key] = (revision, out)
         return out
 
     def _defaults(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
@@ -298,7 +353,14 @@ class PodTopologySpread(
             return Status(Code.SKIP)
         rows = self._rows(snap, nodes)
         s = compute_pre_score_state(
-            pod, constraints, snap, rows, require_all, self.counters, self.comparison_operators
+            pod,
+            constraints,
+            snap,
+            rows,
+            require_all,
+            self.counters,
+            self.comparison_operators,
+            self.layouts,
         )
         state.write(PRE_SCORE_KEY, s)
         return None

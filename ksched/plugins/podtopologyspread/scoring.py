@@ -61,9 +61,18 @@ def go_log(x: float) -> float:
     return k * _LN2_HI - ((hfsq - (s * (hfsq + r) + k * _LN2_LO)) - f)
 
 
+_WEIGHTS: dict[int, float] = {}
+
+
 def topology_normalizing_weight(size: int) -> float:
-    """``topologyNormalizingWeight``: log(size + 2), so small topologies weigh less."""
-    return go_log(float(size + 2))
+    """``topologyNormalizingWeight``: log(size + 2), so small topologies weigh less
+    (memoised: a handful of sizes recur every cycle)."""
+    w = _WEIGHTS.get(size)
+    if w is None:
+        if len(_WEIGHTS) >= 4096:
+            _WEIGHTS.clear()
+        w = _WEIGHTS[size] = go_log(float(size + 2))
+    return w
 
 
 def go_round(x: float) -> int:
@@ -94,6 +103,12 @@ class SoftDomains:
     totals: IntArray | None
     tracked: BoolArray | None
     row_counts: IntArray | None
+    # Non-hostname keys, for ``score_rows``: each slot's term and a trailing 0.0, and per
+    # row the slot to read (the trailing one where the node lacks the label).
+    table: FloatArray | None = None
+    gather: npt.NDArray[np.intp] | None = None
+    # Hostname keys: every row has the label (no masking needed).
+    labelled: bool = False
 
     def as_dict(self) -> dict[str, int]:
         """Counted topology values and their pod counts (upstream's TopologyValueToPodCounts
@@ -118,6 +133,9 @@ class PreScoreState:
     has_all: BoolArray
     ignored: BoolArray
     domains: list[SoftDomains]
+    # Some row lacks a topology key while ``require_all`` (else ``has_all`` needs no look).
+    partial: bool = True
+    any_ignored: bool = True
 
     def clone(self) -> PreScoreState:
         return self  # read-only after PreScore, as upstream
@@ -141,23 +159,83 @@ class PreScoreState:
         return go_round(score)
 
     def score_rows(self, rows: npt.NDArray[np.intp]) -> IntArray:
-        """``Score`` for snapshot rows at once (same float operations in the same order)."""
-        score = np.zeros(len(rows), dtype=np.float64)
+        """``Score`` for snapshot rows at once: the same float operations in the same order
+        as ``score_node`` (a node lacking a key adds 0.0, which leaves a sum >= 0 as is)."""
+        score: FloatArray | None = None
         for d in self.domains:
-            ids = d.ids[rows]
-            has = ids >= 0
-            if d.totals is None:
-                assert d.row_counts is not None
-                cnt = d.row_counts[rows]
+            term: FloatArray
+            if d.table is not None and d.gather is not None:
+                term = d.table[d.gather[rows]]
             else:
-                assert d.slots is not None
-                cnt = d.totals[d.slots[rows]]
-            term = cnt.astype(np.float64) * d.weight + float(d.constraint.max_skew - 1)
-            score = np.where(has, score + term, score)
+                assert d.row_counts is not None
+                term = d.row_counts[rows].astype(np.float64) * d.weight + float(
+                    d.constraint.max_skew - 1
+                )
+                if not d.labelled:
+                    term = np.where(d.ids[rows] >= 0, term, 0.0)
+            score = term if score is None else score + term
+        if score is None:
+            score = np.zeros(len(rows), dtype=np.float64)
         out = _go_round_vec(score)
-        if self.require_all:
+        if self.require_all and self.partial:
             out[~self.has_all[rows]] = 0
         return out
+
+
+@dataclass(slots=True)
+class _Layout:
+    """What PreScore derives from the snapshot's label columns alone, for one tuple of
+    topology keys: valid while the snapshot, its ``labels_version`` and the columns hold."""
+
+    snap: Snapshot
+    labels_version: int
+    cols: list[tuple[npt.NDArray[np.int32], dict[str, int]]]
+    has_all: BoolArray
+    all_have: bool
+    # per constraint: (slots, gather) for non-hostname keys, None for hostname ones
+    slots: list[tuple[IntArray, npt.NDArray[np.intp]] | None]
+    labelled: list[bool]
+
+
+class ScoreLayouts:
+    """``_Layout``s by topology keys (a plugin's few constraint shapes), kept across cycles."""
+
+    __slots__ = ("_by_keys",)
+
+    def __init__(self) -> None:
+        self._by_keys: dict[tuple[str, ...], _Layout] = {}
+
+    def get(self, snap: Snapshot, keys: tuple[str, ...]) -> _Layout:
+        got = self._by_keys.get(keys)
+        cols = [snap.label_column(k) for k in keys]
+        if (
+            got is not None
+            and got.snap is snap
+            and got.labels_version == snap.labels_version
+            and all(a[0] is b[0] for a, b in zip(got.cols, cols, strict=True))
+        ):
+            return got
+        has_all: BoolArray = np.ones(snap.n, dtype=np.bool_)
+        for ids, _ in cols:
+            has_all &= ids >= 0
+        slots: list[tuple[IntArray, npt.NDArray[np.intp]] | None] = []
+        labelled: list[bool] = []
+        for key, (ids, vocab) in zip(keys, cols, strict=True):
+            labelled.append(bool((ids >= 0).all()))
+            if key == HOSTNAME:
+                slots.append(None)
+                continue
+            v = len(vocab)
+            # A node without the label is in the "" domain (only possible when not require_all).
+            slot = np.where(ids >= 0, ids, vocab.get("", v)).astype(np.int64)
+            gather = np.where(ids >= 0, ids, v + 1).astype(np.intp)
+            slots.append((slot, gather))
+        if len(self._by_keys) >= 16:
+            self._by_keys.clear()
+        got = self._by_keys[keys] = _Layout(
+            snap, snap.labels_version, cols, has_all, bool(has_all.all()), slots, labelled
+        )
+        return got
 
 
 def compute_pre_score_state(
@@ -168,6 +246,7 @@ def compute_pre_score_state(
     require_all: bool,
     counters: CounterCache,
     comparison: bool = False,
+    layouts: ScoreLayouts | None = None,
 ) -> PreScoreState:
     """``initPreScoreState`` plus PreScore's count over all nodes, vectorised.
 
@@ -175,14 +254,23 @@ def compute_pre_score_state(
     (when ``require_all``); each non-hostname constraint's weight comes from how many
     values its key takes on the other filtered nodes, and only those values are counted,
     over every node that has all keys and passes the constraint's inclusion policies.
+    ``layouts`` keeps what depends on the label columns alone across cycles.
     """
-    cols = [snap.label_column(c.topology_key) for c in constraints]
-    has_all: BoolArray = np.ones(snap.n, dtype=np.bool_)
-    for ids, _ in cols:
-        has_all &= ids >= 0
-    ignored = ~has_all[rows] if require_all else np.zeros(len(rows), dtype=np.bool_)
-    kept = rows[~ignored]
-    base = has_all if require_all else np.ones(snap.n, dtype=np.bool_)
+    if layouts is None:
+        layouts = ScoreLayouts()
+    lay = layouts.get(snap, tuple(c.topology_key for c in constraints))
+    has_all = lay.has_all
+    partial = not lay.all_have
+    if require_all and partial:
+        ignored = ~has_all[rows]
+        kept = rows[~ignored]
+        any_ignored = bool(ignored.any())
+        base: BoolArray | None = has_all
+    else:
+        ignored = np.zeros(len(rows), dtype=np.bool_)
+        kept = rows
+        any_ignored = False
+        base = None  # every row
     affinity = None
     if any(c.honor_affinity for c in constraints):
         affinity = required_node_affinity(pod).mask(snap)
@@ -190,28 +278,43 @@ def compute_pre_score_state(
     if any(c.honor_taints for c in constraints):
         taints = taint_ok_mask(snap, pod.pod.spec.tolerations, comparison)
     out: list[SoftDomains] = []
-    for c, (ids, vocab) in zip(constraints, cols, strict=True):
+    for i, (c, (ids, vocab)) in enumerate(zip(constraints, lay.cols, strict=True)):
         per_row = counters.get(pod.namespace, c.selector).counts(snap)
-        if c.topology_key == HOSTNAME:
+        got = lay.slots[i]
+        if got is None:
             weight = topology_normalizing_weight(len(kept))
-            out.append(SoftDomains(c, ids, vocab, weight, None, None, None, per_row))
+            out.append(
+                SoftDomains(
+                    c, ids, vocab, weight, None, None, None, per_row, labelled=lay.labelled[i]
+                )
+            )
             continue
+        slots, gather = got
         v = len(vocab)
-        # A node without the label is in the "" domain (only possible when not require_all).
-        slots = np.where(ids >= 0, ids, vocab.get("", v)).astype(np.int64)
         tracked = np.zeros(v + 1, dtype=np.bool_)
         tracked[slots[kept]] = True
-        weight = topology_normalizing_weight(int(tracked.sum()))
+        weight = topology_normalizing_weight(int(np.count_nonzero(tracked)))
         incl = base
         if c.honor_affinity and affinity is not None:
-            incl = incl & affinity
+            incl = affinity if incl is None else incl & affinity
         if c.honor_taints and taints is not None:
-            incl = incl & taints
-        totals = np.zeros(v + 1, dtype=np.int64)
-        totals[:] = np.bincount(slots[incl], weights=per_row[incl], minlength=v + 1)[: v + 1]
-        totals[~tracked] = 0
-        out.append(SoftDomains(c, ids, vocab, weight, slots, totals, tracked, None))
-    return PreScoreState(constraints, pod.namespace, require_all, has_all, ignored, out)
+            incl = taints if incl is None else incl & taints
+        if incl is None:
+            counted = np.bincount(slots, weights=per_row, minlength=v + 1)
+        else:
+            counted = np.bincount(slots[incl], weights=per_row[incl], minlength=v + 1)
+        totals = (counted[: v + 1] * tracked).astype(np.int64)
+        table = np.empty(v + 2, dtype=np.float64)
+        table[: v + 1] = totals * weight + float(c.max_skew - 1)
+        table[v + 1] = 0.0
+        out.append(
+            SoftDomains(
+                c, ids, vocab, weight, slots, totals, tracked, None, table, gather, lay.labelled[i]
+            )
+        )
+    return PreScoreState(
+        constraints, pod.namespace, require_all, has_all, ignored, out, partial, any_ignored
+    )
 
 
 def normalize(s: PreScoreState, scores: IntArray) -> None:
@@ -219,6 +322,14 @@ def normalize(s: PreScoreState, scores: IntArray) -> None:
     ignored = s.ignored
     if len(ignored) != len(scores):
         raise ValueError(f"{len(scores)} scores for the {len(ignored)} nodes of PreScore")
+    if not s.any_ignored:
+        low = int(scores.min()) if len(scores) else 0
+        high = max(int(scores.max()), 0) if len(scores) else 0
+        if high == 0:
+            scores[:] = 100
+        else:
+            scores[:] = 100 * (high + low - scores) // high
+        return
     valid = ~ignored
     if not valid.any():
         scores[:] = 0
