@@ -23,7 +23,8 @@ from tests.factories import make_snapshot
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
-FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+EXISTS_FOO = {"key": "foo", "operator": "Exists"}
+FOO = {"matchExpressions": [EXISTS_FOO]}
 BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 TOLERATE_UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}
@@ -272,7 +273,16 @@ def test_pod_counter_agrees_with_a_recount_through_random_changes() -> None:
         cache.add_node(mk_node(n, node=n))
     snap, other = Snapshot(), Snapshot()
     cache.update_snapshot(snap)
-    counter = PodCounter("default", sel(FOO))
+    selectors = [
+        sel(FOO),
+        sel({"matchLabels": {"foo": ""}}),
+        sel({"matchLabels": {"foo": "", "bar": "1"}}),
+        sel({"matchLabels": {"bar": "1"}, "matchExpressions": [EXISTS_FOO]}),
+        sel({"matchExpressions": [{"key": "bar", "operator": "In", "values": ["1", "2"]}]}),
+        sel({}),
+        sel(None),
+    ]
+    counters = [PodCounter("default", s) for s in selectors]
     live: list[PodInfo] = []
     made = 0
     for step in range(300):
@@ -280,7 +290,9 @@ def test_pod_counter_agrees_with_a_recount_through_random_changes() -> None:
             if live and rng.random() < 0.3:
                 cache.remove_pod(live.pop(rng.randrange(len(live))))
             else:
-                labels = rng.choice([{"foo": ""}, {"bar": ""}])
+                labels = rng.choice(
+                    [{"foo": ""}, {"bar": "1"}, {"foo": "", "bar": "1"}, {"foo": "x"}, {}]
+                )
                 ns = rng.choice(["default", "default", "other"])
                 made += 1
                 p = mk_pod(f"p{made}", rng.choice(names), labels, ns)
@@ -291,8 +303,9 @@ def test_pod_counter_agrees_with_a_recount_through_random_changes() -> None:
             names.append(f"x{step}")
         target = snap if rng.random() < 0.8 else other
         cache.update_snapshot(target)
-        want = [count_pods(ni.pods, sel(FOO), "default") for ni in target.node_infos]
-        assert counter.counts(target).tolist() == want
+        for s, counter in zip(selectors, counters, strict=True):
+            want = [count_pods(ni.pods, s, "default") for ni in target.node_infos]
+            assert counter.counts(target).tolist() == want
 
 
 def test_counts_follow_label_changes_of_existing_pods() -> None:
@@ -410,3 +423,28 @@ def test_changed_rows_finds_replaced_node_infos_across_chunks() -> None:
         prev[r].generation = -1
     assert changed_rows(cur, prev) == [0, 127, 128, 299]
     assert changed_rows(cur, list(cur)) == []
+
+
+def test_label_matcher_agrees_with_the_selector() -> None:
+    """The key-lookup form of equality-only selectors against Selector.matches on every
+    combination of present, absent and other values."""
+    import itertools
+
+    from ksched.plugins.podtopologyspread.common import label_matcher
+
+    raws: list[Any] = [
+        {"matchLabels": {"a": "1"}},
+        {"matchLabels": {"a": "1", "b": ""}},
+        {"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]},
+        {"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]},
+        {},
+        None,
+    ]
+    values = [None, "", "1", "2"]
+    for raw in raws:
+        s = sel(raw)
+        match = label_matcher(s)
+        for va, vb in itertools.product(values, values):
+            labels = {k: v for k, v in (("a", va), ("b", vb)) if v is not None}
+            assert match(labels) == s.matches(labels), (raw, labels)

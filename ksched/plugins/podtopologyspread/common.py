@@ -29,7 +29,7 @@ or a cluster file without objects of that kind):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import compress
 from operator import is_not
@@ -40,6 +40,7 @@ import numpy as np
 
 from ...api.objects import LabelSelector, Node, Toleration, TopologySpreadConstraint
 from ...api.selectors import (
+    IN,
     Selector,
     compile_label_selector,
     find_untolerated_taint,
@@ -63,6 +64,7 @@ __all__ = [
     "count_pods",
     "default_selector",
     "filter_constraints",
+    "label_matcher",
     "node_has_keys",
     "services_by_namespace",
     "taint_ok_mask",
@@ -159,12 +161,29 @@ def count_pods(pods: Iterable[PodInfo], sel: Selector, namespace: str) -> int:
     """
     if sel.empty or sel.nothing:
         return 0
+    return _count(pods, sel.matches, namespace)
+
+
+def _count(pods: Iterable[PodInfo], matches: Callable[[Mapping[str, str]], bool], ns: str) -> int:
     n = 0
     for p in pods:
         m = p.pod.metadata
-        if m.deletion_timestamp is None and m.namespace == namespace and sel.matches(m.labels):
+        if m.deletion_timestamp is None and m.namespace == ns and matches(m.labels):
             n += 1
     return n
+
+
+def label_matcher(sel: Selector) -> Callable[[Mapping[str, str]], bool]:
+    """``sel.matches``, as key lookups when every requirement is ``key in (value)`` (a
+    matchLabels selector, a Service's): counting replaced rows is per cycle."""
+    reqs = sel.requirements
+    if sel.nothing or not all(r.op == IN and len(r.values) == 1 for r in reqs):
+        return sel.matches
+    pairs = tuple((r.key, next(iter(r.values))) for r in reqs)
+    if len(pairs) == 1:
+        ((key, value),) = pairs
+        return lambda labels: labels.get(key) == value
+    return lambda labels: all(labels.get(k) == v for k, v in pairs)
 
 
 # ---- node inclusion policies ---------------------------------------------------------
@@ -226,11 +245,22 @@ class PodCounter:
     log (``Snapshot.changed_rows``); on another one (a preemption clone) or past the log,
     from comparing the NodeInfos it counted with the snapshot's by identity."""
 
-    __slots__ = ("_counts", "_epoch", "_position", "_seen", "_snap", "namespace", "selector")
+    __slots__ = (
+        "_counts",
+        "_epoch",
+        "_matches",
+        "_position",
+        "_seen",
+        "_snap",
+        "namespace",
+        "selector",
+    )
 
     def __init__(self, namespace: str, selector: Selector) -> None:
         self.namespace = namespace
         self.selector = selector
+        # None: an empty selector, which counts nothing
+        self._matches = None if selector.empty or selector.nothing else label_matcher(selector)
         self._seen: list[NodeInfo] | None = None
         self._counts: IntArray = np.zeros(0, dtype=np.int64)
         self._snap: Snapshot | None = None
@@ -240,11 +270,15 @@ class PodCounter:
     def counts(self, snap: Snapshot) -> IntArray:
         """Counts aligned with ``snap``'s rows (shared until the next change: do not mutate)."""
         infos = snap.node_infos
-        sel, ns = self.selector, self.namespace
+        matches, ns = self._matches, self.namespace
         seen = self._seen
+        if matches is None:
+            if len(self._counts) != snap.n:
+                self._counts = np.zeros(snap.n, dtype=np.int64)
+            return self._counts
         if seen is None or len(seen) != len(infos):
             self._counts = np.fromiter(
-                (count_pods(ni.pods, sel, ns) for ni in infos), dtype=np.int64, count=snap.n
+                (_count(ni.pods, matches, ns) for ni in infos), dtype=np.int64, count=snap.n
             )
             seen = self._seen = list(infos)
         else:
@@ -254,7 +288,7 @@ class PodCounter:
                 counts = self._counts.copy()
                 for r in changed:
                     ni = seen[r] = infos[r]
-                    counts[r] = count_pods(ni.pods, sel, ns)
+                    counts[r] = _count(ni.pods, matches, ns)
                 self._counts = counts
         self._snap = snap
         self._epoch = snap.epoch

@@ -185,7 +185,7 @@ class PreScoreState:
 @dataclass(slots=True)
 class _Layout:
     """What PreScore derives from the snapshot's label columns alone, for one tuple of
-    topology keys: valid while the snapshot, its ``labels_version`` and the columns hold."""
+    topology keys: valid while the snapshot and its ``labels_version`` hold."""
 
     snap: Snapshot
     labels_version: int
@@ -207,14 +207,11 @@ class ScoreLayouts:
 
     def get(self, snap: Snapshot, keys: tuple[str, ...]) -> _Layout:
         got = self._by_keys.get(keys)
-        cols = [snap.label_column(k) for k in keys]
-        if (
-            got is not None
-            and got.snap is snap
-            and got.labels_version == snap.labels_version
-            and all(a[0] is b[0] for a, b in zip(got.cols, cols, strict=True))
-        ):
+        # A snapshot replaces its label columns only when it rebuilds, and patches them
+        # only for a relabelled row: both bump ``labels_version``.
+        if got is not None and got.snap is snap and got.labels_version == snap.labels_version:
             return got
+        cols = [snap.label_column(k) for k in keys]
         has_all: BoolArray = np.ones(snap.n, dtype=np.bool_)
         for ids, _ in cols:
             has_all &= ids >= 0
