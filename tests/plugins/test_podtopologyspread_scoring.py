@@ -804,3 +804,25 @@ def test_go_round_is_half_away_from_zero() -> None:
         0,
         2,
     ]
+
+
+def test_prepared_constraints_follow_the_counter_cache_and_the_namespace() -> None:
+    """The per-constraints counters ScoreLayouts keeps are the counter cache's: after the
+    cache drops its counters (a new generation) or for another namespace, new ones."""
+    from ksched.plugins.podtopologyspread.common import CounterCache
+    from ksched.plugins.podtopologyspread.scoring import ScoreLayouts
+
+    cs = (Constraint(1, "zone", sel({"matchLabels": {"foo": ""}})),)
+    counters = CounterCache(limit=2)
+    layouts = ScoreLayouts()
+    first = layouts.prepare(cs, "default", counters)
+    assert layouts.prepare(cs, "default", counters) is first
+    assert first.counters == [counters.get("default", cs[0].selector)]
+    assert (first.keys, first.honor_affinity, first.honor_taints) == (("zone",), True, False)
+    other = layouts.prepare(cs, "other", counters)
+    assert other.counters == [counters.get("other", cs[0].selector)]
+    counters.get("third", cs[0].selector)  # over the limit: the cache starts afresh
+    again = layouts.prepare(cs, "other", counters)
+    assert again is not other
+    assert again.counters == [counters.get("other", cs[0].selector)]
+    assert again.counters[0] is not other.counters[0]

@@ -299,11 +299,13 @@ class PodCounter:
 class CounterCache:
     """``PodCounter``s by (namespace, selector), bounded so departed workloads are dropped."""
 
-    __slots__ = ("_by_key", "limit")
+    __slots__ = ("_by_key", "generation", "limit")
 
     def __init__(self, limit: int = 256) -> None:
         self._by_key: dict[tuple[str, Selector], PodCounter] = {}
         self.limit = limit
+        # Bumped when the counters are dropped, for callers that hold on to some.
+        self.generation = 0
 
     def get(self, namespace: str, sel: Selector) -> PodCounter:
         key = (namespace, sel)
@@ -311,6 +313,7 @@ class CounterCache:
         if c is None:
             if len(self._by_key) >= self.limit:
                 self._by_key.clear()
+                self.generation += 1
             c = self._by_key[key] = PodCounter(namespace, sel)
         return c
 

@@ -16,7 +16,14 @@ import numpy.typing as npt
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.types import NodeInfo, PodInfo
 from ..nodeaffinity import required_node_affinity
-from .common import HOSTNAME, Constraint, CounterCache, count_pods, taint_ok_mask
+from .common import (
+    HOSTNAME,
+    Constraint,
+    CounterCache,
+    PodCounter,
+    count_pods,
+    taint_ok_mask,
+)
 
 __all__ = [
     "PRE_SCORE_KEY",
@@ -197,13 +204,56 @@ class _Layout:
     labelled: list[bool]
 
 
-class ScoreLayouts:
-    """``_Layout``s by topology keys (a plugin's few constraint shapes), kept across cycles."""
+@dataclass(slots=True)
+class _Prepared:
+    """What PreScore reads of one constraints tuple every cycle: its topology keys, whether
+    any honors node affinity or taints, and its counters (of one namespace, while the
+    counter cache keeps ``generation``)."""
 
-    __slots__ = ("_by_keys",)
+    constraints: tuple[Constraint, ...]
+    keys: tuple[str, ...]
+    honor_affinity: bool
+    honor_taints: bool
+    namespace: str
+    generation: int
+    counters: list[PodCounter]
+
+
+class ScoreLayouts:
+    """``_Layout``s by topology keys (a plugin's few constraint shapes), kept across cycles,
+    and ``_Prepared`` constraints by identity (the plugin shares parsed constraints
+    between pods, so replicas hit)."""
+
+    __slots__ = ("_by_keys", "_prepared")
 
     def __init__(self) -> None:
         self._by_keys: dict[tuple[str, ...], _Layout] = {}
+        self._prepared: dict[int, _Prepared] = {}
+
+    def prepare(
+        self, constraints: tuple[Constraint, ...], namespace: str, counters: CounterCache
+    ) -> _Prepared:
+        got = self._prepared.get(id(constraints))
+        if (
+            got is not None
+            and got.constraints is constraints
+            and got.namespace == namespace
+            and got.generation == counters.generation
+        ):
+            return got
+        got = _Prepared(
+            constraints,
+            tuple(c.topology_key for c in constraints),
+            any(c.honor_affinity for c in constraints),
+            any(c.honor_taints for c in constraints),
+            namespace,
+            counters.generation,
+            [counters.get(namespace, c.selector) for c in constraints],
+        )
+        if len(self._prepared) >= 64:
+            self._prepared.clear()
+        self._prepared[id(constraints)] = got
+        return got
 
     def get(self, snap: Snapshot, keys: tuple[str, ...]) -> _Layout:
         got = self._by_keys.get(keys)
@@ -255,7 +305,8 @@ def compute_pre_score_state(
     """
     if layouts is None:
         layouts = ScoreLayouts()
-    lay = layouts.get(snap, tuple(c.topology_key for c in constraints))
+    prep = layouts.prepare(constraints, pod.namespace, counters)
+    lay = layouts.get(snap, prep.keys)
     has_all = lay.has_all
     partial = not lay.all_have
     if require_all and partial:
@@ -269,14 +320,14 @@ def compute_pre_score_state(
         any_ignored = False
         base = None  # every row
     affinity = None
-    if any(c.honor_affinity for c in constraints):
+    if prep.honor_affinity:
         affinity = required_node_affinity(pod).mask(snap)
     taints = None
-    if any(c.honor_taints for c in constraints):
+    if prep.honor_taints:
         taints = taint_ok_mask(snap, pod.pod.spec.tolerations, comparison)
     out: list[SoftDomains] = []
     for i, (c, (ids, vocab)) in enumerate(zip(constraints, lay.cols, strict=True)):
-        per_row = counters.get(pod.namespace, c.selector).counts(snap)
+        per_row = prep.counters[i].counts(snap)
         got = lay.slots[i]
         if got is None:
             weight = topology_normalizing_weight(len(kept))
