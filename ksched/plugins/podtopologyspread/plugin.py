@@ -125,6 +125,8 @@ class PodTopologySpread(
         features = getattr(handle, "features", None) or default_feature_gates()
         self.match_label_keys = features.enabled("MatchLabelKeysInPodTopologySpread")
         self._cache_key = f"{self.name}#{id(self)}"
+        # pod.cache keys per whenUnsatisfiable action
+        self._cache_keys = {a: f"{self._cache_key}/{a}" for a in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)}
         self._default_by_action: dict[str, tuple[Constraint, ...]] = {}
         # Parsed constraints shared across pods (``_own``, ``_defaulted``).
         self._own_cache: dict[tuple[str, bytes], tuple[Constraint, ...]] = {}
@@ -171,7 +173,7 @@ class PodTopologySpread(
         created, a ReplicaSet's selector edited, a lister added), and not at all when a
         lister cannot tell (see ``RevisionedStore``).
         """
-        key = f"{self._cache_key}/{action}"
+        key = self._cache_keys.get(action) or f"{self._cache_key}/{action}"
         cached: tuple[Any, tuple[Constraint, ...]] | None = pod.cache.get(key)
         if cached is not None:
             revision, out = cached
