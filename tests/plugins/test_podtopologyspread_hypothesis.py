@@ -118,7 +118,11 @@ def _reference_counts(
 def test_filter_matches_the_per_node_reference(cluster: Any, pod: PodInfo) -> None:
     nodes, pods = cluster
     snap = make_snapshot(nodes, pods)
-    pl = plugin(snap)
+    _check_filter(plugin(snap), pod, snap)
+
+
+def _check_filter(pl: Any, pod: PodInfo, snap: Snapshot) -> None:
+    """PreFilter's counts and minimum, Filter and its batch form against the reference."""
     state = CycleState()
     _, st_ = pl.pre_filter(state, pod, snap)
     assert st_ is None
@@ -268,15 +272,38 @@ def test_a_long_lived_plugin_scores_as_the_reference_while_the_snapshot_changes(
     by_name = {n.metadata.name: n for n in nodes}
     for step in range(data.draw(st.integers(1, 6))):
         if step:
-            name = data.draw(st.sampled_from(sorted(by_name)))
-            if data.draw(st.booleans()):
-                by_name[name] = _relabelled(by_name[name], data)
-                cache.update_node(by_name[name])
-            else:
-                labels = data.draw(st.sampled_from([{}, {"app": "a"}, {"app": "b"}]))
-                cache.add_pod(mk_pod(f"s{step}", name, labels))
+            _change(cache, by_name, step, data)
             cache.update_snapshot(snap)
         _check_scores(pl, pod, snap, data)
+
+
+def _change(cache: Any, by_name: dict[str, Any], step: int, data: Any) -> None:
+    """Relabel a node or place a pod on one, as the daemon's cache sees them."""
+    name = data.draw(st.sampled_from(sorted(by_name)))
+    if data.draw(st.booleans()):
+        by_name[name] = _relabelled(by_name[name], data)
+        cache.update_node(by_name[name])
+    else:
+        labels = data.draw(st.sampled_from([{}, {"app": "a"}, {"app": "b"}]))
+        cache.add_pod(mk_pod(f"s{step}", name, labels))
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters(), incoming("DoNotSchedule"), st.data())
+def test_a_long_lived_plugin_filters_as_the_reference_while_the_snapshot_changes(
+    cluster: Any, pod: PodInfo, data: Any
+) -> None:
+    """PreFilter's kept layouts (eligible domains when every node has every key) and
+    counters follow a snapshot updated in place."""
+    nodes, pods = cluster
+    cache, snap = make_cache_and_snapshot(nodes, pods)
+    pl = plugin(snap)
+    by_name = {n.metadata.name: n for n in nodes}
+    for step in range(data.draw(st.integers(1, 6))):
+        if step:
+            _change(cache, by_name, step, data)
+            cache.update_snapshot(snap)
+        _check_filter(pl, pod, snap)
 
 
 @settings(max_examples=100, deadline=None)

@@ -807,14 +807,13 @@ def test_go_round_is_half_away_from_zero() -> None:
 
 
 def test_prepared_constraints_follow_the_counter_cache_and_the_namespace() -> None:
-    """The per-constraints counters ScoreLayouts keeps are the counter cache's: after the
+    """The per-constraints counters Layouts keeps are the counter cache's: after the
     cache drops its counters (a new generation) or for another namespace, new ones."""
-    from ksched.plugins.podtopologyspread.common import CounterCache
-    from ksched.plugins.podtopologyspread.scoring import ScoreLayouts
+    from ksched.plugins.podtopologyspread.common import CounterCache, Layouts
 
     cs = (Constraint(1, "zone", sel({"matchLabels": {"foo": ""}})),)
     counters = CounterCache(limit=2)
-    layouts = ScoreLayouts()
+    layouts = Layouts()
     first = layouts.prepare(cs, "default", counters)
     assert layouts.prepare(cs, "default", counters) is first
     assert first.counters == [counters.get("default", cs[0].selector)]

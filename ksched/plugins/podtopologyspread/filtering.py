@@ -24,6 +24,7 @@ from .common import (
     MAX_INT32,
     Constraint,
     CounterCache,
+    Layouts,
     taint_ok_mask,
 )
 
@@ -59,6 +60,8 @@ class DomainCounts:
     domains: int = 0
     min: int = MAX_INT32
     extra: dict[str, int] = field(default_factory=dict)
+    # every row has the label (``fits`` need not mask the rows without it)
+    labelled: bool = False
 
     def min_match(self) -> int:
         """``minMatchNum``: the global minimum, 0 while fewer than minDomains domains exist."""
@@ -117,6 +120,7 @@ class DomainCounts:
             self.domains,
             self.min,
             dict(self.extra),
+            self.labelled,
         )
 
 
@@ -132,11 +136,19 @@ class PreFilterState:
 
     def fits(self, snap: Snapshot) -> BoolArray:
         """Filter over every row: has each topology label and stays within maxSkew."""
-        mask: BoolArray = np.ones(snap.n, dtype=np.bool_)
+        mask: BoolArray | None = None
         for d in self.domains:
             ids = d.ids
             limit = d.constraint.max_skew + d.min_match() - d.self_match
-            mask &= (ids >= 0) & (d.counts[ids] <= limit)
+            fit = d.counts[ids] <= limit
+            if not d.labelled:
+                fit &= ids >= 0
+            if mask is None:
+                mask = fit
+            else:
+                mask &= fit
+        if mask is None:
+            return np.ones(snap.n, dtype=np.bool_)
         return mask
 
 
@@ -146,43 +158,53 @@ def compute_pre_filter_state(
     snap: Snapshot,
     counters: CounterCache,
     comparison: bool = False,
+    layouts: Layouts | None = None,
 ) -> PreFilterState:
     """``calPreFilterState`` over all rows at once.
 
     A row counts for a constraint when its node has every constraint's topology key
     and passes that constraint's node inclusion policies; its domain is then eligible
-    even with no matching pod.
+    even with no matching pod. ``layouts`` keeps what depends on the label columns alone
+    (which rows have every key; with no inclusion policy to apply, the eligible domains)
+    across cycles.
     """
-    cols = [snap.label_column(c.topology_key) for c in constraints]
-    has_all: BoolArray = np.ones(snap.n, dtype=np.bool_)
-    for ids, _ in cols:
-        has_all &= ids >= 0
+    if layouts is None:
+        layouts = Layouts()
+    prep = layouts.prepare(constraints, pod.namespace, counters)
+    lay = layouts.get(snap, prep.keys)
     affinity = None
-    if any(c.honor_affinity for c in constraints):
+    if prep.honor_affinity:
         affinity = required_node_affinity(pod).mask(snap)
     taints = None
-    if any(c.honor_taints for c in constraints):
+    if prep.honor_taints:
         taints = taint_ok_mask(snap, pod.pod.spec.tolerations, comparison)
     labels = pod.labels
+    # None: every row (each has every key)
+    base = None if lay.all_have else lay.has_all
     out: list[DomainCounts] = []
-    for c, (ids, vocab) in zip(constraints, cols, strict=True):
-        elig = has_all
+    for i, (c, (ids, vocab)) in enumerate(zip(constraints, lay.cols, strict=True)):
+        elig = base
         if c.honor_affinity and affinity is not None:
-            elig = elig & affinity
+            elig = affinity if elig is None else elig & affinity
         if c.honor_taints and taints is not None:
-            elig = elig & taints
-        per_row = counters.get(pod.namespace, c.selector).counts(snap)
+            elig = taints if elig is None else elig & taints
+        per_row = prep.counters[i].counts(snap)
         v = len(vocab)
-        sel_ids = ids[elig]
         counts = np.zeros(v + 1, dtype=np.int64)
-        counts[:v] = np.bincount(sel_ids, weights=per_row[elig], minlength=v)[:v]
-        present = np.zeros(v + 1, dtype=np.bool_)
-        present[:v] = np.bincount(sel_ids, minlength=v)[:v] > 0
-        domains = int(present.sum())
+        if elig is None:
+            counts[:v] = np.bincount(ids, weights=per_row, minlength=v)[:v]
+            static, domains = lay.present_values(i)
+            present = static.copy()  # AddPod may mark more
+        else:
+            sel_ids = ids[elig]
+            counts[:v] = np.bincount(sel_ids, weights=per_row[elig], minlength=v)[:v]
+            present = np.zeros(v + 1, dtype=np.bool_)
+            present[:v] = np.bincount(sel_ids, minlength=v)[:v] > 0
+            domains = int(present.sum())
         low = int(counts[present].min()) if domains else MAX_INT32
-        out.append(
-            DomainCounts(
-                c, ids, vocab, counts, present, 1 if c.selector.matches(labels) else 0, domains, low
-            )
+        d = DomainCounts(
+            c, ids, vocab, counts, present, 1 if c.selector.matches(labels) else 0, domains, low
         )
+        d.labelled = lay.labelled[i]
+        out.append(d)
     return PreFilterState(constraints, out)

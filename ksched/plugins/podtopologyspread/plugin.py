@@ -45,6 +45,7 @@ from .common import (
     ZONE,
     Constraint,
     CounterCache,
+    Layouts,
     ServiceIndex,
     default_selector,
     filter_constraints,
@@ -63,7 +64,6 @@ from .filtering import (
 from .scoring import (
     PRE_SCORE_KEY,
     PreScoreState,
-    ScoreLayouts,
     compute_pre_score_state,
     normalize,
 )
@@ -121,7 +121,7 @@ class PodTopologySpread(
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         )
         self.counters = CounterCache()
-        self.layouts = ScoreLayouts()
+        self.layouts = Layouts()
         features = getattr(handle, "features", None) or default_feature_gates()
         self.match_label_keys = features.enabled("MatchLabelKeysInPodTopologySpread")
         self._cache_key = f"{self.name}#{id(self)}"
@@ -264,7 +264,7 @@ class PodTopologySpread(
         if not constraints:
             return None, Status(Code.SKIP)
         s = compute_pre_filter_state(
-            pod, constraints, nodes, self.counters, self.comparison_operators
+            pod, constraints, nodes, self.counters, self.comparison_operators, self.layouts
         )
         state.write(PRE_FILTER_KEY, s)
         return None, None

@@ -16,14 +16,7 @@ import numpy.typing as npt
 from ...framework.snapshot import BoolArray, IntArray, Snapshot
 from ...framework.types import NodeInfo, PodInfo
 from ..nodeaffinity import required_node_affinity
-from .common import (
-    HOSTNAME,
-    Constraint,
-    CounterCache,
-    PodCounter,
-    count_pods,
-    taint_ok_mask,
-)
+from .common import Constraint, CounterCache, Layouts, count_pods, taint_ok_mask
 
 __all__ = [
     "PRE_SCORE_KEY",
@@ -189,102 +182,6 @@ class PreScoreState:
         return out
 
 
-@dataclass(slots=True)
-class _Layout:
-    """What PreScore derives from the snapshot's label columns alone, for one tuple of
-    topology keys: valid while the snapshot and its ``labels_version`` hold."""
-
-    snap: Snapshot
-    labels_version: int
-    cols: list[tuple[npt.NDArray[np.int32], dict[str, int]]]
-    has_all: BoolArray
-    all_have: bool
-    # per constraint: (slots, gather) for non-hostname keys, None for hostname ones
-    slots: list[tuple[IntArray, npt.NDArray[np.intp]] | None]
-    labelled: list[bool]
-
-
-@dataclass(slots=True)
-class _Prepared:
-    """What PreScore reads of one constraints tuple every cycle: its topology keys, whether
-    any honors node affinity or taints, and its counters (of one namespace, while the
-    counter cache keeps ``generation``)."""
-
-    constraints: tuple[Constraint, ...]
-    keys: tuple[str, ...]
-    honor_affinity: bool
-    honor_taints: bool
-    namespace: str
-    generation: int
-    counters: list[PodCounter]
-
-
-class ScoreLayouts:
-    """``_Layout``s by topology keys (a plugin's few constraint shapes), kept across cycles,
-    and ``_Prepared`` constraints by identity (the plugin shares parsed constraints
-    between pods, so replicas hit)."""
-
-    __slots__ = ("_by_keys", "_prepared")
-
-    def __init__(self) -> None:
-        self._by_keys: dict[tuple[str, ...], _Layout] = {}
-        self._prepared: dict[int, _Prepared] = {}
-
-    def prepare(
-        self, constraints: tuple[Constraint, ...], namespace: str, counters: CounterCache
-    ) -> _Prepared:
-        got = self._prepared.get(id(constraints))
-        if (
-            got is not None
-            and got.constraints is constraints
-            and got.namespace == namespace
-            and got.generation == counters.generation
-        ):
-            return got
-        got = _Prepared(
-            constraints,
-            tuple(c.topology_key for c in constraints),
-            any(c.honor_affinity for c in constraints),
-            any(c.honor_taints for c in constraints),
-            namespace,
-            counters.generation,
-            [counters.get(namespace, c.selector) for c in constraints],
-        )
-        if len(self._prepared) >= 64:
-            self._prepared.clear()
-        self._prepared[id(constraints)] = got
-        return got
-
-    def get(self, snap: Snapshot, keys: tuple[str, ...]) -> _Layout:
-        got = self._by_keys.get(keys)
-        # A snapshot replaces its label columns only when it rebuilds, and patches them
-        # only for a relabelled row: both bump ``labels_version``.
-        if got is not None and got.snap is snap and got.labels_version == snap.labels_version:
-            return got
-        cols = [snap.label_column(k) for k in keys]
-        has_all: BoolArray = np.ones(snap.n, dtype=np.bool_)
-        for ids, _ in cols:
-            has_all &= ids >= 0
-        slots: list[tuple[IntArray, npt.NDArray[np.intp]] | None] = []
-        labelled: list[bool] = []
-        for key, (ids, vocab) in zip(keys, cols, strict=True):
-            labelled.append(bool((ids >= 0).all()))
-            if key == HOSTNAME:
-                slots.append(None)
-                continue
-            v = len(vocab)
-            # A node without the label is in the "" domain (only possible when not require_all).
-            slot = np.where(ids >= 0, ids, vocab.get("", v)).astype(np.int64)
-            gather = np.where(ids >= 0, ids, v + 1).astype(np.intp)
-            slots.append((slot, gather))
-        if len(self._by_keys) >= 16:
-            self._by_keys.clear()
-        got = self._by_keys[keys] = _Layout(
-            snap, snap.labels_version, cols, has_all, bool(has_all.all()), slots, labelled
-        )
-        return got
-
-
 def compute_pre_score_state(
     pod: PodInfo,
     constraints: tuple[Constraint, ...],
@@ -293,7 +190,7 @@ def compute_pre_score_state(
     require_all: bool,
     counters: CounterCache,
     comparison: bool = False,
-    layouts: ScoreLayouts | None = None,
+    layouts: Layouts | None = None,
 ) -> PreScoreState:
     """``initPreScoreState`` plus PreScore's count over all nodes, vectorised.
 
@@ -304,7 +201,7 @@ def compute_pre_score_state(
     ``layouts`` keeps what depends on the label columns alone across cycles.
     """
     if layouts is None:
-        layouts = ScoreLayouts()
+        layouts = Layouts()
     prep = layouts.prepare(constraints, pod.namespace, counters)
     lay = layouts.get(snap, prep.keys)
     has_all = lay.has_all
