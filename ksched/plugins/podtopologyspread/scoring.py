@@ -7,6 +7,7 @@ the last bit for some inputs (log(3) among them), so raw scores match bit for bi
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -61,18 +62,11 @@ def go_log(x: float) -> float:
     return k * _LN2_HI - ((hfsq - (s * (hfsq + r) + k * _LN2_LO)) - f)
 
 
-_WEIGHTS: dict[int, float] = {}
-
-
+@functools.lru_cache(maxsize=4096)
 def topology_normalizing_weight(size: int) -> float:
     """``topologyNormalizingWeight``: log(size + 2), so small topologies weigh less
     (memoised: a handful of sizes recur every cycle)."""
-    w = _WEIGHTS.get(size)
-    if w is None:
-        if len(_WEIGHTS) >= 4096:
-            _WEIGHTS.clear()
-        w = _WEIGHTS[size] = go_log(float(size + 2))
-    return w
+    return go_log(float(size + 2))
 
 
 def go_round(x: float) -> int:
