@@ -21,6 +21,11 @@ machinery. Reads (lists, watches) stay with aiohttp.
 
 Only plain and TLS connections straight to the server are supported (``for_client``
 returns None behind a proxy or with TLS settings only aiohttp understands).
+
+New TLS connections resume the session of an earlier one (TLS 1.3 tickets, which
+kube-apiserver issues): a burst of bindings opens dozens of connections at once, and a
+resumed handshake skips the certificate exchange, a third of the client's CPU per
+handshake here and the server's signature.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from .apierrors import APIConnectionError, APIError, retry_after_seconds
@@ -173,6 +178,7 @@ class _Protocol(asyncio.Protocol):
         self.buf = bytearray()
         self.waiters: deque[asyncio.Future[tuple[int, bytes, float | None]]] = deque()
         self.usable = True
+        self.answered = False  # an answer was read (its TLS session ticket is in by then)
         # ConnectionPool's deadline of the request in flight (inf: none), and one timer
         # that fires no later than it (see ``expire_at``).
         self.deadline = _INF
@@ -264,6 +270,36 @@ class _Protocol(asyncio.Protocol):
             self.transport.close()
 
 
+class _Resuming:
+    """The client's SSLContext, handing each new connection the newest session ticket.
+
+    asyncio's ``create_connection`` takes no session, and an SSLContext made elsewhere (by
+    aiohttp, from the kubeconfig) cannot be copied into a subclass; its TLS transport only
+    calls ``wrap_bio`` on the context it is given, so this stands in for the context there.
+    A ticket the server no longer takes costs nothing but the full handshake it replaces.
+    """
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self.context = context
+        self.session: ssl.SSLSession | None = None
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        if self.session is not None and not kwargs.get("server_side"):
+            kwargs.setdefault("session", self.session)
+        return self.context.wrap_bio(*args, **kwargs)
+
+    def learn(self, transport: asyncio.BaseTransport) -> None:
+        """Keep ``transport``'s session for the next connections once it has a ticket (the
+        server sends it after the handshake, so it is there once an answer was read)."""
+        obj = transport.get_extra_info("ssl_object")
+        got = obj.session if isinstance(obj, ssl.SSLObject) else None
+        if got is not None and got.has_ticket:
+            self.session = got
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.context, name)
+
+
 class _Endpoint:
     """Where and how ``APIClient`` connects, reproduced for raw connections."""
 
@@ -286,6 +322,7 @@ class _Endpoint:
         self.host_header = host_header
         self._host_line = f"Host: {host_header}\r\n".encode("latin-1")
         self._heads: dict[str | None, tuple[dict[str, str], bytes]] = {}
+        self._tls = _Resuming(ssl_context) if ssl_context is not None else None
 
     @classmethod
     def for_client(cls, client: Client) -> Any:
@@ -330,7 +367,8 @@ class _Endpoint:
                     _Protocol,
                     self.host,
                     self.port,
-                    ssl=self.ssl_context,
+                    # asyncio only calls its wrap_bio (see _Resuming)
+                    ssl=cast(ssl.SSLContext | None, self._tls),
                     server_hostname=self.server_hostname,
                 ),
                 timeout,
@@ -340,6 +378,12 @@ class _Endpoint:
                 f"connecting to {self.host}:{self.port}: {e or type(e).__name__}"
             ) from e
         return proto
+
+    def _answered(self, proto: _Protocol) -> None:
+        """The connection's first answer is in: keep its TLS session for the next ones."""
+        proto.answered = True
+        if self._tls is not None and proto.transport is not None:
+            self._tls.learn(proto.transport)
 
     async def _head(self, content_type: str | None) -> bytes:
         headers = await self.client._headers(content_type)
@@ -420,6 +464,8 @@ class PipelinedConnection(_Endpoint):
                 else:
                     results[i] = fut.result()
             todo = again
+            if not proto.answered and proto.usable:  # every answer was read
+                self._answered(proto)
             if not todo:
                 break
         for i in todo:
@@ -436,7 +482,13 @@ class PipelinedConnection(_Endpoint):
 
 
 class ConnectionPool(_Endpoint):
-    """Keep-alive connections for one request at a time each (see the module doc)."""
+    """Keep-alive connections for one request at a time each (see the module doc).
+
+    Up to ``limit`` connections; a request that finds none idle and the limit reached
+    waits its turn (first come, first served: woken one at a time, not all at once). Over
+    TLS the first connection is opened alone: the others wait for its first answer, which
+    brings the session ticket they resume (a burst of bindings at startup would otherwise
+    make every connection a full handshake)."""
 
     KEEPALIVE = 15.0  # seconds an idle connection is reused (aiohttp's default too)
 
@@ -445,10 +497,13 @@ class ConnectionPool(_Endpoint):
         self.limit = max(1, limit)
         self._idle: deque[tuple[_Protocol, float]] = deque()
         self._open_count = 0
-        self._freed: asyncio.Event | None = None
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        # over TLS: no connection has answered yet, so the next ones could not resume
+        self._warming = self._tls is not None
 
     async def _acquire(self, timeout: float) -> _Protocol:
         loop = asyncio.get_running_loop()
+        woken = False
         while True:
             now = loop.time()
             idle = self._idle
@@ -462,16 +517,35 @@ class ConnectionPool(_Endpoint):
                 ):
                     return proto
                 self._drop(proto)
-            if self._open_count < self.limit:
+            if self._open_count < self.limit and not (self._warming and self._open_count):
                 self._open_count += 1
                 try:
                     return await self._open(timeout)
                 except BaseException:
                     self._open_count -= 1
+                    self._notify()
                     raise
-            if self._freed is None:
-                self._freed = asyncio.Event()
-            await self._freed.wait()
+            fut: asyncio.Future[None] = loop.create_future()
+            if woken:
+                self._waiting.appendleft(fut)  # its turn was taken by a newcomer: keep it
+            else:
+                self._waiting.append(fut)
+            woken = True
+            try:
+                await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled():
+                    self._notify()  # woken and cancelled at once: pass the turn on
+                else:
+                    fut.cancel()
+                raise
+
+    def _answered(self, proto: _Protocol) -> None:
+        super()._answered(proto)
+        if self._warming:
+            self._warming = False
+            for _ in range(self.limit):  # the ones that waited for the ticket may open now
+                self._notify()
 
     def _drop(self, proto: _Protocol) -> None:
         self._open_count -= 1
@@ -481,9 +555,13 @@ class ConnectionPool(_Endpoint):
         self._notify()
 
     def _notify(self) -> None:
-        if self._freed is not None:
-            self._freed.set()
-            self._freed = None
+        """Wake the longest waiting request (a connection is idle, or one may be opened)."""
+        waiting = self._waiting
+        while waiting:
+            fut = waiting.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
 
     async def request(
         self,
@@ -534,6 +612,8 @@ class ConnectionPool(_Endpoint):
             except APIConnectionError as e:
                 raise APIConnectionError(f"{method} {target}: {e.message}") from None
             ok = proto.usable
+            if not proto.answered:
+                self._answered(proto)
             return result
         finally:
             proto.deadline = _INF

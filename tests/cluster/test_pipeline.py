@@ -204,8 +204,12 @@ async def test_no_pipelining_behind_a_proxy(monkeypatch: pytest.MonkeyPatch) -> 
         assert PipelinedConnection.for_client(client) is None
 
 
-async def test_writes_and_batches_over_mutual_tls(tmp_path: Path) -> None:
-    """The raw connections use the client's TLS setup: its CA, its client certificate."""
+@contextlib.asynccontextmanager
+async def _tls_server(
+    tmp_path: Path, handler: Callable[[Any], Awaitable[Any]], num_tickets: int = 2
+) -> AsyncIterator[Path]:
+    """An aiohttp server over mutual TLS (TLS 1.3, ``num_tickets`` session tickets per
+    handshake) serving every path with ``handler``; yields a kubeconfig for it."""
     import ssl
 
     import yaml
@@ -214,19 +218,12 @@ async def test_writes_and_batches_over_mutual_tls(tmp_path: Path) -> None:
     from tests.extender.conftest import make_pki
 
     pki = make_pki(tmp_path)
-    seen: list[tuple[str, str, bytes]] = []
-
-    async def handler(request: web.Request) -> web.Response:
-        peer = request.transport.get_extra_info("peercert") if request.transport else None
-        assert peer, "no client certificate"
-        seen.append((request.method, request.path_qs, await request.read()))
-        return web.json_response({"ok": request.path}, status=201)
-
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=pki.path("ca.pem"))
     server_ctx.load_cert_chain(pki.path("server.pem"), pki.path("server-key.pem"))
     server_ctx.verify_mode = ssl.CERT_REQUIRED
+    server_ctx.num_tickets = num_tickets
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
@@ -262,25 +259,110 @@ async def test_writes_and_batches_over_mutual_tls(tmp_path: Path) -> None:
         )
     )
     try:
-        async with await APIClient.from_kubeconfig(kc, qps=0) as c:
-            status, raw = await c.request(
-                "PATCH", "/api/v1/a", params={"dryRun": "All"}, body={"x": 1}
-            )
-            assert status == 201 and msgspec.json.decode(raw) == {"ok": "/prefix/api/v1/a"}
-            pipe = PipelinedConnection.for_client(c)
-            assert pipe is not None
-            results = await pipe.batch(
-                [("POST", "/b", b"1", "application/json"), ("POST", "/c", b"2", "application/json")]
-            )
-            pipe.close()
-            assert [r[0] for r in results] == [201, 201]
+        yield kc
     finally:
         await runner.cleanup()
+
+
+async def test_writes_and_batches_over_mutual_tls(tmp_path: Path) -> None:
+    """The raw connections use the client's TLS setup: its CA, its client certificate."""
+    from aiohttp import web
+
+    seen: list[tuple[str, str, bytes]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        assert peer, "no client certificate"
+        seen.append((request.method, request.path_qs, await request.read()))
+        return web.json_response({"ok": request.path}, status=201)
+
+    async with (
+        _tls_server(tmp_path, handler) as kc,
+        await APIClient.from_kubeconfig(kc, qps=0) as c,
+    ):
+        status, raw = await c.request("PATCH", "/api/v1/a", params={"dryRun": "All"}, body={"x": 1})
+        assert status == 201 and msgspec.json.decode(raw) == {"ok": "/prefix/api/v1/a"}
+        pipe = PipelinedConnection.for_client(c)
+        assert pipe is not None
+        results = await pipe.batch(
+            [("POST", "/b", b"1", "application/json"), ("POST", "/c", b"2", "application/json")]
+        )
+        pipe.close()
+        assert [r[0] for r in results] == [201, 201]
     assert seen == [
         ("PATCH", "/prefix/api/v1/a?dryRun=All", b'{"x":1}'),
         ("POST", "/prefix/b", b"1"),
         ("POST", "/prefix/c", b"2"),
     ]
+
+
+def _reused(pool: Any) -> list[bool]:
+    """Whether each idle connection of ``pool`` resumed an earlier TLS session."""
+    return [p.transport.get_extra_info("ssl_object").session_reused for p, _ in pool._idle]
+
+
+async def test_a_burst_of_tls_writes_opens_one_connection_then_resumes_its_session(
+    tmp_path: Path,
+) -> None:
+    """Six concurrent writes on a fresh pool: the first connection is opened alone, and the
+    others wait for its answer (and its ticket), then resume its session instead of making
+    full handshakes."""
+    from aiohttp import web
+
+    open_when_first_arrived: list[int] = []
+    pool: Any = None
+
+    async def handler(request: web.Request) -> web.Response:
+        if not open_when_first_arrived:
+            open_when_first_arrived.append(pool._open_count)
+        await asyncio.sleep(0.05)  # each in-flight request holds its connection
+        return web.json_response({}, status=201)
+
+    async with (
+        _tls_server(tmp_path, handler) as kc,
+        await APIClient.from_kubeconfig(kc, qps=0) as c,
+    ):
+        pool = c._writes()
+        assert pool is not None
+        with anyio.fail_after(20):
+            got = await asyncio.gather(
+                *[pool.request("POST", f"/p{i}", b"{}", "application/json", 10) for i in range(6)]
+            )
+        assert [g[0] for g in got] == [201] * 6
+        assert open_when_first_arrived == [1]
+        # the first connection, free again, serves one of the five
+        assert len(pool._idle) == 5 and sorted(_reused(pool)) == [False] + [True] * 4
+        pool.close()
+        # the next burst's connections resume too
+        with anyio.fail_after(20):
+            await asyncio.gather(
+                *[pool.request("POST", "/q", b"{}", "application/json", 10) for _ in range(3)]
+            )
+        assert _reused(pool) == [True] * 3
+
+
+async def test_a_tls_server_without_tickets_still_gets_parallel_connections(
+    tmp_path: Path,
+) -> None:
+    """No ticket comes (``num_tickets`` 0): after the first answer the pool stops waiting
+    for one and opens connections as usual."""
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.05)
+        return web.json_response({}, status=201)
+
+    async with (
+        _tls_server(tmp_path, handler, num_tickets=0) as kc,
+        await APIClient.from_kubeconfig(kc, qps=0) as c,
+    ):
+        pool = c._writes()
+        assert pool is not None
+        with anyio.fail_after(20):
+            await asyncio.gather(
+                *[pool.request("POST", "/p", b"{}", "application/json", 10) for _ in range(4)]
+            )
+        assert len(pool._idle) == 3 and _reused(pool) == [False] * 3
 
 
 class _SlowServer:
