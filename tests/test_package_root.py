@@ -17,7 +17,7 @@ PLUGIN_API = {
     "PostFilterPlugin", "PreScorePlugin", "ScorePlugin", "ReservePlugin", "PermitPlugin",
     "PreBindPlugin", "BindPlugin", "PostBindPlugin", "Status", "Code", "SUCCESS",
     "CycleState", "StateData", "MAX_NODE_SCORE", "MIN_NODE_SCORE", "NOT_SIGNABLE", "PER_CYCLE",
-    "NodeInfo",
+    "NodeInfo", "NarrowsNodes",
     "PodInfo", "Snapshot", "IntArray", "BoolArray", "ClusterEvent", "ClusterEventWithHint",
     "QueueingHint", "NODE_ADD", "ASSIGNED_POD_DELETE", "PreFilterResult", "PostFilterResult",
     "NodeToStatus", "PluginArgsError", "Handle", "WatchedResource", "extension_points_of",

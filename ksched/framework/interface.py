@@ -17,7 +17,9 @@ equal PreFilter/PreScore state from it and equal Filter/Score results on any nod
 results depending only on the fragment and that node's NodeInfo (not on other nodes, nor
 on the node list PreScore gets), or ``NOT_SIGNABLE``. When every such plugin of a profile
 signs a pod, the scheduler reuses per-node verdicts and scores across pods with equal
-signatures (``ksched.scheduler.cycle_cache``); the outcome is the same either way.
+signatures (``ksched.scheduler.cycle_cache``); the outcome is the same either way. A
+PreFilter plugin that narrows some pods' nodes whatever the cluster holds may say so
+(``NarrowsNodes``), sparing those pods the signing.
 
 A plugin whose results reach beyond one node (inter-pod affinity, topology spread) may
 answer ``PER_CYCLE`` instead of ``NOT_SIGNABLE``: the cache then answers the other plugins
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, runtime_checkable
 
 import numpy as np
 from typing_extensions import TypeVar
@@ -68,6 +70,7 @@ __all__ = [
     "EnqueueExtensions",
     "ExtensionPoint",
     "FilterPlugin",
+    "NarrowsNodes",
     "NodeOnlyFilter",
     "NodeToStatus",
     "PermitPlugin",
@@ -260,6 +263,18 @@ class PreFilterPlugin(Plugin[ArgsT]):
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
+
+
+@runtime_checkable
+class NarrowsNodes(Protocol):
+    """Optional on a PreFilter plugin: ``narrows_nodes(pod)`` True promises that the
+    plugin's PreFilter narrows ``pod``'s nodes (a ``PreFilterResult`` naming them) or
+    rejects it, whatever the cluster holds (NodeAffinity: a metadata.name term). The cycle
+    cache keeps results for every node, so it could never answer such a pod: it does not
+    sign it (the signing is wasted work). False is always safe, and the plugin's PreFilter
+    decides either way; the cache asks only the profile's PreFilter plugins."""
+
+    def narrows_nodes(self, pod: PodInfo) -> bool: ...
 
 
 class FilterPlugin(Plugin[ArgsT]):

@@ -295,8 +295,9 @@ class NodeAffinity(
         self.added_pref_terms: PreferredTerms | None = pref[0] if pref is not None else None
 
     def narrows_nodes(self, pod: PodInfo) -> bool:
-        """Whether PreFilter narrows ``pod``'s nodes (or rejects it) whatever the cluster:
-        the equivalence cache then has nothing to offer and need not sign it."""
+        """``NarrowsNodes``: whether PreFilter narrows ``pod``'s nodes (or rejects it)
+        whatever the cluster: the equivalence cache then has nothing to offer and need not
+        sign it."""
         return named_nodes(pod) is not None
 
     # -- PreFilter / Filter ---------------------------------------------------------------

@@ -41,14 +41,14 @@ and an entry thrown away is a flush (``expired``: too much changed to refresh;
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from time import perf_counter
 from typing import Any
 
 import numpy as np
 
 from ..framework.cycle_state import CycleState
-from ..framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
+from ..framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, NarrowsNodes
 from ..framework.runtime import Framework
 from ..framework.selection import BatchMetrics, KnownResults
 from ..framework.snapshot import BoolArray, NodeInfoView, Snapshot
@@ -101,7 +101,7 @@ class CycleCache:
         self._live: dict[frozenset[str], tuple[list[Any], list[Any]]] = {}
         self.hits = 0
         self.builds = 0
-        self._narrows: list[Any] | None = None
+        self._narrows: list[Callable[[PodInfo], bool]] | None = None
         # The scheduler's metrics, while ``lookup`` runs (None when it has none), and
         # whether the cycle it runs for is sampled.
         self._metrics: BatchMetrics | None = None
@@ -117,7 +117,11 @@ class CycleCache:
         calls are timed, so the ones made here for it are too."""
         if snap.n == 0:
             return None
-        if any(narrows(pod) for narrows in self._narrowing()):
+        try:
+            narrowed = any(narrows(pod) for narrows in self._narrowing())
+        except Exception:  # a plugin's bad hint: sign it, ``_evaluate`` still finds out
+            narrowed = False
+        if narrowed:
             # Its entry would be None whatever it signs (see ``_evaluate``).
             self.fw.observe_sign()
             return None
@@ -183,15 +187,13 @@ class CycleCache:
             return None
         return KnownResults(state, feasible, known.static, known.columns, live)
 
-    def _narrowing(self) -> list[Any]:
-        """The ``narrows_nodes`` of the profile's PreFilter plugins that have one: pods it
-        says True for have PreFilter narrow their nodes or reject them, so no entry."""
+    def _narrowing(self) -> list[Callable[[PodInfo], bool]]:
+        """The ``narrows_nodes`` of the profile's PreFilter plugins that are ``NarrowsNodes``:
+        pods it says True for have PreFilter narrow their nodes or reject them, so no entry."""
         got = self._narrows
         if got is None:
             got = self._narrows = [
-                fn
-                for p in self.fw.pre_filter_plugins
-                if (fn := getattr(p, "narrows_nodes", None)) is not None
+                p.narrows_nodes for p in self.fw.pre_filter_plugins if isinstance(p, NarrowsNodes)
             ]
         return got
 

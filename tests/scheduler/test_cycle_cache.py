@@ -17,7 +17,12 @@ from hypothesis import strategies as st
 
 from ksched.api.objects import Node, Pod, decode
 from ksched.config import load_config_data
-from ksched.framework.interface import FilterPlugin
+from ksched.framework.interface import (
+    FilterPlugin,
+    NarrowsNodes,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.framework.types import PodInfo
@@ -478,6 +483,26 @@ class _PerNodeDisk(FilterPlugin):
         return None
 
 
+def _drive(
+    cfg: Any, reg: Any, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], **kw: Any
+) -> tuple[Simulation, Framework]:
+    """Schedule ``pods`` on ``nodes`` under ``cfg`` (its only profile, with the cycle cache
+    unless ``cached=False``), driving at most ``steps`` (100) steps."""
+    cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
+    sim = Simulation(cf, cfg, reg, seed=kw.get("seed", 0))
+    fw = next(iter(sim.sched.frameworks.values()))
+    if not kw.get("cached", True):
+        fw.cycle_cache = None
+
+    async def main() -> None:
+        sim._load()
+        sim.add_pending([PodInfo(decode(m, Pod), m) for m in pods])
+        await sim.drive(kw.get("steps", 100))
+
+    anyio.run(main)
+    return sim, fw
+
+
 @pytest.mark.parametrize("ssd", [99, 100, 101])
 def test_a_per_node_filter_walk_moves_the_start_as_the_cache_does(ssd: int) -> None:
     """Exactly, one fewer and one more than numFeasibleNodesToFind (100 of 120) nodes pass,
@@ -511,18 +536,7 @@ def test_a_per_node_filter_walk_moves_the_start_as_the_cache_does(ssd: int) -> N
     pods = _pods(rng, 6, ["plain"])
     starts = {}
     for cached in (False, True):
-        cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
-        sim = Simulation(cf, cfg, reg, seed=0)
-        fw = sim.sched.frameworks["ksched"]
-        if not cached:
-            fw.cycle_cache = None
-
-        async def main(sim: Simulation = sim) -> None:
-            sim._load()
-            sim.add_pending([PodInfo(decode(m, Pod), m) for m in pods])
-            await sim.drive(100)
-
-        anyio.run(main)
+        sim, fw = _drive(cfg, reg, nodes, pods, cached=cached)
         starts[cached] = sim.sched.next_start_node_index
         if cached:
             assert fw.cycle_cache is not None and fw.cycle_cache.hits > 0
@@ -557,18 +571,7 @@ def test_refreshed_rows_keep_the_plugin_weights() -> None:
 
     def run(cached: bool) -> tuple[dict[str, str | None], int]:
         cfg, _ = load_config_data(copy.deepcopy(data), "<test>", None)
-        cf = ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[])
-        sim = Simulation(cf, cfg, reg, seed=5)
-        fw = next(iter(sim.sched.frameworks.values()))
-        if not cached:
-            fw.cycle_cache = None
-
-        async def main() -> None:
-            sim._load()
-            sim.add_pending([PodInfo(decode(m, Pod), m) for m in pods])
-            await sim.drive(20 * len(pods))
-
-        anyio.run(main)
+        sim, fw = _drive(cfg, reg, nodes, pods, cached=cached, seed=5, steps=20 * len(pods))
         hits = fw.cycle_cache.hits if fw.cycle_cache is not None else 0
         return {p.key: p.node_name or None for p in sim.cluster.pods.values()}, hits
 
@@ -778,6 +781,93 @@ def test_pods_naming_their_nodes_skip_signing_and_place_as_the_full_cycle(seed: 
     assert not narrowed & set(signed)
     assert set(by_name) - narrowed <= set(signed)
     assert any(not c[1] for c in full)  # the conflicting terms failed
+
+
+class _Pinning(PreFilterPlugin):
+    """A third-party PreFilter plugin: a pod labelled ``pin`` goes to the node it names."""
+
+    name = "Pinning"
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        return pod.pod.metadata.labels.get("pin", "")
+
+    def pre_filter(
+        self, state: Any, pod: PodInfo, nodes: Any
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        pin = pod.pod.metadata.labels.get("pin")
+        if pin is None:
+            return None, Status(Code.SKIP)
+        return PreFilterResult({pin}), None
+
+
+class _PinningThatSays(_Pinning):
+    """``_Pinning`` that declares its narrowing (``NarrowsNodes``), without inheriting it."""
+
+    name = "PinningThatSays"
+
+    def narrows_nodes(self, pod: PodInfo) -> bool:
+        return "pin" in pod.pod.metadata.labels
+
+
+class _PinningThatErrs(_Pinning):
+    """``_Pinning`` whose ``narrows_nodes`` raises: taken as no hint."""
+
+    name = "PinningThatErrs"
+
+    def narrows_nodes(self, pod: PodInfo) -> bool:
+        raise RuntimeError("no idea")
+
+
+@pytest.mark.parametrize(
+    ("plugin", "says"), [(_Pinning, False), (_PinningThatSays, True), (_PinningThatErrs, False)]
+)
+def test_a_third_party_narrows_nodes_keeps_its_pods_unsigned(
+    plugin: type[_Pinning], says: bool
+) -> None:
+    """A profile's PreFilter plugin that is ``NarrowsNodes`` spares the pods it narrows the
+    signing (the cache could not answer them); one that is not, or whose hint raises, has
+    them signed (their entry is then None). Either way every pod lands where the full
+    cycle puts it."""
+    reg = default_registry(entry_points=False)
+    reg.register(plugin.name, plugin)
+    data = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "ksched",
+                "plugins": {"preFilter": {"enabled": [{"name": plugin.name}]}},
+            }
+        ],
+    }
+    rng = random.Random(2)
+    nodes = [_node(i, rng) for i in range(20)]
+    for m in nodes:
+        m["spec"] = {"taints": [], "unschedulable": False}
+    pods = _pods(rng, 30, ["plain"])
+    for i, m in enumerate(pods[::3]):
+        m["metadata"]["labels"]["pin"] = nodes[i]["metadata"]["name"]
+    pinned = {m["metadata"]["name"] for m in pods if "pin" in m["metadata"]["labels"]}
+    placed: dict[bool, dict[str, str | None]] = {}
+    signed: list[str] = []
+    real_sign = Framework.sign_pod_per_cycle
+
+    def sign(fw: Any, pod: PodInfo, sampled: bool = False) -> Any:
+        signed.append(pod.pod.metadata.name)
+        return real_sign(fw, pod, sampled)
+
+    for cached in (False, True):
+        cfg, _ = load_config_data(copy.deepcopy(data), "<test>", None)
+        with mock.patch.object(Framework, "sign_pod_per_cycle", sign):
+            sim, fw = _drive(cfg, reg, nodes, pods, cached=cached)
+        placed[cached] = {p.pod.metadata.name: p.node_name for p in sim.cluster.pods.values()}
+        if cached:
+            assert fw.cycle_cache is not None and fw.cycle_cache.hits > 0
+    assert placed[True] == placed[False]
+    assert all(placed[True][n] for n in pinned)
+    assert isinstance(plugin(), NarrowsNodes) is (plugin is not _Pinning)
+    assert not pinned & set(signed) if says else pinned <= set(signed)
+    assert set(placed[True]) - pinned <= set(signed)
 
 
 def test_an_erring_nominated_node_leaves_the_pod_to_the_full_cycle() -> None:
