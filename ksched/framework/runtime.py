@@ -262,6 +262,11 @@ _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
 
 
+def _judged(rows: list[int], plugins: list[Any]) -> dict[tuple[int, str], Status]:
+    """``rows`` passed every one of ``plugins`` (``Framework._few_all_pass``)."""
+    return {(r, p.name): SUCCESS for r in rows for p in plugins}
+
+
 def _passes(plugins: list[Any], state: Any, pod: Any, ni: Any) -> bool:
     for q in plugins:
         st = q.filter(state, pod, ni)
@@ -917,11 +922,14 @@ class Framework:
         # before it" does not depend on the order, only on the candidate set: for all
         # rows it is a drop in the count of passing rows.
         everything = candidates is snap.all_rows
+        # (row, plugin) -> Filter status the few-candidates path already has: not asked again
+        judged: dict[tuple[int, str], Status] | None = None
         if not everything and n <= FEW_CANDIDATES and not sampled and not explain and not nominated:
             rotated = _Rotation(candidates, start).array()
             few = self._few_all_pass(state, pod, snap, rotated, num_to_find)
-            if few is not None:
+            if not isinstance(few, dict):
                 return few
+            judged = few
         ones = all_true(snap.n)
         valid = snap.valid
         combined: BoolArray | None = None  # None: just ``valid``
@@ -1044,6 +1052,11 @@ class Framework:
                         return None
                     st = SUCCESS
                     for p in per_node:
+                        if judged is not None and (got := judged.get((row, p.name))) is not None:
+                            st = got
+                            if not st.is_success():
+                                break
+                            continue
                         try:
                             raw = (
                                 self._timed(_FILTER, p, _label, p.filter, state, pod, infos[row])
@@ -1095,6 +1108,7 @@ class Framework:
                 explain,
                 batch,
                 nominated,
+                judged,
             )
         return out
 
@@ -1105,22 +1119,39 @@ class Framework:
         snap: Snapshot,
         order: np.ndarray[Any, np.dtype[np.intp]],
         num_to_find: int,
-    ) -> FilterOutcome | None:
+    ) -> FilterOutcome | dict[tuple[int, str], Status]:
         """The outcome when every one of a few candidates (``order``: rotated; a PreFilter
         narrowed them, e.g. to a daemonset pod's node) passes every Filter plugin, judged
-        with the per-node forms instead of a mask over every row per batch plugin; None
-        when some node fails, errs or is invalid: the batch walk then decides, and words
-        the rejections. All passing, no plugin rejected anything and the walk takes the
-        first ``num_to_find`` in rotation order, as here."""
+        with the per-node forms instead of a mask over every row per batch plugin. All
+        passing, no plugin rejected anything and the walk takes the first ``num_to_find``
+        in rotation order, as here.
+
+        When some node fails, errs or is invalid the batch walk decides, and words the
+        rejections: then the per-node statuses judged so far, (row, plugin) -> status, for
+        the walk and its diagnosis to take instead of calling those plugins again (an
+        erring plugin errs once per node, with the status the walk would give it)."""
         skip = state.skip_filter_plugins
         plugins = [p for p in self.filter_plugins if p.name not in skip]
         infos, valid = snap.node_infos, snap.valid
-        try:
-            rows = order.tolist()
-            if not all(valid[r] and _passes(plugins, state, pod, infos[r]) for r in rows):
-                return None
-        except Exception:
-            return None
+        rows = order.tolist()
+        for i, r in enumerate(rows):
+            if not valid[r]:
+                return _judged(rows[:i], plugins)
+            ni = infos[r]
+            for j, p in enumerate(plugins):
+                try:
+                    raw = p.filter(state, pod, ni)
+                except Exception as e:
+                    st = _from_exception(e, p.name, "Filter")
+                else:
+                    if raw is None or raw.code == Code.SUCCESS:
+                        continue
+                    st = _status(raw, p.name)
+                judged = _judged(rows[:i], plugins)
+                for q in plugins[:j]:
+                    judged[r, q.name] = SUCCESS
+                judged[r, p.name] = st
+                return judged
         k = min(len(order), num_to_find)
         return FilterOutcome(order[:k], k, NodeToStatus(), set())
 
@@ -1208,13 +1239,14 @@ class Framework:
         explain: bool,
         batch: list[tuple[Any, BoolArray]],
         nominated: dict[int, list[PodInfo]],
+        judged: dict[tuple[int, str], Status] | None = None,
     ) -> None:
         """Per-node status of the first rejecting plugin, exactly as a node-by-node run gives.
 
         Plugins are visited in order over the nodes still unexplained; a batch plugin is
         asked only about the nodes its mask rejected, all at once when it offers
         ``filter_statuses`` (a FitError over 5000 nodes then costs a few vector passes,
-        not 5000 Python calls).
+        not 5000 Python calls). ``judged``: statuses ``_few_all_pass`` already has.
         """
         infos = snap.node_infos
         batch_masks = {p.name: m for p, m in batch}
@@ -1246,7 +1278,7 @@ class Framework:
             asked = pending if m is None else pending[~m[pending]]
             if not len(asked):
                 continue
-            statuses = self._filter_statuses(p, state, pod, snap, asked)
+            statuses = self._filter_statuses(p, state, pod, snap, asked, judged)
             rejected = np.zeros(len(asked), dtype=np.bool_)
             into = out.statuses.statuses
             ok = Code.SUCCESS
@@ -1260,9 +1292,16 @@ class Framework:
                 pending = np.array([r for r in pending.tolist() if r not in done], dtype=np.intp)
 
     def _filter_statuses(
-        self, p: Any, state: CycleState, pod: PodInfo, snap: Snapshot, rows: Any
+        self,
+        p: Any,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        rows: Any,
+        judged: dict[tuple[int, str], Status] | None = None,
     ) -> list[Status]:
-        """One plugin's Filter status for each of ``rows`` (batch form when it has one)."""
+        """One plugin's Filter status for each of ``rows`` (batch form when it has one;
+        else the per-node form, or its status in ``judged`` when it was already asked)."""
         infos = snap.node_infos
         fs = getattr(p, "filter_statuses", None)
         if fs is not None:
@@ -1273,6 +1312,9 @@ class Framework:
                 return [err] * len(rows)
         out = []
         for r in rows.tolist():
+            if judged is not None and (got := judged.get((r, p.name))) is not None:
+                out.append(got)
+                continue
             try:
                 out.append(_status(p.filter(state, pod, infos[r]), p.name))
             except Exception as e:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import random
-from typing import Any
+from typing import Any, ClassVar
 from unittest import mock
 
 import anyio
@@ -736,7 +736,7 @@ def test_few_candidates_judged_per_node_filter_as_the_batch_walk(seed: int) -> N
 
     def few(fw: Any, *args: Any) -> Any:
         out = real_few(fw, *args)
-        answered.append(out is not None)
+        answered.append(not isinstance(out, dict))
         return out
 
     kw: dict[str, Any] = {"seed": seed, "percentage": None}
@@ -749,6 +749,86 @@ def test_few_candidates_judged_per_node_filter_as_the_batch_walk(seed: int) -> N
     assert per_node == batch
     assert outcomes == batch_outcomes
     assert any(answered) and not all(answered)  # both ways were taken
+
+
+class _Flaky(FilterPlugin):
+    """A per-node third-party Filter plugin that raises on some nodes and rejects on
+    others, noting each call."""
+
+    name = "Flaky"
+    calls: ClassVar[list[tuple[str, str]]] = []
+
+    def filter(self, state: Any, pod: PodInfo, node: Any) -> Status | None:
+        name = node.node.metadata.name
+        self.calls.append((pod.pod.metadata.name, name))
+        if int(name[1:]) % 7 == 3:
+            raise RuntimeError(f"flaky on {name}")
+        if int(name[1:]) % 5 == 1:
+            return Status(Code.UNSCHEDULABLE, "flaky says no")
+        return None
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_raising_filter_plugin_is_called_once_per_node(first: bool) -> None:
+    """A Filter plugin that raises on a few narrowed candidates (judged per node first) is
+    called once per node of the attempt, not again by the batch walk or its diagnosis:
+    first or last among the Filter plugins, every Filter outcome (nodes, count processed,
+    rejections, the error) is the batch walk's alone, and so is every placement."""
+    from ksched.framework import runtime
+
+    reg = default_registry(entry_points=False)
+    reg.register("Flaky", _Flaky)
+    in_tree = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"]
+    in_tree += ["NodePorts", "NodeResourcesFit"]
+    filters: dict[str, Any] = (
+        {"enabled": [{"name": n} for n in ["Flaky", *in_tree]], "disabled": [{"name": "*"}]}
+        if first
+        else {"enabled": [{"name": "Flaky"}]}
+    )
+    data = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "ksched", "plugins": {"filter": filters}}],
+    }
+    rng = random.Random(4)
+    nodes = [_node(i, rng) for i in range(30)]
+    pods = _naming_pods(rng, [m["metadata"]["name"] for m in nodes], 60)
+    outcomes: list[Any] = []
+    twice: list[tuple[str, str]] = []
+    real = Framework.find_feasible
+
+    def recording(fw: Any, *args: Any, **kw: Any) -> Any:
+        _Flaky.calls.clear()
+        out = real(fw, *args, **kw)
+        twice.extend(c for c in set(_Flaky.calls) if _Flaky.calls.count(c) > 1)
+        st, absent = out.statuses, out.statuses.absent
+        outcomes.append(
+            (
+                out.feasible.tolist(),
+                out.processed,
+                sorted(out.unschedulable_plugins),
+                sorted((k, v.code, v.message(), v.plugin) for k, v in st.statuses.items()),
+                None if absent is None else (absent.code, absent.message(), absent.plugin),
+            )
+        )
+        return out
+
+    placed = []
+    for few in (0, runtime.FEW_CANDIDATES):
+        outcomes.clear()
+        cfg, _ = load_config_data(copy.deepcopy(data), "<test>", None)
+        with (
+            mock.patch.object(runtime, "FEW_CANDIDATES", few),
+            mock.patch.object(Framework, "find_feasible", recording),
+        ):
+            sim, _ = _drive(cfg, reg, nodes, pods, cached=False)
+        placed.append(({p.key: p.node_name for p in sim.cluster.pods.values()}, list(outcomes)))
+    assert not twice
+    assert placed[1] == placed[0]
+    errors = [o[4] for o in placed[0][1] if o[4] is not None]
+    assert errors and all("flaky on" in e[1] and e[2] == "Flaky" for e in errors)
+    assert any("Flaky" in o[2] for o in placed[0][1])  # it rejected too
+    assert any(o[0] for o in placed[0][1])  # and passed
 
 
 @pytest.mark.parametrize("seed", range(3))
