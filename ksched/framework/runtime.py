@@ -267,14 +267,6 @@ def _judged(rows: list[int], plugins: list[Any]) -> dict[tuple[int, str], Status
     return {(r, p.name): SUCCESS for r in rows for p in plugins}
 
 
-def _passes(plugins: list[Any], state: Any, pod: Any, ni: Any) -> bool:
-    for q in plugins:
-        st = q.filter(state, pod, ni)
-        if st is not None and not st.is_success():
-            return False
-    return True
-
-
 class _Rotation:
     """``candidates`` rotated to start at ``start``, built only if needed."""
 
@@ -833,14 +825,27 @@ class Framework:
         e: RowErrors,
         before: list[Any],
         skip: Any,
-    ) -> int | None:
-        """The first erring row, in rotation order, that every Filter plugin before the
-        erring one passes (None: each was rejected earlier, so its error never runs)."""
+        plugin: str,
+    ) -> Status | None:
+        """The error of the first erring row, in rotation order, that every Filter plugin
+        before the erring one (``plugin``) passes; on that row an earlier plugin that raises
+        is the error instead, as the per-node walk would meet it first (None: each row was
+        rejected earlier, so its error never runs)."""
         plugins = [q for q in before if q.name not in skip]
         for row in _Rotation(candidates, start).array():
             r = int(row)
-            if r in e.errors and _passes(plugins, state, pod, snap.node_infos[r]):
-                return r
+            if r not in e.errors:
+                continue
+            ni = snap.node_infos[r]
+            for q in plugins:
+                try:
+                    st = q.filter(state, pod, ni)
+                except Exception as exc:
+                    return _from_exception(exc, q.name, "Filter")
+                if st is not None and not st.is_success():
+                    break
+            else:
+                return _from_exception(StatusError(e.errors[r]), plugin, "Filter")
         return None
 
     def find_feasible(
@@ -954,9 +959,11 @@ class Framework:
                 )
             except RowErrors as e:
                 before = list(self.filter_plugins)[: list(self.filter_plugins).index(p)]
-                row = self._first_reached(state, pod, snap, candidates, start, e, before, skip)
-                if row is not None:
-                    error = _from_exception(StatusError(e.errors[row]), p.name, "Filter")
+                reached = self._first_reached(
+                    state, pod, snap, candidates, start, e, before, skip, p.name
+                )
+                if reached is not None:
+                    error = reached
                     break
                 m = e.mask
             except Exception as e:
