@@ -9,16 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ksched.api.objects import Node, Pod, decode
-from ksched.config import load_config_data
+from ksched.api.objects import Pod, decode
+from ksched.config import KubeSchedulerConfiguration
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import FilterPlugin
 from ksched.framework.status import Code, RowErrors, Status
 from ksched.framework.types import PodInfo
-from ksched.plugins import default_registry
-from ksched.sim import Simulation
-from ksched.sim.cluster_file import ClusterFile
 from ksched.testing import make_node, make_pod
+from ksched.testing.harness import _profile, _registry, _simulation
 
 #: what the per-node plugin before the batch one does on n1 (the only erring row)
 BEFORE: dict[str, str] = {}
@@ -66,36 +64,13 @@ def test_an_erring_row_is_the_first_error_the_per_node_walk_would_meet(
     """Every row (the batch walk), or the same rows as few candidates (judged node by
     node first): the same outcome."""
     BEFORE["n1"] = before
-    reg = default_registry(entry_points=False)
-    reg.register("Before", _Before)
-    reg.register("Batchy", _Batchy)
-    cfg, _ = load_config_data(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [
-                {
-                    "schedulerName": "ksched",
-                    "plugins": {
-                        "filter": {
-                            "enabled": [{"name": "Before"}, {"name": "Batchy"}],
-                            "disabled": [{"name": "*"}],
-                        }
-                    },
-                }
-            ],
-        },
-        "<test>",
-        None,
-    )
+    reg = _registry([_Before, _Batchy])
+    profile = _profile("ksched", [_Before, _Batchy], reg, ("filter",))
     nodes = [make_node(f"n{i}") for i in range(4)]
-    sim = Simulation(ClusterFile(nodes=[(decode(m, Node), m) for m in nodes], pods=[]), cfg, reg)
-    sim._load()
-    sched = sim.sched
-    sched.cache.update_snapshot(sched.snapshot)
-    fw = next(iter(sched.frameworks.values()))
+    sim = _simulation(KubeSchedulerConfiguration(profiles=[profile]), reg, nodes, (), ())
+    fw = sim.sched.frameworks["ksched"]
+    snap = sim.sched.snapshot
     pm = make_pod("p")
-    snap = sched.snapshot
     rows = snap.all_rows if every_row else np.arange(len(snap.node_infos), dtype=np.intp)
     out = fw.find_feasible(CycleState(), PodInfo(decode(pm, Pod), pm), snap, rows, 0, 4)
     names = sorted(snap.node_infos[int(r)].node.metadata.name for r in out.feasible)
