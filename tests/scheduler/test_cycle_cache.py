@@ -667,6 +667,37 @@ def test_cached_cycles_with_pods_nominated_elsewhere_match_the_full_cycle(
     assert sum(1 for c in full if c[0].startswith("default/pre-") and c[1]) == 3
 
 
+@pytest.mark.parametrize("most", [2, 3])
+def test_more_nominated_rows_than_the_most_leave_the_pod_to_the_full_cycle(most: int) -> None:
+    """Three preemptors nominated at once: with ``NOMINATED_ROWS_MAX`` 3 the cache's
+    answers are judged again on their three rows; with 2 the full cycle decides those
+    cycles. The same choices either way."""
+    from ksched.scheduler import schedule_one
+
+    nodes, fill = _full_nodes(24, 7)
+    late = [_sized(f"pre-{i}", "3500m", priority=1000) for i in range(3)]
+    late += [_sized(f"small-{i:03d}", "300m") for i in range(60)]
+    judged: list[int] = []  # rows judged again, per answer
+
+    def judging(fw: Any, known: Any, pod: Any, snap: Any, nominated: Any) -> Any:
+        judged.append(len(nominated))
+        return real(fw, known, pod, snap, nominated)
+
+    real = schedule_one._with_nominated
+    kw: dict[str, Any] = {"seed": 3, "percentage": None}
+    full, _ = _cycles(nodes, [fill, late], cached=False, **kw)
+    with (
+        mock.patch.object(schedule_one, "NOMINATED_ROWS_MAX", most),
+        mock.patch.object(schedule_one, "_with_nominated", judging),
+    ):
+        cached, _ = _cycles(nodes, [fill, late], cached=True, **kw)
+    assert cached == full
+    if most == 3:
+        assert judged.count(3) > 10
+    else:
+        assert not judged
+
+
 def _field_pod(name: str, terms: list[list[dict[str, Any]]], kind: str = "plain") -> dict[str, Any]:
     m = _sized(name, "100m", kind=kind)
     m["spec"]["affinity"] = {
