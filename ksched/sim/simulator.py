@@ -212,6 +212,11 @@ class SimulatedCluster:
         self._update(cur, cur.with_pod(msgspec.structs.replace(cur.pod, status=status)))
         return True
 
+    def update_pod(self, new: PodInfo) -> None:
+        """A client's update of a stored pod (the differential replay's removal of
+        scheduling gates), echoed to the scheduler as the pod watch would."""
+        self._update(self.pods[new.uid], new)
+
     def _update(self, cur: PodInfo, new: PodInfo) -> None:
         """Store ``new`` and tell the scheduler, as the pod watch would: with a new
         resourceVersion, as every write gets (one equal to the old is a resync, which the

@@ -71,6 +71,9 @@ class PendingPod:
     # Objects created just before the pod, while the scheduler runs (the ``images``
     # group's new nodes: a node kube-scheduler cloned earlier keeps its image counts).
     before: list[JSON] = field(default_factory=list)
+    # The ``schedgates`` group's step: the scheduling gates one pod update removes once
+    # the pod was seen gated; gates not named here stay (the pod is never scheduled).
+    ungate: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -181,6 +184,9 @@ class _Ctx:
         # the "gang" group's own random source and PodGroups (by the first member's key)
         self.gang_rng = random.Random(f"gang-{seed}")
         self.gang_batches: dict[str, GangBatch] = {}
+        # the "schedgates" group's own random source, and each gated pod's ungate step
+        self.gates_rng = random.Random(f"schedgates-{seed}")
+        self.ungate: dict[str, tuple[str, ...]] = {}
         # Labels feature groups add to the scenario's namespaces.
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.counter = 0
@@ -1727,6 +1733,43 @@ def _gang_members(ctx: _Ctx, pending: list[PendingPod]) -> list[PendingPod]:
     return out
 
 
+# -- scheduling gates (spec.schedulingGates; not the ``gates`` group's feature gates) -----------
+
+#: The gates' names: ``example.com/wait-<n>``.
+SCHEDULING_GATE_PREFIX = "example.com/wait-"
+
+
+def _schedgates(ctx: _Ctx, pod: JSON) -> bool:
+    """Gives half of the pending pods one or two scheduling gates, and the update that
+    later removes all of them (most pods), one of two, or none (the pod stays gated:
+    the API server lets a client remove gates, never add them). A PodGroup's member is
+    left alone (its group is released whole, not one gated member at a time). Drawn
+    from the group's own random source: the rest of the scenario is that of a run
+    without the group."""
+    rng = ctx.gates_rng
+    if rng.random() >= 0.5 or pod["spec"].get("schedulingGroup"):
+        return False
+    first = rng.randint(0, 3)
+    gates = [f"{SCHEDULING_GATE_PREFIX}{first + i}" for i in range(rng.randint(1, 2))]
+    pod["spec"]["schedulingGates"] = [{"name": g} for g in gates]
+    r = rng.random()
+    if r < 0.65:
+        ungate = tuple(gates)
+    elif r < 0.85 and len(gates) > 1:
+        ungate = (rng.choice(gates),)
+    else:
+        ungate = ()
+    ctx.ungate[f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"] = ungate
+    return True
+
+
+def _schedgates_steps(ctx: _Ctx, pending: list[PendingPod]) -> list[PendingPod]:
+    """Each gated pod's ungate step, on its ``PendingPod``."""
+    for p in pending:
+        p.ungate = ctx.ungate.get(f"{p.namespace}/{p.name}", ())
+    return pending
+
+
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
@@ -1760,6 +1803,9 @@ FEATURES: dict[str, Feature] = {
             gates=GANG_GATES,
             finish=_gang_members,
         ),
+        # after ``gang``: a PodGroup's members get no gates; weight 1: its own random source.
+        # Opt-in: each gated pod costs the kube replay a wait while it is seen gated.
+        Feature("schedgates", _no_setup, _schedgates, 1.0, default=False, finish=_schedgates_steps),
     )
 }
 

@@ -50,6 +50,7 @@ from .outcome import (
     POD_GROUP_CONDITION,
     Outcome,
     ReplayHints,
+    gated_outcome,
     group_outcome,
     victim_units,
 )
@@ -57,6 +58,7 @@ from .outcome import (
 __all__ = [
     "BATCHING_GAP",
     "GANG_QUIET",
+    "GATED_WAIT",
     "KubeReplay",
     "PodRun",
     "api_path",
@@ -93,6 +95,10 @@ _LIVE = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceClaim")
 # ... and for a scenario with PodGroups (served only with scheduling.k8s.io/v1beta1 on),
 # whose status the scheduler writes.
 _LIVE_GANG = (*_LIVE, "PodGroup")
+#: Seconds a gated pod is left alone: before its gates' removal (kube-scheduler's
+#: informer has delivered it, PreEnqueue has held it), and after, when one stays (nothing
+#: may happen to it).
+GATED_WAIT = 1.0
 #: Seconds a member of a PodGroup may stay without a PodScheduled condition, after the
 #: last event of its group, before it counts as held at PreEnqueue (``Pending``: no
 #: condition is written for that).
@@ -248,7 +254,13 @@ class PodRun:
     kube: Outcome
     ksched: Outcome | None = None
     batch: list[JSON] = field(default_factory=list)
+    # the pod after the ``schedgates`` group's gate removal (``KubeReplay._ungate``)
+    update: JSON | None = None
 
+
+#: ksched's side of a pod's replay: (state, the created pod, the states before the earlier
+#: pods, the pod after its gates' removal or None) to its outcome.
+PodReplay = Callable[[list[JSON], JSON, list[list[JSON]], JSON | None], Outcome]
 
 #: ksched's side of a PodGroup's replay: (state, [the PodGroup], its created members) to
 #: one outcome per member.
@@ -622,11 +634,12 @@ class KubeReplay:
     def run(
         self,
         scenario: Scenario,
-        ksched: Callable[[list[JSON], JSON, list[list[JSON]]], Outcome] | None = None,
+        ksched: PodReplay | None = None,
         ksched_batch: BatchReplay | None = None,
     ) -> Iterator[PodRun]:
-        """Replay ``scenario``; ``ksched(state, pod, history)`` is called for each pod while
-        the real scheduler works on it (``history``: the states before the earlier pods),
+        """Replay ``scenario``; ``ksched(state, pod, history, update)`` is called for each
+        pod while the real scheduler works on it (``history``: the states before the
+        earlier pods; ``update``: the pod after ``_ungate``, for a gated one),
         ``ksched_batch`` for each PodGroup's members (``_batch``). Everything the scenario
         created is deleted after."""
         created: list[JSON] = []
@@ -730,7 +743,7 @@ class KubeReplay:
         scenario: Scenario,
         pending: PendingPod,
         static: list[JSON],
-        ksched: Callable[[list[JSON], JSON, list[list[JSON]]], Outcome] | None,
+        ksched: PodReplay | None,
     ) -> PodRun:
         cp = self.api
         if pending.before:
@@ -749,10 +762,28 @@ class KubeReplay:
         created = cp.ok("POST", path, body)
         # kube-scheduler uses the created object; ksched gets the same (uid, generation)
         pod = {**created, "kind": "Pod", "apiVersion": "v1"}
-        ours = ksched(state, copy.deepcopy(pod), self._history) if ksched is not None else None
+        rv = created["metadata"]["resourceVersion"]
+        update: JSON | None = None
+        if pod["spec"].get("schedulingGates"):
+            update = self._ungate(pending, pod)
+            rv = update["metadata"]["resourceVersion"]
+            # the state the pod meets once let in (the earlier pods' victims went meanwhile)
+            state = [
+                o
+                for o in self._in_cache_order(static + self._live_state(scenario))
+                if o["metadata"].get("uid") != pod["metadata"]["uid"]
+            ]
+            before = _running(state)
+        ours = None
+        if ksched is not None:
+            ours = ksched(state, copy.deepcopy(pod), self._history, update)
         self._history.append(state)
         self._nominated = ""
-        kube = self._await_outcome(pending, created["metadata"]["resourceVersion"])
+        if update is not None and update["spec"].get("schedulingGates"):
+            time.sleep(GATED_WAIT)  # time to be let in, which must not happen
+            kube = gated_outcome(cp.ok("GET", api_path("Pod", pending.namespace, pending.name)))
+        else:
+            kube = self._await_outcome(pending, rv)
         key = f"{pending.namespace}/{pending.name}"
         kube.scores, kube.totals = parse_scores(self._new_log(), key)
         if kube.scores:
@@ -771,7 +802,27 @@ class KubeReplay:
             self._await_gone(api_path("Pod", pending.namespace, pending.name), 30)
         rest = self.gap - (time.monotonic() - start)
         time.sleep(max(rest, self.gap / 2))
-        return PodRun(pending, state, pod, kube, ours)
+        return PodRun(pending, state, pod, kube, ours, update=update)
+
+    def _ungate(self, pending: PendingPod, pod: JSON) -> JSON:
+        """The ``schedgates`` group's step: once kube-scheduler has seen the created pod
+        gated (``GATED_WAIT``), one update removes ``pending.ungate`` from its gates
+        (the API server allows removing gates, not adding them); the updated pod (with
+        no gate removed: the pod as it stands)."""
+        time.sleep(GATED_WAIT)
+        path = api_path("Pod", pending.namespace, pending.name)
+        if not pending.ungate:
+            return {**self.api.ok("GET", path), "kind": "Pod", "apiVersion": "v1"}
+        for _ in range(5):
+            cur = self.api.ok("GET", path)
+            gates = cur["spec"].get("schedulingGates") or []
+            cur["spec"]["schedulingGates"] = [g for g in gates if g["name"] not in pending.ungate]
+            st, out = self.api.request("PUT", path, cur)
+            if st < 300:
+                return {**out, "kind": "Pod", "apiVersion": "v1"}
+            if st != 409:
+                raise RuntimeError(f"PUT {path}: {st} {_message(out)}")
+        raise RuntimeError(f"PUT {path}: conflicts")
 
     def _create_before(self, pending: PendingPod, static: list[JSON]) -> None:
         """The objects the generator has join just before ``pending`` (new nodes), into
@@ -1038,7 +1089,12 @@ class KubeReplay:
                 (c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"),
                 None,
             )
-            if cond is not None and cond.get("status") == "False" and first is None:
+            if (
+                cond is not None
+                and cond.get("status") == "False"
+                and cond.get("reason") != "SchedulingGated"  # the API server's, at creation
+                and first is None
+            ):
                 first = {
                     k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond
                 }

@@ -15,12 +15,14 @@ under test.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, cast
 
 import anyio
 import msgspec
 
+from ...api.objects import PodSchedulingGate
 from ...api.resource import ResourceClaim
 from ...cluster.status import scheduling_failed_condition
 from ...config import load_config
@@ -34,7 +36,14 @@ from ...sim.simulator import PodResult
 from ...util.clock import rfc3339
 from .driver import DRIVER_DELAY, driver_status
 from .generator import JSON
-from .outcome import HELD_AT_PRE_ENQUEUE, Outcome, ReplayHints, group_outcome, victim_units
+from .outcome import (
+    HELD_AT_PRE_ENQUEUE,
+    Outcome,
+    ReplayHints,
+    gated_outcome,
+    group_outcome,
+    victim_units,
+)
 
 __all__ = ["KschedReplay", "binding_driver", "scenario_file", "scenario_files"]
 
@@ -73,6 +82,20 @@ def _pod_group(sim: Simulation, key: str) -> JSON | None:
     return None
 
 
+def _ungate(sim: Simulation, update: JSON) -> None:
+    """The gate-removing update of a pending pod the scheduler holds gated: its
+    scheduling gates and generation (what the update changed) on the pod it has."""
+    meta = update["metadata"]
+    cur = next(p for p in sim.cluster.pods.values() if p.uid == meta["uid"])
+    gates = [PodSchedulingGate(name=g["name"]) for g in update["spec"].get("schedulingGates", [])]
+    spec = msgspec.structs.replace(cur.pod.spec, scheduling_gates=gates)
+    generation = int(meta.get("generation") or cur.pod.metadata.generation)
+    new_meta = msgspec.structs.replace(cur.pod.metadata, generation=generation)
+    sim.cluster.update_pod(
+        cur.with_pod(msgspec.structs.replace(cur.pod, spec=spec, metadata=new_meta))
+    )
+
+
 def _strip(obj: JSON) -> JSON:
     """Without managedFields (noise to a reader; nothing schedules by them)."""
     meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "managedFields"}
@@ -101,12 +124,20 @@ class KschedReplay:
         return KschedReplay(self.config_path, self.registry, features)
 
     def __call__(
-        self, state: list[JSON], pod: JSON, history: list[list[JSON]] | None = None
+        self,
+        state: list[JSON],
+        pod: JSON,
+        history: list[list[JSON]] | None = None,
+        update: JSON | None = None,
     ) -> Outcome:
         """``history``: the states before the earlier pods of the run, oldest first (each
-        the state of one kube-scheduler snapshot: ``Simulation.replay_history``)."""
-        sim, results = self._simulate(state, [pod], history=history)
-        return self._outcome(sim, results, pod)
+        the state of one kube-scheduler snapshot: ``Simulation.replay_history``).
+        ``update``: the pod as a client's update left it once the scheduler had seen
+        ``pod`` gated (the ``schedgates`` group's removal of scheduling gates, as the API
+        server returned it): applied before the first cycle, as kube-scheduler's queue
+        saw the gated pod and then the update."""
+        sim, results = self._simulate(state, [pod], history=history, update=update)
+        return self._outcome(sim, results, update or pod)
 
     def batch(
         self,
@@ -146,6 +177,7 @@ class KschedReplay:
         pods: list[JSON],
         hints: ReplayHints | None = None,
         history: list[list[JSON]] | None = None,
+        update: JSON | None = None,
     ) -> tuple[Simulation, list[PodResult]]:
         first = pods[0]["metadata"]
         text = scenario_files(state, pods)
@@ -163,7 +195,8 @@ class KschedReplay:
             sim.replay_history([parse_cluster(scenario_files(h, []), "history") for h in history])
         sim.cluster.device_driver = binding_driver
         sim.cluster.driver_delay = DRIVER_DELAY
-        return sim, anyio.run(sim.run)
+        on_loaded = None if update is None else functools.partial(_ungate, update=update)
+        return sim, anyio.run(sim.run, on_loaded)
 
     def _outcome(self, sim: Simulation, results: list[PodResult], pod: JSON) -> Outcome:
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
@@ -171,8 +204,12 @@ class KschedReplay:
         mine = next((r for r in results if f"{r.namespace}/{r.name}" == key), None)
         if mine is None:
             return Outcome("Error", message="ksched did not attempt the pod")
-        out = Outcome(mine.status, node=mine.node, victims=sorted(mine.preempted))
         failures = sim.recorder.failures.get(uid, [])
+        cur = next((p for p in sim.cluster.pods.values() if p.uid == uid), None)
+        if cur is not None and cur.pod.spec.scheduling_gates and not failures and not mine.node:
+            # never let in by PreEnqueue: what the pod reports, as on the API server
+            return gated_outcome(cast(JSON, msgspec.to_builtins(cur.pod)))
+        out = Outcome(mine.status, node=mine.node, victims=sorted(mine.preempted))
         stopped = bool(failures) and (
             not sim.recorder.first_nominated.get(uid) or uid in sim.cluster.unnominated
         )
@@ -198,7 +235,6 @@ class KschedReplay:
                 # never tried, no condition written: what the kube replay calls Pending
                 out.status = "Pending"
                 out.message = HELD_AT_PRE_ENQUEUE
-        cur = next((p for p in sim.cluster.pods.values() if p.uid == uid), None)
         if cur is not None and not stopped:
             out.nominated = cur.pod.status.nominated_node_name or ""
         explain: dict[str, Any] = mine.explain or {}

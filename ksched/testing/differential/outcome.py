@@ -7,10 +7,21 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-__all__ = ["HELD_AT_PRE_ENQUEUE", "Outcome", "ReplayHints", "group_outcome", "victim_units"]
+__all__ = [
+    "HELD_AT_PRE_ENQUEUE",
+    "HELD_BY_GATES",
+    "Outcome",
+    "ReplayHints",
+    "gated_outcome",
+    "group_outcome",
+    "victim_units",
+]
 
 #: A Pending member's message in both replays: the scheduler wrote nothing about it.
 HELD_AT_PRE_ENQUEUE = "no PodScheduled condition (held at PreEnqueue)"
+
+#: A pod whose scheduling gates were never all removed, in both replays.
+HELD_BY_GATES = "held at PreEnqueue by its scheduling gates"
 
 #: The PodGroup condition the pod-group cycle writes (``schedule_one_podgroup.go``).
 POD_GROUP_CONDITION = "PodGroupInitiallyScheduled"
@@ -54,6 +65,23 @@ class ReplayHints:
     ties: dict[str, str] = field(default_factory=dict)
     # per group, one order per run of its placement algorithm (PodGroupPostFilter reruns it)
     placement_orders: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+def gated_outcome(pod: JSON) -> Outcome:
+    """The outcome of a pod that kept a scheduling gate, from the pod as it stands: the
+    scheduler leaves it alone (``Pending``), so its PodScheduled condition is still the
+    one the API server wrote at its creation (``SchedulingGated``: kube-apiserver's pod
+    strategy, ``applySchedulingGatedCondition``); a node or another condition is the
+    scheduler's doing, and differs."""
+    conds = (pod.get("status") or {}).get("conditions") or []
+    cond = next((c for c in conds if c.get("type") == "PodScheduled"), None)
+    seen = None
+    if cond is not None:
+        seen = {k: cond[k] for k in ("reason", "message", "observedGeneration") if k in cond}
+    node = (pod.get("spec") or {}).get("nodeName")
+    if node:
+        return Outcome("Scheduled", node=node, condition=seen)
+    return Outcome("Pending", message=HELD_BY_GATES, condition=seen)
 
 
 def victim_units(victims: list[str], state: list[JSON]) -> list[str]:

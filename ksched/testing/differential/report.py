@@ -255,7 +255,8 @@ def _report(
             members = [o for o in run.batch if o.get("kind") == "Pod"]
             path.write_text(scenario_files([*run.state, *pod_groups], members))
         else:
-            path.write_text(scenario_file(run.state, run.pod))
+            # a gated pod: as its gates' removal left it (what the scheduler then tried)
+            path.write_text(scenario_file(run.state, run.update or run.pod))
         rep.scenario = str(path)
     return rep
 
