@@ -30,8 +30,9 @@ POD_GROUP_CONDITION = "PodGroupInitiallyScheduled"
 @dataclass
 class Outcome:
     """``status``: Scheduled, Unschedulable, Error, Rejected (the API server refused the
-    pod: not compared), Timeout or Pending (a PodGroup's member the scheduler left
-    without a condition: held at PreEnqueue until its group is complete). ``condition``
+    pod: not compared), Timeout or Pending (held at PreEnqueue: a PodGroup's member the
+    scheduler left without a condition until its group is complete, or a pod that kept
+    a scheduling gate: ``gated_outcome``). ``condition``
     is the first PodScheduled=False condition written (reason, message,
     observedGeneration); ``scores`` the weighted per-plugin
     scores of the attempt that placed the pod, by plugin then node, and ``totals`` the
