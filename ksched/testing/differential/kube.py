@@ -764,9 +764,10 @@ class KubeReplay:
         pod = {**created, "kind": "Pod", "apiVersion": "v1"}
         rv = created["metadata"]["resourceVersion"]
         update: JSON | None = None
-        if pod["spec"].get("schedulingGates"):
-            update = self._ungate(pending, pod)
-            rv = update["metadata"]["resourceVersion"]
+        gates = {g["name"] for g in pod["spec"].get("schedulingGates") or []}
+        if gates:
+            update = self._ungate(pending)
+            rv = update["metadata"]["resourceVersion"] if update is not None else rv
             # the state the pod meets once let in (the earlier pods' victims went meanwhile)
             state = [
                 o
@@ -779,7 +780,7 @@ class KubeReplay:
             ours = ksched(state, copy.deepcopy(pod), self._history, update)
         self._history.append(state)
         self._nominated = ""
-        if update is not None and update["spec"].get("schedulingGates"):
+        if gates - set(pending.ungate):
             time.sleep(GATED_WAIT)  # time to be let in, which must not happen
             kube = gated_outcome(cp.ok("GET", api_path("Pod", pending.namespace, pending.name)))
         else:
@@ -804,15 +805,15 @@ class KubeReplay:
         time.sleep(max(rest, self.gap / 2))
         return PodRun(pending, state, pod, kube, ours, update=update)
 
-    def _ungate(self, pending: PendingPod, pod: JSON) -> JSON:
+    def _ungate(self, pending: PendingPod) -> JSON | None:
         """The ``schedgates`` group's step: once kube-scheduler has seen the created pod
         gated (``GATED_WAIT``), one update removes ``pending.ungate`` from its gates
-        (the API server allows removing gates, not adding them); the updated pod (with
-        no gate removed: the pod as it stands)."""
+        (the API server allows removing gates, not adding them); the updated pod, None
+        when no gate is removed (no update is made)."""
         time.sleep(GATED_WAIT)
-        path = api_path("Pod", pending.namespace, pending.name)
         if not pending.ungate:
-            return {**self.api.ok("GET", path), "kind": "Pod", "apiVersion": "v1"}
+            return None
+        path = api_path("Pod", pending.namespace, pending.name)
         for _ in range(5):
             cur = self.api.ok("GET", path)
             gates = cur["spec"].get("schedulingGates") or []
