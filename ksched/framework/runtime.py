@@ -262,6 +262,21 @@ _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
 
 
+def _first_not_passing(
+    plugins: list[Any], state: Any, pod: Any, ni: Any
+) -> tuple[int, Status] | None:
+    """The per-node Filter walk on one node: the index and status of the first of
+    ``plugins`` that does not pass it (a raise is that plugin's error), None if all pass."""
+    for j, p in enumerate(plugins):
+        try:
+            raw = p.filter(state, pod, ni)
+        except Exception as e:
+            return j, _from_exception(e, p.name, "Filter")
+        if raw is not None and raw.code != Code.SUCCESS:
+            return j, _status(raw, p.name)
+    return None
+
+
 def _judged(rows: list[int], plugins: list[Any]) -> dict[tuple[int, str], Status]:
     """``rows`` passed every one of ``plugins`` (``Framework._few_all_pass``)."""
     return {(r, p.name): SUCCESS for r in rows for p in plugins}
@@ -828,24 +843,19 @@ class Framework:
         plugin: str,
     ) -> Status | None:
         """The error of the first erring row, in rotation order, that every Filter plugin
-        before the erring one (``plugin``) passes; on that row an earlier plugin that raises
-        is the error instead, as the per-node walk would meet it first (None: each row was
-        rejected earlier, so its error never runs)."""
+        before the erring one (``plugin``) passes; on that row an earlier plugin that errs
+        (raises or answers Error) is the error instead, as the per-node walk meets it first
+        (None: each row was rejected earlier, so its error never runs)."""
         plugins = [q for q in before if q.name not in skip]
         for row in _Rotation(candidates, start).array():
             r = int(row)
             if r not in e.errors:
                 continue
-            ni = snap.node_infos[r]
-            for q in plugins:
-                try:
-                    st = q.filter(state, pod, ni)
-                except Exception as exc:
-                    return _from_exception(exc, q.name, "Filter")
-                if st is not None and not st.is_success():
-                    break
-            else:
+            first = _first_not_passing(plugins, state, pod, snap.node_infos[r])
+            if first is None:
                 return _from_exception(StatusError(e.errors[r]), plugin, "Filter")
+            if first[1].code == Code.ERROR:
+                return first[1]
         return None
 
     def find_feasible(
@@ -1144,20 +1154,13 @@ class Framework:
         for i, r in enumerate(rows):
             if not valid[r]:
                 return _judged(rows[:i], plugins)
-            ni = infos[r]
-            for j, p in enumerate(plugins):
-                try:
-                    raw = p.filter(state, pod, ni)
-                except Exception as e:
-                    st = _from_exception(e, p.name, "Filter")
-                else:
-                    if raw is None or raw.code == Code.SUCCESS:
-                        continue
-                    st = _status(raw, p.name)
+            first = _first_not_passing(plugins, state, pod, infos[r])
+            if first is not None:
+                j, st = first
                 judged = _judged(rows[:i], plugins)
                 for q in plugins[:j]:
                     judged[r, q.name] = SUCCESS
-                judged[r, p.name] = st
+                judged[r, plugins[j].name] = st
                 return judged
         k = min(len(order), num_to_find)
         return FilterOutcome(order[:k], k, NodeToStatus(), set())

@@ -1,6 +1,7 @@
 """A batch Filter plugin's per-row errors (``RowErrors``) fail the cycle only on a node
-every earlier Filter plugin lets through, and an earlier per-node plugin that raises on
-that node is the error instead: the cycle ends with an Error status, never an exception."""
+every earlier Filter plugin lets through, and an earlier per-node plugin that raises or
+answers Error on that node is the error instead: the cycle ends with an Error status,
+never an exception."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ class _Before(FilterPlugin):
         if node.node.metadata.name == "n1":
             if BEFORE["n1"] == "raise":
                 raise RuntimeError("before broke on n1")
+            if BEFORE["n1"] == "error":
+                return Status(Code.ERROR, "before erred on n1")
             if BEFORE["n1"] == "reject":
                 return Status(Code.UNSCHEDULABLE, "before says no")
         return None
@@ -54,6 +57,7 @@ class _Batchy(FilterPlugin):
     ("before", "error"),
     [
         ("raise", 'running Filter plugin "Before": RuntimeError: before broke on n1'),
+        ("error", "before erred on n1"),
         ("pass", 'running "Batchy" filter plugin: batchy erred on n1'),
         ("reject", None),
     ],
